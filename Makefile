@@ -1,0 +1,183 @@
+# pillar-csi — one static executable for every role.
+#
+#   make deps    install every build and test dependency from Debian packages (idempotent)
+#   make         build/pillar-csi, fully static
+#   make test    unit tests under ASan+UBSan (Check), then the interop suites
+#   make e2e     real-kernel scenarios in QEMU (test/e2e)
+#   make bench   benchmarks against peers measured in the same run
+#   make fmt     clang-format every C file
+#   make size    stripped size of the shipped binary
+#
+# Sources are found by wildcard: a new file under src/<layer>/ or roles/<role>/ is built, and a
+# new test/unit/test_<name>.c becomes its own test program.
+
+.DEFAULT_GOAL := all
+VERSION    ?= 0.1.0
+BUILD      ?= build
+CC         ?= gcc
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+PROTOC_C   ?= protoc-c
+Q          ?= @
+
+# Debian packages.  BUILD_DEBS build the binary; TEST_DEBS run unit, interop and bench suites.
+BUILD_DEBS := gcc make libc6-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev \
+              libnghttp2-dev libmbedtls-dev libcjson-dev libnvme-dev libjson-c-dev libssl-dev \
+              libyaml-dev pkg-config dpkg-dev apt file binutils git ca-certificates
+TEST_DEBS  := check python3 python3-grpcio python3-protobuf protobuf-compiler \
+              protobuf-compiler-grpc nghttp2-client curl libgrpc++-dev clang libclang-rt-14-dev \
+              openssl valgrind
+
+WARN       := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+              -Wformat=2 -Wno-format-nonliteral -Wvla
+STD        := -std=c11 -D_GNU_SOURCE
+INC        := -I$(BUILD)/include -I$(BUILD)/gen -Isrc -Iroles -I.
+CFLAGS_REL := $(STD) $(WARN) -O2 -g -fno-strict-aliasing -ffunction-sections -fdata-sections \
+              -fstack-protector-strong -D_FORTIFY_SOURCE=2 $(INC)
+CFLAGS_SAN := $(STD) $(WARN) -O1 -g -fno-omit-frame-pointer -fno-strict-aliasing \
+              -fsanitize=address,undefined -fno-sanitize-recover=all $(INC) -DPILLAR_TEST
+STATIC_LIBS := -lprotobuf-c -lnghttp2 -lmbedtls -lmbedx509 -lmbedcrypto -lyaml \
+               -lnvme -ljson-c -lssl -lcrypto -lm -pthread -ldl
+DYN_LIBS   := -lprotobuf-c -lnghttp2 -lmbedtls -lmbedx509 -lmbedcrypto -lyaml -lnvme -lm -pthread
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm -pthread)
+
+# ---- generated protobuf code -------------------------------------------------------------
+PROTOS     := proto/csi.proto proto/pillar_csi/agent/v1/agent.proto
+WKT_DIR    := /usr/include
+WKT_PROTOS := google/protobuf/wrappers.proto google/protobuf/timestamp.proto
+PB_C       := $(patsubst proto/%.proto,$(BUILD)/gen/%.pb-c.c,$(PROTOS)) \
+              $(patsubst %.proto,$(BUILD)/gen/%.pb-c.c,$(WKT_PROTOS))
+PB_H       := $(PB_C:.c=.h)
+
+$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: proto/%.proto
+	@mkdir -p $(BUILD)/gen
+	$(PROTOC_C) -Iproto -I$(WKT_DIR) --c_out=$(BUILD)/gen $<
+
+$(BUILD)/gen/google/protobuf/%.pb-c.c $(BUILD)/gen/google/protobuf/%.pb-c.h: $(WKT_DIR)/google/protobuf/%.proto
+	@mkdir -p $(BUILD)/gen
+	$(PROTOC_C) -I$(WKT_DIR) --c_out=$(BUILD)/gen google/protobuf/$*.proto
+
+# ---- cJSON from Debian's own source package ----------------------------------------------
+# Debian ships no libcjson.a.  We fetch the `cjson` source package of this machine's Debian
+# release with a private apt configuration (deb-src of the machine's own sources), apply
+# Debian's patches (dpkg-source) and compile cJSON.c into the build directory.
+CJSON_DIR  := $(BUILD)/cjson
+CJSON_SRC  := $(CJSON_DIR)/src/cJSON.c
+CJSON_HDR  := $(BUILD)/include/cjson/cJSON.h
+
+$(CJSON_SRC):
+	@sh test/tools/fetch-cjson.sh $(CJSON_DIR)
+
+$(CJSON_HDR): $(CJSON_SRC)
+	@mkdir -p $(dir $@)
+	cp $(CJSON_DIR)/src/cJSON.h $@
+
+# ---- sources ------------------------------------------------------------------------------
+LIB_SRC    := $(sort $(wildcard src/*/*.c) $(wildcard roles/*.c) $(wildcard roles/*/*.c))
+MAIN_SRC   := src/main.c
+BUILDINFO  := $(BUILD)/gen/buildinfo.h
+
+REL_OBJ    := $(patsubst %.c,$(BUILD)/rel/%.o,$(LIB_SRC) $(MAIN_SRC)) \
+              $(patsubst $(BUILD)/gen/%.c,$(BUILD)/rel/gen/%.o,$(PB_C)) $(BUILD)/rel/cjson.o
+SAN_OBJ    := $(patsubst %.c,$(BUILD)/san/%.o,$(LIB_SRC)) \
+              $(patsubst $(BUILD)/gen/%.c,$(BUILD)/san/gen/%.o,$(PB_C)) $(BUILD)/san/cjson.o
+
+GENERATED  := $(PB_H) $(CJSON_HDR) $(BUILDINFO)
+
+# Generated sources are kept (never treated as intermediate files to delete).
+.SECONDARY:
+
+.PHONY: all deps test unit interop bench demo fmt size clean FORCE
+all: $(BUILD)/pillar-csi
+
+# Build identity, rewritten only when it changes so that a rebuild stays incremental.
+GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+BUILD_DATE := $(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || date +%s)} +%Y-%m-%dT%H:%M:%SZ)
+$(BUILDINFO): FORCE
+	@mkdir -p $(dir $@)
+	@printf '#define PILLAR_VERSION "%s"\n#define PILLAR_GIT_COMMIT "%s"\n#define PILLAR_BUILD_DATE "%s"\n' \
+	  '$(VERSION)' '$(GIT_COMMIT)' '$(BUILD_DATE)' > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+
+$(BUILD)/rel/%.o: %.c | $(GENERATED)
+	@mkdir -p $(dir $@)
+	@echo '  CC      $<'
+	$(Q)$(CC) $(CFLAGS_REL) -MMD -MP -c $< -o $@
+$(BUILD)/rel/gen/%.o: $(BUILD)/gen/%.c | $(GENERATED)
+	@mkdir -p $(dir $@)
+	@echo '  CC      $<'
+	$(Q)$(CC) $(CFLAGS_REL) -Wno-missing-prototypes -c $< -o $@
+$(BUILD)/rel/cjson.o: $(CJSON_SRC)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c89 -O2 -g -fstack-protector-strong -c $< -o $@
+
+$(BUILD)/san/%.o: %.c | $(GENERATED)
+	@mkdir -p $(dir $@)
+	@echo '  CC san  $<'
+	$(Q)$(CC) $(CFLAGS_SAN) -MMD -MP -c $< -o $@
+$(BUILD)/san/gen/%.o: $(BUILD)/gen/%.c | $(GENERATED)
+	@mkdir -p $(dir $@)
+	@echo '  CC san  $<'
+	$(Q)$(CC) $(CFLAGS_SAN) -Wno-missing-prototypes -c $< -o $@
+$(BUILD)/san/cjson.o: $(CJSON_SRC)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c89 -O1 -g -fsanitize=address,undefined -c $< -o $@
+
+$(BUILD)/pillar-csi: $(REL_OBJ)
+	@echo '  LD      $@ (static)'
+	$(Q)$(CC) -static -Wl,--gc-sections -o $@ $(REL_OBJ) $(STATIC_LIBS) 2>&1 | \
+	  grep -v 'statically linked applications requires at runtime' || true
+	@test -x $@
+
+size: $(BUILD)/pillar-csi
+	@strip -o $(BUILD)/pillar-csi.stripped $(BUILD)/pillar-csi
+	@bytes=$$(stat -c %s $(BUILD)/pillar-csi.stripped); \
+	  printf 'pillar-csi stripped: %d bytes (%.2f MiB; goal <= 8 MiB)\n' $$bytes \
+	    $$(echo "$$bytes" | awk '{printf "%.2f", $$1/1048576}'); \
+	  test $$bytes -le 8388608
+
+# ---- unit tests (Check, ASan+UBSan) -------------------------------------------------------
+UNIT_SRC   := $(sort $(wildcard test/unit/test_*.c))
+UNIT_BIN   := $(patsubst test/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
+UNIT_HELP  := $(filter-out $(UNIT_SRC),$(wildcard test/unit/*.c))
+UNIT_HOBJ  := $(patsubst %.c,$(BUILD)/san/%.o,$(UNIT_HELP))
+
+$(BUILD)/unit/%: $(BUILD)/san/test/unit/%.o $(UNIT_HOBJ) $(SAN_OBJ)
+	@mkdir -p $(dir $@)
+	@echo '  LD san  $@'
+	$(Q)$(CC) -fsanitize=address,undefined -o $@ $^ $(DYN_LIBS) $(CHECK_LIBS)
+
+unit: $(UNIT_BIN) $(BUILD)/pillar-csi
+	@PILLAR_BIN=$(abspath $(BUILD)/pillar-csi) sh test/tools/run-unit.sh $(UNIT_BIN)
+
+INTEROP_SUITES := $(sort $(wildcard test/interop/*/run.sh))
+interop: $(BUILD)/pillar-csi
+	@PILLAR_BIN=$(abspath $(BUILD)/pillar-csi) BUILD=$(abspath $(BUILD)) \
+	  sh test/tools/run-suites.sh interop $(INTEROP_SUITES)
+
+# The README's test command is `make deps test`: unit tests, interop suites and, once the test bed
+# is present, the fast real-kernel scenarios.
+test: unit interop $(if $(wildcard test/e2e/e2e.mk),e2e)
+
+# The README's main-job command is `make deps demo`.  Until the roles land it builds the binary and
+# shows what it is; the controller issue turns it into the real demo on the test bed.
+demo: $(BUILD)/pillar-csi
+	$(BUILD)/pillar-csi version
+
+BENCH_SUITES := $(sort $(wildcard test/bench/*/run.sh))
+bench: $(BUILD)/pillar-csi
+	@PILLAR_BIN=$(abspath $(BUILD)/pillar-csi) BUILD=$(abspath $(BUILD)) \
+	  sh test/tools/run-suites.sh bench $(BENCH_SUITES)
+
+deps:
+	@sh test/tools/deps.sh $(BUILD_DEBS) $(TEST_DEBS)
+
+fmt:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD)
+
+-include test/e2e/e2e.mk
+-include $(shell find $(BUILD)/rel $(BUILD)/san -name '*.d' 2>/dev/null)

@@ -1,0 +1,81 @@
+#include "version/version.h"
+
+#include <cjson/cJSON.h>
+#include <mbedtls/version.h>
+#include <nghttp2/nghttp2.h>
+#include <nvme/util.h>
+#include <protobuf-c/protobuf-c.h>
+#include <string.h>
+
+#include "applets.h"
+#include "buildinfo.h"
+
+const char *version_string(void) { return PILLAR_VERSION; }
+const char *version_commit(void) { return PILLAR_GIT_COMMIT; }
+const char *version_build_date(void) { return PILLAR_BUILD_DATE; }
+
+void version_print_line(FILE *out)
+{
+	fprintf(out, "pillar-csi %s (%s)\n", PILLAR_VERSION, PILLAR_GIT_COMMIT);
+}
+
+struct libver {
+	const char *name;
+	char version[32];
+};
+
+static void linked_versions(struct libver v[5])
+{
+	char mbed[18] = {0};
+	mbedtls_version_get_string(mbed);
+	v[0] = (struct libver){"protobuf-c", ""};
+	v[1] = (struct libver){"nghttp2", ""};
+	v[2] = (struct libver){"mbedtls", ""};
+	v[3] = (struct libver){"cJSON", ""};
+	v[4] = (struct libver){"libnvme", ""};
+	snprintf(v[0].version, sizeof(v[0].version), "%s", protobuf_c_version());
+	snprintf(v[1].version, sizeof(v[1].version), "%s", nghttp2_version(0)->version_str);
+	snprintf(v[2].version, sizeof(v[2].version), "%s", mbed);
+	snprintf(v[3].version, sizeof(v[3].version), "%s", cJSON_Version());
+	snprintf(v[4].version, sizeof(v[4].version), "%s", nvme_get_version(NVME_VERSION_PROJECT));
+}
+
+int version_main(int argc, char **argv)
+{
+	const char *output = "text";
+	const struct flag_def defs[] = {
+		{"output", FLAG_STRING, &output, "output format: text or json", false},
+	};
+	struct libver v[5];
+	int r = role_parse_flags("pillar-csi version", "Print the version, the git commit, the build date and the versions of the libraries linked into this binary.", defs, 1, argc, argv);
+
+	if (r >= 0)
+		return r;
+	linked_versions(v);
+	if (strcmp(output, "json") == 0) {
+		cJSON *o = cJSON_CreateObject(), *libs = cJSON_CreateObject();
+		char *s;
+		cJSON_AddStringToObject(o, "version", PILLAR_VERSION);
+		cJSON_AddStringToObject(o, "gitCommit", PILLAR_GIT_COMMIT);
+		cJSON_AddStringToObject(o, "buildDate", PILLAR_BUILD_DATE);
+		for (int i = 0; i < 5; i++)
+			cJSON_AddStringToObject(libs, v[i].name, v[i].version);
+		cJSON_AddItemToObject(o, "libraries", libs);
+		s = cJSON_Print(o);
+		if (s)
+			printf("%s\n", s);
+		cJSON_free(s);
+		cJSON_Delete(o);
+		return s ? 0 : 1;
+	}
+	if (strcmp(output, "text") != 0) {
+		fprintf(stderr, "pillar-csi version: unknown --output \"%s\"; accepted: text, json\n",
+			output);
+		return 2;
+	}
+	version_print_line(stdout);
+	printf("build date: %s\n", PILLAR_BUILD_DATE);
+	for (int i = 0; i < 5; i++)
+		printf("%s: %s\n", v[i].name, v[i].version);
+	return 0;
+}

@@ -1,0 +1,177 @@
+#include "base/file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int dir_of(const char *path, char *dir, size_t cap)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return snprintf(dir, cap, ".") < (int)cap ? 0 : -ENAMETOOLONG;
+	if (slash == path)
+		return snprintf(dir, cap, "/") < (int)cap ? 0 : -ENAMETOOLONG;
+	if ((size_t)(slash - path) >= cap)
+		return -ENAMETOOLONG;
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = '\0';
+	return 0;
+}
+
+int file_fsync_dir(const char *dir, struct err *e)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(e, -errno, "open directory %s: %s", dir, strerror(errno));
+	if (fsync(fd) < 0 && errno != EINVAL) {
+		int r = -errno;
+		close(fd);
+		return err_set(e, r, "fsync directory %s: %s", dir, strerror(-r));
+	}
+	close(fd);
+	return 0;
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e)
+{
+	char dir[PATH_MAX], tmp[PATH_MAX];
+	const char *base = strrchr(path, '/');
+	int fd, r;
+
+	if (dir_of(path, dir, sizeof(dir)) < 0)
+		return err_set(e, -ENAMETOOLONG, "path too long: %s", path);
+	base = base ? base + 1 : path;
+	if (!*base)
+		return err_set(e, -EINVAL, "not a file path: %s", path);
+	if (snprintf(tmp, sizeof(tmp), "%s/.%s.tmp.XXXXXX", dir, base) >= (int)sizeof(tmp))
+		return err_set(e, -ENAMETOOLONG, "path too long: %s", path);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return err_set(e, -errno, "create temporary file in %s: %s", dir, strerror(errno));
+	r = write_all(fd, data, len);
+	if (r == 0 && fchmod(fd, mode) < 0)
+		r = -errno;
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(tmp);
+		return err_set(e, r, "write %s: %s", path, strerror(-r));
+	}
+	return file_fsync_dir(dir, e);
+}
+
+int file_read_all(const char *path, size_t max, char **out, size_t *len, struct err *e)
+{
+	struct stat st;
+	char *buf;
+	size_t n = 0;
+	int fd;
+
+	*out = NULL;
+	if (len)
+		*len = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(e, -errno, "open %s: %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return err_set(e, -EINVAL, "%s is not a regular file", path);
+	}
+	if ((size_t)st.st_size > max) {
+		close(fd);
+		return err_set(e, -EFBIG, "%s is larger than %zu bytes", path, max);
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		return err_set(e, -ENOMEM, "read %s: out of memory", path);
+	}
+	for (;;) {
+		ssize_t rd = read(fd, buf + n, (size_t)st.st_size + 1 - n);
+		if (rd < 0) {
+			if (errno == EINTR)
+				continue;
+			int r = -errno;
+			free(buf);
+			close(fd);
+			return err_set(e, r, "read %s: %s", path, strerror(-r));
+		}
+		if (rd == 0)
+			break;
+		n += (size_t)rd;
+		if (n > (size_t)st.st_size) { /* grew while reading */
+			free(buf);
+			close(fd);
+			return err_set(e, -EAGAIN, "%s changed while it was read", path);
+		}
+	}
+	close(fd);
+	buf[n] = '\0';
+	*out = buf;
+	if (len)
+		*len = n;
+	return 0;
+}
+
+int file_remove_durable(const char *path, struct err *e)
+{
+	char dir[PATH_MAX];
+	if (unlink(path) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return err_set(e, -errno, "remove %s: %s", path, strerror(errno));
+	}
+	if (dir_of(path, dir, sizeof(dir)) < 0)
+		return err_set(e, -ENAMETOOLONG, "path too long: %s", path);
+	return file_fsync_dir(dir, e);
+}
+
+int file_mkdir_p(const char *path, mode_t mode, struct err *e)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return err_set(e, -ENAMETOOLONG, "bad directory path \"%s\"", path);
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; ; p++) {
+		if (*p == '/' || *p == '\0') {
+			char c = *p;
+			*p = '\0';
+			if (mkdir(buf, mode) < 0 && errno != EEXIST)
+				return err_set(e, -errno, "create directory %s: %s", buf, strerror(errno));
+			*p = c;
+			if (c == '\0')
+				break;
+		}
+	}
+	struct stat st;
+	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return err_set(e, -ENOTDIR, "%s exists and is not a directory", path);
+	return 0;
+}

@@ -1,0 +1,35 @@
+/* file — durable writes and strict reads of small state files.
+ *
+ * Every durable record (fencing marks, identity pins, stage records, the embedded store) is
+ * written with file_write_atomic: a temporary file in the same directory, fsync, rename over
+ * the target, fsync of the directory.  A reader therefore sees the old content or the new,
+ * never a mix, even across a power loss.  Readers never guess: a missing file is -ENOENT, an
+ * oversized one -EFBIG, and format checks (json.h) turn a truncated or corrupt file into
+ * -EBADMSG.
+ */
+#ifndef PILLAR_BASE_FILE_H
+#define PILLAR_BASE_FILE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "base/err.h"
+
+/* Replaces path with data.  0 or a negative errno; a failure leaves the old file in place and
+ * no temporary file behind. */
+int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e);
+
+/* Reads the whole file into a NUL-terminated malloc'd buffer (caller frees *out).  0, or
+ * -ENOENT (missing), -EFBIG (more than max bytes), another negative errno. */
+int file_read_all(const char *path, size_t max, char **out, size_t *len, struct err *e);
+
+/* Removes path and fsyncs its directory; a missing file is success. */
+int file_remove_durable(const char *path, struct err *e);
+
+/* fsync of the directory that holds path (or of path itself when it is a directory). */
+int file_fsync_dir(const char *dir, struct err *e);
+
+/* mkdir -p with mode for every created component. */
+int file_mkdir_p(const char *path, mode_t mode, struct err *e);
+
+#endif

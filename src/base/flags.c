@@ -1,0 +1,234 @@
+#include "base/flags.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+
+static int64_t verbosity_flag;
+static const struct flag_def common_defs[] = {
+	{"help", FLAG_BOOL, NULL, "show this help and exit", false},
+	{"version", FLAG_BOOL, NULL, "print the version line and exit", false},
+	{"v", FLAG_INT, &verbosity_flag, "log verbosity (klog levels; 2 is a useful default)", false},
+};
+#define N_COMMON (sizeof(common_defs) / sizeof(common_defs[0]))
+
+static int accepted_list(char *buf, size_t cap, const struct flag_def *defs, size_t n)
+{
+	size_t len = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n + N_COMMON; i++) {
+		const struct flag_def *d = i < n ? &defs[i] : &common_defs[i - n];
+		int w = snprintf(buf + len, cap - len, "%s--%s", len ? ", " : "", d->name);
+		if (w < 0 || (size_t)w >= cap - len)
+			return -1;
+		len += (size_t)w;
+	}
+	return 0;
+}
+
+int flags_parse_duration(const char *s, int64_t *ms)
+{
+	static const struct {
+		const char *unit;
+		int64_t ms;
+	} units[] = {{"ms", 1}, {"h", 3600000}, {"m", 60000}, {"s", 1000}};
+	int64_t total = 0;
+	const char *p = s;
+
+	if (!s || !*s)
+		return -EINVAL;
+	if (strcmp(s, "0") == 0) {
+		*ms = 0;
+		return 0;
+	}
+	{ /* a plain integer means seconds */
+		char *end;
+		errno = 0;
+		long long v = strtoll(s, &end, 10);
+		if (*end == '\0' && errno == 0 && v >= 0 && v <= INT64_MAX / 1000) {
+			*ms = (int64_t)v * 1000;
+			return 0;
+		}
+	}
+	while (*p) {
+		char *end;
+		size_t i;
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		errno = 0;
+		long long v = strtoll(p, &end, 10);
+		if (errno || end == p)
+			return -EINVAL;
+		for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+			size_t ul = strlen(units[i].unit);
+			if (strncmp(end, units[i].unit, ul) == 0) {
+				if (v > (INT64_MAX - total) / units[i].ms)
+					return -EINVAL;
+				total += (int64_t)v * units[i].ms;
+				p = end + ul;
+				break;
+			}
+		}
+		if (i == sizeof(units) / sizeof(units[0]))
+			return -EINVAL;
+	}
+	*ms = total;
+	return 0;
+}
+
+static int set_value(const char *prog, const struct flag_def *d, const char *val, struct err *e)
+{
+	switch (d->type) {
+	case FLAG_BOOL: {
+		bool b;
+		if (!val || strcmp(val, "true") == 0 || strcmp(val, "1") == 0)
+			b = true;
+		else if (strcmp(val, "false") == 0 || strcmp(val, "0") == 0)
+			b = false;
+		else
+			return err_set(e, -EINVAL, "%s: --%s takes true or false, not \"%s\"", prog,
+				       d->name, val);
+		if (d->dst)
+			*(bool *)d->dst = b;
+		return 0;
+	}
+	case FLAG_STRING:
+		*(const char **)d->dst = val;
+		return 0;
+	case FLAG_INT: {
+		char *end;
+		errno = 0;
+		long long v = strtoll(val, &end, 10);
+		if (errno || end == val || *end)
+			return err_set(e, -EINVAL, "%s: --%s takes an integer, not \"%s\"", prog,
+				       d->name, val);
+		*(int64_t *)d->dst = (int64_t)v;
+		return 0;
+	}
+	case FLAG_DURATION:
+		if (flags_parse_duration(val, (int64_t *)d->dst) < 0)
+			return err_set(e, -EINVAL,
+				       "%s: --%s takes a duration such as 5s, 1m30s or 500ms, not \"%s\"",
+				       prog, d->name, val);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int flags_parse(const char *prog, const struct flag_def *defs, size_t n, int argc, char **argv,
+		int *first_arg, struct err *e)
+{
+	bool seen[64] = {false};
+	int help = 0, version = 0;
+	int i;
+
+	if (n > 64)
+		return err_set(e, -E2BIG, "%s: too many flags in table", prog);
+	verbosity_flag = log_verbosity();
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *name, *eq, *val = NULL;
+		const struct flag_def *d = NULL;
+		size_t nlen, k;
+
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || a[1] == '\0')
+			break; /* first positional argument */
+		name = a + (a[1] == '-' ? 2 : 1);
+		eq = strchr(name, '=');
+		nlen = eq ? (size_t)(eq - name) : strlen(name);
+		for (k = 0; k < n + N_COMMON; k++) {
+			const struct flag_def *c = k < n ? &defs[k] : &common_defs[k - n];
+			if (strlen(c->name) == nlen && strncmp(c->name, name, nlen) == 0) {
+				d = c;
+				break;
+			}
+		}
+		if (!d) {
+			char acc[1024];
+			accepted_list(acc, sizeof(acc), defs, n);
+			return err_set(e, -EINVAL, "%s: unknown flag %.*s; accepted: %s", prog,
+				       (int)(eq ? (size_t)(eq - a) : strlen(a)), a, acc);
+		}
+		if (eq) {
+			val = eq + 1;
+		} else if (d->type != FLAG_BOOL) {
+			if (i + 1 >= argc)
+				return err_set(e, -EINVAL, "%s: flag --%s needs a value", prog, d->name);
+			val = argv[++i];
+		}
+		if (d == &common_defs[0]) {
+			help = 1;
+			continue;
+		}
+		if (d == &common_defs[1]) {
+			version = 1;
+			continue;
+		}
+		if (set_value(prog, d, val, e) < 0)
+			return -EINVAL;
+		if (k < n)
+			seen[k] = true;
+	}
+	if (first_arg)
+		*first_arg = i;
+	if (help)
+		return FLAGS_HELP;
+	if (version)
+		return FLAGS_VERSION;
+	if (verbosity_flag < 0 || verbosity_flag > 10)
+		return err_set(e, -EINVAL, "%s: --v takes a level from 0 to 10", prog);
+	log_set_verbosity((int)verbosity_flag);
+	for (size_t k = 0; k < n; k++)
+		if (defs[k].required && !seen[k])
+			return err_set(e, -EINVAL, "%s: flag --%s is required", prog, defs[k].name);
+	return FLAGS_OK;
+}
+
+static void print_default(FILE *out, const struct flag_def *d)
+{
+	if (!d->dst)
+		return;
+	switch (d->type) {
+	case FLAG_BOOL:
+		if (*(bool *)d->dst)
+			fprintf(out, " (default true)");
+		break;
+	case FLAG_STRING:
+		if (*(const char **)d->dst && **(const char **)d->dst)
+			fprintf(out, " (default \"%s\")", *(const char **)d->dst);
+		break;
+	case FLAG_INT:
+		fprintf(out, " (default %" PRId64 ")", *(int64_t *)d->dst);
+		break;
+	case FLAG_DURATION: {
+		int64_t ms = *(int64_t *)d->dst;
+		if (ms % 1000)
+			fprintf(out, " (default %" PRId64 "ms)", ms);
+		else
+			fprintf(out, " (default %" PRId64 "s)", ms / 1000);
+		break;
+	}
+	}
+}
+
+void flags_usage(FILE *out, const char *prog, const char *summary, const struct flag_def *defs,
+		 size_t n)
+{
+	static const char *const kind[] = {"", " string", " int", " duration"};
+	fprintf(out, "Usage: %s [flags]\n\n%s\n\nFlags:\n", prog, summary);
+	for (size_t k = 0; k < n + N_COMMON; k++) {
+		const struct flag_def *d = k < n ? &defs[k] : &common_defs[k - n];
+		fprintf(out, "  --%s%s\n        %s", d->name, kind[d->type], d->help);
+		if (d->required)
+			fprintf(out, " (required)");
+		print_default(out, d);
+		fputc('\n', out);
+	}
+}

@@ -1,0 +1,41 @@
+/* json — helpers over cJSON for records, configuration and Kubernetes-shaped objects.
+ *
+ * Parsing is strict: one JSON value filling the whole input (whitespace aside), so a
+ * truncated or concatenated record is -EBADMSG, never half-read.  Integer getters refuse
+ * fractions and values outside the range a double carries exactly (|v| <= 2^53).
+ */
+#ifndef PILLAR_BASE_JSON_H
+#define PILLAR_BASE_JSON_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/err.h"
+
+#define JSON_FILE_MAX (16u << 20)
+
+/* 0 with *out set (caller owns, cJSON_Delete), or -EBADMSG / -ENOMEM. */
+int json_parse_strict(const char *buf, size_t len, cJSON **out, struct err *e);
+
+/* Strict read of a JSON file: -ENOENT when missing, -EBADMSG when empty, truncated or corrupt. */
+int json_read_file(const char *path, cJSON **out, struct err *e);
+
+/* Durable write (file.h) of the value, formatted, with a trailing newline. */
+int json_write_file(const char *path, const cJSON *v, mode_t mode, struct err *e);
+
+/* The string member key of obj, or NULL when absent or not a string. */
+const char *json_get_str(const cJSON *obj, const char *key);
+
+/* 0, -ENOENT (absent or null) or -EINVAL (not an exact integer in range). */
+int json_get_int64(const cJSON *obj, const char *key, int64_t *out);
+
+/* 0, -ENOENT or -EINVAL (not a boolean). */
+int json_get_bool(const cJSON *obj, const char *key, bool *out);
+
+/* Compact text (malloc'd, caller frees), or NULL when out of memory. */
+char *json_dump(const cJSON *v);
+
+#endif

@@ -1,0 +1,43 @@
+#!/bin/bash
+# Install the Debian packages the e2e test bed needs on the host.
+# Idempotent: does nothing when every package is already installed, and runs
+# `apt-get update` only when apt has no package lists or an install failed
+# (stale lists). Usage: test/e2e/deps.sh   (root, or sudo)
+set -euo pipefail
+
+# qemu-system-x86  the VMs (TCG; brings qemu-system-data with qboot.rom)
+# busybox-static   userland inside the VMs (static, no libs to copy)
+# kmod             modprobe --show-depends / depmod for the module subset
+# cpio             initramfs archive
+# e2fsprogs xfsprogs lvm2 iproute2 util-linux
+#                  tools copied into the VMs (with their shared libraries)
+# xz-utils zstd    vmlinux extraction from vmlinuz, compressed modules
+# nvme-cli         diagnostics inside the VMs only (our binary uses libnvme)
+PKGS="qemu-system-x86 busybox-static kmod cpio e2fsprogs xfsprogs lvm2 iproute2
+      util-linux xz-utils zstd nvme-cli"
+
+missing=""
+for p in $PKGS; do
+  s=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [ "$s" = "install ok installed" ] || missing="$missing $p"
+done
+if [ -z "$missing" ]; then
+  echo "e2e-deps: all host packages present"
+  exit 0
+fi
+
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+APT_OPTS=(-y -q --no-install-recommends -o Dpkg::Use-Pty=0)
+echo "e2e-deps: installing:$missing"
+if ! ls /var/lib/apt/lists/*_Packages* >/dev/null 2>&1; then
+  $SUDO apt-get update -q
+fi
+# shellcheck disable=SC2086
+if ! $SUDO apt-get install "${APT_OPTS[@]}" $missing; then
+  echo "e2e-deps: install failed; refreshing package lists and retrying"
+  $SUDO apt-get update -q
+  # shellcheck disable=SC2086
+  $SUDO apt-get install "${APT_OPTS[@]}" $missing
+fi

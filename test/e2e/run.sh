@@ -1,0 +1,197 @@
+#!/bin/bash
+# Real-kernel e2e test bed: boot Debian's own kernel under qemu (TCG, no KVM)
+# and run scenarios from test/e2e/scenarios/.
+#
+#   test/e2e/run.sh                 every fast scenario ("# e2e-fast: yes")
+#   test/e2e/run.sh smoke smoke2    the named ones
+#   E2E_SHELL=a test/e2e/run.sh     interactive VM, topology a (Ctrl-A x quits)
+#
+# Env: E2E_OUT (artefacts, default build/e2e), E2E_BIN (default build/pillar-csi),
+#      E2E_KEEP_GOING=0 (stop at the first failure), E2E_VERBOSE=1 (echo serial).
+# Prints PASS/FAIL per scenario with timings, the failing lines on failure,
+# and ends with "e2e: N passed, M failed". Exit status 0 only if all passed.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+export E2E_OUT=${E2E_OUT:-$ROOT/build/e2e}
+LOGS=$E2E_OUT/logs
+mkdir -p "$LOGS"
+T_STAGE=$EPOCHREALTIME
+
+secs() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", b-a}'; }
+hdr() {  # hdr FILE KEY DEFAULT : "# e2e-KEY: value" from a scenario's header
+  local v; v=$(sed -n "s/^# e2e-$2: *//p" "$1" | head -1); echo "${v:-$3}"
+}
+
+# ---- host packages, kernel, images ----------------------------------------------
+if [ -z "${E2E_SKIP_DEPS:-}" ]; then
+  bash "$HERE/deps.sh" || { echo "e2e: installing host packages failed"; echo "e2e: 0 passed, 1 failed"; exit 1; }
+fi
+T_BUILD=$EPOCHREALTIME
+if ! BUILD_OUT=$(bash "$HERE/build.sh"); then
+  echo "e2e: building the VM images failed"; echo "e2e: 0 passed, 1 failed"; exit 1
+fi
+eval "$BUILD_OUT"   # KV VMLINUX INITRD
+echo "e2e: kernel $KV, images ready in $(secs "$T_BUILD" "$EPOCHREALTIME")s"
+QBOOT=/usr/share/qemu/qboot.rom
+
+# qemu_cmd NAME SMP MEM APPEND... : the common command line (into array QEMU)
+qemu_cmd() {
+  QEMU=(qemu-system-x86_64 -name "$1" -machine q35 -cpu max -smp "$2" -m "$3"
+        -accel tcg,thread=multi -display none -monitor none -no-reboot -nic none
+        -kernel "$VMLINUX" -initrd "$INITRD"
+        -append "console=ttyS0 quiet panic=-1 ${*:4}"
+        -serial "${E2E_SERIAL:-stdio}")
+  [ -f "$QBOOT" ] && QEMU+=(-bios "$QBOOT")   # faster than SeaBIOS, no option ROMs
+  return 0
+}
+# stamp T0 : prefix each line with seconds since T0 (host clock)
+stamp() {
+  local line t0=${1/./}
+  while IFS= read -r line; do
+    printf '[%8.3f] %s\n' "$(( ${EPOCHREALTIME/./} - t0 ))e-6" "${line%$'\r'}"
+  done
+}
+# boot_time LOG : host seconds from qemu start to the first @@E2E-BOOTED
+boot_time() { grep -a -m1 '@@E2E-BOOTED' "$1" | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p'; }
+
+# ---- topology a: one VM ---------------------------------------------------------------
+run_a() {  # run_a NAME TIMEOUT -> log in $LOGS/NAME.log
+  local name=$1 tmo=$2 log=$LOGS/$1.log t0=$EPOCHREALTIME
+  qemu_cmd "e2e-$name" 2 1024 "E2E_ROLE=single E2E_TOPO=a E2E_SCENARIO=$name"
+  timeout --foreground -k 5 "$tmo" "${QEMU[@]}" < /dev/null 2>&1 | stamp "$t0" > "$log"
+  local rc=${PIPESTATUS[0]}
+  [ "$rc" = 124 ] && echo "@@HOST timeout: the VM was killed after ${tmo}s" >> "$log"
+  VM_LOGS=("$log")
+  BOOT_TIMES="boot $(boot_time "$log")s"
+}
+
+# ---- topology b: two VMs on a UDP link, storage VM power-cycled on request -------------
+run_b() {  # run_b NAME TIMEOUT -> logs $LOGS/NAME-worker.log, $LOGS/NAME-storage.log
+  local name=$1 tmo=$2 t0=$EPOCHREALTIME
+  local d=$E2E_OUT/run/$name wlog=$LOGS/$name-worker.log slog=$LOGS/$name-storage.log
+  rm -rf "$d"; mkdir -p "$d"
+  : > "$slog"
+  # persistent storage disk: formatted here (fast) and kept across storage boots
+  truncate -s 1G "$d/storage.img"
+  mkfs.ext4 -q -F -L e2e-storage "$d/storage.img" || { echo "@@HOST mkfs of the storage disk failed" > "$wlog"; return; }
+  mkfifo "$d/ctl.in" "$d/ctl.out"
+  local pw=$((20000 + RANDOM % 20000)); local ps=$((pw + 1))
+  local sboots=0 spid="" sstart=()
+  qemu_cmd "e2e-$name-storage" 1 768 "E2E_ROLE=storage E2E_TOPO=b"
+  sstart=("${QEMU[@]}"
+    -netdev "socket,id=n0,udp=127.0.0.1:$pw,localaddr=127.0.0.1:$ps"
+    -device virtio-net-pci,netdev=n0,mac=52:54:00:e2:e0:02,romfile=
+    -drive "file=$d/storage.img,format=raw,if=none,id=disk0,cache=writeback"
+    -device virtio-blk-pci,drive=disk0
+    -pidfile "$d/storage.pid")
+  storage_on() {
+    sboots=$((sboots + 1)); rm -f "$d/storage.pid"
+    printf '[%8.3f] ==== host: storage VM power-on #%d\n' "$(secs "$t0" "$EPOCHREALTIME")" "$sboots" >> "$slog"
+    ( exec timeout -k 5 "$tmo" "${sstart[@]}" < /dev/null 2>&1 | stamp "$t0" >> "$slog" ) &
+    local i; for i in $(seq 50); do [ -s "$d/storage.pid" ] && break; sleep 0.1; done
+    spid=$(cat "$d/storage.pid" 2>/dev/null)
+    [ -n "$spid" ]
+  }
+  storage_off() {
+    [ -n "$spid" ] || return 0
+    kill -TERM "$spid" 2>/dev/null
+    local i; for i in $(seq 100); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$spid" 2>/dev/null && { kill -KILL "$spid"; sleep 0.2; }
+    printf '[%8.3f] ==== host: storage VM powered off (qemu killed, no guest shutdown)\n' "$(secs "$t0" "$EPOCHREALTIME")" >> "$slog"
+    spid=""
+  }
+  storage_on || echo "@@HOST storage VM did not start" >> "$slog"
+  qemu_cmd "e2e-$name-worker" 1 768 "E2E_ROLE=worker E2E_TOPO=b E2E_SCENARIO=$name"
+  QEMU+=(-netdev "socket,id=n0,udp=127.0.0.1:$ps,localaddr=127.0.0.1:$pw"
+         -device virtio-net-pci,netdev=n0,mac=52:54:00:e2:e0:01,romfile=
+         -chardev "pipe,id=ctl,path=$d/ctl" -serial chardev:ctl)
+  ( exec timeout --foreground -k 5 "$tmo" "${QEMU[@]}" < /dev/null 2>&1 | stamp "$t0" > "$wlog" ) &
+  local wpid=$!
+  # control loop: requests from the worker's /dev/ttyS1
+  local cin cout line buf="" id cmd rc msg
+  exec {cin}<>"$d/ctl.out" {cout}<>"$d/ctl.in"
+  while kill -0 "$wpid" 2>/dev/null; do
+    if IFS= read -r -t 1 -u "$cin" line; then
+      line=$buf${line%$'\r'}; buf=""
+    else
+      buf+=$line; continue
+    fi
+    case $line in
+      "@@CTL "*) ;;
+      *) continue ;;
+    esac
+    read -r _ id cmd <<< "$line"
+    rc=0; msg=""
+    case $cmd in
+      storage-off)   storage_off ;;
+      storage-on)    if [ -n "$spid" ] && kill -0 "$spid" 2>/dev/null; then msg="already running"
+                     else storage_on || { rc=1; msg="qemu did not start"; }; fi ;;
+      storage-state) if [ -n "$spid" ] && kill -0 "$spid" 2>/dev/null; then msg=running; else msg=off; fi ;;
+      *)             rc=2; msg="unknown host command '$cmd'" ;;
+    esac
+    printf '[%8.3f] ==== host: worker asked "%s" -> rc=%s %s\n' "$(secs "$t0" "$EPOCHREALTIME")" "$cmd" "$rc" "$msg" >> "$slog"
+    printf 'ACK %s %s %s\n' "$id" "$rc" "$msg" >&"$cout"
+  done
+  wait "$wpid"
+  local wrc=$?
+  [ "$wrc" = 124 ] && echo "@@HOST timeout: the worker VM was killed after ${tmo}s" >> "$wlog"
+  storage_off
+  exec {cin}<&- {cout}>&-
+  VM_LOGS=("$wlog" "$slog")
+  local sb; sb=$(grep -a '@@E2E-BOOTED' "$slog" | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p' | tr '\n' ' ')
+  BOOT_TIMES="worker boot $(boot_time "$wlog")s; storage boots ($sboots) at ${sb% }s"
+}
+
+# ---- interactive shell ------------------------------------------------------------------
+if [ -n "${E2E_SHELL:-}" ]; then
+  E2E_SERIAL=mon:stdio qemu_cmd e2e-shell 2 1024 "E2E_ROLE=single E2E_TOPO=a E2E_SCENARIO=shell"
+  exec "${QEMU[@]}"
+fi
+
+# ---- scenarios -------------------------------------------------------------------------
+if [ $# -eq 0 ]; then
+  set -- $(for f in "$HERE"/scenarios/*.sh; do
+             [ "$(hdr "$f" fast no)" = yes ] && basename "$f" .sh; done)
+fi
+passed=0; failed=0; summary=()
+for name in "$@"; do
+  f=$HERE/scenarios/$name.sh
+  if [ ! -f "$f" ]; then
+    echo "FAIL $name: no such scenario ($f)"; failed=$((failed + 1)); continue
+  fi
+  topo=$(hdr "$f" topology a); tmo=$(hdr "$f" timeout 300)
+  echo "---- $name (topology $topo, timeout ${tmo}s)"
+  t=$EPOCHREALTIME
+  VM_LOGS=(); BOOT_TIMES=""
+  case $topo in
+    a) run_a "$name" "$tmo" ;;
+    b) run_b "$name" "$tmo" ;;
+    *) echo "FAIL $name: unknown topology '$topo'"; failed=$((failed + 1)); continue ;;
+  esac
+  dt=$(secs "$t" "$EPOCHREALTIME")
+  main=${VM_LOGS[0]}
+  [ -n "${E2E_VERBOSE:-}" ] && cat "${VM_LOGS[@]}"
+  if grep -aq "@@E2E-SCENARIO-END $name rc=0" "$main" && ! grep -aq '@@E2E-FAIL' "${VM_LOGS[@]}"; then
+    passed=$((passed + 1))
+    echo "PASS $name ${dt}s ($BOOT_TIMES)"
+    summary+=("PASS $name ${dt}s")
+    grep -a -h -E '@@(STEP|TIME)' "$main" | sed 's/^/     /'
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name ${dt}s ($BOOT_TIMES)"
+    summary+=("FAIL $name ${dt}s")
+    if grep -aq '@@E2E-FAIL' "${VM_LOGS[@]}"; then
+      grep -a -H '@@E2E-FAIL' "${VM_LOGS[@]}" | sed "s#^$ROOT/##; s/^/  /"
+      grep -a -h '@@DIAG' "$main" | head -40 | sed 's/^/  /'
+    else
+      echo "  no failure line from the VM (crash, timeout or no @@E2E-SCENARIO-END); last lines:"
+      tail -n 15 "$main" | sed 's/^/  /'
+    fi
+    echo "  serial logs: ${VM_LOGS[*]#"$ROOT/"}"
+    [ "${E2E_KEEP_GOING:-1}" = 0 ] && break
+  fi
+done
+echo "e2e: stage took $(secs "$T_STAGE" "$EPOCHREALTIME")s (${summary[*]:-nothing run}); logs in ${LOGS#"$ROOT/"}"
+echo "e2e: $passed passed, $failed failed"
+[ "$failed" = 0 ] && [ "$passed" -gt 0 ]

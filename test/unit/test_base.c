@@ -1,0 +1,425 @@
+/* Unit tests of src/base: klog line format, flags, durable files, strict JSON, exec. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "base/exec.h"
+#include "base/file.h"
+#include "base/flags.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "testutil.h"
+
+/* ---- log ---------------------------------------------------------------------------------- */
+
+static size_t fmt_line(char *buf, size_t cap, char sev, const char *msg, ...)
+{
+	struct timespec ts = {0};
+	struct tm tm = {.tm_year = 126, .tm_mon = 11, .tm_mday = 2, .tm_hour = 11, .tm_min = 23,
+			.tm_sec = 45, .tm_isdst = -1};
+	va_list ap;
+	size_t n;
+	ts.tv_sec = mktime(&tm);
+	ts.tv_nsec = 123456789;
+	va_start(ap, msg);
+	n = log_format(buf, cap, sev, &ts, 1234, "src/base/x.c", 42, msg, ap);
+	va_end(ap);
+	return n;
+}
+
+START_TEST(test_log_klog_layout)
+{
+	char buf[512];
+	fmt_line(buf, sizeof(buf), 'I', "volume created", "volume", "pool/pvc-1", "size", "1073741824",
+		 (const char *)NULL);
+	ck_assert_str_eq(buf, "I1202 11:23:45.123456    1234 x.c:42] \"volume created\" "
+			      "volume=\"pool/pvc-1\" size=\"1073741824\"\n");
+}
+END_TEST
+
+START_TEST(test_log_escapes_and_severity)
+{
+	char buf[512];
+	fmt_line(buf, sizeof(buf), 'E', "bad \"input\"", "err", "line1\nline2\t\\\x01",
+		 (const char *)NULL);
+	ck_assert_str_eq(buf, "E1202 11:23:45.123456    1234 x.c:42] \"bad \\\"input\\\"\" "
+			      "err=\"line1\\nline2\\t\\\\\\x01\"\n");
+}
+END_TEST
+
+START_TEST(test_log_truncation_keeps_one_line)
+{
+	char buf[48];
+	size_t n = fmt_line(buf, sizeof(buf), 'W', "a long message that does not fit in the buffer",
+			    (const char *)NULL);
+	ck_assert_uint_gt(n, sizeof(buf));
+	ck_assert_uint_eq(strlen(buf), sizeof(buf) - 1);
+	ck_assert_int_eq(buf[sizeof(buf) - 2], '\n');
+	ck_assert_ptr_eq(strchr(buf, '\n'), buf + sizeof(buf) - 2);
+}
+END_TEST
+
+START_TEST(test_log_emit_writes_to_fd)
+{
+	int p[2];
+	char buf[512] = {0};
+	ck_assert_int_eq(pipe(p), 0);
+	log_set_fd(p[1]);
+	log_info("hello", "k", "v");
+	log_set_verbosity(1);
+	log_v(2, "hidden");
+	log_v(1, "shown");
+	log_set_fd(2);
+	log_set_verbosity(0);
+	close(p[1]);
+	ck_assert_int_gt(read(p[0], buf, sizeof(buf) - 1), 0);
+	close(p[0]);
+	ck_assert_int_eq(buf[0], 'I');
+	ck_assert_ptr_nonnull(strstr(buf, "test_base.c:"));
+	ck_assert_ptr_nonnull(strstr(buf, "] \"hello\" k=\"v\"\n"));
+	ck_assert_ptr_null(strstr(buf, "hidden"));
+	ck_assert_ptr_nonnull(strstr(buf, "\"shown\""));
+}
+END_TEST
+
+/* ---- flags -------------------------------------------------------------------------------- */
+
+struct fx {
+	const char *addr;
+	const char *cfg;
+	bool leader;
+	int64_t port;
+	int64_t grace;
+};
+
+static int parse(struct fx *x, struct err *e, int *first, int argc, ...)
+{
+	char *argv[16];
+	va_list ap;
+	const struct flag_def defs[] = {
+		{"listen-address", FLAG_STRING, &x->addr, "address", false},
+		{"config", FLAG_STRING, &x->cfg, "config file", false},
+		{"leader-elect", FLAG_BOOL, &x->leader, "leader", false},
+		{"port", FLAG_INT, &x->port, "port", false},
+		{"grace", FLAG_DURATION, &x->grace, "grace", false},
+	};
+	argv[0] = "prog";
+	va_start(ap, argc);
+	for (int i = 1; i < argc; i++)
+		argv[i] = va_arg(ap, char *);
+	va_end(ap);
+	return flags_parse("prog", defs, 5, argc, argv, first, e);
+}
+
+START_TEST(test_flags_forms)
+{
+	struct fx x = {":9500", NULL, false, 1, 5000};
+	struct err e = {0};
+	int first;
+	ck_assert_int_eq(parse(&x, &e, &first, 7, "--listen-address=127.0.0.1:1", "--config", "/c.json",
+			       "--leader-elect", "--port=42", "--grace=1m30s"),
+			 FLAGS_OK);
+	ck_assert_str_eq(x.addr, "127.0.0.1:1");
+	ck_assert_str_eq(x.cfg, "/c.json");
+	ck_assert(x.leader);
+	ck_assert_int_eq(x.port, 42);
+	ck_assert_int_eq(x.grace, 90000);
+	ck_assert_int_eq(first, 7);
+	ck_assert_int_eq(parse(&x, &e, &first, 3, "--leader-elect=false", "pos"), FLAGS_OK);
+	ck_assert(!x.leader);
+	ck_assert_int_eq(first, 2);
+	ck_assert_int_eq(parse(&x, &e, &first, 4, "--port=7", "--", "--config"), FLAGS_OK);
+	ck_assert_int_eq(first, 3);
+}
+END_TEST
+
+START_TEST(test_flags_errors)
+{
+	struct fx x = {":9500", NULL, false, 1, 5000};
+	struct err e = {0};
+	int first;
+	ck_assert_int_eq(parse(&x, &e, &first, 2, "--bogus=1"), -EINVAL);
+	ck_assert_str_eq(e.msg, "prog: unknown flag --bogus; accepted: --listen-address, --config, "
+				"--leader-elect, --port, --grace, --help, --version, --v");
+	ck_assert_int_eq(parse(&x, &e, &first, 2, "--config"), -EINVAL);
+	ck_assert_str_eq(e.msg, "prog: flag --config needs a value");
+	ck_assert_int_eq(parse(&x, &e, &first, 2, "--port=12x"), -EINVAL);
+	ck_assert_str_eq(e.msg, "prog: --port takes an integer, not \"12x\"");
+	ck_assert_int_eq(parse(&x, &e, &first, 2, "--grace=5 s"), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(e.msg, "--grace takes a duration"));
+	ck_assert_int_eq(parse(&x, &e, &first, 2, "--leader-elect=maybe"), -EINVAL);
+	ck_assert_int_eq(parse(&x, &e, &first, 2, "--v=99"), -EINVAL);
+	ck_assert_int_eq(parse(&x, &e, &first, 2, "--help"), FLAGS_HELP);
+	ck_assert_int_eq(parse(&x, &e, &first, 2, "--version"), FLAGS_VERSION);
+}
+END_TEST
+
+START_TEST(test_flags_required_and_verbosity)
+{
+	const char *cfg = NULL;
+	const struct flag_def defs[] = {{"config", FLAG_STRING, &cfg, "config", true}};
+	char *argv1[] = {"p", "--v=3"};
+	char *argv2[] = {"p", "--config=/x", "--v", "4"};
+	struct err e = {0};
+	ck_assert_int_eq(flags_parse("p", defs, 1, 2, argv1, NULL, &e), -EINVAL);
+	ck_assert_str_eq(e.msg, "p: flag --config is required");
+	ck_assert_int_eq(flags_parse("p", defs, 1, 4, argv2, NULL, &e), FLAGS_OK);
+	ck_assert_int_eq(log_verbosity(), 4);
+	log_set_verbosity(0);
+}
+END_TEST
+
+START_TEST(test_flags_durations)
+{
+	int64_t ms;
+	ck_assert_int_eq(flags_parse_duration("5s", &ms), 0);
+	ck_assert_int_eq(ms, 5000);
+	ck_assert_int_eq(flags_parse_duration("1h2m3s", &ms), 0);
+	ck_assert_int_eq(ms, 3723000);
+	ck_assert_int_eq(flags_parse_duration("250ms", &ms), 0);
+	ck_assert_int_eq(ms, 250);
+	ck_assert_int_eq(flags_parse_duration("30", &ms), 0);
+	ck_assert_int_eq(ms, 30000);
+	ck_assert_int_eq(flags_parse_duration("-1s", &ms), -EINVAL);
+	ck_assert_int_eq(flags_parse_duration("5x", &ms), -EINVAL);
+	ck_assert_int_eq(flags_parse_duration("", &ms), -EINVAL);
+	ck_assert_int_eq(flags_parse_duration("s", &ms), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_flags_usage_from_table)
+{
+	const char *addr = ":9500";
+	int64_t grace = 5000;
+	const struct flag_def defs[] = {
+		{"listen-address", FLAG_STRING, &addr, "gRPC listen address", false},
+		{"shutdown-grace-period", FLAG_DURATION, &grace, "grace", false},
+	};
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	flags_usage(f, "pillar-csi agent", "Summary.", defs, 2);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(buf, "Usage: pillar-csi agent [flags]\n\nSummary.\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "  --listen-address string\n        gRPC listen address "
+					  "(default \":9500\")\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "--shutdown-grace-period duration\n        grace (default 5s)"));
+	ck_assert_ptr_nonnull(strstr(buf, "  --help\n"));
+	free(buf);
+}
+END_TEST
+
+/* ---- durable files and strict JSON -------------------------------------------------------- */
+
+START_TEST(test_file_atomic_write_and_read)
+{
+	const char *d = tu_mkdtemp();
+	char path[512], *buf;
+	size_t len;
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/rec.json", d);
+	ck_assert_int_eq(file_write_atomic(path, "{\"a\":1}\n", 8, 0600, NULL), 0);
+	ck_assert_int_eq(file_write_atomic(path, "{\"a\":2}\n", 8, 0640, NULL), 0);
+	ck_assert_int_eq(file_read_all(path, 1024, &buf, &len, NULL), 0);
+	ck_assert_str_eq(buf, "{\"a\":2}\n");
+	ck_assert_uint_eq(len, 8);
+	free(buf);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0640);
+	/* no temporary file left behind */
+	ck_assert_str_eq(tu_read(d, ".rec.json.tmp"), "");
+	ck_assert_int_eq(file_read_all(path, 4, &buf, &len, NULL), -EFBIG);
+	ck_assert_ptr_null(buf);
+	tu_rmtree(d);
+}
+END_TEST
+
+START_TEST(test_file_failed_write_keeps_old)
+{
+	const char *d = tu_mkdtemp();
+	char path[512], *buf;
+	struct err e = {0};
+	snprintf(path, sizeof(path), "%s/sub/rec", d);
+	ck_assert_int_eq(file_write_atomic(path, "x", 1, 0600, &e), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(e.msg, "create temporary file in"));
+	ck_assert_int_eq(file_mkdir_p(path, 0700, NULL), 0);
+	/* a directory in the way: rename fails, the directory stays and no temp file remains */
+	ck_assert_int_eq(file_write_atomic(path, "x", 1, 0600, &e), -EISDIR);
+	ck_assert_int_eq(file_read_all(path, 10, &buf, NULL, &e), -EINVAL);
+	ck_assert_int_eq(file_remove_durable(path, NULL), -EISDIR);
+	tu_rmtree(d);
+}
+END_TEST
+
+START_TEST(test_json_strict_refuses_truncated_and_corrupt)
+{
+	const char *d = tu_mkdtemp();
+	char path[512];
+	cJSON *v = NULL;
+	struct err e = {0};
+	int64_t i;
+	bool b;
+
+	snprintf(path, sizeof(path), "%s/mark.json", d);
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "volumeUID", "u-1");
+	cJSON_AddNumberToObject(o, "generation", 7);
+	cJSON_AddBoolToObject(o, "revoked", 1);
+	ck_assert_int_eq(json_write_file(path, o, 0600, &e), 0);
+	cJSON_Delete(o);
+	ck_assert_int_eq(json_read_file(path, &v, &e), 0);
+	ck_assert_str_eq(json_get_str(v, "volumeUID"), "u-1");
+	ck_assert_int_eq(json_get_int64(v, "generation", &i), 0);
+	ck_assert_int_eq(i, 7);
+	ck_assert_int_eq(json_get_bool(v, "revoked", &b), 0);
+	ck_assert(b);
+	ck_assert_int_eq(json_get_int64(v, "volumeUID", &i), -EINVAL);
+	ck_assert_int_eq(json_get_int64(v, "missing", &i), -ENOENT);
+	ck_assert_ptr_null(json_get_str(v, "generation"));
+	cJSON_Delete(v);
+
+	/* truncated: the first half of a valid record */
+	tu_write(d, "mark.json", "{\"volumeUID\":\"u-1\",\"gener");
+	ck_assert_int_eq(json_read_file(path, &v, &e), -EBADMSG);
+	ck_assert_ptr_null(v);
+	ck_assert_ptr_nonnull(strstr(e.msg, "mark.json is corrupt: invalid JSON"));
+	/* empty */
+	tu_write(d, "mark.json", "");
+	ck_assert_int_eq(json_read_file(path, &v, &e), -EBADMSG);
+	/* two values */
+	tu_write(d, "mark.json", "{} {}");
+	ck_assert_int_eq(json_read_file(path, &v, &e), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(e.msg, "trailing data"));
+	/* missing */
+	ck_assert_int_eq(json_read_file("/nonexistent/x.json", &v, &e), -ENOENT);
+	/* fractions and huge numbers are not integers */
+	ck_assert_int_eq(json_parse_strict("{\"g\":1.5,\"h\":1e300}", 19, &v, &e), 0);
+	ck_assert_int_eq(json_get_int64(v, "g", &i), -EINVAL);
+	ck_assert_int_eq(json_get_int64(v, "h", &i), -EINVAL);
+	cJSON_Delete(v);
+	ck_assert_int_eq(json_parse_strict("{\"a\":\"x\0y\"}", 11, &v, &e), -EBADMSG);
+	tu_rmtree(d);
+}
+END_TEST
+
+/* ---- exec --------------------------------------------------------------------------------- */
+
+START_TEST(test_exec_captures_and_exit_codes)
+{
+	struct exec_result r;
+	const char *argv[] = {"sh", "-c", "echo out; echo err >&2; exit 3", NULL};
+	ck_assert_int_eq(exec_run(argv, NULL, &r, NULL), 0);
+	ck_assert_int_eq(r.exit_code, 3);
+	ck_assert_str_eq(r.out, "out\n");
+	ck_assert_str_eq(r.err, "err\n");
+	ck_assert(!r.timed_out);
+	ck_assert_str_eq(exec_result_summary(&r), "err");
+	exec_result_free(&r);
+	exec_result_free(&r); /* twice is harmless */
+
+	const char *ok[] = {"true", NULL};
+	ck_assert_int_eq(exec_run(ok, NULL, &r, NULL), 0);
+	ck_assert_int_eq(r.exit_code, 0);
+	ck_assert_str_eq(r.out, "");
+	exec_result_free(&r);
+}
+END_TEST
+
+START_TEST(test_exec_timeout_kills_group)
+{
+	struct exec_result r;
+	struct err e = {0};
+	struct exec_opts o = {.timeout_ms = 300};
+	/* the child starts a grandchild that would hold the pipe open for 30 s */
+	const char *argv[] = {"sh", "-c", "sleep 30 & echo started; sleep 30", NULL};
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	ck_assert_int_eq(exec_run(argv, &o, &r, &e), -ETIMEDOUT);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	ck_assert(r.timed_out);
+	ck_assert_int_eq(r.term_signal, SIGKILL);
+	ck_assert_int_eq(r.exit_code, -1);
+	ck_assert_str_eq(r.out, "started\n");
+	ck_assert_ptr_nonnull(strstr(e.msg, "did not finish within 300 ms"));
+	ck_assert_int_lt(b.tv_sec - a.tv_sec, 10);
+	exec_result_free(&r);
+}
+END_TEST
+
+START_TEST(test_exec_not_found_stdin_and_limits)
+{
+	struct exec_result r;
+	struct err e = {0};
+	const char *nf[] = {"pillar-no-such-command", NULL};
+	ck_assert_int_eq(exec_run(nf, NULL, &r, &e), -ENOENT);
+	ck_assert_str_eq(e.msg, "pillar-no-such-command: command not found");
+	exec_result_free(&r);
+
+	struct exec_opts o = {.stdin_data = "abc\n", .stdin_len = 4, .max_output = 2};
+	const char *cat[] = {"cat", NULL};
+	ck_assert_int_eq(exec_run(cat, &o, &r, NULL), 0);
+	ck_assert_str_eq(r.out, "ab"); /* capped, and the child was not blocked */
+	exec_result_free(&r);
+
+	const char *sig[] = {"sh", "-c", "kill -TERM $$", NULL};
+	ck_assert_int_eq(exec_run(sig, NULL, &r, NULL), 0);
+	ck_assert_int_eq(r.term_signal, SIGTERM);
+	exec_result_free(&r);
+
+	const char *empty[] = {NULL};
+	ck_assert_int_eq(exec_run(empty, NULL, &r, NULL), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_err_helpers)
+{
+	struct err e = {0};
+	ck_assert_int_eq(err_set(&e, -EIO, "disk %d", 3), -EIO);
+	err_prefix(&e, "create %s", "vol");
+	ck_assert_str_eq(e.msg, "create vol: disk 3");
+	ck_assert_int_eq(e.code, -EIO);
+	ck_assert_int_eq(err_set(NULL, -EINVAL, "x"), -EINVAL);
+	err_prefix(NULL, "x");
+	err_clear(&e);
+	ck_assert_str_eq(e.msg, "");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("base");
+	TCase *t = tcase_create("log");
+	tcase_add_test(t, test_log_klog_layout);
+	tcase_add_test(t, test_log_escapes_and_severity);
+	tcase_add_test(t, test_log_truncation_keeps_one_line);
+	tcase_add_test(t, test_log_emit_writes_to_fd);
+	suite_add_tcase(s, t);
+	t = tcase_create("flags");
+	tcase_add_test(t, test_flags_forms);
+	tcase_add_test(t, test_flags_errors);
+	tcase_add_test(t, test_flags_required_and_verbosity);
+	tcase_add_test(t, test_flags_durations);
+	tcase_add_test(t, test_flags_usage_from_table);
+	suite_add_tcase(s, t);
+	t = tcase_create("file");
+	tcase_add_test(t, test_file_atomic_write_and_read);
+	tcase_add_test(t, test_file_failed_write_keeps_old);
+	tcase_add_test(t, test_json_strict_refuses_truncated_and_corrupt);
+	tcase_add_test(t, test_err_helpers);
+	suite_add_tcase(s, t);
+	t = tcase_create("exec");
+	tcase_set_timeout(t, 20);
+	tcase_add_test(t, test_exec_captures_and_exit_codes);
+	tcase_add_test(t, test_exec_timeout_kills_group);
+	tcase_add_test(t, test_exec_not_found_stdin_and_limits);
+	suite_add_tcase(s, t);
+	return tu_run(s);
+}

@@ -1,0 +1,77 @@
+#include "testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *tu_mkdtemp(void)
+{
+	static char path[PATH_MAX];
+	const char *base = getenv("TMPDIR");
+	snprintf(path, sizeof(path), "%s/pillar-unit.XXXXXX", base && *base ? base : "/tmp");
+	ck_assert_msg(mkdtemp(path) != NULL, "mkdtemp: %s", strerror(errno));
+	return path;
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)flag;
+	(void)f;
+	return remove(p);
+}
+
+void tu_rmtree(const char *path)
+{
+	if (path && *path)
+		nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void tu_write(const char *dir, const char *name, const char *text)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	for (char *s = p + strlen(dir) + 1; *s; s++) {
+		if (*s == '/') {
+			*s = '\0';
+			mkdir(p, 0755);
+			*s = '/';
+		}
+	}
+	FILE *f = fopen(p, "w");
+	ck_assert_msg(f != NULL, "open %s: %s", p, strerror(errno));
+	fputs(text, f);
+	fclose(f);
+}
+
+const char *tu_read(const char *dir, const char *name)
+{
+	static char buf[65536];
+	char p[PATH_MAX];
+	size_t n = 0;
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	FILE *f = fopen(p, "r");
+	buf[0] = '\0';
+	if (!f)
+		return buf;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+int tu_run(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}
