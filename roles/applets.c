@@ -9,12 +9,12 @@
 #include "version/version.h"
 
 static const struct applet applets[] = {
-	{"controller", "pillar-controller", controller_main,
-	 "CSI controller service and reconcilers (Deployment)"},
-	{"node", "pillar-node", node_main, "CSI node service on every worker (DaemonSet)"},
-	{"agent", "pillar-agent", agent_main,
-	 "storage agent: backends and the kernel NVMe target (DaemonSet on storage nodes)"},
-	{"version", NULL, version_main, "print the version line and the linked library versions"},
+    {"controller", "pillar-controller", controller_main,
+     "CSI controller service and reconcilers (Deployment)"},
+    {"node", "pillar-node", node_main, "CSI node service on every worker (DaemonSet)"},
+    {"agent", "pillar-agent", agent_main,
+     "storage agent: backends and the kernel NVMe target (DaemonSet on storage nodes)"},
+    {"version", NULL, version_main, "print the version line and the linked library versions"},
 };
 #define N_APPLETS (sizeof(applets) / sizeof(applets[0]))
 
@@ -47,14 +47,16 @@ const struct applet *applet_find(int argc, char **argv, int *argv_shift)
 
 static void usage(FILE *out)
 {
-	fprintf(out, "Usage: pillar-csi <role> [flags]\n\n"
-		     "pillar-csi is a Kubernetes CSI driver that exports ZFS zvols, LVM volumes and\n"
-		     "files from storage nodes to workers over NVMe-oF/TCP.\n\nRoles:\n");
+	fprintf(out,
+	        "Usage: pillar-csi <role> [flags]\n\n"
+	        "pillar-csi is a Kubernetes CSI driver that exports ZFS zvols, LVM volumes and\n"
+	        "files from storage nodes to workers over NVMe-oF/TCP.\n\nRoles:\n");
 	for (size_t i = 0; i < N_APPLETS; i++)
 		fprintf(out, "  %-11s %s\n", applets[i].name, applets[i].summary);
-	fprintf(out, "\nThe roles are also selected by the names pillar-controller, pillar-node and\n"
-		     "pillar-agent (symlinks to this binary).  `pillar-csi <role> --help` lists a "
-		     "role's flags.\n");
+	fprintf(out,
+	        "\nThe roles are also selected by the names pillar-controller, pillar-node and\n"
+	        "pillar-agent (symlinks to this binary).  `pillar-csi <role> --help` lists a "
+	        "role's flags.\n");
 }
 
 static const char *accepted(void)
@@ -79,8 +81,8 @@ int applet_dispatch(int argc, char **argv)
 			return 0;
 		}
 		if (argc >= 2) {
-			fprintf(stderr, "pillar-csi: unknown flag %s before the role; %s\n", argv[1],
-				accepted());
+			fprintf(stderr, "pillar-csi: unknown flag %s before the role; %s\n",
+			        argv[1], accepted());
 			return 2;
 		}
 		usage(stderr);
@@ -91,7 +93,7 @@ int applet_dispatch(int argc, char **argv)
 }
 
 int role_parse_flags(const char *prog, const char *summary, const struct flag_def *defs, size_t n,
-		     int argc, char **argv)
+                     int argc, char **argv)
 {
 	struct err e = {0};
 	int first = 0;
@@ -110,8 +112,9 @@ int role_parse_flags(const char *prog, const char *summary, const struct flag_de
 		return 2;
 	}
 	if (first < argc) {
-		fprintf(stderr, "%s: unexpected argument \"%s\"; this role takes flags only (see --help)\n",
-			prog, argv[first]);
+		fprintf(stderr,
+		        "%s: unexpected argument \"%s\"; this role takes flags only (see --help)\n",
+		        prog, argv[first]);
 		return 2;
 	}
 	return -1;

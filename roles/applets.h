@@ -30,6 +30,6 @@ int applet_dispatch(int argc, char **argv);
  * role should go on, otherwise the exit status to return at once (0 after --help/--version,
  * 2 after a usage error, whose one-line message went to stderr). */
 int role_parse_flags(const char *prog, const char *summary, const struct flag_def *defs, size_t n,
-		     int argc, char **argv);
+                     int argc, char **argv);
 
 #endif

@@ -10,9 +10,18 @@
 #include "applets.h"
 #include "buildinfo.h"
 
-const char *version_string(void) { return PILLAR_VERSION; }
-const char *version_commit(void) { return PILLAR_GIT_COMMIT; }
-const char *version_build_date(void) { return PILLAR_BUILD_DATE; }
+const char *version_string(void)
+{
+	return PILLAR_VERSION;
+}
+const char *version_commit(void)
+{
+	return PILLAR_GIT_COMMIT;
+}
+const char *version_build_date(void)
+{
+	return PILLAR_BUILD_DATE;
+}
 
 void version_print_line(FILE *out)
 {
@@ -44,10 +53,13 @@ int version_main(int argc, char **argv)
 {
 	const char *output = "text";
 	const struct flag_def defs[] = {
-		{"output", FLAG_STRING, &output, "output format: text or json", false},
+	    {"output", FLAG_STRING, &output, "output format: text or json", false},
 	};
 	struct libver v[5];
-	int r = role_parse_flags("pillar-csi version", "Print the version, the git commit, the build date and the versions of the libraries linked into this binary.", defs, 1, argc, argv);
+	int r = role_parse_flags("pillar-csi version",
+	                         "Print the version, the git commit, the build date and the "
+	                         "versions of the libraries linked into this binary.",
+	                         defs, 1, argc, argv);
 
 	if (r >= 0)
 		return r;
@@ -69,8 +81,9 @@ int version_main(int argc, char **argv)
 		return s ? 0 : 1;
 	}
 	if (strcmp(output, "text") != 0) {
-		fprintf(stderr, "pillar-csi version: unknown --output \"%s\"; accepted: text, json\n",
-			output);
+		fprintf(stderr,
+		        "pillar-csi version: unknown --output \"%s\"; accepted: text, json\n",
+		        output);
 		return 2;
 	}
 	version_print_line(stdout);

@@ -81,7 +81,7 @@ static void close_pipe(int p[2])
 }
 
 static int spawn(const char *const argv[], const struct exec_opts *o, int in[2], int out[2],
-		 int errp[2], pid_t *pid)
+                 int errp[2], pid_t *pid)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
@@ -104,16 +104,16 @@ static int spawn(const char *const argv[], const struct exec_opts *o, int in[2],
 	posix_spawnattr_setsigdefault(&at, &all);
 	posix_spawnattr_setpgroup(&at, 0);
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-					      POSIX_SPAWN_SETPGROUP);
+	                                  POSIX_SPAWN_SETPGROUP);
 	r = posix_spawnp(pid, argv[0], &fa, &at, (char *const *)argv,
-			 o->envp ? (char *const *)o->envp : environ);
+	                 o->envp ? (char *const *)o->envp : environ);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	return -r;
 }
 
 int exec_run(const char *const argv[], const struct exec_opts *opts, struct exec_result *res,
-	     struct err *e)
+             struct err *e)
 {
 	static const struct exec_opts defaults = {0};
 	const struct exec_opts *o = opts ? opts : &defaults;
@@ -209,7 +209,8 @@ int exec_run(const char *const argv[], const struct exec_opts *opts, struct exec
 			ssize_t w = write(in[1], o->stdin_data + in_off, o->stdin_len - in_off);
 			if (w > 0)
 				in_off += (size_t)w;
-			if ((w < 0 && errno != EAGAIN && errno != EINTR) || in_off >= o->stdin_len) {
+			if ((w < 0 && errno != EAGAIN && errno != EINTR) ||
+			    in_off >= o->stdin_len) {
 				close(in[1]);
 				in[1] = -1;
 			}
@@ -236,7 +237,7 @@ int exec_run(const char *const argv[], const struct exec_opts *opts, struct exec
 	}
 	if (timed_out)
 		return err_set(e, -ETIMEDOUT, "%s did not finish within %d ms and was killed",
-			       argv[0], o->timeout_ms > 0 ? o->timeout_ms : 30000);
+		               argv[0], o->timeout_ms > 0 ? o->timeout_ms : 30000);
 	return 0;
 
 oom:

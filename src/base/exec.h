@@ -15,18 +15,18 @@
 #include "base/err.h"
 
 struct exec_opts {
-	int timeout_ms;            /* <= 0: 30 s */
-	size_t max_output;         /* per stream; 0: 1 MiB */
-	const char *stdin_data;    /* NULL: /dev/null */
+	int timeout_ms;         /* <= 0: 30 s */
+	size_t max_output;      /* per stream; 0: 1 MiB */
+	const char *stdin_data; /* NULL: /dev/null */
 	size_t stdin_len;
-	const char *const *envp;   /* NULL: inherit */
+	const char *const *envp; /* NULL: inherit */
 };
 
 struct exec_result {
-	int exit_code;  /* 0-255 when the child exited, -1 otherwise */
+	int exit_code;   /* 0-255 when the child exited, -1 otherwise */
 	int term_signal; /* the signal that ended it, 0 otherwise */
 	bool timed_out;
-	char *out;      /* NUL-terminated, never NULL after exec_run returned 0 or -ETIMEDOUT */
+	char *out; /* NUL-terminated, never NULL after exec_run returned 0 or -ETIMEDOUT */
 	size_t out_len;
 	char *err;
 	size_t err_len;
@@ -36,7 +36,7 @@ struct exec_result {
  * killed at the deadline (result filled); -ENOENT when the command was not found; another
  * negative errno when it could not be started.  Call exec_result_free afterwards in every case. */
 int exec_run(const char *const argv[], const struct exec_opts *opts, struct exec_result *res,
-	     struct err *e);
+             struct err *e);
 
 /* Frees the buffers in res (not res itself); safe on a zeroed or already freed result. */
 void exec_result_free(struct exec_result *res);

@@ -159,12 +159,13 @@ int file_mkdir_p(const char *path, mode_t mode, struct err *e)
 	if (len == 0 || len >= sizeof(buf))
 		return err_set(e, -ENAMETOOLONG, "bad directory path \"%s\"", path);
 	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1; ; p++) {
+	for (char *p = buf + 1;; p++) {
 		if (*p == '/' || *p == '\0') {
 			char c = *p;
 			*p = '\0';
 			if (mkdir(buf, mode) < 0 && errno != EEXIST)
-				return err_set(e, -errno, "create directory %s: %s", buf, strerror(errno));
+				return err_set(e, -errno, "create directory %s: %s", buf,
+				               strerror(errno));
 			*p = c;
 			if (c == '\0')
 				break;

@@ -10,9 +10,9 @@
 
 static int64_t verbosity_flag;
 static const struct flag_def common_defs[] = {
-	{"help", FLAG_BOOL, NULL, "show this help and exit", false},
-	{"version", FLAG_BOOL, NULL, "print the version line and exit", false},
-	{"v", FLAG_INT, &verbosity_flag, "log verbosity (klog levels; 2 is a useful default)", false},
+    {"help", FLAG_BOOL, NULL, "show this help and exit", false},
+    {"version", FLAG_BOOL, NULL, "print the version line and exit", false},
+    {"v", FLAG_INT, &verbosity_flag, "log verbosity (klog levels; 2 is a useful default)", false},
 };
 #define N_COMMON (sizeof(common_defs) / sizeof(common_defs[0]))
 
@@ -91,36 +91,35 @@ static int set_value(const char *prog, const struct flag_def *d, const char *val
 			b = false;
 		else
 			return err_set(e, -EINVAL, "%s: --%s takes true or false, not \"%s\"", prog,
-				       d->name, val);
+			               d->name, val);
 		if (d->dst)
 			*(bool *)d->dst = b;
 		return 0;
 	}
-	case FLAG_STRING:
-		*(const char **)d->dst = val;
-		return 0;
+	case FLAG_STRING: *(const char **)d->dst = val; return 0;
 	case FLAG_INT: {
 		char *end;
 		errno = 0;
 		long long v = strtoll(val, &end, 10);
 		if (errno || end == val || *end)
 			return err_set(e, -EINVAL, "%s: --%s takes an integer, not \"%s\"", prog,
-				       d->name, val);
+			               d->name, val);
 		*(int64_t *)d->dst = (int64_t)v;
 		return 0;
 	}
 	case FLAG_DURATION:
 		if (flags_parse_duration(val, (int64_t *)d->dst) < 0)
-			return err_set(e, -EINVAL,
-				       "%s: --%s takes a duration such as 5s, 1m30s or 500ms, not \"%s\"",
-				       prog, d->name, val);
+			return err_set(
+			    e, -EINVAL,
+			    "%s: --%s takes a duration such as 5s, 1m30s or 500ms, not \"%s\"",
+			    prog, d->name, val);
 		return 0;
 	}
 	return -EINVAL;
 }
 
 int flags_parse(const char *prog, const struct flag_def *defs, size_t n, int argc, char **argv,
-		int *first_arg, struct err *e)
+                int *first_arg, struct err *e)
 {
 	bool seen[64] = {false};
 	int help = 0, version = 0;
@@ -154,13 +153,14 @@ int flags_parse(const char *prog, const struct flag_def *defs, size_t n, int arg
 			char acc[1024];
 			accepted_list(acc, sizeof(acc), defs, n);
 			return err_set(e, -EINVAL, "%s: unknown flag %.*s; accepted: %s", prog,
-				       (int)(eq ? (size_t)(eq - a) : strlen(a)), a, acc);
+			               (int)(eq ? (size_t)(eq - a) : strlen(a)), a, acc);
 		}
 		if (eq) {
 			val = eq + 1;
 		} else if (d->type != FLAG_BOOL) {
 			if (i + 1 >= argc)
-				return err_set(e, -EINVAL, "%s: flag --%s needs a value", prog, d->name);
+				return err_set(e, -EINVAL, "%s: flag --%s needs a value", prog,
+				               d->name);
 			val = argv[++i];
 		}
 		if (d == &common_defs[0]) {
@@ -204,9 +204,7 @@ static void print_default(FILE *out, const struct flag_def *d)
 		if (*(const char **)d->dst && **(const char **)d->dst)
 			fprintf(out, " (default \"%s\")", *(const char **)d->dst);
 		break;
-	case FLAG_INT:
-		fprintf(out, " (default %" PRId64 ")", *(int64_t *)d->dst);
-		break;
+	case FLAG_INT: fprintf(out, " (default %" PRId64 ")", *(int64_t *)d->dst); break;
 	case FLAG_DURATION: {
 		int64_t ms = *(int64_t *)d->dst;
 		if (ms % 1000)
@@ -219,7 +217,7 @@ static void print_default(FILE *out, const struct flag_def *d)
 }
 
 void flags_usage(FILE *out, const char *prog, const char *summary, const struct flag_def *defs,
-		 size_t n)
+                 size_t n)
 {
 	static const char *const kind[] = {"", " string", " int", " duration"};
 	fprintf(out, "Usage: %s [flags]\n\n%s\n\nFlags:\n", prog, summary);

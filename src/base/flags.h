@@ -16,9 +16,9 @@
 #include "base/err.h"
 
 enum flag_type {
-	FLAG_BOOL,     /* bool *; --x, --x=true|false */
-	FLAG_STRING,   /* const char **; points into argv or stays the default */
-	FLAG_INT,      /* int64_t * */
+	FLAG_BOOL,   /* bool *; --x, --x=true|false */
+	FLAG_STRING, /* const char **; points into argv or stays the default */
+	FLAG_INT,    /* int64_t * */
 	FLAG_DURATION, /* int64_t * milliseconds; "1h2m3s", "500ms", "5s"; plain numbers are seconds */
 };
 
@@ -40,11 +40,11 @@ enum flags_result {
  * message in e naming the problem and the flags that are accepted.  On success *first_arg is the
  * index of the first positional argument (argc when none). */
 int flags_parse(const char *prog, const struct flag_def *defs, size_t n, int argc, char **argv,
-		int *first_arg, struct err *e);
+                int *first_arg, struct err *e);
 
 /* Prints "Usage: <prog> [flags]", the summary and one block per flag, with defaults. */
 void flags_usage(FILE *out, const char *prog, const char *summary, const struct flag_def *defs,
-		 size_t n);
+                 size_t n);
 
 /* Parses a duration as FLAG_DURATION does; 0 or -EINVAL. */
 int flags_parse_duration(const char *s, int64_t *ms);

@@ -21,15 +21,15 @@ int json_parse_strict(const char *buf, size_t len, cJSON **out, struct err *e)
 	if (!v) {
 		size_t off = end && end >= buf ? (size_t)(end - buf) : 0;
 		if (off >= len)
-			return err_set(e, -EBADMSG, "invalid JSON: unexpected end of input at byte %zu",
-				       len);
+			return err_set(e, -EBADMSG,
+			               "invalid JSON: unexpected end of input at byte %zu", len);
 		return err_set(e, -EBADMSG, "invalid JSON at byte %zu", off);
 	}
 	for (const char *p = end; p < buf + len; p++) {
 		if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t') {
 			cJSON_Delete(v);
 			return err_set(e, -EBADMSG, "invalid JSON: trailing data at byte %zu",
-				       (size_t)(p - buf));
+			               (size_t)(p - buf));
 		}
 	}
 	*out = v;

@@ -8,9 +8,18 @@
 static atomic_int verbosity;
 static atomic_int out_fd = 2;
 
-void log_set_verbosity(int v) { atomic_store(&verbosity, v); }
-int log_verbosity(void) { return atomic_load(&verbosity); }
-void log_set_fd(int fd) { atomic_store(&out_fd, fd); }
+void log_set_verbosity(int v)
+{
+	atomic_store(&verbosity, v);
+}
+int log_verbosity(void)
+{
+	return atomic_load(&verbosity);
+}
+void log_set_fd(int fd)
+{
+	atomic_store(&out_fd, fd);
+}
 
 struct sbuf {
 	char *p;
@@ -67,16 +76,16 @@ static void sb_quote(struct sbuf *b, const char *s)
 }
 
 static void sb_header(struct sbuf *b, char sev, const struct timespec *ts, long tid,
-		      const char *file, int line)
+                      const char *file, int line)
 {
 	struct tm tm;
 	const char *base = strrchr(file, '/');
 	time_t sec = ts->tv_sec;
 
 	localtime_r(&sec, &tm);
-	sb_printf(b, "%c%02d%02d %02d:%02d:%02d.%06ld %7ld %s:%d] ", sev, tm.tm_mon + 1,
-		  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)(ts->tv_nsec / 1000), tid,
-		  base ? base + 1 : file, line);
+	sb_printf(b, "%c%02d%02d %02d:%02d:%02d.%06ld %7ld %s:%d] ", sev, tm.tm_mon + 1, tm.tm_mday,
+	          tm.tm_hour, tm.tm_min, tm.tm_sec, (long)(ts->tv_nsec / 1000), tid,
+	          base ? base + 1 : file, line);
 }
 
 static size_t sb_finish(struct sbuf *b)
@@ -95,7 +104,7 @@ static size_t sb_finish(struct sbuf *b)
 }
 
 size_t log_format(char *buf, size_t cap, char sev, const struct timespec *ts, long tid,
-		  const char *file, int line, const char *msg, va_list kv)
+                  const char *file, int line, const char *msg, va_list kv)
 {
 	struct sbuf b = {buf, cap, 0};
 	const char *k;

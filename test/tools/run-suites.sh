@@ -4,6 +4,10 @@
 set -u
 kind=$1
 shift
+if [ $# -eq 0 ]; then
+	echo "$kind: no suites yet"
+	exit 0
+fi
 passed=0 failed=0
 for s in "$@"; do
 	name=$(basename "$(dirname "$s")")

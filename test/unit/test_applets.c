@@ -83,15 +83,16 @@ START_TEST(test_binary_usage_errors)
 	exec_result_free(&r);
 
 	ck_assert_int_eq(run(&r, unknown), 2);
-	ck_assert_str_eq(r.err, "pillar-csi: unknown role \"frobnicate\"; accepted: controller, node, "
-				"agent, version\n");
+	ck_assert_str_eq(r.err,
+	                 "pillar-csi: unknown role \"frobnicate\"; accepted: controller, node, "
+	                 "agent, version\n");
 	ck_assert_str_eq(r.out, "");
 	exec_result_free(&r);
 
 	ck_assert_int_eq(run(&r, badflag), 2);
 	ck_assert_int_eq(count_lines(r.err), 1);
 	ck_assert_ptr_nonnull(strstr(r.err, "pillar-csi agent: unknown flag --bogus; accepted: "
-					    "--listen-address, --config,"));
+	                                    "--listen-address, --config,"));
 	exec_result_free(&r);
 
 	ck_assert_int_eq(run(&r, novalue), 2);
@@ -114,12 +115,13 @@ START_TEST(test_binary_help_and_version_on_every_role)
 		char usage[64];
 		ck_assert_int_eq(run(&r, help), 0);
 		snprintf(usage, sizeof(usage), "Usage: pillar-csi %s [flags]", roles[i]);
-		ck_assert_msg(strstr(r.out, usage) != NULL, "%s --help printed %s", roles[i], r.out);
+		ck_assert_msg(strstr(r.out, usage) != NULL, "%s --help printed %s", roles[i],
+		              r.out);
 		ck_assert_ptr_nonnull(strstr(r.out, "  --help\n"));
 		exec_result_free(&r);
 		ck_assert_int_eq(run(&r, ver), 0);
 		ck_assert_msg(strncmp(r.out, "pillar-csi ", 11) == 0 && count_lines(r.out) == 1,
-			      "%s --version printed %s", roles[i], r.out);
+		              "%s --version printed %s", roles[i], r.out);
 		exec_result_free(&r);
 	}
 	const char *top[] = {bin(), "--help", NULL};
@@ -145,7 +147,8 @@ START_TEST(test_binary_by_symlink)
 		char usage[64];
 		ck_assert_int_eq(run(&r, help), 0);
 		snprintf(usage, sizeof(usage), "Usage: pillar-csi %s [flags]", roles[i]);
-		ck_assert_msg(strstr(r.out, usage) != NULL, "%s --help printed %s", names[i], r.out);
+		ck_assert_msg(strstr(r.out, usage) != NULL, "%s --help printed %s", names[i],
+		              r.out);
 		exec_result_free(&r);
 	}
 	/* the agent's TLS flags are all or none, with the spec's message */
@@ -175,11 +178,11 @@ START_TEST(test_binary_version_json)
 	for (int i = 0; i < 5; i++) {
 		const char *ver = json_get_str(libs, names[i]);
 		ck_assert_msg(ver && ver[0] >= '0' && ver[0] <= '9', "%s version %s", names[i],
-			      ver ? ver : "(missing)");
+		              ver ? ver : "(missing)");
 	}
 	char line[128];
 	snprintf(line, sizeof(line), "pillar-csi %s (%s)\n", json_get_str(v, "version"),
-		 json_get_str(v, "gitCommit"));
+	         json_get_str(v, "gitCommit"));
 	exec_result_free(&r);
 	ck_assert_int_eq(run(&r, text), 0);
 	ck_assert_msg(strncmp(r.out, line, strlen(line)) == 0, "version printed %s", r.out);

@@ -23,8 +23,13 @@
 static size_t fmt_line(char *buf, size_t cap, char sev, const char *msg, ...)
 {
 	struct timespec ts = {0};
-	struct tm tm = {.tm_year = 126, .tm_mon = 11, .tm_mday = 2, .tm_hour = 11, .tm_min = 23,
-			.tm_sec = 45, .tm_isdst = -1};
+	struct tm tm = {.tm_year = 126,
+	                .tm_mon = 11,
+	                .tm_mday = 2,
+	                .tm_hour = 11,
+	                .tm_min = 23,
+	                .tm_sec = 45,
+	                .tm_isdst = -1};
 	va_list ap;
 	size_t n;
 	ts.tv_sec = mktime(&tm);
@@ -38,10 +43,10 @@ static size_t fmt_line(char *buf, size_t cap, char sev, const char *msg, ...)
 START_TEST(test_log_klog_layout)
 {
 	char buf[512];
-	fmt_line(buf, sizeof(buf), 'I', "volume created", "volume", "pool/pvc-1", "size", "1073741824",
-		 (const char *)NULL);
+	fmt_line(buf, sizeof(buf), 'I', "volume created", "volume", "pool/pvc-1", "size",
+	         "1073741824", (const char *)NULL);
 	ck_assert_str_eq(buf, "I1202 11:23:45.123456    1234 x.c:42] \"volume created\" "
-			      "volume=\"pool/pvc-1\" size=\"1073741824\"\n");
+	                      "volume=\"pool/pvc-1\" size=\"1073741824\"\n");
 }
 END_TEST
 
@@ -49,9 +54,9 @@ START_TEST(test_log_escapes_and_severity)
 {
 	char buf[512];
 	fmt_line(buf, sizeof(buf), 'E', "bad \"input\"", "err", "line1\nline2\t\\\x01",
-		 (const char *)NULL);
+	         (const char *)NULL);
 	ck_assert_str_eq(buf, "E1202 11:23:45.123456    1234 x.c:42] \"bad \\\"input\\\"\" "
-			      "err=\"line1\\nline2\\t\\\\\\x01\"\n");
+	                      "err=\"line1\\nline2\\t\\\\\\x01\"\n");
 }
 END_TEST
 
@@ -59,7 +64,7 @@ START_TEST(test_log_truncation_keeps_one_line)
 {
 	char buf[48];
 	size_t n = fmt_line(buf, sizeof(buf), 'W', "a long message that does not fit in the buffer",
-			    (const char *)NULL);
+	                    (const char *)NULL);
 	ck_assert_uint_gt(n, sizeof(buf));
 	ck_assert_uint_eq(strlen(buf), sizeof(buf) - 1);
 	ck_assert_int_eq(buf[sizeof(buf) - 2], '\n');
@@ -105,11 +110,11 @@ static int parse(struct fx *x, struct err *e, int *first, int argc, ...)
 	char *argv[16];
 	va_list ap;
 	const struct flag_def defs[] = {
-		{"listen-address", FLAG_STRING, &x->addr, "address", false},
-		{"config", FLAG_STRING, &x->cfg, "config file", false},
-		{"leader-elect", FLAG_BOOL, &x->leader, "leader", false},
-		{"port", FLAG_INT, &x->port, "port", false},
-		{"grace", FLAG_DURATION, &x->grace, "grace", false},
+	    {"listen-address", FLAG_STRING, &x->addr, "address", false},
+	    {"config", FLAG_STRING, &x->cfg, "config file", false},
+	    {"leader-elect", FLAG_BOOL, &x->leader, "leader", false},
+	    {"port", FLAG_INT, &x->port, "port", false},
+	    {"grace", FLAG_DURATION, &x->grace, "grace", false},
 	};
 	argv[0] = "prog";
 	va_start(ap, argc);
@@ -124,9 +129,9 @@ START_TEST(test_flags_forms)
 	struct fx x = {":9500", NULL, false, 1, 5000};
 	struct err e = {0};
 	int first;
-	ck_assert_int_eq(parse(&x, &e, &first, 7, "--listen-address=127.0.0.1:1", "--config", "/c.json",
-			       "--leader-elect", "--port=42", "--grace=1m30s"),
-			 FLAGS_OK);
+	ck_assert_int_eq(parse(&x, &e, &first, 7, "--listen-address=127.0.0.1:1", "--config",
+	                       "/c.json", "--leader-elect", "--port=42", "--grace=1m30s"),
+	                 FLAGS_OK);
 	ck_assert_str_eq(x.addr, "127.0.0.1:1");
 	ck_assert_str_eq(x.cfg, "/c.json");
 	ck_assert(x.leader);
@@ -148,7 +153,7 @@ START_TEST(test_flags_errors)
 	int first;
 	ck_assert_int_eq(parse(&x, &e, &first, 2, "--bogus=1"), -EINVAL);
 	ck_assert_str_eq(e.msg, "prog: unknown flag --bogus; accepted: --listen-address, --config, "
-				"--leader-elect, --port, --grace, --help, --version, --v");
+	                        "--leader-elect, --port, --grace, --help, --version, --v");
 	ck_assert_int_eq(parse(&x, &e, &first, 2, "--config"), -EINVAL);
 	ck_assert_str_eq(e.msg, "prog: flag --config needs a value");
 	ck_assert_int_eq(parse(&x, &e, &first, 2, "--port=12x"), -EINVAL);
@@ -200,8 +205,8 @@ START_TEST(test_flags_usage_from_table)
 	const char *addr = ":9500";
 	int64_t grace = 5000;
 	const struct flag_def defs[] = {
-		{"listen-address", FLAG_STRING, &addr, "gRPC listen address", false},
-		{"shutdown-grace-period", FLAG_DURATION, &grace, "grace", false},
+	    {"listen-address", FLAG_STRING, &addr, "gRPC listen address", false},
+	    {"shutdown-grace-period", FLAG_DURATION, &grace, "grace", false},
 	};
 	char *buf = NULL;
 	size_t len = 0;
@@ -210,8 +215,9 @@ START_TEST(test_flags_usage_from_table)
 	fclose(f);
 	ck_assert_ptr_nonnull(strstr(buf, "Usage: pillar-csi agent [flags]\n\nSummary.\n"));
 	ck_assert_ptr_nonnull(strstr(buf, "  --listen-address string\n        gRPC listen address "
-					  "(default \":9500\")\n"));
-	ck_assert_ptr_nonnull(strstr(buf, "--shutdown-grace-period duration\n        grace (default 5s)"));
+	                                  "(default \":9500\")\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(buf, "--shutdown-grace-period duration\n        grace (default 5s)"));
 	ck_assert_ptr_nonnull(strstr(buf, "  --help\n"));
 	free(buf);
 }

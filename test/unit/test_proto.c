@@ -11,7 +11,8 @@
 START_TEST(test_identity_plugin_info)
 {
 	Csi__V1__GetPluginInfoResponse m = CSI__V1__GET_PLUGIN_INFO_RESPONSE__INIT, *back;
-	Csi__V1__GetPluginInfoResponse__ManifestEntry e = CSI__V1__GET_PLUGIN_INFO_RESPONSE__MANIFEST_ENTRY__INIT;
+	Csi__V1__GetPluginInfoResponse__ManifestEntry e =
+	    CSI__V1__GET_PLUGIN_INFO_RESPONSE__MANIFEST_ENTRY__INIT;
 	Csi__V1__GetPluginInfoResponse__ManifestEntry *ents[] = {&e};
 	uint8_t buf[256];
 	size_t n;
@@ -47,7 +48,8 @@ START_TEST(test_controller_create_volume)
 	Csi__V1__VolumeCapability__MountVolume mv = CSI__V1__VOLUME_CAPABILITY__MOUNT_VOLUME__INIT;
 	Csi__V1__VolumeCapability__AccessMode am = CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__INIT;
 	Csi__V1__VolumeCapability *caps[] = {&cap};
-	Csi__V1__CreateVolumeRequest__ParametersEntry p = CSI__V1__CREATE_VOLUME_REQUEST__PARAMETERS_ENTRY__INIT;
+	Csi__V1__CreateVolumeRequest__ParametersEntry p =
+	    CSI__V1__CREATE_VOLUME_REQUEST__PARAMETERS_ENTRY__INIT;
 	Csi__V1__CreateVolumeRequest__ParametersEntry *ps[] = {&p};
 	char *flags[] = {"noatime"};
 	uint8_t buf[512];
@@ -76,7 +78,7 @@ START_TEST(test_controller_create_volume)
 	ck_assert_int_eq(back->capacity_range->required_bytes, 1 << 30);
 	ck_assert_uint_eq(back->n_volume_capabilities, 1);
 	ck_assert_int_eq(back->volume_capabilities[0]->access_type_case,
-			 CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT);
+	                 CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT);
 	ck_assert_str_eq(back->volume_capabilities[0]->mount->fs_type, "xfs");
 	ck_assert_str_eq(back->volume_capabilities[0]->mount->mount_flags[0], "noatime");
 	ck_assert_int_eq(back->volume_capabilities[0]->access_mode->mode, 7);
@@ -89,18 +91,18 @@ START_TEST(test_node_stage_volume)
 {
 	/* Hand-encoded: volume_id (1) = "v", staging_target_path (3) = "/s",
 	 * volume_capability (4) = { block (1) = {}, access_mode (3) = { mode (1) = 1 } } */
-	static const uint8_t wire[] = {0x0a, 0x01, 'v', 0x1a, 0x02, '/', 's',
-				       0x22, 0x06, 0x0a, 0x00, 0x1a, 0x02, 0x08, 0x01};
+	static const uint8_t wire[] = {0x0a, 0x01, 'v',  0x1a, 0x02, '/',  's', 0x22,
+	                               0x06, 0x0a, 0x00, 0x1a, 0x02, 0x08, 0x01};
 	Csi__V1__NodeStageVolumeRequest *m =
-		csi__v1__node_stage_volume_request__unpack(NULL, sizeof(wire), wire);
+	    csi__v1__node_stage_volume_request__unpack(NULL, sizeof(wire), wire);
 	uint8_t buf[64];
 	ck_assert_ptr_nonnull(m);
 	ck_assert_str_eq(m->volume_id, "v");
 	ck_assert_str_eq(m->staging_target_path, "/s");
 	ck_assert_int_eq(m->volume_capability->access_type_case,
-			 CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK);
+	                 CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK);
 	ck_assert_int_eq(m->volume_capability->access_mode->mode,
-			 CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER);
+	                 CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER);
 	ck_assert_uint_eq(csi__v1__node_stage_volume_request__pack(m, buf), sizeof(wire));
 	ck_assert(memcmp(buf, wire, sizeof(wire)) == 0);
 	csi__v1__node_stage_volume_request__free_unpacked(m, NULL);
@@ -109,13 +111,18 @@ END_TEST
 
 START_TEST(test_agent_reconcile_state)
 {
-	PillarCsi__Agent__V1__ReconcileStateRequest m = PILLAR_CSI__AGENT__V1__RECONCILE_STATE_REQUEST__INIT, *back;
-	PillarCsi__Agent__V1__VolumeDesiredState v = PILLAR_CSI__AGENT__V1__VOLUME_DESIRED_STATE__INIT;
+	PillarCsi__Agent__V1__ReconcileStateRequest
+	    m = PILLAR_CSI__AGENT__V1__RECONCILE_STATE_REQUEST__INIT,
+	    *back;
+	PillarCsi__Agent__V1__VolumeDesiredState v =
+	    PILLAR_CSI__AGENT__V1__VOLUME_DESIRED_STATE__INIT;
 	PillarCsi__Agent__V1__VolumeDesiredState *vs[] = {&v};
-	PillarCsi__Agent__V1__ExportDesiredState x = PILLAR_CSI__AGENT__V1__EXPORT_DESIRED_STATE__INIT;
+	PillarCsi__Agent__V1__ExportDesiredState x =
+	    PILLAR_CSI__AGENT__V1__EXPORT_DESIRED_STATE__INIT;
 	PillarCsi__Agent__V1__ExportDesiredState *xs[] = {&x};
 	PillarCsi__Agent__V1__ExportParams ep = PILLAR_CSI__AGENT__V1__EXPORT_PARAMS__INIT;
-	PillarCsi__Agent__V1__NvmeofTcpExportParams tcp = PILLAR_CSI__AGENT__V1__NVMEOF_TCP_EXPORT_PARAMS__INIT;
+	PillarCsi__Agent__V1__NvmeofTcpExportParams tcp =
+	    PILLAR_CSI__AGENT__V1__NVMEOF_TCP_EXPORT_PARAMS__INIT;
 	PillarCsi__Agent__V1__FencingToken f = PILLAR_CSI__AGENT__V1__FENCING_TOKEN__INIT;
 	char *hosts[] = {"nqn.2014-08.org.nvmexpress:uuid:1b4e28ba-2fa1-11d2-883f-0016d3cca427"};
 	uint8_t *buf;
@@ -155,8 +162,8 @@ START_TEST(test_agent_reconcile_state)
 	ck_assert_int_eq(back->volumes[0]->backend_type, 1);
 	ck_assert_uint_eq(back->volumes[0]->fence->generation, 42);
 	ck_assert_str_eq(back->volumes[0]->fence->volume_uid, "0b6c3c1e-uid");
-	ck_assert_int_eq(back->volumes[0]->exports[0]->export_params->nvmeof_tcp->in_capsule_data_size,
-			 16384);
+	ck_assert_int_eq(
+	    back->volumes[0]->exports[0]->export_params->nvmeof_tcp->in_capsule_data_size, 16384);
 	ck_assert(back->volumes[0]->exports[0]->acl_enabled);
 	ck_assert_str_eq(back->volumes[0]->exports[0]->allowed_initiators[0], hosts[0]);
 	pillar_csi__agent__v1__reconcile_state_request__free_unpacked(back, NULL);
@@ -165,13 +172,15 @@ END_TEST
 
 START_TEST(test_malformed_bytes_are_refused)
 {
-	static const uint8_t truncated[] = {0x0a, 0x10, 'a', 'b'};  /* length 16, 2 bytes present */
-	static const uint8_t badwire[] = {0x0f, 0x01};                /* wire type 7 */
-	static const uint8_t badutf8[] = {0x0a, 0x02, 0xc3, 0x28};    /* invalid UTF-8 in a string */
-	ck_assert_ptr_null(csi__v1__node_stage_volume_request__unpack(NULL, sizeof(truncated), truncated));
-	ck_assert_ptr_null(csi__v1__node_stage_volume_request__unpack(NULL, sizeof(badwire), badwire));
+	static const uint8_t truncated[] = {0x0a, 0x10, 'a', 'b'}; /* length 16, 2 bytes present */
+	static const uint8_t badwire[] = {0x0f, 0x01};             /* wire type 7 */
+	static const uint8_t badutf8[] = {0x0a, 0x02, 0xc3, 0x28}; /* invalid UTF-8 in a string */
+	ck_assert_ptr_null(
+	    csi__v1__node_stage_volume_request__unpack(NULL, sizeof(truncated), truncated));
+	ck_assert_ptr_null(
+	    csi__v1__node_stage_volume_request__unpack(NULL, sizeof(badwire), badwire));
 	Csi__V1__NodeStageVolumeRequest *m =
-		csi__v1__node_stage_volume_request__unpack(NULL, sizeof(badutf8), badutf8);
+	    csi__v1__node_stage_volume_request__unpack(NULL, sizeof(badutf8), badutf8);
 	/* protobuf-c does not validate UTF-8; whatever it returns must be freeable */
 	csi__v1__node_stage_volume_request__free_unpacked(m, NULL);
 }
