@@ -1,0 +1,284 @@
+/* store: kinds, wrappers and helpers shared by every implementation. */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "store/store.h"
+
+#define GROUP "pillar-csi.bhyoo.com/v1alpha1"
+
+static const struct store_kind kinds[] = {
+    {"PillarAgent", GROUP, "pillaragents", "pillaragent", "pa", false, true},
+    {"PillarStore", GROUP, "pillarstores", "pillarstore", "pst", false, true},
+    {"PillarProtocol", GROUP, "pillarprotocols", "pillarprotocol", "pstr", false, true},
+    {"PillarStorageClass", GROUP, "pillarstorageclasses", "pillarstorageclass", "psc", false, true},
+    {"PillarVolumeState", GROUP, "pillarvolumestates", "pillarvolumestate", "pvst", false, true},
+    {"CSINode", "storage.k8s.io/v1", "csinodes", "csinode", NULL, false, false},
+    {"StorageClass", "storage.k8s.io/v1", "storageclasses", "storageclass", "sc", false, false},
+    {"PersistentVolumeClaim", "v1", "persistentvolumeclaims", "persistentvolumeclaim", "pvc", true,
+     true},
+    {"PersistentVolume", "v1", "persistentvolumes", "persistentvolume", "pv", false, true},
+    {"Node", "v1", "nodes", "node", "no", false, true},
+};
+#define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
+
+const struct store_kind *const *store_kinds(void)
+{
+	static const struct store_kind *list[N_KINDS + 1];
+	if (!list[0])
+		for (size_t i = 0; i < N_KINDS; i++)
+			list[i] = &kinds[i];
+	return list;
+}
+
+const struct store_kind *store_kind_lookup(const char *name)
+{
+	if (!name)
+		return NULL;
+	for (size_t i = 0; i < N_KINDS; i++) {
+		const struct store_kind *k = &kinds[i];
+		if (strcasecmp(name, k->kind) == 0 || strcasecmp(name, k->plural) == 0 ||
+		    strcasecmp(name, k->singular) == 0 ||
+		    (k->short_name && strcasecmp(name, k->short_name) == 0))
+			return k;
+	}
+	return NULL;
+}
+
+const char *store_reason(int code)
+{
+	switch (code) {
+	case 0: return "";
+	case STORE_NOT_FOUND: return "NotFound";
+	case STORE_ALREADY_EXISTS: return "AlreadyExists";
+	case STORE_CONFLICT: return "Conflict";
+	case STORE_INVALID: return "Invalid";
+	case STORE_EXPIRED: return "Expired";
+	default: return "InternalError";
+	}
+}
+
+int store_validate_name(const char *what, const char *name, struct err *e)
+{
+	size_t n = name ? strlen(name) : 0;
+	if (n == 0)
+		return err_set(e, STORE_INVALID, "%s: name is required", what);
+	if (n > 253)
+		return err_set(e, STORE_INVALID,
+		               "%s \"%.40s...\": name is longer than 253 characters", what, name);
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+		if (alnum)
+			continue;
+		if ((c == '-' || c == '.') && i > 0 && i < n - 1)
+			continue;
+		return err_set(
+		    e, STORE_INVALID,
+		    "%s \"%s\": a name must consist of lower case alphanumeric characters, "
+		    "'-' or '.', and must start and end with an alphanumeric character",
+		    what, name);
+	}
+	if (strstr(name, ".."))
+		return err_set(e, STORE_INVALID, "%s \"%s\": a name must not contain \"..\"", what,
+		               name);
+	return 0;
+}
+
+const char *store_meta_str(const cJSON *obj, const char *field)
+{
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, field);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+uint64_t store_meta_rv(const cJSON *obj)
+{
+	const char *s = store_meta_str(obj, "resourceVersion");
+	char *end;
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	return (*end || errno) ? 0 : (uint64_t)v;
+}
+
+const struct store_kind *store_kind_of(const cJSON *obj, struct err *e)
+{
+	const cJSON *kv = cJSON_GetObjectItemCaseSensitive(obj, "kind");
+	const cJSON *av = cJSON_GetObjectItemCaseSensitive(obj, "apiVersion");
+	const struct store_kind *k;
+
+	if (!cJSON_IsObject(obj)) {
+		err_set(e, STORE_INVALID, "an object must be a JSON object");
+		return NULL;
+	}
+	if (!cJSON_IsString(kv)) {
+		err_set(e, STORE_INVALID, "object has no kind");
+		return NULL;
+	}
+	k = store_kind_lookup(kv->valuestring);
+	if (!k || strcmp(k->kind, kv->valuestring) != 0) {
+		err_set(e, STORE_INVALID, "unknown kind \"%s\"", kv->valuestring);
+		return NULL;
+	}
+	if (!cJSON_IsString(av) || strcmp(av->valuestring, k->api_version) != 0) {
+		err_set(e, STORE_INVALID, "%s: apiVersion must be \"%s\"", k->kind, k->api_version);
+		return NULL;
+	}
+	return k;
+}
+
+void store_timestamp(char *buf, size_t cap)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* ---- label selectors --------------------------------------------------------------------------- */
+
+static int valid_label_part(const char *s, size_t n)
+{
+	if (n == 0 || n > 316)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!(isalnum((unsigned char)s[i]) || s[i] == '-' || s[i] == '_' || s[i] == '.' ||
+		      s[i] == '/'))
+			return 0;
+	return 1;
+}
+
+int store_selector_match(const char *selector, const cJSON *obj, struct err *e)
+{
+	const cJSON *labels = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "labels");
+	const char *p = selector;
+	int match = 1;
+
+	if (!selector)
+		return 1;
+	while (*p) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		char term[512], *op, *key, *val = NULL;
+		int neg = 0, exists_only = 0, not_exists = 0;
+
+		if (n == 0 || n >= sizeof(term))
+			return err_set(e, STORE_INVALID, "invalid label selector \"%s\"", selector);
+		memcpy(term, p, n);
+		term[n] = '\0';
+		key = term;
+		while (*key == ' ')
+			key++;
+		if ((op = strstr(key, "!=")) != NULL) {
+			*op = '\0';
+			val = op + 2;
+			neg = 1;
+		} else if ((op = strstr(key, "==")) != NULL) {
+			*op = '\0';
+			val = op + 2;
+		} else if ((op = strchr(key, '=')) != NULL) {
+			*op = '\0';
+			val = op + 1;
+		} else if (key[0] == '!') {
+			key++;
+			not_exists = 1;
+		} else {
+			exists_only = 1;
+		}
+		for (char *t = key + strlen(key); t > key && t[-1] == ' '; t--)
+			t[-1] = '\0';
+		if (val)
+			while (*val == ' ')
+				val++;
+		if (!valid_label_part(key, strlen(key)) ||
+		    (val && *val && !valid_label_part(val, strlen(val))))
+			return err_set(e, STORE_INVALID, "invalid label selector \"%s\"", selector);
+		const cJSON *lv = cJSON_GetObjectItemCaseSensitive(labels, key);
+		const char *have = cJSON_IsString(lv) ? lv->valuestring : NULL;
+		if (exists_only)
+			match &= have != NULL;
+		else if (not_exists)
+			match &= have == NULL;
+		else if (neg)
+			match &= !have || strcmp(have, val) != 0;
+		else
+			match &= have && strcmp(have, val) == 0;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return match;
+}
+
+/* ---- wrappers ---------------------------------------------------------------------------------- */
+
+int store_get(store *s, const struct store_kind *k, const char *ns, const char *name, cJSON **out,
+              struct err *e)
+{
+	return s->ops->get(s, k, ns, name, out, e);
+}
+
+int store_list(store *s, const struct store_kind *k, const char *ns, const char *selector,
+               cJSON **items, uint64_t *list_rv, struct err *e)
+{
+	return s->ops->list(s, k, ns, selector, items, list_rv, e);
+}
+
+int store_create(store *s, const cJSON *obj, cJSON **out, struct err *e)
+{
+	return s->ops->create(s, obj, out, e);
+}
+
+int store_update(store *s, const cJSON *obj, cJSON **out, struct err *e)
+{
+	return s->ops->update(s, obj, out, e);
+}
+
+int store_update_status(store *s, const cJSON *obj, cJSON **out, struct err *e)
+{
+	return s->ops->update_status(s, obj, out, e);
+}
+
+int store_delete(store *s, const struct store_kind *k, const char *ns, const char *name,
+                 const char *uid_precondition, const char *rv_precondition, struct err *e)
+{
+	return s->ops->remove(s, k, ns, name, uid_precondition, rv_precondition, e);
+}
+
+int store_watch_open(store *s, const struct store_kind *k, uint64_t from_rv, store_watch **w,
+                     struct err *e)
+{
+	return s->ops->watch(s, k, from_rv, w, e);
+}
+
+void store_close(store *s)
+{
+	if (s)
+		s->ops->close(s);
+}
+
+int store_open_url(const char *url, bool owner, store **out, struct err *e)
+{
+	*out = NULL;
+	if (!url || !*url)
+		return err_set(e, -EINVAL, "--store is required: dir:PATH for the embedded store");
+	if (strncmp(url, "dir:", 4) == 0) {
+		if (!url[4])
+			return err_set(e, -EINVAL, "--store=dir:PATH needs a path");
+		return store_dir_open(url + 4, owner, 1000, out, e);
+	}
+	if (strcmp(url, "kube") == 0)
+		return err_set(
+		    e, -ENOTSUP,
+		    "--store=kube: the Kubernetes API client is not part of this build yet; "
+		    "use --store=dir:PATH");
+	return err_set(e, -EINVAL, "unknown --store \"%s\"; accepted: dir:PATH, kube", url);
+}

@@ -1,0 +1,139 @@
+/* store — objects with Kubernetes API semantics, behind one interface.
+ *
+ * Objects are cJSON documents shaped like Kubernetes objects (apiVersion, kind, metadata{name,
+ * namespace, uid, resourceVersion, generation, labels, annotations, finalizers,
+ * creationTimestamp, deletionTimestamp}, spec, status).  The controller and the node role use
+ * this interface; in a cluster it is backed by the API server (a later layer), without one by
+ * the embedded directory store (store_dir_open).  spec/standalone.md is the contract.
+ *
+ * Errors are negative errnos with the Kubernetes reason (store_reason()):
+ *   STORE_NOT_FOUND -ENOENT "NotFound", STORE_ALREADY_EXISTS -EEXIST "AlreadyExists",
+ *   STORE_CONFLICT -ESTALE "Conflict", STORE_INVALID -EINVAL "Invalid",
+ *   STORE_EXPIRED -ERANGE "Expired" (watch from a version that is no longer retained: relist);
+ *   anything else is "InternalError" (corrupt file, I/O).
+ * Every returned object is a new cJSON tree owned by the caller (cJSON_Delete).
+ */
+#ifndef PILLAR_STORE_STORE_H
+#define PILLAR_STORE_STORE_H
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/err.h"
+
+#define STORE_NOT_FOUND      (-ENOENT)
+#define STORE_ALREADY_EXISTS (-EEXIST)
+#define STORE_CONFLICT       (-ESTALE)
+#define STORE_INVALID        (-EINVAL)
+#define STORE_EXPIRED        (-ERANGE)
+
+/* "NotFound", "AlreadyExists", "Conflict", "Invalid", "Expired", "InternalError" ("" for 0). */
+const char *store_reason(int code);
+
+/* ---- kinds ----------------------------------------------------------------------------------- */
+
+struct store_kind {
+	const char *kind;        /* PillarVolumeState */
+	const char *api_version; /* pillar-csi.bhyoo.com/v1alpha1 */
+	const char *plural;      /* pillarvolumestates: the directory name */
+	const char *singular;    /* pillarvolumestate */
+	const char *short_name;  /* pvst, or NULL */
+	bool namespaced;
+	bool status_subresource;
+};
+
+/* By kind ("PillarAgent"), plural, singular or short name, case-insensitively; NULL if unknown. */
+const struct store_kind *store_kind_lookup(const char *name);
+/* The known kinds, NULL-terminated. */
+const struct store_kind *const *store_kinds(void);
+
+/* ---- the interface --------------------------------------------------------------------------- */
+
+typedef struct store store;
+typedef struct store_watch store_watch;
+
+enum store_event_type { STORE_ADDED = 1, STORE_MODIFIED = 2, STORE_DELETED = 3 };
+
+struct store_ops {
+	int (*get)(store *s, const struct store_kind *k, const char *ns, const char *name,
+	           cJSON **out, struct err *e);
+	int (*list)(store *s, const struct store_kind *k, const char *ns, const char *selector,
+	            cJSON **items, uint64_t *list_rv, struct err *e);
+	int (*create)(store *s, const cJSON *obj, cJSON **out, struct err *e);
+	int (*update)(store *s, const cJSON *obj, cJSON **out, struct err *e);
+	int (*update_status)(store *s, const cJSON *obj, cJSON **out, struct err *e);
+	int (*remove)(store *s, const struct store_kind *k, const char *ns, const char *name,
+	              const char *uid_precondition, const char *rv_precondition, struct err *e);
+	int (*watch)(store *s, const struct store_kind *k, uint64_t from_rv, store_watch **w,
+	             struct err *e);
+	void (*close)(store *s);
+};
+
+struct store {
+	const struct store_ops *ops;
+};
+
+/* Thin wrappers over ops.  ns is NULL for cluster-scoped kinds.  list returns a JSON array of
+ * objects (sorted by name) and the store's resourceVersion at the time of the list; selector is
+ * a Kubernetes equality-based label selector (`k=v`, `k==v`, `k!=v`, `k`, `!k`, comma = and) or
+ * NULL.  create sets uid, resourceVersion, generation 1 and creationTimestamp.  update replaces
+ * the whole object except status (status subresource); a spec change bumps generation; a set
+ * metadata.resourceVersion must match (Conflict).  update_status replaces only status.  remove
+ * with finalizers present sets deletionTimestamp; the object goes when its last finalizer is
+ * removed by an update.  watch delivers events after from_rv (0: the current objects as ADDED,
+ * then changes). */
+int store_get(store *s, const struct store_kind *k, const char *ns, const char *name, cJSON **out,
+              struct err *e);
+int store_list(store *s, const struct store_kind *k, const char *ns, const char *selector,
+               cJSON **items, uint64_t *list_rv, struct err *e);
+int store_create(store *s, const cJSON *obj, cJSON **out, struct err *e);
+int store_update(store *s, const cJSON *obj, cJSON **out, struct err *e);
+int store_update_status(store *s, const cJSON *obj, cJSON **out, struct err *e);
+int store_delete(store *s, const struct store_kind *k, const char *ns, const char *name,
+                 const char *uid_precondition, const char *rv_precondition, struct err *e);
+int store_watch_open(store *s, const struct store_kind *k, uint64_t from_rv, store_watch **w,
+                     struct err *e);
+void store_close(store *s); /* NULL is a no-op */
+
+/* Waits up to timeout_ms for the next event.  Returns 1 with *type and *obj (caller owns), 0 on
+ * timeout, STORE_EXPIRED when events were lost (relist and watch again), or another negative
+ * errno.  store_watch_close(NULL) is a no-op; closing wakes a waiter in another thread. */
+int store_watch_next(store_watch *w, int timeout_ms, enum store_event_type *type, cJSON **obj,
+                     struct err *e);
+void store_watch_close(store_watch *w);
+
+/* ---- helpers shared by implementations and callers ------------------------------------------ */
+
+/* Validates a Kubernetes object name (DNS subdomain: lowercase alphanumerics, '-' and '.', at
+ * most 253 characters, starting and ending alphanumeric).  0 or STORE_INVALID with a message. */
+int store_validate_name(const char *what, const char *name, struct err *e);
+
+/* 1 when the object's labels match the selector, 0 when not, STORE_INVALID on a bad selector. */
+int store_selector_match(const char *selector, const cJSON *obj, struct err *e);
+
+/* metadata.<field> string of obj, or NULL. */
+const char *store_meta_str(const cJSON *obj, const char *field);
+/* metadata.resourceVersion as a number (0 when absent or not a decimal string). */
+uint64_t store_meta_rv(const cJSON *obj);
+
+/* The kind of obj from its "kind" field, with apiVersion checked; NULL and STORE_INVALID. */
+const struct store_kind *store_kind_of(const cJSON *obj, struct err *e);
+
+/* RFC 3339 UTC timestamp of now, e.g. 2026-12-02T14:41:09Z, into buf (at least 21 bytes). */
+void store_timestamp(char *buf, size_t cap);
+
+/* ---- the embedded implementation -------------------------------------------------------------- */
+
+/* Opens (creating) the directory store at path.  With owner true the caller becomes the one
+ * controller that owns it: an exclusive flock on PATH/.lock held until store_close, failing with
+ * -EBUSY and "store PATH is in use by another controller (pid N)".  Changes made by other
+ * processes reach watches through a 1 s poll (poll_ms overrides it; tests use less). */
+int store_dir_open(const char *path, bool owner, int poll_ms, store **out, struct err *e);
+
+/* Opens the store named by a --store flag value: "dir:PATH".  ("kube" comes with the
+ * Kubernetes client.) */
+int store_open_url(const char *url, bool owner, store **out, struct err *e);
+
+#endif
