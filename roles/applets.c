@@ -4,6 +4,7 @@
 
 #include "agent/agent.h"
 #include "base/log.h"
+#include "cli/cli.h"
 #include "controller/controller.h"
 #include "node/node.h"
 #include "version/version.h"
@@ -15,6 +16,9 @@ static const struct applet applets[] = {
     {"agent", "pillar-agent", agent_main,
      "storage agent: backends and the kernel NVMe target (DaemonSet on storage nodes)"},
     {"version", NULL, version_main, "print the version line and the linked library versions"},
+    {"apply", NULL, cli_apply_main, "create or update objects from a JSON file in the store"},
+    {"get", NULL, cli_get_main, "print objects from the store (table or -o json)"},
+    {"delete", NULL, cli_delete_main, "delete an object from the store"},
 };
 #define N_APPLETS (sizeof(applets) / sizeof(applets[0]))
 
@@ -61,7 +65,7 @@ static void usage(FILE *out)
 
 static const char *accepted(void)
 {
-	return "accepted: controller, node, agent, version";
+	return "accepted: controller, node, agent, version, apply, get, delete";
 }
 
 int applet_dispatch(int argc, char **argv)

@@ -118,8 +118,8 @@ static int set_value(const char *prog, const struct flag_def *d, const char *val
 	return -EINVAL;
 }
 
-int flags_parse(const char *prog, const struct flag_def *defs, size_t n, int argc, char **argv,
-                int *first_arg, struct err *e)
+static int parse(const char *prog, const struct flag_def *defs, size_t n, int argc, char **argv,
+                 int *first_arg, char **pos, int *npos, struct err *e)
 {
 	bool seen[64] = {false};
 	int help = 0, version = 0;
@@ -135,10 +135,17 @@ int flags_parse(const char *prog, const struct flag_def *defs, size_t n, int arg
 
 		if (strcmp(a, "--") == 0) {
 			i++;
+			if (pos)
+				while (i < argc)
+					pos[(*npos)++] = argv[i++];
 			break;
 		}
-		if (a[0] != '-' || a[1] == '\0')
-			break; /* first positional argument */
+		if (a[0] != '-' || a[1] == '\0') {
+			if (!pos)
+				break; /* first positional argument */
+			pos[(*npos)++] = argv[i];
+			continue;
+		}
 		name = a + (a[1] == '-' ? 2 : 1);
 		eq = strchr(name, '=');
 		nlen = eq ? (size_t)(eq - name) : strlen(name);
@@ -189,6 +196,19 @@ int flags_parse(const char *prog, const struct flag_def *defs, size_t n, int arg
 		if (defs[k].required && !seen[k])
 			return err_set(e, -EINVAL, "%s: flag --%s is required", prog, defs[k].name);
 	return FLAGS_OK;
+}
+
+int flags_parse(const char *prog, const struct flag_def *defs, size_t n, int argc, char **argv,
+                int *first_arg, struct err *e)
+{
+	return parse(prog, defs, n, argc, argv, first_arg, NULL, NULL, e);
+}
+
+int flags_parse_mixed(const char *prog, const struct flag_def *defs, size_t n, int argc,
+                      char **argv, char **pos, int *npos, struct err *e)
+{
+	*npos = 0;
+	return parse(prog, defs, n, argc, argv, NULL, pos, npos, e);
 }
 
 static void print_default(FILE *out, const struct flag_def *d)

@@ -42,6 +42,12 @@ enum flags_result {
 int flags_parse(const char *prog, const struct flag_def *defs, size_t n, int argc, char **argv,
                 int *first_arg, struct err *e);
 
+/* Like flags_parse, but flags and positional arguments may be mixed (`get pa -o json`, GNU
+ * style): the positional arguments are stored in order in pos (room for argc entries) and
+ * counted in *npos. */
+int flags_parse_mixed(const char *prog, const struct flag_def *defs, size_t n, int argc,
+                      char **argv, char **pos, int *npos, struct err *e);
+
 /* Prints "Usage: <prog> [flags]", the summary and one block per flag, with defaults. */
 void flags_usage(FILE *out, const char *prog, const char *summary, const struct flag_def *defs,
                  size_t n);

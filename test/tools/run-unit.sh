@@ -8,7 +8,7 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 for t in "$@"; do
 	out=$("$t" 2>&1)
 	rc=$?
-	printf '%s\n' "$out" | grep -v '^[0-9]*%: Checks' | grep -E 'Failure|Error|ERROR|runtime error' || true
+	printf '%s\n' "$out" | grep -v '^[0-9]*%: Checks' | grep -E ':[FE]:|ERROR|runtime error|Sanitizer' || true
 	line=$(printf '%s\n' "$out" | grep -E '^[0-9]+%: Checks: ' | tail -n 1)
 	if [ -z "$line" ]; then
 		printf '%s\n' "$out" | tail -n 30

@@ -182,6 +182,27 @@ START_TEST(test_flags_required_and_verbosity)
 }
 END_TEST
 
+START_TEST(test_flags_mixed_positionals)
+{
+	const char *out = "table", *store = NULL;
+	const struct flag_def defs[] = {
+	    {"o", FLAG_STRING, &out, "output", false},
+	    {"store", FLAG_STRING, &store, "store", false},
+	};
+	char *argv[] = {"get", "pa", "-o", "json", "name-1", "--store=dir:/s", "--", "-x"};
+	char *pos[8];
+	int npos = -1;
+	struct err e = {0};
+	ck_assert_int_eq(flags_parse_mixed("get", defs, 2, 8, argv, pos, &npos, &e), FLAGS_OK);
+	ck_assert_int_eq(npos, 3);
+	ck_assert_str_eq(pos[0], "pa");
+	ck_assert_str_eq(pos[1], "name-1");
+	ck_assert_str_eq(pos[2], "-x");
+	ck_assert_str_eq(out, "json");
+	ck_assert_str_eq(store, "dir:/s");
+}
+END_TEST
+
 START_TEST(test_flags_durations)
 {
 	int64_t ms;
@@ -413,6 +434,7 @@ int main(void)
 	tcase_add_test(t, test_flags_errors);
 	tcase_add_test(t, test_flags_required_and_verbosity);
 	tcase_add_test(t, test_flags_durations);
+	tcase_add_test(t, test_flags_mixed_positionals);
 	tcase_add_test(t, test_flags_usage_from_table);
 	suite_add_tcase(s, t);
 	t = tcase_create("file");

@@ -1,0 +1,160 @@
+/* `pillar-csi apply|get|delete` on the embedded store (spec/standalone.md): printer-column
+ * JSONPath, ages, and the verbs run through the real binary (PILLAR_BIN). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/exec.h"
+#include "base/json.h"
+#include "cli/cli.h"
+#include "testutil.h"
+
+static const char *bin(void)
+{
+	const char *b = getenv("PILLAR_BIN");
+	return b && *b ? b : "build/pillar-csi";
+}
+
+START_TEST(test_jsonpath)
+{
+	const char *doc =
+	    "{\"spec\":{\"agentRef\":\"storage-1\",\"n\":3},\"status\":{\"conditions\":["
+	    "{\"type\":\"Ready\",\"status\":\"False\"},{\"type\":\"ExportsReady\","
+	    "\"status\":\"True\"}],\"ok\":true,\"list\":[\"a\",\"b\"]}}";
+	cJSON *o;
+	char buf[64];
+	ck_assert_int_eq(json_parse_strict(doc, strlen(doc), &o, NULL), 0);
+	cli_jsonpath(o, ".spec.agentRef", buf, sizeof(buf));
+	ck_assert_str_eq(buf, "storage-1");
+	cli_jsonpath(o, ".spec.n", buf, sizeof(buf));
+	ck_assert_str_eq(buf, "3");
+	cli_jsonpath(o, ".status.conditions[?(@.type==\"ExportsReady\")].status", buf, sizeof(buf));
+	ck_assert_str_eq(buf, "True");
+	cli_jsonpath(o, ".status.conditions[?(@.type==\"Ready\")].status", buf, sizeof(buf));
+	ck_assert_str_eq(buf, "False");
+	cli_jsonpath(o, ".status.conditions[?(@.type==\"Nope\")].status", buf, sizeof(buf));
+	ck_assert_str_eq(buf, "");
+	cli_jsonpath(o, ".status.list[1]", buf, sizeof(buf));
+	ck_assert_str_eq(buf, "b");
+	cli_jsonpath(o, ".status.ok", buf, sizeof(buf));
+	ck_assert_str_eq(buf, "true");
+	cli_jsonpath(o, ".missing.deeper", buf, sizeof(buf));
+	ck_assert_str_eq(buf, "");
+	cli_jsonpath(o, "garbage", buf, sizeof(buf));
+	ck_assert_str_eq(buf, "");
+	cJSON_Delete(o);
+}
+END_TEST
+
+START_TEST(test_age)
+{
+	char buf[32];
+	struct tm tm = {.tm_year = 126, .tm_mon = 11, .tm_mday = 2, .tm_hour = 12};
+	long long t0 = (long long)timegm(&tm);
+	const char *ts = "2026-12-02T12:00:00Z";
+	cli_age(ts, t0 + 45, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "45s");
+	cli_age(ts, t0 + 310, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "5m10s");
+	cli_age(ts, t0 + 3600 + 120, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "62m");
+	cli_age(ts, t0 + 5 * 3600 + 600, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "5h10m");
+	cli_age(ts, t0 + 30 * 3600, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "30h");
+	cli_age(ts, t0 + 20 * 86400, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "20d");
+	cli_age("yesterday", t0, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "<unknown>");
+}
+END_TEST
+
+static int run(struct exec_result *r, const char *const *argv)
+{
+	int rc = exec_run(argv, NULL, r, NULL);
+	ck_assert_msg(rc == 0, "could not run %s", argv[0]);
+	return r->exit_code;
+}
+
+START_TEST(test_verbs_through_the_binary)
+{
+	char d[512], store[600], file[600];
+	struct exec_result r;
+	snprintf(d, sizeof(d), "%s", tu_mkdtemp());
+	snprintf(store, sizeof(store), "--store=dir:%s/store", d);
+	snprintf(file, sizeof(file), "%s/objs.json", d);
+	tu_write(d, "objs.json",
+	         "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":["
+	         "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":\"PillarAgent\","
+	         "\"metadata\":{\"name\":\"storage-1\"},\"spec\":{\"nodeRef\":{\"name\":\"storage-"
+	         "1\"}}},"
+	         "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":\"PillarStore\","
+	         "\"metadata\":{\"name\":\"tank\"},\"spec\":{\"agentRef\":\"storage-1\"}}]}");
+	const char *apply[] = {bin(), "apply", "-f", file, store, NULL};
+	ck_assert_int_eq(run(&r, apply), 0);
+	ck_assert_str_eq(r.out, "pillaragent.pillar-csi.bhyoo.com/storage-1 created\n"
+	                        "pillarstore.pillar-csi.bhyoo.com/tank created\n");
+	exec_result_free(&r);
+	ck_assert_int_eq(run(&r, apply), 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "pillarstore.pillar-csi.bhyoo.com/tank unchanged\n"));
+	exec_result_free(&r);
+
+	/* the table uses the CRD's printer columns */
+	const char *get[] = {bin(), "get", "pst", store, NULL};
+	ck_assert_int_eq(run(&r, get), 0);
+	ck_assert_msg(strncmp(r.out,
+	                      "NAME   TARGET      AVAILABLE   READY   AGE\n"
+	                      "tank   storage-1                       ",
+	                      80) == 0,
+	              "got:\n%s", r.out);
+	exec_result_free(&r);
+
+	const char *getjson[] = {bin(), "get",  "pillaragent", "storage-1",
+	                         "-o",  "json", store,         NULL};
+	cJSON *o;
+	ck_assert_int_eq(run(&r, getjson), 0);
+	ck_assert_int_eq(json_parse_strict(r.out, r.out_len, &o, NULL), 0);
+	ck_assert_str_eq(json_get_str(o, "kind"), "PillarAgent");
+	ck_assert_ptr_nonnull(json_get_str(cJSON_GetObjectItem(o, "metadata"), "uid"));
+	cJSON_Delete(o);
+	exec_result_free(&r);
+
+	const char *del[] = {bin(), "delete", "pa", "storage-1", store, NULL};
+	ck_assert_int_eq(run(&r, del), 0);
+	ck_assert_str_eq(r.out, "pillaragent.pillar-csi.bhyoo.com \"storage-1\" deleted\n");
+	exec_result_free(&r);
+	ck_assert_int_eq(run(&r, getjson), 1);
+	ck_assert_str_eq(r.err, "Error from server (NotFound): pillaragents.pillar-csi.bhyoo.com "
+	                        "\"storage-1\" not found\n");
+	exec_result_free(&r);
+
+	const char *badkind[] = {bin(), "get", "widgets", store, NULL};
+	ck_assert_int_eq(run(&r, badkind), 1);
+	ck_assert_str_eq(r.err, "error: the server doesn't have a resource type \"widgets\"\n");
+	exec_result_free(&r);
+	tu_write(d, "bad.json", "{\"kind\":");
+	snprintf(file, sizeof(file), "%s/bad.json", d);
+	const char *badfile[] = {bin(), "apply", "-f", file, store, NULL};
+	ck_assert_int_eq(run(&r, badfile), 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "invalid JSON"));
+	exec_result_free(&r);
+	const char *nostore[] = {bin(), "get", "pa", NULL};
+	ck_assert_int_eq(run(&r, nostore), 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "pass --store=dir:PATH"));
+	exec_result_free(&r);
+	tu_rmtree(d);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("cli");
+	TCase *t = tcase_create("cli");
+	tcase_set_timeout(t, 30);
+	tcase_add_test(t, test_jsonpath);
+	tcase_add_test(t, test_age);
+	tcase_add_test(t, test_verbs_through_the_binary);
+	suite_add_tcase(s, t);
+	return tu_run(s);
+}
