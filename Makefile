@@ -40,7 +40,7 @@ CFLAGS_SAN := $(STD) $(WARN) -O1 -g -fno-omit-frame-pointer -fno-strict-aliasing
 STATIC_LIBS := -lprotobuf-c -lnghttp2 -lmbedtls -lmbedx509 -lmbedcrypto -lyaml \
                -lnvme -ljson-c -lssl -lcrypto -lm -pthread -ldl
 DYN_LIBS   := -lprotobuf-c -lnghttp2 -lmbedtls -lmbedx509 -lmbedcrypto -lyaml -lnvme -lm -pthread
-CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm -pthread)
+CHECK_LIBS  = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm -pthread)
 
 # ---- generated protobuf code -------------------------------------------------------------
 PROTOS     := proto/csi.proto proto/pillar_csi/agent/v1/agent.proto

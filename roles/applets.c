@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "cli/cli.h"
 #include "controller/controller.h"
+#include "modprobe/modprobe.h"
 #include "node/node.h"
 #include "version/version.h"
 
@@ -19,6 +20,7 @@ static const struct applet applets[] = {
     {"apply", NULL, cli_apply_main, "create or update objects from a JSON file in the store"},
     {"get", NULL, cli_get_main, "print objects from the store (table or -o json)"},
     {"delete", NULL, cli_delete_main, "delete an object from the store"},
+    {"modprobe", NULL, modprobe_main, "load kernel modules (init containers); always exits 0"},
 };
 #define N_APPLETS (sizeof(applets) / sizeof(applets[0]))
 
@@ -65,7 +67,7 @@ static void usage(FILE *out)
 
 static const char *accepted(void)
 {
-	return "accepted: controller, node, agent, version, apply, get, delete";
+	return "accepted: controller, node, agent, version, apply, get, delete, modprobe";
 }
 
 int applet_dispatch(int argc, char **argv)

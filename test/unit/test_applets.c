@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "applets.h"
@@ -85,7 +86,7 @@ START_TEST(test_binary_usage_errors)
 	ck_assert_int_eq(run(&r, unknown), 2);
 	ck_assert_str_eq(r.err,
 	                 "pillar-csi: unknown role \"frobnicate\"; accepted: controller, node, "
-	                 "agent, version, apply, get, delete\n");
+	                 "agent, version, apply, get, delete, modprobe\n");
 	ck_assert_str_eq(r.out, "");
 	exec_result_free(&r);
 
@@ -194,6 +195,29 @@ START_TEST(test_binary_version_json)
 }
 END_TEST
 
+START_TEST(test_modprobe_always_exits_zero)
+{
+	char d[256], fake[300];
+	struct exec_result r;
+	snprintf(d, sizeof(d), "%s", tu_mkdtemp());
+	/* a fake modprobe that knows only nvmet */
+	tu_write(d, "modprobe",
+	         "#!/bin/sh\n[ \"$1\" = nvmet ] && exit 0\n"
+	         "echo \"modprobe: FATAL: Module $1 not found\" >&2; exit 1\n");
+	snprintf(fake, sizeof(fake), "--modprobe=%s/modprobe", d);
+	chmod(fake + 11, 0755);
+	const char *argv[] = {bin(), "modprobe", fake, "nvmet", "nvmet_tcp", "../evil", NULL};
+	ck_assert_int_eq(run(&r, argv), 0);
+	ck_assert_ptr_nonnull(strstr(r.err, "\"module loaded\" module=\"nvmet\""));
+	ck_assert_ptr_nonnull(strstr(r.err,
+	                             "\"module not loaded\" module=\"nvmet_tcp\" "
+	                             "error=\"modprobe: FATAL: Module nvmet_tcp not found\""));
+	ck_assert_ptr_nonnull(strstr(r.err, "\"not a module name; skipped\" module=\"../evil\""));
+	exec_result_free(&r);
+	tu_rmtree(d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("applets");
@@ -204,6 +228,7 @@ int main(void)
 	tcase_add_test(t, test_binary_help_and_version_on_every_role);
 	tcase_add_test(t, test_binary_by_symlink);
 	tcase_add_test(t, test_binary_version_json);
+	tcase_add_test(t, test_modprobe_always_exits_zero);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
