@@ -1,0 +1,39 @@
+/* node/internal — state shared by service.c and stage.c (not part of the role's interface). */
+#ifndef PILLAR_ROLES_NODE_INTERNAL_H
+#define PILLAR_ROLES_NODE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "node/record.h"
+#include "node/service.h"
+
+struct node {
+	char *node_id, *state_dir, *etc_nvme_dir, *sysfs_root, *dev_root, *proc_root;
+	const struct node_sys_ops *sys;
+	struct nvme_ctx nvme;
+	struct nvme_host_identity id;
+	bool shared_identity;
+	node_publish_identity_fn publish_identity;
+	void *publish_ctx;
+	pthread_mutex_t mu;
+	char **busy; /* volume IDs with an operation in flight */
+	size_t n_busy;
+};
+
+/* Per-volume operation lock (csi.md §7.1 step 2): NODE_OK, or NODE_ABORTED with the message. */
+int node_lock_volume(struct node *n, const char *id, struct node_status *st);
+void node_unlock_volume(struct node *n, const char *id);
+
+/* Maps an nvme layer errno (initiator.h) to a status with e's message. */
+int node_status_from_nvme(int r, const struct err *e, struct node_status *st);
+
+/* Staging mount point probe: 1 mounted (m filled), 0 not, negative errno on probe error. */
+int node_is_mounted(const struct node *n, const char *path, struct node_mount *m);
+
+bool node_mode_read_only(const Csi__V1__VolumeCapability *cap);
+
+/* Reads the record; NODE_OK, NODE_NOT_FOUND (no record, st untouched) or NODE_INTERNAL. */
+int node_load_record(struct node *n, const char *id, struct node_record *r, struct node_status *st);
+
+#endif

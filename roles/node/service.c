@@ -1,0 +1,608 @@
+#include "node/service.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "base/file.h"
+#include "base/log.h"
+#include "node/internal.h"
+#include "version/version.h"
+
+static char *dup_or(const char *v, const char *dflt)
+{
+	return strdup(v && *v ? v : dflt);
+}
+
+int node_new(const struct node_config *cfg, struct node **out, struct err *e)
+{
+	struct node *n;
+	struct err ce = {0};
+	int r;
+
+	*out = NULL;
+	if (!cfg->node_id || !*cfg->node_id)
+		return err_set(e, -EINVAL, "no node id: set --node-id or NODE_NAME");
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return err_set(e, -ENOMEM, "out of memory");
+	pthread_mutex_init(&n->mu, NULL);
+	n->node_id = strdup(cfg->node_id);
+	n->state_dir = dup_or(cfg->state_dir, "/var/lib/pillar-csi/node");
+	n->etc_nvme_dir = dup_or(cfg->etc_nvme_dir, "/etc/nvme");
+	n->sysfs_root = dup_or(cfg->sysfs_root, "/sys");
+	n->dev_root = dup_or(cfg->dev_root, "/dev");
+	n->proc_root = dup_or(cfg->proc_root, "/proc");
+	if (!n->node_id || !n->state_dir || !n->etc_nvme_dir || !n->sysfs_root || !n->dev_root ||
+	    !n->proc_root) {
+		r = err_set(e, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	n->sys = cfg->sys_ops ? cfg->sys_ops : &node_sys_ops_real;
+	n->nvme = (struct nvme_ctx){.sysfs_root = n->sysfs_root,
+	                            .dev_root = n->dev_root,
+	                            .ops = cfg->nvme_ops ? cfg->nvme_ops : &nvme_kernel_ops_libnvme,
+	                            .dying_wait_ms = cfg->dying_wait_ms,
+	                            .device_wait_ms = cfg->device_wait_ms,
+	                            .delete_wait_ms = cfg->delete_wait_ms,
+	                            .size_wait_ms = cfg->size_wait_ms};
+	n->publish_identity = cfg->publish_identity;
+	n->publish_ctx = cfg->publish_ctx;
+	if ((r = nvme_host_identity_ensure(n->etc_nvme_dir, &n->id, e)) < 0)
+		goto fail;
+	if (nvme_host_identity_check(&n->id, &ce) < 0) {
+		n->shared_identity = true;
+		log_error("refusing a shared NVMe host identity; Probe reports not ready", "error",
+		          ce.msg);
+	}
+	if ((r = file_mkdir_p(n->state_dir, 0700, e)) < 0)
+		goto fail;
+	if ((r = node_records_sweep(n->state_dir, e)) < 0)
+		goto fail;
+	*out = n;
+	return 0;
+fail:
+	node_free(n);
+	return r;
+}
+
+void node_free(struct node *n)
+{
+	size_t i;
+	if (!n)
+		return;
+	for (i = 0; i < n->n_busy; i++)
+		free(n->busy[i]);
+	free(n->busy);
+	free(n->node_id);
+	free(n->state_dir);
+	free(n->etc_nvme_dir);
+	free(n->sysfs_root);
+	free(n->dev_root);
+	free(n->proc_root);
+	pthread_mutex_destroy(&n->mu);
+	free(n);
+}
+
+int node_publish_identity(struct node *n, struct err *e)
+{
+	if (!n->publish_identity)
+		return 0;
+	return n->publish_identity(n->publish_ctx, n->node_id, &n->id, e);
+}
+
+const struct nvme_host_identity *node_host_identity(const struct node *n, bool *shared)
+{
+	if (shared)
+		*shared = n->shared_identity;
+	return &n->id;
+}
+
+void node_response_clear(ProtobufCMessage *m)
+{
+	/* protobuf-c frees every member and then the message itself; free a heap copy of the
+	 * shell instead of the caller's (stack) message. */
+	size_t sz = m->descriptor->sizeof_message;
+	void *copy = malloc(sz);
+	if (!copy)
+		return; /* cannot happen in practice; leaks rather than crashes */
+	memcpy(copy, m, sz);
+	protobuf_c_message_free_unpacked(copy, NULL);
+	protobuf_c_message_init(m->descriptor, m);
+}
+
+int node_lock_volume(struct node *n, const char *id, struct node_status *st)
+{
+	size_t i;
+	char **nb, *d;
+	pthread_mutex_lock(&n->mu);
+	for (i = 0; i < n->n_busy; i++) {
+		if (!strcmp(n->busy[i], id)) {
+			pthread_mutex_unlock(&n->mu);
+			return node_status_set(
+			    st, NODE_ABORTED,
+			    "an operation on volume \"%s\" is already in progress", id);
+		}
+	}
+	nb = realloc(n->busy, (n->n_busy + 1) * sizeof(*nb));
+	d = strdup(id);
+	if (!nb || !d) {
+		if (nb)
+			n->busy = nb;
+		free(d);
+		pthread_mutex_unlock(&n->mu);
+		return node_status_set(st, NODE_INTERNAL, "out of memory");
+	}
+	n->busy = nb;
+	n->busy[n->n_busy++] = d;
+	pthread_mutex_unlock(&n->mu);
+	return NODE_OK;
+}
+
+void node_unlock_volume(struct node *n, const char *id)
+{
+	size_t i;
+	pthread_mutex_lock(&n->mu);
+	for (i = 0; i < n->n_busy; i++) {
+		if (!strcmp(n->busy[i], id)) {
+			free(n->busy[i]);
+			n->busy[i] = n->busy[--n->n_busy];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&n->mu);
+}
+
+int node_status_from_nvme(int r, const struct err *e, struct node_status *st)
+{
+	int code = NODE_INTERNAL;
+	switch (r) {
+	case -EAGAIN: code = NODE_UNAVAILABLE; break;
+	case -ETIME: code = NODE_DEADLINE_EXCEEDED; break;
+	case -EINVAL: code = NODE_INVALID_ARGUMENT; break;
+	case -ESTALE: code = NODE_FAILED_PRECONDITION; break;
+	}
+	return node_status_set(st, code, "%s", e->msg[0] ? e->msg : strerror(-r));
+}
+
+int node_is_mounted(const struct node *n, const char *path, struct node_mount *m)
+{
+	struct node_mount tmp;
+	int r = node_mount_find(n->proc_root, path, m ? m : &tmp);
+	if (r == 0)
+		return 1;
+	return r == -ENOENT ? 0 : r;
+}
+
+bool node_mode_read_only(const Csi__V1__VolumeCapability *cap)
+{
+	return cap && cap->access_mode &&
+	       (cap->access_mode->mode ==
+	            CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY ||
+	        cap->access_mode->mode ==
+	            CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY);
+}
+
+int node_load_record(struct node *n, const char *id, struct node_record *r, struct node_status *st)
+{
+	struct err e = {0};
+	int rc = node_record_read(n->state_dir, id, r, &e);
+	if (rc == -ENOENT)
+		return NODE_NOT_FOUND;
+	if (rc < 0)
+		return node_status_set(st, NODE_INTERNAL, "%s", e.msg);
+	return NODE_OK;
+}
+
+/* ---- Identity ------------------------------------------------------------------------------- */
+
+int node_get_plugin_info(struct node *n, const Csi__V1__GetPluginInfoRequest *req,
+                         Csi__V1__GetPluginInfoResponse *resp, struct node_status *st)
+{
+	(void)n;
+	(void)req;
+	resp->name = strdup(NODE_DRIVER_NAME);
+	resp->vendor_version = strdup(version_string());
+	if (!resp->name || !resp->vendor_version)
+		return node_status_set(st, NODE_INTERNAL, "out of memory");
+	return NODE_OK;
+}
+
+static Csi__V1__PluginCapability *plugin_cap(int service, int expansion)
+{
+	Csi__V1__PluginCapability *c = malloc(sizeof(*c));
+	if (!c)
+		return NULL;
+	csi__v1__plugin_capability__init(c);
+	if (service) {
+		c->type_case = CSI__V1__PLUGIN_CAPABILITY__TYPE_SERVICE;
+		c->service = malloc(sizeof(*c->service));
+		if (!c->service) {
+			free(c);
+			return NULL;
+		}
+		csi__v1__plugin_capability__service__init(c->service);
+		c->service->type = service;
+	} else {
+		c->type_case = CSI__V1__PLUGIN_CAPABILITY__TYPE_VOLUME_EXPANSION;
+		c->volume_expansion = malloc(sizeof(*c->volume_expansion));
+		if (!c->volume_expansion) {
+			free(c);
+			return NULL;
+		}
+		csi__v1__plugin_capability__volume_expansion__init(c->volume_expansion);
+		c->volume_expansion->type = expansion;
+	}
+	return c;
+}
+
+int node_get_plugin_capabilities(struct node *n, const Csi__V1__GetPluginCapabilitiesRequest *req,
+                                 Csi__V1__GetPluginCapabilitiesResponse *resp,
+                                 struct node_status *st)
+{
+	(void)n;
+	(void)req;
+	resp->capabilities = calloc(3, sizeof(*resp->capabilities));
+	if (!resp->capabilities)
+		return node_status_set(st, NODE_INTERNAL, "out of memory");
+	resp->capabilities[0] =
+	    plugin_cap(CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__CONTROLLER_SERVICE, 0);
+	resp->capabilities[1] = plugin_cap(
+	    CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__VOLUME_ACCESSIBILITY_CONSTRAINTS, 0);
+	resp->capabilities[2] =
+	    plugin_cap(0, CSI__V1__PLUGIN_CAPABILITY__VOLUME_EXPANSION__TYPE__ONLINE);
+	resp->n_capabilities = 3;
+	if (!resp->capabilities[0] || !resp->capabilities[1] || !resp->capabilities[2]) {
+		size_t i;
+		for (i = 0; i < 3; i++)
+			if (resp->capabilities[i])
+				protobuf_c_message_free_unpacked(&resp->capabilities[i]->base,
+				                                 NULL);
+		free(resp->capabilities);
+		resp->capabilities = NULL;
+		resp->n_capabilities = 0;
+		return node_status_set(st, NODE_INTERNAL, "out of memory");
+	}
+	return NODE_OK;
+}
+
+int node_probe(struct node *n, const Csi__V1__ProbeRequest *req, Csi__V1__ProbeResponse *resp,
+               struct node_status *st)
+{
+	char path[PATH_MAX];
+	struct stat sb;
+	bool ready = true;
+	(void)req;
+	snprintf(path, sizeof(path), "%s/nvme-fabrics", n->dev_root);
+	if (stat(path, &sb) < 0) {
+		log_v(2, "probe: not ready", "reason", "no /dev/nvme-fabrics (load nvme_fabrics)");
+		ready = false;
+	}
+	if (access(n->state_dir, W_OK) < 0) {
+		log_v(2, "probe: not ready", "reason", "state directory not writable", "path",
+		      n->state_dir);
+		ready = false;
+	}
+	if (n->shared_identity)
+		ready = false;
+	resp->ready = malloc(sizeof(*resp->ready));
+	if (!resp->ready)
+		return node_status_set(st, NODE_INTERNAL, "out of memory");
+	google__protobuf__bool_value__init(resp->ready);
+	resp->ready->value = ready;
+	return NODE_OK;
+}
+
+/* ---- Node: info and capabilities ------------------------------------------------------------ */
+
+int node_get_info(struct node *n, const Csi__V1__NodeGetInfoRequest *req,
+                  Csi__V1__NodeGetInfoResponse *resp, struct node_status *st)
+{
+	char path[PATH_MAX];
+	struct stat sb;
+	(void)req;
+	resp->node_id = strdup(n->node_id);
+	resp->max_volumes_per_node = 0;
+	if (!resp->node_id)
+		return node_status_set(st, NODE_INTERNAL, "out of memory");
+	snprintf(path, sizeof(path), "%s/module/nvme_tcp", n->sysfs_root);
+	if (stat(path, &sb) == 0) {
+		Csi__V1__Topology *t = malloc(sizeof(*t));
+		Csi__V1__Topology__SegmentsEntry **segs = calloc(1, sizeof(*segs));
+		Csi__V1__Topology__SegmentsEntry *s = malloc(sizeof(*s));
+		char *k = strdup(NODE_TOPOLOGY_KEY), *v = strdup("true");
+		if (!t || !segs || !s || !k || !v) {
+			free(t);
+			free(segs);
+			free(s);
+			free(k);
+			free(v);
+			return node_status_set(st, NODE_INTERNAL, "out of memory");
+		}
+		csi__v1__topology__init(t);
+		csi__v1__topology__segments_entry__init(s);
+		s->key = k;
+		s->value = v;
+		segs[0] = s;
+		t->segments = segs;
+		t->n_segments = 1;
+		resp->accessible_topology = t;
+	}
+	return NODE_OK;
+}
+
+int node_get_capabilities(struct node *n, const Csi__V1__NodeGetCapabilitiesRequest *req,
+                          Csi__V1__NodeGetCapabilitiesResponse *resp, struct node_status *st)
+{
+	static const int types[] = {
+	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__STAGE_UNSTAGE_VOLUME,
+	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__EXPAND_VOLUME,
+	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__GET_VOLUME_STATS,
+	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__SINGLE_NODE_MULTI_WRITER,
+	};
+	size_t i, cnt = sizeof(types) / sizeof(types[0]);
+	(void)n;
+	(void)req;
+	resp->capabilities = calloc(cnt, sizeof(*resp->capabilities));
+	if (!resp->capabilities)
+		return node_status_set(st, NODE_INTERNAL, "out of memory");
+	for (i = 0; i < cnt; i++) {
+		Csi__V1__NodeServiceCapability *c = malloc(sizeof(*c));
+		Csi__V1__NodeServiceCapability__RPC *rpc = malloc(sizeof(*rpc));
+		if (!c || !rpc) {
+			free(c);
+			free(rpc);
+			return node_status_set(st, NODE_INTERNAL, "out of memory");
+		}
+		csi__v1__node_service_capability__init(c);
+		csi__v1__node_service_capability__rpc__init(rpc);
+		rpc->type = types[i];
+		c->type_case = CSI__V1__NODE_SERVICE_CAPABILITY__TYPE_RPC;
+		c->rpc = rpc;
+		resp->capabilities[resp->n_capabilities++] = c;
+	}
+	return NODE_OK;
+}
+
+/* ---- Node: publish, unpublish, stats -------------------------------------------------------- */
+
+static int ensure_file(const char *path, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+static int parent_mkdir(const char *path, struct err *e)
+{
+	char dir[PATH_MAX];
+	char *slash;
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	return file_mkdir_p(dir, 0750, e);
+}
+
+int node_publish_volume(struct node *n, const Csi__V1__NodePublishVolumeRequest *req,
+                        Csi__V1__NodePublishVolumeResponse *resp, struct node_status *st)
+{
+	struct node_record rec;
+	struct node_mount sm, tm;
+	char src[PATH_MAX];
+	struct err e = {0};
+	bool block, ro;
+	int r, code;
+	(void)resp;
+
+	if (!req->volume_id || !*req->volume_id)
+		return node_status_set(st, NODE_INVALID_ARGUMENT, "volume_id is required");
+	if (!req->staging_target_path || !*req->staging_target_path)
+		return node_status_set(st, NODE_INVALID_ARGUMENT,
+		                       "staging_target_path is required");
+	if (!req->target_path || !*req->target_path)
+		return node_status_set(st, NODE_INVALID_ARGUMENT, "target_path is required");
+	if (!req->volume_capability)
+		return node_status_set(st, NODE_INVALID_ARGUMENT, "volume_capability is required");
+	if (req->volume_capability->access_type_case ==
+	    CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE__NOT_SET)
+		return node_status_set(st, NODE_INVALID_ARGUMENT,
+		                       "volume_capability.access_type is required");
+	if ((code = node_lock_volume(n, req->volume_id, st)) != NODE_OK)
+		return code;
+	code = node_load_record(n, req->volume_id, &rec, st);
+	if (code == NODE_NOT_FOUND)
+		code = node_status_set(st, NODE_FAILED_PRECONDITION,
+		                       "volume \"%s\" is not staged on this node", req->volume_id);
+	if (code != NODE_OK)
+		goto out;
+	block = req->volume_capability->access_type_case ==
+	        CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;
+	if (!rec.legacy && strcmp(rec.access_type, block ? "block" : "filesystem") != 0) {
+		code = node_status_set(st, NODE_ALREADY_EXISTS,
+		                       "volume \"%s\" is staged as %s but %s access was requested",
+		                       req->volume_id, rec.access_type,
+		                       block ? "block" : "filesystem");
+		goto out;
+	}
+	ro = req->readonly || node_mode_read_only(req->volume_capability);
+	snprintf(src, sizeof(src), block ? "%s/device" : "%s", req->staging_target_path);
+	r = node_is_mounted(n, req->target_path, &tm);
+	if (r < 0) {
+		code = node_status_set(st, NODE_INTERNAL, "probe mount point %s: %s",
+		                       req->target_path, strerror(-r));
+		goto out;
+	}
+	if (r == 1) {
+		if (node_is_mounted(n, src, &sm) == 1 && sm.major == tm.major &&
+		    sm.minor == tm.minor && !strcmp(sm.root, tm.root)) {
+			code = tm.read_only == ro
+			           ? NODE_OK
+			           : node_status_set(st, NODE_ALREADY_EXISTS,
+			                             "target path %s is already published %s",
+			                             req->target_path,
+			                             tm.read_only ? "read-only" : "read-write");
+			goto out;
+		}
+		code = node_status_set(st, NODE_ALREADY_EXISTS,
+		                       "target path %s is already a mount of something else",
+		                       req->target_path);
+		goto out;
+	}
+	if (block) {
+		r = parent_mkdir(req->target_path, &e);
+		if (r == 0)
+			r = ensure_file(req->target_path, 0640);
+	} else {
+		r = file_mkdir_p(req->target_path, 0750, &e);
+	}
+	if (r < 0) {
+		code = node_status_set(st, NODE_INTERNAL, "create target path %s: %s",
+		                       req->target_path, e.msg[0] ? e.msg : strerror(-r));
+		goto out;
+	}
+	r = n->sys->mount(n->sys->ctx, src, req->target_path, NULL, MS_BIND, NULL);
+	if (r == 0 && ro)
+		r = n->sys->mount(n->sys->ctx, NULL, req->target_path, NULL,
+		                  MS_REMOUNT | MS_BIND | MS_RDONLY, NULL);
+	if (r < 0) {
+		code = node_status_set(st, NODE_INTERNAL, "bind mount %s on %s: %s", src,
+		                       req->target_path, strerror(-r));
+		if (ro) /* do not leave a writable bind behind */
+			n->sys->umount(n->sys->ctx, req->target_path);
+		goto out;
+	}
+	log_info("published volume", "volume", req->volume_id, "target", req->target_path,
+	         "readonly", ro ? "true" : "false");
+	code = NODE_OK;
+out:
+	node_unlock_volume(n, req->volume_id);
+	return code;
+}
+
+int node_unpublish_volume(struct node *n, const Csi__V1__NodeUnpublishVolumeRequest *req,
+                          Csi__V1__NodeUnpublishVolumeResponse *resp, struct node_status *st)
+{
+	struct stat sb;
+	int r, code, guard;
+	(void)resp;
+	if (!req->volume_id || !*req->volume_id)
+		return node_status_set(st, NODE_INVALID_ARGUMENT, "volume_id is required");
+	if (!req->target_path || !*req->target_path)
+		return node_status_set(st, NODE_INVALID_ARGUMENT, "target_path is required");
+	if ((code = node_lock_volume(n, req->volume_id, st)) != NODE_OK)
+		return code;
+	code = NODE_OK;
+	for (guard = 0; guard < 8; guard++) { /* stacked mounts: unmount until none is left */
+		r = node_is_mounted(n, req->target_path, NULL);
+		if (r < 0) {
+			code = node_status_set(st, NODE_INTERNAL, "probe mount point %s: %s",
+			                       req->target_path, strerror(-r));
+			goto out;
+		}
+		if (r == 0)
+			break;
+		r = n->sys->umount(n->sys->ctx, req->target_path);
+		if (r < 0 && r != -EINVAL) {
+			code =
+			    node_status_set(st, NODE_INTERNAL, "unmount %s: %s", req->target_path,
+			                    r == -EBUSY ? "target is busy" : strerror(-r));
+			goto out;
+		}
+	}
+	if (lstat(req->target_path, &sb) == 0) {
+		r = S_ISDIR(sb.st_mode) ? rmdir(req->target_path) : unlink(req->target_path);
+		if (r < 0 && errno != ENOENT)
+			code = node_status_set(st, NODE_INTERNAL, "remove %s: %s", req->target_path,
+			                       strerror(errno));
+	}
+out:
+	node_unlock_volume(n, req->volume_id);
+	return code;
+}
+
+static Csi__V1__VolumeUsage *usage(int unit, int64_t total, int64_t avail, int64_t used)
+{
+	Csi__V1__VolumeUsage *u = malloc(sizeof(*u));
+	if (!u)
+		return NULL;
+	csi__v1__volume_usage__init(u);
+	u->unit = unit;
+	u->total = total;
+	u->available = avail;
+	u->used = used;
+	return u;
+}
+
+int node_get_volume_stats(struct node *n, const Csi__V1__NodeGetVolumeStatsRequest *req,
+                          Csi__V1__NodeGetVolumeStatsResponse *resp, struct node_status *st)
+{
+	struct node_record rec;
+	struct stat sb;
+	int r, code;
+
+	if (!req->volume_id || !*req->volume_id)
+		return node_status_set(st, NODE_INVALID_ARGUMENT, "volume_id is required");
+	if (!req->volume_path || !*req->volume_path)
+		return node_status_set(st, NODE_INVALID_ARGUMENT, "volume_path is required");
+	r = n->sys->stat(n->sys->ctx, req->volume_path, &sb);
+	if (r == -ENOENT)
+		return node_status_set(st, NODE_NOT_FOUND, "path %s does not exist",
+		                       req->volume_path);
+	if (r < 0)
+		return node_status_set(st, NODE_INTERNAL, "stat %s: %s", req->volume_path,
+		                       strerror(-r));
+	code = node_load_record(n, req->volume_id, &rec, st);
+	if (code == NODE_NOT_FOUND)
+		return node_status_set(st, NODE_NOT_FOUND,
+		                       "volume \"%s\" is not staged on this node", req->volume_id);
+	if (code != NODE_OK)
+		return code;
+	resp->usage = calloc(2, sizeof(*resp->usage));
+	if (!resp->usage)
+		return node_status_set(st, NODE_INTERNAL, "out of memory");
+	if (S_ISBLK(sb.st_mode)) {
+		uint64_t bytes = 0;
+		r = n->sys->blk_size(n->sys->ctx, req->volume_path, &bytes);
+		if (r < 0)
+			return node_status_set(st, NODE_INTERNAL, "BLKGETSIZE64 %s: %s",
+			                       req->volume_path, strerror(-r));
+		resp->usage[0] = usage(CSI__V1__VOLUME_USAGE__UNIT__BYTES, (int64_t)bytes, 0, 0);
+		if (!resp->usage[0])
+			return node_status_set(st, NODE_INTERNAL, "out of memory");
+		resp->n_usage = 1;
+		return NODE_OK;
+	}
+	if (S_ISDIR(sb.st_mode)) {
+		struct statfs sf;
+		int64_t fr;
+		if (statfs(req->volume_path, &sf) < 0)
+			return node_status_set(st, NODE_INTERNAL, "statfs %s: %s", req->volume_path,
+			                       strerror(errno));
+		fr = sf.f_frsize ? (int64_t)sf.f_frsize : (int64_t)sf.f_bsize;
+		resp->usage[0] =
+		    usage(CSI__V1__VOLUME_USAGE__UNIT__BYTES, (int64_t)sf.f_blocks * fr,
+		          (int64_t)sf.f_bavail * fr, (int64_t)(sf.f_blocks - sf.f_bfree) * fr);
+		if (resp->usage[0])
+			resp->n_usage = 1;
+		resp->usage[1] = usage(CSI__V1__VOLUME_USAGE__UNIT__INODES, (int64_t)sf.f_files,
+		                       (int64_t)sf.f_ffree, (int64_t)(sf.f_files - sf.f_ffree));
+		if (!resp->usage[0] || !resp->usage[1])
+			return node_status_set(st, NODE_INTERNAL, "out of memory");
+		resp->n_usage = 2;
+		return NODE_OK;
+	}
+	return node_status_set(st, NODE_INVALID_ARGUMENT,
+	                       "volume_path %s is neither a directory nor a block device",
+	                       req->volume_path);
+}

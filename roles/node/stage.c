@@ -1,0 +1,517 @@
+/* NodeStageVolume, NodeUnstageVolume and NodeExpandVolume (csi.md §7, §8, §9.3). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/file.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "node/fs.h"
+#include "node/internal.h"
+
+#define CTX_PREFIX "pillar-csi.bhyoo.com/"
+
+static const char *ctx_get(const Csi__V1__NodeStageVolumeRequest *req, const char *key)
+{
+	size_t i;
+	for (i = 0; i < req->n_volume_context; i++)
+		if (req->volume_context[i]->key && !strcmp(req->volume_context[i]->key, key))
+			return req->volume_context[i]->value;
+	return NULL;
+}
+
+/* Optional integer context value in [lo, hi]: 0 absent, 1 set, -1 invalid (st set). */
+static int ctx_int(const Csi__V1__NodeStageVolumeRequest *req, const char *key, long lo, long hi,
+                   int *out, struct node_status *st)
+{
+	const char *v = ctx_get(req, key);
+	char *end;
+	long x;
+	if (!v)
+		return 0;
+	errno = 0;
+	x = strtol(v, &end, 10);
+	if (!*v || *end || errno || x < lo || x > hi) {
+		if (hi == 1024)
+			node_status_set(
+			    st, NODE_INVALID_ARGUMENT,
+			    "volume_context \"%s\" must be an integer from %ld to %ld, not "
+			    "\"%s\"",
+			    key, lo, hi, v);
+		else
+			node_status_set(
+			    st, NODE_INVALID_ARGUMENT,
+			    "volume_context \"%s\" must be an integer of at least %ld, not \"%s\"",
+			    key, lo, v);
+		return -1;
+	}
+	*out = (int)x;
+	return 1;
+}
+
+/* A context value holding a JSON array of strings (NULL-terminated malloc'd copy). */
+static int ctx_list(const Csi__V1__NodeStageVolumeRequest *req, const char *key, char ***out,
+                    size_t *n, struct node_status *st)
+{
+	const char *v = ctx_get(req, key);
+	cJSON *arr = NULL, *it;
+	size_t i = 0;
+	*out = NULL;
+	*n = 0;
+	if (!v || !*v)
+		return 0;
+	if (json_parse_strict(v, strlen(v), &arr, NULL) < 0 || !cJSON_IsArray(arr)) {
+		cJSON_Delete(arr);
+		return node_status_set(st, NODE_INVALID_ARGUMENT,
+		                       "volume_context \"%s\" must be a JSON array of strings",
+		                       key),
+		       -1;
+	}
+	*out = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof(char *));
+	cJSON_ArrayForEach(it, arr)
+	{
+		if (!cJSON_IsString(it) || !*out || !((*out)[i] = strdup(it->valuestring))) {
+			cJSON_Delete(arr);
+			*n = i;
+			return node_status_set(
+			           st, NODE_INVALID_ARGUMENT,
+			           "volume_context \"%s\" must be a JSON array of strings", key),
+			       -1;
+		}
+		i++;
+	}
+	*n = i;
+	cJSON_Delete(arr);
+	return 0;
+}
+
+static void list_free(char **v, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n && v; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* Appends each comma-separated option of s to buf unless already present. */
+static void opts_add(char *buf, size_t cap, const char *s)
+{
+	char tmp[1024], *tok, *sp = NULL;
+	snprintf(tmp, sizeof(tmp), "%s", s);
+	for (tok = strtok_r(tmp, ",", &sp); tok; tok = strtok_r(NULL, ",", &sp)) {
+		const char *p = buf;
+		size_t tl = strlen(tok);
+		int dup = 0;
+		while (*p) {
+			const char *end = strchr(p, ',');
+			size_t l = end ? (size_t)(end - p) : strlen(p);
+			if (l == tl && !strncmp(p, tok, l))
+				dup = 1;
+			p = end ? end + 1 : p + l;
+		}
+		if (!dup && strlen(buf) + tl + 2 < cap) {
+			if (*buf)
+				strcat(buf, ",");
+			strcat(buf, tok);
+		}
+	}
+}
+
+static bool mount_is_dev(const struct node_mount *m, const struct nvme_ns_dev *d, bool block)
+{
+	if (!block)
+		return m->major == d->major && m->minor == d->minor;
+	const char *b = strrchr(m->root, '/');
+	return b && !strcmp(b + 1, d->name);
+}
+
+static int stage_fs(struct node *n, const Csi__V1__NodeStageVolumeRequest *req,
+                    const struct nvme_ns_dev *d, const char *fs, bool ro, struct node_status *st)
+{
+	char type[64], opts[2048] = "", data[2048];
+	char **mkfs = NULL, **mopts = NULL;
+	size_t n_mkfs = 0, n_mopts = 0, i;
+	unsigned long flags;
+	int blank, code, r;
+
+	if ((code = node_fs_probe(d->path, req->volume_id, &blank, type, sizeof(type), st)) !=
+	    NODE_OK)
+		return code;
+	if (!blank && strcmp(type, fs) != 0)
+		return node_status_set(st, NODE_FAILED_PRECONDITION,
+		                       "volume \"%s\" holds a %s filesystem but %s was requested",
+		                       req->volume_id, type, fs);
+	if (blank && ro)
+		return node_status_set(st, NODE_FAILED_PRECONDITION,
+		                       "volume \"%s\" has no filesystem and is staged read-only",
+		                       req->volume_id);
+	if (ctx_list(req, CTX_PREFIX "mkfs-options", &mkfs, &n_mkfs, st) < 0 ||
+	    ctx_list(req, CTX_PREFIX "mount-options", &mopts, &n_mopts, st) < 0) {
+		code = st->code;
+		goto out;
+	}
+	if (blank && (code = node_fs_mkfs(fs, mkfs, n_mkfs, d->path, st)) != NODE_OK)
+		goto out;
+	for (i = 0; i < n_mopts; i++)
+		opts_add(opts, sizeof(opts), mopts[i]);
+	for (i = 0; i < req->volume_capability->mount->n_mount_flags; i++)
+		opts_add(opts, sizeof(opts), req->volume_capability->mount->mount_flags[i]);
+	if (ro) {
+		opts_add(opts, sizeof(opts), "ro");
+		opts_add(opts, sizeof(opts), !strcmp(fs, "xfs") ? "norecovery" : "noload");
+	}
+	if (node_mount_flags(opts, &flags, data, sizeof(data)) < 0) {
+		code = node_status_set(st, NODE_INVALID_ARGUMENT, "mount options too long");
+		goto out;
+	}
+	r = n->sys->mount(n->sys->ctx, d->path, req->staging_target_path, fs, flags,
+	                  data[0] ? data : NULL);
+	if (r < 0) {
+		code = node_status_set(st, NODE_INTERNAL, "mount %s on %s (%s, \"%s\"): %s",
+		                       d->path, req->staging_target_path, fs, opts, strerror(-r));
+		goto out;
+	}
+	code = NODE_OK;
+out:
+	list_free(mkfs, n_mkfs);
+	list_free(mopts, n_mopts);
+	return code;
+}
+
+static int stage_block(struct node *n, const char *staging, const struct nvme_ns_dev *d, bool ro,
+                       struct node_status *st)
+{
+	char file[PATH_MAX];
+	int fd, r;
+	snprintf(file, sizeof(file), "%s/device", staging);
+	fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return node_status_set(st, NODE_INTERNAL, "create %s: %s", file, strerror(errno));
+	close(fd);
+	if ((r = n->sys->mount(n->sys->ctx, d->path, file, NULL, MS_BIND, NULL)) < 0)
+		return node_status_set(st, NODE_INTERNAL, "bind mount %s on %s: %s", d->path, file,
+		                       strerror(-r));
+	if (ro && (r = n->sys->blk_set_ro(n->sys->ctx, d->path)) < 0)
+		return node_status_set(st, NODE_INTERNAL, "mark %s read-only (BLKROSET): %s",
+		                       d->path, strerror(-r));
+	return NODE_OK;
+}
+
+int node_stage_volume(struct node *n, const Csi__V1__NodeStageVolumeRequest *req,
+                      Csi__V1__NodeStageVolumeResponse *resp, struct node_status *st)
+{
+	char proto[64] = "", mpath[PATH_MAX], du[48], dg[48];
+	const char *p, *nqn, *addr, *port, *fs = NULL;
+	struct nvme_connect_args a = {0};
+	struct nvme_host_identity hid;
+	struct node_record rec, old;
+	struct nvme_ns_dev d;
+	struct node_mount m;
+	struct err e = {0};
+	bool block, ro;
+	int code, r, have;
+	(void)resp;
+
+	if (!req->volume_id || !*req->volume_id)
+		return node_status_set(st, NODE_INVALID_ARGUMENT, "volume_id is required");
+	if (!req->staging_target_path || !*req->staging_target_path)
+		return node_status_set(st, NODE_INVALID_ARGUMENT,
+		                       "staging_target_path is required");
+	if (!req->volume_capability)
+		return node_status_set(st, NODE_INVALID_ARGUMENT, "volume_capability is required");
+	if (req->volume_capability->access_type_case ==
+	    CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE__NOT_SET)
+		return node_status_set(st, NODE_INVALID_ARGUMENT,
+		                       "volume_capability.access_type is required");
+	if ((code = node_lock_volume(n, req->volume_id, st)) != NODE_OK)
+		return code;
+	if (node_volume_id_parse(req->volume_id, proto, sizeof(proto), &e) < 0) {
+		code = node_status_set(st, NODE_INVALID_ARGUMENT, "%s", e.msg);
+		goto out;
+	}
+	p = ctx_get(req, CTX_PREFIX "protocol-type");
+	p = p && *p ? p : proto[0] ? proto : "nvmeof-tcp";
+	if (strcmp(p, "nvmeof-tcp") != 0) {
+		code =
+		    node_status_set(st, NODE_FAILED_PRECONDITION, "unsupported protocol \"%s\"", p);
+		goto out;
+	}
+	nqn = ctx_get(req, "target_id");
+	addr = ctx_get(req, "address");
+	port = ctx_get(req, "port");
+	if (!nqn || !*nqn || !addr || !*addr || !port || !*port) {
+		code = node_status_set(st, NODE_INVALID_ARGUMENT,
+		                       "volume_context missing required key \"%s\"",
+		                       !nqn || !*nqn     ? "target_id"
+		                       : !addr || !*addr ? "address"
+		                                         : "port");
+		goto out;
+	}
+	a = (struct nvme_connect_args){.traddr = addr, .trsvcid = port, .subsysnqn = nqn};
+	if ((r = ctx_int(req, CTX_PREFIX "nvmeof-max-queue-size", 16, 1024, &a.queue_size, st)) <
+	        0 ||
+	    (a.has_queue_size = r, (r = ctx_int(req, CTX_PREFIX "nvmeof-ctrl-loss-tmo", -1,
+	                                        1L << 30, &a.ctrl_loss_tmo, st)) < 0) ||
+	    (a.has_ctrl_loss_tmo = r, (r = ctx_int(req, CTX_PREFIX "nvmeof-reconnect-delay", 1,
+	                                           1L << 30, &a.reconnect_delay, st)) < 0)) {
+		code = st->code;
+		goto out;
+	}
+	a.has_reconnect_delay = r;
+	block = req->volume_capability->access_type_case ==
+	        CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;
+	ro = node_mode_read_only(req->volume_capability);
+	if (!block) {
+		fs = ctx_get(req, CTX_PREFIX "fs-type");
+		if (!fs || !*fs)
+			fs = req->volume_capability->mount->fs_type;
+		if (!fs || !*fs)
+			fs = "ext4";
+		if (strcmp(fs, "ext4") && strcmp(fs, "xfs")) {
+			code = node_status_set(st, NODE_INVALID_ARGUMENT,
+			                       "unsupported fsType \"%s\"", fs);
+			goto out;
+		}
+	}
+
+	/* Idempotency (§7.1 step 5). */
+	code = node_load_record(n, req->volume_id, &old, st);
+	if (code != NODE_OK && code != NODE_NOT_FOUND)
+		goto out;
+	have = code == NODE_OK;
+	if (have && !old.legacy) {
+		bool oblock = !strcmp(old.access_type, "block");
+		snprintf(mpath, sizeof(mpath), oblock ? "%s/device" : "%s",
+		         req->staging_target_path);
+		r = node_is_mounted(n, mpath, NULL);
+		if (r < 0) {
+			code = node_status_set(st, NODE_INTERNAL, "probe mount point %s: %s", mpath,
+			                       strerror(-r));
+			goto out;
+		}
+		if (r == 1) {
+			code = oblock == block
+			           ? NODE_OK
+			           : node_status_set(st, NODE_ALREADY_EXISTS,
+			                             "volume \"%s\" is already staged as %s",
+			                             req->volume_id, old.access_type);
+			goto out;
+		}
+	}
+
+	/* Attach and resolve (§7.2, §7.3). */
+	if ((r = nvme_host_identity_read(n->etc_nvme_dir, &hid, &e)) < 0) {
+		code = node_status_set(st, NODE_INTERNAL, "read host identity: %s", e.msg);
+		goto out;
+	}
+	a.hostnqn = hid.hostnqn;
+	a.hostid = hid.hostid;
+	if ((r = nvme_attach(&n->nvme, &a, NULL, &e)) < 0 ||
+	    (r = nvme_ns_wait(&n->nvme, nqn, &d, &e)) < 0) {
+		code = node_status_from_nvme(r, &e, st);
+		goto out;
+	}
+	if (nvme_ns_identity_derive(nqn, du, dg) == 0 &&
+	    ((d.uuid[0] && strcasecmp(d.uuid, du)) || (d.nguid[0] && strcasecmp(d.nguid, dg))))
+		log_warn("namespace identity differs from the one derived from the NQN", "device",
+		         d.name, "uuid", d.uuid, "derived", du, "nqn", nqn);
+
+	/* Filesystem or block (§7.4). */
+	if ((r = file_mkdir_p(req->staging_target_path, 0750, &e)) < 0) {
+		code = node_status_set(st, NODE_INTERNAL, "create staging path: %s", e.msg);
+		goto out;
+	}
+	snprintf(mpath, sizeof(mpath), block ? "%s/device" : "%s", req->staging_target_path);
+	r = node_is_mounted(n, mpath, &m);
+	if (r < 0) {
+		code = node_status_set(st, NODE_INTERNAL, "probe mount point %s: %s", mpath,
+		                       strerror(-r));
+		goto out;
+	}
+	if (r == 1 && !mount_is_dev(&m, &d, block)) {
+		code = node_status_set(st, NODE_INTERNAL,
+		                       "staging path %s is a mount of another device", mpath);
+		goto out;
+	}
+	if (r == 1)
+		log_info(
+		    "staging path already mounted from the volume's device; rewriting the record",
+		    "volume", req->volume_id, "path", mpath);
+	else if (block)
+		code = stage_block(n, req->staging_target_path, &d, ro, st);
+	else
+		code = stage_fs(n, req, &d, fs, ro, st);
+	if (r == 0 && code != NODE_OK)
+		goto out;
+
+	/* Stage record (§7.5). */
+	memset(&rec, 0, sizeof(rec));
+	snprintf(rec.protocol_type, sizeof(rec.protocol_type), "nvmeof-tcp");
+	snprintf(rec.access_type, sizeof(rec.access_type), block ? "block" : "filesystem");
+	snprintf(rec.fs_type, sizeof(rec.fs_type), "%s", block ? "" : fs);
+	snprintf(rec.subsys_nqn, sizeof(rec.subsys_nqn), "%s", nqn);
+	snprintf(rec.address, sizeof(rec.address), "%s", addr);
+	snprintf(rec.port, sizeof(rec.port), "%s", port);
+	snprintf(rec.volume_id, sizeof(rec.volume_id), "%s", req->volume_id);
+	snprintf(rec.staging_path, sizeof(rec.staging_path), "%s", req->staging_target_path);
+	snprintf(rec.namespace_uuid, sizeof(rec.namespace_uuid), "%s", d.uuid);
+	snprintf(rec.namespace_nguid, sizeof(rec.namespace_nguid), "%s", d.nguid);
+	if ((r = node_record_write(n->state_dir, &rec, &e)) < 0) {
+		code = node_status_set(st, NODE_INTERNAL, "write stage record: %s", e.msg);
+		goto out;
+	}
+	log_info("staged volume", "volume", req->volume_id, "device", d.name, "staging",
+	         req->staging_target_path);
+	code = NODE_OK;
+out:
+	node_unlock_volume(n, req->volume_id);
+	return code;
+}
+
+/* Unmounts path when it is a mount point.  NODE_OK or NODE_INTERNAL. */
+static int unmount_if(struct node *n, const char *path, const char *staging, struct node_status *st)
+{
+	int r = node_is_mounted(n, path, NULL);
+	if (r < 0)
+		return node_status_set(st, NODE_INTERNAL, "probe mount point %s: %s", path,
+		                       strerror(-r));
+	if (r == 0)
+		return NODE_OK;
+	r = n->sys->umount(n->sys->ctx, path);
+	if (r == -EBUSY)
+		return node_status_set(st, NODE_INTERNAL, "staging path %s is busy", staging);
+	if (r < 0 && r != -EINVAL && r != -ENOENT)
+		return node_status_set(st, NODE_INTERNAL, "unmount %s: %s", path, strerror(-r));
+	return NODE_OK;
+}
+
+int node_unstage_volume(struct node *n, const Csi__V1__NodeUnstageVolumeRequest *req,
+                        Csi__V1__NodeUnstageVolumeResponse *resp, struct node_status *st)
+{
+	char dev_file[PATH_MAX];
+	struct node_record rec;
+	struct err e = {0};
+	int code, r1, r2;
+	(void)resp;
+
+	if (!req->volume_id || !*req->volume_id)
+		return node_status_set(st, NODE_INVALID_ARGUMENT, "volume_id is required");
+	if (!req->staging_target_path || !*req->staging_target_path)
+		return node_status_set(st, NODE_INVALID_ARGUMENT,
+		                       "staging_target_path is required");
+	if ((code = node_lock_volume(n, req->volume_id, st)) != NODE_OK)
+		return code;
+	snprintf(dev_file, sizeof(dev_file), "%s/device", req->staging_target_path);
+	code = node_load_record(n, req->volume_id, &rec, st);
+	if (code == NODE_NOT_FOUND) {
+		r1 = node_is_mounted(n, req->staging_target_path, NULL);
+		r2 = node_is_mounted(n, dev_file, NULL);
+		if (r1 < 0 || r2 < 0)
+			code =
+			    node_status_set(st, NODE_INTERNAL, "probe mount point %s: %s",
+			                    req->staging_target_path, strerror(r1 < 0 ? -r1 : -r2));
+		else if (r1 == 1 || r2 == 1)
+			code = node_status_set(
+			    st, NODE_INTERNAL,
+			    "stage state for \"%s\" is missing but \"%s\" is still "
+			    "mounted; refusing to report the volume unstaged",
+			    req->volume_id, r2 == 1 ? dev_file : req->staging_target_path);
+		else
+			code = NODE_OK;
+		goto out;
+	}
+	if (code != NODE_OK)
+		goto out;
+	if (rec.legacy || !strcmp(rec.access_type, "block")) {
+		if ((code = unmount_if(n, dev_file, req->staging_target_path, st)) != NODE_OK)
+			goto out;
+		if (unlink(dev_file) < 0 && errno != ENOENT && errno != EISDIR) {
+			code = node_status_set(st, NODE_INTERNAL, "remove %s: %s", dev_file,
+			                       strerror(errno));
+			goto out;
+		}
+	}
+	if (rec.legacy || strcmp(rec.access_type, "block") != 0)
+		if ((code = unmount_if(n, req->staging_target_path, req->staging_target_path,
+		                       st)) != NODE_OK)
+			goto out;
+	if ((r1 = nvme_detach_subsys(&n->nvme, rec.subsys_nqn, &e)) < 0) {
+		code = node_status_from_nvme(r1, &e, st);
+		goto out;
+	}
+	if ((r1 = node_record_delete(n->state_dir, req->volume_id, &e)) < 0) {
+		code = node_status_set(st, NODE_INTERNAL, "delete stage record: %s", e.msg);
+		goto out;
+	}
+	log_info("unstaged volume", "volume", req->volume_id);
+	code = NODE_OK;
+out:
+	node_unlock_volume(n, req->volume_id);
+	return code;
+}
+
+int node_expand_volume(struct node *n, const Csi__V1__NodeExpandVolumeRequest *req,
+                       Csi__V1__NodeExpandVolumeResponse *resp, struct node_status *st)
+{
+	struct node_record rec;
+	struct nvme_ns_dev d;
+	struct err e = {0};
+	struct stat sb;
+	const char *mp;
+	int code, r;
+
+	if (!req->volume_id || !*req->volume_id)
+		return node_status_set(st, NODE_INVALID_ARGUMENT, "volume_id is required");
+	if (!req->volume_path || !*req->volume_path)
+		return node_status_set(st, NODE_INVALID_ARGUMENT, "volume_path is required");
+	if (n->sys->stat(n->sys->ctx, req->volume_path, &sb) < 0)
+		return node_status_set(st, NODE_NOT_FOUND, "path %s does not exist",
+		                       req->volume_path);
+	if ((code = node_lock_volume(n, req->volume_id, st)) != NODE_OK)
+		return code;
+	code = node_load_record(n, req->volume_id, &rec, st);
+	if (code == NODE_NOT_FOUND)
+		code = node_status_set(st, NODE_NOT_FOUND,
+		                       "volume \"%s\" is not staged on this node", req->volume_id);
+	if (code != NODE_OK)
+		goto out;
+	if ((r = nvme_rescan_subsys(&n->nvme, rec.subsys_nqn, &e)) < 0 ||
+	    (r = nvme_ns_wait(&n->nvme, rec.subsys_nqn, &d, &e)) < 0) {
+		code = node_status_from_nvme(r, &e, st);
+		goto out;
+	}
+	if ((rec.namespace_uuid[0] && strcasecmp(rec.namespace_uuid, d.uuid)) ||
+	    (rec.namespace_nguid[0] && strcasecmp(rec.namespace_nguid, d.nguid))) {
+		code = node_status_set(
+		    st, NODE_FAILED_PRECONDITION, "device %s no longer carries namespace %s of %s",
+		    d.name, rec.namespace_uuid[0] ? rec.namespace_uuid : rec.namespace_nguid,
+		    rec.subsys_nqn);
+		goto out;
+	}
+	if (req->capacity_range && req->capacity_range->required_bytes > 0 &&
+	    (r = nvme_ns_wait_size(&n->nvme, &d, (uint64_t)req->capacity_range->required_bytes,
+	                           &e)) < 0) {
+		code = node_status_from_nvme(r, &e, st);
+		goto out;
+	}
+	if (strcmp(rec.access_type, "block") != 0) {
+		mp = rec.staging_path[0] ? rec.staging_path
+		     : req->staging_target_path && *req->staging_target_path
+		         ? req->staging_target_path
+		         : req->volume_path;
+		if ((code = node_fs_grow(rec.fs_type[0] ? rec.fs_type : "ext4", d.path, mp, st)) !=
+		    NODE_OK)
+			goto out;
+	}
+	resp->capacity_bytes = (int64_t)d.size_bytes;
+	code = NODE_OK;
+out:
+	node_unlock_volume(n, req->volume_id);
+	return code;
+}

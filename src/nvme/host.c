@@ -1,0 +1,254 @@
+#include "nvme/host.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <mbedtls/sha1.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "base/file.h"
+
+#define UUID_MARK ":uuid:"
+
+/* Bounded copy that always terminates (truncates silently; callers size their buffers). */
+static void scopy(char *dst, size_t cap, const char *src)
+{
+	size_t n = strnlen(src, cap - 1);
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+/* UUIDs that many machines share: all-zero / all-one placeholders and the SMBIOS default of
+ * boards whose vendor never filled in a system UUID (nvme-cli derives host NQNs from it). */
+static const char *const shared_uuids[] = {
+    "00000000-0000-0000-0000-000000000000",
+    "ffffffff-ffff-ffff-ffff-ffffffffffff",
+    "03000200-0400-0500-0006-000700080009",
+    "00020003-0004-0005-0006-000700080009",
+};
+
+bool nvme_uuid_valid(const char *s)
+{
+	size_t i;
+	if (!s || strlen(s) != 36)
+		return false;
+	for (i = 0; i < 36; i++) {
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (s[i] != '-')
+				return false;
+		} else if (!isxdigit((unsigned char)s[i])) {
+			return false;
+		}
+	}
+	return true;
+}
+
+static void uuid_format(const unsigned char b[16], char out[NVME_UUID_STR])
+{
+	snprintf(out, NVME_UUID_STR,
+	         "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+	         b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+	         b[15]);
+}
+
+static int uuid_parse(const char *s, unsigned char b[16])
+{
+	size_t i, j = 0;
+	if (!nvme_uuid_valid(s))
+		return -EINVAL;
+	for (i = 0; i < 36 && j < 16;) {
+		if (s[i] == '-') {
+			i++;
+			continue;
+		}
+		char hex[3] = {s[i], s[i + 1], 0};
+		b[j++] = (unsigned char)strtoul(hex, NULL, 16);
+		i += 2;
+	}
+	return 0;
+}
+
+int nvme_uuid_v4(char out[NVME_UUID_STR])
+{
+	unsigned char b[16];
+	size_t got = 0;
+	while (got < sizeof(b)) {
+		ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		got += (size_t)n;
+	}
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+	uuid_format(b, out);
+	return 0;
+}
+
+int nvme_uuid_v5(const char *ns, const char *name, char out[NVME_UUID_STR])
+{
+	unsigned char nsb[16], digest[20];
+	mbedtls_sha1_context ctx;
+	int r = 0;
+
+	if (uuid_parse(ns, nsb) < 0)
+		return -EINVAL;
+	mbedtls_sha1_init(&ctx);
+	if (mbedtls_sha1_starts_ret(&ctx) || mbedtls_sha1_update_ret(&ctx, nsb, sizeof(nsb)) ||
+	    mbedtls_sha1_update_ret(&ctx, (const unsigned char *)name, strlen(name)) ||
+	    mbedtls_sha1_finish_ret(&ctx, digest))
+		r = -EIO;
+	mbedtls_sha1_free(&ctx);
+	if (r < 0)
+		return r;
+	digest[6] = (unsigned char)((digest[6] & 0x0f) | 0x50);
+	digest[8] = (unsigned char)((digest[8] & 0x3f) | 0x80);
+	uuid_format(digest, out);
+	return 0;
+}
+
+/* Reads dir/name trimmed into buf.  0, -ENOENT when missing or empty, -EINVAL when longer than
+ * cap-1 bytes after trimming (the trimmed prefix is still left in buf for the message). */
+static int read_trimmed(const char *path, char *buf, size_t cap, struct err *e)
+{
+	char *data = NULL;
+	size_t len = 0, start = 0;
+	int r = file_read_all(path, 4096, &data, &len, e);
+	if (r == -ENOENT)
+		return -ENOENT;
+	if (r == -EFBIG) {
+		scopy(buf, cap, "(more than 4096 bytes)");
+		return -EINVAL;
+	}
+	if (r < 0)
+		return r;
+	while (len > 0 && isspace((unsigned char)data[len - 1]))
+		data[--len] = '\0';
+	while (start < len && isspace((unsigned char)data[start]))
+		start++;
+	if (start == len) {
+		free(data);
+		return -ENOENT;
+	}
+	scopy(buf, cap, data + start);
+	r = (len - start >= cap) ? -EINVAL : 0;
+	free(data);
+	return r;
+}
+
+static int write_line(const char *path, const char *value, struct err *e)
+{
+	char buf[512];
+	int n = snprintf(buf, sizeof(buf), "%s\n", value);
+	return file_write_atomic(path, buf, (size_t)n, 0644, e);
+}
+
+/* The uuid part of a `...:uuid:<uuid>` host NQN, or NULL. */
+static const char *nqn_uuid(const char *nqn)
+{
+	const char *p = strstr(nqn, UUID_MARK);
+	if (!p)
+		return NULL;
+	p += strlen(UUID_MARK);
+	return nvme_uuid_valid(p) ? p : NULL;
+}
+
+static int load(const char *etc_dir, bool generate, struct nvme_host_identity *out, struct err *e)
+{
+	char nqn_path[PATH_MAX], id_path[PATH_MAX], val[4096];
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	if (snprintf(nqn_path, sizeof(nqn_path), "%s/hostnqn", etc_dir) >= (int)sizeof(nqn_path) ||
+	    snprintf(id_path, sizeof(id_path), "%s/hostid", etc_dir) >= (int)sizeof(id_path))
+		return err_set(e, -ENAMETOOLONG, "host identity directory too long: %s", etc_dir);
+
+	r = read_trimmed(nqn_path, val, sizeof(val), e);
+	if (r == -ENOENT) {
+		char uuid[NVME_UUID_STR];
+		if (!generate)
+			return err_set(e, -ENOENT, "%s is missing or empty", nqn_path);
+		if ((r = nvme_uuid_v4(uuid)) < 0)
+			return err_set(e, r, "generate host NQN: getrandom: %s", strerror(-r));
+		snprintf(val, sizeof(val), "nqn.2014-08.org.nvmexpress:uuid:%s", uuid);
+		if ((r = write_line(nqn_path, val, e)) < 0) {
+			err_prefix(e, "write %s", nqn_path);
+			return r;
+		}
+	} else if (r < 0 && r != -EINVAL) {
+		return r;
+	}
+	if (r == -EINVAL || strncmp(val, "nqn.", 4) != 0 || strlen(val) > NVME_HOSTNQN_MAX)
+		return err_set(e, -EINVAL, "%s: invalid host NQN \"%s\"", nqn_path, val);
+	scopy(out->hostnqn, sizeof(out->hostnqn), val);
+
+	r = read_trimmed(id_path, val, sizeof(val), e);
+	if (r == -ENOENT) {
+		const char *u = nqn_uuid(out->hostnqn);
+		if (!generate)
+			return err_set(e, -ENOENT, "%s is missing or empty", id_path);
+		if (u) {
+			scopy(val, sizeof(val), u);
+		} else if ((r = nvme_uuid_v4(val)) < 0) {
+			return err_set(e, r, "generate host ID: getrandom: %s", strerror(-r));
+		}
+		if ((r = write_line(id_path, val, e)) < 0) {
+			err_prefix(e, "write %s", id_path);
+			return r;
+		}
+	} else if (r < 0 && r != -EINVAL) {
+		return r;
+	}
+	if (r == -EINVAL || !nvme_uuid_valid(val))
+		return err_set(e, -EINVAL, "%s: invalid host ID \"%s\"", id_path, val);
+	scopy(out->hostid, sizeof(out->hostid), val);
+	return 0;
+}
+
+int nvme_host_identity_ensure(const char *etc_dir, struct nvme_host_identity *out, struct err *e)
+{
+	return load(etc_dir, true, out, e);
+}
+
+int nvme_host_identity_read(const char *etc_dir, struct nvme_host_identity *out, struct err *e)
+{
+	return load(etc_dir, false, out, e);
+}
+
+static bool is_shared_uuid(const char *u)
+{
+	size_t i;
+	for (i = 0; i < sizeof(shared_uuids) / sizeof(shared_uuids[0]); i++)
+		if (strncasecmp(u, shared_uuids[i], 36) == 0)
+			return true;
+	return false;
+}
+
+int nvme_host_identity_check(const struct nvme_host_identity *id, struct err *e)
+{
+	const char *u = nqn_uuid(id->hostnqn);
+	static const char fix[] =
+	    "give every worker a unique /etc/nvme/hostnqn and /etc/nvme/hostid";
+
+	if (u && is_shared_uuid(u))
+		return err_set(e, -ENOTUNIQ,
+		               "host NQN \"%s\" uses the well-known UUID %.36s that cloned images "
+		               "share; %s",
+		               id->hostnqn, u, fix);
+	if (is_shared_uuid(id->hostid))
+		return err_set(e, -ENOTUNIQ,
+		               "host ID %s is a well-known value that cloned images share; %s",
+		               id->hostid, fix);
+	if (u && strncasecmp(u, id->hostid, 36) != 0)
+		return err_set(e, -ENOTUNIQ,
+		               "host NQN \"%s\" carries UUID %.36s but the host ID is %s (a copied "
+		               "identity); %s",
+		               id->hostnqn, u, id->hostid, fix);
+	return 0;
+}
