@@ -1,0 +1,274 @@
+/* Fencing marks: decision rules and durable records (agent-api.md §6). */
+#include "agent/fence.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/file.h"
+#include "base/json.h"
+
+int agent_fence_escape(const char *id, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t k = 0;
+	for (const unsigned char *p = (const unsigned char *)id; *p; p++) {
+		unsigned char c = *p;
+		bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		            (c >= '0' && c <= '9') || c == '.' || c == '-';
+		if (k + (keep ? 1 : 3) >= cap)
+			return -ENAMETOOLONG;
+		if (keep) {
+			out[k++] = (char)c;
+		} else {
+			out[k++] = '_';
+			out[k++] = hex[c >> 4];
+			out[k++] = hex[c & 15];
+		}
+	}
+	if (k >= cap)
+		return -ENAMETOOLONG;
+	out[k] = '\0';
+	return 0;
+}
+
+static int mark_path(const char *state_dir, const char *volume_id, char *out, size_t cap,
+                     struct err *e)
+{
+	char esc[NAME_MAX];
+	if (agent_fence_escape(volume_id, esc, sizeof(esc) - 5) < 0)
+		return err_set(e, -ENAMETOOLONG, "volume id \"%s\" is too long for a mark",
+		               volume_id);
+	if (snprintf(out, cap, "%s/generations/%s.mark", state_dir, esc) >= (int)cap)
+		return err_set(e, -ENAMETOOLONG, "state path too long");
+	return 0;
+}
+
+void agent_fence_mark_clear(struct fence_mark *m)
+{
+	for (size_t i = 0; i < m->n_ended; i++)
+		free(m->ended_uids[i]);
+	free(m->ended_uids);
+	memset(m, 0, sizeof(*m));
+}
+
+static int corrupt(struct err *e, const char *path, const char *reason)
+{
+	return err_set(e, -EBADMSG, "corrupt fencing mark %s: %s", path, reason);
+}
+
+static int parse_mark(const char *path, struct fence_mark *m, struct err *e)
+{
+	cJSON *root = NULL;
+	struct err pe = {0};
+	int64_t gen;
+	int r = json_read_file(path, &root, &pe);
+	memset(m, 0, sizeof(*m));
+	if (r == -ENOENT)
+		return -ENOENT;
+	if (r < 0)
+		return corrupt(e, path, pe.msg);
+	const cJSON *uid = cJSON_GetObjectItemCaseSensitive(root, "volumeUID");
+	const cJSON *ended = cJSON_GetObjectItemCaseSensitive(root, "ended");
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "endedUIDs");
+	if (!cJSON_IsObject(root))
+		r = corrupt(e, path, "not a JSON object");
+	else if (!cJSON_IsString(uid) || !uid->valuestring[0] ||
+	         strlen(uid->valuestring) >= sizeof(m->uid))
+		r = corrupt(e, path, "volumeUID is not a non-empty string");
+	else if (json_get_int64(root, "generation", &gen) < 0 || gen < 0 ||
+	         (uint64_t)gen > FENCE_GENERATION_MAX)
+		r = corrupt(e, path, "generation is not an integer in 0..2^53");
+	else if (!cJSON_IsBool(ended))
+		r = corrupt(e, path, "ended is not a boolean");
+	else if (!cJSON_IsArray(list))
+		r = corrupt(e, path, "endedUIDs is not an array");
+	if (r < 0)
+		goto out;
+	snprintf(m->uid, sizeof(m->uid), "%s", uid->valuestring);
+	m->generation = (uint64_t)gen;
+	m->ended = cJSON_IsTrue(ended);
+	size_t n = (size_t)cJSON_GetArraySize(list);
+	m->ended_uids = calloc(n ? n : 1, sizeof(char *));
+	if (!m->ended_uids) {
+		r = err_set(e, -ENOMEM, "out of memory");
+		goto out;
+	}
+	const cJSON *it;
+	cJSON_ArrayForEach(it, list)
+	{
+		if (!cJSON_IsString(it)) {
+			r = corrupt(e, path, "endedUIDs holds a non-string");
+			break;
+		}
+		if (!(m->ended_uids[m->n_ended] = strdup(it->valuestring))) {
+			r = err_set(e, -ENOMEM, "out of memory");
+			break;
+		}
+		m->n_ended++;
+	}
+out:
+	cJSON_Delete(root);
+	if (r < 0)
+		agent_fence_mark_clear(m);
+	return r;
+}
+
+int agent_fence_read(const char *state_dir, const char *volume_id, struct fence_mark *m,
+                     struct err *e)
+{
+	char path[PATH_MAX];
+	int r = mark_path(state_dir, volume_id, path, sizeof(path), e);
+	memset(m, 0, sizeof(*m));
+	return r < 0 ? r : parse_mark(path, m, e);
+}
+
+/* Durability of §6.2: file_write_atomic (temp, fsync, rename, fsync generations/), then the
+ * state directory. */
+static int write_mark(const char *state_dir, const char *path, const struct fence_mark *m,
+                      struct err *e)
+{
+	char gdir[PATH_MAX];
+	int r = -ENOMEM;
+	cJSON *o = cJSON_CreateObject(), *list = cJSON_CreateArray();
+	if (!o || !list)
+		goto fail;
+	cJSON_AddItemToObject(o, "volumeUID", cJSON_CreateString(m->uid));
+	cJSON_AddItemToObject(o, "generation", cJSON_CreateNumber((double)m->generation));
+	cJSON_AddItemToObject(o, "ended", cJSON_CreateBool(m->ended));
+	for (size_t i = 0; i < m->n_ended; i++)
+		cJSON_AddItemToArray(list, cJSON_CreateString(m->ended_uids[i]));
+	cJSON_AddItemToObject(o, "endedUIDs", list);
+	list = NULL;
+	char *text = cJSON_PrintUnformatted(o);
+	if (!text)
+		goto fail;
+	snprintf(gdir, sizeof(gdir), "%s/generations", state_dir);
+	r = file_mkdir_p(gdir, 0750, e);
+	if (r == 0)
+		r = file_write_atomic(path, text, strlen(text), 0600, e);
+	if (r == 0)
+		r = file_fsync_dir(state_dir, e);
+	free(text);
+	cJSON_Delete(o);
+	return r;
+fail:
+	cJSON_Delete(o);
+	cJSON_Delete(list);
+	return err_set(e, r, "write fencing mark %s: out of memory", path);
+}
+
+static int stale(struct err *e, const char *uid, uint64_t gen, const char *id, const char *reason,
+                 const struct fence_mark *m)
+{
+	return err_set(
+	    e, -ESTALE,
+	    "stale fencing token (uid \"%s\", generation %" PRIu64 ") for volume \"%s\": "
+	    "%s (mark uid \"%s\", generation %" PRIu64 ", ended %s)",
+	    uid ? uid : "", gen, id, reason, m->uid, m->generation, m->ended ? "true" : "false");
+}
+
+int agent_fence_check(const char *state_dir, const char *volume_id, const char *uid,
+                      uint64_t generation, enum fence_class cls, struct err *e)
+{
+	char path[PATH_MAX];
+	struct fence_mark m = {0};
+	int r;
+
+	if ((r = mark_path(state_dir, volume_id, path, sizeof(path), e)) < 0)
+		return r;
+	r = parse_mark(path, &m, e);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	bool have = r == 0;
+	/* Rule 1. */
+	if (!uid || !*uid) {
+		r = stale(e, uid, generation, volume_id, "missing fencing token", &m);
+		goto out;
+	}
+	if (generation > FENCE_GENERATION_MAX || strlen(uid) >= sizeof(m.uid)) {
+		r = err_set(e, -EINVAL, "invalid fencing token for volume \"%s\"", volume_id);
+		goto out;
+	}
+	/* Rule 2: adopt. */
+	if (!have) {
+		snprintf(m.uid, sizeof(m.uid), "%s", uid);
+		m.generation = generation;
+		r = write_mark(state_dir, path, &m, e);
+		goto out;
+	}
+	/* Rule 3. */
+	for (size_t i = 0; i < m.n_ended; i++)
+		if (strcmp(m.ended_uids[i], uid) == 0) {
+			r = stale(e, uid, generation, volume_id, "lifecycle already ended", &m);
+			goto out;
+		}
+	if (strcmp(uid, m.uid) != 0) {
+		/* Rule 4. */
+		if (!m.ended) {
+			r = stale(e, uid, generation, volume_id,
+			          "volume is owned by another lifecycle", &m);
+			goto out;
+		}
+		/* Rule 5: a new lifecycle. */
+		char **nv = realloc(m.ended_uids, (m.n_ended + 1) * sizeof(char *));
+		if (!nv) {
+			r = err_set(e, -ENOMEM, "out of memory");
+			goto out;
+		}
+		m.ended_uids = nv;
+		if (!(m.ended_uids[m.n_ended] = strdup(m.uid))) {
+			r = err_set(e, -ENOMEM, "out of memory");
+			goto out;
+		}
+		m.n_ended++;
+		snprintf(m.uid, sizeof(m.uid), "%s", uid);
+		m.generation = generation;
+		m.ended = false;
+		r = write_mark(state_dir, path, &m, e);
+		goto out;
+	}
+	/* Rule 6. */
+	if (m.ended) {
+		r = (cls != FENCE_GRANT && generation == m.generation)
+		        ? 0
+		        : stale(e, uid, generation, volume_id, "lifecycle already ended", &m);
+		goto out;
+	}
+	/* Rules 7, 7', 7''. */
+	if (generation < m.generation)
+		r = stale(e, uid, generation, volume_id, "generation is older than the mark", &m);
+	else if (generation == m.generation)
+		r = 0;
+	else {
+		m.generation = generation;
+		r = write_mark(state_dir, path, &m, e);
+	}
+out:
+	agent_fence_mark_clear(&m);
+	return r;
+}
+
+int agent_fence_end(const char *state_dir, const char *volume_id, struct err *e)
+{
+	char path[PATH_MAX];
+	struct fence_mark m;
+	int r = mark_path(state_dir, volume_id, path, sizeof(path), e);
+	if (r < 0)
+		return r;
+	r = parse_mark(path, &m, e);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	if (!m.ended) {
+		m.ended = true;
+		r = write_mark(state_dir, path, &m, e);
+	}
+	agent_fence_mark_clear(&m);
+	return r;
+}

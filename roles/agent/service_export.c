@@ -1,0 +1,533 @@
+/* AgentService: ExportVolume, UnexportVolume, AllowInitiator, DenyInitiator, ReconcileState
+ * (two phases), Drain, and the restore gate (agent-api.md §5.7–§5.8, §7, §10; nvmet.md §5, §10). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/identity.h"
+#include "agent/service_int.h"
+#include "base/file.h"
+#include "google/protobuf/timestamp.pb-c.h"
+
+#define PB(x) PillarCsi__Agent__V1__##x
+
+Google__Protobuf__Timestamp *agent_svc_now_ts(void);
+
+struct item {
+	size_t idx;
+	struct volref v;
+	backend *b;
+	const PB(FencingToken) * fence;
+	bool has_export;
+	struct nvmet_export_spec spec;
+	char nqn[NVMET_NQN_MAX + 1];
+	char dev[PATH_MAX];
+	struct nvmet_prepared prep;
+	bool prepared;
+	bool failed;
+	bool locked;
+	int code;
+	char msg[ERR_MSG_MAX];
+};
+
+static void fail_item(struct item *it, const struct agent_status *st)
+{
+	it->failed = true;
+	it->code = st->code;
+	snprintf(it->msg, sizeof(it->msg), "%s", st->msg);
+}
+
+static int check_export_params(int protocol, const PB(ExportParams) * p, struct item *it,
+                               struct agent_status *st)
+{
+	unsigned char buf[sizeof(struct in6_addr)];
+	if (protocol != PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP)
+		return agent_status_set(st, GRPC_INVALID_ARGUMENT, "unsupported protocol type %d",
+		                        protocol);
+	if (!p || p->params_case != PILLAR_CSI__AGENT__V1__EXPORT_PARAMS__PARAMS_NVMEOF_TCP ||
+	    !p->nvmeof_tcp)
+		return agent_status_set(st, GRPC_INVALID_ARGUMENT,
+		                        "export_params.nvmeof_tcp is required");
+	const PB(NvmeofTcpExportParams) *t = p->nvmeof_tcp;
+	const char *addr = t->bind_address ? t->bind_address : "";
+	if (inet_pton(AF_INET, addr, buf) != 1 && inet_pton(AF_INET6, addr, buf) != 1)
+		return agent_status_set(st, GRPC_INVALID_ARGUMENT,
+		                        "bind_address \"%s\" is not an IP literal", addr);
+	if (t->port < 0 || t->port > 65535)
+		return agent_status_set(st, GRPC_INVALID_ARGUMENT, "port %d is out of range",
+		                        t->port);
+	if (t->in_capsule_data_size != 0 && t->in_capsule_data_size < 1024)
+		return agent_status_set(st, GRPC_INVALID_ARGUMENT,
+		                        "in_capsule_data_size %d is below 1024",
+		                        t->in_capsule_data_size);
+	it->spec.bind_address = addr;
+	it->spec.port = t->port ? (uint32_t)t->port : 4420;
+	it->spec.icds = t->in_capsule_data_size;
+	return GRPC_OK;
+}
+
+/* Common item setup once the volume is routed: NQN, device path, spec. */
+static int setup_item(struct item *it, const char *device_path, bool acl, struct agent_status *st)
+{
+	struct err e = {0};
+	if (nvmet_nqn_from_volume(it->v.id, it->nqn, sizeof(it->nqn), &e) < 0)
+		return agent_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
+	if (device_path && *device_path) {
+		if (device_path[0] != '/' || strlen(device_path) >= sizeof(it->dev))
+			return agent_status_set(st, GRPC_INVALID_ARGUMENT,
+			                        "device_path \"%s\" is not an absolute path",
+			                        device_path);
+		snprintf(it->dev, sizeof(it->dev), "%s", device_path);
+	} else if (it->b->ops->device_path(it->b, it->v.name, it->dev, sizeof(it->dev)) < 0) {
+		return agent_status_set(st, GRPC_INVALID_ARGUMENT, "invalid volume id \"%s\"",
+		                        it->v.id);
+	}
+	it->spec.nqn = it->nqn;
+	it->spec.device_path = it->dev;
+	it->spec.acl = acl;
+	it->has_export = true;
+	return GRPC_OK;
+}
+
+/* Phase 1 for one item (caller holds the volume lock). */
+static int prepare_item(agent_service *a, struct item *it, int64_t deadline,
+                        struct agent_status *st)
+{
+	struct err e = {0};
+	int code;
+	if ((code = svc_wait_backing(a, it->b, &it->v, it->dev, deadline, st)) != GRPC_OK)
+		return code;
+	const char *uid = it->fence ? it->fence->volume_uid : NULL;
+	if (agent_identity_start(a->state_dir, it->v.id, uid, it->nqn, &it->spec.identity, &e) < 0)
+		return agent_status_set(st, GRPC_INTERNAL, "%s", e.msg);
+	pthread_mutex_lock(&a->nv_mu);
+	int r = nvmet_export_prepare(a->nv, &it->spec, &it->prep, &e);
+	pthread_mutex_unlock(&a->nv_mu);
+	if (r < 0)
+		return agent_status_from_err(st, &e);
+	if (agent_identity_settle(a->state_dir, it->v.id, uid, it->nqn, &it->prep.identity, &e) < 0)
+		return agent_status_set(st, GRPC_INTERNAL, "%s", e.msg);
+	it->prepared = true;
+	return GRPC_OK;
+}
+
+static bool addr_bindable(const char *addr)
+{
+	struct sockaddr_in s4 = {.sin_family = AF_INET};
+	struct sockaddr_in6 s6 = {.sin6_family = AF_INET6};
+	int fd, r = -1;
+	if (inet_pton(AF_INET, addr, &s4.sin_addr) == 1) {
+		if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+			return false;
+		r = bind(fd, (struct sockaddr *)&s4, sizeof(s4));
+	} else if (inet_pton(AF_INET6, addr, &s6.sin6_addr) == 1) {
+		if ((fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+			return false;
+		r = bind(fd, (struct sockaddr *)&s6, sizeof(s6));
+	} else {
+		return false;
+	}
+	close(fd);
+	return r == 0;
+}
+
+/* nvmet.md §10.2: poll every 500 ms up to the budget. */
+static int wait_addr(agent_service *a, const char *addr, struct agent_status *st)
+{
+	int64_t end = svc_now_ms() + a->addr_wait_ms;
+	for (;;) {
+		if (addr_bindable(addr))
+			return GRPC_OK;
+		int64_t left = end - svc_now_ms();
+		if (left <= 0)
+			return agent_status_set(st, GRPC_UNAVAILABLE,
+			                        "bind address %s is not configured on this node",
+			                        addr);
+		struct timespec ts = {0, (left < 500 ? left : 500) * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* Phase 2 for one item: re-check the fence, link (caller holds the volume lock). */
+static int link_item(agent_service *a, struct item *it, struct agent_status *st)
+{
+	struct err e = {0};
+	int code = svc_fence(a, it->v.id, it->fence, FENCE_GRANT, st);
+	if (code != GRPC_OK)
+		return code;
+	pthread_mutex_lock(&a->nv_mu);
+	int r = nvmet_export_link(a->nv, &it->spec, it->prep.relink, NULL, &e);
+	pthread_mutex_unlock(&a->nv_mu);
+	if (r < 0)
+		return agent_status_from_err(st, &e);
+	return GRPC_OK;
+}
+
+static PB(ExportInfo) * export_info(const struct item *it)
+{
+	PB(ExportInfo) *info = malloc(sizeof(*info));
+	if (!info)
+		abort();
+	pillar_csi__agent__v1__export_info__init(info);
+	info->target_id = svc_strdup(it->nqn);
+	info->address = svc_strdup(it->spec.bind_address);
+	info->port = (int32_t)it->spec.port;
+	info->volume_ref = svc_strdup("1");
+	return info;
+}
+
+/* ---- ExportVolume -------------------------------------------------------------------------------- */
+
+int agent_export_volume(agent_service *a, const PB(ExportVolumeRequest) * req,
+                        PB(ExportVolumeResponse) * resp, struct agent_status *st)
+{
+	struct item it;
+	int code;
+	memset(&it, 0, sizeof(it));
+	if (svc_enter(a, st))
+		return st->code;
+	if ((code = svc_gate(a, "ExportVolume", st)) != GRPC_OK ||
+	    (code = svc_parse_volume_id(req->volume_id, &it.v, st)) != GRPC_OK ||
+	    (code = check_export_params((int)req->protocol_type, req->export_params, &it, st)) !=
+	        GRPC_OK)
+		goto out;
+	if (!(it.b = svc_find_pool(a, it.v.pool))) {
+		code = agent_status_set(st, GRPC_FAILED_PRECONDITION,
+		                        "pool \"%s\" is not configured on this agent", it.v.pool);
+		goto out;
+	}
+	if ((code = setup_item(&it, req->device_path, req->acl_enabled, st)) != GRPC_OK)
+		goto out;
+	it.fence = req->fence;
+	svc_lock_volume(a, it.v.id);
+	if ((code = svc_fence(a, it.v.id, it.fence, FENCE_GRANT, st)) == GRPC_OK &&
+	    (code = prepare_item(a, &it, svc_now_ms() + a->device_wait_ms, st)) == GRPC_OK &&
+	    (code = wait_addr(a, it.spec.bind_address, st)) == GRPC_OK &&
+	    (code = link_item(a, &it, st)) == GRPC_OK) {
+		resp->export_info = export_info(&it);
+		code = svc_ok(st);
+	}
+	svc_unlock_volume(a, it.v.id);
+out:
+	svc_leave(a);
+	return code;
+}
+
+/* ---- UnexportVolume, AllowInitiator, DenyInitiator ------------------------------------------------ */
+
+int agent_unexport_volume(agent_service *a, const PB(UnexportVolumeRequest) * req,
+                          PB(UnexportVolumeResponse) * resp, struct agent_status *st)
+{
+	struct volref v;
+	struct err e = {0};
+	char nqn[NVMET_NQN_MAX + 1];
+	int code;
+	(void)resp;
+	if (svc_enter(a, st))
+		return st->code;
+	if ((code = svc_parse_volume_id(req->volume_id, &v, st)) != GRPC_OK)
+		goto out;
+	if (req->protocol_type != PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP) {
+		code = agent_status_set(st, GRPC_INVALID_ARGUMENT, "unsupported protocol type %d",
+		                        (int)req->protocol_type);
+		goto out;
+	}
+	if (nvmet_nqn_from_volume(v.id, nqn, sizeof(nqn), &e) < 0) {
+		code = agent_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
+		goto out;
+	}
+	svc_lock_volume(a, v.id);
+	if ((code = svc_fence(a, v.id, req->fence, FENCE_REVOKE, st)) == GRPC_OK) {
+		pthread_mutex_lock(&a->nv_mu);
+		int r = nvmet_export_remove(a->nv, nqn, &e);
+		pthread_mutex_unlock(&a->nv_mu);
+		if (r == 0)
+			r = agent_identity_forget(a->state_dir, v.id, &e);
+		code = r < 0 ? agent_status_from_err(st, &e) : svc_ok(st);
+	}
+	svc_unlock_volume(a, v.id);
+out:
+	svc_leave(a);
+	return code;
+}
+
+static int initiator_common(agent_service *a, const char *rpc, const char *volume_id, int protocol,
+                            const char *initiator, const PB(FencingToken) * fence, bool allow,
+                            struct agent_status *st)
+{
+	struct volref v;
+	struct err e = {0};
+	char nqn[NVMET_NQN_MAX + 1];
+	int code;
+	if (svc_enter(a, st))
+		return st->code;
+	if ((allow && (code = svc_gate(a, rpc, st)) != GRPC_OK) ||
+	    (code = svc_parse_volume_id(volume_id, &v, st)) != GRPC_OK)
+		goto out;
+	if (protocol != PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP) {
+		code = agent_status_set(st, GRPC_INVALID_ARGUMENT, "unsupported protocol type %d",
+		                        protocol);
+		goto out;
+	}
+	if (nvmet_hostnqn_check(initiator ? initiator : "", &e) < 0 ||
+	    nvmet_nqn_from_volume(v.id, nqn, sizeof(nqn), &e) < 0) {
+		code = agent_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
+		goto out;
+	}
+	svc_lock_volume(a, v.id);
+	code = svc_fence(a, v.id, fence, allow ? FENCE_GRANT : FENCE_REVOKE, st);
+	if (code == GRPC_OK) {
+		pthread_mutex_lock(&a->nv_mu);
+		int r = allow ? nvmet_host_allow(a->nv, nqn, initiator, &e)
+		              : nvmet_host_deny(a->nv, nqn, initiator, &e);
+		pthread_mutex_unlock(&a->nv_mu);
+		if (allow && r == -ENOENT)
+			code = agent_status_set(st, GRPC_NOT_FOUND, "volume \"%s\" is not exported",
+			                        v.id);
+		else
+			code = r < 0 ? agent_status_from_err(st, &e) : svc_ok(st);
+	}
+	svc_unlock_volume(a, v.id);
+out:
+	svc_leave(a);
+	return code;
+}
+
+int agent_allow_initiator(agent_service *a, const PB(AllowInitiatorRequest) * req,
+                          PB(AllowInitiatorResponse) * resp, struct agent_status *st)
+{
+	(void)resp;
+	return initiator_common(a, "AllowInitiator", req->volume_id, (int)req->protocol_type,
+	                        req->initiator_id, req->fence, true, st);
+}
+
+int agent_deny_initiator(agent_service *a, const PB(DenyInitiatorRequest) * req,
+                         PB(DenyInitiatorResponse) * resp, struct agent_status *st)
+{
+	(void)resp;
+	return initiator_common(a, "DenyInitiator", req->volume_id, (int)req->protocol_type,
+	                        req->initiator_id, req->fence, false, st);
+}
+
+/* ---- ReconcileState ------------------------------------------------------------------------------- */
+
+static int check_item(agent_service *a, const PB(VolumeDesiredState) * d, struct item *it,
+                      struct agent_status *st)
+{
+	struct backend_create_opts o;
+	int code;
+	it->fence = d->fence;
+	if ((code = svc_parse_volume_id(d->volume_id, &it->v, st)) != GRPC_OK ||
+	    (code = svc_route(a, &it->v, (int)d->backend_type, &it->b, st)) != GRPC_OK ||
+	    (code = svc_layout(a, it->b, &it->v, d->backend_params, &o, st)) != GRPC_OK)
+		return code;
+	if (d->n_exports == 0)
+		return GRPC_OK; /* fence-checked, otherwise left alone */
+	if (d->n_exports > 1)
+		return agent_status_set(st, GRPC_INVALID_ARGUMENT,
+		                        "volume \"%s\" has %zu exports; at most one is supported",
+		                        it->v.id, d->n_exports);
+	const PB(ExportDesiredState) *x = d->exports[0];
+	if ((code = check_export_params((int)x->protocol_type, x->export_params, it, st)) !=
+	        GRPC_OK ||
+	    (code = setup_item(it, d->device_path, x->acl_enabled, st)) != GRPC_OK)
+		return code;
+	for (size_t i = 0; x->acl_enabled && i < x->n_allowed_initiators; i++) {
+		struct err e = {0};
+		if (nvmet_hostnqn_check(x->allowed_initiators[i], &e) < 0)
+			return agent_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
+	}
+	it->spec.hosts = x->acl_enabled ? (const char *const *)x->allowed_initiators : NULL;
+	it->spec.n_hosts = x->acl_enabled ? x->n_allowed_initiators : 0;
+	it->spec.exact_hosts = true;
+	return GRPC_OK;
+}
+
+static int by_id(const void *x, const void *y)
+{
+	return strcmp((*(struct item *const *)x)->v.id, (*(struct item *const *)y)->v.id);
+}
+
+static int by_nqn(const void *x, const void *y)
+{
+	return strcmp((*(struct item *const *)x)->nqn, (*(struct item *const *)y)->nqn);
+}
+
+/* Link order: exports that request an in-capsule size first, then NQN order. */
+static int by_link_order(const void *x, const void *y)
+{
+	const struct item *a = *(struct item *const *)x, *b = *(struct item *const *)y;
+	if ((a->spec.icds > 0) != (b->spec.icds > 0))
+		return a->spec.icds > 0 ? -1 : 1;
+	return strcmp(a->nqn, b->nqn);
+}
+
+static void run_batch(agent_service *a, struct item *items, size_t n)
+{
+	struct agent_status st = {0};
+	struct item **ord = calloc(n ? n : 1, sizeof(*ord));
+	size_t k = 0;
+	if (!ord)
+		abort();
+	for (size_t i = 0; i < n; i++)
+		if (!items[i].failed)
+			ord[k++] = &items[i];
+	/* Volume locks in sorted order (IDs are unique within a request). */
+	qsort(ord, k, sizeof(*ord), by_id);
+	for (size_t i = 0; i < k; i++) {
+		svc_lock_volume(a, ord[i]->v.id);
+		ord[i]->locked = true;
+	}
+	/* Every item is fence-checked (its mark written) before anything changes for it. */
+	for (size_t i = 0; i < n; i++)
+		if (!items[i].failed &&
+		    svc_fence(a, items[i].v.id, items[i].fence, FENCE_GRANT, &st))
+			fail_item(&items[i], &st);
+	/* Phase 1: prepare every export (NQN order); the device budget is shared by the batch. */
+	qsort(ord, k, sizeof(*ord), by_nqn);
+	int64_t deadline = svc_now_ms() + a->device_wait_ms;
+	for (size_t i = 0; i < k; i++)
+		if (!ord[i]->failed && ord[i]->has_export && prepare_item(a, ord[i], deadline, &st))
+			fail_item(ord[i], &st);
+	if (a->between_phases)
+		a->between_phases(a->hook_arg);
+	/* Phase 2: address presence once per distinct address, then link in link order. */
+	for (size_t i = 0; i < k; i++) {
+		if (!ord[i]->prepared || ord[i]->failed)
+			continue;
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = ord[j]->prepared &&
+			       strcmp(ord[j]->spec.bind_address, ord[i]->spec.bind_address) == 0;
+		if (seen)
+			continue;
+		if (wait_addr(a, ord[i]->spec.bind_address, &st) != GRPC_OK)
+			for (size_t j = i; j < k; j++)
+				if (ord[j]->prepared && !ord[j]->failed &&
+				    strcmp(ord[j]->spec.bind_address, ord[i]->spec.bind_address) ==
+				        0)
+					fail_item(ord[j], &st);
+	}
+	qsort(ord, k, sizeof(*ord), by_link_order);
+	for (size_t i = 0; i < k; i++)
+		if (ord[i]->prepared && !ord[i]->failed && link_item(a, ord[i], &st) != GRPC_OK)
+			fail_item(ord[i], &st);
+	for (size_t i = 0; i < k; i++)
+		if (ord[i]->locked)
+			svc_unlock_volume(a, ord[i]->v.id);
+	free(ord);
+}
+
+int agent_reconcile_state(agent_service *a, const PB(ReconcileStateRequest) * req,
+                          PB(ReconcileStateResponse) * resp, struct agent_status *st)
+{
+	struct agent_status ist;
+	int code;
+	if (svc_enter(a, st))
+		return st->code;
+	if (!req->complete && (code = svc_gate(a, "ReconcileState", st)) != GRPC_OK)
+		goto out;
+	for (size_t i = 0; i < req->n_volumes; i++)
+		for (size_t j = 0; j < i; j++)
+			if (req->volumes[i]->volume_id && req->volumes[j]->volume_id &&
+			    strcmp(req->volumes[i]->volume_id, req->volumes[j]->volume_id) == 0) {
+				code = agent_status_set(
+				    st, GRPC_INVALID_ARGUMENT,
+				    "volume \"%s\" appears more than once in the request",
+				    req->volumes[i]->volume_id);
+				goto out;
+			}
+	struct item *items = calloc(req->n_volumes ? req->n_volumes : 1, sizeof(*items));
+	if (!items)
+		abort();
+	pthread_mutex_lock(&a->reconcile_mu);
+	for (size_t i = 0; i < req->n_volumes; i++) {
+		items[i].idx = i;
+		memset(&ist, 0, sizeof(ist));
+		if (check_item(a, req->volumes[i], &items[i], &ist) != GRPC_OK)
+			fail_item(&items[i], &ist);
+	}
+	run_batch(a, items, req->n_volumes);
+	pthread_mutex_unlock(&a->reconcile_mu);
+
+	resp->results = calloc(req->n_volumes + 1, sizeof(*resp->results));
+	if (!resp->results)
+		abort();
+	for (size_t i = 0; i < req->n_volumes; i++) {
+		PB(VolumeReconcileResult) *r = malloc(sizeof(*r));
+		char msg[ERR_MSG_MAX + 32];
+		if (!r)
+			abort();
+		pillar_csi__agent__v1__volume_reconcile_result__init(r);
+		r->volume_id = svc_strdup(req->volumes[i]->volume_id);
+		r->success = !items[i].failed;
+		if (items[i].failed) {
+			snprintf(msg, sizeof(msg), "%s: %s", grpc_code_name(items[i].code),
+			         items[i].msg);
+			r->error_message = svc_strdup(msg);
+		}
+		resp->results[resp->n_results++] = r;
+	}
+	free(items);
+	resp->reconciled_at = agent_svc_now_ts();
+	if (req->complete) {
+		pthread_mutex_lock(&a->mu);
+		a->gate_open =
+		    true; /* even when items failed: the per-volume resync retries them */
+		pthread_mutex_unlock(&a->mu);
+	}
+	code = svc_ok(st);
+out:
+	svc_leave(a);
+	return code;
+}
+
+/* ---- Drain ---------------------------------------------------------------------------------------- */
+
+int agent_drain(agent_service *a, const PB(DrainRequest) * req, PB(DrainResponse) * resp,
+                struct agent_status *st)
+{
+	struct timespec until;
+	char path[PATH_MAX], text[96], when[40];
+	struct err e = {0};
+	time_t now = time(NULL);
+	struct tm tm;
+	(void)req;
+	pthread_mutex_lock(&a->mu);
+	if (a->draining) {
+		pthread_mutex_unlock(&a->mu);
+		resp->was_already_drained = true;
+		return svc_ok(st);
+	}
+	a->draining = true;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += a->drain_wait_ms / 1000;
+	until.tv_nsec += (long)(a->drain_wait_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	while (a->inflight > 0 && pthread_cond_timedwait(&a->cv, &a->mu, &until) == 0) {
+	}
+	pthread_mutex_unlock(&a->mu);
+	gmtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(text, sizeof(text), "{\"drainedAt\":\"%s\"}\n", when);
+	snprintf(path, sizeof(path), "%s/.drained", a->state_dir);
+	if (file_write_atomic(path, text, strlen(text), 0600, &e) < 0)
+		return agent_status_set(st, GRPC_INTERNAL, "%s", e.msg);
+	resp->was_already_drained = false;
+	return svc_ok(st);
+}
+
+int agent_unimplemented(const char *rpc, struct agent_status *st)
+{
+	return agent_status_set(st, GRPC_UNIMPLEMENTED, "%s is not implemented by this agent", rpc);
+}

@@ -1,0 +1,427 @@
+/* AgentService: HealthCheck and the backend RPCs CreateVolume, DeleteVolume, ExpandVolume
+ * (agent-api.md §5.4–§5.6, §9). */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/identity.h"
+#include "agent/service_int.h"
+#include "base/exec.h"
+#include "google/protobuf/timestamp.pb-c.h"
+
+#define PB(x) PillarCsi__Agent__V1__##x
+
+static Google__Protobuf__Timestamp *now_ts(void)
+{
+	struct timespec ts;
+	Google__Protobuf__Timestamp *t = malloc(sizeof(*t));
+	if (!t)
+		abort();
+	google__protobuf__timestamp__init(t);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	t->seconds = ts.tv_sec;
+	t->nanos = (int32_t)ts.tv_nsec;
+	return t;
+}
+
+/* Exported for service_export.c through this prototype only. */
+Google__Protobuf__Timestamp *agent_svc_now_ts(void);
+Google__Protobuf__Timestamp *agent_svc_now_ts(void)
+{
+	return now_ts();
+}
+
+static void add_sub(PB(HealthCheckResponse) * r, const char *name, bool ok, const char *msg)
+{
+	PB(SubsystemHealth) *h = malloc(sizeof(*h));
+	if (!h)
+		abort();
+	pillar_csi__agent__v1__subsystem_health__init(h);
+	h->name = svc_strdup(name);
+	h->healthy = ok;
+	h->message = svc_strdup(ok ? "" : msg);
+	r->subsystems[r->n_subsystems++] = h;
+	if (!ok)
+		r->healthy = false;
+}
+
+static bool host_exists(agent_service *a, const char *path)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s%s", a->host_root, path);
+	return stat(p, &st) == 0;
+}
+
+static int run_tool(const char *const argv[], struct exec_result *res)
+{
+	struct exec_opts o = {.timeout_ms = 10000};
+	int r = exec_run(argv, &o, res, NULL);
+	return r == 0 && res->exit_code == 0 ? 0 : -EIO;
+}
+
+static void check_zfs(agent_service *a, char *msg, size_t cap, bool *ok)
+{
+	*ok = true;
+	if (!host_exists(a, "/dev/zfs")) {
+		*ok = false;
+		snprintf(msg, cap, "/dev/zfs not found; load the zfs module");
+		return;
+	}
+	for (size_t i = 0; i < a->n_backends && *ok; i++) {
+		backend *b = a->backends[i];
+		struct exec_result res;
+		if (b->cfg.kind != BACKEND_ZFS)
+			continue;
+		const char *argv[] = {"zpool", "list", "-Ho", "health", b->cfg.pool, NULL};
+		if (run_tool(argv, &res) < 0) {
+			*ok = false;
+			snprintf(msg, cap, "pool \"%s\" not imported", b->cfg.pool);
+		} else {
+			char *h = res.out;
+			h[strcspn(h, " \t\n")] = '\0';
+			if (strcmp(h, "ONLINE") != 0 && strcmp(h, "DEGRADED") != 0) {
+				*ok = false;
+				snprintf(msg, cap, "pool \"%s\" is %s", b->cfg.pool, h);
+			}
+		}
+		exec_result_free(&res);
+	}
+}
+
+static void check_lvm(agent_service *a, char *msg, size_t cap, bool *ok)
+{
+	*ok = true;
+	if (!host_exists(a, "/dev/mapper/control")) {
+		*ok = false;
+		snprintf(msg, cap, "/dev/mapper/control not found; load dm-mod");
+		return;
+	}
+	for (size_t i = 0; i < a->n_backends && *ok; i++) {
+		backend *b = a->backends[i];
+		int64_t t, av;
+		if (b->cfg.kind != BACKEND_LVM)
+			continue;
+		struct backend_config probe = b->cfg;
+		probe.thin_default = false;
+		backend tmp = *b;
+		tmp.cfg = probe;
+		if (b->ops->capacity(&tmp, &t, &av, NULL) < 0) {
+			*ok = false;
+			snprintf(msg, cap, "volume group \"%s\" not found", b->cfg.pool);
+		} else if (b->cfg.thin_pool && b->ops->size(b, b->cfg.thin_pool, &t, NULL) < 0) {
+			*ok = false;
+			snprintf(msg, cap, "thin pool \"%s/%s\" not found", b->cfg.pool,
+			         b->cfg.thin_pool);
+		}
+	}
+}
+
+int agent_health_check(agent_service *a, const PB(HealthCheckRequest) * req,
+                       PB(HealthCheckResponse) * resp, struct agent_status *st)
+{
+	char msg[PATH_MAX + 128], p[PATH_MAX];
+	bool zfs = false, lvm = false, file = false, ok;
+	(void)req;
+	if (svc_enter(a, st))
+		return st->code;
+	for (size_t i = 0; i < a->n_backends; i++) {
+		zfs |= a->backends[i]->cfg.kind == BACKEND_ZFS;
+		lvm |= a->backends[i]->cfg.kind == BACKEND_LVM;
+		file |= a->backends[i]->cfg.kind == BACKEND_FILE;
+	}
+	resp->healthy = true;
+	resp->subsystems = calloc(6, sizeof(*resp->subsystems));
+	if (!resp->subsystems)
+		abort();
+	snprintf(p, sizeof(p), "%s/subsystems", nvmet_dir(a->nv));
+	snprintf(msg, sizeof(msg), "%s not found; load nvmet and mount configfs", nvmet_dir(a->nv));
+	add_sub(resp, "nvmet-configfs", access(p, W_OK) == 0, msg);
+	add_sub(resp, "nvmet-tcp", host_exists(a, "/sys/module/nvmet_tcp"),
+	        "nvmet_tcp module not loaded");
+	if (zfs) {
+		check_zfs(a, msg, sizeof(msg), &ok);
+		add_sub(resp, "zfs", ok, msg);
+	}
+	if (lvm) {
+		check_lvm(a, msg, sizeof(msg), &ok);
+		add_sub(resp, "lvm", ok, msg);
+	}
+	if (file) { /* Decision: the file backend's directories, like pools */
+		ok = true;
+		for (size_t i = 0; i < a->n_backends && ok; i++)
+			if (a->backends[i]->cfg.kind == BACKEND_FILE &&
+			    access(a->backends[i]->cfg.directory, W_OK) != 0) {
+				ok = false;
+				snprintf(msg, sizeof(msg),
+				         "directory %s of pool \"%s\" is not writable",
+				         a->backends[i]->cfg.directory, a->backends[i]->cfg.pool);
+			}
+		add_sub(resp, "file", ok, msg);
+	}
+	ok = true;
+	static const char *const subs[] = {"", "/generations", "/nvmet-identity"};
+	for (int i = 0; i < 3 && ok; i++) {
+		snprintf(p, sizeof(p), "%s%s", a->state_dir, subs[i]);
+		if (access(p, W_OK) != 0) {
+			ok = false;
+			snprintf(msg, sizeof(msg), "cannot write %s: %s", p,
+			         errno == EROFS ? "EROFS" : strerror(errno));
+		}
+	}
+	add_sub(resp, "state-dir", ok, msg);
+	resp->agent_version = svc_strdup(a->version);
+	resp->checked_at = now_ts();
+	resp->export_restore_pending = agent_service_restore_pending(a);
+	svc_leave(a);
+	return svc_ok(st);
+}
+
+/* ---- CreateVolume ------------------------------------------------------------------------------ */
+
+/* LVM rounds sizes up to whole extents: an LV up to one (4 MiB default) extent larger than
+ * requested is "the same size" for an idempotent retry. */
+static bool same_size(const backend *b, int64_t have, int64_t want)
+{
+	if (have == want)
+		return true;
+	return b->cfg.kind == BACKEND_LVM && have > want && have - want < (4 << 20);
+}
+
+static int do_create(agent_service *a, backend *b, const struct volref *v,
+                     const PB(CreateVolumeRequest) * req, PB(CreateVolumeResponse) * resp,
+                     struct agent_status *st)
+{
+	struct backend_create_opts o;
+	struct err e = {0};
+	char dev[PATH_MAX];
+	int64_t have, total, avail;
+	int code, r;
+	char **props = NULL;
+
+	if ((code = svc_layout(a, b, v, req->backend_params, &o, st)) != GRPC_OK)
+		return code;
+	if ((code = svc_fence(a, v->id, req->fence, FENCE_GRANT, st)) != GRPC_OK)
+		return code;
+	if (b->ops->device_path(b, v->name, dev, sizeof(dev)) < 0)
+		return agent_status_set(st, GRPC_INVALID_ARGUMENT, "invalid volume id \"%s\"",
+		                        v->id);
+	r = b->ops->size(b, v->name, &have, &e);
+	if (r == 0) {
+		if (!same_size(b, have, req->capacity_bytes))
+			return agent_status_set(st, GRPC_ALREADY_EXISTS,
+			                        "volume \"%s\" exists with %" PRId64
+			                        " bytes; requested %" PRId64,
+			                        v->id, have, (int64_t)req->capacity_bytes);
+		goto wait;
+	}
+	if (r != -ENOENT)
+		return agent_status_from_err(st, &e);
+	if (b->cfg.kind == BACKEND_ZFS || (b->cfg.kind == BACKEND_LVM && !o.thin)) {
+		if (b->ops->capacity(b, &total, &avail, &e) < 0)
+			return agent_status_from_err(st, &e);
+		if (avail < req->capacity_bytes)
+			return agent_status_set(st, GRPC_RESOURCE_EXHAUSTED,
+			                        "pool \"%s\" has %" PRId64
+			                        " bytes available; %" PRId64 " requested",
+			                        v->pool, avail, (int64_t)req->capacity_bytes);
+	}
+	const PB(BackendParams) *bp = req->backend_params;
+	if (bp && bp->params_case == PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__PARAMS_ZFS &&
+	    bp->zfs->n_properties) {
+		props = calloc(bp->zfs->n_properties, sizeof(char *));
+		if (!props)
+			abort();
+		for (size_t i = 0; i < bp->zfs->n_properties; i++)
+			if (asprintf(&props[i], "%s=%s", bp->zfs->properties[i]->key,
+			             bp->zfs->properties[i]->value ? bp->zfs->properties[i]->value
+			                                           : "") < 0)
+				abort();
+		o.props = (const char *const *)props;
+		o.n_props = bp->zfs->n_properties;
+	}
+	r = b->ops->create(b, v->name, req->capacity_bytes, &o, &e);
+	for (size_t i = 0; props && i < o.n_props; i++)
+		free(props[i]);
+	free(props);
+	if (r == -ENOSPC)
+		return agent_status_set(st, GRPC_RESOURCE_EXHAUSTED, "%s", e.msg);
+	if (r < 0)
+		return agent_status_set(st, r == -ETIMEDOUT ? GRPC_UNAVAILABLE : GRPC_INTERNAL,
+		                        "%s", e.msg);
+wait:
+	if (backend_device_wait(dev, backend_regular_devices(b), a->create_wait_ms, 100) < 0)
+		return agent_status_set(st, GRPC_UNAVAILABLE, "device %s did not appear", dev);
+	if (b->ops->size(b, v->name, &have, &e) < 0)
+		return agent_status_from_err(st, &e);
+	resp->device_path = svc_strdup(dev);
+	resp->capacity_bytes = have;
+	return svc_ok(st);
+}
+
+int agent_create_volume(agent_service *a, const PB(CreateVolumeRequest) * req,
+                        PB(CreateVolumeResponse) * resp, struct agent_status *st)
+{
+	struct volref v;
+	backend *b;
+	int code;
+	if (svc_enter(a, st))
+		return st->code;
+	if ((code = svc_parse_volume_id(req->volume_id, &v, st)) == GRPC_OK &&
+	    (code = svc_route(a, &v, (int)req->backend_type, &b, st)) == GRPC_OK) {
+		if (req->capacity_bytes <= 0) {
+			code = agent_status_set(st, GRPC_INVALID_ARGUMENT,
+			                        "capacity_bytes must be positive, got %" PRId64,
+			                        (int64_t)req->capacity_bytes);
+		} else {
+			svc_lock_volume(a, v.id);
+			code = do_create(a, b, &v, req, resp, st);
+			svc_unlock_volume(a, v.id);
+		}
+	}
+	svc_leave(a);
+	return code;
+}
+
+/* ---- DeleteVolume -------------------------------------------------------------------------------- */
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+	}
+}
+
+static int do_delete(agent_service *a, backend *b, const struct volref *v,
+                     const PB(DeleteVolumeRequest) * req, struct agent_status *st)
+{
+	struct err e = {0};
+	char nqn[256];
+	int64_t have;
+	int code, r;
+	if ((code = svc_fence(a, v->id, req->fence, FENCE_DESTROY, st)) != GRPC_OK)
+		return code;
+	if (nvmet_nqn_from_volume(v->id, nqn, sizeof(nqn), NULL) == 0) {
+		pthread_mutex_lock(&a->nv_mu);
+		bool exported = nvmet_subsys_exists(a->nv, nqn);
+		pthread_mutex_unlock(&a->nv_mu);
+		if (exported)
+			return agent_status_set(
+			    st, GRPC_FAILED_PRECONDITION,
+			    "volume \"%s\" is still exported as %s; unexport it first", v->id, nqn);
+	}
+	r = b->ops->size(b, v->name, &have, &e);
+	if (r < 0 && r != -ENOENT)
+		return agent_status_from_err(st, &e);
+	if (r == 0) {
+		for (int attempt = 0;; attempt++) {
+			r = b->ops->destroy(b, v->name, &e);
+			if (r != -EBUSY || attempt == 3)
+				break;
+			sleep_ms(a->busy_retry_ms);
+		}
+		if (r == -EBUSY)
+			return agent_status_set(st, GRPC_FAILED_PRECONDITION,
+			                        "volume \"%s\" is busy: %s", v->id, e.msg);
+		if (r < 0 && r != -ENOENT)
+			return agent_status_set(
+			    st, r == -ETIMEDOUT ? GRPC_UNAVAILABLE : GRPC_FAILED_PRECONDITION, "%s",
+			    e.msg);
+	}
+	if (agent_fence_end(a->state_dir, v->id, &e) < 0 ||
+	    agent_identity_forget(a->state_dir, v->id, &e) < 0)
+		return agent_status_set(st, GRPC_INTERNAL, "%s", e.msg);
+	return svc_ok(st);
+}
+
+int agent_delete_volume(agent_service *a, const PB(DeleteVolumeRequest) * req,
+                        PB(DeleteVolumeResponse) * resp, struct agent_status *st)
+{
+	struct volref v;
+	backend *b;
+	int code;
+	(void)resp;
+	if (svc_enter(a, st))
+		return st->code;
+	if ((code = svc_parse_volume_id(req->volume_id, &v, st)) == GRPC_OK &&
+	    (code = svc_route(a, &v, (int)req->backend_type, &b, st)) == GRPC_OK) {
+		svc_lock_volume(a, v.id);
+		code = do_delete(a, b, &v, req, st);
+		svc_unlock_volume(a, v.id);
+	}
+	svc_leave(a);
+	return code;
+}
+
+/* ---- ExpandVolume -------------------------------------------------------------------------------- */
+
+static int do_expand(agent_service *a, backend *b, const struct volref *v,
+                     const PB(ExpandVolumeRequest) * req, PB(ExpandVolumeResponse) * resp,
+                     struct agent_status *st)
+{
+	struct err e = {0};
+	char nqn[256];
+	int64_t cur;
+	int code, r;
+	if ((code = svc_fence(a, v->id, req->fence, FENCE_GRANT, st)) != GRPC_OK)
+		return code;
+	r = b->ops->size(b, v->name, &cur, &e);
+	if (r == -ENOENT)
+		return agent_status_set(st, GRPC_NOT_FOUND, "volume \"%s\" does not exist", v->id);
+	if (r < 0)
+		return agent_status_from_err(st, &e);
+	if (req->requested_bytes < cur && !same_size(b, cur, req->requested_bytes))
+		return agent_status_set(st, GRPC_OUT_OF_RANGE,
+		                        "cannot shrink volume \"%s\" from %" PRId64 " to %" PRId64
+		                        " bytes",
+		                        v->id, cur, (int64_t)req->requested_bytes);
+	if (req->requested_bytes > cur) {
+		r = b->ops->expand(b, v->name, req->requested_bytes, &e);
+		if (r == -ENOSPC)
+			return agent_status_set(st, GRPC_RESOURCE_EXHAUSTED, "%s", e.msg);
+		if (r < 0)
+			return agent_status_set(
+			    st, r == -ETIMEDOUT ? GRPC_UNAVAILABLE : GRPC_INTERNAL, "%s", e.msg);
+	}
+	if (nvmet_nqn_from_volume(v->id, nqn, sizeof(nqn), NULL) == 0) {
+		pthread_mutex_lock(&a->nv_mu);
+		r = nvmet_subsys_exists(a->nv, nqn) ? nvmet_ns_revalidate(a->nv, nqn, &e) : 0;
+		pthread_mutex_unlock(&a->nv_mu);
+		if (r < 0)
+			return agent_status_from_err(st, &e);
+	}
+	if (b->ops->size(b, v->name, &cur, &e) < 0)
+		return agent_status_from_err(st, &e);
+	resp->capacity_bytes = cur;
+	return svc_ok(st);
+}
+
+int agent_expand_volume(agent_service *a, const PB(ExpandVolumeRequest) * req,
+                        PB(ExpandVolumeResponse) * resp, struct agent_status *st)
+{
+	struct volref v;
+	backend *b;
+	int code;
+	if (svc_enter(a, st))
+		return st->code;
+	if ((code = svc_parse_volume_id(req->volume_id, &v, st)) == GRPC_OK &&
+	    (code = svc_route(a, &v, (int)req->backend_type, &b, st)) == GRPC_OK) {
+		if (req->requested_bytes <= 0) {
+			code = agent_status_set(st, GRPC_INVALID_ARGUMENT,
+			                        "requested_bytes must be positive, got %" PRId64,
+			                        (int64_t)req->requested_bytes);
+		} else {
+			svc_lock_volume(a, v.id);
+			code = do_expand(a, b, &v, req, resp, st);
+			svc_unlock_volume(a, v.id);
+		}
+	}
+	svc_leave(a);
+	return code;
+}

@@ -1,0 +1,169 @@
+/* Backend construction, command runner, device wait. */
+#include "backend/backend.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/exec.h"
+
+const char *backend_kind_name(enum backend_kind k)
+{
+	switch (k) {
+	case BACKEND_ZFS: return "zfs";
+	case BACKEND_LVM: return "lvm";
+	case BACKEND_FILE: return "file";
+	}
+	return "unknown";
+}
+
+void backend_config_clear(struct backend_config *c)
+{
+	free(c->pool);
+	free(c->parent_dataset);
+	free(c->thin_pool);
+	free(c->directory);
+	memset(c, 0, sizeof(*c));
+}
+
+static int dup_opt(char **dst, const char *src)
+{
+	*dst = NULL;
+	if (!src)
+		return 0;
+	*dst = strdup(src);
+	return *dst ? 0 : -ENOMEM;
+}
+
+int backend_new(const struct backend_config *cfg, backend **out, struct err *e)
+{
+	backend *b;
+	*out = NULL;
+	if (!cfg->pool || !*cfg->pool)
+		return err_set(e, -EINVAL, "backend: pool name is required");
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return err_set(e, -ENOMEM, "backend: out of memory");
+	switch (cfg->kind) {
+	case BACKEND_ZFS: b->ops = &backend_zfs_ops; break;
+	case BACKEND_LVM: b->ops = &backend_lvm_ops; break;
+	case BACKEND_FILE: b->ops = &backend_file_ops; break;
+	default: free(b); return err_set(e, -EINVAL, "backend: unknown kind %d", (int)cfg->kind);
+	}
+	b->cfg.kind = cfg->kind;
+	b->cfg.thin_default = cfg->thin_default;
+	b->cfg.preallocate = cfg->preallocate;
+	if (dup_opt(&b->cfg.pool, cfg->pool) < 0 ||
+	    dup_opt(&b->cfg.parent_dataset, cfg->parent_dataset) < 0 ||
+	    dup_opt(&b->cfg.thin_pool, cfg->thin_pool) < 0 ||
+	    dup_opt(&b->cfg.directory, cfg->directory) < 0) {
+		backend_free(b);
+		return err_set(e, -ENOMEM, "backend: out of memory");
+	}
+	snprintf(b->dev_root, sizeof(b->dev_root), "/dev");
+	b->timeout_ms = 60000;
+	*out = b;
+	return 0;
+}
+
+void backend_free(backend *b)
+{
+	if (!b)
+		return;
+	backend_config_clear(&b->cfg);
+	free(b);
+}
+
+void backend_set_dev_root(backend *b, const char *dev_root)
+{
+	snprintf(b->dev_root, sizeof(b->dev_root), "%s", dev_root);
+}
+
+bool backend_regular_devices(const backend *b)
+{
+	return b->cfg.kind == BACKEND_FILE || strcmp(b->dev_root, "/dev") != 0;
+}
+
+int backend_run(backend *b, const char *const argv[], struct exec_result *res, struct err *e)
+{
+	struct exec_opts o = {.timeout_ms = b->timeout_ms};
+	struct err xe = {0};
+	memset(res, 0, sizeof(*res));
+	int r = exec_run(argv, &o, res, &xe);
+	if (r == -ETIMEDOUT || res->timed_out)
+		return err_set(e, -ETIMEDOUT, "%s: timed out after %d ms", argv[0], b->timeout_ms);
+	if (r < 0)
+		return err_set(e, r == -ENOENT ? -EIO : r, "%s: %s", argv[0], xe.msg);
+	if (res->exit_code == 0)
+		return 0;
+	const char *all = res->err_len ? res->err : (res->out ? res->out : "");
+	int code = -EIO;
+	if (strstr(all, "out of space") || strstr(all, "Insufficient free space"))
+		code = -ENOSPC;
+	else if (strstr(all, "busy") || strstr(all, "in use"))
+		code = -EBUSY;
+	else if (strstr(all, "does not exist") || strstr(all, "Failed to find logical volume") ||
+	         strstr(all, "not found"))
+		code = -ENOENT;
+	const char *sum = exec_result_summary(res);
+	if (res->exit_code < 0)
+		return err_set(e, code, "%s: killed by signal %d%s%s", argv[0], res->term_signal,
+		               *sum ? ": " : "", sum);
+	return err_set(e, code, "%s: %s", argv[0], *sum ? sum : "failed without a message");
+}
+
+int backend_parse_i64(const char *s, int64_t *out)
+{
+	char *end;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')
+		end++;
+	if (end == s || *end || errno)
+		return -EIO;
+	*out = v;
+	return 0;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+	}
+}
+
+static int device_ok(const char *path, bool allow_regular)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return 0;
+	if (!S_ISBLK(st.st_mode) && !(allow_regular && S_ISREG(st.st_mode)))
+		return 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+int backend_device_wait(const char *path, bool allow_regular, int timeout_ms, int poll_ms)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (device_ok(path, allow_regular))
+			return 0;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		long el = (t.tv_sec - t0.tv_sec) * 1000L + (t.tv_nsec - t0.tv_nsec) / 1000000L;
+		if (el >= timeout_ms)
+			return -ENXIO;
+		sleep_ms(poll_ms < timeout_ms - (int)el ? poll_ms : timeout_ms - (int)el);
+	}
+}

@@ -1,0 +1,168 @@
+/* The file backend: sparse files <directory>/<name>.img (agent-api.md §14). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "base/file.h"
+
+static int img_path(const backend *b, const char *name, char *out, size_t cap)
+{
+	int n = snprintf(out, cap, "%s/%s.img", b->cfg.directory, name);
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+#define PATH_OR_FAIL(b, name, p)                                                              \
+	do {                                                                                  \
+		if (img_path(b, name, p, sizeof(p)) < 0)                                      \
+			return err_set(e, -EINVAL, "file name for \"%s\" is too long", name); \
+	} while (0)
+
+static int grow(int fd, int64_t bytes, bool prealloc, const char *p, struct err *e)
+{
+	if (ftruncate(fd, bytes) < 0)
+		return err_set(e, errno == ENOSPC || errno == EFBIG ? -ENOSPC : -errno,
+		               "truncate %s: %s", p, strerror(errno));
+	if (prealloc) {
+		int r = posix_fallocate(fd, 0, bytes);
+		if (r)
+			return err_set(e, r == ENOSPC ? -ENOSPC : -r, "fallocate %s: %s", p,
+			               strerror(r));
+	}
+	if (fsync(fd) < 0)
+		return err_set(e, -errno, "fsync %s: %s", p, strerror(errno));
+	return 0;
+}
+
+static int file_create(backend *b, const char *name, int64_t bytes,
+                       const struct backend_create_opts *o, struct err *e)
+{
+	char p[4096];
+	PATH_OR_FAIL(b, name, p);
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return err_set(e, -errno, "create %s: %s", p, strerror(errno));
+	int r = grow(fd, bytes, (o && o->preallocate) || b->cfg.preallocate, p, e);
+	close(fd);
+	if (r < 0) {
+		unlink(p);
+		return r;
+	}
+	return file_fsync_dir(b->cfg.directory, e);
+}
+
+static int file_expand(backend *b, const char *name, int64_t bytes, struct err *e)
+{
+	char p[4096];
+	struct stat st;
+	PATH_OR_FAIL(b, name, p);
+	int fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(e, -errno, "open %s: %s", p, strerror(errno));
+	int r = fstat(fd, &st) < 0 ? err_set(e, -errno, "stat %s", p) : 0;
+	if (r == 0 && st.st_size > bytes)
+		r = err_set(e, -EINVAL, "cannot shrink");
+	/* A preallocated volume keeps being fully allocated; a sparse one stays sparse. */
+	if (r == 0)
+		r = grow(fd, bytes,
+		         b->cfg.preallocate || (st.st_blocks * 512 >= st.st_size && st.st_size > 0),
+		         p, e);
+	close(fd);
+	return r;
+}
+
+static int file_destroy(backend *b, const char *name, struct err *e)
+{
+	char p[4096];
+	PATH_OR_FAIL(b, name, p);
+	if (unlink(p) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return err_set(e, -errno, "remove %s: %s", p, strerror(errno));
+	}
+	return file_fsync_dir(b->cfg.directory, e);
+}
+
+static int file_size(backend *b, const char *name, int64_t *bytes, struct err *e)
+{
+	char p[4096];
+	struct stat st;
+	PATH_OR_FAIL(b, name, p);
+	if (stat(p, &st) < 0)
+		return err_set(e, -errno, "stat %s: %s", p, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return err_set(e, -EIO, "%s is not a regular file", p);
+	*bytes = st.st_size;
+	return 0;
+}
+
+static int file_capacity(backend *b, int64_t *total, int64_t *avail, struct err *e)
+{
+	struct statvfs sv;
+	if (statvfs(b->cfg.directory, &sv) < 0)
+		return err_set(e, -errno, "statvfs %s: %s", b->cfg.directory, strerror(errno));
+	*total = (int64_t)sv.f_blocks * (int64_t)sv.f_frsize;
+	*avail = (int64_t)sv.f_bavail * (int64_t)sv.f_frsize;
+	return 0;
+}
+
+static int file_list(backend *b, struct backend_vol **out, size_t *n, struct err *e)
+{
+	struct backend_vol *v = NULL;
+	size_t cnt = 0, cap = 0;
+	struct dirent *de;
+	*out = NULL;
+	*n = 0;
+	DIR *d = opendir(b->cfg.directory);
+	if (!d)
+		return err_set(e, -errno, "open %s: %s", b->cfg.directory, strerror(errno));
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		int64_t size;
+		if (len <= 4 || len - 4 >= sizeof(v->name) ||
+		    strcmp(de->d_name + len - 4, ".img") != 0 || de->d_name[0] == '.')
+			continue;
+		char name[sizeof(v->name)];
+		memcpy(name, de->d_name, len - 4);
+		name[len - 4] = '\0';
+		if (file_size(b, name, &size, NULL) < 0)
+			continue;
+		if (cnt == cap) {
+			struct backend_vol *nv = realloc(v, (cap = cap ? cap * 2 : 8) * sizeof(*v));
+			if (!nv) {
+				closedir(d);
+				free(v);
+				return err_set(e, -ENOMEM, "out of memory");
+			}
+			v = nv;
+		}
+		memcpy(v[cnt].name, name, len - 3);
+		v[cnt++].size = size;
+	}
+	closedir(d);
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+static int file_device_path(const backend *b, const char *name, char *out, size_t cap)
+{
+	return img_path(b, name, out, cap);
+}
+
+const struct backend_ops backend_file_ops = {
+    .create = file_create,
+    .destroy = file_destroy,
+    .expand = file_expand,
+    .size = file_size,
+    .capacity = file_capacity,
+    .list = file_list,
+    .device_path = file_device_path,
+    .activate = NULL,
+};

@@ -1,0 +1,188 @@
+/* ZFS zvols through the zfs CLI (agent-api.md §5.2). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "base/exec.h"
+
+#define DS_MAX 512
+
+/* <pool>[/<parent>] */
+static int base_ds(const backend *b, char *out, size_t cap)
+{
+	int n = b->cfg.parent_dataset && *b->cfg.parent_dataset
+	            ? snprintf(out, cap, "%s/%s", b->cfg.pool, b->cfg.parent_dataset)
+	            : snprintf(out, cap, "%s", b->cfg.pool);
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+static int vol_ds(const backend *b, const char *name, char *out, size_t cap)
+{
+	char base[DS_MAX];
+	if (base_ds(b, base, sizeof(base)) < 0)
+		return -ENAMETOOLONG;
+	int n = snprintf(out, cap, "%s/%s", base, name);
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+#define DS_OR_FAIL(b, name, ds)                                                                  \
+	do {                                                                                     \
+		if (vol_ds(b, name, ds, sizeof(ds)) < 0)                                         \
+			return err_set(e, -EINVAL, "dataset name for \"%s\" is too long", name); \
+	} while (0)
+
+static int zfs_size(backend *b, const char *name, int64_t *bytes, struct err *e)
+{
+	char ds[DS_MAX];
+	struct exec_result res;
+	DS_OR_FAIL(b, name, ds);
+	const char *argv[] = {"zfs", "get", "-Hpo", "value", "volsize", ds, NULL};
+	int r = backend_run(b, argv, &res, e);
+	if (r == 0 && backend_parse_i64(res.out, bytes) < 0)
+		r = err_set(e, -EIO, "zfs get volsize %s: unexpected output \"%s\"", ds, res.out);
+	exec_result_free(&res);
+	return r;
+}
+
+static int zfs_create(backend *b, const char *name, int64_t bytes,
+                      const struct backend_create_opts *o, struct err *e)
+{
+	char ds[DS_MAX], size[24];
+	struct exec_result res;
+	bool has_volmode = false;
+	size_t n = 0, np = o ? o->n_props : 0;
+	DS_OR_FAIL(b, name, ds);
+	const char **argv = calloc(10 + 2 * np, sizeof(char *));
+	if (!argv)
+		return err_set(e, -ENOMEM, "out of memory");
+	snprintf(size, sizeof(size), "%lld", (long long)bytes);
+	argv[n++] = "zfs";
+	argv[n++] = "create";
+	argv[n++] = "-p";
+	argv[n++] = "-V";
+	argv[n++] = size;
+	for (size_t i = 0; i < np; i++)
+		has_volmode |= strncmp(o->props[i], "volmode=", 8) == 0;
+	if (!has_volmode) {
+		argv[n++] = "-o";
+		argv[n++] = "volmode=dev";
+	}
+	for (size_t i = 0; i < np; i++) {
+		argv[n++] = "-o";
+		argv[n++] = o->props[i];
+	}
+	argv[n++] = ds;
+	argv[n] = NULL;
+	int r = backend_run(b, argv, &res, e);
+	exec_result_free(&res);
+	free(argv);
+	return r;
+}
+
+static int zfs_expand(backend *b, const char *name, int64_t bytes, struct err *e)
+{
+	char ds[DS_MAX], prop[40];
+	struct exec_result res;
+	DS_OR_FAIL(b, name, ds);
+	snprintf(prop, sizeof(prop), "volsize=%lld", (long long)bytes);
+	const char *argv[] = {"zfs", "set", prop, ds, NULL};
+	int r = backend_run(b, argv, &res, e);
+	exec_result_free(&res);
+	return r;
+}
+
+static int zfs_destroy(backend *b, const char *name, struct err *e)
+{
+	char ds[DS_MAX];
+	struct exec_result res;
+	DS_OR_FAIL(b, name, ds);
+	const char *argv[] = {"zfs", "destroy", ds, NULL};
+	int r = backend_run(b, argv, &res, e);
+	exec_result_free(&res);
+	return r;
+}
+
+static int zfs_capacity(backend *b, int64_t *total, int64_t *avail, struct err *e)
+{
+	char ds[DS_MAX];
+	struct exec_result res;
+	int64_t used = 0;
+	if (base_ds(b, ds, sizeof(ds)) < 0)
+		return err_set(e, -EINVAL, "dataset name too long");
+	const char *argv[] = {"zfs", "get", "-Hpo", "value", "used,available", ds, NULL};
+	int r = backend_run(b, argv, &res, e);
+	if (r == 0) {
+		char *nl = strchr(res.out, '\n');
+		if (!nl || backend_parse_i64((*nl = '\0', res.out), &used) < 0 ||
+		    backend_parse_i64(nl + 1, avail) < 0)
+			r = err_set(e, -EIO, "zfs get used,available %s: unexpected output", ds);
+		else
+			*total = used + *avail;
+	}
+	exec_result_free(&res);
+	return r;
+}
+
+static int zfs_list(backend *b, struct backend_vol **out, size_t *n, struct err *e)
+{
+	char ds[DS_MAX];
+	struct exec_result res;
+	size_t cnt = 0, cap = 0, blen;
+	struct backend_vol *v = NULL;
+	*out = NULL;
+	*n = 0;
+	if (base_ds(b, ds, sizeof(ds)) < 0)
+		return err_set(e, -EINVAL, "dataset name too long");
+	blen = strlen(ds);
+	const char *argv[] = {"zfs", "list", "-Hpo", "name,volsize", "-t", "volume", "-d",
+	                      "1",   ds,     NULL};
+	int r = backend_run(b, argv, &res, e);
+	for (char *save = NULL, *line = r == 0 ? strtok_r(res.out, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *tab = strchr(line, '\t');
+		if (!tab || strncmp(line, ds, blen) != 0 || line[blen] != '/')
+			continue;
+		*tab = '\0';
+		if (cnt == cap) {
+			struct backend_vol *nv = realloc(v, (cap = cap ? cap * 2 : 8) * sizeof(*v));
+			if (!nv) {
+				r = err_set(e, -ENOMEM, "out of memory");
+				break;
+			}
+			v = nv;
+		}
+		snprintf(v[cnt].name, sizeof(v[cnt].name), "%s", line + blen + 1);
+		if (backend_parse_i64(tab + 1, &v[cnt].size) == 0)
+			cnt++;
+	}
+	exec_result_free(&res);
+	if (r < 0) {
+		free(v);
+		return r;
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+static int zfs_device_path(const backend *b, const char *name, char *out, size_t cap)
+{
+	char ds[DS_MAX];
+	if (vol_ds(b, name, ds, sizeof(ds)) < 0)
+		return -ENAMETOOLONG;
+	int n = snprintf(out, cap, "%s/zvol/%s", b->dev_root, ds);
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+const struct backend_ops backend_zfs_ops = {
+    .create = zfs_create,
+    .destroy = zfs_destroy,
+    .expand = zfs_expand,
+    .size = zfs_size,
+    .capacity = zfs_capacity,
+    .list = zfs_list,
+    .device_path = zfs_device_path,
+    .activate = NULL,
+};

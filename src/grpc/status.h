@@ -1,0 +1,101 @@
+/* grpc/status — gRPC status codes and the small wire encodings around them.
+ *
+ * Status codes are the gRPC enum (OK=0 … UNAUTHENTICATED=16).  This header also holds the pure
+ * helpers of the gRPC-over-HTTP/2 wire format that both server and client use: percent-encoding
+ * of `grpc-message`, `grpc-timeout` parsing and formatting, metadata key/value validation, the
+ * mapping of an HTTP status or an RST_STREAM code to a gRPC status, and the 5-byte message prefix.
+ * None of these functions allocate; they never fail silently (see each for its return).
+ */
+#ifndef PILLAR_GRPC_STATUS_H
+#define PILLAR_GRPC_STATUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum grpc_code {
+	GRPC_OK = 0,
+	GRPC_CANCELLED = 1,
+	GRPC_UNKNOWN = 2,
+	GRPC_INVALID_ARGUMENT = 3,
+	GRPC_DEADLINE_EXCEEDED = 4,
+	GRPC_NOT_FOUND = 5,
+	GRPC_ALREADY_EXISTS = 6,
+	GRPC_PERMISSION_DENIED = 7,
+	GRPC_RESOURCE_EXHAUSTED = 8,
+	GRPC_FAILED_PRECONDITION = 9,
+	GRPC_ABORTED = 10,
+	GRPC_OUT_OF_RANGE = 11,
+	GRPC_UNIMPLEMENTED = 12,
+	GRPC_INTERNAL = 13,
+	GRPC_UNAVAILABLE = 14,
+	GRPC_DATA_LOSS = 15,
+	GRPC_UNAUTHENTICATED = 16,
+};
+
+#define GRPC_STATUS_MSG_MAX 512
+/* Default receive limit of server and client (gRPC's own default). */
+#define GRPC_DEFAULT_MAX_MSG (4u << 20)
+
+/* A call's outcome as the client sees it. */
+struct grpc_status {
+	int code;                      /* enum grpc_code */
+	char msg[GRPC_STATUS_MSG_MAX]; /* decoded grpc-message, "" when none */
+};
+
+/* "OK", "CANCELLED", … "UNAUTHENTICATED"; "UNKNOWN_CODE" for a value outside the enum. */
+const char *grpc_code_name(int code);
+
+/* Percent-encodes s for `grpc-message` (bytes outside 0x20..0x7e and '%' become %XX) into out.
+ * Returns the length written, always NUL-terminating; the output is cut at a whole escape when
+ * cap is too small. */
+size_t grpc_msg_encode(const char *s, char *out, size_t cap);
+/* Decodes a `grpc-message` value of len bytes into out (NUL-terminated); malformed escapes are
+ * kept literally, as the gRPC spec asks.  Returns the length written. */
+size_t grpc_msg_decode(const char *s, size_t len, char *out, size_t cap);
+
+/* Parses a `grpc-timeout` value ("1-8 digits" + one of H M S m u n) into milliseconds, rounding
+ * up sub-millisecond values.  Returns 0, or -EINVAL for a malformed value. */
+int grpc_timeout_parse(const char *s, size_t len, int64_t *ms);
+/* Formats a timeout of ms milliseconds (> 0) as a `grpc-timeout` value. Returns the length. */
+size_t grpc_timeout_format(int64_t ms, char *out, size_t cap);
+
+/* Custom metadata: a key is 1+ chars of [0-9a-z_.-] and is not reserved (":"-prefixed or
+ * "grpc-"-prefixed); an ASCII value (key not ending in "-bin") is printable 0x20..0x7e.
+ * Return true when valid. */
+bool grpc_md_key_valid(const char *key);
+bool grpc_md_value_valid(const char *key, const char *value, size_t len);
+
+/* gRPC code for an HTTP :status other than 200 (gRPC's http-grpc-status-mapping). */
+int grpc_code_from_http(int http_status);
+/* gRPC code for a stream reset with an HTTP/2 error code and no grpc-status. */
+int grpc_code_from_h2_error(uint32_t h2_error);
+
+/* The 5-byte message prefix: flag byte (compressed) and big-endian length. */
+#define GRPC_PREFIX_LEN 5
+void grpc_prefix_write(uint8_t out[GRPC_PREFIX_LEN], bool compressed, uint32_t len);
+
+/* Incremental reassembly of length-prefixed messages from DATA chunks.
+ * grpc_deframer_feed consumes all of len and returns: 0 when more bytes are needed or after
+ * complete messages were delivered to on_msg; -EPROTO for a set compression flag; -EMSGSIZE when
+ * a message announces more than max bytes; -ENOMEM; or the negative value on_msg returned.
+ * After an error the deframer must not be fed again.  msg points into the deframer's buffer,
+ * valid during the callback only. */
+struct grpc_deframer {
+	uint8_t hdr[GRPC_PREFIX_LEN];
+	size_t hdr_len;
+	uint8_t *buf;
+	size_t cap, len, want;
+	bool in_body;
+	size_t max;
+	uint32_t last_len; /* size announced by the failing prefix, for messages */
+};
+typedef int (*grpc_msg_fn)(void *arg, const uint8_t *msg, size_t len);
+void grpc_deframer_init(struct grpc_deframer *d, size_t max);
+int grpc_deframer_feed(struct grpc_deframer *d, const uint8_t *data, size_t len, grpc_msg_fn on_msg,
+                       void *arg);
+/* True when no partial message is buffered. */
+bool grpc_deframer_idle(const struct grpc_deframer *d);
+void grpc_deframer_free(struct grpc_deframer *d);
+
+#endif

@@ -1,0 +1,34 @@
+/* Internal to src/nvmet: tree operations under <root>/nvmet with the fake-root emulation.
+ * Every function takes a path relative to <root>/nvmet and returns 0 or a negative errno with a
+ * message naming that path and the errno name. */
+#ifndef PILLAR_NVMET_FS_H
+#define PILLAR_NVMET_FS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "nvmet/nvmet.h"
+
+/* Absolute path of rel; -ENAMETOOLONG. */
+int nvmet_fs_path(const nvmet *nv, const char *rel, char *out, size_t cap);
+/* Formats rel from fmt into out (NVMET_PATH_MAX); -ENAMETOOLONG. */
+int nvmet_fs_rel(char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool nvmet_fs_exists(const nvmet *nv, const char *rel);
+/* EEXIST is success; *created (optional) tells whether this call made it. */
+int nvmet_fs_mkdir(nvmet *nv, const char *rel, bool *created, struct err *e);
+/* EEXIST is success. */
+int nvmet_fs_symlink(nvmet *nv, const char *target, const char *rel, struct err *e);
+/* ENOENT is success. */
+int nvmet_fs_unlink(nvmet *nv, const char *rel, struct err *e);
+/* ENOENT is success; in fake mode the emulated attribute files go first. */
+int nvmet_fs_rmdir(nvmet *nv, const char *rel, struct err *e);
+/* Entries of a directory except "." and "..", sorted; a missing directory is an empty list.
+ * Free with nvmet_fs_names_free. */
+int nvmet_fs_list(const nvmet *nv, const char *rel, char ***names, size_t *n, struct err *e);
+void nvmet_fs_names_free(char **names, size_t n);
+/* Write without read-back, for write-only attributes (revalidate_size). */
+int nvmet_fs_write_only(nvmet *nv, const char *rel, const char *value, struct err *e);
+/* errno name ("EINVAL") for messages. */
+const char *nvmet_fs_errname(int err);
+
+#endif

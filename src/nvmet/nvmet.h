@@ -1,0 +1,136 @@
+/* nvmet — the kernel NVMe-oF target driven through configfs (spec/nvmet.md).
+ *
+ * Every attribute write goes through nvmet_attr_write(): skip when already satisfied, one
+ * write(2) of "value\n" on a fresh open, then a read-back compared after trimming (UUIDs
+ * case-insensitively).  All paths live under the root given to nvmet_open() (the
+ * `--configfs-root`), so tests run the same code against a plain directory tree.  When the root
+ * is not a configfs mount ("fake" mode) the layer emulates what the kernel does by itself: mkdir
+ * of a subsystem, namespace or port creates its default attribute files and child directories
+ * (with random serial/UUID like the kernel, K11), and rmdir removes them again.  Kernel ordering
+ * rules are not enforced by the fake; tests check the order through the trace hook.
+ *
+ * Errors: functions return 0 or a negative errno with a message naming the configfs path.  The
+ * errno is the kernel's where the kernel refused (nvmet.md §9 maps it), otherwise:
+ *   -ENOENT  nvmet not available (message `nvmet configfs not available at <root>/nvmet`) or
+ *            subsystem missing where required
+ *   -EIO     read-back mismatch (`nvmet <path>: wrote "<w>" but read back "<r>"`)
+ *   -EBUSY   conflict: in-capsule size, enabled namespace with another device
+ *   -EOPNOTSUPP  no revalidate_size attribute (old kernel)
+ *   -EINVAL  malformed input (bad NQN, bad address)
+ * Not thread-safe: the caller serialises operations on one handle (the agent's configfs lock).
+ */
+#ifndef PILLAR_NVMET_NVMET_H
+#define PILLAR_NVMET_NVMET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+
+#define NVMET_NQN_PREFIX "nqn.2026-01.com.bhyoo.pillar-csi:"
+#define NVMET_NQN_MAX    223
+#define NVMET_PATH_MAX   1024
+
+typedef struct nvmet nvmet;
+
+/* ---- names (pure) ---------------------------------------------------------------------------- */
+
+/* NQN of an agent volume ID `<pool>/<name>`: the prefix plus the ID with "/" → ".".
+ * -ENAMETOOLONG with `NQN for volume "<id>" is <n> bytes; the limit is 223`; -EINVAL when the ID
+ * has no "/". */
+int nvmet_nqn_from_volume(const char *volume_id, char *out, size_t cap, struct err *e);
+/* Reverse mapping (strip prefix, split at the last "."); -EINVAL when not ours. */
+int nvmet_volume_from_nqn(const char *nqn, char *out, size_t cap);
+/* FNV-1a over the textual address, then the port as one 32-bit value (nvmet.md §2.2). */
+uint32_t nvmet_port_hash(const char *bind_address, uint32_t port);
+/* h mod 65535 + 1. */
+unsigned nvmet_port_preferred_id(const char *bind_address, uint32_t port);
+/* Host NQN check: starts with "nqn.", 5..223 bytes, no "/", printable ASCII.  -EINVAL. */
+int nvmet_hostnqn_check(const char *hostnqn, struct err *e);
+
+/* ---- identity (agent-api.md §8.2) ----------------------------------------------------------- */
+
+struct nvmet_identity {
+	char uuid[37];  /* canonical lowercase 8-4-4-4-12 */
+	char nguid[37]; /* UUID text form */
+	char serial[21];
+};
+
+void nvmet_identity_derive(const char *nqn, struct nvmet_identity *out);
+bool nvmet_identity_equal(const struct nvmet_identity *a, const struct nvmet_identity *b);
+
+/* ---- handle and attribute I/O ---------------------------------------------------------------- */
+
+/* Opens a handle on <root>/nvmet.  The tree need not exist yet (nvmet_available says).  -ENOMEM. */
+int nvmet_open(const char *configfs_root, nvmet **out, struct err *e);
+void nvmet_free(nvmet *nv);
+bool nvmet_available(const nvmet *nv);
+bool nvmet_is_fake(const nvmet *nv);
+/* "<root>/nvmet". */
+const char *nvmet_dir(const nvmet *nv);
+
+/* Called for every change made to the tree: op is "write", "mkdir", "symlink", "unlink" or
+ * "rmdir"; rel is relative to <root>/nvmet; value is the written value (write) or the link
+ * target (symlink), NULL otherwise.  Skipped writes are not reported.  For tests and -v logs. */
+typedef void (*nvmet_trace_fn)(void *arg, const char *op, const char *rel, const char *value);
+void nvmet_set_trace(nvmet *nv, nvmet_trace_fn fn, void *arg);
+
+/* THE write: skip when satisfied, write "value\n", read back and compare.  rel is relative to
+ * <root>/nvmet.  0, -EIO on mismatch, or the kernel's errno. */
+int nvmet_attr_write(nvmet *nv, const char *rel, const char *value, struct err *e);
+/* Reads an attribute, trimmed of trailing newline/spaces.  -ENOENT when missing. */
+int nvmet_attr_read(nvmet *nv, const char *rel, char *buf, size_t cap, struct err *e);
+
+/* ---- exports (nvmet.md §5–§7) ------------------------------------------------------------------ */
+
+struct nvmet_export_spec {
+	const char *nqn;
+	const char *device_path;
+	bool acl;                 /* true: admit exactly/at least `hosts`; false: any host */
+	const char *const *hosts; /* desired hosts when acl */
+	size_t n_hosts;
+	bool exact_hosts; /* ReconcileState: revoke hosts not listed; else keep existing */
+	struct nvmet_identity identity; /* wanted (pinned or derived) */
+	int32_t icds;                   /* requested in-capsule data size, 0 = none */
+	const char *bind_address;       /* IP literal (selects the family and the port ID) */
+	uint32_t port;                  /* TCP port (4420 when the RPC said 0) */
+};
+
+struct nvmet_prepared {
+	struct nvmet_identity identity; /* the identity the subsystem now has (live wins) */
+	bool relink; /* hosts were revoked and none is left: drop live associations in phase 2 */
+	bool linked; /* the subsystem was already linked to a port */
+};
+
+/* Phase 1 (§5.1 steps 2–7): never creates or links a port.  The device check (§10.1) is the
+ * caller's.  -EBUSY `namespace 1 of <nqn> is enabled with device <cur>; refusing to switch it to
+ * <new>`. */
+int nvmet_export_prepare(nvmet *nv, const struct nvmet_export_spec *spec,
+                         struct nvmet_prepared *out, struct err *e);
+/* Phase 2 (§5.2 steps 2–7): select/create the port, apply the in-capsule rule (-EBUSY
+ * `param_inline_data_size is <cur> but the export requires <S> (port <id>, <family> <port>)`),
+ * link (relinking first when relink).  *port_id receives the port directory number. */
+int nvmet_export_link(nvmet *nv, const struct nvmet_export_spec *spec, bool relink,
+                      unsigned *port_id, struct err *e);
+/* Removal order of §7 steps 1–6; a missing subsystem is success. */
+int nvmet_export_remove(nvmet *nv, const char *nqn, struct err *e);
+bool nvmet_subsys_exists(nvmet *nv, const char *nqn);
+/* Whether any port links the subsystem. */
+bool nvmet_subsys_linked(nvmet *nv, const char *nqn);
+/* §6.1; -ENOENT when the subsystem does not exist. */
+int nvmet_host_allow(nvmet *nv, const char *nqn, const char *hostnqn, struct err *e);
+/* §6.3 including the relink of step 3; a missing subsystem or host is success. */
+int nvmet_host_deny(nvmet *nv, const char *nqn, const char *hostnqn, struct err *e);
+/* §6.4: 0 when nothing to do or done; -EOPNOTSUPP when the attribute is missing. */
+int nvmet_ns_revalidate(nvmet *nv, const char *nqn, struct err *e);
+
+struct nvmet_export_entry {
+	char nqn[NVMET_NQN_MAX + 1];
+	char volume_id[NVMET_NQN_MAX + 1];
+	int32_t port; /* addr_trsvcid of the lowest-numbered linked port, 0 when unlinked */
+};
+/* Every subsystem with our prefix (others are ignored).  *out is malloc'd (caller frees).  */
+int nvmet_export_list(nvmet *nv, struct nvmet_export_entry **out, size_t *n, struct err *e);
+
+#endif

@@ -1,0 +1,234 @@
+/* Fencing marks (agent-api.md §6) and pinned identities (§8.3–§8.4): every decision rule, the
+ * file-name escaping, the JSON shape and modes, corrupt records, pin precedence. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/fence.h"
+#include "agent/identity.h"
+#include "testutil.h"
+
+static char sd[512];
+#define VOL  "tank/pvc-1"
+#define MARK "generations/tank_2Fpvc-1.mark"
+#define U1   "8d0c7a9e-3f51-4b6e-9b1d-2f7c0e5a4d11"
+#define U2   "11111111-3f51-4b6e-9b1d-2f7c0e5a4d11"
+
+static void setup(void)
+{
+	snprintf(sd, sizeof(sd), "%s", tu_mkdtemp());
+}
+static void teardown(void)
+{
+	tu_rmtree(sd);
+}
+
+static int check(const char *uid, uint64_t gen, enum fence_class c, struct err *e)
+{
+	return agent_fence_check(sd, VOL, uid, gen, c, e);
+}
+
+START_TEST(test_escape)
+{
+	char out[64];
+	ck_assert_int_eq(agent_fence_escape("tank/pvc-1", out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "tank_2Fpvc-1");
+	ck_assert_int_eq(agent_fence_escape("hot_data/pvc-abc", out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "hot_5Fdata_2Fpvc-abc");
+	ck_assert_int_eq(agent_fence_escape("a.b/\xff", out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "a.b_2F_FF");
+	ck_assert_int_eq(agent_fence_escape("abcdef", out, 4), -ENAMETOOLONG);
+}
+END_TEST
+
+START_TEST(test_rule1_missing_token)
+{
+	struct err e = {0};
+	ck_assert_int_eq(check("", 3, FENCE_GRANT, &e), -ESTALE);
+	ck_assert_str_eq(e.msg,
+	                 "stale fencing token (uid \"\", generation 3) for volume \"tank/pvc-1\": "
+	                 "missing fencing token (mark uid \"\", generation 0, ended false)");
+	ck_assert_int_eq(check(NULL, 0, FENCE_REVOKE, &e), -ESTALE);
+	ck_assert_str_eq(tu_read(sd, MARK), ""); /* nothing written */
+}
+END_TEST
+
+START_TEST(test_rule2_adopt_shape_and_modes)
+{
+	struct err e = {0};
+	struct stat st;
+	char p[PATH_MAX];
+	ck_assert_int_eq(check(U1, 7, FENCE_GRANT, &e), 0);
+	ck_assert_str_eq(tu_read(sd, MARK),
+	                 "{\"volumeUID\":\"" U1 "\",\"generation\":7,\"ended\":false,"
+	                 "\"endedUIDs\":[]}");
+	snprintf(p, sizeof(p), "%s/" MARK, sd);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0600);
+	snprintf(p, sizeof(p), "%s/generations", sd);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0750);
+}
+END_TEST
+
+START_TEST(test_rule7_generations)
+{
+	struct err e = {0};
+	ck_assert_int_eq(check(U1, 7, FENCE_GRANT, &e), 0);
+	ck_assert_int_eq(check(U1, 7, FENCE_GRANT, &e), 0);  /* 7' */
+	ck_assert_int_eq(check(U1, 9, FENCE_REVOKE, &e), 0); /* 7'' advances */
+	struct fence_mark m;
+	ck_assert_int_eq(agent_fence_read(sd, VOL, &m, &e), 0);
+	ck_assert_uint_eq(m.generation, 9);
+	agent_fence_mark_clear(&m);
+	ck_assert_int_eq(check(U1, 8, FENCE_GRANT, &e), -ESTALE); /* 7 */
+	ck_assert_str_eq(e.msg, "stale fencing token (uid \"" U1 "\", generation 8) for volume "
+	                        "\"tank/pvc-1\": generation is older than the mark (mark uid \"" U1
+	                        "\", generation 9, ended false)");
+	ck_assert(strncmp(e.msg, "stale fencing token", 19) == 0);
+}
+END_TEST
+
+START_TEST(test_rule4_other_lifecycle)
+{
+	struct err e = {0};
+	ck_assert_int_eq(check(U1, 1, FENCE_GRANT, &e), 0);
+	ck_assert_int_eq(check(U2, 5, FENCE_GRANT, &e), -ESTALE);
+	ck_assert_ptr_nonnull(strstr(e.msg, ": volume is owned by another lifecycle (mark uid"));
+}
+END_TEST
+
+START_TEST(test_rules_5_6_8_lifecycle_end)
+{
+	struct err e = {0};
+	ck_assert_int_eq(check(U1, 4, FENCE_GRANT, &e), 0);
+	ck_assert_int_eq(check(U1, 4, FENCE_DESTROY, &e), 0);
+	ck_assert_int_eq(agent_fence_end(sd, VOL, &e), 0); /* rule 8 */
+	ck_assert_str_eq(tu_read(sd, MARK),
+	                 "{\"volumeUID\":\"" U1 "\",\"generation\":4,\"ended\":true,"
+	                 "\"endedUIDs\":[]}");
+	/* rule 6: retry of the final delete at exactly the mark's generation proceeds */
+	ck_assert_int_eq(check(U1, 4, FENCE_DESTROY, &e), 0);
+	ck_assert_int_eq(check(U1, 4, FENCE_REVOKE, &e), 0);
+	ck_assert_int_eq(check(U1, 4, FENCE_GRANT, &e), -ESTALE);
+	ck_assert_ptr_nonnull(strstr(e.msg, "lifecycle already ended (mark uid"));
+	ck_assert_ptr_nonnull(strstr(e.msg, "ended true)"));
+	ck_assert_int_eq(check(U1, 5, FENCE_DESTROY, &e), -ESTALE);
+	/* rule 5: a new lifecycle takes over */
+	ck_assert_int_eq(check(U2, 1, FENCE_GRANT, &e), 0);
+	ck_assert_str_eq(tu_read(sd, MARK),
+	                 "{\"volumeUID\":\"" U2 "\",\"generation\":1,\"ended\":false,"
+	                 "\"endedUIDs\":[\"" U1 "\"]}");
+	/* rule 3: an ended lifecycle is never accepted again */
+	ck_assert_int_eq(check(U1, 99, FENCE_REVOKE, &e), -ESTALE);
+	ck_assert_ptr_nonnull(strstr(e.msg, "lifecycle already ended"));
+}
+END_TEST
+
+START_TEST(test_corrupt_marks)
+{
+	static const char *const bad[] = {
+	    "",
+	    "{",
+	    "{\"volumeUID\":\"" U1 "\",\"generation\":7,\"ended\":false}",
+	    "{\"volumeUID\":\"" U1 "\",\"generation\":1.5,\"ended\":false,\"endedUIDs\":[]}",
+	    "{\"volumeUID\":\"" U1 "\",\"generation\":-1,\"ended\":false,\"endedUIDs\":[]}",
+	    "{\"volumeUID\":\"" U1
+	    "\",\"generation\":9007199254740994,\"ended\":false,\"endedUIDs\":[]}",
+	    "{\"volumeUID\":\"" U1 "\",\"generation\":\"7\",\"ended\":false,\"endedUIDs\":[]}",
+	    "{\"volumeUID\":\"\",\"generation\":7,\"ended\":false,\"endedUIDs\":[]}",
+	    "[]",
+	    "{\"volumeUID\":\"" U1 "\",\"generation\":7,\"ended\":0,\"endedUIDs\":[]}",
+	    "{\"volumeUID\":\"" U1 "\",\"generation\":7,\"ended\":false,\"endedUIDs\":[1]}"};
+	char want[PATH_MAX];
+	snprintf(want, sizeof(want), "corrupt fencing mark %s/" MARK ": ", sd);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct err e = {0};
+		tu_write(sd, MARK, bad[i]);
+		ck_assert_msg(check(U1, 7, FENCE_GRANT, &e) == -EBADMSG, "case %zu", i);
+		ck_assert_msg(strncmp(e.msg, want, strlen(want)) == 0, "case %zu: %s", i, e.msg);
+		ck_assert_str_eq(tu_read(sd, MARK), bad[i]); /* never overwritten */
+	}
+	/* 2^53 itself is fine */
+	tu_write(sd, MARK,
+	         "{\"volumeUID\":\"" U1 "\",\"generation\":9007199254740992,\"ended\":false,"
+	         "\"endedUIDs\":[]}");
+	ck_assert_int_eq(check(U1, UINT64_C(9007199254740992), FENCE_GRANT, NULL), 0);
+}
+END_TEST
+
+/* ---- identity pins ------------------------------------------------------------------------- */
+
+#define NQN "nqn.2026-01.com.bhyoo.pillar-csi:tank.pvc-1"
+#define PIN "nvmet-identity/tank_2Fpvc-1.json"
+
+START_TEST(test_pin_precedence)
+{
+	struct nvmet_identity id, derived,
+	    odd = {.uuid = "11111111-2222-4333-8444-555555555555",
+	           .nguid = "66666666-2222-4333-8444-555555555555",
+	           .serial = "0123456789abcdef"};
+	struct err e = {0};
+	nvmet_identity_derive(NQN, &derived);
+	/* no record: derived */
+	ck_assert_int_eq(agent_identity_start(sd, VOL, U1, NQN, &id, &e), 0);
+	ck_assert(nvmet_identity_equal(&id, &derived));
+	/* a live identity that is not the derived one is pinned ... */
+	ck_assert_int_eq(agent_identity_settle(sd, VOL, U1, NQN, &odd, &e), 0);
+	ck_assert_str_eq(tu_read(sd, PIN), "{\"volumeUID\":\"" U1 "\",\"identity\":{\"uuid\":"
+	                                   "\"11111111-2222-4333-8444-555555555555\",\"nguid\":"
+	                                   "\"66666666-2222-4333-8444-555555555555\",\"serial\":"
+	                                   "\"0123456789abcdef\"}}");
+	/* ... and reproduced on the next re-creation */
+	ck_assert_int_eq(agent_identity_start(sd, VOL, U1, NQN, &id, &e), 0);
+	ck_assert(nvmet_identity_equal(&id, &odd));
+	/* another lifecycle's record is deleted and ignored */
+	ck_assert_int_eq(agent_identity_start(sd, VOL, U2, NQN, &id, &e), 0);
+	ck_assert(nvmet_identity_equal(&id, &derived));
+	ck_assert_str_eq(tu_read(sd, PIN), "");
+	/* settling on the derived identity removes any record */
+	ck_assert_int_eq(agent_identity_settle(sd, VOL, U1, NQN, &odd, &e), 0);
+	ck_assert_int_eq(agent_identity_settle(sd, VOL, U1, NQN, &derived, &e), 0);
+	ck_assert_str_eq(tu_read(sd, PIN), "");
+	ck_assert_int_eq(agent_identity_settle(sd, VOL, U1, NQN, &odd, &e), 0);
+	ck_assert_int_eq(agent_identity_forget(sd, VOL, &e), 0);
+	ck_assert_str_eq(tu_read(sd, PIN), "");
+	ck_assert_int_eq(agent_identity_forget(sd, VOL, &e), 0); /* missing = OK */
+}
+END_TEST
+
+START_TEST(test_pin_corrupt)
+{
+	struct nvmet_identity id;
+	struct err e = {0};
+	char want[PATH_MAX];
+	snprintf(want, sizeof(want), "corrupt identity record %s/" PIN ": ", sd);
+	tu_write(sd, PIN, "{\"volumeUID\":\"" U1 "\",\"identity\":{\"uuid\":\"nope\"}}");
+	ck_assert_int_eq(agent_identity_start(sd, VOL, U1, NQN, &id, &e), -EBADMSG);
+	ck_assert_msg(strncmp(e.msg, want, strlen(want)) == 0, "%s", e.msg);
+	tu_write(sd, PIN, "{\"volumeUID\":");
+	ck_assert_int_eq(agent_identity_start(sd, VOL, U1, NQN, &id, &e), -EBADMSG);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("agent_fence");
+	TCase *t = tcase_create("fence");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_add_test(t, test_escape);
+	tcase_add_test(t, test_rule1_missing_token);
+	tcase_add_test(t, test_rule2_adopt_shape_and_modes);
+	tcase_add_test(t, test_rule7_generations);
+	tcase_add_test(t, test_rule4_other_lifecycle);
+	tcase_add_test(t, test_rules_5_6_8_lifecycle_end);
+	tcase_add_test(t, test_corrupt_marks);
+	tcase_add_test(t, test_pin_precedence);
+	tcase_add_test(t, test_pin_corrupt);
+	suite_add_tcase(s, t);
+	return tu_run(s);
+}

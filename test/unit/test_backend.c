@@ -1,0 +1,335 @@
+/* src/backend with fake CLIs first on PATH (test/unit/fakes/fake-cli records every argv):
+ * the exact zfs and lvm commands of agent-api.md §5.2, output parsing, error mapping; the file
+ * backend; and the agent config file rules of §11.2. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/config.h"
+#include "backend/backend.h"
+#include "testutil.h"
+
+#define LVMCFG                                                                         \
+	"activation{udev_sync=0 udev_rules=0} devices{obtain_device_list_from_udev=0 " \
+	"scan_lvs=0 global_filter=[\"r|^/dev/zd|\",\"r|^/dev/zvol/|\",\"a|.*|\"]}"
+
+static char dir[400], oldpath[8192];
+
+static void setup(void)
+{
+	static const char *const tools[] = {"zfs",      "zpool",    "lvs",      "vgs",
+	                                    "lvcreate", "lvextend", "lvremove", "lvchange"};
+	char cwd[PATH_MAX], p[PATH_MAX + 8700], target[PATH_MAX + 64];
+	snprintf(dir, sizeof(dir), "%s", tu_mkdtemp());
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	snprintf(target, sizeof(target), "%s/test/unit/fakes/fake-cli", cwd);
+	snprintf(p, sizeof(p), "%s/bin", dir);
+	mkdir(p, 0755);
+	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++) {
+		snprintf(p, sizeof(p), "%s/bin/%s", dir, tools[i]);
+		ck_assert_int_eq(symlink(target, p), 0);
+	}
+	snprintf(oldpath, sizeof(oldpath), "%s", getenv("PATH"));
+	snprintf(p, sizeof(p), "%s/bin:%s", dir, oldpath);
+	setenv("PATH", p, 1);
+	setenv("FAKE_DIR", dir, 1);
+}
+
+static void teardown(void)
+{
+	setenv("PATH", oldpath, 1);
+	tu_rmtree(dir);
+}
+
+static void reply(const char *tool, const char *out, const char *err, int rc)
+{
+	char n[64], v[16];
+	snprintf(n, sizeof(n), "%s.out", tool);
+	tu_write(dir, n, out);
+	snprintf(n, sizeof(n), "%s.err", tool);
+	tu_write(dir, n, err);
+	snprintf(n, sizeof(n), "%s.rc", tool);
+	snprintf(v, sizeof(v), "%d", rc);
+	tu_write(dir, n, v);
+}
+
+static const char *log_text(void)
+{
+	return tu_read(dir, "log");
+}
+static void log_clear(void)
+{
+	tu_write(dir, "log", "");
+}
+
+static backend *mk(enum backend_kind k, const char *pool, const char *parent, const char *thin,
+                   bool thin_default)
+{
+	struct backend_config c = {.kind = k,
+	                           .pool = (char *)pool,
+	                           .parent_dataset = (char *)parent,
+	                           .thin_pool = (char *)thin,
+	                           .thin_default = thin_default};
+	backend *b;
+	ck_assert_int_eq(backend_new(&c, &b, NULL), 0);
+	return b;
+}
+
+START_TEST(test_zfs_commands)
+{
+	backend *b = mk(BACKEND_ZFS, "tank", "k8s", NULL, false);
+	struct err e = {0};
+	int64_t v, t, a;
+	char dev[256];
+	const char *props[] = {"compression=lz4"};
+	struct backend_create_opts o = {.props = props, .n_props = 1};
+
+	reply("zfs", "1073741824\n", "", 0);
+	ck_assert_int_eq(b->ops->size(b, "pvc-1", &v, &e), 0);
+	ck_assert_int_eq(v, 1073741824);
+	ck_assert_str_eq(log_text(), "zfs|get|-Hpo|value|volsize|tank/k8s/pvc-1|\n");
+	log_clear();
+	reply("zfs", "", "", 0);
+	ck_assert_int_eq(b->ops->create(b, "pvc-1", 1048576, &o, &e), 0);
+	ck_assert_str_eq(log_text(), "zfs|create|-p|-V|1048576|-o|volmode=dev|-o|compression=lz4|"
+	                             "tank/k8s/pvc-1|\n");
+	log_clear();
+	const char *vm[] = {"volmode=geom"};
+	struct backend_create_opts o2 = {.props = vm, .n_props = 1};
+	ck_assert_int_eq(b->ops->create(b, "pvc-2", 1048576, &o2, &e), 0);
+	ck_assert_str_eq(log_text(), "zfs|create|-p|-V|1048576|-o|volmode=geom|tank/k8s/pvc-2|\n");
+	log_clear();
+	ck_assert_int_eq(b->ops->expand(b, "pvc-1", 2097152, &e), 0);
+	ck_assert_int_eq(b->ops->destroy(b, "pvc-1", &e), 0);
+	ck_assert_str_eq(log_text(),
+	                 "zfs|set|volsize=2097152|tank/k8s/pvc-1|\nzfs|destroy|tank/k8s/pvc-1|\n");
+	log_clear();
+	reply("zfs", "1000\n3000\n", "", 0);
+	ck_assert_int_eq(b->ops->capacity(b, &t, &a, &e), 0);
+	ck_assert_int_eq(t, 4000);
+	ck_assert_int_eq(a, 3000);
+	ck_assert_str_eq(log_text(), "zfs|get|-Hpo|value|used,available|tank/k8s|\n");
+	log_clear();
+	reply("zfs", "tank/k8s/pvc-1\t1048576\ntank/k8s/pvc-2\t2097152\n", "", 0);
+	struct backend_vol *vols;
+	size_t n;
+	ck_assert_int_eq(b->ops->list(b, &vols, &n, &e), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(vols[1].name, "pvc-2");
+	ck_assert_int_eq(vols[1].size, 2097152);
+	free(vols);
+	ck_assert_str_eq(log_text(), "zfs|list|-Hpo|name,volsize|-t|volume|-d|1|tank/k8s|\n");
+	ck_assert_int_eq(b->ops->device_path(b, "pvc-1", dev, sizeof(dev)), 0);
+	ck_assert_str_eq(dev, "/dev/zvol/tank/k8s/pvc-1");
+	/* errors carry the tool's stderr */
+	reply("zfs", "", "cannot open 'tank/k8s/x': dataset does not exist\n", 1);
+	ck_assert_int_eq(b->ops->size(b, "x", &v, &e), -ENOENT);
+	ck_assert_str_eq(e.msg, "zfs: cannot open 'tank/k8s/x': dataset does not exist");
+	reply("zfs", "", "cannot create 'tank/k8s/x': out of space\n", 1);
+	ck_assert_int_eq(b->ops->create(b, "x", 1, NULL, &e), -ENOSPC);
+	reply("zfs", "", "cannot destroy 'tank/k8s/x': dataset is busy\n", 1);
+	ck_assert_int_eq(b->ops->destroy(b, "x", &e), -EBUSY);
+	backend_free(b);
+}
+END_TEST
+
+START_TEST(test_lvm_commands)
+{
+	backend *b = mk(BACKEND_LVM, "data-vg", NULL, "thin0", false);
+	struct err e = {0};
+	int64_t v, t, a;
+	struct backend_create_opts lin = {0}, thin = {.thin = true};
+	reply("lvs", "  1073741824\n", "", 0);
+	ck_assert_int_eq(b->ops->size(b, "pvc-1", &v, &e), 0);
+	ck_assert_int_eq(v, 1073741824);
+	ck_assert_str_eq(log_text(), "lvs|--config|" LVMCFG "|--noheadings|--nosuffix|--units|b|-o|"
+	                             "lv_size|data-vg/pvc-1|\n");
+	log_clear();
+	ck_assert_int_eq(b->ops->create(b, "pvc-1", 1048576, &lin, &e), 0);
+	ck_assert_int_eq(b->ops->create(b, "pvc-2", 1048576, &thin, &e), 0);
+	ck_assert_str_eq(log_text(), "lvcreate|--config|" LVMCFG
+	                             "|-y|--wipesignatures|y|--zero|y|-L|1048576b|-n|"
+	                             "pvc-1|data-vg|\n"
+	                             "lvcreate|--config|" LVMCFG
+	                             "|-y|-V|1048576b|--thinpool|thin0|-n|pvc-2|data-vg|\n");
+	log_clear();
+	ck_assert_int_eq(b->ops->expand(b, "pvc-1", 2097152, &e), 0);
+	ck_assert_int_eq(b->ops->destroy(b, "pvc-1", &e), 0);
+	ck_assert_int_eq(b->ops->activate(b, "pvc-1", &e), 0);
+	ck_assert_str_eq(log_text(), "lvextend|--config|" LVMCFG "|-L|2097152b|data-vg/pvc-1|\n"
+	                             "lvremove|--config|" LVMCFG "|-y|data-vg/pvc-1|\n"
+	                             "lvchange|--config|" LVMCFG "|-ay|data-vg/pvc-1|\n");
+	log_clear();
+	reply("vgs", "  4000 1000\n", "", 0);
+	ck_assert_int_eq(b->ops->capacity(b, &t, &a, &e), 0);
+	ck_assert_int_eq(t, 4000);
+	ck_assert_int_eq(a, 1000);
+	ck_assert_str_eq(log_text(), "vgs|--config|" LVMCFG "|--noheadings|--nosuffix|--units|b|-o|"
+	                             "vg_size,vg_free|data-vg|\n");
+	reply("lvs", "  pvc-1 1048576 \n  thin0 8000000 \n  pvc-2 2097152 thin0\n", "", 0);
+	struct backend_vol *vols;
+	size_t n;
+	ck_assert_int_eq(b->ops->list(b, &vols, &n, &e), 0);
+	ck_assert_uint_eq(n, 2); /* the thin pool itself is not a volume */
+	ck_assert_str_eq(vols[1].name, "pvc-2");
+	free(vols);
+	reply("lvcreate", "",
+	      "  Volume group \"data-vg\" has insufficient free space\n"
+	      "  Insufficient free space: 256 extents needed, but only 10 available\n",
+	      5);
+	ck_assert_int_eq(b->ops->create(b, "big", 1, &lin, &e), -ENOSPC);
+	reply("lvs", "", "  Failed to find logical volume \"data-vg/x\"\n", 5);
+	ck_assert_int_eq(b->ops->size(b, "x", &v, &e), -ENOENT);
+	backend_free(b);
+
+	b = mk(BACKEND_LVM, "data-vg", NULL, "thin0", true);
+	log_clear();
+	reply("lvs", "  1000000 25.00\n", "", 0);
+	ck_assert_int_eq(b->ops->capacity(b, &t, &a, &e), 0);
+	ck_assert_int_eq(t, 1000000);
+	ck_assert_int_eq(a, 750000);
+	ck_assert_str_eq(log_text(), "lvs|--config|" LVMCFG "|--noheadings|--nosuffix|--units|b|-o|"
+	                             "lv_size,data_percent|data-vg/thin0|\n");
+	backend_free(b);
+}
+END_TEST
+
+START_TEST(test_file_backend)
+{
+	char d[600];
+	snprintf(d, sizeof(d), "%s/files", dir);
+	mkdir(d, 0755);
+	struct backend_config c = {.kind = BACKEND_FILE, .pool = "fp", .directory = d};
+	backend *b;
+	struct err e = {0};
+	int64_t v, t, a;
+	char dev[700];
+	ck_assert_int_eq(backend_new(&c, &b, &e), 0);
+	ck_assert_int_eq(b->ops->size(b, "v", &v, &e), -ENOENT);
+	ck_assert_int_eq(b->ops->create(b, "v", 1 << 20, NULL, &e), 0);
+	ck_assert_int_eq(b->ops->create(b, "v", 1 << 20, NULL, &e), -EEXIST);
+	ck_assert_int_eq(b->ops->size(b, "v", &v, &e), 0);
+	ck_assert_int_eq(v, 1 << 20);
+	ck_assert_int_eq(b->ops->device_path(b, "v", dev, sizeof(dev)), 0);
+	struct stat st;
+	ck_assert_int_eq(stat(dev, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0600);
+	ck_assert_int_lt(st.st_blocks * 512, 1 << 20); /* sparse */
+	ck_assert_int_eq(backend_device_wait(dev, true, 100, 10), 0);
+	ck_assert_int_eq(backend_device_wait(dev, false, 100, 10), -ENXIO);
+	ck_assert_int_eq(b->ops->expand(b, "v", 2 << 20, &e), 0);
+	ck_assert_int_eq(b->ops->expand(b, "v", 1 << 20, &e), -EINVAL);
+	ck_assert_str_eq(e.msg, "cannot shrink");
+	ck_assert_int_eq(b->ops->capacity(b, &t, &a, &e), 0);
+	ck_assert_int_gt(t, 0);
+	struct backend_vol *vols;
+	size_t n;
+	ck_assert_int_eq(b->ops->list(b, &vols, &n, &e), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(vols[0].name, "v");
+	ck_assert_int_eq(vols[0].size, 2 << 20);
+	free(vols);
+	ck_assert_int_eq(b->ops->destroy(b, "v", &e), 0);
+	ck_assert_int_eq(b->ops->destroy(b, "v", &e), 0); /* missing = success */
+	backend_free(b);
+}
+END_TEST
+
+/* ---- config file ---------------------------------------------------------------------------- */
+
+static const char *cfg_err(const char *json)
+{
+	static struct err e;
+	struct agent_config c;
+	memset(&e, 0, sizeof(e));
+	if (agent_config_parse(json, strlen(json), &c, &e) == 0) {
+		agent_config_clear(&c);
+		return "";
+	}
+	return e.msg;
+}
+
+START_TEST(test_config_rules)
+{
+	struct agent_config c;
+	const char *ok =
+	    "{\"backends\":[{\"zfs\":{\"pool\":\"tank\"}},{\"zfs\":{\"pool\":\"hot-data\","
+	    "\"parentDataset\":\"k8s\"}},{\"lvm\":{\"volumeGroup\":\"data-vg\",\"thinPool\":"
+	    "\"thin0\",\"provisioningMode\":\"linear\"}}]}";
+	ck_assert_int_eq(agent_config_parse(ok, strlen(ok), &c, NULL), 0);
+	ck_assert_uint_eq(c.n, 3);
+	ck_assert_str_eq(c.backends[1].parent_dataset, "k8s");
+	ck_assert_str_eq(c.backends[2].thin_pool, "thin0");
+	ck_assert(!c.backends[2].thin_default);
+	agent_config_clear(&c);
+	ck_assert_str_eq(cfg_err("{\"backends\":[]}"),
+	                 "backends: at least one backend is required");
+	ck_assert_str_eq(cfg_err("{}"), "backends: at least one backend is required");
+	ck_assert_str_eq(
+	    cfg_err("{\"backends\":[{\"zfs\":{\"pool\":\"a\"}},{\"zfs\":{\"pool\":\"b\","
+	            "\"parent\":\"x\"}}]}"),
+	    "config: unknown field \"backends[1].zfs.parent\"");
+	ck_assert_str_eq(cfg_err("{\"backends\":[{\"type\":\"zfs\"}]}"),
+	                 "config: unknown field \"backends[0].type\"");
+	ck_assert_str_eq(cfg_err("{\"backends\":{}}"), "config: backends: expected array");
+	ck_assert_str_eq(cfg_err("{\"backends\":[{\"zfs\":{\"pool\":7}}]}"),
+	                 "config: backends[0].zfs.pool: expected string");
+	ck_assert_str_eq(cfg_err("{\"backends\":[{}]}"),
+	                 "backends[0]: exactly one of zfs or lvm must be set");
+	ck_assert_str_eq(cfg_err("{\"backends\":[{\"zfs\":{\"pool\":\"a\"},\"lvm\":{}}]}"),
+	                 "backends[0]: exactly one of zfs or lvm must be set");
+	ck_assert_str_eq(cfg_err("{\"backends\":[{\"zfs\":{}}]}"),
+	                 "backends[0].zfs.pool is required");
+	ck_assert_str_eq(cfg_err("{\"backends\":[{\"lvm\":{}}]}"),
+	                 "backends[0].lvm.volumeGroup is required");
+	ck_assert_str_eq(
+	    cfg_err("{\"backends\":[{\"zfs\":{\"pool\":\"a\",\"volumeType\":\"dataset\"}}]}"),
+	    "backends[0].zfs.volumeType: only \"zvol\" is supported");
+	ck_assert_str_eq(
+	    cfg_err("{\"backends\":[{\"zfs\":{\"pool\":\"a\",\"properties\":{}}}]}"),
+	    "backends[0].zfs.properties: ZFS properties are set per volume (PillarStore or "
+	    "PillarStorageClass), not in the agent config");
+	ck_assert_str_eq(
+	    cfg_err("{\"backends\":[{\"lvm\":{\"volumeGroup\":\"v\",\"provisioningMode\":"
+	            "\"thick\"}}]}"),
+	    "backends[0].lvm.provisioningMode: must be \"linear\" or \"thin\"");
+	ck_assert_str_eq(
+	    cfg_err("{\"backends\":[{\"lvm\":{\"volumeGroup\":\"v\",\"provisioningMode\":"
+	            "\"thin\"}}]}"),
+	    "backends[0].lvm: provisioningMode thin requires thinPool");
+	ck_assert_str_eq(
+	    cfg_err("{\"backends\":[{\"zfs\":{\"pool\":\"a\"}},{\"lvm\":{\"volumeGroup\":"
+	            "\"b\"}},{\"lvm\":{\"volumeGroup\":\"a\"}}]}"),
+	    "duplicate pool/VG \"a\" in backends[0] and backends[2]");
+	ck_assert_str_eq(cfg_err("{\"backends\":[{\"zfs\":{\"pool\":\"a\"}}]} x"),
+	                 "config: invalid JSON near byte 36");
+	ck_assert_str_eq(cfg_err("{\"backends\":["), "config: invalid JSON near byte 12");
+	ck_assert_str_eq(cfg_err("{\"backends\":[{\"file\":{\"pool\":\"f\"}}]}"),
+	                 "backends[0].file.directory is required");
+	ck_assert_str_eq(cfg_err("{\"backends\":[{\"file\":{\"pool\":\"f\",\"directory\":\"/x\","
+	                         "\"preallocate\":1}}]}"),
+	                 "config: backends[0].file.preallocate: expected boolean");
+	struct err e = {0};
+	ck_assert_int_eq(agent_config_load("/nonexistent/config.json", &c, &e), -ENOENT);
+	ck_assert_str_eq(e.msg,
+	                 "config: cannot read /nonexistent/config.json: No such file or directory");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("backend");
+	TCase *t = tcase_create("backend");
+	tcase_set_timeout(t, 30);
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_add_test(t, test_zfs_commands);
+	tcase_add_test(t, test_lvm_commands);
+	tcase_add_test(t, test_file_backend);
+	tcase_add_test(t, test_config_rules);
+	suite_add_tcase(s, t);
+	return tu_run(s);
+}
