@@ -1,0 +1,52 @@
+/* csi — the CSI Identity and Controller services as plain functions (csi.md §1, §4).
+ *
+ * Each handler takes the generated request, returns the gRPC status code (0 = OK) with the
+ * message in *gs, and on OK sets *resp to a heap message the caller (the transport) packs and
+ * frees with protobuf_c_message_free_unpacked(&(*resp)->base, NULL).  On any other code *resp
+ * is NULL.  Handlers never return negative errnos.
+ */
+#ifndef PILLAR_ROLES_CONTROLLER_CSI_H
+#define PILLAR_ROLES_CONTROLLER_CSI_H
+
+#include "controller/ctl.h"
+#include "csi.pb-c.h"
+
+#define CSI_DRIVER_NAME  "pillar-csi.bhyoo.com"
+#define CSI_TOPOLOGY_KEY "pillar-csi.bhyoo.com/nvmeof"
+
+int csi_get_plugin_info(struct ctl *c, Csi__V1__GetPluginInfoResponse **resp,
+                        struct grpc_status *gs);
+int csi_get_plugin_capabilities(struct ctl *c, Csi__V1__GetPluginCapabilitiesResponse **resp,
+                                struct grpc_status *gs);
+/* ready: the store answers (a list of PillarAgents succeeds). */
+int csi_probe(struct ctl *c, Csi__V1__ProbeResponse **resp, struct grpc_status *gs);
+
+int csi_create_volume(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
+                      Csi__V1__CreateVolumeResponse **resp, struct grpc_status *gs);
+int csi_delete_volume(struct ctl *c, const Csi__V1__DeleteVolumeRequest *req,
+                      Csi__V1__DeleteVolumeResponse **resp, struct grpc_status *gs);
+int csi_controller_publish(struct ctl *c, const Csi__V1__ControllerPublishVolumeRequest *req,
+                           Csi__V1__ControllerPublishVolumeResponse **resp, struct grpc_status *gs);
+int csi_controller_unpublish(struct ctl *c, const Csi__V1__ControllerUnpublishVolumeRequest *req,
+                             Csi__V1__ControllerUnpublishVolumeResponse **resp,
+                             struct grpc_status *gs);
+int csi_controller_expand(struct ctl *c, const Csi__V1__ControllerExpandVolumeRequest *req,
+                          Csi__V1__ControllerExpandVolumeResponse **resp, struct grpc_status *gs);
+int csi_validate_capabilities(struct ctl *c, const Csi__V1__ValidateVolumeCapabilitiesRequest *req,
+                              Csi__V1__ValidateVolumeCapabilitiesResponse **resp,
+                              struct grpc_status *gs);
+int csi_get_capacity(struct ctl *c, const Csi__V1__GetCapacityRequest *req,
+                     Csi__V1__GetCapacityResponse **resp, struct grpc_status *gs);
+int csi_controller_capabilities(struct ctl *c, Csi__V1__ControllerGetCapabilitiesResponse **resp,
+                                struct grpc_status *gs);
+
+/* ---- shared by the handler files -------------------------------------------------------------- */
+
+/* Name of an access mode enum value ("SINGLE_NODE_WRITER"), "UNKNOWN" otherwise. */
+const char *csi_mode_name(int mode);
+/* 0 when the capability is acceptable (csi.md §4.1), else INVALID_ARGUMENT with message. */
+int csi_check_capability(const Csi__V1__VolumeCapability *cap, struct grpc_status *gs);
+/* Heap Volume message for a Ready PillarVolumeState. NULL when out of memory. */
+Csi__V1__Volume *csi_volume_of(const cJSON *pvst);
+
+#endif

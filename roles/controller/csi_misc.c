@@ -1,0 +1,390 @@
+/* csi_misc — Identity service, ValidateVolumeCapabilities, GetCapacity,
+ * ControllerGetCapabilities and the helpers the handlers share (csi.md §1.1, §3, §4). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "controller/csi.h"
+#include "controller/resolve.h"
+#include "version/version.h"
+
+const char *csi_mode_name(int m)
+{
+	switch (m) {
+	case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER:
+		return "SINGLE_NODE_WRITER";
+	case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY:
+		return "SINGLE_NODE_READER_ONLY";
+	case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY:
+		return "MULTI_NODE_READER_ONLY";
+	case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_SINGLE_WRITER:
+		return "MULTI_NODE_SINGLE_WRITER";
+	case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_MULTI_WRITER:
+		return "MULTI_NODE_MULTI_WRITER";
+	case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_SINGLE_WRITER:
+		return "SINGLE_NODE_SINGLE_WRITER";
+	case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER:
+		return "SINGLE_NODE_MULTI_WRITER";
+	default: return "UNKNOWN";
+	}
+}
+
+static bool mode_ok(int m)
+{
+	return m == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER ||
+	       m == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY ||
+	       m == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY ||
+	       m == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_SINGLE_WRITER ||
+	       m == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER;
+}
+
+int csi_check_capability(const Csi__V1__VolumeCapability *cap, struct grpc_status *gs)
+{
+	if (!cap->access_mode)
+		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume capability has no access mode");
+	if (!mode_ok(cap->access_mode->mode))
+		return gstatus(gs, GRPC_INVALID_ARGUMENT, "access mode %s is not supported",
+		               csi_mode_name(cap->access_mode->mode));
+	if (cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK)
+		return 0;
+	if (cap->access_type_case != CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT)
+		return gstatus(gs, GRPC_INVALID_ARGUMENT,
+		               "volume capability has neither block nor mount access type");
+	const char *fs = cap->mount->fs_type ? cap->mount->fs_type : "";
+	if (*fs && strcmp(fs, "ext4") && strcmp(fs, "xfs"))
+		return gstatus(gs, GRPC_INVALID_ARGUMENT, "fs_type \"%s\" is not supported", fs);
+	return 0;
+}
+
+static char *dup(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+Csi__V1__Volume *csi_volume_of(const cJSON *pvst)
+{
+	Csi__V1__Volume *v = calloc(1, sizeof(*v));
+	cJSON *ctx = resolve_volume_context(pvst);
+	if (!v || !ctx)
+		goto fail;
+	csi__v1__volume__init(v);
+	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(pvst, "spec");
+	int64_t cap = 0;
+	json_get_int64(spec, "capacityBytes", &cap);
+	v->capacity_bytes = cap;
+	v->volume_id = dup(json_get_str(spec, "volumeID"));
+	size_t n = (size_t)cJSON_GetArraySize(ctx);
+	v->volume_context = calloc(n ? n : 1, sizeof(*v->volume_context));
+	if (!v->volume_id || !v->volume_context)
+		goto fail;
+	const cJSON *it;
+	cJSON_ArrayForEach(it, ctx)
+	{
+		Csi__V1__Volume__VolumeContextEntry *e = malloc(sizeof(*e));
+		if (!e)
+			goto fail;
+		csi__v1__volume__volume_context_entry__init(e);
+		e->key = dup(it->string);
+		e->value = dup(it->valuestring);
+		v->volume_context[v->n_volume_context++] = e;
+	}
+	v->accessible_topology = calloc(1, sizeof(*v->accessible_topology));
+	Csi__V1__Topology *t = malloc(sizeof(*t));
+	Csi__V1__Topology__SegmentsEntry *seg = malloc(sizeof(*seg));
+	if (!v->accessible_topology || !t || !seg) {
+		free(t);
+		free(seg);
+		goto fail;
+	}
+	csi__v1__topology__init(t);
+	csi__v1__topology__segments_entry__init(seg);
+	seg->key = dup(CSI_TOPOLOGY_KEY);
+	seg->value = dup("true");
+	t->segments = calloc(1, sizeof(*t->segments));
+	if (t->segments) {
+		t->segments[0] = seg;
+		t->n_segments = 1;
+	} else {
+		free(seg);
+	}
+	v->accessible_topology[0] = t;
+	v->n_accessible_topology = 1;
+	cJSON_Delete(ctx);
+	return v;
+fail:
+	cJSON_Delete(ctx);
+	if (v && v->base.descriptor)
+		protobuf_c_message_free_unpacked(&v->base, NULL);
+	else
+		free(v);
+	return NULL;
+}
+
+/* ---- Identity ---------------------------------------------------------------------------------- */
+
+int csi_get_plugin_info(struct ctl *c, Csi__V1__GetPluginInfoResponse **resp,
+                        struct grpc_status *gs)
+{
+	(void)c;
+	*resp = malloc(sizeof(**resp));
+	if (!*resp)
+		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+	csi__v1__get_plugin_info_response__init(*resp);
+	(*resp)->name = dup(CSI_DRIVER_NAME);
+	(*resp)->vendor_version = dup(version_string());
+	gs->code = GRPC_OK;
+	gs->msg[0] = 0;
+	return GRPC_OK;
+}
+
+static Csi__V1__PluginCapability *svc_cap(int type)
+{
+	Csi__V1__PluginCapability *p = malloc(sizeof(*p));
+	Csi__V1__PluginCapability__Service *s = malloc(sizeof(*s));
+	if (!p || !s) {
+		free(p);
+		free(s);
+		return NULL;
+	}
+	csi__v1__plugin_capability__init(p);
+	csi__v1__plugin_capability__service__init(s);
+	s->type = type;
+	p->type_case = CSI__V1__PLUGIN_CAPABILITY__TYPE_SERVICE;
+	p->service = s;
+	return p;
+}
+
+int csi_get_plugin_capabilities(struct ctl *c, Csi__V1__GetPluginCapabilitiesResponse **resp,
+                                struct grpc_status *gs)
+{
+	(void)c;
+	Csi__V1__GetPluginCapabilitiesResponse *r = malloc(sizeof(*r));
+	if (!r)
+		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+	csi__v1__get_plugin_capabilities_response__init(r);
+	r->capabilities = calloc(3, sizeof(*r->capabilities));
+	Csi__V1__PluginCapability *a =
+	    svc_cap(CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__CONTROLLER_SERVICE);
+	Csi__V1__PluginCapability *b =
+	    svc_cap(CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__VOLUME_ACCESSIBILITY_CONSTRAINTS);
+	Csi__V1__PluginCapability *x = malloc(sizeof(*x));
+	Csi__V1__PluginCapability__VolumeExpansion *ve = malloc(sizeof(*ve));
+	if (r->capabilities && a)
+		r->capabilities[r->n_capabilities++] = a;
+	else if (a)
+		protobuf_c_message_free_unpacked(&a->base, NULL);
+	if (r->capabilities && b)
+		r->capabilities[r->n_capabilities++] = b;
+	else if (b)
+		protobuf_c_message_free_unpacked(&b->base, NULL);
+	if (r->capabilities && x && ve) {
+		csi__v1__plugin_capability__init(x);
+		csi__v1__plugin_capability__volume_expansion__init(ve);
+		ve->type = CSI__V1__PLUGIN_CAPABILITY__VOLUME_EXPANSION__TYPE__ONLINE;
+		x->type_case = CSI__V1__PLUGIN_CAPABILITY__TYPE_VOLUME_EXPANSION;
+		x->volume_expansion = ve;
+		r->capabilities[r->n_capabilities++] = x;
+	} else {
+		free(x);
+		free(ve);
+	}
+	*resp = r;
+	if (r->n_capabilities != 3) {
+		protobuf_c_message_free_unpacked(&r->base, NULL);
+		*resp = NULL;
+		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+	}
+	gs->code = GRPC_OK;
+	gs->msg[0] = 0;
+	return GRPC_OK;
+}
+
+int csi_probe(struct ctl *c, Csi__V1__ProbeResponse **resp, struct grpc_status *gs)
+{
+	cJSON *items = NULL;
+	bool ready = store_list(c->st, kind_of("PillarAgent"), NULL, NULL, &items, NULL, NULL) == 0;
+	cJSON_Delete(items);
+	Csi__V1__ProbeResponse *r = malloc(sizeof(*r));
+	Google__Protobuf__BoolValue *b = malloc(sizeof(*b));
+	if (!r || !b) {
+		free(r);
+		free(b);
+		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+	}
+	csi__v1__probe_response__init(r);
+	google__protobuf__bool_value__init(b);
+	b->value = ready;
+	r->ready = b;
+	*resp = r;
+	gs->code = GRPC_OK;
+	gs->msg[0] = 0;
+	return GRPC_OK;
+}
+
+/* ---- Controller: capabilities, capacity, validate ---------------------------------------------- */
+
+int csi_controller_capabilities(struct ctl *c, Csi__V1__ControllerGetCapabilitiesResponse **resp,
+                                struct grpc_status *gs)
+{
+	(void)c;
+	static const int types[] = {
+	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CREATE_DELETE_VOLUME,
+	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_UNPUBLISH_VOLUME,
+	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__EXPAND_VOLUME,
+	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__GET_CAPACITY,
+	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__SINGLE_NODE_MULTI_WRITER};
+	const size_t n = sizeof(types) / sizeof(types[0]);
+	Csi__V1__ControllerGetCapabilitiesResponse *r = malloc(sizeof(*r));
+	if (!r)
+		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+	csi__v1__controller_get_capabilities_response__init(r);
+	r->capabilities = calloc(n, sizeof(*r->capabilities));
+	for (size_t i = 0; r->capabilities && i < n; i++) {
+		Csi__V1__ControllerServiceCapability *cap = malloc(sizeof(*cap));
+		Csi__V1__ControllerServiceCapability__RPC *rpc = malloc(sizeof(*rpc));
+		if (!cap || !rpc) {
+			free(cap);
+			free(rpc);
+			break;
+		}
+		csi__v1__controller_service_capability__init(cap);
+		csi__v1__controller_service_capability__rpc__init(rpc);
+		rpc->type = types[i];
+		cap->type_case = CSI__V1__CONTROLLER_SERVICE_CAPABILITY__TYPE_RPC;
+		cap->rpc = rpc;
+		r->capabilities[r->n_capabilities++] = cap;
+	}
+	if (r->n_capabilities != n) {
+		protobuf_c_message_free_unpacked(&r->base, NULL);
+		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+	}
+	*resp = r;
+	gs->code = GRPC_OK;
+	gs->msg[0] = 0;
+	return GRPC_OK;
+}
+
+int csi_get_capacity(struct ctl *c, const Csi__V1__GetCapacityRequest *req,
+                     Csi__V1__GetCapacityResponse **resp, struct grpc_status *gs)
+{
+	const char *psc = NULL, *sref = NULL;
+	cJSON *o = NULL;
+	char store_name[254] = "";
+	int64_t avail = 0;
+	for (size_t i = 0; i < req->n_parameters; i++) {
+		if (!strcmp(req->parameters[i]->key, PILLAR_PREFIX "storage-class"))
+			psc = req->parameters[i]->value;
+		else if (!strcmp(req->parameters[i]->key, PILLAR_PREFIX "store-ref"))
+			sref = req->parameters[i]->value;
+	}
+	if (psc && store_get(c->st, kind_of("PillarStorageClass"), NULL, psc, &o, NULL) == 0)
+		snprintf(store_name, sizeof(store_name), "%s",
+		         json_get_str(cJSON_GetObjectItemCaseSensitive(o, "spec"), "storeRef")
+		             ?: "");
+	else if (!psc && sref)
+		snprintf(store_name, sizeof(store_name), "%s", sref);
+	cJSON_Delete(o);
+	o = NULL;
+	if (store_name[0] &&
+	    store_get(c->st, kind_of("PillarStore"), NULL, store_name, &o, NULL) == 0) {
+		const char *q =
+		    json_get_str(cJSON_GetObjectItemCaseSensitive(
+		                     cJSON_GetObjectItemCaseSensitive(o, "status"), "capacity"),
+		                 "available");
+		long long b;
+		if (q && quantity_parse(q, &b) == 0)
+			avail = b;
+	}
+	cJSON_Delete(o);
+	*resp = malloc(sizeof(**resp));
+	if (!*resp)
+		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+	csi__v1__get_capacity_response__init(*resp);
+	(*resp)->available_capacity = avail;
+	gs->code = GRPC_OK;
+	gs->msg[0] = 0;
+	return GRPC_OK;
+}
+
+int csi_validate_capabilities(struct ctl *c, const Csi__V1__ValidateVolumeCapabilitiesRequest *req,
+                              Csi__V1__ValidateVolumeCapabilitiesResponse **resp,
+                              struct grpc_status *gs)
+{
+	cJSON *obj = NULL;
+	*resp = NULL;
+	gs->code = GRPC_OK;
+	gs->msg[0] = 0;
+	if (!req->volume_id || !*req->volume_id)
+		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
+	if (req->n_volume_capabilities == 0)
+		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_capabilities is required");
+	int r = pvst_get_by_id(c, req->volume_id, &obj, gs);
+	if (r == GRPC_NOT_FOUND)
+		return gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", req->volume_id);
+	if (r)
+		return r;
+	const cJSON *fs = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "spec"),
+	                                     "resolved"),
+	    "filesystem");
+	const char *fstype = json_get_str(fs, "fsType");
+	char why[GRPC_STATUS_MSG_MAX] = "";
+	for (size_t i = 0; i < req->n_volume_capabilities && !why[0]; i++) {
+		const Csi__V1__VolumeCapability *cap = req->volume_capabilities[i];
+		struct grpc_status tmp = {0};
+		if (csi_check_capability(cap, &tmp)) {
+			snprintf(why, sizeof(why), "%s", tmp.msg);
+		} else if (cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT) {
+			const char *want = cap->mount->fs_type ? cap->mount->fs_type : "";
+			if (!fs)
+				snprintf(why, sizeof(why), "volume \"%s\" is a block volume",
+				         req->volume_id);
+			else if (*want && fstype && strcmp(want, fstype))
+				snprintf(why, sizeof(why),
+				         "fs_type \"%s\" does not match the volume's fsType \"%s\"",
+				         want, fstype);
+		}
+	}
+	Csi__V1__ValidateVolumeCapabilitiesResponse *out = malloc(sizeof(*out));
+	if (!out) {
+		cJSON_Delete(obj);
+		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+	}
+	csi__v1__validate_volume_capabilities_response__init(out);
+	if (why[0]) {
+		out->message = dup(why);
+	} else {
+		/* confirmed: a deep copy of the request's capabilities, context and parameters */
+		Csi__V1__ValidateVolumeCapabilitiesResponse tmp =
+		    CSI__V1__VALIDATE_VOLUME_CAPABILITIES_RESPONSE__INIT;
+		Csi__V1__ValidateVolumeCapabilitiesResponse__Confirmed cf =
+		    CSI__V1__VALIDATE_VOLUME_CAPABILITIES_RESPONSE__CONFIRMED__INIT;
+		cf.n_volume_capabilities = req->n_volume_capabilities;
+		cf.volume_capabilities = req->volume_capabilities;
+		cf.n_volume_context =
+		    req->n_volume_context; /* same layout as the request's entries */
+		cf.volume_context = (void *)req->volume_context;
+		cf.n_parameters = req->n_parameters;
+		cf.parameters = (void *)req->parameters;
+		tmp.confirmed = &cf;
+		size_t n = protobuf_c_message_get_packed_size(&tmp.base);
+		uint8_t *buf = malloc(n ? n : 1);
+		free(out);
+		out = NULL;
+		if (buf) {
+			protobuf_c_message_pack(&tmp.base, buf);
+			out = (void *)protobuf_c_message_unpack(
+			    &csi__v1__validate_volume_capabilities_response__descriptor, NULL, n,
+			    buf);
+			free(buf);
+		}
+		if (!out) {
+			cJSON_Delete(obj);
+			return gstatus(gs, GRPC_INTERNAL, "out of memory");
+		}
+	}
+	cJSON_Delete(obj);
+	*resp = out;
+	return GRPC_OK;
+}

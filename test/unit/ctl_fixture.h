@@ -1,0 +1,236 @@
+/* Shared fixture of the controller tests: an embedded store in a temp dir, a fake agent and a
+ * struct ctl, with helpers to write objects and build CSI requests.  Header-only (static
+ * functions) so that no extra object is linked into every unit test. */
+#ifndef PILLAR_TEST_UNIT_CTL_FIXTURE_H
+#define PILLAR_TEST_UNIT_CTL_FIXTURE_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "controller/csi.h"
+#include "controller/ctl.h"
+#include "fake_agent.h"
+#include "testutil.h"
+#include "version/version.h"
+
+static char fx_dir[512];
+static store *fx_st;
+static fake_agent *fx_fa;
+static struct ctl fx_c;
+
+static inline cJSON *fx_parse(const char *json)
+{
+	cJSON *o = NULL;
+	struct err e = {0};
+	if (json_parse_strict(json, strlen(json), &o, &e) < 0)
+		ck_abort_msg("bad test JSON: %s: %s", e.msg, json);
+	return o;
+}
+
+/* Creates kind/name with spec (JSON text) and, when non-NULL, status; metadata_extra is
+ * inserted into metadata (e.g. "\"annotations\":{...}") or NULL. */
+static inline void fx_put(const char *kind, const char *ns, const char *name,
+                          const char *metadata_extra, const char *spec, const char *status)
+{
+	const struct store_kind *k = store_kind_lookup(kind);
+	char buf[8192];
+	char nsbuf[300] = "";
+	if (ns)
+		snprintf(nsbuf, sizeof(nsbuf), ",\"namespace\":\"%s\"", ns);
+	snprintf(buf, sizeof(buf),
+	         "{\"apiVersion\":\"%s\",\"kind\":\"%s\",\"metadata\":{\"name\":\"%s\"%s%s%s}%s%s}",
+	         k->api_version, k->kind, name, nsbuf, metadata_extra ? "," : "",
+	         metadata_extra ? metadata_extra : "", spec ? ",\"spec\":" : "", spec ? spec : "");
+	cJSON *o = fx_parse(buf), *out = NULL;
+	struct err e = {0};
+	ck_assert_msg(store_create(fx_st, o, &out, &e) == 0, "create %s: %s", name, e.msg);
+	cJSON_Delete(o);
+	if (status) {
+		cJSON_DeleteItemFromObject(out, "status");
+		cJSON_AddItemToObject(out, "status", fx_parse(status));
+		ck_assert_int_eq(store_update_status(fx_st, out, NULL, &e), 0);
+	}
+	cJSON_Delete(out);
+}
+
+static inline cJSON *fx_get(const char *kind, const char *name)
+{
+	cJSON *o = NULL;
+	if (store_get(fx_st, store_kind_lookup(kind), NULL, name, &o, NULL) < 0)
+		return NULL;
+	return o;
+}
+
+static inline void fx_setup(void)
+{
+	snprintf(fx_dir, sizeof(fx_dir), "%s", tu_mkdtemp());
+	ck_assert_int_eq(store_dir_open(fx_dir, true, 50, &fx_st, NULL), 0);
+	fx_fa = fake_agent_new();
+	ctl_init(&fx_c, fx_st, fake_agent_client(fx_fa));
+}
+
+static inline void fx_teardown(void)
+{
+	ctl_fini(&fx_c);
+	fake_agent_free(fx_fa);
+	store_close(fx_st);
+	tu_rmtree(fx_dir);
+}
+
+/* The standard objects: agent storage-1 (10.0.0.5:9500), store tank (zfs pool tank),
+ * protocol tcp (acl as given), PSC fast, CSINodes node-a and node-b. */
+static inline void fx_objects(bool acl)
+{
+	char proto[200];
+	fx_put("PillarAgent", NULL, "storage-1", NULL,
+	       "{\"external\":{\"address\":\"10.0.0.5\",\"port\":9500}}",
+	       "{\"resolvedAddress\":\"10.0.0.5:9500\"}");
+	fx_put("PillarStore", NULL, "tank", NULL,
+	       "{\"agentRef\":\"storage-1\",\"backend\":{\"zfs\":{\"pool\":\"tank\"}}}", NULL);
+	snprintf(proto, sizeof(proto), "{\"protocol\":{\"nvmeofTcp\":{\"port\":4420,\"acl\":%s}}}",
+	         acl ? "true" : "false");
+	fx_put("PillarProtocol", NULL, "tcp", NULL, proto, NULL);
+	fx_put("PillarStorageClass", NULL, "fast", NULL,
+	       "{\"storeRef\":\"tank\",\"protocolRef\":\"tcp\"}", NULL);
+	fx_put("CSINode", NULL, "node-a",
+	       "\"annotations\":{\"pillar-csi.bhyoo.com/"
+	       "nvmeof-host-nqn\":\"nqn.2014-08.org.nvmexpress:uuid:aaaa\"}",
+	       NULL, NULL);
+	fx_put("CSINode", NULL, "node-b",
+	       "\"annotations\":{\"pillar-csi.bhyoo.com/"
+	       "nvmeof-host-nqn\":\"nqn.2014-08.org.nvmexpress:uuid:bbbb\"}",
+	       NULL, NULL);
+}
+
+/* ---- CSI request builders (stack storage owned by the caller's struct) ------------------------ */
+
+struct fx_cap {
+	Csi__V1__VolumeCapability cap;
+	Csi__V1__VolumeCapability__AccessMode mode;
+	Csi__V1__VolumeCapability__MountVolume mount;
+	Csi__V1__VolumeCapability__BlockVolume block;
+	Csi__V1__VolumeCapability *capp[1];
+};
+
+static inline void fx_cap_init(struct fx_cap *f, int mode, bool block)
+{
+	Csi__V1__VolumeCapability c = CSI__V1__VOLUME_CAPABILITY__INIT;
+	Csi__V1__VolumeCapability__AccessMode m = CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__INIT;
+	Csi__V1__VolumeCapability__MountVolume mv = CSI__V1__VOLUME_CAPABILITY__MOUNT_VOLUME__INIT;
+	Csi__V1__VolumeCapability__BlockVolume bv = CSI__V1__VOLUME_CAPABILITY__BLOCK_VOLUME__INIT;
+	f->cap = c;
+	f->mode = m;
+	f->mount = mv;
+	f->block = bv;
+	f->mode.mode = mode;
+	f->cap.access_mode = &f->mode;
+	if (block) {
+		f->cap.access_type_case = CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;
+		f->cap.block = &f->block;
+	} else {
+		f->cap.access_type_case = CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT;
+		f->cap.mount = &f->mount;
+	}
+	f->capp[0] = &f->cap;
+}
+
+#define FX_MAXP 8
+struct fx_create {
+	Csi__V1__CreateVolumeRequest req;
+	Csi__V1__CapacityRange cr;
+	Csi__V1__CreateVolumeRequest__ParametersEntry pe[FX_MAXP];
+	Csi__V1__CreateVolumeRequest__ParametersEntry *pp[FX_MAXP];
+	struct fx_cap cap;
+};
+
+/* params: NULL-terminated key, value list. */
+static inline void fx_create_init(struct fx_create *f, const char *name, long long bytes,
+                                  bool block, const char *const *params)
+{
+	Csi__V1__CreateVolumeRequest r = CSI__V1__CREATE_VOLUME_REQUEST__INIT;
+	Csi__V1__CapacityRange cr = CSI__V1__CAPACITY_RANGE__INIT;
+	f->req = r;
+	f->cr = cr;
+	f->cr.required_bytes = bytes;
+	f->req.name = (char *)name;
+	f->req.capacity_range = &f->cr;
+	fx_cap_init(&f->cap, CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER,
+	            block);
+	f->req.n_volume_capabilities = 1;
+	f->req.volume_capabilities = f->cap.capp;
+	size_t n = 0;
+	for (; params && params[2 * n] && n < FX_MAXP; n++) {
+		Csi__V1__CreateVolumeRequest__ParametersEntry e =
+		    CSI__V1__CREATE_VOLUME_REQUEST__PARAMETERS_ENTRY__INIT;
+		f->pe[n] = e;
+		f->pe[n].key = (char *)params[2 * n];
+		f->pe[n].value = (char *)params[2 * n + 1];
+		f->pp[n] = &f->pe[n];
+	}
+	f->req.n_parameters = n;
+	f->req.parameters = f->pp;
+}
+
+/* Runs CreateVolume; returns the code, copies the volume ID (on OK) into vid. */
+static inline int fx_create(const char *name, const char *const *params, bool block, char *vid,
+                            size_t cap, struct grpc_status *gs)
+{
+	struct fx_create f;
+	Csi__V1__CreateVolumeResponse *resp = NULL;
+	fx_create_init(&f, name, 1LL << 30, block, params);
+	int r = csi_create_volume(&fx_c, &f.req, &resp, gs);
+	if (r == 0) {
+		if (vid)
+			snprintf(vid, cap, "%s", resp->volume->volume_id);
+		protobuf_c_message_free_unpacked(&resp->base, NULL);
+	} else {
+		ck_assert_ptr_null(resp);
+	}
+	return r;
+}
+
+static inline int fx_publish(const char *vid, const char *node, int mode, bool ro,
+                             struct grpc_status *gs)
+{
+	Csi__V1__ControllerPublishVolumeRequest q =
+	    CSI__V1__CONTROLLER_PUBLISH_VOLUME_REQUEST__INIT;
+	Csi__V1__ControllerPublishVolumeResponse *resp = NULL;
+	struct fx_cap cap;
+	fx_cap_init(&cap, mode, false);
+	q.volume_id = (char *)vid;
+	q.node_id = (char *)node;
+	q.volume_capability = &cap.cap;
+	q.readonly = ro;
+	int r = csi_controller_publish(&fx_c, &q, &resp, gs);
+	if (resp)
+		protobuf_c_message_free_unpacked(&resp->base, NULL);
+	return r;
+}
+
+static inline int fx_unpublish(const char *vid, const char *node, struct grpc_status *gs)
+{
+	Csi__V1__ControllerUnpublishVolumeRequest q =
+	    CSI__V1__CONTROLLER_UNPUBLISH_VOLUME_REQUEST__INIT;
+	Csi__V1__ControllerUnpublishVolumeResponse *resp = NULL;
+	q.volume_id = (char *)vid;
+	q.node_id = (char *)node;
+	int r = csi_controller_unpublish(&fx_c, &q, &resp, gs);
+	if (resp)
+		protobuf_c_message_free_unpacked(&resp->base, NULL);
+	return r;
+}
+
+static inline int fx_delete(const char *vid, struct grpc_status *gs)
+{
+	Csi__V1__DeleteVolumeRequest q = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
+	Csi__V1__DeleteVolumeResponse *resp = NULL;
+	q.volume_id = (char *)vid;
+	int r = csi_delete_volume(&fx_c, &q, &resp, gs);
+	if (resp)
+		protobuf_c_message_free_unpacked(&resp->base, NULL);
+	return r;
+}
+
+#endif

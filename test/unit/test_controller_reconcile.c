@@ -1,0 +1,290 @@
+/* PillarAgent reconcile and the full export restore (crds.md §3.3/§3.5, agent-api.md §12.2,
+ * §12.4): an agent reporting export_restore_pending gets exactly one
+ * ReconcileState{complete=true} carrying every export of that agent (in-capsule exports first,
+ * revoking initiators left out, deleting volumes skipped), then ExportsReady moves to
+ * ExportsServing and a volume without exportSpec ends at ExportSpecMissing; a failed restore
+ * gives ExportRestoreFailed with a 5 s retry; status is written only when it changed; the work
+ * queue de-duplicates and backs off. */
+#include <unistd.h>
+
+#include "controller/reconcile.h"
+#include "ctl_fixture.h"
+
+static void setup(void)
+{
+	fx_setup();
+	fx_put("PillarAgent", NULL, "storage-1", NULL,
+	       "{\"external\":{\"address\":\"10.0.0.5\",\"port\":9500}}", NULL);
+}
+
+static void vol(const char *name, const char *status)
+{
+	char meta[300], spec[600];
+	snprintf(meta, sizeof(meta), "\"labels\":{\"pillar-csi.bhyoo.com/agent\":\"storage-1\"}");
+	snprintf(
+	    spec, sizeof(spec),
+	    "{\"volumeID\":\"storage-1/nvmeof-tcp/zfs-zvol/tank/%s\",\"agentVolumeID\":\"tank/%s\","
+	    "\"agentRef\":\"storage-1\",\"backendType\":\"zfs-zvol\",\"protocolType\":\"nvmeof-"
+	    "tcp\","
+	    "\"capacityBytes\":1048576,\"resolved\":{\"backend\":{\"zfs\":{\"pool\":\"tank\"}}}}",
+	    name, name);
+	fx_put("PillarVolumeState", NULL, name, meta, spec, status);
+}
+
+static void volumes(void)
+{
+	vol("vol-a",
+	    "{\"phase\":\"Ready\",\"publicationGeneration\":4,\"exportSpec\":{\"bindAddress\":"
+	    "\"10.0.0.5\",\"port\":4420,\"aclEnabled\":true},\"publishedNodes\":[{\"nodeID\":"
+	    "\"node-a\",\"initiatorID\":\"nqn.a\",\"accessMode\":\"MULTI_NODE_READER_ONLY\","
+	    "\"readonly\":true,\"revoking\":false},{\"nodeID\":\"node-b\",\"initiatorID\":"
+	    "\"nqn.b\",\"accessMode\":\"MULTI_NODE_READER_ONLY\",\"readonly\":true,"
+	    "\"revoking\":true}]}");
+	vol("vol-b",
+	    "{\"phase\":\"Ready\",\"publicationGeneration\":2,\"exportSpec\":{\"bindAddress\":"
+	    "\"10.0.0.5\",\"port\":0,\"aclEnabled\":false,\"inCapsuleDataSize\":16384}}");
+	vol("vol-c", "{\"phase\":\"Ready\",\"publicationGeneration\":2}");
+	vol("vol-d",
+	    "{\"phase\":\"Ready\",\"publicationGeneration\":3,\"deleting\":true,"
+	    "\"exportSpec\":{\"bindAddress\":\"10.0.0.5\",\"port\":4420,\"aclEnabled\":false}}");
+	/* another agent's volume never travels with this restore */
+	fx_put("PillarVolumeState", NULL, "vol-x",
+	       "\"labels\":{\"pillar-csi.bhyoo.com/agent\":\"storage-2\"}",
+	       "{\"agentVolumeID\":\"tank/vol-x\"}",
+	       "{\"phase\":\"Ready\",\"exportSpec\":{\"bindAddress\":\"10.0.0.6\",\"port\":4420,"
+	       "\"aclEnabled\":false}}");
+}
+
+START_TEST(test_restore_once_then_serving)
+{
+	struct err e = {0};
+	int requeue;
+	volumes();
+	fake_agent_set_health(fx_fa, true, true, NULL, NULL);
+	fake_agent_set_caps(fx_fa, "0.1.0", true, false, true, "tank",
+	                    PILLAR_CSI__AGENT__V1__BACKEND_TYPE__BACKEND_TYPE_ZFS_ZVOL, "", "",
+	                    100LL << 30, 60LL << 30);
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	ck_assert_str_eq(fake_agent_log(fx_fa), "HealthCheck,GetCapabilities,ReconcileState");
+	ck_assert_uint_eq(fake_agent_count(fx_fa, "ReconcileState"), 1);
+	const struct fake_call *rc = fake_agent_call(fx_fa, 2);
+	ck_assert_str_eq(rc->address, "10.0.0.5:9500");
+	ck_assert_int_eq(rc->deadline_ms, 30000 + 2 * 10000);
+	const PillarCsi__Agent__V1__ReconcileStateRequest *q = (const void *)rc->req;
+	ck_assert(q->complete);
+	ck_assert_int_eq(q->n_volumes, 2);
+	/* in-capsule exports first */
+	ck_assert_str_eq(q->volumes[0]->volume_id, "tank/vol-b");
+	ck_assert_int_eq(q->volumes[0]->exports[0]->export_params->nvmeof_tcp->in_capsule_data_size,
+	                 16384);
+	ck_assert_int_eq(q->volumes[0]->fence->generation, 2);
+	ck_assert_str_eq(q->volumes[1]->volume_id, "tank/vol-a");
+	const PillarCsi__Agent__V1__ExportDesiredState *ea = q->volumes[1]->exports[0];
+	ck_assert(ea->acl_enabled);
+	ck_assert_int_eq(ea->n_allowed_initiators, 1); /* the revoking entry is left out */
+	ck_assert_str_eq(ea->allowed_initiators[0], "nqn.a");
+	ck_assert_str_eq(ea->export_params->nvmeof_tcp->bind_address, "10.0.0.5");
+	ck_assert_int_eq(q->volumes[1]->fence->generation, 4);
+	ck_assert_str_eq(q->volumes[1]->backend_params->zfs->pool, "tank");
+	ck_assert_int_eq(requeue, RECONCILE_INTERVAL_MS);
+
+	cJSON *pa = fx_get("PillarAgent", "storage-1");
+	ck_assert_str_eq(cond_status(pa, "ExportsReady"), "True");
+	ck_assert_str_eq(cond_reason(pa, "ExportsReady"), "ExportsServing");
+	ck_assert_str_eq(cond_reason(pa, "AgentConnected"), "Dialed");
+	ck_assert_str_eq(cond_reason(pa, "NodeExists"), "ExternalMode");
+	ck_assert_str_eq(cond_reason(pa, "Ready"), "AgentConnected");
+	cJSON *st = cJSON_GetObjectItem(pa, "status");
+	ck_assert_str_eq(json_get_str(st, "resolvedAddress"), "10.0.0.5:9500");
+	ck_assert_str_eq(json_get_str(st, "agentVersion"), "0.1.0");
+	ck_assert_str_eq(
+	    json_get_str(cJSON_GetArrayItem(cJSON_GetObjectItem(st, "discoveredPools"), 0),
+	                 "available"),
+	    "60Gi");
+	ck_assert_str_eq(
+	    cJSON_GetArrayItem(
+	        cJSON_GetObjectItem(cJSON_GetObjectItem(st, "capabilities"), "backends"), 0)
+	        ->valuestring,
+	    "zfs-zvol");
+	ck_assert_str_eq(
+	    cJSON_GetArrayItem(
+	        cJSON_GetObjectItem(cJSON_GetObjectItem(pa, "metadata"), "finalizers"), 0)
+	        ->valuestring,
+	    AGENT_FINALIZER);
+	uint64_t rv = store_meta_rv(pa);
+	cJSON_Delete(pa);
+	static const char *const want[][2] = {{"vol-a", "Reconciled"},
+	                                      {"vol-b", "Reconciled"},
+	                                      {"vol-c", "ExportSpecMissing"},
+	                                      {"vol-d", ""},
+	                                      {"vol-x", ""}};
+	for (size_t i = 0; i < 5; i++) {
+		cJSON *o = fx_get("PillarVolumeState", want[i][0]);
+		ck_assert_msg(!strcmp(cond_reason(o, "ExportReconciled"), want[i][1]), "%s: %s",
+		              want[i][0], cond_reason(o, "ExportReconciled"));
+		if (!strcmp(want[i][1], "ExportSpecMissing"))
+			ck_assert_str_eq(cond_status(o, "ExportReconciled"), "False");
+		cJSON_Delete(o);
+	}
+	/* next pass: the gate is open, nothing is re-sent and nothing is rewritten */
+	fake_agent_reset_log(fx_fa);
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	ck_assert_str_eq(fake_agent_log(fx_fa), "HealthCheck,GetCapabilities");
+	pa = fx_get("PillarAgent", "storage-1");
+	ck_assert_uint_eq(store_meta_rv(pa), rv);
+	cJSON_Delete(pa);
+}
+END_TEST
+
+START_TEST(test_restore_failure_and_item_results)
+{
+	struct err e = {0};
+	int requeue;
+	volumes();
+	fake_agent_set_health(fx_fa, true, true, NULL, NULL);
+	fake_agent_fail(fx_fa, "ReconcileState", GRPC_UNAVAILABLE, "agent is draining");
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	ck_assert_int_eq(requeue, RECONCILE_RESTORE_RETRY_MS);
+	cJSON *pa = fx_get("PillarAgent", "storage-1");
+	ck_assert_str_eq(cond_status(pa, "ExportsReady"), "False");
+	ck_assert_str_eq(cond_reason(pa, "ExportsReady"), "ExportRestoreFailed");
+	ck_assert_str_eq(
+	    json_get_str(cond_get(cJSON_GetObjectItem(pa, "status"), "ExportsReady"), "message"),
+	    "agent is draining");
+	ck_assert_str_eq(cond_reason(pa, "Ready"), "ExportRestoreFailed");
+	const char *t1 = json_get_str(cond_get(cJSON_GetObjectItem(pa, "status"), "Ready"),
+	                              "lastTransitionTime");
+	char t1c[40];
+	snprintf(t1c, sizeof(t1c), "%s", t1);
+	cJSON_Delete(pa);
+	cJSON *o = fx_get("PillarVolumeState", "vol-a");
+	ck_assert_str_eq(cond_reason(o, "ExportReconciled"), "AgentUnavailable");
+	cJSON_Delete(o);
+	/* retry: one item stale, one failing */
+	fake_agent_item_error(
+	    fx_fa, "tank/vol-a",
+	    "FAILED_PRECONDITION: stale fencing token (uid \"u\", generation 4) for "
+	    "volume \"tank/vol-a\": generation is older than the mark (mark uid "
+	    "\"u\", generation 5, ended false)");
+	fake_agent_item_error(fx_fa, "tank/vol-b",
+	                      "UNAVAILABLE: bind address 10.0.0.5 is not configured on this node");
+	sleep(1); /* a transition would show a new second */
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	ck_assert_int_eq(requeue, RECONCILE_INTERVAL_MS);
+	pa = fx_get("PillarAgent", "storage-1");
+	ck_assert_str_eq(cond_reason(pa, "ExportsReady"), "ExportsServing");
+	ck_assert_str_eq(cond_reason(pa, "Ready"), "AgentConnected");
+	ck_assert_str_ne(json_get_str(cond_get(cJSON_GetObjectItem(pa, "status"), "Ready"),
+	                              "lastTransitionTime"),
+	                 t1c);
+	cJSON_Delete(pa);
+	o = fx_get("PillarVolumeState", "vol-a");
+	ck_assert_str_eq(cond_reason(o, "ExportReconciled"), "StaleGeneration");
+	cJSON_Delete(o);
+	o = fx_get("PillarVolumeState", "vol-b");
+	ck_assert_str_eq(cond_reason(o, "ExportReconciled"), "ReconcileFailed");
+	ck_assert_str_eq(
+	    json_get_str(cond_get(cJSON_GetObjectItem(o, "status"), "ExportReconciled"), "message"),
+	    "UNAVAILABLE: bind address 10.0.0.5 is not configured on this node");
+	cJSON_Delete(o);
+}
+END_TEST
+
+START_TEST(test_agent_unreachable_degraded_and_deletion)
+{
+	struct err e = {0};
+	int requeue;
+	fake_agent_fail(fx_fa, "HealthCheck", GRPC_UNAVAILABLE, "connection refused");
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	cJSON *pa = fx_get("PillarAgent", "storage-1");
+	ck_assert_str_eq(cond_reason(pa, "AgentConnected"), "HealthCheckFailed");
+	ck_assert_str_eq(
+	    json_get_str(cond_get(cJSON_GetObjectItem(pa, "status"), "AgentConnected"), "message"),
+	    "HealthCheck to agent at \"10.0.0.5:9500\" failed: connection refused");
+	ck_assert_str_eq(cond_status(pa, "ExportsReady"), "Unknown");
+	ck_assert_str_eq(cond_reason(pa, "Ready"), "AgentNotConnected");
+	cJSON_Delete(pa);
+	fake_agent_set_health(fx_fa, false, false, "nvmet-tcp", "nvmet_tcp module not loaded");
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	pa = fx_get("PillarAgent", "storage-1");
+	ck_assert_str_eq(cond_reason(pa, "AgentConnected"), "AgentDegraded");
+	ck_assert_str_eq(
+	    json_get_str(cond_get(cJSON_GetObjectItem(pa, "status"), "AgentConnected"), "message"),
+	    "nvmet-tcp: nvmet_tcp module not loaded");
+	ck_assert_str_eq(cond_reason(pa, "Ready"), "AgentDegraded");
+	cJSON_Delete(pa);
+	/* nodeRef: address from the Node, inside the selector */
+	fx_put("Node", NULL, "w1", NULL, NULL,
+	       "{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"192.168.1.4\"},"
+	       "{\"type\":\"InternalIP\",\"address\":\"10.1.2.3\"}]}");
+	fx_put("PillarAgent", NULL, "storage-2", NULL,
+	       "{\"nodeRef\":{\"name\":\"w1\",\"addressSelector\":\"10.1.0.0/16\"}}", NULL);
+	fake_agent_set_health(fx_fa, true, false, NULL, NULL);
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-2", &requeue, &e), 0);
+	pa = fx_get("PillarAgent", "storage-2");
+	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(pa, "status"), "resolvedAddress"),
+	                 "10.1.2.3:9500");
+	ck_assert_str_eq(cond_reason(pa, "NodeExists"), "NodeFound");
+	cJSON_Delete(pa);
+	/* deletion blocked by a store and a volume, then released */
+	fx_put("PillarStore", NULL, "tank", NULL,
+	       "{\"agentRef\":\"storage-1\",\"backend\":{\"zfs\":{\"pool\":\"tank\"}}}", NULL);
+	vol("vol-a", "{\"phase\":\"Ready\"}");
+	ck_assert_int_eq(store_delete(fx_st, store_kind_lookup("PillarAgent"), NULL, "storage-1",
+	                              NULL, NULL, NULL),
+	                 0);
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	pa = fx_get("PillarAgent", "storage-1");
+	ck_assert_ptr_nonnull(pa);
+	ck_assert_str_eq(cond_reason(pa, "Ready"), "DeletionBlocked");
+	ck_assert_str_eq(
+	    json_get_str(cond_get(cJSON_GetObjectItem(pa, "status"), "Ready"), "message"),
+	    "Deletion blocked: PillarStore \"tank\"; 1 volume (vol-a)");
+	cJSON_Delete(pa);
+	ck_assert_int_eq(
+	    store_delete(fx_st, store_kind_lookup("PillarStore"), NULL, "tank", NULL, NULL, NULL),
+	    0);
+	ck_assert_int_eq(store_delete(fx_st, store_kind_lookup("PillarVolumeState"), NULL, "vol-a",
+	                              NULL, NULL, NULL),
+	                 0);
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	ck_assert_ptr_null(fx_get("PillarAgent", "storage-1"));
+}
+END_TEST
+
+START_TEST(test_workqueue)
+{
+	workqueue *q;
+	char key[64];
+	ck_assert_int_eq(workqueue_new(20, 80, &q), 0);
+	workqueue_add(q, "a", 0);
+	workqueue_add(q, "a", 0);
+	workqueue_add(q, "b", 50);
+	ck_assert_uint_eq(workqueue_len(q), 2);
+	ck_assert_int_eq(workqueue_get(q, 10, key, sizeof(key)), 1);
+	ck_assert_str_eq(key, "a");
+	ck_assert_int_eq(workqueue_get(q, 10, key, sizeof(key)), 0); /* b not due, a active */
+	ck_assert_int_eq(workqueue_done(q, "a", false), 20);
+	ck_assert_int_eq(workqueue_get(q, 200, key, sizeof(key)), 1);
+	ck_assert_int_eq(workqueue_done(q, key, false), !strcmp(key, "a") ? 40 : 20);
+	ck_assert_int_eq(workqueue_get(q, 200, key, sizeof(key)), 1);
+	workqueue_done(q, key, true);
+	workqueue_shutdown(q);
+	ck_assert_int_eq(workqueue_get(q, 10, key, sizeof(key)), -ESHUTDOWN);
+	workqueue_free(q);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("controller_reconcile");
+	TCase *t = tcase_create("agent");
+	tcase_add_checked_fixture(t, setup, fx_teardown);
+	tcase_set_timeout(t, 30);
+	tcase_add_test(t, test_restore_once_then_serving);
+	tcase_add_test(t, test_restore_failure_and_item_results);
+	tcase_add_test(t, test_agent_unreachable_degraded_and_deletion);
+	tcase_add_test(t, test_workqueue);
+	suite_add_tcase(s, t);
+	return tu_run(s);
+}

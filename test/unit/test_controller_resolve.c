@@ -1,0 +1,452 @@
+/* Configuration resolution against crds.md §8–§13: precedence of store/protocol, class
+ * (PillarStorageClass or hand-written StorageClass documents) and PVC annotations; every
+ * rejection message of §13; the mkfs allowlist of §12.1; the YAML document rules of §8; the
+ * volume context keys of csi.md §3 (tunables present only when set). */
+#include "controller/fsopts.h"
+#include "controller/resolve.h"
+#include "controller/yamldoc.h"
+#include "ctl_fixture.h"
+
+static void setup(void)
+{
+	fx_setup();
+	fx_objects(false);
+}
+
+static cJSON *P(const char *const *kv)
+{
+	cJSON *o = cJSON_CreateObject();
+	for (; kv && kv[0]; kv += 2)
+		cJSON_AddStringToObject(o, kv[0], kv[1]);
+	return o;
+}
+
+/* resolve with params (and a PVC default/claim when pvc_ann_json given) */
+static int R(const char *const *kv, bool block, const char *pvc_ann_json, struct resolve_out *o,
+             struct grpc_status *gs)
+{
+	static int n;
+	char pvc[64];
+	cJSON *p = P(kv);
+	if (pvc_ann_json) {
+		char meta[4096];
+		snprintf(pvc, sizeof(pvc), "claim-%d", ++n);
+		snprintf(meta, sizeof(meta), "\"annotations\":%s", pvc_ann_json);
+		fx_put("PersistentVolumeClaim", "default", pvc, meta, "{}", NULL);
+		cJSON_AddStringToObject(p, "csi.storage.k8s.io/pvc/name", pvc);
+		cJSON_AddStringToObject(p, "csi.storage.k8s.io/pvc/namespace", "default");
+	}
+	int r = resolve_volume(fx_st, p, block, o, gs);
+	cJSON_Delete(p);
+	return r;
+}
+
+#define SC_PSC  "pillar-csi.bhyoo.com/storage-class", "fast"
+#define SC_REFS "pillar-csi.bhyoo.com/store-ref", "tank", "pillar-csi.bhyoo.com/protocol-ref", "tcp"
+
+static void expect(const char *const *kv, bool block, const char *ann, int code, const char *msg)
+{
+	struct resolve_out o;
+	struct grpc_status gs = {0};
+	int r = R(kv, block, ann, &o, &gs);
+	resolve_out_clear(&o);
+	ck_assert_msg(r == code, "code %d, want %d (%s)", r, code, gs.msg);
+	ck_assert_str_eq(gs.msg, msg);
+}
+
+static char *J(const cJSON *v)
+{
+	static char buf[2048];
+	char *t = cJSON_PrintUnformatted(v);
+	snprintf(buf, sizeof(buf), "%s", t ? t : "null");
+	free(t);
+	return buf;
+}
+
+START_TEST(test_precedence_psc_and_pvc)
+{
+	cJSON_Delete(NULL);
+	fx_put("PillarStore", NULL, "z2", NULL,
+	       "{\"agentRef\":\"storage-1\",\"backend\":{\"zfs\":{\"pool\":\"tank\","
+	       "\"parentDataset\":\"k8s\","
+	       "\"properties\":{\"compression\":\"lz4\",\"copies\":\"2\"}}}}",
+	       NULL);
+	fx_put("PillarProtocol", NULL, "p2", NULL,
+	       "{\"protocol\":{\"nvmeofTcp\":{\"port\":4421,\"acl\":true,\"ctrlLossTmo\":600,"
+	       "\"maxQueueSize\":64}}}",
+	       NULL);
+	fx_put("PillarStorageClass", NULL, "gold", NULL,
+	       "{\"storeRef\":\"z2\",\"protocolRef\":\"p2\",\"filesystem\":{\"fsType\":\"xfs\","
+	       "\"mountOptions\":[\"noatime\"],"
+	       "\"mkfsOptions\":[\"-K\"]},\"overrides\":{\"backend\":{\"zfs\":{\"properties\":{"
+	       "\"compression\":\"zstd\"}}},"
+	       "\"protocol\":{\"nvmeofTcp\":{\"reconnectDelay\":5}}}}",
+	       NULL);
+	const char *const kv[] = {"pillar-csi.bhyoo.com/storage-class", "gold",
+	                          "csi.storage.k8s.io/fstype", "xfs", NULL};
+	struct resolve_out o;
+	struct grpc_status gs = {0};
+	ck_assert_int_eq(R(kv, false,
+	                   "{\"pillar-csi.bhyoo.com/backend\":\"zfs: {properties: {volblocksize: "
+	                   "16K, sync: on}}\","
+	                   "\"pillar-csi.bhyoo.com/protocol\":\"nvmeofTcp: {ctrlLossTmo: -1}\","
+	                   "\"pillar-csi.bhyoo.com/filesystem\":\"{mkfsOptions: [\\\"-L\\\", "
+	                   "data], mountOptions: []}\","
+	                   "\"other.example.com/x\":\"ignored\"}",
+	                   &o, &gs),
+	                 0);
+	ck_assert_str_eq(o.store, "z2");
+	ck_assert_str_eq(o.agent, "storage-1");
+	ck_assert_str_eq(o.psc, "gold");
+	ck_assert_str_eq(o.backend_type, "zfs-zvol");
+	ck_assert_str_eq(o.pool, "tank");
+	ck_assert_str_eq(
+	    J(o.resolved),
+	    "{\"backend\":{\"zfs\":{\"volumeType\":\"zvol\",\"pool\":\"tank\",\"parentDataset\":"
+	    "\"k8s\",\"properties\":{\"copies\":\"2\",\"compression\":\"zstd\",\"volblocksize\":"
+	    "\"16K\",\"sync\":\"on\"}}},\"protocol\":{\"nvmeofTcp\":{\"port\":4421,\"acl\":true,"
+	    "\"maxQueueSize\":64,\"ctrlLossTmo\":-1,\"reconnectDelay\":5}},\"filesystem\":{"
+	    "\"fsType\":\"xfs\",\"mkfsOptions\":[\"-L\",\"data\"],\"mountOptions\":[]}}");
+	ck_assert_str_eq(o.pvc_name, "claim-1");
+	ck_assert_int_eq(strlen(o.pvc_uid), 36);
+	/* the volume context carries the tunables that are set */
+	cJSON *pvst = cJSON_CreateObject();
+	cJSON *spec = cJSON_AddObjectToObject(pvst, "spec");
+	cJSON_AddItemToObject(spec, "resolved", o.resolved);
+	o.resolved = NULL;
+	cJSON_AddItemToObject(
+	    pvst, "status",
+	    fx_parse("{\"exportInfo\":{\"targetID\":\"nqn.x\",\"address\":\"10.0.0.5\","
+	             "\"port\":4421,\"volumeRef\":\"1\"}}"));
+	cJSON *ctx = resolve_volume_context(pvst);
+	ck_assert_str_eq(
+	    J(ctx), "{\"target_id\":\"nqn.x\",\"address\":\"10.0.0.5\",\"port\":\"4421\","
+	            "\"pillar-csi.bhyoo.com/protocol-type\":\"nvmeof-tcp\",\"pillar-csi.bhyoo.com/"
+	            "volume-ref\":\"1\",\"pillar-csi.bhyoo.com/nvmeof-max-queue-size\":\"64\","
+	            "\"pillar-csi.bhyoo.com/nvmeof-ctrl-loss-tmo\":\"-1\",\"pillar-csi.bhyoo.com/"
+	            "nvmeof-reconnect-delay\":\"5\",\"pillar-csi.bhyoo.com/fs-type\":\"xfs\","
+	            "\"pillar-csi.bhyoo.com/mkfs-options\":\"[\\\"-L\\\",\\\"data\\\"]\"}");
+	cJSON_Delete(ctx);
+	cJSON_Delete(pvst);
+	resolve_out_clear(&o);
+}
+END_TEST
+
+START_TEST(test_precedence_handwritten_and_block)
+{
+	const char *const kv[] = {SC_REFS,
+	                          "pillar-csi.bhyoo.com/protocol",
+	                          "{\"nvmeofTcp\": {\"reconnectDelay\": 3}}",
+	                          "pillar-csi.bhyoo.com/filesystem",
+	                          "fsType: xfs\nmountOptions: [discard]",
+	                          "csi.storage.k8s.io/fstype",
+	                          "xfs",
+	                          "csi.storage.k8s.io/provisioner-secret-name",
+	                          "ignored",
+	                          NULL};
+	struct resolve_out o;
+	struct grpc_status gs = {0};
+	ck_assert_int_eq(R(kv, false, NULL, &o, &gs), 0);
+	ck_assert_str_eq(o.psc, "");
+	ck_assert_str_eq(J(cJSON_GetObjectItem(o.resolved, "protocol")),
+	                 "{\"nvmeofTcp\":{\"port\":4420,\"acl\":false,\"reconnectDelay\":3}}");
+	ck_assert_str_eq(J(cJSON_GetObjectItem(o.resolved, "filesystem")),
+	                 "{\"fsType\":\"xfs\",\"mkfsOptions\":[],\"mountOptions\":[\"discard\"]}");
+	resolve_out_clear(&o);
+	/* fstype alone acts as fsType; Block drops the filesystem axis silently */
+	const char *const kv2[] = {SC_REFS, "csi.storage.k8s.io/fstype", "xfs", NULL};
+	ck_assert_int_eq(R(kv2, false, NULL, &o, &gs), 0);
+	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(o.resolved, "filesystem"), "fsType"),
+	                 "xfs");
+	resolve_out_clear(&o);
+	ck_assert_int_eq(R(kv, true, NULL, &o, &gs), 0);
+	ck_assert_ptr_null(cJSON_GetObjectItem(o.resolved, "filesystem"));
+	resolve_out_clear(&o);
+	/* no PVC object in the store: no annotations apply */
+	cJSON *p = P(kv2);
+	cJSON_AddStringToObject(p, "csi.storage.k8s.io/pvc/name", "absent");
+	cJSON_AddStringToObject(p, "csi.storage.k8s.io/pvc/namespace", "default");
+	ck_assert_int_eq(resolve_volume(fx_st, p, false, &o, &gs), 0);
+	ck_assert_str_eq(o.pvc_uid, "");
+	cJSON_Delete(p);
+	resolve_out_clear(&o);
+}
+END_TEST
+
+START_TEST(test_rejections)
+{
+	const char *const psc[] = {SC_PSC, NULL};
+	const char *const refs[] = {SC_REFS, NULL};
+	expect(psc, false, "{\"pillar-csi.bhyoo.com/backend-override\":\"x\"}",
+	       GRPC_INVALID_ARGUMENT,
+	       "unsupported PVC annotation \"pillar-csi.bhyoo.com/backend-override\"");
+	expect(psc, false, "{\"pillar-csi.bhyoo.com/param.foo\":\"x\"}", GRPC_INVALID_ARGUMENT,
+	       "unsupported PVC annotation \"pillar-csi.bhyoo.com/param.foo\"");
+	const char *const old1[] = {SC_REFS, "zfs-prop.compression", "lz4", NULL};
+	expect(old1, false, NULL, GRPC_INVALID_ARGUMENT,
+	       "unsupported StorageClass parameter \"zfs-prop.compression\"");
+	const char *const old2[] = {SC_REFS, "pillar-csi.bhyoo.com/backend-type", "zfs", NULL};
+	expect(old2, false, NULL, GRPC_INVALID_ARGUMENT,
+	       "unsupported StorageClass parameter \"pillar-csi.bhyoo.com/backend-type\"");
+	const char *const mix[] = {SC_PSC, "pillar-csi.bhyoo.com/store-ref", "tank", NULL};
+	expect(mix, false, NULL, GRPC_INVALID_ARGUMENT,
+	       "unsupported StorageClass parameter \"pillar-csi.bhyoo.com/store-ref\"");
+	const char *const nostore[] = {"pillar-csi.bhyoo.com/protocol-ref", "tcp", NULL};
+	expect(nostore, false, NULL, GRPC_INVALID_ARGUMENT,
+	       "StorageClass parameter \"pillar-csi.bhyoo.com/store-ref\" is required");
+	const char *const noproto[] = {"pillar-csi.bhyoo.com/store-ref", "tank", NULL};
+	expect(noproto, false, NULL, GRPC_INVALID_ARGUMENT,
+	       "StorageClass parameter \"pillar-csi.bhyoo.com/protocol-ref\" is required");
+	expect(refs, false, "{\"pillar-csi.bhyoo.com/backend\":\"zfs: {pool: other}\"}",
+	       GRPC_INVALID_ARGUMENT,
+	       "pillar-csi.bhyoo.com/backend: zfs.pool is structural and cannot be set per volume");
+	expect(refs, false, "{\"pillar-csi.bhyoo.com/protocol\":\"nvmeofTcp: {acl: true}\"}",
+	       GRPC_INVALID_ARGUMENT,
+	       "pillar-csi.bhyoo.com/protocol: nvmeofTcp.acl is structural and cannot be set per "
+	       "volume");
+	expect(refs, false,
+	       "{\"pillar-csi.bhyoo.com/protocol\":\"nvmeofTcp: {ctrlLossTimeout: 5}\"}",
+	       GRPC_INVALID_ARGUMENT,
+	       "pillar-csi.bhyoo.com/protocol: unknown field \"nvmeofTcp.ctrlLossTimeout\"");
+	expect(refs, false, "{\"pillar-csi.bhyoo.com/backend\":\"lvm: {provisioningMode: thin}\"}",
+	       GRPC_INVALID_ARGUMENT,
+	       "pillar-csi.bhyoo.com/backend: lvm overrides do not apply to a zfs-zvol backend");
+	expect(
+	    refs, true, "{\"pillar-csi.bhyoo.com/filesystem\":\"fsType: xfs\"}",
+	    GRPC_INVALID_ARGUMENT,
+	    "pillar-csi.bhyoo.com/filesystem: filesystem settings do not apply to a Block volume");
+	expect(refs, false, "{\"pillar-csi.bhyoo.com/protocol\":\"nvmeofTcp: {maxQueueSize: 8}\"}",
+	       GRPC_INVALID_ARGUMENT,
+	       "pillar-csi.bhyoo.com/protocol: nvmeofTcp.maxQueueSize must be between 16 and 1024");
+	expect(refs, false,
+	       "{\"pillar-csi.bhyoo.com/protocol\":\"nvmeofTcp: {reconnectDelay: 0}\"}",
+	       GRPC_INVALID_ARGUMENT,
+	       "pillar-csi.bhyoo.com/protocol: nvmeofTcp.reconnectDelay must be at least 1");
+	expect(refs, false, "{\"pillar-csi.bhyoo.com/protocol\":\"nvmeofTcp: {ctrlLossTmo: -2}\"}",
+	       GRPC_INVALID_ARGUMENT,
+	       "pillar-csi.bhyoo.com/protocol: nvmeofTcp.ctrlLossTmo must be at least -1");
+	expect(refs, false,
+	       "{\"pillar-csi.bhyoo.com/protocol\":\"nvmeofTcp: {inCapsuleDataSize: 512}\"}",
+	       GRPC_INVALID_ARGUMENT,
+	       "pillar-csi.bhyoo.com/protocol: nvmeofTcp.inCapsuleDataSize must be at least 1024");
+	expect(refs, false, "{\"pillar-csi.bhyoo.com/filesystem\":\"mkfsOptions: [-c]\"}",
+	       GRPC_INVALID_ARGUMENT,
+	       "filesystem.mkfsOptions: mkfs option \"-c\" is not allowed for ext4");
+	const char *const fsdis[] = {SC_REFS,       "pillar-csi.bhyoo.com/filesystem",
+	                             "fsType: xfs", "csi.storage.k8s.io/fstype",
+	                             "ext4",        NULL};
+	expect(fsdis, false, NULL, GRPC_INVALID_ARGUMENT,
+	       "csi.storage.k8s.io/fstype \"ext4\" does not match filesystem fsType \"xfs\"");
+	expect(refs, false, "{\"pillar-csi.bhyoo.com/protocol\":\"nvmeofTcp: {a: 1\"}",
+	       GRPC_INVALID_ARGUMENT,
+	       "pillar-csi.bhyoo.com/protocol: invalid document: did not find expected ',' or '}' "
+	       "at line 2 column 1");
+	expect(refs, false, "{\"pillar-csi.bhyoo.com/backend\":\"zfs: &a {properties: {}}\"}",
+	       GRPC_INVALID_ARGUMENT,
+	       "pillar-csi.bhyoo.com/backend: invalid document: anchors are not allowed at line 1 "
+	       "column 6");
+	/* referenced objects */
+	const char *const nopsc[] = {"pillar-csi.bhyoo.com/storage-class", "gone", NULL};
+	expect(
+	    nopsc, false, NULL, GRPC_NOT_FOUND,
+	    "PillarStorageClass \"gone\" (named via pillar-csi.bhyoo.com/storage-class) not found");
+	const char *const nost[] = {"pillar-csi.bhyoo.com/store-ref", "gone",
+	                            "pillar-csi.bhyoo.com/protocol-ref", "tcp", NULL};
+	expect(nost, false, NULL, GRPC_NOT_FOUND,
+	       "PillarStore \"gone\" (named via pillar-csi.bhyoo.com/store-ref) not found");
+	const char *const nopr[] = {"pillar-csi.bhyoo.com/store-ref", "tank",
+	                            "pillar-csi.bhyoo.com/protocol-ref", "gone", NULL};
+	expect(nopr, false, NULL, GRPC_NOT_FOUND,
+	       "PillarProtocol \"gone\" (named via pillar-csi.bhyoo.com/protocol-ref) not found");
+	fx_put("PillarStorageClass", NULL, "orphan", NULL,
+	       "{\"storeRef\":\"gone\",\"protocolRef\":\"tcp\"}", NULL);
+	const char *const orphan[] = {"pillar-csi.bhyoo.com/storage-class", "orphan", NULL};
+	expect(orphan, false, NULL, GRPC_NOT_FOUND,
+	       "PillarStore \"gone\" (named via PillarStorageClass \"orphan\") not found");
+}
+END_TEST
+
+START_TEST(test_rejections_lvm_layout_agent)
+{
+	struct grpc_status gs = {0};
+	fx_put("PillarStore", NULL, "vg", NULL,
+	       "{\"agentRef\":\"storage-1\",\"backend\":{\"lvm\":{\"volumeGroup\":\"data-vg\"}}}",
+	       NULL);
+	const char *const kv[] = {"pillar-csi.bhyoo.com/store-ref", "vg",
+	                          "pillar-csi.bhyoo.com/protocol-ref", "tcp", NULL};
+	expect(
+	    kv, false, "{\"pillar-csi.bhyoo.com/backend\":\"lvm: {provisioningMode: thin}\"}",
+	    GRPC_INVALID_ARGUMENT,
+	    "pillar-csi.bhyoo.com/backend: lvm.provisioningMode thin requires PillarStore \"vg\" "
+	    "to set lvm.thinPool");
+	expect(kv, false, "{\"pillar-csi.bhyoo.com/backend\":\"zfs: {properties: {a: b}}\"}",
+	       GRPC_INVALID_ARGUMENT,
+	       "pillar-csi.bhyoo.com/backend: zfs overrides do not apply to a lvm-lv backend");
+	/* layout mismatch against the agent's reported pool */
+	cJSON *pa = fx_get("PillarAgent", "storage-1");
+	cJSON_ReplaceItemInObject(
+	    pa, "status",
+	    fx_parse("{\"resolvedAddress\":\"10.0.0.5:9500\",\"discoveredPools\":[{"
+	             "\"name\":\"data-vg\",\"type\":\"lvm\",\"thinPool\":\"thin0\"}]}"));
+	ck_assert_int_eq(store_update_status(fx_st, pa, NULL, NULL), 0);
+	cJSON_Delete(pa);
+	expect(
+	    kv, false, NULL, GRPC_FAILED_PRECONDITION,
+	    "PillarStore \"vg\" does not match agent \"storage-1\": thinPool \"\" vs agent config "
+	    "\"thin0\"");
+	/* agent named by a store missing (CreateVolume step 6) */
+	fx_put("PillarStore", NULL, "lost", NULL,
+	       "{\"agentRef\":\"nobody\",\"backend\":{\"zfs\":{\"pool\":\"tank\"}}}", NULL);
+	const char *const lost[] = {"pillar-csi.bhyoo.com/store-ref", "lost",
+	                            "pillar-csi.bhyoo.com/protocol-ref", "tcp", NULL};
+	ck_assert_int_eq(fx_create("pvc-7", lost, false, NULL, 0, &gs), GRPC_NOT_FOUND);
+	ck_assert_str_eq(gs.msg,
+	                 "PillarAgent \"nobody\" (named via PillarStore \"lost\") not found");
+	/* agent errors are returned verbatim: no space */
+	fake_agent_fail(fx_fa, "CreateVolume", GRPC_RESOURCE_EXHAUSTED,
+	                "pool \"tank\" has 10 bytes available; 1073741824 requested");
+	const char *const refs[] = {SC_REFS, NULL};
+	ck_assert_int_eq(fx_create("pvc-8", refs, false, NULL, 0, &gs), GRPC_RESOURCE_EXHAUSTED);
+	ck_assert_str_eq(gs.msg, "pool \"tank\" has 10 bytes available; 1073741824 requested");
+	cJSON *o = fx_get("PillarVolumeState", "pvc-8");
+	ck_assert_str_eq(
+	    json_get_str(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "status"), "partialFailure"),
+	                 "reason"),
+	    "BackendCreateFailed");
+	cJSON_Delete(o);
+}
+END_TEST
+
+static int mk(const char *fs, const char *json)
+{
+	cJSON *l = fx_parse(json);
+	struct err e = {0};
+	int r = fsopts_mkfs_check(fs, l, &e);
+	cJSON_Delete(l);
+	return r;
+}
+
+START_TEST(test_mkfs_allowlist)
+{
+	ck_assert_int_eq(mk("ext4", "[\"-L\",\"data\"]"), 0);
+	ck_assert_int_eq(mk("ext4", "[\"-Ldata\",\"-q\",\"-j\"]"), 0);
+	ck_assert_int_eq(mk("ext4", "[\"-E\",\"stride=4,stripe-width=8,nodiscard\"]"), 0);
+	ck_assert_int_eq(mk("ext4", "[\"-Jsize=64\"]"), 0);
+	ck_assert_int_eq(mk("xfs", "[\"-d\",\"su=64k,sw=4\",\"-m\",\"crc=1\",\"-K\"]"), 0);
+	ck_assert_int_eq(mk("xfs", "[\"-i\",\"size=512\",\"-l\",\"lazy-count=1\"]"), 0);
+	static const char *const bad[][2] = {{"ext4", "[\"-Fq\"]"},
+	                                     {"ext4", "[\"-qj\"]"},
+	                                     {"ext4", "[\"-c\"]"},
+	                                     {"ext4", "[\"--lazy\"]"},
+	                                     {"ext4", "[\"data\"]"},
+	                                     {"ext4", "[\"-d\",\"x\"]"},
+	                                     {"ext4", "[\"-J\",\"device=/dev/sdb\"]"},
+	                                     {"ext4", "[\"-E\",\"foo=1\"]"},
+	                                     {"ext4", "[\"-L\",\"-x\"]"},
+	                                     {"ext4", "[\"-L\"]"},
+	                                     {"ext4", "[\"-z\",\"u\"]"},
+	                                     {"xfs", "[\"-d\",\"file=1\"]"},
+	                                     {"xfs", "[\"-c\",\"options=x\"]"},
+	                                     {"xfs", "[\"-f\"]"},
+	                                     {"xfs", "[\"-l\",\"logdev=/x\"]"},
+	                                     {"xfs", "[\"-r\",\"rtdev=/x\"]"},
+	                                     {"xfs", "[\"-j\"]"},
+	                                     {"ext4", "[1]"}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(mk(bad[i][0], bad[i][1]) == -EINVAL, "%s %s accepted", bad[i][0],
+		              bad[i][1]);
+	cJSON *l = fx_parse("[\"-L\",\"ok\",\"-E\",\"stride=1,bogus\"]");
+	struct err e = {0};
+	ck_assert_int_eq(fsopts_mkfs_check("ext4", l, &e), -EINVAL);
+	ck_assert_str_eq(
+	    e.msg,
+	    "filesystem.mkfsOptions: mkfs option \"stride=1,bogus\" is not allowed for ext4");
+	cJSON_Delete(l);
+}
+END_TEST
+
+static const char *yerr(const char *text)
+{
+	static struct err e;
+	cJSON *o = NULL;
+	memset(&e, 0, sizeof(e));
+	if (yamldoc_parse(text, &o, &e) == 0) {
+		cJSON_Delete(o);
+		return "";
+	}
+	return e.msg;
+}
+
+START_TEST(test_yaml_documents)
+{
+	cJSON *o = NULL;
+	ck_assert_int_eq(yamldoc_parse("{\"a\": {\"b\": [1, \"x\", true]}}", &o, NULL), 0);
+	cJSON *b = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "a"), "b");
+	ck_assert(cJSON_IsRaw(cJSON_GetArrayItem(b, 0)));
+	ck_assert(cJSON_IsString(cJSON_GetArrayItem(b, 1)));
+	cJSON_Delete(o);
+	ck_assert_int_eq(yamldoc_parse("p: {x: on, y: \"16\"}", &o, NULL), 0);
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "p"), "x")->valuestring, "on");
+	cJSON_Delete(o);
+	ck_assert_str_eq(yerr("a: 1\n---\nb: 2\n"),
+	                 "invalid document: multiple documents are not allowed at line 2 column 1");
+	ck_assert_str_eq(yerr("a: !!str 1"),
+	                 "invalid document: tags are not allowed at line 1 column 4");
+	ck_assert_str_eq(yerr("a: &x 1\nb: *x"),
+	                 "invalid document: anchors are not allowed at line 1 column 4");
+	ck_assert_str_eq(
+	    yerr("- 1\n- 2"),
+	    "invalid document: the document root must be a mapping at line 1 column 1");
+	ck_assert_str_eq(yerr("a: 1\na: 2"),
+	                 "invalid document: duplicate key \"a\" at line 2 column 1");
+	ck_assert_str_eq(
+	    yerr(""), "invalid document: the document is empty; its root must be a mapping at line "
+	              "1 column 1");
+}
+END_TEST
+
+START_TEST(test_psc_compatible)
+{
+	char reason[64], msg[512];
+	cJSON *pst = fx_get("PillarStore", "tank"), *pstr = fx_get("PillarProtocol", "tcp");
+	cJSON *psc = fx_parse(
+	    "{\"spec\":{\"overrides\":{\"backend\":{\"lvm\":{\"provisioningMode\":\"thin\"}}}}}");
+	ck_assert_int_eq(
+	    resolve_psc_compatible(psc, pst, pstr, reason, sizeof(reason), msg, sizeof(msg)),
+	    -EINVAL);
+	ck_assert_str_eq(reason, "BackendOverrideMismatch");
+	ck_assert_str_eq(msg, "lvm overrides do not apply to a zfs-zvol backend");
+	cJSON_Delete(psc);
+	psc = fx_parse("{\"spec\":{\"filesystem\":{\"mkfsOptions\":[\"-F\"]}}}");
+	ck_assert_int_eq(
+	    resolve_psc_compatible(psc, pst, pstr, reason, sizeof(reason), msg, sizeof(msg)),
+	    -EINVAL);
+	ck_assert_str_eq(reason, "InvalidFilesystem");
+	ck_assert_str_eq(msg, "filesystem.mkfsOptions: mkfs option \"-F\" is not allowed for ext4");
+	cJSON_Delete(psc);
+	psc = fx_parse(
+	    "{\"spec\":{\"overrides\":{\"protocol\":{\"nvmeofTcp\":{\"ctrlLossTmo\":-1}}}}}");
+	ck_assert_int_eq(
+	    resolve_psc_compatible(psc, pst, pstr, reason, sizeof(reason), msg, sizeof(msg)), 0);
+	cJSON_Delete(psc);
+	cJSON_Delete(pst);
+	cJSON_Delete(pstr);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("controller_resolve");
+	TCase *t = tcase_create("resolve");
+	tcase_add_checked_fixture(t, setup, fx_teardown);
+	tcase_set_timeout(t, 30);
+	tcase_add_test(t, test_precedence_psc_and_pvc);
+	tcase_add_test(t, test_precedence_handwritten_and_block);
+	tcase_add_test(t, test_rejections);
+	tcase_add_test(t, test_rejections_lvm_layout_agent);
+	tcase_add_test(t, test_mkfs_allowlist);
+	tcase_add_test(t, test_yaml_documents);
+	tcase_add_test(t, test_psc_compatible);
+	suite_add_tcase(s, t);
+	return tu_run(s);
+}
