@@ -1,10 +1,42 @@
 #include "agent/agent.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "agent/config.h"
+#include "agent/grpc_service.h"
+#include "agent/service.h"
 #include "applets.h"
+#include "base/file.h"
+#include "base/json.h"
 #include "base/log.h"
+#include "grpc/server.h"
+#include "serve.h"
+#include "version/version.h"
+
+#define AGENT_MAX_MSG (16u << 20) /* a complete ReconcileState carries every volume */
+
+/* agent-api.md §10 step 4: the marker records a clean shutdown; it never keeps us drained. */
+static void consume_drained_marker(const char *state_dir)
+{
+	char path[PATH_MAX];
+	cJSON *m = NULL;
+	snprintf(path, sizeof(path), "%s/.drained", state_dir);
+	if (json_read_file(path, &m, NULL) == -ENOENT) {
+		log_info("previous agent process did not drain");
+		return;
+	}
+	const char *at = m ? json_get_str(m, "drainedAt") : NULL;
+	char msg[128];
+	snprintf(msg, sizeof(msg), "previous agent process drained cleanly at %s", at ? at : "?");
+	log_info(msg);
+	cJSON_Delete(m);
+	file_remove_durable(path, NULL);
+}
 
 int agent_main(int argc, char **argv)
 {
@@ -26,11 +58,22 @@ int agent_main(int argc, char **argv)
 	    {"tls-key", FLAG_STRING, &key, "server private key (PEM) for mutual TLS", false},
 	    {"tls-ca", FLAG_STRING, &ca, "CA (PEM) that client certificates must chain to", false},
 	};
-	int r = role_parse_flags(
+	struct agent_config cfg = {0};
+	struct agent_service_opts so = {0};
+	struct grpc_server_opts go;
+	struct grpc_service svc;
+	struct grpc_server *srv = NULL;
+	agent_service *a = NULL;
+	struct err e = {0};
+	int r;
+
+	serve_block_signals();
+	r = role_parse_flags(
 	    "pillar-csi agent",
 	    "Storage agent: creates, expands and deletes volumes in ZFS pools, LVM "
-	    "volume groups or a directory,\nexports them through the kernel NVMe-oF/TCP "
-	    "target (nvmet) and keeps fencing marks and identity pins on disk.",
+	    "volume groups or a directory,\nexports them through the kernel "
+	    "NVMe-oF/TCP target (nvmet) and keeps fencing marks and identity pins on "
+	    "disk.",
 	    defs, sizeof(defs) / sizeof(defs[0]), argc, argv);
 	if (r >= 0)
 		return r;
@@ -39,6 +82,73 @@ int agent_main(int argc, char **argv)
 		fprintf(stderr, "--tls-cert, --tls-key and --tls-ca must be set together\n");
 		return 1;
 	}
-	fprintf(stderr, "pillar-csi agent: the agent service is not implemented yet\n");
-	return 1;
+	if (agent_config_load(config, &cfg, &e) < 0 || agent_config_check_dirs(&cfg, &e) < 0) {
+		fprintf(stderr, "%s\n", e.msg);
+		agent_config_clear(&cfg);
+		return 1;
+	}
+	if (!all)
+		log_warn(
+		    "agent gRPC is serving without TLS; set --tls-cert, --tls-key and --tls-ca to "
+		    "require mutual TLS");
+	so.state_dir = state_dir;
+	so.configfs_root = configfs;
+	so.version = version_string();
+	if (agent_service_new(&cfg, &so, &a, &e) < 0) {
+		fprintf(stderr, "%s\n", e.msg);
+		agent_config_clear(&cfg);
+		return 1;
+	}
+	consume_drained_marker(state_dir);
+
+	const char *addrs[] = {listen, NULL};
+	grpc_server_opts_init(&go);
+	go.listen = addrs;
+	go.max_msg = AGENT_MAX_MSG;
+	go.max_streams = 100;
+	go.idle_timeout_ms = 3600 * 1000;
+	if (all) {
+		go.tls_cert = cert;
+		go.tls_key = key;
+		go.tls_ca = ca;
+	}
+	agent_grpc_service(a, &svc);
+	if (grpc_server_new(&srv, &go, &e) < 0 || grpc_server_add_service(srv, &svc, &e) < 0 ||
+	    grpc_server_start(srv, &e) < 0) {
+		fprintf(stderr, "pillar-csi agent: %s\n", e.msg);
+		grpc_server_free(srv);
+		agent_service_free(a);
+		agent_config_clear(&cfg);
+		return 1;
+	}
+	log_info("agent serving", "address", listen, "version", version_string(), "tls",
+	         all ? "mutual" : "off", "restore",
+	         "pending until the controller sends the complete "
+	         "export list");
+
+	int sig = serve_wait_signal();
+	serve_exit_on_second_signal();
+	log_info("shutting down", "signal", sig == 2 ? "SIGINT" : "SIGTERM");
+	grpc_server_set_serving(srv, "", false);
+	grpc_server_set_serving(srv, AGENT_SERVICE_NAME, false);
+	{
+		PillarCsi__Agent__V1__DrainRequest dreq =
+		    PILLAR_CSI__AGENT__V1__DRAIN_REQUEST__INIT;
+		PillarCsi__Agent__V1__DrainResponse *dresp = malloc(sizeof(*dresp));
+		struct agent_status st = {0};
+		if (dresp) {
+			*dresp = (PillarCsi__Agent__V1__DrainResponse)
+			    PILLAR_CSI__AGENT__V1__DRAIN_RESPONSE__INIT;
+			if (agent_drain(a, &dreq, dresp, &st) != GRPC_OK)
+				log_warn("drain failed", "error", st.msg);
+			protobuf_c_message_free_unpacked(&dresp->base, NULL);
+		}
+	}
+	serve_sleep_or_signal(grace_ms);
+	grpc_server_shutdown(srv, 5000);
+	grpc_server_free(srv);
+	agent_service_free(a);
+	agent_config_clear(&cfg);
+	log_info("agent stopped");
+	return 0;
 }

@@ -4,20 +4,39 @@
 #include <stdlib.h>
 
 #include "applets.h"
+#include "base/log.h"
+#include "grpc/server.h"
+#include "node/grpc_service.h"
+#include "node/publish.h"
+#include "node/service.h"
+#include "serve.h"
+#include "store/store.h"
+
+#define NODE_SHUTDOWN_WAIT_MS 5000 /* deploy.md §1.3: NOT_SERVING, wait 5 s, stop */
 
 int node_main(int argc, char **argv)
 {
 	const char *endpoint = "unix:///var/lib/kubelet/plugins/pillar-csi.bhyoo.com/csi.sock";
-	const char *node_id = NULL, *state_dir = "/var/lib/pillar-csi/node", *store = NULL;
+	const char *node_id = NULL, *state_dir = "/var/lib/pillar-csi/node", *store_url = NULL;
 	const struct flag_def defs[] = {
 	    {"csi-endpoint", FLAG_STRING, &endpoint, "CSI socket (unix:///path)", false},
 	    {"node-id", FLAG_STRING, &node_id,
 	     "Kubernetes node name (default: the NODE_NAME environment variable)", false},
 	    {"state-dir", FLAG_STRING, &state_dir, "stage records of staged volumes", false},
-	    {"store", FLAG_STRING, &store, "object store: kube, or dir:PATH for the embedded store",
-	     false},
+	    {"store", FLAG_STRING, &store_url,
+	     "object store: kube, or dir:PATH for the embedded store", false},
 	};
-	int r = role_parse_flags(
+	struct node_config cfg = {0};
+	struct grpc_server_opts go;
+	struct grpc_service ids, nodes;
+	struct grpc_server *srv = NULL;
+	struct node *n = NULL;
+	store *st = NULL;
+	struct err e = {0};
+	int r;
+
+	serve_block_signals();
+	r = role_parse_flags(
 	    "pillar-csi node",
 	    "CSI node service: connects to NVMe-oF/TCP targets with the kernel "
 	    "initiator, formats blank devices,\nmounts and expands volumes, and keeps "
@@ -31,6 +50,49 @@ int node_main(int argc, char **argv)
 		fprintf(stderr, "pillar-csi node: no node id: set --node-id or NODE_NAME\n");
 		return 1;
 	}
-	fprintf(stderr, "pillar-csi node: the node service is not implemented yet\n");
-	return 1;
+	if (store_url && store_open_url(store_url, false, &st, &e) < 0) {
+		fprintf(stderr, "pillar-csi node: %s\n", e.msg);
+		return 1;
+	}
+	cfg.node_id = node_id;
+	cfg.state_dir = state_dir;
+	if (st) {
+		cfg.publish_identity = node_publish_identity_store;
+		cfg.publish_ctx = st;
+	}
+	if (node_new(&cfg, &n, &e) < 0) {
+		fprintf(stderr, "pillar-csi node: %s\n", e.msg);
+		store_close(st);
+		return 1;
+	}
+	if (node_publish_identity(n, &e) < 0)
+		log_error("host identity not published", "node", node_id, "error", e.msg);
+
+	const char *addrs[] = {endpoint, NULL};
+	grpc_server_opts_init(&go);
+	go.listen = addrs;
+	node_grpc_identity_service(n, &ids);
+	node_grpc_node_service(n, &nodes);
+	if (grpc_server_new(&srv, &go, &e) < 0 || grpc_server_add_service(srv, &ids, &e) < 0 ||
+	    grpc_server_add_service(srv, &nodes, &e) < 0 || grpc_server_start(srv, &e) < 0) {
+		fprintf(stderr, "pillar-csi node: %s\n", e.msg);
+		grpc_server_free(srv);
+		node_free(n);
+		store_close(st);
+		return 1;
+	}
+	log_info("node plugin serving", "endpoint", endpoint, "node", node_id, "stateDir",
+	         state_dir);
+
+	serve_wait_signal();
+	serve_exit_on_second_signal();
+	grpc_server_set_serving(srv, "", false);
+	grpc_server_set_serving(srv, "csi.v1.Node", false);
+	serve_sleep_or_signal(NODE_SHUTDOWN_WAIT_MS);
+	grpc_server_shutdown(srv, 5000);
+	grpc_server_free(srv);
+	node_free(n);
+	store_close(st);
+	log_info("node plugin stopped");
+	return 0;
 }

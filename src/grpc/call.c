@@ -1,0 +1,412 @@
+/* Handler side of the gRPC server: the call object, the worker job, streaming sends, health. */
+#include "grpc/server_int.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+
+#define SEND_HIGH (1u << 20) /* a streaming sender waits while this much is unsent */
+
+struct health_ent {
+	struct health_ent *next;
+	bool serving;
+	char name[];
+};
+
+struct grpc_call *call_new(struct grpc_server *s)
+{
+	struct grpc_call *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->srv = s;
+	c->loop = s->loop;
+	atomic_init(&c->refs, 1);
+	atomic_init(&c->cancelled, false);
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->cv, NULL);
+	c->timeout_ms = -1;
+	grpc_deframer_init(&c->df, s->o.max_msg);
+	return c;
+}
+
+void call_ref(struct grpc_call *c)
+{
+	atomic_fetch_add(&c->refs, 1);
+}
+
+static void md_free(struct md *m, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++) {
+		free(m[i].key);
+		free(m[i].value);
+	}
+	free(m);
+}
+
+void call_unref(struct grpc_call *c)
+{
+	struct arena_blk *a;
+
+	if (atomic_fetch_sub(&c->refs, 1) != 1)
+		return;
+	md_free(c->req_md, c->n_req_md);
+	md_free(c->resp_md, c->n_resp_md);
+	while (c->oq_head) {
+		struct outmsg *m = c->oq_head;
+		c->oq_head = m->next;
+		free(m);
+	}
+	while ((a = c->arena)) {
+		c->arena = a->next;
+		free(a);
+	}
+	grpc_deframer_free(&c->df);
+	free(c->path);
+	free(c->encoding);
+	free(c->req);
+	free(c->status_msg);
+	free(c->handler_msg);
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+void call_kick(struct grpc_call *c)
+{
+	bool post;
+
+	pthread_mutex_lock(&c->mu);
+	post = !c->kick_pending && !c->stream_closed;
+	if (post) {
+		c->kick_pending = true;
+		call_ref(c);
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (post && h2_loop_post(c->loop, server_kick_fn, c) < 0) {
+		pthread_mutex_lock(&c->mu);
+		c->kick_pending = false;
+		pthread_mutex_unlock(&c->mu);
+		call_unref(c);
+		log_error("gRPC: cannot wake the event loop: out of memory");
+	}
+}
+
+void call_finish(struct grpc_call *c, int code, const char *msg)
+{
+	bool first;
+
+	pthread_mutex_lock(&c->mu);
+	first = !c->finished;
+	if (first) {
+		c->finished = true;
+		c->status = code;
+		c->status_msg = msg && *msg ? strdup(msg) : NULL;
+		pthread_cond_broadcast(&c->cv);
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (first)
+		call_kick(c);
+}
+
+int call_queue_bytes(struct grpc_call *c, const uint8_t *msg, size_t len)
+{
+	struct outmsg *m = malloc(sizeof(*m) + GRPC_PREFIX_LEN + len);
+
+	if (!m)
+		return -ENOMEM;
+	m->next = NULL;
+	m->off = 0;
+	m->len = GRPC_PREFIX_LEN + len;
+	grpc_prefix_write(m->data, false, (uint32_t)len);
+	if (len)
+		memcpy(m->data + GRPC_PREFIX_LEN, msg, len);
+	if (c->oq_tail)
+		c->oq_tail->next = m;
+	else
+		c->oq_head = m;
+	c->oq_tail = m;
+	c->oq_bytes += m->len;
+	return 0;
+}
+
+/* Packs msg and queues it; waits (on worker threads) while the queue is above SEND_HIGH. */
+static int send_msg(struct grpc_call *c, const ProtobufCMessage *msg, bool wait)
+{
+	size_t len = protobuf_c_message_get_packed_size(msg);
+	uint8_t *buf;
+	int rc;
+
+	if (len > c->srv->o.max_msg)
+		return -EMSGSIZE;
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		return -ENOMEM;
+	protobuf_c_message_pack(msg, buf);
+	pthread_mutex_lock(&c->mu);
+	while (wait && c->oq_bytes > SEND_HIGH && !c->finished && !c->stream_closed &&
+	       !atomic_load(&c->cancelled))
+		pthread_cond_wait(&c->cv, &c->mu);
+	if (c->finished || c->stream_closed || atomic_load(&c->cancelled))
+		rc = -ECANCELED;
+	else
+		rc = call_queue_bytes(c, buf, len);
+	pthread_mutex_unlock(&c->mu);
+	free(buf);
+	if (rc == 0)
+		call_kick(c);
+	return rc;
+}
+
+int grpc_call_send(struct grpc_call *c, const ProtobufCMessage *msg)
+{
+	if (!c->method || !c->method->server_stream)
+		return -EINVAL;
+	if (msg->descriptor != c->method->resp)
+		return -EINVAL;
+	return send_msg(c, msg, c->srv->o.workers > 0);
+}
+
+void call_run(void *arg)
+{
+	struct grpc_call *c = arg;
+	const struct grpc_method *m = c->method;
+	ProtobufCMessage *req, *resp = NULL;
+	char msg[GRPC_STATUS_MSG_MAX];
+	int code;
+
+	req = protobuf_c_message_unpack(m->req, NULL, c->req_len, c->req);
+	if (!req) {
+		snprintf(msg, sizeof(msg), "cannot parse the request as %s", m->req->name);
+		call_finish(c, GRPC_INTERNAL, msg);
+		call_unref(c);
+		return;
+	}
+	if (atomic_load(&c->cancelled)) {
+		call_finish(c,
+		            grpc_call_deadline_ms(c) <= 0 ? GRPC_DEADLINE_EXCEEDED : GRPC_CANCELLED,
+		            "call ended before the handler ran");
+	} else if (m->unary) {
+		code = m->unary(c, req, &resp, c->svc->ctx);
+		if (code == GRPC_OK && !resp) {
+			code = GRPC_INTERNAL;
+			grpc_call_set_status_msg(c, "handler of %s returned no response", c->path);
+		} else if (code == GRPC_OK && resp->descriptor != m->resp) {
+			code = GRPC_INTERNAL;
+			grpc_call_set_status_msg(c, "handler of %s returned the wrong message type",
+			                         c->path);
+		} else if (code == GRPC_OK) {
+			int rc = send_msg(c, resp, false);
+			if (rc == -EMSGSIZE) {
+				code = GRPC_RESOURCE_EXHAUSTED;
+				grpc_call_set_status_msg(
+				    c, "response larger than max (%zu vs. %zu)",
+				    protobuf_c_message_get_packed_size(resp), c->srv->o.max_msg);
+			} else if (rc == -ENOMEM) {
+				code = GRPC_RESOURCE_EXHAUSTED;
+				grpc_call_set_status_msg(c, "server out of memory");
+			}
+		}
+		if (resp && m->resp_free)
+			m->resp_free(resp, c->svc->ctx);
+		call_finish(c, code, code == GRPC_OK ? NULL : c->handler_msg);
+	} else {
+		code = m->server_stream(c, req, c->svc->ctx);
+		call_finish(c, code, code == GRPC_OK ? NULL : c->handler_msg);
+	}
+	protobuf_c_message_free_unpacked(req, NULL);
+	call_unref(c);
+}
+
+/* ---- handler API ------------------------------------------------------------------------------ */
+
+bool grpc_call_cancelled(const struct grpc_call *c)
+{
+	return atomic_load(&c->cancelled);
+}
+
+int64_t grpc_call_deadline_ms(const struct grpc_call *c)
+{
+	if (!c->deadline_at)
+		return INT64_MAX;
+	return (int64_t)c->deadline_at - (int64_t)h2_now_ms();
+}
+
+const char *grpc_call_path(const struct grpc_call *c)
+{
+	return c->path;
+}
+
+const char *grpc_call_metadata(const struct grpc_call *c, const char *key)
+{
+	size_t i;
+	for (i = 0; i < c->n_req_md; i++)
+		if (strcmp(c->req_md[i].key, key) == 0)
+			return c->req_md[i].value;
+	return NULL;
+}
+
+int grpc_call_add_metadata(struct grpc_call *c, const char *key, const char *value)
+{
+	struct md *nm;
+	int rc = 0;
+
+	if (!grpc_md_key_valid(key) || !value || !grpc_md_value_valid(key, value, strlen(value)))
+		return -EINVAL;
+	pthread_mutex_lock(&c->mu);
+	if (c->headers_sent || c->oq_head || c->finished) {
+		rc = -EALREADY;
+	} else if (!(nm = realloc(c->resp_md, (c->n_resp_md + 1) * sizeof(*nm)))) {
+		rc = -ENOMEM;
+	} else {
+		c->resp_md = nm;
+		nm[c->n_resp_md].key = strdup(key);
+		nm[c->n_resp_md].value = strdup(value);
+		c->n_resp_md++;
+		if (!nm[c->n_resp_md - 1].key || !nm[c->n_resp_md - 1].value)
+			rc = -ENOMEM;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+void grpc_call_set_status_msg(struct grpc_call *c, const char *fmt, ...)
+{
+	char buf[GRPC_STATUS_MSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	free(c->handler_msg);
+	c->handler_msg = strdup(buf);
+}
+
+void *grpc_call_alloc(struct grpc_call *c, size_t n)
+{
+	struct arena_blk *a = calloc(1, sizeof(*a) + n);
+	if (!a)
+		return NULL;
+	a->next = c->arena;
+	c->arena = a;
+	return a->data;
+}
+
+char *grpc_call_strdup(struct grpc_call *c, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *p = grpc_call_alloc(c, n);
+	if (p)
+		memcpy(p, s, n);
+	return p;
+}
+
+/* ---- health ------------------------------------------------------------------------------------ */
+
+void grpc_server_set_serving(struct grpc_server *s, const char *service, bool serving)
+{
+	struct health_ent *h;
+
+	pthread_mutex_lock(&s->health_mu);
+	for (h = s->health; h; h = h->next)
+		if (strcmp(h->name, service) == 0)
+			break;
+	if (!h && (h = calloc(1, sizeof(*h) + strlen(service) + 1))) {
+		strcpy(h->name, service);
+		h->next = s->health;
+		s->health = h;
+	}
+	if (h)
+		h->serving = serving;
+	pthread_mutex_unlock(&s->health_mu);
+}
+
+void server_health_free(struct grpc_server *s)
+{
+	while (s->health) {
+		struct health_ent *h = s->health;
+		s->health = h->next;
+		free(h);
+	}
+}
+
+/* HealthCheckRequest { string service = 1; } decoded by hand: the protocol is tiny and fixed. */
+static int health_decode(const uint8_t *p, size_t len, char *svc, size_t cap)
+{
+	size_t i = 0;
+
+	svc[0] = '\0';
+	while (i < len) {
+		uint64_t key = 0, v = 0;
+		int shift = 0;
+		while (i < len && shift < 64) {
+			key |= (uint64_t)(p[i] & 0x7f) << shift;
+			shift += 7;
+			if (!(p[i++] & 0x80))
+				break;
+		}
+		shift = 0;
+		switch (key & 7) {
+		case 0:
+		case 2:
+			while (i < len && shift < 64) {
+				v |= (uint64_t)(p[i] & 0x7f) << shift;
+				shift += 7;
+				if (!(p[i++] & 0x80))
+					break;
+			}
+			if ((key & 7) == 0)
+				break;
+			if (v > len - i)
+				return -EINVAL;
+			if (key >> 3 == 1) {
+				if (v >= cap)
+					return -EINVAL;
+				memcpy(svc, p + i, v);
+				svc[v] = '\0';
+			}
+			i += v;
+			break;
+		case 1: i += 8; break;
+		case 5: i += 4; break;
+		default: return -EINVAL;
+		}
+	}
+	return i == len ? 0 : -EINVAL;
+}
+
+void call_health(struct grpc_call *c)
+{
+	struct grpc_server *s = c->srv;
+	struct health_ent *h;
+	char svc[256], msg[300];
+	int st = -1;
+
+	if (health_decode(c->req, c->req_len, svc, sizeof(svc)) < 0) {
+		call_finish(c, GRPC_INTERNAL,
+		            "cannot parse the request as grpc.health.v1.HealthCheckRequest");
+		return;
+	}
+	pthread_mutex_lock(&s->health_mu);
+	for (h = s->health; h; h = h->next)
+		if (strcmp(h->name, svc) == 0)
+			st = h->serving ? 1 : 2;
+	pthread_mutex_unlock(&s->health_mu);
+	if (st < 0) {
+		snprintf(msg, sizeof(msg), "unknown service %s", svc);
+		call_finish(c, GRPC_NOT_FOUND, msg);
+		return;
+	}
+	{
+		uint8_t out[2] = {0x08, (uint8_t)st}; /* field 1 varint: ServingStatus */
+		pthread_mutex_lock(&c->mu);
+		call_queue_bytes(c, out, sizeof(out));
+		pthread_mutex_unlock(&c->mu);
+		call_finish(c, GRPC_OK, NULL);
+	}
+}

@@ -1,0 +1,53 @@
+/* grpc/client — a gRPC channel: one long-lived HTTP/2 connection to a unix or TCP target,
+ * shared by every call, with optional TLS/mTLS, reconnection with backoff and blocking calls.
+ *
+ * grpc_channel_call() may be called from any thread except the event loop's; it blocks until the
+ * response, the deadline or a connection failure, and always fills *st.  The connection is made
+ * on the first call; after a failed connection attempt, calls fail fast with UNAVAILABLE until
+ * the backoff (200 ms doubling to 10 s) has passed, then the next call reconnects.  A GOAWAY
+ * from the server lets its in-flight calls finish while new calls open a new connection.
+ * Constructors return 0 or a negative errno with the reason in e.
+ */
+#ifndef PILLAR_GRPC_CLIENT_H
+#define PILLAR_GRPC_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "base/err.h"
+#include "grpc/status.h"
+#include "h2/loop.h"
+
+struct grpc_channel;
+
+/* Request metadata: an array ended by an entry with key NULL.  Keys are lower-case; values of
+ * keys ending in "-bin" must already be base64. */
+struct grpc_md {
+	const char *key, *value;
+};
+
+struct grpc_channel_opts {
+	const char *tls_ca;             /* set: TLS, verify the server against this CA */
+	const char *tls_cert, *tls_key; /* optional client certificate (mTLS) */
+	const char *server_name;        /* name to verify and send as :authority; default: host */
+	size_t max_msg;                 /* receive limit; default 4 MiB */
+	struct h2_loop *loop;           /* default h2_loop_default() */
+};
+
+void grpc_channel_opts_init(struct grpc_channel_opts *o);
+/* target: an address in h2/net.h form ("unix:///run/x.sock", "10.0.0.5:9500", "[::1]:9500"). */
+int grpc_channel_new(struct grpc_channel **out, const char *target,
+                     const struct grpc_channel_opts *o, struct err *e);
+/* Closes the connection (calls still running end with UNAVAILABLE) and frees. */
+void grpc_channel_free(struct grpc_channel *ch);
+
+/* Calls path ("/pkg.Service/Method") with req and waits.  timeout_ms <= 0 means no deadline.
+ * md may be NULL.  On OK, *resp is a message of resp_desc to free with
+ * protobuf_c_message_free_unpacked(*resp, NULL); otherwise *resp is NULL.  Returns st->code. */
+int grpc_channel_call(struct grpc_channel *ch, const char *path, const ProtobufCMessage *req,
+                      const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
+                      int64_t timeout_ms, const struct grpc_md *md, struct grpc_status *st);
+
+#endif

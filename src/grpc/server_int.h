@@ -1,0 +1,109 @@
+/* grpc/server_int — shared between server.c (loop side) and call.c (handler side). Internal. */
+#ifndef PILLAR_GRPC_SERVER_INT_H
+#define PILLAR_GRPC_SERVER_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "grpc/pool.h"
+#include "grpc/server.h"
+#include "h2/conn.h"
+#include "h2/net.h"
+#include "h2/tls.h"
+
+struct md {
+	char *key, *value;
+};
+
+struct outmsg {
+	struct outmsg *next;
+	size_t len, off;
+	uint8_t data[];
+};
+
+struct arena_blk {
+	struct arena_blk *next;
+	max_align_t data[];
+};
+
+struct sconn;
+
+struct grpc_call {
+	struct h2_loop *loop;
+	struct grpc_server *srv;
+	struct sconn *conn; /* loop only; NULL once the stream or connection is gone */
+	int32_t stream_id;
+	struct grpc_call *cnext, *cprev;
+	atomic_int refs;
+	atomic_bool cancelled;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+
+	/* request, built on the loop, read-only once dispatched */
+	char *path;
+	const struct grpc_service *svc;
+	const struct grpc_method *method;
+	bool health;
+	bool bad_method, bad_ctype;
+	char *encoding;
+	struct md *req_md;
+	size_t n_req_md, hdr_bytes;
+	int64_t timeout_ms; /* -1: none; -2: malformed */
+	uint64_t deadline_at;
+	struct grpc_deframer df;
+	uint8_t *req;
+	size_t req_len;
+	int n_msgs;
+	bool early, dispatched;
+	struct h2_timer deadline_timer;
+
+	/* response, under mu */
+	struct md *resp_md;
+	size_t n_resp_md;
+	struct outmsg *oq_head, *oq_tail;
+	size_t oq_bytes;
+	bool finished, stream_closed, kick_pending, headers_sent, trailers_sent;
+	int status;
+	char *status_msg;
+	char *handler_msg;
+	struct arena_blk *arena;
+};
+
+struct grpc_server {
+	struct grpc_server_opts o;
+	struct h2_loop *loop;
+	struct grpc_pool *pool;
+	struct h2_tls_cfg *tls;
+	const struct grpc_service **svcs;
+	size_t n_svcs;
+	struct h2_addr *listen_addrs;
+	int *lfds;
+	int *ports;
+	size_t n_listen;
+	struct sconn *conns;
+	atomic_int n_conns;
+	bool started, draining, shut;
+	pthread_mutex_t health_mu;
+	struct health_ent *health;
+};
+
+/* call.c */
+struct grpc_call *call_new(struct grpc_server *s);
+void call_ref(struct grpc_call *c);
+void call_unref(struct grpc_call *c);
+/* Sets the final status once (later calls are ignored) and wakes the loop. */
+void call_finish(struct grpc_call *c, int code, const char *msg);
+/* Asks the loop to push what the call has queued. */
+void call_kick(struct grpc_call *c);
+/* Worker job: unpack, run the handler, finish. */
+void call_run(void *arg);
+/* Health/Check on the loop: decodes the request and queues the answer. */
+void call_health(struct grpc_call *c);
+int call_queue_bytes(struct grpc_call *c, const uint8_t *msg, size_t len);
+
+void server_health_free(struct grpc_server *s);
+
+/* server.c */
+void server_kick_fn(void *arg);
+
+#endif

@@ -1,0 +1,348 @@
+#include "h2/conn.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/log.h"
+
+enum { ST_CONNECTING, ST_HANDSHAKE, ST_OPEN, ST_DEAD };
+
+#define OUT_HIGH    (256 * 1024)
+#define READ_BUDGET (1024 * 1024)
+
+struct h2_conn {
+	struct h2_loop *loop;
+	int fd;
+	int state;
+	struct h2_tls_cfg *tls_cfg;
+	struct h2_tls *tls;
+	char verify_name[256];
+	nghttp2_session *ng;
+	const struct h2_conn_ops *ops;
+	void *arg;
+	uint8_t *out;
+	size_t out_off, out_len, out_cap;
+	uint32_t events;
+	uint64_t last_activity;
+	int close_err;
+	char close_why[256];
+	bool destroy_posted;
+	bool in_io;
+};
+
+static void conn_io(void *arg, uint32_t ev);
+
+static void set_events(struct h2_conn *c, uint32_t ev)
+{
+	if (c->fd < 0 || c->state == ST_DEAD || ev == c->events)
+		return;
+	c->events = ev;
+	h2_loop_mod_fd(c->loop, c->fd, ev, conn_io, c);
+}
+
+void h2_conn_destroy(struct h2_conn *c)
+{
+	if (c->fd >= 0) {
+		h2_loop_del_fd(c->loop, c->fd);
+		close(c->fd);
+	}
+	if (c->ops->on_close)
+		c->ops->on_close(c->arg, c, c->close_err, c->close_why);
+	nghttp2_session_del(c->ng);
+	h2_tls_free(c->tls);
+	free(c->out);
+	free(c);
+}
+
+static void destroy_fn(void *arg)
+{
+	h2_conn_destroy(arg);
+}
+
+void h2_conn_close(struct h2_conn *c, int err, const char *why)
+{
+	if (c->state == ST_DEAD)
+		return;
+	c->state = ST_DEAD;
+	c->close_err = err;
+	snprintf(c->close_why, sizeof(c->close_why), "%s", why ? why : "");
+	if (c->fd >= 0) {
+		if (c->tls && err == 0)
+			h2_tls_close_notify(c->tls);
+		h2_loop_del_fd(c->loop, c->fd);
+		shutdown(c->fd, SHUT_RDWR);
+		if (!c->destroy_posted) {
+			c->destroy_posted = true;
+			if (h2_loop_post(c->loop, destroy_fn, c) < 0)
+				log_error("cannot post connection teardown: out of memory");
+		}
+	}
+}
+
+bool h2_conn_closing(const struct h2_conn *c)
+{
+	return c->state == ST_DEAD;
+}
+
+uint64_t h2_conn_last_activity(const struct h2_conn *c)
+{
+	return c->last_activity;
+}
+
+nghttp2_session *h2_conn_session(const struct h2_conn *c)
+{
+	return c->ng;
+}
+
+void h2_conn_set_session(struct h2_conn *c, nghttp2_session *s)
+{
+	c->ng = s;
+}
+
+static int out_reserve(struct h2_conn *c, size_t more)
+{
+	if (c->out_off > 0 && c->out_off == c->out_len)
+		c->out_off = c->out_len = 0;
+	if (c->out_len + more > c->out_cap) {
+		size_t ncap = c->out_cap ? c->out_cap : 65536;
+		uint8_t *nb;
+		while (ncap < c->out_len + more)
+			ncap *= 2;
+		nb = realloc(c->out, ncap);
+		if (!nb)
+			return -ENOMEM;
+		c->out = nb;
+		c->out_cap = ncap;
+	}
+	return 0;
+}
+
+/* Moves the session's queued frames into the output buffer (at most about OUT_HIGH). */
+static int fill_out(struct h2_conn *c)
+{
+	while (c->ng && (c->fd < 0 || c->out_len - c->out_off < OUT_HIGH)) {
+		const uint8_t *p;
+		ssize_t n = nghttp2_session_mem_send(c->ng, &p);
+		if (n < 0) {
+			h2_conn_close(c, -EPROTO, nghttp2_strerror((int)n));
+			return -EPROTO;
+		}
+		if (n == 0)
+			break;
+		if (out_reserve(c, (size_t)n) < 0) {
+			h2_conn_close(c, -ENOMEM, "out of memory");
+			return -ENOMEM;
+		}
+		memcpy(c->out + c->out_len, p, (size_t)n);
+		c->out_len += (size_t)n;
+	}
+	return 0;
+}
+
+void h2_conn_flush(struct h2_conn *c)
+{
+	if (c->state != ST_OPEN)
+		return;
+	for (;;) {
+		ssize_t n;
+		if (c->out_off == c->out_len) {
+			c->out_off = c->out_len = 0;
+			if (fill_out(c) < 0)
+				return;
+			if (c->out_len == 0)
+				break;
+		}
+		if (c->fd < 0)
+			return; /* memory mode: h2_conn_take() drains */
+		if (c->tls)
+			n = h2_tls_write(c->tls, c->out + c->out_off, c->out_len - c->out_off);
+		else {
+			n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+			if (n < 0)
+				n = (errno == EAGAIN || errno == EINTR) ? -EAGAIN : -errno;
+		}
+		if (n == -EAGAIN) {
+			set_events(c, EPOLLIN | EPOLLOUT);
+			return;
+		}
+		if (n < 0) {
+			h2_conn_close(c, (int)n, "write failed");
+			return;
+		}
+		c->out_off += (size_t)n;
+	}
+	set_events(c, EPOLLIN);
+	if (c->ng && !nghttp2_session_want_read(c->ng) && !nghttp2_session_want_write(c->ng))
+		h2_conn_close(c, 0, "");
+}
+
+int h2_conn_feed(struct h2_conn *c, const uint8_t *data, size_t len)
+{
+	ssize_t n;
+
+	if (c->state != ST_OPEN || !c->ng)
+		return NGHTTP2_ERR_EOF;
+	c->last_activity = h2_now_ms();
+	n = nghttp2_session_mem_recv(c->ng, data, len);
+	if (n < 0) {
+		/* let a GOAWAY the session queued go out first */
+		fill_out(c);
+		if (c->fd >= 0 && c->out_len > c->out_off && !c->tls)
+			(void)!send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+			            MSG_NOSIGNAL | MSG_DONTWAIT);
+		h2_conn_close(c, -EPROTO, nghttp2_strerror((int)n));
+		return (int)n;
+	}
+	return 0;
+}
+
+const uint8_t *h2_conn_take(struct h2_conn *c, size_t *len)
+{
+	const uint8_t *p;
+	if (c->state == ST_OPEN)
+		fill_out(c);
+	p = c->out + c->out_off;
+	*len = c->out_len - c->out_off;
+	c->out_off = c->out_len = 0;
+	return p;
+}
+
+static void do_read(struct h2_conn *c)
+{
+	uint8_t buf[65536];
+	size_t total = 0;
+
+	while (c->state == ST_OPEN && total < READ_BUDGET) {
+		ssize_t n;
+		if (c->tls)
+			n = h2_tls_read(c->tls, buf, sizeof(buf));
+		else {
+			n = recv(c->fd, buf, sizeof(buf), 0);
+			if (n < 0)
+				n = (errno == EAGAIN || errno == EINTR) ? -EAGAIN : -errno;
+		}
+		if (n == -EAGAIN)
+			break;
+		if (n == 0) {
+			h2_conn_close(c, 0, "peer closed the connection");
+			return;
+		}
+		if (n < 0) {
+			h2_conn_close(c, (int)n, "read failed");
+			return;
+		}
+		total += (size_t)n;
+		if (h2_conn_feed(c, buf, (size_t)n) < 0)
+			return;
+	}
+}
+
+static void become_open(struct h2_conn *c)
+{
+	c->state = ST_OPEN;
+	c->last_activity = h2_now_ms();
+	if (c->ops->on_open)
+		c->ops->on_open(c->arg, c);
+	if (c->state == ST_OPEN)
+		h2_conn_flush(c);
+}
+
+static void do_handshake(struct h2_conn *c)
+{
+	struct err e = {0};
+	int r = h2_tls_handshake(c->tls, &e);
+
+	if (r == H2_TLS_WANT_READ)
+		set_events(c, EPOLLIN);
+	else if (r == H2_TLS_WANT_WRITE)
+		set_events(c, EPOLLOUT);
+	else if (r < 0)
+		h2_conn_close(c, r, e.msg);
+	else
+		become_open(c);
+}
+
+static void start_tls_or_open(struct h2_conn *c)
+{
+	struct err e = {0};
+
+	if (!c->tls_cfg) {
+		become_open(c);
+		return;
+	}
+	if (h2_tls_new(&c->tls, c->tls_cfg, c->fd, c->verify_name, &e) < 0) {
+		h2_conn_close(c, -EPROTO, e.msg);
+		return;
+	}
+	c->state = ST_HANDSHAKE;
+	do_handshake(c);
+}
+
+static void conn_io(void *arg, uint32_t ev)
+{
+	struct h2_conn *c = arg;
+
+	switch (c->state) {
+	case ST_CONNECTING: {
+		int r = h2_connect_result(c->fd);
+		if (r < 0) {
+			char why[128];
+			snprintf(why, sizeof(why), "connect: %s", strerror(-r));
+			h2_conn_close(c, r, why);
+			return;
+		}
+		start_tls_or_open(c);
+		return;
+	}
+	case ST_HANDSHAKE: do_handshake(c); return;
+	case ST_OPEN:
+		if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))
+			do_read(c);
+		h2_conn_flush(c);
+		return;
+	default: return;
+	}
+}
+
+int h2_conn_new(struct h2_conn **out, struct h2_loop *l, int fd, bool connecting,
+                struct h2_tls_cfg *tls, const char *verify_name, const struct h2_conn_ops *ops,
+                void *arg, struct err *e)
+{
+	struct h2_conn *c = calloc(1, sizeof(*c));
+	int rc;
+
+	if (!c) {
+		if (fd >= 0)
+			close(fd);
+		return err_set(e, -ENOMEM, "connection: out of memory");
+	}
+	c->loop = l;
+	c->fd = fd;
+	c->tls_cfg = tls;
+	c->ops = ops;
+	c->arg = arg;
+	snprintf(c->verify_name, sizeof(c->verify_name), "%s", verify_name ? verify_name : "");
+	*out = c;
+	if (fd < 0) {
+		c->state = ST_OPEN;
+		c->last_activity = h2_now_ms();
+		return 0;
+	}
+	c->state = connecting ? ST_CONNECTING : ST_HANDSHAKE;
+	c->events = connecting ? EPOLLOUT : EPOLLIN;
+	rc = h2_loop_add_fd(l, fd, c->events, conn_io, c);
+	if (rc < 0) {
+		close(fd);
+		free(c);
+		*out = NULL;
+		return err_set(e, rc, "event loop: cannot watch socket: %s", strerror(-rc));
+	}
+	if (!connecting)
+		start_tls_or_open(c);
+	return 0;
+}

@@ -1,0 +1,54 @@
+/* h2/conn — one HTTP/2 connection: socket, optional TLS, and an nghttp2 session driven sans-I/O.
+ *
+ * The owner (grpc server or channel) creates the nghttp2 session with its own callbacks and
+ * hands it over with h2_conn_set_session(); this layer moves bytes: socket/TLS → 
+ * nghttp2_session_mem_recv, nghttp2_session_mem_send → socket/TLS, with EPOLLOUT back-pressure.
+ * All functions run on the loop thread.  A connection with fd < 0 is in memory mode: tests and
+ * the fuzzer feed bytes with h2_conn_feed() and take the output with h2_conn_take().
+ * h2_conn_close() never frees at once: the connection is torn down from a posted callback after
+ * the current nghttp2 call returns, and ops->on_close runs then (the last use of the owner's arg).
+ */
+#ifndef PILLAR_H2_CONN_H
+#define PILLAR_H2_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <nghttp2/nghttp2.h>
+
+#include "base/err.h"
+#include "h2/loop.h"
+#include "h2/net.h"
+#include "h2/tls.h"
+
+struct h2_conn;
+
+struct h2_conn_ops {
+	/* Connected (and TLS handshake done): create the session now if not yet set. */
+	void (*on_open)(void *arg, struct h2_conn *c);
+	/* Final: the connection is being freed.  why is "" for an orderly close. */
+	void (*on_close)(void *arg, struct h2_conn *c, int err, const char *why);
+};
+
+/* fd: a connected (or connecting, see `connecting`) non-blocking socket, owned from now on
+ * (closed on failure too); -1 for memory mode.  tls may be NULL (plaintext). */
+int h2_conn_new(struct h2_conn **out, struct h2_loop *l, int fd, bool connecting,
+                struct h2_tls_cfg *tls, const char *verify_name, const struct h2_conn_ops *ops,
+                void *arg, struct err *e);
+void h2_conn_set_session(struct h2_conn *c, nghttp2_session *s);
+nghttp2_session *h2_conn_session(const struct h2_conn *c);
+/* Sends what the session has queued (and closes when the session is done). */
+void h2_conn_flush(struct h2_conn *c);
+void h2_conn_close(struct h2_conn *c, int err, const char *why);
+bool h2_conn_closing(const struct h2_conn *c);
+uint64_t h2_conn_last_activity(const struct h2_conn *c);
+
+/* Memory mode.  feed: returns 0 or a negative nghttp2 error (the connection is then closing).
+ * take: returns the pending output (valid until the next call) and its length. */
+int h2_conn_feed(struct h2_conn *c, const uint8_t *data, size_t len);
+const uint8_t *h2_conn_take(struct h2_conn *c, size_t *len);
+/* Memory mode: runs the deferred teardown now (tests/fuzzer, no loop thread). */
+void h2_conn_destroy(struct h2_conn *c);
+
+#endif

@@ -1,0 +1,333 @@
+#include "h2/tls.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <mbedtls/asn1.h>
+#include <mbedtls/ctr_drbg.h>
+#include <mbedtls/entropy.h>
+#include <mbedtls/error.h>
+#include <mbedtls/net_sockets.h>
+#include <mbedtls/pk.h>
+#include <mbedtls/ssl.h>
+#include <mbedtls/x509_crt.h>
+
+struct h2_tls_cfg {
+	bool server;
+	mbedtls_ssl_config conf;
+	mbedtls_entropy_context entropy;
+	mbedtls_ctr_drbg_context drbg;
+	mbedtls_x509_crt ca, cert;
+	mbedtls_pk_context key;
+};
+
+struct h2_tls {
+	struct h2_tls_cfg *cfg;
+	mbedtls_ssl_context ssl;
+	int fd;
+	unsigned char ip[16];
+	size_t ip_len; /* 4 or 16 when the verified name is an IP literal */
+};
+
+static const int suites[] = {
+    MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+    MBEDTLS_TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+    MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+    MBEDTLS_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+    MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+    MBEDTLS_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+    0,
+};
+static const char *alpn[] = {"h2", NULL};
+
+static int tls_err(struct err *e, int code, const char *what, int mret)
+{
+	char buf[160];
+	mbedtls_strerror(mret, buf, sizeof(buf));
+	return err_set(e, code, "%s: %s (-0x%04x)", what, buf, (unsigned)-mret);
+}
+
+static int cfg_common(struct h2_tls_cfg *c, bool server, const char *ca, const char *cert,
+                      const char *key, struct err *e)
+{
+	int r;
+
+	c->server = server;
+	mbedtls_ssl_config_init(&c->conf);
+	mbedtls_entropy_init(&c->entropy);
+	mbedtls_ctr_drbg_init(&c->drbg);
+	mbedtls_x509_crt_init(&c->ca);
+	mbedtls_x509_crt_init(&c->cert);
+	mbedtls_pk_init(&c->key);
+	r = mbedtls_ctr_drbg_seed(&c->drbg, mbedtls_entropy_func, &c->entropy,
+	                          (const unsigned char *)"pillar-h2", 9);
+	if (r)
+		return tls_err(e, -EIO, "seeding the random generator", r);
+	if (cert) {
+		r = mbedtls_x509_crt_parse_file(&c->cert, cert);
+		if (r)
+			return tls_err(e, -EINVAL, cert, r);
+		r = mbedtls_pk_parse_keyfile(&c->key, key, NULL);
+		if (r)
+			return tls_err(e, -EINVAL, key, r);
+	}
+	if (ca) {
+		r = mbedtls_x509_crt_parse_file(&c->ca, ca);
+		if (r)
+			return tls_err(e, -EINVAL, ca, r);
+	}
+	r = mbedtls_ssl_config_defaults(&c->conf,
+	                                server ? MBEDTLS_SSL_IS_SERVER : MBEDTLS_SSL_IS_CLIENT,
+	                                MBEDTLS_SSL_TRANSPORT_STREAM, MBEDTLS_SSL_PRESET_DEFAULT);
+	if (r)
+		return tls_err(e, -EINVAL, "TLS defaults", r);
+	mbedtls_ssl_conf_min_version(&c->conf, MBEDTLS_SSL_MAJOR_VERSION_3,
+	                             MBEDTLS_SSL_MINOR_VERSION_3);
+	mbedtls_ssl_conf_max_version(&c->conf, MBEDTLS_SSL_MAJOR_VERSION_3,
+	                             MBEDTLS_SSL_MINOR_VERSION_3);
+	mbedtls_ssl_conf_ciphersuites(&c->conf, suites);
+	mbedtls_ssl_conf_rng(&c->conf, mbedtls_ctr_drbg_random, &c->drbg);
+	r = mbedtls_ssl_conf_alpn_protocols(&c->conf, alpn);
+	if (r)
+		return tls_err(e, -EINVAL, "ALPN", r);
+	if (cert) {
+		r = mbedtls_ssl_conf_own_cert(&c->conf, &c->cert, &c->key);
+		if (r)
+			return tls_err(e, -EINVAL, "certificate and key do not match", r);
+	}
+	if (ca) {
+		mbedtls_ssl_conf_ca_chain(&c->conf, &c->ca, NULL);
+		mbedtls_ssl_conf_authmode(&c->conf, MBEDTLS_SSL_VERIFY_REQUIRED);
+	} else {
+		mbedtls_ssl_conf_authmode(&c->conf, MBEDTLS_SSL_VERIFY_NONE);
+	}
+	return 0;
+}
+
+int h2_tls_server_cfg_new(struct h2_tls_cfg **out, const char *cert, const char *key,
+                          const char *client_ca, struct err *e)
+{
+	struct h2_tls_cfg *c;
+	int rc;
+
+	if (!cert || !key)
+		return err_set(e, -EINVAL, "TLS server needs both a certificate and a key");
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return err_set(e, -ENOMEM, "TLS: out of memory");
+	rc = cfg_common(c, true, client_ca, cert, key, e);
+	if (rc) {
+		h2_tls_cfg_free(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+int h2_tls_client_cfg_new(struct h2_tls_cfg **out, const char *ca, const char *cert,
+                          const char *key, struct err *e)
+{
+	struct h2_tls_cfg *c;
+	int rc;
+
+	if (!ca)
+		return err_set(e, -EINVAL, "TLS client needs a CA to verify the server");
+	if (!cert != !key)
+		return err_set(e, -EINVAL, "TLS client certificate and key go together");
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return err_set(e, -ENOMEM, "TLS: out of memory");
+	rc = cfg_common(c, false, ca, cert, key, e);
+	if (rc) {
+		h2_tls_cfg_free(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+void h2_tls_cfg_free(struct h2_tls_cfg *c)
+{
+	if (!c)
+		return;
+	mbedtls_ssl_config_free(&c->conf);
+	mbedtls_x509_crt_free(&c->ca);
+	mbedtls_x509_crt_free(&c->cert);
+	mbedtls_pk_free(&c->key);
+	mbedtls_ctr_drbg_free(&c->drbg);
+	mbedtls_entropy_free(&c->entropy);
+	free(c);
+}
+
+static int bio_send(void *ctx, const unsigned char *buf, size_t len)
+{
+	struct h2_tls *t = ctx;
+	ssize_t n = send(t->fd, buf, len, MSG_NOSIGNAL);
+	if (n >= 0)
+		return (int)n;
+	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+		return MBEDTLS_ERR_SSL_WANT_WRITE;
+	return MBEDTLS_ERR_NET_SEND_FAILED;
+}
+
+static int bio_recv(void *ctx, unsigned char *buf, size_t len)
+{
+	struct h2_tls *t = ctx;
+	ssize_t n = recv(t->fd, buf, len, 0);
+	if (n >= 0)
+		return (int)n;
+	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+		return MBEDTLS_ERR_SSL_WANT_READ;
+	return MBEDTLS_ERR_NET_RECV_FAILED;
+}
+
+int h2_tls_new(struct h2_tls **out, struct h2_tls_cfg *c, int fd, const char *verify_name,
+               struct err *e)
+{
+	struct h2_tls *t = calloc(1, sizeof(*t));
+	int r;
+
+	if (!t)
+		return err_set(e, -ENOMEM, "TLS: out of memory");
+	t->cfg = c;
+	t->fd = fd;
+	mbedtls_ssl_init(&t->ssl);
+	r = mbedtls_ssl_setup(&t->ssl, &c->conf);
+	if (r) {
+		h2_tls_free(t);
+		return tls_err(e, -ENOMEM, "TLS session", r);
+	}
+	if (!c->server) {
+		if (!verify_name || !*verify_name) {
+			h2_tls_free(t);
+			return err_set(e, -EINVAL, "TLS client needs a server name to verify");
+		}
+		if (inet_pton(AF_INET, verify_name, t->ip) == 1)
+			t->ip_len = 4;
+		else if (inet_pton(AF_INET6, verify_name, t->ip) == 1)
+			t->ip_len = 16;
+		r = mbedtls_ssl_set_hostname(&t->ssl, t->ip_len ? NULL : verify_name);
+		if (r) {
+			h2_tls_free(t);
+			return tls_err(e, -EINVAL, "TLS server name", r);
+		}
+	}
+	mbedtls_ssl_set_bio(&t->ssl, t, bio_send, bio_recv, NULL);
+	*out = t;
+	return 0;
+}
+
+void h2_tls_free(struct h2_tls *t)
+{
+	if (!t)
+		return;
+	mbedtls_ssl_free(&t->ssl);
+	free(t);
+}
+
+/* Looks for an iPAddress subjectAltName equal to ip in the certificate's extensions. */
+static bool cert_has_ip(const mbedtls_x509_crt *crt, const unsigned char *ip, size_t ip_len)
+{
+	static const unsigned char oid[] = {0x06, 0x03, 0x55, 0x1d, 0x11};
+	const unsigned char *p = crt->v3_ext.p, *end = p + crt->v3_ext.len;
+	size_t len;
+
+	for (; p && p + sizeof(oid) <= end; p++) {
+		const unsigned char *q, *seq_end;
+		if (memcmp(p, oid, sizeof(oid)) != 0)
+			continue;
+		q = p + sizeof(oid);
+		if (q < end && *q == MBEDTLS_ASN1_BOOLEAN) {
+			if (mbedtls_asn1_get_tag((unsigned char **)&q, end, &len,
+			                         MBEDTLS_ASN1_BOOLEAN) != 0)
+				return false;
+			q += len;
+		}
+		if (mbedtls_asn1_get_tag((unsigned char **)&q, end, &len,
+		                         MBEDTLS_ASN1_OCTET_STRING))
+			return false;
+		if (mbedtls_asn1_get_tag((unsigned char **)&q, q + len, &len,
+		                         MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE))
+			return false;
+		seq_end = q + len;
+		while (q < seq_end) {
+			unsigned char tag = *q++;
+			if (mbedtls_asn1_get_len((unsigned char **)&q, seq_end, &len))
+				return false;
+			if (tag == (MBEDTLS_ASN1_CONTEXT_SPECIFIC | 7) && len == ip_len &&
+			    memcmp(q, ip, ip_len) == 0)
+				return true;
+			q += len;
+		}
+		return false;
+	}
+	return false;
+}
+
+int h2_tls_handshake(struct h2_tls *t, struct err *e)
+{
+	int r = mbedtls_ssl_handshake(&t->ssl);
+	const char *proto;
+
+	if (r == MBEDTLS_ERR_SSL_WANT_READ)
+		return H2_TLS_WANT_READ;
+	if (r == MBEDTLS_ERR_SSL_WANT_WRITE)
+		return H2_TLS_WANT_WRITE;
+	if (r) {
+		uint32_t flags = mbedtls_ssl_get_verify_result(&t->ssl);
+		if (r == MBEDTLS_ERR_X509_CERT_VERIFY_FAILED && flags != (uint32_t)-1 && flags) {
+			char buf[256];
+			int n = mbedtls_x509_crt_verify_info(buf, sizeof(buf), "", flags);
+			if (n > 0 && buf[n - 1] == '\n')
+				buf[n - 1] = '\0';
+			for (char *s = buf; *s; s++)
+				if (*s == '\n')
+					*s = ';';
+			return err_set(e, -EACCES, "TLS handshake: peer certificate refused: %s",
+			               buf);
+		}
+		return tls_err(e, -ECONNABORTED, "TLS handshake", r);
+	}
+	proto = mbedtls_ssl_get_alpn_protocol(&t->ssl);
+	if (!proto || strcmp(proto, "h2") != 0)
+		return err_set(e, -EPROTO, "TLS peer did not negotiate ALPN h2");
+	if (!t->cfg->server && t->ip_len) {
+		const mbedtls_x509_crt *peer = mbedtls_ssl_get_peer_cert(&t->ssl);
+		if (!peer || !cert_has_ip(peer, t->ip, t->ip_len))
+			return err_set(
+			    e, -EACCES,
+			    "TLS handshake: server certificate has no IP SAN for the target");
+	}
+	return 0;
+}
+
+ssize_t h2_tls_read(struct h2_tls *t, void *buf, size_t len)
+{
+	int r = mbedtls_ssl_read(&t->ssl, buf, len);
+	if (r > 0)
+		return r;
+	if (r == 0 || r == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY)
+		return 0;
+	if (r == MBEDTLS_ERR_SSL_WANT_READ || r == MBEDTLS_ERR_SSL_WANT_WRITE)
+		return -EAGAIN;
+	return -ECONNRESET;
+}
+
+ssize_t h2_tls_write(struct h2_tls *t, const void *buf, size_t len)
+{
+	int r = mbedtls_ssl_write(&t->ssl, buf, len);
+	if (r >= 0)
+		return r;
+	if (r == MBEDTLS_ERR_SSL_WANT_READ || r == MBEDTLS_ERR_SSL_WANT_WRITE)
+		return -EAGAIN;
+	return -EPIPE;
+}
+
+void h2_tls_close_notify(struct h2_tls *t)
+{
+	(void)mbedtls_ssl_close_notify(&t->ssl);
+}
