@@ -2,13 +2,22 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "applets.h"
+#include "base/log.h"
+#include "controller/agentclient_grpc.h"
+#include "controller/csi.h"
+#include "controller/ctl.h"
+#include "controller/grpc_service.h"
+#include "grpc/server.h"
+#include "serve.h"
+#include "store/store.h"
 
 int controller_main(int argc, char **argv)
 {
 	const char *endpoint = "unix:///csi/csi.sock", *probe = ":8081", *metrics = ":8080";
-	const char *cert = "", *key = "", *ca = "", *server_name = "", *store = NULL;
+	const char *cert = "", *key = "", *ca = "", *server_name = "", *store_url = NULL;
 	bool leader_elect = false;
 	int64_t agent_port = 9500;
 	const struct flag_def defs[] = {
@@ -26,11 +35,21 @@ int controller_main(int argc, char **argv)
 	    {"agent-tls-ca", FLAG_STRING, &ca, "CA (PEM) that agent certificates chain to", false},
 	    {"agent-tls-server-name", FLAG_STRING, &server_name,
 	     "name expected in the agent certificate", false},
-	    {"store", FLAG_STRING, &store,
+	    {"store", FLAG_STRING, &store_url,
 	     "object store: kube (in a cluster), or dir:PATH for the embedded store", false},
 	};
-	int r =
-	    role_parse_flags("pillar-csi controller",
+	struct agentclient_grpc_opts ao = {0};
+	struct grpc_server_opts go;
+	struct grpc_service ids, ctrl;
+	struct grpc_server *srv = NULL;
+	agentclient *ac = NULL;
+	store *st = NULL;
+	struct ctl c;
+	struct err e = {0};
+	int r;
+
+	serve_block_signals();
+	r = role_parse_flags("pillar-csi controller",
 	                     "CSI controller service and reconcilers: records every volume, "
 	                     "publication and fencing generation\nand drives the storage agents.",
 	                     defs, sizeof(defs) / sizeof(defs[0]), argc, argv);
@@ -47,6 +66,57 @@ int controller_main(int argc, char **argv)
 		fprintf(stderr, "pillar-csi controller: --agent-default-port must be 1-65535\n");
 		return 2;
 	}
-	fprintf(stderr, "pillar-csi controller: the controller service is not implemented yet\n");
-	return 1;
+	if (!store_url)
+		store_url = getenv("KUBERNETES_SERVICE_HOST") ? "kube" : NULL;
+	if (!store_url) {
+		fprintf(stderr, "pillar-csi controller: no object store: outside a cluster pass "
+		                "--store=dir:PATH (the embedded store)\n");
+		return 1;
+	}
+	if (store_open_url(store_url, true, &st, &e) < 0) {
+		fprintf(stderr, "pillar-csi controller: %s\n", e.msg);
+		return 1;
+	}
+	if (leader_elect)
+		log_info("leader election is not used with the embedded store; its lock plays that "
+		         "role");
+	ao.tls_cert = cert;
+	ao.tls_key = key;
+	ao.tls_ca = ca;
+	ao.server_name = server_name;
+	if (agentclient_grpc_new(&ao, &ac, &e) < 0) {
+		fprintf(stderr, "pillar-csi controller: %s\n", e.msg);
+		store_close(st);
+		return 1;
+	}
+	ctl_init(&c, st, ac);
+	c.agent_default_port = (int)agent_port;
+
+	const char *addrs[] = {endpoint, NULL};
+	grpc_server_opts_init(&go);
+	go.listen = addrs;
+	controller_grpc_identity_service(&c, &ids);
+	controller_grpc_controller_service(&c, &ctrl);
+	if (grpc_server_new(&srv, &go, &e) < 0 || grpc_server_add_service(srv, &ids, &e) < 0 ||
+	    grpc_server_add_service(srv, &ctrl, &e) < 0 || grpc_server_start(srv, &e) < 0) {
+		fprintf(stderr, "pillar-csi controller: %s\n", e.msg);
+		grpc_server_free(srv);
+		ctl_fini(&c);
+		agentclient_close(ac);
+		store_close(st);
+		return 1;
+	}
+	log_info("controller serving", "endpoint", endpoint, "store", store_url, "agentTLS",
+	         all ? "mutual" : "off");
+
+	serve_wait_signal();
+	serve_exit_on_second_signal();
+	grpc_server_set_serving(srv, "", false);
+	grpc_server_shutdown(srv, 5000);
+	grpc_server_free(srv);
+	ctl_fini(&c);
+	agentclient_close(ac);
+	store_close(st);
+	log_info("controller stopped");
+	return 0;
 }

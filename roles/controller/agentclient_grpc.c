@@ -1,0 +1,110 @@
+#include "controller/agentclient_grpc.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grpc/client.h"
+
+#define AGENT_MAX_MSG (16u << 20)
+
+struct chan {
+	struct chan *next;
+	char *address;
+	struct grpc_channel *ch;
+};
+
+struct gclient {
+	agentclient base;
+	struct agentclient_grpc_opts o;
+	pthread_mutex_t mu;
+	struct chan *chans;
+};
+
+static struct grpc_channel *channel_for(struct gclient *g, const char *address,
+                                        struct grpc_status *st)
+{
+	struct grpc_channel *ch = NULL;
+	struct err e = {0};
+	pthread_mutex_lock(&g->mu);
+	for (struct chan *c = g->chans; c; c = c->next)
+		if (strcmp(c->address, address) == 0)
+			ch = c->ch;
+	if (!ch) {
+		struct grpc_channel_opts co;
+		struct chan *c = calloc(1, sizeof(*c));
+		grpc_channel_opts_init(&co);
+		co.max_msg = AGENT_MAX_MSG;
+		if (g->o.tls_ca && *g->o.tls_ca) {
+			co.tls_ca = g->o.tls_ca;
+			co.tls_cert = g->o.tls_cert;
+			co.tls_key = g->o.tls_key;
+			co.server_name =
+			    g->o.server_name && *g->o.server_name ? g->o.server_name : NULL;
+		}
+		if (c && (c->address = strdup(address)) &&
+		    grpc_channel_new(&c->ch, address, &co, &e) == 0) {
+			c->next = g->chans;
+			g->chans = c;
+			ch = c->ch;
+		} else {
+			if (c)
+				free(c->address);
+			free(c);
+			st->code = GRPC_UNAVAILABLE;
+			snprintf(st->msg, sizeof(st->msg), "agent %.60s: %.400s", address,
+			         e.msg[0] ? e.msg : "out of memory");
+		}
+	}
+	pthread_mutex_unlock(&g->mu);
+	return ch;
+}
+
+static int invoke(agentclient *c, const char *address, const char *method,
+                  const ProtobufCMessage *req, const ProtobufCMessageDescriptor *resp_desc,
+                  ProtobufCMessage **resp, int deadline_ms, struct grpc_status *st)
+{
+	struct gclient *g = (struct gclient *)c;
+	char path[128];
+	struct grpc_channel *ch;
+
+	*resp = NULL;
+	st->code = 0;
+	st->msg[0] = '\0';
+	ch = channel_for(g, address, st);
+	if (!ch)
+		return st->code;
+	snprintf(path, sizeof(path), "/pillar_csi.agent.v1.AgentService/%s", method);
+	return grpc_channel_call(ch, path, req, resp_desc, resp, deadline_ms, NULL, st);
+}
+
+static void gclose(agentclient *c)
+{
+	struct gclient *g = (struct gclient *)c;
+	while (g->chans) {
+		struct chan *n = g->chans->next;
+		grpc_channel_free(g->chans->ch);
+		free(g->chans->address);
+		free(g->chans);
+		g->chans = n;
+	}
+	pthread_mutex_destroy(&g->mu);
+	free(g);
+}
+
+static const struct agentclient_ops gops = {invoke, gclose};
+
+int agentclient_grpc_new(const struct agentclient_grpc_opts *o, agentclient **out, struct err *e)
+{
+	struct gclient *g = calloc(1, sizeof(*g));
+	if (!g)
+		return err_set(e, -ENOMEM, "agent client: out of memory");
+	g->base.ops = &gops;
+	if (o)
+		g->o = *o;
+	pthread_mutex_init(&g->mu, NULL);
+	*out = &g->base;
+	return 0;
+}
