@@ -350,6 +350,17 @@ int svc_layout(agent_service *a, backend *b, const struct volref *v, const PB(Ba
 			    v->pool);
 		return GRPC_OK;
 	}
+	if (p->params_case == PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__PARAMS_FILE) {
+		const PB(FileVolumeParams) *f = p->file;
+		if (b->cfg.kind != BACKEND_FILE)
+			return agent_status_set(st, GRPC_INVALID_ARGUMENT,
+			                        "pool \"%s\" is a %s backend", v->pool,
+			                        backend_kind_name(b->cfg.kind));
+		if (*nz(f->pool) && strcmp(f->pool, v->pool) != 0)
+			return mismatch(st, v->pool, "pool", f->pool, v->pool);
+		o->preallocate = b->cfg.preallocate || f->preallocate;
+		return GRPC_OK;
+	}
 	return agent_status_set(st, GRPC_INVALID_ARGUMENT, "unsupported backend params");
 }
 

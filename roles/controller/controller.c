@@ -10,6 +10,7 @@
 #include "controller/csi.h"
 #include "controller/ctl.h"
 #include "controller/grpc_service.h"
+#include "controller/loop.h"
 #include "grpc/server.h"
 #include "serve.h"
 #include "store/store.h"
@@ -44,6 +45,7 @@ int controller_main(int argc, char **argv)
 	struct grpc_server *srv = NULL;
 	agentclient *ac = NULL;
 	store *st = NULL;
+	struct controller_loop *loop = NULL;
 	struct ctl c;
 	struct err e = {0};
 	int r;
@@ -106,14 +108,23 @@ int controller_main(int argc, char **argv)
 		store_close(st);
 		return 1;
 	}
+	if (controller_loop_start(&c, NULL, &loop, &e) < 0) {
+		fprintf(stderr, "pillar-csi controller: %s\n", e.msg);
+		grpc_server_free(srv);
+		ctl_fini(&c);
+		agentclient_close(ac);
+		store_close(st);
+		return 1;
+	}
 	log_info("controller serving", "endpoint", endpoint, "store", store_url, "agentTLS",
 	         all ? "mutual" : "off");
 
 	serve_wait_signal();
 	serve_exit_on_second_signal();
 	grpc_server_set_serving(srv, "", false);
-	grpc_server_shutdown(srv, 5000);
+	grpc_server_shutdown(srv, 5000); /* CSI stops before the loop: it clears restore_kick */
 	grpc_server_free(srv);
+	controller_loop_stop(loop);
 	ctl_fini(&c);
 	agentclient_close(ac);
 	store_close(st);

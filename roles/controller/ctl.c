@@ -411,7 +411,7 @@ int backend_enum(const char *t)
 	if (!strcmp(t, "lvm-lv"))
 		return PILLAR_CSI__AGENT__V1__BACKEND_TYPE__BACKEND_TYPE_LVM;
 	if (!strcmp(t, "file"))
-		return 6; /* BACKEND_TYPE_FILE (agent-api.md §14) */
+		return PILLAR_CSI__AGENT__V1__BACKEND_TYPE__BACKEND_TYPE_FILE; /* agent-api.md §14 */
 	return 0;
 }
 
@@ -424,7 +424,9 @@ PillarCsi__Agent__V1__BackendParams *backend_params_fill(struct backend_params_b
 	    "backend");
 	const cJSON *z = cJSON_GetObjectItemCaseSensitive(bk, "zfs");
 	const cJSON *l = cJSON_GetObjectItemCaseSensitive(bk, "lvm");
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(bk, "file");
 	memset(b, 0, sizeof(*b));
+	pillar_csi__agent__v1__file_volume_params__init(&b->file);
 	pillar_csi__agent__v1__backend_params__init(&b->bp);
 	pillar_csi__agent__v1__zfs_volume_params__init(&b->zfs);
 	pillar_csi__agent__v1__lvm_volume_params__init(&b->lvm);
@@ -465,7 +467,17 @@ PillarCsi__Agent__V1__BackendParams *backend_params_fill(struct backend_params_b
 		b->bp.lvm = &b->lvm;
 		return &b->bp;
 	}
-	return NULL; /* file: the pool is in the volume ID */
+	if (f) {
+		/* preallocate unset = false: the agent's configuration decides (agent-api.md §14) */
+		bool pre = false;
+		b->file.pool = (char *)(json_get_str(f, "pool") ?: "");
+		json_get_bool(f, "preallocate", &pre);
+		b->file.preallocate = pre;
+		b->bp.params_case = PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__PARAMS_FILE;
+		b->bp.file = &b->file;
+		return &b->bp;
+	}
+	return NULL;
 }
 
 void backend_params_free(struct backend_params_buf *b)

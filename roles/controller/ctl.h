@@ -105,11 +105,13 @@ void addr_ip_part(const char *addr, char *out, size_t cap);
 
 /* Agent enums and params from spec.backendType / spec.resolved.backend. */
 int backend_enum(const char *token);
-/* Fills *bp (and the sub-message storage in *zfs / *lvm, props storage) from resolved.backend. */
+/* Fills *bp (and the sub-message storage in *zfs / *lvm / *file, props storage) from
+ * resolved.backend; NULL when resolved.backend has none of zfs, lvm, file. */
 struct backend_params_buf {
 	PillarCsi__Agent__V1__BackendParams bp;
 	PillarCsi__Agent__V1__ZfsVolumeParams zfs;
 	PillarCsi__Agent__V1__LvmVolumeParams lvm;
+	PillarCsi__Agent__V1__FileVolumeParams file;
 	PillarCsi__Agent__V1__ZfsVolumeParams__PropertiesEntry *props;
 	PillarCsi__Agent__V1__ZfsVolumeParams__PropertiesEntry **propp;
 };

@@ -1,6 +1,8 @@
 /* reconcile — the controller's reconcilers as plain functions over the store and the agent
- * client (crds.md §3.5, agent-api.md §12.2–§12.4), plus a small work queue with backoff that a
- * driver feeds from store watches and a periodic resync.
+ * client (crds.md §3–§6, §14; agent-api.md §12.2–§12.4), plus a small work queue with backoff
+ * that the driver (loop.h) feeds from store watches and a periodic resync.  Every reconciler
+ * writes status only when it changed (no timestamp churn) and returns 0, or a negative errno
+ * for a store failure (message in e) after which the caller retries with backoff.
  *
  * reconcile_agent(c, name, &requeue_ms) runs one pass for a PillarAgent: finalizer, address,
  * HealthCheck, GetCapabilities, the full restore when the agent reports
@@ -20,6 +22,14 @@
 #define RECONCILE_INTERVAL_MS      30000
 #define RECONCILE_RESTORE_RETRY_MS 5000
 #define AGENT_FINALIZER            "pillar-csi.bhyoo.com/pillar-agent-protection"
+#define AGENT_NODE_LABEL           "pillar-csi.bhyoo.com/agent-node"
+#define STORE_FINALIZER            "pillar-csi.bhyoo.com/store-protection"
+#define PROTOCOL_FINALIZER         "pillar-csi.bhyoo.com/protocol-protection"
+#define PSC_FINALIZER              "pillar-csi.bhyoo.com/storage-class-protection"
+#define CAPACITY_REFRESH_MS        60000
+#define SC_CARRY_OVER_ANN          "pillar-csi.bhyoo.com/storage-class-carry-over"
+#define SC_LABEL_PSC               "pillar-csi.bhyoo.com/pillar-storage-class"
+#define SC_LABEL_MANAGED_BY        "app.kubernetes.io/managed-by"
 
 int reconcile_agent(struct ctl *c, const char *name, int *requeue_ms, struct err *e);
 
@@ -27,6 +37,63 @@ int reconcile_agent(struct ctl *c, const char *name, int *requeue_ms, struct err
  * ReconcileState RPC (0 = OK) with its message in gs; volumes get ExportReconciled. */
 int reconcile_agent_restore(struct ctl *c, const char *agent, const char *addr,
                             struct grpc_status *gs);
+
+/* One ReconcileState for the volumes of `agent` (label pillar-csi.bhyoo.com/agent), or only for
+ * PillarVolumeState `only`; volumes deleting or in phase Provisioning are skipped, volumes
+ * without exportSpec get ExportSpecMissing and are left out; every sent volume gets
+ * ExportReconciled from its result (agent-api.md §12.4).  complete=false with no eligible volume
+ * sends nothing.  addr NULL: nothing is sent and the volumes get AgentUnavailable with the
+ * message of *noaddr.  Returns the RPC's gRPC code (message in gs). */
+int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const char *only,
+                      bool complete, const struct grpc_status *noaddr, struct grpc_status *gs);
+/* The per-volume resync (agent-api.md §12.3): a one-item ReconcileState{complete=false} for
+ * PillarVolumeState `name` (change-triggered). */
+int reconcile_volume(struct ctl *c, const char *name, struct err *e);
+/* The periodic pass of §12.3: one ReconcileState{complete=false} with every eligible volume of
+ * the agent. */
+int reconcile_agent_resync(struct ctl *c, const char *agent, struct err *e);
+/* Sets ExportReconciled of a PillarVolumeState (pinned to its UID) when it changed. */
+void reconcile_set_export_cond(struct ctl *c, const cJSON *obj, const char *reason,
+                               const char *msg);
+
+/* PillarStore (crds.md §5.2): finalizer, AgentReady, PoolDiscovered, BackendSupported, Ready,
+ * capacity from GetCapacity (when refresh_capacity, or when none is recorded yet, while
+ * PoolDiscovered is True), deletion (§14). */
+int reconcile_store(struct ctl *c, const char *name, bool refresh_capacity, struct err *e);
+/* PillarProtocol (crds.md §4.2): storageClassCount, activeAgents, Ready, deletion. */
+int reconcile_protocol(struct ctl *c, const char *name, struct err *e);
+/* PillarStorageClass (crds.md §6.2, §6.3): conditions, the generated StorageClass with its
+ * update rules and carry-over annotation, deletion. */
+int reconcile_psc(struct ctl *c, const char *name, struct err *e);
+
+/* ---- shared helpers (reconcile_common.c) -------------------------------------------------------- */
+
+#define DEPS_MAX_NAMES 10
+/* "Deletion blocked: <Kind> "a", "b" and <n> more; <n> volumes (v1, v2)" (crds.md §14). */
+struct deps {
+	char msg[1024];
+	size_t o;
+};
+void deps_objects(struct deps *d, const char *kind, const cJSON *names);
+void deps_volumes(struct deps *d, const cJSON *names);
+
+bool reconcile_has_finalizer(const cJSON *obj, const char *fin);
+/* Adds or removes a finalizer with an update (metadata of obj refreshed); 0 or negative errno. */
+int reconcile_finalizer(struct ctl *c, cJSON *obj, const char *fin, bool present, struct err *e);
+/* JSON array of the names of `kind` objects whose spec.<field> equals value / that carry the
+ * label; an empty array when the store fails; NULL when out of memory. */
+cJSON *reconcile_names_where(struct ctl *c, const char *kind, const char *field, const char *value);
+cJSON *reconcile_names_labeled(struct ctl *c, const char *kind, const char *label,
+                               const char *value);
+cJSON *reconcile_status_of(cJSON *obj); /* status object, created when absent */
+int64_t reconcile_generation(const cJSON *obj);
+/* store_update_status unless status equals before; 0 or negative errno. */
+int reconcile_write_status(struct ctl *c, cJSON *obj, const cJSON *before, struct err *e);
+void reconcile_set_str(cJSON *o, const char *key, const char *value); /* NULL removes */
+/* Ready: False/DeletionBlocked with message `blocked` when set; else True/ok_reason when every
+ * condition of types (NULL-terminated) is True; else the first non-True one's reason/message. */
+void reconcile_ready(cJSON *status, const char *const *types, const char *ok_reason,
+                     const char *blocked, int64_t og);
 
 /* ---- work queue -------------------------------------------------------------------------------- */
 

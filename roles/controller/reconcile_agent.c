@@ -1,5 +1,5 @@
-/* reconcile_agent — PillarAgent reconcile (crds.md §3.5) and the full export restore
- * (agent-api.md §12.2, §12.4). */
+/* reconcile_agent — PillarAgent reconcile (crds.md §3.5); the restore itself is in
+ * reconcile_export.c. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
@@ -9,205 +9,6 @@
 #include "base/json.h"
 #include "controller/reconcile.h"
 #include "controller/resolve.h"
-
-/* ---- restore ------------------------------------------------------------------------------------ */
-
-struct rvol {
-	cJSON *obj;
-	bool ics;
-	PillarCsi__Agent__V1__VolumeDesiredState vds;
-	PillarCsi__Agent__V1__VolumeDesiredState *vdsp;
-	PillarCsi__Agent__V1__ExportDesiredState eds, *edsp;
-	PillarCsi__Agent__V1__ExportParams ep;
-	PillarCsi__Agent__V1__NvmeofTcpExportParams np;
-	PillarCsi__Agent__V1__FencingToken tok;
-	struct backend_params_buf bb;
-	char **inits;
-};
-
-struct recon_set {
-	const char *reason, *message;
-};
-
-static int m_exportcond(cJSON *obj, cJSON *status, void *arg, struct grpc_status *gs)
-{
-	(void)gs;
-	struct recon_set *s = arg;
-	int64_t og = 0;
-	json_get_int64(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "generation", &og);
-	bool ok = !strcmp(s->reason, "Reconciled");
-	return cond_set(status, "ExportReconciled", ok ? "True" : "False", s->reason, s->message,
-	                og)
-	           ? 0
-	           : CAS_SKIP;
-}
-
-static void set_export_cond(struct ctl *c, const cJSON *obj, const char *reason, const char *msg)
-{
-	struct recon_set s = {reason, msg};
-	struct grpc_status gs = {0};
-	pvst_cas(c, store_meta_str(obj, "name"), store_meta_str(obj, "uid"), m_exportcond, &s, NULL,
-	         &gs);
-}
-
-static int cmp_rvol(const void *a, const void *b)
-{
-	const struct rvol *x = *(struct rvol *const *)a, *y = *(struct rvol *const *)b;
-	if (x->ics != y->ics)
-		return x->ics ? -1 : 1;
-	return strcmp(store_meta_str(x->obj, "name"), store_meta_str(y->obj, "name"));
-}
-
-int reconcile_agent_restore(struct ctl *c, const char *agent, const char *addr,
-                            struct grpc_status *gs)
-{
-	char sel[400];
-	cJSON *items = NULL;
-	struct err e = {0};
-	struct rvol *v = NULL;
-	size_t n = 0;
-	int r;
-
-	snprintf(sel, sizeof(sel), PVST_LABEL_AGENT "=%s", agent);
-	if (store_list(c->st, kind_of("PillarVolumeState"), NULL, sel, &items, NULL, &e) < 0)
-		return gstatus(gs, GRPC_UNAVAILABLE, "listing volumes of agent \"%s\": %s", agent,
-		               e.msg);
-	size_t total = (size_t)cJSON_GetArraySize(items);
-	v = calloc(total ? total : 1, sizeof(*v));
-	if (!v) {
-		cJSON_Delete(items);
-		return gstatus(gs, GRPC_INTERNAL, "out of memory");
-	}
-	/* the list is sorted by name: take the per-volume locks in name order */
-	cJSON *it;
-	cJSON_ArrayForEach(it, items) ctl_lock_volume(c, store_meta_str(it, "name"));
-	/* re-read under the locks */
-	cJSON_ArrayForEach(it, items)
-	{
-		cJSON *obj = NULL;
-		if (store_get(c->st, kind_of("PillarVolumeState"), NULL, store_meta_str(it, "name"),
-		              &obj, NULL) < 0)
-			continue;
-		const cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
-		const char *phase = json_get_str(st, "phase") ?: "";
-		if (pvst_deleting(obj) || !strcmp(phase, "Provisioning") || !phase[0]) {
-			cJSON_Delete(obj);
-			continue;
-		}
-		const cJSON *es = cJSON_GetObjectItemCaseSensitive(st, "exportSpec");
-		if (!es) {
-			set_export_cond(
-			    c, obj, "ExportSpecMissing",
-			    "status.exportSpec is missing; the controller will not guess it "
-			    "(see operations.md §9)");
-			cJSON_Delete(obj);
-			continue;
-		}
-		struct rvol *x = &v[n++];
-		long long port = 0, ics = 0;
-		bool acl = false;
-		x->obj = obj;
-		resolve_get_int(es, "port", &port);
-		x->ics = resolve_get_int(es, "inCapsuleDataSize", &ics) == 0 && ics > 0;
-		resolve_get_bool(es, "aclEnabled", &acl);
-		pillar_csi__agent__v1__volume_desired_state__init(&x->vds);
-		pillar_csi__agent__v1__export_desired_state__init(&x->eds);
-		pillar_csi__agent__v1__export_params__init(&x->ep);
-		pillar_csi__agent__v1__nvmeof_tcp_export_params__init(&x->np);
-		pillar_csi__agent__v1__fencing_token__init(&x->tok);
-		const cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
-		x->vds.volume_id = (char *)(json_get_str(spec, "agentVolumeID") ?: "");
-		x->vds.backend_type = backend_enum(json_get_str(spec, "backendType") ?: "");
-		x->vds.backend_params = backend_params_fill(&x->bb, obj);
-		x->vds.device_path = (char *)(json_get_str(st, "backendDevicePath") ?: "");
-		x->tok.volume_uid = (char *)(store_meta_str(obj, "uid") ?: "");
-		x->tok.generation = pvst_generation(obj);
-		x->vds.fence = &x->tok;
-		x->np.bind_address = (char *)(json_get_str(es, "bindAddress") ?: "");
-		x->np.port = (int32_t)port;
-		x->np.in_capsule_data_size = (int32_t)ics;
-		x->ep.params_case = PILLAR_CSI__AGENT__V1__EXPORT_PARAMS__PARAMS_NVMEOF_TCP;
-		x->ep.nvmeof_tcp = &x->np;
-		x->eds.protocol_type =
-		    PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP;
-		x->eds.export_params = &x->ep;
-		x->eds.acl_enabled = acl;
-		const cJSON *pn = cJSON_GetObjectItemCaseSensitive(st, "publishedNodes"), *p;
-		x->inits = calloc((size_t)cJSON_GetArraySize(pn) + 1, sizeof(char *));
-		cJSON_ArrayForEach(p, pn)
-		{
-			bool revoking = false;
-			json_get_bool(p, "revoking", &revoking);
-			const char *ini = json_get_str(p, "initiatorID");
-			if (!revoking && ini && x->inits)
-				x->inits[x->eds.n_allowed_initiators++] = (char *)ini;
-		}
-		x->eds.allowed_initiators = x->inits;
-		x->edsp = &x->eds;
-		x->vds.n_exports = 1;
-		x->vds.exports = &x->edsp;
-	}
-	/* sort pointers: the structs hold pointers into themselves */
-	struct rvol **order = calloc(n ? n : 1, sizeof(*order));
-	PillarCsi__Agent__V1__VolumeDesiredState **vols = calloc(n ? n : 1, sizeof(*vols));
-	for (size_t i = 0; order && i < n; i++)
-		order[i] = &v[i];
-	if (order)
-		qsort(order, n, sizeof(*order), cmp_rvol);
-	for (size_t i = 0; vols && order && i < n; i++)
-		vols[i] = &order[i]->vds;
-	PillarCsi__Agent__V1__ReconcileStateRequest q =
-	    PILLAR_CSI__AGENT__V1__RECONCILE_STATE_REQUEST__INIT;
-	PillarCsi__Agent__V1__ReconcileStateResponse *resp = NULL;
-	struct grpc_status ast = {0};
-	q.volumes = vols;
-	q.n_volumes = vols && order ? n : 0;
-	q.complete = true;
-	r = agentclient_reconcile_state(c->ac, addr, &q, &resp, &ast);
-	for (size_t i = 0; i < n; i++) {
-		const char *reason = "AgentUnavailable", *msg = ast.msg;
-		if (r == GRPC_OK) {
-			reason = "ReconcileFailed";
-			msg = "the agent returned no result for this volume";
-			for (size_t k = 0; resp && k < resp->n_results; k++) {
-				const PillarCsi__Agent__V1__VolumeReconcileResult *res =
-				    resp->results[k];
-				if (strcmp(res->volume_id, v[i].vds.volume_id))
-					continue;
-				if (res->success) {
-					reason = "Reconciled";
-					msg = "";
-				} else {
-					msg = res->error_message;
-					reason =
-					    !strncmp(msg,
-					             "FAILED_PRECONDITION: stale fencing token", 40)
-					        ? "StaleGeneration"
-					        : "ReconcileFailed";
-				}
-				break;
-			}
-		} else if (r != GRPC_UNAVAILABLE && r != GRPC_DEADLINE_EXCEEDED) {
-			reason = "ReconcileFailed";
-		}
-		set_export_cond(c, v[i].obj, reason, msg);
-	}
-	if (resp)
-		protobuf_c_message_free_unpacked(&resp->base, NULL);
-	for (size_t i = 0; i < n; i++) {
-		backend_params_free(&v[i].bb);
-		free(v[i].inits);
-		cJSON_Delete(v[i].obj);
-	}
-	cJSON_ArrayForEach(it, items) ctl_unlock_volume(c, store_meta_str(it, "name"));
-	free(vols);
-	free(order);
-	free(v);
-	cJSON_Delete(items);
-	gs->code = r;
-	snprintf(gs->msg, sizeof(gs->msg), "%s", ast.msg);
-	return r;
-}
 
 /* ---- PillarAgent reconcile ---------------------------------------------------------------------- */
 
@@ -296,7 +97,7 @@ static const char *backend_token(int b)
 {
 	return b == PILLAR_CSI__AGENT__V1__BACKEND_TYPE__BACKEND_TYPE_ZFS_ZVOL ? "zfs-zvol"
 	       : b == PILLAR_CSI__AGENT__V1__BACKEND_TYPE__BACKEND_TYPE_LVM    ? "lvm-lv"
-	       : b == 6                                                        ? "file"
+	       : b == PILLAR_CSI__AGENT__V1__BACKEND_TYPE__BACKEND_TYPE_FILE   ? "file"
 	                                                                       : NULL;
 }
 
@@ -342,84 +143,79 @@ static void apply_caps(cJSON *status, const PillarCsi__Agent__V1__GetCapabilitie
 	cJSON_AddItemToObject(status, "discoveredPools", pools);
 }
 
-/* "Deletion blocked: ..." or "" when nothing depends on the agent. */
+/* "Deletion blocked: ..." or "" when nothing depends on the agent (crds.md §3.6). */
 static void agent_dependents(struct ctl *c, const char *name, char *out, size_t cap)
 {
-	cJSON *stores = NULL, *vols = NULL;
-	char sel[400];
-	size_t o = 0, ns = 0;
-	out[0] = 0;
-	store_list(c->st, kind_of("PillarStore"), NULL, NULL, &stores, NULL, NULL);
-	snprintf(sel, sizeof(sel), PVST_LABEL_AGENT "=%s", name);
-	store_list(c->st, kind_of("PillarVolumeState"), NULL, sel, &vols, NULL, NULL);
-	const cJSON *it;
-	cJSON_ArrayForEach(it, stores)
-	{
-		const char *ref =
-		    json_get_str(cJSON_GetObjectItemCaseSensitive(it, "spec"), "agentRef");
-		if (!ref || strcmp(ref, name))
-			continue;
-		if (ns++ < 10)
-			o += (size_t)snprintf(
-			    out + o, o < cap ? cap - o : 0, "%sPillarStore \"%s\"",
-			    o ? "; " : "Deletion blocked: ", store_meta_str(it, "name"));
-	}
-	if (ns > 10)
-		o += (size_t)snprintf(out + o, o < cap ? cap - o : 0, " and %zu more", ns - 10);
-	int nv = cJSON_GetArraySize(vols);
-	if (nv > 0) {
-		o += (size_t)snprintf(out + o, o < cap ? cap - o : 0, "%s%d volume%s (",
-		                      o ? "; " : "Deletion blocked: ", nv, nv == 1 ? "" : "s");
-		int k = 0;
-		cJSON_ArrayForEach(it, vols)
-		{
-			if (k == 10)
-				break;
-			o += (size_t)snprintf(out + o, o < cap ? cap - o : 0, "%s%s",
-			                      k++ ? ", " : "", store_meta_str(it, "name"));
-		}
-		if (nv > 10)
-			o += (size_t)snprintf(out + o, o < cap ? cap - o : 0, " and %d more",
-			                      nv - 10);
-		snprintf(out + o, o < cap ? cap - o : 0, ")");
-	}
+	struct deps d = {0};
+	cJSON *stores = reconcile_names_where(c, "PillarStore", "agentRef", name);
+	cJSON *vols = reconcile_names_labeled(c, "PillarVolumeState", PVST_LABEL_AGENT, name);
+	deps_objects(&d, "PillarStore", stores);
+	deps_volumes(&d, vols);
 	cJSON_Delete(stores);
 	cJSON_Delete(vols);
+	snprintf(out, cap, "%s", d.msg);
+}
+
+static const char *node_ref(const cJSON *pa)
+{
+	return json_get_str(cJSON_GetObjectItemCaseSensitive(
+	                        cJSON_GetObjectItemCaseSensitive(pa, "spec"), "nodeRef"),
+	                    "name");
+}
+
+/* crds.md §3.5 step 3 and §3.6: the agent DaemonSet's node selector label on the referenced
+ * Node; removed (present=false) only when no other PillarAgent references the same Node.  A
+ * missing Node is not an error (NodeExists reports it). */
+static int node_label(struct ctl *c, const cJSON *pa, bool present, struct err *e)
+{
+	const char *node = node_ref(pa);
+	cJSON *n = NULL;
+	if (!node || !*node)
+		return 0;
+	if (!present) {
+		cJSON *all = NULL;
+		const cJSON *it;
+		bool shared = false;
+		int lr = store_list(c->st, kind_of("PillarAgent"), NULL, NULL, &all, NULL, e);
+		if (lr < 0)
+			return lr;
+		cJSON_ArrayForEach(it, all)
+		{
+			const char *o = node_ref(it);
+			if (o && !strcmp(o, node) &&
+			    strcmp(store_meta_str(it, "name"), store_meta_str(pa, "name")))
+				shared = true;
+		}
+		cJSON_Delete(all);
+		if (shared)
+			return 0;
+	}
+	int r = store_get(c->st, kind_of("Node"), NULL, node, &n, NULL);
+	if (r < 0)
+		return 0;
+	cJSON *meta = cJSON_GetObjectItemCaseSensitive(n, "metadata");
+	cJSON *labels = cJSON_GetObjectItemCaseSensitive(meta, "labels");
+	const char *v = json_get_str(labels, AGENT_NODE_LABEL);
+	bool has = v && !strcmp(v, "true");
+	if (has == present) {
+		cJSON_Delete(n);
+		return 0;
+	}
+	if (!cJSON_IsObject(labels)) {
+		cJSON_DeleteItemFromObjectCaseSensitive(meta, "labels");
+		labels = cJSON_AddObjectToObject(meta, "labels");
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(labels, AGENT_NODE_LABEL);
+	if (present)
+		cJSON_AddStringToObject(labels, AGENT_NODE_LABEL, "true");
+	r = store_update(c->st, n, NULL, e);
+	cJSON_Delete(n);
+	return r == STORE_NOT_FOUND ? 0 : r;
 }
 
 static int set_finalizer(struct ctl *c, cJSON *pa, bool present, struct err *e)
 {
-	cJSON *meta = cJSON_GetObjectItemCaseSensitive(pa, "metadata");
-	cJSON *f = cJSON_GetObjectItemCaseSensitive(meta, "finalizers");
-	int idx = -1, i = 0;
-	const cJSON *it;
-	cJSON_ArrayForEach(it, f)
-	{
-		if (cJSON_IsString(it) && !strcmp(it->valuestring, AGENT_FINALIZER))
-			idx = i;
-		i++;
-	}
-	if (present == (idx >= 0))
-		return 0;
-	if (present) {
-		if (!cJSON_IsArray(f)) {
-			cJSON_DeleteItemFromObjectCaseSensitive(meta, "finalizers");
-			f = cJSON_AddArrayToObject(meta, "finalizers");
-		}
-		cJSON_AddItemToArray(f, cJSON_CreateString(AGENT_FINALIZER));
-	} else {
-		cJSON_DeleteItemFromArray(f, idx);
-	}
-	cJSON *out = NULL;
-	int r = store_update(c->st, pa, &out, e);
-	if (r == 0 && out) {
-		cJSON_DeleteItemFromObjectCaseSensitive(pa, "metadata");
-		cJSON_AddItemToObject(
-		    pa, "metadata",
-		    cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(out, "metadata"), true));
-	}
-	cJSON_Delete(out);
-	return r;
+	return reconcile_finalizer(c, pa, AGENT_FINALIZER, present, e);
 }
 
 int reconcile_agent(struct ctl *c, const char *name, int *requeue_ms, struct err *e)
@@ -438,13 +234,18 @@ int reconcile_agent(struct ctl *c, const char *name, int *requeue_ms, struct err
 	if (deleting) {
 		agent_dependents(c, name, blocked, sizeof(blocked));
 		if (!blocked[0]) {
+			if ((r = node_label(c, pa, false, e)) < 0) {
+				cJSON_Delete(pa);
+				return r;
+			}
 			r = set_finalizer(c, pa, false, e);
 			cJSON_Delete(pa);
 			return r == STORE_NOT_FOUND ? 0 : r;
 		}
-	} else if ((r = set_finalizer(c, pa, true, e)) < 0) {
+	} else if ((r = set_finalizer(c, pa, true, e)) < 0 ||
+	           (r = node_label(c, pa, true, e)) < 0) {
 		cJSON_Delete(pa);
-		return r;
+		return r == STORE_NOT_FOUND ? 0 : r;
 	}
 	int64_t og = 0;
 	json_get_int64(cJSON_GetObjectItemCaseSensitive(pa, "metadata"), "generation", &og);

@@ -10,7 +10,7 @@
 
 struct item {
 	struct item *next;
-	char key[256];
+	char key[320];
 	int64_t due_ms;
 	bool queued, active, dirty;
 	int failures;

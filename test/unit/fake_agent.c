@@ -279,10 +279,35 @@ void fake_agent_fail(fake_agent *f, const char *method, int code, const char *ms
 void fake_agent_set_health(fake_agent *f, bool healthy, bool restore_pending, const char *sub_name,
                            const char *sub_msg)
 {
+	pthread_mutex_lock(&f->mu);
 	f->healthy = healthy;
 	f->pending = restore_pending;
 	snprintf(f->sub_name, sizeof(f->sub_name), "%s", sub_name ? sub_name : "");
 	snprintf(f->sub_msg, sizeof(f->sub_msg), "%s", sub_msg ? sub_msg : "");
+	pthread_mutex_unlock(&f->mu);
+}
+
+bool fake_agent_restore_pending(fake_agent *f)
+{
+	pthread_mutex_lock(&f->mu);
+	bool p = f->pending;
+	pthread_mutex_unlock(&f->mu);
+	return p;
+}
+
+void fake_agent_add_backend(fake_agent *f, int backend_type)
+{
+	pthread_mutex_lock(&f->mu);
+	PillarCsi__Agent__V1__GetCapabilitiesResponse *c = (void *)f->caps;
+	if (c) {
+		PillarCsi__Agent__V1__BackendType *nb =
+		    realloc(c->supported_backends, (c->n_supported_backends + 1) * sizeof(*nb));
+		if (nb) {
+			nb[c->n_supported_backends++] = backend_type;
+			c->supported_backends = nb;
+		}
+	}
+	pthread_mutex_unlock(&f->mu);
 }
 
 void fake_agent_set_caps(fake_agent *f, const char *version, bool zfs, bool lvm, bool nvmeof,
@@ -337,7 +362,11 @@ void fake_agent_set_hook(fake_agent *f, char *(*hook)(void *arg, const char *met
 
 size_t fake_agent_ncalls(const fake_agent *f)
 {
-	return f->n;
+	struct fake_agent *m = (struct fake_agent *)f;
+	pthread_mutex_lock(&m->mu);
+	size_t n = f->n;
+	pthread_mutex_unlock(&m->mu);
+	return n;
 }
 
 const struct fake_call *fake_agent_call(const fake_agent *f, size_t i)
@@ -347,9 +376,12 @@ const struct fake_call *fake_agent_call(const fake_agent *f, size_t i)
 
 size_t fake_agent_count(const fake_agent *f, const char *method)
 {
+	struct fake_agent *m = (struct fake_agent *)f;
 	size_t c = 0;
+	pthread_mutex_lock(&m->mu);
 	for (size_t i = 0; i < f->n; i++)
 		c += !strcmp(f->calls[i].method, method);
+	pthread_mutex_unlock(&m->mu);
 	return c;
 }
 
@@ -357,9 +389,11 @@ const char *fake_agent_log(const fake_agent *f)
 {
 	struct fake_agent *m = (struct fake_agent *)f;
 	size_t o = 0;
+	pthread_mutex_lock(&m->mu);
 	m->logbuf[0] = 0;
 	for (size_t i = 0; i < f->n && o < sizeof(m->logbuf) - 40; i++)
 		o += (size_t)snprintf(m->logbuf + o, sizeof(m->logbuf) - o, "%s%s", i ? "," : "",
 		                      f->calls[i].method);
+	pthread_mutex_unlock(&m->mu);
 	return m->logbuf;
 }

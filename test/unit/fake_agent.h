@@ -39,6 +39,11 @@ void fake_agent_set_health(fake_agent *f, bool healthy, bool restore_pending, co
 void fake_agent_set_caps(fake_agent *f, const char *version, bool zfs, bool lvm, bool nvmeof,
                          const char *pool, int backend_type, const char *parent_dataset,
                          const char *thin_pool, long long total, long long avail);
+/* Appends a backend type to the GetCapabilities answer set by fake_agent_set_caps (e.g.
+ * BACKEND_TYPE_FILE). */
+void fake_agent_add_backend(fake_agent *f, int backend_type);
+/* The gate as the fake sees it (a successful complete ReconcileState clears it). */
+bool fake_agent_restore_pending(fake_agent *f);
 /* ReconcileState item for this agent volume ID fails with this error_message. */
 void fake_agent_item_error(fake_agent *f, const char *volume_id, const char *msg);
 /* A successful complete ReconcileState closes the gate (restore_pending becomes false). */

@@ -427,6 +427,41 @@ START_TEST(test_validation)
 }
 END_TEST
 
+/* agent-api.md §14: FileVolumeParams travel in BackendParams.file (= 3). */
+START_TEST(test_file_backend_params)
+{
+	struct agent_status st;
+	PB(FencingToken) t = tok(UID1, 1);
+	PB(FileVolumeParams) fp = PILLAR_CSI__AGENT__V1__FILE_VOLUME_PARAMS__INIT;
+	PB(ZfsVolumeParams) zp = PILLAR_CSI__AGENT__V1__ZFS_VOLUME_PARAMS__INIT;
+	PB(BackendParams) bp = PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__INIT;
+	PB(CreateVolumeRequest) req = PILLAR_CSI__AGENT__V1__CREATE_VOLUME_REQUEST__INIT;
+	PB(CreateVolumeResponse) *resp = malloc(sizeof(*resp));
+	pillar_csi__agent__v1__create_volume_response__init(resp);
+	req.volume_id = "fpool/fp1";
+	req.capacity_bytes = 1 << 20;
+	req.backend_type = FILE_T;
+	req.fence = &t;
+	req.backend_params = &bp;
+	bp.params_case = PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__PARAMS_FILE;
+	bp.file = &fp;
+	fp.pool = "other"; /* a layout mismatch (agent-api.md §1: FAILED_PRECONDITION) */
+	ck_assert_int_eq(agent_create_volume(svc, &req, NULL, &st), GRPC_FAILED_PRECONDITION);
+	ck_assert_ptr_nonnull(strstr(st.msg, "other"));
+	bp.params_case = PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__PARAMS_ZFS;
+	bp.zfs = &zp;
+	ck_assert_int_eq(agent_create_volume(svc, &req, NULL, &st), GRPC_INVALID_ARGUMENT);
+	ck_assert_str_eq(st.msg, "pool \"fpool\" is a file backend");
+	bp.params_case = PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__PARAMS_FILE;
+	bp.file = &fp;
+	fp.pool = "fpool";
+	fp.preallocate = 1;
+	ck_assert_int_eq(agent_create_volume(svc, &req, resp, &st), GRPC_OK);
+	ck_assert_int_eq(resp->capacity_bytes, 1 << 20);
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+}
+END_TEST
+
 START_TEST(test_expand_online)
 {
 	struct agent_status st;
@@ -696,6 +731,7 @@ int main(void)
 	tcase_add_test(t, test_lifecycle_and_fencing);
 	tcase_add_test(t, test_validation);
 	tcase_add_test(t, test_expand_online);
+	tcase_add_test(t, test_file_backend_params);
 	tcase_add_test(t, test_two_phase_restore_and_isolation);
 	tcase_add_test(t, test_icds_link_order_and_conflict);
 	tcase_add_test(t, test_bind_address_missing);

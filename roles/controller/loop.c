@@ -1,0 +1,554 @@
+/* loop — watches, work queue, workers and the periodic resync of the controller (loop.h). */
+#include "controller/loop.h"
+
+#include "base/flags.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/json.h"
+#include "base/log.h"
+#include "controller/reconcile.h"
+
+#define KEY_MAX     320
+#define WATCH_WAIT  200
+#define MAX_WORKERS 2
+
+static const char *const watched[] = {
+    "PillarAgent",       "PillarStore",  "PillarProtocol", "PillarStorageClass",
+    "PillarVolumeState", "StorageClass", "Node",           "PersistentVolumeClaim",
+    "PersistentVolume"};
+#define NWATCH (sizeof(watched) / sizeof(watched[0]))
+
+struct vdigest {
+	struct vdigest *next;
+	char *name, *digest;
+	bool seen;
+};
+
+struct watcher {
+	struct controller_loop *l;
+	const struct store_kind *k;
+	pthread_t th;
+	bool started;
+};
+
+struct controller_loop {
+	struct ctl *c;
+	workqueue *q;
+	int interval_ms, capacity_ms, nworkers;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;
+	unsigned long passes;
+	struct watcher w[NWATCH];
+	pthread_t workers[MAX_WORKERS];
+	int nstarted;
+	pthread_t timer;
+	bool timer_started;
+	struct vdigest *vd; /* used only by the PillarVolumeState watcher thread */
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool stopping(struct controller_loop *l)
+{
+	pthread_mutex_lock(&l->mu);
+	bool s = l->stop;
+	pthread_mutex_unlock(&l->mu);
+	return s;
+}
+
+/* Sleeps up to ms; returns true when the loop is stopping. */
+static bool nap(struct controller_loop *l, int ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&l->mu);
+	while (!l->stop && pthread_cond_timedwait(&l->cv, &l->mu, &ts) != ETIMEDOUT)
+		;
+	bool s = l->stop;
+	pthread_mutex_unlock(&l->mu);
+	return s;
+}
+
+static void enqueue(struct controller_loop *l, const char *prefix, const char *name, int delay)
+{
+	char key[KEY_MAX];
+	if (!name || !*name)
+		return;
+	if ((size_t)snprintf(key, sizeof(key), "%s/%s", prefix, name) >= sizeof(key))
+		return; /* object names are at most 253 characters: cannot happen */
+	workqueue_add(l->q, key, delay);
+}
+
+static void enqueue_all(struct controller_loop *l, const char *kind, const char *prefix)
+{
+	cJSON *items = NULL;
+	const cJSON *it;
+	if (store_list(l->c->st, kind_of(kind), NULL, NULL, &items, NULL, NULL) < 0)
+		return;
+	cJSON_ArrayForEach(it, items) enqueue(l, prefix, store_meta_str(it, "name"), 0);
+	cJSON_Delete(items);
+}
+
+static void enqueue_where(struct controller_loop *l, const char *kind, const char *prefix,
+                          const char *field, const char *value)
+{
+	if (!value)
+		return;
+	cJSON *names = reconcile_names_where(l->c, kind, field, value);
+	const cJSON *it;
+	cJSON_ArrayForEach(it, names) enqueue(l, prefix, it->valuestring, 0);
+	cJSON_Delete(names);
+}
+
+static void kick(void *arg, const char *agent)
+{
+	enqueue(arg, "pa", agent, 0);
+}
+
+/* ---- events ------------------------------------------------------------------------------------ */
+
+static const char *spec_str(const cJSON *o, const char *k)
+{
+	return json_get_str(cJSON_GetObjectItemCaseSensitive(o, "spec"), k);
+}
+
+static const char *label(const cJSON *o, const char *k)
+{
+	return json_get_str(cJSON_GetObjectItemCaseSensitive(
+	                        cJSON_GetObjectItemCaseSensitive(o, "metadata"), "labels"),
+	                    k);
+}
+
+/* Records the export digest of a volume; true when it changed (or is new). */
+static bool vdigest_update(struct controller_loop *l, const char *name, const cJSON *obj)
+{
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
+	cJSON *d = cJSON_CreateObject();
+	const cJSON *es = cJSON_GetObjectItemCaseSensitive(st, "exportSpec");
+	const cJSON *pn = cJSON_GetObjectItemCaseSensitive(st, "publishedNodes");
+	if (es)
+		cJSON_AddItemToObject(d, "exportSpec", cJSON_Duplicate(es, true));
+	if (pn)
+		cJSON_AddItemToObject(d, "publishedNodes", cJSON_Duplicate(pn, true));
+	char *text = cJSON_PrintUnformatted(d);
+	cJSON_Delete(d);
+	if (!text)
+		return true;
+	struct vdigest *v;
+	for (v = l->vd; v; v = v->next)
+		if (!strcmp(v->name, name))
+			break;
+	if (!v) {
+		v = calloc(1, sizeof(*v));
+		if (!v || !(v->name = strdup(name))) {
+			free(v);
+			free(text);
+			return true;
+		}
+		v->next = l->vd;
+		l->vd = v;
+	}
+	v->seen = true;
+	bool changed = !v->digest || strcmp(v->digest, text);
+	free(v->digest);
+	v->digest = text;
+	return changed;
+}
+
+static void vdigest_drop(struct controller_loop *l, const char *name)
+{
+	for (struct vdigest **p = &l->vd; *p; p = &(*p)->next)
+		if (!strcmp((*p)->name, name)) {
+			struct vdigest *v = *p;
+			*p = v->next;
+			free(v->name);
+			free(v->digest);
+			free(v);
+			return;
+		}
+}
+
+static void on_event(struct controller_loop *l, const struct store_kind *k,
+                     enum store_event_type type, const cJSON *obj, bool initial)
+{
+	const char *name = store_meta_str(obj, "name");
+	const char *kind = k->kind;
+	bool gone = type == STORE_DELETED;
+	if (!name)
+		return;
+	if (!strcmp(kind, "PillarAgent")) {
+		enqueue(l, "pa", name, 0);
+		enqueue_where(l, "PillarStore", "pst", "agentRef", name);
+		enqueue_all(l, "PillarProtocol", "pstr");
+	} else if (!strcmp(kind, "PillarStore")) {
+		enqueue(l, "pst", name, 0);
+		enqueue_where(l, "PillarStorageClass", "psc", "storeRef", name);
+		enqueue_all(l, "PillarProtocol", "pstr");
+		if (gone)
+			enqueue(l, "pa", spec_str(obj, "agentRef"), 0);
+	} else if (!strcmp(kind, "PillarProtocol")) {
+		enqueue(l, "pstr", name, 0);
+		enqueue_where(l, "PillarStorageClass", "psc", "protocolRef", name);
+	} else if (!strcmp(kind, "PillarStorageClass")) {
+		enqueue(l, "psc", name, 0);
+		enqueue(l, "pstr", spec_str(obj, "protocolRef"), 0);
+		if (gone)
+			enqueue(l, "pst", spec_str(obj, "storeRef"), 0);
+	} else if (!strcmp(kind, "StorageClass")) {
+		if (type == STORE_MODIFIED)
+			enqueue(l, "psc", label(obj, SC_LABEL_PSC), 0);
+		else
+			enqueue_all(l, "PillarStorageClass", "psc");
+	} else if (!strcmp(kind, "Node")) {
+		cJSON *items = NULL;
+		const cJSON *it;
+		if (store_list(l->c->st, kind_of("PillarAgent"), NULL, NULL, &items, NULL, NULL) ==
+		    0)
+			cJSON_ArrayForEach(it, items)
+			{
+				const char *n = json_get_str(
+				    cJSON_GetObjectItemCaseSensitive(
+				        cJSON_GetObjectItemCaseSensitive(it, "spec"), "nodeRef"),
+				    "name");
+				if (n && !strcmp(n, name))
+					enqueue(l, "pa", store_meta_str(it, "name"), 0);
+			}
+		cJSON_Delete(items);
+	} else if (!strcmp(kind, "PersistentVolumeClaim") || !strcmp(kind, "PersistentVolume")) {
+		if (gone)
+			enqueue_all(l, "PillarStorageClass", "psc");
+	} else if (!strcmp(kind, "PillarVolumeState")) {
+		if (gone) {
+			vdigest_drop(l, name);
+			enqueue(l, "pa", label(obj, PVST_LABEL_AGENT), 0);
+			enqueue(l, "pst", label(obj, PVST_LABEL_STORE), 0);
+			enqueue(l, "psc", label(obj, PVST_LABEL_PSC), 0);
+		} else if (vdigest_update(l, name, obj) && !initial) {
+			enqueue(l, "vol", name, 0);
+		}
+	}
+}
+
+/* After a (re)list: volumes that vanished while the watch was down count as deleted. */
+static void relist_volumes_done(struct controller_loop *l)
+{
+	struct vdigest **p = &l->vd;
+	while (*p) {
+		struct vdigest *v = *p;
+		if (v->seen) {
+			p = &v->next;
+			continue;
+		}
+		*p = v->next;
+		free(v->name);
+		free(v->digest);
+		free(v);
+	}
+	enqueue_all(l, "PillarAgent", "pa");
+	enqueue_all(l, "PillarStore", "pst");
+	enqueue_all(l, "PillarStorageClass", "psc");
+}
+
+static void *watch_main(void *arg)
+{
+	struct watcher *w = arg;
+	struct controller_loop *l = w->l;
+	bool initial = true, pvst = !strcmp(w->k->kind, "PillarVolumeState");
+	while (!stopping(l)) {
+		cJSON *items = NULL;
+		uint64_t rv = 0;
+		struct err e = {0};
+		if (store_list(l->c->st, w->k, NULL, NULL, &items, &rv, &e) < 0) {
+			log_warnf("listing %s: %s", w->k->plural, e.msg);
+			nap(l, 1000);
+			continue;
+		}
+		const cJSON *it;
+		for (struct vdigest *v = pvst ? l->vd : NULL; v; v = v->next)
+			v->seen = false;
+		cJSON_ArrayForEach(it, items) on_event(l, w->k, STORE_ADDED, it, initial);
+		cJSON_Delete(items);
+		if (pvst && !initial)
+			relist_volumes_done(l);
+		initial = false;
+		store_watch *sw = NULL;
+		int r = store_watch_open(l->c->st, w->k, rv, &sw, &e);
+		if (r < 0) {
+			if (r != STORE_EXPIRED) {
+				log_warnf("watching %s: %s", w->k->plural, e.msg);
+				nap(l, 1000);
+			}
+			continue;
+		}
+		while (!stopping(l)) {
+			enum store_event_type type;
+			cJSON *obj = NULL;
+			r = store_watch_next(sw, WATCH_WAIT, &type, &obj, &e);
+			if (r == 0)
+				continue;
+			if (r < 0) {
+				if (r != STORE_EXPIRED) {
+					log_warnf("watch of %s ended: %s", w->k->plural, e.msg);
+					nap(l, 200);
+				}
+				break; /* relist */
+			}
+			on_event(l, w->k, type, obj, false);
+			cJSON_Delete(obj);
+		}
+		store_watch_close(sw);
+	}
+	return NULL;
+}
+
+/* ---- workers and timer ---------------------------------------------------------------------------- */
+
+/* Runs one key; false on failure (backoff).  *requeue_ms >= 0 asks for another pass. */
+static bool dispatch(struct controller_loop *l, const char *key, int *requeue_ms)
+{
+	struct ctl *c = l->c;
+	struct err e = {0};
+	const char *slash = strchr(key, '/');
+	int r = 0;
+	*requeue_ms = -1;
+	if (!slash)
+		return true;
+	const char *name = slash + 1;
+	size_t pl = (size_t)(slash - key);
+#define IS(p) (pl == strlen(p) && !strncmp(key, p, pl))
+	if (IS("pa")) {
+		int rq = RECONCILE_INTERVAL_MS;
+		r = reconcile_agent(c, name, &rq, &e);
+		if (r == 0 && rq == 0)
+			*requeue_ms = 100; /* conflict: read the newer object */
+		else if (r == 0 && rq < RECONCILE_INTERVAL_MS && rq < l->interval_ms)
+			*requeue_ms = rq; /* the 5 s restore retry */
+	} else if (IS("pst")) {
+		r = reconcile_store(c, name, false, &e);
+	} else if (IS("cap")) {
+		r = reconcile_store(c, name, true, &e);
+	} else if (IS("pstr")) {
+		r = reconcile_protocol(c, name, &e);
+	} else if (IS("psc")) {
+		r = reconcile_psc(c, name, &e);
+	} else if (IS("vol")) {
+		r = reconcile_volume(c, name, &e);
+	} else if (IS("sync")) {
+		r = reconcile_agent_resync(c, name, &e);
+	}
+#undef IS
+	pthread_mutex_lock(&l->mu);
+	l->passes++;
+	pthread_mutex_unlock(&l->mu);
+	if (r < 0) {
+		log_warnf("reconcile %s failed: %s", key, e.msg[0] ? e.msg : store_reason(r));
+		return false;
+	}
+	return true;
+}
+
+static void *worker_main(void *arg)
+{
+	struct controller_loop *l = arg;
+	char key[KEY_MAX];
+	for (;;) {
+		int r = workqueue_get(l->q, 500, key, sizeof(key));
+		if (r < 0)
+			break;
+		if (r == 0)
+			continue;
+		int rq;
+		bool ok = dispatch(l, key, &rq);
+		workqueue_done(l->q, key, ok);
+		if (ok && rq >= 0)
+			workqueue_add(l->q, key, rq);
+	}
+	return NULL;
+}
+
+static void periodic(struct controller_loop *l)
+{
+	cJSON *items = NULL;
+	const cJSON *it;
+	enqueue_all(l, "PillarStore", "pst");
+	enqueue_all(l, "PillarProtocol", "pstr");
+	enqueue_all(l, "PillarStorageClass", "psc");
+	if (store_list(l->c->st, kind_of("PillarAgent"), NULL, NULL, &items, NULL, NULL) < 0)
+		return;
+	cJSON_ArrayForEach(it, items)
+	{
+		enqueue(l, "pa", store_meta_str(it, "name"), 0);
+		enqueue(l, "sync", store_meta_str(it, "name"), 0);
+	}
+	cJSON_Delete(items);
+}
+
+static void *timer_main(void *arg)
+{
+	struct controller_loop *l = arg;
+	int64_t t0 = now_ms(), next_p = t0 + l->interval_ms, next_c = t0 + l->capacity_ms;
+	for (;;) {
+		int64_t t = now_ms(), next = next_p < next_c ? next_p : next_c;
+		if (next > t && nap(l, (int)(next - t > 1000 ? 1000 : next - t)))
+			break;
+		t = now_ms();
+		if (t >= next_p) {
+			periodic(l);
+			next_p = t + l->interval_ms;
+		}
+		if (t >= next_c) {
+			enqueue_all(l, "PillarStore", "cap");
+			next_c = t + l->capacity_ms;
+		}
+	}
+	return NULL;
+}
+
+/* ---- start / stop --------------------------------------------------------------------------------- */
+
+int controller_duration_parse(const char *s, int *ms)
+{
+	int64_t v;
+	if (flags_parse_duration(s, &v) < 0 || v > 0x7fffffffLL)
+		return -EINVAL;
+	*ms = (int)v;
+	return 0;
+}
+
+unsigned long controller_loop_passes(struct controller_loop *l)
+{
+	pthread_mutex_lock(&l->mu);
+	unsigned long n = l->passes;
+	pthread_mutex_unlock(&l->mu);
+	return n;
+}
+
+int controller_loop_start(struct ctl *c, const struct controller_loop_opts *o,
+                          struct controller_loop **out, struct err *e)
+{
+	struct controller_loop_opts d = {0};
+	struct controller_loop *l;
+	int r;
+
+	*out = NULL;
+	if (!o)
+		o = &d;
+	if (!c || !c->st)
+		return err_set(e, -EINVAL, "controller loop: no store");
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return err_set(e, -ENOMEM, "controller loop: out of memory");
+	l->c = c;
+	l->interval_ms = o->interval_ms;
+	if (l->interval_ms <= 0) {
+		const char *env = getenv("PILLAR_RECONCILE_INTERVAL");
+		l->interval_ms = RECONCILE_INTERVAL_MS;
+		if (env && *env &&
+		    (controller_duration_parse(env, &l->interval_ms) < 0 || l->interval_ms <= 0)) {
+			free(l);
+			return err_set(
+			    e, -EINVAL,
+			    "PILLAR_RECONCILE_INTERVAL \"%s\" is not a positive duration "
+			    "such as 30s",
+			    env);
+		}
+	}
+	l->capacity_ms = o->capacity_ms > 0 ? o->capacity_ms : CAPACITY_REFRESH_MS;
+	l->nworkers = o->workers <= 0            ? MAX_WORKERS
+	              : o->workers > MAX_WORKERS ? MAX_WORKERS
+	                                         : o->workers;
+	if ((r = workqueue_new(o->backoff_base_ms > 0 ? o->backoff_base_ms : 500,
+	                       o->backoff_max_ms > 0 ? o->backoff_max_ms : 60000, &l->q)) < 0) {
+		free(l);
+		return err_set(e, r, "controller loop: out of memory");
+	}
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	c->restore_kick_arg = l;
+	c->restore_kick = kick;
+	for (size_t i = 0; i < NWATCH; i++) {
+		l->w[i].l = l;
+		l->w[i].k = kind_of(watched[i]);
+		if (!l->w[i].k)
+			continue;
+		if (pthread_create(&l->w[i].th, NULL, watch_main, &l->w[i]) != 0) {
+			r = err_set(e, -EAGAIN, "controller loop: cannot start a watch thread");
+			goto fail;
+		}
+		l->w[i].started = true;
+	}
+	for (int i = 0; i < l->nworkers; i++) {
+		if (pthread_create(&l->workers[i], NULL, worker_main, l) != 0) {
+			r = err_set(e, -EAGAIN, "controller loop: cannot start a worker thread");
+			goto fail;
+		}
+		l->nstarted++;
+	}
+	if (pthread_create(&l->timer, NULL, timer_main, l) != 0) {
+		r = err_set(e, -EAGAIN, "controller loop: cannot start the timer thread");
+		goto fail;
+	}
+	l->timer_started = true;
+	log_infof("controller loop started: %d worker(s), resync every %d ms", l->nworkers,
+	          l->interval_ms);
+	*out = l;
+	return 0;
+fail:
+	controller_loop_stop(l);
+	return r;
+}
+
+void controller_loop_stop(struct controller_loop *l)
+{
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->mu);
+	l->stop = true;
+	pthread_cond_broadcast(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+	workqueue_shutdown(l->q);
+	for (size_t i = 0; i < NWATCH; i++)
+		if (l->w[i].started)
+			pthread_join(l->w[i].th, NULL);
+	for (int i = 0; i < l->nstarted; i++)
+		pthread_join(l->workers[i], NULL);
+	if (l->timer_started)
+		pthread_join(l->timer, NULL);
+	if (l->c->restore_kick == kick && l->c->restore_kick_arg == l) {
+		l->c->restore_kick = NULL;
+		l->c->restore_kick_arg = NULL;
+	}
+	while (l->vd) {
+		struct vdigest *v = l->vd;
+		l->vd = v->next;
+		free(v->name);
+		free(v->digest);
+		free(v);
+	}
+	workqueue_free(l->q);
+	pthread_cond_destroy(&l->cv);
+	pthread_mutex_destroy(&l->mu);
+	free(l);
+}

@@ -1,0 +1,48 @@
+/* loop — the driver of the controller's reconcilers.
+ *
+ * controller_loop_start opens a watch on every kind the reconcilers read (PillarAgent,
+ * PillarStore, PillarProtocol, PillarStorageClass, PillarVolumeState, StorageClass, Node,
+ * PersistentVolumeClaim, PersistentVolume), each on its own thread: list, then watch from the
+ * list's resourceVersion, relisting on STORE_EXPIRED.  Events become keys of a de-duplicating
+ * work queue ("PillarAgent/<name>", ...; dependents are queued too, e.g. the PillarStores of an
+ * agent whose status changed).  A PillarVolumeState whose status.exportSpec or
+ * status.publishedNodes changed gets a one-item resync (agent-api.md §12.3).  Worker threads run
+ * the reconcilers (reconcile.h) with exponential backoff after failures.  A timer queues every
+ * object each interval (PILLAR_RECONCILE_INTERVAL, default 30s) together with the per-agent
+ * periodic export resync, and every 60 s a capacity refresh of each PillarStore.  The loop also
+ * sets ctl.restore_kick, so an agent RPC failing with `export restore pending` runs that agent's
+ * restore at once.  controller_loop_stop stops and joins every thread and frees everything.
+ *
+ * The ctl and its store must outlive the loop.  Functions return 0 or a negative errno with a
+ * message in e.
+ */
+#ifndef PILLAR_ROLES_CONTROLLER_LOOP_H
+#define PILLAR_ROLES_CONTROLLER_LOOP_H
+
+#include "base/err.h"
+#include "controller/ctl.h"
+
+struct controller_loop_opts {
+	int interval_ms;     /* periodic resync; 0: PILLAR_RECONCILE_INTERVAL or 30000 */
+	int capacity_ms;     /* PillarStore capacity refresh; 0: 60000 */
+	int workers;         /* worker threads, 1 or 2; 0: 2 */
+	int backoff_base_ms; /* first retry after a failure; 0: 500 */
+	int backoff_max_ms;  /* 0: 60000 */
+};
+
+struct controller_loop;
+
+int controller_loop_start(struct ctl *c, const struct controller_loop_opts *o,
+                          struct controller_loop **out, struct err *e);
+/* Stops the watches, the timer and the workers (a running reconcile finishes first), clears
+ * ctl.restore_kick and frees the loop.  NULL is a no-op. */
+void controller_loop_stop(struct controller_loop *l);
+
+/* Parses a duration such as "30s", "1m30s", "500ms", "2h" (Go's time.Duration form without
+ * fractions; a bare number is seconds) into milliseconds.  0 or -EINVAL. */
+int controller_duration_parse(const char *s, int *ms);
+
+/* Number of reconciles run so far (for tests and metrics). */
+unsigned long controller_loop_passes(struct controller_loop *l);
+
+#endif

@@ -1,0 +1,267 @@
+/* The controller loop (loop.h) on the embedded store with the fake agent, without calling any
+ * reconcile function directly: a PillarAgent whose agent reports export_restore_pending gets
+ * exactly one ReconcileState{complete=true} and ExportsReady=True/ExportsServing; a volume's
+ * status change triggers a one-item resync (agent-api.md §12.3); the periodic pass sends one
+ * non-complete batch per agent; an `export restore pending` failure kicks the restore at once;
+ * deleting objects releases their finalizers; stop joins everything (ASan: no leaks); the
+ * PILLAR_RECONCILE_INTERVAL duration syntax. */
+#include <time.h>
+#include <unistd.h>
+
+#include "controller/loop.h"
+#include "controller/reconcile.h"
+#include "ctl_fixture.h"
+
+static void msleep(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* Polls until the condition of kind/name has the reason (or the object is gone when reason is
+ * NULL), up to ms. */
+static bool wait_reason(const char *kind, const char *name, const char *type, const char *reason,
+                        int ms)
+{
+	for (int t = 0; t < ms; t += 20) {
+		cJSON *o = fx_get(kind, name);
+		bool ok = reason ? o && !strcmp(cond_reason(o, type), reason) : !o;
+		cJSON_Delete(o);
+		if (ok)
+			return true;
+		msleep(20);
+	}
+	return false;
+}
+
+/* Waits until no agent call happened for 400 ms (the loop is idle). */
+static void quiesce(void)
+{
+	size_t n = fake_agent_ncalls(fx_fa);
+	for (int quiet = 0, t = 0; quiet < 400 && t < 10000; t += 20) {
+		msleep(20);
+		size_t m = fake_agent_ncalls(fx_fa);
+		quiet = m == n ? quiet + 20 : 0;
+		n = m;
+	}
+}
+
+static void vol(const char *name, const char *status)
+{
+	char spec[700];
+	snprintf(spec, sizeof(spec),
+	         "{\"volumeID\":\"storage-1/nvmeof-tcp/file/files/%s\",\"agentVolumeID\":"
+	         "\"files/%s\",\"agentRef\":\"storage-1\",\"backendType\":\"file\","
+	         "\"protocolType\":\"nvmeof-tcp\",\"capacityBytes\":1048576,\"resolved\":{"
+	         "\"backend\":{\"file\":{\"pool\":\"files\",\"preallocate\":true}}}}",
+	         name, name);
+	fx_put("PillarVolumeState", NULL, name,
+	       "\"labels\":{\"pillar-csi.bhyoo.com/agent\":\"storage-1\","
+	       "\"pillar-csi.bhyoo.com/store\":\"files\"}",
+	       spec, status);
+}
+
+static const char ready_status[] =
+    "{\"phase\":\"Ready\",\"publicationGeneration\":2,\"exportSpec\":{\"bindAddress\":"
+    "\"10.0.0.5\",\"port\":4420,\"aclEnabled\":false}}";
+
+static struct controller_loop *start(int interval_ms)
+{
+	struct controller_loop *l = NULL;
+	struct controller_loop_opts o = {
+	    .interval_ms = interval_ms, .workers = 2, .backoff_base_ms = 50};
+	struct err e = {0};
+	ck_assert_msg(controller_loop_start(&fx_c, &o, &l, &e) == 0, "%s", e.msg);
+	return l;
+}
+
+START_TEST(test_restore_through_watch)
+{
+	vol("vol-a", ready_status);
+	vol("vol-b", "{\"phase\":\"Ready\",\"publicationGeneration\":1}");
+	fake_agent_set_health(fx_fa, true, true, NULL, NULL);
+	struct controller_loop *l = start(3600000);
+	/* the agent appears after the loop started: the watch brings it */
+	msleep(100);
+	fx_put("PillarAgent", NULL, "storage-1", NULL,
+	       "{\"external\":{\"address\":\"10.0.0.5\",\"port\":9500}}", NULL);
+	ck_assert(wait_reason("PillarAgent", "storage-1", "ExportsReady", "ExportsServing", 5000));
+	cJSON *pa = fx_get("PillarAgent", "storage-1");
+	ck_assert_str_eq(cond_status(pa, "ExportsReady"), "True");
+	ck_assert_str_eq(cond_reason(pa, "Ready"), "AgentConnected");
+	cJSON_Delete(pa);
+	ck_assert(
+	    wait_reason("PillarVolumeState", "vol-a", "ExportReconciled", "Reconciled", 2000));
+	ck_assert(wait_reason("PillarVolumeState", "vol-b", "ExportReconciled", "ExportSpecMissing",
+	                      2000));
+	msleep(500); /* later passes (status events) must not restore again */
+	ck_assert_uint_eq(fake_agent_count(fx_fa, "ReconcileState"), 1);
+	ck_assert(!fake_agent_restore_pending(fx_fa));
+	const struct fake_call *rc = NULL;
+	for (size_t i = 0; i < fake_agent_ncalls(fx_fa); i++)
+		if (!strcmp(fake_agent_call(fx_fa, i)->method, "ReconcileState"))
+			rc = fake_agent_call(fx_fa, i);
+	const PillarCsi__Agent__V1__ReconcileStateRequest *q = (const void *)rc->req;
+	ck_assert(q->complete);
+	ck_assert_uint_eq(q->n_volumes, 1);
+	ck_assert_str_eq(q->volumes[0]->volume_id, "files/vol-a");
+	ck_assert_int_eq(q->volumes[0]->backend_type,
+	                 PILLAR_CSI__AGENT__V1__BACKEND_TYPE__BACKEND_TYPE_FILE);
+	ck_assert_int_eq(q->volumes[0]->backend_params->params_case,
+	                 PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__PARAMS_FILE);
+	ck_assert_str_eq(q->volumes[0]->backend_params->file->pool, "files");
+	ck_assert(q->volumes[0]->backend_params->file->preallocate);
+
+	/* deleting: the volumes block the agent, then it goes */
+	ck_assert_int_eq(store_delete(fx_st, store_kind_lookup("PillarAgent"), NULL, "storage-1",
+	                              NULL, NULL, NULL),
+	                 0);
+	ck_assert(wait_reason("PillarAgent", "storage-1", "Ready", "DeletionBlocked", 3000));
+	cJSON *o = fx_get("PillarAgent", "storage-1");
+	ck_assert_str_eq(
+	    json_get_str(cond_get(cJSON_GetObjectItem(o, "status"), "Ready"), "message"),
+	    "Deletion blocked: 2 volumes (vol-a, vol-b)");
+	cJSON_Delete(o);
+	ck_assert_int_eq(store_delete(fx_st, store_kind_lookup("PillarVolumeState"), NULL, "vol-a",
+	                              NULL, NULL, NULL),
+	                 0);
+	ck_assert_int_eq(store_delete(fx_st, store_kind_lookup("PillarVolumeState"), NULL, "vol-b",
+	                              NULL, NULL, NULL),
+	                 0);
+	ck_assert(wait_reason("PillarAgent", "storage-1", NULL, NULL, 3000));
+	controller_loop_stop(l);
+	ck_assert_ptr_null(fx_c.restore_kick);
+}
+END_TEST
+
+START_TEST(test_change_triggered_and_periodic_resync)
+{
+	fx_put("PillarAgent", NULL, "storage-1", NULL,
+	       "{\"external\":{\"address\":\"10.0.0.5\",\"port\":9500}}", NULL);
+	vol("vol-a", ready_status);
+	fake_agent_set_health(fx_fa, true, false, NULL, NULL);
+	struct controller_loop *l = start(3600000);
+	ck_assert(wait_reason("PillarAgent", "storage-1", "Ready", "AgentConnected", 3000));
+	quiesce();
+	/* the initial list does not resync each volume */
+	ck_assert_uint_eq(fake_agent_count(fx_fa, "ReconcileState"), 0);
+	/* a publication appears: one one-item complete=false request carrying the initiator */
+	cJSON *o = fx_get("PillarVolumeState", "vol-a");
+	cJSON *st = cJSON_GetObjectItem(o, "status");
+	cJSON_AddItemToObject(
+	    st, "publishedNodes",
+	    fx_parse("[{\"nodeID\":\"node-a\",\"initiatorID\":\"nqn.a\",\"accessMode\":"
+	             "\"SINGLE_NODE_WRITER\",\"readonly\":false,\"revoking\":false}]"));
+	ck_assert_int_eq(store_update_status(fx_st, o, NULL, NULL), 0);
+	cJSON_Delete(o);
+	ck_assert(
+	    wait_reason("PillarVolumeState", "vol-a", "ExportReconciled", "Reconciled", 3000));
+	msleep(300);
+	ck_assert_uint_eq(fake_agent_count(fx_fa, "ReconcileState"), 1);
+	const struct fake_call *rc = NULL;
+	for (size_t i = 0; i < fake_agent_ncalls(fx_fa); i++)
+		if (!strcmp(fake_agent_call(fx_fa, i)->method, "ReconcileState"))
+			rc = fake_agent_call(fx_fa, i);
+	const PillarCsi__Agent__V1__ReconcileStateRequest *q = (const void *)rc->req;
+	ck_assert(!q->complete);
+	ck_assert_uint_eq(q->n_volumes, 1);
+	ck_assert_uint_eq(q->volumes[0]->exports[0]->n_allowed_initiators, 1);
+	ck_assert_str_eq(q->volumes[0]->exports[0]->allowed_initiators[0], "nqn.a");
+	controller_loop_stop(l);
+
+	/* periodic pass with a short interval: one batch per agent, complete=false */
+	vol("vol-b", ready_status);
+	fake_agent_reset_log(fx_fa);
+	l = start(300);
+	for (int t = 0; t < 5000 && !fake_agent_count(fx_fa, "ReconcileState"); t += 20)
+		msleep(20);
+	controller_loop_stop(l);
+	size_t n = fake_agent_ncalls(fx_fa), batches = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct fake_call *c = fake_agent_call(fx_fa, i);
+		if (strcmp(c->method, "ReconcileState"))
+			continue;
+		q = (const void *)c->req;
+		ck_assert(!q->complete);
+		ck_assert_uint_eq(q->n_volumes, 2);
+		batches++;
+	}
+	ck_assert_msg(batches >= 1, "%s", fake_agent_log(fx_fa));
+}
+END_TEST
+
+START_TEST(test_restore_kick)
+{
+	fx_put("PillarAgent", NULL, "storage-1", NULL,
+	       "{\"external\":{\"address\":\"10.0.0.5\",\"port\":9500}}", NULL);
+	vol("vol-a", ready_status);
+	fake_agent_set_health(fx_fa, true, false, NULL, NULL);
+	struct controller_loop *l = start(3600000);
+	ck_assert(wait_reason("PillarAgent", "storage-1", "Ready", "AgentConnected", 3000));
+	quiesce();
+	fake_agent_reset_log(fx_fa);
+	/* the agent restarted: the next per-volume resync hits the gate and kicks the restore */
+	fake_agent_set_health(fx_fa, true, true, NULL, NULL);
+	fake_agent_fail(fx_fa, "ReconcileState", GRPC_UNAVAILABLE,
+	                "export restore pending: ReconcileState: awaiting a complete "
+	                "ReconcileState from the controller before exporting");
+	cJSON *o = fx_get("PillarVolumeState", "vol-a");
+	cJSON_AddItemToObject(cJSON_GetObjectItem(o, "status"), "publishedNodes", fx_parse("[]"));
+	ck_assert_int_eq(store_update_status(fx_st, o, NULL, NULL), 0);
+	cJSON_Delete(o);
+	for (int t = 0; t < 3000 && fake_agent_restore_pending(fx_fa); t += 20)
+		msleep(20);
+	ck_assert(!fake_agent_restore_pending(fx_fa));
+	ck_assert(
+	    wait_reason("PillarVolumeState", "vol-a", "ExportReconciled", "Reconciled", 3000));
+	controller_loop_stop(l);
+	ck_assert_msg(fake_agent_count(fx_fa, "ReconcileState") == 2, "%s", fake_agent_log(fx_fa));
+}
+END_TEST
+
+START_TEST(test_duration_and_env)
+{
+	int ms = 0;
+	ck_assert_int_eq(controller_duration_parse("30s", &ms), 0);
+	ck_assert_int_eq(ms, 30000);
+	ck_assert_int_eq(controller_duration_parse("1m30s", &ms), 0);
+	ck_assert_int_eq(ms, 90000);
+	ck_assert_int_eq(controller_duration_parse("250ms", &ms), 0);
+	ck_assert_int_eq(ms, 250);
+	ck_assert_int_eq(controller_duration_parse("2h", &ms), 0);
+	ck_assert_int_eq(ms, 7200000);
+	ck_assert_int_eq(controller_duration_parse("45", &ms), 0);
+	ck_assert_int_eq(ms, 45000);
+	ck_assert_int_eq(controller_duration_parse("", &ms), -EINVAL);
+	ck_assert_int_eq(controller_duration_parse("5x", &ms), -EINVAL);
+	ck_assert_int_eq(controller_duration_parse("-5s", &ms), -EINVAL);
+	ck_assert_int_eq(controller_duration_parse("1.5s", &ms), -EINVAL);
+	ck_assert_int_eq(controller_duration_parse("99999999h", &ms), -EINVAL);
+	struct controller_loop *l = NULL;
+	struct err e = {0};
+	setenv("PILLAR_RECONCILE_INTERVAL", "soon", 1);
+	ck_assert_int_eq(controller_loop_start(&fx_c, NULL, &l, &e), -EINVAL);
+	ck_assert_str_eq(
+	    e.msg, "PILLAR_RECONCILE_INTERVAL \"soon\" is not a positive duration such as 30s");
+	ck_assert_ptr_null(l);
+	setenv("PILLAR_RECONCILE_INTERVAL", "1m", 1);
+	ck_assert_int_eq(controller_loop_start(&fx_c, NULL, &l, &e), 0);
+	controller_loop_stop(l);
+	unsetenv("PILLAR_RECONCILE_INTERVAL");
+	controller_loop_stop(NULL);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("controller_loop");
+	TCase *t = tcase_create("loop");
+	tcase_add_checked_fixture(t, fx_setup, fx_teardown);
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, test_restore_through_watch);
+	tcase_add_test(t, test_change_triggered_and_periodic_resync);
+	tcase_add_test(t, test_restore_kick);
+	tcase_add_test(t, test_duration_and_env);
+	suite_add_tcase(s, t);
+	return tu_run(s);
+}

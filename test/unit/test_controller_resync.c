@@ -1,0 +1,216 @@
+/* The file backend through the controller (agent-api.md §14: BACKEND_TYPE_FILE with
+ * FileVolumeParams{pool, preallocate}, preallocate from the store, overridden by the
+ * PillarStorageClass and by the PVC backend document) and the per-volume export resync
+ * (agent-api.md §12.3, §12.4): which volumes are sent, one-item and per-agent requests with
+ * complete=false, and every row of the ExportReconciled mapping. */
+#include "controller/reconcile.h"
+#include "ctl_fixture.h"
+
+static const PillarCsi__Agent__V1__CreateVolumeRequest *last_create(void)
+{
+	const struct fake_call *c = NULL;
+	for (size_t i = 0; i < fake_agent_ncalls(fx_fa); i++)
+		if (!strcmp(fake_agent_call(fx_fa, i)->method, "CreateVolume"))
+			c = fake_agent_call(fx_fa, i);
+	ck_assert_ptr_nonnull(c);
+	return (const void *)c->req;
+}
+
+START_TEST(test_file_backend_params)
+{
+	struct grpc_status gs = {0};
+	char vid[300];
+	fx_objects(false);
+	fx_put("PillarStore", NULL, "files", NULL,
+	       "{\"agentRef\":\"storage-1\",\"backend\":{\"file\":{\"pool\":\"scratch\"}}}", NULL);
+	fx_put("PillarStorageClass", NULL, "plain", NULL,
+	       "{\"storeRef\":\"files\",\"protocolRef\":\"tcp\"}", NULL);
+	fx_put("PillarStorageClass", NULL, "thick", NULL,
+	       "{\"storeRef\":\"files\",\"protocolRef\":\"tcp\",\"overrides\":{\"backend\":{"
+	       "\"file\":{\"preallocate\":true}}}}",
+	       NULL);
+	static const char *const plain[] = {"pillar-csi.bhyoo.com/storage-class", "plain", NULL};
+	ck_assert_msg(fx_create("f1", plain, false, vid, sizeof(vid), &gs) == 0, "%s", gs.msg);
+	ck_assert_str_eq(vid, "storage-1/nvmeof-tcp/file/scratch/f1");
+	const PillarCsi__Agent__V1__CreateVolumeRequest *q = last_create();
+	ck_assert_int_eq(q->backend_type, PILLAR_CSI__AGENT__V1__BACKEND_TYPE__BACKEND_TYPE_FILE);
+	ck_assert_ptr_nonnull(q->backend_params);
+	ck_assert_int_eq(q->backend_params->params_case,
+	                 PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__PARAMS_FILE);
+	ck_assert_str_eq(q->backend_params->file->pool, "scratch");
+	ck_assert(!q->backend_params->file->preallocate);
+	static const char *const thick[] = {"pillar-csi.bhyoo.com/storage-class", "thick", NULL};
+	ck_assert_msg(fx_create("f2", thick, false, vid, sizeof(vid), &gs) == 0, "%s", gs.msg);
+	ck_assert(last_create()->backend_params->file->preallocate);
+	/* the PVC document wins over the class */
+	fx_put("PersistentVolumeClaim", "default", "claim-3",
+	       "\"annotations\":{\"pillar-csi.bhyoo.com/backend\":\"file: {preallocate: false}\"}",
+	       "{}", NULL);
+	static const char *const pvc[] = {"pillar-csi.bhyoo.com/storage-class",
+	                                  "thick",
+	                                  "csi.storage.k8s.io/pvc/name",
+	                                  "claim-3",
+	                                  "csi.storage.k8s.io/pvc/namespace",
+	                                  "default",
+	                                  NULL};
+	ck_assert_msg(fx_create("f3", pvc, false, vid, sizeof(vid), &gs) == 0, "%s", gs.msg);
+	ck_assert(!last_create()->backend_params->file->preallocate);
+	cJSON *o = fx_get("PillarVolumeState", "f3");
+	const cJSON *fb = cJSON_GetObjectItem(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "spec"), "resolved"),
+	                        "backend"),
+	    "file");
+	ck_assert_str_eq(json_get_str(fb, "pool"), "scratch");
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(fb, "preallocate")));
+	cJSON_Delete(o);
+	/* the store sets preallocate: without overrides it travels as true */
+	fx_put("PillarStore", NULL, "files2", NULL,
+	       "{\"agentRef\":\"storage-1\",\"backend\":{\"file\":{\"pool\":\"scratch\","
+	       "\"preallocate\":true}}}",
+	       NULL);
+	static const char *const refs[] = {"pillar-csi.bhyoo.com/store-ref", "files2",
+	                                   "pillar-csi.bhyoo.com/protocol-ref", "tcp", NULL};
+	ck_assert_msg(fx_create("f4", refs, true, vid, sizeof(vid), &gs) == 0, "%s", gs.msg);
+	ck_assert(last_create()->backend_params->file->preallocate);
+}
+END_TEST
+
+static void vol(const char *name, const char *agent, const char *status)
+{
+	char meta[200], spec[700];
+	snprintf(meta, sizeof(meta), "\"labels\":{\"pillar-csi.bhyoo.com/agent\":\"%s\"}", agent);
+	snprintf(spec, sizeof(spec),
+	         "{\"volumeID\":\"%s/nvmeof-tcp/zfs-zvol/tank/%s\",\"agentVolumeID\":\"tank/%s\","
+	         "\"agentRef\":\"%s\",\"backendType\":\"zfs-zvol\",\"resolved\":{\"backend\":{"
+	         "\"zfs\":{\"pool\":\"tank\"}}}}",
+	         agent, name, name, agent);
+	fx_put("PillarVolumeState", NULL, name, meta, spec, status);
+}
+
+#define ES "\"exportSpec\":{\"bindAddress\":\"10.0.0.5\",\"port\":4420,\"aclEnabled\":true}"
+
+static void expect_export(const char *name, const char *status, const char *reason,
+                          const char *message)
+{
+	cJSON *o = fx_get("PillarVolumeState", name);
+	ck_assert_msg(!strcmp(cond_status(o, "ExportReconciled"), status) &&
+	                  !strcmp(cond_reason(o, "ExportReconciled"), reason),
+	              "%s: %s/%s, want %s/%s", name, cond_status(o, "ExportReconciled"),
+	              cond_reason(o, "ExportReconciled"), status, reason);
+	if (message)
+		ck_assert_str_eq(
+		    json_get_str(cond_get(cJSON_GetObjectItem(o, "status"), "ExportReconciled"),
+		                 "message"),
+		    message);
+	cJSON_Delete(o);
+}
+
+static char kicked[64];
+static void on_kick(void *arg, const char *agent)
+{
+	(void)arg;
+	snprintf(kicked, sizeof(kicked), "%s", agent);
+}
+
+START_TEST(test_volume_resync_and_mapping)
+{
+	struct err e = {0};
+	fx_put("PillarAgent", NULL, "storage-1", NULL, "{}",
+	       "{\"resolvedAddress\":\"10.0.0.5:9500\"}");
+	fx_put("PillarAgent", NULL, "storage-2", NULL, "{}", "{}");
+	vol("v-ok", "storage-1",
+	    "{\"phase\":\"Ready\",\"publicationGeneration\":3," ES ",\"publishedNodes\":[{"
+	    "\"nodeID\":\"a\",\"initiatorID\":\"nqn.a\",\"revoking\":false},{\"nodeID\":\"b\","
+	    "\"initiatorID\":\"nqn.b\",\"revoking\":true}]}");
+	vol("v-prov", "storage-1", "{\"phase\":\"Provisioning\"," ES "}");
+	vol("v-del", "storage-1", "{\"phase\":\"Ready\",\"deleting\":true," ES "}");
+	vol("v-nospec", "storage-1", "{\"phase\":\"Ready\"}");
+	vol("v-partial", "storage-1",
+	    "{\"phase\":\"CreatePartial\",\"backendDevicePath\":\"/dev/zvol/tank/v-partial\"," ES
+	    "}");
+	vol("v-noaddr", "storage-2", "{\"phase\":\"Ready\"," ES "}");
+	vol("v-noagent", "storage-9", "{\"phase\":\"Ready\"," ES "}");
+
+	/* skipped volumes: no RPC, no condition */
+	ck_assert_int_eq(reconcile_volume(&fx_c, "v-prov", &e), 0);
+	ck_assert_int_eq(reconcile_volume(&fx_c, "v-del", &e), 0);
+	ck_assert_int_eq(reconcile_volume(&fx_c, "missing", &e), 0);
+	ck_assert_uint_eq(fake_agent_ncalls(fx_fa), 0);
+	expect_export("v-prov", "", "", NULL);
+	expect_export("v-del", "", "", NULL);
+	ck_assert_int_eq(reconcile_volume(&fx_c, "v-nospec", &e), 0);
+	ck_assert_uint_eq(fake_agent_ncalls(fx_fa), 0);
+	expect_export("v-nospec", "False", "ExportSpecMissing", NULL);
+	ck_assert_int_eq(reconcile_volume(&fx_c, "v-noaddr", &e), 0);
+	expect_export("v-noaddr", "False", "AgentUnavailable",
+	              "PillarAgent \"storage-2\" has no resolved address");
+	ck_assert_int_eq(reconcile_volume(&fx_c, "v-noagent", &e), 0);
+	expect_export("v-noagent", "False", "AgentUnavailable",
+	              "PillarAgent \"storage-9\" not found");
+	ck_assert_uint_eq(fake_agent_ncalls(fx_fa), 0);
+
+	/* one-item request */
+	ck_assert_int_eq(reconcile_volume(&fx_c, "v-ok", &e), 0);
+	ck_assert_str_eq(fake_agent_log(fx_fa), "ReconcileState");
+	const struct fake_call *c = fake_agent_call(fx_fa, 0);
+	const PillarCsi__Agent__V1__ReconcileStateRequest *q = (const void *)c->req;
+	ck_assert(!q->complete);
+	ck_assert_int_eq(c->deadline_ms, 30000);
+	ck_assert_uint_eq(q->n_volumes, 1);
+	ck_assert_str_eq(q->volumes[0]->volume_id, "tank/v-ok");
+	ck_assert_int_eq(q->volumes[0]->fence->generation, 3);
+	ck_assert_uint_eq(q->volumes[0]->exports[0]->n_allowed_initiators, 1);
+	expect_export("v-ok", "True", "Reconciled", "");
+
+	/* the periodic pass: one request with the eligible volumes of the agent */
+	fake_agent_reset_log(fx_fa);
+	ck_assert_int_eq(reconcile_agent_resync(&fx_c, "storage-1", &e), 0);
+	ck_assert_str_eq(fake_agent_log(fx_fa), "ReconcileState");
+	q = (const void *)fake_agent_call(fx_fa, 0)->req;
+	ck_assert(!q->complete);
+	ck_assert_uint_eq(q->n_volumes, 2);
+	ck_assert_str_eq(q->volumes[0]->volume_id, "tank/v-ok");
+	ck_assert_str_eq(q->volumes[1]->volume_id, "tank/v-partial");
+	ck_assert_str_eq(q->volumes[1]->device_path, "/dev/zvol/tank/v-partial");
+	expect_export("v-partial", "True", "Reconciled", NULL);
+
+	/* §12.4 rows */
+	fake_agent_item_error(fx_fa, "tank/v-ok",
+	                      "FAILED_PRECONDITION: stale fencing token (uid \"u\", generation 3)");
+	fake_agent_item_error(fx_fa, "tank/v-partial",
+	                      "FAILED_PRECONDITION: backing device /dev/zvol/tank/v-partial is not "
+	                      "available");
+	ck_assert_int_eq(reconcile_agent_resync(&fx_c, "storage-1", &e), 0);
+	expect_export("v-ok", "False", "StaleGeneration", NULL);
+	expect_export("v-partial", "False", "ReconcileFailed",
+	              "FAILED_PRECONDITION: backing device /dev/zvol/tank/v-partial is not "
+	              "available");
+	fake_agent_fail(fx_fa, "ReconcileState", GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
+	ck_assert_int_eq(reconcile_volume(&fx_c, "v-partial", &e), 0);
+	expect_export("v-partial", "False", "AgentUnavailable", "deadline exceeded");
+	fake_agent_fail(fx_fa, "ReconcileState", GRPC_INVALID_ARGUMENT, "bad request");
+	ck_assert_int_eq(reconcile_volume(&fx_c, "v-partial", &e), 0);
+	expect_export("v-partial", "False", "ReconcileFailed", "bad request");
+	/* the gate is closed: AgentUnavailable, and the restore is kicked */
+	fx_c.restore_kick = on_kick;
+	fake_agent_fail(fx_fa, "ReconcileState", GRPC_UNAVAILABLE,
+	                "export restore pending: ReconcileState: awaiting a complete "
+	                "ReconcileState from the controller before exporting");
+	ck_assert_int_eq(reconcile_volume(&fx_c, "v-ok", &e), 0);
+	expect_export("v-ok", "False", "AgentUnavailable", NULL);
+	ck_assert_str_eq(kicked, "storage-1");
+	fx_c.restore_kick = NULL;
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("controller_resync");
+	TCase *t = tcase_create("resync");
+	tcase_add_checked_fixture(t, fx_setup, fx_teardown);
+	tcase_set_timeout(t, 30);
+	tcase_add_test(t, test_file_backend_params);
+	tcase_add_test(t, test_volume_resync_and_mapping);
+	suite_add_tcase(s, t);
+	return tu_run(s);
+}
