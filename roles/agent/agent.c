@@ -42,6 +42,7 @@ int agent_main(int argc, char **argv)
 {
 	const char *listen = ":9500", *config = NULL, *configfs = "/sys/kernel/config";
 	const char *state_dir = "/var/lib/pillar-csi/agent", *cert = "", *key = "", *ca = "";
+	const char *host_root = ""; /* testing only: "" = the real /dev and /sys */
 	int64_t grace_ms = 5000;
 	const struct flag_def defs[] = {
 	    {"listen-address", FLAG_STRING, &listen, "gRPC listen address ([host]:port)", false},
@@ -57,6 +58,11 @@ int agent_main(int argc, char **argv)
 	    {"tls-cert", FLAG_STRING, &cert, "server certificate (PEM) for mutual TLS", false},
 	    {"tls-key", FLAG_STRING, &key, "server private key (PEM) for mutual TLS", false},
 	    {"tls-ca", FLAG_STRING, &ca, "CA (PEM) that client certificates must chain to", false},
+	    /* TESTING ONLY (test/interop/agent): a fake host tree instead of the machine's. */
+	    {"host-root", FLAG_STRING, &host_root,
+	     "(testing) look for /dev/zfs, /dev/mapper/control and /sys/module/nvmet_tcp "
+	     "under this directory",
+	     false},
 	};
 	struct agent_config cfg = {0};
 	struct agent_service_opts so = {0};
@@ -94,6 +100,10 @@ int agent_main(int argc, char **argv)
 	so.state_dir = state_dir;
 	so.configfs_root = configfs;
 	so.version = version_string();
+	if (*host_root) { /* TESTING ONLY: --host-root */
+		so.host_root = host_root;
+		log_warn("using a fake host tree (testing only)", "hostRoot", host_root);
+	}
 	if (agent_service_new(&cfg, &so, &a, &e) < 0) {
 		fprintf(stderr, "%s\n", e.msg);
 		agent_config_clear(&cfg);

@@ -1,5 +1,6 @@
 #include "node/node.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -18,6 +19,7 @@ int node_main(int argc, char **argv)
 {
 	const char *endpoint = "unix:///var/lib/kubelet/plugins/pillar-csi.bhyoo.com/csi.sock";
 	const char *node_id = NULL, *state_dir = "/var/lib/pillar-csi/node", *store_url = NULL;
+	const char *host_root = ""; /* testing only: "" = the real /etc/nvme, /sys, /dev, /proc */
 	const struct flag_def defs[] = {
 	    {"csi-endpoint", FLAG_STRING, &endpoint, "CSI socket (unix:///path)", false},
 	    {"node-id", FLAG_STRING, &node_id,
@@ -25,6 +27,9 @@ int node_main(int argc, char **argv)
 	    {"state-dir", FLAG_STRING, &state_dir, "stage records of staged volumes", false},
 	    {"store", FLAG_STRING, &store_url,
 	     "object store: kube, or dir:PATH for the embedded store", false},
+	    /* TESTING ONLY (test/interop/node): a fake host tree instead of the machine's. */
+	    {"host-root", FLAG_STRING, &host_root,
+	     "(testing) read etc/nvme, sys, dev and proc under this directory instead of /", false},
 	};
 	struct node_config cfg = {0};
 	struct grpc_server_opts go;
@@ -56,6 +61,24 @@ int node_main(int argc, char **argv)
 	}
 	cfg.node_id = node_id;
 	cfg.state_dir = state_dir;
+	/* TESTING ONLY: --host-root; empty (the default) keeps node_new's production paths. */
+	char etc_nvme[PATH_MAX], sysfs[PATH_MAX], dev[PATH_MAX], proc[PATH_MAX];
+	if (*host_root) {
+		if (snprintf(etc_nvme, sizeof(etc_nvme), "%s/etc/nvme", host_root) >=
+		        (int)sizeof(etc_nvme) ||
+		    snprintf(sysfs, sizeof(sysfs), "%s/sys", host_root) >= (int)sizeof(sysfs) ||
+		    snprintf(dev, sizeof(dev), "%s/dev", host_root) >= (int)sizeof(dev) ||
+		    snprintf(proc, sizeof(proc), "%s/proc", host_root) >= (int)sizeof(proc)) {
+			fprintf(stderr, "pillar-csi node: --host-root: path too long\n");
+			store_close(st);
+			return 1;
+		}
+		cfg.etc_nvme_dir = etc_nvme;
+		cfg.sysfs_root = sysfs;
+		cfg.dev_root = dev;
+		cfg.proc_root = proc;
+		log_warn("using a fake host tree (testing only)", "hostRoot", host_root);
+	}
 	if (st) {
 		cfg.publish_identity = node_publish_identity_store;
 		cfg.publish_ctx = st;
