@@ -137,17 +137,64 @@ static int apply_one(store *s, const cJSON *o)
 	return 0;
 }
 
+/* --subresource=status: replaces only the status of an existing object (the standalone form of
+ * `kubectl ... --subresource=status`, used for the repair of operations.md §9).  A uid or
+ * resourceVersion in the file's metadata is a precondition: the update fails with Conflict when
+ * the live object differs, so a status read with `get -o json`, edited and applied never
+ * overwrites a newer one. */
+static int apply_status(store *s, const cJSON *o)
+{
+	struct err e = {0};
+	const struct store_kind *k = store_kind_of(o, &e);
+	cJSON *cur = NULL, *out = NULL;
+	int r;
+
+	if (!k) {
+		fprintf(stderr, "error: %s\n", e.msg);
+		return 1;
+	}
+	const char *name = store_meta_str(o, "name");
+	if (!k->status_subresource) {
+		fprintf(stderr, "error: %s%s has no status subresource\n", k->plural,
+		        group_suffix(k));
+		return 1;
+	}
+	if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "status"))) {
+		fprintf(stderr, "error: %s%s/%s: the object has no status to apply\n", k->singular,
+		        group_suffix(k), name ? name : "");
+		return 1;
+	}
+	r = store_get(s, k, store_meta_str(o, "namespace"), name, &cur, &e);
+	if (r == 0)
+		r = store_update_status(s, o, &out, &e);
+	if (r < 0) {
+		cJSON_Delete(cur);
+		return server_error(r, &e);
+	}
+	bool same = cJSON_Compare(cJSON_GetObjectItemCaseSensitive(out, "status"),
+	                          cJSON_GetObjectItemCaseSensitive(cur, "status"), true);
+	printf("%s%s/%s status %s\n", k->singular, group_suffix(k), name ? name : "",
+	       same ? "unchanged" : "configured");
+	cJSON_Delete(cur);
+	cJSON_Delete(out);
+	return 0;
+}
+
 int cli_apply_main(int argc, char **argv)
 {
-	const char *file = NULL, *url = default_store();
+	const char *file = NULL, *url = default_store(), *sub = "";
 	const struct flag_def defs[] = {
 	    {"f", FLAG_STRING, &file, "file with a JSON object, array or List (- for stdin)", true},
 	    {"store", FLAG_STRING, &url, "object store: dir:PATH (default $PILLAR_CSI_STORE)",
 	     false},
+	    {"subresource", FLAG_STRING, &sub,
+	     "status: replace only the status of existing objects (uid and resourceVersion in "
+	     "the file are preconditions)",
+	     false},
 	};
 	int r = role_parse_flags("pillar-csi apply",
 	                         "Create or update the objects in a JSON file in the store.", defs,
-	                         2, argc, argv);
+	                         3, argc, argv);
 	char *text = NULL;
 	size_t len = 0;
 	cJSON *doc = NULL;
@@ -156,6 +203,14 @@ int cli_apply_main(int argc, char **argv)
 
 	if (r >= 0)
 		return r;
+	if (*sub && strcmp(sub, "status") != 0) {
+		fprintf(stderr,
+		        "error: --subresource \"%s\" is not supported; the only subresource "
+		        "is \"status\"\n",
+		        sub);
+		return 1;
+	}
+	int (*one)(store *, const cJSON *) = *sub ? apply_status : apply_one;
 	if (strcmp(file, "-") == 0) {
 		FILE *mem = open_memstream(&text, &len);
 		char buf[4096];
@@ -188,9 +243,9 @@ int cli_apply_main(int argc, char **argv)
 	int failed = 0;
 	if (items && cJSON_IsArray(items)) {
 		const cJSON *it;
-		cJSON_ArrayForEach(it, items) failed |= apply_one(s, it);
+		cJSON_ArrayForEach(it, items) failed |= one(s, it);
 	} else {
-		failed = apply_one(s, doc);
+		failed = one(s, doc);
 	}
 	store_close(s);
 	cJSON_Delete(doc);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "base/log.h"
 #include "controller/reconcile.h"
 #include "controller/resolve.h"
 
@@ -218,6 +219,41 @@ static int set_finalizer(struct ctl *c, cJSON *pa, bool present, struct err *e)
 	return reconcile_finalizer(c, pa, AGENT_FINALIZER, present, e);
 }
 
+/* Ready from the other conditions, in the precedence of crds.md §3.3: DeletionBlocked
+ * (blocked non-NULL), AgentNotConnected, AgentDegraded, then the ExportsReady reason. */
+static void set_ready(cJSON *status, const char *blocked, bool connected, const char *conn_reason,
+                      const char *exports_reason, int64_t og)
+{
+	if (blocked)
+		cond_set(status, "Ready", "False", "DeletionBlocked", blocked, og);
+	else if (!connected)
+		cond_set(status, "Ready", "False", "AgentNotConnected", "", og);
+	else if (!strcmp(conn_reason, "AgentDegraded"))
+		cond_set(status, "Ready", "False", "AgentDegraded", "", og);
+	else if (strcmp(exports_reason, "ExportsServing"))
+		cond_set(status, "Ready", "False", exports_reason, "", og);
+	else
+		cond_set(status, "Ready", "True", "AgentConnected", "", og);
+}
+
+/* Writes the status of pa when it differs from before; pa's resourceVersion follows the write
+ * so that a later write stays conditional on it.  Returns 0 or the store error. */
+static int write_status(struct ctl *c, cJSON *pa, const cJSON *before, struct err *e)
+{
+	cJSON *out = NULL;
+	if (cJSON_Compare(before, cJSON_GetObjectItemCaseSensitive(pa, "status"), true))
+		return 0;
+	int r = store_update_status(c->st, pa, &out, e);
+	if (r == 0 && out) {
+		cJSON *meta = cJSON_GetObjectItemCaseSensitive(pa, "metadata");
+		cJSON_DeleteItemFromObjectCaseSensitive(meta, "resourceVersion");
+		cJSON_AddStringToObject(meta, "resourceVersion",
+		                        store_meta_str(out, "resourceVersion") ?: "");
+	}
+	cJSON_Delete(out);
+	return r;
+}
+
 int reconcile_agent(struct ctl *c, const char *name, int *requeue_ms, struct err *e)
 {
 	cJSON *pa = NULL, *before = NULL;
@@ -311,29 +347,39 @@ int reconcile_agent(struct ctl *c, const char *name, int *requeue_ms, struct err
 		cond_set(status, "ExportsReady", "True", "ExportsServing", "", og);
 	} else {
 		struct grpc_status rs = {0};
+		/* crds.md §3.3: ExportRestorePending while the restore is not yet sent or in flight.
+		 * It is recorded before the request goes out, so that the state is visible for the
+		 * whole restore; a retry after ExportRestoreFailed keeps the failure visible. */
+		if (strcmp(cond_reason(pa, "ExportsReady"), "ExportRestoreFailed")) {
+			cond_set(status, "ExportsReady", "False", "ExportRestorePending",
+			         "the agent reports export_restore_pending; sending the complete "
+			         "export list",
+			         og);
+			set_ready(status, deleting ? blocked : NULL, true, conn_reason,
+			          "ExportRestorePending", og);
+			if ((r = write_status(c, pa, before, e)) < 0) {
+				cJSON_Delete(before);
+				cJSON_Delete(pa);
+				return r == STORE_CONFLICT ? (*requeue_ms = 0, 0) : r;
+			}
+			cJSON_Delete(before);
+			before = cJSON_Duplicate(status, true);
+		}
+		log_info("restoring the exports of an agent", "agent", name, "address", addr);
 		if (reconcile_agent_restore(c, name, addr, &rs) == GRPC_OK) {
+			log_info("exports restored", "agent", name);
 			exports_reason = "ExportsServing";
 			cond_set(status, "ExportsReady", "True", "ExportsServing", "", og);
 		} else {
 			exports_reason = "ExportRestoreFailed";
+			log_warnf("export restore of agent %s failed: %s", name, rs.msg);
 			cond_set(status, "ExportsReady", "False", "ExportRestoreFailed", rs.msg,
 			         og);
 			*requeue_ms = RECONCILE_RESTORE_RETRY_MS;
 		}
 	}
-	if (deleting)
-		cond_set(status, "Ready", "False", "DeletionBlocked", blocked, og);
-	else if (!connected)
-		cond_set(status, "Ready", "False", "AgentNotConnected", "", og);
-	else if (!strcmp(conn_reason, "AgentDegraded"))
-		cond_set(status, "Ready", "False", "AgentDegraded", "", og);
-	else if (strcmp(exports_reason, "ExportsServing"))
-		cond_set(status, "Ready", "False", exports_reason, "", og);
-	else
-		cond_set(status, "Ready", "True", "AgentConnected", "", og);
-	r = 0;
-	if (!cJSON_Compare(before, status, true))
-		r = store_update_status(c->st, pa, NULL, e);
+	set_ready(status, deleting ? blocked : NULL, connected, conn_reason, exports_reason, og);
+	r = write_status(c, pa, before, e);
 	cJSON_Delete(before);
 	cJSON_Delete(pa);
 	return r == STORE_CONFLICT ? (*requeue_ms = 0, 0) : r;

@@ -147,6 +147,97 @@ START_TEST(test_verbs_through_the_binary)
 }
 END_TEST
 
+/* apply --subresource=status replaces only the status of an existing object, with the file's uid
+ * and resourceVersion as preconditions (the standalone form of the ExportSpecMissing repair of
+ * operations.md §9); kinds without a status subresource and other subresources are refused. */
+START_TEST(test_apply_status_subresource)
+{
+	char d[512], store[600], file[600];
+	struct exec_result r;
+	snprintf(d, sizeof(d), "%s", tu_mkdtemp());
+	snprintf(store, sizeof(store), "--store=dir:%s/store", d);
+	snprintf(file, sizeof(file), "%s/o.json", d);
+#define PVST_HEAD                                                                           \
+	"{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":\"PillarVolumeState\"," \
+	"\"metadata\":{\"name\":\"pvc-1\"%s},\"spec\":{\"agentRef\":\"storage-1\"}%s}"
+	char buf[1024];
+	snprintf(buf, sizeof(buf), PVST_HEAD, "", "");
+	tu_write(d, "o.json", buf);
+	const char *apply[] = {bin(), "apply", "-f", file, store, NULL};
+	const char *applys[] = {bin(), "apply", "-f", file, store, "--subresource=status", NULL};
+	ck_assert_int_eq(run(&r, apply), 0);
+	exec_result_free(&r);
+
+	/* a plain apply never writes status (status subresource) */
+	snprintf(buf, sizeof(buf), PVST_HEAD, "",
+	         ",\"status\":{\"phase\":\"Ready\",\"exportSpec\":{\"bindAddress\":\"10.0.0.5\","
+	         "\"port\":4420,\"aclEnabled\":true}}");
+	tu_write(d, "o.json", buf);
+	ck_assert_int_eq(run(&r, apply), 0);
+	exec_result_free(&r);
+	const char *get[] = {bin(), "get", "pvst", "pvc-1", "-o", "json", store, NULL};
+	cJSON *o;
+	ck_assert_int_eq(run(&r, get), 0);
+	ck_assert_int_eq(json_parse_strict(r.out, r.out_len, &o, NULL), 0);
+	exec_result_free(&r);
+	ck_assert_ptr_null(cJSON_GetObjectItem(o, "status"));
+	cJSON_Delete(o);
+
+	ck_assert_int_eq(run(&r, applys), 0);
+	ck_assert_str_eq(r.out, "pillarvolumestate.pillar-csi.bhyoo.com/pvc-1 status configured\n");
+	exec_result_free(&r);
+	ck_assert_int_eq(run(&r, applys), 0);
+	ck_assert_str_eq(r.out, "pillarvolumestate.pillar-csi.bhyoo.com/pvc-1 status unchanged\n");
+	exec_result_free(&r);
+	ck_assert_int_eq(run(&r, get), 0);
+	ck_assert_int_eq(json_parse_strict(r.out, r.out_len, &o, NULL), 0);
+	exec_result_free(&r);
+	const cJSON *st = cJSON_GetObjectItem(o, "status");
+	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(st, "exportSpec"), "bindAddress"),
+	                 "10.0.0.5");
+	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(o, "spec"), "agentRef"), "storage-1");
+	cJSON_Delete(o);
+
+	/* stale resourceVersion or another uid: Conflict, nothing written */
+	snprintf(buf, sizeof(buf), PVST_HEAD, ",\"resourceVersion\":\"1\"",
+	         ",\"status\":{\"phase\":\"Ready\"}");
+	tu_write(d, "o.json", buf);
+	ck_assert_int_eq(run(&r, applys), 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "Error from server (Conflict): "));
+	exec_result_free(&r);
+	snprintf(buf, sizeof(buf), PVST_HEAD, ",\"uid\":\"00000000-0000-4000-8000-000000000000\"",
+	         ",\"status\":{\"phase\":\"Ready\"}");
+	tu_write(d, "o.json", buf);
+	ck_assert_int_eq(run(&r, applys), 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "Error from server (Conflict): "));
+	exec_result_free(&r);
+	ck_assert_int_eq(run(&r, get), 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "exportSpec"));
+	exec_result_free(&r);
+
+	/* missing object, kind without status, unsupported subresource */
+	tu_write(d, "o.json",
+	         "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":\"PillarVolumeState\","
+	         "\"metadata\":{\"name\":\"pvc-2\"},\"status\":{\"phase\":\"Ready\"}}");
+	ck_assert_int_eq(run(&r, applys), 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "Error from server (NotFound): "));
+	exec_result_free(&r);
+	tu_write(d, "o.json",
+	         "{\"apiVersion\":\"storage.k8s.io/v1\",\"kind\":\"CSINode\","
+	         "\"metadata\":{\"name\":\"node-a\"},\"status\":{}}");
+	ck_assert_int_eq(run(&r, applys), 1);
+	ck_assert_str_eq(r.err, "error: csinodes.storage.k8s.io has no status subresource\n");
+	exec_result_free(&r);
+	const char *scale[] = {bin(), "apply", "-f", file, store, "--subresource=scale", NULL};
+	ck_assert_int_eq(run(&r, scale), 1);
+	ck_assert_str_eq(r.err, "error: --subresource \"scale\" is not supported; the only "
+	                        "subresource is \"status\"\n");
+	exec_result_free(&r);
+	tu_rmtree(d);
+#undef PVST_HEAD
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli");
@@ -155,6 +246,7 @@ int main(void)
 	tcase_add_test(t, test_jsonpath);
 	tcase_add_test(t, test_age);
 	tcase_add_test(t, test_verbs_through_the_binary);
+	tcase_add_test(t, test_apply_status_subresource);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }

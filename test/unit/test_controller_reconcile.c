@@ -55,6 +55,22 @@ static void volumes(void)
 	       "\"aclEnabled\":false}}");
 }
 
+/* The PillarAgent's ExportsReady and Ready (status/reason) as stored when the agent is called. */
+static char *pa_snap(void *arg, const char *method)
+{
+	(void)arg;
+	if (strcmp(method, "ReconcileState"))
+		return NULL;
+	cJSON *pa = fx_get("PillarAgent", "storage-1");
+	char *out = NULL;
+	if (asprintf(&out, "%s/%s %s/%s", cond_status(pa, "ExportsReady"),
+	             cond_reason(pa, "ExportsReady"), cond_status(pa, "Ready"),
+	             cond_reason(pa, "Ready")) < 0)
+		out = NULL;
+	cJSON_Delete(pa);
+	return out;
+}
+
 START_TEST(test_restore_once_then_serving)
 {
 	struct err e = {0};
@@ -64,10 +80,13 @@ START_TEST(test_restore_once_then_serving)
 	fake_agent_set_caps(fx_fa, "0.1.0", true, false, true, "tank",
 	                    PILLAR_CSI__AGENT__V1__BACKEND_TYPE__BACKEND_TYPE_ZFS_ZVOL, "", "",
 	                    100LL << 30, 60LL << 30);
+	fake_agent_set_hook(fx_fa, pa_snap, NULL);
 	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
 	ck_assert_str_eq(fake_agent_log(fx_fa), "HealthCheck,GetCapabilities,ReconcileState");
 	ck_assert_uint_eq(fake_agent_count(fx_fa, "ReconcileState"), 1);
 	const struct fake_call *rc = fake_agent_call(fx_fa, 2);
+	/* crds.md §3.3: while the restore is in flight the stored PillarAgent says so */
+	ck_assert_str_eq(rc->snapshot, "False/ExportRestorePending False/ExportRestorePending");
 	ck_assert_str_eq(rc->address, "10.0.0.5:9500");
 	ck_assert_int_eq(rc->deadline_ms, 30000 + 2 * 10000);
 	const PillarCsi__Agent__V1__ReconcileStateRequest *q = (const void *)rc->req;
@@ -143,7 +162,10 @@ START_TEST(test_restore_failure_and_item_results)
 	volumes();
 	fake_agent_set_health(fx_fa, true, true, NULL, NULL);
 	fake_agent_fail(fx_fa, "ReconcileState", GRPC_UNAVAILABLE, "agent is draining");
+	fake_agent_set_hook(fx_fa, pa_snap, NULL);
 	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	ck_assert_str_eq(fake_agent_call(fx_fa, 2)->snapshot,
+	                 "False/ExportRestorePending False/ExportRestorePending");
 	ck_assert_int_eq(requeue, RECONCILE_RESTORE_RETRY_MS);
 	cJSON *pa = fx_get("PillarAgent", "storage-1");
 	ck_assert_str_eq(cond_status(pa, "ExportsReady"), "False");
@@ -169,7 +191,12 @@ START_TEST(test_restore_failure_and_item_results)
 	fake_agent_item_error(fx_fa, "tank/vol-b",
 	                      "UNAVAILABLE: bind address 10.0.0.5 is not configured on this node");
 	sleep(1); /* a transition would show a new second */
+	fake_agent_reset_log(fx_fa);
 	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	/* the retry keeps the failure visible while it is in flight */
+	ck_assert_str_eq(fake_agent_call(fx_fa, 2)->method, "ReconcileState");
+	ck_assert_str_eq(fake_agent_call(fx_fa, 2)->snapshot,
+	                 "False/ExportRestoreFailed False/ExportRestoreFailed");
 	ck_assert_int_eq(requeue, RECONCILE_INTERVAL_MS);
 	pa = fx_get("PillarAgent", "storage-1");
 	ck_assert_str_eq(cond_reason(pa, "ExportsReady"), "ExportsServing");

@@ -1,0 +1,709 @@
+#!/usr/bin/python3
+"""Controller component suite: `pillar-csi controller` on the embedded store with its reconciler
+loop, `pillar-csi agent` on a fake configfs root with a `file` backend, and this grpcio CSI client,
+all on loopback.  Expected values (volume IDs, NQNs, namespace identities, port IDs, messages,
+conditions) are computed here from the specification (csi.md, crds.md, agent-api.md, nvmet.md,
+operations.md), never read from our code.
+
+The controller reaches the agent through a small grpcio forwarder owned by this suite.  It passes
+every AgentService call through unchanged; for the restore it can hold the one complete
+ReconcileState until the suite has seen the PillarAgent at ExportsReady=False/ExportRestorePending
+in the store (crds.md §3.3: "restore not yet sent or in flight"), which makes that state
+observable without racing the controller, and it records the request so the suite can check that
+the restore is one request carrying every export (operations.md OPS-09).
+
+  controller_suite.py DIR    prints PASS/FAIL per case and "(controller suite: N passed, M failed)"
+"""
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from concurrent import futures
+
+sys.path.insert(0, os.path.join(os.environ["BUILD"], "controller-test", "py"))
+import grpc  # noqa: E402
+import csi_pb2 as csi  # noqa: E402
+import csi_pb2_grpc as csig  # noqa: E402
+import agent_pb2 as apb  # noqa: E402
+import agent_pb2_grpc as apbg  # noqa: E402
+
+BIN = os.environ["PILLAR_BIN"]
+GROUP = "pillar-csi.bhyoo.com/v1alpha1"
+P = "pillar-csi.bhyoo.com/"
+AGENT, STORE, PROTO, PSC, POOL = "storage-1", "files", "tcp", "fast", "fp"
+NQN_PREFIX = "nqn.2026-01.com.bhyoo.pillar-csi:"
+ID_NS = uuid.UUID("3c6e0b8a-6a0f-5c1d-9f5e-8d2b7a4e1c90")
+HOST_A = "nqn.2014-08.org.nvmexpress:uuid:%s" % uuid.uuid4()
+HOST_B = "nqn.2014-08.org.nvmexpress:uuid:%s" % uuid.uuid4()
+MiB = 1 << 20
+SNW = csi.VolumeCapability.AccessMode.SINGLE_NODE_WRITER
+OK, PRECOND = grpc.StatusCode.OK, grpc.StatusCode.FAILED_PRECONDITION
+
+
+class Report:
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def check(self, name, ok, why=""):
+        if ok:
+            self.passed += 1
+            print("PASS " + name)
+        else:
+            self.failed += 1
+            print("FAIL %s%s" % (name, (": %s" % (why,)) if why != "" else ""))
+        sys.stdout.flush()
+        return ok
+
+
+rep = Report()
+
+
+# ---- spec-derived values ------------------------------------------------------------------------
+
+def nqn_of(agent_volume_id):  # nvmet.md §2.1
+    return NQN_PREFIX + agent_volume_id.replace("/", ".")
+
+
+def identity_of(nqn):  # agent-api.md §8.2
+    return {"uuid": str(uuid.uuid5(ID_NS, "uuid:%s/namespaces/1" % nqn)),
+            "nguid": str(uuid.uuid5(ID_NS, "nguid:%s/namespaces/1" % nqn)),
+            "serial": hashlib.sha256(("serial:" + nqn).encode()).hexdigest()[:20]}
+
+
+def port_id_of(addr, port):  # nvmet.md §2.2
+    h = 0x811C9DC5
+    for b in addr.encode():
+        h = ((h ^ b) * 0x01000193) % 2**32
+    h = ((h ^ port) * 0x01000193) % 2**32
+    return h % 65535 + 1
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def call(fn, req, timeout=30):
+    try:
+        return OK, "", fn(req, timeout=timeout)
+    except grpc.RpcError as e:
+        return e.code(), e.details() or "", None
+
+
+def wait_for(fn, timeout=15.0, step=0.05):
+    """Polls fn() until it returns a true value; returns that value or None at the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v or time.monotonic() > deadline:
+            return v
+        time.sleep(step)
+
+
+# ---- processes ------------------------------------------------------------------------------------
+
+class Procs:
+    """Every process the suite starts, recorded in DIR/pids for run.sh's trap."""
+
+    def __init__(self, base):
+        self.base = base
+        self.live = {}
+
+    def start(self, name, args, env=None, log=None):
+        lf = open(log or os.path.join(self.base, name + ".log"), "ab")
+        p = subprocess.Popen(args, stdout=lf, stderr=subprocess.STDOUT, env=env)
+        lf.close()
+        self.live[name] = p
+        self._write()
+        return p
+
+    def stop(self, name, sig=signal.SIGTERM, timeout=15):
+        p = self.live.pop(name, None)
+        if p is None:
+            return None
+        if p.poll() is None:
+            p.send_signal(sig)
+        try:
+            rc = p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            rc = p.wait()
+        self._write()
+        return rc
+
+    def stop_all(self):
+        for n in list(self.live):
+            self.stop(n, signal.SIGKILL)
+
+    def _write(self):
+        with open(os.path.join(self.base, "pids"), "w") as f:
+            f.write(" ".join(str(p.pid) for p in self.live.values()))
+
+
+class Env:
+    def __init__(self, base):
+        self.base = base
+        self.cfs = os.path.join(base, "cfs")
+        self.nvmet = os.path.join(self.cfs, "nvmet")
+        self.files = os.path.join(base, "files")
+        self.state = os.path.join(base, "state")
+        self.store = os.path.join(base, "store")
+        self.sock = os.path.join(base, "csi.sock")
+        for d in ("cfs/nvmet/subsystems", "cfs/nvmet/ports", "cfs/nvmet/hosts", "files",
+                  "state", "store", "host/sys/module/nvmet_tcp"):
+            os.makedirs(os.path.join(base, d), exist_ok=True)
+        self.config = os.path.join(base, "agent.json")
+        with open(self.config, "w") as f:
+            json.dump({"backends": [{"file": {"pool": POOL, "directory": self.files}}]}, f)
+        self.procs = Procs(base)
+        self.agent_port = free_port()
+        self.agent_starts = 0
+        self.fwd = None
+
+    # -- agent --
+    def start_agent(self):
+        self.agent_starts += 1
+        args = [BIN, "agent", "--listen-address=127.0.0.1:%d" % self.agent_port,
+                "--config=" + self.config, "--configfs-root=" + self.cfs,
+                "--state-dir=" + self.state, "--host-root=" + os.path.join(self.base, "host"),
+                "--shutdown-grace-period=0s"]
+        for _ in range(50):  # the port of a killed agent may linger briefly
+            p = self.procs.start("agent", args,
+                                 log=os.path.join(self.base, "agent-%d.log" % self.agent_starts))
+            if wait_for(lambda: self._connects(self.agent_port) or p.poll() is not None, 10):
+                if p.poll() is None:
+                    return True
+            self.procs.stop("agent", signal.SIGKILL)
+            time.sleep(0.1)
+        return False
+
+    @staticmethod
+    def _connects(port):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+
+    # -- controller --
+    def start_controller(self):
+        env = dict(os.environ, PILLAR_RECONCILE_INTERVAL="1s")
+        p = self.procs.start("controller", [BIN, "controller", "--csi-endpoint=unix://" + self.sock,
+                                            "--store=dir:" + self.store], env=env)
+        ok = wait_for(lambda: os.path.exists(self.sock) or p.poll() is not None, 10)
+        return ok and p.poll() is None
+
+    def controller_log(self):
+        with open(os.path.join(self.base, "controller.log"), errors="replace") as f:
+            return f.read()
+
+    # -- CLI on the embedded store --
+    def cli(self, *args, stdin=None):
+        r = subprocess.run([BIN] + list(args) + ["--store=dir:" + self.store], input=stdin,
+                           capture_output=True, text=True, timeout=30)
+        return r.returncode, r.stdout, r.stderr
+
+    def apply(self, objs, *extra):
+        path = os.path.join(self.base, "apply-%d.json" % time.monotonic_ns())
+        with open(path, "w") as f:
+            json.dump(objs, f)
+        return self.cli("apply", "-f", path, *extra)
+
+    def get(self, kind, name):
+        rc, out, _ = self.cli("get", kind, name, "-o", "json")
+        return json.loads(out) if rc == 0 else None
+
+    # -- fake nvmet tree --
+    def sub(self, nqn, *rest):
+        return os.path.join(self.nvmet, "subsystems", nqn, *rest)
+
+    def read(self, *parts):
+        try:
+            with open(os.path.join(*parts)) as f:
+                return f.read().strip()
+        except OSError:
+            return None
+
+
+def cond(obj, typ):
+    for c in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if c.get("type") == typ:
+            return c.get("status"), c.get("reason"), c.get("message", "")
+    return None, None, None
+
+
+# ---- the forwarder between controller and agent -------------------------------------------------
+
+class Forwarder(grpc.GenericRpcHandler):
+    """Passes every call to the agent unchanged (raw bytes).  With hold_complete set, the next
+    ReconcileState{complete=true} waits until release() and is recorded in self.complete."""
+
+    def __init__(self, target):
+        self.target = target
+        self.lock = threading.Lock()
+        self.channel = None
+        self.hold_complete = False
+        self.held = threading.Event()
+        self.released = threading.Event()
+        self.complete = []  # ReconcileStateRequest messages with complete=true
+        self.calls = []     # method names, in order
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        self.server.add_generic_rpc_handlers((self,))
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+
+    def _chan(self):
+        with self.lock:
+            if self.channel is None:
+                self.channel = grpc.insecure_channel(self.target, options=[
+                    ("grpc.initial_reconnect_backoff_ms", 50),
+                    ("grpc.min_reconnect_backoff_ms", 50),
+                    ("grpc.max_reconnect_backoff_ms", 200), ("grpc.enable_retries", 0)])
+            return self.channel
+
+    def _reset(self):
+        with self.lock:
+            if self.channel is not None:
+                self.channel.close()
+            self.channel = None
+
+    def release(self):
+        self.released.set()
+
+    def service(self, details):
+        method = details.method
+
+        def handle(req, ctx):
+            with self.lock:
+                self.calls.append(method.rsplit("/", 1)[-1])
+            if method.endswith("/ReconcileState"):
+                m = apb.ReconcileStateRequest.FromString(req)
+                if m.complete:
+                    with self.lock:
+                        self.complete.append(m)
+                        hold = self.hold_complete
+                        self.hold_complete = False
+                    if hold:
+                        self.held.set()
+                        self.released.wait(30)
+            remaining = ctx.time_remaining()
+            try:
+                return self._chan().unary_unary(method)(
+                    req, timeout=remaining if remaining is not None else 30)
+            except grpc.RpcError as e:
+                if e.code() == grpc.StatusCode.UNAVAILABLE:
+                    self._reset()
+                ctx.abort(e.code(), e.details() or "")
+
+        return grpc.unary_unary_rpc_method_handler(handle)
+
+
+# ---- the suite ------------------------------------------------------------------------------------
+
+def objects(agent_port):
+    meta = lambda n: {"name": n}  # noqa: E731
+    return [
+        {"apiVersion": GROUP, "kind": "PillarAgent", "metadata": meta(AGENT),
+         "spec": {"external": {"address": "127.0.0.1", "port": agent_port}}},
+        {"apiVersion": GROUP, "kind": "PillarStore", "metadata": meta(STORE),
+         "spec": {"agentRef": AGENT, "backend": {"file": {"pool": POOL}}}},
+        {"apiVersion": GROUP, "kind": "PillarProtocol", "metadata": meta(PROTO),
+         "spec": {"protocol": {"nvmeofTcp": {"port": 4420, "acl": True}}}},
+        {"apiVersion": GROUP, "kind": "PillarStorageClass", "metadata": meta(PSC),
+         "spec": {"storeRef": STORE, "protocolRef": PROTO}},
+        {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {
+            "name": "node-a", "annotations": {P + "nvmeof-host-nqn": HOST_A,
+                                              P + "nvmeof-host-id": HOST_A.rsplit(":", 1)[1]}}},
+        {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {
+            "name": "node-b", "annotations": {P + "nvmeof-host-nqn": HOST_B,
+                                              P + "nvmeof-host-id": HOST_B.rsplit(":", 1)[1]}}},
+    ]
+
+
+def mount_cap():
+    return csi.VolumeCapability(mount=csi.VolumeCapability.MountVolume(fs_type="ext4"),
+                                access_mode=csi.VolumeCapability.AccessMode(mode=SNW))
+
+
+def pub_req(vid, node):
+    return csi.ControllerPublishVolumeRequest(volume_id=vid, node_id=node,
+                                              volume_capability=mount_cap())
+
+
+def exports_ready(env):
+    return cond(env.get("pa", AGENT), "ExportsReady")
+
+
+def export_view(env, nqn):
+    """What the fake nvmet tree says about one export."""
+    ns = env.sub(nqn, "namespaces", "1")
+    ah = env.sub(nqn, "allowed_hosts")
+    return {"exists": os.path.isdir(env.sub(nqn)),
+            "enable": env.read(ns, "enable"), "device_path": env.read(ns, "device_path"),
+            "uuid": env.read(ns, "device_uuid"), "nguid": env.read(ns, "device_nguid"),
+            "serial": env.read(env.sub(nqn), "attr_serial"),
+            "allow_any": env.read(env.sub(nqn), "attr_allow_any_host"),
+            "hosts": sorted(os.listdir(ah)) if os.path.isdir(ah) else None}
+
+
+def host_link_ok(env, nqn, host):
+    link = env.sub(nqn, "allowed_hosts", host)
+    return (os.path.islink(link) and os.readlink(link) == "../../../hosts/" + host and
+            os.path.isdir(os.path.join(env.nvmet, "hosts", host)))
+
+
+def port_link(env, nqn, port_id):
+    return os.path.join(env.nvmet, "ports", str(port_id), "subsystems", nqn)
+
+
+def run(base):
+    env = Env(base)
+    try:
+        suite(env)
+    finally:
+        if env.fwd:
+            env.fwd.release()
+            env.fwd.server.stop(0)
+        env.procs.stop_all()
+
+
+def suite(env):
+    if not rep.check("agent starts on a fake configfs root with a file backend", env.start_agent()):
+        return
+    fwd = env.fwd = Forwarder("127.0.0.1:%d" % env.agent_port)
+    if not rep.check("controller starts on the embedded store and serves CSI on a unix socket",
+                     env.start_controller()):
+        return
+    rc, out, err = env.apply(objects(fwd.port))
+    rep.check("apply PillarAgent, PillarStore, PillarProtocol, PillarStorageClass, CSINodes",
+              rc == 0 and out.count(" created") == 6, out + err)
+
+    # ---- the restore of an empty agent opens its gate ------------------------------------------
+    ok = wait_for(lambda: exports_ready(env)[:2] == ("True", "ExportsServing"), 20)
+    pa = env.get("pa", AGENT)
+    rep.check("PillarAgent reaches ExportsReady=True/ExportsServing (restore of an empty agent)",
+              ok, json.dumps((pa or {}).get("status")))
+    rep.check("the empty restore was one ReconcileState{complete=true} with no volumes",
+              len(fwd.complete) == 1 and len(fwd.complete[0].volumes) == 0,
+              [len(m.volumes) for m in fwd.complete])
+    rep.check("PillarAgent Ready=True/AgentConnected, resolvedAddress, file capability",
+              cond(pa, "Ready")[:2] == ("True", "AgentConnected") and
+              pa["status"].get("resolvedAddress") == "127.0.0.1:%d" % fwd.port and
+              "file" in pa["status"].get("capabilities", {}).get("backends", []),
+              json.dumps((pa or {}).get("status")))
+    ok = wait_for(lambda: cond(env.get("psc", PSC), "Ready")[0] == "True" and
+                  env.get("sc", PSC), 20)
+    sc = env.get("sc", PSC)
+    rep.check("PillarStorageClass Ready; generated StorageClass carries exactly the two parameters",
+              bool(ok) and sc["provisioner"] == "pillar-csi.bhyoo.com" and
+              sc["parameters"] == {P + "storage-class": PSC, "csi.storage.k8s.io/fstype": "ext4"},
+              json.dumps(sc))
+    if not sc:
+        return
+    params = dict(sc["parameters"])
+
+    ch = grpc.insecure_channel("unix://" + env.sock)
+    ctl = csig.ControllerStub(ch)
+    csi_flow(env, fwd, ctl, params)
+
+
+def csi_flow(env, fwd, ctl, params):
+    name = "pvc-%s" % uuid.uuid4()
+    avid = "%s/%s" % (POOL, name)
+    vid = "%s/nvmeof-tcp/file/%s" % (AGENT, avid)
+    nqn = nqn_of(avid)
+    ident = identity_of(nqn)
+    pid = port_id_of("127.0.0.1", 4420)
+
+    # ---- CreateVolume through the generated StorageClass's parameters --------------------------
+    code, msg, r = call(ctl.CreateVolume, csi.CreateVolumeRequest(
+        name=name, capacity_range=csi.CapacityRange(required_bytes=64 * MiB),
+        volume_capabilities=[mount_cap()], parameters=params))
+    if not rep.check("CreateVolume with the generated StorageClass's parameters", code == OK,
+                     "%s %s" % (code, msg)):
+        return
+    v = r.volume
+    want_ctx = {"target_id": nqn, "address": "127.0.0.1", "port": "4420",
+                P + "protocol-type": "nvmeof-tcp", P + "volume-ref": "1", P + "fs-type": "ext4"}
+    rep.check("CreateVolume: volume ID, capacity, volume context (no unset tunables), topology",
+              v.volume_id == vid and v.capacity_bytes == 64 * MiB and
+              dict(v.volume_context) == want_ctx and len(v.accessible_topology) == 1 and
+              dict(v.accessible_topology[0].segments) == {P + "nvmeof": "true"}, str(v))
+    x = export_view(env, nqn)
+    rep.check("nvmet tree: subsystem, namespace 1 enabled on the volume file with the derived "
+              "identity, ACL on, no host admitted",
+              x["exists"] and x["enable"] == "1" and
+              x["device_path"] == os.path.join(env.files, name + ".img") and
+              x["uuid"] == ident["uuid"] and x["nguid"] == ident["nguid"] and
+              x["serial"] == ident["serial"] and x["allow_any"] == "0" and x["hosts"] == [], x)
+    rep.check("nvmet tree: subsystem linked to port %d (tcp, 4420)" % pid,
+              os.path.islink(port_link(env, nqn, pid)) and
+              env.read(env.nvmet, "ports", str(pid), "addr_trsvcid") == "4420", "")
+    pv = env.get("pvst", name)
+    st = (pv or {}).get("status", {})
+    rep.check("PillarVolumeState: Ready, exportSpec recorded, generation 2, success-recorded",
+              st.get("phase") == "Ready" and
+              st.get("exportSpec") == {"bindAddress": "127.0.0.1", "port": 4420,
+                                       "aclEnabled": True} and
+              st.get("publicationGeneration") == 2 and
+              pv["metadata"].get("annotations", {}).get(P + "success-recorded") == "true" and
+              pv["metadata"].get("labels", {}).get(P + "agent") == AGENT, json.dumps(pv))
+
+    # ---- publish to node-a, refuse node-b ---------------------------------------------------------
+    code, msg, r = call(ctl.ControllerPublishVolume, pub_req(vid, "node-a"))
+    rep.check("ControllerPublishVolume to node-a", code == OK and len(r.publish_context) == 0,
+              "%s %s" % (code, msg))
+    rep.check("nvmet tree: allowed_hosts/<node-a NQN> links to hosts/<node-a NQN>",
+              host_link_ok(env, nqn, HOST_A) and export_view(env, nqn)["hosts"] == [HOST_A],
+              export_view(env, nqn))
+    rep.check("PillarVolumeState: node-a recorded with its host NQN, generation +1 (crds.md §7.5)",
+              env.get("pvst", name)["status"].get("publishedNodes") ==
+              [{"nodeID": "node-a", "initiatorID": HOST_A, "accessMode": "SINGLE_NODE_WRITER",
+                "readonly": False, "revoking": False}] and
+              env.get("pvst", name)["status"].get("publicationGeneration") == 3,
+              json.dumps(env.get("pvst", name)["status"]))
+    code, msg, r = call(ctl.ControllerPublishVolume, pub_req(vid, "node-a"))
+    rep.check("ControllerPublishVolume to node-a again is idempotent", code == OK,
+              "%s %s" % (code, msg))
+    code, msg, _ = call(ctl.ControllerPublishVolume, pub_req(vid, "node-b"))
+    want = ('volume "%s" is published to another node "node-a" (access mode SINGLE_NODE_WRITER, '
+            'readonly=false); cannot publish to node "node-b" with access mode SINGLE_NODE_WRITER'
+            % vid)
+    rep.check("ControllerPublishVolume to node-b: FAILED_PRECONDITION \"is published to another "
+              "node\" (csi.md §4.3 message)",
+              code == PRECOND and "is published to another node" in msg and msg == want,
+              "%s %r" % (code, msg))
+    rep.check("nvmet tree: node-b was not admitted", export_view(env, nqn)["hosts"] == [HOST_A],
+              export_view(env, nqn))
+    code, msg, _ = call(ctl.DeleteVolume, csi.DeleteVolumeRequest(volume_id=vid))
+    rep.check("DeleteVolume while published: FAILED_PRECONDITION (csi.md §4.2)",
+              code == PRECOND and msg == ('volume "%s" is still published to nodes [node-a]; '
+                                          'unpublish it before deleting' % vid),
+              "%s %r" % (code, msg))
+
+    # ---- unpublish node-a, publish node-b ----------------------------------------------------------
+    gen = env.get("pvst", name)["status"]["publicationGeneration"]
+    code, msg, _ = call(ctl.ControllerUnpublishVolume,
+                        csi.ControllerUnpublishVolumeRequest(volume_id=vid, node_id="node-a"))
+    rep.check("ControllerUnpublishVolume from node-a", code == OK, "%s %s" % (code, msg))
+    x = export_view(env, nqn)
+    rep.check("nvmet tree: node-a's allowed_hosts link and its unused hosts entry are gone",
+              x["hosts"] == [] and not os.path.exists(os.path.join(env.nvmet, "hosts", HOST_A)) and
+              x["enable"] == "1", x)
+    rep.check("PillarVolumeState: no publication left, generation +1 for the unpublish",
+              (env.get("pvst", name) or {}).get("status", {}).get("publishedNodes") in (None, [])
+              and env.get("pvst", name)["status"].get("publicationGeneration") == gen + 1,
+              json.dumps(env.get("pvst", name)))
+    code, msg, _ = call(ctl.ControllerPublishVolume, pub_req(vid, "node-b"))
+    rep.check("ControllerPublishVolume to node-b after the unpublish", code == OK,
+              "%s %s" % (code, msg))
+    rep.check("nvmet tree: allowed_hosts/<node-b NQN> only",
+              host_link_ok(env, nqn, HOST_B) and export_view(env, nqn)["hosts"] == [HOST_B],
+              export_view(env, nqn))
+
+    # ---- agent restart and storage-node reboot ------------------------------------------------------
+    name2 = restart_cases(env, fwd, ctl, params, name, nqn, ident, pid)
+
+    # ---- teardown ------------------------------------------------------------------------------------
+    code, msg, _ = call(ctl.ControllerUnpublishVolume,
+                        csi.ControllerUnpublishVolumeRequest(volume_id=vid, node_id="node-b"))
+    rep.check("ControllerUnpublishVolume from node-b", code == OK, "%s %s" % (code, msg))
+    rep.check("nvmet tree: no host admitted after the last unpublish",
+              export_view(env, nqn)["hosts"] == [] and
+              not os.path.exists(os.path.join(env.nvmet, "hosts", HOST_B)), export_view(env, nqn))
+    code, msg, _ = call(ctl.DeleteVolume, csi.DeleteVolumeRequest(volume_id=vid))
+    rep.check("DeleteVolume", code == OK, "%s %s" % (code, msg))
+    rep.check("nvmet tree: subsystem, namespace and port link removed; volume file deleted",
+              not os.path.exists(env.sub(nqn)) and not os.path.lexists(port_link(env, nqn, pid))
+              and not os.path.exists(os.path.join(env.files, name + ".img")),
+              sorted(os.listdir(os.path.join(env.nvmet, "subsystems"))))
+    rep.check("PillarVolumeState deleted", env.get("pvst", name) is None, "")
+    code, msg, _ = call(ctl.DeleteVolume, csi.DeleteVolumeRequest(volume_id=vid))
+    rep.check("DeleteVolume again is OK (idempotent)", code == OK, "%s %s" % (code, msg))
+    if name2:
+        vid2 = "%s/nvmeof-tcp/file/%s/%s" % (AGENT, POOL, name2)
+        code, msg, _ = call(ctl.DeleteVolume, csi.DeleteVolumeRequest(volume_id=vid2))
+        rep.check("DeleteVolume of the repaired volume; nothing is left on the agent",
+                  code == OK and os.listdir(os.path.join(env.nvmet, "subsystems")) == [] and
+                  os.listdir(os.path.join(env.nvmet, "hosts")) == [] and
+                  not [f for f in os.listdir(env.files) if f.endswith(".img")],
+                  "%s %s %s" % (code, msg, os.listdir(os.path.join(env.nvmet, "subsystems"))))
+    rc = env.procs.stop("controller")
+    rep.check("controller exits 0 on SIGTERM", rc == 0, rc)
+
+
+def observe_restore(env, fwd, label, restart):
+    """Holds the next complete ReconcileState, runs restart(), and checks that the PillarAgent
+    shows ExportRestorePending while the restore is held, then ExportsServing after it.
+    Returns the recorded request (or None)."""
+    fwd.held.clear()
+    fwd.released.clear()
+    n0 = len(fwd.complete)
+    fwd.hold_complete = True
+    restart()
+    held = fwd.held.wait(20)
+    rep.check("%s: the controller sends a complete ReconcileState" % label, held, fwd.calls[-10:])
+    if not held:
+        fwd.release()
+        return None
+    pending = wait_for(lambda: exports_ready(env)[:2] == ("False", "ExportRestorePending"), 10)
+    ready = cond(env.get("pa", AGENT), "Ready")
+    rep.check("%s: while the restore is in flight the PillarAgent shows ExportsReady=False/"
+              "ExportRestorePending and Ready=False/ExportRestorePending" % label,
+              bool(pending) and ready[:2] == ("False", "ExportRestorePending"),
+              "ExportsReady=%s Ready=%s" % (exports_ready(env), ready))
+    rep.check("%s: the agent's restore gate is still closed meanwhile (HealthCheck "
+              "export_restore_pending)" % label, agent_gate_closed(env), "")
+    fwd.release()
+    ok = wait_for(lambda: exports_ready(env)[:2] == ("True", "ExportsServing"), 20)
+    rep.check("%s: after the restore ExportsReady=True/ExportsServing, Ready=True" % label,
+              bool(ok) and cond(env.get("pa", AGENT), "Ready")[:2] == ("True", "AgentConnected"),
+              exports_ready(env))
+    rep.check("%s: exactly one complete ReconcileState for the restart" % label,
+              len(fwd.complete) == n0 + 1, len(fwd.complete) - n0)
+    return fwd.complete[n0] if len(fwd.complete) > n0 else None
+
+
+def agent_gate_closed(env):
+    """HealthCheck straight to the agent (not through the forwarder)."""
+    ch = grpc.insecure_channel("127.0.0.1:%d" % env.agent_port)
+    try:
+        code, _, r = call(apbg.AgentServiceStub(ch).HealthCheck, apb.HealthCheckRequest(), 5)
+        return code == OK and r.export_restore_pending
+    finally:
+        ch.close()
+
+
+def edit_status(env, name, edit):
+    """The hand edit of a PillarVolumeState's status as operations.md §9 does it: read the object
+    (its uid and resourceVersion become preconditions), edit, apply the status subresource; a
+    Conflict means the object changed meanwhile (the controller writes its conditions), so read
+    it again.  Returns the last (rc, stdout, stderr)."""
+    for _ in range(20):
+        obj = env.get("pvst", name)
+        edit(obj["status"])
+        rc, out, err = env.apply(obj, "--subresource=status")
+        if rc == 0 or "(Conflict)" not in err:
+            return rc, out, err
+        time.sleep(0.1)
+    return rc, out, err
+
+
+def restart_cases(env, fwd, ctl, params, name, nqn, ident, pid):
+    avid = "%s/%s" % (POOL, name)
+    before = export_view(env, nqn)
+    gen = env.get("pvst", name)["status"]["publicationGeneration"]
+    uid = env.get("pvst", name)["metadata"]["uid"]
+
+    # 1. plain agent restart: the live tree is kept
+    def restart():
+        env.procs.stop("agent", signal.SIGKILL)
+        env.start_agent()
+
+    req = observe_restore(env, fwd, "agent restart", restart)
+    if req:
+        items = [(m.volume_id, m.fence.volume_uid, m.fence.generation,
+                  [(e.export_params.nvmeof_tcp.bind_address, e.export_params.nvmeof_tcp.port,
+                    e.acl_enabled, list(e.allowed_initiators)) for e in m.exports])
+                 for m in req.volumes]
+        rep.check("agent restart: the restore carries the volume's export: bind address, port, "
+                  "ACL, node-b as the only initiator, fencing token (UID, generation)",
+                  items == [(avid, uid, gen, [("127.0.0.1", 4420, True, [HOST_B])])], items)
+    after = export_view(env, nqn)
+    rep.check("agent restart: export kept with the same identity (uuid, nguid, serial) and ACL",
+              after == before and after["uuid"] == ident["uuid"] and
+              os.path.islink(port_link(env, nqn, pid)), (before, after))
+    rep.check("agent restart: the volume shows ExportReconciled=True/Reconciled",
+              wait_for(lambda: cond(env.get("pvst", name), "ExportReconciled")[:2] ==
+                       ("True", "Reconciled"), 10) is not None, cond(env.get("pvst", name),
+                                                                      "ExportReconciled"))
+
+    # 2. a second volume whose exportSpec is removed by hand (operations.md §4: ExportSpecMissing
+    #    arises only for records written by other software or edited by hand)
+    name2 = "pvc-%s" % uuid.uuid4()
+    avid2 = "%s/%s" % (POOL, name2)
+    nqn2 = nqn_of(avid2)
+    code, msg, _ = call(ctl.CreateVolume, csi.CreateVolumeRequest(
+        name=name2, capacity_range=csi.CapacityRange(required_bytes=32 * MiB),
+        volume_capabilities=[mount_cap()], parameters=params))
+    rep.check("CreateVolume of a second volume", code == OK and export_view(env, nqn2)["exists"],
+              "%s %s" % (code, msg))
+    saved_spec = dict(env.get("pvst", name2)["status"]["exportSpec"])
+    rc, out, err = edit_status(env, name2, lambda st: st.pop("exportSpec"))
+    rep.check("apply --subresource=status removes status.exportSpec of the second volume",
+              rc == 0 and "exportSpec" not in env.get("pvst", name2)["status"], out + err)
+    ok = wait_for(lambda: cond(env.get("pvst", name2), "ExportReconciled")[:2] ==
+                  ("False", "ExportSpecMissing"), 10)
+    rep.check("the hand-edited volume ends at ExportReconciled=False/ExportSpecMissing",
+              ok is not None and cond(env.get("pvst", name2), "ExportReconciled")[:2] ==
+              ("False", "ExportSpecMissing"), cond(env.get("pvst", name2), "ExportReconciled"))
+
+    # 3. storage-node reboot: the kernel target is empty when the agent starts again
+    def reboot():
+        env.procs.stop("agent", signal.SIGKILL)
+        for d in ("subsystems", "ports", "hosts"):
+            shutil.rmtree(os.path.join(env.nvmet, d))
+            os.mkdir(os.path.join(env.nvmet, d))
+        env.start_agent()
+
+    req = observe_restore(env, fwd, "storage-node reboot", reboot)
+    if req:
+        rep.check("storage-node reboot: the restore carries the first volume and leaves out the "
+                  "one without exportSpec", [m.volume_id for m in req.volumes] == [avid],
+                  [m.volume_id for m in req.volumes])
+    after = export_view(env, nqn)
+    rep.check("storage-node reboot: export re-created with the same identity, ACL (node-b) and "
+              "port link", after == before and host_link_ok(env, nqn, HOST_B) and
+              os.path.islink(port_link(env, nqn, pid)), (before, after))
+    rep.check("storage-node reboot: the volume without exportSpec is not exported and stays at "
+              "ExportSpecMissing", not os.path.exists(env.sub(nqn2)) and
+              cond(env.get("pvst", name2), "ExportReconciled")[:2] ==
+              ("False", "ExportSpecMissing"), cond(env.get("pvst", name2), "ExportReconciled"))
+    time.sleep(1.5)  # one more periodic resync pass must not export it either
+    rep.check("a periodic resync pass does not export it either",
+              not os.path.exists(env.sub(nqn2)), "")
+
+    # 4. the repair of operations.md §9: the operator supplies exportSpec once
+    rc, out, err = edit_status(env, name2, lambda st: st.update(exportSpec=saved_spec))
+    ok = wait_for(lambda: cond(env.get("pvst", name2), "ExportReconciled")[:2] ==
+                  ("True", "Reconciled"), 10)
+    x2 = export_view(env, nqn2)
+    rep.check("repair (operations.md §9): after exportSpec is supplied the volume is re-exported "
+              "with its derived identity and shows Reconciled",
+              rc == 0 and ok is not None and x2["exists"] and x2["enable"] == "1" and
+              x2["uuid"] == identity_of(nqn2)["uuid"] and x2["hosts"] == [],
+              "%s %s %s" % (out + err, cond(env.get("pvst", name2), "ExportReconciled"), x2))
+    return name2
+
+
+def main():
+    base = sys.argv[1]
+    os.makedirs(base, exist_ok=True)
+
+    def on_term(signum, frame):
+        raise SystemExit(130)
+
+    signal.signal(signal.SIGTERM, on_term)
+    t0 = time.monotonic()
+    try:
+        run(base)
+    except Exception as e:  # a crash of the suite is a failure, not a pass
+        import traceback
+        traceback.print_exc()
+        rep.check("suite ran to the end", False, repr(e))
+    print("(%.1f s)" % (time.monotonic() - t0))
+    print("(controller suite: %d passed, %d failed)" % (rep.passed, rep.failed))
+
+
+if __name__ == "__main__":
+    main()
