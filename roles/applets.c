@@ -4,6 +4,7 @@
 
 #include "agent/agent.h"
 #include "base/log.h"
+#include "call/call.h"
 #include "cli/cli.h"
 #include "controller/controller.h"
 #include "modprobe/modprobe.h"
@@ -20,6 +21,7 @@ static const struct applet applets[] = {
     {"apply", NULL, cli_apply_main, "create or update objects from a JSON file in the store"},
     {"get", NULL, cli_get_main, "print objects from the store (table or -o json)"},
     {"delete", NULL, cli_delete_main, "delete an object from the store"},
+    {"call", NULL, call_main, "one gRPC call with a JSON request (agents, CSI endpoints)"},
     {"modprobe", NULL, modprobe_main, "load kernel modules (init containers); always exits 0"},
 };
 #define N_APPLETS (sizeof(applets) / sizeof(applets[0]))
@@ -67,7 +69,7 @@ static void usage(FILE *out)
 
 static const char *accepted(void)
 {
-	return "accepted: controller, node, agent, version, apply, get, delete, modprobe";
+	return "accepted: controller, node, agent, version, apply, get, delete, call, modprobe";
 }
 
 int applet_dispatch(int argc, char **argv)

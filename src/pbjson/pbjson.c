@@ -1,0 +1,410 @@
+#include "pbjson/pbjson.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <mbedtls/base64.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXACT 9007199254740992.0 /* 2^53 */
+
+static const ProtobufCFieldDescriptor *field_by_json_name(const ProtobufCMessageDescriptor *d,
+                                                          const char *name)
+{
+	const ProtobufCFieldDescriptor *f =
+	    protobuf_c_message_descriptor_get_field_by_name(d, name);
+	char snake[128];
+	size_t n = 0;
+	if (f)
+		return f;
+	for (const char *p = name; *p && n + 2 < sizeof(snake); p++) {
+		if (isupper((unsigned char)*p)) {
+			snake[n++] = '_';
+			snake[n++] = (char)tolower((unsigned char)*p);
+		} else {
+			snake[n++] = *p;
+		}
+	}
+	snake[n] = '\0';
+	return protobuf_c_message_descriptor_get_field_by_name(d, snake);
+}
+
+static int get_int(const cJSON *v, double lo, double hi, long double *out)
+{
+	if (cJSON_IsNumber(v)) {
+		double x = v->valuedouble;
+		if (x != floor(x) || x < lo || x > hi || fabs(x) > EXACT)
+			return -EINVAL;
+		*out = x;
+		return 0;
+	}
+	if (cJSON_IsString(v) && *v->valuestring) {
+		char *end;
+		errno = 0;
+		if (v->valuestring[0] == '-') {
+			long long x = strtoll(v->valuestring, &end, 10);
+			if (errno || *end || (long double)x < lo)
+				return -EINVAL;
+			*out = x;
+		} else {
+			unsigned long long x = strtoull(v->valuestring, &end, 10);
+			if (errno || *end || (long double)x > hi)
+				return -EINVAL;
+			*out = x;
+		}
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int set_scalar(const ProtobufCFieldDescriptor *f, const cJSON *v, void *dst, struct err *e)
+{
+	long double x = 0;
+	switch (f->type) {
+	case PROTOBUF_C_TYPE_INT32:
+	case PROTOBUF_C_TYPE_SINT32:
+	case PROTOBUF_C_TYPE_SFIXED32:
+		if (get_int(v, -2147483648.0, 2147483647.0, &x) < 0)
+			goto bad;
+		*(int32_t *)dst = (int32_t)x;
+		return 0;
+	case PROTOBUF_C_TYPE_UINT32:
+	case PROTOBUF_C_TYPE_FIXED32:
+		if (get_int(v, 0, 4294967295.0, &x) < 0)
+			goto bad;
+		*(uint32_t *)dst = (uint32_t)x;
+		return 0;
+	case PROTOBUF_C_TYPE_INT64:
+	case PROTOBUF_C_TYPE_SINT64:
+	case PROTOBUF_C_TYPE_SFIXED64:
+		if (get_int(v, -9223372036854775808.0, 9223372036854775807.0, &x) < 0)
+			goto bad;
+		*(int64_t *)dst = (int64_t)x;
+		return 0;
+	case PROTOBUF_C_TYPE_UINT64:
+	case PROTOBUF_C_TYPE_FIXED64:
+		if (get_int(v, 0, 18446744073709551615.0, &x) < 0)
+			goto bad;
+		*(uint64_t *)dst = (uint64_t)x;
+		return 0;
+	case PROTOBUF_C_TYPE_FLOAT:
+		if (!cJSON_IsNumber(v))
+			goto bad;
+		*(float *)dst = (float)v->valuedouble;
+		return 0;
+	case PROTOBUF_C_TYPE_DOUBLE:
+		if (!cJSON_IsNumber(v))
+			goto bad;
+		*(double *)dst = v->valuedouble;
+		return 0;
+	case PROTOBUF_C_TYPE_BOOL:
+		if (!cJSON_IsBool(v))
+			goto bad;
+		*(protobuf_c_boolean *)dst = cJSON_IsTrue(v);
+		return 0;
+	case PROTOBUF_C_TYPE_ENUM: {
+		const ProtobufCEnumDescriptor *ed = f->descriptor;
+		if (cJSON_IsString(v)) {
+			const ProtobufCEnumValue *ev =
+			    protobuf_c_enum_descriptor_get_value_by_name(ed, v->valuestring);
+			if (!ev)
+				return err_set(e, -EINVAL, "field %s: unknown %s value \"%s\"",
+				               f->name, ed->name, v->valuestring);
+			*(int *)dst = ev->value;
+			return 0;
+		}
+		if (get_int(v, -2147483648.0, 2147483647.0, &x) < 0)
+			goto bad;
+		*(int *)dst = (int)x;
+		return 0;
+	}
+	case PROTOBUF_C_TYPE_STRING: {
+		if (!cJSON_IsString(v))
+			goto bad;
+		char *s = strdup(v->valuestring);
+		if (!s)
+			return err_set(e, -ENOMEM, "out of memory");
+		*(char **)dst = s;
+		return 0;
+	}
+	case PROTOBUF_C_TYPE_BYTES: {
+		ProtobufCBinaryData *b = dst;
+		size_t n = 0, len;
+		if (!cJSON_IsString(v))
+			goto bad;
+		len = strlen(v->valuestring);
+		mbedtls_base64_decode(NULL, 0, &n, (const unsigned char *)v->valuestring, len);
+		b->data = malloc(n ? n : 1);
+		if (!b->data)
+			return err_set(e, -ENOMEM, "out of memory");
+		if (mbedtls_base64_decode(b->data, n, &b->len,
+		                          (const unsigned char *)v->valuestring, len) != 0) {
+			free(b->data);
+			b->data = NULL;
+			b->len = 0;
+			return err_set(e, -EINVAL, "field %s: not base64", f->name);
+		}
+		return 0;
+	}
+	case PROTOBUF_C_TYPE_MESSAGE:
+		return pbjson_to_message(f->descriptor, v, (ProtobufCMessage **)dst, e);
+	}
+bad:
+	return err_set(e, -EINVAL, "field %s: wrong JSON type or value out of range", f->name);
+}
+
+static size_t elem_size(const ProtobufCFieldDescriptor *f)
+{
+	switch (f->type) {
+	case PROTOBUF_C_TYPE_INT32:
+	case PROTOBUF_C_TYPE_SINT32:
+	case PROTOBUF_C_TYPE_SFIXED32:
+	case PROTOBUF_C_TYPE_UINT32:
+	case PROTOBUF_C_TYPE_FIXED32:
+	case PROTOBUF_C_TYPE_FLOAT:
+	case PROTOBUF_C_TYPE_ENUM: return 4;
+	case PROTOBUF_C_TYPE_INT64:
+	case PROTOBUF_C_TYPE_SINT64:
+	case PROTOBUF_C_TYPE_SFIXED64:
+	case PROTOBUF_C_TYPE_UINT64:
+	case PROTOBUF_C_TYPE_FIXED64:
+	case PROTOBUF_C_TYPE_DOUBLE: return 8;
+	case PROTOBUF_C_TYPE_BOOL: return sizeof(protobuf_c_boolean);
+	case PROTOBUF_C_TYPE_STRING: return sizeof(char *);
+	case PROTOBUF_C_TYPE_BYTES: return sizeof(ProtobufCBinaryData);
+	case PROTOBUF_C_TYPE_MESSAGE: return sizeof(ProtobufCMessage *);
+	}
+	return 8;
+}
+
+static bool is_map_entry(const ProtobufCFieldDescriptor *f)
+{
+	const ProtobufCMessageDescriptor *md = f->descriptor;
+	if (f->type != PROTOBUF_C_TYPE_MESSAGE || f->label != PROTOBUF_C_LABEL_REPEATED)
+		return false;
+	size_t n = strlen(md->name);
+	return n > 5 && strcmp(md->name + n - 5, "Entry") == 0 && md->n_fields == 2 &&
+	       strcmp(md->fields[0].name, "key") == 0 && strcmp(md->fields[1].name, "value") == 0;
+}
+
+static int set_field(ProtobufCMessage *m, const ProtobufCFieldDescriptor *f, const cJSON *v,
+                     struct err *e)
+{
+	char *base = (char *)m;
+	if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+		bool map = is_map_entry(f);
+		size_t n = (size_t)cJSON_GetArraySize(v), es = elem_size(f), i = 0;
+		const cJSON *it;
+		if (map ? !cJSON_IsObject(v) : !cJSON_IsArray(v))
+			return err_set(e, -EINVAL, "field %s: expected a JSON %s", f->name,
+			               map ? "object" : "array");
+		void *arr = calloc(n ? n : 1, es);
+		if (!arr)
+			return err_set(e, -ENOMEM, "out of memory");
+		*(void **)(base + f->offset) = arr;
+		cJSON_ArrayForEach(it, v)
+		{
+			int r;
+			if (map) {
+				const ProtobufCMessageDescriptor *md = f->descriptor;
+				ProtobufCMessage *ent = calloc(1, md->sizeof_message);
+				if (!ent)
+					return err_set(e, -ENOMEM, "out of memory");
+				md->message_init(ent);
+				((ProtobufCMessage **)arr)[i] = ent;
+				*(size_t *)(base + f->quantifier_offset) = ++i;
+				cJSON *k = cJSON_CreateString(it->string);
+				r = set_scalar(&md->fields[0], k,
+				               (char *)ent + md->fields[0].offset, e);
+				cJSON_Delete(k);
+				if (r == 0)
+					r = set_scalar(&md->fields[1], it,
+					               (char *)ent + md->fields[1].offset, e);
+			} else {
+				r = set_scalar(f, it, (char *)arr + i * es, e);
+				*(size_t *)(base + f->quantifier_offset) = ++i;
+			}
+			if (r < 0)
+				return r;
+		}
+		return 0;
+	}
+	if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)
+		*(uint32_t *)(base + f->quantifier_offset) = f->id;
+	else if (f->label == PROTOBUF_C_LABEL_OPTIONAL && f->quantifier_offset &&
+	         f->type != PROTOBUF_C_TYPE_MESSAGE && f->type != PROTOBUF_C_TYPE_STRING)
+		*(protobuf_c_boolean *)(base + f->quantifier_offset) = 1;
+	return set_scalar(f, v, base + f->offset, e);
+}
+
+int pbjson_to_message(const ProtobufCMessageDescriptor *d, const cJSON *j, ProtobufCMessage **out,
+                      struct err *e)
+{
+	ProtobufCMessage *m;
+	const cJSON *it;
+	*out = NULL;
+	if (!cJSON_IsObject(j))
+		return err_set(e, -EINVAL, "%s: expected a JSON object", d->name);
+	m = calloc(1, d->sizeof_message);
+	if (!m)
+		return err_set(e, -ENOMEM, "out of memory");
+	d->message_init(m);
+	cJSON_ArrayForEach(it, j)
+	{
+		const ProtobufCFieldDescriptor *f = field_by_json_name(d, it->string);
+		int r;
+		if (!f) {
+			protobuf_c_message_free_unpacked(m, NULL);
+			return err_set(e, -EINVAL, "%s has no field \"%s\"", d->name, it->string);
+		}
+		if (cJSON_IsNull(it))
+			continue;
+		r = set_field(m, f, it, e);
+		if (r < 0) {
+			protobuf_c_message_free_unpacked(m, NULL);
+			return r;
+		}
+	}
+	*out = m;
+	return 0;
+}
+
+/* ---- message → JSON ----------------------------------------------------------------------- */
+
+static cJSON *num64(long double v)
+{
+	if (fabsl(v) <= EXACT)
+		return cJSON_CreateNumber((double)v);
+	char buf[32];
+	if (v < 0)
+		snprintf(buf, sizeof(buf), "%" PRId64, (int64_t)v);
+	else
+		snprintf(buf, sizeof(buf), "%" PRIu64, (uint64_t)v);
+	return cJSON_CreateString(buf);
+}
+
+static cJSON *scalar_json(const ProtobufCFieldDescriptor *f, const void *p)
+{
+	switch (f->type) {
+	case PROTOBUF_C_TYPE_INT32:
+	case PROTOBUF_C_TYPE_SINT32:
+	case PROTOBUF_C_TYPE_SFIXED32: return cJSON_CreateNumber(*(const int32_t *)p);
+	case PROTOBUF_C_TYPE_UINT32:
+	case PROTOBUF_C_TYPE_FIXED32: return cJSON_CreateNumber(*(const uint32_t *)p);
+	case PROTOBUF_C_TYPE_INT64:
+	case PROTOBUF_C_TYPE_SINT64:
+	case PROTOBUF_C_TYPE_SFIXED64: return num64(*(const int64_t *)p);
+	case PROTOBUF_C_TYPE_UINT64:
+	case PROTOBUF_C_TYPE_FIXED64: return num64(*(const uint64_t *)p);
+	case PROTOBUF_C_TYPE_FLOAT: return cJSON_CreateNumber(*(const float *)p);
+	case PROTOBUF_C_TYPE_DOUBLE: return cJSON_CreateNumber(*(const double *)p);
+	case PROTOBUF_C_TYPE_BOOL: return cJSON_CreateBool(*(const protobuf_c_boolean *)p);
+	case PROTOBUF_C_TYPE_ENUM: {
+		const ProtobufCEnumValue *ev =
+		    protobuf_c_enum_descriptor_get_value(f->descriptor, *(const int *)p);
+		return ev ? cJSON_CreateString(ev->name) : cJSON_CreateNumber(*(const int *)p);
+	}
+	case PROTOBUF_C_TYPE_STRING: {
+		const char *s = *(char *const *)p;
+		return cJSON_CreateString(s ? s : "");
+	}
+	case PROTOBUF_C_TYPE_BYTES: {
+		const ProtobufCBinaryData *b = p;
+		size_t n = 0;
+		mbedtls_base64_encode(NULL, 0, &n, b->data, b->len);
+		unsigned char *buf = malloc(n + 1);
+		cJSON *r;
+		if (!buf)
+			return NULL;
+		mbedtls_base64_encode(buf, n + 1, &n, b->data, b->len);
+		buf[n] = '\0';
+		r = cJSON_CreateString((char *)buf);
+		free(buf);
+		return r;
+	}
+	case PROTOBUF_C_TYPE_MESSAGE: {
+		const ProtobufCMessage *sub = *(ProtobufCMessage *const *)p;
+		return sub ? pbjson_from_message(sub) : cJSON_CreateNull();
+	}
+	}
+	return cJSON_CreateNull();
+}
+
+static bool is_default(const ProtobufCFieldDescriptor *f, const void *p)
+{
+	switch (f->type) {
+	case PROTOBUF_C_TYPE_STRING: {
+		const char *s = *(char *const *)p;
+		return !s || !*s;
+	}
+	case PROTOBUF_C_TYPE_BYTES: return ((const ProtobufCBinaryData *)p)->len == 0;
+	case PROTOBUF_C_TYPE_MESSAGE: return *(ProtobufCMessage *const *)p == NULL;
+	default: {
+		static const char zero[16];
+		return memcmp(p, zero, elem_size(f)) == 0;
+	}
+	}
+}
+
+cJSON *pbjson_from_message(const ProtobufCMessage *m)
+{
+	const ProtobufCMessageDescriptor *d = m->descriptor;
+	const char *base = (const char *)m;
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	for (unsigned i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		const void *p = base + f->offset;
+		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+			size_t n = *(const size_t *)(base + f->quantifier_offset);
+			void *const *arr = *(void *const *)p;
+			if (n == 0)
+				continue;
+			if (is_map_entry(f)) {
+				cJSON *map = cJSON_AddObjectToObject(o, f->name);
+				const ProtobufCMessageDescriptor *md = f->descriptor;
+				for (size_t k = 0; k < n; k++) {
+					const char *ent =
+					    (const char *)((ProtobufCMessage *const *)arr)[k];
+					cJSON *key =
+					    scalar_json(&md->fields[0], ent + md->fields[0].offset);
+					cJSON *val =
+					    scalar_json(&md->fields[1], ent + md->fields[1].offset);
+					char kbuf[64];
+					const char *ks =
+					    cJSON_IsString(key) ? key->valuestring : kbuf;
+					if (!cJSON_IsString(key))
+						snprintf(kbuf, sizeof(kbuf), "%.0f",
+						         key ? key->valuedouble : 0);
+					cJSON_AddItemToObject(map, ks, val);
+					cJSON_Delete(key);
+				}
+			} else {
+				cJSON *a = cJSON_AddArrayToObject(o, f->name);
+				for (size_t k = 0; k < n; k++)
+					cJSON_AddItemToArray(
+					    a,
+					    scalar_json(f, (const char *)arr + k * elem_size(f)));
+			}
+			continue;
+		}
+		if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
+			if (*(const uint32_t *)(base + f->quantifier_offset) != f->id)
+				continue;
+		} else if (f->label == PROTOBUF_C_LABEL_OPTIONAL && f->quantifier_offset &&
+		           f->type != PROTOBUF_C_TYPE_MESSAGE &&
+		           f->type != PROTOBUF_C_TYPE_STRING) {
+			if (!*(const protobuf_c_boolean *)(base + f->quantifier_offset))
+				continue;
+		} else if (is_default(f, p)) {
+			continue;
+		}
+		cJSON_AddItemToObject(o, f->name, scalar_json(f, p));
+	}
+	return o;
+}

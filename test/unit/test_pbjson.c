@@ -1,0 +1,118 @@
+/* JSON <-> protobuf-c by reflection (src/pbjson): every field shape our protos use. */
+#include <errno.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "csi.pb-c.h"
+#include "pbjson/pbjson.h"
+#include "pillar_csi/agent/v1/agent.pb-c.h"
+#include "testutil.h"
+
+static cJSON *parse(const char *s)
+{
+	cJSON *j;
+	ck_assert_int_eq(json_parse_strict(s, strlen(s), &j, NULL), 0);
+	return j;
+}
+
+START_TEST(test_roundtrip_agent_request)
+{
+	cJSON *j = parse(
+	    "{\"volumes\":[{\"volume_id\":\"fp/v1\",\"backend_type\":\"BACKEND_TYPE_FILE\","
+	    "\"backend_params\":{\"file\":{\"pool\":\"fp\",\"preallocate\":true}},"
+	    "\"exports\":[{\"protocol_type\":1,\"allowedInitiators\":[\"nqn.a\",\"nqn.b\"],"
+	    "\"export_params\":{\"nvmeof_tcp\":{\"bind_address\":\"10.0.0.1\",\"port\":4420}}}],"
+	    "\"fence\":{\"volume_uid\":\"u\",\"generation\":\"18446744073709551615\"}}],"
+	    "\"complete\":true}");
+	ProtobufCMessage *m;
+	struct err e = {0};
+	ck_assert_int_eq(
+	    pbjson_to_message(&pillar_csi__agent__v1__reconcile_state_request__descriptor, j, &m,
+	                      &e),
+	    0);
+	PillarCsi__Agent__V1__ReconcileStateRequest *r = (void *)m;
+	ck_assert(r->complete);
+	ck_assert_uint_eq(r->n_volumes, 1);
+	ck_assert_int_eq(r->volumes[0]->backend_type, 6);
+	ck_assert_int_eq(r->volumes[0]->backend_params->params_case,
+	                 PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__PARAMS_FILE);
+	ck_assert(r->volumes[0]->backend_params->file->preallocate);
+	ck_assert_str_eq(r->volumes[0]->exports[0]->allowed_initiators[1], "nqn.b");
+	ck_assert_int_eq(r->volumes[0]->exports[0]->export_params->nvmeof_tcp->port, 4420);
+	ck_assert_uint_eq(r->volumes[0]->fence->generation, UINT64_MAX);
+	/* and back: the same document (names, enum names, the big number as a string) */
+	cJSON *back = pbjson_from_message(m);
+	const cJSON *v0 = cJSON_GetArrayItem(cJSON_GetObjectItem(back, "volumes"), 0);
+	ck_assert_str_eq(json_get_str(v0, "backend_type"), "BACKEND_TYPE_FILE");
+	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(v0, "fence"), "generation"),
+	                 "18446744073709551615");
+	ck_assert_ptr_nonnull(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(v0, "backend_params"), "file"));
+	ck_assert_ptr_null(cJSON_GetObjectItem(cJSON_GetObjectItem(v0, "backend_params"), "zfs"));
+	cJSON_Delete(back);
+	protobuf_c_message_free_unpacked(m, NULL);
+	cJSON_Delete(j);
+}
+END_TEST
+
+START_TEST(test_maps_bytes_and_errors)
+{
+	cJSON *j = parse("{\"name\":\"pvc-1\",\"parameters\":{\"a\":\"1\",\"b\":\"2\"},"
+	                 "\"volume_capabilities\":[{\"mount\":{\"fs_type\":\"xfs\"},\"access_"
+	                 "mode\":{\"mode\":\"SINGLE_NODE_WRITER\"}}]}");
+	ProtobufCMessage *m;
+	struct err e = {0};
+	ck_assert_int_eq(pbjson_to_message(&csi__v1__create_volume_request__descriptor, j, &m, &e),
+	                 0);
+	Csi__V1__CreateVolumeRequest *r = (void *)m;
+	ck_assert_uint_eq(r->n_parameters, 2);
+	ck_assert_str_eq(r->parameters[1]->key, "b");
+	ck_assert_str_eq(r->volume_capabilities[0]->mount->fs_type, "xfs");
+	cJSON *back = pbjson_from_message(m);
+	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(back, "parameters"), "a"), "1");
+	cJSON_Delete(back);
+	protobuf_c_message_free_unpacked(m, NULL);
+	cJSON_Delete(j);
+
+	j = parse("{\"sequence\":3,\"data\":\"aGVsbG8=\",\"eof\":true}");
+	ck_assert_int_eq(
+	    pbjson_to_message(&pillar_csi__agent__v1__send_volume_chunk__descriptor, j, &m, &e), 0);
+	ck_assert_uint_eq(((PillarCsi__Agent__V1__SendVolumeChunk *)m)->data.len, 5);
+	back = pbjson_from_message(m);
+	ck_assert_str_eq(json_get_str(back, "data"), "aGVsbG8=");
+	cJSON_Delete(back);
+	protobuf_c_message_free_unpacked(m, NULL);
+	cJSON_Delete(j);
+
+	static const char *bad[] = {
+	    "{\"nope\":1}",      "{\"sequence\":-1}",  "{\"sequence\":1.5}",
+	    "{\"eof\":\"yes\"}", "{\"data\":\"***\"}", "[]",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		j = parse(bad[i]);
+		ck_assert_msg(
+		    pbjson_to_message(&pillar_csi__agent__v1__send_volume_chunk__descriptor, j, &m,
+		                      &e) == -EINVAL,
+		    "accepted %s", bad[i]);
+		ck_assert_ptr_null(m);
+		cJSON_Delete(j);
+	}
+	j = parse("{\"backend_type\":\"NO_SUCH\"}");
+	ck_assert_int_eq(
+	    pbjson_to_message(&pillar_csi__agent__v1__create_volume_request__descriptor, j, &m, &e),
+	    -EINVAL);
+	ck_assert_str_eq(
+	    e.msg, "field backend_type: unknown pillar_csi.agent.v1.BackendType value \"NO_SUCH\"");
+	cJSON_Delete(j);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("pbjson");
+	TCase *t = tcase_create("pbjson");
+	tcase_add_test(t, test_roundtrip_agent_request);
+	tcase_add_test(t, test_maps_bytes_and_errors);
+	suite_add_tcase(s, t);
+	return tu_run(s);
+}
