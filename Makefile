@@ -157,9 +157,9 @@ interop: $(BUILD)/pillar-csi
 	@PILLAR_BIN=$(abspath $(BUILD)/pillar-csi) BUILD=$(abspath $(BUILD)) \
 	  sh test/tools/run-suites.sh interop $(INTEROP_SUITES)
 
-# The README's test command is `make deps test`: unit tests, interop suites and, once the test bed
-# is present, the fast real-kernel scenarios.
-test: unit interop
+# The README's test command is `make deps test`: unit tests, interop suites and the fast
+# real-kernel scenarios (test/e2e/e2e.mk).
+test: unit interop e2e
 
 # The README's main-job command is `make deps demo`.  Until the roles land it builds the binary and
 # shows what it is; the controller issue turns it into the real demo on the test bed.
@@ -180,5 +180,5 @@ fmt:
 clean:
 	rm -rf $(BUILD)
 
--include test/e2e/e2e.mk
+include test/e2e/e2e.mk
 -include $(shell find $(BUILD)/rel $(BUILD)/san -name '*.d' 2>/dev/null)

@@ -4,12 +4,14 @@
 #   dl/*.deb            the downloaded kernel package; cached
 #   vmlinux-<KV>        uncompressed ELF kernel for PVH direct boot (no in-guest
 #                       XZ decompression, ~3 s saved per boot under TCG)
-#   base-<KV>.cpio.gz   busybox, modules, host tools + libs; rebuilt only when
+#   base-<KV>.cpio      busybox, modules, host tools + libs; rebuilt only when
 #                       its inputs change (stamp file)
-#   overlay.cpio.gz     /init, test/e2e/{lib,scenarios}, build/pillar-csi;
-#                       rebuilt every run (cheap). Concatenated gzip'd cpio
-#                       archives are a valid initramfs, so the VM gets both.
-#   initrd.cpio.gz      base + overlay concatenated (what qemu boots)
+#   overlay.cpio        /init, test/e2e/{lib,scenarios,vm}, build/pillar-csi;
+#                       rebuilt every run (cheap)
+#   initrd.cpio         base + overlay concatenated (what qemu boots).
+#                       Concatenated cpio archives are one valid initramfs
+#                       (later members win). Uncompressed on purpose: gunzip
+#                       of ~36 MB under TCG costs 1-2 s of every boot.
 # Prints KV=..., VMLINUX=..., INITRD=... for run.sh to read.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -37,15 +39,19 @@ fi
 [ -n "$KPKG" ] || { say "cannot resolve linux-image-amd64 via apt-cache depends"; exit 1; }
 KV=${KPKG#linux-image-}
 KROOT=$OUT/kernel/$KV
+download() { (cd "$OUT/dl" && apt-get download -q -o APT::Sandbox::User=root "$KPKG" >&2); }
 if [ ! -f "$KROOT/.complete" ]; then
   mkdir -p "$OUT/dl"
   deb=$(ls "$OUT"/dl/"${KPKG}"_*.deb 2>/dev/null | tail -1 || true)
   if [ -z "$deb" ]; then
     say "downloading $KPKG (apt-get download; not installed)"
-    if ! (cd "$OUT/dl" && apt-get download -q -o APT::Sandbox::User=root "$KPKG" >&2); then
+    if ! download; then
+      # stale lists: the ABI may have moved on; refresh, resolve again, retry
       say "download failed; refreshing package lists and retrying"
       apt-get update -q >&2
-      (cd "$OUT/dl" && apt-get download -q -o APT::Sandbox::User=root "$KPKG" >&2)
+      [ -n "${E2E_KPKG:-}" ] || KPKG=$(resolve_kpkg)
+      KV=${KPKG#linux-image-}; KROOT=$OUT/kernel/$KV
+      download
     fi
     deb=$(ls "$OUT"/dl/"${KPKG}"_*.deb | tail -1)
   fi
@@ -85,7 +91,7 @@ fi
 # Modules asked for by name; kmod resolves their dependencies (and softdeps
 # are listed explicitly: crc32c/crct10dif/crc64 implementations).
 MODULES="configfs nvmet nvmet-tcp nvme-core nvme-fabrics nvme-tcp loop
-  ext4 xfs dm-mod dm-thin-pool dm-snapshot veth
+  ext4 xfs dm-mod dm-thin-pool dm-snapshot veth sch_netem
   virtio_pci virtio_net virtio_blk virtio-rng
   crc32c_generic crc32c-intel crct10dif_generic crct10dif-pclmul crc64_rocksoft_generic"
 # Host tools copied with their shared libraries: what our binary execs plus
@@ -93,9 +99,9 @@ MODULES="configfs nvmet nvmet-tcp nvme-core nvme-fabrics nvme-tcp loop
 TOOLS="/usr/sbin/mke2fs /usr/sbin/e2fsck /usr/sbin/resize2fs /usr/sbin/tune2fs
   /usr/sbin/mkfs.xfs /usr/sbin/xfs_growfs /usr/sbin/xfs_repair /usr/sbin/xfs_db
   /usr/sbin/lvm /usr/sbin/dmsetup /usr/sbin/blkid /usr/sbin/wipefs
-  /usr/sbin/losetup /usr/bin/findmnt /usr/bin/nsenter /usr/sbin/ip /usr/sbin/nvme"
+  /usr/sbin/losetup /usr/bin/findmnt /usr/bin/nsenter /usr/sbin/ip /usr/sbin/tc /usr/sbin/nvme"
 STAMP_IN=$( { cat "$0"; echo "$KV"; dpkg-query -W busybox-static e2fsprogs xfsprogs lvm2 iproute2 util-linux nvme-cli 2>/dev/null; } | sha256sum | cut -c1-16)
-BASE=$OUT/base-$KV.cpio.gz
+BASE=$OUT/base-$KV.cpio
 if [ ! -s "$BASE" ] || [ "$(cat "$BASE.stamp" 2>/dev/null)" != "$STAMP_IN" ]; then
   say "building base initramfs for $KV"
   [ -x /bin/busybox ] || { say "no /bin/busybox (install busybox-static)"; exit 1; }
@@ -159,7 +165,7 @@ LVM
   done < "$OUT/modules.list"
   cp "$MODDIR"/modules.{order,builtin,builtin.modinfo} "$S/lib/modules/$KV/" 2>/dev/null || true
   depmod -b "$S" "$KV"
-  (cd "$S" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 > "$BASE.tmp"
+  (cd "$S" && find . -print0 | cpio --null -o -H newc --quiet) > "$BASE.tmp"
   mv "$BASE.tmp" "$BASE"
   echo "$STAMP_IN" > "$BASE.stamp"
   rm -rf "$S"
@@ -171,6 +177,7 @@ O=$OUT/overlay-root
 rm -rf "$O"; mkdir -p "$O/e2e" "$O/usr/bin"
 install -m 0755 "$HERE/vm/init" "$O/init"
 cp -r "$HERE/lib" "$HERE/scenarios" "$HERE/vm" "$O/e2e/"
+chmod 0755 "$O/e2e/vm/rpcd" "$O/e2e/vm/init"   # exec bits may be lost in a checkout
 BIN=${E2E_BIN:-$ROOT/build/pillar-csi}
 if [ -x "$BIN" ]; then
   cp "$BIN" "$O/usr/bin/pillar-csi"
@@ -179,12 +186,11 @@ if [ -x "$BIN" ]; then
 else
   say "warning: $BIN not found; VMs run without pillar-csi"
 fi
-(cd "$O" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 > "$OUT/overlay.cpio.gz"
+(cd "$O" && find . -print0 | cpio --null -o -H newc --quiet) > "$OUT/overlay.cpio"
 rm -rf "$O"
-# qemu takes one -initrd file; concatenated gzip'd cpio archives are one valid
-# initramfs (later members override earlier ones)
-cat "$BASE" "$OUT/overlay.cpio.gz" > "$OUT/initrd.cpio.gz"
+# qemu takes one -initrd file
+cat "$BASE" "$OUT/overlay.cpio" > "$OUT/initrd.cpio"
 
 echo "KV=$KV"
 echo "VMLINUX=$VMLINUX"
-echo "INITRD=$OUT/initrd.cpio.gz"
+echo "INITRD=$OUT/initrd.cpio"

@@ -85,6 +85,7 @@ run_b() {  # run_b NAME TIMEOUT -> logs $LOGS/NAME-worker.log, $LOGS/NAME-storag
     -drive "file=$d/storage.img,format=raw,if=none,id=disk0,cache=writeback"
     -device virtio-blk-pci,drive=disk0
     -pidfile "$d/storage.pid")
+  CLEANUP_DIR=$d
   storage_on() {
     sboots=$((sboots + 1)); rm -f "$d/storage.pid"
     printf '[%8.3f] ==== host: storage VM power-on #%d\n' "$(secs "$t0" "$EPOCHREALTIME")" "$sboots" >> "$slog"
@@ -105,13 +106,18 @@ run_b() {  # run_b NAME TIMEOUT -> logs $LOGS/NAME-worker.log, $LOGS/NAME-storag
   qemu_cmd "e2e-$name-worker" 1 768 "E2E_ROLE=worker E2E_TOPO=b E2E_SCENARIO=$name"
   QEMU+=(-netdev "socket,id=n0,udp=127.0.0.1:$ps,localaddr=127.0.0.1:$pw"
          -device virtio-net-pci,netdev=n0,mac=52:54:00:e2:e0:01,romfile=
-         -chardev "pipe,id=ctl,path=$d/ctl" -serial chardev:ctl)
+         -chardev "pipe,id=ctl,path=$d/ctl" -serial chardev:ctl
+         -pidfile "$d/worker.pid")
   ( exec timeout --foreground -k 5 "$tmo" "${QEMU[@]}" < /dev/null 2>&1 | stamp "$t0" > "$wlog" ) &
   local wpid=$!
   # control loop: requests from the worker's /dev/ttyS1
   local cin cout line buf="" id cmd rc msg
   exec {cin}<>"$d/ctl.out" {cout}<>"$d/ctl.in"
   while kill -0 "$wpid" 2>/dev/null; do
+    if [ -n "$spid" ] && ! kill -0 "$spid" 2>/dev/null; then
+      printf '[%8.3f] ==== host: storage VM exited by itself\n' "$(secs "$t0" "$EPOCHREALTIME")" >> "$slog"
+      spid=""
+    fi
     if IFS= read -r -t 1 -u "$cin" line; then
       line=$buf${line%$'\r'}; buf=""
     else
@@ -143,6 +149,22 @@ run_b() {  # run_b NAME TIMEOUT -> logs $LOGS/NAME-worker.log, $LOGS/NAME-storag
   BOOT_TIMES="worker boot $(boot_time "$wlog")s; storage boots ($sboots) at ${sb% }s"
 }
 
+# an interrupted run must not leave a storage VM behind
+CLEANUP_DIR=""
+cleanup() {
+  local f p
+  [ -n "$CLEANUP_DIR" ] || return 0
+  for f in "$CLEANUP_DIR"/storage.pid "$CLEANUP_DIR"/worker.pid; do
+    p=$(cat "$f" 2>/dev/null) || continue
+    # only if that pid still is one of our qemus (pids get reused)
+    tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -q -- "-name e2e-" &&
+      kill -TERM "$p" 2>/dev/null
+  done
+  return 0
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
 # ---- interactive shell ------------------------------------------------------------------
 if [ -n "${E2E_SHELL:-}" ]; then
   E2E_SERIAL=mon:stdio qemu_cmd e2e-shell 2 1024 "E2E_ROLE=single E2E_TOPO=a E2E_SCENARIO=shell"
@@ -150,9 +172,10 @@ if [ -n "${E2E_SHELL:-}" ]; then
 fi
 
 # ---- scenarios -------------------------------------------------------------------------
-if [ $# -eq 0 ]; then
+if [ $# -eq 0 ]; then   # fast scenarios, by "# e2e-order: N" (default 50), then name
   set -- $(for f in "$HERE"/scenarios/*.sh; do
-             [ "$(hdr "$f" fast no)" = yes ] && basename "$f" .sh; done)
+             [ "$(hdr "$f" fast no)" = yes ] && echo "$(hdr "$f" order 50) $(basename "$f" .sh)"
+           done | sort -k1,1n -k2 | cut -d' ' -f2)
 fi
 passed=0; failed=0; summary=()
 for name in "$@"; do
@@ -172,7 +195,9 @@ for name in "$@"; do
   dt=$(secs "$t" "$EPOCHREALTIME")
   main=${VM_LOGS[0]}
   [ -n "${E2E_VERBOSE:-}" ] && cat "${VM_LOGS[@]}"
-  if grep -aq "@@E2E-SCENARIO-END $name rc=0" "$main" && ! grep -aq '@@E2E-FAIL' "${VM_LOGS[@]}"; then
+  # the scenario's exit status is the verdict (a failure line from a check
+  # that was expected to fail, e.g. assert_not on_storage ..., is not one)
+  if grep -aq "@@E2E-SCENARIO-END $name rc=0" "$main"; then
     passed=$((passed + 1))
     echo "PASS $name ${dt}s ($BOOT_TIMES)"
     summary+=("PASS $name ${dt}s")
@@ -185,8 +210,11 @@ for name in "$@"; do
       grep -a -H '@@E2E-FAIL' "${VM_LOGS[@]}" | sed "s#^$ROOT/##; s/^/  /"
       grep -a -h '@@DIAG' "$main" | head -40 | sed 's/^/  /'
     else
-      echo "  no failure line from the VM (crash, timeout or no @@E2E-SCENARIO-END); last lines:"
-      tail -n 15 "$main" | sed 's/^/  /'
+      grep -a -h '@@HOST' "${VM_LOGS[@]}" | sed 's/^/  /'
+      echo "  no failure line from the VM (timeout, crash or no @@E2E-SCENARIO-END); last step:"
+      grep -a '@@STEP' "$main" | tail -1 | sed 's/^/  /'
+      echo "  last lines of ${main#"$ROOT/"}:"
+      tail -n 12 "$main" | sed 's/^/  /'
     fi
     echo "  serial logs: ${VM_LOGS[*]#"$ROOT/"}"
     [ "${E2E_KEEP_GOING:-1}" = 0 ] && break

@@ -30,6 +30,7 @@ e2e_diag() {
   done
   dmesg | grep -E 'nvme|nvmet|EXT4|XFS|device-mapper' | tail -25 | sed 's/^/@@DIAG dmesg /'
   role_logs_tail 2>/dev/null || true
+  [ "$E2E_SIDE" = storage ] || on_storage 'role_logs_tail' 10 2>/dev/null || true
 }
 
 # Call at the top of a scenario: strict mode, and an exit trap that turns an
@@ -65,14 +66,16 @@ assert_match() { printf '%s\n' "$1" | grep -qE -- "$2" || fail "$3: '$1' does no
 check() { eval "$1" || fail "check failed: ${2:-$1}"; }
 
 # ---- waiting ----------------------------------------------------------------
-# poll TIMEOUT_S CMD... : retry CMD every 0.2 s; 0 when it succeeded, else 1
+# up_cs : uptime in centiseconds (integer, for deadlines)
+up_cs() { _u=$(cut -d' ' -f1 /proc/uptime); echo "${_u%.*}${_u#*.}" | sed 's/^0*//;s/^$/0/'; }
+# poll TIMEOUT_S CMD... : retry CMD every 0.2 s until it succeeds (0) or
+# TIMEOUT_S (wall clock, decimals allowed) has passed (1)
 poll() {
-  _pt=$1; shift
-  _pn=$(awk -v t="$_pt" 'BEGIN{printf "%d", t*5}')
+  _pd=$(( $(up_cs) + $(awk -v t="$1" 'BEGIN{printf "%d", t*100}') )); shift
   while :; do
     if "$@"; then return 0; fi
-    [ "$_pn" -gt 0 ] || return 1
-    sleep 0.2; _pn=$((_pn - 1))
+    [ "$(up_cs)" -lt "$_pd" ] || return 1
+    sleep 0.2
   done
 }
 # wait_for TIMEOUT_S WHAT CMD... : poll, and fail "timed out ... WHAT" on timeout
@@ -84,6 +87,17 @@ wait_for() {
 }
 # sh_true 'EXPRESSION' : eval helper for poll/wait_for with a shell expression
 sh_true() { eval "$1"; }
+
+# ---- background jobs -----------------------------------------------------------
+# bg_start NAME CMD... : run CMD in the background (set -e off); bg_done NAME
+# tells whether it finished, bg_rc NAME prints its exit status.
+bg_start() {
+  _bn=$1; shift
+  mkdir -p /run/e2e/bg; rm -f "/run/e2e/bg/$_bn.rc"
+  ( set +e; "$@"; echo $? > "/run/e2e/bg/$_bn.rc.tmp"; mv "/run/e2e/bg/$_bn.rc.tmp" "/run/e2e/bg/$_bn.rc" ) &
+}
+bg_done() { [ -e "/run/e2e/bg/$1.rc" ]; }
+bg_rc()   { cat "/run/e2e/bg/$1.rc" 2>/dev/null || echo running; }
 
 # ---- sysfs / configfs -----------------------------------------------------------
 # sysfs_read PATH : value without NULs/trailing newline; fails when missing
@@ -112,6 +126,9 @@ data_verify() {
   assert_eq "$(data_sum "$1")" "$2" "checksum of ${3:-$1}"
 }
 drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+# state_sync : flush the storage state filesystem only (syncfs). A global
+# sync would wait for the worker's dirty pages on a disconnected nvme device.
+state_sync() { sync -f "$E2E_STATE"; }
 
 # ---- kernel log ----------------------------------------------------------------
 # mark NAME : put a marker in the kernel log; dmesg_since NAME prints what follows

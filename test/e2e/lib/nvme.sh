@@ -33,6 +33,8 @@ nvme_ctrl_by_nqn() {
 # nvme_ns_dev UUID : /dev/nvmeXnY whose namespace uuid is UUID (empty if none)
 nvme_ns_dev() {
   for _b in /sys/block/nvme*n*; do
+    # skip per-path nodes (nvmeXcYnZ, hidden=1: no /dev node under multipath)
+    case ${_b##*/} in nvme*c*n*) continue;; esac
     [ -e "$_b/uuid" ] || continue
     if [ "$(sysfs_try "$_b/uuid")" = "$1" ]; then echo "/dev/${_b##*/}"; return 0; fi
   done

@@ -15,8 +15,10 @@ nvmet_load() {
   [ -d "$NVMET" ] || fail "nvmet configfs root $NVMET missing"
 }
 # nvmet_unload : modules out (all configfs objects must be gone: nvmet_clear)
+# (rmmod, not modprobe -r: busybox's also tries to remove in-use configfs)
 nvmet_unload() {
-  poll 15 modprobe -r nvmet_tcp nvmet 2>/dev/null ||
+  poll 15 sh_true '! lsmod | grep -q "^nvmet_tcp " || rmmod nvmet_tcp 2>/dev/null' &&
+    poll 15 sh_true '! lsmod | grep -q "^nvmet " || rmmod nvmet 2>/dev/null' ||
     fail "cannot unload nvmet modules: $(lsmod | grep nvmet | tr '\n' ' ')"
 }
 
@@ -92,7 +94,7 @@ nvmet_export() {
   _nvmet_apply "$@"
   mkdir -p "${E2E_EXPORTS%/*}"
   { grep -v "^$1 $2 " "$E2E_EXPORTS" 2>/dev/null || true; echo "$*"; } > "$E2E_EXPORTS.tmp"
-  mv "$E2E_EXPORTS.tmp" "$E2E_EXPORTS"; sync
+  mv "$E2E_EXPORTS.tmp" "$E2E_EXPORTS"; state_sync
 }
 _nvmet_apply() {
   nvmet_subsys "$1" "$6"

@@ -6,7 +6,7 @@
 # "enabled": storage_on_boot starts it again after a storage (re)boot, the way
 # a DaemonSet would. role_stop disables it; role_kill (kill -9) does not.
 # Storage-side records and logs live under $E2E_STATE/e2e (on the persistent
-# disk in topology b); worker-side ones under /run/e2e and /var/log/e2e.
+# disk in topology b); worker-side ones under /run/e2e.
 
 E2E_BIN=${E2E_BIN:-/usr/bin/pillar-csi}
 
@@ -43,13 +43,20 @@ _role_start_here() {
   [ -x "$E2E_BIN" ] || fail "role $_n: $E2E_BIN is not in the image (build/pillar-csi missing?)"
   _h=$(role_home); mkdir -p "$_h/roles" "$_h/logs"
   shquote "$@" > "$_h/roles/$_n.args"
+  echo "$E2E_BIN" > "$_h/roles/$_n.bin"
+  # durable before anything else happens: a power cut may follow right away
+  [ "$E2E_SIDE" != storage ] || state_sync
   _role_spawn "$_n"
 }
 _role_spawn() {
   _h=$(role_home)
   _a=$(cat "$_h/roles/$1.args")
-  echo "==== start $(date -u +%H:%M:%S) uptime=$(up): pillar-csi $1 $_a" >> "$_h/logs/$1.log"
-  eval "setsid $E2E_BIN $1 $_a" < /dev/null >> "$_h/logs/$1.log" 2>&1 &
+  _bin=$(cat "$_h/roles/$1.bin" 2>/dev/null || echo "$E2E_BIN")
+  echo "==== start $(date -u +%H:%M:%S) uptime=$(up): $_bin $1 $_a" >> "$_h/logs/$1.log"
+  # exec keeps $! the role's own pid; fds above 2 (the RPC listener, the
+  # host control tty) are not the role's business
+  ( eval "exec setsid $_bin $1 $_a" ) < /dev/null >> "$_h/logs/$1.log" 2>&1 \
+    3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
   echo $! > "$_h/roles/$1.pid"
   sleep 0.5
   kill -0 "$(cat "$_h/roles/$1.pid")" 2>/dev/null || {
@@ -70,7 +77,8 @@ _role_signal() {
     echo "@@ [$(up)] role $1 (pid $_p) stopped by SIG$2" >&2
   fi
   rm -f "$_h/roles/$1.pid"
-  [ "$3" = keep ] || rm -f "$_h/roles/$1.args"
+  [ "$3" = keep ] || rm -f "$_h/roles/$1.args" "$_h/roles/$1.bin"
+  [ "$E2E_SIDE" != storage ] || state_sync
 }
 # role_running [--on SIDE] NAME
 role_running() {

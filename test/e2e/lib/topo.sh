@@ -19,6 +19,7 @@ E2E_NETNS=storage
 E2E_RPC_PORT=7070
 
 ip()      { /usr/sbin/ip "$@"; }        # iproute2: busybox ash prefers its applets
+tc()      { /usr/sbin/tc "$@"; }
 blkid()   { /usr/sbin/blkid "$@"; }
 losetup() { /usr/sbin/losetup "$@"; }
 
@@ -73,7 +74,16 @@ on_worker() { sh -c '. /e2e/lib/e2e.sh; E2E_SIDE=worker; '"$1"; }
 
 _rpc() {
   _ro=/tmp/rpc-out.$$
-  printf '%s\n' "$1" | timeout "$2" nc "$STORAGE_IP" "$E2E_RPC_PORT" > "$_ro" 2>/dev/null
+  # the storage VM's shell does not inherit our environment: forward ours
+  _rn=25
+  while :; do
+    printf 'E2E_SCENARIO=%s E2E_BIN=%s\n%s\n' "$(shquote "$E2E_SCENARIO")" "$(shquote "$E2E_BIN")" "$1" |
+      timeout "$2" nc "$STORAGE_IP" "$E2E_RPC_PORT" > "$_ro" 2> "$_ro.err"
+    # refused: the server is between two connections (or not up yet)
+    grep -q refused "$_ro.err" && [ ! -s "$_ro" ] && [ "$_rn" -gt 0 ] || break
+    _rn=$((_rn - 1)); sleep 0.2
+  done
+  rm -f "$_ro.err"
   _rc=$(sed -n 's/^@@RPC-RC=//p' "$_ro" | tail -1)
   grep -v -e '^@@RPC-RC=' -e '^@@RPC-ERR ' "$_ro" || true
   sed -n 's/^@@RPC-ERR //p' "$_ro" >&2
@@ -118,7 +128,7 @@ storage_down() {
   if [ "$(topo)" = a ]; then
     on_storage 'storage_sim_shutdown' || fail "storage_down: simulated shutdown failed"
   else
-    [ "${1:-}" != --clean ] || on_storage 'sync' 30 || true
+    [ "${1:-}" != --clean ] || on_storage 'state_sync' 30 || true
     host_ctl storage-off 60 >/dev/null || fail "storage_down: host could not power off the storage VM"
   fi
   log "storage side DOWN (topology $(topo))"
@@ -144,13 +154,18 @@ storage_reboot() {
 }
 storage_boot_count() { on_storage 'cat "$E2E_STATE/e2e/boots" 2>/dev/null || echo 0'; }
 
-# link_cut / link_heal : a network partition between the sides (packets dropped)
+# link_cut / link_heal : a network partition between the sides.
+#   a: the storage end of the veth goes down (the worker sees no carrier)
+#   b: netem drops every packet the worker sends; nothing local fails, the
+#      worker just gets no answers (like a dead switch port)
 link_cut() {
-  if [ "$(topo)" = a ]; then ip -n "$E2E_NETNS" link set e2e-s down; else ip link set eth0 down; fi
+  if [ "$(topo)" = a ]; then ip -n "$E2E_NETNS" link set e2e-s down
+  else modprobe sch_netem && tc qdisc add dev eth0 root netem loss 100% || fail "link_cut: netem"; fi
   log "link CUT"
 }
 link_heal() {
-  if [ "$(topo)" = a ]; then ip -n "$E2E_NETNS" link set e2e-s up; else ip link set eth0 up; fi
+  if [ "$(topo)" = a ]; then ip -n "$E2E_NETNS" link set e2e-s up
+  else tc qdisc del dev eth0 root || fail "link_heal: netem"; fi
   log "link HEALED"
 }
 
@@ -162,7 +177,7 @@ storage_on_boot() {
   mkdir -p "$E2E_STATE/e2e"
   _b=$(( $(cat "$E2E_STATE/e2e/boots" 2>/dev/null || echo 0) + 1 ))
   echo "$_b" > "$E2E_STATE/e2e/boots.tmp" && mv "$E2E_STATE/e2e/boots.tmp" "$E2E_STATE/e2e/boots"
-  sync
+  state_sync
   nvmet_load
   rm -f "$(role_home)"/roles/*.pid   # nothing runs after a boot; pids are stale
   roles_restart_enabled
@@ -184,8 +199,11 @@ storage_vm_main() {
   modprobe virtio_blk; modprobe ext4
   poll 10 [ -b /dev/vda ] || { echo "@@E2E-FAIL storage disk /dev/vda missing"; return 1; }
   mount -t ext4 /dev/vda "$E2E_STATE" || { echo "@@E2E-FAIL cannot mount /dev/vda"; return 1; }
-  storage_on_boot
+  # in a subshell: a failing hook must not exit PID 1 (kernel panic)
+  ( storage_on_boot ) || echo "@@E2E-FAIL [storage] storage_on_boot failed (serving anyway)"
   echo "@@E2E-STORAGE-READY uptime=$(up) boot=$(cat "$E2E_STATE/e2e/boots")"
-  # one forked /e2e/vm/rpcd per connection
-  while :; do nc -ll -p "$E2E_RPC_PORT" -e /e2e/vm/rpcd; sleep 1; done
+  # One request at a time. Not `nc -ll`: its forking server sets SIGCHLD to
+  # SIG_IGN, which every process it starts (our roles included) inherits,
+  # breaking their waitpid(). Clients retry while the port is between two nc.
+  while :; do nc -l -p "$E2E_RPC_PORT" -e /e2e/vm/rpcd || sleep 0.2; done
 }
