@@ -312,12 +312,61 @@ int nvmet_fs_mkdir(nvmet *nv, const char *rel, bool *created, struct err *e)
 	return 0;
 }
 
+int nvmet_fs_link_target(const char *rel, const char *target, char *out, size_t cap)
+{
+	/* start from the link's directory: rel without its last component */
+	char buf[NVMET_PATH_MAX];
+	const char *slash = strrchr(rel, '/');
+	size_t n = slash ? (size_t)(slash - rel) : 0;
+	if (target[0] == '/' || n >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, rel, n);
+	buf[n] = '\0';
+	for (const char *c = target; *c;) {
+		const char *end = strchrnul(c, '/');
+		size_t len = (size_t)(end - c);
+		if (len == 2 && c[0] == '.' && c[1] == '.') {
+			if (n == 0)
+				return -EINVAL; /* above the nvmet root */
+			char *up = strrchr(buf, '/');
+			n = up ? (size_t)(up - buf) : 0;
+			buf[n] = '\0';
+		} else if (len > 0 && !(len == 1 && c[0] == '.')) {
+			if (n + 1 + len >= sizeof(buf))
+				return -ENAMETOOLONG;
+			if (n > 0)
+				buf[n++] = '/';
+			memcpy(buf + n, c, len);
+			n += len;
+			buf[n] = '\0';
+		}
+		c = *end ? end + 1 : end;
+	}
+	if (n == 0)
+		return -EINVAL;
+	int w = snprintf(out, cap, "%s", buf);
+	return w < 0 || (size_t)w >= cap ? -ENAMETOOLONG : 0;
+}
+
 int nvmet_fs_symlink(nvmet *nv, const char *target, const char *rel, struct err *e)
 {
-	char p[NVMET_PATH_MAX + 256];
+	char p[NVMET_PATH_MAX + 256], t[NVMET_PATH_MAX], abs_t[NVMET_PATH_MAX + 256];
 	if (nvmet_fs_path(nv, rel, p, sizeof(p)) < 0)
 		return err_set(e, -ENAMETOOLONG, "nvmet symlink %s: path too long", rel);
-	if (symlink(target, p) < 0) {
+	/* Real configfs resolves a symlink's target from the caller's working
+	 * directory (configfs_symlink -> kern_path), not from the link's directory,
+	 * so a relative target must be given as an absolute path there; the kernel
+	 * then reports the link in its own relative form. A plain directory tree
+	 * (fake root) stores the text as given. */
+	const char *use = target;
+	if (!nv->fake && target[0] != '/') {
+		int r = nvmet_fs_link_target(rel, target, t, sizeof(t));
+		if (r < 0 || nvmet_fs_path(nv, t, abs_t, sizeof(abs_t)) < 0)
+			return err_set(e, r < 0 ? r : -ENAMETOOLONG,
+			               "nvmet symlink %s: cannot resolve target %s", rel, target);
+		use = abs_t;
+	}
+	if (symlink(use, p) < 0) {
 		if (errno == EEXIST)
 			return 0;
 		return err_set(e, -errno, "nvmet symlink %s: %s", rel, nvmet_fs_errname(errno));

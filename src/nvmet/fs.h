@@ -16,7 +16,12 @@ int nvmet_fs_rel(char *out, const char *fmt, ...) __attribute__((format(printf, 
 bool nvmet_fs_exists(const nvmet *nv, const char *rel);
 /* EEXIST is success; *created (optional) tells whether this call made it. */
 int nvmet_fs_mkdir(nvmet *nv, const char *rel, bool *created, struct err *e);
-/* EEXIST is success. */
+/* Resolve a relative symlink TARGET against the directory of the link REL (both relative to
+ * the nvmet root): ("ports/1/subsystems/x", "../../../subsystems/x") -> "subsystems/x".
+ * Returns 0, -EINVAL (absolute target, or one that leaves the root) or -ENAMETOOLONG. */
+int nvmet_fs_link_target(const char *rel, const char *target, char *out, size_t cap);
+/* EEXIST is success. On real configfs a relative TARGET is passed to symlink(2) as an absolute
+ * path (configfs resolves targets from the working directory); a fake root keeps it as given. */
 int nvmet_fs_symlink(nvmet *nv, const char *target, const char *rel, struct err *e);
 /* ENOENT is success. */
 int nvmet_fs_unlink(nvmet *nv, const char *rel, struct err *e);

@@ -7,7 +7,9 @@
 #   E2E_SHELL=a test/e2e/run.sh     interactive VM, topology a (Ctrl-A x quits)
 #
 # Env: E2E_OUT (artefacts, default build/e2e), E2E_BIN (default build/pillar-csi),
-#      E2E_KEEP_GOING=0 (stop at the first failure), E2E_VERBOSE=1 (echo serial).
+#      E2E_KEEP_GOING=0 (stop at the first failure), E2E_VERBOSE=1 (echo serial),
+#      E2E_FOLLOW=ERE (topology a: print the matching serial lines live, e.g.
+#      '@@(SAY|E2E-FAIL)' for `make demo`).
 # Prints PASS/FAIL per scenario with timings, the failing lines on failure,
 # and ends with "e2e: N passed, M failed". Exit status 0 only if all passed.
 set -uo pipefail
@@ -55,11 +57,20 @@ stamp() {
 # boot_time LOG : host seconds from qemu start to the first @@E2E-BOOTED
 boot_time() { grep -a -m1 '@@E2E-BOOTED' "$1" | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p'; }
 
+# follow LOG : append stdin to LOG; with E2E_FOLLOW (an ERE) also print the
+# matching lines live, "[seconds] text" ("@@SAY " and "@@STEP [uptime] " dropped)
+follow() {
+  if [ -z "${E2E_FOLLOW:-}" ]; then cat >> "$1"; return; fi
+  tee -a "$1" | { grep -a --line-buffered -E -- "$E2E_FOLLOW" |
+    sed -u -E 's/^\[ *([0-9.]+)\] /[\1s] /; s/@@SAY //; s/@@STEP \[[0-9.]+\] /== /'; true; }
+}
+
 # ---- topology a: one VM ---------------------------------------------------------------
 run_a() {  # run_a NAME TIMEOUT -> log in $LOGS/NAME.log
   local name=$1 tmo=$2 log=$LOGS/$1.log t0=$EPOCHREALTIME
   qemu_cmd "e2e-$name" 2 1024 "E2E_ROLE=single E2E_TOPO=a E2E_SCENARIO=$name"
-  timeout --foreground -k 5 "$tmo" "${QEMU[@]}" < /dev/null 2>&1 | stamp "$t0" > "$log"
+  : > "$log"
+  timeout --foreground -k 5 "$tmo" "${QEMU[@]}" < /dev/null 2>&1 | stamp "$t0" | follow "$log"
   local rc=${PIPESTATUS[0]}
   [ "$rc" = 124 ] && echo "@@HOST timeout: the VM was killed after ${tmo}s" >> "$log"
   VM_LOGS=("$log")

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nvmet/fs.h"
 #include "nvmet/nvmet.h"
 #include "testutil.h"
 
@@ -141,6 +142,27 @@ START_TEST(test_port_id_vectors)
 	ck_assert_uint_eq(nvmet_port_preferred_id("192.168.1.20", 4420), 40518);
 	ck_assert_uint_eq(nvmet_port_hash("fd00::10", 4420), 506398142u);
 	ck_assert_uint_eq(nvmet_port_preferred_id("fd00::10", 4420), 9198);
+}
+END_TEST
+
+/* Real configfs resolves symlink targets from the working directory, so the exporter turns the
+ * spec's relative targets (nvmet.md §2) into root-relative ones before symlink(2). */
+START_TEST(test_link_target_resolution)
+{
+	char out[NVMET_PATH_MAX];
+	ck_assert_int_eq(nvmet_fs_link_target("ports/7/subsystems/nqn.a:b",
+	                                      "../../../subsystems/nqn.a:b", out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "subsystems/nqn.a:b");
+	ck_assert_int_eq(nvmet_fs_link_target("subsystems/nqn.a:b/allowed_hosts/nqn.h",
+	                                      "../../../hosts/nqn.h", out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "hosts/nqn.h");
+	ck_assert_int_eq(nvmet_fs_link_target("a/b/c", "./../x//y", out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "a/x/y");
+	ck_assert_int_eq(nvmet_fs_link_target("ports/7/subsystems/x", "../../../../etc", out,
+	                                      sizeof(out)), -EINVAL);
+	ck_assert_int_eq(nvmet_fs_link_target("ports/x", "/abs", out, sizeof(out)), -EINVAL);
+	ck_assert_int_eq(nvmet_fs_link_target("ports/x", "..", out, sizeof(out)), -EINVAL);
+	ck_assert_int_eq(nvmet_fs_link_target("a/b", "c", out, 3), -ENAMETOOLONG);
 }
 END_TEST
 
@@ -585,6 +607,7 @@ int main(void)
 	tcase_add_test(t, test_port_id_vectors);
 	tcase_add_test(t, test_identity_vectors);
 	tcase_add_test(t, test_hostnqn_check);
+	tcase_add_test(t, test_link_target_resolution);
 	suite_add_tcase(s, t);
 	t = tcase_create("tree");
 	tcase_add_checked_fixture(t, setup, teardown);
