@@ -12,6 +12,13 @@
 
 #define EXACT 9007199254740992.0 /* 2^53 */
 
+/* google.protobuf.BoolValue, Int64Value, ...: JSON carries the bare value (proto3 mapping). */
+static bool is_wrapper(const ProtobufCMessageDescriptor *d)
+{
+	return strncmp(d->name, "google.protobuf.", 16) == 0 && d->n_fields == 1 &&
+	       strcmp(d->fields[0].name, "value") == 0 && strstr(d->name, "Value") != NULL;
+}
+
 static const ProtobufCFieldDescriptor *field_by_json_name(const ProtobufCMessageDescriptor *d,
                                                           const char *name)
 {
@@ -150,8 +157,18 @@ static int set_scalar(const ProtobufCFieldDescriptor *f, const cJSON *v, void *d
 		}
 		return 0;
 	}
-	case PROTOBUF_C_TYPE_MESSAGE:
-		return pbjson_to_message(f->descriptor, v, (ProtobufCMessage **)dst, e);
+	case PROTOBUF_C_TYPE_MESSAGE: {
+		const ProtobufCMessageDescriptor *md = f->descriptor;
+		if (is_wrapper(md) && !cJSON_IsObject(v)) {
+			ProtobufCMessage *w = calloc(1, md->sizeof_message);
+			if (!w)
+				return err_set(e, -ENOMEM, "out of memory");
+			md->message_init(w);
+			*(ProtobufCMessage **)dst = w;
+			return set_scalar(&md->fields[0], v, (char *)w + md->fields[0].offset, e);
+		}
+		return pbjson_to_message(md, v, (ProtobufCMessage **)dst, e);
+	}
 	}
 bad:
 	return err_set(e, -EINVAL, "field %s: wrong JSON type or value out of range", f->name);
@@ -328,6 +345,9 @@ static cJSON *scalar_json(const ProtobufCFieldDescriptor *f, const void *p)
 	}
 	case PROTOBUF_C_TYPE_MESSAGE: {
 		const ProtobufCMessage *sub = *(ProtobufCMessage *const *)p;
+		if (sub && is_wrapper(sub->descriptor))
+			return scalar_json(&sub->descriptor->fields[0],
+			                   (const char *)sub + sub->descriptor->fields[0].offset);
 		return sub ? pbjson_from_message(sub) : cJSON_CreateNull();
 	}
 	}

@@ -107,12 +107,40 @@ START_TEST(test_maps_bytes_and_errors)
 }
 END_TEST
 
+START_TEST(test_wrappers_are_bare_values)
+{
+	cJSON *j = parse("{\"ready\":true}");
+	ProtobufCMessage *m;
+	struct err e = {0};
+	ck_assert_int_eq(pbjson_to_message(&csi__v1__probe_response__descriptor, j, &m, &e), 0);
+	ck_assert(((Csi__V1__ProbeResponse *)m)->ready->value);
+	cJSON *back = pbjson_from_message(m);
+	char *s = cJSON_PrintUnformatted(back);
+	ck_assert_str_eq(s, "{\"ready\":true}");
+	cJSON_free(s);
+	cJSON_Delete(back);
+	protobuf_c_message_free_unpacked(m, NULL);
+	cJSON_Delete(j);
+	/* the object form is still read */
+	j = parse("{\"ready\":{\"value\":false}}");
+	ck_assert_int_eq(pbjson_to_message(&csi__v1__probe_response__descriptor, j, &m, &e), 0);
+	back = pbjson_from_message(m);
+	s = cJSON_PrintUnformatted(back);
+	ck_assert_str_eq(s, "{\"ready\":false}");
+	cJSON_free(s);
+	cJSON_Delete(back);
+	protobuf_c_message_free_unpacked(m, NULL);
+	cJSON_Delete(j);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("pbjson");
 	TCase *t = tcase_create("pbjson");
 	tcase_add_test(t, test_roundtrip_agent_request);
 	tcase_add_test(t, test_maps_bytes_and_errors);
+	tcase_add_test(t, test_wrappers_are_bare_values);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
