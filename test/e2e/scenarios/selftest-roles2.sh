@@ -1,6 +1,6 @@
 #!/bin/sh
 # e2e-topology: b
-# e2e-fast: yes
+# e2e-fast: no
 # e2e-order: 90
 # e2e-timeout: 240
 # Role library self-test, topology b (real storage power cycle). See selftest-roles.inc.
