@@ -353,6 +353,8 @@ static bool dispatch(struct controller_loop *l, const char *key, int *requeue_ms
 		r = reconcile_volume(c, name, &e);
 	} else if (IS("sync")) {
 		r = reconcile_agent_resync(c, name, &e);
+	} else if (IS("abandoned")) {
+		r = reconcile_abandoned(c, (long long)time(NULL), NULL, &e);
 	}
 #undef IS
 	pthread_mutex_lock(&l->mu);
@@ -405,8 +407,11 @@ static void *timer_main(void *arg)
 {
 	struct controller_loop *l = arg;
 	int64_t t0 = now_ms(), next_p = t0 + l->interval_ms, next_c = t0 + l->capacity_ms;
+	int64_t next_a = t0 + ABANDONED_PERIOD_MS;
 	for (;;) {
 		int64_t t = now_ms(), next = next_p < next_c ? next_p : next_c;
+		if (next_a < next)
+			next = next_a;
 		if (next > t && nap(l, (int)(next - t > 1000 ? 1000 : next - t)))
 			break;
 		t = now_ms();
@@ -417,6 +422,10 @@ static void *timer_main(void *arg)
 		if (t >= next_c) {
 			enqueue_all(l, "PillarStore", "cap");
 			next_c = t + l->capacity_ms;
+		}
+		if (t >= next_a) {
+			enqueue(l, "abandoned", "all", 0);
+			next_a = t + ABANDONED_PERIOD_MS;
 		}
 	}
 	return NULL;

@@ -52,6 +52,15 @@ int reconcile_volume(struct ctl *c, const char *name, struct err *e);
 /* The periodic pass of §12.3: one ReconcileState{complete=false} with every eligible volume of
  * the agent. */
 int reconcile_agent_resync(struct ctl *c, const char *agent, struct err *e);
+
+/* crds.md §7.6: deletes (DeleteVolume sequence) PillarVolumeStates in phase Provisioning or
+ * CreatePartial older than ABANDONED_AGE_S at `now` (Unix seconds) whose claimRef.uid names no
+ * existing PVC, with no PersistentVolume of the same name and no success-recorded annotation.
+ * Volumes without claimRef are never touched.  *deleted counts the deletions.  0 or a negative
+ * errno when the volumes cannot be listed. */
+#define ABANDONED_AGE_S     600
+#define ABANDONED_PERIOD_MS 300000
+int reconcile_abandoned(struct ctl *c, long long now, int *deleted, struct err *e);
 /* Sets ExportReconciled of a PillarVolumeState (pinned to its UID) when it changed. */
 void reconcile_set_export_cond(struct ctl *c, const cJSON *obj, const char *reason,
                                const char *msg);

@@ -1,0 +1,87 @@
+/* crds.md §7.6: abandoned provisioning attempts are deleted, and nothing else is. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "controller/csi.h"
+#include "controller/reconcile.h"
+#include "ctl_fixture.h"
+#include "fake_agent.h"
+#include "testutil.h"
+
+static const char *phase_of(const char *name)
+{
+	static char buf[64];
+	char pname[128];
+	pvst_name_of(name, pname, sizeof(pname));
+	cJSON *o = fx_get("PillarVolumeState", pname);
+	if (!o)
+		return "(gone)";
+	const char *p = json_get_str(cJSON_GetObjectItem(o, "status"), "phase");
+	snprintf(buf, sizeof(buf), "%s", p ? p : "");
+	cJSON_Delete(o);
+	return buf;
+}
+
+START_TEST(test_abandoned_attempts)
+{
+	struct grpc_status gs = {0};
+	char live[80], gone[80], vid[512];
+	int deleted = -1;
+	long long now = (long long)time(NULL);
+
+	fx_objects(false);
+	/* a claim that still exists */
+	fx_put("PersistentVolumeClaim", "apps", "data", NULL, "{}", NULL);
+	cJSON *pvc = NULL;
+	ck_assert_int_eq(store_get(fx_st, store_kind_lookup("pvc"), "apps", "data", &pvc, NULL), 0);
+	snprintf(live, sizeof(live), "pvc-%s", store_meta_str(pvc, "uid"));
+	cJSON_Delete(pvc);
+	snprintf(gone, sizeof(gone), "pvc-0b6c3c1e-7d2a-4e7b-9a51-3c2f1d0e9b88");
+
+	/* three attempts that stop at the export: CreatePartial */
+	static const char *const params[] = {"pillar-csi.bhyoo.com/storage-class", "fast", NULL};
+	const char *names[] = {live, gone, "plain-volume"};
+	for (int i = 0; i < 3; i++) {
+		fake_agent_fail(fx_fa, "ExportVolume", GRPC_UNAVAILABLE, "agent unreachable");
+		int rc = fx_create(names[i], params, false, vid, sizeof(vid), &gs);
+		ck_assert_msg(rc == GRPC_UNAVAILABLE, "create %s: %d %s", names[i], rc, gs.msg);
+		ck_assert_str_eq(phase_of(names[i]), "CreatePartial");
+	}
+	/* too young: untouched */
+	ck_assert_int_eq(reconcile_abandoned(&fx_c, now, &deleted, NULL), 0);
+	ck_assert_int_eq(deleted, 0);
+	ck_assert_uint_eq(fake_agent_count(fx_fa, "DeleteVolume"), 0);
+
+	/* eleven minutes later: only the attempt whose claim is gone goes */
+	ck_assert_int_eq(reconcile_abandoned(&fx_c, now + 660, &deleted, NULL), 0);
+	ck_assert_int_eq(deleted, 1);
+	ck_assert_uint_eq(fake_agent_count(fx_fa, "DeleteVolume"), 1);
+	ck_assert_str_eq(phase_of(gone), "(gone)");
+	ck_assert_str_eq(phase_of(live), "CreatePartial");
+	ck_assert_str_eq(phase_of("plain-volume"), "CreatePartial"); /* no claimRef: never */
+
+	/* the claim goes but a PV of the same name exists: still not abandoned */
+	ck_assert_int_eq(
+	    store_delete(fx_st, store_kind_lookup("pvc"), "apps", "data", NULL, NULL, NULL), 0);
+	fx_put("PersistentVolume", NULL, live, NULL, "{}", NULL);
+	ck_assert_int_eq(reconcile_abandoned(&fx_c, now + 660, &deleted, NULL), 0);
+	ck_assert_int_eq(deleted, 0);
+	ck_assert_int_eq(store_delete(fx_st, store_kind_lookup("pv"), NULL, live, NULL, NULL, NULL),
+	                 0);
+	ck_assert_int_eq(reconcile_abandoned(&fx_c, now + 660, &deleted, NULL), 0);
+	ck_assert_int_eq(deleted, 1);
+	ck_assert_str_eq(phase_of(live), "(gone)");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("controller_abandoned");
+	TCase *t = tcase_create("abandoned");
+	tcase_add_checked_fixture(t, fx_setup, fx_teardown);
+	tcase_set_timeout(t, 30);
+	tcase_add_test(t, test_abandoned_attempts);
+	suite_add_tcase(s, t);
+	return tu_run(s);
+}
