@@ -11,6 +11,7 @@
 #include "controller/ctl.h"
 #include "controller/grpc_service.h"
 #include "controller/loop.h"
+#include "controller/probes.h"
 #include "grpc/server.h"
 #include "serve.h"
 #include "store/store.h"
@@ -46,6 +47,7 @@ int controller_main(int argc, char **argv)
 	agentclient *ac = NULL;
 	store *st = NULL;
 	struct controller_loop *loop = NULL;
+	struct probes *probes = NULL;
 	struct ctl c;
 	struct err e = {0};
 	int r;
@@ -116,12 +118,22 @@ int controller_main(int argc, char **argv)
 		store_close(st);
 		return 1;
 	}
+	if (probes_start(&c, probe, metrics, &probes, &e) < 0) {
+		fprintf(stderr, "pillar-csi controller: %s\n", e.msg);
+		controller_loop_stop(loop);
+		grpc_server_free(srv);
+		ctl_fini(&c);
+		agentclient_close(ac);
+		store_close(st);
+		return 1;
+	}
 	log_info("controller serving", "endpoint", endpoint, "store", store_url, "agentTLS",
 	         all ? "mutual" : "off");
 
 	serve_wait_signal();
 	serve_exit_on_second_signal();
 	grpc_server_set_serving(srv, "", false);
+	probes_stop(probes);
 	grpc_server_shutdown(srv, 5000); /* CSI stops before the loop: it clears restore_kick */
 	grpc_server_free(srv);
 	controller_loop_stop(loop);

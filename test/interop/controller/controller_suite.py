@@ -198,8 +198,11 @@ class Env:
     # -- controller --
     def start_controller(self):
         env = dict(os.environ, PILLAR_RECONCILE_INTERVAL="1s")
+        # probes on loopback only (test servers never listen on other addresses)
         p = self.procs.start("controller", [BIN, "controller", "--csi-endpoint=unix://" + self.sock,
-                                            "--store=dir:" + self.store], env=env)
+                                            "--store=dir:" + self.store,
+                                            "--health-probe-bind-address=127.0.0.1:0",
+                                            "--metrics-bind-address=127.0.0.1:0"], env=env)
         ok = wait_for(lambda: os.path.exists(self.sock) or p.poll() is not None, 10)
         return ok and p.poll() is None
 
