@@ -60,6 +60,8 @@ int agent_service_new(const struct agent_config *cfg, const struct agent_service
 	pthread_cond_init(&a->cv, NULL);
 	pthread_mutex_init(&a->nv_mu, NULL);
 	pthread_mutex_init(&a->reconcile_mu, NULL);
+	pthread_mutex_init(&a->health_mu, NULL);
+	a->health_cache_ms = o->health_cache_ms > 0 ? o->health_cache_ms : AGENT_HEALTH_CACHE_MS;
 	a->state_dir = opt_dup(o->state_dir, "/var/lib/pillar-csi/agent");
 	a->version = opt_dup(o->version, "unknown");
 	a->host_root = opt_dup(o->host_root, "");
@@ -120,6 +122,7 @@ void agent_service_free(agent_service *a)
 	pthread_cond_destroy(&a->cv);
 	pthread_mutex_destroy(&a->nv_mu);
 	pthread_mutex_destroy(&a->reconcile_mu);
+	pthread_mutex_destroy(&a->health_mu);
 	free(a);
 }
 

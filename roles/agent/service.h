@@ -34,6 +34,7 @@ struct agent_service_opts {
 	int addr_wait_ms;      /* bind address presence wait, 30000 */
 	int busy_retry_ms;     /* DeleteVolume busy retry spacing, 1000 */
 	int drain_wait_ms;     /* Drain's wait for in-flight calls, 30000 */
+	int health_cache_ms;   /* how long HealthCheck's pool/VG results are reused, 10000 */
 	/* Called by ReconcileState after phase 1 (every item prepared) and before phase 2. */
 	void (*between_phases)(void *arg);
 	void *hook_arg;

@@ -30,7 +30,19 @@ struct agent_service {
 
 	pthread_mutex_t nv_mu;        /* configfs */
 	pthread_mutex_t reconcile_mu; /* one ReconcileState at a time */
+
+	/* HealthCheck's pool/VG checks exec zpool/lvs: their results are kept for
+	 * AGENT_HEALTH_CACHE_MS (agent-api.md §9), under health_mu. */
+	pthread_mutex_t health_mu;
+	struct agent_health_cache {
+		int64_t at_ms; /* 0: never checked */
+		bool ok;
+		char msg[512];
+	} hc_zfs, hc_lvm;
+	int health_cache_ms;
 };
+
+#define AGENT_HEALTH_CACHE_MS 10000
 
 /* A parsed agent volume ID. */
 struct volref {

@@ -123,6 +123,30 @@ static void check_lvm(agent_service *a, char *msg, size_t cap, bool *ok)
 	}
 }
 
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Runs check (zpool/lvs execs) at most once per health_cache_ms; otherwise the last result. */
+static void cached_check(agent_service *a, struct agent_health_cache *hc,
+                         void (*check)(agent_service *, char *, size_t, bool *), char *msg,
+                         size_t cap, bool *ok)
+{
+	pthread_mutex_lock(&a->health_mu);
+	int64_t now = mono_ms();
+	if (hc->at_ms == 0 || now - hc->at_ms >= a->health_cache_ms) {
+		hc->msg[0] = '\0';
+		check(a, hc->msg, sizeof(hc->msg), &hc->ok);
+		hc->at_ms = now;
+	}
+	*ok = hc->ok;
+	snprintf(msg, cap, "%s", hc->msg);
+	pthread_mutex_unlock(&a->health_mu);
+}
+
 int agent_health_check(agent_service *a, const PB(HealthCheckRequest) * req,
                        PB(HealthCheckResponse) * resp, struct agent_status *st)
 {
@@ -146,11 +170,11 @@ int agent_health_check(agent_service *a, const PB(HealthCheckRequest) * req,
 	add_sub(resp, "nvmet-tcp", host_exists(a, "/sys/module/nvmet_tcp"),
 	        "nvmet_tcp module not loaded");
 	if (zfs) {
-		check_zfs(a, msg, sizeof(msg), &ok);
+		cached_check(a, &a->hc_zfs, check_zfs, msg, sizeof(msg), &ok);
 		add_sub(resp, "zfs", ok, msg);
 	}
 	if (lvm) {
-		check_lvm(a, msg, sizeof(msg), &ok);
+		cached_check(a, &a->hc_lvm, check_lvm, msg, sizeof(msg), &ok);
 		add_sub(resp, "lvm", ok, msg);
 	}
 	if (file) { /* Decision: the file backend's directories, like pools */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agent/config.h"
+#include "agent/service.h"
 #include "backend/backend.h"
 #include "testutil.h"
 
@@ -320,6 +321,77 @@ START_TEST(test_config_rules)
 }
 END_TEST
 
+static int count_calls(const char *tool)
+{
+	char pat[64];
+	int n = 0;
+	snprintf(pat, sizeof(pat), "%s|list|", tool);
+	for (const char *p = log_text(); (p = strstr(p, pat)) != NULL; p++)
+		n++;
+	return n;
+}
+
+static const PillarCsi__Agent__V1__SubsystemHealth *
+health_of(agent_service *a, const char *name, PillarCsi__Agent__V1__HealthCheckResponse **keep)
+{
+	PillarCsi__Agent__V1__HealthCheckRequest req =
+	    PILLAR_CSI__AGENT__V1__HEALTH_CHECK_REQUEST__INIT;
+	PillarCsi__Agent__V1__HealthCheckResponse *resp = malloc(sizeof(*resp));
+	struct agent_status st = {0};
+	pillar_csi__agent__v1__health_check_response__init(resp);
+	ck_assert_int_eq(agent_health_check(a, &req, resp, &st), GRPC_OK);
+	*keep = resp;
+	for (size_t i = 0; i < resp->n_subsystems; i++)
+		if (strcmp(resp->subsystems[i]->name, name) == 0)
+			return resp->subsystems[i];
+	ck_abort_msg("no subsystem %s", name);
+	return NULL;
+}
+
+/* agent-api.md §9: pool/VG checks are cached for 10 s (here 300 ms) so HealthCheck stays cheap. */
+START_TEST(test_health_pool_checks_are_cached)
+{
+	struct agent_config c;
+	struct agent_service_opts o = {0};
+	agent_service *a;
+	char state[600], cfs[600];
+	PillarCsi__Agent__V1__HealthCheckResponse *resp;
+	const char *json = "{\"backends\":[{\"zfs\":{\"pool\":\"tank\"}}]}";
+	ck_assert_int_eq(agent_config_parse(json, strlen(json), &c, NULL), 0);
+	tu_write(dir, "host/dev/zfs", "");
+	tu_write(dir, "cfs/nvmet/subsystems/.keep", "");
+	snprintf(state, sizeof(state), "%s/state", dir);
+	snprintf(cfs, sizeof(cfs), "%s/cfs", dir);
+	char host[600];
+	snprintf(host, sizeof(host), "%s/host", dir);
+	o.state_dir = state;
+	o.configfs_root = cfs;
+	o.host_root = host;
+	o.health_cache_ms = 300;
+	ck_assert_int_eq(agent_service_new(&c, &o, &a, NULL), 0);
+	reply("zpool", "ONLINE\n", "", 0);
+	const PillarCsi__Agent__V1__SubsystemHealth *h = health_of(a, "zfs", &resp);
+	ck_assert(h->healthy);
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	ck_assert_int_eq(count_calls("zpool"), 1);
+	/* within the cache period: no new zpool call, the old answer */
+	reply("zpool", "FAULTED\n", "", 0);
+	h = health_of(a, "zfs", &resp);
+	ck_assert(h->healthy);
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	ck_assert_int_eq(count_calls("zpool"), 1);
+	/* after it: checked again */
+	usleep(350 * 1000);
+	h = health_of(a, "zfs", &resp);
+	ck_assert(!h->healthy);
+	ck_assert_str_eq(h->message, "pool \"tank\" is FAULTED");
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	ck_assert_int_eq(count_calls("zpool"), 2);
+	agent_service_free(a);
+	agent_config_clear(&c);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("backend");
@@ -330,6 +402,7 @@ int main(void)
 	tcase_add_test(t, test_lvm_commands);
 	tcase_add_test(t, test_file_backend);
 	tcase_add_test(t, test_config_rules);
+	tcase_add_test(t, test_health_pool_checks_are_cached);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
