@@ -88,7 +88,7 @@ void call_kick(struct grpc_call *c)
 		call_ref(c);
 	}
 	pthread_mutex_unlock(&c->mu);
-	if (post && h2_loop_post(c->loop, server_kick_fn, c) < 0) {
+	if (post && h2_loop_run(c->loop, server_kick_fn, c) < 0) {
 		pthread_mutex_lock(&c->mu);
 		c->kick_pending = false;
 		pthread_mutex_unlock(&c->mu);
@@ -135,8 +135,10 @@ int call_queue_bytes(struct grpc_call *c, const uint8_t *msg, size_t len)
 	return 0;
 }
 
-/* Packs msg and queues it; waits (on worker threads) while the queue is above SEND_HIGH. */
-static int send_msg(struct grpc_call *c, const ProtobufCMessage *msg, bool wait)
+/* Packs msg and queues it; waits (on worker threads) while the queue is above SEND_HIGH.  With
+ * kick the loop is asked to send it now; a unary response waits for call_finish instead, so that
+ * headers, message and trailers leave in one write. */
+static int send_msg(struct grpc_call *c, const ProtobufCMessage *msg, bool wait, bool kick)
 {
 	size_t len = protobuf_c_message_get_packed_size(msg);
 	uint8_t *buf;
@@ -158,7 +160,7 @@ static int send_msg(struct grpc_call *c, const ProtobufCMessage *msg, bool wait)
 		rc = call_queue_bytes(c, buf, len);
 	pthread_mutex_unlock(&c->mu);
 	free(buf);
-	if (rc == 0)
+	if (rc == 0 && kick)
 		call_kick(c);
 	return rc;
 }
@@ -169,7 +171,7 @@ int grpc_call_send(struct grpc_call *c, const ProtobufCMessage *msg)
 		return -EINVAL;
 	if (msg->descriptor != c->method->resp)
 		return -EINVAL;
-	return send_msg(c, msg, c->srv->o.workers > 0);
+	return send_msg(c, msg, c->srv->o.workers > 0, true);
 }
 
 void call_run(void *arg)
@@ -201,7 +203,7 @@ void call_run(void *arg)
 			grpc_call_set_status_msg(c, "handler of %s returned the wrong message type",
 			                         c->path);
 		} else if (code == GRPC_OK) {
-			int rc = send_msg(c, resp, false);
+			int rc = send_msg(c, resp, false, false);
 			if (rc == -EMSGSIZE) {
 				code = GRPC_RESOURCE_EXHAUSTED;
 				grpc_call_set_status_msg(

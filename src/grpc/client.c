@@ -619,7 +619,7 @@ int grpc_channel_call(struct grpc_channel *ch, const char *path, const ProtobufC
 	atomic_init(&c->refs, 2);
 	if (timeout_ms > 0)
 		c->deadline_at = h2_now_ms() + (uint64_t)timeout_ms;
-	if (h2_loop_post(ch->loop, start_fn, c) < 0) {
+	if (h2_loop_run(ch->loop, start_fn, c) < 0) {
 		ccall_unref(c);
 		ccall_unref(c);
 		status_set(st, GRPC_RESOURCE_EXHAUSTED, "client out of memory");
@@ -639,7 +639,7 @@ int grpc_channel_call(struct grpc_channel *ch, const char *path, const ProtobufC
 	if (!c->done) {
 		pthread_mutex_unlock(&c->mu);
 		atomic_fetch_add(&c->refs, 1);
-		if (h2_loop_post(ch->loop, cancel_fn, c) < 0)
+		if (h2_loop_run(ch->loop, cancel_fn, c) < 0)
 			ccall_unref(c);
 		ccall_unref(c);
 		snprintf(st->msg, sizeof(st->msg), "deadline exceeded after %lld ms calling %s",

@@ -291,7 +291,7 @@ static void dispatch(struct grpc_call *c)
 		return;
 	}
 	call_ref(c);
-	if (grpc_pool_submit(c->srv->pool, call_run, c) < 0) {
+	if (h2_jobs_submit(c->srv->jobs, call_run, c) < 0) {
 		call_unref(c);
 		c->dispatched = false;
 		early_status(c, 200, GRPC_RESOURCE_EXHAUSTED, "server out of memory");
@@ -675,7 +675,7 @@ int grpc_server_new(struct grpc_server **out, const struct grpc_server_opts *o, 
 		rc = err_set(e, -EINVAL, "a client CA needs a server certificate and key");
 		goto fail;
 	}
-	rc = grpc_pool_new(&s->pool, o->workers, e);
+	rc = h2_jobs_new(&s->jobs, s->loop, o->workers, e);
 	if (rc < 0)
 		goto fail;
 	grpc_server_set_serving(s, "", true);
@@ -819,7 +819,7 @@ void grpc_server_free(struct grpc_server *s)
 		return;
 	if (s->started)
 		grpc_server_shutdown(s, 0);
-	grpc_pool_free(s->pool); /* waits for running handlers */
+	h2_jobs_free(s->jobs); /* waits for running handlers */
 	for (i = 0; i < s->n_listen; i++)
 		if (s->lfds[i] >= 0)
 			close(s->lfds[i]);

@@ -5,7 +5,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "grpc/pool.h"
 #include "grpc/server.h"
 #include "h2/conn.h"
 #include "h2/net.h"
@@ -72,7 +71,7 @@ struct grpc_call {
 struct grpc_server {
 	struct grpc_server_opts o;
 	struct h2_loop *loop;
-	struct grpc_pool *pool;
+	struct h2_jobs *jobs;
 	struct h2_tls_cfg *tls;
 	const struct grpc_service **svcs;
 	size_t n_svcs;

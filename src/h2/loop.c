@@ -1,3 +1,11 @@
+/* Event loop with leader/follower threads and handler job groups (loop.h).
+ *
+ * Two locks.  `lk` is the loop lock: held while running loop work (fd callbacks, timers, posts);
+ * it guards the timers, the fd registrations and whatever the callbacks own (connections,
+ * sessions).  `mu` is an inner lock (taken under lk, never the other way round) guarding the post
+ * queue, the job queue and the thread bookkeeping.  The poller never holds lk while it sleeps in
+ * epoll_wait, so any thread can take the loop between two polls.
+ */
 #include "h2/loop.h"
 
 #include <errno.h>
@@ -8,6 +16,8 @@
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
+
+#define MAX_EVENTS 64
 
 struct post {
 	h2_fn fn;
@@ -21,19 +31,54 @@ struct fdreg {
 	int fd;
 };
 
+struct job {
+	h2_fn fn;
+	void *arg;
+	struct h2_jobs *g;
+	struct job *next;
+};
+
+struct h2_jobs {
+	struct h2_loop *l;
+	unsigned limit;   /* const */
+	unsigned running; /* under mu */
+	unsigned queued;  /* under mu */
+};
+
+struct thr {
+	pthread_t t;
+	bool exited, joined;
+};
+
 struct h2_loop {
 	int ep, evfd;
-	pthread_t thr;
-	bool started;
-	volatile bool stop;
-	pthread_mutex_t mu;
-	struct post *head, *tail;
-	bool wake_pending;
+
+	pthread_mutex_t lk;      /* the loop lock */
 	struct h2_timer *timers; /* sorted by at */
 	struct h2_timer *timers_tail;
 	struct fdreg **regs; /* indexed by fd */
 	int nregs;
+	uint64_t sleep_until; /* the poller's wake-up while it sleeps; 0 when none sleeps */
+	bool need_wake;       /* a timer earlier than sleep_until was armed */
+
+	pthread_mutex_t mu;
+	pthread_cond_t idle_cv; /* idle threads wait for a job or the poller's place */
+	pthread_cond_t done_cv; /* a job ended or a thread exited */
+	struct post *head, *tail;
+	bool wake_pending; /* an eventfd write is outstanding */
+	struct job *jhead, *jtail;
+	unsigned running; /* jobs running, all groups */
+	unsigned nthr;    /* live threads */
+	unsigned idle;    /* threads waiting on idle_cv */
+	unsigned target;  /* threads wanted: 1 once started, plus every group's limit */
+	bool started, polling, stop;
+	struct thr *thr;
+	size_t nslots;
 };
+
+/* The loop this thread holds, and the jobs it submitted while holding it. */
+static _Thread_local struct h2_loop *tl_held;
+static _Thread_local struct job *tl_jhead, *tl_jtail;
 
 uint64_t h2_now_ms(void)
 {
@@ -64,23 +109,42 @@ int h2_loop_new(struct h2_loop **out, struct err *e)
 	}
 	ev.data.u64 = 0;
 	epoll_ctl(l->ep, EPOLL_CTL_ADD, l->evfd, &ev);
+	pthread_mutex_init(&l->lk, NULL);
 	pthread_mutex_init(&l->mu, NULL);
+	pthread_cond_init(&l->idle_cv, NULL);
+	pthread_cond_init(&l->done_cv, NULL);
 	*out = l;
 	return 0;
 }
 
+static void wake_poller(struct h2_loop *l)
+{
+	uint64_t one = 1;
+	if (write(l->evfd, &one, sizeof(one)) < 0) {
+		/* the counter cannot overflow with one outstanding wake */
+	}
+}
+
+static void consume_wake(struct h2_loop *l)
+{
+	uint64_t v;
+
+	pthread_mutex_lock(&l->mu);
+	l->wake_pending = false;
+	pthread_mutex_unlock(&l->mu);
+	if (read(l->evfd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: nothing counted */
+	}
+}
+
+/* Holding lk: runs the posts queued so far (not those they queue). */
 static void run_posts(struct h2_loop *l)
 {
 	struct post *p;
-	uint64_t v;
 
-	if (read(l->evfd, &v, sizeof(v)) < 0) {
-		/* EAGAIN: nothing counted, still drain the queue */
-	}
 	pthread_mutex_lock(&l->mu);
 	p = l->head;
 	l->head = l->tail = NULL;
-	l->wake_pending = false;
 	pthread_mutex_unlock(&l->mu);
 	while (p) {
 		struct post *n = p->next;
@@ -101,56 +165,248 @@ static void run_timers(struct h2_loop *l)
 	}
 }
 
-void h2_loop_run_pending(struct h2_loop *l)
+static void hold(struct h2_loop *l)
 {
-	run_posts(l);
-	run_timers(l);
+	pthread_mutex_lock(&l->lk);
+	tl_held = l;
 }
 
-static void *loop_main(void *arg)
+/* Under mu: moves the jobs this thread submitted while holding the loop to the queue. */
+static bool flush_jobs(struct h2_loop *l)
 {
-	struct h2_loop *l = arg;
-	struct epoll_event evs[64];
+	if (!tl_jhead)
+		return false;
+	if (l->jtail)
+		l->jtail->next = tl_jhead;
+	else
+		l->jhead = tl_jhead;
+	l->jtail = tl_jtail;
+	tl_jhead = tl_jtail = NULL;
+	return true;
+}
 
-	while (!l->stop) {
-		int timeout = -1, n, i;
-		if (l->timers) {
-			uint64_t now = h2_now_ms();
-			timeout = l->timers->at <= now ? 0 : (int)(l->timers->at - now);
-			if (timeout > 60000)
-				timeout = 60000;
+/* Drops the loop: runs the posts queued by this turn, queues its jobs, and wakes the poller when
+ * posts are left or (for a thread other than the poller) an earlier timer was armed.  The poller
+ * runs the jobs of its own turn itself (thread_main), so only other threads signal an idle one. */
+static void drop(struct h2_loop *l, bool poller)
+{
+	bool wake;
+
+	run_posts(l);
+	wake = l->need_wake && !poller;
+	l->need_wake = false;
+	pthread_mutex_lock(&l->mu);
+	if (flush_jobs(l) && !poller && l->idle)
+		pthread_cond_signal(&l->idle_cv);
+	if (l->head && !l->wake_pending)
+		wake = true;
+	if (wake)
+		l->wake_pending = true;
+	pthread_mutex_unlock(&l->mu);
+	tl_held = NULL;
+	pthread_mutex_unlock(&l->lk);
+	if (wake)
+		wake_poller(l);
+}
+
+void h2_loop_run_pending(struct h2_loop *l)
+{
+	hold(l);
+	consume_wake(l);
+	run_posts(l);
+	run_timers(l);
+	drop(l, false);
+}
+
+/* One turn of the poller: sleep in epoll_wait without the loop, then run what is ready. */
+static void poll_once(struct h2_loop *l)
+{
+	struct epoll_event evs[MAX_EVENTS];
+	int timeout = -1, n, i;
+	uint64_t now = h2_now_ms();
+
+	hold(l);
+	if (l->timers) {
+		uint64_t at = l->timers->at;
+		timeout = at <= now ? 0 : at - now > 60000 ? 60000 : (int)(at - now);
+	}
+	pthread_mutex_lock(&l->mu);
+	if (l->head)
+		timeout = 0; /* posts queued before the loop started */
+	pthread_mutex_unlock(&l->mu);
+	l->sleep_until = timeout < 0 ? UINT64_MAX : now + (uint64_t)timeout;
+	l->need_wake = false;
+	tl_held = NULL;
+	pthread_mutex_unlock(&l->lk);
+
+	n = epoll_wait(l->ep, evs, MAX_EVENTS, timeout);
+
+	hold(l);
+	l->sleep_until = 0;
+	for (i = 0; i < n; i++) {
+		int fd = (int)evs[i].data.u64 - 1;
+		struct fdreg *r;
+		if (fd < 0) {
+			consume_wake(l);
+			continue;
 		}
-		n = epoll_wait(l->ep, evs, 64, timeout);
-		for (i = 0; i < n; i++) {
-			int fd = (int)evs[i].data.u64 - 1;
-			struct fdreg *r;
-			if (fd < 0) {
-				run_posts(l);
-				continue;
-			}
-			/* a callback may have removed this registration: look it up again */
-			r = fd < l->nregs ? l->regs[fd] : NULL;
-			if (r)
-				r->fn(r->arg, evs[i].events);
-		}
-		run_timers(l);
+		/* loop work (here or on another thread) may have removed this registration */
+		r = fd < l->nregs ? l->regs[fd] : NULL;
+		if (r)
+			r->fn(r->arg, evs[i].events);
 	}
 	run_posts(l);
+	run_timers(l);
+	drop(l, true);
+}
+
+/* Under mu: the first queued job whose group has room, when a thread is left to poll. */
+static struct job *take_job(struct h2_loop *l)
+{
+	struct job *j, *prev = NULL;
+
+	if (l->started && l->running + 1 >= l->nthr)
+		return NULL;
+	for (j = l->jhead; j; prev = j, j = j->next) {
+		if (j->g->running >= j->g->limit)
+			continue;
+		if (prev)
+			prev->next = j->next;
+		else
+			l->jhead = j->next;
+		if (l->jtail == j)
+			l->jtail = prev;
+		j->g->queued--;
+		j->g->running++;
+		l->running++;
+		return j;
+	}
 	return NULL;
+}
+
+struct thr_arg {
+	struct h2_loop *l;
+	size_t slot;
+};
+
+static void *thread_main(void *arg)
+{
+	struct thr_arg a = *(struct thr_arg *)arg;
+	struct h2_loop *l = a.l;
+
+	free(arg);
+	pthread_mutex_lock(&l->mu);
+	while (!l->stop) {
+		struct job *j = take_job(l);
+		if (j) {
+			/* someone must poll while this thread runs the job */
+			if (l->started && !l->polling && l->idle)
+				pthread_cond_signal(&l->idle_cv);
+			pthread_mutex_unlock(&l->mu);
+			j->fn(j->arg);
+			pthread_mutex_lock(&l->mu);
+			j->g->running--;
+			l->running--;
+			free(j);
+			pthread_cond_broadcast(&l->done_cv);
+			continue;
+		}
+		if (l->nthr > l->target)
+			break;
+		if (l->started && !l->polling) {
+			l->polling = true;
+			pthread_mutex_unlock(&l->mu);
+			poll_once(l);
+			pthread_mutex_lock(&l->mu);
+			l->polling = false;
+			continue;
+		}
+		l->idle++;
+		pthread_cond_wait(&l->idle_cv, &l->mu);
+		l->idle--;
+	}
+	l->nthr--;
+	l->thr[a.slot].exited = true;
+	if (l->started && !l->polling && l->idle)
+		pthread_cond_signal(&l->idle_cv); /* this thread may have been the next poller */
+	pthread_cond_broadcast(&l->done_cv);
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+/* Under mu: starts one more thread. */
+static int spawn(struct h2_loop *l)
+{
+	struct thr_arg *a;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < l->nslots && !l->thr[i].joined; i++)
+		;
+	if (i == l->nslots) {
+		struct thr *nt = realloc(l->thr, (l->nslots + 8) * sizeof(*nt));
+		if (!nt)
+			return -ENOMEM;
+		memset(nt + l->nslots, 0, 8 * sizeof(*nt));
+		for (size_t k = l->nslots; k < l->nslots + 8; k++)
+			nt[k].joined = true; /* free slot */
+		l->thr = nt;
+		l->nslots += 8;
+	}
+	a = malloc(sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->l = l;
+	a->slot = i;
+	l->thr[i].exited = l->thr[i].joined = false;
+	rc = pthread_create(&l->thr[i].t, NULL, thread_main, a);
+	if (rc) {
+		l->thr[i].joined = true;
+		free(a);
+		return -rc;
+	}
+	l->nthr++;
+	return 0;
+}
+
+/* Joins the threads that have exited (not holding mu; slots are claimed under it). */
+static void reap(struct h2_loop *l, bool all)
+{
+	for (;;) {
+		pthread_t t;
+		size_t i;
+		pthread_mutex_lock(&l->mu);
+		for (i = 0; i < l->nslots; i++)
+			if (!l->thr[i].joined && (all || l->thr[i].exited))
+				break;
+		if (i == l->nslots) {
+			pthread_mutex_unlock(&l->mu);
+			return;
+		}
+		l->thr[i].joined = true;
+		t = l->thr[i].t;
+		pthread_mutex_unlock(&l->mu);
+		pthread_join(t, NULL);
+	}
 }
 
 int h2_loop_start(struct h2_loop *l, struct err *e)
 {
-	int rc = pthread_create(&l->thr, NULL, loop_main, l);
-	if (rc)
-		return err_set(e, -rc, "event loop thread: %s", strerror(rc));
-	l->started = true;
-	return 0;
-}
+	int rc;
 
-static void stop_fn(void *arg)
-{
-	((struct h2_loop *)arg)->stop = true;
+	pthread_mutex_lock(&l->mu);
+	l->started = true;
+	l->target++;
+	rc = spawn(l);
+	if (rc < 0) {
+		l->target--;
+		l->started = false;
+	}
+	pthread_cond_broadcast(&l->idle_cv);
+	pthread_mutex_unlock(&l->mu);
+	if (rc < 0)
+		return err_set(e, rc, "event loop thread: %s", strerror(-rc));
+	return 0;
 }
 
 void h2_loop_free(struct h2_loop *l)
@@ -159,17 +415,31 @@ void h2_loop_free(struct h2_loop *l)
 
 	if (!l)
 		return;
-	if (l->started) {
-		h2_loop_post(l, stop_fn, l);
-		pthread_join(l->thr, NULL);
-	}
+	pthread_mutex_lock(&l->mu);
+	l->stop = true;
+	pthread_cond_broadcast(&l->idle_cv);
+	pthread_mutex_unlock(&l->mu);
+	wake_poller(l);
+	reap(l, true);
+	hold(l);
 	run_posts(l);
+	tl_held = NULL;
+	pthread_mutex_unlock(&l->lk);
 	for (i = 0; i < l->nregs; i++)
 		free(l->regs[i]);
+	while (l->jhead) {
+		struct job *j = l->jhead;
+		l->jhead = j->next;
+		free(j);
+	}
 	free(l->regs);
+	free(l->thr);
 	close(l->evfd);
 	close(l->ep);
+	pthread_cond_destroy(&l->done_cv);
+	pthread_cond_destroy(&l->idle_cv);
 	pthread_mutex_destroy(&l->mu);
+	pthread_mutex_destroy(&l->lk);
 	free(l);
 }
 
@@ -195,10 +465,10 @@ struct h2_loop *h2_loop_default(void)
 
 bool h2_loop_in_thread(const struct h2_loop *l)
 {
-	return l->started && pthread_equal(pthread_self(), l->thr);
+	return tl_held == l;
 }
 
-static int set_reg(struct h2_loop *l, int fd, h2_io_fn fn, void *arg, struct fdreg **out)
+static int set_reg(struct h2_loop *l, int fd, h2_io_fn fn, void *arg)
 {
 	if (fd >= l->nregs) {
 		int n = fd + 64;
@@ -217,15 +487,13 @@ static int set_reg(struct h2_loop *l, int fd, h2_io_fn fn, void *arg, struct fdr
 	l->regs[fd]->fd = fd;
 	l->regs[fd]->fn = fn;
 	l->regs[fd]->arg = arg;
-	*out = l->regs[fd];
 	return 0;
 }
 
 int h2_loop_add_fd(struct h2_loop *l, int fd, uint32_t events, h2_io_fn fn, void *arg)
 {
 	struct epoll_event ev = {.events = events};
-	struct fdreg *r;
-	int rc = set_reg(l, fd, fn, arg, &r);
+	int rc = set_reg(l, fd, fn, arg);
 
 	if (rc)
 		return rc;
@@ -242,13 +510,11 @@ int h2_loop_add_fd(struct h2_loop *l, int fd, uint32_t events, h2_io_fn fn, void
 int h2_loop_mod_fd(struct h2_loop *l, int fd, uint32_t events, h2_io_fn fn, void *arg)
 {
 	struct epoll_event ev = {.events = events};
-	struct fdreg *r;
-	int rc = set_reg(l, fd, fn, arg, &r);
+	int rc = set_reg(l, fd, fn, arg);
 
 	if (rc)
 		return rc;
 	ev.data.u64 = (uint64_t)fd + 1;
-	(void)r;
 	return epoll_ctl(l->ep, EPOLL_CTL_MOD, fd, &ev) < 0 ? -errno : 0;
 }
 
@@ -288,6 +554,8 @@ void h2_timer_arm(struct h2_loop *l, struct h2_timer *t, uint64_t at_ms, h2_fn f
 	t->fn = fn;
 	t->arg = arg;
 	t->armed = true;
+	if (at_ms < l->sleep_until)
+		l->need_wake = true;
 	/* most timers are later than all others: search from the tail */
 	for (p = l->timers_tail; p && p->at > at_ms; p = p->prev)
 		;
@@ -306,7 +574,7 @@ void h2_timer_arm(struct h2_loop *l, struct h2_timer *t, uint64_t at_ms, h2_fn f
 int h2_loop_post(struct h2_loop *l, h2_fn fn, void *arg)
 {
 	struct post *p = malloc(sizeof(*p));
-	bool wake;
+	bool wake = false;
 
 	if (!p)
 		return -ENOMEM;
@@ -319,51 +587,131 @@ int h2_loop_post(struct h2_loop *l, h2_fn fn, void *arg)
 	else
 		l->head = p;
 	l->tail = p;
-	wake = !l->wake_pending;
-	l->wake_pending = true;
-	pthread_mutex_unlock(&l->mu);
-	if (wake) {
-		uint64_t one = 1;
-		if (write(l->evfd, &one, sizeof(one)) < 0) {
-			/* counter full cannot happen with one pending wake */
-		}
+	/* the holder runs its posts when it drops the loop */
+	if (tl_held != l && !l->wake_pending) {
+		l->wake_pending = true;
+		wake = true;
 	}
+	pthread_mutex_unlock(&l->mu);
+	if (wake)
+		wake_poller(l);
 	return 0;
 }
 
-struct sync_call {
-	h2_fn fn;
-	void *arg;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool done;
-};
-
-static void sync_fn(void *arg)
+static bool loop_started(struct h2_loop *l)
 {
-	struct sync_call *s = arg;
-	s->fn(s->arg);
-	pthread_mutex_lock(&s->mu);
-	s->done = true;
-	pthread_cond_signal(&s->cv);
-	pthread_mutex_unlock(&s->mu);
+	bool s;
+	pthread_mutex_lock(&l->mu);
+	s = l->started;
+	pthread_mutex_unlock(&l->mu);
+	return s;
+}
+
+int h2_loop_run(struct h2_loop *l, h2_fn fn, void *arg)
+{
+	if (tl_held == l || !loop_started(l))
+		return h2_loop_post(l, fn, arg);
+	hold(l);
+	fn(arg);
+	drop(l, false);
+	return 0;
 }
 
 int h2_loop_run_sync(struct h2_loop *l, h2_fn fn, void *arg)
 {
-	struct sync_call s = {.fn = fn, .arg = arg};
-	int rc;
-
-	pthread_mutex_init(&s.mu, NULL);
-	pthread_cond_init(&s.cv, NULL);
-	rc = h2_loop_post(l, sync_fn, &s);
-	if (rc == 0) {
-		pthread_mutex_lock(&s.mu);
-		while (!s.done)
-			pthread_cond_wait(&s.cv, &s.mu);
-		pthread_mutex_unlock(&s.mu);
+	if (tl_held == l) {
+		fn(arg);
+		return 0;
 	}
-	pthread_cond_destroy(&s.cv);
-	pthread_mutex_destroy(&s.mu);
-	return rc;
+	hold(l);
+	run_posts(l);
+	fn(arg);
+	drop(l, false);
+	return 0;
+}
+
+/* ---- job groups ---------------------------------------------------------------------------- */
+
+int h2_jobs_new(struct h2_jobs **out, struct h2_loop *l, unsigned limit, struct err *e)
+{
+	struct h2_jobs *g = calloc(1, sizeof(*g));
+	unsigned i;
+	int rc = 0;
+
+	if (!g)
+		return err_set(e, -ENOMEM, "worker threads: out of memory");
+	g->l = l;
+	pthread_mutex_lock(&l->mu);
+	for (i = 0; i < limit && rc == 0; i++) {
+		rc = spawn(l);
+		if (rc == 0) {
+			l->target++;
+			g->limit++;
+		}
+	}
+	pthread_mutex_unlock(&l->mu);
+	if (rc < 0) {
+		h2_jobs_free(g);
+		return err_set(e, rc, "worker thread: %s", strerror(-rc));
+	}
+	*out = g;
+	return 0;
+}
+
+int h2_jobs_submit(struct h2_jobs *g, h2_fn fn, void *arg)
+{
+	struct h2_loop *l = g->l;
+	struct job *j;
+
+	if (g->limit == 0) {
+		fn(arg);
+		return 0;
+	}
+	j = malloc(sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	j->fn = fn;
+	j->arg = arg;
+	j->g = g;
+	j->next = NULL;
+	pthread_mutex_lock(&l->mu);
+	g->queued++;
+	if (tl_held == l) {
+		/* queued when this thread drops the loop: it may run the job itself */
+		if (tl_jtail)
+			tl_jtail->next = j;
+		else
+			tl_jhead = j;
+		tl_jtail = j;
+	} else {
+		if (l->jtail)
+			l->jtail->next = j;
+		else
+			l->jhead = j;
+		l->jtail = j;
+		if (l->idle)
+			pthread_cond_signal(&l->idle_cv);
+	}
+	pthread_mutex_unlock(&l->mu);
+	return 0;
+}
+
+void h2_jobs_free(struct h2_jobs *g)
+{
+	struct h2_loop *l;
+
+	if (!g)
+		return;
+	l = g->l;
+	pthread_mutex_lock(&l->mu);
+	while (g->queued || g->running)
+		pthread_cond_wait(&l->done_cv, &l->mu);
+	l->target -= g->limit;
+	pthread_cond_broadcast(&l->idle_cv);
+	if (!l->stop)
+		while (l->nthr > l->target)
+			pthread_cond_wait(&l->done_cv, &l->mu);
+	pthread_mutex_unlock(&l->mu);
+	reap(l, false);
+	free(g);
 }

@@ -1,10 +1,21 @@
-/* h2/loop — the process's event loop: one thread, epoll, timers and cross-thread posts.
+/* h2/loop — the process's event loop: epoll, timers, cross-thread posts and handler jobs.
  *
- * Everything that touches a socket, a TLS session or an nghttp2 session runs on the loop thread.
- * Other threads hand work to it with h2_loop_post() (a queue plus an eventfd wake-up).  Timers
- * are loop-thread objects embedded in their owner; a callback never blocks.
- * h2_loop_default() returns a process-wide loop that is created and started on first use and
- * lives until exit.  Functions returning int give 0 or a negative errno.
+ * Loop work — fd callbacks, timers, posted callbacks, and everything that touches a socket, a TLS
+ * session or an nghttp2 session — runs while *holding the loop*: one thread at a time, under the
+ * loop lock.  Threads take turns (leader/follower): at most one of the loop's threads waits in
+ * epoll_wait (the poller); it takes the loop to run what became ready, then drops it.  A thread
+ * that is not the poller may take the loop too (h2_loop_run), to send a response or a request
+ * from where it was produced, without waking another thread.  Loop callbacks never block.
+ *
+ * Handler jobs (h2_jobs) may block.  They run outside the loop lock on the loop's own threads: a
+ * job submitted from loop work runs on the thread that did that work once it drops the loop,
+ * while an idle thread takes over polling — the request path has no thread hand-off.  A group
+ * adds `limit` threads and runs at most `limit` of its jobs at once, and one thread is always
+ * left to poll, so a slow handler never delays other streams or connections.
+ *
+ * Timers are loop objects embedded in their owner.  h2_loop_default() returns a process-wide loop
+ * that is created and started on first use and lives until exit.  Functions returning int give 0
+ * or a negative errno.
  */
 #ifndef PILLAR_H2_LOOP_H
 #define PILLAR_H2_LOOP_H
@@ -30,28 +41,45 @@ struct h2_timer {
 uint64_t h2_now_ms(void);
 
 int h2_loop_new(struct h2_loop **out, struct err *e);
-/* Starts the loop thread.  h2_loop_free() stops and joins it first; callers must have removed
- * their fds and timers (or be done with them) before. */
+/* Starts polling on a thread of the loop's own.  h2_loop_free() stops and joins every thread
+ * first; callers must have removed their fds and timers and freed their job groups before. */
 int h2_loop_start(struct h2_loop *l, struct err *e);
 void h2_loop_free(struct h2_loop *l);
 struct h2_loop *h2_loop_default(void);
+/* True when the calling thread holds the loop. */
 bool h2_loop_in_thread(const struct h2_loop *l);
 
-/* fd registration (loop thread, or before start).  events are EPOLLIN/EPOLLOUT bits. */
+/* fd registration (holding the loop, or before start).  events are EPOLLIN/EPOLLOUT bits. */
 int h2_loop_add_fd(struct h2_loop *l, int fd, uint32_t events, h2_io_fn fn, void *arg);
 int h2_loop_mod_fd(struct h2_loop *l, int fd, uint32_t events, h2_io_fn fn, void *arg);
 void h2_loop_del_fd(struct h2_loop *l, int fd);
 
-/* Timers (loop thread only).  Arming an armed timer moves it. */
+/* Timers (holding the loop).  Arming an armed timer moves it; a timer earlier than the poller's
+ * wake-up wakes it when the loop is dropped. */
 void h2_timer_arm(struct h2_loop *l, struct h2_timer *t, uint64_t at_ms, h2_fn fn, void *arg);
 void h2_timer_cancel(struct h2_loop *l, struct h2_timer *t);
 
-/* Runs fn(arg) on the loop thread soon; callable from any thread.  Returns -ENOMEM. */
+/* Runs fn(arg) holding the loop, after the current loop work; callable from any thread.
+ * Returns -ENOMEM. */
 int h2_loop_post(struct h2_loop *l, h2_fn fn, void *arg);
+/* Runs fn(arg) holding the loop as soon as possible: at once on the calling thread (taking the
+ * loop lock) when the loop is started and this thread does not hold it; posted otherwise.
+ * Never call it with a lock held that loop work may take.  Returns 0 or -ENOMEM. */
+int h2_loop_run(struct h2_loop *l, h2_fn fn, void *arg);
+/* Runs fn(arg) holding the loop on the calling thread and returns when it has run (directly
+ * when this thread holds the loop already).  Posts queued before it run first. */
+int h2_loop_run_sync(struct h2_loop *l, h2_fn fn, void *arg);
 /* Runs posted callbacks and due timers on the calling thread: for tests and the fuzzer that
  * drive a loop that was never started. */
 void h2_loop_run_pending(struct h2_loop *l);
-/* Posts fn and waits for it to have run (never call it from the loop thread). */
-int h2_loop_run_sync(struct h2_loop *l, h2_fn fn, void *arg);
+
+/* Handler job groups.  limit 0: every job runs inline in h2_jobs_submit. */
+struct h2_jobs;
+int h2_jobs_new(struct h2_jobs **out, struct h2_loop *l, unsigned limit, struct err *e);
+/* Queues fn(arg); callable from any thread.  Returns 0 or -ENOMEM. */
+int h2_jobs_submit(struct h2_jobs *g, h2_fn fn, void *arg);
+/* Runs the group's queued jobs to the end, waits for running ones and gives its threads back.
+ * Never call it from one of the group's jobs.  NULL is a no-op. */
+void h2_jobs_free(struct h2_jobs *g);
 
 #endif
