@@ -1,7 +1,10 @@
-/* gRPC channel: calls are made on the event loop; callers wait on a per-call condition. */
+/* gRPC channel.  A call is submitted holding the loop on the caller's thread; the caller then
+ * reads its connection itself until its response is in (h2_conn_reader_*), or, when another
+ * caller is reading that connection already, waits on a per-call condition. */
 #include "grpc/client.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -29,6 +32,10 @@ struct ccall {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool done, started;
+	pthread_t caller;
+	struct h2_conn *rconn; /* caller only: the connection it reads itself */
+	int rfd;               /* its fd, -1 when not reading */
+	bool rgone;            /* the connection closed while the caller read it */
 	/* request: copies, because the loop may use them after the caller gave up */
 	char *path;
 	struct grpc_md *md; /* md and its strings share one allocation */
@@ -364,6 +371,23 @@ static void cc_close(void *arg, struct h2_conn *h, int err, const char *why)
 
 static const struct h2_conn_ops cconn_ops = {.on_open = cc_open, .on_close = cc_close};
 
+/* Holding the loop, on the caller's thread: read the connection itself while waiting. */
+static void read_myself(struct ccall *c, struct cconn *cc)
+{
+	bool done;
+
+	if (!pthread_equal(c->caller, pthread_self()))
+		return;
+	pthread_mutex_lock(&c->mu);
+	done = c->done;
+	pthread_mutex_unlock(&c->mu);
+	if (done || c->cc != cc)
+		return;
+	c->rfd = h2_conn_reader_begin(cc->h2);
+	if (c->rfd >= 0)
+		c->rconn = cc->h2;
+}
+
 static void start_fn(void *arg)
 {
 	struct ccall *c = arg;
@@ -378,8 +402,10 @@ static void start_fn(void *arg)
 		return;
 	}
 	if (ch->cur && ch->cur->ready) {
-		submit(ch->cur, c);
-		h2_conn_flush(ch->cur->h2);
+		struct cconn *cc = ch->cur;
+		submit(cc, c);
+		h2_conn_flush(cc->h2);
+		read_myself(c, cc);
 		return;
 	}
 	if (!ch->cur) {
@@ -422,8 +448,10 @@ static void start_fn(void *arg)
 	}
 	/* connecting (maybe already open: cc_open ran inside h2_conn_new) */
 	if (ch->cur && ch->cur->ready) {
-		submit(ch->cur, c);
-		h2_conn_flush(ch->cur->h2);
+		struct cconn *cc = ch->cur;
+		submit(cc, c);
+		h2_conn_flush(cc->h2);
+		read_myself(c, cc);
 		return;
 	}
 	if (!ch->cur) {
@@ -438,6 +466,51 @@ static void start_fn(void *arg)
 	else
 		ch->pend_head = c;
 	ch->pend_tail = c;
+}
+
+static void reader_read_fn(void *arg)
+{
+	struct ccall *c = arg;
+
+	h2_conn_reader_read(c->rconn);
+	c->rgone = h2_conn_closing(c->rconn);
+}
+
+static void reader_end_fn(void *arg)
+{
+	struct ccall *c = arg;
+
+	h2_conn_reader_end(c->rconn);
+	c->rconn = NULL;
+}
+
+/* The caller reads its connection until its call is done, the connection closes or the deadline
+ * passes; then input goes back to the loop. */
+static void read_own_response(struct ccall *c)
+{
+	for (;;) {
+		struct pollfd p = {.fd = c->rfd, .events = POLLIN};
+		int tmo =
+		    100; /* re-check now and then: nothing else should be needed, but be safe */
+		bool done;
+
+		pthread_mutex_lock(&c->mu);
+		done = c->done;
+		pthread_mutex_unlock(&c->mu);
+		if (done || c->rgone)
+			break;
+		if (c->deadline_at) {
+			uint64_t now = h2_now_ms();
+			if (now >= c->deadline_at)
+				break;
+			if (c->deadline_at - now < (uint64_t)tmo)
+				tmo = (int)(c->deadline_at - now);
+		}
+		if (poll(&p, 1, tmo) > 0)
+			h2_loop_run_sync(c->ch->loop, reader_read_fn, c);
+	}
+	h2_loop_run_sync(c->ch->loop, reader_end_fn, c);
+	c->rfd = -1;
 }
 
 static void cancel_fn(void *arg)
@@ -607,6 +680,8 @@ int grpc_channel_call(struct grpc_channel *ch, const char *path, const ProtobufC
 	}
 	c->grpc_status = -1;
 	c->local_code = -1;
+	c->rfd = -1;
+	c->caller = pthread_self();
 	grpc_deframer_init(&c->df, ch->max_msg);
 	pthread_mutex_init(&c->mu, NULL);
 	{
@@ -625,6 +700,8 @@ int grpc_channel_call(struct grpc_channel *ch, const char *path, const ProtobufC
 		status_set(st, GRPC_RESOURCE_EXHAUSTED, "client out of memory");
 		return st->code;
 	}
+	if (c->rfd >= 0)
+		read_own_response(c);
 	pthread_mutex_lock(&c->mu);
 	while (!c->done) {
 		if (c->deadline_at) {

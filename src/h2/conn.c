@@ -33,12 +33,18 @@ struct h2_conn {
 	char close_why[256];
 	bool destroy_posted;
 	bool in_io;
+	int readers;    /* an external reader waits for input itself (0 or 1) */
+	bool destroyed; /* torn down; the fd and this struct wait for the reader's end */
 };
 
 static void conn_io(void *arg, uint32_t ev);
+static void do_read(struct h2_conn *c);
 
+/* The events the loop watches: EPOLLIN is left out while an external reader waits. */
 static void set_events(struct h2_conn *c, uint32_t ev)
 {
+	if (c->readers)
+		ev &= ~(uint32_t)EPOLLIN;
 	if (c->fd < 0 || c->state == ST_DEAD || ev == c->events)
 		return;
 	c->events = ev;
@@ -47,16 +53,57 @@ static void set_events(struct h2_conn *c, uint32_t ev)
 
 void h2_conn_destroy(struct h2_conn *c)
 {
-	if (c->fd >= 0) {
+	if (c->destroyed)
+		return;
+	if (c->fd >= 0)
 		h2_loop_del_fd(c->loop, c->fd);
-		close(c->fd);
-	}
 	if (c->ops->on_close)
 		c->ops->on_close(c->arg, c, c->close_err, c->close_why);
 	nghttp2_session_del(c->ng);
+	c->ng = NULL;
 	h2_tls_free(c->tls);
+	c->tls = NULL;
 	free(c->out);
+	c->out = NULL;
+	c->state = ST_DEAD;
+	if (c->readers) {
+		c->destroyed = true; /* h2_conn_reader_end closes the fd and frees */
+		return;
+	}
+	if (c->fd >= 0)
+		close(c->fd);
 	free(c);
+}
+
+int h2_conn_reader_begin(struct h2_conn *c)
+{
+	if (c->state != ST_OPEN || c->fd < 0 || c->readers)
+		return -1;
+	c->readers = 1;
+	set_events(c, c->events);
+	return c->fd;
+}
+
+void h2_conn_reader_read(struct h2_conn *c)
+{
+	if (c->state != ST_OPEN)
+		return;
+	do_read(c);
+	h2_conn_flush(c);
+}
+
+void h2_conn_reader_end(struct h2_conn *c)
+{
+	if (!c->readers)
+		return;
+	c->readers = 0;
+	if (c->destroyed) {
+		close(c->fd);
+		free(c);
+		return;
+	}
+	if (c->state == ST_OPEN)
+		set_events(c, c->events | EPOLLIN);
 }
 
 static void destroy_fn(void *arg)

@@ -44,6 +44,17 @@ void h2_conn_close(struct h2_conn *c, int err, const char *why);
 bool h2_conn_closing(const struct h2_conn *c);
 uint64_t h2_conn_last_activity(const struct h2_conn *c);
 
+/* External reader: a thread that waits for this connection's input itself (poll(2) on the fd)
+ * instead of leaving it to the loop, so the thread that waits for a response also reads it.
+ * begin: the loop stops watching for input and the fd stays open until end, even when the
+ * connection is torn down meanwhile (shutdown(2) wakes the poll).  Returns the fd to poll, or -1
+ * when the connection is not open or already has a reader.  read: reads and processes what has
+ * arrived, then flushes (nothing once the connection is closing).  end: input goes back to the
+ * loop; a connection torn down meanwhile is freed now.  All three hold the loop. */
+int h2_conn_reader_begin(struct h2_conn *c);
+void h2_conn_reader_read(struct h2_conn *c);
+void h2_conn_reader_end(struct h2_conn *c);
+
 /* Memory mode.  feed: returns 0 or a negative nghttp2 error (the connection is then closing).
  * take: returns the pending output (valid until the next call) and its length. */
 int h2_conn_feed(struct h2_conn *c, const uint8_t *data, size_t len);

@@ -3,6 +3,7 @@
  * byte on the wire is checked against the gRPC-over-HTTP/2 spec, not against our own client),
  * plus our channel against our server over a unix socket (reconnect after a restart). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,6 +176,11 @@ static int h_info(struct grpc_call *call, const ProtobufCMessage *req, ProtobufC
 	const char *who = grpc_call_metadata(call, "x-who");
 	(void)req;
 	(void)ctx;
+	if (who && strncmp(who, "sleep:", 6) == 0) {
+		usleep((useconds_t)atoi(who + 6) * 1000);
+		if (grpc_call_cancelled(call))
+			return GRPC_CANCELLED;
+	}
 	if (who && strcmp(who, "fail") == 0) {
 		grpc_call_set_status_msg(call, "volume %s: 100%% broken", "pvc-1");
 		return GRPC_FAILED_PRECONDITION;
@@ -593,19 +599,25 @@ static const struct grpc_service *start_server(struct grpc_server **s, const cha
 	return &identity;
 }
 
-static int info_call(struct grpc_channel *ch, struct grpc_status *st)
+static int who_call(struct grpc_channel *ch, const char *who, int64_t timeout_ms,
+                    struct grpc_status *st)
 {
 	Csi__V1__GetPluginInfoRequest rq = CSI__V1__GET_PLUGIN_INFO_REQUEST__INIT;
-	struct grpc_md md[] = {{"x-who", "channel"}, {NULL, NULL}};
+	struct grpc_md md[] = {{"x-who", who}, {NULL, NULL}};
 	ProtobufCMessage *r;
-	int code =
-	    grpc_channel_call(ch, "/csi.v1.Identity/GetPluginInfo", &rq.base,
-	                      &csi__v1__get_plugin_info_response__descriptor, &r, 5000, md, st);
+	int code = grpc_channel_call(ch, "/csi.v1.Identity/GetPluginInfo", &rq.base,
+	                             &csi__v1__get_plugin_info_response__descriptor, &r, timeout_ms,
+	                             md, st);
 	if (code == GRPC_OK) {
-		ck_assert_str_eq(((Csi__V1__GetPluginInfoResponse *)r)->vendor_version, "channel");
+		ck_assert_str_eq(((Csi__V1__GetPluginInfoResponse *)r)->vendor_version, who);
 		protobuf_c_message_free_unpacked(r, NULL);
 	}
 	return code;
+}
+
+static int info_call(struct grpc_channel *ch, struct grpc_status *st)
+{
+	return who_call(ch, "channel", 5000, st);
 }
 
 START_TEST(test_channel_reconnect)
@@ -639,6 +651,119 @@ START_TEST(test_channel_reconnect)
 }
 END_TEST
 
+/* ---- callers that read their own responses --------------------------------------------------- */
+
+struct burst {
+	struct grpc_channel *ch;
+	int idx, ok;
+};
+
+static void *burst_main(void *arg)
+{
+	struct burst *b = arg;
+	struct grpc_status st;
+	char who[32];
+
+	for (int i = 0; i < 40; i++) {
+		snprintf(who, sizeof(who), i % 8 == 0 ? "sleep:%d" : "t%d-%d",
+		         i % 8 == 0 ? 3 : b->idx, i);
+		if (who_call(b->ch, who, 10000, &st) == GRPC_OK)
+			b->ok++;
+	}
+	return NULL;
+}
+
+/* Many callers share one connection: one reads it, the others are woken with their responses. */
+START_TEST(test_channel_concurrent_callers)
+{
+	const char *dir = tu_mkdtemp();
+	char url[512];
+	struct grpc_server *s;
+	struct grpc_channel *ch;
+	struct burst b[16];
+	pthread_t t[16];
+	struct err e = {0};
+	int i;
+
+	snprintf(url, sizeof(url), "unix://%s/g.sock", dir);
+	start_server(&s, url);
+	ck_assert_int_eq(grpc_channel_new(&ch, url, NULL, &e), 0);
+	for (i = 0; i < 16; i++) {
+		b[i] = (struct burst){.ch = ch, .idx = i};
+		ck_assert_int_eq(pthread_create(&t[i], NULL, burst_main, &b[i]), 0);
+	}
+	for (i = 0; i < 16; i++) {
+		pthread_join(t[i], NULL);
+		ck_assert_int_eq(b[i].ok, 40);
+	}
+	grpc_channel_free(ch);
+	grpc_server_free(s);
+	tu_rmtree(dir);
+}
+END_TEST
+
+struct stopper {
+	struct grpc_server *s;
+	uint64_t after_ms;
+};
+
+static void *stop_main(void *arg)
+{
+	struct stopper *sp = arg;
+	usleep((useconds_t)sp->after_ms * 1000);
+	grpc_server_shutdown(sp->s, 0);
+	return NULL;
+}
+
+/* A caller waiting for its own response: the deadline ends the wait on time and the connection
+ * stays usable; a connection closed under it ends the call at once with UNAVAILABLE; between
+ * calls the loop reads the connection again. */
+START_TEST(test_channel_caller_reads_itself)
+{
+	char url[64];
+	struct grpc_server *s;
+	struct grpc_channel *ch;
+	struct grpc_status st;
+	struct stopper sp;
+	struct err e = {0};
+	pthread_t t;
+	uint64_t t0;
+
+	/* TCP: a peer's close shows as input (no EPOLLHUP), so only a reader notices it */
+	start_server(&s, "127.0.0.1:0");
+	snprintf(url, sizeof(url), "127.0.0.1:%d", grpc_server_port(s, 0));
+	ck_assert_int_eq(grpc_channel_new(&ch, url, NULL, &e), 0);
+	ck_assert_int_eq(info_call(ch, &st), GRPC_OK);
+	t0 = h2_now_ms();
+	ck_assert_int_eq(who_call(ch, "sleep:1500", 200, &st), GRPC_DEADLINE_EXCEEDED);
+	ck_assert_uint_lt(h2_now_ms() - t0, 1000);
+	ck_assert_int_eq(info_call(ch, &st), GRPC_OK);
+
+	/* the server closes the connection while the handler still runs */
+	sp = (struct stopper){.s = s, .after_ms = 200};
+	ck_assert_int_eq(pthread_create(&t, NULL, stop_main, &sp), 0);
+	t0 = h2_now_ms();
+	ck_assert_int_eq(who_call(ch, "sleep:2500", 10000, &st), GRPC_UNAVAILABLE);
+	ck_assert_uint_lt(h2_now_ms() - t0, 2000);
+	pthread_join(t, NULL);
+	grpc_server_free(s);
+
+	/* between calls the loop reads the connection: it sees the server go and the next call
+	 * opens a new connection at once */
+	start_server(&s, url);
+	for (int i = 0; i < 50 && info_call(ch, &st) != GRPC_OK; i++)
+		usleep(50000);
+	ck_assert_int_eq(info_call(ch, &st), GRPC_OK);
+	grpc_server_free(s);
+	start_server(&s, url);
+	usleep(200000);
+	ck_assert_msg(info_call(ch, &st) == GRPC_OK, "first call after a server restart: %d %s",
+	              st.code, st.msg);
+	grpc_channel_free(ch);
+	grpc_server_free(s);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("grpc");
@@ -656,6 +781,8 @@ static Suite *suite(void)
 	tcase_add_test(t, test_server_health);
 	tcase_add_test(t, test_server_header_limit_and_garbage);
 	tcase_add_test(t, test_channel_reconnect);
+	tcase_add_test(t, test_channel_concurrent_callers);
+	tcase_add_test(t, test_channel_caller_reads_itself);
 	suite_add_tcase(s, t);
 	return s;
 }
