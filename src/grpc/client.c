@@ -381,7 +381,9 @@ static void read_myself(struct ccall *c, struct cconn *cc)
 	pthread_mutex_lock(&c->mu);
 	done = c->done;
 	pthread_mutex_unlock(&c->mu);
-	if (done || c->cc != cc)
+	/* only a call alone on its connection: with calls in flight side by side the loop reads
+	 * for all of them and no single caller becomes everyone's reader */
+	if (done || c->cc != cc || cc->calls != c || c->next)
 		return;
 	c->rfd = h2_conn_reader_begin(cc->h2);
 	if (c->rfd >= 0)

@@ -348,7 +348,8 @@ static void conn_io(void *arg, uint32_t ev)
 	}
 	case ST_HANDSHAKE: do_handshake(c); return;
 	case ST_OPEN:
-		if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))
+		/* with an external reader only it reads (this event may predate its start) */
+		if ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->readers)
 			do_read(c);
 		h2_conn_flush(c);
 		return;
