@@ -1,8 +1,10 @@
 /* grpc/client — a gRPC channel: one long-lived HTTP/2 connection to a unix or TCP target,
  * shared by every call, with optional TLS/mTLS, reconnection with backoff and blocking calls.
  *
- * grpc_channel_call() may be called from any thread except the event loop's; it blocks until the
- * response, the deadline or a connection failure, and always fills *st.  The connection is made
+ * grpc_channel_call() may be called from any thread that does not hold the event loop (handler
+ * jobs included); it blocks until the response, the deadline or a connection failure, and always
+ * fills *st.  The request is sent from the calling thread, and a call alone on its connection
+ * reads its response there too.  The connection is made
  * on the first call; after a failed connection attempt, calls fail fast with UNAVAILABLE until
  * the backoff (200 ms doubling to 10 s) has passed, then the next call reconnects.  A GOAWAY
  * from the server lets its in-flight calls finish while new calls open a new connection.

@@ -2,7 +2,9 @@
  *
  * Services are tables of methods (name, handler, protobuf-c request/response descriptors).
  * Connections and streams live on the event loop (h2/loop); each request, once complete, runs
- * its handler on the worker pool, so a slow handler delays nothing else.  Early errors (unknown
+ * its handler as a job of the server's group (opts.workers threads of the loop; 0: inline on the
+ * loop, for tests): on the thread that read the request, which also sends the response, while
+ * another thread keeps polling — so a slow handler delays nothing else.  Early errors (unknown
  * method, oversize or compressed message, bad headers) are answered on the loop as Trailers-Only
  * responses.  `grpc.health.v1.Health/Check` is built in: "" and every added service start
  * SERVING; grpc_server_set_serving() changes one.
