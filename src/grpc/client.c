@@ -492,8 +492,8 @@ static void read_own_response(struct ccall *c)
 {
 	for (;;) {
 		struct pollfd p = {.fd = c->rfd, .events = POLLIN};
-		int tmo =
-		    100; /* re-check now and then: nothing else should be needed, but be safe */
+		/* re-check now and then: a close or a done call should wake the poll anyway */
+		int tmo = 100;
 		bool done;
 
 		pthread_mutex_lock(&c->mu);
