@@ -12,14 +12,6 @@
 # new test/unit/test_<name>.c becomes its own test program.
 
 .DEFAULT_GOAL := all
-VERSION    ?= 0.1.0
-BUILD      ?= build
-CC         ?= gcc
-ifeq ($(origin CC),default)
-CC := gcc
-endif
-PROTOC_C   ?= protoc-c
-Q          ?= @
 
 # Debian packages.  BUILD_DEBS build the binary; TEST_DEBS run unit, interop and bench suites.
 BUILD_DEBS := gcc make libc6-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev \
@@ -28,6 +20,28 @@ BUILD_DEBS := gcc make libc6-dev libprotobuf-c-dev protobuf-c-compiler libprotob
 TEST_DEBS  := check python3 python3-grpcio python3-protobuf protobuf-compiler \
               protobuf-compiler-grpc nghttp2-client curl libgrpc++-dev clang libclang-rt-14-dev \
               openssl valgrind
+
+# `make deps GOAL...` (the README's `make deps demo`): make looks at the filesystem once and
+# remembers it, so rules whose inputs `deps` is about to install (the protobuf well-known types
+# under /usr/include, the pkg-config files) would be judged missing for the rest of this run.
+# The other goals therefore run in a second make, started after `deps` has finished.
+AFTER_DEPS := $(if $(filter deps,$(MAKECMDGOALS)),$(filter-out deps,$(MAKECMDGOALS)))
+ifneq ($(AFTER_DEPS),)
+.PHONY: deps $(AFTER_DEPS)
+deps:
+	@sh test/tools/deps.sh $(BUILD_DEBS) $(TEST_DEBS)
+$(AFTER_DEPS): deps
+	@$(MAKE) --no-print-directory $@
+else
+
+VERSION    ?= 0.1.0
+BUILD      ?= build
+CC         ?= gcc
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+PROTOC_C   ?= protoc-c
+Q          ?= @
 
 WARN       := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
               -Wformat=2 -Wno-format-nonliteral -Wvla
@@ -185,3 +199,5 @@ clean:
 
 include test/e2e/e2e.mk
 -include $(shell find $(BUILD)/rel $(BUILD)/san -name '*.d' 2>/dev/null)
+
+endif # AFTER_DEPS
