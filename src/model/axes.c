@@ -1,0 +1,137 @@
+/* model axes: the backend, protocol and filesystem configuration documents (crds.md §8) and
+ * the bounds of the nvmeofTcp tunables (crds.md §4.1, §13, §16). */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "model/codec.h"
+#include "model/pillar.h"
+
+#define T struct model_zfs
+static const struct model_field zfs_fields[] = {
+    MODEL_F_STR("volumeType", volume_type),
+    MODEL_F_STR("pool", pool),
+    MODEL_F_STR("parentDataset", parent_dataset),
+    MODEL_F_TEXTMAP("properties", properties),
+};
+#undef T
+static MODEL_TYPE(zfs_type, struct model_zfs, zfs_fields);
+
+#define T struct model_lvm
+static const struct model_field lvm_fields[] = {
+    MODEL_F_STR("volumeGroup", volume_group),
+    MODEL_F_STR("thinPool", thin_pool),
+    MODEL_F_STR("provisioningMode", provisioning_mode),
+};
+#undef T
+static MODEL_TYPE(lvm_type, struct model_lvm, lvm_fields);
+
+#define T struct model_file
+static const struct model_field file_fields[] = {
+    MODEL_F_STR("pool", pool),
+    MODEL_F_BOOL("preallocate", preallocate),
+};
+#undef T
+static MODEL_TYPE(file_type, struct model_file, file_fields);
+
+#define T struct model_backend
+static const struct model_field backend_fields[] = {
+    MODEL_F_OBJ_HAS("zfs", zfs, &zfs_type),
+    MODEL_F_OBJ_HAS("lvm", lvm, &lvm_type),
+    MODEL_F_OBJ_HAS("file", file, &file_type),
+};
+#undef T
+MODEL_TYPE(model_backend_type, struct model_backend, backend_fields);
+
+#define T struct model_nvmeof_tcp
+static const struct model_field nvmeof_tcp_fields[] = {
+    MODEL_F_INT("port", port),
+    MODEL_F_BOOL("acl", acl),
+    MODEL_F_INT("maxQueueSize", max_queue_size),
+    MODEL_F_INT("inCapsuleDataSize", in_capsule_data_size),
+    MODEL_F_INT("ctrlLossTmo", ctrl_loss_tmo),
+    MODEL_F_INT("reconnectDelay", reconnect_delay),
+};
+#undef T
+MODEL_TYPE(model_nvmeof_tcp_type, struct model_nvmeof_tcp, nvmeof_tcp_fields);
+
+#define T struct model_protocol
+static const struct model_field protocol_fields[] = {
+    MODEL_F_OBJ_HAS("nvmeofTcp", nvmeof_tcp, &model_nvmeof_tcp_type),
+};
+#undef T
+MODEL_TYPE(model_protocol_type, struct model_protocol, protocol_fields);
+
+#define T struct model_filesystem
+static const struct model_field filesystem_fields[] = {
+    MODEL_F_STR("fsType", fs_type),
+    MODEL_F_STRS_HAS("mkfsOptions", mkfs_options),
+    MODEL_F_STRS_HAS("mountOptions", mount_options),
+};
+#undef T
+MODEL_TYPE(model_filesystem_type, struct model_filesystem, filesystem_fields);
+
+/* ---- tunables ------------------------------------------------------------------------------ */
+
+#define TUN(n, ctx, lo, hi, m)                                        \
+	{                                                             \
+		n, ctx, lo, hi, offsetof(struct model_nvmeof_tcp, m), \
+		    offsetof(struct model_nvmeof_tcp, has_##m)        \
+	}
+const struct model_tunable model_tunables[MODEL_TUNABLES] = {
+    TUN("maxQueueSize", "nvmeof-max-queue-size", 16, 1024, max_queue_size),
+    TUN("inCapsuleDataSize", NULL, 1024, INT32_MAX, in_capsule_data_size),
+    TUN("ctrlLossTmo", "nvmeof-ctrl-loss-tmo", -1, INT32_MAX, ctrl_loss_tmo),
+    TUN("reconnectDelay", "nvmeof-reconnect-delay", 1, INT32_MAX, reconnect_delay),
+};
+#undef TUN
+
+const struct model_tunable *model_tunable_find(const char *name)
+{
+	for (int i = 0; i < MODEL_TUNABLES; i++)
+		if (!strcmp(model_tunables[i].name, name))
+			return &model_tunables[i];
+	return NULL;
+}
+
+int model_tunable_check(const struct model_tunable *t, int64_t v, const char *prefix, struct err *e)
+{
+	if (v >= t->min && v <= t->max)
+		return 0;
+	if (t->max != INT32_MAX)
+		return err_set(e, -EINVAL, "%snvmeofTcp.%s must be between %lld and %lld", prefix,
+		               t->name, (long long)t->min, (long long)t->max);
+	if (v < t->min)
+		return err_set(e, -EINVAL, "%snvmeofTcp.%s must be at least %lld", prefix, t->name,
+		               (long long)t->min);
+	return err_set(e, -EINVAL, "%snvmeofTcp.%s must be at most %d", prefix, t->name, INT32_MAX);
+}
+
+int model_nvmeof_tcp_validate(const struct model_nvmeof_tcp *n, const char *prefix, struct err *e)
+{
+	for (int i = 0; i < MODEL_TUNABLES; i++) {
+		const struct model_tunable *t = &model_tunables[i];
+		if (!*(const bool *)((const char *)n + t->has_off))
+			continue;
+		int r =
+		    model_tunable_check(t, *(const int64_t *)((const char *)n + t->off), prefix, e);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int64_t model_nvmeof_tcp_port(const struct model_nvmeof_tcp *n)
+{
+	return n->has_port ? n->port : 4420;
+}
+
+const char *model_lvm_mode(const struct model_lvm *l)
+{
+	return l->provisioning_mode ? l->provisioning_mode : "linear";
+}
+
+const char *model_zfs_volume_type(const struct model_zfs *z)
+{
+	return z->volume_type ? z->volume_type : "zvol";
+}

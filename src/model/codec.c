@@ -1,0 +1,430 @@
+/* model codec engine: JSON object <-> struct, driven by the field tables of each kind. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "model/model.h"
+
+#define AT(obj, off, T)  ((T *)((char *)(obj) + (off)))
+#define CAT(obj, off, T) ((const T *)((const char *)(obj) + (off)))
+
+static int decode_type(const struct model_type *t, const cJSON *o, void *obj, const char *path,
+                       struct err *e);
+static cJSON *encode_type(const struct model_type *t, const void *obj);
+
+/* ---- scalars ------------------------------------------------------------------------------ */
+
+static int type_err(struct err *e, const char *path, const char *what)
+{
+	return err_set(e, -EINVAL, "%s must be %s", path, what);
+}
+
+static int dec_int(const cJSON *v, int64_t *out)
+{
+	if (cJSON_IsNumber(v)) {
+		double d = v->valuedouble;
+		if (d != (double)(int64_t)d || d > 9007199254740992.0 || d < -9007199254740992.0)
+			return -EINVAL;
+		*out = (int64_t)d;
+		return 0;
+	}
+	if (cJSON_IsRaw(v) && v->valuestring) { /* a plain YAML scalar */
+		char *end;
+		errno = 0;
+		long long x = strtoll(v->valuestring, &end, 10);
+		if (errno || *end || end == v->valuestring)
+			return -EINVAL;
+		*out = x;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int dec_bool(const cJSON *v, bool *out)
+{
+	if (cJSON_IsBool(v)) {
+		*out = cJSON_IsTrue(v);
+		return 0;
+	}
+	if (cJSON_IsRaw(v) && v->valuestring &&
+	    (!strcmp(v->valuestring, "true") || !strcmp(v->valuestring, "false"))) {
+		*out = v->valuestring[0] == 't';
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* Literal text of a scalar: strings, YAML plain scalars, integers, booleans. */
+static int dec_text(const cJSON *v, char **out)
+{
+	char buf[32];
+	int64_t i;
+	const char *s = NULL;
+	if (cJSON_IsString(v) || (cJSON_IsRaw(v) && v->valuestring))
+		s = v->valuestring;
+	else if (cJSON_IsNumber(v) && dec_int(v, &i) == 0)
+		snprintf(buf, sizeof(buf), "%lld", (long long)i), s = buf;
+	else if (cJSON_IsBool(v))
+		s = cJSON_IsTrue(v) ? "true" : "false";
+	if (!s)
+		return -EINVAL;
+	*out = strdup(s);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int dec_map(const cJSON *v, struct model_map *m, bool text, const char *path, struct err *e)
+{
+	const cJSON *it;
+	if (!cJSON_IsObject(v))
+		return type_err(e, path, text ? "a mapping" : "a mapping of strings");
+	cJSON_ArrayForEach(it, v)
+	{
+		char *s = NULL;
+		int r = text ? dec_text(it, &s)
+		             : (cJSON_IsString(it) ? ((s = strdup(it->valuestring)) ? 0 : -ENOMEM)
+		                                   : -EINVAL);
+		if (r == -EINVAL)
+			return err_set(e, -EINVAL, "%s.%s must be a string", path, it->string);
+		if (r == 0)
+			r = model_map_set(m, it->string, s);
+		free(s);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int dec_strs(const cJSON *v, struct model_strs *l, const char *path, struct err *e)
+{
+	const cJSON *it;
+	if (!cJSON_IsArray(v))
+		return type_err(e, path, "a list of strings");
+	cJSON_ArrayForEach(it, v)
+	{
+		if (!cJSON_IsString(it))
+			return type_err(e, path, "a list of strings");
+		if (model_strs_add(l, it->valuestring) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int dec_list(const struct model_field *f, const cJSON *v, void *obj, const char *path,
+                    struct err *e)
+{
+	if (!cJSON_IsArray(v))
+		return type_err(e, path, "a list");
+	size_t n = (size_t)cJSON_GetArraySize(v), i = 0;
+	if (n == 0)
+		return 0;
+	char *arr = calloc(n, f->sub->size);
+	if (!arr)
+		return -ENOMEM;
+	*AT(obj, f->off, void *) = arr;
+	const cJSON *it;
+	cJSON_ArrayForEach(it, v)
+	{
+		char p[512];
+		if (snprintf(p, sizeof(p), "%s[%zu]", path, i) >= (int)sizeof(p))
+			p[sizeof(p) - 2] =
+			    '~'; /* a path that long is shortened, never cut unseen */
+		int r = decode_type(f->sub, it, arr + i * f->sub->size, p, e);
+		*AT(obj, f->n_off, size_t) = ++i; /* cleared by the caller on error */
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int dec_field(const struct model_field *f, const cJSON *v, void *obj, const char *path,
+                     struct err *e)
+{
+	if (f->has_off != MODEL_NONE)
+		*AT(obj, f->has_off, bool) = true;
+	switch (f->type) {
+	case MODEL_STR:
+		if (!cJSON_IsString(v))
+			return type_err(e, path, "a string");
+		return model_str_set(AT(obj, f->off, char *), v->valuestring);
+	case MODEL_QTY: {
+		int64_t i;
+		char buf[32];
+		if (cJSON_IsString(v))
+			return model_str_set(AT(obj, f->off, char *), v->valuestring);
+		if (dec_int(v, &i) < 0 || !cJSON_IsNumber(v))
+			return type_err(e, path, "a quantity");
+		snprintf(buf, sizeof(buf), "%lld", (long long)i);
+		return model_str_set(AT(obj, f->off, char *), buf);
+	}
+	case MODEL_INT:
+		return dec_int(v, AT(obj, f->off, int64_t)) < 0 ? type_err(e, path, "an integer")
+		                                                : 0;
+	case MODEL_BOOL:
+		return dec_bool(v, AT(obj, f->off, bool)) < 0 ? type_err(e, path, "true or false")
+		                                              : 0;
+	case MODEL_MAP:
+	case MODEL_TEXTMAP:
+		return dec_map(v, AT(obj, f->off, struct model_map), f->type == MODEL_TEXTMAP, path,
+		               e);
+	case MODEL_STRS: return dec_strs(v, AT(obj, f->off, struct model_strs), path, e);
+	case MODEL_OBJ: return decode_type(f->sub, v, AT(obj, f->off, char), path, e);
+	case MODEL_LIST: return dec_list(f, v, obj, path, e);
+	}
+	return -EINVAL;
+}
+
+static int decode_type(const struct model_type *t, const cJSON *o, void *obj, const char *path,
+                       struct err *e)
+{
+	if (!cJSON_IsObject(o))
+		return type_err(e, path[0] ? path : t->name, "a mapping");
+	cJSON *rest = cJSON_Duplicate(o, true);
+	if (!rest)
+		return -ENOMEM;
+	*(void **)obj = rest;
+	for (size_t i = 0; i < t->n_fields; i++) {
+		const struct model_field *f = &t->fields[i];
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, f->key);
+		char p[512];
+		if (!v || cJSON_IsNull(v))
+			continue;
+		if (snprintf(p, sizeof(p), "%s%s%s", path, path[0] ? "." : "", f->key) >=
+		    (int)sizeof(p))
+			p[sizeof(p) - 2] = '~';
+		int r = dec_field(f, v, obj, p, e);
+		if (r < 0)
+			return r == -ENOMEM ? err_set(e, -ENOMEM, "out of memory") : r;
+	}
+	return 0;
+}
+
+/* ---- encoding ------------------------------------------------------------------------------ */
+
+/* Sets key to item (NULL: removes key), keeping the key's position when it exists. */
+static void put(cJSON *o, const char *key, cJSON *item)
+{
+	if (!item) {
+		if (!cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, key))) /* null stays null */
+			cJSON_DeleteItemFromObjectCaseSensitive(o, key);
+		return;
+	}
+	if (cJSON_GetObjectItemCaseSensitive(o, key))
+		cJSON_ReplaceItemInObjectCaseSensitive(o, key, item);
+	else
+		cJSON_AddItemToObject(o, key, item);
+}
+
+/* An empty collection stays when the input had it empty (`[]` and `{}` mean something). */
+static bool was_empty(const cJSON *o, const char *key, bool array)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return v && (array ? cJSON_IsArray(v) : cJSON_IsObject(v)) && !v->child;
+}
+
+static cJSON *enc_field(const struct model_field *f, const void *obj, const cJSON *rest, bool *oom)
+{
+	cJSON *v = NULL;
+	bool has = f->has_off == MODEL_NONE || *CAT(obj, f->has_off, bool);
+	if (!has)
+		return NULL;
+	switch (f->type) {
+	case MODEL_STR:
+	case MODEL_QTY: {
+		const char *s = *CAT(obj, f->off, char *);
+		if (!s)
+			return NULL;
+		v = cJSON_CreateString(s);
+		break;
+	}
+	case MODEL_INT: v = cJSON_CreateNumber((double)*CAT(obj, f->off, int64_t)); break;
+	case MODEL_BOOL: v = cJSON_CreateBool(*CAT(obj, f->off, bool)); break;
+	case MODEL_MAP:
+	case MODEL_TEXTMAP: {
+		const struct model_map *m = CAT(obj, f->off, struct model_map);
+		if (!m->n && f->has_off == MODEL_NONE && !was_empty(rest, f->key, false))
+			return NULL;
+		v = cJSON_CreateObject();
+		for (size_t i = 0; v && i < m->n; i++)
+			if (!cJSON_AddStringToObject(v, m->kv[i].key, m->kv[i].value))
+				cJSON_Delete(v), v = NULL;
+		break;
+	}
+	case MODEL_STRS: {
+		const struct model_strs *l = CAT(obj, f->off, struct model_strs);
+		if (!l->n && f->has_off == MODEL_NONE && !was_empty(rest, f->key, true))
+			return NULL;
+		v = cJSON_CreateArray();
+		for (size_t i = 0; v && i < l->n; i++) {
+			cJSON *s = cJSON_CreateString(l->v[i]);
+			if (!s || !cJSON_AddItemToArray(v, s))
+				cJSON_Delete(s), cJSON_Delete(v), v = NULL;
+		}
+		break;
+	}
+	case MODEL_OBJ: {
+		const void *sub = CAT(obj, f->off, char);
+		v = encode_type(f->sub, sub);
+		if (v && f->has_off == MODEL_NONE && !v->child && !*(void *const *)sub) {
+			cJSON_Delete(v);
+			return NULL;
+		}
+		break;
+	}
+	case MODEL_LIST: {
+		size_t n = *CAT(obj, f->n_off, size_t);
+		const char *arr = *CAT(obj, f->off, char *);
+		if (!n && f->has_off == MODEL_NONE && !was_empty(rest, f->key, true))
+			return NULL;
+		v = cJSON_CreateArray();
+		for (size_t i = 0; v && i < n; i++) {
+			cJSON *it = encode_type(f->sub, arr + i * f->sub->size);
+			if (!it || !cJSON_AddItemToArray(v, it))
+				cJSON_Delete(it), cJSON_Delete(v), v = NULL;
+		}
+		break;
+	}
+	}
+	if (!v)
+		*oom = true;
+	return v;
+}
+
+static cJSON *encode_type(const struct model_type *t, const void *obj)
+{
+	const cJSON *rest = *(void *const *)obj;
+	cJSON *o = rest ? cJSON_Duplicate(rest, true) : cJSON_CreateObject();
+	bool oom = false;
+	for (size_t i = 0; o && !oom && i < t->n_fields; i++)
+		put(o, t->fields[i].key, enc_field(&t->fields[i], obj, rest, &oom));
+	if (oom) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* ---- clearing ------------------------------------------------------------------------------ */
+
+void model_type_clear(const struct model_type *t, void *obj)
+{
+	if (!obj)
+		return;
+	cJSON_Delete(*(cJSON **)obj);
+	for (size_t i = 0; i < t->n_fields; i++) {
+		const struct model_field *f = &t->fields[i];
+		switch (f->type) {
+		case MODEL_STR:
+		case MODEL_QTY: free(*AT(obj, f->off, char *)); break;
+		case MODEL_MAP:
+		case MODEL_TEXTMAP: model_map_clear(AT(obj, f->off, struct model_map)); break;
+		case MODEL_STRS: model_strs_clear(AT(obj, f->off, struct model_strs)); break;
+		case MODEL_OBJ: model_type_clear(f->sub, AT(obj, f->off, char)); break;
+		case MODEL_LIST: {
+			char *arr = *AT(obj, f->off, char *);
+			size_t n = *AT(obj, f->n_off, size_t);
+			for (size_t j = 0; j < n; j++)
+				model_type_clear(f->sub, arr + j * f->sub->size);
+			free(arr);
+			break;
+		}
+		case MODEL_INT:
+		case MODEL_BOOL: break;
+		}
+	}
+	memset(obj, 0, t->size);
+}
+
+static bool typed(const struct model_type *t, const char *key)
+{
+	for (size_t i = 0; i < t->n_fields; i++)
+		if (!strcmp(t->fields[i].key, key))
+			return true;
+	return false;
+}
+
+size_t model_unknown_count(const struct model_type *t, const void *obj)
+{
+	const cJSON *it;
+	size_t n = 0;
+	cJSON_ArrayForEach(it, *(cJSON *const *)obj) n += !typed(t, it->string);
+	return n;
+}
+
+const char *model_unknown_first(const struct model_type *t, const void *obj)
+{
+	const cJSON *it;
+	cJSON_ArrayForEach(it, *(cJSON *const *)obj) if (!typed(t, it->string)) return it->string;
+	return NULL;
+}
+
+/* ---- kinds --------------------------------------------------------------------------------- */
+
+int model_decode(const struct model_kind *k, const void *json, void *obj, struct err *e)
+{
+	const cJSON *o = json;
+	const char *kind = json_get_str(o, "kind");
+	memset(obj, 0, k->type->size);
+	if (kind && strcmp(kind, k->kind))
+		return err_set(e, -EINVAL, "object is a %s, not a %s", kind, k->kind);
+	int r = decode_type(k->type, o, obj, "", e);
+	if (r < 0)
+		model_clear(k, obj);
+	return r;
+}
+
+void *model_encode(const struct model_kind *k, const void *obj)
+{
+	cJSON *o = encode_type(k->type, obj);
+	if (!o)
+		return NULL;
+	cJSON *av = cJSON_CreateString(k->api_version), *kd = cJSON_CreateString(k->kind);
+	if (!av || !kd) {
+		cJSON_Delete(av);
+		cJSON_Delete(kd);
+		cJSON_Delete(o);
+		return NULL;
+	}
+	put(o, "apiVersion", av);
+	put(o, "kind", kd);
+	return o;
+}
+
+void model_clear(const struct model_kind *k, void *obj)
+{
+	model_type_clear(k->type, obj);
+}
+
+int model_copy(const struct model_kind *k, void *dst, const void *src)
+{
+	cJSON *j = model_encode(k, src);
+	if (!j) {
+		memset(dst, 0, k->type->size);
+		return -ENOMEM;
+	}
+	int r = model_decode(k, j, dst, NULL);
+	cJSON_Delete(j);
+	return r;
+}
+
+int model_decode_text(const struct model_kind *k, const char *text, void *obj, struct err *e)
+{
+	cJSON *j = NULL;
+	memset(obj, 0, k->type->size);
+	int r = json_parse_strict(text, strlen(text), &j, e);
+	if (r < 0)
+		return r;
+	r = model_decode(k, j, obj, e);
+	cJSON_Delete(j);
+	return r;
+}
+
+char *model_encode_text(const struct model_kind *k, const void *obj)
+{
+	cJSON *j = model_encode(k, obj);
+	char *s = j ? json_dump(j) : NULL;
+	cJSON_Delete(j);
+	return s;
+}

@@ -1,0 +1,196 @@
+/* model — every object kind the roles handle, as a C struct with one codec.
+ *
+ * A kind (kinds.h: the five pillar-csi custom resources and the Kubernetes kinds the driver
+ * reads or writes) is a struct whose first two members are `void *rest` and `struct model_meta
+ * meta`, followed by its typed fields.  Its codec is a table (struct model_type) read by one
+ * engine: model_decode turns a JSON object into the struct, model_encode turns the struct back.
+ * JSON stays inside this layer and the store; callers see only structs.
+ *
+ * Unknown fields survive: every decoded object keeps, in `rest`, what this version does not
+ * type (at every nesting level), and encoding starts from it, so a read-modify-write never drops
+ * what a newer writer put there.  Absent optional values stay absent (strings NULL, `has_*`
+ * false) and are not written back; decoding fills the spec's default into the value while
+ * `has_*` stays false.
+ *
+ * Decoding checks JSON types only ("<path>: must be a string"); the spec's bounds and rules of
+ * each kind live in one validation function per kind (kinds.h), with the spec's messages.
+ *
+ * Errors: functions return 0 or a negative errno: -EINVAL (wrong type, with a message naming the
+ * path in `struct err`), -ENOMEM (out of memory; the output is cleared), or the store's codes
+ * for the store operations (store.h).  model_free/model_clear of NULL are no-ops.  Every string
+ * in a struct is malloc'd and owned by the struct; setters copy.
+ */
+#ifndef PILLAR_MODEL_MODEL_H
+#define PILLAR_MODEL_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "store/store.h"
+
+/* ---- value types ------------------------------------------------------------------------------ */
+
+struct model_kv {
+	char *key, *value;
+};
+
+/* A string map in document order (labels, annotations, parameters, zfs properties). */
+struct model_map {
+	size_t n;
+	struct model_kv *kv;
+};
+
+/* A list of strings. */
+struct model_strs {
+	size_t n;
+	char **v;
+};
+
+/* The value of key, or NULL. */
+const char *model_map_get(const struct model_map *m, const char *key);
+/* Sets (copying) or, with value NULL, removes key.  0 or -ENOMEM. */
+int model_map_set(struct model_map *m, const char *key, const char *value);
+void model_map_clear(struct model_map *m);
+/* 0 or -ENOMEM: dst becomes a copy of src. */
+int model_map_copy(struct model_map *dst, const struct model_map *src);
+
+bool model_strs_has(const struct model_strs *l, const char *s);
+/* Appends a copy of s.  0 or -ENOMEM. */
+int model_strs_add(struct model_strs *l, const char *s);
+/* Removes every element equal to s; returns how many were removed. */
+size_t model_strs_remove(struct model_strs *l, const char *s);
+void model_strs_clear(struct model_strs *l);
+int model_strs_copy(struct model_strs *dst, const struct model_strs *src);
+
+/* Replaces *dst by a copy of s (NULL clears).  0 or -ENOMEM. */
+int model_str_set(char **dst, const char *s);
+
+/* ---- metadata and conditions ------------------------------------------------------------------ */
+
+struct model_owner_ref {
+	void *rest;
+	char *api_version, *kind, *name, *uid;
+	bool has_controller, controller;
+	bool has_block_owner_deletion, block_owner_deletion;
+};
+
+struct model_meta {
+	void *rest; /* managedFields, … */
+	char *name, *ns, *uid, *resource_version, *creation_timestamp, *deletion_timestamp;
+	bool has_generation;
+	int64_t generation;
+	struct model_map labels, annotations;
+	struct model_strs finalizers;
+	size_t n_owner_refs;
+	struct model_owner_ref *owner_refs;
+};
+
+/* metadata.resourceVersion as a number (0 when absent or not decimal). */
+uint64_t model_meta_rv(const struct model_meta *m);
+
+/* A condition of the standard shape (crds.md §1). */
+struct model_cond {
+	void *rest;
+	char *type, *status, *reason, *message, *last_transition_time;
+	bool has_observed_generation;
+	int64_t observed_generation;
+};
+
+struct model_conds {
+	size_t n;
+	struct model_cond *v;
+};
+
+/* The condition of type, or NULL. */
+const struct model_cond *model_cond_get(const struct model_conds *c, const char *type);
+/* status / reason of the condition of type ("" when absent). */
+const char *model_cond_status(const struct model_conds *c, const char *type);
+const char *model_cond_reason(const struct model_conds *c, const char *type);
+/* Sets condition `type`.  lastTransitionTime (now, RFC 3339) changes only when the status
+ * changes.  Returns 1 when anything changed, 0 when not, -ENOMEM. */
+int model_cond_set(struct model_conds *c, const char *type, const char *status, const char *reason,
+                   const char *message, int64_t observed_generation);
+
+/* ---- codecs ----------------------------------------------------------------------------------- */
+
+enum model_ftype {
+	MODEL_STR,     /* char * */
+	MODEL_INT,     /* int64_t (+ has flag) */
+	MODEL_BOOL,    /* bool (+ has flag) */
+	MODEL_MAP,     /* struct model_map of strings */
+	MODEL_TEXTMAP, /* struct model_map; scalars read as their literal text (zfs properties) */
+	MODEL_STRS,    /* struct model_strs */
+	MODEL_OBJ,     /* an embedded struct of type `sub` (+ optional has flag) */
+	MODEL_LIST,    /* size_t count at n_off, pointer to an array of `sub` structs at off */
+	MODEL_QTY,     /* char *: a Kubernetes Quantity, a string or (on input) an integer */
+};
+
+#define MODEL_NONE ((size_t)-1)
+
+struct model_type;
+
+struct model_field {
+	const char *key;
+	enum model_ftype type;
+	size_t off;
+	size_t has_off; /* MODEL_INT, MODEL_BOOL, MODEL_OBJ: offset of a bool, or MODEL_NONE */
+	size_t n_off;   /* MODEL_LIST: offset of the size_t count */
+	const struct model_type *sub;
+};
+
+/* A struct type: its size and fields.  Every such struct starts with `void *rest`. */
+struct model_type {
+	const char *name;
+	size_t size;
+	const struct model_field *fields;
+	size_t n_fields;
+};
+
+/* A top-level kind: apiVersion/kind and the struct type (which starts with rest and meta). */
+struct model_kind {
+	const char *kind;
+	const char *api_version;
+	const struct model_type *type;
+};
+
+/* Decodes a JSON object (a cJSON *, passed as const void * so callers need no JSON header)
+ * into obj, which must be zeroed or cleared.  On error obj is cleared. */
+int model_decode(const struct model_kind *k, const void *json, void *obj, struct err *e);
+/* Encodes obj into a new cJSON object (returned as void *; NULL when out of memory). */
+void *model_encode(const struct model_kind *k, const void *obj);
+/* Frees everything obj owns and zeroes it.  NULL is a no-op. */
+void model_clear(const struct model_kind *k, void *obj);
+/* Same for an embedded struct type. */
+void model_type_clear(const struct model_type *t, void *obj);
+/* Fields of obj (a struct of type t) that t does not type: how many, and the first one's key
+ * (NULL when none).  Documents use them to reject unknown fields. */
+size_t model_unknown_count(const struct model_type *t, const void *obj);
+const char *model_unknown_first(const struct model_type *t, const void *obj);
+/* Deep copy (through encode/decode).  0 or -ENOMEM. */
+int model_copy(const struct model_kind *k, void *dst, const void *src);
+
+/* Decodes / encodes JSON text (tests, the CLI): 0 or -EBADMSG/-EINVAL/-ENOMEM. */
+int model_decode_text(const struct model_kind *k, const char *text, void *obj, struct err *e);
+/* Compact JSON text (malloc'd) or NULL when out of memory. */
+char *model_encode_text(const struct model_kind *k, const void *obj);
+
+/* ---- typed store operations (store.h semantics; cluster-scoped kinds pass ns NULL) ---------- */
+
+/* The store kind of a model kind (NULL when the store does not know it). */
+const struct store_kind *model_store_kind(const struct model_kind *k);
+
+int model_get(store *s, const struct model_kind *k, const char *ns, const char *name, void *out,
+              struct err *e);
+/* *items: an array of *n structs (free with model_list_free). */
+int model_list(store *s, const struct model_kind *k, const char *ns, const char *selector,
+               void **items, size_t *n, uint64_t *list_rv, struct err *e);
+void model_list_free(const struct model_kind *k, void *items, size_t n);
+/* out (optional) receives the stored object; it must be zeroed/cleared. */
+int model_create(store *s, const struct model_kind *k, const void *obj, void *out, struct err *e);
+int model_update(store *s, const struct model_kind *k, const void *obj, void *out, struct err *e);
+int model_update_status(store *s, const struct model_kind *k, const void *obj, void *out,
+                        struct err *e);
+
+#endif

@@ -1,0 +1,364 @@
+/* model values: string maps and lists, metadata, conditions and the typed store operations. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/codec.h"
+#include "model/model.h"
+
+/* ---- strings, maps, lists ------------------------------------------------------------------ */
+
+int model_str_set(char **dst, const char *s)
+{
+	char *c = NULL;
+	if (s && !(c = strdup(s)))
+		return -ENOMEM;
+	free(*dst);
+	*dst = c;
+	return 0;
+}
+
+const char *model_map_get(const struct model_map *m, const char *key)
+{
+	for (size_t i = 0; m && i < m->n; i++)
+		if (!strcmp(m->kv[i].key, key))
+			return m->kv[i].value;
+	return NULL;
+}
+
+int model_map_set(struct model_map *m, const char *key, const char *value)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		if (strcmp(m->kv[i].key, key))
+			continue;
+		if (value)
+			return model_str_set(&m->kv[i].value, value);
+		free(m->kv[i].key);
+		free(m->kv[i].value);
+		memmove(&m->kv[i], &m->kv[i + 1], (m->n - i - 1) * sizeof(m->kv[0]));
+		m->n--;
+		return 0;
+	}
+	if (!value)
+		return 0;
+	struct model_kv *kv = realloc(m->kv, (m->n + 1) * sizeof(*kv));
+	if (!kv)
+		return -ENOMEM;
+	m->kv = kv;
+	kv[m->n].key = strdup(key);
+	kv[m->n].value = strdup(value);
+	if (!kv[m->n].key || !kv[m->n].value) {
+		free(kv[m->n].key);
+		free(kv[m->n].value);
+		return -ENOMEM;
+	}
+	m->n++;
+	return 0;
+}
+
+void model_map_clear(struct model_map *m)
+{
+	for (size_t i = 0; m && i < m->n; i++) {
+		free(m->kv[i].key);
+		free(m->kv[i].value);
+	}
+	if (m) {
+		free(m->kv);
+		m->kv = NULL;
+		m->n = 0;
+	}
+}
+
+int model_map_copy(struct model_map *dst, const struct model_map *src)
+{
+	model_map_clear(dst);
+	for (size_t i = 0; i < src->n; i++)
+		if (model_map_set(dst, src->kv[i].key, src->kv[i].value) < 0) {
+			model_map_clear(dst);
+			return -ENOMEM;
+		}
+	return 0;
+}
+
+bool model_strs_has(const struct model_strs *l, const char *s)
+{
+	for (size_t i = 0; l && i < l->n; i++)
+		if (!strcmp(l->v[i], s))
+			return true;
+	return false;
+}
+
+int model_strs_add(struct model_strs *l, const char *s)
+{
+	char **v = realloc(l->v, (l->n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	l->v = v;
+	if (!(v[l->n] = strdup(s)))
+		return -ENOMEM;
+	l->n++;
+	return 0;
+}
+
+size_t model_strs_remove(struct model_strs *l, const char *s)
+{
+	size_t w = 0, removed = 0;
+	for (size_t i = 0; i < l->n; i++) {
+		if (!strcmp(l->v[i], s)) {
+			free(l->v[i]);
+			removed++;
+		} else {
+			l->v[w++] = l->v[i];
+		}
+	}
+	l->n = w;
+	return removed;
+}
+
+void model_strs_clear(struct model_strs *l)
+{
+	for (size_t i = 0; l && i < l->n; i++)
+		free(l->v[i]);
+	if (l) {
+		free(l->v);
+		l->v = NULL;
+		l->n = 0;
+	}
+}
+
+int model_strs_copy(struct model_strs *dst, const struct model_strs *src)
+{
+	model_strs_clear(dst);
+	for (size_t i = 0; i < src->n; i++)
+		if (model_strs_add(dst, src->v[i]) < 0) {
+			model_strs_clear(dst);
+			return -ENOMEM;
+		}
+	return 0;
+}
+
+/* ---- metadata and conditions --------------------------------------------------------------- */
+
+#define T struct model_owner_ref
+static const struct model_field owner_fields[] = {
+    MODEL_F_STR("apiVersion", api_version),
+    MODEL_F_STR("kind", kind),
+    MODEL_F_STR("name", name),
+    MODEL_F_STR("uid", uid),
+    MODEL_F_BOOL("controller", controller),
+    MODEL_F_BOOL("blockOwnerDeletion", block_owner_deletion),
+};
+#undef T
+MODEL_TYPE(model_owner_ref_type, struct model_owner_ref, owner_fields);
+
+#define T struct model_meta
+static const struct model_field meta_fields[] = {
+    MODEL_F_STR("name", name),
+    MODEL_F_STR("namespace", ns),
+    MODEL_F_STR("uid", uid),
+    MODEL_F_STR("resourceVersion", resource_version),
+    MODEL_F_INT("generation", generation),
+    MODEL_F_STR("creationTimestamp", creation_timestamp),
+    MODEL_F_STR("deletionTimestamp", deletion_timestamp),
+    MODEL_F_MAP("labels", labels),
+    MODEL_F_MAP("annotations", annotations),
+    MODEL_F_STRS("finalizers", finalizers),
+    MODEL_F_LIST("ownerReferences", owner_refs, n_owner_refs, &model_owner_ref_type),
+};
+#undef T
+MODEL_TYPE(model_meta_type, struct model_meta, meta_fields);
+
+#define T struct model_cond
+static const struct model_field cond_fields[] = {
+    MODEL_F_STR("type", type),
+    MODEL_F_STR("status", status),
+    MODEL_F_STR("reason", reason),
+    MODEL_F_STR("message", message),
+    MODEL_F_STR("lastTransitionTime", last_transition_time),
+    MODEL_F_INT("observedGeneration", observed_generation),
+};
+#undef T
+MODEL_TYPE(model_cond_type, struct model_cond, cond_fields);
+
+uint64_t model_meta_rv(const struct model_meta *m)
+{
+	const char *s = m->resource_version;
+	uint64_t v = 0;
+	if (!s || !*s)
+		return 0;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return 0;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	return v;
+}
+
+const struct model_cond *model_cond_get(const struct model_conds *c, const char *type)
+{
+	for (size_t i = 0; c && i < c->n; i++)
+		if (c->v[i].type && !strcmp(c->v[i].type, type))
+			return &c->v[i];
+	return NULL;
+}
+
+const char *model_cond_status(const struct model_conds *c, const char *type)
+{
+	const struct model_cond *x = model_cond_get(c, type);
+	return x && x->status ? x->status : "";
+}
+
+const char *model_cond_reason(const struct model_conds *c, const char *type)
+{
+	const struct model_cond *x = model_cond_get(c, type);
+	return x && x->reason ? x->reason : "";
+}
+
+static bool differs(const char *a, const char *b)
+{
+	return !a || strcmp(a, b);
+}
+
+int model_cond_set(struct model_conds *c, const char *type, const char *status, const char *reason,
+                   const char *message, int64_t og)
+{
+	struct model_cond *x = (struct model_cond *)model_cond_get(c, type);
+	char ts[32];
+	int changed = 0;
+	message = message ? message : "";
+	store_timestamp(ts, sizeof(ts));
+	if (!x) {
+		struct model_cond *v = realloc(c->v, (c->n + 1) * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		c->v = v;
+		x = &v[c->n++];
+		memset(x, 0, sizeof(*x));
+		if (model_str_set(&x->type, type) < 0)
+			return -ENOMEM;
+	}
+	if (differs(x->status, status)) {
+		if (model_str_set(&x->status, status) < 0 ||
+		    model_str_set(&x->last_transition_time, ts) < 0)
+			return -ENOMEM;
+		changed = 1;
+	}
+	if (differs(x->reason, reason)) {
+		if (model_str_set(&x->reason, reason) < 0)
+			return -ENOMEM;
+		changed = 1;
+	}
+	if (differs(x->message, message)) {
+		if (model_str_set(&x->message, message) < 0)
+			return -ENOMEM;
+		changed = 1;
+	}
+	if (!x->has_observed_generation || x->observed_generation != og) {
+		x->has_observed_generation = true;
+		x->observed_generation = og;
+		changed = 1;
+	}
+	return changed;
+}
+
+/* ---- typed store operations ---------------------------------------------------------------- */
+
+const struct store_kind *model_store_kind(const struct model_kind *k)
+{
+	return store_kind_lookup(k->kind);
+}
+
+static int unknown_kind(const struct model_kind *k, struct err *e)
+{
+	return err_set(e, STORE_INVALID, "the store does not hold %s objects", k->kind);
+}
+
+int model_get(store *s, const struct model_kind *k, const char *ns, const char *name, void *out,
+              struct err *e)
+{
+	const struct store_kind *sk = model_store_kind(k);
+	cJSON *j = NULL;
+	memset(out, 0, k->type->size);
+	if (!sk)
+		return unknown_kind(k, e);
+	int r = store_get(s, sk, ns, name, &j, e);
+	if (r == 0)
+		r = model_decode(k, j, out, e);
+	cJSON_Delete(j);
+	return r;
+}
+
+void model_list_free(const struct model_kind *k, void *items, size_t n)
+{
+	for (size_t i = 0; items && i < n; i++)
+		model_clear(k, (char *)items + i * k->type->size);
+	free(items);
+}
+
+int model_list(store *s, const struct model_kind *k, const char *ns, const char *selector,
+               void **items, size_t *n, uint64_t *list_rv, struct err *e)
+{
+	const struct store_kind *sk = model_store_kind(k);
+	cJSON *arr = NULL;
+	*items = NULL;
+	*n = 0;
+	if (!sk)
+		return unknown_kind(k, e);
+	int r = store_list(s, sk, ns, selector, &arr, list_rv, e);
+	size_t cnt = r == 0 ? (size_t)cJSON_GetArraySize(arr) : 0;
+	char *v = cnt ? calloc(cnt, k->type->size) : NULL;
+	if (cnt && !v)
+		r = err_set(e, -ENOMEM, "out of memory");
+	const cJSON *it;
+	size_t i = 0;
+	if (r == 0)
+		cJSON_ArrayForEach(it, arr)
+		{
+			if ((r = model_decode(k, it, v + i * k->type->size, e)) < 0)
+				break;
+			i++;
+		}
+	cJSON_Delete(arr);
+	if (r < 0) {
+		model_list_free(k, v, i);
+		return r;
+	}
+	*items = v;
+	*n = cnt;
+	return 0;
+}
+
+typedef int (*write_fn)(store *s, const cJSON *obj, cJSON **out, struct err *e);
+
+static int write_obj(store *s, write_fn fn, const struct model_kind *k, const void *obj, void *out,
+                     struct err *e)
+{
+	cJSON *j = model_encode(k, obj), *res = NULL;
+	if (out)
+		memset(out, 0, k->type->size);
+	if (!j)
+		return err_set(e, -ENOMEM, "out of memory");
+	int r = fn(s, j, out ? &res : NULL, e);
+	cJSON_Delete(j);
+	if (r == 0 && out)
+		r = model_decode(k, res, out, e);
+	cJSON_Delete(res);
+	return r;
+}
+
+int model_create(store *s, const struct model_kind *k, const void *obj, void *out, struct err *e)
+{
+	return write_obj(s, store_create, k, obj, out, e);
+}
+
+int model_update(store *s, const struct model_kind *k, const void *obj, void *out, struct err *e)
+{
+	return write_obj(s, store_update, k, obj, out, e);
+}
+
+int model_update_status(store *s, const struct model_kind *k, const void *obj, void *out,
+                        struct err *e)
+{
+	return write_obj(s, store_update_status, k, obj, out, e);
+}
