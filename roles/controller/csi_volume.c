@@ -186,9 +186,23 @@ static int record_success(struct ctl *c, const char *name, const char *uid, stru
 
 /* ---- CreateVolume ------------------------------------------------------------------------------ */
 
+/* The first non-empty mount fs_type among the capabilities (the StorageClass's fstype, as
+ * csi-provisioner sends it), NULL when none carries one. */
+static const char *create_fstype(const Csi__V1__CreateVolumeRequest *req)
+{
+	for (size_t i = 0; i < req->n_volume_capabilities; i++) {
+		const Csi__V1__VolumeCapability *cap = req->volume_capabilities[i];
+		if (cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT &&
+		    cap->mount->fs_type && *cap->mount->fs_type)
+			return cap->mount->fs_type;
+	}
+	return NULL;
+}
+
 static int validate_create(const Csi__V1__CreateVolumeRequest *req, bool *block,
                            struct grpc_status *gs)
 {
+	const char *fstype = create_fstype(req);
 	if (!req->name || !volname_valid(req->name))
 		return gstatus(gs, GRPC_INVALID_ARGUMENT,
 		               "volume name \"%s\" must match [A-Za-z0-9][A-Za-z0-9_-]{0,127}",
@@ -203,6 +217,14 @@ static int validate_create(const Csi__V1__CreateVolumeRequest *req, bool *block,
 			return r;
 		any_block |= cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;
 		any_mount |= cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT;
+		if (cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT &&
+		    cap->mount->fs_type && *cap->mount->fs_type &&
+		    strcmp(cap->mount->fs_type, fstype))
+			return gstatus(
+			    gs, GRPC_INVALID_ARGUMENT,
+			    "volume_capabilities carry different fs_type values \"%s\" and "
+			    "\"%s\"",
+			    fstype, cap->mount->fs_type);
 	}
 	if (any_block && any_mount)
 		return gstatus(gs, GRPC_INVALID_ARGUMENT,
@@ -223,7 +245,7 @@ static int create_object(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 	int r;
 	for (size_t i = 0; i < req->n_parameters; i++)
 		cJSON_AddStringToObject(params, req->parameters[i]->key, req->parameters[i]->value);
-	r = resolve_volume(c->st, params, block, &ro, gs);
+	r = resolve_volume(c->st, params, block, create_fstype(req), &ro, gs);
 	cJSON_Delete(params);
 	if (r)
 		return r;

@@ -635,8 +635,8 @@ static int layout_check(store *st, const struct conf *c, const char *store_name,
 	return r;
 }
 
-int resolve_volume(store *st, const cJSON *params, bool block, struct resolve_out *out,
-                   struct grpc_status *gs)
+int resolve_volume(store *st, const cJSON *params, bool block, const char *cap_fstype,
+                   struct resolve_out *out, struct grpc_status *gs)
 {
 	struct params p;
 	struct conf c;
@@ -706,6 +706,18 @@ int resolve_volume(store *st, const cJSON *params, bool block, struct resolve_ou
 			cJSON_Delete(doc);
 			doc = NULL;
 		}
+	}
+	if (cap_fstype && *cap_fstype) {
+		/* csi-provisioner strips csi.storage.k8s.io/fstype from the parameters and sends it
+		 * as the capability's mount.fs_type: both are the StorageClass's fstype (layer 1) */
+		if (p.fstype && *p.fstype && strcmp(p.fstype, cap_fstype)) {
+			r = gfail(gs, GRPC_INVALID_ARGUMENT,
+			          "csi.storage.k8s.io/fstype \"%s\" does not match the volume "
+			          "capability's fs_type \"%s\"",
+			          p.fstype, cap_fstype);
+			goto out;
+		}
+		p.fstype = cap_fstype;
 	}
 	if (p.fstype && *p.fstype && !block) {
 		if (c.fstype_l1 && strcmp(c.fstype, p.fstype)) {

@@ -4,6 +4,10 @@
  * PillarStorageClass / PillarStore / PillarProtocol from the store and the PVC annotations (the
  * PersistentVolumeClaim named by csi.storage.k8s.io/pvc/name and /pvc/namespace, when it exists
  * in the store), merges the three layers by the rules of §11 and returns `spec.resolved`.
+ * The StorageClass's fstype (layer 1 of the filesystem axis) is the capability's mount.fs_type
+ * (cap_fstype, NULL or "" when absent) — csi-provisioner strips `csi.storage.k8s.io/fstype`
+ * from the parameters and sends it only there; a direct caller may still pass the parameter,
+ * which must then equal cap_fstype when both are set.
  * Every rejection of crds.md §13 is returned as a gRPC code with its message, verbatim.
  * Functions return the gRPC code (0 = OK) and fill st.
  */
@@ -29,9 +33,10 @@ struct resolve_out {
 	char pvc_name[254], pvc_ns[254], pvc_uid[64]; /* "" when unknown */
 };
 
-/* params: JSON object of the request's parameters (string values).  block: access type block. */
-int resolve_volume(store *st, const cJSON *params, bool block, struct resolve_out *out,
-                   struct grpc_status *gs);
+/* params: JSON object of the request's parameters (string values).  block: access type block.
+ * cap_fstype: the mount capability's fs_type (NULL/"" when none). */
+int resolve_volume(store *st, const cJSON *params, bool block, const char *cap_fstype,
+                   struct resolve_out *out, struct grpc_status *gs);
 void resolve_out_clear(struct resolve_out *o);
 
 /* The PillarStorageClass `Compatible` check (crds.md §6.2): 0 when overrides and filesystem fit

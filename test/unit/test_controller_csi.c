@@ -168,6 +168,20 @@ START_TEST(test_create_validation)
 	f.cr.limit_bytes = 1000;
 	ck_assert_int_eq(csi_create_volume(&fx_c, &f.req, &resp, &gs), GRPC_OUT_OF_RANGE);
 	ck_assert_str_eq(gs.msg, "capacity 1048576 bytes exceeds limit_bytes 1000");
+	/* a CO (not csi-provisioner: it sends one fstype) giving two fs_types */
+	struct fx_cap c2;
+	Csi__V1__VolumeCapability *two[2];
+	fx_create_init(&f, "pvc-2", 1 << 30, false, PSC_PARAMS);
+	fx_cap_init(&c2, SNW, false);
+	f.cap.mount.fs_type = "ext4";
+	c2.mount.fs_type = "xfs";
+	two[0] = &f.cap.cap;
+	two[1] = &c2.cap;
+	f.req.volume_capabilities = two;
+	f.req.n_volume_capabilities = 2;
+	ck_assert_int_eq(csi_create_volume(&fx_c, &f.req, &resp, &gs), GRPC_INVALID_ARGUMENT);
+	ck_assert_str_eq(gs.msg, "volume_capabilities carry different fs_type values \"ext4\" and "
+	                         "\"xfs\"");
 	ck_assert_uint_eq(fake_agent_ncalls(fx_fa), 0);
 	/* agent without address */
 	fx_put("PillarAgent", NULL, "storage-2", NULL, "{\"nodeRef\":{\"name\":\"n2\"}}", NULL);

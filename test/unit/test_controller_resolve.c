@@ -36,7 +36,7 @@ static int R(const char *const *kv, bool block, const char *pvc_ann_json, struct
 		cJSON_AddStringToObject(p, "csi.storage.k8s.io/pvc/name", pvc);
 		cJSON_AddStringToObject(p, "csi.storage.k8s.io/pvc/namespace", "default");
 	}
-	int r = resolve_volume(fx_st, p, block, o, gs);
+	int r = resolve_volume(fx_st, p, block, NULL, o, gs);
 	cJSON_Delete(p);
 	return r;
 }
@@ -166,10 +166,19 @@ START_TEST(test_precedence_handwritten_and_block)
 	cJSON *p = P(kv2);
 	cJSON_AddStringToObject(p, "csi.storage.k8s.io/pvc/name", "absent");
 	cJSON_AddStringToObject(p, "csi.storage.k8s.io/pvc/namespace", "default");
-	ck_assert_int_eq(resolve_volume(fx_st, p, false, &o, &gs), 0);
+	ck_assert_int_eq(resolve_volume(fx_st, p, false, NULL, &o, &gs), 0);
 	ck_assert_str_eq(o.pvc_uid, "");
 	cJSON_Delete(p);
 	resolve_out_clear(&o);
+	/* a direct caller passing both the parameter and the capability's fs_type: they must agree */
+	p = P(kv2);
+	ck_assert_int_eq(resolve_volume(fx_st, p, false, "xfs", &o, &gs), 0);
+	resolve_out_clear(&o);
+	ck_assert_int_eq(resolve_volume(fx_st, p, false, "ext4", &o, &gs), GRPC_INVALID_ARGUMENT);
+	ck_assert_str_eq(gs.msg, "csi.storage.k8s.io/fstype \"xfs\" does not match the volume "
+	                         "capability's fs_type \"ext4\"");
+	resolve_out_clear(&o);
+	cJSON_Delete(p);
 }
 END_TEST
 

@@ -1,0 +1,265 @@
+/* CreateVolume as csi-provisioner 5.2 calls it (test/unit/sidecar.h): the StorageClass's fstype
+ * reaches the controller only as the capability's mount.fs_type, and crds.md §11/§13 still
+ * apply — fstype is layer 1 of the filesystem axis (xfs from the StorageClass lands in the
+ * volume context and in spec.resolved), a filesystem document that disagrees is rejected with
+ * the §13 message, a PVC annotation (layer 2) wins, nothing anywhere gives ext4.  Also: the
+ * capabilities the emulation assumes are the ones the controller reports. */
+#include "ctl_fixture.h"
+#include "sidecar.h"
+
+#define P "pillar-csi.bhyoo.com/"
+
+/* Two workers with nvme_tcp loaded: their CSINodes carry our topology key and node ID, their
+ * Nodes the label kubelet copied from NodeGetInfo. */
+#define NODE(n)                                                                             \
+	"{\"metadata\":{\"name\":\"" n "\",\"labels\":{\"kubernetes.io/hostname\":\"" n "\"," \
+	"\"" P "nvmeof\":\"true\"}}}"
+#define CSINODE(n)                                                                          \
+	"{\"metadata\":{\"name\":\"" n "\"},\"spec\":{\"drivers\":[{\"name\":\"pillar-csi.bhyoo."   \
+	"com\",\"nodeID\":\"" n "\",\"topologyKeys\":[\"" P "nvmeof\"]}]}}"
+static const char *const CLUSTER = "{\"nodes\":[" NODE("node-a") "," NODE("node-b") "],"
+                                   "\"csinodes\":[" CSINODE("node-a") "," CSINODE("node-b") "]}";
+
+#define PVC_UID "0f2d4c6e-8a1b-4c3d-9e5f-7a6b5c4d3e2f"
+
+static void setup(void)
+{
+	fx_setup();
+	fx_objects(false);
+}
+
+/* The PersistentVolumeClaim "data" in namespace default (put_pvc writes it to the store, where
+ * the controller reads its annotations). */
+static const char *pvc_json(const char *mode)
+{
+	static char buf[512];
+	snprintf(buf, sizeof(buf),
+	         "{\"metadata\":{\"name\":\"data\",\"namespace\":\"default\",\"uid\":\"" PVC_UID
+	         "\"},\"spec\":{\"accessModes\":[\"ReadWriteOnce\"],\"volumeMode\":\"%s\","
+	         "\"resources\":{\"requests\":{\"storage\":\"1Gi\"}}}}",
+	         mode);
+	return buf;
+}
+
+static void put_pvc(const char *annotations)
+{
+	char meta[512];
+	snprintf(meta, sizeof(meta), "%s%s", annotations ? "\"annotations\":" : "",
+	         annotations ? annotations : "");
+	fx_put("PersistentVolumeClaim", "default", "data", annotations ? meta : NULL, "{}", NULL);
+}
+
+/* Provisions through the emulated provisioner; returns the code, fills *resp on OK. */
+static int provision(const char *sc, const char *pvc, Csi__V1__CreateVolumeResponse **resp,
+                     struct grpc_status *gs)
+{
+	char err[256] = "";
+	Csi__V1__CreateVolumeRequest *q =
+	    sidecar_create_volume(&sidecar_deployed, sc, pvc, CLUSTER, NULL, err, sizeof(err));
+	ck_assert_msg(q, "provisioner refused: %s", err);
+	*resp = NULL;
+	int r = csi_create_volume(&fx_c, q, resp, gs);
+	protobuf_c_message_free_unpacked(&q->base, NULL);
+	return r;
+}
+
+static const char *ctx_get(const Csi__V1__CreateVolumeResponse *resp, const char *key)
+{
+	for (size_t i = 0; i < resp->volume->n_volume_context; i++)
+		if (!strcmp(resp->volume->volume_context[i]->key, key))
+			return resp->volume->volume_context[i]->value;
+	return NULL;
+}
+
+static const char *stored_fstype(void)
+{
+	static char buf[16];
+	cJSON *o = fx_get("PillarVolumeState", "pvc-" PVC_UID);
+	ck_assert_ptr_nonnull(o);
+	const cJSON *fs = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "spec"),
+	                                     "resolved"),
+	    "filesystem");
+	snprintf(buf, sizeof(buf), "%s", json_get_str(fs, "fsType") ?: "(none)");
+	cJSON_Delete(o);
+	return buf;
+}
+
+static void expect_fstype(const char *sc, const char *pvc, const char *want)
+{
+	Csi__V1__CreateVolumeResponse *resp = NULL;
+	struct grpc_status gs = {0};
+	ck_assert_msg(provision(sc, pvc, &resp, &gs) == 0, "%s", gs.msg);
+	ck_assert_str_eq(ctx_get(resp, P "fs-type"), want);
+	ck_assert_str_eq(stored_fstype(), want);
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+}
+
+START_TEST(test_request_shape)
+{
+	/* what reaches the driver: no csi.storage.k8s.io/fstype, fs only in the capability,
+	 * the extra metadata, RWO as SINGLE_NODE_MULTI_WRITER, the topology of both workers */
+	char err[256] = "";
+	Csi__V1__CreateVolumeRequest *q = sidecar_create_volume(
+	    &sidecar_deployed,
+	    "{\"parameters\":{\"" P "storage-class\":\"fast\",\"csi.storage.k8s.io/fstype\":"
+	    "\"xfs\"},\"mountOptions\":[\"noatime\"]}",
+	    pvc_json("Filesystem"), CLUSTER, NULL, err, sizeof(err));
+	ck_assert_msg(q, "%s", err);
+	ck_assert_str_eq(q->name, "pvc-" PVC_UID);
+	ck_assert_int_eq(q->n_parameters, 4);
+	for (size_t i = 0; i < q->n_parameters; i++)
+		ck_assert_str_ne(q->parameters[i]->key, "csi.storage.k8s.io/fstype");
+	ck_assert_str_eq(q->parameters[1]->key, "csi.storage.k8s.io/pvc/name");
+	ck_assert_str_eq(q->parameters[1]->value, "data");
+	ck_assert_str_eq(q->parameters[3]->key, "csi.storage.k8s.io/pv/name");
+	ck_assert_int_eq(q->n_volume_capabilities, 1);
+	ck_assert_str_eq(q->volume_capabilities[0]->mount->fs_type, "xfs");
+	ck_assert_int_eq(q->volume_capabilities[0]->mount->n_mount_flags, 1);
+	ck_assert_int_eq(q->volume_capabilities[0]->access_mode->mode,
+	                 CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER);
+	ck_assert_int_eq(q->capacity_range->required_bytes, 1LL << 30);
+	ck_assert_ptr_nonnull(q->accessibility_requirements);
+	ck_assert_int_eq(q->accessibility_requirements->n_requisite, 1);
+	ck_assert_str_eq(q->accessibility_requirements->requisite[0]->segments[0]->key, P "nvmeof");
+	protobuf_c_message_free_unpacked(&q->base, NULL);
+	/* no worker carries the key: the provisioner fails before calling the driver */
+	q = sidecar_create_volume(&sidecar_deployed, "{\"parameters\":{}}",
+	                          pvc_json("Filesystem"),
+	                          "{\"nodes\":[],\"csinodes\":[{\"metadata\":{\"name\":\"node-a\"},"
+	                          "\"spec\":{\"drivers\":[{\"name\":\"pillar-csi.bhyoo.com\","
+	                          "\"nodeID\":\"node-a\"}]}}]}",
+	                          NULL, err, sizeof(err));
+	ck_assert_ptr_null(q);
+	ck_assert_str_eq(err, "no available topology found");
+}
+END_TEST
+
+START_TEST(test_fstype_xfs_from_storageclass)
+{
+	put_pvc(NULL);
+	/* generated StorageClass of a PillarStorageClass without a filesystem section */
+	expect_fstype("{\"parameters\":{\"" P "storage-class\":\"fast\","
+	              "\"csi.storage.k8s.io/fstype\":\"xfs\"}}",
+	              pvc_json("Filesystem"), "xfs");
+}
+END_TEST
+
+START_TEST(test_fstype_xfs_handwritten)
+{
+	put_pvc(NULL);
+	expect_fstype("{\"parameters\":{\"" P "store-ref\":\"tank\",\"" P "protocol-ref\":\"tcp\","
+	              "\"csi.storage.k8s.io/fstype\":\"xfs\"}}",
+	              pvc_json("Filesystem"), "xfs");
+}
+END_TEST
+
+START_TEST(test_fstype_mismatch_document)
+{
+	Csi__V1__CreateVolumeResponse *resp = NULL;
+	struct grpc_status gs = {0};
+	put_pvc(NULL);
+	ck_assert_int_eq(
+	    provision("{\"parameters\":{\"" P "store-ref\":\"tank\",\"" P "protocol-ref\":\"tcp\","
+	              "\"" P "filesystem\":\"fsType: ext4\",\"csi.storage.k8s.io/fstype\":\"xfs\"}}",
+	              pvc_json("Filesystem"), &resp, &gs),
+	    GRPC_INVALID_ARGUMENT);
+	ck_assert_str_eq(gs.msg,
+	                 "csi.storage.k8s.io/fstype \"xfs\" does not match filesystem fsType \"ext4\"");
+	ck_assert_ptr_null(resp);
+	ck_assert_ptr_null(fx_get("PillarVolumeState", "pvc-" PVC_UID));
+	/* the same through a PillarStorageClass whose filesystem says ext4 */
+	fx_put("PillarStorageClass", NULL, "ext", NULL,
+	       "{\"storeRef\":\"tank\",\"protocolRef\":\"tcp\",\"filesystem\":{\"fsType\":\"ext4\"}}",
+	       NULL);
+	ck_assert_int_eq(provision("{\"parameters\":{\"" P "storage-class\":\"ext\","
+	                           "\"csi.storage.k8s.io/fstype\":\"xfs\"}}",
+	                           pvc_json("Filesystem"), &resp, &gs),
+	                 GRPC_INVALID_ARGUMENT);
+	ck_assert_str_eq(gs.msg,
+	                 "csi.storage.k8s.io/fstype \"xfs\" does not match filesystem fsType \"ext4\"");
+}
+END_TEST
+
+START_TEST(test_fstype_default_and_pvc_wins)
+{
+	put_pvc("{\"" P "filesystem\":\"fsType: xfs\"}");
+	/* PVC annotation (layer 2) over the StorageClass's ext4 (layer 1) */
+	expect_fstype("{\"parameters\":{\"" P "storage-class\":\"fast\","
+	              "\"csi.storage.k8s.io/fstype\":\"ext4\"}}",
+	              pvc_json("Filesystem"), "xfs");
+}
+END_TEST
+
+START_TEST(test_fstype_nothing_anywhere)
+{
+	put_pvc(NULL);
+	expect_fstype("{\"parameters\":{\"" P "store-ref\":\"tank\",\"" P "protocol-ref\":\"tcp\"}}",
+	              pvc_json("Filesystem"), "ext4");
+}
+END_TEST
+
+START_TEST(test_fstype_block_ignored)
+{
+	Csi__V1__CreateVolumeResponse *resp = NULL;
+	struct grpc_status gs = {0};
+	put_pvc(NULL);
+	ck_assert_int_eq(provision("{\"parameters\":{\"" P "storage-class\":\"fast\","
+	                           "\"csi.storage.k8s.io/fstype\":\"xfs\"}}",
+	                           pvc_json("Block"), &resp, &gs),
+	                 0);
+	ck_assert_ptr_null(ctx_get(resp, P "fs-type"));
+	ck_assert_str_eq(stored_fstype(), "(none)");
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+}
+END_TEST
+
+static bool has_ctl_cap(const Csi__V1__ControllerGetCapabilitiesResponse *r, int type)
+{
+	for (size_t i = 0; i < r->n_capabilities; i++)
+		if (r->capabilities[i]->rpc && (int)r->capabilities[i]->rpc->type == type)
+			return true;
+	return false;
+}
+
+START_TEST(test_sidecar_caps_match)
+{
+	Csi__V1__ControllerGetCapabilitiesResponse *cr = NULL;
+	Csi__V1__GetPluginCapabilitiesResponse *pr = NULL;
+	struct grpc_status gs = {0};
+	ck_assert_int_eq(csi_controller_capabilities(&fx_c, &cr, &gs), 0);
+	ck_assert_int_eq(
+	    has_ctl_cap(cr, CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__SINGLE_NODE_MULTI_WRITER),
+	    sidecar_deployed.snmw);
+	ck_assert_int_eq(
+	    has_ctl_cap(cr, CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_READONLY),
+	    sidecar_deployed.publish_ro);
+	protobuf_c_message_free_unpacked(&cr->base, NULL);
+	ck_assert_int_eq(csi_get_plugin_capabilities(&fx_c, &pr, &gs), 0);
+	bool topo = false;
+	for (size_t i = 0; i < pr->n_capabilities; i++)
+		topo |= pr->capabilities[i]->service &&
+		        pr->capabilities[i]->service->type ==
+		            CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__VOLUME_ACCESSIBILITY_CONSTRAINTS;
+	ck_assert_int_eq(topo, sidecar_deployed.topology);
+	protobuf_c_message_free_unpacked(&pr->base, NULL);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("controller_provision");
+	TCase *t = tcase_create("provisioner");
+	tcase_add_checked_fixture(t, setup, fx_teardown);
+	tcase_set_timeout(t, 30);
+	tcase_add_test(t, test_request_shape);
+	tcase_add_test(t, test_fstype_xfs_from_storageclass);
+	tcase_add_test(t, test_fstype_xfs_handwritten);
+	tcase_add_test(t, test_fstype_mismatch_document);
+	tcase_add_test(t, test_fstype_default_and_pvc_wins);
+	tcase_add_test(t, test_fstype_nothing_anywhere);
+	tcase_add_test(t, test_fstype_block_ignored);
+	tcase_add_test(t, test_sidecar_caps_match);
+	suite_add_tcase(s, t);
+	return tu_run(s);
+}
