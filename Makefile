@@ -19,7 +19,10 @@ BUILD_DEBS := gcc make libc6-dev libprotobuf-c-dev protobuf-c-compiler libprotob
               libyaml-dev pkg-config dpkg-dev apt file binutils git ca-certificates
 TEST_DEBS  := check python3 python3-grpcio python3-protobuf protobuf-compiler \
               protobuf-compiler-grpc nghttp2-client curl libgrpc++-dev clang libclang-rt-14-dev \
-              openssl valgrind
+              openssl valgrind etcd-server python3-hypercorn python3-h2 python3-yaml python3-jwt \
+              python3-cryptography $(KUBECTL_DEB)
+# test/kube drives kubectl; Debian's kubernetes-client only where no kubectl is installed.
+KUBECTL_DEB := $(if $(shell command -v kubectl 2>/dev/null),,kubernetes-client)
 
 # `make deps GOAL...` (the README's `make deps demo`): make looks at the filesystem once and
 # remembers it, so rules whose inputs `deps` is about to install (the protobuf well-known types

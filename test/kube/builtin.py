@@ -1,0 +1,186 @@
+"""Built-in kinds: schemas from Kubernetes 1.32's OpenAPI v3 documents and the rules of their Go
+validation that the driver meets (immutable StorageClass parameters, immutable VolumeAttachment
+spec, Event namespaces and required fields, MicroTime format).
+
+builtin-schemas.json holds, for each kind we serve, the closure of its OpenAPI v3 component
+schemas as published in ../shared/kube/openapi-v3/ (descriptions dropped; extract-schemas.py).
+prune(res, obj) drops unknown fields and returns their paths; validate(res, obj, old) returns a
+list of schema.FieldError; on_create/on_update apply the server-side defaults the transcripts show.
+"""
+import json
+import os
+import re
+
+import errors
+import schema
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(HERE, "builtin-schemas.json")) as _f:
+    _DOC = json.load(_f)
+SCHEMAS, ROOTS = _DOC["schemas"], _DOC["roots"]
+MICRO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)$")
+META_KEYS = {"name", "generateName", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
+             "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations", "ownerReferences",
+             "finalizers", "managedFields", "selfLink"}
+
+
+def _resolve(s):
+    while isinstance(s, dict):
+        if "$ref" in s:
+            s = SCHEMAS.get(s["$ref"].split("/")[-1], {})
+        elif "allOf" in s and len(s["allOf"]) == 1:
+            s = s["allOf"][0]
+        else:
+            return s
+    return s or {}
+
+
+def root_schema(res):
+    name = ROOTS.get(f"{res.group}/{res.kind}")
+    return SCHEMAS.get(name) if name else None
+
+
+def _prune(s, v, path, out):
+    s = _resolve(s)
+    if isinstance(v, dict):
+        props = s.get("properties")
+        addl = s.get("additionalProperties")
+        if props is None:
+            if isinstance(addl, dict):
+                for k in v:
+                    _prune(addl, v[k], f"{path}.{k}" if path else k, out)
+            return
+        for k in list(v):
+            p = f"{path}.{k}" if path else k
+            if k in props:
+                if path == "" and k == "metadata":
+                    for mk in list(v[k] or {}):
+                        if mk not in META_KEYS:
+                            out.append(f"metadata.{mk}")
+                            del v[k][mk]
+                    continue
+                _prune(props[k], v[k], p, out)
+            else:
+                out.append(p)
+                del v[k]
+    elif isinstance(v, list) and "items" in s:
+        for i, item in enumerate(v):
+            _prune(s["items"], item, f"{path}[{i}]", out)
+
+
+def prune(res, obj):
+    s = root_schema(res)
+    out = []
+    if s is not None:
+        _prune(s, obj, "", out)
+        for k in ("apiVersion", "kind"):
+            if k in out:
+                out.remove(k)
+    return out
+
+
+def _types(s, v, path, errs):
+    s = _resolve(s)
+    t = s.get("type")
+    if v is None:
+        return
+    if t == "string" and not isinstance(v, str) and s.get("format") != "int-or-string":
+        errs.append(path)
+    elif t in ("integer", "number") and (isinstance(v, bool) or not isinstance(v, (int, float))):
+        errs.append(path)
+    elif t == "boolean" and not isinstance(v, bool):
+        errs.append(path)
+    elif t == "object" and isinstance(v, dict):
+        props = s.get("properties", {})
+        addl = s.get("additionalProperties")
+        for k, sub in v.items():
+            ss = props.get(k) or (addl if isinstance(addl, dict) else None)
+            if ss is not None:
+                _types(ss, sub, f"{path}.{k}" if path else k, errs)
+    elif t == "array":
+        if not isinstance(v, list):
+            errs.append(path)
+        else:
+            for i, item in enumerate(v):
+                _types(s.get("items", {}), item, f"{path}[{i}]", errs)
+
+
+def decode_errors(res, obj):
+    """JSON that does not decode into the Go type: 400 as kube-apiserver reports it."""
+    s = root_schema(res)
+    if s is None:
+        return
+    bad = []
+    _types(s, obj, "", bad)
+    if bad:
+        raise errors.bad_request(
+            f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: json: cannot unmarshal '
+            f'into Go struct field {res.kind}.{bad[0]}')
+    for path in _microtime_paths(res):
+        v = obj
+        for part in path.split("."):
+            v = v.get(part) if isinstance(v, dict) else None
+        if isinstance(v, str) and not MICRO.match(v):
+            raise errors.bad_request(
+                f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: '
+                f'parsing time "{v}" as "2006-01-02T15:04:05.000000Z07:00": cannot parse "{v[19:]}" as ".000000"')
+
+
+def _microtime_paths(res):
+    if res.kind == "Lease":
+        return ["spec.acquireTime", "spec.renewTime"]
+    if res.kind == "Event":
+        return ["eventTime"]
+    return []
+
+
+def on_create(res, obj):
+    if res.plural in ("persistentvolumes", "persistentvolumeclaims"):
+        obj["status"] = {"phase": "Pending"}
+    elif res.plural == "volumeattachments":
+        obj["status"] = {"attached": False}
+    elif res.plural == "storageclasses":
+        obj.setdefault("reclaimPolicy", "Delete")
+        obj.setdefault("volumeBindingMode", "Immediate")
+    elif res.plural == "namespaces":
+        obj["spec"] = {"finalizers": ["kubernetes"]}
+        obj["status"] = {"phase": "Active"}
+
+
+def on_update(res, old, new):
+    pass
+
+
+def validate(res, obj, old):
+    errs = []
+    md = obj.get("metadata", {})
+    if res.plural == "storageclasses" and old is not None:
+        for k in ("parameters", "reclaimPolicy", "provisioner", "volumeBindingMode"):
+            if obj.get(k) != old.get(k):
+                errs.append(schema.FieldError("FieldValueForbidden", k, "Forbidden: updates to " + k + " are forbidden."))
+    if res.plural == "volumeattachments" and old is not None and obj.get("spec") != old.get("spec"):
+        errs.append(schema.invalid("spec", obj.get("spec"), "field is immutable"))
+    if res.kind == "Event" and res.group == "":
+        inv = obj.get("involvedObject", {}) or {}
+        if not obj.get("eventTime") and inv.get("namespace", "") == "" and md.get("namespace") not in ("default", None):
+            errs.append(schema.invalid("involvedObject.namespace", inv.get("namespace", ""),
+                                       "does not match event.namespace"))
+    if res.kind == "Event" and res.group == "events.k8s.io":
+        errs += _events_v1(obj)
+    return errs
+
+
+def _events_v1(obj):
+    errs = []
+    if not obj.get("eventTime"):
+        errs.append(schema.required("eventTime"))
+    for f in ("reportingController", "reportingInstance", "action", "reason"):
+        if not obj.get(f):
+            errs.append(schema.required(f))
+    t = obj.get("type")
+    if t not in ("Normal", "Warning"):
+        errs.append(schema.not_supported("type", t or "", ["Normal", "Warning"]))
+    note = obj.get("note") or ""
+    if len(note) > 1024:
+        errs.append(schema.FieldError("FieldValueTooLong", "message", "Too long: may not be more than 1024 bytes"))
+    return errs

@@ -1,0 +1,139 @@
+"""Start etcd and the test API server on free loopback ports with a fresh temp data dir.
+
+    with Cluster() as c:       # c.url, c.kubeconfig, c.admin_token, c.ca, c.etcd_port
+        ...
+
+Also runnable: `cluster.py DIR` starts both, writes DIR/kubeconfig and waits until killed.
+The admin identity is a bearer token in group system:masters (DIR/tokens.csv).
+"""
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+CRD_DIR = os.path.join(REPO, "charts", "pillar-csi", "crds")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, timeout=20):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"port {port} did not open")
+
+
+class Cluster:
+    def __init__(self, crds=None, rbac=(), directory=None):
+        self.dir = directory or tempfile.mkdtemp(prefix="pillar-kube-")
+        self.own_dir = directory is None
+        self.crds = crds if crds is not None else sorted(
+            os.path.join(CRD_DIR, f) for f in os.listdir(CRD_DIR) if f.endswith(".yaml"))
+        self.rbac = list(rbac)
+        self.procs = {}
+
+    def start_etcd(self):
+        self.etcd_port, peer = free_port(), free_port()
+        log = open(os.path.join(self.dir, "etcd.log"), "ab")
+        self.procs["etcd"] = subprocess.Popen(
+            ["etcd", "--data-dir", os.path.join(self.dir, "etcd"), "--name", "test",
+             "--listen-client-urls", f"http://127.0.0.1:{self.etcd_port}",
+             "--advertise-client-urls", f"http://127.0.0.1:{self.etcd_port}",
+             "--listen-peer-urls", f"http://127.0.0.1:{peer}",
+             "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
+             "--initial-cluster", f"test=http://127.0.0.1:{peer}"],
+            stdout=log, stderr=log)
+        log.close()
+        wait_port(self.etcd_port)
+
+    def start_apiserver(self, port=None):
+        self.port = port or getattr(self, "port", None) or free_port()
+        ready = os.path.join(self.dir, "ready")
+        if os.path.exists(ready):
+            os.unlink(ready)
+        log = open(os.path.join(self.dir, "apiserver.log"), "ab")
+        cmd = ["/usr/bin/python3", os.path.join(HERE, "apiserver.py"), f"--etcd=127.0.0.1:{self.etcd_port}",
+               f"--listen=127.0.0.1:{self.port}", f"--dir={self.dir}", f"--token-file={self.tokens}",
+               "--crds", *self.crds]
+        if self.rbac:
+            cmd += ["--rbac", *self.rbac]
+        self.procs["apiserver"] = subprocess.Popen(cmd, stdout=log, stderr=log)
+        log.close()
+        end = time.time() + 30
+        while not os.path.exists(ready):
+            if self.procs["apiserver"].poll() is not None or time.time() > end:
+                raise RuntimeError("apiserver did not start:\n" + open(os.path.join(self.dir, "apiserver.log")).read()[-3000:])
+            time.sleep(0.05)
+        wait_port(self.port)
+
+    def stop(self, name):
+        p = self.procs.pop(name, None)
+        if p and p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def __enter__(self):
+        self.admin_token = secrets.token_hex(16)
+        self.tokens = os.path.join(self.dir, "tokens.csv")
+        with open(self.tokens, "w") as f:
+            f.write(f'{self.admin_token},admin,admin-uid,"system:masters"\n')
+        self.start_etcd()
+        self.start_apiserver()
+        self.url = f"https://127.0.0.1:{self.port}"
+        self.ca = os.path.join(self.dir, "ca.crt")
+        self.kubeconfig = os.path.join(self.dir, "kubeconfig")
+        self.write_kubeconfig(self.kubeconfig, self.admin_token)
+        return self
+
+    def write_kubeconfig(self, path, token):
+        with open(path, "w") as f:
+            f.write(f"""apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster: {{server: "{self.url}", certificate-authority: "{self.ca}"}}
+users:
+- name: test
+  user: {{token: "{token}"}}
+contexts:
+- name: test
+  context: {{cluster: test, user: test}}
+current-context: test
+""")
+
+    def __exit__(self, *exc):
+        self.stop("apiserver")
+        self.stop("etcd")
+        if self.own_dir and not os.environ.get("KEEP_KUBE_DIR"):
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    d = sys.argv[1] if len(sys.argv) > 1 else None
+    if d:
+        os.makedirs(d, exist_ok=True)
+    with Cluster(directory=d) as c:
+        print(f"KUBECONFIG={c.kubeconfig}  server {c.url}  etcd 127.0.0.1:{c.etcd_port}", flush=True)
+        try:
+            signal.sigwait([signal.SIGINT, signal.SIGTERM])
+        except KeyboardInterrupt:
+            pass

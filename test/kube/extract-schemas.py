@@ -1,0 +1,68 @@
+#!/usr/bin/python3
+"""Regenerate builtin-schemas.json from Kubernetes 1.32's OpenAPI v3 documents.
+
+Usage: extract-schemas.py OPENAPI_DIR   (../shared/kube/openapi-v3 of the repository checkout)
+Keeps, for each built-in kind the test API server serves, the closure of its component schemas
+(descriptions and patch hints dropped) and a map "group/Kind" -> schema name.
+"""
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = sys.argv[1]
+KINDS = {
+    "api__v1_openapi.json": ["core.v1.Node", "core.v1.PersistentVolume", "core.v1.PersistentVolumeClaim",
+                             "core.v1.Event", "core.v1.ServiceAccount", "core.v1.Secret", "core.v1.ConfigMap",
+                             "core.v1.Namespace", "authentication.v1.TokenRequest"],
+    "apis__storage.k8s.io__v1_openapi.json": ["storage.v1.StorageClass", "storage.v1.CSINode",
+                                              "storage.v1.VolumeAttachment", "storage.v1.CSIDriver"],
+    "apis__coordination.k8s.io__v1_openapi.json": ["coordination.v1.Lease"],
+    "apis__events.k8s.io__v1_openapi.json": ["events.v1.Event"],
+    "apis__rbac.authorization.k8s.io__v1_openapi.json": ["rbac.v1.Role", "rbac.v1.ClusterRole", "rbac.v1.RoleBinding",
+                                                         "rbac.v1.ClusterRoleBinding"],
+    "apis__authentication.k8s.io__v1_openapi.json": ["authentication.v1.SelfSubjectReview",
+                                                     "authentication.v1.TokenReview"],
+}
+DROP = ("description", "x-kubernetes-patch-strategy", "x-kubernetes-patch-merge-key")
+
+
+def strip(s):
+    if isinstance(s, dict):
+        return {k: strip(v) for k, v in s.items() if k not in DROP}
+    if isinstance(s, list):
+        return [strip(x) for x in s]
+    return s
+
+
+def refs(s, acc):
+    if isinstance(s, dict):
+        for k, v in s.items():
+            if k == "$ref":
+                acc.add(v.split("/")[-1])
+            else:
+                refs(v, acc)
+    elif isinstance(s, list):
+        for x in s:
+            refs(x, acc)
+
+
+out, roots = {}, {}
+for fname, kinds in KINDS.items():
+    with open(os.path.join(SRC, fname)) as f:
+        comps = json.load(f)["components"]["schemas"]
+    names = ["io.k8s.api." + k for k in kinds]
+    todo = list(names)
+    while todo:
+        k = todo.pop()
+        if k in out:
+            continue
+        out[k] = strip(comps[k])
+        acc = set()
+        refs(out[k], acc)
+        todo += list(acc)
+    for k in names:
+        gvk = comps[k].get("x-kubernetes-group-version-kind", [{}])[0]
+        roots[f"{gvk.get('group', '')}/{gvk.get('kind')}"] = k
+with open(os.path.join(HERE, "builtin-schemas.json"), "w") as f:
+    json.dump({"roots": roots, "schemas": out}, f, separators=(",", ":"), sort_keys=True)

@@ -1,0 +1,257 @@
+#!/usr/bin/python3
+"""Behaviour tests of the test API server on a real etcd, and kubectl against it (the operator
+page's commands, ../shared/seed/maintain-nodes.txt and spec/operations.md)."""
+import json
+import os
+import subprocess
+import sys
+import unittest
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from client import Client  # noqa: E402
+from cluster import Cluster  # noqa: E402
+
+PA = "/apis/pillar-csi.bhyoo.com/v1alpha1/pillaragents"
+PVST = "/apis/pillar-csi.bhyoo.com/v1alpha1/pillarvolumestates"
+C = None
+
+
+def setUpModule():
+    global C, K
+    C = Cluster().__enter__()
+    K = Client(C.port, C.ca, C.admin_token)
+
+
+def tearDownModule():
+    C.__exit__(None, None, None)
+
+
+def agent(name, **spec):
+    return {"apiVersion": "pillar-csi.bhyoo.com/v1alpha1", "kind": "PillarAgent", "metadata": {"name": name},
+            "spec": spec or {"nodeRef": {"name": name}}}
+
+
+def compact(rev):
+    """Compact etcd at rev (what `etcdctl compact` does), through its JSON gateway."""
+    req = urllib.request.Request(f"http://127.0.0.1:{C.etcd_port}/v3/kv/compaction",
+                                 json.dumps({"revision": str(rev), "physical": True}).encode())
+    urllib.request.urlopen(req, timeout=10).read()
+
+
+def kubectl(*args, stdin=None):
+    p = subprocess.run(["kubectl", f"--kubeconfig={C.kubeconfig}", *args], input=stdin, capture_output=True,
+                       text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+class Core(unittest.TestCase):
+    def test_crud_and_resource_version(self):
+        st, _, _, obj = K.request("POST", PA, agent("crud-1"))
+        self.assertEqual(st, 201)
+        rv = int(obj["metadata"]["resourceVersion"])
+        self.assertEqual(obj["spec"]["nodeRef"]["addressType"], "InternalIP")  # CRD default
+        self.assertEqual(obj["metadata"]["generation"], 1)
+        st, _, _, got = K.request("GET", f"{PA}/crud-1")
+        self.assertEqual((st, got["metadata"]["resourceVersion"]), (200, str(rv)))
+        got["spec"]["nodeRef"]["port"] = 9600
+        st, _, _, upd = K.request("PUT", f"{PA}/crud-1", got)
+        self.assertEqual(st, 200)
+        self.assertGreater(int(upd["metadata"]["resourceVersion"]), rv)
+        self.assertEqual(upd["metadata"]["generation"], 2)
+        st, _, _, err = K.request("PUT", f"{PA}/crud-1", got)  # stale resourceVersion
+        self.assertEqual((st, err["reason"]), (409, "Conflict"))
+        # a no-op write keeps the resourceVersion
+        st, _, _, same = K.request("PUT", f"{PA}/crud-1", upd)
+        self.assertEqual(same["metadata"]["resourceVersion"], upd["metadata"]["resourceVersion"])
+        st, _, _, s = K.request("DELETE", f"{PA}/crud-1")
+        self.assertEqual((st, s["status"]), (200, "Success"))
+        self.assertEqual(K.request("GET", f"{PA}/crud-1")[0], 404)
+
+    def test_status_subresource(self):
+        st, _, _, obj = K.request("POST", PA, dict(agent("st-1"), status={"agentVersion": "x"}))
+        self.assertNotIn("status", obj)  # create cannot set status
+        obj["status"] = {"agentVersion": "1.0"}
+        obj["spec"]["nodeRef"]["port"] = 1234
+        st, _, _, s = K.request("PUT", f"{PA}/st-1/status", obj)
+        self.assertEqual(st, 200)
+        self.assertEqual(s["status"]["agentVersion"], "1.0")
+        self.assertNotIn("port", s["spec"]["nodeRef"])  # spec ignored on /status
+        self.assertEqual(s["metadata"]["generation"], 1)
+        st, _, _, m = K.request("PATCH", f"{PA}/st-1", {"status": {"agentVersion": "2.0"}},
+                                {"Content-Type": "application/merge-patch+json"})
+        self.assertEqual(m["status"]["agentVersion"], "1.0")  # status ignored on the main resource
+
+    def test_validation(self):
+        st, _, _, e = K.request("POST", PA, agent("bad-x", nodeRef={"name": "a"}, external={"address": "1.2.3.4", "port": 1}))
+        self.assertEqual((st, e["details"]["causes"][0]["field"]), (422, "spec"))
+        st, _, _, e = K.request("POST", PA, agent("bad-y", external={"address": "not-ip", "port": 1}))
+        self.assertIn("spec.external.address must be an IP address", e["message"])
+        K.request("POST", PA, agent("imm-1"))
+        st, _, _, e = K.request("PATCH", f"{PA}/imm-1", {"spec": {"nodeRef": {"name": "other"}}},
+                                {"Content-Type": "application/merge-patch+json"})
+        self.assertEqual(st, 422)
+        self.assertIn("spec.nodeRef.name is immutable", e["message"])
+        st, h, _, o = K.request("POST", PA, dict(agent("unk-1"), spec={"nodeRef": {"name": "u"}, "bogus": 1}))
+        self.assertEqual(st, 201)
+        self.assertNotIn("bogus", o["spec"])
+        self.assertIn('unknown field \\"spec.bogus\\"', h.get("warning", ""))
+
+    def test_json_patch_test_op(self):
+        K.request("POST", PA, agent("jp-1"))
+        ops = [{"op": "test", "path": "/spec/nodeRef/name", "value": "wrong"},
+               {"op": "replace", "path": "/spec/nodeRef/addressType", "value": "ExternalIP"}]
+        st, _, _, e = K.request("PATCH", f"{PA}/jp-1", ops, {"Content-Type": "application/json-patch+json"})
+        self.assertEqual((st, e["reason"]), (422, "Invalid"))
+        ops[0]["value"] = "jp-1"
+        st, _, _, o = K.request("PATCH", f"{PA}/jp-1", ops, {"Content-Type": "application/json-patch+json"})
+        self.assertEqual((st, o["spec"]["nodeRef"]["addressType"]), (200, "ExternalIP"))
+
+    def test_finalizers(self):
+        o = agent("fin-x")
+        o["metadata"]["finalizers"] = ["pillar-csi.bhyoo.com/pillar-agent-protection"]
+        K.request("POST", PA, o)
+        st, _, _, d = K.request("DELETE", f"{PA}/fin-x")
+        self.assertEqual(st, 200)
+        self.assertIn("deletionTimestamp", d["metadata"])
+        self.assertEqual(d["metadata"]["generation"], 2)
+        st, _, _, _ = K.request("PATCH", f"{PA}/fin-x", {"metadata": {"finalizers": None}},
+                                {"Content-Type": "application/merge-patch+json"})
+        self.assertEqual(st, 200)
+        self.assertEqual(K.request("GET", f"{PA}/fin-x")[0], 404)
+
+    def test_delete_preconditions(self):
+        _, _, _, o = K.request("POST", PA, agent("pre-1"))
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": "0000"}}
+        self.assertEqual(K.request("DELETE", f"{PA}/pre-1", body)[0], 409)
+        body["preconditions"] = {"uid": o["metadata"]["uid"], "resourceVersion": "1"}
+        self.assertEqual(K.request("DELETE", f"{PA}/pre-1", body)[0], 409)
+        body["preconditions"]["resourceVersion"] = o["metadata"]["resourceVersion"]
+        self.assertEqual(K.request("DELETE", f"{PA}/pre-1", body)[0], 200)
+
+    def test_list_pagination_and_selectors(self):
+        for i in range(3):
+            o = agent(f"page-{i}")
+            o["metadata"]["labels"] = {"set": "page", "n": str(i)}
+            K.request("POST", PA, o)
+        names, cont, rvs = [], "", set()
+        while True:
+            st, _, _, l = K.request("GET", f"{PA}?limit=1&labelSelector=set%3Dpage" + (f"&continue={cont}" if cont else ""))
+            self.assertEqual(st, 200)
+            names += [i["metadata"]["name"] for i in l["items"]]
+            rvs.add(l["metadata"]["resourceVersion"])
+            cont = l["metadata"]["continue"]
+            if not cont:
+                break
+        self.assertEqual(names, ["page-0", "page-1", "page-2"])
+        self.assertEqual(len(rvs), 1)
+        st, _, _, l = K.request("GET", f"{PA}?labelSelector=n%20in%20(0,2)")
+        self.assertEqual([i["metadata"]["name"] for i in l["items"]], ["page-0", "page-2"])
+        self.assertEqual(K.request("GET", f"{PA}?fieldSelector=spec.x%3D1")[0], 400)
+        st, _, _, l = K.request("GET", f"{PA}?fieldSelector=metadata.name%3Dpage-1")
+        self.assertEqual([i["metadata"]["name"] for i in l["items"]], ["page-1"])
+
+    def test_watch_and_compaction(self):
+        _, _, _, l = K.request("GET", PA)
+        rv = l["metadata"]["resourceVersion"]
+        K.request("POST", PA, agent("w-1"))
+        K.request("PATCH", f"{PA}/w-1", {"metadata": {"labels": {"a": "b"}}}, {"Content-Type": "application/merge-patch+json"})
+        K.request("DELETE", f"{PA}/w-1")
+        st, ev = K.watch(f"{PA}?watch=1&resourceVersion={rv}&timeoutSeconds=5", lambda e: len(e) >= 3)
+        self.assertEqual(st, 200)
+        self.assertEqual([e["type"] for e in ev[:3]], ["ADDED", "MODIFIED", "DELETED"])
+        # compact etcd past rv: the watch answers one ERROR event with a 410 Status
+        _, _, _, l2 = K.request("GET", PA)
+        compact(l2["metadata"]["resourceVersion"])
+        st, ev = K.watch(f"{PA}?watch=1&resourceVersion={rv}&timeoutSeconds=5")
+        self.assertEqual(st, 200)
+        self.assertEqual(len(ev), 1)
+        self.assertEqual((ev[0]["type"], ev[0]["object"]["code"], ev[0]["object"]["reason"]), ("ERROR", 410, "Expired"))
+        st, _, _, e = K.request("GET", f"{PA}?resourceVersion={rv}&resourceVersionMatch=Exact")
+        self.assertEqual((st, e["reason"]), (410, "Expired"))
+
+    def test_auth(self):
+        self.assertEqual(K.request("GET", PA, token="not-a-token")[0], 401)
+        st, _, _, e = K.request("GET", PA, token="")
+        self.assertEqual(st, 403)
+        self.assertIn('User \\"system:anonymous\\"', json.dumps(e["message"]))
+        self.assertEqual(K.request("GET", "/version", token="")[0], 200)
+
+
+    def test_http2_alpn(self):
+        p = subprocess.run(["curl", "--http2", "-sS", "--cacert", C.ca, "-H", f"Authorization: Bearer {C.admin_token}",
+                            "-o", "/dev/null", "-w", "%{http_version} %{http_code}", f"{C.url}/apis/pillar-csi.bhyoo.com/v1alpha1"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.stdout, "2 200", p.stderr)
+
+
+class Kubectl(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        K.request("POST", PA, agent("storage-9", nodeRef={"name": "storage-9", "port": 9500}))
+        cond = lambda t, r: {"type": t, "status": "True", "reason": r, "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        K.request("PATCH", f"{PA}/storage-9/status", {"status": {
+            "resolvedAddress": "10.0.0.9:9500", "agentVersion": "0.1.0",
+            "conditions": [cond("ExportsReady", "ExportsServing"), cond("Ready", "AgentConnected")]}},
+            {"Content-Type": "application/merge-patch+json"})
+        for n, reason in (("pvc-1", "Reconciled"), ("pvc-2", "ExportSpecMissing")):
+            K.request("POST", PVST, {"apiVersion": "pillar-csi.bhyoo.com/v1alpha1", "kind": "PillarVolumeState",
+                                     "metadata": {"name": n}, "spec": {
+                                         "volumeID": f"storage-9/tank/{n}", "agentVolumeID": f"tank/{n}",
+                                         "agentRef": "storage-9", "backendType": "zfs-zvol", "protocolType": "nvmeof-tcp",
+                                         "capacityBytes": 1073741824}})
+            K.request("PATCH", f"{PVST}/{n}/status", {"status": {"phase": "Ready", "conditions": [
+                {"type": "ExportReconciled", "status": "True" if reason == "Reconciled" else "False", "reason": reason,
+                 "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
+                {"Content-Type": "application/merge-patch+json"})
+
+    def test_get_printer_columns(self):
+        rc, out, err = kubectl("get", "pillaragent", "storage-9")
+        self.assertEqual(rc, 0, err)
+        lines = out.splitlines()
+        self.assertEqual(lines[0].split(), ["NAME", "ADDRESS", "AGENT", "READY", "AGE"])
+        self.assertEqual(lines[1].split()[:4], ["storage-9", "10.0.0.9:9500", "0.1.0", "True"])
+        rc, out, err = kubectl("get", "pa")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("storage-9", out)
+
+    def test_jsonpath_condition_reason(self):
+        rc, out, err = kubectl("get", "pillaragent", "storage-9", "-o",
+                               'jsonpath={.status.conditions[?(@.type=="ExportsReady")].reason}')
+        self.assertEqual((rc, out), (0, "ExportsServing"), err)
+
+    def test_custom_columns(self):
+        rc, out, err = kubectl("get", "pvst", "-o", 'custom-columns=NAME:.metadata.name,AGENT:.spec.agentRef,'
+                               'EXPORT:.status.conditions[?(@.type=="ExportReconciled")].reason')
+        self.assertEqual(rc, 0, err)
+        self.assertEqual([l.split() for l in out.splitlines()],
+                         [["NAME", "AGENT", "EXPORT"], ["pvc-1", "storage-9", "Reconciled"],
+                          ["pvc-2", "storage-9", "ExportSpecMissing"]])
+
+    def test_patch_json_with_test_ops(self):
+        rc, out, _ = kubectl("get", "pvst", "pvc-2", "-o", "jsonpath={.metadata.uid} {.metadata.resourceVersion}")
+        uid, rv = out.split()
+        bad = json.dumps([{"op": "test", "path": "/metadata/uid", "value": "nope"},
+                          {"op": "add", "path": "/status/exportSpec", "value": {"bindAddress": "10.0.0.9", "port": 4420, "aclEnabled": False}}])
+        rc, out, err = kubectl("patch", "pvst", "pvc-2", "--subresource=status", "--type=json", "-p", bad)
+        self.assertNotEqual(rc, 0)
+        good = json.dumps([{"op": "test", "path": "/metadata/uid", "value": uid},
+                           {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+                           {"op": "add", "path": "/status/exportSpec", "value": {"bindAddress": "10.0.0.9", "port": 4420, "aclEnabled": False}}])
+        rc, out, err = kubectl("patch", "pvst", "pvc-2", "--subresource=status", "--type=json", "-p", good)
+        self.assertEqual(rc, 0, err)
+        rc, out, _ = kubectl("get", "pvst", "pvc-2", "-o", "jsonpath={.status.exportSpec.bindAddress}")
+        self.assertEqual(out, "10.0.0.9")
+
+    def test_get_category_and_builtin(self):
+        rc, out, err = kubectl("get", "pillar-csi")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("pillaragent.pillar-csi.bhyoo.com/storage-9", out)
+        self.assertIn("pillarvolumestate.pillar-csi.bhyoo.com/pvc-1", out)
+        rc, out, err = kubectl("get", "volumeattachment")
+        self.assertEqual(rc, 0, err)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
