@@ -47,7 +47,7 @@ static bool is_serial(const char *s)
 	return true;
 }
 
-static int read_record(const char *path, char *uid, size_t uid_cap, struct nvmet_identity *id,
+static int read_record(const char *path, char *uid, size_t uid_cap, struct rules_ns_identity *id,
                        struct err *e)
 {
 	cJSON *root = NULL;
@@ -85,14 +85,14 @@ static int read_record(const char *path, char *uid, size_t uid_cap, struct nvmet
 }
 
 int agent_identity_start(const char *state_dir, const char *volume_id, const char *uid,
-                         const char *nqn, struct nvmet_identity *out, struct err *e)
+                         const char *nqn, struct rules_ns_identity *out, struct err *e)
 {
 	char path[PATH_MAX], pinned_uid[256];
-	struct nvmet_identity pinned;
+	struct rules_ns_identity pinned;
 	int r = record_path(state_dir, volume_id, path, sizeof(path), e);
 	if (r < 0)
 		return r;
-	nvmet_identity_derive(nqn, out);
+	rules_ns_identity_derive(nqn, out);
 	r = read_record(path, pinned_uid, sizeof(pinned_uid), &pinned, e);
 	if (r == -ENOENT)
 		return 0;
@@ -106,15 +106,15 @@ int agent_identity_start(const char *state_dir, const char *volume_id, const cha
 }
 
 int agent_identity_settle(const char *state_dir, const char *volume_id, const char *uid,
-                          const char *nqn, const struct nvmet_identity *result, struct err *e)
+                          const char *nqn, const struct rules_ns_identity *result, struct err *e)
 {
 	char path[PATH_MAX], dir[PATH_MAX];
-	struct nvmet_identity derived;
+	struct rules_ns_identity derived;
 	int r = record_path(state_dir, volume_id, path, sizeof(path), e);
 	if (r < 0)
 		return r;
-	nvmet_identity_derive(nqn, &derived);
-	if (nvmet_identity_equal(&derived, result))
+	rules_ns_identity_derive(nqn, &derived);
+	if (rules_ns_identity_equal(&derived, result))
 		return file_remove_durable(path, e);
 	cJSON *o = cJSON_CreateObject(), *id = cJSON_CreateObject();
 	char *text = NULL;

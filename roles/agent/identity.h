@@ -15,10 +15,10 @@
 /* Rule 1: the pinned identity when its volumeUID equals uid (a record of another lifecycle is
  * deleted and ignored), else the derived one.  The live-state rule is the exporter's. */
 int agent_identity_start(const char *state_dir, const char *volume_id, const char *uid,
-                         const char *nqn, struct nvmet_identity *out, struct err *e);
+                         const char *nqn, struct rules_ns_identity *out, struct err *e);
 /* Rule 4: pin `result` when it differs from the derived identity, else delete any record. */
 int agent_identity_settle(const char *state_dir, const char *volume_id, const char *uid,
-                          const char *nqn, const struct nvmet_identity *result, struct err *e);
+                          const char *nqn, const struct rules_ns_identity *result, struct err *e);
 /* Deletes the record (UnexportVolume, DeleteVolume); missing is success. */
 int agent_identity_forget(const char *state_dir, const char *volume_id, struct err *e);
 

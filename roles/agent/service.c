@@ -554,7 +554,7 @@ int agent_list_volumes(agent_service *a, const PB(ListVolumesRequest) * req,
 			vi->device_path = svc_strdup(
 			    b->ops->device_path(b, v[i].name, dev, sizeof(dev)) == 0 ? dev : "");
 			pthread_mutex_lock(&a->nv_mu);
-			vi->exported = nvmet_nqn_from_volume(id, nqn, sizeof(nqn), NULL) == 0 &&
+			vi->exported = rules_nqn_of_volume(id, nqn, sizeof(nqn), NULL) == 0 &&
 			               nvmet_subsys_exists(a->nv, nqn);
 			pthread_mutex_unlock(&a->nv_mu);
 			resp->volumes[resp->n_volumes++] = vi;

@@ -27,7 +27,7 @@ struct item {
 	const PB(FencingToken) * fence;
 	bool has_export;
 	struct nvmet_export_spec spec;
-	char nqn[NVMET_NQN_MAX + 1];
+	char nqn[RULES_NQN_MAX + 1];
 	char dev[PATH_MAX];
 	struct nvmet_prepared prep;
 	bool prepared;
@@ -77,7 +77,7 @@ static int check_export_params(int protocol, const PB(ExportParams) * p, struct 
 static int setup_item(struct item *it, const char *device_path, bool acl, struct agent_status *st)
 {
 	struct err e = {0};
-	if (nvmet_nqn_from_volume(it->v.id, it->nqn, sizeof(it->nqn), &e) < 0)
+	if (rules_nqn_of_volume(it->v.id, it->nqn, sizeof(it->nqn), &e) < 0)
 		return agent_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
 	if (device_path && *device_path) {
 		if (device_path[0] != '/' || strlen(device_path) >= sizeof(it->dev))
@@ -227,7 +227,7 @@ int agent_unexport_volume(agent_service *a, const PB(UnexportVolumeRequest) * re
 {
 	struct volref v;
 	struct err e = {0};
-	char nqn[NVMET_NQN_MAX + 1];
+	char nqn[RULES_NQN_MAX + 1];
 	int code;
 	(void)resp;
 	if (svc_enter(a, st))
@@ -239,7 +239,7 @@ int agent_unexport_volume(agent_service *a, const PB(UnexportVolumeRequest) * re
 		                        (int)req->protocol_type);
 		goto out;
 	}
-	if (nvmet_nqn_from_volume(v.id, nqn, sizeof(nqn), &e) < 0) {
+	if (rules_nqn_of_volume(v.id, nqn, sizeof(nqn), &e) < 0) {
 		code = agent_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
 		goto out;
 	}
@@ -264,7 +264,7 @@ static int initiator_common(agent_service *a, const char *rpc, const char *volum
 {
 	struct volref v;
 	struct err e = {0};
-	char nqn[NVMET_NQN_MAX + 1];
+	char nqn[RULES_NQN_MAX + 1];
 	int code;
 	if (svc_enter(a, st))
 		return st->code;
@@ -276,8 +276,8 @@ static int initiator_common(agent_service *a, const char *rpc, const char *volum
 		                        protocol);
 		goto out;
 	}
-	if (nvmet_hostnqn_check(initiator ? initiator : "", &e) < 0 ||
-	    nvmet_nqn_from_volume(v.id, nqn, sizeof(nqn), &e) < 0) {
+	if (rules_hostnqn_check(initiator ? initiator : "", &e) < 0 ||
+	    rules_nqn_of_volume(v.id, nqn, sizeof(nqn), &e) < 0) {
 		code = agent_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
 		goto out;
 	}
@@ -341,7 +341,7 @@ static int check_item(agent_service *a, const PB(VolumeDesiredState) * d, struct
 		return code;
 	for (size_t i = 0; x->acl_enabled && i < x->n_allowed_initiators; i++) {
 		struct err e = {0};
-		if (nvmet_hostnqn_check(x->allowed_initiators[i], &e) < 0)
+		if (rules_hostnqn_check(x->allowed_initiators[i], &e) < 0)
 			return agent_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
 	}
 	it->spec.hosts = x->acl_enabled ? (const char *const *)x->allowed_initiators : NULL;

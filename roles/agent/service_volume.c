@@ -331,7 +331,7 @@ static int do_delete(agent_service *a, backend *b, const struct volref *v,
 	int code, r;
 	if ((code = svc_fence(a, v->id, req->fence, FENCE_DESTROY, st)) != GRPC_OK)
 		return code;
-	if (nvmet_nqn_from_volume(v->id, nqn, sizeof(nqn), NULL) == 0) {
+	if (rules_nqn_of_volume(v->id, nqn, sizeof(nqn), NULL) == 0) {
 		pthread_mutex_lock(&a->nv_mu);
 		bool exported = nvmet_subsys_exists(a->nv, nqn);
 		pthread_mutex_unlock(&a->nv_mu);
@@ -413,7 +413,7 @@ static int do_expand(agent_service *a, backend *b, const struct volref *v,
 			return agent_status_set(
 			    st, r == -ETIMEDOUT ? GRPC_UNAVAILABLE : GRPC_INTERNAL, "%s", e.msg);
 	}
-	if (nvmet_nqn_from_volume(v->id, nqn, sizeof(nqn), NULL) == 0) {
+	if (rules_nqn_of_volume(v->id, nqn, sizeof(nqn), NULL) == 0) {
 		pthread_mutex_lock(&a->nv_mu);
 		r = nvmet_subsys_exists(a->nv, nqn) ? nvmet_ns_revalidate(a->nv, nqn, &e) : 0;
 		pthread_mutex_unlock(&a->nv_mu);

@@ -11,9 +11,6 @@
 #include "controller/ctl.h"
 #include "csi.pb-c.h"
 
-#define CSI_DRIVER_NAME  "pillar-csi.bhyoo.com"
-#define CSI_TOPOLOGY_KEY "pillar-csi.bhyoo.com/nvmeof"
-
 int csi_get_plugin_info(struct ctl *c, Csi__V1__GetPluginInfoResponse **resp,
                         struct grpc_status *gs);
 int csi_get_plugin_capabilities(struct ctl *c, Csi__V1__GetPluginCapabilitiesResponse **resp,

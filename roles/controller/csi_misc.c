@@ -99,7 +99,7 @@ Csi__V1__Volume *csi_volume_of(const cJSON *pvst)
 	}
 	csi__v1__topology__init(t);
 	csi__v1__topology__segments_entry__init(seg);
-	seg->key = dup(CSI_TOPOLOGY_KEY);
+	seg->key = dup(RULES_TOPOLOGY_KEY);
 	seg->value = dup("true");
 	t->segments = calloc(1, sizeof(*t->segments));
 	if (t->segments) {
@@ -131,7 +131,7 @@ int csi_get_plugin_info(struct ctl *c, Csi__V1__GetPluginInfoResponse **resp,
 	if (!*resp)
 		return gstatus(gs, GRPC_INTERNAL, "out of memory");
 	csi__v1__get_plugin_info_response__init(*resp);
-	(*resp)->name = dup(CSI_DRIVER_NAME);
+	(*resp)->name = dup(RULES_DRIVER_NAME);
 	(*resp)->vendor_version = dup(version_string());
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
@@ -273,9 +273,9 @@ int csi_get_capacity(struct ctl *c, const Csi__V1__GetCapacityRequest *req,
 	char store_name[254] = "";
 	int64_t avail = 0;
 	for (size_t i = 0; i < req->n_parameters; i++) {
-		if (!strcmp(req->parameters[i]->key, PILLAR_PREFIX "storage-class"))
+		if (!strcmp(req->parameters[i]->key, RULES_KEY_PREFIX "storage-class"))
 			psc = req->parameters[i]->value;
-		else if (!strcmp(req->parameters[i]->key, PILLAR_PREFIX "store-ref"))
+		else if (!strcmp(req->parameters[i]->key, RULES_KEY_PREFIX "store-ref"))
 			sref = req->parameters[i]->value;
 	}
 	if (psc && store_get(c->st, kind_of("PillarStorageClass"), NULL, psc, &o, NULL) == 0)

@@ -168,11 +168,11 @@ static int record_success(struct ctl *c, const char *name, const char *uid, stru
 			cJSON_DeleteItemFromObjectCaseSensitive(meta, "annotations");
 			ann = cJSON_AddObjectToObject(meta, "annotations");
 		}
-		if (json_get_str(ann, PVST_ANN_SUCCESS)) {
+		if (json_get_str(ann, RULES_ANN_SUCCESS)) {
 			cJSON_Delete(obj);
 			return GRPC_OK;
 		}
-		cJSON_AddStringToObject(ann, PVST_ANN_SUCCESS, "true");
+		cJSON_AddStringToObject(ann, RULES_ANN_SUCCESS, "true");
 		int r = store_update(c->st, obj, NULL, &e);
 		cJSON_Delete(obj);
 		if (r == 0)
@@ -203,7 +203,7 @@ static int validate_create(const Csi__V1__CreateVolumeRequest *req, bool *block,
                            struct grpc_status *gs)
 {
 	const char *fstype = create_fstype(req);
-	if (!req->name || !volname_valid(req->name))
+	if (!req->name || !rules_volname_valid(req->name))
 		return gstatus(gs, GRPC_INVALID_ARGUMENT,
 		               "volume name \"%s\" must match [A-Za-z0-9][A-Za-z0-9_-]{0,127}",
 		               req->name ? req->name : "");
@@ -252,8 +252,8 @@ static int create_object(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 	char vid[800], avid[400];
 	snprintf(avid, sizeof(avid), "%s/%s", ro.pool, req->name);
 	snprintf(vid, sizeof(vid), "%s/nvmeof-tcp/%s/%s", ro.agent, ro.backend_type, avid);
-	struct volid chk;
-	if (volid_parse(vid, &chk) < 0) {
+	struct rules_volid chk;
+	if (rules_volid_parse(vid, &chk) < 0) {
 		resolve_out_clear(&ro);
 		return gstatus(gs, GRPC_INVALID_ARGUMENT,
 		               "volume ID \"%s\" would be malformed (agent or pool name)", vid);
@@ -264,10 +264,10 @@ static int create_object(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 	cJSON *meta = cJSON_AddObjectToObject(obj, "metadata");
 	cJSON_AddStringToObject(meta, "name", pname);
 	cJSON *labels = cJSON_AddObjectToObject(meta, "labels");
-	cJSON_AddStringToObject(labels, PVST_LABEL_AGENT, ro.agent);
-	cJSON_AddStringToObject(labels, PVST_LABEL_STORE, ro.store);
+	cJSON_AddStringToObject(labels, RULES_LABEL_AGENT, ro.agent);
+	cJSON_AddStringToObject(labels, RULES_LABEL_STORE, ro.store);
 	if (ro.psc[0])
-		cJSON_AddStringToObject(labels, PVST_LABEL_PSC, ro.psc);
+		cJSON_AddStringToObject(labels, RULES_LABEL_PSC, ro.psc);
 	cJSON *spec = cJSON_AddObjectToObject(obj, "spec");
 	cJSON_AddStringToObject(spec, "volumeID", vid);
 	cJSON_AddStringToObject(spec, "agentVolumeID", avid);
@@ -325,7 +325,7 @@ static int provision(struct ctl *c, cJSON *pvst, const char *pname,
 	const char *agent = spec_str(pvst, "agentRef"), *uid = store_meta_str(pvst, "uid");
 	const cJSON *labels = cJSON_GetObjectItemCaseSensitive(
 	    cJSON_GetObjectItemCaseSensitive(pvst, "metadata"), "labels");
-	const char *store_name = json_get_str(labels, PVST_LABEL_STORE) ?: "";
+	const char *store_name = json_get_str(labels, RULES_LABEL_STORE) ?: "";
 	char addr[300], bind[300], uidbuf[64];
 	struct grpc_status ast = {0};
 	cJSON *es = NULL, *cur = NULL;
@@ -484,7 +484,7 @@ int csi_create_volume(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
                       Csi__V1__CreateVolumeResponse **resp, struct grpc_status *gs)
 {
 	bool block = false;
-	char pname[80];
+	char pname[RULES_PVST_NAME_CAP];
 	int r;
 
 	*resp = NULL;
@@ -504,7 +504,7 @@ int csi_create_volume(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 		return gstatus(gs, GRPC_OUT_OF_RANGE,
 		               "capacity %lld bytes exceeds limit_bytes %lld", (long long)size,
 		               (long long)L);
-	pvst_name_of(req->name, pname, sizeof(pname));
+	rules_pvst_name(req->name, pname, sizeof(pname));
 	ctl_lock_volume(c, pname);
 	for (int attempt = 0; attempt < 4; attempt++) {
 		cJSON *obj = NULL;
@@ -554,8 +554,8 @@ int csi_create_volume(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 int csi_delete_volume(struct ctl *c, const Csi__V1__DeleteVolumeRequest *req,
                       Csi__V1__DeleteVolumeResponse **resp, struct grpc_status *gs)
 {
-	struct volid v;
-	char pname[80], addr[300], uid[64];
+	struct rules_volid v;
+	char pname[RULES_PVST_NAME_CAP], addr[300], uid[64];
 	cJSON *obj = NULL;
 	int r;
 
@@ -564,9 +564,9 @@ int csi_delete_volume(struct ctl *c, const Csi__V1__DeleteVolumeRequest *req,
 	gs->msg[0] = 0;
 	if (!req->volume_id || !*req->volume_id)
 		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
-	if (volid_parse(req->volume_id, &v) < 0)
+	if (rules_volid_parse(req->volume_id, &v) < 0)
 		goto ok;
-	pvst_name_of(v.name, pname, sizeof(pname));
+	rules_pvst_name(v.name, pname, sizeof(pname));
 	ctl_lock_volume(c, pname);
 	r = pvst_get_by_id(c, req->volume_id, &obj, gs);
 	if (r == GRPC_NOT_FOUND) {
@@ -665,8 +665,8 @@ ok:
 int csi_controller_expand(struct ctl *c, const Csi__V1__ControllerExpandVolumeRequest *req,
                           Csi__V1__ControllerExpandVolumeResponse **resp, struct grpc_status *gs)
 {
-	struct volid v;
-	char pname[80], addr[300];
+	struct rules_volid v;
+	char pname[RULES_PVST_NAME_CAP], addr[300];
 	cJSON *obj = NULL;
 	int r;
 
@@ -686,9 +686,9 @@ int csi_controller_expand(struct ctl *c, const Csi__V1__ControllerExpandVolumeRe
 		return gstatus(gs, GRPC_OUT_OF_RANGE,
 		               "capacity %lld bytes exceeds limit_bytes %lld", (long long)size,
 		               (long long)L);
-	if (volid_parse(req->volume_id, &v) < 0)
+	if (rules_volid_parse(req->volume_id, &v) < 0)
 		return gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", req->volume_id);
-	pvst_name_of(v.name, pname, sizeof(pname));
+	rules_pvst_name(v.name, pname, sizeof(pname));
 	ctl_lock_volume(c, pname);
 	r = pvst_get_by_id(c, req->volume_id, &obj, gs);
 	if (r == GRPC_NOT_FOUND)

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <mbedtls/sha256.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,90 +85,6 @@ int gstatus(struct grpc_status *gs, int code, const char *fmt, ...)
 	return code;
 }
 
-/* ---- identifiers ------------------------------------------------------------------------------ */
-
-bool volname_valid(const char *n)
-{
-	size_t len = strlen(n);
-	if (len < 1 || len > 128)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char ch = n[i];
-		bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		             (ch >= '0' && ch <= '9');
-		if (!alnum && (i == 0 || (ch != '_' && ch != '-')))
-			return false;
-	}
-	return true;
-}
-
-static bool seg_ok(const char *s, size_t len)
-{
-	if (len == 0)
-		return false;
-	for (size_t i = 0; i < len; i++)
-		if (s[i] == '/' || (unsigned char)s[i] < 0x21 || s[i] == 0x7f)
-			return false;
-	return true;
-}
-
-int volid_parse(const char *id, struct volid *v)
-{
-	const char *p = id, *s;
-	char *dst[3] = {v->agent, v->protocol, v->backend};
-	size_t cap[3] = {sizeof(v->agent), sizeof(v->protocol), sizeof(v->backend)};
-	memset(v, 0, sizeof(*v));
-	if (!id)
-		return -EINVAL;
-	for (int i = 0; i < 3; i++) {
-		s = strchr(p, '/');
-		if (!s || !seg_ok(p, (size_t)(s - p)) || (size_t)(s - p) >= cap[i])
-			return -EINVAL;
-		memcpy(dst[i], p, (size_t)(s - p));
-		p = s + 1;
-	}
-	s = strchr(p, '/');
-	if (!s || strchr(s + 1, '/') || !seg_ok(p, (size_t)(s - p)) ||
-	    (size_t)(s - p) >= sizeof(v->pool))
-		return -EINVAL;
-	memcpy(v->pool, p, (size_t)(s - p));
-	if (!volname_valid(s + 1))
-		return -EINVAL;
-	snprintf(v->name, sizeof(v->name), "%s", s + 1);
-	if (strcmp(v->protocol, "nvmeof-tcp") ||
-	    (strcmp(v->backend, "zfs-zvol") && strcmp(v->backend, "lvm-lv") &&
-	     strcmp(v->backend, "file")))
-		return -EINVAL;
-	if (store_validate_name("agent", v->agent, NULL) < 0)
-		return -EINVAL;
-	snprintf(v->agent_volume_id, sizeof(v->agent_volume_id), "%s/%s", v->pool, v->name);
-	return 0;
-}
-
-void pvst_name_of(const char *csi_name, char *out, size_t cap)
-{
-	/* ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ — the csi name is at most 128 chars; object names
-	 * allow 253, so only the character rule matters. */
-	size_t len = strlen(csi_name);
-	bool ok = len > 0 && len <= 253;
-	for (size_t i = 0; ok && i < len; i++) {
-		char ch = csi_name[i];
-		bool an = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
-		if (!an && (ch != '-' || i == 0 || i == len - 1))
-			ok = false;
-	}
-	if (ok) {
-		snprintf(out, cap, "%s", csi_name);
-		return;
-	}
-	unsigned char d[32];
-	mbedtls_sha256_ret((const unsigned char *)csi_name, len, d, 0);
-	char hex[33];
-	for (int i = 0; i < 16; i++)
-		snprintf(hex + 2 * i, 3, "%02x", d[i]);
-	snprintf(out, cap, "pillar-%s", hex);
-}
-
 /* ---- PillarVolumeState ------------------------------------------------------------------------ */
 
 const struct store_kind *kind_of(const char *name)
@@ -179,13 +94,13 @@ const struct store_kind *kind_of(const char *name)
 
 int pvst_get_by_id(struct ctl *c, const char *volume_id, cJSON **out, struct grpc_status *gs)
 {
-	struct volid v;
-	char name[80];
+	struct rules_volid v;
+	char name[RULES_PVST_NAME_CAP];
 	struct err e = {0};
 	*out = NULL;
-	if (volid_parse(volume_id, &v) < 0)
+	if (rules_volid_parse(volume_id, &v) < 0)
 		return GRPC_NOT_FOUND;
-	pvst_name_of(v.name, name, sizeof(name));
+	rules_pvst_name(v.name, name, sizeof(name));
 	int r = store_get(c->st, kind_of("PillarVolumeState"), NULL, name, out, &e);
 	if (r == STORE_NOT_FOUND)
 		return GRPC_NOT_FOUND;

@@ -17,13 +17,9 @@
 
 #include "controller/agentclient.h"
 #include "grpc/status.h"
+#include "rules/keys.h"
+#include "rules/volid.h"
 #include "store/store.h"
-
-#define PVST_LABEL_AGENT "pillar-csi.bhyoo.com/agent"
-#define PVST_LABEL_STORE "pillar-csi.bhyoo.com/store"
-#define PVST_LABEL_PSC   "pillar-csi.bhyoo.com/pillar-storage-class"
-#define PVST_ANN_SUCCESS "pillar-csi.bhyoo.com/success-recorded"
-#define HOST_NQN_ANN     "pillar-csi.bhyoo.com/nvmeof-host-nqn"
 
 struct ctl_vlock;
 
@@ -45,19 +41,7 @@ void ctl_fini(struct ctl *c);
 void ctl_lock_volume(struct ctl *c, const char *name);
 void ctl_unlock_volume(struct ctl *c, const char *name);
 
-/* ---- identifiers (csi.md §2) ------------------------------------------------------------------ */
-
-struct volid {
-	char agent[254], protocol[32], backend[32], pool[254], name[130];
-	char agent_volume_id[390]; /* <pool>/<name> */
-};
-
-/* 0 or -EINVAL (malformed: not 5 non-empty segments, unknown tokens, bad name). */
-int volid_parse(const char *id, struct volid *v);
-/* true when name matches ^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$ */
-bool volname_valid(const char *name);
-/* PillarVolumeState name for a CSI volume name (csi.md §2.2); out has at least 64 bytes. */
-void pvst_name_of(const char *csi_name, char *out, size_t cap);
+/* Volume IDs, volume names and PillarVolumeState names (csi.md §2) are rules/volid.h. */
 
 /* ---- PillarVolumeState ------------------------------------------------------------------------ */
 

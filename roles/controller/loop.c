@@ -214,7 +214,7 @@ static void on_event(struct controller_loop *l, const struct store_kind *k,
 			enqueue(l, "pst", spec_str(obj, "storeRef"), 0);
 	} else if (!strcmp(kind, "StorageClass")) {
 		if (type == STORE_MODIFIED)
-			enqueue(l, "psc", label(obj, SC_LABEL_PSC), 0);
+			enqueue(l, "psc", label(obj, RULES_LABEL_PSC), 0);
 		else
 			enqueue_all(l, "PillarStorageClass", "psc");
 	} else if (!strcmp(kind, "Node")) {
@@ -238,9 +238,9 @@ static void on_event(struct controller_loop *l, const struct store_kind *k,
 	} else if (!strcmp(kind, "PillarVolumeState")) {
 		if (gone) {
 			vdigest_drop(l, name);
-			enqueue(l, "pa", label(obj, PVST_LABEL_AGENT), 0);
-			enqueue(l, "pst", label(obj, PVST_LABEL_STORE), 0);
-			enqueue(l, "psc", label(obj, PVST_LABEL_PSC), 0);
+			enqueue(l, "pa", label(obj, RULES_LABEL_AGENT), 0);
+			enqueue(l, "pst", label(obj, RULES_LABEL_STORE), 0);
+			enqueue(l, "psc", label(obj, RULES_LABEL_PSC), 0);
 		} else if (vdigest_update(l, name, obj) && !initial) {
 			enqueue(l, "vol", name, 0);
 		}

@@ -142,7 +142,7 @@ static int duplicate_nqn(struct ctl *c, const char *node, const char *nqn, bool 
 		const char *a = json_get_str(
 		    cJSON_GetObjectItemCaseSensitive(
 		        cJSON_GetObjectItemCaseSensitive(it, "metadata"), "annotations"),
-		    HOST_NQN_ANN);
+		    RULES_ANN_HOST_NQN);
 		if (!a || strcmp(a, nqn) || !strcmp(n, node))
 			continue;
 		if (acl)
@@ -163,8 +163,8 @@ static int duplicate_nqn(struct ctl *c, const char *node, const char *nqn, bool 
 int csi_controller_publish(struct ctl *c, const Csi__V1__ControllerPublishVolumeRequest *req,
                            Csi__V1__ControllerPublishVolumeResponse **resp, struct grpc_status *gs)
 {
-	struct volid v;
-	char pname[80], addr[300], nqn[256], uid[64];
+	struct rules_volid v;
+	char pname[RULES_PVST_NAME_CAP], addr[300], nqn[256], uid[64];
 	cJSON *obj = NULL, *csinode = NULL;
 	int r;
 
@@ -179,9 +179,9 @@ int csi_controller_publish(struct ctl *c, const Csi__V1__ControllerPublishVolume
 		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_capability is required");
 	if ((r = csi_check_capability(req->volume_capability, gs)))
 		return r;
-	if (volid_parse(req->volume_id, &v) < 0)
+	if (rules_volid_parse(req->volume_id, &v) < 0)
 		return gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", req->volume_id);
-	pvst_name_of(v.name, pname, sizeof(pname));
+	rules_pvst_name(v.name, pname, sizeof(pname));
 	ctl_lock_volume(c, pname);
 	r = pvst_get_by_id(c, req->volume_id, &obj, gs);
 	if (r == GRPC_NOT_FOUND)
@@ -208,10 +208,10 @@ int csi_controller_publish(struct ctl *c, const Csi__V1__ControllerPublishVolume
 	const char *a =
 	    json_get_str(cJSON_GetObjectItemCaseSensitive(
 	                     cJSON_GetObjectItemCaseSensitive(csinode, "metadata"), "annotations"),
-	                 HOST_NQN_ANN);
+	                 RULES_ANN_HOST_NQN);
 	if (!a || !*a) {
 		r = gstatus(gs, GRPC_FAILED_PRECONDITION,
-		            "CSINode \"%s\" is missing annotation \"" HOST_NQN_ANN "\"",
+		            "CSINode \"%s\" is missing annotation \"" RULES_ANN_HOST_NQN "\"",
 		            req->node_id);
 		goto out;
 	}
@@ -316,8 +316,8 @@ int csi_controller_unpublish(struct ctl *c, const Csi__V1__ControllerUnpublishVo
                              Csi__V1__ControllerUnpublishVolumeResponse **resp,
                              struct grpc_status *gs)
 {
-	struct volid v;
-	char pname[80], addr[300], uid[64];
+	struct rules_volid v;
+	char pname[RULES_PVST_NAME_CAP], addr[300], uid[64];
 	cJSON *obj = NULL, *fenced = NULL;
 	int r = GRPC_OK;
 
@@ -327,9 +327,9 @@ int csi_controller_unpublish(struct ctl *c, const Csi__V1__ControllerUnpublishVo
 	if (!req->volume_id || !*req->volume_id)
 		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
 	const char *node = req->node_id ? req->node_id : "";
-	if (volid_parse(req->volume_id, &v) < 0)
+	if (rules_volid_parse(req->volume_id, &v) < 0)
 		goto done;
-	pvst_name_of(v.name, pname, sizeof(pname));
+	rules_pvst_name(v.name, pname, sizeof(pname));
 	ctl_lock_volume(c, pname);
 	r = pvst_get_by_id(c, req->volume_id, &obj, gs);
 	if (r == GRPC_NOT_FOUND) {

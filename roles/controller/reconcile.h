@@ -21,15 +21,7 @@
 
 #define RECONCILE_INTERVAL_MS      30000
 #define RECONCILE_RESTORE_RETRY_MS 5000
-#define AGENT_FINALIZER            "pillar-csi.bhyoo.com/pillar-agent-protection"
-#define AGENT_NODE_LABEL           "pillar-csi.bhyoo.com/agent-node"
-#define STORE_FINALIZER            "pillar-csi.bhyoo.com/store-protection"
-#define PROTOCOL_FINALIZER         "pillar-csi.bhyoo.com/protocol-protection"
-#define PSC_FINALIZER              "pillar-csi.bhyoo.com/storage-class-protection"
 #define CAPACITY_REFRESH_MS        60000
-#define SC_CARRY_OVER_ANN          "pillar-csi.bhyoo.com/storage-class-carry-over"
-#define SC_LABEL_PSC               "pillar-csi.bhyoo.com/pillar-storage-class"
-#define SC_LABEL_MANAGED_BY        "app.kubernetes.io/managed-by"
 
 int reconcile_agent(struct ctl *c, const char *name, int *requeue_ms, struct err *e);
 

@@ -62,7 +62,7 @@ int reconcile_abandoned(struct ctl *c, long long now, int *deleted, struct err *
 		if (!phase ||
 		    (strcmp(phase, "Provisioning") != 0 && strcmp(phase, "CreatePartial") != 0))
 			continue;
-		if (json_get_str(ann, PVST_ANN_SUCCESS))
+		if (json_get_str(ann, RULES_ANN_SUCCESS))
 			continue;
 		if (store_get(c->st, kind_of("PersistentVolume"), NULL, name, &pv, NULL) !=
 		    STORE_NOT_FOUND) {

@@ -149,7 +149,7 @@ static void agent_dependents(struct ctl *c, const char *name, char *out, size_t 
 {
 	struct deps d = {0};
 	cJSON *stores = reconcile_names_where(c, "PillarStore", "agentRef", name);
-	cJSON *vols = reconcile_names_labeled(c, "PillarVolumeState", PVST_LABEL_AGENT, name);
+	cJSON *vols = reconcile_names_labeled(c, "PillarVolumeState", RULES_LABEL_AGENT, name);
 	deps_objects(&d, "PillarStore", stores);
 	deps_volumes(&d, vols);
 	cJSON_Delete(stores);
@@ -196,7 +196,7 @@ static int node_label(struct ctl *c, const cJSON *pa, bool present, struct err *
 		return 0;
 	cJSON *meta = cJSON_GetObjectItemCaseSensitive(n, "metadata");
 	cJSON *labels = cJSON_GetObjectItemCaseSensitive(meta, "labels");
-	const char *v = json_get_str(labels, AGENT_NODE_LABEL);
+	const char *v = json_get_str(labels, RULES_LABEL_AGENT_NODE);
 	bool has = v && !strcmp(v, "true");
 	if (has == present) {
 		cJSON_Delete(n);
@@ -206,9 +206,9 @@ static int node_label(struct ctl *c, const cJSON *pa, bool present, struct err *
 		cJSON_DeleteItemFromObjectCaseSensitive(meta, "labels");
 		labels = cJSON_AddObjectToObject(meta, "labels");
 	}
-	cJSON_DeleteItemFromObjectCaseSensitive(labels, AGENT_NODE_LABEL);
+	cJSON_DeleteItemFromObjectCaseSensitive(labels, RULES_LABEL_AGENT_NODE);
 	if (present)
-		cJSON_AddStringToObject(labels, AGENT_NODE_LABEL, "true");
+		cJSON_AddStringToObject(labels, RULES_LABEL_AGENT_NODE, "true");
 	r = store_update(c->st, n, NULL, e);
 	cJSON_Delete(n);
 	return r == STORE_NOT_FOUND ? 0 : r;
@@ -216,7 +216,7 @@ static int node_label(struct ctl *c, const cJSON *pa, bool present, struct err *
 
 static int set_finalizer(struct ctl *c, cJSON *pa, bool present, struct err *e)
 {
-	return reconcile_finalizer(c, pa, AGENT_FINALIZER, present, e);
+	return reconcile_finalizer(c, pa, RULES_FINALIZER_AGENT, present, e);
 }
 
 /* Ready from the other conditions, in the precedence of crds.md §3.3: DeletionBlocked

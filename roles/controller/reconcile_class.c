@@ -75,11 +75,11 @@ int reconcile_protocol(struct ctl *c, const char *name, struct err *e)
 		deps_objects(&d, "PillarStorageClass", pscs);
 		if (!d.msg[0]) {
 			cJSON_Delete(agents);
-			r = reconcile_finalizer(c, pstr, PROTOCOL_FINALIZER, false, e);
+			r = reconcile_finalizer(c, pstr, RULES_FINALIZER_PROTOCOL, false, e);
 			r = r == STORE_NOT_FOUND ? 0 : r;
 			goto out;
 		}
-	} else if ((r = reconcile_finalizer(c, pstr, PROTOCOL_FINALIZER, true, e)) < 0) {
+	} else if ((r = reconcile_finalizer(c, pstr, RULES_FINALIZER_PROTOCOL, true, e)) < 0) {
 		cJSON_Delete(agents);
 		r = r == STORE_NOT_FOUND ? 0 : r;
 		goto out;
@@ -123,8 +123,8 @@ static cJSON *desired_sc(const cJSON *psc)
 	cJSON *meta = cJSON_AddObjectToObject(sc, "metadata");
 	cJSON_AddStringToObject(meta, "name", sc_name_of(psc));
 	cJSON *labels = cJSON_AddObjectToObject(meta, "labels");
-	cJSON_AddStringToObject(labels, SC_LABEL_MANAGED_BY, "pillar-csi");
-	cJSON_AddStringToObject(labels, SC_LABEL_PSC, psc_name);
+	cJSON_AddStringToObject(labels, RULES_LABEL_MANAGED_BY, "pillar-csi");
+	cJSON_AddStringToObject(labels, RULES_LABEL_PSC, psc_name);
 	cJSON *owner = cJSON_CreateObject();
 	cJSON_AddStringToObject(owner, "apiVersion", kind_of("PillarStorageClass")->api_version);
 	cJSON_AddStringToObject(owner, "kind", "PillarStorageClass");
@@ -132,9 +132,9 @@ static cJSON *desired_sc(const cJSON *psc)
 	cJSON_AddStringToObject(owner, "uid", store_meta_str(psc, "uid") ?: "");
 	cJSON_AddBoolToObject(owner, "controller", true);
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(meta, "ownerReferences"), owner);
-	cJSON_AddStringToObject(sc, "provisioner", "pillar-csi.bhyoo.com");
+	cJSON_AddStringToObject(sc, "provisioner", RULES_DRIVER_NAME);
 	cJSON *params = cJSON_AddObjectToObject(sc, "parameters");
-	cJSON_AddStringToObject(params, PILLAR_PREFIX "storage-class", psc_name);
+	cJSON_AddStringToObject(params, RULES_KEY_PREFIX "storage-class", psc_name);
 	cJSON_AddStringToObject(params, "csi.storage.k8s.io/fstype",
 	                        json_get_str(fs, "fsType") ?: "ext4");
 	const cJSON *mo = cJSON_GetObjectItemCaseSensitive(fs, "mountOptions");
@@ -220,13 +220,14 @@ static cJSON *carry_of(const cJSON *sc)
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(meta, "labels"))
 	{
 		if (cJSON_IsString(it) &&
-		    strncmp(it->string, PILLAR_PREFIX, strlen(PILLAR_PREFIX)) &&
-		    strcmp(it->string, SC_LABEL_MANAGED_BY))
+		    strncmp(it->string, RULES_KEY_PREFIX, strlen(RULES_KEY_PREFIX)) &&
+		    strcmp(it->string, RULES_LABEL_MANAGED_BY))
 			cJSON_AddStringToObject(l, it->string, it->valuestring);
 	}
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(meta, "annotations"))
 	{
-		if (cJSON_IsString(it) && strncmp(it->string, PILLAR_PREFIX, strlen(PILLAR_PREFIX)))
+		if (cJSON_IsString(it) &&
+		    strncmp(it->string, RULES_KEY_PREFIX, strlen(RULES_KEY_PREFIX)))
 			cJSON_AddStringToObject(a, it->string, it->valuestring);
 	}
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(sc, "allowedTopologies");
@@ -266,13 +267,13 @@ static int set_carry_ann(struct ctl *c, cJSON *psc, const char *value, struct er
 {
 	cJSON *meta = cJSON_GetObjectItemCaseSensitive(psc, "metadata");
 	cJSON *ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
-	if (!value && !cJSON_GetObjectItemCaseSensitive(ann, SC_CARRY_OVER_ANN))
+	if (!value && !cJSON_GetObjectItemCaseSensitive(ann, RULES_ANN_SC_CARRY_OVER))
 		return 0;
 	if (!cJSON_IsObject(ann)) {
 		cJSON_DeleteItemFromObjectCaseSensitive(meta, "annotations");
 		ann = cJSON_AddObjectToObject(meta, "annotations");
 	}
-	reconcile_set_str(ann, SC_CARRY_OVER_ANN, value);
+	reconcile_set_str(ann, RULES_ANN_SC_CARRY_OVER, value);
 	if (!cJSON_GetArraySize(ann))
 		cJSON_DeleteItemFromObjectCaseSensitive(meta, "annotations");
 	cJSON *out = NULL;
@@ -292,7 +293,7 @@ static bool ours(const cJSON *sc, const char *psc_name)
 	const char *v =
 	    json_get_str(cJSON_GetObjectItemCaseSensitive(
 	                     cJSON_GetObjectItemCaseSensitive(sc, "metadata"), "labels"),
-	                 SC_LABEL_PSC);
+	                 RULES_LABEL_PSC);
 	return v && !strcmp(v, psc_name);
 }
 
@@ -311,10 +312,10 @@ static int sync_sc(struct ctl *c, cJSON *psc, bool create_ok, cJSON *status, int
 	const char *ann =
 	    json_get_str(cJSON_GetObjectItemCaseSensitive(
 	                     cJSON_GetObjectItemCaseSensitive(psc, "metadata"), "annotations"),
-	                 SC_CARRY_OVER_ANN);
+	                 RULES_ANN_SC_CARRY_OVER);
 	if (ann && json_parse_strict(ann, strlen(ann), &carry, NULL) < 0) {
 		log_warnf("PillarStorageClass %s: ignoring an unreadable %s annotation", psc_name,
-		          SC_CARRY_OVER_ANN);
+		          RULES_ANN_SC_CARRY_OVER);
 		carry = NULL;
 	}
 	if (r < 0 && r != STORE_NOT_FOUND) {
@@ -416,7 +417,7 @@ static void psc_dependents(struct ctl *c, const char *name, const char *scname, 
 			cJSON_AddItemToArray(pvcs, cJSON_CreateString(nn));
 		}
 	cJSON_Delete(items);
-	cJSON *vols = reconcile_names_labeled(c, "PillarVolumeState", PVST_LABEL_PSC, name);
+	cJSON *vols = reconcile_names_labeled(c, "PillarVolumeState", RULES_LABEL_PSC, name);
 	if (store_list(c->st, kind_of("PersistentVolume"), NULL, NULL, &pvs, NULL, NULL) == 0)
 		cJSON_ArrayForEach(it, pvs)
 		{
@@ -441,7 +442,7 @@ static int psc_release(struct ctl *c, cJSON *psc, const char *scname, struct err
 	cJSON_Delete(sc);
 	if (r < 0 && r != STORE_NOT_FOUND)
 		return r;
-	r = reconcile_finalizer(c, psc, PSC_FINALIZER, false, e);
+	r = reconcile_finalizer(c, psc, RULES_FINALIZER_PSC, false, e);
 	return r == STORE_NOT_FOUND ? 0 : r;
 }
 
@@ -465,7 +466,7 @@ int reconcile_psc(struct ctl *c, const char *name, struct err *e)
 			r = psc_release(c, psc, scname, e);
 			goto out;
 		}
-	} else if ((r = reconcile_finalizer(c, psc, PSC_FINALIZER, true, e)) < 0) {
+	} else if ((r = reconcile_finalizer(c, psc, RULES_FINALIZER_PSC, true, e)) < 0) {
 		r = r == STORE_NOT_FOUND ? 0 : r;
 		goto out;
 	}

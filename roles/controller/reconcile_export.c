@@ -170,7 +170,7 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
 		}
 		cJSON_AddItemToArray(items, one);
 	} else {
-		snprintf(sel, sizeof(sel), PVST_LABEL_AGENT "=%s", agent);
+		snprintf(sel, sizeof(sel), RULES_LABEL_AGENT "=%s", agent);
 		if (store_list(c->st, kind_of("PillarVolumeState"), NULL, sel, &items, NULL, &e) <
 		    0)
 			return gstatus(gs, GRPC_UNAVAILABLE, "listing volumes of agent \"%s\": %s",

@@ -182,17 +182,17 @@ int reconcile_store(struct ctl *c, const char *name, bool refresh, struct err *e
 	if (deleting) {
 		cJSON *pscs = reconcile_names_where(c, "PillarStorageClass", "storeRef", name);
 		cJSON *vols =
-		    reconcile_names_labeled(c, "PillarVolumeState", PVST_LABEL_STORE, name);
+		    reconcile_names_labeled(c, "PillarVolumeState", RULES_LABEL_STORE, name);
 		deps_objects(&d, "PillarStorageClass", pscs);
 		deps_volumes(&d, vols);
 		cJSON_Delete(pscs);
 		cJSON_Delete(vols);
 		if (!d.msg[0]) {
-			r = reconcile_finalizer(c, pst, STORE_FINALIZER, false, e);
+			r = reconcile_finalizer(c, pst, RULES_FINALIZER_STORE, false, e);
 			cJSON_Delete(pst);
 			return r == STORE_NOT_FOUND ? 0 : r;
 		}
-	} else if ((r = reconcile_finalizer(c, pst, STORE_FINALIZER, true, e)) < 0) {
+	} else if ((r = reconcile_finalizer(c, pst, RULES_FINALIZER_STORE, true, e)) < 0) {
 		cJSON_Delete(pst);
 		return r == STORE_NOT_FOUND ? 0 : r;
 	}

@@ -567,8 +567,8 @@ static int read_params(const cJSON *params, struct params *p, struct grpc_status
 			continue;
 		}
 		int i = -1;
-		if (!strncmp(k, PILLAR_PREFIX, strlen(PILLAR_PREFIX)))
-			for (i = 0; sc_keys[i] && strcmp(k + strlen(PILLAR_PREFIX), sc_keys[i]);
+		if (!strncmp(k, RULES_KEY_PREFIX, strlen(RULES_KEY_PREFIX)))
+			for (i = 0; sc_keys[i] && strcmp(k + strlen(RULES_KEY_PREFIX), sc_keys[i]);
 			     i++)
 				;
 		if (i < 0 || !sc_keys[i])
@@ -581,14 +581,14 @@ static int read_params(const cJSON *params, struct params *p, struct grpc_status
 			if (p->v[i])
 				return gfail(gs, GRPC_INVALID_ARGUMENT,
 				             "unsupported StorageClass parameter \"%s%s\"",
-				             PILLAR_PREFIX, sc_keys[i]);
+				             RULES_KEY_PREFIX, sc_keys[i]);
 		return 0;
 	}
 	for (int i = 1; i < 3; i++)
 		if (!p->v[i] || !*p->v[i])
 			return gfail(gs, GRPC_INVALID_ARGUMENT,
-			             "StorageClass parameter \"%s%s\" is required", PILLAR_PREFIX,
-			             sc_keys[i]);
+			             "StorageClass parameter \"%s%s\" is required",
+			             RULES_KEY_PREFIX, sc_keys[i]);
 	return 0;
 }
 
@@ -652,7 +652,7 @@ int resolve_volume(store *st, const cJSON *params, bool block, const char *cap_f
 		goto out;
 	if (p.v[0]) {
 		cpy(out->psc, sizeof(out->psc), p.v[0]);
-		if ((r = lookup(st, "PillarStorageClass", p.v[0], PILLAR_PREFIX "storage-class",
+		if ((r = lookup(st, "PillarStorageClass", p.v[0], RULES_KEY_PREFIX "storage-class",
 		                &psc, gs)) != 0)
 			goto out;
 		const cJSON *spec = cJSON_GetObjectItemCaseSensitive(psc, "spec");
@@ -666,10 +666,10 @@ int resolve_volume(store *st, const cJSON *params, bool block, const char *cap_f
 	} else {
 		cpy(out->store, sizeof(out->store), p.v[1]);
 		cpy(out->protocol, sizeof(out->protocol), p.v[2]);
-		if ((r = lookup(st, "PillarStore", out->store, PILLAR_PREFIX "store-ref", &pst,
+		if ((r = lookup(st, "PillarStore", out->store, RULES_KEY_PREFIX "store-ref", &pst,
 		                gs)) != 0 ||
-		    (r = lookup(st, "PillarProtocol", out->protocol, PILLAR_PREFIX "protocol-ref",
-		                &pstr, gs)) != 0)
+		    (r = lookup(st, "PillarProtocol", out->protocol,
+		                RULES_KEY_PREFIX "protocol-ref", &pstr, gs)) != 0)
 			goto out;
 	}
 	/* layer 0 */
@@ -695,7 +695,7 @@ int resolve_volume(store *st, const cJSON *params, bool block, const char *cap_f
 		for (int i = 3; i < 6; i++) {
 			if (!p.v[i] || (i == 5 && block))
 				continue;
-			snprintf(key, sizeof(key), "%s%s", PILLAR_PREFIX, sc_keys[i]);
+			snprintf(key, sizeof(key), "%s%s", RULES_KEY_PREFIX, sc_keys[i]);
 			if (parse_doc(&c, key, p.v[i], (enum axis)(i - 3), &doc) < 0 ||
 			    (i == 3 && apply_backend(&c, doc, key) < 0) ||
 			    (i == 4 && apply_protocol(&c, doc, key) < 0) ||
@@ -757,9 +757,9 @@ int resolve_volume(store *st, const cJSON *params, bool block, const char *cap_f
 		const char *docs[3] = {NULL, NULL, NULL};
 		cJSON_ArrayForEach(it, ann)
 		{
-			if (strncmp(it->string, PILLAR_PREFIX, strlen(PILLAR_PREFIX)))
+			if (strncmp(it->string, RULES_KEY_PREFIX, strlen(RULES_KEY_PREFIX)))
 				continue;
-			const char *s = it->string + strlen(PILLAR_PREFIX);
+			const char *s = it->string + strlen(RULES_KEY_PREFIX);
 			int i = !strcmp(s, "backend")      ? 0
 			        : !strcmp(s, "protocol")   ? 1
 			        : !strcmp(s, "filesystem") ? 2
@@ -773,14 +773,15 @@ int resolve_volume(store *st, const cJSON *params, bool block, const char *cap_f
 		}
 		if (docs[2] && block) {
 			r = gfail(gs, GRPC_INVALID_ARGUMENT,
-			          PILLAR_PREFIX "filesystem: filesystem settings do not apply to a "
-			                        "Block volume");
+			          RULES_KEY_PREFIX
+			          "filesystem: filesystem settings do not apply to a "
+			          "Block volume");
 			goto out;
 		}
 		for (int i = 0; i < 3; i++) {
 			if (!docs[i])
 				continue;
-			snprintf(key, sizeof(key), "%s%s", PILLAR_PREFIX, sc_keys[i + 3]);
+			snprintf(key, sizeof(key), "%s%s", RULES_KEY_PREFIX, sc_keys[i + 3]);
 			if (parse_doc(&c, key, docs[i], (enum axis)i, &doc) < 0 ||
 			    (i == 0 && apply_backend(&c, doc, key) < 0) ||
 			    (i == 1 && apply_protocol(&c, doc, key) < 0) ||
@@ -885,12 +886,11 @@ cJSON *resolve_volume_context(const cJSON *pvst)
 			v = 4420;
 	snprintf(buf, sizeof(buf), "%lld", v);
 	cJSON_AddStringToObject(ctx, "port", buf);
-	cJSON_AddStringToObject(ctx, PILLAR_PREFIX "protocol-type", "nvmeof-tcp");
+	cJSON_AddStringToObject(ctx, RULES_CTX_PROTOCOL_TYPE, "nvmeof-tcp");
 	const char *ref = json_str(ei, "volumeRef");
-	cJSON_AddStringToObject(ctx, PILLAR_PREFIX "volume-ref", ref && *ref ? ref : "1");
-	static const char *const ctx_key[4] = {PILLAR_PREFIX "nvmeof-max-queue-size", NULL,
-	                                       PILLAR_PREFIX "nvmeof-ctrl-loss-tmo",
-	                                       PILLAR_PREFIX "nvmeof-reconnect-delay"};
+	cJSON_AddStringToObject(ctx, RULES_CTX_VOLUME_REF, ref && *ref ? ref : "1");
+	static const char *const ctx_key[4] = {RULES_CTX_MAX_QUEUE_SIZE, NULL,
+	                                       RULES_CTX_CTRL_LOSS_TMO, RULES_CTX_RECONNECT_DELAY};
 	for (int i = 0; i < 4; i++) {
 		if (!ctx_key[i] || resolve_get_int(n, tun_name[i], &v) != 0)
 			continue;
@@ -898,11 +898,10 @@ cJSON *resolve_volume_context(const cJSON *pvst)
 		cJSON_AddStringToObject(ctx, ctx_key[i], buf);
 	}
 	if (fs) {
-		cJSON_AddStringToObject(ctx, PILLAR_PREFIX "fs-type",
-		                        json_str(fs, "fsType") ?: "ext4");
-		add_json_list(ctx, PILLAR_PREFIX "mkfs-options",
+		cJSON_AddStringToObject(ctx, RULES_CTX_FS_TYPE, json_str(fs, "fsType") ?: "ext4");
+		add_json_list(ctx, RULES_CTX_MKFS_OPTIONS,
 		              cJSON_GetObjectItemCaseSensitive(fs, "mkfsOptions"));
-		add_json_list(ctx, PILLAR_PREFIX "mount-options",
+		add_json_list(ctx, RULES_CTX_MOUNT_OPTIONS,
 		              cJSON_GetObjectItemCaseSensitive(fs, "mountOptions"));
 	}
 	return ctx;

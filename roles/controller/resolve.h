@@ -18,9 +18,8 @@
 #include <stdbool.h>
 
 #include "grpc/status.h"
+#include "rules/keys.h"
 #include "store/store.h"
-
-#define PILLAR_PREFIX "pillar-csi.bhyoo.com/"
 
 struct resolve_out {
 	cJSON *resolved; /* {backend, protocol, filesystem?} — caller frees (resolve_out_clear) */

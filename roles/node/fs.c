@@ -8,6 +8,7 @@
 
 #include "base/exec.h"
 #include "base/log.h"
+#include "rules/mkfs.h"
 
 #define TOOL_TIMEOUT_MS (10 * 60 * 1000) /* mkfs of a large volume can take minutes */
 
@@ -61,128 +62,6 @@ out:
 	return code;
 }
 
-struct opt_rule {
-	char flag;
-	bool value;
-	const char *subs; /* NULL: any value; else space-separated allowed items ("key=" or word) */
-};
-
-static const struct opt_rule ext4_rules[] = {
-    {'j', false, NULL},
-    {'q', false, NULL},
-    {'b', true, NULL},
-    {'C', true, NULL},
-    {'e', true, NULL},
-    {'E', true,
-     "stride= stripe_width= stripe-width= resize= lazy_itable_init= "
-     "lazy_journal_init= packed_meta_blocks= root_owner= discard nodiscard "
-     "num_backup_sb= encoding= encoding_flags= quotatype= "
-     "assume_storage_prezeroed="},
-    {'g', true, NULL},
-    {'G', true, NULL},
-    {'i', true, NULL},
-    {'I', true, NULL},
-    {'J', true, "size="},
-    {'L', true, NULL},
-    {'m', true, NULL},
-    {'M', true, NULL},
-    {'N', true, NULL},
-    {'O', true, NULL},
-    {'T', true, NULL},
-    {'U', true, NULL},
-    {0, false, NULL}};
-
-static const struct opt_rule xfs_rules[] = {
-    {'K', false, NULL},
-    {'q', false, NULL},
-    {'b', true, "size="},
-    {'s', true, "size="},
-    {'m', true, "crc= finobt= rmapbt= reflink= bigtime= inobtcount= uuid="},
-    {'d', true, "agcount= agsize= su= sw= sunit= swidth= noalign"},
-    {'i', true, "size= maxpct= align= sparse= nrext64= projid32bit="},
-    {'l', true, "size= version= sunit= su= lazy-count="},
-    {'n', true, "size= version= ftype="},
-    {'L', true, NULL},
-    {0, false, NULL}};
-
-static bool item_allowed(const char *item, size_t len, const char *subs)
-{
-	const char *eq = memchr(item, '=', len);
-	const char *p = subs;
-	while (*p) {
-		const char *end = strchr(p, ' ');
-		size_t l = end ? (size_t)(end - p) : strlen(p);
-		if (p[l - 1] == '=') {
-			if (eq && (size_t)(eq - item) + 1 == l && !strncmp(item, p, l))
-				return true;
-		} else if (!eq && len == l && !strncmp(item, p, l)) {
-			return true;
-		}
-		if (!end)
-			break;
-		p = end + 1;
-	}
-	return false;
-}
-
-static bool value_allowed(const char *v, const char *subs)
-{
-	const char *p = v;
-	if (!*v || v[0] == '-')
-		return false;
-	if (!subs)
-		return true;
-	while (*p) {
-		const char *end = strchr(p, ',');
-		size_t l = end ? (size_t)(end - p) : strlen(p);
-		if (!l || !item_allowed(p, l, subs))
-			return false;
-		if (!end)
-			break;
-		p = end + 1;
-	}
-	return true;
-}
-
-int node_mkfs_options_check(const char *fs, char *const *opts, size_t n, struct err *e)
-{
-	const struct opt_rule *rules = !strcmp(fs, "xfs") ? xfs_rules : ext4_rules;
-	size_t i;
-	for (i = 0; i < n; i++) {
-		const char *o = opts[i];
-		const struct opt_rule *r;
-		if (o[0] != '-' || !o[1] || o[1] == '-')
-			goto bad;
-		for (r = rules; r->flag && r->flag != o[1]; r++)
-			;
-		if (!r->flag)
-			goto bad;
-		if (!r->value) {
-			if (o[2])
-				goto bad;
-			continue;
-		}
-		if (o[2]) {
-			if (!value_allowed(o + 2, r->subs))
-				goto bad;
-			continue;
-		}
-		if (i + 1 >= n || !value_allowed(opts[i + 1], r->subs)) {
-			if (i + 1 < n) {
-				o = opts[i + 1];
-			}
-			goto bad;
-		}
-		i++;
-		continue;
-	bad:
-		return err_set(e, -EINVAL,
-		               "filesystem.mkfsOptions: mkfs option \"%s\" is not allowed for %s",
-		               o, fs);
-	}
-	return 0;
-}
-
 static int run_tool(const char *const *argv, const char *what, struct node_status *st)
 {
 	struct exec_opts o = {.timeout_ms = TOOL_TIMEOUT_MS};
@@ -216,13 +95,13 @@ int node_fs_mkfs(const char *fs, char *const *opts, size_t n, const char *dev,
 {
 	const char **argv = calloc(n + 16, sizeof(*argv));
 	struct err e = {0};
-	size_t a = 0, i;
+	size_t a = 0, i, bad;
 	char what[512];
 	int code;
 
 	if (!argv)
 		return node_status_set(st, NODE_INTERNAL, "out of memory");
-	if (node_mkfs_options_check(fs, opts, n, &e) < 0) {
+	if (rules_mkfs_check(fs, (const char *const *)opts, n, &bad, &e) < 0) {
 		free(argv);
 		return node_status_set(st, NODE_INVALID_ARGUMENT, "%s", e.msg);
 	}

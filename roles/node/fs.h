@@ -15,11 +15,8 @@
 int node_fs_probe(const char *dev, const char *volume_id, int *blank, char *type, size_t cap,
                   struct node_status *st);
 
-/* crds.md §12.1 allowlist.  0 or -EINVAL `filesystem.mkfsOptions: mkfs option "<o>" is not
- * allowed for <fs>`. */
-int node_mkfs_options_check(const char *fs, char *const *opts, size_t n, struct err *e);
-
-/* csi.md §7.4 step 4 (ext4 or xfs with the Linux 5.15 profile). */
+/* csi.md §7.4 step 4 (ext4 or xfs with the Linux 5.15 profile); opts are checked against the
+ * allowlist of rules/mkfs.h first (INVALID_ARGUMENT with its message). */
 int node_fs_mkfs(const char *fs, char *const *opts, size_t n, const char *dev,
                  struct node_status *st);
 

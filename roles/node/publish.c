@@ -36,8 +36,8 @@ static int upsert(store *s, const char *node_id, const struct nvme_host_identity
 			cJSON *m = cJSON_AddObjectToObject(o, "metadata");
 			cJSON_AddStringToObject(m, "name", node_id);
 			cJSON *ann = annotations_of(o);
-			set_ann(ann, NODE_ANN_HOST_NQN, id->hostnqn);
-			set_ann(ann, NODE_ANN_HOST_ID, id->hostid);
+			set_ann(ann, RULES_ANN_HOST_NQN, id->hostnqn);
+			set_ann(ann, RULES_ANN_HOST_ID, id->hostid);
 			cJSON_AddObjectToObject(o, "spec");
 			r = store_create(s, o, NULL, e);
 			cJSON_Delete(o);
@@ -48,14 +48,14 @@ static int upsert(store *s, const char *node_id, const struct nvme_host_identity
 		if (r < 0)
 			return r;
 		cJSON *ann = annotations_of(cur);
-		const char *nqn = json_get_str(ann, NODE_ANN_HOST_NQN);
-		const char *hid = json_get_str(ann, NODE_ANN_HOST_ID);
+		const char *nqn = json_get_str(ann, RULES_ANN_HOST_NQN);
+		const char *hid = json_get_str(ann, RULES_ANN_HOST_ID);
 		if (nqn && hid && strcmp(nqn, id->hostnqn) == 0 && strcmp(hid, id->hostid) == 0) {
 			cJSON_Delete(cur);
 			return 0;
 		}
-		set_ann(ann, NODE_ANN_HOST_NQN, id->hostnqn);
-		set_ann(ann, NODE_ANN_HOST_ID, id->hostid);
+		set_ann(ann, RULES_ANN_HOST_NQN, id->hostnqn);
+		set_ann(ann, RULES_ANN_HOST_ID, id->hostid);
 		r = store_update(s, cur, NULL, e);
 		cJSON_Delete(cur);
 		if (r != STORE_CONFLICT)
@@ -84,8 +84,8 @@ int node_publish_identity_store(void *ctx, const char *node_id, const struct nvm
 		const char *other = store_meta_str(it, "name");
 		const cJSON *ann = cJSON_GetObjectItemCaseSensitive(
 		    cJSON_GetObjectItemCaseSensitive(it, "metadata"), "annotations");
-		const char *nqn = json_get_str(ann, NODE_ANN_HOST_NQN);
-		const char *hid = json_get_str(ann, NODE_ANN_HOST_ID);
+		const char *nqn = json_get_str(ann, RULES_ANN_HOST_NQN);
+		const char *hid = json_get_str(ann, RULES_ANN_HOST_ID);
 		if (!other || strcmp(other, node_id) == 0)
 			continue;
 		if ((nqn && strcmp(nqn, id->hostnqn) == 0) ||

@@ -8,10 +8,8 @@
 
 #include "base/err.h"
 #include "nvme/host.h"
+#include "rules/keys.h"
 #include "store/store.h"
-
-#define NODE_ANN_HOST_NQN "pillar-csi.bhyoo.com/nvmeof-host-nqn"
-#define NODE_ANN_HOST_ID  "pillar-csi.bhyoo.com/nvmeof-host-id"
 
 /* A node_publish_identity_fn with ctx = store *.  Creates or updates the CSINode (retrying on
  * Conflict), then looks for duplicates: returns -ENOTUNIQ with the spec's message

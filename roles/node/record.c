@@ -14,6 +14,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "node/status.h"
+#include "rules/volid.h"
 
 int node_status_set(struct node_status *st, int code, const char *fmt, ...)
 {
@@ -34,41 +35,15 @@ static void scopy(char *dst, size_t cap, const char *src)
 	dst[n] = '\0';
 }
 
-static bool seg_char(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '.' || c == '_' || c == ':' || c == '-';
-}
-
 int node_volume_id_parse(const char *id, char *protocol, size_t protocol_cap, struct err *e)
 {
-	const char *seg = id;
-	int n = 0;
-	size_t len = id ? strlen(id) : 0;
-
-	if (!id || len == 0 || len > 250)
+	struct rules_volid v;
+	int r = rules_volid_parse(id, &v);
+	/* A well-formed ID of another protocol is the caller's to refuse (it names the protocol). */
+	if ((r < 0 && r != -EPROTONOSUPPORT) || strlen(id) > NODE_VOLUME_ID_MAX)
 		return err_set(e, -EINVAL, "volume ID \"%s\" is malformed", id ? id : "");
-	for (;;) {
-		const char *end = strchr(seg, '/');
-		size_t sl = end ? (size_t)(end - seg) : strlen(seg);
-		size_t i;
-		if (sl == 0 || (sl == 1 && seg[0] == '.') || (sl == 2 && !strncmp(seg, "..", 2)))
-			return err_set(e, -EINVAL, "volume ID \"%s\" is malformed", id);
-		for (i = 0; i < sl; i++)
-			if (!seg_char(seg[i]))
-				return err_set(e, -EINVAL, "volume ID \"%s\" is malformed", id);
-		if (n == 1 && protocol) {
-			size_t c = sl < protocol_cap - 1 ? sl : protocol_cap - 1;
-			memcpy(protocol, seg, c);
-			protocol[c] = '\0';
-		}
-		n++;
-		if (!end)
-			break;
-		seg = end + 1;
-	}
-	if (n != 5)
-		return err_set(e, -EINVAL, "volume ID \"%s\" is malformed", id);
+	if (protocol)
+		scopy(protocol, protocol_cap, v.protocol);
 	return 0;
 }
 

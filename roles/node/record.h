@@ -33,8 +33,11 @@ struct node_record {
 	char staged_at[40];
 };
 
-/* csi.md §2.1: <agent>/<protocol>/<backend>/<pool>/<name>, every segment non-empty, made of
- * [A-Za-z0-9._:-], not "." or "..".  On success the segments are copied out (each may be NULL). */
+/* The volume ID grammar of rules/volid.h (csi.md §2.1), at most NODE_VOLUME_ID_MAX bytes so
+ * that `<id with / → _>.json` is one file name.  A well-formed ID naming another protocol is
+ * accepted here (the caller refuses the protocol by name).  0 with the protocol segment copied
+ * to protocol (may be NULL), or -EINVAL `volume ID "<id>" is malformed`. */
+#define NODE_VOLUME_ID_MAX 250
 int node_volume_id_parse(const char *id, char *protocol, size_t protocol_cap, struct err *e);
 
 /* <state_dir>/<id with / → _>.json.  -EINVAL for a malformed ID. */

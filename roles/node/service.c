@@ -208,7 +208,7 @@ int node_get_plugin_info(struct node *n, const Csi__V1__GetPluginInfoRequest *re
 {
 	(void)n;
 	(void)req;
-	resp->name = strdup(NODE_DRIVER_NAME);
+	resp->name = strdup(RULES_DRIVER_NAME);
 	resp->vendor_version = strdup(version_string());
 	if (!resp->name || !resp->vendor_version)
 		return node_status_set(st, NODE_INTERNAL, "out of memory");
@@ -317,7 +317,7 @@ int node_get_info(struct node *n, const Csi__V1__NodeGetInfoRequest *req,
 		Csi__V1__Topology *t = malloc(sizeof(*t));
 		Csi__V1__Topology__SegmentsEntry **segs = calloc(1, sizeof(*segs));
 		Csi__V1__Topology__SegmentsEntry *s = malloc(sizeof(*s));
-		char *k = strdup(NODE_TOPOLOGY_KEY), *v = strdup("true");
+		char *k = strdup(RULES_TOPOLOGY_KEY), *v = strdup("true");
 		if (!t || !segs || !s || !k || !v) {
 			free(t);
 			free(segs);

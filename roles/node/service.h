@@ -21,9 +21,7 @@
 #include "node/sys.h"
 #include "nvme/host.h"
 #include "nvme/initiator.h"
-
-#define NODE_DRIVER_NAME  "pillar-csi.bhyoo.com"
-#define NODE_TOPOLOGY_KEY "pillar-csi.bhyoo.com/nvmeof"
+#include "rules/keys.h"
 
 /* "Publish my host NQN to the cluster" (csi.md §6.1 step 4): the lead wires the store here. */
 typedef int (*node_publish_identity_fn)(void *ctx, const char *node_id,

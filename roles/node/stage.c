@@ -14,8 +14,10 @@
 #include "base/log.h"
 #include "node/fs.h"
 #include "node/internal.h"
-
-#define CTX_PREFIX "pillar-csi.bhyoo.com/"
+#include "rules/bounds.h"
+#include "rules/keys.h"
+#include "rules/mkfs.h"
+#include "rules/nqn.h"
 
 static const char *ctx_get(const Csi__V1__NodeStageVolumeRequest *req, const char *key)
 {
@@ -38,7 +40,7 @@ static int ctx_int(const Csi__V1__NodeStageVolumeRequest *req, const char *key, 
 	errno = 0;
 	x = strtol(v, &end, 10);
 	if (!*v || *end || errno || x < lo || x > hi) {
-		if (hi == 1024)
+		if (hi < INT_MAX)
 			node_status_set(
 			    st, NODE_INVALID_ARGUMENT,
 			    "volume_context \"%s\" must be an integer from %ld to %ld, not "
@@ -151,8 +153,8 @@ static int stage_fs(struct node *n, const Csi__V1__NodeStageVolumeRequest *req,
 		return node_status_set(st, NODE_FAILED_PRECONDITION,
 		                       "volume \"%s\" has no filesystem and is staged read-only",
 		                       req->volume_id);
-	if (ctx_list(req, CTX_PREFIX "mkfs-options", &mkfs, &n_mkfs, st) < 0 ||
-	    ctx_list(req, CTX_PREFIX "mount-options", &mopts, &n_mopts, st) < 0) {
+	if (ctx_list(req, RULES_CTX_MKFS_OPTIONS, &mkfs, &n_mkfs, st) < 0 ||
+	    ctx_list(req, RULES_CTX_MOUNT_OPTIONS, &mopts, &n_mopts, st) < 0) {
 		code = st->code;
 		goto out;
 	}
@@ -206,7 +208,8 @@ static int stage_block(struct node *n, const char *staging, const struct nvme_ns
 int node_stage_volume(struct node *n, const Csi__V1__NodeStageVolumeRequest *req,
                       Csi__V1__NodeStageVolumeResponse *resp, struct node_status *st)
 {
-	char proto[64] = "", mpath[PATH_MAX], du[48], dg[48];
+	char proto[64] = "", mpath[PATH_MAX];
+	struct rules_ns_identity derived;
 	const char *p, *nqn, *addr, *port, *fs = NULL;
 	struct nvme_connect_args a = {0};
 	struct nvme_host_identity hid;
@@ -235,31 +238,33 @@ int node_stage_volume(struct node *n, const Csi__V1__NodeStageVolumeRequest *req
 		code = node_status_set(st, NODE_INVALID_ARGUMENT, "%s", e.msg);
 		goto out;
 	}
-	p = ctx_get(req, CTX_PREFIX "protocol-type");
+	p = ctx_get(req, RULES_CTX_PROTOCOL_TYPE);
 	p = p && *p ? p : proto[0] ? proto : "nvmeof-tcp";
 	if (strcmp(p, "nvmeof-tcp") != 0) {
 		code =
 		    node_status_set(st, NODE_FAILED_PRECONDITION, "unsupported protocol \"%s\"", p);
 		goto out;
 	}
-	nqn = ctx_get(req, "target_id");
-	addr = ctx_get(req, "address");
-	port = ctx_get(req, "port");
+	nqn = ctx_get(req, RULES_CTX_TARGET_ID);
+	addr = ctx_get(req, RULES_CTX_ADDRESS);
+	port = ctx_get(req, RULES_CTX_PORT);
 	if (!nqn || !*nqn || !addr || !*addr || !port || !*port) {
 		code = node_status_set(st, NODE_INVALID_ARGUMENT,
 		                       "volume_context missing required key \"%s\"",
-		                       !nqn || !*nqn     ? "target_id"
-		                       : !addr || !*addr ? "address"
-		                                         : "port");
+		                       !nqn || !*nqn     ? RULES_CTX_TARGET_ID
+		                       : !addr || !*addr ? RULES_CTX_ADDRESS
+		                                         : RULES_CTX_PORT);
 		goto out;
 	}
 	a = (struct nvme_connect_args){.traddr = addr, .trsvcid = port, .subsysnqn = nqn};
-	if ((r = ctx_int(req, CTX_PREFIX "nvmeof-max-queue-size", 16, 1024, &a.queue_size, st)) <
-	        0 ||
-	    (a.has_queue_size = r, (r = ctx_int(req, CTX_PREFIX "nvmeof-ctrl-loss-tmo", -1,
-	                                        1L << 30, &a.ctrl_loss_tmo, st)) < 0) ||
-	    (a.has_ctrl_loss_tmo = r, (r = ctx_int(req, CTX_PREFIX "nvmeof-reconnect-delay", 1,
-	                                           1L << 30, &a.reconnect_delay, st)) < 0)) {
+	if ((r = ctx_int(req, RULES_CTX_MAX_QUEUE_SIZE, RULES_MAX_QUEUE_SIZE_MIN,
+	                 RULES_MAX_QUEUE_SIZE_MAX, &a.queue_size, st)) < 0 ||
+	    (a.has_queue_size = r,
+	     (r = ctx_int(req, RULES_CTX_CTRL_LOSS_TMO, RULES_CTRL_LOSS_TMO_MIN,
+	                  RULES_CTRL_LOSS_TMO_MAX, &a.ctrl_loss_tmo, st)) < 0) ||
+	    (a.has_ctrl_loss_tmo = r,
+	     (r = ctx_int(req, RULES_CTX_RECONNECT_DELAY, RULES_RECONNECT_DELAY_MIN,
+	                  RULES_RECONNECT_DELAY_MAX, &a.reconnect_delay, st)) < 0)) {
 		code = st->code;
 		goto out;
 	}
@@ -268,12 +273,12 @@ int node_stage_volume(struct node *n, const Csi__V1__NodeStageVolumeRequest *req
 	        CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;
 	ro = node_mode_read_only(req->volume_capability);
 	if (!block) {
-		fs = ctx_get(req, CTX_PREFIX "fs-type");
+		fs = ctx_get(req, RULES_CTX_FS_TYPE);
 		if (!fs || !*fs)
 			fs = req->volume_capability->mount->fs_type;
 		if (!fs || !*fs)
-			fs = "ext4";
-		if (strcmp(fs, "ext4") && strcmp(fs, "xfs")) {
+			fs = RULES_FS_DEFAULT;
+		if (!rules_fstype_supported(fs)) {
 			code = node_status_set(st, NODE_INVALID_ARGUMENT,
 			                       "unsupported fsType \"%s\"", fs);
 			goto out;
@@ -317,10 +322,11 @@ int node_stage_volume(struct node *n, const Csi__V1__NodeStageVolumeRequest *req
 		code = node_status_from_nvme(r, &e, st);
 		goto out;
 	}
-	if (nvme_ns_identity_derive(nqn, du, dg) == 0 &&
-	    ((d.uuid[0] && strcasecmp(d.uuid, du)) || (d.nguid[0] && strcasecmp(d.nguid, dg))))
+	rules_ns_identity_derive(nqn, &derived);
+	if ((d.uuid[0] && strcasecmp(d.uuid, derived.uuid)) ||
+	    (d.nguid[0] && strcasecmp(d.nguid, derived.nguid)))
 		log_warn("namespace identity differs from the one derived from the NQN", "device",
-		         d.name, "uuid", d.uuid, "derived", du, "nqn", nqn);
+		         d.name, "uuid", d.uuid, "derived", derived.uuid, "nqn", nqn);
 
 	/* Filesystem or block (§7.4). */
 	if ((r = file_mkdir_p(req->staging_target_path, 0750, &e)) < 0) {

@@ -3,7 +3,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
-#include <mbedtls/sha1.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,23 +54,6 @@ static void uuid_format(const unsigned char b[16], char out[NVME_UUID_STR])
 	         b[15]);
 }
 
-static int uuid_parse(const char *s, unsigned char b[16])
-{
-	size_t i, j = 0;
-	if (!nvme_uuid_valid(s))
-		return -EINVAL;
-	for (i = 0; i < 36 && j < 16;) {
-		if (s[i] == '-') {
-			i++;
-			continue;
-		}
-		char hex[3] = {s[i], s[i + 1], 0};
-		b[j++] = (unsigned char)strtoul(hex, NULL, 16);
-		i += 2;
-	}
-	return 0;
-}
-
 int nvme_uuid_v4(char out[NVME_UUID_STR])
 {
 	unsigned char b[16];
@@ -88,28 +70,6 @@ int nvme_uuid_v4(char out[NVME_UUID_STR])
 	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
 	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
 	uuid_format(b, out);
-	return 0;
-}
-
-int nvme_uuid_v5(const char *ns, const char *name, char out[NVME_UUID_STR])
-{
-	unsigned char nsb[16], digest[20];
-	mbedtls_sha1_context ctx;
-	int r = 0;
-
-	if (uuid_parse(ns, nsb) < 0)
-		return -EINVAL;
-	mbedtls_sha1_init(&ctx);
-	if (mbedtls_sha1_starts_ret(&ctx) || mbedtls_sha1_update_ret(&ctx, nsb, sizeof(nsb)) ||
-	    mbedtls_sha1_update_ret(&ctx, (const unsigned char *)name, strlen(name)) ||
-	    mbedtls_sha1_finish_ret(&ctx, digest))
-		r = -EIO;
-	mbedtls_sha1_free(&ctx);
-	if (r < 0)
-		return r;
-	digest[6] = (unsigned char)((digest[6] & 0x0f) | 0x50);
-	digest[8] = (unsigned char)((digest[8] & 0x3f) | 0x80);
-	uuid_format(digest, out);
 	return 0;
 }
 

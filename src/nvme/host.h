@@ -41,7 +41,4 @@ bool nvme_uuid_valid(const char *s);
 /* A random RFC 4122 version-4 UUID in lowercase text form.  0 or -errno from getrandom. */
 int nvme_uuid_v4(char out[NVME_UUID_STR]);
 
-/* UUIDv5 (SHA-1) of name under namespace ns (text form); 0 or -EINVAL for a bad ns. */
-int nvme_uuid_v5(const char *ns, const char *name, char out[NVME_UUID_STR]);
-
 #endif

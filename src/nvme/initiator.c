@@ -15,8 +15,6 @@
 #include "base/log.h"
 #include "nvme/host.h"
 
-#define IDENTITY_NS "3c6e0b8a-6a0f-5c1d-9f5e-8d2b7a4e1c90"
-
 /* Bounded copy that always terminates (truncates silently; callers size their buffers). */
 static void scopy(char *dst, size_t cap, const char *src)
 {
@@ -461,22 +459,6 @@ int nvme_ns_wait(const struct nvme_ctx *c, const char *nqn, struct nvme_ns_dev *
 			               dur(limit, d, sizeof(d)));
 		sleep_ms(limit < 500 ? 20 : 500);
 	}
-}
-
-int nvme_ns_identity_derive(const char *nqn, char uuid[48], char nguid[48])
-{
-	char name[512];
-	char u[NVME_UUID_STR];
-	int r;
-	snprintf(name, sizeof(name), "uuid:%s/namespaces/1", nqn);
-	if ((r = nvme_uuid_v5(IDENTITY_NS, name, u)) < 0)
-		return r;
-	scopy(uuid, 48, u);
-	snprintf(name, sizeof(name), "nguid:%s/namespaces/1", nqn);
-	if ((r = nvme_uuid_v5(IDENTITY_NS, name, u)) < 0)
-		return r;
-	scopy(nguid, 48, u);
-	return 0;
 }
 
 static int write_attr(const char *root, const char *rel, struct err *e)

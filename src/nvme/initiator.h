@@ -94,9 +94,6 @@ int nvme_ns_find(const struct nvme_ctx *c, const char *nqn, struct nvme_ns_dev *
 /* nvme_ns_find polled until found; -ETIME "namespace 1 of <nqn> did not appear within 30s". */
 int nvme_ns_wait(const struct nvme_ctx *c, const char *nqn, struct nvme_ns_dev *out, struct err *e);
 
-/* The identity derived from the NQN (agent-api.md §8.2).  0 or -EINVAL. */
-int nvme_ns_identity_derive(const char *nqn, char uuid[48], char nguid[48]);
-
 /* Writes 1 to rescan_controller of every controller of nqn.  0 or a negative errno. */
 int nvme_rescan_subsys(const struct nvme_ctx *c, const char *nqn, struct err *e);
 

@@ -28,7 +28,7 @@ static int need_tree(nvmet *nv, struct err *e)
 static int check_nqn(const char *nqn, struct err *e)
 {
 	size_t n = strlen(nqn);
-	if (n == 0 || n > NVMET_NQN_MAX || strchr(nqn, '/') || strcmp(nqn, ".") == 0 ||
+	if (n == 0 || n > RULES_NQN_MAX || strchr(nqn, '/') || strcmp(nqn, ".") == 0 ||
 	    strcmp(nqn, "..") == 0)
 		return err_set(e, -EINVAL, "invalid NQN \"%s\"", nqn);
 	return 0;
@@ -108,7 +108,7 @@ static int prune_host(nvmet *nv, const char *host, struct err *e)
 static int grant_host(nvmet *nv, const char *nqn, const char *host, struct err *e)
 {
 	char rel[NVMET_PATH_MAX], target[NVMET_PATH_MAX];
-	int r = nvmet_hostnqn_check(host, e);
+	int r = rules_hostnqn_check(host, e);
 	if (r < 0)
 		return r;
 	REL(rel, "hosts/%s", host);
@@ -211,7 +211,7 @@ int nvmet_export_prepare(nvmet *nv, const struct nvmet_export_spec *s, struct nv
 	if ((r = need_tree(nv, e)) < 0 || (r = check_nqn(s->nqn, e)) < 0)
 		return r;
 	for (size_t i = 0; s->acl && i < s->n_hosts; i++)
-		if ((r = nvmet_hostnqn_check(s->hosts[i], e)) < 0)
+		if ((r = rules_hostnqn_check(s->hosts[i], e)) < 0)
 			return r;
 	REL(sub, "subsystems/%s", s->nqn);
 	if ((r = nvmet_fs_mkdir(nv, sub, NULL, e)) < 0)
@@ -463,7 +463,7 @@ int nvmet_host_allow(nvmet *nv, const char *nqn, const char *hostnqn, struct err
 {
 	char rel[NVMET_PATH_MAX], v[16];
 	int r;
-	if ((r = check_nqn(nqn, e)) < 0 || (r = nvmet_hostnqn_check(hostnqn, e)) < 0)
+	if ((r = check_nqn(nqn, e)) < 0 || (r = rules_hostnqn_check(hostnqn, e)) < 0)
 		return r;
 	if (!nvmet_subsys_exists(nv, nqn))
 		return err_set(e, -ENOENT, "subsystem %s does not exist", nqn);
@@ -495,7 +495,7 @@ int nvmet_host_deny(nvmet *nv, const char *nqn, const char *hostnqn, struct err 
 	char rel[NVMET_PATH_MAX], v[16], **left;
 	size_t n;
 	int r;
-	if ((r = check_nqn(nqn, e)) < 0 || (r = nvmet_hostnqn_check(hostnqn, e)) < 0)
+	if ((r = check_nqn(nqn, e)) < 0 || (r = rules_hostnqn_check(hostnqn, e)) < 0)
 		return r;
 	if (!nvmet_subsys_exists(nv, nqn))
 		return 0;
@@ -553,8 +553,8 @@ int nvmet_export_list(nvmet *nv, struct nvmet_export_entry **out, size_t *n_out,
 		struct nvmet_export_entry *x = &v_out[k];
 		unsigned *ids = NULL;
 		size_t nid = 0;
-		if (strlen(subs[i]) > NVMET_NQN_MAX ||
-		    nvmet_volume_from_nqn(subs[i], x->volume_id, sizeof(x->volume_id)) < 0)
+		if (strlen(subs[i]) > RULES_NQN_MAX ||
+		    rules_volume_of_nqn(subs[i], x->volume_id, sizeof(x->volume_id)) < 0)
 			continue;
 		snprintf(x->nqn, sizeof(x->nqn), "%s", subs[i]);
 		if (ports_linking(nv, subs[i], &ids, &nid, NULL) == 0 && nid > 0) {

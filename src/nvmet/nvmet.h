@@ -27,38 +27,21 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "rules/nqn.h"
 
-#define NVMET_NQN_PREFIX "nqn.2026-01.com.bhyoo.pillar-csi:"
-#define NVMET_NQN_MAX    223
-#define NVMET_PATH_MAX   1024
+#define NVMET_PATH_MAX 1024
 
 typedef struct nvmet nvmet;
 
 /* ---- names (pure) ---------------------------------------------------------------------------- */
 
-/* NQN of an agent volume ID `<pool>/<name>`: the prefix plus the ID with "/" → ".".
- * -ENAMETOOLONG with `NQN for volume "<id>" is <n> bytes; the limit is 223`; -EINVAL when the ID
- * has no "/". */
-int nvmet_nqn_from_volume(const char *volume_id, char *out, size_t cap, struct err *e);
-/* Reverse mapping (strip prefix, split at the last "."); -EINVAL when not ours. */
-int nvmet_volume_from_nqn(const char *nqn, char *out, size_t cap);
 /* FNV-1a over the textual address, then the port as one 32-bit value (nvmet.md §2.2). */
 uint32_t nvmet_port_hash(const char *bind_address, uint32_t port);
 /* h mod 65535 + 1. */
 unsigned nvmet_port_preferred_id(const char *bind_address, uint32_t port);
-/* Host NQN check: starts with "nqn.", 5..223 bytes, no "/", printable ASCII.  -EINVAL. */
-int nvmet_hostnqn_check(const char *hostnqn, struct err *e);
 
-/* ---- identity (agent-api.md §8.2) ----------------------------------------------------------- */
-
-struct nvmet_identity {
-	char uuid[37];  /* canonical lowercase 8-4-4-4-12 */
-	char nguid[37]; /* UUID text form */
-	char serial[21];
-};
-
-void nvmet_identity_derive(const char *nqn, struct nvmet_identity *out);
-bool nvmet_identity_equal(const struct nvmet_identity *a, const struct nvmet_identity *b);
+/* Subsystem NQNs, host NQN checks and namespace identity (uuid, nguid, serial) are the shared
+ * rules of rules/nqn.h. */
 
 /* ---- handle and attribute I/O ---------------------------------------------------------------- */
 
@@ -91,14 +74,14 @@ struct nvmet_export_spec {
 	const char *const *hosts; /* desired hosts when acl */
 	size_t n_hosts;
 	bool exact_hosts; /* ReconcileState: revoke hosts not listed; else keep existing */
-	struct nvmet_identity identity; /* wanted (pinned or derived) */
-	int32_t icds;                   /* requested in-capsule data size, 0 = none */
-	const char *bind_address;       /* IP literal (selects the family and the port ID) */
-	uint32_t port;                  /* TCP port (4420 when the RPC said 0) */
+	struct rules_ns_identity identity; /* wanted (pinned or derived) */
+	int32_t icds;                      /* requested in-capsule data size, 0 = none */
+	const char *bind_address;          /* IP literal (selects the family and the port ID) */
+	uint32_t port;                     /* TCP port (4420 when the RPC said 0) */
 };
 
 struct nvmet_prepared {
-	struct nvmet_identity identity; /* the identity the subsystem now has (live wins) */
+	struct rules_ns_identity identity; /* the identity the subsystem now has (live wins) */
 	bool relink; /* hosts were revoked and none is left: drop live associations in phase 2 */
 	bool linked; /* the subsystem was already linked to a port */
 };
@@ -126,8 +109,8 @@ int nvmet_host_deny(nvmet *nv, const char *nqn, const char *hostnqn, struct err 
 int nvmet_ns_revalidate(nvmet *nv, const char *nqn, struct err *e);
 
 struct nvmet_export_entry {
-	char nqn[NVMET_NQN_MAX + 1];
-	char volume_id[NVMET_NQN_MAX + 1];
+	char nqn[RULES_NQN_MAX + 1];
+	char volume_id[RULES_NQN_MAX + 1];
 	int32_t port; /* addr_trsvcid of the lowest-numbered linked port, 0 when unlinked */
 };
 /* Every subsystem with our prefix (others are ignored).  *out is malloc'd (caller frees).  */

@@ -8,16 +8,18 @@
 #include <strings.h>
 #include <time.h>
 
+#include "rules/keys.h"
+#include "rules/volid.h"
 #include "store/store.h"
 
-#define GROUP "pillar-csi.bhyoo.com/v1alpha1"
-
 static const struct store_kind kinds[] = {
-    {"PillarAgent", GROUP, "pillaragents", "pillaragent", "pa", false, true},
-    {"PillarStore", GROUP, "pillarstores", "pillarstore", "pst", false, true},
-    {"PillarProtocol", GROUP, "pillarprotocols", "pillarprotocol", "pstr", false, true},
-    {"PillarStorageClass", GROUP, "pillarstorageclasses", "pillarstorageclass", "psc", false, true},
-    {"PillarVolumeState", GROUP, "pillarvolumestates", "pillarvolumestate", "pvst", false, true},
+    {"PillarAgent", RULES_API_VERSION, "pillaragents", "pillaragent", "pa", false, true},
+    {"PillarStore", RULES_API_VERSION, "pillarstores", "pillarstore", "pst", false, true},
+    {"PillarProtocol", RULES_API_VERSION, "pillarprotocols", "pillarprotocol", "pstr", false, true},
+    {"PillarStorageClass", RULES_API_VERSION, "pillarstorageclasses", "pillarstorageclass", "psc",
+     false, true},
+    {"PillarVolumeState", RULES_API_VERSION, "pillarvolumestates", "pillarvolumestate", "pvst",
+     false, true},
     {"CSINode", "storage.k8s.io/v1", "csinodes", "csinode", NULL, false, false},
     {"StorageClass", "storage.k8s.io/v1", "storageclasses", "storageclass", "sc", false, false},
     {"PersistentVolumeClaim", "v1", "persistentvolumeclaims", "persistentvolumeclaim", "pvc", true,
@@ -65,29 +67,23 @@ const char *store_reason(int code)
 
 int store_validate_name(const char *what, const char *name, struct err *e)
 {
-	size_t n = name ? strlen(name) : 0;
-	if (n == 0)
-		return err_set(e, STORE_INVALID, "%s: name is required", what);
-	if (n > 253)
+	switch (rules_objname_check(name)) {
+	case RULES_OBJNAME_OK: return 0;
+	case RULES_OBJNAME_EMPTY: return err_set(e, STORE_INVALID, "%s: name is required", what);
+	case RULES_OBJNAME_TOO_LONG:
 		return err_set(e, STORE_INVALID,
 		               "%s \"%.40s...\": name is longer than 253 characters", what, name);
-	for (size_t i = 0; i < n; i++) {
-		char c = name[i];
-		bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-		if (alnum)
-			continue;
-		if ((c == '-' || c == '.') && i > 0 && i < n - 1)
-			continue;
+	case RULES_OBJNAME_BAD_CHAR:
 		return err_set(
 		    e, STORE_INVALID,
 		    "%s \"%s\": a name must consist of lower case alphanumeric characters, "
 		    "'-' or '.', and must start and end with an alphanumeric character",
 		    what, name);
-	}
-	if (strstr(name, ".."))
+	case RULES_OBJNAME_DOT_DOT:
 		return err_set(e, STORE_INVALID, "%s \"%s\": a name must not contain \"..\"", what,
 		               name);
-	return 0;
+	}
+	return STORE_INVALID;
 }
 
 const char *store_meta_str(const cJSON *obj, const char *field)

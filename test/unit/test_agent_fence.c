@@ -168,15 +168,15 @@ END_TEST
 
 START_TEST(test_pin_precedence)
 {
-	struct nvmet_identity id, derived,
+	struct rules_ns_identity id, derived,
 	    odd = {.uuid = "11111111-2222-4333-8444-555555555555",
 	           .nguid = "66666666-2222-4333-8444-555555555555",
 	           .serial = "0123456789abcdef"};
 	struct err e = {0};
-	nvmet_identity_derive(NQN, &derived);
+	rules_ns_identity_derive(NQN, &derived);
 	/* no record: derived */
 	ck_assert_int_eq(agent_identity_start(sd, VOL, U1, NQN, &id, &e), 0);
-	ck_assert(nvmet_identity_equal(&id, &derived));
+	ck_assert(rules_ns_identity_equal(&id, &derived));
 	/* a live identity that is not the derived one is pinned ... */
 	ck_assert_int_eq(agent_identity_settle(sd, VOL, U1, NQN, &odd, &e), 0);
 	ck_assert_str_eq(tu_read(sd, PIN), "{\"volumeUID\":\"" U1 "\",\"identity\":{\"uuid\":"
@@ -185,10 +185,10 @@ START_TEST(test_pin_precedence)
 	                                   "\"0123456789abcdef\"}}");
 	/* ... and reproduced on the next re-creation */
 	ck_assert_int_eq(agent_identity_start(sd, VOL, U1, NQN, &id, &e), 0);
-	ck_assert(nvmet_identity_equal(&id, &odd));
+	ck_assert(rules_ns_identity_equal(&id, &odd));
 	/* another lifecycle's record is deleted and ignored */
 	ck_assert_int_eq(agent_identity_start(sd, VOL, U2, NQN, &id, &e), 0);
-	ck_assert(nvmet_identity_equal(&id, &derived));
+	ck_assert(rules_ns_identity_equal(&id, &derived));
 	ck_assert_str_eq(tu_read(sd, PIN), "");
 	/* settling on the derived identity removes any record */
 	ck_assert_int_eq(agent_identity_settle(sd, VOL, U1, NQN, &odd, &e), 0);
@@ -203,7 +203,7 @@ END_TEST
 
 START_TEST(test_pin_corrupt)
 {
-	struct nvmet_identity id;
+	struct rules_ns_identity id;
 	struct err e = {0};
 	char want[PATH_MAX];
 	snprintf(want, sizeof(want), "corrupt identity record %s/" PIN ": ", sd);

@@ -19,7 +19,7 @@
 #define UID1   "uid-1111"
 #define H1     "nqn.2014-08.org.nvmexpress:uuid:host-1"
 #define H2     "nqn.2014-08.org.nvmexpress:uuid:host-2"
-#define NQN(v) NVMET_NQN_PREFIX "fpool." v
+#define NQN(v) RULES_NQN_PREFIX "fpool." v
 #define FILE_T ((PB(BackendType))6)
 #define TCP    PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP
 
@@ -524,8 +524,8 @@ START_TEST(test_two_phase_restore_and_isolation)
 	ck_assert(!exists("subsystems/" NQN("missing")) || !linked(NQN("missing")));
 	ck_assert(!exists("subsystems/" NQN("s")));
 	/* the identity written is the derived one */
-	struct nvmet_identity id;
-	nvmet_identity_derive(NQN("a"), &id);
+	struct rules_ns_identity id;
+	rules_ns_identity_derive(NQN("a"), &id);
 	char want_serial[32], want_uuid[64];
 	snprintf(want_serial, sizeof(want_serial), "%s\n", id.serial);
 	ck_assert_str_eq(attr("subsystems/" NQN("a") "/attr_serial"), want_serial);

@@ -13,7 +13,7 @@ static const char *phase_of(const char *name)
 {
 	static char buf[64];
 	char pname[128];
-	pvst_name_of(name, pname, sizeof(pname));
+	rules_pvst_name(name, pname, sizeof(pname));
 	cJSON *o = fx_get("PillarVolumeState", pname);
 	if (!o)
 		return "(gone)";

@@ -64,7 +64,7 @@ START_TEST(test_store_conditions_and_capacity)
 	    cJSON_GetArrayItem(
 	        cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "finalizers"), 0)
 	        ->valuestring,
-	    STORE_FINALIZER);
+	    RULES_FINALIZER_STORE);
 	cJSON_Delete(o);
 
 	fx_put("PillarAgent", NULL, "storage-1", NULL,
@@ -145,7 +145,7 @@ START_TEST(test_store_deletion)
 	       "{\"storeRef\":\"tank\",\"protocolRef\":\"tcp\"}", NULL);
 	for (int i = 1; i <= 12; i++) {
 		snprintf(name, sizeof(name), "vol-%02d", i);
-		labeled_vol(name, PVST_LABEL_STORE, "tank");
+		labeled_vol(name, RULES_LABEL_STORE, "tank");
 	}
 	del("PillarStore", "tank");
 	ck_assert_int_eq(reconcile_store(&fx_c, "tank", false, &e), 0);
@@ -306,7 +306,8 @@ START_TEST(test_psc_generated_storage_class)
 	ck_assert_ptr_null(cJSON_GetObjectItem(s, "mountOptions"));
 	cJSON *meta = cJSON_GetObjectItem(s, "metadata");
 	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(meta, "labels"), "team"), "db");
-	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(meta, "labels"), SC_LABEL_PSC), "fast");
+	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(meta, "labels"), RULES_LABEL_PSC),
+	                 "fast");
 	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(meta, "annotations"), "note"), "keep");
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(s, "allowedTopologies")), 1);
 	cJSON_Delete(s);
@@ -314,7 +315,7 @@ START_TEST(test_psc_generated_storage_class)
 	/* restart between delete and create: finish from the annotation */
 	ck_assert_ptr_null(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "annotations"));
 	cJSON *ann = cJSON_AddObjectToObject(cJSON_GetObjectItem(o, "metadata"), "annotations");
-	cJSON_AddStringToObject(ann, SC_CARRY_OVER_ANN,
+	cJSON_AddStringToObject(ann, RULES_ANN_SC_CARRY_OVER,
 	                        "{\"labels\":{\"team\":\"web\"},\"annotations\":{},"
 	                        "\"allowedTopologies\":[]}");
 	ck_assert_int_eq(store_update(fx_st, o, NULL, NULL), 0);
@@ -329,13 +330,13 @@ START_TEST(test_psc_generated_storage_class)
 	o = fx_get("PillarStorageClass", "fast");
 	ck_assert_ptr_null(cJSON_GetObjectItem(
 	    cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "annotations"),
-	    SC_CARRY_OVER_ANN));
+	    RULES_ANN_SC_CARRY_OVER));
 	cJSON_Delete(o);
 
 	/* deletion waits for PVCs of the class and its volumes, then removes the StorageClass */
 	fx_put("PersistentVolumeClaim", "default", "claim-1", NULL,
 	       "{\"storageClassName\":\"fast\"}", NULL);
-	labeled_vol("vol-a", PVST_LABEL_PSC, "fast");
+	labeled_vol("vol-a", RULES_LABEL_PSC, "fast");
 	del("PillarStorageClass", "fast");
 	ck_assert_int_eq(reconcile_psc(&fx_c, "fast", &e), 0);
 	expect("PillarStorageClass", "fast", "Ready", "False", "DeletionBlocked",
@@ -397,8 +398,9 @@ static const char *node_label_of(const char *node)
 {
 	static char v[16];
 	cJSON *n = fx_get("Node", node);
-	const char *l = json_get_str(
-	    cJSON_GetObjectItem(cJSON_GetObjectItem(n, "metadata"), "labels"), AGENT_NODE_LABEL);
+	const char *l =
+	    json_get_str(cJSON_GetObjectItem(cJSON_GetObjectItem(n, "metadata"), "labels"),
+	                 RULES_LABEL_AGENT_NODE);
 	snprintf(v, sizeof(v), "%s", l ? l : "");
 	cJSON_Delete(n);
 	return v;

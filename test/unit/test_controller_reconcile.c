@@ -129,7 +129,7 @@ START_TEST(test_restore_once_then_serving)
 	    cJSON_GetArrayItem(
 	        cJSON_GetObjectItem(cJSON_GetObjectItem(pa, "metadata"), "finalizers"), 0)
 	        ->valuestring,
-	    AGENT_FINALIZER);
+	    RULES_FINALIZER_AGENT);
 	uint64_t rv = store_meta_rv(pa);
 	cJSON_Delete(pa);
 	static const char *const want[][2] = {{"vol-a", "Reconciled"},

@@ -420,6 +420,23 @@ START_TEST(test_stage_validation)
 	ck_assert_int_eq(stage(&v, &s, &st), NODE_ABORTED);
 	ck_assert_str_eq(st.msg, "an operation on volume \"" VOL "\" is already in progress");
 	node_unlock_volume(v.n, VOL);
+	/* ctrlLossTmo and reconnectDelay are int32 (crds.md §4.1): the largest int32 is accepted,
+	 * one more is not (the node used to stop at 2^30). */
+	static const char *const clbig[] = {"pillar-csi.bhyoo.com/nvmeof-ctrl-loss-tmo",
+	                                    "2147483648", NULL};
+	sreq_init(&s, &v, 0, clbig);
+	ck_assert_int_eq(stage(&v, &s, &st), NODE_INVALID_ARGUMENT);
+	ck_assert_str_eq(st.msg, "volume_context \"pillar-csi.bhyoo.com/nvmeof-ctrl-loss-tmo\" "
+	                         "must be an integer of at least -1, not \"2147483648\"");
+	env_done(&v);
+	env_init(&v, 1); /* a fresh worker: the stage below connects */
+	static const char *const clmax[] = {
+	    "pillar-csi.bhyoo.com/nvmeof-ctrl-loss-tmo", "2147483647",
+	    "pillar-csi.bhyoo.com/nvmeof-reconnect-delay", "1073741825", NULL};
+	sreq_init(&s, &v, 0, clmax);
+	ck_assert_int_eq(stage(&v, &s, &st), NODE_OK);
+	ck_assert_ptr_nonnull(
+	    strstr(v.k.last_connect, ",ctrl_loss_tmo=2147483647,reconnect_delay=1073741825"));
 	env_done(&v);
 }
 END_TEST

@@ -38,13 +38,13 @@ START_TEST(test_publish_and_duplicates)
 	ck_assert_int_eq(store_dir_open(d, false, 50, &s, NULL), 0);
 
 	ck_assert_int_eq(node_publish_identity_store(s, "worker-1", &id1, &e), 0);
-	ck_assert_str_eq(ann(s, "worker-1", NODE_ANN_HOST_NQN), id1.hostnqn);
-	ck_assert_str_eq(ann(s, "worker-1", NODE_ANN_HOST_ID), id1.hostid);
+	ck_assert_str_eq(ann(s, "worker-1", RULES_ANN_HOST_NQN), id1.hostnqn);
+	ck_assert_str_eq(ann(s, "worker-1", RULES_ANN_HOST_ID), id1.hostid);
 	/* again: idempotent */
 	ck_assert_int_eq(node_publish_identity_store(s, "worker-1", &id1, &e), 0);
 	/* a changed identity updates the annotations */
 	ck_assert_int_eq(node_publish_identity_store(s, "worker-1", &id2, &e), 0);
-	ck_assert_str_eq(ann(s, "worker-1", NODE_ANN_HOST_NQN), id2.hostnqn);
+	ck_assert_str_eq(ann(s, "worker-1", RULES_ANN_HOST_NQN), id2.hostnqn);
 	/* a cloned worker with the same identity is reported, with the spec's message */
 	ck_assert_int_eq(node_publish_identity_store(s, "worker-2", &id2, &e), -ENOTUNIQ);
 	char want[400];
@@ -54,7 +54,7 @@ START_TEST(test_publish_and_duplicates)
 	         id2.hostnqn);
 	ck_assert_str_eq(e.msg, want);
 	/* ...but its annotations are still published, so the controller can refuse grants */
-	ck_assert_str_eq(ann(s, "worker-2", NODE_ANN_HOST_NQN), id2.hostnqn);
+	ck_assert_str_eq(ann(s, "worker-2", RULES_ANN_HOST_NQN), id2.hostnqn);
 	/* a bad node name never reaches a path */
 	ck_assert_int_eq(node_publish_identity_store(s, "../x", &id1, &e), STORE_INVALID);
 	store_close(s);

@@ -1,0 +1,46 @@
+/* rules/keys — the names controller, node and agent must spell alike: the CSI driver name, the
+ * API group, labels, annotations and finalizers (crds.md §15, §14) and the volume-context keys
+ * (csi.md §3).  Constants only.
+ */
+#ifndef PILLAR_RULES_KEYS_H
+#define PILLAR_RULES_KEYS_H
+
+/* csi.md §1: the driver name, also the prefix of every key below. */
+#define RULES_DRIVER_NAME "pillar-csi.bhyoo.com"
+#define RULES_KEY_PREFIX  RULES_DRIVER_NAME "/"
+#define RULES_API_VERSION RULES_DRIVER_NAME "/v1alpha1"
+
+/* Topology segment (csi.md §3): value "true" where nvme_tcp is loaded. */
+#define RULES_TOPOLOGY_KEY RULES_KEY_PREFIX "nvmeof"
+
+/* Labels and annotations (crds.md §15). */
+#define RULES_LABEL_AGENT_NODE   RULES_KEY_PREFIX "agent-node"
+#define RULES_LABEL_AGENT        RULES_KEY_PREFIX "agent"
+#define RULES_LABEL_STORE        RULES_KEY_PREFIX "store"
+#define RULES_LABEL_PSC          RULES_KEY_PREFIX "pillar-storage-class"
+#define RULES_ANN_HOST_NQN       RULES_KEY_PREFIX "nvmeof-host-nqn"
+#define RULES_ANN_HOST_ID        RULES_KEY_PREFIX "nvmeof-host-id"
+#define RULES_ANN_SC_CARRY_OVER  RULES_KEY_PREFIX "storage-class-carry-over"
+#define RULES_ANN_SUCCESS        RULES_KEY_PREFIX "success-recorded"
+#define RULES_LABEL_MANAGED_BY   "app.kubernetes.io/managed-by"
+
+/* Finalizers (crds.md §14). */
+#define RULES_FINALIZER_AGENT    RULES_KEY_PREFIX "pillar-agent-protection"
+#define RULES_FINALIZER_STORE    RULES_KEY_PREFIX "store-protection"
+#define RULES_FINALIZER_PROTOCOL RULES_KEY_PREFIX "protocol-protection"
+#define RULES_FINALIZER_PSC      RULES_KEY_PREFIX "storage-class-protection"
+
+/* Volume context (csi.md §3). */
+#define RULES_CTX_TARGET_ID       "target_id"
+#define RULES_CTX_ADDRESS         "address"
+#define RULES_CTX_PORT            "port"
+#define RULES_CTX_PROTOCOL_TYPE   RULES_KEY_PREFIX "protocol-type"
+#define RULES_CTX_VOLUME_REF      RULES_KEY_PREFIX "volume-ref"
+#define RULES_CTX_MAX_QUEUE_SIZE  RULES_KEY_PREFIX "nvmeof-max-queue-size"
+#define RULES_CTX_CTRL_LOSS_TMO   RULES_KEY_PREFIX "nvmeof-ctrl-loss-tmo"
+#define RULES_CTX_RECONNECT_DELAY RULES_KEY_PREFIX "nvmeof-reconnect-delay"
+#define RULES_CTX_FS_TYPE         RULES_KEY_PREFIX "fs-type"
+#define RULES_CTX_MKFS_OPTIONS    RULES_KEY_PREFIX "mkfs-options"
+#define RULES_CTX_MOUNT_OPTIONS   RULES_KEY_PREFIX "mount-options"
+
+#endif

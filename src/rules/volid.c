@@ -1,0 +1,108 @@
+/* rules/volid — volume IDs, volume names, PillarVolumeState names (csi.md §2). */
+#include "rules/volid.h"
+
+#include <errno.h>
+#include <mbedtls/sha256.h>
+#include <stdio.h>
+#include <string.h>
+
+static bool lower_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+static bool alnum(char c)
+{
+	return lower_alnum(c) || (c >= 'A' && c <= 'Z');
+}
+
+enum rules_objname rules_objname_check(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+	if (n == 0)
+		return RULES_OBJNAME_EMPTY;
+	if (n > RULES_OBJNAME_MAX)
+		return RULES_OBJNAME_TOO_LONG;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (lower_alnum(c) || ((c == '-' || c == '.') && i > 0 && i < n - 1))
+			continue;
+		return RULES_OBJNAME_BAD_CHAR;
+	}
+	return strstr(name, "..") ? RULES_OBJNAME_DOT_DOT : RULES_OBJNAME_OK;
+}
+
+bool rules_volname_valid(const char *n)
+{
+	size_t len = n ? strlen(n) : 0;
+	if (len < 1 || len > RULES_VOLNAME_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!alnum(n[i]) && (i == 0 || (n[i] != '_' && n[i] != '-')))
+			return false;
+	return true;
+}
+
+/* A pool segment: [A-Za-z0-9._:-]+, not "." or "..". */
+static bool pool_valid(const char *s, size_t len)
+{
+	if (len == 0 || (len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.'))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!alnum(s[i]) && s[i] != '.' && s[i] != '_' && s[i] != ':' && s[i] != '-')
+			return false;
+	return true;
+}
+
+/* Copies the segment [p, up to '/' or end) into dst; returns the next position (after the
+ * '/'), or NULL when the segment is empty or does not fit. */
+static const char *segment(const char *p, char *dst, size_t cap, bool last)
+{
+	const char *s = last ? p + strlen(p) : strchr(p, '/');
+	if (!s || s == p || (size_t)(s - p) >= cap)
+		return NULL;
+	memcpy(dst, p, (size_t)(s - p));
+	dst[s - p] = '\0';
+	return last ? s : s + 1;
+}
+
+int rules_volid_parse(const char *id, struct rules_volid *v)
+{
+	const char *p = id;
+	memset(v, 0, sizeof(*v));
+	if (!p || !(p = segment(p, v->agent, sizeof(v->agent), false)) ||
+	    !(p = segment(p, v->protocol, sizeof(v->protocol), false)) ||
+	    !(p = segment(p, v->backend, sizeof(v->backend), false)) ||
+	    !(p = segment(p, v->pool, sizeof(v->pool), false)) || strchr(p, '/') ||
+	    !segment(p, v->name, sizeof(v->name), true))
+		return -EINVAL;
+	if (rules_objname_check(v->agent) != RULES_OBJNAME_OK ||
+	    !pool_valid(v->pool, strlen(v->pool)) || !rules_volname_valid(v->name) ||
+	    (strcmp(v->backend, "zfs-zvol") && strcmp(v->backend, "lvm-lv") &&
+	     strcmp(v->backend, "file")) ||
+	    strspn(v->protocol, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(v->protocol))
+		return -EINVAL;
+	snprintf(v->agent_volume_id, sizeof(v->agent_volume_id), "%s/%s", v->pool, v->name);
+	return strcmp(v->protocol, RULES_PROTOCOL_NVMEOF_TCP) ? -EPROTONOSUPPORT : 0;
+}
+
+void rules_pvst_name(const char *csi_name, char *out, size_t cap)
+{
+	size_t len = strlen(csi_name);
+	bool ok = len > 0 && len <= RULES_OBJNAME_MAX;
+	for (size_t i = 0; ok && i < len; i++) {
+		char ch = csi_name[i];
+		if (!lower_alnum(ch) && (ch != '-' || i == 0 || i == len - 1))
+			ok = false;
+	}
+	if (ok) {
+		snprintf(out, cap, "%s", csi_name);
+		return;
+	}
+	unsigned char d[32];
+	char hex[33];
+	mbedtls_sha256_ret((const unsigned char *)csi_name, len, d, 0);
+	for (int i = 0; i < 16; i++)
+		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+	snprintf(out, cap, "pillar-%s", hex);
+}
