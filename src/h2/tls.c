@@ -51,9 +51,28 @@ static int tls_err(struct err *e, int code, const char *what, int mret)
 	return err_set(e, code, "%s: %s (-0x%04x)", what, buf, (unsigned)-mret);
 }
 
-static int cfg_common(struct h2_tls_cfg *c, bool server, const char *ca, const char *cert,
-                      const char *key, struct err *e)
+/* A certificate (chain) from a file, or from PEM text when pem is set. */
+static int load_crt(mbedtls_x509_crt *crt, const char *src, bool pem)
 {
+	if (pem)
+		return mbedtls_x509_crt_parse(crt, (const unsigned char *)src, strlen(src) + 1);
+	return mbedtls_x509_crt_parse_file(crt, src);
+}
+
+static int load_key(mbedtls_pk_context *key, const char *src, bool pem)
+{
+	if (pem)
+		return mbedtls_pk_parse_key(key, (const unsigned char *)src, strlen(src) + 1, NULL,
+		                            0);
+	return mbedtls_pk_parse_keyfile(key, src, NULL);
+}
+
+static int cfg_common(struct h2_tls_cfg *c, bool server, const char *ca, const char *cert,
+                      const char *key, bool pem, struct err *e)
+{
+	const char *what_cert = pem ? "client certificate" : cert;
+	const char *what_key = pem ? "client key" : key;
+	const char *what_ca = pem ? "CA certificate" : ca;
 	int r;
 
 	c->server = server;
@@ -68,17 +87,17 @@ static int cfg_common(struct h2_tls_cfg *c, bool server, const char *ca, const c
 	if (r)
 		return tls_err(e, -EIO, "seeding the random generator", r);
 	if (cert) {
-		r = mbedtls_x509_crt_parse_file(&c->cert, cert);
+		r = load_crt(&c->cert, cert, pem);
 		if (r)
-			return tls_err(e, -EINVAL, cert, r);
-		r = mbedtls_pk_parse_keyfile(&c->key, key, NULL);
+			return tls_err(e, -EINVAL, what_cert, r);
+		r = load_key(&c->key, key, pem);
 		if (r)
-			return tls_err(e, -EINVAL, key, r);
+			return tls_err(e, -EINVAL, what_key, r);
 	}
 	if (ca) {
-		r = mbedtls_x509_crt_parse_file(&c->ca, ca);
+		r = load_crt(&c->ca, ca, pem);
 		if (r)
-			return tls_err(e, -EINVAL, ca, r);
+			return tls_err(e, -EINVAL, what_ca, r);
 	}
 	r = mbedtls_ssl_config_defaults(&c->conf,
 	                                server ? MBEDTLS_SSL_IS_SERVER : MBEDTLS_SSL_IS_CLIENT,
@@ -119,7 +138,7 @@ int h2_tls_server_cfg_new(struct h2_tls_cfg **out, const char *cert, const char 
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return err_set(e, -ENOMEM, "TLS: out of memory");
-	rc = cfg_common(c, true, client_ca, cert, key, e);
+	rc = cfg_common(c, true, client_ca, cert, key, false, e);
 	if (rc) {
 		h2_tls_cfg_free(c);
 		return rc;
@@ -128,8 +147,8 @@ int h2_tls_server_cfg_new(struct h2_tls_cfg **out, const char *cert, const char 
 	return 0;
 }
 
-int h2_tls_client_cfg_new(struct h2_tls_cfg **out, const char *ca, const char *cert,
-                          const char *key, struct err *e)
+static int client_cfg_new(struct h2_tls_cfg **out, const char *ca, const char *cert,
+                          const char *key, bool pem, struct err *e)
 {
 	struct h2_tls_cfg *c;
 	int rc;
@@ -141,13 +160,25 @@ int h2_tls_client_cfg_new(struct h2_tls_cfg **out, const char *ca, const char *c
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return err_set(e, -ENOMEM, "TLS: out of memory");
-	rc = cfg_common(c, false, ca, cert, key, e);
+	rc = cfg_common(c, false, ca, cert, key, pem, e);
 	if (rc) {
 		h2_tls_cfg_free(c);
 		return rc;
 	}
 	*out = c;
 	return 0;
+}
+
+int h2_tls_client_cfg_new(struct h2_tls_cfg **out, const char *ca, const char *cert,
+                          const char *key, struct err *e)
+{
+	return client_cfg_new(out, ca, cert, key, false, e);
+}
+
+int h2_tls_client_cfg_new_pem(struct h2_tls_cfg **out, const char *ca, const char *cert,
+                              const char *key, struct err *e)
+{
+	return client_cfg_new(out, ca, cert, key, true, e);
 }
 
 void h2_tls_cfg_free(struct h2_tls_cfg *c)

@@ -22,6 +22,9 @@ int h2_tls_server_cfg_new(struct h2_tls_cfg **out, const char *cert, const char 
 /* cert/key may be NULL (no client certificate). */
 int h2_tls_client_cfg_new(struct h2_tls_cfg **out, const char *ca, const char *cert,
                           const char *key, struct err *e);
+/* The same from PEM texts (NUL-terminated) instead of file names, e.g. from a kubeconfig. */
+int h2_tls_client_cfg_new_pem(struct h2_tls_cfg **out, const char *ca, const char *cert,
+                              const char *key, struct err *e);
 void h2_tls_cfg_free(struct h2_tls_cfg *c);
 
 /* verify_name: for client sessions the server name or IP literal to verify (required). */

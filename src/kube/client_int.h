@@ -1,0 +1,19 @@
+/* kube/client_int — what kube/watch.c shares with kube/client.c (not for other layers). */
+#ifndef PILLAR_KUBE_CLIENT_INT_H
+#define PILLAR_KUBE_CLIENT_INT_H
+
+#include "h2/client.h"
+#include "kube/client.h"
+
+/* Rate-limited, authenticated request; returns the open stream after its response headers:
+ * 0 with *out and *http_status, or a negative errno with st filled (local failure). */
+int kube_stream_open(struct kube_client *kc, const char *method, const char *path,
+                     const char *content_type, const char *body, size_t len,
+                     struct h2_stream **out, int *http_status, struct kube_status *st);
+/* Appends "&key=value" (value percent-encoded) to the query in buf, "?" for the first. */
+int kube_query_add(char *buf, size_t size, const char *key, const char *value);
+/* The path of r's collection with the list options' query. */
+int kube_list_path(char *buf, size_t size, const struct kube_resource *r, const char *ns,
+                   const struct kube_list_opts *o);
+
+#endif
