@@ -30,10 +30,9 @@ from store import Store, new_uid, now  # noqa: E402
 FLOWSCHEMA_UID = "32e460f4-6b5e-4b41-ade5-d084c00898f3"
 PRIORITY_UID = "582159a4-098f-41bd-9196-ec29309422cc"
 AGG = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
-VERSION = {"major": "1", "minor": "32", "emulationMajor": "1", "emulationMinor": "32", "minCompatibilityMajor": "1",
-           "minCompatibilityMinor": "31", "gitVersion": "v1.32.0-test+pillar", "gitCommit": "test",
-           "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.5",
-           "compiler": "gc", "platform": "linux/amd64"}
+VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-test+pillar", "gitCommit": "test",
+           "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.5", "compiler": "gc",
+           "platform": "linux/amd64"}
 
 
 class Request:
@@ -104,6 +103,11 @@ class App:
             reply = handlers.Reply(e.code, e.status())
             if e.code == 403:
                 reply.headers.append(("x-content-type-options", "nosniff"))
+        except Exception as e:  # a bug of this server: answer 500 and log it
+            import traceback
+            traceback.print_exc()
+            reply = handlers.Reply(500, errors.ApiError(500, "InternalError", f"Internal error occurred: {e}",
+                                                        {"causes": [{"message": str(e)}]}).status())
         await self.respond(send, reply, pf)
 
     async def respond(self, send, reply, pf=True):
@@ -114,6 +118,8 @@ class App:
             headers[1] = ("cache-control", extra.pop("cache-control"))
         if "content-type" in extra:
             headers[2] = ("content-type", extra.pop("content-type"))
+        if reply.code == 304:
+            del headers[2]
         headers += list(extra.items())
         if pf:
             headers += [("x-kubernetes-pf-flowschema-uid", FLOWSCHEMA_UID),
@@ -320,6 +326,7 @@ class App:
         raise errors.method_not_allowed()
 
     async def crd_created(self, crd):
+        """Serve a new CRD; it answers with the initial status and is Established at once."""
         self.registry.add_crd(crd)
         res = self.registry.find("apiextensions.k8s.io", "v1", "customresourcedefinitions")
         new = json.loads(json.dumps(crd))
@@ -334,7 +341,10 @@ class App:
                                                      "categories") if k in names},
             "storedVersions": [v["name"] for v in crd["spec"]["versions"] if v.get("storage")]}
         await self.store.put(res, crd, new)
-        return crd
+        out = json.loads(json.dumps(crd))
+        out["status"] = {"conditions": None, "acceptedNames": {"plural": "", "kind": ""},
+                         "storedVersions": new["status"]["storedVersions"]}
+        return out
 
 
 async def bootstrap(app, crds):

@@ -107,6 +107,7 @@ def _types(s, v, path, errs):
 
 def decode_errors(res, obj):
     """JSON that does not decode into the Go type: 400 as kube-apiserver reports it."""
+    decode_defaults(res, obj)
     s = root_schema(res)
     if s is None:
         return
@@ -117,13 +118,43 @@ def decode_errors(res, obj):
             f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: json: cannot unmarshal '
             f'into Go struct field {res.kind}.{bad[0]}')
     for path in _microtime_paths(res):
-        v = obj
+        parent, v = None, obj
         for part in path.split("."):
-            v = v.get(part) if isinstance(v, dict) else None
-        if isinstance(v, str) and not MICRO.match(v):
-            raise errors.bad_request(
-                f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: '
-                f'parsing time "{v}" as "2006-01-02T15:04:05.000000Z07:00": cannot parse "{v[19:]}" as ".000000"')
+            parent, v = v, (v.get(part) if isinstance(v, dict) else None)
+        if isinstance(v, str):
+            err = go_parse_micro(v)
+            if err:
+                raise errors.bad_request(
+                    f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: parsing time "{v}" '
+                    f'as "2006-01-02T15:04:05.000000Z07:00": {err}')
+            parent[path.split(".")[-1]] = _utc(v)
+
+
+LAYOUT = [("2006", r"\d{4}"), ("-", "-"), ("01", r"\d\d"), ("-", "-"), ("02", r"\d\d"), ("T", "T"), ("15", r"\d\d"),
+          (":", ":"), ("04", r"\d\d"), (":", ":"), ("05", r"\d\d"), (".000000", r"\.\d{6}"),
+          ("Z07:00", r"Z|[+-]\d\d:\d\d")]
+
+
+def go_parse_micro(v):
+    """The error Go's time.Parse gives for metav1.MicroTime's layout, or None."""
+    pos = 0
+    for elem, rx in LAYOUT:
+        m = re.compile(rx).match(v, pos)
+        if not m:
+            return f'cannot parse "{v[pos:]}" as "{elem}"'
+        pos = m.end()
+    if pos < len(v):
+        return f'extra text: "{v[pos:]}"'
+    return None
+
+
+def _utc(v):
+    """MicroTime with an offset is stored in UTC with Z."""
+    import datetime
+    if v.endswith("Z"):
+        return v
+    t = datetime.datetime.strptime(v[:26] + v[26:].replace(":", ""), "%Y-%m-%dT%H:%M:%S.%f%z")
+    return t.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _microtime_paths(res):
@@ -132,6 +163,12 @@ def _microtime_paths(res):
     if res.kind == "Event":
         return ["eventTime"]
     return []
+
+
+def decode_defaults(res, obj):
+    """Defaults applied when a request body is decoded (they show in managedFields)."""
+    if res.plural == "customresourcedefinitions":
+        obj.setdefault("spec", {}).setdefault("conversion", {"strategy": "None"})
 
 
 def on_create(res, obj):
@@ -184,3 +221,33 @@ def _events_v1(obj):
     if len(note) > 1024:
         errs.append(schema.FieldError("FieldValueTooLong", "message", "Too long: may not be more than 1024 bytes"))
     return errs
+
+
+def dot_rule(res):
+    """For FieldsV1 of a built-in kind: an owned object node gets "." when it is a map or an optional
+    (pointer) struct; value structs carry `default: {}` in the OpenAPI v3 schema and get none."""
+    root = root_schema(res)
+
+    def dot(path):
+        if root is None:
+            return len(path) > 1
+        s = root
+        for part in path:
+            if s is None:
+                return True
+            s = _resolve(s)
+            if part.startswith(("k:", "v:")):
+                s = s.get("items")
+                continue
+            name = part[2:]
+            if name in ("labels", "annotations") and path[0] == "f:metadata":
+                return True
+            props = s.get("properties")
+            if props is None:
+                return True
+            required = name in s.get("required", [])
+            s = props.get(name)
+        if s is None:
+            return True
+        return "default" not in s and not required
+    return dot

@@ -25,7 +25,8 @@ def _details(res, name, kind=None):
     d = {}
     if name:
         d["name"] = name
-    d["group"] = res.group
+    if res.group:
+        d["group"] = res.group
     d["kind"] = kind or res.plural
     return d
 

@@ -14,6 +14,10 @@ class EtcdError(Exception):
     pass
 
 
+class FutureRevision(Exception):
+    """A read asked for a revision etcd has not reached yet."""
+
+
 class Compacted(Exception):
     """A read or watch asked for a revision etcd has compacted away."""
 
@@ -115,6 +119,8 @@ class Etcd:
             msg = doc.get("message") or doc.get("error") or str(doc)
             if "compacted" in msg:
                 raise Compacted(0)
+            if "future revision" in msg:
+                raise FutureRevision(msg)
             raise EtcdError(f"etcd {path}: HTTP {status}: {msg}")
         return doc
 

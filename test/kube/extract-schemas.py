@@ -23,6 +23,8 @@ KINDS = {
                                                          "rbac.v1.ClusterRoleBinding"],
     "apis__authentication.k8s.io__v1_openapi.json": ["authentication.v1.SelfSubjectReview",
                                                      "authentication.v1.TokenReview"],
+    "apis__apiextensions.k8s.io__v1_openapi.json": [
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"],
 }
 DROP = ("description", "x-kubernetes-patch-strategy", "x-kubernetes-patch-merge-key")
 
@@ -38,7 +40,7 @@ def strip(s):
 def refs(s, acc):
     if isinstance(s, dict):
         for k, v in s.items():
-            if k == "$ref":
+            if k == "$ref" and isinstance(v, str):
                 acc.add(v.split("/")[-1])
             else:
                 refs(v, acc)
@@ -51,7 +53,7 @@ out, roots = {}, {}
 for fname, kinds in KINDS.items():
     with open(os.path.join(SRC, fname)) as f:
         comps = json.load(f)["components"]["schemas"]
-    names = ["io.k8s.api." + k for k in kinds]
+    names = [k if k.startswith("io.") else "io.k8s.api." + k for k in kinds]
     todo = list(names)
     while todo:
         k = todo.pop()

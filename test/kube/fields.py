@@ -10,10 +10,13 @@ META_OWNED = ("labels", "annotations", "finalizers", "ownerReferences")
 LIST_KEYS = {"conditions": "type", "addresses": "type", "publishedNodes": "nodeID", "ownerReferences": "uid",
              "drivers": "name"}
 SET_LISTS = ("finalizers",)
+ATOMIC_ITEMS = ("ownerReferences",)  # OwnerReference is an atomic struct
 
 
 def _walk(v, path, out, name=None):
     if isinstance(v, dict):
+        if not v and path and path[-1] in ("f:spec", "f:status"):
+            return
         if path:
             out[path] = None
         for k, sub in v.items():
@@ -27,7 +30,10 @@ def _walk(v, path, out, name=None):
         key = LIST_KEYS[name]
         for item in v:
             k = "k:" + json.dumps({key: item[key]}, separators=(",", ":"))
-            _walk(item, path + (k,), out)
+            if name in ATOMIC_ITEMS:
+                out[path + (k,)] = json.dumps(item, sort_keys=True)
+            else:
+                _walk(item, path + (k,), out)
     else:
         out[path] = json.dumps(v, sort_keys=True)
 
@@ -47,23 +53,24 @@ def leaves(obj):
     return out
 
 
-def to_fields_v1(paths):
+def to_fields_v1(paths, dot=None):
+    """FieldsV1 of a path set; dot(path) says whether an owned node gets "." (default: always)."""
     tree = {}
     for p in sorted(paths):
         node = tree
         for part in p:
             node = node.setdefault(part, {})
-    return _clean(tree, paths, ())
+    return _clean(tree, paths, (), dot)
 
 
-def _clean(node, paths, prefix):
+def _clean(node, paths, prefix, dot):
     out = {}
     for k in sorted(node):
         if k == ".":
             continue
         p = prefix + (k,)
-        child = _clean(node[k], paths, p)
-        if child and p in paths:
+        child = _clean(node[k], paths, p, dot)
+        if child and p in paths and (dot is None or k.startswith(("k:", "v:")) or dot(p)):
             child = dict([(".", {})] + sorted(child.items()))
         out[k] = child
     return out
@@ -83,30 +90,36 @@ def from_fields_v1(fv, prefix=()):
     return out
 
 
-def update(old, new, managed, manager, subresource, api_version, now, operation="Update"):
+def update(old, new, managed, manager, subresource, api_version, now, operation="Update", dot=None,
+           applied=None):
     before = leaves(old) if old else {}
     after = leaves(new)
     changed = {p for p, v in after.items() if p not in before or (v is not None and before[p] != v)}
     removed = set(before) - set(after)
     entries = []
-    mine = None
+    mine, at = None, None
     for e in managed or []:
         sub = e.get("subresource", "")
         paths = from_fields_v1(e.get("fieldsV1", {}))
         if e.get("manager") == manager and e.get("operation") == operation and sub == (subresource or ""):
-            mine = (e, paths)
+            mine, at = (e, paths), len(entries)
             continue
         paths = paths - changed - removed
         if paths:
-            entries.append(dict(e, fieldsV1=to_fields_v1(paths)))
-    paths = ((mine[1] if mine else set()) | changed) - removed
-    paths &= set(after)
+            entries.append(dict(e, fieldsV1=to_fields_v1(paths, dot)))
+    if operation == "Apply":
+        paths = {p for p, v in leaves(applied if applied is not None else new).items() if v is not None}
+        dot = (lambda p: False)
+    else:
+        paths = ((mine[1] if mine else set()) | changed) - removed
     if paths:
         e = {"manager": manager, "operation": operation, "apiVersion": api_version, "time": now,
-             "fieldsType": "FieldsV1", "fieldsV1": to_fields_v1(paths)}
+             "fieldsType": "FieldsV1", "fieldsV1": to_fields_v1(paths, dot)}
         if subresource:
             e["subresource"] = subresource
         if mine and not changed and mine[1] == paths:
             e["time"] = mine[0].get("time", now)
-        entries.append(e)
-    return entries
+        entries.insert(len(entries) if at is None else at, e)
+    # kube-apiserver keeps them sorted: Apply entries first, then by time, manager, subresource
+    return sorted(entries, key=lambda e: (e.get("operation") != "Apply", e.get("time") or "", e.get("manager", ""),
+                                          e.get("subresource", "")))

@@ -16,7 +16,7 @@ import objects
 import patch as patchlib
 import labelsel
 import table
-from etcd import Compacted
+from etcd import Compacted, FutureRevision
 from store import decode_continue, encode_continue, now
 
 
@@ -74,9 +74,8 @@ def as_requested(req, res, body, single):
         objs = [body] if single else body["items"]
         if not single and res.crd is None:
             objs = [dict(o, kind=res.kind, apiVersion=res.api_version) for o in objs]
-        lm = {} if single else {k: v for k, v in body["metadata"].items() if k in ("continue", "remainingItemCount")}
-        if not single and res.crd is not None and body["metadata"].get("continue"):
-            lm["continue"] = body["metadata"]["continue"]
+        lm = {} if single else {k: v for k, v in body["metadata"].items()
+                                if k in ("continue", "remainingItemCount") and v}
         return table.table(res, objs, body["metadata"]["resourceVersion"], req.q("includeObject") or "Metadata", lm)
     if "as=PartialObjectMetadataList" in first and not single:
         items = [table.partial(o) for o in body["items"]]
@@ -132,6 +131,11 @@ class Handlers:
                 remaining = None
             else:
                 rev, objs, remaining, last = await self.store.list(res, ns, revision, limit, start)
+        except FutureRevision:
+            cur = await self.store.current_revision()
+            raise errors.ApiError(504, "Timeout", f"Too large resource version: {revision}, current: {cur}",
+                                  {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                                   "retryAfterSeconds": 1})
         except Compacted:
             if cont:
                 raise errors.expired(
@@ -315,14 +319,14 @@ class Handlers:
         except yaml.YAMLError as e:
             raise errors.bad_request(f"error decoding YAML: {e}")
         opts["operation"] = "Apply"
+        opts["applied"] = doc
         try:
             old = await self.store.get(res, ns, name)
         except errors.ApiError as e:
             if e.code != 404 or sub:
                 raise
             doc.setdefault("metadata", {})["name"] = name
-            obj, warnings = objects.prepare_create(res, doc, ns, opts)
-            obj["metadata"]["managedFields"][0]["operation"] = "Apply"
+            obj, warnings = objects.prepare_create(res, copy.deepcopy(doc), ns, opts)
             return Reply(201, await self.store.create(res, obj), _warn(warnings))
         new = patchlib.merge_patch(old, doc)
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]

@@ -16,6 +16,7 @@ DNS1123_SUB = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[
 SUB_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
            "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
            "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+GENERATION = ("customresourcedefinitions",)
 SYSTEM_META = ("uid", "creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds",
                "selfLink")
 
@@ -94,20 +95,35 @@ def prepare_create(res, obj, ns, opts):
         md.pop(k, None)
     md["uid"] = new_uid()
     md["creationTimestamp"] = now()
-    if res.crd is not None:
+    sent = copy.deepcopy(obj)
+    if res.crd is not None or res.plural in GENERATION:
         md["generation"] = 1
+    if res.crd is not None:
         if res.has_status:
             obj.pop("status", None)
     else:
         builtin.on_create(res, obj)
     warnings = _admit(res, obj, None, opts)
-    md["managedFields"] = fields.update(None, obj, [], opts["manager"], "", res.api_version, md["creationTimestamp"])
+    if res.crd is not None:
+        schema.prune(res.schema or {}, sent)
+        schema.default(res.schema or {}, sent)
+    else:
+        builtin.prune(res, sent)
+    if res.has_status:
+        sent.pop("status", None)
+    md["managedFields"] = fields.update(None, sent, [], opts["manager"], "", res.api_version, md["creationTimestamp"],
+                                        opts.get("operation", "Update"), _dot(res), opts.get("applied"))
     return obj, warnings
+
+
+def _dot(res):
+    return None if res.crd is not None else builtin.dot_rule(res)
 
 
 def prepare_update(res, old, obj, sub, opts):
     """The object to store when obj is written over old (main resource or /status)."""
     old_md = old["metadata"]
+    sent = copy.deepcopy(obj)
     if sub == "status":
         new = copy.deepcopy(old)
         if "status" in obj:
@@ -133,9 +149,35 @@ def prepare_update(res, old, obj, sub, opts):
     warnings = _admit(res, new, old, opts)
     if "generation" in old_md and sub != "status" and _spec_part(new) != _spec_part(old):
         new["metadata"]["generation"] = old_md["generation"] + 1
+    # managedFields follow the object as sent, minus the fields the strategy resets: status on the
+    # main resource, everything but metadata and status on /status (a label sent to /status is
+    # recorded although not applied, transcript 05e)
+    if res.crd is not None:
+        schema.prune(res.schema or {}, sent)
+        schema.default(res.schema or {}, sent)
+    else:
+        builtin.prune(res, sent)
+    if sub == "status":
+        sent_fields = copy.deepcopy(old)
+        sent_fields["status"] = sent.get("status")
+    else:
+        sent_fields = {k: v for k, v in sent.items() if k not in ("metadata", "status")}
+        if "status" in old:
+            sent_fields["status"] = old["status"]
+    if sent_fields.get("status") is None:
+        sent_fields.pop("status", None)
+    md = dict(new["metadata"])
+    for k in fields.META_OWNED:
+        if k in sent.get("metadata", {}):
+            md[k] = sent["metadata"][k]
+        elif sub == "status" and k in old_md:
+            md[k] = old_md[k]
+        else:
+            md.pop(k, None)
+    sent_fields["metadata"] = md
     new["metadata"]["managedFields"] = fields.update(
-        old, new, old_md.get("managedFields", []), opts["manager"], sub, res.api_version, now(),
-        opts.get("operation", "Update"))
+        old, sent_fields, old_md.get("managedFields", []), opts["manager"], sub, res.api_version, now(),
+        opts.get("operation", "Update"), _dot(res), opts.get("applied"))
     if _without_times(new) == _without_times(old):
         new["metadata"]["managedFields"] = old_md.get("managedFields", [])
     return new, warnings

@@ -66,7 +66,7 @@ def _refs(s, out=None):
     out = [] if out is None else out
     if isinstance(s, dict):
         for k, v in s.items():
-            if k == "$ref":
+            if k == "$ref" and isinstance(v, str):
                 out.append(v.split("/")[-1])
             else:
                 _refs(v, out)

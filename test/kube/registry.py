@@ -82,6 +82,8 @@ class Registry:
         res = crd_resource(crd)
         self.resources = [r for r in self.resources if not (r.group == res.group and r.plural == res.plural)]
         self.resources.append(res)
+        crds = sorted((r for r in self.resources if r.crd is not None), key=lambda r: (r.group, r.plural))
+        self.resources = [r for r in self.resources if r.crd is None] + crds
         return res
 
     def load_crd_files(self, paths):
@@ -138,8 +140,10 @@ class Registry:
                 if s == "token":
                     sub.update(group="authentication.k8s.io", version="v1")
                 items.append(sub)
-        gv = f"{group}/{version}" if group else version
-        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": items}
+        if group:
+            return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}",
+                    "resources": items}
+        return {"kind": "APIResourceList", "groupVersion": version, "resources": items}
 
     def api_group(self, group):
         vers = [v for g, v in self.groups() if g == group]

@@ -85,6 +85,8 @@ def age(ts):
 
 
 def _cell(col, obj):
+    if "cell" in col:
+        return col["cell"](obj)
     vals = jsonpath(obj, col["jsonPath"])
     if not vals:
         return None
@@ -101,17 +103,53 @@ def _cell(col, obj):
     return v if col.get("type") in ("integer", "number", "boolean") else str(v)
 
 
+MODES = {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX", "ReadWriteOncePod": "RWOP"}
+
+
+def _get(o, path):
+    vals = jsonpath(o, path)
+    return vals[0] if vals else None
+
+
+def _modes(o):
+    return ",".join(MODES.get(m, m) for m in (o.get("spec") or {}).get("accessModes") or [])
+
+
+def _claim(o):
+    c = (o.get("spec") or {}).get("claimRef")
+    return f"{c.get('namespace', '')}/{c.get('name', '')}" if c else ""
+
+
+# kube-apiserver's printers for the built-in kinds the operator page lists (name, type, cell function)
 BUILTIN_COLUMNS = {
-    "persistentvolumes": [("Capacity", "string", ".spec.capacity.storage"), ("Access Modes", "string", ".spec.accessModes"),
-                          ("Reclaim Policy", "string", ".spec.persistentVolumeReclaimPolicy"), ("Status", "string", ".status.phase"),
-                          ("Claim", "string", ".spec.claimRef.name"), ("StorageClass", "string", ".spec.storageClassName")],
-    "persistentvolumeclaims": [("Status", "string", ".status.phase"), ("Volume", "string", ".spec.volumeName"),
-                               ("StorageClass", "string", ".spec.storageClassName")],
-    "volumeattachments": [("Attacher", "string", ".spec.attacher"), ("PV", "string", ".spec.source.persistentVolumeName"),
-                          ("Node", "string", ".spec.nodeName"), ("Attached", "boolean", ".status.attached")],
-    "storageclasses": [("Provisioner", "string", ".provisioner"), ("ReclaimPolicy", "string", ".reclaimPolicy"),
-                       ("VolumeBindingMode", "string", ".volumeBindingMode"), ("AllowVolumeExpansion", "boolean", ".allowVolumeExpansion")],
-    "leases": [("Holder", "string", ".spec.holderIdentity")],
+    "persistentvolumes": [
+        ("Capacity", "string", lambda o: _get(o, ".spec.capacity.storage") or ""),
+        ("Access Modes", "string", _modes),
+        ("Reclaim Policy", "string", lambda o: _get(o, ".spec.persistentVolumeReclaimPolicy") or ""),
+        ("Status", "string", lambda o: _get(o, ".status.phase") or ""),
+        ("Claim", "string", _claim),
+        ("StorageClass", "string", lambda o: _get(o, ".spec.storageClassName") or ""),
+        ("VolumeAttributesClass", "string", lambda o: _get(o, ".spec.volumeAttributesClassName") or "<unset>"),
+        ("Reason", "string", lambda o: _get(o, ".status.reason") or "")],
+    "persistentvolumeclaims": [
+        ("Status", "string", lambda o: _get(o, ".status.phase") or ""),
+        ("Volume", "string", lambda o: _get(o, ".spec.volumeName") or ""),
+        ("Capacity", "string", lambda o: _get(o, ".status.capacity.storage") or ""),
+        ("Access Modes", "string", lambda o: ",".join(MODES.get(m, m) for m in _get(o, ".status.accessModes") or [])),
+        ("StorageClass", "string", lambda o: _get(o, ".spec.storageClassName") or ""),
+        ("VolumeAttributesClass", "string", lambda o: _get(o, ".spec.volumeAttributesClassName") or "<unset>")],
+    "volumeattachments": [
+        ("Attacher", "string", lambda o: _get(o, ".spec.attacher") or ""),
+        ("PV", "string", lambda o: _get(o, ".spec.source.persistentVolumeName") or ""),
+        ("Node", "string", lambda o: _get(o, ".spec.nodeName") or ""),
+        ("Attached", "boolean", lambda o: bool(_get(o, ".status.attached")))],
+    "storageclasses": [
+        ("Provisioner", "string", lambda o: o.get("provisioner", "")),
+        ("ReclaimPolicy", "string", lambda o: o.get("reclaimPolicy", "")),
+        ("VolumeBindingMode", "string", lambda o: o.get("volumeBindingMode", "")),
+        ("AllowVolumeExpansion", "string", lambda o: "true" if o.get("allowVolumeExpansion") else "false")],
+    "leases": [("Holder", "string", lambda o: _get(o, ".spec.holderIdentity") or "")],
+    "nodes": [("Status", "string", lambda o: "Unknown"), ("Roles", "string", lambda o: "<none>")],
 }
 
 
@@ -124,8 +162,8 @@ def columns(res):
                          f"Custom resource definition column (in JSONPath format): {c['jsonPath']}",
                          "priority": c.get("priority", 0)})
         return cols, list(res.columns)
-    spec = [{"name": n, "type": t, "jsonPath": p} for n, t, p in BUILTIN_COLUMNS.get(res.plural, [])]
-    spec.append({"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"})
+    spec = [{"name": n, "type": t, "cell": f} for n, t, f in BUILTIN_COLUMNS.get(res.plural, [])]
+    spec.append({"name": "Age", "type": "date", "cell": lambda o: age(o["metadata"].get("creationTimestamp"))})
     for c in spec:
         cols.append({"name": c["name"], "type": c["type"], "format": "", "description": "", "priority": 0})
     return cols, spec
