@@ -2,10 +2,14 @@
 #include <signal.h>
 
 #include "applets.h"
+#include "grpc/calllog.h"
+#include "pbjson/pbjson.h"
 
 int main(int argc, char **argv)
 {
 	/* A peer that goes away must surface as EPIPE on write, never kill the process. */
 	signal(SIGPIPE, SIG_IGN);
+	/* every role's per-call log lines write messages as JSON with secrets stripped */
+	calllog_set_format(pbjson_log_text);
 	return applet_dispatch(argc, argv);
 }

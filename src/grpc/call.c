@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "grpc/calllog.h"
 
 #define SEND_HIGH (1u << 20) /* a streaming sender waits while this much is unsent */
 
@@ -189,10 +190,11 @@ void call_run(void *arg)
 		call_unref(c);
 		return;
 	}
+	uint64_t t0 = calllog_request(c->path, req);
 	if (atomic_load(&c->cancelled)) {
-		call_finish(c,
-		            grpc_call_deadline_ms(c) <= 0 ? GRPC_DEADLINE_EXCEEDED : GRPC_CANCELLED,
-		            "call ended before the handler ran");
+		code = grpc_call_deadline_ms(c) <= 0 ? GRPC_DEADLINE_EXCEEDED : GRPC_CANCELLED;
+		calllog_result(c->path, req, NULL, code, "call ended before the handler ran", t0);
+		call_finish(c, code, "call ended before the handler ran");
 	} else if (m->unary) {
 		code = m->unary(c, req, &resp, c->svc->ctx);
 		if (code == GRPC_OK && !resp) {
@@ -214,11 +216,14 @@ void call_run(void *arg)
 				grpc_call_set_status_msg(c, "server out of memory");
 			}
 		}
+		calllog_result(c->path, req, code == GRPC_OK ? resp : NULL, code, c->handler_msg,
+		               t0);
 		if (resp && m->resp_free)
 			m->resp_free(resp, c->svc->ctx);
 		call_finish(c, code, code == GRPC_OK ? NULL : c->handler_msg);
 	} else {
 		code = m->server_stream(c, req, c->svc->ctx);
+		calllog_result(c->path, req, NULL, code, c->handler_msg, t0);
 		call_finish(c, code, code == GRPC_OK ? NULL : c->handler_msg);
 	}
 	protobuf_c_message_free_unpacked(req, NULL);

@@ -428,3 +428,33 @@ cJSON *pbjson_from_message(const ProtobufCMessage *m)
 	}
 	return o;
 }
+
+/* ---- log text --------------------------------------------------------------------------------- */
+
+static void strip_secrets(cJSON *j)
+{
+	cJSON *next;
+	for (cJSON *it = j ? j->child : NULL; it; it = next) {
+		next = it->next;
+		if (it->string && !strcmp(it->string, "secrets")) {
+			cJSON *s = cJSON_CreateString("***stripped***");
+			if (s)
+				cJSON_ReplaceItemInObjectCaseSensitive(j, "secrets", s);
+			else
+				cJSON_DeleteItemFromObjectCaseSensitive(j, "secrets");
+		} else {
+			strip_secrets(it);
+		}
+	}
+}
+
+char *pbjson_log_text(const ProtobufCMessage *m)
+{
+	cJSON *j = m ? pbjson_from_message(m) : NULL;
+	if (!j)
+		return NULL;
+	strip_secrets(j);
+	char *t = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	return t;
+}

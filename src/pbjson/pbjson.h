@@ -22,4 +22,9 @@ int pbjson_to_message(const ProtobufCMessageDescriptor *d, const cJSON *j, Proto
 /* A new JSON object for m (caller owns), or NULL when out of memory. */
 cJSON *pbjson_from_message(const ProtobufCMessage *m);
 
+/* m as one line of JSON for logs, every member named `secrets` (the CSI fields marked
+ * csi_secret) replaced by "***stripped***" as csi-lib-utils' protosanitizer does; malloc'd,
+ * NULL when m is NULL or out of memory.  The per-call log format (grpc/calllog.h). */
+char *pbjson_log_text(const ProtobufCMessage *m);
+
 #endif

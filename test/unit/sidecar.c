@@ -62,7 +62,8 @@ static void *roundtrip(const ProtobufCMessage *m, const ProtobufCMessageDescript
 	return out;
 }
 
-static void *fail(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void *fail(char *err, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void *fail(char *err, size_t cap, const char *fmt, ...)
 {
 	va_list ap;
@@ -121,12 +122,14 @@ static int access_mode(const cJSON *modes, bool snmw, char *err, size_t cap)
 	}
 	if (rwop) {
 		if (distinct > 1)
-			return fail(err, cap,
-			            "Kubernetes does not support use of ReadWriteOncePod with other "
-			            "access modes on the same PersistentVolume"),
+			return fail(
+			           err, cap,
+			           "Kubernetes does not support use of ReadWriteOncePod with other "
+			           "access modes on the same PersistentVolume"),
 			       -1;
-		return snmw ? CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_SINGLE_WRITER
-		            : CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER;
+		return snmw
+		           ? CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_SINGLE_WRITER
+		           : CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER;
 	}
 	if (rwx)
 		return CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_MULTI_WRITER;
@@ -138,8 +141,9 @@ static int access_mode(const cJSON *modes, bool snmw, char *err, size_t cap)
 	if (rox)
 		return CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY;
 	if (rwo)
-		return snmw ? CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER
-		            : CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER;
+		return snmw
+		           ? CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER
+		           : CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER;
 	return fail(err, cap, "unsupported AccessMode combination"), -1;
 }
 
@@ -187,23 +191,22 @@ static Csi__V1__VolumeCapability *pv_capability(struct arena *a, const struct si
 
 /* ---- csi-provisioner ------------------------------------------------------------------------- */
 
-static const char *const known_prefixed[] = {
-    "fstype",
-    "provisioner-secret-name",
-    "provisioner-secret-namespace",
-    "controller-publish-secret-name",
-    "controller-publish-secret-namespace",
-    "node-stage-secret-name",
-    "node-stage-secret-namespace",
-    "node-publish-secret-name",
-    "node-publish-secret-namespace",
-    "controller-expand-secret-name",
-    "controller-expand-secret-namespace",
-    "secret-name",
-    "secret-namespace",
-    "node-expand-secret-name",
-    "node-expand-secret-namespace",
-    NULL};
+static const char *const known_prefixed[] = {"fstype",
+                                             "provisioner-secret-name",
+                                             "provisioner-secret-namespace",
+                                             "controller-publish-secret-name",
+                                             "controller-publish-secret-namespace",
+                                             "node-stage-secret-name",
+                                             "node-stage-secret-namespace",
+                                             "node-publish-secret-name",
+                                             "node-publish-secret-namespace",
+                                             "controller-expand-secret-name",
+                                             "controller-expand-secret-namespace",
+                                             "secret-name",
+                                             "secret-namespace",
+                                             "node-expand-secret-name",
+                                             "node-expand-secret-namespace",
+                                             NULL};
 
 #define CSI_PREFIX "csi.storage.k8s.io/"
 
@@ -288,7 +291,8 @@ static bool node_term(const cJSON *node, char **keys, int nk, struct term *t)
 {
 	t->n = 0;
 	for (int i = 0; i < nk; i++) {
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(get(node, "metadata.labels"), keys[i]);
+		const cJSON *v =
+		    cJSON_GetObjectItemCaseSensitive(get(node, "metadata.labels"), keys[i]);
 		if (!cJSON_IsString(v))
 			return false;
 		snprintf(t->v[t->n++], sizeof(t->v[0]), "%s", v->valuestring);
@@ -362,8 +366,8 @@ static int requirements(struct arena *a, const struct sidecar_caps *c, const cJS
 	} else {
 		if (!c->immediate_topology)
 			return 0;
-		cJSON_ArrayForEach(it, csinodes) if (!keyl && cJSON_GetArraySize(csinode_keys(it)) > 0)
-		    keyl = csinode_keys(it);
+		cJSON_ArrayForEach(it, csinodes) if (!keyl && cJSON_GetArraySize(csinode_keys(it)) >
+		                                                  0) keyl = csinode_keys(it);
 		if (!keyl)
 			return fail(err, cap, "no available topology found"), -1;
 	}
@@ -404,7 +408,7 @@ static int requirements(struct arena *a, const struct sidecar_caps *c, const cJS
 }
 
 static Csi__V1__CreateVolumeRequest__ParametersEntry *param(struct arena *a, const char *k,
-                                                           const char *v)
+                                                            const char *v)
 {
 	Csi__V1__CreateVolumeRequest__ParametersEntry *e = a_alloc(a, sizeof(*e));
 	csi__v1__create_volume_request__parameters_entry__init(e);
@@ -424,11 +428,9 @@ static long long quantity(const char *q)
 	return v;
 }
 
-Csi__V1__CreateVolumeRequest *sidecar_create_volume(const struct sidecar_caps *c,
-                                                    const char *sc_json, const char *pvc_json,
-                                                    const char *cluster_json,
-                                                    const char *selected_node, char *err,
-                                                    size_t errcap)
+Csi__V1__CreateVolumeRequest *
+sidecar_create_volume(const struct sidecar_caps *c, const char *sc_json, const char *pvc_json,
+                      const char *cluster_json, const char *selected_node, char *err, size_t errcap)
 {
 	struct arena a = {.n = 0};
 	cJSON *sc = parse(sc_json), *pvc = parse(pvc_json), *cl = parse(cluster_json);
@@ -467,13 +469,15 @@ Csi__V1__CreateVolumeRequest *sidecar_create_volume(const struct sidecar_caps *c
 	                                &q->accessibility_requirements, err, errcap) < 0)
 		goto done;
 	const cJSON *params = get(sc, "parameters"), *it;
-	q->parameters = a_alloc(&a, sizeof(*q->parameters) * (size_t)(cJSON_GetArraySize(params) + 3));
+	q->parameters =
+	    a_alloc(&a, sizeof(*q->parameters) * (size_t)(cJSON_GetArraySize(params) + 3));
 	cJSON_ArrayForEach(it, params)
 	{
 		if (!strncmp(it->string, CSI_PREFIX, strlen(CSI_PREFIX))) {
 			if (!known_prefixed_key(it->string)) {
 				fail(err, errcap,
-				     "failed to strip CSI Parameters of prefixed keys: found unknown "
+				     "failed to strip CSI Parameters of prefixed keys: found "
+				     "unknown "
 				     "parameter key \"%s\" with reserved namespace %s",
 				     it->string, CSI_PREFIX);
 				goto done;
@@ -573,8 +577,9 @@ Csi__V1__ControllerPublishVolumeRequest *sidecar_attach(const struct sidecar_cap
                                                         size_t errcap)
 {
 	struct arena a = {.n = 0};
-	Csi__V1__ControllerPublishVolumeRequest q = CSI__V1__CONTROLLER_PUBLISH_VOLUME_REQUEST__INIT,
-	                                        *out = NULL;
+	Csi__V1__ControllerPublishVolumeRequest
+	    q = CSI__V1__CONTROLLER_PUBLISH_VOLUME_REQUEST__INIT,
+	    *out = NULL;
 	char id[256];
 	if (!(q.node_id = (char *)node_id(cluster_json, node, id, sizeof(id), err, errcap)) ||
 	    !(q.volume_capability = pv_capability(&a, c, pv, err, errcap)))
@@ -582,8 +587,8 @@ Csi__V1__ControllerPublishVolumeRequest *sidecar_attach(const struct sidecar_cap
 	q.volume_id = (char *)(gets(pv, "spec.csi.volumeHandle") ?: "");
 	q.readonly = c->publish_ro && cJSON_IsTrue(get(pv, "spec.csi.readOnly"));
 	const cJSON *attrs = get(pv, "spec.csi.volumeAttributes"), *it;
-	q.volume_context = a_alloc(&a, sizeof(*q.volume_context) *
-	                                   (size_t)(cJSON_GetArraySize(attrs) + 1));
+	q.volume_context =
+	    a_alloc(&a, sizeof(*q.volume_context) * (size_t)(cJSON_GetArraySize(attrs) + 1));
 	cJSON_ArrayForEach(it, attrs)
 	{
 		Csi__V1__ControllerPublishVolumeRequest__VolumeContextEntry *e =
@@ -613,8 +618,8 @@ Csi__V1__ControllerUnpublishVolumeRequest *sidecar_detach(const cJSON *pv, const
 }
 
 Csi__V1__ControllerExpandVolumeRequest *sidecar_expand(const struct sidecar_caps *c,
-                                                       const cJSON *pv, long long bytes,
-                                                       char *err, size_t errcap)
+                                                       const cJSON *pv, long long bytes, char *err,
+                                                       size_t errcap)
 {
 	struct arena a = {.n = 0};
 	Csi__V1__ControllerExpandVolumeRequest q = CSI__V1__CONTROLLER_EXPAND_VOLUME_REQUEST__INIT,

@@ -50,12 +50,12 @@
 
 /* What a sidecar learned from the driver's capability RPCs and its own flags. */
 struct sidecar_caps {
-	bool snmw;            /* ControllerGetCapabilities SINGLE_NODE_MULTI_WRITER */
-	bool publish_ro;      /* ControllerGetCapabilities PUBLISH_READONLY */
-	bool topology;        /* GetPluginCapabilities VOLUME_ACCESSIBILITY_CONSTRAINTS */
+	bool snmw;                  /* ControllerGetCapabilities SINGLE_NODE_MULTI_WRITER */
+	bool publish_ro;            /* ControllerGetCapabilities PUBLISH_READONLY */
+	bool topology;              /* GetPluginCapabilities VOLUME_ACCESSIBILITY_CONSTRAINTS */
 	const char *default_fstype; /* --default-fstype ("" = not set) */
-	bool extra_metadata;  /* csi-provisioner --extra-create-metadata */
-	bool immediate_topology; /* csi-provisioner --immediate-topology */
+	bool extra_metadata;        /* csi-provisioner --extra-create-metadata */
+	bool immediate_topology;    /* csi-provisioner --immediate-topology */
 };
 
 /* Our deployment (deploy.md §3) in front of what csi.md §4 says the driver reports; the unit
@@ -89,7 +89,7 @@ Csi__V1__ControllerUnpublishVolumeRequest *sidecar_detach(const cJSON *pv, const
 
 /* ControllerExpandVolume after the PVC's request was raised to bytes. */
 Csi__V1__ControllerExpandVolumeRequest *sidecar_expand(const struct sidecar_caps *c,
-                                                       const cJSON *pv, long long bytes,
-                                                       char *err, size_t errcap);
+                                                       const cJSON *pv, long long bytes, char *err,
+                                                       size_t errcap);
 
 #endif

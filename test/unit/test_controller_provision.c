@@ -11,14 +11,15 @@
 
 /* Two workers with nvme_tcp loaded: their CSINodes carry our topology key and node ID, their
  * Nodes the label kubelet copied from NodeGetInfo. */
-#define NODE(n)                                                                             \
+#define NODE(n)                                                                               \
 	"{\"metadata\":{\"name\":\"" n "\",\"labels\":{\"kubernetes.io/hostname\":\"" n "\"," \
 	"\"" P "nvmeof\":\"true\"}}}"
-#define CSINODE(n)                                                                          \
-	"{\"metadata\":{\"name\":\"" n "\"},\"spec\":{\"drivers\":[{\"name\":\"pillar-csi.bhyoo."   \
+#define CSINODE(n)                                                                                \
+	"{\"metadata\":{\"name\":\"" n "\"},\"spec\":{\"drivers\":[{\"name\":\"pillar-csi.bhyoo." \
 	"com\",\"nodeID\":\"" n "\",\"topologyKeys\":[\"" P "nvmeof\"]}]}}"
-static const char *const CLUSTER = "{\"nodes\":[" NODE("node-a") "," NODE("node-b") "],"
-                                   "\"csinodes\":[" CSINODE("node-a") "," CSINODE("node-b") "]}";
+static const char *const CLUSTER = "{\"nodes\":[" NODE("node-a") "," NODE(
+    "node-b") "],"
+              "\"csinodes\":[" CSINODE("node-a") "," CSINODE("node-b") "]}";
 
 #define PVC_UID "0f2d4c6e-8a1b-4c3d-9e5f-7a6b5c4d3e2f"
 
@@ -124,8 +125,7 @@ START_TEST(test_request_shape)
 	ck_assert_str_eq(q->accessibility_requirements->requisite[0]->segments[0]->key, P "nvmeof");
 	protobuf_c_message_free_unpacked(&q->base, NULL);
 	/* no worker carries the key: the provisioner fails before calling the driver */
-	q = sidecar_create_volume(&sidecar_deployed, "{\"parameters\":{}}",
-	                          pvc_json("Filesystem"),
+	q = sidecar_create_volume(&sidecar_deployed, "{\"parameters\":{}}", pvc_json("Filesystem"),
 	                          "{\"nodes\":[],\"csinodes\":[{\"metadata\":{\"name\":\"node-a\"},"
 	                          "\"spec\":{\"drivers\":[{\"name\":\"pillar-csi.bhyoo.com\","
 	                          "\"nodeID\":\"node-a\"}]}}]}",
@@ -161,23 +161,25 @@ START_TEST(test_fstype_mismatch_document)
 	put_pvc(NULL);
 	ck_assert_int_eq(
 	    provision("{\"parameters\":{\"" P "store-ref\":\"tank\",\"" P "protocol-ref\":\"tcp\","
-	              "\"" P "filesystem\":\"fsType: ext4\",\"csi.storage.k8s.io/fstype\":\"xfs\"}}",
+	              "\"" P
+	              "filesystem\":\"fsType: ext4\",\"csi.storage.k8s.io/fstype\":\"xfs\"}}",
 	              pvc_json("Filesystem"), &resp, &gs),
 	    GRPC_INVALID_ARGUMENT);
-	ck_assert_str_eq(gs.msg,
-	                 "csi.storage.k8s.io/fstype \"xfs\" does not match filesystem fsType \"ext4\"");
+	ck_assert_str_eq(
+	    gs.msg, "csi.storage.k8s.io/fstype \"xfs\" does not match filesystem fsType \"ext4\"");
 	ck_assert_ptr_null(resp);
 	ck_assert_ptr_null(fx_get("PillarVolumeState", "pvc-" PVC_UID));
 	/* the same through a PillarStorageClass whose filesystem says ext4 */
-	fx_put("PillarStorageClass", NULL, "ext", NULL,
-	       "{\"storeRef\":\"tank\",\"protocolRef\":\"tcp\",\"filesystem\":{\"fsType\":\"ext4\"}}",
-	       NULL);
+	fx_put(
+	    "PillarStorageClass", NULL, "ext", NULL,
+	    "{\"storeRef\":\"tank\",\"protocolRef\":\"tcp\",\"filesystem\":{\"fsType\":\"ext4\"}}",
+	    NULL);
 	ck_assert_int_eq(provision("{\"parameters\":{\"" P "storage-class\":\"ext\","
 	                           "\"csi.storage.k8s.io/fstype\":\"xfs\"}}",
 	                           pvc_json("Filesystem"), &resp, &gs),
 	                 GRPC_INVALID_ARGUMENT);
-	ck_assert_str_eq(gs.msg,
-	                 "csi.storage.k8s.io/fstype \"xfs\" does not match filesystem fsType \"ext4\"");
+	ck_assert_str_eq(
+	    gs.msg, "csi.storage.k8s.io/fstype \"xfs\" does not match filesystem fsType \"ext4\"");
 }
 END_TEST
 
@@ -194,7 +196,8 @@ END_TEST
 START_TEST(test_fstype_nothing_anywhere)
 {
 	put_pvc(NULL);
-	expect_fstype("{\"parameters\":{\"" P "store-ref\":\"tank\",\"" P "protocol-ref\":\"tcp\"}}",
+	expect_fstype("{\"parameters\":{\"" P "store-ref\":\"tank\",\"" P
+	              "protocol-ref\":\"tcp\"}}",
 	              pvc_json("Filesystem"), "ext4");
 }
 END_TEST
@@ -229,7 +232,8 @@ START_TEST(test_sidecar_caps_match)
 	struct grpc_status gs = {0};
 	ck_assert_int_eq(csi_controller_capabilities(&fx_c, &cr, &gs), 0);
 	ck_assert_int_eq(
-	    has_ctl_cap(cr, CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__SINGLE_NODE_MULTI_WRITER),
+	    has_ctl_cap(
+	        cr, CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__SINGLE_NODE_MULTI_WRITER),
 	    sidecar_deployed.snmw);
 	ck_assert_int_eq(
 	    has_ctl_cap(cr, CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_READONLY),
@@ -238,9 +242,10 @@ START_TEST(test_sidecar_caps_match)
 	ck_assert_int_eq(csi_get_plugin_capabilities(&fx_c, &pr, &gs), 0);
 	bool topo = false;
 	for (size_t i = 0; i < pr->n_capabilities; i++)
-		topo |= pr->capabilities[i]->service &&
-		        pr->capabilities[i]->service->type ==
-		            CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__VOLUME_ACCESSIBILITY_CONSTRAINTS;
+		topo |=
+		    pr->capabilities[i]->service &&
+		    pr->capabilities[i]->service->type ==
+		        CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__VOLUME_ACCESSIBILITY_CONSTRAINTS;
 	ck_assert_int_eq(topo, sidecar_deployed.topology);
 	protobuf_c_message_free_unpacked(&pr->base, NULL);
 }

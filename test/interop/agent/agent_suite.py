@@ -15,6 +15,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from klog import call_logs, duration_ok  # noqa: E402
 from agentlib import (FILE, POOL, SERVICE, TCP, Agent, Report, call, create_req,  # noqa: E402
                       desired, escape, export_problems, export_req, gate_msg, grpc,
                       health_pb2, nqn_of, pb, snapshot, strict_json, token)
@@ -37,6 +39,25 @@ def health_status(agent, service):
 
 def mark(agent, vid=VID):
     return strict_json(os.path.join(agent.state, "generations", escape(vid) + ".mark"))
+
+
+def check_call_logs(R, log):
+    """The per-call lines at --v=3 (src/grpc/calllog.h): one per RPC, failures as errors."""
+    M = "/pillar_csi.agent.v1.AgentService/"
+    cv = call_logs(log, "GRPC call", M + "CreateVolume")
+    R.check("log: one line per CreateVolume (the first and its idempotent repeat) at --v=3 with "
+            "volume ID, OK and a duration",
+            [(s, kv.get("volumeID"), kv.get("code")) for s, kv in cv] == [("I", VID, "OK")] * 2
+            and all(duration_ok(kv) for _, kv in cv), cv)
+    bad = call_logs(log, "GRPC call failed", M + "AllowInitiator")
+    R.check("log: the stale AllowInitiator is an error line with FAILED_PRECONDITION and the "
+            "message", [(s, kv.get("volumeID"), kv.get("code")) for s, kv in bad][-1:] ==
+            [("E", VID, "FAILED_PRECONDITION")] and
+            bad[-1][1].get("err", "").startswith(STALE) and duration_ok(bad[-1][1]), bad)
+    sv = call_logs(log, "GRPC call failed", M + "SendVolume")
+    R.check("log: the server-streaming SendVolume is logged too (UNIMPLEMENTED)",
+            [(s, kv.get("code")) for s, kv in sv] == [("E", "UNIMPLEMENTED")], sv)
+    R.check("log: no request bodies at --v=3", "\"GRPC request\"" not in log)
 
 
 def plain(base):
@@ -198,6 +219,7 @@ def run_plain(R, ag):
     except grpc.RpcError as err:
         c = err.code()
     R.check("SendVolume: UNIMPLEMENTED", c == grpc.StatusCode.UNIMPLEMENTED, c)
+    check_call_logs(R, ag.log_text())
     try:
         st.ReceiveVolume(iter([S.ReceiveVolumeChunk(volume_id=VID, eof=True)]), timeout=5)
         c = grpc.StatusCode.OK

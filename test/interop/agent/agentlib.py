@@ -148,7 +148,7 @@ class Agent:
         a = [os.environ["PILLAR_BIN"], "agent", "--listen-address=127.0.0.1:%d" % self.port,
              "--config=" + os.path.join(self.base, "config.json"), "--configfs-root=" + self.cfs,
              "--state-dir=" + self.state, "--host-root=" + os.path.join(self.base, "host"),
-             "--shutdown-grace-period=" + self.grace]
+             "--shutdown-grace-period=" + self.grace, "--v=3"]
         if self.tls:
             a += ["--tls-cert=" + self.tls["cert"], "--tls-key=" + self.tls["key"],
                   "--tls-ca=" + self.tls["ca"]]

@@ -28,11 +28,13 @@ import uuid
 from concurrent import futures
 
 sys.path.insert(0, os.path.join(os.environ["BUILD"], "controller-test", "py"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import grpc  # noqa: E402
 import csi_pb2 as csi  # noqa: E402
 import csi_pb2_grpc as csig  # noqa: E402
 import agent_pb2 as apb  # noqa: E402
 import agent_pb2_grpc as apbg  # noqa: E402
+from klog import call_logs, duration_ok  # noqa: E402
 
 BIN = os.environ["PILLAR_BIN"]
 GROUP = "pillar-csi.bhyoo.com/v1alpha1"
@@ -176,7 +178,7 @@ class Env:
         args = [BIN, "agent", "--listen-address=127.0.0.1:%d" % self.agent_port,
                 "--config=" + self.config, "--configfs-root=" + self.cfs,
                 "--state-dir=" + self.state, "--host-root=" + os.path.join(self.base, "host"),
-                "--shutdown-grace-period=0s"]
+                "--shutdown-grace-period=0s", "--v=3"]
         for _ in range(50):  # the port of a killed agent may linger briefly
             p = self.procs.start("agent", args,
                                  log=os.path.join(self.base, "agent-%d.log" % self.agent_starts))
@@ -202,13 +204,21 @@ class Env:
         p = self.procs.start("controller", [BIN, "controller", "--csi-endpoint=unix://" + self.sock,
                                             "--store=dir:" + self.store,
                                             "--health-probe-bind-address=127.0.0.1:0",
-                                            "--metrics-bind-address=127.0.0.1:0"], env=env)
+                                            "--metrics-bind-address=127.0.0.1:0", "--v=5"],
+                             env=env)
         ok = wait_for(lambda: os.path.exists(self.sock) or p.poll() is not None, 10)
         return ok and p.poll() is None
 
     def controller_log(self):
         with open(os.path.join(self.base, "controller.log"), errors="replace") as f:
             return f.read()
+
+    def agent_logs(self):
+        text = ""
+        for i in range(1, self.agent_starts + 1):
+            with open(os.path.join(self.base, "agent-%d.log" % i), errors="replace") as f:
+                text += f.read()
+        return text
 
     # -- CLI on the embedded store --
     def cli(self, *args, stdin=None):
@@ -541,8 +551,42 @@ def csi_flow(env, fwd, ctl, params):
                   os.listdir(os.path.join(env.nvmet, "hosts")) == [] and
                   not [f for f in os.listdir(env.files) if f.endswith(".img")],
                   "%s %s %s" % (code, msg, os.listdir(os.path.join(env.nvmet, "subsystems"))))
+    check_call_logs(env, vid, avid, want)
     rc = env.procs.stop("controller")
     rep.check("controller exits 0 on SIGTERM", rc == 0, rc)
+
+
+def check_call_logs(env, vid, avid, refused_msg):
+    """The per-call lines of the controller (--v=5) and the agent (--v=3)."""
+    log = env.controller_log()
+    cv = "/csi.v1.Controller/CreateVolume"
+    ok = [kv for sev, kv in call_logs(log, "GRPC call", cv) if sev == "I"]
+    rep.check("controller log: CreateVolume logged once at --v=3 with its volume ID, OK and a "
+              "duration", len([kv for kv in ok if kv.get("volumeID") == vid]) == 1 and
+              all(kv.get("code") == "OK" and duration_ok(kv) for kv in ok), ok)
+    pub = "/csi.v1.Controller/ControllerPublishVolume"
+    bad = call_logs(log, "GRPC call failed", pub)
+    rep.check("controller log: the refused ControllerPublishVolume is an error line (shown at "
+              "--v=0) with FAILED_PRECONDITION and the message",
+              [(sev, kv.get("volumeID"), kv.get("code"), kv.get("err")) for sev, kv in bad] ==
+              [("E", vid, "FAILED_PRECONDITION", refused_msg)] and duration_ok(bad[0][1]), bad)
+    good = [kv for sev, kv in call_logs(log, "GRPC call", pub) if kv.get("volumeID") == vid]
+    rep.check("controller log: one OK line per accepted ControllerPublishVolume (3)",
+              [kv.get("code") for kv in good] == ["OK"] * 3, good)
+    reqs = call_logs(log, "GRPC request", cv)
+    resps = call_logs(log, "GRPC response", cv)
+    rep.check("controller log at --v=5: CreateVolume's request and response as JSON",
+              any(json.loads(kv["request"]).get("volume_capabilities") for _, kv in reqs) and
+              any(json.loads(kv["response"])["volume"]["volume_id"] == vid for _, kv in resps),
+              (reqs[:1], resps[:1]))
+    alog = env.agent_logs()
+    acv = call_logs(alog, "GRPC call", "/pillar_csi.agent.v1.AgentService/CreateVolume")
+    rep.check("agent log: AgentService/CreateVolume logged at --v=3 with the agent volume ID",
+              [(sev, kv.get("volumeID"), kv.get("code")) for sev, kv in acv][:1] ==
+              [("I", avid, "OK")] and duration_ok(acv[0][1]), acv)
+    rep.check("agent log at --v=3: no request bodies",
+              not call_logs(alog, "GRPC request", "/pillar_csi.agent.v1.AgentService/CreateVolume"),
+              "")
 
 
 def observe_restore(env, fwd, label, restart):

@@ -22,11 +22,13 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.environ["BUILD"], "node-test", "py"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import grpc  # noqa: E402
 import csi_pb2 as csi  # noqa: E402
 import csi_pb2_grpc as csig  # noqa: E402
 import health_pb2  # noqa: E402
 import health_pb2_grpc  # noqa: E402
+from klog import call_logs, duration_ok  # noqa: E402
 
 DRIVER = "pillar-csi.bhyoo.com"
 TOPO = "pillar-csi.bhyoo.com/nvmeof"
@@ -96,7 +98,8 @@ class Node:
     def start(self, node_id=NODE_ID):
         self.log = os.path.join(self.base, "node-%d.log" % time.monotonic_ns())
         args = [os.environ["PILLAR_BIN"], "node", "--csi-endpoint=unix://" + self.sock,
-                "--node-id=" + node_id, "--state-dir=" + self.state, "--host-root=" + self.host]
+                "--node-id=" + node_id, "--state-dir=" + self.state, "--host-root=" + self.host,
+                "--v=3"]
         with open(self.log, "wb") as lf:
             self.proc = subprocess.Popen(args, stdout=lf, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
@@ -368,6 +371,18 @@ def run(R, n, base, host, state, staging, record, host_uuid):
             "%s %r %s" % (c, m, vs))
     R.check("NodeGetVolumeStats: no volume condition (VOLUME_CONDITION not advertised)",
             vs is not None and not vs.HasField("volume_condition"))
+
+    # ---- the per-call log lines (src/grpc/calllog.h) at --v=3 ----
+    log = n.log_text()
+    gi = call_logs(log, "GRPC call", "/csi.v1.Node/NodeGetInfo")
+    R.check("log: one NodeGetInfo line per call at --v=3, OK, no volume, a duration",
+            len(gi) == 3 and all(s == "I" and kv.get("code") == "OK" and
+                                 kv.get("volumeID") == "" and duration_ok(kv) for s, kv in gi), gi)
+    st = call_logs(log, "GRPC call failed", "/csi.v1.Node/NodeGetVolumeStats")
+    R.check("log: NodeGetVolumeStats on a missing path is an error line with NOT_FOUND and the "
+            "message", ("E", VOL, "NOT_FOUND", "path %s does not exist" % missing) in
+            [(s, kv.get("volumeID"), kv.get("code"), kv.get("err")) for s, kv in st], st)
+    R.check("log: no request bodies at --v=3", '"GRPC request"' not in log)
 
     # ---- restart while staged: unstage works from the record (fake controller in sysfs) ----
     rc = n.stop()
