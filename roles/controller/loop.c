@@ -10,9 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/json.h"
 #include "base/log.h"
 #include "controller/reconcile.h"
+#include "model/kube.h"
 
 #define KEY_MAX     320
 #define WATCH_WAIT  200
@@ -32,7 +32,7 @@ struct vdigest {
 
 struct watcher {
 	struct controller_loop *l;
-	const struct store_kind *k;
+	const struct model_kind *k;
 	pthread_t th;
 	bool started;
 };
@@ -97,25 +97,27 @@ static void enqueue(struct controller_loop *l, const char *prefix, const char *n
 	workqueue_add(l->q, key, delay);
 }
 
-static void enqueue_all(struct controller_loop *l, const char *kind, const char *prefix)
+static void enqueue_all(struct controller_loop *l, const struct model_kind *k, const char *prefix)
 {
-	cJSON *items = NULL;
-	const cJSON *it;
-	if (store_list(l->c->st, kind_of(kind), NULL, NULL, &items, NULL, NULL) < 0)
+	void *items = NULL;
+	size_t n = 0;
+	if (model_list(l->c->st, k, NULL, NULL, &items, &n, NULL, NULL) < 0)
 		return;
-	cJSON_ArrayForEach(it, items) enqueue(l, prefix, store_meta_str(it, "name"), 0);
-	cJSON_Delete(items);
+	for (size_t i = 0; i < n; i++)
+		enqueue(l, prefix, MODEL_META((char *)items + i * k->type->size)->name, 0);
+	model_list_free(k, items, n);
 }
 
-static void enqueue_where(struct controller_loop *l, const char *kind, const char *prefix,
-                          const char *field, const char *value)
+static void enqueue_where(struct controller_loop *l, enum reconcile_ref ref, const char *prefix,
+                          const char *value)
 {
+	struct model_strs names = {0};
 	if (!value)
 		return;
-	cJSON *names = reconcile_names_where(l->c, kind, field, value);
-	const cJSON *it;
-	cJSON_ArrayForEach(it, names) enqueue(l, prefix, it->valuestring, 0);
-	cJSON_Delete(names);
+	reconcile_names_where(l->c, ref, value, &names);
+	for (size_t i = 0; i < names.n; i++)
+		enqueue(l, prefix, names.v[i], 0);
+	model_strs_clear(&names);
 }
 
 static void kick(void *arg, const char *agent)
@@ -125,31 +127,33 @@ static void kick(void *arg, const char *agent)
 
 /* ---- events ------------------------------------------------------------------------------------ */
 
-static const char *spec_str(const cJSON *o, const char *k)
+/* The part of a volume a resync depends on: exportSpec and publishedNodes, as text. */
+static char *vdigest_of(const struct model_pvst *v)
 {
-	return json_get_str(cJSON_GetObjectItemCaseSensitive(o, "spec"), k);
-}
-
-static const char *label(const cJSON *o, const char *k)
-{
-	return json_get_str(cJSON_GetObjectItemCaseSensitive(
-	                        cJSON_GetObjectItemCaseSensitive(o, "metadata"), "labels"),
-	                    k);
+	const struct model_pvst_export_spec *es = &v->status.export_spec;
+	size_t cap = 256 + v->status.n_published * 600, o = 0;
+	char *d = malloc(cap);
+	if (!d)
+		return NULL;
+	o += (size_t)snprintf(d, cap, "%d|%s|%d:%lld|%d:%d|%d:%lld", v->status.has_export_spec,
+	                      es->bind_address ?: "-", es->has_port, (long long)es->port,
+	                      es->has_acl_enabled, es->acl_enabled, es->has_in_capsule_data_size,
+	                      (long long)es->in_capsule_data_size);
+	o += (size_t)snprintf(d + o, cap - o, "|%d", v->status.has_published);
+	for (size_t i = 0; i < v->status.n_published && o < cap; i++) {
+		const struct model_pvst_published *p = &v->status.published[i];
+		o += (size_t)snprintf(d + o, cap - o, "|%s,%s,%s,%d:%d,%d:%d", p->node_id ?: "-",
+		                      p->initiator_id ?: "-", p->access_mode ?: "-",
+		                      p->has_readonly, p->readonly, p->has_revoking, p->revoking);
+	}
+	return d;
 }
 
 /* Records the export digest of a volume; true when it changed (or is new). */
-static bool vdigest_update(struct controller_loop *l, const char *name, const cJSON *obj)
+static bool vdigest_update(struct controller_loop *l, const char *name,
+                           const struct model_pvst *obj)
 {
-	const cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
-	cJSON *d = cJSON_CreateObject();
-	const cJSON *es = cJSON_GetObjectItemCaseSensitive(st, "exportSpec");
-	const cJSON *pn = cJSON_GetObjectItemCaseSensitive(st, "publishedNodes");
-	if (es)
-		cJSON_AddItemToObject(d, "exportSpec", cJSON_Duplicate(es, true));
-	if (pn)
-		cJSON_AddItemToObject(d, "publishedNodes", cJSON_Duplicate(pn, true));
-	char *text = cJSON_PrintUnformatted(d);
-	cJSON_Delete(d);
+	char *text = vdigest_of(obj);
 	if (!text)
 		return true;
 	struct vdigest *v;
@@ -186,61 +190,72 @@ static void vdigest_drop(struct controller_loop *l, const char *name)
 		}
 }
 
-static void on_event(struct controller_loop *l, const struct store_kind *k,
-                     enum store_event_type type, const cJSON *obj, bool initial)
+/* The PillarAgents whose nodeRef names node. */
+static void enqueue_agents_of_node(struct controller_loop *l, const char *node)
 {
-	const char *name = store_meta_str(obj, "name");
-	const char *kind = k->kind;
+	struct model_pa *items = NULL;
+	size_t n = 0;
+	if (model_list(l->c->st, &model_pa_kind, NULL, NULL, (void **)&items, &n, NULL, NULL) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const char *nn = items[i].spec.node_ref.name;
+		if (nn && !strcmp(nn, node))
+			enqueue(l, "pa", items[i].meta.name, 0);
+	}
+	model_list_free(&model_pa_kind, items, n);
+}
+
+static void on_pillar_event(struct controller_loop *l, const char *kind, bool gone, const void *obj)
+{
+	const char *name = MODEL_META(obj)->name;
+	if (!strcmp(kind, "PillarAgent")) {
+		enqueue(l, "pa", name, 0);
+		enqueue_where(l, REF_PST_AGENT, "pst", name);
+		enqueue_all(l, &model_pstr_kind, "pstr");
+	} else if (!strcmp(kind, "PillarStore")) {
+		enqueue(l, "pst", name, 0);
+		enqueue_where(l, REF_PSC_STORE, "psc", name);
+		enqueue_all(l, &model_pstr_kind, "pstr");
+		if (gone)
+			enqueue(l, "pa", ((const struct model_pst *)obj)->spec.agent_ref, 0);
+	} else if (!strcmp(kind, "PillarProtocol")) {
+		enqueue(l, "pstr", name, 0);
+		enqueue_where(l, REF_PSC_PROTOCOL, "psc", name);
+	} else if (!strcmp(kind, "PillarStorageClass")) {
+		const struct model_psc *psc = obj;
+		enqueue(l, "psc", name, 0);
+		enqueue(l, "pstr", psc->spec.protocol_ref, 0);
+		if (gone)
+			enqueue(l, "pst", psc->spec.store_ref, 0);
+	}
+}
+
+static void on_event(struct controller_loop *l, const struct model_kind *k,
+                     enum store_event_type type, const void *obj, bool initial)
+{
+	const struct model_meta *m = MODEL_META(obj);
+	const char *name = m->name, *kind = k->kind;
 	bool gone = type == STORE_DELETED;
 	if (!name)
 		return;
-	if (!strcmp(kind, "PillarAgent")) {
-		enqueue(l, "pa", name, 0);
-		enqueue_where(l, "PillarStore", "pst", "agentRef", name);
-		enqueue_all(l, "PillarProtocol", "pstr");
-	} else if (!strcmp(kind, "PillarStore")) {
-		enqueue(l, "pst", name, 0);
-		enqueue_where(l, "PillarStorageClass", "psc", "storeRef", name);
-		enqueue_all(l, "PillarProtocol", "pstr");
-		if (gone)
-			enqueue(l, "pa", spec_str(obj, "agentRef"), 0);
-	} else if (!strcmp(kind, "PillarProtocol")) {
-		enqueue(l, "pstr", name, 0);
-		enqueue_where(l, "PillarStorageClass", "psc", "protocolRef", name);
-	} else if (!strcmp(kind, "PillarStorageClass")) {
-		enqueue(l, "psc", name, 0);
-		enqueue(l, "pstr", spec_str(obj, "protocolRef"), 0);
-		if (gone)
-			enqueue(l, "pst", spec_str(obj, "storeRef"), 0);
+	if (!strncmp(kind, "Pillar", 6) && strcmp(kind, "PillarVolumeState")) {
+		on_pillar_event(l, kind, gone, obj);
 	} else if (!strcmp(kind, "StorageClass")) {
 		if (type == STORE_MODIFIED)
-			enqueue(l, "psc", label(obj, RULES_LABEL_PSC), 0);
+			enqueue(l, "psc", model_map_get(&m->labels, RULES_LABEL_PSC), 0);
 		else
-			enqueue_all(l, "PillarStorageClass", "psc");
+			enqueue_all(l, &model_psc_kind, "psc");
 	} else if (!strcmp(kind, "Node")) {
-		cJSON *items = NULL;
-		const cJSON *it;
-		if (store_list(l->c->st, kind_of("PillarAgent"), NULL, NULL, &items, NULL, NULL) ==
-		    0)
-			cJSON_ArrayForEach(it, items)
-			{
-				const char *n = json_get_str(
-				    cJSON_GetObjectItemCaseSensitive(
-				        cJSON_GetObjectItemCaseSensitive(it, "spec"), "nodeRef"),
-				    "name");
-				if (n && !strcmp(n, name))
-					enqueue(l, "pa", store_meta_str(it, "name"), 0);
-			}
-		cJSON_Delete(items);
+		enqueue_agents_of_node(l, name);
 	} else if (!strcmp(kind, "PersistentVolumeClaim") || !strcmp(kind, "PersistentVolume")) {
 		if (gone)
-			enqueue_all(l, "PillarStorageClass", "psc");
+			enqueue_all(l, &model_psc_kind, "psc");
 	} else if (!strcmp(kind, "PillarVolumeState")) {
 		if (gone) {
 			vdigest_drop(l, name);
-			enqueue(l, "pa", label(obj, RULES_LABEL_AGENT), 0);
-			enqueue(l, "pst", label(obj, RULES_LABEL_STORE), 0);
-			enqueue(l, "psc", label(obj, RULES_LABEL_PSC), 0);
+			enqueue(l, "pa", model_map_get(&m->labels, RULES_LABEL_AGENT), 0);
+			enqueue(l, "pst", model_map_get(&m->labels, RULES_LABEL_STORE), 0);
+			enqueue(l, "psc", model_map_get(&m->labels, RULES_LABEL_PSC), 0);
 		} else if (vdigest_update(l, name, obj) && !initial) {
 			enqueue(l, "vol", name, 0);
 		}
@@ -262,58 +277,84 @@ static void relist_volumes_done(struct controller_loop *l)
 		free(v->digest);
 		free(v);
 	}
-	enqueue_all(l, "PillarAgent", "pa");
-	enqueue_all(l, "PillarStore", "pst");
-	enqueue_all(l, "PillarStorageClass", "psc");
+	enqueue_all(l, &model_pa_kind, "pa");
+	enqueue_all(l, &model_pst_kind, "pst");
+	enqueue_all(l, &model_psc_kind, "psc");
+}
+
+/* One list: every object as ADDED; the list's resourceVersion in *rv. */
+static int relist(struct watcher *w, bool initial, uint64_t *rv)
+{
+	struct controller_loop *l = w->l;
+	const struct model_kind *k = w->k;
+	bool pvst = k == &model_pvst_kind;
+	void *items = NULL;
+	size_t n = 0;
+	struct err e = {0};
+	if (model_list(l->c->st, k, NULL, NULL, &items, &n, rv, &e) < 0) {
+		log_warnf("listing %s: %s", model_store_kind(k)->plural, e.msg);
+		return -1;
+	}
+	for (struct vdigest *v = pvst ? l->vd : NULL; v; v = v->next)
+		v->seen = false;
+	for (size_t i = 0; i < n; i++)
+		on_event(l, k, STORE_ADDED, (char *)items + i * k->type->size, initial);
+	model_list_free(k, items, n);
+	if (pvst && !initial)
+		relist_volumes_done(l);
+	return 0;
+}
+
+/* Follows a watch until it ends (relist) or the loop stops. */
+static void follow(struct watcher *w, store_watch *sw)
+{
+	struct controller_loop *l = w->l;
+	void *obj = calloc(1, w->k->type->size);
+	if (!obj)
+		return;
+	while (!stopping(l)) {
+		enum store_event_type type;
+		struct err e = {0};
+		int r = model_watch_next(sw, WATCH_WAIT, w->k, &type, obj, &e);
+		if (r == 0)
+			continue;
+		if (r < 0) {
+			if (r != STORE_EXPIRED) {
+				log_warnf("watch of %s ended: %s", model_store_kind(w->k)->plural,
+				          e.msg);
+				nap(l, 200);
+			}
+			break; /* relist */
+		}
+		on_event(l, w->k, type, obj, false);
+		model_clear(w->k, obj);
+	}
+	free(obj);
 }
 
 static void *watch_main(void *arg)
 {
 	struct watcher *w = arg;
 	struct controller_loop *l = w->l;
-	bool initial = true, pvst = !strcmp(w->k->kind, "PillarVolumeState");
+	bool initial = true;
 	while (!stopping(l)) {
-		cJSON *items = NULL;
 		uint64_t rv = 0;
 		struct err e = {0};
-		if (store_list(l->c->st, w->k, NULL, NULL, &items, &rv, &e) < 0) {
-			log_warnf("listing %s: %s", w->k->plural, e.msg);
+		if (relist(w, initial, &rv) < 0) {
 			nap(l, 1000);
 			continue;
 		}
-		const cJSON *it;
-		for (struct vdigest *v = pvst ? l->vd : NULL; v; v = v->next)
-			v->seen = false;
-		cJSON_ArrayForEach(it, items) on_event(l, w->k, STORE_ADDED, it, initial);
-		cJSON_Delete(items);
-		if (pvst && !initial)
-			relist_volumes_done(l);
 		initial = false;
 		store_watch *sw = NULL;
-		int r = store_watch_open(l->c->st, w->k, rv, &sw, &e);
+		int r = store_watch_open(l->c->st, model_store_kind(w->k), rv, &sw, &e);
 		if (r < 0) {
 			if (r != STORE_EXPIRED) {
-				log_warnf("watching %s: %s", w->k->plural, e.msg);
+				log_warnf("watching %s: %s", model_store_kind(w->k)->plural, e.msg);
 				nap(l, 1000);
 			}
 			continue;
 		}
-		while (!stopping(l)) {
-			enum store_event_type type;
-			cJSON *obj = NULL;
-			r = store_watch_next(sw, WATCH_WAIT, &type, &obj, &e);
-			if (r == 0)
-				continue;
-			if (r < 0) {
-				if (r != STORE_EXPIRED) {
-					log_warnf("watch of %s ended: %s", w->k->plural, e.msg);
-					nap(l, 200);
-				}
-				break; /* relist */
-			}
-			on_event(l, w->k, type, obj, false);
-			cJSON_Delete(obj);
-		}
+		follow(w, sw);
 		store_watch_close(sw);
 	}
 	return NULL;
@@ -388,19 +429,18 @@ static void *worker_main(void *arg)
 
 static void periodic(struct controller_loop *l)
 {
-	cJSON *items = NULL;
-	const cJSON *it;
-	enqueue_all(l, "PillarStore", "pst");
-	enqueue_all(l, "PillarProtocol", "pstr");
-	enqueue_all(l, "PillarStorageClass", "psc");
-	if (store_list(l->c->st, kind_of("PillarAgent"), NULL, NULL, &items, NULL, NULL) < 0)
+	struct model_pa *items = NULL;
+	size_t n = 0;
+	enqueue_all(l, &model_pst_kind, "pst");
+	enqueue_all(l, &model_pstr_kind, "pstr");
+	enqueue_all(l, &model_psc_kind, "psc");
+	if (model_list(l->c->st, &model_pa_kind, NULL, NULL, (void **)&items, &n, NULL, NULL) < 0)
 		return;
-	cJSON_ArrayForEach(it, items)
-	{
-		enqueue(l, "pa", store_meta_str(it, "name"), 0);
-		enqueue(l, "sync", store_meta_str(it, "name"), 0);
+	for (size_t i = 0; i < n; i++) {
+		enqueue(l, "pa", items[i].meta.name, 0);
+		enqueue(l, "sync", items[i].meta.name, 0);
 	}
-	cJSON_Delete(items);
+	model_list_free(&model_pa_kind, items, n);
 }
 
 static void *timer_main(void *arg)
@@ -420,7 +460,7 @@ static void *timer_main(void *arg)
 			next_p = t + l->interval_ms;
 		}
 		if (t >= next_c) {
-			enqueue_all(l, "PillarStore", "cap");
+			enqueue_all(l, &model_pst_kind, "cap");
 			next_c = t + l->capacity_ms;
 		}
 		if (t >= next_a) {
@@ -499,7 +539,7 @@ int controller_loop_start(struct ctl *c, const struct controller_loop_opts *o,
 	c->restore_kick = kick;
 	for (size_t i = 0; i < NWATCH; i++) {
 		l->w[i].l = l;
-		l->w[i].k = kind_of(watched[i]);
+		l->w[i].k = model_kind_find(watched[i]);
 		if (!l->w[i].k)
 			continue;
 		if (pthread_create(&l->w[i].th, NULL, watch_main, &l->w[i]) != 0) {

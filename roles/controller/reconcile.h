@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "controller/ctl.h"
+#include "model/pillar.h"
 
 #define RECONCILE_INTERVAL_MS      30000
 #define RECONCILE_RESTORE_RETRY_MS 5000
@@ -54,7 +55,7 @@ int reconcile_agent_resync(struct ctl *c, const char *agent, struct err *e);
 #define ABANDONED_PERIOD_MS 300000
 int reconcile_abandoned(struct ctl *c, long long now, int *deleted, struct err *e);
 /* Sets ExportReconciled of a PillarVolumeState (pinned to its UID) when it changed. */
-void reconcile_set_export_cond(struct ctl *c, const cJSON *obj, const char *reason,
+void reconcile_set_export_cond(struct ctl *c, const struct model_pvst *v, const char *reason,
                                const char *msg);
 
 /* PillarStore (crds.md §5.2): finalizer, AgentReady, PoolDiscovered, BackendSupported, Ready,
@@ -75,26 +76,31 @@ struct deps {
 	char msg[1024];
 	size_t o;
 };
-void deps_objects(struct deps *d, const char *kind, const cJSON *names);
-void deps_volumes(struct deps *d, const cJSON *names);
+void deps_objects(struct deps *d, const char *kind, const struct model_strs *names);
+void deps_volumes(struct deps *d, const struct model_strs *names);
 
-bool reconcile_has_finalizer(const cJSON *obj, const char *fin);
-/* Adds or removes a finalizer with an update (metadata of obj refreshed); 0 or negative errno. */
-int reconcile_finalizer(struct ctl *c, cJSON *obj, const char *fin, bool present, struct err *e);
-/* JSON array of the names of `kind` objects whose spec.<field> equals value / that carry the
- * label; an empty array when the store fails; NULL when out of memory. */
-cJSON *reconcile_names_where(struct ctl *c, const char *kind, const char *field, const char *value);
-cJSON *reconcile_names_labeled(struct ctl *c, const char *kind, const char *label,
-                               const char *value);
-cJSON *reconcile_status_of(cJSON *obj); /* status object, created when absent */
-int64_t reconcile_generation(const cJSON *obj);
-/* store_update_status unless status equals before; 0 or negative errno. */
-int reconcile_write_status(struct ctl *c, cJSON *obj, const cJSON *before, struct err *e);
-void reconcile_set_str(cJSON *o, const char *key, const char *value); /* NULL removes */
+/* Adds or removes a finalizer of obj (a struct of kind k) with an update; on success obj
+ * becomes the stored object.  0 or negative errno. */
+int reconcile_finalizer(struct ctl *c, const struct model_kind *k, void *obj, const char *fin,
+                        bool present, struct err *e);
+/* Names of the objects that refer to value (PillarStorageClasses by spec.storeRef /
+ * spec.protocolRef, PillarStores by spec.agentRef), or that carry label=value.  Empty when the
+ * store fails.  0 or -ENOMEM. */
+enum reconcile_ref { REF_PSC_STORE, REF_PSC_PROTOCOL, REF_PST_AGENT };
+int reconcile_names_where(struct ctl *c, enum reconcile_ref ref, const char *value,
+                          struct model_strs *out);
+int reconcile_names_labeled(struct ctl *c, const struct model_kind *k, const char *label,
+                            const char *value, struct model_strs *out);
+/* update_status of obj unless its status is still the one of `before` (model_encode_text of
+ * obj taken before the changes); obj's resourceVersion follows the write.  0 or negative
+ * errno. */
+int reconcile_write_status(struct ctl *c, const struct model_kind *k, void *obj, const char *before,
+                           struct err *e);
 /* Ready: False/DeletionBlocked with message `blocked` when set; else True/ok_reason when every
- * condition of types (NULL-terminated) is True; else the first non-True one's reason/message. */
-void reconcile_ready(cJSON *status, const char *const *types, const char *ok_reason,
-                     const char *blocked, int64_t og);
+ * condition of types (NULL-terminated) is True; else the first non-True one's reason/message.
+ * 0 or -ENOMEM. */
+int reconcile_ready(struct model_conds *conds, const char *const *types, const char *ok_reason,
+                    const char *blocked, int64_t og);
 
 /* ---- work queue -------------------------------------------------------------------------------- */
 

@@ -6,10 +6,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/json.h"
 #include "base/log.h"
 #include "controller/csi.h"
 #include "controller/reconcile.h"
+#include "model/kube.h"
 
 static long long ts_of(const char *ts)
 {
@@ -22,55 +22,53 @@ static long long ts_of(const char *ts)
 /* true when a PVC with this uid exists (any namespace), or the list cannot be read */
 static bool claim_exists(struct ctl *c, const char *uid)
 {
-	cJSON *items = NULL, *it;
+	struct model_pvc *items = NULL;
+	size_t n = 0;
 	bool found = false;
-	if (store_list(c->st, kind_of("PersistentVolumeClaim"), NULL, NULL, &items, NULL, NULL) < 0)
+	if (model_list(c->st, &model_pvc_kind, NULL, NULL, (void **)&items, &n, NULL, NULL) < 0)
 		return true; /* unknown: never delete on a guess */
-	cJSON_ArrayForEach(it, items)
-	{
-		const char *u = store_meta_str(it, "uid");
-		found |= u && strcmp(u, uid) == 0;
-	}
-	cJSON_Delete(items);
+	for (size_t i = 0; i < n; i++)
+		found |= items[i].meta.uid && strcmp(items[i].meta.uid, uid) == 0;
+	model_list_free(&model_pvc_kind, items, n);
 	return found;
+}
+
+/* crds.md §7.6: old, unfinished, provisioned for a claim, never recorded as a success, and
+ * neither its PersistentVolume nor its claim exists. */
+static bool abandoned(struct ctl *c, const struct model_pvst *v, long long now)
+{
+	const char *phase = v->status.phase, *name = v->meta.name;
+	const char *uid = v->spec.has_claim_ref ? v->spec.claim_ref.uid : NULL;
+	long long born = ts_of(v->meta.creation_timestamp);
+	struct model_pv pv;
+	if (!uid || !*uid || !v->spec.volume_id || !name || born < 0 ||
+	    now - born < ABANDONED_AGE_S)
+		return false;
+	if (!phase || (strcmp(phase, "Provisioning") != 0 && strcmp(phase, "CreatePartial") != 0))
+		return false;
+	if (model_map_get(&v->meta.annotations, RULES_ANN_SUCCESS))
+		return false;
+	if (model_get(c->st, &model_pv_kind, NULL, name, &pv, NULL) != STORE_NOT_FOUND) {
+		model_clear(&model_pv_kind, &pv);
+		return false; /* a PV exists (or the store could not tell): not abandoned */
+	}
+	return !claim_exists(c, uid);
 }
 
 int reconcile_abandoned(struct ctl *c, long long now, int *deleted, struct err *e)
 {
-	cJSON *items = NULL, *it;
-	int r = store_list(c->st, kind_of("PillarVolumeState"), NULL, NULL, &items, NULL, e);
+	struct model_pvst *items = NULL;
+	size_t n = 0;
+	int r = model_list(c->st, &model_pvst_kind, NULL, NULL, (void **)&items, &n, NULL, e);
 	if (deleted)
 		*deleted = 0;
 	if (r < 0)
 		return r;
-	cJSON_ArrayForEach(it, items)
-	{
-		const cJSON *spec = cJSON_GetObjectItemCaseSensitive(it, "spec");
-		const cJSON *status = cJSON_GetObjectItemCaseSensitive(it, "status");
-		const cJSON *claim = cJSON_GetObjectItemCaseSensitive(spec, "claimRef");
-		const char *phase = json_get_str(status, "phase");
-		const char *name = store_meta_str(it, "name");
-		const char *uid = json_get_str(claim, "uid");
-		const char *volid = json_get_str(spec, "volumeID");
-		const cJSON *ann = cJSON_GetObjectItemCaseSensitive(
-		    cJSON_GetObjectItemCaseSensitive(it, "metadata"), "annotations");
-		long long born = ts_of(store_meta_str(it, "creationTimestamp"));
-		cJSON *pv = NULL;
-
-		if (!uid || !*uid || !volid || !name || born < 0 || now - born < ABANDONED_AGE_S)
+	for (size_t i = 0; i < n; i++) {
+		const struct model_pvst *v = &items[i];
+		if (!abandoned(c, v, now))
 			continue;
-		if (!phase ||
-		    (strcmp(phase, "Provisioning") != 0 && strcmp(phase, "CreatePartial") != 0))
-			continue;
-		if (json_get_str(ann, RULES_ANN_SUCCESS))
-			continue;
-		if (store_get(c->st, kind_of("PersistentVolume"), NULL, name, &pv, NULL) !=
-		    STORE_NOT_FOUND) {
-			cJSON_Delete(pv);
-			continue; /* a PV exists (or the store could not tell): not abandoned */
-		}
-		if (claim_exists(c, uid))
-			continue;
+		const char *volid = v->spec.volume_id;
 		Csi__V1__DeleteVolumeRequest req = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
 		Csi__V1__DeleteVolumeResponse *resp = NULL;
 		struct grpc_status gs = {0};
@@ -80,7 +78,7 @@ int reconcile_abandoned(struct ctl *c, long long now, int *deleted, struct err *
 			protobuf_c_message_free_unpacked(&resp->base, NULL);
 		if (code == GRPC_OK) {
 			log_info("abandoned provisioning attempt deleted", "volume", volid, "phase",
-			         phase, "claimUID", uid);
+			         v->status.phase, "claimUID", v->spec.claim_ref.uid);
 			if (deleted)
 				(*deleted)++;
 		} else {
@@ -88,6 +86,6 @@ int reconcile_abandoned(struct ctl *c, long long now, int *deleted, struct err *
 			         "error", gs.msg);
 		}
 	}
-	cJSON_Delete(items);
+	model_list_free(&model_pvst_kind, items, n);
 	return 0;
 }

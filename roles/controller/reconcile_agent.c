@@ -6,10 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/json.h"
 #include "base/log.h"
 #include "controller/reconcile.h"
-#include "controller/resolve.h"
+#include "model/kube.h"
 
 /* ---- PillarAgent reconcile ---------------------------------------------------------------------- */
 
@@ -31,66 +30,65 @@ static bool cidr_contains(const char *cidr, const char *ip)
 	return true;
 }
 
-/* Resolves the address; sets NodeExists.  Returns true with addr "ip:port" when resolved. */
-static bool resolve_address(struct ctl *c, const cJSON *pa, cJSON *status, int64_t og, char *addr,
-                            size_t cap)
+static void host_port(char *addr, size_t cap, const char *ip, int64_t port)
 {
-	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(pa, "spec");
-	const cJSON *ext = cJSON_GetObjectItemCaseSensitive(spec, "external");
-	const cJSON *nr = cJSON_GetObjectItemCaseSensitive(spec, "nodeRef");
-	long long port = 0;
-	if (ext) {
-		const char *a = json_get_str(ext, "address") ?: "";
-		resolve_get_int(ext, "port", &port);
-		snprintf(addr, cap, strchr(a, ':') ? "[%s]:%lld" : "%s:%lld", a, port);
-		cond_set(status, "NodeExists", "True", "ExternalMode", "", og);
+	snprintf(addr, cap, strchr(ip, ':') ? "[%s]:%lld" : "%s:%lld", ip, (long long)port);
+}
+
+/* The first address of the Node of type `type` inside selector (when set), or NULL. */
+static const char *node_address(const struct model_node *n, const char *type, const char *selector)
+{
+	for (size_t i = 0; i < n->status.n_addresses; i++) {
+		const struct model_node_address *a = &n->status.addresses[i];
+		if (a->type && a->address && !strcmp(a->type, type) &&
+		    (!selector || cidr_contains(selector, a->address)))
+			return a->address;
+	}
+	return NULL;
+}
+
+/* Resolves the address; sets NodeExists.  Returns true with addr "ip:port" when resolved. */
+static bool resolve_address(struct ctl *c, struct model_pa *pa, int64_t og, char *addr, size_t cap)
+{
+	struct model_conds *cs = &pa->status.conditions;
+	const struct model_pa_node_ref *nr = &pa->spec.node_ref;
+	if (pa->spec.has_external) {
+		host_port(addr, cap, pa->spec.external.address ?: "", pa->spec.external.port);
+		model_cond_set(cs, "NodeExists", "True", "ExternalMode", "", og);
 		return true;
 	}
-	if (!nr) {
-		cond_set(status, "NodeExists", "False", "MissingSpec",
-		         "exactly one of spec.nodeRef or spec.external must be set", og);
+	if (!pa->spec.has_node_ref) {
+		model_cond_set(cs, "NodeExists", "False", "MissingSpec",
+		               "exactly one of spec.nodeRef or spec.external must be set", og);
 		return false;
 	}
-	const char *node = json_get_str(nr, "name") ?: "";
-	const char *type = json_get_str(nr, "addressType") ?: "InternalIP";
-	const char *selector = json_get_str(nr, "addressSelector");
-	if (resolve_get_int(nr, "port", &port) != 0)
-		port = c->agent_default_port;
-	cJSON *n = NULL;
+	const char *node = nr->name ?: "", *type = model_pa_address_type(pa);
+	int64_t port = model_pa_node_port(pa, c->agent_default_port);
+	struct model_node n;
 	struct err e = {0};
-	int r = store_get(c->st, kind_of("Node"), NULL, node, &n, &e);
+	char m[400];
+	int r = model_get(c->st, &model_node_kind, NULL, node, &n, &e);
 	if (r == STORE_NOT_FOUND || r == STORE_INVALID) {
-		char m[300];
 		snprintf(m, sizeof(m), "Node \"%s\" not found", node);
-		cond_set(status, "NodeExists", "False", "NodeNotFound", m, og);
+		model_cond_set(cs, "NodeExists", "False", "NodeNotFound", m, og);
 		return false;
 	}
 	if (r < 0) {
-		cond_set(status, "NodeExists", "False", "NodeLookupError", e.msg, og);
+		model_cond_set(cs, "NodeExists", "False", "NodeLookupError", e.msg, og);
 		return false;
 	}
-	const cJSON *it;
-	const char *found = NULL;
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(
-	                           cJSON_GetObjectItemCaseSensitive(n, "status"), "addresses"))
-	{
-		const char *t = json_get_str(it, "type"), *a = json_get_str(it, "address");
-		if (!t || !a || strcmp(t, type) || (selector && !cidr_contains(selector, a)))
-			continue;
-		found = a;
-		break;
-	}
+	const char *found = node_address(&n, type, nr->address_selector);
+	if (found)
+		host_port(addr, cap, found, port);
+	model_clear(&model_node_kind, &n);
 	if (!found) {
-		char m[400];
+		const char *sel = nr->address_selector;
 		snprintf(m, sizeof(m), "Node \"%s\" has no %s address%s%s", node, type,
-		         selector ? " inside " : "", selector ? selector : "");
-		cond_set(status, "NodeExists", "False", "AddressNotResolved", m, og);
-		cJSON_Delete(n);
+		         sel ? " inside " : "", sel ? sel : "");
+		model_cond_set(cs, "NodeExists", "False", "AddressNotResolved", m, og);
 		return false;
 	}
-	snprintf(addr, cap, strchr(found, ':') ? "[%s]:%lld" : "%s:%lld", found, port);
-	cJSON_Delete(n);
-	cond_set(status, "NodeExists", "True", "NodeFound", "", og);
+	model_cond_set(cs, "NodeExists", "True", "NodeFound", "", og);
 	return true;
 }
 
@@ -102,285 +100,310 @@ static const char *backend_token(int b)
 	                                                                       : NULL;
 }
 
-static void apply_caps(cJSON *status, const PillarCsi__Agent__V1__GetCapabilitiesResponse *r)
+static int pool_of(struct model_pa_pool *o, const PillarCsi__Agent__V1__PoolInfo *p)
 {
+	const char *t = backend_token(p->backend_type);
 	char q[32];
-	cJSON_DeleteItemFromObjectCaseSensitive(status, "agentVersion");
-	cJSON_AddStringToObject(status, "agentVersion", r->agent_version);
-	cJSON *caps = cJSON_CreateObject(), *bk = cJSON_AddArrayToObject(caps, "backends"),
-	      *pr = cJSON_AddArrayToObject(caps, "protocols");
+	int r = model_str_set(&o->name, p->name);
+	r |= model_str_set(&o->type, !t                       ? "unknown"
+	                             : !strcmp(t, "zfs-zvol") ? "zfs"
+	                             : !strcmp(t, "lvm-lv")   ? "lvm"
+	                                                      : "file");
+	quantity_format(p->total_bytes, q, sizeof(q));
+	r |= model_str_set(&o->total, q);
+	quantity_format(p->available_bytes, q, sizeof(q));
+	r |= model_str_set(&o->available, q);
+	if (p->parent_dataset && *p->parent_dataset)
+		r |= model_str_set(&o->parent_dataset, p->parent_dataset);
+	if (p->thin_pool && *p->thin_pool)
+		r |= model_str_set(&o->thin_pool, p->thin_pool);
+	return r ? -ENOMEM : 0;
+}
+
+/* agentVersion, capabilities and discoveredPools from GetCapabilities (crds.md §3.2). */
+static int apply_caps(struct model_pa *pa, const PillarCsi__Agent__V1__GetCapabilitiesResponse *r)
+{
+	__typeof__(pa->status) *st = &pa->status;
+	struct model_pa_caps *caps = &st->capabilities;
+	int x = model_str_set(&st->agent_version, r->agent_version);
+	st->has_capabilities = true;
+	model_strs_clear(&caps->backends);
+	model_strs_clear(&caps->protocols);
 	for (size_t i = 0; i < r->n_supported_backends; i++)
 		if (backend_token(r->supported_backends[i]))
-			cJSON_AddItemToArray(
-			    bk, cJSON_CreateString(backend_token(r->supported_backends[i])));
+			x |= model_strs_add(&caps->backends,
+			                    backend_token(r->supported_backends[i]));
 	for (size_t i = 0; i < r->n_supported_protocols; i++)
 		if (r->supported_protocols[i] ==
 		    PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP)
-			cJSON_AddItemToArray(pr, cJSON_CreateString("nvmeof-tcp"));
-	cJSON_DeleteItemFromObjectCaseSensitive(status, "capabilities");
-	cJSON_AddItemToObject(status, "capabilities", caps);
-	cJSON *pools = cJSON_CreateArray();
-	for (size_t i = 0; i < r->n_discovered_pools; i++) {
-		const PillarCsi__Agent__V1__PoolInfo *p = r->discovered_pools[i];
-		const char *t = backend_token(p->backend_type);
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "name", p->name);
-		cJSON_AddStringToObject(o, "type",
-		                        !t                       ? "unknown"
-		                        : !strcmp(t, "zfs-zvol") ? "zfs"
-		                        : !strcmp(t, "lvm-lv")   ? "lvm"
-		                                                 : "file");
-		quantity_format(p->total_bytes, q, sizeof(q));
-		cJSON_AddStringToObject(o, "total", q);
-		quantity_format(p->available_bytes, q, sizeof(q));
-		cJSON_AddStringToObject(o, "available", q);
-		if (p->parent_dataset && *p->parent_dataset)
-			cJSON_AddStringToObject(o, "parentDataset", p->parent_dataset);
-		if (p->thin_pool && *p->thin_pool)
-			cJSON_AddStringToObject(o, "thinPool", p->thin_pool);
-		cJSON_AddItemToArray(pools, o);
-	}
-	cJSON_DeleteItemFromObjectCaseSensitive(status, "discoveredPools");
-	cJSON_AddItemToObject(status, "discoveredPools", pools);
+			x |= model_strs_add(&caps->protocols, "nvmeof-tcp");
+	struct model_pa_pool *pools = calloc(r->n_discovered_pools + 1, sizeof(*pools));
+	if (!pools)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->n_discovered_pools; i++)
+		x |= pool_of(&pools[i], r->discovered_pools[i]);
+	/* the old list goes with a struct that owns it */
+	struct model_pa old = {0};
+	old.status.pools = st->pools;
+	old.status.n_pools = st->n_pools;
+	model_clear(&model_pa_kind, &old);
+	st->pools = pools;
+	st->n_pools = r->n_discovered_pools;
+	return x ? -ENOMEM : 0;
 }
 
 /* "Deletion blocked: ..." or "" when nothing depends on the agent (crds.md §3.6). */
 static void agent_dependents(struct ctl *c, const char *name, char *out, size_t cap)
 {
 	struct deps d = {0};
-	cJSON *stores = reconcile_names_where(c, "PillarStore", "agentRef", name);
-	cJSON *vols = reconcile_names_labeled(c, "PillarVolumeState", RULES_LABEL_AGENT, name);
-	deps_objects(&d, "PillarStore", stores);
-	deps_volumes(&d, vols);
-	cJSON_Delete(stores);
-	cJSON_Delete(vols);
+	struct model_strs stores = {0}, vols = {0};
+	reconcile_names_where(c, REF_PST_AGENT, name, &stores);
+	reconcile_names_labeled(c, &model_pvst_kind, RULES_LABEL_AGENT, name, &vols);
+	deps_objects(&d, "PillarStore", &stores);
+	deps_volumes(&d, &vols);
+	model_strs_clear(&stores);
+	model_strs_clear(&vols);
 	snprintf(out, cap, "%s", d.msg);
 }
 
-static const char *node_ref(const cJSON *pa)
+/* true when another PillarAgent than pa references node (or the list fails: err set). */
+static int node_shared(struct ctl *c, const struct model_pa *pa, const char *node, struct err *e)
 {
-	return json_get_str(cJSON_GetObjectItemCaseSensitive(
-	                        cJSON_GetObjectItemCaseSensitive(pa, "spec"), "nodeRef"),
-	                    "name");
+	struct model_pa *all = NULL;
+	size_t n = 0;
+	int shared = 0;
+	int r = model_list(c->st, &model_pa_kind, NULL, NULL, (void **)&all, &n, NULL, e);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		const char *o = all[i].spec.node_ref.name;
+		if (o && !strcmp(o, node) && strcmp(all[i].meta.name, pa->meta.name))
+			shared = 1;
+	}
+	model_list_free(&model_pa_kind, all, n);
+	return shared;
 }
 
 /* crds.md §3.5 step 3 and §3.6: the agent DaemonSet's node selector label on the referenced
  * Node; removed (present=false) only when no other PillarAgent references the same Node.  A
  * missing Node is not an error (NodeExists reports it). */
-static int node_label(struct ctl *c, const cJSON *pa, bool present, struct err *e)
+static int node_label(struct ctl *c, const struct model_pa *pa, bool present, struct err *e)
 {
-	const char *node = node_ref(pa);
-	cJSON *n = NULL;
+	const char *node = pa->spec.node_ref.name;
+	struct model_node n;
 	if (!node || !*node)
 		return 0;
 	if (!present) {
-		cJSON *all = NULL;
-		const cJSON *it;
-		bool shared = false;
-		int lr = store_list(c->st, kind_of("PillarAgent"), NULL, NULL, &all, NULL, e);
-		if (lr < 0)
-			return lr;
-		cJSON_ArrayForEach(it, all)
-		{
-			const char *o = node_ref(it);
-			if (o && !strcmp(o, node) &&
-			    strcmp(store_meta_str(it, "name"), store_meta_str(pa, "name")))
-				shared = true;
-		}
-		cJSON_Delete(all);
-		if (shared)
-			return 0;
+		int sh = node_shared(c, pa, node, e);
+		if (sh != 0)
+			return sh < 0 ? sh : 0;
 	}
-	int r = store_get(c->st, kind_of("Node"), NULL, node, &n, NULL);
-	if (r < 0)
+	if (model_get(c->st, &model_node_kind, NULL, node, &n, NULL) < 0)
 		return 0;
-	cJSON *meta = cJSON_GetObjectItemCaseSensitive(n, "metadata");
-	cJSON *labels = cJSON_GetObjectItemCaseSensitive(meta, "labels");
-	const char *v = json_get_str(labels, RULES_LABEL_AGENT_NODE);
-	bool has = v && !strcmp(v, "true");
-	if (has == present) {
-		cJSON_Delete(n);
-		return 0;
+	const char *v = model_map_get(&n.meta.labels, RULES_LABEL_AGENT_NODE);
+	int r = 0;
+	if ((v && !strcmp(v, "true")) != present) {
+		r = model_map_set(&n.meta.labels, RULES_LABEL_AGENT_NODE, present ? "true" : NULL);
+		if (r == 0)
+			r = model_update(c->st, &model_node_kind, &n, NULL, e);
 	}
-	if (!cJSON_IsObject(labels)) {
-		cJSON_DeleteItemFromObjectCaseSensitive(meta, "labels");
-		labels = cJSON_AddObjectToObject(meta, "labels");
-	}
-	cJSON_DeleteItemFromObjectCaseSensitive(labels, RULES_LABEL_AGENT_NODE);
-	if (present)
-		cJSON_AddStringToObject(labels, RULES_LABEL_AGENT_NODE, "true");
-	r = store_update(c->st, n, NULL, e);
-	cJSON_Delete(n);
+	model_clear(&model_node_kind, &n);
 	return r == STORE_NOT_FOUND ? 0 : r;
-}
-
-static int set_finalizer(struct ctl *c, cJSON *pa, bool present, struct err *e)
-{
-	return reconcile_finalizer(c, pa, RULES_FINALIZER_AGENT, present, e);
 }
 
 /* Ready from the other conditions, in the precedence of crds.md §3.3: DeletionBlocked
  * (blocked non-NULL), AgentNotConnected, AgentDegraded, then the ExportsReady reason. */
-static void set_ready(cJSON *status, const char *blocked, bool connected, const char *conn_reason,
-                      const char *exports_reason, int64_t og)
+static void set_ready(struct model_conds *cs, const char *blocked, bool connected,
+                      const char *conn_reason, const char *exports_reason, int64_t og)
 {
 	if (blocked)
-		cond_set(status, "Ready", "False", "DeletionBlocked", blocked, og);
+		model_cond_set(cs, "Ready", "False", "DeletionBlocked", blocked, og);
 	else if (!connected)
-		cond_set(status, "Ready", "False", "AgentNotConnected", "", og);
+		model_cond_set(cs, "Ready", "False", "AgentNotConnected", "", og);
 	else if (!strcmp(conn_reason, "AgentDegraded"))
-		cond_set(status, "Ready", "False", "AgentDegraded", "", og);
+		model_cond_set(cs, "Ready", "False", "AgentDegraded", "", og);
 	else if (strcmp(exports_reason, "ExportsServing"))
-		cond_set(status, "Ready", "False", exports_reason, "", og);
+		model_cond_set(cs, "Ready", "False", exports_reason, "", og);
 	else
-		cond_set(status, "Ready", "True", "AgentConnected", "", og);
+		model_cond_set(cs, "Ready", "True", "AgentConnected", "", og);
 }
 
-/* Writes the status of pa when it differs from before; pa's resourceVersion follows the write
- * so that a later write stays conditional on it.  Returns 0 or the store error. */
-static int write_status(struct ctl *c, cJSON *pa, const cJSON *before, struct err *e)
+/* One pass in progress. */
+struct agent_pass {
+	struct ctl *c;
+	struct model_pa pa;
+	const char *name;
+	char addr[300], blocked[1024];
+	bool deleting, connected, pending;
+	const char *conn_reason, *exports_reason;
+	int64_t og;
+	char *before; /* the object as last written (no write when unchanged) */
+};
+
+/* "<subsystem>: <message>" of every unhealthy subsystem, "; "-separated. */
+static void degraded_msg(const PillarCsi__Agent__V1__HealthCheckResponse *h, char *m, size_t cap)
 {
-	cJSON *out = NULL;
-	if (cJSON_Compare(before, cJSON_GetObjectItemCaseSensitive(pa, "status"), true))
-		return 0;
-	int r = store_update_status(c->st, pa, &out, e);
-	if (r == 0 && out) {
-		cJSON *meta = cJSON_GetObjectItemCaseSensitive(pa, "metadata");
-		cJSON_DeleteItemFromObjectCaseSensitive(meta, "resourceVersion");
-		cJSON_AddStringToObject(meta, "resourceVersion",
-		                        store_meta_str(out, "resourceVersion") ?: "");
+	size_t o = 0;
+	m[0] = 0;
+	for (size_t i = 0; i < h->n_subsystems; i++)
+		if (!h->subsystems[i]->healthy)
+			o += (size_t)snprintf(m + o, o < cap ? cap - o : 0, "%s%s: %s",
+			                      o ? "; " : "", h->subsystems[i]->name,
+			                      h->subsystems[i]->message);
+}
+
+/* crds.md §3.5 steps 4–5: HealthCheck → AgentConnected, GetCapabilities → status. */
+static void dial(struct agent_pass *p)
+{
+	struct model_conds *cs = &p->pa.status.conditions;
+	PillarCsi__Agent__V1__HealthCheckResponse *h = NULL;
+	struct grpc_status ast = {0};
+	char m[1024];
+	if (agentclient_health_check(p->c->ac, p->addr, &h, &ast) != GRPC_OK) {
+		snprintf(m, sizeof(m), "HealthCheck to agent at \"%s\" failed: %s", p->addr,
+		         ast.msg);
+		model_cond_set(cs, "AgentConnected", "False", "HealthCheckFailed", m, p->og);
+		return;
 	}
-	cJSON_Delete(out);
+	p->connected = true;
+	p->pending = h->export_restore_pending;
+	if (h->healthy) {
+		p->conn_reason = "Dialed";
+		model_cond_set(cs, "AgentConnected", "True", "Dialed", "", p->og);
+	} else {
+		degraded_msg(h, m, sizeof(m));
+		p->conn_reason = "AgentDegraded";
+		model_cond_set(cs, "AgentConnected", "True", "AgentDegraded", m, p->og);
+	}
+	protobuf_c_message_free_unpacked(&h->base, NULL);
+	PillarCsi__Agent__V1__GetCapabilitiesResponse *cr = NULL;
+	if (agentclient_get_capabilities(p->c->ac, p->addr, &cr, &ast) == GRPC_OK) {
+		if (apply_caps(&p->pa, cr) < 0)
+			log_warnf("PillarAgent %s: out of memory recording capabilities", p->name);
+		protobuf_c_message_free_unpacked(&cr->base, NULL);
+	}
+}
+
+/* Writes the status when it changed since p->before, which then follows. */
+static int write_status(struct agent_pass *p, struct err *e)
+{
+	int r = reconcile_write_status(p->c, &model_pa_kind, &p->pa, p->before, e);
+	if (r == 0) {
+		free(p->before);
+		p->before = model_encode_text(&model_pa_kind, &p->pa);
+	}
 	return r;
+}
+
+/* crds.md §3.5 step 6: the full restore; *requeue_ms shortened after a failure. */
+static int restore(struct agent_pass *p, int *requeue_ms, struct err *e)
+{
+	struct model_conds *cs = &p->pa.status.conditions;
+	struct grpc_status rs = {0};
+	/* crds.md §3.3: ExportRestorePending while the restore is not yet sent or in flight.
+	 * It is recorded before the request goes out, so that the state is visible for the
+	 * whole restore; a retry after ExportRestoreFailed keeps the failure visible. */
+	if (strcmp(model_cond_reason(cs, "ExportsReady"), "ExportRestoreFailed")) {
+		model_cond_set(cs, "ExportsReady", "False", "ExportRestorePending",
+		               "the agent reports export_restore_pending; sending the complete "
+		               "export list",
+		               p->og);
+		set_ready(cs, p->deleting ? p->blocked : NULL, true, p->conn_reason,
+		          "ExportRestorePending", p->og);
+		int r = write_status(p, e);
+		if (r < 0)
+			return r;
+	}
+	log_info("restoring the exports of an agent", "agent", p->name, "address", p->addr);
+	if (reconcile_agent_restore(p->c, p->name, p->addr, &rs) == GRPC_OK) {
+		log_info("exports restored", "agent", p->name);
+		p->exports_reason = "ExportsServing";
+		model_cond_set(cs, "ExportsReady", "True", "ExportsServing", "", p->og);
+	} else {
+		p->exports_reason = "ExportRestoreFailed";
+		log_warnf("export restore of agent %s failed: %s", p->name, rs.msg);
+		model_cond_set(cs, "ExportsReady", "False", "ExportRestoreFailed", rs.msg, p->og);
+		*requeue_ms = RECONCILE_RESTORE_RETRY_MS;
+	}
+	return 0;
+}
+
+/* Steps 2–6 on p->pa's status. */
+static int agent_status(struct agent_pass *p, int *requeue_ms, struct err *e)
+{
+	struct model_conds *cs = &p->pa.status.conditions;
+	bool have_addr = resolve_address(p->c, &p->pa, p->og, p->addr, sizeof(p->addr));
+	if (model_str_set(&p->pa.status.resolved_address, have_addr ? p->addr : NULL) < 0)
+		return err_set(e, -ENOMEM, "out of memory");
+	if (!have_addr) {
+		char nr[64];
+		snprintf(nr, sizeof(nr), "%s", model_cond_reason(cs, "NodeExists"));
+		model_cond_set(cs, "AgentConnected", "False", nr, "no address to dial", p->og);
+	} else if (!p->c->ac) {
+		model_cond_set(cs, "AgentConnected", "False", "DialerNotConfigured",
+		               "the controller runs without an agent client", p->og);
+	} else {
+		dial(p);
+	}
+	if (!p->connected) {
+		model_cond_set(cs, "ExportsReady", "Unknown", "AgentNotConnected",
+		               "AgentConnected is not True", p->og);
+		return 0;
+	}
+	if (!p->pending) {
+		p->exports_reason = "ExportsServing";
+		model_cond_set(cs, "ExportsReady", "True", "ExportsServing", "", p->og);
+		return 0;
+	}
+	return restore(p, requeue_ms, e);
+}
+
+/* Step 1 and §3.6; 1 when the pass is over. */
+static int agent_finalizer(struct agent_pass *p, struct err *e)
+{
+	int r;
+	if (p->deleting) {
+		agent_dependents(p->c, p->name, p->blocked, sizeof(p->blocked));
+		if (p->blocked[0])
+			return 0;
+		if ((r = node_label(p->c, &p->pa, false, e)) < 0)
+			return r;
+		r = reconcile_finalizer(p->c, &model_pa_kind, &p->pa, RULES_FINALIZER_AGENT, false,
+		                        e);
+		return r == STORE_NOT_FOUND || r == 0 ? 1 : r;
+	}
+	if ((r = reconcile_finalizer(p->c, &model_pa_kind, &p->pa, RULES_FINALIZER_AGENT, true,
+	                             e)) < 0 ||
+	    (r = node_label(p->c, &p->pa, true, e)) < 0)
+		return r == STORE_NOT_FOUND ? 1 : r;
+	return 0;
 }
 
 int reconcile_agent(struct ctl *c, const char *name, int *requeue_ms, struct err *e)
 {
-	cJSON *pa = NULL, *before = NULL;
-	char addr[300] = "", blocked[1024] = "";
+	struct agent_pass p = {.c = c, .name = name};
 	int r;
-
+	p.conn_reason = p.exports_reason = "AgentNotConnected";
 	*requeue_ms = RECONCILE_INTERVAL_MS;
-	r = store_get(c->st, kind_of("PillarAgent"), NULL, name, &pa, e);
+	r = model_get(c->st, &model_pa_kind, NULL, name, &p.pa, e);
 	if (r == STORE_NOT_FOUND)
 		return 0;
 	if (r < 0)
 		return r;
-	bool deleting = store_meta_str(pa, "deletionTimestamp") != NULL;
-	if (deleting) {
-		agent_dependents(c, name, blocked, sizeof(blocked));
-		if (!blocked[0]) {
-			if ((r = node_label(c, pa, false, e)) < 0) {
-				cJSON_Delete(pa);
-				return r;
-			}
-			r = set_finalizer(c, pa, false, e);
-			cJSON_Delete(pa);
-			return r == STORE_NOT_FOUND ? 0 : r;
-		}
-	} else if ((r = set_finalizer(c, pa, true, e)) < 0 ||
-	           (r = node_label(c, pa, true, e)) < 0) {
-		cJSON_Delete(pa);
-		return r == STORE_NOT_FOUND ? 0 : r;
+	p.deleting = p.pa.meta.deletion_timestamp != NULL;
+	if ((r = agent_finalizer(&p, e)) != 0) {
+		model_clear(&model_pa_kind, &p.pa);
+		return r > 0 ? 0 : r;
 	}
-	int64_t og = 0;
-	json_get_int64(cJSON_GetObjectItemCaseSensitive(pa, "metadata"), "generation", &og);
-	cJSON *status = cJSON_GetObjectItemCaseSensitive(pa, "status");
-	if (!cJSON_IsObject(status)) {
-		cJSON_DeleteItemFromObjectCaseSensitive(pa, "status");
-		status = cJSON_AddObjectToObject(pa, "status");
+	p.og = p.pa.meta.generation;
+	p.before = model_encode_text(&model_pa_kind, &p.pa);
+	r = agent_status(&p, requeue_ms, e);
+	if (r == 0) {
+		set_ready(&p.pa.status.conditions, p.deleting ? p.blocked : NULL, p.connected,
+		          p.conn_reason, p.exports_reason, p.og);
+		r = write_status(&p, e);
 	}
-	before = cJSON_Duplicate(status, true);
-	bool have_addr = resolve_address(c, pa, status, og, addr, sizeof(addr));
-	cJSON_DeleteItemFromObjectCaseSensitive(status, "resolvedAddress");
-	if (have_addr)
-		cJSON_AddStringToObject(status, "resolvedAddress", addr);
-	const char *conn_reason = "AgentNotConnected";
-	bool connected = false, pending = false;
-	if (!have_addr) {
-		const char *nr = cond_reason(pa, "NodeExists");
-		cond_set(status, "AgentConnected", "False", nr, "no address to dial", og);
-	} else if (!c->ac) {
-		cond_set(status, "AgentConnected", "False", "DialerNotConfigured",
-		         "the controller runs without an agent client", og);
-	} else {
-		PillarCsi__Agent__V1__HealthCheckResponse *h = NULL;
-		struct grpc_status ast = {0};
-		if (agentclient_health_check(c->ac, addr, &h, &ast) != GRPC_OK) {
-			char m[900];
-			snprintf(m, sizeof(m), "HealthCheck to agent at \"%s\" failed: %s", addr,
-			         ast.msg);
-			cond_set(status, "AgentConnected", "False", "HealthCheckFailed", m, og);
-		} else {
-			connected = true;
-			pending = h->export_restore_pending;
-			if (h->healthy) {
-				conn_reason = "Dialed";
-				cond_set(status, "AgentConnected", "True", "Dialed", "", og);
-			} else {
-				char m[1024] = "";
-				size_t o = 0;
-				for (size_t i = 0; i < h->n_subsystems; i++)
-					if (!h->subsystems[i]->healthy)
-						o += (size_t)snprintf(
-						    m + o, o < sizeof(m) ? sizeof(m) - o : 0,
-						    "%s%s: %s", o ? "; " : "",
-						    h->subsystems[i]->name,
-						    h->subsystems[i]->message);
-				conn_reason = "AgentDegraded";
-				cond_set(status, "AgentConnected", "True", "AgentDegraded", m, og);
-			}
-			protobuf_c_message_free_unpacked(&h->base, NULL);
-			PillarCsi__Agent__V1__GetCapabilitiesResponse *cr = NULL;
-			if (agentclient_get_capabilities(c->ac, addr, &cr, &ast) == GRPC_OK) {
-				apply_caps(status, cr);
-				protobuf_c_message_free_unpacked(&cr->base, NULL);
-			}
-		}
-	}
-	const char *exports_reason = "AgentNotConnected";
-	if (!connected) {
-		cond_set(status, "ExportsReady", "Unknown", "AgentNotConnected",
-		         "AgentConnected is not True", og);
-	} else if (!pending) {
-		exports_reason = "ExportsServing";
-		cond_set(status, "ExportsReady", "True", "ExportsServing", "", og);
-	} else {
-		struct grpc_status rs = {0};
-		/* crds.md §3.3: ExportRestorePending while the restore is not yet sent or in flight.
-		 * It is recorded before the request goes out, so that the state is visible for the
-		 * whole restore; a retry after ExportRestoreFailed keeps the failure visible. */
-		if (strcmp(cond_reason(pa, "ExportsReady"), "ExportRestoreFailed")) {
-			cond_set(status, "ExportsReady", "False", "ExportRestorePending",
-			         "the agent reports export_restore_pending; sending the complete "
-			         "export list",
-			         og);
-			set_ready(status, deleting ? blocked : NULL, true, conn_reason,
-			          "ExportRestorePending", og);
-			if ((r = write_status(c, pa, before, e)) < 0) {
-				cJSON_Delete(before);
-				cJSON_Delete(pa);
-				return r == STORE_CONFLICT ? (*requeue_ms = 0, 0) : r;
-			}
-			cJSON_Delete(before);
-			before = cJSON_Duplicate(status, true);
-		}
-		log_info("restoring the exports of an agent", "agent", name, "address", addr);
-		if (reconcile_agent_restore(c, name, addr, &rs) == GRPC_OK) {
-			log_info("exports restored", "agent", name);
-			exports_reason = "ExportsServing";
-			cond_set(status, "ExportsReady", "True", "ExportsServing", "", og);
-		} else {
-			exports_reason = "ExportRestoreFailed";
-			log_warnf("export restore of agent %s failed: %s", name, rs.msg);
-			cond_set(status, "ExportsReady", "False", "ExportRestoreFailed", rs.msg,
-			         og);
-			*requeue_ms = RECONCILE_RESTORE_RETRY_MS;
-		}
-	}
-	set_ready(status, deleting ? blocked : NULL, connected, conn_reason, exports_reason, og);
-	r = write_status(c, pa, before, e);
-	cJSON_Delete(before);
-	cJSON_Delete(pa);
+	free(p.before);
+	model_clear(&model_pa_kind, &p.pa);
 	return r == STORE_CONFLICT ? (*requeue_ms = 0, 0) : r;
 }

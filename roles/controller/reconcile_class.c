@@ -6,394 +6,430 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/json.h"
 #include "base/log.h"
 #include "controller/reconcile.h"
 #include "controller/resolve.h"
+#include "model/kube.h"
 
-#define SC_API_VERSION "storage.k8s.io/v1"
-
-static const cJSON *spec_of(const cJSON *o)
+static int add_unique_sorted(struct model_strs *l, const char *s)
 {
-	return cJSON_GetObjectItemCaseSensitive(o, "spec");
-}
-
-static void add_unique_sorted(cJSON *arr, const char *s)
-{
-	int i = 0;
-	const cJSON *it;
-	cJSON_ArrayForEach(it, arr)
-	{
-		int c = strcmp(it->valuestring, s);
+	size_t i = 0;
+	for (; i < l->n; i++) {
+		int c = strcmp(l->v[i], s);
 		if (c == 0)
-			return;
+			return 0;
 		if (c > 0)
 			break;
-		i++;
 	}
-	cJSON_InsertItemInArray(arr, i, cJSON_CreateString(s));
+	if (model_strs_add(l, s) < 0)
+		return -ENOMEM;
+	char *last = l->v[l->n - 1];
+	memmove(&l->v[i + 1], &l->v[i], (l->n - 1 - i) * sizeof(char *));
+	l->v[i] = last;
+	return 0;
 }
 
 /* ---- PillarProtocol ------------------------------------------------------------------------------ */
 
+/* The PillarAgent reachable through a PSC's store, when both objects exist. */
+static int agent_of_class(struct ctl *c, const struct model_psc *psc, struct model_strs *agents)
+{
+	struct model_pst pst;
+	struct model_pa pa;
+	int r = 0;
+	if (!psc->spec.store_ref ||
+	    model_get(c->st, &model_pst_kind, NULL, psc->spec.store_ref, &pst, NULL) < 0)
+		return 0;
+	const char *aref = pst.spec.agent_ref;
+	if (aref && model_get(c->st, &model_pa_kind, NULL, aref, &pa, NULL) == 0) {
+		r = add_unique_sorted(agents, aref);
+		model_clear(&model_pa_kind, &pa);
+	}
+	model_clear(&model_pst_kind, &pst);
+	return r;
+}
+
+/* The PSCs naming protocol `name` and the agents reachable through them (crds.md §4.2). */
+static int protocol_users(struct ctl *c, const char *name, struct model_strs *pscs,
+                          struct model_strs *agents, struct err *e)
+{
+	struct model_psc *all = NULL;
+	size_t n = 0;
+	int r = model_list(c->st, &model_psc_kind, NULL, NULL, (void **)&all, &n, NULL, e);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		const char *ref = all[i].spec.protocol_ref;
+		if (!ref || strcmp(ref, name))
+			continue;
+		if ((r = model_strs_add(pscs, all[i].meta.name)) == 0)
+			r = agent_of_class(c, &all[i], agents);
+		if (r < 0)
+			r = err_set(e, r, "out of memory");
+	}
+	model_list_free(&model_psc_kind, all, n);
+	return r;
+}
+
 int reconcile_protocol(struct ctl *c, const char *name, struct err *e)
 {
-	cJSON *pstr = NULL, *pscs = NULL, *before = NULL;
-	int r = store_get(c->st, kind_of("PillarProtocol"), NULL, name, &pstr, e);
+	struct model_pstr pstr;
+	struct model_strs pscs = {0}, agents = {0};
+	char *before = NULL;
+	int r = model_get(c->st, &model_pstr_kind, NULL, name, &pstr, e);
 	if (r == STORE_NOT_FOUND)
 		return 0;
 	if (r < 0)
 		return r;
-	cJSON *all = NULL;
-	if ((r = store_list(c->st, kind_of("PillarStorageClass"), NULL, NULL, &all, NULL, e)) < 0)
+	if ((r = protocol_users(c, name, &pscs, &agents, e)) < 0)
 		goto out;
-	pscs = cJSON_CreateArray();
-	cJSON *agents = cJSON_CreateArray();
-	const cJSON *it;
-	cJSON_ArrayForEach(it, all)
-	{
-		const char *ref = json_get_str(spec_of(it), "protocolRef");
-		if (!ref || strcmp(ref, name))
-			continue;
-		cJSON_AddItemToArray(pscs, cJSON_CreateString(store_meta_str(it, "name")));
-		/* agents reachable through the class's store (both objects exist) */
-		const char *sref = json_get_str(spec_of(it), "storeRef");
-		cJSON *pst = NULL, *pa = NULL;
-		if (sref && store_get(c->st, kind_of("PillarStore"), NULL, sref, &pst, NULL) == 0) {
-			const char *aref = json_get_str(spec_of(pst), "agentRef");
-			if (aref &&
-			    store_get(c->st, kind_of("PillarAgent"), NULL, aref, &pa, NULL) == 0)
-				add_unique_sorted(agents, aref);
-		}
-		cJSON_Delete(pa);
-		cJSON_Delete(pst);
-	}
-	cJSON_Delete(all);
-	bool deleting = store_meta_str(pstr, "deletionTimestamp") != NULL;
+	bool deleting = pstr.meta.deletion_timestamp != NULL;
 	struct deps d = {0};
-	if (deleting) {
-		deps_objects(&d, "PillarStorageClass", pscs);
-		if (!d.msg[0]) {
-			cJSON_Delete(agents);
-			r = reconcile_finalizer(c, pstr, RULES_FINALIZER_PROTOCOL, false, e);
+	if (deleting)
+		deps_objects(&d, "PillarStorageClass", &pscs);
+	if (!deleting || !d.msg[0]) {
+		r = reconcile_finalizer(c, &model_pstr_kind, &pstr, RULES_FINALIZER_PROTOCOL,
+		                        !deleting, e);
+		if (r < 0 || deleting) {
 			r = r == STORE_NOT_FOUND ? 0 : r;
 			goto out;
 		}
-	} else if ((r = reconcile_finalizer(c, pstr, RULES_FINALIZER_PROTOCOL, true, e)) < 0) {
-		cJSON_Delete(agents);
-		r = r == STORE_NOT_FOUND ? 0 : r;
-		goto out;
 	}
-	int64_t og = reconcile_generation(pstr);
-	cJSON *status = reconcile_status_of(pstr);
-	before = cJSON_Duplicate(status, true);
-	cJSON_DeleteItemFromObjectCaseSensitive(status, "storageClassCount");
-	cJSON_AddNumberToObject(status, "storageClassCount", cJSON_GetArraySize(pscs));
-	cJSON_DeleteItemFromObjectCaseSensitive(status, "activeAgents");
-	cJSON_AddItemToObject(status, "activeAgents", agents);
+	int64_t og = pstr.meta.generation;
+	before = model_encode_text(&model_pstr_kind, &pstr);
+	pstr.status.has_storage_class_count = true;
+	pstr.status.storage_class_count = (int64_t)pscs.n;
+	model_strs_clear(&pstr.status.active_agents);
+	pstr.status.active_agents = agents;
+	memset(&agents, 0, sizeof(agents));
 	static const char *const none[] = {NULL};
-	reconcile_ready(status, none, "ProtocolReady", deleting ? d.msg : NULL, og);
-	r = reconcile_write_status(c, pstr, before, e);
+	reconcile_ready(&pstr.status.conditions, none, "ProtocolReady", deleting ? d.msg : NULL,
+	                og);
+	r = reconcile_write_status(c, &model_pstr_kind, &pstr, before, e);
 	if (r == STORE_CONFLICT || r == STORE_NOT_FOUND)
 		r = 0;
 out:
-	cJSON_Delete(before);
-	cJSON_Delete(pscs);
-	cJSON_Delete(pstr);
+	free(before);
+	model_strs_clear(&pscs);
+	model_strs_clear(&agents);
+	model_clear(&model_pstr_kind, &pstr);
 	return r;
 }
 
 /* ---- the generated StorageClass (§6.3) ------------------------------------------------------------ */
 
-static const char *sc_name_of(const cJSON *psc)
+static int desired_sc(const struct model_psc *psc, struct model_sc *sc)
 {
-	const char *n =
-	    json_get_str(cJSON_GetObjectItemCaseSensitive(spec_of(psc), "storageClass"), "name");
-	return n && *n ? n : store_meta_str(psc, "name");
+	const char *psc_name = psc->meta.name;
+	struct model_owner_ref *o = calloc(1, sizeof(*o));
+	int r = 0;
+	memset(sc, 0, sizeof(*sc));
+	if (!o)
+		return -ENOMEM;
+	sc->meta.owner_refs = o;
+	sc->meta.n_owner_refs = 1;
+	r |= model_str_set(&sc->meta.name, model_psc_sc_name(psc));
+	r |= model_map_set(&sc->meta.labels, RULES_LABEL_MANAGED_BY, "pillar-csi");
+	r |= model_map_set(&sc->meta.labels, RULES_LABEL_PSC, psc_name);
+	r |= model_str_set(&o->api_version, model_psc_kind.api_version);
+	r |= model_str_set(&o->kind, model_psc_kind.kind);
+	r |= model_str_set(&o->name, psc_name);
+	r |= model_str_set(&o->uid, psc->meta.uid ?: "");
+	o->has_controller = o->controller = true;
+	r |= model_str_set(&sc->provisioner, RULES_DRIVER_NAME);
+	r |= model_map_set(&sc->parameters, RULES_KEY_PREFIX "storage-class", psc_name);
+	r |= model_map_set(&sc->parameters, "csi.storage.k8s.io/fstype", model_psc_fs_type(psc));
+	if (psc->spec.filesystem.mount_options.n)
+		r |= model_strs_copy(&sc->mount_options, &psc->spec.filesystem.mount_options);
+	r |= model_str_set(&sc->reclaim_policy, model_psc_reclaim_policy(psc));
+	r |= model_str_set(&sc->volume_binding_mode, model_psc_binding_mode(psc));
+	sc->has_allow_volume_expansion = true;
+	sc->allow_volume_expansion = model_psc_allow_expansion(psc);
+	return r ? -ENOMEM : 0;
 }
 
-static cJSON *desired_sc(const cJSON *psc)
+static bool str_eq(const char *a, const char *b)
 {
-	const char *psc_name = store_meta_str(psc, "name");
-	const cJSON *scs = cJSON_GetObjectItemCaseSensitive(spec_of(psc), "storageClass");
-	const cJSON *fs = cJSON_GetObjectItemCaseSensitive(spec_of(psc), "filesystem");
-	cJSON *sc = cJSON_CreateObject();
-	cJSON_AddStringToObject(sc, "apiVersion", SC_API_VERSION);
-	cJSON_AddStringToObject(sc, "kind", "StorageClass");
-	cJSON *meta = cJSON_AddObjectToObject(sc, "metadata");
-	cJSON_AddStringToObject(meta, "name", sc_name_of(psc));
-	cJSON *labels = cJSON_AddObjectToObject(meta, "labels");
-	cJSON_AddStringToObject(labels, RULES_LABEL_MANAGED_BY, "pillar-csi");
-	cJSON_AddStringToObject(labels, RULES_LABEL_PSC, psc_name);
-	cJSON *owner = cJSON_CreateObject();
-	cJSON_AddStringToObject(owner, "apiVersion", kind_of("PillarStorageClass")->api_version);
-	cJSON_AddStringToObject(owner, "kind", "PillarStorageClass");
-	cJSON_AddStringToObject(owner, "name", psc_name);
-	cJSON_AddStringToObject(owner, "uid", store_meta_str(psc, "uid") ?: "");
-	cJSON_AddBoolToObject(owner, "controller", true);
-	cJSON_AddItemToArray(cJSON_AddArrayToObject(meta, "ownerReferences"), owner);
-	cJSON_AddStringToObject(sc, "provisioner", RULES_DRIVER_NAME);
-	cJSON *params = cJSON_AddObjectToObject(sc, "parameters");
-	cJSON_AddStringToObject(params, RULES_KEY_PREFIX "storage-class", psc_name);
-	cJSON_AddStringToObject(params, "csi.storage.k8s.io/fstype",
-	                        json_get_str(fs, "fsType") ?: "ext4");
-	const cJSON *mo = cJSON_GetObjectItemCaseSensitive(fs, "mountOptions");
-	if (cJSON_GetArraySize(mo) > 0)
-		cJSON_AddItemToObject(sc, "mountOptions", cJSON_Duplicate(mo, true));
-	cJSON_AddStringToObject(sc, "reclaimPolicy",
-	                        json_get_str(scs, "reclaimPolicy") ?: "Delete");
-	cJSON_AddStringToObject(sc, "volumeBindingMode",
-	                        json_get_str(scs, "volumeBindingMode") ?: "Immediate");
-	bool exp = true;
-	json_get_bool(scs, "allowVolumeExpansion", &exp);
-	cJSON_AddBoolToObject(sc, "allowVolumeExpansion", exp);
-	return sc;
+	return a && b ? !strcmp(a, b) : !a && !b;
 }
 
-static bool same(const cJSON *a, const cJSON *b, const char *key)
+static bool map_eq(const struct model_map *a, const struct model_map *b)
 {
-	const cJSON *x = cJSON_GetObjectItemCaseSensitive(a, key),
-	            *y = cJSON_GetObjectItemCaseSensitive(b, key);
-	if (!x || !y)
-		return !x && !y;
-	return cJSON_Compare(x, y, true);
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (!str_eq(model_map_get(b, a->kv[i].key), a->kv[i].value))
+			return false;
+	return true;
+}
+
+static bool strs_eq(const struct model_strs *a, const struct model_strs *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (strcmp(a->v[i], b->v[i]))
+			return false;
+	return true;
+}
+
+static bool owners_eq(const struct model_meta *a, const struct model_meta *b)
+{
+	if (a->n_owner_refs != b->n_owner_refs)
+		return false;
+	for (size_t i = 0; i < a->n_owner_refs; i++) {
+		const struct model_owner_ref *x = &a->owner_refs[i], *y = &b->owner_refs[i];
+		if (!str_eq(x->api_version, y->api_version) || !str_eq(x->kind, y->kind) ||
+		    !str_eq(x->name, y->name) || !str_eq(x->uid, y->uid) ||
+		    x->has_controller != y->has_controller || x->controller != y->controller ||
+		    x->has_block_owner_deletion != y->has_block_owner_deletion)
+			return false;
+	}
+	return true;
 }
 
 /* Kubernetes forbids changing these: a difference means delete and recreate. */
-static bool needs_recreate(const cJSON *cur, const cJSON *want)
+static bool needs_recreate(const struct model_sc *cur, const struct model_sc *want)
 {
-	return !same(cur, want, "provisioner") || !same(cur, want, "parameters") ||
-	       !same(cur, want, "reclaimPolicy") || !same(cur, want, "volumeBindingMode");
+	return !str_eq(cur->provisioner, want->provisioner) ||
+	       !map_eq(&cur->parameters, &want->parameters) ||
+	       !str_eq(cur->reclaim_policy, want->reclaim_policy) ||
+	       !str_eq(cur->volume_binding_mode, want->volume_binding_mode);
 }
 
-/* Sets the PSC-owned fields that can change in place on cur; true when anything changed.
- * Labels and annotations users added are kept. */
-static bool patch_in_place(cJSON *cur, const cJSON *want)
+/* Sets the PSC-owned fields that can change in place on cur; 1 when anything changed, 0 when
+ * not, -ENOMEM.  Labels and annotations users added are kept. */
+static int patch_in_place(struct model_sc *cur, const struct model_sc *want)
 {
-	bool changed = false;
-	static const char *const keys[] = {"mountOptions", "allowVolumeExpansion"};
-	for (size_t i = 0; i < 2; i++) {
-		if (same(cur, want, keys[i]))
+	int changed = 0, r = 0;
+	if (!strs_eq(&cur->mount_options, &want->mount_options)) {
+		r |= model_strs_copy(&cur->mount_options, &want->mount_options);
+		changed = 1;
+	}
+	if (cur->has_allow_volume_expansion != want->has_allow_volume_expansion ||
+	    cur->allow_volume_expansion != want->allow_volume_expansion) {
+		cur->has_allow_volume_expansion = want->has_allow_volume_expansion;
+		cur->allow_volume_expansion = want->allow_volume_expansion;
+		changed = 1;
+	}
+	for (size_t i = 0; i < want->meta.labels.n; i++) {
+		const struct model_kv *kv = &want->meta.labels.kv[i];
+		if (str_eq(model_map_get(&cur->meta.labels, kv->key), kv->value))
 			continue;
-		cJSON_DeleteItemFromObjectCaseSensitive(cur, keys[i]);
-		const cJSON *w = cJSON_GetObjectItemCaseSensitive(want, keys[i]);
-		if (w)
-			cJSON_AddItemToObject(cur, keys[i], cJSON_Duplicate(w, true));
-		changed = true;
+		r |= model_map_set(&cur->meta.labels, kv->key, kv->value);
+		changed = 1;
 	}
-	cJSON *meta = cJSON_GetObjectItemCaseSensitive(cur, "metadata");
-	const cJSON *wmeta = cJSON_GetObjectItemCaseSensitive(want, "metadata");
-	cJSON *labels = cJSON_GetObjectItemCaseSensitive(meta, "labels");
-	if (!cJSON_IsObject(labels)) {
-		cJSON_DeleteItemFromObjectCaseSensitive(meta, "labels");
-		labels = cJSON_AddObjectToObject(meta, "labels");
+	if (!owners_eq(&cur->meta, &want->meta)) {
+		struct model_sc tmp = {0};
+		r |= model_copy(&model_sc_kind, &tmp, want);
+		struct model_owner_ref *o = cur->meta.owner_refs;
+		size_t n = cur->meta.n_owner_refs;
+		cur->meta.owner_refs = tmp.meta.owner_refs;
+		cur->meta.n_owner_refs = tmp.meta.n_owner_refs;
+		tmp.meta.owner_refs = o;
+		tmp.meta.n_owner_refs = n;
+		model_clear(&model_sc_kind, &tmp);
+		changed = 1;
 	}
-	const cJSON *it;
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(wmeta, "labels"))
-	{
-		const char *v = json_get_str(labels, it->string);
-		if (v && !strcmp(v, it->valuestring))
-			continue;
-		reconcile_set_str(labels, it->string, it->valuestring);
-		changed = true;
-	}
-	if (!same(meta, wmeta, "ownerReferences")) {
-		cJSON_DeleteItemFromObjectCaseSensitive(meta, "ownerReferences");
-		cJSON_AddItemToObject(
-		    meta, "ownerReferences",
-		    cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(wmeta, "ownerReferences"),
-		                    true));
-		changed = true;
-	}
-	return changed;
+	return r ? -ENOMEM : changed;
 }
 
-/* {"labels":{…},"annotations":{…},"allowedTopologies":[…]} of the StorageClass being replaced:
- * every label and annotation except the controller's own (the pillar-csi.bhyoo.com/ prefix and
- * the managed-by label), and its allowedTopologies. */
-static cJSON *carry_of(const cJSON *sc)
+static bool own_key(const char *k)
 {
-	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(sc, "metadata"), *it;
-	cJSON *co = cJSON_CreateObject();
-	cJSON *l = cJSON_AddObjectToObject(co, "labels"),
-	      *a = cJSON_AddObjectToObject(co, "annotations");
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(meta, "labels"))
-	{
-		if (cJSON_IsString(it) &&
-		    strncmp(it->string, RULES_KEY_PREFIX, strlen(RULES_KEY_PREFIX)) &&
-		    strcmp(it->string, RULES_LABEL_MANAGED_BY))
-			cJSON_AddStringToObject(l, it->string, it->valuestring);
+	return !strncmp(k, RULES_KEY_PREFIX, strlen(RULES_KEY_PREFIX));
+}
+
+/* The carry-over record of the StorageClass being replaced: every label and annotation except
+ * the controller's own (the pillar-csi.bhyoo.com/ prefix and the managed-by label), and its
+ * allowedTopologies. */
+static int carry_of(const struct model_sc *sc, struct model_sc_carry *co)
+{
+	int r = 0;
+	memset(co, 0, sizeof(*co));
+	for (size_t i = 0; i < sc->meta.labels.n; i++) {
+		const struct model_kv *kv = &sc->meta.labels.kv[i];
+		if (!own_key(kv->key) && strcmp(kv->key, RULES_LABEL_MANAGED_BY))
+			r |= model_map_set(&co->labels, kv->key, kv->value);
 	}
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(meta, "annotations"))
-	{
-		if (cJSON_IsString(it) &&
-		    strncmp(it->string, RULES_KEY_PREFIX, strlen(RULES_KEY_PREFIX)))
-			cJSON_AddStringToObject(a, it->string, it->valuestring);
+	for (size_t i = 0; i < sc->meta.annotations.n; i++) {
+		const struct model_kv *kv = &sc->meta.annotations.kv[i];
+		if (!own_key(kv->key))
+			r |= model_map_set(&co->annotations, kv->key, kv->value);
 	}
-	const cJSON *t = cJSON_GetObjectItemCaseSensitive(sc, "allowedTopologies");
-	cJSON_AddItemToObject(co, "allowedTopologies",
-	                      t ? cJSON_Duplicate(t, true) : cJSON_CreateArray());
-	return co;
+	r |= model_sc_topologies_copy(&co->topologies, &co->n_topologies, sc->topologies,
+	                              sc->n_topologies);
+	return r ? -ENOMEM : 0;
 }
 
 /* Adds the carried labels, annotations and allowedTopologies to a new StorageClass; the
  * controller's labels win. */
-static void apply_carry(cJSON *sc, const cJSON *co)
+static int apply_carry(struct model_sc *sc, const struct model_sc_carry *co)
 {
-	cJSON *meta = cJSON_GetObjectItemCaseSensitive(sc, "metadata");
-	cJSON *labels = cJSON_GetObjectItemCaseSensitive(meta, "labels");
-	const cJSON *it;
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(co, "labels"))
-	{
-		if (cJSON_IsString(it) && !cJSON_GetObjectItemCaseSensitive(labels, it->string))
-			cJSON_AddStringToObject(labels, it->string, it->valuestring);
-	}
-	const cJSON *ann = cJSON_GetObjectItemCaseSensitive(co, "annotations");
-	if (cJSON_GetArraySize(ann) > 0) {
-		cJSON *a = cJSON_AddObjectToObject(meta, "annotations");
-		cJSON_ArrayForEach(it, ann)
-		{
-			if (cJSON_IsString(it))
-				cJSON_AddStringToObject(a, it->string, it->valuestring);
-		}
-	}
-	const cJSON *t = cJSON_GetObjectItemCaseSensitive(co, "allowedTopologies");
-	if (cJSON_GetArraySize(t) > 0)
-		cJSON_AddItemToObject(sc, "allowedTopologies", cJSON_Duplicate(t, true));
+	int r = 0;
+	for (size_t i = 0; i < co->labels.n; i++)
+		if (!model_map_get(&sc->meta.labels, co->labels.kv[i].key))
+			r |= model_map_set(&sc->meta.labels, co->labels.kv[i].key,
+			                   co->labels.kv[i].value);
+	r |= model_map_copy(&sc->meta.annotations, &co->annotations);
+	if (co->n_topologies)
+		r |= model_sc_topologies_copy(&sc->topologies, &sc->n_topologies, co->topologies,
+		                              co->n_topologies);
+	return r ? -ENOMEM : 0;
 }
 
 /* Sets (value) or removes (NULL) the carry-over annotation on the PSC with an update. */
-static int set_carry_ann(struct ctl *c, cJSON *psc, const char *value, struct err *e)
+static int set_carry_ann(struct ctl *c, struct model_psc *psc, const char *value, struct err *e)
 {
-	cJSON *meta = cJSON_GetObjectItemCaseSensitive(psc, "metadata");
-	cJSON *ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
-	if (!value && !cJSON_GetObjectItemCaseSensitive(ann, RULES_ANN_SC_CARRY_OVER))
+	struct model_psc out;
+	if (!value && !model_map_get(&psc->meta.annotations, RULES_ANN_SC_CARRY_OVER))
 		return 0;
-	if (!cJSON_IsObject(ann)) {
-		cJSON_DeleteItemFromObjectCaseSensitive(meta, "annotations");
-		ann = cJSON_AddObjectToObject(meta, "annotations");
+	if (model_map_set(&psc->meta.annotations, RULES_ANN_SC_CARRY_OVER, value) < 0)
+		return err_set(e, -ENOMEM, "out of memory");
+	int r = model_update(c->st, &model_psc_kind, psc, &out, e);
+	if (r == 0) { /* the metadata follows the write */
+		struct model_meta m = psc->meta;
+		psc->meta = out.meta;
+		out.meta = m;
+		model_clear(&model_psc_kind, &out);
 	}
-	reconcile_set_str(ann, RULES_ANN_SC_CARRY_OVER, value);
-	if (!cJSON_GetArraySize(ann))
-		cJSON_DeleteItemFromObjectCaseSensitive(meta, "annotations");
-	cJSON *out = NULL;
-	int r = store_update(c->st, psc, &out, e);
-	if (r == 0 && out) {
-		cJSON_DeleteItemFromObjectCaseSensitive(psc, "metadata");
-		cJSON_AddItemToObject(
-		    psc, "metadata",
-		    cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(out, "metadata"), true));
-	}
-	cJSON_Delete(out);
 	return r;
 }
 
-static bool ours(const cJSON *sc, const char *psc_name)
+static bool ours(const struct model_sc *sc, const char *psc_name)
 {
-	const char *v =
-	    json_get_str(cJSON_GetObjectItemCaseSensitive(
-	                     cJSON_GetObjectItemCaseSensitive(sc, "metadata"), "labels"),
-	                 RULES_LABEL_PSC);
-	return v && !strcmp(v, psc_name);
+	return str_eq(model_map_get(&sc->meta.labels, RULES_LABEL_PSC), psc_name);
+}
+
+/* One sync of the generated StorageClass in progress. */
+struct sc_sync {
+	struct ctl *c;
+	struct model_psc *psc;
+	struct model_conds *cs;
+	int64_t og;
+	char scname[254], m[1400];
+	struct model_sc cur, want;
+	bool have_cur, have_carry;
+	struct model_sc_carry carry;
+};
+
+static int sc_error(struct sc_sync *s, int r, struct err *e)
+{
+	model_cond_set(s->cs, "StorageClassCreated", "False", "StorageClassError", s->m, s->og);
+	return err_set(e, r, "%s", s->m);
+}
+
+/* Recreation (§6.3): the carry-over annotation first, then delete. */
+static int sc_recreate(struct sc_sync *s, struct err *e)
+{
+	struct err se = {0};
+	int r;
+	if (!s->have_carry) {
+		if (carry_of(&s->cur, &s->carry) < 0)
+			return err_set(e, -ENOMEM, "out of memory");
+		s->have_carry = true;
+		char *text = model_type_encode_text(&model_sc_carry_type, &s->carry);
+		r = text ? set_carry_ann(s->c, s->psc, text, e) : -ENOMEM;
+		free(text);
+		if (r < 0)
+			return r;
+	}
+	r = store_delete(s->c->st, model_store_kind(&model_sc_kind), NULL, s->scname,
+	                 s->cur.meta.uid, NULL, &se);
+	if (r < 0 && r != STORE_NOT_FOUND) {
+		snprintf(s->m, sizeof(s->m), "deleting StorageClass \"%s\" to recreate it: %s",
+		         s->scname, se.msg);
+		return sc_error(s, r, e);
+	}
+	model_clear(&model_sc_kind, &s->cur);
+	s->have_cur = false;
+	return 0;
+}
+
+/* Creates or patches; 1 when the StorageClass waits for its prerequisites. */
+static int sc_write(struct sc_sync *s, bool create_ok, struct err *e)
+{
+	struct err se = {0};
+	int r;
+	if (!s->have_cur) {
+		if (!create_ok && !s->have_carry) {
+			model_cond_set(
+			    s->cs, "StorageClassCreated", "Unknown", "WaitingForStore",
+			    "the StorageClass is created once the store and protocol exist and "
+			    "Compatible is True",
+			    s->og);
+			return 1;
+		}
+		if (s->have_carry && apply_carry(&s->want, &s->carry) < 0)
+			return err_set(e, -ENOMEM, "out of memory");
+		if ((r = model_create(s->c->st, &model_sc_kind, &s->want, NULL, &se)) < 0) {
+			snprintf(s->m, sizeof(s->m), "creating StorageClass \"%s\": %s", s->scname,
+			         se.msg);
+			return sc_error(s, r, e);
+		}
+		return 0;
+	}
+	if ((r = patch_in_place(&s->cur, &s->want)) < 0)
+		return err_set(e, r, "out of memory");
+	if (r && (r = model_update(s->c->st, &model_sc_kind, &s->cur, NULL, &se)) < 0) {
+		snprintf(s->m, sizeof(s->m), "updating StorageClass \"%s\": %s", s->scname, se.msg);
+		return sc_error(s, r, e);
+	}
+	return 0;
+}
+
+/* The current StorageClass and the carry-over record; 1 when the pass is over (conflict,
+ * read error: reported in the condition). */
+static int sc_read(struct sc_sync *s)
+{
+	const char *psc_name = s->psc->meta.name;
+	const char *ann = model_map_get(&s->psc->meta.annotations, RULES_ANN_SC_CARRY_OVER);
+	struct err se = {0};
+	if (ann && model_type_decode_text(&model_sc_carry_type, ann, &s->carry, NULL) < 0)
+		log_warnf("PillarStorageClass %s: ignoring an unreadable %s annotation", psc_name,
+		          RULES_ANN_SC_CARRY_OVER);
+	else
+		s->have_carry = ann != NULL;
+	int r = model_get(s->c->st, &model_sc_kind, NULL, s->scname, &s->cur, &se);
+	s->have_cur = r == 0;
+	if (r < 0 && r != STORE_NOT_FOUND) {
+		snprintf(s->m, sizeof(s->m), "reading StorageClass \"%s\": %s", s->scname, se.msg);
+		model_cond_set(s->cs, "StorageClassCreated", "False", "StorageClassError", s->m,
+		               s->og);
+		return 1;
+	}
+	if (r == 0 && !ours(&s->cur, psc_name)) {
+		snprintf(s->m, sizeof(s->m),
+		         "StorageClass \"%s\" exists and was not generated for PillarStorageClass "
+		         "\"%s\"; it is never adopted or overwritten",
+		         s->scname, psc_name);
+		model_cond_set(s->cs, "StorageClassCreated", "False", "StorageClassConflict", s->m,
+		               s->og);
+		return 1;
+	}
+	return 0;
 }
 
 /* Brings the generated StorageClass in line; sets StorageClassCreated.  create_ok: the
  * prerequisites for creating it hold.  Returns 0 or a negative errno to retry. */
-static int sync_sc(struct ctl *c, cJSON *psc, bool create_ok, cJSON *status, int64_t og,
-                   struct err *e)
+static int sync_sc(struct ctl *c, struct model_psc *psc, bool create_ok, struct err *e)
 {
-	const char *psc_name = store_meta_str(psc, "name");
-	char scname[254], m[1400];
-	snprintf(scname, sizeof(scname), "%s", sc_name_of(psc));
-	const struct store_kind *k = kind_of("StorageClass");
-	cJSON *cur = NULL, *want = desired_sc(psc), *carry = NULL;
-	struct err se = {0};
-	int r = store_get(c->st, k, NULL, scname, &cur, &se);
-	const char *ann =
-	    json_get_str(cJSON_GetObjectItemCaseSensitive(
-	                     cJSON_GetObjectItemCaseSensitive(psc, "metadata"), "annotations"),
-	                 RULES_ANN_SC_CARRY_OVER);
-	if (ann && json_parse_strict(ann, strlen(ann), &carry, NULL) < 0) {
-		log_warnf("PillarStorageClass %s: ignoring an unreadable %s annotation", psc_name,
-		          RULES_ANN_SC_CARRY_OVER);
-		carry = NULL;
-	}
-	if (r < 0 && r != STORE_NOT_FOUND) {
-		snprintf(m, sizeof(m), "reading StorageClass \"%s\": %s", scname, se.msg);
-		cond_set(status, "StorageClassCreated", "False", "StorageClassError", m, og);
-		r = 0;
+	struct sc_sync s = {.c = c, .psc = psc, .cs = &psc->status.conditions};
+	int r;
+	s.og = psc->meta.generation;
+	snprintf(s.scname, sizeof(s.scname), "%s", model_psc_sc_name(psc));
+	if ((r = desired_sc(psc, &s.want)) < 0) {
+		r = err_set(e, r, "out of memory");
 		goto out;
 	}
-	if (r == 0 && !ours(cur, psc_name)) {
-		snprintf(m, sizeof(m),
-		         "StorageClass \"%s\" exists and was not generated for PillarStorageClass "
-		         "\"%s\"; it is never adopted or overwritten",
-		         scname, psc_name);
-		cond_set(status, "StorageClassCreated", "False", "StorageClassConflict", m, og);
-		r = 0;
+	if ((r = sc_read(&s)) != 0 ||
+	    (s.have_cur && needs_recreate(&s.cur, &s.want) && (r = sc_recreate(&s, e)) < 0) ||
+	    (r = sc_write(&s, create_ok, e)) != 0 || (r = set_carry_ann(c, psc, NULL, e)) < 0)
 		goto out;
-	}
-	if (r == 0 && needs_recreate(cur, want)) {
-		if (!carry) {
-			carry = carry_of(cur);
-			char *text = cJSON_PrintUnformatted(carry);
-			r = text ? set_carry_ann(c, psc, text, e) : -ENOMEM;
-			free(text);
-			if (r < 0)
-				goto out;
-		}
-		r = store_delete(c->st, k, NULL, scname, store_meta_str(cur, "uid"), NULL, &se);
-		if (r < 0 && r != STORE_NOT_FOUND) {
-			snprintf(m, sizeof(m), "deleting StorageClass \"%s\" to recreate it: %s",
-			         scname, se.msg);
-			cond_set(status, "StorageClassCreated", "False", "StorageClassError", m,
-			         og);
-			r = err_set(e, r, "%s", m);
-			goto out;
-		}
-		cJSON_Delete(cur);
-		cur = NULL;
-		r = STORE_NOT_FOUND;
-	}
-	if (r == STORE_NOT_FOUND) {
-		if (!create_ok && !carry) {
-			cond_set(
-			    status, "StorageClassCreated", "Unknown", "WaitingForStore",
-			    "the StorageClass is created once the store and protocol exist and "
-			    "Compatible is True",
-			    og);
-			r = 0;
-			goto out;
-		}
-		if (carry)
-			apply_carry(want, carry);
-		r = store_create(c->st, want, NULL, &se);
-		if (r < 0) {
-			snprintf(m, sizeof(m), "creating StorageClass \"%s\": %s", scname, se.msg);
-			cond_set(status, "StorageClassCreated", "False", "StorageClassError", m,
-			         og);
-			r = err_set(e, r, "%s", m);
-			goto out;
-		}
-	} else if (patch_in_place(cur, want)) {
-		r = store_update(c->st, cur, NULL, &se);
-		if (r < 0) {
-			snprintf(m, sizeof(m), "updating StorageClass \"%s\": %s", scname, se.msg);
-			cond_set(status, "StorageClassCreated", "False", "StorageClassError", m,
-			         og);
-			r = err_set(e, r, "%s", m);
-			goto out;
-		}
-	}
-	if ((r = set_carry_ann(c, psc, NULL, e)) < 0)
-		goto out;
-	cond_set(status, "StorageClassCreated", "True", "StorageClassCreated", "", og);
-	reconcile_set_str(status, "storageClassName", scname);
+	model_cond_set(s.cs, "StorageClassCreated", "True", "StorageClassCreated", "", s.og);
+	r = model_str_set(&psc->status.storage_class_name, s.scname);
 out:
-	cJSON_Delete(carry);
-	cJSON_Delete(cur);
-	cJSON_Delete(want);
-	return r;
+	model_type_clear(&model_sc_carry_type, &s.carry);
+	model_clear(&model_sc_kind, &s.cur);
+	model_clear(&model_sc_kind, &s.want);
+	return r > 0 ? 0 : r;
 }
 
 /* ---- PillarStorageClass ---------------------------------------------------------------------------- */
@@ -402,125 +438,150 @@ out:
  * both their PV and their PillarVolumeState are gone. */
 static void psc_dependents(struct ctl *c, const char *name, const char *scname, struct deps *d)
 {
-	cJSON *pvcs = cJSON_CreateArray(), *items = NULL, *pvs = NULL;
-	const cJSON *it;
-	if (store_list(c->st, kind_of("PersistentVolumeClaim"), NULL, NULL, &items, NULL, NULL) ==
-	    0)
-		cJSON_ArrayForEach(it, items)
-		{
-			const char *sc = json_get_str(spec_of(it), "storageClassName");
+	struct model_strs pvcs = {0}, vols = {0};
+	struct model_pvc *claims = NULL;
+	struct model_pv *pvs = NULL;
+	size_t n = 0;
+	if (model_list(c->st, &model_pvc_kind, NULL, NULL, (void **)&claims, &n, NULL, NULL) == 0)
+		for (size_t i = 0; i < n; i++) {
 			char nn[520];
-			if (!sc || strcmp(sc, scname))
+			if (!str_eq(claims[i].spec.storage_class_name, scname))
 				continue;
-			snprintf(nn, sizeof(nn), "%s/%s", store_meta_str(it, "namespace") ?: "",
-			         store_meta_str(it, "name"));
-			cJSON_AddItemToArray(pvcs, cJSON_CreateString(nn));
+			snprintf(nn, sizeof(nn), "%s/%s", claims[i].meta.ns ?: "",
+			         claims[i].meta.name);
+			model_strs_add(&pvcs, nn);
 		}
-	cJSON_Delete(items);
-	cJSON *vols = reconcile_names_labeled(c, "PillarVolumeState", RULES_LABEL_PSC, name);
-	if (store_list(c->st, kind_of("PersistentVolume"), NULL, NULL, &pvs, NULL, NULL) == 0)
-		cJSON_ArrayForEach(it, pvs)
-		{
-			const char *sc = json_get_str(spec_of(it), "storageClassName");
-			if (sc && !strcmp(sc, scname))
-				add_unique_sorted(vols, store_meta_str(it, "name"));
-		}
-	cJSON_Delete(pvs);
-	deps_objects(d, "PersistentVolumeClaim", pvcs);
-	deps_volumes(d, vols);
-	cJSON_Delete(pvcs);
-	cJSON_Delete(vols);
+	model_list_free(&model_pvc_kind, claims, n);
+	reconcile_names_labeled(c, &model_pvst_kind, RULES_LABEL_PSC, name, &vols);
+	if (model_list(c->st, &model_pv_kind, NULL, NULL, (void **)&pvs, &n, NULL, NULL) == 0)
+		for (size_t i = 0; i < n; i++)
+			if (str_eq(pvs[i].spec.storage_class_name, scname))
+				add_unique_sorted(&vols, pvs[i].meta.name);
+	model_list_free(&model_pv_kind, pvs, n);
+	deps_objects(d, "PersistentVolumeClaim", &pvcs);
+	deps_volumes(d, &vols);
+	model_strs_clear(&pvcs);
+	model_strs_clear(&vols);
 }
 
-static int psc_release(struct ctl *c, cJSON *psc, const char *scname, struct err *e)
+static int psc_release(struct ctl *c, struct model_psc *psc, const char *scname, struct err *e)
 {
-	cJSON *sc = NULL;
-	int r = store_get(c->st, kind_of("StorageClass"), NULL, scname, &sc, e);
-	if (r == 0 && ours(sc, store_meta_str(psc, "name")))
-		r = store_delete(c->st, kind_of("StorageClass"), NULL, scname,
-		                 store_meta_str(sc, "uid"), NULL, e);
-	cJSON_Delete(sc);
+	struct model_sc sc;
+	int r = model_get(c->st, &model_sc_kind, NULL, scname, &sc, e);
+	if (r == 0 && ours(&sc, psc->meta.name))
+		r = store_delete(c->st, model_store_kind(&model_sc_kind), NULL, scname, sc.meta.uid,
+		                 NULL, e);
+	model_clear(&model_sc_kind, &sc);
 	if (r < 0 && r != STORE_NOT_FOUND)
 		return r;
-	r = reconcile_finalizer(c, psc, RULES_FINALIZER_PSC, false, e);
+	r = reconcile_finalizer(c, &model_psc_kind, psc, RULES_FINALIZER_PSC, false, e);
 	return r == STORE_NOT_FOUND ? 0 : r;
+}
+
+/* StoreReady and ProtocolValid (crds.md §6.2). */
+static void ref_conditions(struct model_conds *cs, const struct model_psc *psc,
+                           const struct model_pst *pst, const struct model_pstr *pstr, int64_t og)
+{
+	const char *sref = psc->spec.store_ref ?: "", *pref = psc->spec.protocol_ref ?: "";
+	char m[1400];
+	if (!pst) {
+		snprintf(m, sizeof(m), "PillarStore \"%s\" not found", sref);
+		model_cond_set(cs, "StoreReady", "False", "PoolNotFound", m, og);
+	} else if (strcmp(model_cond_status(&pst->status.conditions, "Ready"), "True")) {
+		const char *reason = model_cond_reason(&pst->status.conditions, "Ready");
+		snprintf(m, sizeof(m), "PillarStore \"%s\" is not Ready%s%s", sref,
+		         reason[0] ? ": " : " yet", reason);
+		model_cond_set(cs, "StoreReady", "False", "PoolNotReady", m, og);
+	} else {
+		model_cond_set(cs, "StoreReady", "True", "StoreReady", "", og);
+	}
+	if (!pstr) {
+		snprintf(m, sizeof(m), "PillarProtocol \"%s\" not found", pref);
+		model_cond_set(cs, "ProtocolValid", "False", "ProtocolNotFound", m, og);
+	} else {
+		model_cond_set(cs, "ProtocolValid", "True", "ProtocolValid", "", og);
+	}
+}
+
+/* Compatible (crds.md §6.2); true when it is True. */
+static bool compatible(struct ctl *c, struct model_psc *psc, int64_t og)
+{
+	struct model_pst pst;
+	struct model_pstr pstr;
+	struct model_conds *cs = &psc->status.conditions;
+	bool have_pst = psc->spec.store_ref && model_get(c->st, &model_pst_kind, NULL,
+	                                                 psc->spec.store_ref, &pst, NULL) == 0;
+	bool have_pstr =
+	    psc->spec.protocol_ref &&
+	    model_get(c->st, &model_pstr_kind, NULL, psc->spec.protocol_ref, &pstr, NULL) == 0;
+	bool ok = false;
+	ref_conditions(cs, psc, have_pst ? &pst : NULL, have_pstr ? &pstr : NULL, og);
+	if (!have_pst || !have_pstr) {
+		model_cond_set(cs, "Compatible", "Unknown", "WaitingForStore",
+		               "the PillarStore or the PillarProtocol does not exist", og);
+	} else {
+		char reason[64], msg[1024];
+		void *j[3] = {model_encode(&model_psc_kind, psc),
+		              model_encode(&model_pst_kind, &pst),
+		              model_encode(&model_pstr_kind, &pstr)};
+		ok = j[0] && j[1] && j[2] &&
+		     resolve_psc_compatible(j[0], j[1], j[2], reason, sizeof(reason), msg,
+		                            sizeof(msg)) == 0;
+		if (!j[0] || !j[1] || !j[2])
+			snprintf(reason, sizeof(reason), "Unknown"),
+			    snprintf(msg, sizeof(msg), "out of memory");
+		for (int i = 0; i < 3; i++)
+			model_json_free(j[i]);
+		model_cond_set(cs, "Compatible", ok ? "True" : "False", ok ? "Compatible" : reason,
+		               ok ? "" : msg, og);
+	}
+	if (have_pst)
+		model_clear(&model_pst_kind, &pst);
+	if (have_pstr)
+		model_clear(&model_pstr_kind, &pstr);
+	return ok;
 }
 
 int reconcile_psc(struct ctl *c, const char *name, struct err *e)
 {
 	static const char *const types[] = {"StoreReady", "ProtocolValid", "Compatible",
 	                                    "StorageClassCreated", NULL};
-	cJSON *psc = NULL, *pst = NULL, *pstr = NULL, *before = NULL;
-	char m[1400], scname[254];
+	struct model_psc psc;
+	char scname[254], *before = NULL;
 	struct deps d = {0};
-	int r = store_get(c->st, kind_of("PillarStorageClass"), NULL, name, &psc, e);
+	int r = model_get(c->st, &model_psc_kind, NULL, name, &psc, e);
 	if (r == STORE_NOT_FOUND)
 		return 0;
 	if (r < 0)
 		return r;
-	snprintf(scname, sizeof(scname), "%s", sc_name_of(psc));
-	bool deleting = store_meta_str(psc, "deletionTimestamp") != NULL;
+	snprintf(scname, sizeof(scname), "%s", model_psc_sc_name(&psc));
+	bool deleting = psc.meta.deletion_timestamp != NULL;
 	if (deleting) {
 		psc_dependents(c, name, scname, &d);
 		if (!d.msg[0]) {
-			r = psc_release(c, psc, scname, e);
+			r = psc_release(c, &psc, scname, e);
 			goto out;
 		}
-	} else if ((r = reconcile_finalizer(c, psc, RULES_FINALIZER_PSC, true, e)) < 0) {
+	} else if ((r = reconcile_finalizer(c, &model_psc_kind, &psc, RULES_FINALIZER_PSC, true,
+	                                    e)) < 0) {
 		r = r == STORE_NOT_FOUND ? 0 : r;
 		goto out;
 	}
-	int64_t og = reconcile_generation(psc);
-	cJSON *status = reconcile_status_of(psc);
-	before = cJSON_Duplicate(status, true);
-	const char *sref = json_get_str(spec_of(psc), "storeRef") ?: "";
-	const char *pref = json_get_str(spec_of(psc), "protocolRef") ?: "";
-	store_get(c->st, kind_of("PillarStore"), NULL, sref, &pst, NULL);
-	store_get(c->st, kind_of("PillarProtocol"), NULL, pref, &pstr, NULL);
-	if (!pst) {
-		snprintf(m, sizeof(m), "PillarStore \"%s\" not found", sref);
-		cond_set(status, "StoreReady", "False", "PoolNotFound", m, og);
-	} else if (strcmp(cond_status(pst, "Ready"), "True")) {
-		const char *reason = cond_reason(pst, "Ready");
-		snprintf(m, sizeof(m), "PillarStore \"%s\" is not Ready%s%s", sref,
-		         reason[0] ? ": " : " yet", reason);
-		cond_set(status, "StoreReady", "False", "PoolNotReady", m, og);
-	} else {
-		cond_set(status, "StoreReady", "True", "StoreReady", "", og);
-	}
-	if (!pstr) {
-		snprintf(m, sizeof(m), "PillarProtocol \"%s\" not found", pref);
-		cond_set(status, "ProtocolValid", "False", "ProtocolNotFound", m, og);
-	} else {
-		cond_set(status, "ProtocolValid", "True", "ProtocolValid", "", og);
-	}
-	bool compatible = false;
-	if (!pst || !pstr) {
-		cond_set(status, "Compatible", "Unknown", "WaitingForStore",
-		         "the PillarStore or the PillarProtocol does not exist", og);
-	} else {
-		char reason[64], msg[1024];
-		if (resolve_psc_compatible(psc, pst, pstr, reason, sizeof(reason), msg,
-		                           sizeof(msg)) == 0) {
-			compatible = true;
-			cond_set(status, "Compatible", "True", "Compatible", "", og);
-		} else {
-			cond_set(status, "Compatible", "False", reason, msg, og);
-		}
-	}
+	int64_t og = psc.meta.generation;
+	before = model_encode_text(&model_psc_kind, &psc);
+	bool ok = compatible(c, &psc, og);
 	int sr = 0;
 	if (!deleting)
-		sr = sync_sc(c, psc, compatible, status, og, e);
-	reconcile_ready(status, types, "StorageClassAvailable", deleting ? d.msg : NULL, og);
-	r = reconcile_write_status(c, psc, before, e);
+		sr = sync_sc(c, &psc, ok, e);
+	reconcile_ready(&psc.status.conditions, types, "StorageClassAvailable",
+	                deleting ? d.msg : NULL, og);
+	r = reconcile_write_status(c, &model_psc_kind, &psc, before, e);
 	if (r == STORE_CONFLICT || r == STORE_NOT_FOUND)
 		r = 0;
 	if (r == 0)
 		r = sr;
 out:
-	cJSON_Delete(before);
-	cJSON_Delete(pst);
-	cJSON_Delete(pstr);
-	cJSON_Delete(psc);
+	free(before);
+	model_clear(&model_psc_kind, &psc);
 	return r;
 }

@@ -6,89 +6,71 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/json.h"
 #include "controller/reconcile.h"
 
-bool reconcile_has_finalizer(const cJSON *obj, const char *fin)
+int reconcile_finalizer(struct ctl *c, const struct model_kind *k, void *obj, const char *fin,
+                        bool present, struct err *e)
 {
-	const cJSON *it;
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(
-	                           cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "finalizers"))
-	{
-		if (cJSON_IsString(it) && !strcmp(it->valuestring, fin))
-			return true;
-	}
-	return false;
-}
-
-int reconcile_finalizer(struct ctl *c, cJSON *obj, const char *fin, bool present, struct err *e)
-{
-	cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-	cJSON *f = cJSON_GetObjectItemCaseSensitive(meta, "finalizers");
-	int idx = -1, i = 0;
-	const cJSON *it;
-	cJSON_ArrayForEach(it, f)
-	{
-		if (cJSON_IsString(it) && !strcmp(it->valuestring, fin))
-			idx = i;
-		i++;
-	}
-	if (present == (idx >= 0))
+	struct model_meta *m = MODEL_META(obj);
+	if (present == model_strs_has(&m->finalizers, fin))
 		return 0;
-	if (present) {
-		if (!cJSON_IsArray(f)) {
-			cJSON_DeleteItemFromObjectCaseSensitive(meta, "finalizers");
-			f = cJSON_AddArrayToObject(meta, "finalizers");
-		}
-		cJSON_AddItemToArray(f, cJSON_CreateString(fin));
-	} else {
-		cJSON_DeleteItemFromArray(f, idx);
+	if (present ? model_strs_add(&m->finalizers, fin) < 0
+	            : !model_strs_remove(&m->finalizers, fin))
+		return err_set(e, -ENOMEM, "out of memory");
+	void *out = calloc(1, k->type->size);
+	if (!out)
+		return err_set(e, -ENOMEM, "out of memory");
+	int r = model_update(c->st, k, obj, out, e);
+	if (r == 0) {
+		model_clear(k, obj);
+		memcpy(obj, out, k->type->size);
 	}
-	cJSON *out = NULL;
-	int r = store_update(c->st, obj, &out, e);
-	if (r == 0 && out) {
-		cJSON_DeleteItemFromObjectCaseSensitive(obj, "metadata");
-		cJSON_AddItemToObject(
-		    obj, "metadata",
-		    cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(out, "metadata"), true));
-	}
-	cJSON_Delete(out);
+	free(out);
 	return r;
 }
 
-cJSON *reconcile_names_where(struct ctl *c, const char *kind, const char *field, const char *value)
+static const char *ref_of(enum reconcile_ref ref, const void *obj)
 {
-	cJSON *items = NULL, *names = cJSON_CreateArray();
-	const cJSON *it;
-	if (!names)
-		return NULL;
-	if (store_list(c->st, kind_of(kind), NULL, NULL, &items, NULL, NULL) < 0)
-		return names;
-	cJSON_ArrayForEach(it, items)
-	{
-		const char *v = json_get_str(cJSON_GetObjectItemCaseSensitive(it, "spec"), field);
-		if (v && !strcmp(v, value))
-			cJSON_AddItemToArray(names, cJSON_CreateString(store_meta_str(it, "name")));
+	switch (ref) {
+	case REF_PSC_STORE: return ((const struct model_psc *)obj)->spec.store_ref;
+	case REF_PSC_PROTOCOL: return ((const struct model_psc *)obj)->spec.protocol_ref;
+	case REF_PST_AGENT: return ((const struct model_pst *)obj)->spec.agent_ref;
 	}
-	cJSON_Delete(items);
-	return names;
+	return NULL;
 }
 
-cJSON *reconcile_names_labeled(struct ctl *c, const char *kind, const char *label,
-                               const char *value)
+static int names_of(struct ctl *c, const struct model_kind *k, const char *sel,
+                    enum reconcile_ref ref, const char *value, struct model_strs *out)
+{
+	void *items = NULL;
+	size_t n = 0;
+	int r = 0;
+	memset(out, 0, sizeof(*out));
+	if (model_list(c->st, k, NULL, sel, &items, &n, NULL, NULL) < 0)
+		return 0;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		const void *it = (const char *)items + i * k->type->size;
+		const char *v = sel ? value : ref_of(ref, it);
+		if (v && !strcmp(v, value))
+			r = model_strs_add(out, MODEL_META(it)->name);
+	}
+	model_list_free(k, items, n);
+	return r;
+}
+
+int reconcile_names_where(struct ctl *c, enum reconcile_ref ref, const char *value,
+                          struct model_strs *out)
+{
+	return names_of(c, ref == REF_PST_AGENT ? &model_pst_kind : &model_psc_kind, NULL, ref,
+	                value, out);
+}
+
+int reconcile_names_labeled(struct ctl *c, const struct model_kind *k, const char *label,
+                            const char *value, struct model_strs *out)
 {
 	char sel[600];
-	cJSON *items = NULL, *names = cJSON_CreateArray();
-	const cJSON *it;
-	if (!names)
-		return NULL;
 	snprintf(sel, sizeof(sel), "%s=%s", label, value);
-	if (store_list(c->st, kind_of(kind), NULL, sel, &items, NULL, NULL) < 0)
-		return names;
-	cJSON_ArrayForEach(it, items)
-	    cJSON_AddItemToArray(names, cJSON_CreateString(store_meta_str(it, "name")));
-	cJSON_Delete(items);
-	return names;
+	return names_of(c, k, sel, REF_PST_AGENT, value, out);
 }
 
 static void put(struct deps *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -109,98 +91,78 @@ static void lead(struct deps *d)
 	put(d, "%s", d->o ? "; " : "Deletion blocked: ");
 }
 
-void deps_objects(struct deps *d, const char *kind, const cJSON *names)
+void deps_objects(struct deps *d, const char *kind, const struct model_strs *names)
 {
-	int n = cJSON_GetArraySize(names), k = 0;
-	const cJSON *it;
-	if (n <= 0)
+	size_t n = names->n;
+	if (n == 0)
 		return;
 	lead(d);
 	put(d, "%s ", kind);
-	cJSON_ArrayForEach(it, names)
-	{
-		if (k == DEPS_MAX_NAMES)
-			break;
-		put(d, "%s\"%s\"", k++ ? ", " : "", cJSON_GetStringValue(it) ?: "");
-	}
+	for (size_t k = 0; k < n && k < DEPS_MAX_NAMES; k++)
+		put(d, "%s\"%s\"", k ? ", " : "", names->v[k]);
 	if (n > DEPS_MAX_NAMES)
-		put(d, " and %d more", n - DEPS_MAX_NAMES);
+		put(d, " and %zu more", n - DEPS_MAX_NAMES);
 }
 
-void deps_volumes(struct deps *d, const cJSON *names)
+void deps_volumes(struct deps *d, const struct model_strs *names)
 {
-	int n = cJSON_GetArraySize(names), k = 0;
-	const cJSON *it;
-	if (n <= 0)
+	size_t n = names->n;
+	if (n == 0)
 		return;
 	lead(d);
-	put(d, "%d volume%s (", n, n == 1 ? "" : "s");
-	cJSON_ArrayForEach(it, names)
-	{
-		if (k == DEPS_MAX_NAMES)
-			break;
-		put(d, "%s%s", k++ ? ", " : "", cJSON_GetStringValue(it) ?: "");
-	}
+	put(d, "%zu volume%s (", n, n == 1 ? "" : "s");
+	for (size_t k = 0; k < n && k < DEPS_MAX_NAMES; k++)
+		put(d, "%s%s", k ? ", " : "", names->v[k]);
 	if (n > DEPS_MAX_NAMES)
-		put(d, " and %d more", n - DEPS_MAX_NAMES);
+		put(d, " and %zu more", n - DEPS_MAX_NAMES);
 	put(d, ")");
 }
 
-cJSON *reconcile_status_of(cJSON *obj)
+int reconcile_write_status(struct ctl *c, const struct model_kind *k, void *obj, const char *before,
+                           struct err *e)
 {
-	cJSON *status = cJSON_GetObjectItemCaseSensitive(obj, "status");
-	if (!cJSON_IsObject(status)) {
-		cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
-		status = cJSON_AddObjectToObject(obj, "status");
-	}
-	return status;
-}
-
-int64_t reconcile_generation(const cJSON *obj)
-{
-	int64_t og = 0;
-	json_get_int64(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "generation", &og);
-	return og;
-}
-
-int reconcile_write_status(struct ctl *c, cJSON *obj, const cJSON *before, struct err *e)
-{
-	const cJSON *status = cJSON_GetObjectItemCaseSensitive(obj, "status");
-	if (cJSON_Compare(before, status, true))
+	if (model_same(k, obj, before, "status"))
 		return 0;
-	return store_update_status(c->st, obj, NULL, e);
-}
-
-void reconcile_set_str(cJSON *o, const char *key, const char *value)
-{
-	cJSON_DeleteItemFromObjectCaseSensitive(o, key);
-	if (value)
-		cJSON_AddStringToObject(o, key, value);
+	void *out = calloc(1, k->type->size);
+	if (!out)
+		return err_set(e, -ENOMEM, "out of memory");
+	int r = model_update_status(c->st, k, obj, out, e);
+	if (r == 0) { /* later writes stay conditional on the new resourceVersion */
+		struct model_meta *m = MODEL_META(obj);
+		r = model_str_set(&m->resource_version, MODEL_META(out)->resource_version);
+		model_clear(k, out);
+	}
+	free(out);
+	return r;
 }
 
 /* Ready from the conditions: DeletionBlocked first, then the first failing type. */
-void reconcile_ready(cJSON *status, const char *const *types, const char *ok_reason,
-                     const char *blocked, int64_t og)
+int reconcile_ready(struct model_conds *conds, const char *const *types, const char *ok_reason,
+                    const char *blocked, int64_t og)
 {
+	int r;
 	if (blocked) {
-		cond_set(status, "Ready", "False", "DeletionBlocked", blocked, og);
-		return;
+		r = model_cond_set(conds, "Ready", "False", "DeletionBlocked", blocked, og);
+		return r < 0 ? r : 0;
 	}
-	const cJSON *bad = NULL;
+	const struct model_cond *bad = NULL;
 	bool any = false;
 	for (size_t i = 0; types[i]; i++) {
-		const cJSON *cd = cond_get(status, types[i]);
-		const char *s = cd ? json_get_str(cd, "status") : NULL;
-		if (!s || strcmp(s, "True")) {
+		const struct model_cond *cd = model_cond_get(conds, types[i]);
+		if (!cd || !cd->status || strcmp(cd->status, "True")) {
 			bad = cd;
 			any = true;
 			break;
 		}
 	}
-	if (!any)
-		cond_set(status, "Ready", "True", ok_reason, "", og);
-	else
-		cond_set(status, "Ready", "False",
-		         bad ? json_get_str(bad, "reason") ?: "Unknown" : "Unknown",
-		         bad ? json_get_str(bad, "message") ?: "" : "", og);
+	if (!any) {
+		r = model_cond_set(conds, "Ready", "True", ok_reason, "", og);
+	} else {
+		char reason[128], msg[1024];
+		snprintf(reason, sizeof(reason), "%s",
+		         bad && bad->reason ? bad->reason : "Unknown");
+		snprintf(msg, sizeof(msg), "%s", bad && bad->message ? bad->message : "");
+		r = model_cond_set(conds, "Ready", "False", reason, msg, og);
+	}
+	return r < 0 ? r : 0;
 }

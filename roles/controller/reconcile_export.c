@@ -6,12 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/json.h"
+#include "controller/pvst.h"
 #include "controller/reconcile.h"
-#include "controller/resolve.h"
 
 struct rvol {
-	cJSON *obj;
+	struct model_pvst v;
 	bool ics;
 	PillarCsi__Agent__V1__VolumeDesiredState vds;
 	PillarCsi__Agent__V1__ExportDesiredState eds, *edsp;
@@ -26,25 +25,22 @@ struct recon_set {
 	const char *reason, *message;
 };
 
-static int m_exportcond(cJSON *obj, cJSON *status, void *arg, struct grpc_status *gs)
+static int m_exportcond(struct model_pvst *v, void *arg, struct grpc_status *gs)
 {
 	(void)gs;
 	struct recon_set *s = arg;
-	int64_t og = 0;
-	json_get_int64(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "generation", &og);
 	bool ok = !strcmp(s->reason, "Reconciled");
-	return cond_set(status, "ExportReconciled", ok ? "True" : "False", s->reason, s->message,
-	                og)
-	           ? 0
-	           : CAS_SKIP;
+	int r = model_cond_set(&v->status.conditions, "ExportReconciled", ok ? "True" : "False",
+	                       s->reason, s->message, v->meta.generation);
+	return r > 0 ? 0 : r == 0 ? PVST_SKIP : gstatus(gs, GRPC_INTERNAL, "out of memory");
 }
 
-void reconcile_set_export_cond(struct ctl *c, const cJSON *obj, const char *reason, const char *msg)
+void reconcile_set_export_cond(struct ctl *c, const struct model_pvst *v, const char *reason,
+                               const char *msg)
 {
 	struct recon_set s = {reason, msg ? msg : ""};
 	struct grpc_status gs = {0};
-	pvst_cas(c, store_meta_str(obj, "name"), store_meta_str(obj, "uid"), m_exportcond, &s, NULL,
-	         &gs);
+	pvst_update(c, v->meta.name, v->meta.uid, m_exportcond, &s, NULL, &gs);
 }
 
 static int cmp_rvol(const void *a, const void *b)
@@ -52,52 +48,51 @@ static int cmp_rvol(const void *a, const void *b)
 	const struct rvol *x = *(struct rvol *const *)a, *y = *(struct rvol *const *)b;
 	if (x->ics != y->ics)
 		return x->ics ? -1 : 1;
-	return strcmp(store_meta_str(x->obj, "name"), store_meta_str(y->obj, "name"));
+	return strcmp(x->v.meta.name, y->v.meta.name);
 }
 
-/* Fills x from a PillarVolumeState that has an exportSpec (agent-api.md §12.2 step 3). */
-static void build(struct rvol *x, cJSON *obj)
+/* The hosts a volume's export admits: publishedNodes that are not being revoked. */
+static void initiators(struct rvol *x)
 {
-	const cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
-	const cJSON *es = cJSON_GetObjectItemCaseSensitive(st, "exportSpec");
-	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
-	long long port = 0, ics = 0;
-	bool acl = false;
-	x->obj = obj;
-	resolve_get_int(es, "port", &port);
-	x->ics = resolve_get_int(es, "inCapsuleDataSize", &ics) == 0 && ics > 0;
-	resolve_get_bool(es, "aclEnabled", &acl);
+	const struct model_pvst *v = &x->v;
+	x->inits = calloc(v->status.n_published + 1, sizeof(char *));
+	for (size_t i = 0; x->inits && i < v->status.n_published; i++) {
+		const struct model_pvst_published *p = &v->status.published[i];
+		if (!(p->has_revoking && p->revoking) && p->initiator_id)
+			x->inits[x->eds.n_allowed_initiators++] = p->initiator_id;
+	}
+	x->eds.allowed_initiators = x->inits;
+}
+
+/* Fills x from the PillarVolumeState in x->v, which has an exportSpec (agent-api.md §12.2
+ * step 3). */
+static void build(struct rvol *x)
+{
+	const struct model_pvst *v = &x->v;
+	const struct model_pvst_export_spec *es = &v->status.export_spec;
+	x->ics = es->has_in_capsule_data_size && es->in_capsule_data_size > 0;
 	pillar_csi__agent__v1__volume_desired_state__init(&x->vds);
 	pillar_csi__agent__v1__export_desired_state__init(&x->eds);
 	pillar_csi__agent__v1__export_params__init(&x->ep);
 	pillar_csi__agent__v1__nvmeof_tcp_export_params__init(&x->np);
 	pillar_csi__agent__v1__fencing_token__init(&x->tok);
-	x->vds.volume_id = (char *)(json_get_str(spec, "agentVolumeID") ?: "");
-	x->vds.backend_type = backend_enum(json_get_str(spec, "backendType") ?: "");
-	x->vds.backend_params = backend_params_fill(&x->bb, obj);
-	x->vds.device_path = (char *)(json_get_str(st, "backendDevicePath") ?: "");
-	x->tok.volume_uid = (char *)(store_meta_str(obj, "uid") ?: "");
-	x->tok.generation = pvst_generation(obj);
+	x->vds.volume_id = v->spec.agent_volume_id ?: "";
+	x->vds.backend_type = backend_enum(v->spec.backend_type ?: "");
+	x->vds.backend_params = pvst_backend_params(&x->bb, v);
+	x->vds.device_path = v->status.backend_device_path ?: "";
+	x->tok.volume_uid = v->meta.uid ?: "";
+	x->tok.generation = pvst_gen(v);
 	x->vds.fence = &x->tok;
-	x->np.bind_address = (char *)(json_get_str(es, "bindAddress") ?: "");
-	x->np.port = (int32_t)port;
-	x->np.in_capsule_data_size = (int32_t)ics;
+	x->np.bind_address = es->bind_address ?: "";
+	x->np.port = es->has_port ? (int32_t)es->port : 0;
+	x->np.in_capsule_data_size =
+	    es->has_in_capsule_data_size ? (int32_t)es->in_capsule_data_size : 0;
 	x->ep.params_case = PILLAR_CSI__AGENT__V1__EXPORT_PARAMS__PARAMS_NVMEOF_TCP;
 	x->ep.nvmeof_tcp = &x->np;
 	x->eds.protocol_type = PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP;
 	x->eds.export_params = &x->ep;
-	x->eds.acl_enabled = acl;
-	const cJSON *pn = cJSON_GetObjectItemCaseSensitive(st, "publishedNodes"), *p;
-	x->inits = calloc((size_t)cJSON_GetArraySize(pn) + 1, sizeof(char *));
-	cJSON_ArrayForEach(p, pn)
-	{
-		bool revoking = false;
-		json_get_bool(p, "revoking", &revoking);
-		const char *ini = json_get_str(p, "initiatorID");
-		if (!revoking && ini && x->inits)
-			x->inits[x->eds.n_allowed_initiators++] = (char *)ini;
-	}
-	x->eds.allowed_initiators = x->inits;
+	x->eds.acl_enabled = es->has_acl_enabled && es->acl_enabled;
+	initiators(x);
 	x->edsp = &x->eds;
 	x->vds.n_exports = 1;
 	x->vds.exports = &x->edsp;
@@ -136,82 +131,101 @@ static void map_result(int r, const struct grpc_status *ast,
 }
 
 /* A volume the resync looks at: not deleting, past Provisioning (§12.3). */
-static bool eligible(const cJSON *obj)
+static bool eligible(const struct model_pvst *v)
 {
-	const char *phase =
-	    json_get_str(cJSON_GetObjectItemCaseSensitive(obj, "status"), "phase") ?: "";
-	return !pvst_deleting(obj) && phase[0] && strcmp(phase, "Provisioning");
+	const char *phase = v->status.phase ?: "";
+	return !(v->status.has_deleting && v->status.deleting) && phase[0] &&
+	       strcmp(phase, "Provisioning");
 }
 
-int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const char *only,
-                      bool complete, const struct grpc_status *noaddr, struct grpc_status *gs)
+/* The volumes to look at: PillarVolumeState `only`, or every volume of the agent. */
+static int volume_names(struct ctl *c, const char *agent, const char *only,
+                        struct model_strs *names, struct grpc_status *gs)
 {
 	char sel[400];
-	cJSON *items = NULL;
 	struct err e = {0};
-	struct rvol *v = NULL;
+	struct model_pvst *items = NULL;
 	size_t n = 0;
-	int r = GRPC_OK;
-
-	gs->code = GRPC_OK;
-	gs->msg[0] = 0;
+	memset(names, 0, sizeof(*names));
 	if (only) {
-		cJSON *one = NULL;
-		int g = store_get(c->st, kind_of("PillarVolumeState"), NULL, only, &one, &e);
+		struct model_pvst one;
+		int g = model_get(c->st, &model_pvst_kind, NULL, only, &one, &e);
+		model_clear(&model_pvst_kind, &one);
 		if (g == STORE_NOT_FOUND)
-			return GRPC_OK;
+			return GRPC_OK; /* nothing to look at */
 		if (g < 0)
 			return gstatus(gs, GRPC_UNAVAILABLE, "reading PillarVolumeState \"%s\": %s",
 			               only, e.msg);
-		items = cJSON_CreateArray();
-		if (!items) {
-			cJSON_Delete(one);
-			return gstatus(gs, GRPC_INTERNAL, "out of memory");
-		}
-		cJSON_AddItemToArray(items, one);
-	} else {
-		snprintf(sel, sizeof(sel), RULES_LABEL_AGENT "=%s", agent);
-		if (store_list(c->st, kind_of("PillarVolumeState"), NULL, sel, &items, NULL, &e) <
-		    0)
-			return gstatus(gs, GRPC_UNAVAILABLE, "listing volumes of agent \"%s\": %s",
-			               agent, e.msg);
+		return model_strs_add(names, only) < 0 ? gstatus(gs, GRPC_INTERNAL, "out of memory")
+		                                       : GRPC_OK;
 	}
-	size_t total = (size_t)cJSON_GetArraySize(items);
-	v = calloc(total ? total : 1, sizeof(*v));
-	if (!v) {
-		cJSON_Delete(items);
-		return gstatus(gs, GRPC_INTERNAL, "out of memory");
-	}
-	/* the list is sorted by name: take the per-volume locks in name order */
-	cJSON *it;
-	cJSON_ArrayForEach(it, items) ctl_lock_volume(c, store_meta_str(it, "name"));
-	/* re-read under the locks */
-	cJSON_ArrayForEach(it, items)
-	{
-		cJSON *obj = NULL;
-		if (store_get(c->st, kind_of("PillarVolumeState"), NULL, store_meta_str(it, "name"),
-		              &obj, NULL) < 0)
+	snprintf(sel, sizeof(sel), RULES_LABEL_AGENT "=%s", agent);
+	if (model_list(c->st, &model_pvst_kind, NULL, sel, (void **)&items, &n, NULL, &e) < 0)
+		return gstatus(gs, GRPC_UNAVAILABLE, "listing volumes of agent \"%s\": %s", agent,
+		               e.msg);
+	int r = GRPC_OK;
+	for (size_t i = 0; r == GRPC_OK && i < n; i++)
+		if (model_strs_add(names, items[i].meta.name) < 0)
+			r = gstatus(gs, GRPC_INTERNAL, "out of memory");
+	model_list_free(&model_pvst_kind, items, n);
+	return r;
+}
+
+/* Re-reads the named volumes under their locks and builds the eligible ones into v; *n of
+ * them.  Volumes without exportSpec get ExportSpecMissing. */
+static void collect(struct ctl *c, const char *agent, const char *only,
+                    const struct model_strs *names, struct rvol *v, size_t *n)
+{
+	*n = 0;
+	for (size_t i = 0; i < names->n; i++) {
+		struct rvol *x = &v[*n];
+		if (model_get(c->st, &model_pvst_kind, NULL, names->v[i], &x->v, NULL) < 0)
 			continue;
-		const char *ref =
-		    json_get_str(cJSON_GetObjectItemCaseSensitive(obj, "spec"), "agentRef");
-		if (!eligible(obj) || (only && (!ref || strcmp(ref, agent)))) {
-			cJSON_Delete(obj);
+		const char *ref = x->v.spec.agent_ref;
+		if (!eligible(&x->v) || (only && (!ref || strcmp(ref, agent)))) {
+			model_clear(&model_pvst_kind, &x->v);
 			continue;
 		}
-		if (!cJSON_GetObjectItemCaseSensitive(
-		        cJSON_GetObjectItemCaseSensitive(obj, "status"), "exportSpec")) {
+		if (!x->v.status.has_export_spec) {
 			reconcile_set_export_cond(
-			    c, obj, "ExportSpecMissing",
+			    c, &x->v, "ExportSpecMissing",
 			    "status.exportSpec is missing; the controller will not guess it "
 			    "(see operations.md §9)");
-			cJSON_Delete(obj);
+			model_clear(&model_pvst_kind, &x->v);
 			continue;
 		}
-		build(&v[n++], obj);
+		build(x);
+		(*n)++;
 	}
+}
+
+/* Sends the request (or not: no address, nothing to resync); returns the RPC's code. */
+static int send(struct ctl *c, const char *agent, const char *addr, bool complete,
+                const struct grpc_status *noaddr, PillarCsi__Agent__V1__ReconcileStateRequest *q,
+                PillarCsi__Agent__V1__ReconcileStateResponse **resp, struct grpc_status *ast)
+{
+	if (!addr) {
+		*ast = *noaddr; /* no address to dial: nothing is sent */
+		return GRPC_UNAVAILABLE;
+	}
+	if (q->n_volumes == 0 && !complete)
+		return GRPC_OK; /* nothing to resync */
+	int r = agentclient_reconcile_state(c->ac, addr, q, resp, ast);
+	if (r != GRPC_OK && agentclient_restore_pending(ast) && c->restore_kick)
+		c->restore_kick(c->restore_kick_arg, agent);
+	return r;
+}
+
+/* One ReconcileState over the built volumes (sorted: in-capsule first, then by name) and
+ * ExportReconciled from its results. */
+static int reconcile_built(struct ctl *c, const char *agent, const char *addr, bool complete,
+                           const struct grpc_status *noaddr, struct rvol *v, size_t n,
+                           struct grpc_status *gs)
+{
 	/* sort pointers: the structs hold pointers into themselves */
 	struct rvol **order = calloc(n ? n : 1, sizeof(*order));
 	PillarCsi__Agent__V1__VolumeDesiredState **vols = calloc(n ? n : 1, sizeof(*vols));
+	int r;
 	if (!order || !vols) {
 		r = gstatus(gs, GRPC_INTERNAL, "out of memory");
 		goto out;
@@ -228,37 +242,51 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
 	q.volumes = vols;
 	q.n_volumes = n;
 	q.complete = complete;
-	if (!addr) {
-		/* no address to dial: nothing is sent */
-		ast = *noaddr;
-		r = GRPC_UNAVAILABLE;
-	} else if (n == 0 && !complete) {
-		r = GRPC_OK; /* nothing to resync */
-	} else {
-		r = agentclient_reconcile_state(c->ac, addr, &q, &resp, &ast);
-		if (r != GRPC_OK && agentclient_restore_pending(&ast) && c->restore_kick)
-			c->restore_kick(c->restore_kick_arg, agent);
-	}
+	r = send(c, agent, addr, complete, noaddr, &q, &resp, &ast);
 	for (size_t i = 0; i < n; i++) {
 		const char *reason, *msg;
 		map_result(r, &ast, resp, v[i].vds.volume_id, &reason, &msg);
-		reconcile_set_export_cond(c, v[i].obj, reason, msg);
+		reconcile_set_export_cond(c, &v[i].v, reason, msg);
 	}
 	if (resp)
 		protobuf_c_message_free_unpacked(&resp->base, NULL);
 	gs->code = r;
 	snprintf(gs->msg, sizeof(gs->msg), "%s", ast.msg);
 out:
+	free(vols);
+	free(order);
+	return r;
+}
+
+int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const char *only,
+                      bool complete, const struct grpc_status *noaddr, struct grpc_status *gs)
+{
+	struct model_strs names;
+	size_t n = 0;
+	gs->code = GRPC_OK;
+	gs->msg[0] = 0;
+	int r = volume_names(c, agent, only, &names, gs);
+	if (r != GRPC_OK)
+		return r;
+	struct rvol *v = calloc(names.n ? names.n : 1, sizeof(*v));
+	if (!v) {
+		model_strs_clear(&names);
+		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+	}
+	/* the names are sorted: take the per-volume locks in name order */
+	for (size_t i = 0; i < names.n; i++)
+		ctl_lock_volume(c, names.v[i]);
+	collect(c, agent, only, &names, v, &n);
+	r = reconcile_built(c, agent, addr, complete, noaddr, v, n, gs);
 	for (size_t i = 0; i < n; i++) {
 		backend_params_free(&v[i].bb);
 		free(v[i].inits);
-		cJSON_Delete(v[i].obj);
+		model_clear(&model_pvst_kind, &v[i].v);
 	}
-	cJSON_ArrayForEach(it, items) ctl_unlock_volume(c, store_meta_str(it, "name"));
-	free(vols);
-	free(order);
+	for (size_t i = 0; i < names.n; i++)
+		ctl_unlock_volume(c, names.v[i]);
+	model_strs_clear(&names);
 	free(v);
-	cJSON_Delete(items);
 	return r;
 }
 
@@ -280,19 +308,18 @@ static const char *agent_addr(struct ctl *c, const char *agent, char *buf, size_
 
 int reconcile_volume(struct ctl *c, const char *name, struct err *e)
 {
-	cJSON *obj = NULL;
+	struct model_pvst v;
 	char addr[300];
 	struct grpc_status why = {0}, gs = {0};
-	int r = store_get(c->st, kind_of("PillarVolumeState"), NULL, name, &obj, e);
+	int r = model_get(c->st, &model_pvst_kind, NULL, name, &v, e);
 	if (r == STORE_NOT_FOUND)
 		return 0;
 	if (r < 0)
 		return r;
 	char agent[254];
-	snprintf(agent, sizeof(agent), "%s",
-	         json_get_str(cJSON_GetObjectItemCaseSensitive(obj, "spec"), "agentRef") ?: "");
-	bool ok = eligible(obj) && agent[0];
-	cJSON_Delete(obj);
+	snprintf(agent, sizeof(agent), "%s", v.spec.agent_ref ?: "");
+	bool ok = eligible(&v) && agent[0];
+	model_clear(&model_pvst_kind, &v);
 	if (!ok)
 		return 0;
 	const char *a = agent_addr(c, agent, addr, sizeof(addr), &why);

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/json.h"
 #include "base/log.h"
 #include "controller/reconcile.h"
 
@@ -18,129 +17,126 @@ struct pool_ref {
 	const char *layout;       /* the store's value ("" when unset) */
 };
 
-static bool pool_of(const cJSON *pst, struct pool_ref *p)
+static bool pool_of(const struct model_pst *pst, struct pool_ref *p)
 {
-	const cJSON *b = cJSON_GetObjectItemCaseSensitive(
-	    cJSON_GetObjectItemCaseSensitive(pst, "spec"), "backend");
-	const cJSON *z = cJSON_GetObjectItemCaseSensitive(b, "zfs"),
-	            *l = cJSON_GetObjectItemCaseSensitive(b, "lvm"),
-	            *f = cJSON_GetObjectItemCaseSensitive(b, "file");
+	const struct model_backend *b = &pst->spec.backend;
 	memset(p, 0, sizeof(*p));
-	if (!!z + !!l + !!f != 1)
+	if (b->has_zfs + b->has_lvm + b->has_file != 1)
 		return false;
-	if (z)
-		*p = (struct pool_ref){"zfs",           "zfs-zvol",
-		                       "ZFS pool",      json_get_str(z, "pool"),
-		                       "parentDataset", json_get_str(z, "parentDataset") ?: ""};
-	else if (l)
+	if (b->has_zfs)
+		*p = (struct pool_ref){"zfs",       "zfs-zvol",      "ZFS pool",
+		                       b->zfs.pool, "parentDataset", b->zfs.parent_dataset ?: ""};
+	else if (b->has_lvm)
 		*p = (struct pool_ref){"lvm",
 		                       "lvm-lv",
 		                       "LVM volume group",
-		                       json_get_str(l, "volumeGroup"),
+		                       b->lvm.volume_group,
 		                       "thinPool",
-		                       json_get_str(l, "thinPool") ?: ""};
+		                       b->lvm.thin_pool ?: ""};
 	else
-		*p = (struct pool_ref){"file", "file", "file pool", json_get_str(f, "pool"),
-		                       NULL,   NULL};
+		*p = (struct pool_ref){"file", "file", "file pool", b->file.pool, NULL, NULL};
 	return p->pool && *p->pool;
 }
 
-static void agent_ready(cJSON *status, const char *agent, const cJSON *pa, int64_t og)
+static int agent_ready(struct model_conds *cs, const char *agent, const struct model_pa *pa,
+                       int64_t og)
 {
 	char m[1200];
 	if (!pa) {
 		snprintf(m, sizeof(m), "PillarAgent \"%s\" not found", agent);
-		cond_set(status, "AgentReady", "False", "AgentNotFound", m, og);
-		return;
+		return model_cond_set(cs, "AgentReady", "False", "AgentNotFound", m, og);
 	}
-	if (!strcmp(cond_status(pa, "Ready"), "True")) {
-		cond_set(status, "AgentReady", "True", "AgentReady", "", og);
-		return;
-	}
-	const char *reason = cond_reason(pa, "Ready");
-	const cJSON *rc = cond_get(cJSON_GetObjectItemCaseSensitive(pa, "status"), "Ready");
-	const char *msg = rc ? json_get_str(rc, "message") ?: "" : "";
+	const struct model_conds *pc = &pa->status.conditions;
+	if (!strcmp(model_cond_status(pc, "Ready"), "True"))
+		return model_cond_set(cs, "AgentReady", "True", "AgentReady", "", og);
+	const char *reason = model_cond_reason(pc, "Ready");
+	const struct model_cond *rc = model_cond_get(pc, "Ready");
+	const char *msg = rc && rc->message ? rc->message : "";
 	if (!reason[0])
 		snprintf(m, sizeof(m), "PillarAgent \"%s\" is not Ready yet", agent);
 	else
 		snprintf(m, sizeof(m), "PillarAgent \"%s\" is not Ready: %s%s%s", agent, reason,
 		         msg[0] ? ": " : "", msg);
-	cond_set(status, "AgentReady", "False", "AgentNotReady", m, og);
+	return model_cond_set(cs, "AgentReady", "False", "AgentNotReady", m, og);
+}
+
+static const struct model_pa_pool *find_pool(const struct model_pa *pa, const struct pool_ref *p)
+{
+	for (size_t i = 0; i < pa->status.n_pools; i++) {
+		const struct model_pa_pool *it = &pa->status.pools[i];
+		if (it->name && it->type && !strcmp(it->name, p->pool) &&
+		    !strcmp(it->type, p->member))
+			return it;
+	}
+	return NULL;
 }
 
 /* PoolDiscovered and BackendSupported from the agent's status; true when the pool is found. */
-static bool pool_conditions(cJSON *status, const char *agent, const cJSON *pa, bool have_pool,
-                            const struct pool_ref *p, int64_t og)
+static bool pool_conditions(struct model_conds *cs, const char *agent, const struct model_pa *pa,
+                            bool have_pool, const struct pool_ref *p, int64_t og)
 {
 	char m[1200];
-	const cJSON *pst = cJSON_GetObjectItemCaseSensitive(pa, "status");
-	const cJSON *caps = cJSON_GetObjectItemCaseSensitive(pst, "capabilities");
 	if (!have_pool) {
-		cond_set(status, "PoolDiscovered", "False", "PoolNotFound",
-		         "spec.backend must set exactly one of zfs, lvm or file, naming its pool",
-		         og);
-		cond_set(status, "BackendSupported", "False", "BackendNotSupported",
-		         "spec.backend must set exactly one of zfs, lvm or file", og);
+		model_cond_set(cs, "PoolDiscovered", "False", "PoolNotFound",
+		               "spec.backend must set exactly one of zfs, lvm or file, naming its "
+		               "pool",
+		               og);
+		model_cond_set(cs, "BackendSupported", "False", "BackendNotSupported",
+		               "spec.backend must set exactly one of zfs, lvm or file", og);
 		return false;
 	}
-	if (!pa || !caps) {
+	if (!pa || !pa->status.has_capabilities) {
 		snprintf(m, sizeof(m), "PillarAgent \"%s\" has not reported its capabilities yet",
 		         agent);
-		cond_set(status, "PoolDiscovered", "False", "WaitingForAgentData", m, og);
-		cond_set(status, "BackendSupported", "Unknown", "WaitingForAgentData", m, og);
+		model_cond_set(cs, "PoolDiscovered", "False", "WaitingForAgentData", m, og);
+		model_cond_set(cs, "BackendSupported", "Unknown", "WaitingForAgentData", m, og);
 		return false;
 	}
-	bool supported = false;
-	const cJSON *it;
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(caps, "backends"))
-	{
-		if (cJSON_IsString(it) && !strcmp(it->valuestring, p->token))
-			supported = true;
-	}
-	if (supported) {
-		cond_set(status, "BackendSupported", "True", "BackendSupported", "", og);
+	if (model_strs_has(&pa->status.capabilities.backends, p->token)) {
+		model_cond_set(cs, "BackendSupported", "True", "BackendSupported", "", og);
 	} else {
 		snprintf(m, sizeof(m), "agent \"%s\" does not list the %s backend", agent,
 		         p->token);
-		cond_set(status, "BackendSupported", "False", "BackendNotSupported", m, og);
+		model_cond_set(cs, "BackendSupported", "False", "BackendNotSupported", m, og);
 	}
-	const cJSON *found = NULL;
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(pst, "discoveredPools"))
-	{
-		const char *n = json_get_str(it, "name"), *t = json_get_str(it, "type");
-		if (n && t && !strcmp(n, p->pool) && !strcmp(t, p->member)) {
-			found = it;
-			break;
-		}
-	}
+	const struct model_pa_pool *found = find_pool(pa, p);
 	if (!found) {
 		snprintf(m, sizeof(m),
 		         "agent \"%s\" does not report %s \"%s\" (not in its configuration, not "
 		         "imported/active, or the agent cannot see devices: check that it runs "
 		         "privileged)",
 		         agent, p->what, p->pool);
-		cond_set(status, "PoolDiscovered", "False", "PoolNotFound", m, og);
+		model_cond_set(cs, "PoolDiscovered", "False", "PoolNotFound", m, og);
 		return false;
 	}
 	if (p->layout_field) {
-		const char *theirs = json_get_str(found, p->layout_field) ?: "";
+		const char *theirs = (!strcmp(p->layout_field, "thinPool") ? found->thin_pool
+		                                                           : found->parent_dataset)
+		                         ?: "";
 		if (strcmp(p->layout, theirs)) {
 			snprintf(m, sizeof(m),
 			         "store %s \"%s\" does not match agent config %s \"%s\"",
 			         p->layout_field, p->layout, p->layout_field, theirs);
-			cond_set(status, "PoolDiscovered", "False", "BackendLayoutMismatch", m, og);
+			model_cond_set(cs, "PoolDiscovered", "False", "BackendLayoutMismatch", m,
+			               og);
 			return false;
 		}
 	}
-	cond_set(status, "PoolDiscovered", "True", "PoolFound", "", og);
+	model_cond_set(cs, "PoolDiscovered", "True", "PoolFound", "", og);
 	return true;
 }
 
-static void refresh_capacity(struct ctl *c, const char *name, cJSON *status, const cJSON *pa,
-                             const struct pool_ref *p)
+static int set_qty(char **dst, uint64_t bytes)
 {
-	const char *addr =
-	    json_get_str(cJSON_GetObjectItemCaseSensitive(pa, "status"), "resolvedAddress");
+	char qs[32];
+	quantity_format((long long)bytes, qs, sizeof(qs));
+	return model_str_set(dst, qs);
+}
+
+static void refresh_capacity(struct ctl *c, const char *name, struct model_pst *pst,
+                             const struct model_pa *pa, const struct pool_ref *p)
+{
+	const char *addr = pa->status.resolved_address;
 	if (!c->ac || !addr || !*addr)
 		return;
 	PillarCsi__Agent__V1__GetCapacityRequest q =
@@ -154,73 +150,90 @@ static void refresh_capacity(struct ctl *c, const char *name, cJSON *status, con
 		          p->pool, ast.msg);
 		return;
 	}
-	char qs[32];
-	cJSON *cap = cJSON_CreateObject();
-	quantity_format(resp->total_bytes, qs, sizeof(qs));
-	cJSON_AddStringToObject(cap, "total", qs);
-	quantity_format(resp->available_bytes, qs, sizeof(qs));
-	cJSON_AddStringToObject(cap, "available", qs);
-	quantity_format(resp->used_bytes, qs, sizeof(qs));
-	cJSON_AddStringToObject(cap, "used", qs);
+	__typeof__(pst->status.capacity) *cap = &pst->status.capacity;
+	pst->status.has_capacity = true;
+	if (set_qty(&cap->total, resp->total_bytes) < 0 ||
+	    set_qty(&cap->available, resp->available_bytes) < 0 ||
+	    set_qty(&cap->used, resp->used_bytes) < 0)
+		log_warnf("PillarStore %s: out of memory recording the capacity", name);
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
-	cJSON_DeleteItemFromObjectCaseSensitive(status, "capacity");
-	cJSON_AddItemToObject(status, "capacity", cap);
+}
+
+/* crds.md §14: "" when nothing depends on the store, else the DeletionBlocked message. */
+static int store_dependents(struct ctl *c, const char *name, struct deps *d)
+{
+	struct model_strs pscs = {0}, vols = {0};
+	int r = reconcile_names_where(c, REF_PSC_STORE, name, &pscs);
+	if (r == 0)
+		r = reconcile_names_labeled(c, &model_pvst_kind, RULES_LABEL_STORE, name, &vols);
+	deps_objects(d, "PillarStorageClass", &pscs);
+	deps_volumes(d, &vols);
+	model_strs_clear(&pscs);
+	model_strs_clear(&vols);
+	return r;
+}
+
+/* Finalizer and deletion; 1 when the pass is over (released, gone), else 0 or an error. */
+static int store_finalizer(struct ctl *c, struct model_pst *pst, bool deleting, struct deps *d,
+                           struct err *e)
+{
+	int r;
+	if (deleting) {
+		if ((r = store_dependents(c, pst->meta.name, d)) < 0)
+			return err_set(e, r, "out of memory");
+		if (d->msg[0])
+			return 0;
+		r = reconcile_finalizer(c, &model_pst_kind, pst, RULES_FINALIZER_STORE, false, e);
+		return r == STORE_NOT_FOUND || r == 0 ? 1 : r;
+	}
+	r = reconcile_finalizer(c, &model_pst_kind, pst, RULES_FINALIZER_STORE, true, e);
+	return r == STORE_NOT_FOUND ? 1 : r;
 }
 
 int reconcile_store(struct ctl *c, const char *name, bool refresh, struct err *e)
 {
 	static const char *const types[] = {"AgentReady", "PoolDiscovered", "BackendSupported",
 	                                    NULL};
-	cJSON *pst = NULL, *pa = NULL, *before = NULL;
+	struct model_pst pst;
+	struct model_pa pa = {0};
 	struct deps d = {0};
-	int r = store_get(c->st, kind_of("PillarStore"), NULL, name, &pst, e);
+	char *before = NULL;
+	int r = model_get(c->st, &model_pst_kind, NULL, name, &pst, e);
 	if (r == STORE_NOT_FOUND)
 		return 0;
 	if (r < 0)
 		return r;
-	bool deleting = store_meta_str(pst, "deletionTimestamp") != NULL;
-	if (deleting) {
-		cJSON *pscs = reconcile_names_where(c, "PillarStorageClass", "storeRef", name);
-		cJSON *vols =
-		    reconcile_names_labeled(c, "PillarVolumeState", RULES_LABEL_STORE, name);
-		deps_objects(&d, "PillarStorageClass", pscs);
-		deps_volumes(&d, vols);
-		cJSON_Delete(pscs);
-		cJSON_Delete(vols);
-		if (!d.msg[0]) {
-			r = reconcile_finalizer(c, pst, RULES_FINALIZER_STORE, false, e);
-			cJSON_Delete(pst);
-			return r == STORE_NOT_FOUND ? 0 : r;
-		}
-	} else if ((r = reconcile_finalizer(c, pst, RULES_FINALIZER_STORE, true, e)) < 0) {
-		cJSON_Delete(pst);
-		return r == STORE_NOT_FOUND ? 0 : r;
+	bool deleting = pst.meta.deletion_timestamp != NULL;
+	if ((r = store_finalizer(c, &pst, deleting, &d, e)) != 0) {
+		model_clear(&model_pst_kind, &pst);
+		return r > 0 ? 0 : r;
 	}
-	int64_t og = reconcile_generation(pst);
-	cJSON *status = reconcile_status_of(pst);
-	before = cJSON_Duplicate(status, true);
-	const char *agent =
-	    json_get_str(cJSON_GetObjectItemCaseSensitive(pst, "spec"), "agentRef") ?: "";
+	int64_t og = pst.meta.generation;
+	before = model_encode_text(&model_pst_kind, &pst);
+	char agent[254];
+	snprintf(agent, sizeof(agent), "%s", pst.spec.agent_ref ?: "");
 	struct err ae = {0};
-	int ar = agent[0] ? store_get(c->st, kind_of("PillarAgent"), NULL, agent, &pa, &ae)
-	                  : STORE_NOT_FOUND;
+	int ar =
+	    agent[0] ? model_get(c->st, &model_pa_kind, NULL, agent, &pa, &ae) : STORE_NOT_FOUND;
 	if (ar < 0 && ar != STORE_NOT_FOUND && ar != STORE_INVALID) {
 		r = err_set(e, ar, "reading PillarAgent \"%s\": %s", agent, ae.msg);
 		goto out;
 	}
+	const struct model_pa *pap = ar == 0 ? &pa : NULL;
+	struct model_conds *cs = &pst.status.conditions;
 	struct pool_ref p;
-	bool have_pool = pool_of(pst, &p);
-	agent_ready(status, agent, pa, og);
-	bool found = pool_conditions(status, agent, pa, have_pool, &p, og);
-	if (found && (refresh || !cJSON_GetObjectItemCaseSensitive(status, "capacity")))
-		refresh_capacity(c, name, status, pa, &p);
-	reconcile_ready(status, types, "StoreReady", deleting ? d.msg : NULL, og);
-	r = reconcile_write_status(c, pst, before, e);
+	bool have_pool = pool_of(&pst, &p);
+	agent_ready(cs, agent, pap, og);
+	bool found = pool_conditions(cs, agent, pap, have_pool, &p, og);
+	if (found && (refresh || !pst.status.has_capacity))
+		refresh_capacity(c, name, &pst, pap, &p);
+	reconcile_ready(cs, types, "StoreReady", deleting ? d.msg : NULL, og);
+	r = reconcile_write_status(c, &model_pst_kind, &pst, before, e);
 	if (r == STORE_CONFLICT || r == STORE_NOT_FOUND)
 		r = 0; /* the watch brings the newer object back */
 out:
-	cJSON_Delete(before);
-	cJSON_Delete(pa);
-	cJSON_Delete(pst);
+	free(before);
+	model_clear(&model_pa_kind, &pa);
+	model_clear(&model_pst_kind, &pst);
 	return r;
 }

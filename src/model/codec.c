@@ -228,6 +228,10 @@ static cJSON *enc_field(const struct model_field *f, const void *obj, const cJSO
 {
 	cJSON *v = NULL;
 	bool has = f->has_off == MODEL_NONE || *CAT(obj, f->has_off, bool);
+	if (!has && f->type == MODEL_STRS) /* a collection with elements is present anyway */
+		has = CAT(obj, f->off, struct model_strs)->n > 0;
+	else if (!has && f->type == MODEL_LIST)
+		has = *CAT(obj, f->n_off, size_t) > 0;
 	if (!has)
 		return NULL;
 	switch (f->type) {
@@ -427,4 +431,57 @@ char *model_encode_text(const struct model_kind *k, const void *obj)
 	char *s = j ? json_dump(j) : NULL;
 	cJSON_Delete(j);
 	return s;
+}
+
+int model_same(const struct model_kind *k, const void *obj, const char *text, const char *part)
+{
+	cJSON *a = NULL, *b = model_encode(k, obj);
+	int same = b && text && json_parse_strict(text, strlen(text), &a, NULL) == 0;
+	if (same && part) {
+		const cJSON *x = cJSON_GetObjectItemCaseSensitive(a, part),
+		            *y = cJSON_GetObjectItemCaseSensitive(b, part);
+		same = x && y ? cJSON_Compare(x, y, true) : !x && !y;
+	} else if (same) {
+		same = cJSON_Compare(a, b, true);
+	}
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	return same;
+}
+
+int model_type_decode_text(const struct model_type *t, const char *text, void *obj, struct err *e)
+{
+	cJSON *j = NULL;
+	memset(obj, 0, t->size);
+	int r = json_parse_strict(text, strlen(text), &j, e);
+	if (r == 0 && (r = decode_type(t, j, obj, "", e)) < 0)
+		model_type_clear(t, obj);
+	cJSON_Delete(j);
+	return r;
+}
+
+char *model_type_encode_text(const struct model_type *t, const void *obj)
+{
+	cJSON *j = encode_type(t, obj);
+	char *s = j ? json_dump(j) : NULL;
+	cJSON_Delete(j);
+	return s;
+}
+
+int model_type_copy(const struct model_type *t, void *dst, const void *src)
+{
+	cJSON *j = encode_type(t, src);
+	memset(dst, 0, t->size);
+	if (!j)
+		return -ENOMEM;
+	int r = decode_type(t, j, dst, "", NULL);
+	if (r < 0)
+		model_type_clear(t, dst);
+	cJSON_Delete(j);
+	return r;
+}
+
+void model_json_free(void *json)
+{
+	cJSON_Delete(json);
 }

@@ -27,8 +27,10 @@
 #define MODEL_F_OBJ(k, m, sub)     MODEL_F_(k, MODEL_OBJ, m, MODEL_NONE, 0, sub)
 #define MODEL_F_OBJ_HAS(k, m, sub) MODEL_F_(k, MODEL_OBJ, m, offsetof(T, has_##m), 0, sub)
 #define MODEL_F_LIST(k, m, n, sub) MODEL_F_(k, MODEL_LIST, m, MODEL_NONE, offsetof(T, n), sub)
-#define MODEL_F_CONDS(k, m)        MODEL_F_LIST(k, m.v, m.n, &model_cond_type)
-#define MODEL_F_META()             MODEL_F_OBJ("metadata", meta, &model_meta_type)
+#define MODEL_F_LIST_HAS(k, m, n, sub) \
+	MODEL_F_(k, MODEL_LIST, m, offsetof(T, has_##m), offsetof(T, n), sub)
+#define MODEL_F_CONDS(k, m) MODEL_F_LIST(k, m.v, m.n, &model_cond_type)
+#define MODEL_F_META()      MODEL_F_OBJ("metadata", meta, &model_meta_type)
 
 #define MODEL_TYPE(var, S, fields) \
 	const struct model_type var = {#S, sizeof(S), fields, sizeof(fields) / sizeof(fields[0])}

@@ -1,6 +1,8 @@
 /* model kube: field tables of the Kubernetes kinds (model/kube.h). */
 #include "model/kube.h"
 
+#include <stdlib.h>
+
 #include "model/codec.h"
 
 #define SUB(S, path)                  __typeof__(((S *)0)->path)
@@ -18,6 +20,47 @@
 
 /* ---- StorageClass -------------------------------------------------------------------------- */
 
+#define T struct model_sc_expr
+static const struct model_field expr_fields[] = {
+    MODEL_F_STR("key", key),
+    MODEL_F_STRS("values", values),
+};
+#undef T
+static MODEL_TYPE(expr_type, struct model_sc_expr, expr_fields);
+
+#define T struct model_sc_topology
+static const struct model_field topo_fields[] = {
+    MODEL_F_LIST("matchLabelExpressions", exprs, n_exprs, &expr_type)};
+#undef T
+static MODEL_TYPE(topo_type, struct model_sc_topology, topo_fields);
+
+#define T struct model_sc_carry
+static const struct model_field carry_fields[] = {
+    MODEL_F_MAP("labels", labels),
+    MODEL_F_MAP("annotations", annotations),
+    MODEL_F_LIST("allowedTopologies", topologies, n_topologies, &topo_type),
+};
+#undef T
+MODEL_TYPE(model_sc_carry_type, struct model_sc_carry, carry_fields);
+
+int model_sc_topologies_copy(struct model_sc_topology **dst, size_t *n_dst,
+                             const struct model_sc_topology *src, size_t n_src)
+{
+	struct model_sc_carry a = {0}, b = {0};
+	a.topologies = (struct model_sc_topology *)src;
+	a.n_topologies = n_src;
+	int r = model_type_copy(&model_sc_carry_type, &b, &a);
+	for (size_t i = 0; i < *n_dst; i++)
+		model_type_clear(&topo_type, &(*dst)[i]);
+	free(*dst);
+	*dst = b.topologies;
+	*n_dst = b.n_topologies;
+	b.topologies = NULL;
+	b.n_topologies = 0;
+	model_type_clear(&model_sc_carry_type, &b);
+	return r;
+}
+
 #define T struct model_sc
 static const struct model_field sc_fields[] = {
     MODEL_F_META(),
@@ -27,6 +70,7 @@ static const struct model_field sc_fields[] = {
     MODEL_F_STRS("mountOptions", mount_options),
     MODEL_F_BOOL("allowVolumeExpansion", allow_volume_expansion),
     MODEL_F_STR("volumeBindingMode", volume_binding_mode),
+    MODEL_F_LIST("allowedTopologies", topologies, n_topologies, &topo_type),
 };
 #undef T
 TOP(model_sc_kind, struct model_sc, "StorageClass", "storage.k8s.io/v1", sc_fields);

@@ -12,6 +12,16 @@
 #include "model/model.h"
 
 /* storage.k8s.io/v1 StorageClass: its fields are top-level (no spec). */
+struct model_sc_expr {
+	void *rest;
+	char *key;
+	struct model_strs values;
+};
+struct model_sc_topology {
+	void *rest;
+	size_t n_exprs;
+	struct model_sc_expr *exprs; /* matchLabelExpressions */
+};
 struct model_sc {
 	void *rest;
 	struct model_meta meta;
@@ -19,8 +29,24 @@ struct model_sc {
 	struct model_map parameters;
 	struct model_strs mount_options;
 	bool has_allow_volume_expansion, allow_volume_expansion;
+	size_t n_topologies;
+	struct model_sc_topology *topologies; /* allowedTopologies */
 };
 extern const struct model_kind model_sc_kind;
+
+/* The carry-over record of crds.md §6.3 (the PSC annotation
+ * pillar-csi.bhyoo.com/storage-class-carry-over): {"labels":{…},"annotations":{…},
+ * "allowedTopologies":[…]}.  Decode/encode with model_type_decode_text/model_type_encode_text. */
+struct model_sc_carry {
+	void *rest;
+	struct model_map labels, annotations;
+	size_t n_topologies;
+	struct model_sc_topology *topologies;
+};
+extern const struct model_type model_sc_carry_type;
+/* Deep copy of a list of topologies into *dst (replacing it).  0 or -ENOMEM. */
+int model_sc_topologies_copy(struct model_sc_topology **dst, size_t *n_dst,
+                             const struct model_sc_topology *src, size_t n_src);
 
 /* v1 PersistentVolume. */
 struct model_pv {

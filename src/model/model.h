@@ -155,6 +155,13 @@ struct model_kind {
 	const struct model_type *type;
 };
 
+/* The common head of every kind: MODEL_META(obj) is the metadata of any kind's struct. */
+struct model_head {
+	void *rest;
+	struct model_meta meta;
+};
+#define MODEL_META(obj) (&((struct model_head *)(obj))->meta)
+
 /* Decodes a JSON object (a cJSON *, passed as const void * so callers need no JSON header)
  * into obj, which must be zeroed or cleared.  On error obj is cleared. */
 int model_decode(const struct model_kind *k, const void *json, void *obj, struct err *e);
@@ -171,6 +178,18 @@ const char *model_unknown_first(const struct model_type *t, const void *obj);
 /* Deep copy (through encode/decode).  0 or -ENOMEM. */
 int model_copy(const struct model_kind *k, void *dst, const void *src);
 
+/* 1 when obj encodes to the same JSON value as text (an earlier model_encode_text of it) —
+ * compared as a whole, or only its member `part` (e.g. "status") when part is not NULL — else
+ * 0 (also when out of memory: the caller then writes). */
+int model_same(const struct model_kind *k, const void *obj, const char *text, const char *part);
+/* Frees a JSON value returned by model_encode (NULL is a no-op). */
+void model_json_free(void *json);
+
+/* The same for a struct type that is not a kind (records kept in annotations). */
+int model_type_decode_text(const struct model_type *t, const char *text, void *obj, struct err *e);
+char *model_type_encode_text(const struct model_type *t, const void *obj);
+int model_type_copy(const struct model_type *t, void *dst, const void *src);
+
 /* Decodes / encodes JSON text (tests, the CLI): 0 or -EBADMSG/-EINVAL/-ENOMEM. */
 int model_decode_text(const struct model_kind *k, const char *text, void *obj, struct err *e);
 /* Compact JSON text (malloc'd) or NULL when out of memory. */
@@ -183,7 +202,9 @@ const struct store_kind *model_store_kind(const struct model_kind *k);
 
 int model_get(store *s, const struct model_kind *k, const char *ns, const char *name, void *out,
               struct err *e);
-/* *items: an array of *n structs (free with model_list_free). */
+/* *items: an array of *n structs (free with model_list_free).  An object that does not decode
+ * (a wrong JSON type) is left out with a warning in the log, so one bad object never hides the
+ * others. */
 int model_list(store *s, const struct model_kind *k, const char *ns, const char *selector,
                void **items, size_t *n, uint64_t *list_rv, struct err *e);
 void model_list_free(const struct model_kind *k, void *items, size_t n);
@@ -192,5 +213,11 @@ int model_create(store *s, const struct model_kind *k, const void *obj, void *ou
 int model_update(store *s, const struct model_kind *k, const void *obj, void *out, struct err *e);
 int model_update_status(store *s, const struct model_kind *k, const void *obj, void *out,
                         struct err *e);
+/* store_watch_next with the object decoded into obj (zeroed or cleared; on 1 the caller clears
+ * it).  An object that does not decode is skipped with a warning (returns 0, as a timeout). */
+int model_watch_next(store_watch *w, int timeout_ms, const struct model_kind *k,
+                     enum store_event_type *type, void *obj, struct err *e);
+/* The model kind of a store kind name ("PillarAgent", "Node", ...), or NULL. */
+const struct model_kind *model_kind_find(const char *kind);
 
 #endif

@@ -300,6 +300,7 @@ struct model_pvst {
 		} export_info;
 		bool has_export_spec;
 		struct model_pvst_export_spec export_spec;
+		bool has_published; /* present, possibly empty (written when it has elements) */
 		size_t n_published;
 		struct model_pvst_published *published; /* publishedNodes */
 		bool has_publication_generation;

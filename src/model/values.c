@@ -4,8 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "model/codec.h"
+#include "model/kube.h"
 #include "model/model.h"
+#include "model/pillar.h"
 
 /* ---- strings, maps, lists ------------------------------------------------------------------ */
 
@@ -315,9 +318,17 @@ int model_list(store *s, const struct model_kind *k, const char *ns, const char 
 	if (r == 0)
 		cJSON_ArrayForEach(it, arr)
 		{
-			if ((r = model_decode(k, it, v + i * k->type->size, e)) < 0)
+			struct err de = {0};
+			int d = model_decode(k, it, v + i * k->type->size, &de);
+			if (d == -ENOMEM) {
+				r = err_set(e, d, "out of memory");
 				break;
-			i++;
+			}
+			if (d < 0)
+				log_warnf("%s \"%s\" left out: %s", k->kind,
+				          store_meta_str(it, "name") ?: "", de.msg);
+			else
+				i++;
 		}
 	cJSON_Delete(arr);
 	if (r < 0) {
@@ -325,7 +336,7 @@ int model_list(store *s, const struct model_kind *k, const char *ns, const char 
 		return r;
 	}
 	*items = v;
-	*n = cnt;
+	*n = i;
 	return 0;
 }
 
@@ -361,4 +372,37 @@ int model_update_status(store *s, const struct model_kind *k, const void *obj, v
                         struct err *e)
 {
 	return write_obj(s, store_update_status, k, obj, out, e);
+}
+
+int model_watch_next(store_watch *w, int timeout_ms, const struct model_kind *k,
+                     enum store_event_type *type, void *obj, struct err *e)
+{
+	cJSON *j = NULL;
+	memset(obj, 0, k->type->size);
+	int r = store_watch_next(w, timeout_ms, type, &j, e);
+	if (r == 1) {
+		struct err de = {0};
+		int d = model_decode(k, j, obj, &de);
+		if (d == -ENOMEM)
+			r = err_set(e, d, "out of memory");
+		else if (d < 0)
+			log_warnf("%s \"%s\" event skipped: %s", k->kind,
+			          store_meta_str(j, "name") ?: "", de.msg),
+			    r = 0;
+	}
+	cJSON_Delete(j);
+	return r;
+}
+
+const struct model_kind *model_kind_find(const char *kind)
+{
+	static const struct model_kind *const all[] = {
+	    &model_pa_kind,   &model_pst_kind,     &model_pstr_kind, &model_psc_kind,
+	    &model_pvst_kind, &model_sc_kind,      &model_pv_kind,   &model_pvc_kind,
+	    &model_node_kind, &model_csinode_kind, &model_va_kind,   &model_lease_kind,
+	    &model_event_kind};
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (!strcmp(all[i]->kind, kind))
+			return all[i];
+	return NULL;
 }

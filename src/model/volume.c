@@ -87,7 +87,7 @@ static const struct model_field status_fields[] = {
     MODEL_F_STR("backendDevicePath", backend_device_path),
     MODEL_F_OBJ_HAS("exportInfo", export_info, &ei_type),
     MODEL_F_OBJ_HAS("exportSpec", export_spec, &es_type),
-    MODEL_F_LIST("publishedNodes", published, n_published, &pub_type),
+    MODEL_F_LIST_HAS("publishedNodes", published, n_published, &pub_type),
     MODEL_F_INT("publicationGeneration", publication_generation),
     MODEL_F_BOOL("deleting", deleting),
     MODEL_F_CONDS("conditions", conditions),

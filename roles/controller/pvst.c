@@ -1,0 +1,124 @@
+/* pvst — typed PillarVolumeState CAS and the agent parameters of a volume. */
+#include "controller/pvst.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int lifecycle_changed(struct grpc_status *gs, const char *name, const char *uid)
+{
+	return gstatus(gs, GRPC_ABORTED,
+	               "volume lifecycle of PillarVolumeState \"%s\" changed (uid %s); retry", name,
+	               uid ? uid : "");
+}
+
+/* One read-modify-write; -ESTALE (STORE_CONFLICT) asks for another try. */
+static int pvst_try(struct ctl *c, const char *name, const char *uid, pvst_fn fn, void *arg,
+                    struct model_pvst *out, struct grpc_status *gs)
+{
+	struct model_pvst v, nv;
+	struct err e = {0};
+	int r = model_get(c->st, &model_pvst_kind, NULL, name, &v, &e);
+	if (r == STORE_NOT_FOUND || (r == 0 && uid && strcmp(v.meta.uid ?: "", uid))) {
+		model_clear(&model_pvst_kind, &v);
+		return lifecycle_changed(gs, name, uid);
+	}
+	if (r < 0)
+		return gstatus(gs, GRPC_UNAVAILABLE, "reading PillarVolumeState \"%s\": %s", name,
+		               e.msg);
+	r = fn(&v, arg, gs);
+	if (r == PVST_SKIP) {
+		if (out)
+			*out = v;
+		else
+			model_clear(&model_pvst_kind, &v);
+		return GRPC_OK;
+	}
+	if (r == 0)
+		r = model_update_status(c->st, &model_pvst_kind, &v, out ? &nv : NULL, &e);
+	model_clear(&model_pvst_kind, &v);
+	if (r == 0 && out)
+		*out = nv;
+	if (r == STORE_CONFLICT || r >= 0)
+		return r;
+	if (r == STORE_NOT_FOUND)
+		return gstatus(gs, GRPC_ABORTED,
+		               "volume lifecycle of PillarVolumeState \"%s\" changed; retry", name);
+	return gstatus(gs, GRPC_UNAVAILABLE, "updating PillarVolumeState \"%s\": %s", name, e.msg);
+}
+
+int pvst_update(struct ctl *c, const char *name, const char *uid, pvst_fn fn, void *arg,
+                struct model_pvst *out, struct grpc_status *gs)
+{
+	if (out)
+		memset(out, 0, sizeof(*out));
+	for (int tries = 0; tries < 8; tries++) {
+		int r = pvst_try(c, name, uid, fn, arg, out, gs);
+		if (r != STORE_CONFLICT)
+			return r;
+	}
+	return gstatus(gs, GRPC_ABORTED, "PillarVolumeState \"%s\" keeps changing; retry", name);
+}
+
+uint64_t pvst_gen(const struct model_pvst *v)
+{
+	int64_t g = v->status.publication_generation;
+	return v->status.has_publication_generation && g > 0 ? (uint64_t)g : 0;
+}
+
+void pvst_gen_set(struct model_pvst *v, uint64_t g)
+{
+	v->status.has_publication_generation = true;
+	v->status.publication_generation = (int64_t)g;
+}
+
+static void zfs_params(struct backend_params_buf *b, const struct model_zfs *z)
+{
+	b->zfs.pool = z->pool ?: "";
+	b->zfs.parent_dataset = z->parent_dataset ?: "";
+	size_t n = z->properties.n;
+	if (n == 0)
+		return;
+	b->props = calloc(n, sizeof(*b->props));
+	b->propp = calloc(n, sizeof(*b->propp));
+	if (!b->props || !b->propp)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		pillar_csi__agent__v1__zfs_volume_params__properties_entry__init(&b->props[i]);
+		b->props[i].key = z->properties.kv[i].key;
+		b->props[i].value = z->properties.kv[i].value;
+		b->propp[i] = &b->props[i];
+	}
+	b->zfs.n_properties = n;
+	b->zfs.properties = b->propp;
+}
+
+PillarCsi__Agent__V1__BackendParams *pvst_backend_params(struct backend_params_buf *b,
+                                                         const struct model_pvst *v)
+{
+	const struct model_backend *bk = &v->spec.resolved.backend;
+	memset(b, 0, sizeof(*b));
+	pillar_csi__agent__v1__file_volume_params__init(&b->file);
+	pillar_csi__agent__v1__backend_params__init(&b->bp);
+	pillar_csi__agent__v1__zfs_volume_params__init(&b->zfs);
+	pillar_csi__agent__v1__lvm_volume_params__init(&b->lvm);
+	if (bk->has_zfs) {
+		zfs_params(b, &bk->zfs);
+		b->bp.params_case = PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__PARAMS_ZFS;
+		b->bp.zfs = &b->zfs;
+	} else if (bk->has_lvm) {
+		b->lvm.volume_group = bk->lvm.volume_group ?: "";
+		b->lvm.provision_mode = bk->lvm.provisioning_mode ?: "";
+		b->lvm.thin_pool = bk->lvm.thin_pool ?: "";
+		b->bp.params_case = PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__PARAMS_LVM;
+		b->bp.lvm = &b->lvm;
+	} else if (bk->has_file) {
+		/* preallocate unset = false: the agent's configuration decides (agent-api.md §14) */
+		b->file.pool = bk->file.pool ?: "";
+		b->file.preallocate = bk->file.has_preallocate && bk->file.preallocate;
+		b->bp.params_case = PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__PARAMS_FILE;
+		b->bp.file = &b->file;
+	} else {
+		return NULL;
+	}
+	return &b->bp;
+}
