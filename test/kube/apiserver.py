@@ -13,6 +13,7 @@ import datetime
 import hashlib
 import json
 import os
+import ssl
 import sys
 import uuid
 from urllib.parse import parse_qs, unquote
@@ -33,6 +34,44 @@ AGG = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-test+pillar", "gitCommit": "test",
            "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.5", "compiler": "gc",
            "platform": "linux/amd64"}
+
+
+PEER_CERTS = {}
+
+
+def track_peer_certificates():
+    """hypercorn gives the app no TLS details: remember each connection's verified client
+    certificate by its peer address (what the ASGI scope's "client" holds)."""
+    import hypercorn.asyncio.tcp_server as tcp
+    run = tcp.TCPServer.run
+
+    async def tracked(self):
+        ssl_object = self.writer.get_extra_info("ssl_object")
+        peer = self.writer.get_extra_info("peername")
+        key = tuple(peer[:2]) if peer else None
+        if ssl_object is not None and key:
+            cert = ssl_object.getpeercert()
+            if cert:
+                PEER_CERTS[key] = cert
+        try:
+            await run(self)
+        finally:
+            PEER_CERTS.pop(key, None)
+    tcp.TCPServer.run = tracked
+
+
+def cert_user(cert):
+    """The user of a client certificate: CN is the name, each O a group."""
+    if not cert:
+        return None
+    name, groups = None, []
+    for rdn in cert.get("subject", ()):
+        for k, v in rdn:
+            if k == "commonName":
+                name = v
+            elif k == "organizationName":
+                groups.append(v)
+    return auth.User(name, "", groups + ["system:authenticated"]) if name else None
 
 
 class Request:
@@ -93,7 +132,9 @@ class App:
         req = Request(scope, body)
         pf = True
         try:
-            user = await self.authn.authenticate(req.header("authorization"), self.sa_uid)
+            user = cert_user(PEER_CERTS.get(tuple(scope.get("client") or ())))
+            if user is None:  # a client certificate wins over a bearer token
+                user = await self.authn.authenticate(req.header("authorization"), self.sa_uid)
             if user is None:
                 pf = False
                 raise errors.ApiError(401, "Unauthorized", "Unauthorized")
@@ -401,9 +442,20 @@ def make_certs(d, host):
            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
                                                        x509.IPAddress(ipaddress.ip_address(host))]), critical=False)
            .sign(ca_key, hashes.SHA256()))
-    for name, data in (("ca.crt", ca.public_bytes(serialization.Encoding.PEM)),
-                       ("server.crt", srv.public_bytes(serialization.Encoding.PEM)),
-                       ("server.key", pem_key(srv_key))):
+    files = [("ca.crt", ca.public_bytes(serialization.Encoding.PEM)),
+             ("server.crt", srv.public_bytes(serialization.Encoding.PEM)), ("server.key", pem_key(srv_key))]
+    # client certificates for tests: an admin (group system:masters) and a user without RBAC
+    for base, cn, orgs in (("admin", "kubernetes-admin", ["system:masters"]), ("user", "jane", ["developers"])):
+        k = key()
+        subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs] +
+                            [x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+        c = (x509.CertificateBuilder().subject_name(subject).issuer_name(ca_name).public_key(k.public_key())
+             .serial_number(x509.random_serial_number()).not_valid_before(t0)
+             .not_valid_after(t0 + datetime.timedelta(days=2))
+             .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+             .sign(ca_key, hashes.SHA256()))
+        files += [(f"{base}.crt", c.public_bytes(serialization.Encoding.PEM)), (f"{base}.key", pem_key(k))]
+    for name, data in files:
         with open(os.path.join(d, name), "wb") as f:
             f.write(data)
 
@@ -420,7 +472,8 @@ def main():
     host, port = a.listen.rsplit(":", 1)
     if host not in ("127.0.0.1", "::1", "localhost"):
         sys.exit("apiserver.py: listens on loopback only")
-    make_certs(a.dir, host)
+    if not os.path.exists(os.path.join(a.dir, "ca.crt")):  # a restart keeps the certificates
+        make_certs(a.dir, host)
     registry = Registry()
     crds = registry.load_crd_files(a.crds)
     eh, ep = a.etcd.rsplit(":", 1)
@@ -437,6 +490,9 @@ def main():
     cfg.accesslog = None
     cfg.keep_alive_timeout = 3600
     cfg.include_server_header = False
+    cfg.ca_certs = os.path.join(a.dir, "ca.crt")
+    cfg.verify_mode = ssl.CERT_OPTIONAL
+    track_peer_certificates()
 
     async def run():
         await bootstrap(app, crds)

@@ -171,9 +171,31 @@ def decode_defaults(res, obj):
         obj.setdefault("spec", {}).setdefault("conversion", {"strategy": "None"})
 
 
+NODE_INFO = ("machineID", "systemUUID", "bootID", "kernelVersion", "osImage", "containerRuntimeVersion",
+             "kubeletVersion", "kubeProxyVersion", "operatingSystem", "architecture")
+
+
 def on_create(res, obj):
-    if res.plural in ("persistentvolumes", "persistentvolumeclaims"):
+    """Server-side defaults of a create, as the transcripts show them (10a, 10j, 10k, 09b, 09d)."""
+    if res.plural == "persistentvolumes":
+        obj["status"] = {"phase": "Pending", "lastPhaseTransitionTime": obj["metadata"]["creationTimestamp"]}
+        obj.setdefault("spec", {}).setdefault("volumeMode", "Filesystem")
+    elif res.plural == "persistentvolumeclaims":
         obj["status"] = {"phase": "Pending"}
+        obj.setdefault("spec", {}).setdefault("volumeMode", "Filesystem")
+        fin = obj["metadata"].setdefault("finalizers", [])
+        if "kubernetes.io/pvc-protection" not in fin:
+            fin.append("kubernetes.io/pvc-protection")
+    elif res.plural == "nodes":
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("taints", [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}])
+        st = obj.setdefault("status", {})
+        st.setdefault("daemonEndpoints", {"kubeletEndpoint": {"Port": 0}})
+        st.setdefault("nodeInfo", {k: "" for k in NODE_INFO})
+    elif res.kind == "Event" and res.group == "":
+        for k, v in (("source", {}), ("firstTimestamp", None), ("lastTimestamp", None), ("eventTime", None),
+                     ("reportingComponent", ""), ("reportingInstance", "")):
+            obj.setdefault(k, v)
     elif res.plural == "volumeattachments":
         obj["status"] = {"attached": False}
     elif res.plural == "storageclasses":
@@ -223,31 +245,55 @@ def _events_v1(obj):
     return errs
 
 
+def _schema_at(root, path):
+    """(schema of the field at a FieldsV1 path, whether it is required in its parent); None if unknown."""
+    s, required = root, False
+    for part in path:
+        if s is None:
+            return None, False
+        s = _resolve(s)
+        if part.startswith(("k:", "v:")):
+            s, required = s.get("items"), False
+            continue
+        props = s.get("properties")
+        if props is None:
+            return None, False
+        required = part[2:] in s.get("required", [])
+        s = props.get(part[2:])
+    return (_resolve(s) if s is not None else None), required
+
+
 def dot_rule(res):
     """For FieldsV1 of a built-in kind: an owned object node gets "." when it is a map or an optional
-    (pointer) struct; value structs carry `default: {}` in the OpenAPI v3 schema and get none."""
+    (pointer) struct; value structs carry `default: {}` in the OpenAPI v3 schema and get none, and
+    required fields are always present."""
     root = root_schema(res)
 
     def dot(path):
         if root is None:
             return len(path) > 1
-        s = root
-        for part in path:
-            if s is None:
-                return True
-            s = _resolve(s)
-            if part.startswith(("k:", "v:")):
-                s = s.get("items")
-                continue
-            name = part[2:]
-            if name in ("labels", "annotations") and path[0] == "f:metadata":
-                return True
-            props = s.get("properties")
-            if props is None:
-                return True
-            required = name in s.get("required", [])
-            s = props.get(name)
+        if path[0] == "f:metadata" and path[-1] in ("f:labels", "f:annotations"):
+            return True
+        parent, _ = _schema_at(root, path[:-1])
+        raw = ((parent or {}).get("properties") or {}).get(path[-1][2:])
+        s, required = _schema_at(root, path)
         if s is None:
             return True
-        return "default" not in s and not required
+        return "default" not in (raw or {}) and not required
     return dot
+
+
+def atomic_rule(res):
+    """Whether the object at a FieldsV1 path is an atomic struct (x-kubernetes-map-type: atomic)."""
+    root = root_schema(res)
+
+    def atomic(path):
+        if root is None or path[-1].startswith(("k:", "v:")):
+            return False
+        parent, _ = _schema_at(root, path[:-1])
+        raw = ((parent or {}).get("properties") or {}).get(path[-1][2:]) or {}
+        if "x-kubernetes-map-type" in raw:  # a field may override its type's map type (PV claimRef)
+            return raw["x-kubernetes-map-type"] == "atomic"
+        s, _ = _schema_at(root, path)
+        return bool(s) and s.get("x-kubernetes-map-type") == "atomic"
+    return atomic

@@ -102,9 +102,15 @@ class Cluster:
         self.ca = os.path.join(self.dir, "ca.crt")
         self.kubeconfig = os.path.join(self.dir, "kubeconfig")
         self.write_kubeconfig(self.kubeconfig, self.admin_token)
+        self.cert_kubeconfig = os.path.join(self.dir, "kubeconfig-cert")
+        self.write_kubeconfig(self.cert_kubeconfig, None, os.path.join(self.dir, "admin.crt"),
+                              os.path.join(self.dir, "admin.key"))
+        self.user_cert, self.user_key = os.path.join(self.dir, "user.crt"), os.path.join(self.dir, "user.key")
         return self
 
-    def write_kubeconfig(self, path, token):
+    def write_kubeconfig(self, path, token, cert=None, key=None):
+        """A kubeconfig for the server with a bearer token, or a client certificate and key."""
+        user = f'{{token: "{token}"}}' if token else f'{{client-certificate: "{cert}", client-key: "{key}"}}'
         with open(path, "w") as f:
             f.write(f"""apiVersion: v1
 kind: Config
@@ -113,7 +119,7 @@ clusters:
   cluster: {{server: "{self.url}", certificate-authority: "{self.ca}"}}
 users:
 - name: test
-  user: {{token: "{token}"}}
+  user: {user}
 contexts:
 - name: test
   context: {{cluster: test, user: test}}

@@ -13,14 +13,16 @@ SET_LISTS = ("finalizers",)
 ATOMIC_ITEMS = ("ownerReferences",)  # OwnerReference is an atomic struct
 
 
-def _walk(v, path, out, name=None):
-    if isinstance(v, dict):
+def _walk(v, path, out, name=None, atomic=None):
+    if isinstance(v, dict) and atomic is not None and path and atomic(path):
+        out[path] = json.dumps(v, sort_keys=True)
+    elif isinstance(v, dict):
         if not v and path and path[-1] in ("f:spec", "f:status"):
             return
         if path:
             out[path] = None
         for k, sub in v.items():
-            _walk(sub, path + (f"f:{k}",), out, k)
+            _walk(sub, path + (f"f:{k}",), out, k, atomic)
     elif isinstance(v, list) and name in SET_LISTS:
         out[path] = None
         for item in v:
@@ -33,12 +35,12 @@ def _walk(v, path, out, name=None):
             if name in ATOMIC_ITEMS:
                 out[path + (k,)] = json.dumps(item, sort_keys=True)
             else:
-                _walk(item, path + (k,), out)
+                _walk(item, path + (k,), out, None, atomic)
     else:
         out[path] = json.dumps(v, sort_keys=True)
 
 
-def leaves(obj):
+def leaves(obj, atomic=None):
     """{path: value-or-None} over the fields a manager can own."""
     out = {}
     for k, v in obj.items():
@@ -47,9 +49,9 @@ def leaves(obj):
         if k == "metadata":
             for mk in META_OWNED:
                 if mk in v:
-                    _walk(v[mk], ("f:metadata", f"f:{mk}"), out, mk)
+                    _walk(v[mk], ("f:metadata", f"f:{mk}"), out, mk, atomic)
             continue
-        _walk(v, (f"f:{k}",), out, k)
+        _walk(v, (f"f:{k}",), out, k, atomic)
     return out
 
 
@@ -91,9 +93,9 @@ def from_fields_v1(fv, prefix=()):
 
 
 def update(old, new, managed, manager, subresource, api_version, now, operation="Update", dot=None,
-           applied=None):
-    before = leaves(old) if old else {}
-    after = leaves(new)
+           applied=None, atomic=None):
+    before = leaves(old, atomic) if old else {}
+    after = leaves(new, atomic)
     changed = {p for p, v in after.items() if p not in before or (v is not None and before[p] != v)}
     removed = set(before) - set(after)
     entries = []
@@ -108,7 +110,7 @@ def update(old, new, managed, manager, subresource, api_version, now, operation=
         if paths:
             entries.append(dict(e, fieldsV1=to_fields_v1(paths, dot)))
     if operation == "Apply":
-        paths = {p for p, v in leaves(applied if applied is not None else new).items() if v is not None}
+        paths = {p for p, v in leaves(applied if applied is not None else new, atomic).items() if v is not None}
         dot = (lambda p: False)
     else:
         paths = ((mine[1] if mine else set()) | changed) - removed

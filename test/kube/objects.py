@@ -112,12 +112,16 @@ def prepare_create(res, obj, ns, opts):
     if res.has_status:
         sent.pop("status", None)
     md["managedFields"] = fields.update(None, sent, [], opts["manager"], "", res.api_version, md["creationTimestamp"],
-                                        opts.get("operation", "Update"), _dot(res), opts.get("applied"))
+                                        opts.get("operation", "Update"), _dot(res), opts.get("applied"), _atomic(res))
     return obj, warnings
 
 
 def _dot(res):
     return None if res.crd is not None else builtin.dot_rule(res)
+
+
+def _atomic(res):
+    return None if res.crd is not None else builtin.atomic_rule(res)
 
 
 def prepare_update(res, old, obj, sub, opts):
@@ -177,7 +181,7 @@ def prepare_update(res, old, obj, sub, opts):
     sent_fields["metadata"] = md
     new["metadata"]["managedFields"] = fields.update(
         old, sent_fields, old_md.get("managedFields", []), opts["manager"], sub, res.api_version, now(),
-        opts.get("operation", "Update"), _dot(res), opts.get("applied"))
+        opts.get("operation", "Update"), _dot(res), opts.get("applied"), _atomic(res))
     if _without_times(new) == _without_times(old):
         new["metadata"]["managedFields"] = old_md.get("managedFields", [])
     return new, warnings

@@ -13,6 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from client import Client  # noqa: E402
 from cluster import Cluster  # noqa: E402
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 PA = "/apis/pillar-csi.bhyoo.com/v1alpha1/pillaragents"
 PVST = "/apis/pillar-csi.bhyoo.com/v1alpha1/pillarvolumestates"
 C = None
@@ -20,7 +21,7 @@ C = None
 
 def setUpModule():
     global C, K
-    C = Cluster().__enter__()
+    C = Cluster(rbac=[os.path.join(HERE, "testdata", "rbac-reader.yaml")]).__enter__()
     K = Client(C.port, C.ca, C.admin_token)
 
 
@@ -40,8 +41,8 @@ def compact(rev):
     urllib.request.urlopen(req, timeout=10).read()
 
 
-def kubectl(*args, stdin=None):
-    p = subprocess.run(["kubectl", f"--kubeconfig={C.kubeconfig}", *args], input=stdin, capture_output=True,
+def kubectl(*args, stdin=None, kubeconfig=None):
+    p = subprocess.run(["kubectl", f"--kubeconfig={kubeconfig or C.kubeconfig}", *args], input=stdin, capture_output=True,
                        text=True, timeout=60)
     return p.returncode, p.stdout, p.stderr
 
@@ -251,6 +252,88 @@ class Kubectl(unittest.TestCase):
         self.assertIn("pillarvolumestate.pillar-csi.bhyoo.com/pvc-1", out)
         rc, out, err = kubectl("get", "volumeattachment")
         self.assertEqual(rc, 0, err)
+
+
+class Rbac(unittest.TestCase):
+    """RBAC from the YAML given at start (testdata/rbac-reader.yaml) and from API objects."""
+
+    @classmethod
+    def setUpClass(cls):
+        K.request("POST", "/api/v1/namespaces/default/serviceaccounts",
+                  {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "reader"}})
+        st, _, _, tr = K.request("POST", "/api/v1/namespaces/default/serviceaccounts/reader/token",
+                                 {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                                  "spec": {"expirationSeconds": 3600}})
+        cls.token = tr["status"]["token"]
+        K.request("POST", PA, agent("rbac-1"))
+
+    def test_rules_from_yaml(self):
+        self.assertEqual(K.request("GET", f"{PA}/rbac-1", token=self.token)[0], 200)
+        self.assertEqual(K.request("GET", PA, token=self.token)[0], 200)
+        st, h, _, e = K.request("GET", PVST, token=self.token)
+        self.assertEqual(st, 403)
+        self.assertEqual(e["message"], 'pillarvolumestates.pillar-csi.bhyoo.com is forbidden: User '
+                         '"system:serviceaccount:default:reader" cannot list resource "pillarvolumestates" in '
+                         'API group "pillar-csi.bhyoo.com" at the cluster scope')
+        self.assertEqual(h.get("x-content-type-options"), "nosniff")
+        st, _, _, e = K.request("PATCH", f"{PA}/rbac-1/status", {"status": {}}, {"Content-Type": "application/merge-patch+json"},
+                                token=self.token)
+        self.assertEqual(st, 403)
+        self.assertIn('cannot patch resource "pillaragents/status"', e["message"])
+
+    def test_rules_from_api_objects(self):
+        self.assertEqual(K.request("DELETE", f"{PA}/rbac-1", token=self.token)[0], 403)
+        K.request("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+                  {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "lease-writer"},
+                   "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "get"]}]})
+        K.request("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+                  {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "lease-writer"},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "lease-writer"},
+                   "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": "default"}]})
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l1"},
+                 "spec": {"holderIdentity": "a"}}
+        self.assertEqual(K.request("POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases", lease,
+                                   token=self.token)[0], 201)
+        st, _, _, e = K.request("POST", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases", lease,
+                                token=self.token)
+        self.assertEqual(st, 403)
+        self.assertIn('in the namespace "kube-system"', e["message"])
+
+    def test_token_of_recreated_serviceaccount_is_refused(self):
+        K.request("POST", "/api/v1/namespaces/default/serviceaccounts",
+                  {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "gone"}})
+        _, _, _, tr = K.request("POST", "/api/v1/namespaces/default/serviceaccounts/gone/token",
+                                {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}})
+        tok = tr["status"]["token"]
+        self.assertEqual(K.request("GET", "/apis/authentication.k8s.io/v1", token=tok)[0], 200)
+        K.request("DELETE", "/api/v1/namespaces/default/serviceaccounts/gone")
+        K.request("POST", "/api/v1/namespaces/default/serviceaccounts",
+                  {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "gone"}})
+        self.assertEqual(K.request("GET", "/apis/authentication.k8s.io/v1", token=tok)[0], 401)
+
+
+class Restart(unittest.TestCase):
+    def test_state_and_watch_survive_an_apiserver_restart(self):
+        _, _, _, o = K.request("POST", PA, agent("restart-1"))
+        rv = o["metadata"]["resourceVersion"]
+        C.stop("apiserver")
+        self.assertRaises(OSError, lambda: K.request("GET", PA))
+        C.start_apiserver()
+        st, _, _, got = K.request("GET", f"{PA}/restart-1")
+        self.assertEqual((st, got["metadata"]["uid"]), (200, o["metadata"]["uid"]))
+        K.request("DELETE", f"{PA}/restart-1")
+        st, ev = K.watch(f"{PA}?watch=1&resourceVersion={rv}&timeoutSeconds=3", lambda e: len(e) >= 1)
+        self.assertEqual([e["type"] for e in ev], ["DELETED"])
+
+
+class ClientCertificate(unittest.TestCase):
+    def test_admin_certificate_and_unbound_user(self):
+        K.request("POST", PA, agent("cert-1"))
+        rc, out, err = kubectl("get", "pa", "cert-1", "-o", "name", kubeconfig=C.cert_kubeconfig)
+        self.assertEqual((rc, out.strip()), (0, "pillaragent.pillar-csi.bhyoo.com/cert-1"), err)
+        p = subprocess.run(["curl", "-sS", "--cacert", C.ca, "--cert", C.user_cert, "--key", C.user_key,
+                            f"{C.url}/apis/pillar-csi.bhyoo.com/v1alpha1/pillaragents"], capture_output=True, text=True)
+        self.assertIn('User \\"jane\\" cannot list resource', p.stdout)
 
 
 if __name__ == "__main__":
