@@ -15,6 +15,7 @@
 #include "agent/identity.h"
 #include "base/exec.h"
 #include "base/file.h"
+#include "rules/volid.h"
 
 #define PB(x) PillarCsi__Agent__V1__##x
 
@@ -58,6 +59,7 @@ int agent_service_new(const struct agent_config *cfg, const struct agent_service
 		return err_set(e, -ENOMEM, "agent: out of memory");
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->cv, NULL);
+	keylock_init(&a->locks);
 	pthread_mutex_init(&a->nv_mu, NULL);
 	pthread_mutex_init(&a->reconcile_mu, NULL);
 	pthread_mutex_init(&a->health_mu, NULL);
@@ -112,9 +114,7 @@ void agent_service_free(agent_service *a)
 		backend_free(a->backends[i]);
 	free(a->backends);
 	nvmet_free(a->nv);
-	for (size_t i = 0; i < a->n_locked; i++)
-		free(a->locked[i]);
-	free(a->locked);
+	keylock_fini(&a->locks);
 	free(a->state_dir);
 	free(a->version);
 	free(a->host_root);
@@ -180,76 +180,15 @@ int svc_gate(agent_service *a, const char *rpc, struct agent_status *st)
 	    rpc);
 }
 
-static bool is_locked(agent_service *a, const char *id)
-{
-	for (size_t i = 0; i < a->n_locked; i++)
-		if (strcmp(a->locked[i], id) == 0)
-			return true;
-	return false;
-}
-
-void svc_lock_volume(agent_service *a, const char *id)
-{
-	char *copy = svc_strdup(id);
-	pthread_mutex_lock(&a->mu);
-	while (is_locked(a, id))
-		pthread_cond_wait(&a->cv, &a->mu);
-	if (a->n_locked == a->cap_locked) {
-		size_t nc = a->cap_locked ? a->cap_locked * 2 : 16;
-		char **nv = realloc(a->locked, nc * sizeof(*nv));
-		if (!nv)
-			abort();
-		a->locked = nv;
-		a->cap_locked = nc;
-	}
-	a->locked[a->n_locked++] = copy;
-	pthread_mutex_unlock(&a->mu);
-}
-
-void svc_unlock_volume(agent_service *a, const char *id)
-{
-	pthread_mutex_lock(&a->mu);
-	for (size_t i = 0; i < a->n_locked; i++)
-		if (strcmp(a->locked[i], id) == 0) {
-			free(a->locked[i]);
-			a->locked[i] = a->locked[--a->n_locked];
-			break;
-		}
-	pthread_cond_broadcast(&a->cv);
-	pthread_mutex_unlock(&a->mu);
-}
-
 /* ---- validation and routing ----------------------------------------------------------------- */
-
-static bool name_ok(const char *n)
-{
-	size_t len = strlen(n);
-	if (len < 1 || len > 128)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char c = n[i];
-		bool alnum =
-		    (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-		if (!alnum && (i == 0 || (c != '_' && c != '-')))
-			return false;
-	}
-	return true;
-}
 
 int svc_parse_volume_id(const char *id, struct volref *v, struct agent_status *st)
 {
-	const char *slash = id ? strchr(id, '/') : NULL;
-	if (!slash || slash == id || strchr(slash + 1, '/') || strlen(id) >= sizeof(v->id) ||
-	    !name_ok(slash + 1) || strcmp(slash + 1, ".") == 0)
+	if (!id || strlen(id) >= sizeof(v->id) ||
+	    rules_agent_volid_parse(id, v->pool, sizeof(v->pool), v->name, sizeof(v->name)) < 0)
 		return agent_status_set(st, GRPC_INVALID_ARGUMENT, "invalid volume id \"%s\"",
 		                        id ? id : "");
-	for (const char *p = id; p < slash; p++)
-		if ((unsigned char)*p <= ' ' || *p == 0x7f)
-			return agent_status_set(st, GRPC_INVALID_ARGUMENT,
-			                        "invalid volume id \"%s\"", id);
 	snprintf(v->id, sizeof(v->id), "%s", id);
-	snprintf(v->pool, sizeof(v->pool), "%.*s", (int)(slash - id), id);
-	snprintf(v->name, sizeof(v->name), "%s", slash + 1);
 	return GRPC_OK;
 }
 

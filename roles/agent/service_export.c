@@ -33,6 +33,7 @@ struct item {
 	bool prepared;
 	bool failed;
 	bool locked;
+	struct keylock_hold hold; /* while locked */
 	int code;
 	char msg[ERR_MSG_MAX];
 };
@@ -206,7 +207,8 @@ int agent_export_volume(agent_service *a, const PB(ExportVolumeRequest) * req,
 	if ((code = setup_item(&it, req->device_path, req->acl_enabled, st)) != GRPC_OK)
 		goto out;
 	it.fence = req->fence;
-	svc_lock_volume(a, it.v.id);
+	struct keylock_hold hold;
+	keylock_wait(&a->locks, &hold, it.v.id);
 	if ((code = svc_fence(a, it.v.id, it.fence, FENCE_GRANT, st)) == GRPC_OK &&
 	    (code = prepare_item(a, &it, svc_now_ms() + a->device_wait_ms, st)) == GRPC_OK &&
 	    (code = wait_addr(a, it.spec.bind_address, st)) == GRPC_OK &&
@@ -214,7 +216,7 @@ int agent_export_volume(agent_service *a, const PB(ExportVolumeRequest) * req,
 		resp->export_info = export_info(&it);
 		code = svc_ok(st);
 	}
-	svc_unlock_volume(a, it.v.id);
+	keylock_release(&a->locks, &hold);
 out:
 	svc_leave(a);
 	return code;
@@ -243,7 +245,8 @@ int agent_unexport_volume(agent_service *a, const PB(UnexportVolumeRequest) * re
 		code = agent_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
 		goto out;
 	}
-	svc_lock_volume(a, v.id);
+	struct keylock_hold hold;
+	keylock_wait(&a->locks, &hold, v.id);
 	if ((code = svc_fence(a, v.id, req->fence, FENCE_REVOKE, st)) == GRPC_OK) {
 		pthread_mutex_lock(&a->nv_mu);
 		int r = nvmet_export_remove(a->nv, nqn, &e);
@@ -252,7 +255,7 @@ int agent_unexport_volume(agent_service *a, const PB(UnexportVolumeRequest) * re
 			r = agent_identity_forget(a->state_dir, v.id, &e);
 		code = r < 0 ? agent_status_from_err(st, &e) : svc_ok(st);
 	}
-	svc_unlock_volume(a, v.id);
+	keylock_release(&a->locks, &hold);
 out:
 	svc_leave(a);
 	return code;
@@ -281,7 +284,8 @@ static int initiator_common(agent_service *a, const char *rpc, const char *volum
 		code = agent_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
 		goto out;
 	}
-	svc_lock_volume(a, v.id);
+	struct keylock_hold hold;
+	keylock_wait(&a->locks, &hold, v.id);
 	code = svc_fence(a, v.id, fence, allow ? FENCE_GRANT : FENCE_REVOKE, st);
 	if (code == GRPC_OK) {
 		pthread_mutex_lock(&a->nv_mu);
@@ -294,7 +298,7 @@ static int initiator_common(agent_service *a, const char *rpc, const char *volum
 		else
 			code = r < 0 ? agent_status_from_err(st, &e) : svc_ok(st);
 	}
-	svc_unlock_volume(a, v.id);
+	keylock_release(&a->locks, &hold);
 out:
 	svc_leave(a);
 	return code;
@@ -382,7 +386,7 @@ static void run_batch(agent_service *a, struct item *items, size_t n)
 	/* Volume locks in sorted order (IDs are unique within a request). */
 	qsort(ord, k, sizeof(*ord), by_id);
 	for (size_t i = 0; i < k; i++) {
-		svc_lock_volume(a, ord[i]->v.id);
+		keylock_wait(&a->locks, &ord[i]->hold, ord[i]->v.id);
 		ord[i]->locked = true;
 	}
 	/* Every item is fence-checked (its mark written) before anything changes for it. */
@@ -421,7 +425,7 @@ static void run_batch(agent_service *a, struct item *items, size_t n)
 			fail_item(ord[i], &st);
 	for (size_t i = 0; i < k; i++)
 		if (ord[i]->locked)
-			svc_unlock_volume(a, ord[i]->v.id);
+			keylock_release(&a->locks, &ord[i]->hold);
 	free(ord);
 }
 

@@ -8,6 +8,7 @@
 #include "agent/fence.h"
 #include "agent/service.h"
 #include "backend/backend.h"
+#include "base/keylock.h"
 #include "nvmet/nvmet.h"
 
 #define AGENT_VOLID_MAX 260
@@ -21,12 +22,11 @@ struct agent_service {
 	size_t n_backends;
 	nvmet *nv;
 
-	pthread_mutex_t mu; /* gate, drain, inflight, volume lock table */
+	pthread_mutex_t mu; /* gate, drain, inflight */
 	pthread_cond_t cv;
 	bool gate_open, draining;
 	int inflight;
-	char **locked; /* volume IDs currently held */
-	size_t n_locked, cap_locked;
+	struct keylock locks; /* per volume ID; waits (the controller retries the same volume) */
 
 	pthread_mutex_t nv_mu;        /* configfs */
 	pthread_mutex_t reconcile_mu; /* one ReconcileState at a time */
@@ -57,8 +57,6 @@ int svc_enter(agent_service *a, struct agent_status *st);
 void svc_leave(agent_service *a);
 /* UNAVAILABLE `export restore pending: <rpc>: …` while the gate is closed. */
 int svc_gate(agent_service *a, const char *rpc, struct agent_status *st);
-void svc_lock_volume(agent_service *a, const char *id);
-void svc_unlock_volume(agent_service *a, const char *id);
 
 /* INVALID_ARGUMENT `invalid volume id "<id>"`. */
 int svc_parse_volume_id(const char *id, struct volref *v, struct agent_status *st);

@@ -304,9 +304,10 @@ int agent_create_volume(agent_service *a, const PB(CreateVolumeRequest) * req,
 			                        "capacity_bytes must be positive, got %" PRId64,
 			                        (int64_t)req->capacity_bytes);
 		} else {
-			svc_lock_volume(a, v.id);
+			struct keylock_hold hold;
+			keylock_wait(&a->locks, &hold, v.id);
 			code = do_create(a, b, &v, req, resp, st);
-			svc_unlock_volume(a, v.id);
+			keylock_release(&a->locks, &hold);
 		}
 	}
 	svc_leave(a);
@@ -375,9 +376,10 @@ int agent_delete_volume(agent_service *a, const PB(DeleteVolumeRequest) * req,
 		return st->code;
 	if ((code = svc_parse_volume_id(req->volume_id, &v, st)) == GRPC_OK &&
 	    (code = svc_route(a, &v, (int)req->backend_type, &b, st)) == GRPC_OK) {
-		svc_lock_volume(a, v.id);
+		struct keylock_hold hold;
+		keylock_wait(&a->locks, &hold, v.id);
 		code = do_delete(a, b, &v, req, st);
-		svc_unlock_volume(a, v.id);
+		keylock_release(&a->locks, &hold);
 	}
 	svc_leave(a);
 	return code;
@@ -441,9 +443,10 @@ int agent_expand_volume(agent_service *a, const PB(ExpandVolumeRequest) * req,
 			                        "requested_bytes must be positive, got %" PRId64,
 			                        (int64_t)req->requested_bytes);
 		} else {
-			svc_lock_volume(a, v.id);
+			struct keylock_hold hold;
+			keylock_wait(&a->locks, &hold, v.id);
 			code = do_expand(a, b, &v, req, resp, st);
-			svc_unlock_volume(a, v.id);
+			keylock_release(&a->locks, &hold);
 		}
 	}
 	svc_leave(a);

@@ -505,7 +505,8 @@ int csi_create_volume(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 		               "capacity %lld bytes exceeds limit_bytes %lld", (long long)size,
 		               (long long)L);
 	rules_pvst_name(req->name, pname, sizeof(pname));
-	ctl_lock_volume(c, pname);
+	struct keylock_hold hold;
+	keylock_wait(&c->locks, &hold, pname);
 	for (int attempt = 0; attempt < 4; attempt++) {
 		cJSON *obj = NULL;
 		struct err e = {0};
@@ -545,7 +546,7 @@ int csi_create_volume(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 	}
 	if (r == GRPC_OK && !*resp)
 		r = gstatus(gs, GRPC_ABORTED, "volume \"%s\" keeps changing; retry", req->name);
-	ctl_unlock_volume(c, pname);
+	keylock_release(&c->locks, &hold);
 	return r;
 }
 
@@ -567,10 +568,11 @@ int csi_delete_volume(struct ctl *c, const Csi__V1__DeleteVolumeRequest *req,
 	if (rules_volid_parse(req->volume_id, &v) < 0)
 		goto ok;
 	rules_pvst_name(v.name, pname, sizeof(pname));
-	ctl_lock_volume(c, pname);
+	struct keylock_hold hold;
+	keylock_wait(&c->locks, &hold, pname);
 	r = pvst_get_by_id(c, req->volume_id, &obj, gs);
 	if (r == GRPC_NOT_FOUND) {
-		ctl_unlock_volume(c, pname);
+		keylock_release(&c->locks, &hold);
 		goto ok;
 	}
 	if (r)
@@ -649,7 +651,7 @@ int csi_delete_volume(struct ctl *c, const Csi__V1__DeleteVolumeRequest *req,
 	                  e.msg);
 out:
 	cJSON_Delete(obj);
-	ctl_unlock_volume(c, pname);
+	keylock_release(&c->locks, &hold);
 	if (r)
 		return r;
 ok:
@@ -689,7 +691,8 @@ int csi_controller_expand(struct ctl *c, const Csi__V1__ControllerExpandVolumeRe
 	if (rules_volid_parse(req->volume_id, &v) < 0)
 		return gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", req->volume_id);
 	rules_pvst_name(v.name, pname, sizeof(pname));
-	ctl_lock_volume(c, pname);
+	struct keylock_hold hold;
+	keylock_wait(&c->locks, &hold, pname);
 	r = pvst_get_by_id(c, req->volume_id, &obj, gs);
 	if (r == GRPC_NOT_FOUND)
 		r = gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", req->volume_id);
@@ -731,6 +734,6 @@ int csi_controller_expand(struct ctl *c, const Csi__V1__ControllerExpandVolumeRe
 	protobuf_c_message_free_unpacked(&er->base, NULL);
 out:
 	cJSON_Delete(obj);
-	ctl_unlock_volume(c, pname);
+	keylock_release(&c->locks, &hold);
 	return r;
 }

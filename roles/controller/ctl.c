@@ -11,68 +11,19 @@
 #include "base/json.h"
 #include "controller/resolve.h"
 
-struct ctl_vlock {
-	struct ctl_vlock *next;
-	char name[256];
-};
-
 void ctl_init(struct ctl *c, store *st, agentclient *ac)
 {
 	memset(c, 0, sizeof(*c));
 	c->st = st;
 	c->ac = ac;
 	c->agent_default_port = 9500;
-	pthread_mutex_init(&c->mu, NULL);
-	pthread_cond_init(&c->cv, NULL);
+	keylock_init(&c->locks);
 }
 
 void ctl_fini(struct ctl *c)
 {
-	if (!c)
-		return;
-	while (c->locks) {
-		struct ctl_vlock *n = c->locks->next;
-		free(c->locks);
-		c->locks = n;
-	}
-	pthread_cond_destroy(&c->cv);
-	pthread_mutex_destroy(&c->mu);
-}
-
-static struct ctl_vlock *held(struct ctl *c, const char *name)
-{
-	for (struct ctl_vlock *l = c->locks; l; l = l->next)
-		if (!strcmp(l->name, name))
-			return l;
-	return NULL;
-}
-
-void ctl_lock_volume(struct ctl *c, const char *name)
-{
-	pthread_mutex_lock(&c->mu);
-	while (held(c, name))
-		pthread_cond_wait(&c->cv, &c->mu);
-	struct ctl_vlock *l = calloc(1, sizeof(*l));
-	if (l) {
-		snprintf(l->name, sizeof(l->name), "%s", name);
-		l->next = c->locks;
-		c->locks = l;
-	}
-	pthread_mutex_unlock(&c->mu);
-}
-
-void ctl_unlock_volume(struct ctl *c, const char *name)
-{
-	pthread_mutex_lock(&c->mu);
-	for (struct ctl_vlock **p = &c->locks; *p; p = &(*p)->next)
-		if (!strcmp((*p)->name, name)) {
-			struct ctl_vlock *l = *p;
-			*p = l->next;
-			free(l);
-			break;
-		}
-	pthread_cond_broadcast(&c->cv);
-	pthread_mutex_unlock(&c->mu);
+	if (c)
+		keylock_fini(&c->locks);
 }
 
 int gstatus(struct grpc_status *gs, int code, const char *fmt, ...)

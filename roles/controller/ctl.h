@@ -1,8 +1,8 @@
 /* ctl — the controller core shared by the CSI handlers and the reconcilers.
  *
  * A struct ctl holds the object store, the agent client and the in-process per-volume locks
- * (csi.md §4: a second call for the same volume waits for the first).  Helpers here implement
- * the pieces every handler needs: volume IDs and names (csi.md §2), PillarVolumeState lookup
+ * (csi.md §4: a second call for the same volume waits for the first: keylock_wait on locks,
+ * keyed by PillarVolumeState name).  Helpers here implement the pieces every handler needs: volume IDs and names (csi.md §2), PillarVolumeState lookup
  * and the conditional status update pinned to a UID (crds.md §7.5), conditions (crds.md §1) and
  * the agent of a volume.  Handler-style functions return a gRPC code (0 = OK) and fill a
  * struct grpc_status; plain library functions return 0 or a negative errno.
@@ -15,21 +15,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/keylock.h"
 #include "controller/agentclient.h"
 #include "grpc/status.h"
 #include "rules/keys.h"
 #include "rules/volid.h"
 #include "store/store.h"
 
-struct ctl_vlock;
-
 struct ctl {
 	store *st;
 	agentclient *ac;
 	int agent_default_port;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct ctl_vlock *locks;
+	struct keylock locks; /* per PillarVolumeState name: a second call waits (csi.md §4) */
 	/* Called (when set) with an agent name when an agent RPC failed with the
 	 * `export restore pending` prefix, so the agent's restore runs at once. */
 	void (*restore_kick)(void *arg, const char *agent);
@@ -38,8 +35,6 @@ struct ctl {
 
 void ctl_init(struct ctl *c, store *st, agentclient *ac);
 void ctl_fini(struct ctl *c);
-void ctl_lock_volume(struct ctl *c, const char *name);
-void ctl_unlock_volume(struct ctl *c, const char *name);
 
 /* Volume IDs, volume names and PillarVolumeState names (csi.md §2) are rules/volid.h. */
 

@@ -182,7 +182,8 @@ int csi_controller_publish(struct ctl *c, const Csi__V1__ControllerPublishVolume
 	if (rules_volid_parse(req->volume_id, &v) < 0)
 		return gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", req->volume_id);
 	rules_pvst_name(v.name, pname, sizeof(pname));
-	ctl_lock_volume(c, pname);
+	struct keylock_hold hold;
+	keylock_wait(&c->locks, &hold, pname);
 	r = pvst_get_by_id(c, req->volume_id, &obj, gs);
 	if (r == GRPC_NOT_FOUND)
 		r = gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", req->volume_id);
@@ -258,7 +259,7 @@ int csi_controller_publish(struct ctl *c, const Csi__V1__ControllerPublishVolume
 out:
 	cJSON_Delete(csinode);
 	cJSON_Delete(obj);
-	ctl_unlock_volume(c, pname);
+	keylock_release(&c->locks, &hold);
 	return r;
 }
 
@@ -330,7 +331,8 @@ int csi_controller_unpublish(struct ctl *c, const Csi__V1__ControllerUnpublishVo
 	if (rules_volid_parse(req->volume_id, &v) < 0)
 		goto done;
 	rules_pvst_name(v.name, pname, sizeof(pname));
-	ctl_lock_volume(c, pname);
+	struct keylock_hold hold;
+	keylock_wait(&c->locks, &hold, pname);
 	r = pvst_get_by_id(c, req->volume_id, &obj, gs);
 	if (r == GRPC_NOT_FOUND) {
 		r = GRPC_OK;
@@ -392,7 +394,7 @@ int csi_controller_unpublish(struct ctl *c, const Csi__V1__ControllerUnpublishVo
 out:
 	cJSON_Delete(fenced);
 	cJSON_Delete(obj);
-	ctl_unlock_volume(c, pname);
+	keylock_release(&c->locks, &hold);
 	if (r)
 		return r;
 done:

@@ -269,13 +269,16 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
 	if (r != GRPC_OK)
 		return r;
 	struct rvol *v = calloc(names.n ? names.n : 1, sizeof(*v));
-	if (!v) {
+	struct keylock_hold *holds = calloc(names.n ? names.n : 1, sizeof(*holds));
+	if (!v || !holds) {
+		free(v);
+		free(holds);
 		model_strs_clear(&names);
 		return gstatus(gs, GRPC_INTERNAL, "out of memory");
 	}
 	/* the names are sorted: take the per-volume locks in name order */
 	for (size_t i = 0; i < names.n; i++)
-		ctl_lock_volume(c, names.v[i]);
+		keylock_wait(&c->locks, &holds[i], names.v[i]);
 	collect(c, agent, only, &names, v, &n);
 	r = reconcile_built(c, agent, addr, complete, noaddr, v, n, gs);
 	for (size_t i = 0; i < n; i++) {
@@ -283,8 +286,9 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
 		free(v[i].inits);
 		model_clear(&model_pvst_kind, &v[i].v);
 	}
-	for (size_t i = 0; i < names.n; i++)
-		ctl_unlock_volume(c, names.v[i]);
+	for (size_t i = names.n; i > 0; i--)
+		keylock_release(&c->locks, &holds[i - 1]);
+	free(holds);
 	model_strs_clear(&names);
 	free(v);
 	return r;

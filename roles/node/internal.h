@@ -2,8 +2,9 @@
 #ifndef PILLAR_ROLES_NODE_INTERNAL_H
 #define PILLAR_ROLES_NODE_INTERNAL_H
 
-#include <pthread.h>
 #include <stdbool.h>
+
+#include "base/keylock.h"
 
 #include "node/record.h"
 #include "node/service.h"
@@ -16,14 +17,14 @@ struct node {
 	bool shared_identity;
 	node_publish_identity_fn publish_identity;
 	void *publish_ctx;
-	pthread_mutex_t mu;
-	char **busy; /* volume IDs with an operation in flight */
-	size_t n_busy;
+	struct keylock locks; /* volume IDs with an operation in flight */
 };
 
-/* Per-volume operation lock (csi.md §7.1 step 2): NODE_OK, or NODE_ABORTED with the message. */
-int node_lock_volume(struct node *n, const char *id, struct node_status *st);
-void node_unlock_volume(struct node *n, const char *id);
+/* Per-volume operation lock (csi.md §7.1 step 2): NODE_OK holding id through h (release with
+ * keylock_release(&n->locks, h)), or NODE_ABORTED `an operation on volume "<id>" is already in
+ * progress` at once. */
+int node_lock_volume(struct node *n, struct keylock_hold *h, const char *id,
+                     struct node_status *st);
 
 /* Maps an nvme layer errno (initiator.h) to a status with e's message. */
 int node_status_from_nvme(int r, const struct err *e, struct node_status *st);

@@ -33,7 +33,7 @@ int node_new(const struct node_config *cfg, struct node **out, struct err *e)
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return err_set(e, -ENOMEM, "out of memory");
-	pthread_mutex_init(&n->mu, NULL);
+	keylock_init(&n->locks);
 	n->node_id = strdup(cfg->node_id);
 	n->state_dir = dup_or(cfg->state_dir, "/var/lib/pillar-csi/node");
 	n->etc_nvme_dir = dup_or(cfg->etc_nvme_dir, "/etc/nvme");
@@ -75,19 +75,15 @@ fail:
 
 void node_free(struct node *n)
 {
-	size_t i;
 	if (!n)
 		return;
-	for (i = 0; i < n->n_busy; i++)
-		free(n->busy[i]);
-	free(n->busy);
 	free(n->node_id);
 	free(n->state_dir);
 	free(n->etc_nvme_dir);
 	free(n->sysfs_root);
 	free(n->dev_root);
 	free(n->proc_root);
-	pthread_mutex_destroy(&n->mu);
+	keylock_fini(&n->locks);
 	free(n);
 }
 
@@ -118,46 +114,12 @@ void node_response_clear(ProtobufCMessage *m)
 	protobuf_c_message_init(m->descriptor, m);
 }
 
-int node_lock_volume(struct node *n, const char *id, struct node_status *st)
+int node_lock_volume(struct node *n, struct keylock_hold *h, const char *id, struct node_status *st)
 {
-	size_t i;
-	char **nb, *d;
-	pthread_mutex_lock(&n->mu);
-	for (i = 0; i < n->n_busy; i++) {
-		if (!strcmp(n->busy[i], id)) {
-			pthread_mutex_unlock(&n->mu);
-			return node_status_set(
-			    st, NODE_ABORTED,
-			    "an operation on volume \"%s\" is already in progress", id);
-		}
-	}
-	nb = realloc(n->busy, (n->n_busy + 1) * sizeof(*nb));
-	d = strdup(id);
-	if (!nb || !d) {
-		if (nb)
-			n->busy = nb;
-		free(d);
-		pthread_mutex_unlock(&n->mu);
-		return node_status_set(st, NODE_INTERNAL, "out of memory");
-	}
-	n->busy = nb;
-	n->busy[n->n_busy++] = d;
-	pthread_mutex_unlock(&n->mu);
+	if (keylock_try(&n->locks, h, id) < 0)
+		return node_status_set(st, NODE_ABORTED,
+		                       "an operation on volume \"%s\" is already in progress", id);
 	return NODE_OK;
-}
-
-void node_unlock_volume(struct node *n, const char *id)
-{
-	size_t i;
-	pthread_mutex_lock(&n->mu);
-	for (i = 0; i < n->n_busy; i++) {
-		if (!strcmp(n->busy[i], id)) {
-			free(n->busy[i]);
-			n->busy[i] = n->busy[--n->n_busy];
-			break;
-		}
-	}
-	pthread_mutex_unlock(&n->mu);
 }
 
 int node_status_from_nvme(int r, const struct err *e, struct node_status *st)
@@ -418,7 +380,8 @@ int node_publish_volume(struct node *n, const Csi__V1__NodePublishVolumeRequest 
 	    CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE__NOT_SET)
 		return node_status_set(st, NODE_INVALID_ARGUMENT,
 		                       "volume_capability.access_type is required");
-	if ((code = node_lock_volume(n, req->volume_id, st)) != NODE_OK)
+	struct keylock_hold hold;
+	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != NODE_OK)
 		return code;
 	code = node_load_record(n, req->volume_id, &rec, st);
 	if (code == NODE_NOT_FOUND)
@@ -486,7 +449,7 @@ int node_publish_volume(struct node *n, const Csi__V1__NodePublishVolumeRequest 
 	         "readonly", ro ? "true" : "false");
 	code = NODE_OK;
 out:
-	node_unlock_volume(n, req->volume_id);
+	keylock_release(&n->locks, &hold);
 	return code;
 }
 
@@ -500,7 +463,8 @@ int node_unpublish_volume(struct node *n, const Csi__V1__NodeUnpublishVolumeRequ
 		return node_status_set(st, NODE_INVALID_ARGUMENT, "volume_id is required");
 	if (!req->target_path || !*req->target_path)
 		return node_status_set(st, NODE_INVALID_ARGUMENT, "target_path is required");
-	if ((code = node_lock_volume(n, req->volume_id, st)) != NODE_OK)
+	struct keylock_hold hold;
+	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != NODE_OK)
 		return code;
 	code = NODE_OK;
 	for (guard = 0; guard < 8; guard++) { /* stacked mounts: unmount until none is left */
@@ -527,7 +491,7 @@ int node_unpublish_volume(struct node *n, const Csi__V1__NodeUnpublishVolumeRequ
 			                       strerror(errno));
 	}
 out:
-	node_unlock_volume(n, req->volume_id);
+	keylock_release(&n->locks, &hold);
 	return code;
 }
 

@@ -232,7 +232,8 @@ int node_stage_volume(struct node *n, const Csi__V1__NodeStageVolumeRequest *req
 	    CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE__NOT_SET)
 		return node_status_set(st, NODE_INVALID_ARGUMENT,
 		                       "volume_capability.access_type is required");
-	if ((code = node_lock_volume(n, req->volume_id, st)) != NODE_OK)
+	struct keylock_hold hold;
+	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != NODE_OK)
 		return code;
 	if (node_volume_id_parse(req->volume_id, proto, sizeof(proto), &e) < 0) {
 		code = node_status_set(st, NODE_INVALID_ARGUMENT, "%s", e.msg);
@@ -376,7 +377,7 @@ int node_stage_volume(struct node *n, const Csi__V1__NodeStageVolumeRequest *req
 	         req->staging_target_path);
 	code = NODE_OK;
 out:
-	node_unlock_volume(n, req->volume_id);
+	keylock_release(&n->locks, &hold);
 	return code;
 }
 
@@ -411,7 +412,8 @@ int node_unstage_volume(struct node *n, const Csi__V1__NodeUnstageVolumeRequest 
 	if (!req->staging_target_path || !*req->staging_target_path)
 		return node_status_set(st, NODE_INVALID_ARGUMENT,
 		                       "staging_target_path is required");
-	if ((code = node_lock_volume(n, req->volume_id, st)) != NODE_OK)
+	struct keylock_hold hold;
+	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != NODE_OK)
 		return code;
 	snprintf(dev_file, sizeof(dev_file), "%s/device", req->staging_target_path);
 	code = node_load_record(n, req->volume_id, &rec, st);
@@ -458,7 +460,7 @@ int node_unstage_volume(struct node *n, const Csi__V1__NodeUnstageVolumeRequest 
 	log_info("unstaged volume", "volume", req->volume_id);
 	code = NODE_OK;
 out:
-	node_unlock_volume(n, req->volume_id);
+	keylock_release(&n->locks, &hold);
 	return code;
 }
 
@@ -479,7 +481,8 @@ int node_expand_volume(struct node *n, const Csi__V1__NodeExpandVolumeRequest *r
 	if (n->sys->stat(n->sys->ctx, req->volume_path, &sb) < 0)
 		return node_status_set(st, NODE_NOT_FOUND, "path %s does not exist",
 		                       req->volume_path);
-	if ((code = node_lock_volume(n, req->volume_id, st)) != NODE_OK)
+	struct keylock_hold hold;
+	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != NODE_OK)
 		return code;
 	code = node_load_record(n, req->volume_id, &rec, st);
 	if (code == NODE_NOT_FOUND)
@@ -518,6 +521,6 @@ int node_expand_volume(struct node *n, const Csi__V1__NodeExpandVolumeRequest *r
 	resp->capacity_bytes = (int64_t)d.size_bytes;
 	code = NODE_OK;
 out:
-	node_unlock_volume(n, req->volume_id);
+	keylock_release(&n->locks, &hold);
 	return code;
 }

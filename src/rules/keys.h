@@ -14,15 +14,15 @@
 #define RULES_TOPOLOGY_KEY RULES_KEY_PREFIX "nvmeof"
 
 /* Labels and annotations (crds.md §15). */
-#define RULES_LABEL_AGENT_NODE   RULES_KEY_PREFIX "agent-node"
-#define RULES_LABEL_AGENT        RULES_KEY_PREFIX "agent"
-#define RULES_LABEL_STORE        RULES_KEY_PREFIX "store"
-#define RULES_LABEL_PSC          RULES_KEY_PREFIX "pillar-storage-class"
-#define RULES_ANN_HOST_NQN       RULES_KEY_PREFIX "nvmeof-host-nqn"
-#define RULES_ANN_HOST_ID        RULES_KEY_PREFIX "nvmeof-host-id"
-#define RULES_ANN_SC_CARRY_OVER  RULES_KEY_PREFIX "storage-class-carry-over"
-#define RULES_ANN_SUCCESS        RULES_KEY_PREFIX "success-recorded"
-#define RULES_LABEL_MANAGED_BY   "app.kubernetes.io/managed-by"
+#define RULES_LABEL_AGENT_NODE  RULES_KEY_PREFIX "agent-node"
+#define RULES_LABEL_AGENT       RULES_KEY_PREFIX "agent"
+#define RULES_LABEL_STORE       RULES_KEY_PREFIX "store"
+#define RULES_LABEL_PSC         RULES_KEY_PREFIX "pillar-storage-class"
+#define RULES_ANN_HOST_NQN      RULES_KEY_PREFIX "nvmeof-host-nqn"
+#define RULES_ANN_HOST_ID       RULES_KEY_PREFIX "nvmeof-host-id"
+#define RULES_ANN_SC_CARRY_OVER RULES_KEY_PREFIX "storage-class-carry-over"
+#define RULES_ANN_SUCCESS       RULES_KEY_PREFIX "success-recorded"
+#define RULES_LABEL_MANAGED_BY  "app.kubernetes.io/managed-by"
 
 /* Finalizers (crds.md §14). */
 #define RULES_FINALIZER_AGENT    RULES_KEY_PREFIX "pillar-agent-protection"

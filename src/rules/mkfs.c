@@ -95,8 +95,8 @@ int rules_mkfs_refuse(struct err *e, const char *element, const char *fstype)
 
 /* Index of the element to name when opts[i] is refused, or n when it is allowed (then *used is
  * how many elements it took). */
-static size_t check_one(const struct opt_rule *rules, const char *const *opts, size_t n,
-                        size_t i, size_t *used)
+static size_t check_one(const struct opt_rule *rules, const char *const *opts, size_t n, size_t i,
+                        size_t *used)
 {
 	const char *o = opts[i];
 	const struct opt_rule *r;

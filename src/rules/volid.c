@@ -66,6 +66,16 @@ static const char *segment(const char *p, char *dst, size_t cap, bool last)
 	return last ? s : s + 1;
 }
 
+int rules_agent_volid_parse(const char *id, char *pool, size_t pool_cap, char *name,
+                            size_t name_cap)
+{
+	const char *p = id ? segment(id, pool, pool_cap, false) : NULL;
+	if (!p || strchr(p, '/') || !segment(p, name, name_cap, true) ||
+	    !pool_valid(pool, strlen(pool)) || !rules_volname_valid(name))
+		return -EINVAL;
+	return 0;
+}
+
 int rules_volid_parse(const char *id, struct rules_volid *v)
 {
 	const char *p = id;
@@ -73,11 +83,9 @@ int rules_volid_parse(const char *id, struct rules_volid *v)
 	if (!p || !(p = segment(p, v->agent, sizeof(v->agent), false)) ||
 	    !(p = segment(p, v->protocol, sizeof(v->protocol), false)) ||
 	    !(p = segment(p, v->backend, sizeof(v->backend), false)) ||
-	    !(p = segment(p, v->pool, sizeof(v->pool), false)) || strchr(p, '/') ||
-	    !segment(p, v->name, sizeof(v->name), true))
+	    rules_agent_volid_parse(p, v->pool, sizeof(v->pool), v->name, sizeof(v->name)) < 0)
 		return -EINVAL;
 	if (rules_objname_check(v->agent) != RULES_OBJNAME_OK ||
-	    !pool_valid(v->pool, strlen(v->pool)) || !rules_volname_valid(v->name) ||
 	    (strcmp(v->backend, "zfs-zvol") && strcmp(v->backend, "lvm-lv") &&
 	     strcmp(v->backend, "file")) ||
 	    strspn(v->protocol, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(v->protocol))

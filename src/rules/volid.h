@@ -32,6 +32,12 @@ struct rules_volid {
  * agent or volume name). */
 int rules_volid_parse(const char *id, struct rules_volid *v);
 
+/* The agent volume ID `<pool>/<name>` alone (agent-api.md: the agent sees only this part), with
+ * the same pool and name rules.  0 with pool and name copied out (pool_cap/name_cap bytes), or
+ * -EINVAL. */
+int rules_agent_volid_parse(const char *id, char *pool, size_t pool_cap, char *name,
+                            size_t name_cap);
+
 /* true when name matches ^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$ (csi.md §2.2). */
 bool rules_volname_valid(const char *name);
 

@@ -1,6 +1,7 @@
 /* Unit tests of src/base: klog line format, flags, durable files, strict JSON, exec. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "base/file.h"
 #include "base/flags.h"
 #include "base/json.h"
+#include "base/keylock.h"
 #include "base/log.h"
 #include "testutil.h"
 
@@ -420,6 +422,63 @@ START_TEST(test_err_helpers)
 }
 END_TEST
 
+/* ---- keylock -------------------------------------------------------------------------------- */
+
+START_TEST(test_keylock_try)
+{
+	struct keylock k;
+	struct keylock_hold a, b, c;
+	keylock_init(&k);
+	ck_assert_int_eq(keylock_try(&k, &a, "pvc-1"), 0);
+	ck_assert_int_eq(keylock_try(&k, &b, "pvc-1"), -EBUSY);
+	ck_assert_int_eq(keylock_try(&k, &b, "pvc-2"), 0);
+	keylock_release(&k, &a);
+	ck_assert_int_eq(keylock_try(&k, &c, "pvc-1"), 0);
+	keylock_release(&k, &b);
+	keylock_release(&k, &c);
+	ck_assert_ptr_null(k.held);
+	keylock_fini(&k);
+}
+END_TEST
+
+struct kl_waiter {
+	struct keylock *k;
+	int *order, *n;
+};
+
+static void *kl_wait_thread(void *arg)
+{
+	struct kl_waiter *w = arg;
+	struct keylock_hold h;
+	keylock_wait(w->k, &h, "pvc-1");
+	w->order[(*w->n)++] = 2;
+	keylock_release(w->k, &h);
+	return NULL;
+}
+
+START_TEST(test_keylock_wait)
+{
+	struct keylock k;
+	struct keylock_hold h, other;
+	int order[2], n = 0;
+	struct kl_waiter w = {&k, order, &n};
+	pthread_t t;
+	keylock_init(&k);
+	keylock_wait(&k, &h, "pvc-1");
+	keylock_wait(&k, &other, "pvc-2"); /* another key does not wait */
+	ck_assert_int_eq(pthread_create(&t, NULL, kl_wait_thread, &w), 0);
+	usleep(100 * 1000); /* the second caller is waiting */
+	order[n++] = 1;
+	keylock_release(&k, &h);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(n, 2);
+	ck_assert_int_eq(order[0], 1);
+	ck_assert_int_eq(order[1], 2);
+	keylock_release(&k, &other);
+	keylock_fini(&k);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("base");
@@ -442,6 +501,10 @@ int main(void)
 	tcase_add_test(t, test_file_failed_write_keeps_old);
 	tcase_add_test(t, test_json_strict_refuses_truncated_and_corrupt);
 	tcase_add_test(t, test_err_helpers);
+	suite_add_tcase(s, t);
+	t = tcase_create("keylock");
+	tcase_add_test(t, test_keylock_try);
+	tcase_add_test(t, test_keylock_wait);
 	suite_add_tcase(s, t);
 	t = tcase_create("exec");
 	tcase_set_timeout(t, 20);

@@ -13,7 +13,6 @@
 
 #include "csi.pb-c.h"
 #include "grpc/client.h"
-#include "grpc/oplock.h"
 #include "grpc/server.h"
 #include "grpc/status.h"
 #include "h2/conn.h"
@@ -151,19 +150,6 @@ START_TEST(test_deframer)
 	ck_assert_int_eq(grpc_deframer_feed(&d, wire, 5, collect, &g), -EMSGSIZE);
 	ck_assert_uint_eq(d.last_len, 101);
 	grpc_deframer_free(&d);
-}
-END_TEST
-
-START_TEST(test_oplock)
-{
-	struct grpc_oplock *t = grpc_oplock_new();
-	ck_assert_int_eq(grpc_oplock_try(t, "pvc-1", NULL), GRPC_OK);
-	ck_assert_int_eq(grpc_oplock_try(t, "pvc-1", NULL), GRPC_ABORTED);
-	ck_assert_int_eq(grpc_oplock_try(t, "pvc-2", NULL), GRPC_OK);
-	grpc_oplock_release(t, "pvc-1");
-	ck_assert_int_eq(grpc_oplock_try(t, "pvc-1", NULL), GRPC_OK);
-	grpc_oplock_free(t); /* frees keys still held */
-	grpc_oplock_free(NULL);
 }
 END_TEST
 
@@ -774,7 +760,6 @@ static Suite *suite(void)
 	tcase_add_test(t, test_timeout);
 	tcase_add_test(t, test_metadata_validation);
 	tcase_add_test(t, test_deframer);
-	tcase_add_test(t, test_oplock);
 	tcase_add_test(t, test_server_unary_ok);
 	tcase_add_test(t, test_server_error_status);
 	tcase_add_test(t, test_server_early_errors);

@@ -416,10 +416,11 @@ START_TEST(test_stage_validation)
 	ck_assert_int_eq(v.k.connects, 1); /* validation precedes attach except for mkfs options */
 	/* busy volume → ABORTED */
 	sreq_init(&s, &v, 0, NULL);
-	ck_assert_int_eq(node_lock_volume(v.n, VOL, &st), NODE_OK);
+	struct keylock_hold held;
+	ck_assert_int_eq(node_lock_volume(v.n, &held, VOL, &st), NODE_OK);
 	ck_assert_int_eq(stage(&v, &s, &st), NODE_ABORTED);
 	ck_assert_str_eq(st.msg, "an operation on volume \"" VOL "\" is already in progress");
-	node_unlock_volume(v.n, VOL);
+	keylock_release(&v.n->locks, &held);
 	/* ctrlLossTmo and reconnectDelay are int32 (crds.md §4.1): the largest int32 is accepted,
 	 * one more is not (the node used to stop at 2^30). */
 	static const char *const clbig[] = {"pillar-csi.bhyoo.com/nvmeof-ctrl-loss-tmo",

@@ -24,7 +24,7 @@ START_TEST(test_volid_table)
 	    {"a/nvmeof-tcp/file/fpool/Test_Vol", 0},
 	    {"a.b/nvmeof-tcp/zfs-zvol/my.pool:x_y-z/v", 0},
 	    {"a/iscsi/zfs-zvol/tank/x", -EPROTONOSUPPORT}, /* well-formed, another protocol */
-	    {"a/nvmeof-tcp/zfs-zvol/tank/x/y", -EINVAL},  /* agent volume ID with two "/" */
+	    {"a/nvmeof-tcp/zfs-zvol/tank/x/y", -EINVAL},   /* agent volume ID with two "/" */
 	    {"a/nvmeof-tcp/zfs-zvol/tank", -EINVAL},
 	    {"a/nvmeof-tcp/zfs-zvol/tank/..", -EINVAL},
 	    {"../nvmeof-tcp/zfs-zvol/tank/x", -EINVAL},
@@ -49,8 +49,8 @@ START_TEST(test_volid_table)
 		              t[i].want);
 	}
 	struct rules_volid v;
-	ck_assert_int_eq(rules_volid_parse("storage-node-1/nvmeof-tcp/zfs-zvol/tank/pvc-abc123", &v),
-	                 0);
+	ck_assert_int_eq(
+	    rules_volid_parse("storage-node-1/nvmeof-tcp/zfs-zvol/tank/pvc-abc123", &v), 0);
 	ck_assert_str_eq(v.agent, "storage-node-1");
 	ck_assert_str_eq(v.protocol, "nvmeof-tcp");
 	ck_assert_str_eq(v.backend, "zfs-zvol");
@@ -69,6 +69,30 @@ START_TEST(test_volid_table)
 	name[129] = '\0';
 	snprintf(id, sizeof(id), "a/nvmeof-tcp/zfs-zvol/tank/%s", name);
 	ck_assert_int_eq(rules_volid_parse(id, &v), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_agent_volid_table)
+{
+	static const struct {
+		const char *id;
+		int want;
+	} t[] = {{"tank/pvc-abc123", 0}, {"data-vg/pvc-1", 0}, {"my.pool:x/Test_Vol", 0},
+	         {"tank", -EINVAL},      {"/x", -EINVAL},      {"tank/", -EINVAL},
+	         {"tank/x/y", -EINVAL},  {"../x", -EINVAL},    {"./x", -EINVAL},
+	         {"tank/..", -EINVAL},   {"tank/.", -EINVAL},  {"ta nk/x", -EINVAL},
+	         {"tank/a.b", -EINVAL},  {"", -EINVAL},        {NULL, -EINVAL}};
+	for (size_t i = 0; i < N(t); i++) {
+		char pool[64], name[130];
+		ck_assert_msg(rules_agent_volid_parse(t[i].id, pool, sizeof(pool), name,
+		                                      sizeof(name)) == t[i].want,
+		              "%s", t[i].id ? t[i].id : "NULL");
+	}
+	char pool[64], name[130];
+	ck_assert_int_eq(
+	    rules_agent_volid_parse("tank/pvc-1", pool, sizeof(pool), name, sizeof(name)), 0);
+	ck_assert_str_eq(pool, "tank");
+	ck_assert_str_eq(name, "pvc-1");
 }
 END_TEST
 
@@ -94,7 +118,8 @@ START_TEST(test_pvst_name_table)
 		const char *csi, *pvst;
 	} t[] = {
 	    {"pvc-0b6f", "pvc-0b6f"},
-	    {"pvc-0b6f4e3c-9a51-4f0e-8d7e-2c1f5a9b7d11", "pvc-0b6f4e3c-9a51-4f0e-8d7e-2c1f5a9b7d11"},
+	    {"pvc-0b6f4e3c-9a51-4f0e-8d7e-2c1f5a9b7d11",
+	     "pvc-0b6f4e3c-9a51-4f0e-8d7e-2c1f5a9b7d11"},
 	    {"Test_Vol", "pillar-ae2e1779d967e10043470a56b5d9487a"},
 	    {"pvc_1", "pillar-25cf4564a3557b73f7d5379c19b2fc57"},
 	    {"A", "pillar-559aead08264d5795d3909718cdd05ab"},
@@ -117,11 +142,16 @@ START_TEST(test_objname_table)
 	static const struct {
 		const char *name;
 		enum rules_objname want;
-	} t[] = {{"storage-node-1", RULES_OBJNAME_OK}, {"a.b", RULES_OBJNAME_OK},
-	         {"0", RULES_OBJNAME_OK},              {"", RULES_OBJNAME_EMPTY},
-	         {NULL, RULES_OBJNAME_EMPTY},          {"A", RULES_OBJNAME_BAD_CHAR},
-	         {"-a", RULES_OBJNAME_BAD_CHAR},       {"a-", RULES_OBJNAME_BAD_CHAR},
-	         {".a", RULES_OBJNAME_BAD_CHAR},       {"a_b", RULES_OBJNAME_BAD_CHAR},
+	} t[] = {{"storage-node-1", RULES_OBJNAME_OK},
+	         {"a.b", RULES_OBJNAME_OK},
+	         {"0", RULES_OBJNAME_OK},
+	         {"", RULES_OBJNAME_EMPTY},
+	         {NULL, RULES_OBJNAME_EMPTY},
+	         {"A", RULES_OBJNAME_BAD_CHAR},
+	         {"-a", RULES_OBJNAME_BAD_CHAR},
+	         {"a-", RULES_OBJNAME_BAD_CHAR},
+	         {".a", RULES_OBJNAME_BAD_CHAR},
+	         {"a_b", RULES_OBJNAME_BAD_CHAR},
 	         {"a..b", RULES_OBJNAME_DOT_DOT}};
 	for (size_t i = 0; i < N(t); i++)
 		ck_assert_msg(rules_objname_check(t[i].name) == t[i].want, "%s",
@@ -322,6 +352,7 @@ int main(void)
 	Suite *s = suite_create("rules");
 	TCase *t = tcase_create("volid");
 	tcase_add_test(t, test_volid_table);
+	tcase_add_test(t, test_agent_volid_table);
 	tcase_add_test(t, test_volname_table);
 	tcase_add_test(t, test_pvst_name_table);
 	tcase_add_test(t, test_objname_table);

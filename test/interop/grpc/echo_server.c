@@ -13,12 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/keylock.h"
 #include "echo.pb-c.h"
-#include "grpc/oplock.h"
 #include "grpc/server.h"
 
 static atomic_int cancels_seen;
-static struct grpc_oplock *locks;
+static struct keylock locks;
 
 /* Sleeps ms in small steps; returns false when the call was cancelled meanwhile. */
 static bool nap(struct grpc_call *call, int ms)
@@ -127,13 +127,16 @@ static int h_lock(struct grpc_call *call, const ProtobufCMessage *req, ProtobufC
 {
 	const Pillar__Test__V1__EchoRequest *rq = (const Pillar__Test__V1__EchoRequest *)req;
 	Pillar__Test__V1__EchoResponse *r;
-	int rc = grpc_oplock_try(locks, rq->message, call);
+	struct keylock_hold hold;
 	(void)ctx;
 
-	if (rc != GRPC_OK)
-		return rc;
+	if (keylock_try(&locks, &hold, rq->message) < 0) {
+		grpc_call_set_status_msg(call, "an operation on volume %s is already in progress",
+		                         rq->message);
+		return GRPC_ABORTED;
+	}
 	nap(call, rq->delay_ms);
-	grpc_oplock_release(locks, rq->message);
+	keylock_release(&locks, &hold);
 	r = make_resp(call, rq);
 	if (!r)
 		return GRPC_RESOURCE_EXHAUSTED;
@@ -202,7 +205,7 @@ int main(int argc, char **argv)
 		}
 	}
 	o.listen = listen;
-	locks = grpc_oplock_new();
+	keylock_init(&locks);
 	signal(SIGTERM, on_sig);
 	signal(SIGINT, on_sig);
 	signal(SIGPIPE, SIG_IGN);
@@ -223,6 +226,6 @@ int main(int argc, char **argv)
 		pause();
 	grpc_server_shutdown(s, 2000);
 	grpc_server_free(s);
-	grpc_oplock_free(locks);
+	keylock_fini(&locks);
 	return 0;
 }
