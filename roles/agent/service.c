@@ -15,16 +15,10 @@
 #include "agent/identity.h"
 #include "base/exec.h"
 #include "base/file.h"
+#include "base/time.h"
 #include "rules/volid.h"
 
 #define PB(x) PillarCsi__Agent__V1__##x
-
-int64_t svc_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int svc_ok(struct agent_status *st)
 {
@@ -323,7 +317,7 @@ int svc_wait_backing(agent_service *a, backend *b, const struct volref *v, const
                      int64_t deadline_ms, struct agent_status *st)
 {
 	bool regular = backend_regular_devices(b);
-	int64_t left = deadline_ms - svc_now_ms();
+	int64_t left = deadline_ms - time_mono_ms();
 	if (backend_device_wait(path, regular, 0, 1) == 0)
 		return GRPC_OK;
 	if (b->ops->activate) {
@@ -331,7 +325,7 @@ int svc_wait_backing(agent_service *a, backend *b, const struct volref *v, const
 		if (b->ops->size(b, v->name, &sz, NULL) == 0)
 			b->ops->activate(b, v->name,
 			                 NULL); /* LV exists but its node is missing: once */
-		left = deadline_ms - svc_now_ms();
+		left = deadline_ms - time_mono_ms();
 	}
 	if (left > 0 && backend_device_wait(path, regular, (int)left, 250) == 0)
 		return GRPC_OK;

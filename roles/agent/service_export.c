@@ -142,11 +142,11 @@ static bool addr_bindable(const char *addr)
 /* nvmet.md §10.2: poll every 500 ms up to the budget. */
 static int wait_addr(agent_service *a, const char *addr, struct agent_status *st)
 {
-	int64_t end = svc_now_ms() + a->addr_wait_ms;
+	int64_t end = time_mono_ms() + a->addr_wait_ms;
 	for (;;) {
 		if (addr_bindable(addr))
 			return GRPC_OK;
-		int64_t left = end - svc_now_ms();
+		int64_t left = end - time_mono_ms();
 		if (left <= 0)
 			return agent_status_set(st, GRPC_UNAVAILABLE,
 			                        "bind address %s is not configured on this node",
@@ -210,7 +210,7 @@ int agent_export_volume(agent_service *a, const PB(ExportVolumeRequest) * req,
 	struct keylock_hold hold;
 	keylock_wait(&a->locks, &hold, it.v.id);
 	if ((code = svc_fence(a, it.v.id, it.fence, FENCE_GRANT, st)) == GRPC_OK &&
-	    (code = prepare_item(a, &it, svc_now_ms() + a->device_wait_ms, st)) == GRPC_OK &&
+	    (code = prepare_item(a, &it, time_mono_ms() + a->device_wait_ms, st)) == GRPC_OK &&
 	    (code = wait_addr(a, it.spec.bind_address, st)) == GRPC_OK &&
 	    (code = link_item(a, &it, st)) == GRPC_OK) {
 		resp->export_info = export_info(&it);
@@ -396,7 +396,7 @@ static void run_batch(agent_service *a, struct item *items, size_t n)
 			fail_item(&items[i], &st);
 	/* Phase 1: prepare every export (NQN order); the device budget is shared by the batch. */
 	qsort(ord, k, sizeof(*ord), by_nqn);
-	int64_t deadline = svc_now_ms() + a->device_wait_ms;
+	int64_t deadline = time_mono_ms() + a->device_wait_ms;
 	for (size_t i = 0; i < k; i++)
 		if (!ord[i]->failed && ord[i]->has_export && prepare_item(a, ord[i], deadline, &st))
 			fail_item(ord[i], &st);
@@ -511,13 +511,7 @@ int agent_drain(agent_service *a, const PB(DrainRequest) * req, PB(DrainResponse
 		return svc_ok(st);
 	}
 	a->draining = true;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += a->drain_wait_ms / 1000;
-	until.tv_nsec += (long)(a->drain_wait_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	until = time_after(CLOCK_REALTIME, a->drain_wait_ms);
 	while (a->inflight > 0 && pthread_cond_timedwait(&a->cv, &a->mu, &until) == 0) {
 	}
 	pthread_mutex_unlock(&a->mu);

@@ -9,6 +9,7 @@
 #include "agent/service.h"
 #include "backend/backend.h"
 #include "base/keylock.h"
+#include "base/time.h"
 #include "nvmet/nvmet.h"
 
 #define AGENT_VOLID_MAX 260
@@ -79,7 +80,6 @@ int svc_wait_backing(agent_service *a, backend *b, const struct volref *v, const
                      int64_t deadline_ms, struct agent_status *st);
 /* Sets OK with an empty message; returns GRPC_OK. */
 int svc_ok(struct agent_status *st);
-int64_t svc_now_ms(void);
 char *svc_strdup(const char *s);
 
 #endif

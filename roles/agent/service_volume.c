@@ -13,6 +13,7 @@
 #include "agent/identity.h"
 #include "agent/service_int.h"
 #include "base/exec.h"
+#include "base/time.h"
 #include "google/protobuf/timestamp.pb-c.h"
 
 #define PB(x) PillarCsi__Agent__V1__##x
@@ -123,20 +124,13 @@ static void check_lvm(agent_service *a, char *msg, size_t cap, bool *ok)
 	}
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Runs check (zpool/lvs execs) at most once per health_cache_ms; otherwise the last result. */
 static void cached_check(agent_service *a, struct agent_health_cache *hc,
                          void (*check)(agent_service *, char *, size_t, bool *), char *msg,
                          size_t cap, bool *ok)
 {
 	pthread_mutex_lock(&a->health_mu);
-	int64_t now = mono_ms();
+	int64_t now = time_mono_ms();
 	if (hc->at_ms == 0 || now - hc->at_ms >= a->health_cache_ms) {
 		hc->msg[0] = '\0';
 		check(a, hc->msg, sizeof(hc->msg), &hc->ok);
@@ -316,13 +310,6 @@ int agent_create_volume(agent_service *a, const PB(CreateVolumeRequest) * req,
 
 /* ---- DeleteVolume -------------------------------------------------------------------------------- */
 
-static void sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
-	}
-}
-
 static int do_delete(agent_service *a, backend *b, const struct volref *v,
                      const PB(DeleteVolumeRequest) * req, struct agent_status *st)
 {
@@ -349,7 +336,7 @@ static int do_delete(agent_service *a, backend *b, const struct volref *v,
 			r = b->ops->destroy(b, v->name, &e);
 			if (r != -EBUSY || attempt == 3)
 				break;
-			sleep_ms(a->busy_retry_ms);
+			time_sleep_ms(a->busy_retry_ms);
 		}
 		if (r == -EBUSY)
 			return agent_status_set(st, GRPC_FAILED_PRECONDITION,

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "base/log.h"
+#include "base/time.h"
 #include "controller/reconcile.h"
 #include "model/kube.h"
 
@@ -53,13 +54,6 @@ struct controller_loop {
 	struct vdigest *vd; /* used only by the PillarVolumeState watcher thread */
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static bool stopping(struct controller_loop *l)
 {
 	pthread_mutex_lock(&l->mu);
@@ -71,14 +65,7 @@ static bool stopping(struct controller_loop *l)
 /* Sleeps up to ms; returns true when the loop is stopping. */
 static bool nap(struct controller_loop *l, int ms)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	struct timespec ts = time_after(CLOCK_MONOTONIC, ms);
 	pthread_mutex_lock(&l->mu);
 	while (!l->stop && pthread_cond_timedwait(&l->cv, &l->mu, &ts) != ETIMEDOUT)
 		;
@@ -446,15 +433,15 @@ static void periodic(struct controller_loop *l)
 static void *timer_main(void *arg)
 {
 	struct controller_loop *l = arg;
-	int64_t t0 = now_ms(), next_p = t0 + l->interval_ms, next_c = t0 + l->capacity_ms;
+	int64_t t0 = time_mono_ms(), next_p = t0 + l->interval_ms, next_c = t0 + l->capacity_ms;
 	int64_t next_a = t0 + ABANDONED_PERIOD_MS;
 	for (;;) {
-		int64_t t = now_ms(), next = next_p < next_c ? next_p : next_c;
+		int64_t t = time_mono_ms(), next = next_p < next_c ? next_p : next_c;
 		if (next_a < next)
 			next = next_a;
 		if (next > t && nap(l, (int)(next - t > 1000 ? 1000 : next - t)))
 			break;
-		t = now_ms();
+		t = time_mono_ms();
 		if (t >= next_p) {
 			periodic(l);
 			next_p = t + l->interval_ms;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/time.h"
 #include "controller/reconcile.h"
 
 struct item {
@@ -23,13 +24,6 @@ struct workqueue {
 	int base_ms, max_ms;
 	bool shutdown;
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int workqueue_new(int base_ms, int max_ms, workqueue **out)
 {
@@ -84,7 +78,7 @@ void workqueue_add(workqueue *q, const char *key, int delay_ms)
 	pthread_mutex_lock(&q->mu);
 	struct item *i = find(q, key, true);
 	if (i) {
-		int64_t due = now_ms() + (delay_ms > 0 ? delay_ms : 0);
+		int64_t due = time_mono_ms() + (delay_ms > 0 ? delay_ms : 0);
 		if (i->active) {
 			i->dirty = true; /* re-run after the current pass */
 			if (!i->queued || due < i->due_ms)
@@ -100,14 +94,14 @@ void workqueue_add(workqueue *q, const char *key, int delay_ms)
 
 int workqueue_get(workqueue *q, int timeout_ms, char *key, size_t cap)
 {
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = time_mono_ms() + timeout_ms;
 	pthread_mutex_lock(&q->mu);
 	for (;;) {
 		if (q->shutdown) {
 			pthread_mutex_unlock(&q->mu);
 			return -ESHUTDOWN;
 		}
-		int64_t t = now_ms(), next = deadline;
+		int64_t t = time_mono_ms(), next = deadline;
 		struct item *best = NULL;
 		for (struct item *i = q->items; i; i = i->next) {
 			if (!i->queued || i->active)
@@ -129,15 +123,7 @@ int workqueue_get(workqueue *q, int timeout_ms, char *key, size_t cap)
 			pthread_mutex_unlock(&q->mu);
 			return 0;
 		}
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		int64_t wait = next - t;
-		ts.tv_sec += wait / 1000;
-		ts.tv_nsec += (wait % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		struct timespec ts = time_after(CLOCK_MONOTONIC, next - t);
 		pthread_cond_timedwait(&q->cv, &q->mu, &ts);
 	}
 }
@@ -159,7 +145,7 @@ int workqueue_done(workqueue *q, const char *key, bool ok)
 				d = q->max_ms;
 			i->failures++;
 			delay = (int)d;
-			int64_t due = now_ms() + d;
+			int64_t due = time_mono_ms() + d;
 			if (!i->queued || i->dirty || due < i->due_ms)
 				i->due_ms = i->queued && i->due_ms < due ? i->due_ms : due;
 			i->queued = true;

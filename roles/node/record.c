@@ -13,6 +13,7 @@
 #include "base/file.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "base/str.h"
 #include "node/status.h"
 #include "rules/volid.h"
 
@@ -28,13 +29,6 @@ int node_status_set(struct node_status *st, int code, const char *fmt, ...)
 	return code;
 }
 
-static void scopy(char *dst, size_t cap, const char *src)
-{
-	size_t n = strnlen(src, cap - 1);
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}
-
 int node_volume_id_parse(const char *id, char *protocol, size_t protocol_cap, struct err *e)
 {
 	struct rules_volid v;
@@ -43,7 +37,7 @@ int node_volume_id_parse(const char *id, char *protocol, size_t protocol_cap, st
 	if ((r < 0 && r != -EPROTONOSUPPORT) || strlen(id) > NODE_VOLUME_ID_MAX)
 		return err_set(e, -EINVAL, "volume ID \"%s\" is malformed", id ? id : "");
 	if (protocol)
-		scopy(protocol, protocol_cap, v.protocol);
+		str_copy(protocol, protocol_cap, v.protocol);
 	return 0;
 }
 
@@ -80,7 +74,7 @@ static int opt_str(const cJSON *o, const char *key, char *dst, size_t cap, const
 	if (!cJSON_IsString(it))
 		return err_set(e, -EBADMSG, "corrupt stage record %s: \"%s\" is not a string", path,
 		               key);
-	scopy(dst, cap, it->valuestring);
+	str_copy(dst, cap, it->valuestring);
 	return 0;
 }
 
@@ -96,7 +90,7 @@ static int parse_file(const char *path, struct node_record *r, struct err *e)
 		return -ENOENT;
 	if (rc < 0) {
 		char why[ERR_MSG_MAX];
-		scopy(why, sizeof(why), e ? e->msg : "unreadable");
+		str_copy(why, sizeof(why), e ? e->msg : "unreadable");
 		return err_set(e, rc == -EBADMSG ? -EBADMSG : rc, "corrupt stage record %s: %s",
 		               path, why);
 	}
@@ -109,14 +103,14 @@ static int parse_file(const char *path, struct node_record *r, struct err *e)
 		if (!(s = req_str(root, "subsys_nqn", path, e)))
 			goto out;
 		r->legacy = true;
-		scopy(r->protocol_type, sizeof(r->protocol_type), "nvmeof-tcp");
-		scopy(r->subsys_nqn, sizeof(r->subsys_nqn), s);
+		str_copy(r->protocol_type, sizeof(r->protocol_type), "nvmeof-tcp");
+		str_copy(r->subsys_nqn, sizeof(r->subsys_nqn), s);
 		rc = 0;
 		goto out;
 	}
 	if (!(s = req_str(root, "protocol_type", path, e)))
 		goto out;
-	scopy(r->protocol_type, sizeof(r->protocol_type), s);
+	str_copy(r->protocol_type, sizeof(r->protocol_type), s);
 	if (strcmp(s, "nvmeof-tcp") != 0) {
 		err_set(e, rc, "corrupt stage record %s: unknown protocol_type \"%s\"", path, s);
 		goto out;
@@ -127,11 +121,11 @@ static int parse_file(const char *path, struct node_record *r, struct err *e)
 		err_set(e, rc, "corrupt stage record %s: unknown access_type \"%s\"", path, s);
 		goto out;
 	}
-	scopy(r->access_type, sizeof(r->access_type), s);
+	str_copy(r->access_type, sizeof(r->access_type), s);
 	if (!strcmp(s, "filesystem")) {
 		if (!(s = req_str(root, "fs_type", path, e)))
 			goto out;
-		scopy(r->fs_type, sizeof(r->fs_type), s);
+		str_copy(r->fs_type, sizeof(r->fs_type), s);
 	}
 	nv = cJSON_GetObjectItemCaseSensitive(root, "nvmeof");
 	if (!cJSON_IsObject(nv)) {
@@ -141,13 +135,13 @@ static int parse_file(const char *path, struct node_record *r, struct err *e)
 	}
 	if (!(s = req_str(nv, "subsys_nqn", path, e)))
 		goto out;
-	scopy(r->subsys_nqn, sizeof(r->subsys_nqn), s);
+	str_copy(r->subsys_nqn, sizeof(r->subsys_nqn), s);
 	if (!(s = req_str(nv, "address", path, e)))
 		goto out;
-	scopy(r->address, sizeof(r->address), s);
+	str_copy(r->address, sizeof(r->address), s);
 	if (!(s = req_str(nv, "port", path, e)))
 		goto out;
-	scopy(r->port, sizeof(r->port), s);
+	str_copy(r->port, sizeof(r->port), s);
 	if (opt_str(root, "volume_id", r->volume_id, sizeof(r->volume_id), path, e) < 0 ||
 	    opt_str(root, "staging_path", r->staging_path, sizeof(r->staging_path), path, e) < 0 ||
 	    opt_str(root, "namespace_uuid", r->namespace_uuid, sizeof(r->namespace_uuid), path, e) <

@@ -1,4 +1,5 @@
 #include "node/sys.h"
+#include "base/str.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -81,13 +82,6 @@ static void unescape(char *s)
 	*w = '\0';
 }
 
-static void scopy(char *dst, size_t cap, const char *src)
-{
-	size_t n = strnlen(src, cap - 1);
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}
-
 static bool has_opt(const char *list, const char *opt)
 {
 	size_t ol = strlen(opt);
@@ -112,7 +106,7 @@ int node_mount_find(const char *proc_root, const char *path, struct node_mount *
 
 	if (snprintf(mi, sizeof(mi), "%s/self/mountinfo", proc_root) >= (int)sizeof(mi))
 		return -ENAMETOOLONG;
-	scopy(want, sizeof(want), path);
+	str_copy(want, sizeof(want), path);
 	{ /* compare without trailing slashes */
 		size_t l = strlen(want);
 		while (l > 1 && want[l - 1] == '/')
@@ -140,10 +134,10 @@ int node_mount_find(const char *proc_root, const char *path, struct node_mount *
 		m->major = ma;
 		m->minor = mn;
 		unescape(fld[3]);
-		scopy(m->root, sizeof(m->root), fld[3]);
-		scopy(m->fstype, sizeof(m->fstype), fld[dash + 1]);
+		str_copy(m->root, sizeof(m->root), fld[3]);
+		str_copy(m->fstype, sizeof(m->fstype), fld[dash + 1]);
 		unescape(fld[dash + 2]);
-		scopy(m->source, sizeof(m->source), fld[dash + 2]);
+		str_copy(m->source, sizeof(m->source), fld[dash + 2]);
 		m->read_only = has_opt(fld[5], "ro");
 		found = 0; /* keep going: the last line is the topmost mount */
 	}

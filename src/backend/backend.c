@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/exec.h"
+#include "base/time.h"
 
 const char *backend_kind_name(enum backend_kind k)
 {
@@ -132,13 +133,6 @@ int backend_parse_i64(const char *s, int64_t *out)
 	return 0;
 }
 
-static void sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
-	}
-}
-
 static int device_ok(const char *path, bool allow_regular)
 {
 	struct stat st;
@@ -155,15 +149,13 @@ static int device_ok(const char *path, bool allow_regular)
 
 int backend_device_wait(const char *path, bool allow_regular, int timeout_ms, int poll_ms)
 {
-	struct timespec t0, t;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int64_t t0 = time_mono_ms();
 	for (;;) {
 		if (device_ok(path, allow_regular))
 			return 0;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		long el = (t.tv_sec - t0.tv_sec) * 1000L + (t.tv_nsec - t0.tv_nsec) / 1000000L;
+		long el = (long)(time_mono_ms() - t0);
 		if (el >= timeout_ms)
 			return -ENXIO;
-		sleep_ms(poll_ms < timeout_ms - (int)el ? poll_ms : timeout_ms - (int)el);
+		time_sleep_ms(poll_ms < timeout_ms - (int)el ? poll_ms : timeout_ms - (int)el);
 	}
 }

@@ -1,4 +1,5 @@
 #include "base/exec.h"
+#include "base/time.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,13 +19,6 @@ struct capture {
 	char *buf;
 	size_t len, cap, max;
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int capture_add(struct capture *c, const char *p, size_t n)
 {
@@ -130,7 +124,7 @@ int exec_run(const char *const argv[], const struct exec_opts *opts, struct exec
 	if (!argv || !argv[0])
 		return err_set(e, -EINVAL, "exec: empty command");
 	cout.max = cerr.max = o->max_output ? o->max_output : (1u << 20);
-	deadline = now_ms() + (o->timeout_ms > 0 ? o->timeout_ms : 30000);
+	deadline = time_mono_ms() + (o->timeout_ms > 0 ? o->timeout_ms : 30000);
 
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
 	    (o->stdin_data && pipe2(in, O_CLOEXEC) < 0)) {
@@ -165,7 +159,7 @@ int exec_run(const char *const argv[], const struct exec_opts *opts, struct exec
 	while (out[0] >= 0 || errp[0] >= 0) {
 		struct pollfd pf[3];
 		int nf = 0, io = -1, ie = -1, ii = -1;
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - time_mono_ms();
 		if (left <= 0) {
 			timed_out = true;
 			break;

@@ -7,6 +7,7 @@
  * epoll_wait, so any thread can take the loop between two polls.
  */
 #include "h2/loop.h"
+#include "base/time.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -82,9 +83,7 @@ static _Thread_local struct job *tl_jhead, *tl_jtail;
 
 uint64_t h2_now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)time_mono_ms();
 }
 
 int h2_loop_new(struct h2_loop **out, struct err *e)

@@ -10,17 +10,11 @@
 #include <sys/random.h>
 
 #include "base/file.h"
+#include "base/str.h"
 
 #define UUID_MARK ":uuid:"
 
 /* Bounded copy that always terminates (truncates silently; callers size their buffers). */
-static void scopy(char *dst, size_t cap, const char *src)
-{
-	size_t n = strnlen(src, cap - 1);
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}
-
 /* UUIDs that many machines share: all-zero / all-one placeholders and the SMBIOS default of
  * boards whose vendor never filled in a system UUID (nvme-cli derives host NQNs from it). */
 static const char *const shared_uuids[] = {
@@ -83,7 +77,7 @@ static int read_trimmed(const char *path, char *buf, size_t cap, struct err *e)
 	if (r == -ENOENT)
 		return -ENOENT;
 	if (r == -EFBIG) {
-		scopy(buf, cap, "(more than 4096 bytes)");
+		str_copy(buf, cap, "(more than 4096 bytes)");
 		return -EINVAL;
 	}
 	if (r < 0)
@@ -96,7 +90,7 @@ static int read_trimmed(const char *path, char *buf, size_t cap, struct err *e)
 		free(data);
 		return -ENOENT;
 	}
-	scopy(buf, cap, data + start);
+	str_copy(buf, cap, data + start);
 	r = (len - start >= cap) ? -EINVAL : 0;
 	free(data);
 	return r;
@@ -146,7 +140,7 @@ static int load(const char *etc_dir, bool generate, struct nvme_host_identity *o
 	}
 	if (r == -EINVAL || strncmp(val, "nqn.", 4) != 0 || strlen(val) > NVME_HOSTNQN_MAX)
 		return err_set(e, -EINVAL, "%s: invalid host NQN \"%s\"", nqn_path, val);
-	scopy(out->hostnqn, sizeof(out->hostnqn), val);
+	str_copy(out->hostnqn, sizeof(out->hostnqn), val);
 
 	r = read_trimmed(id_path, val, sizeof(val), e);
 	if (r == -ENOENT) {
@@ -154,7 +148,7 @@ static int load(const char *etc_dir, bool generate, struct nvme_host_identity *o
 		if (!generate)
 			return err_set(e, -ENOENT, "%s is missing or empty", id_path);
 		if (u) {
-			scopy(val, sizeof(val), u);
+			str_copy(val, sizeof(val), u);
 		} else if ((r = nvme_uuid_v4(val)) < 0) {
 			return err_set(e, r, "generate host ID: getrandom: %s", strerror(-r));
 		}
@@ -167,7 +161,7 @@ static int load(const char *etc_dir, bool generate, struct nvme_host_identity *o
 	}
 	if (r == -EINVAL || !nvme_uuid_valid(val))
 		return err_set(e, -EINVAL, "%s: invalid host ID \"%s\"", id_path, val);
-	scopy(out->hostid, sizeof(out->hostid), val);
+	str_copy(out->hostid, sizeof(out->hostid), val);
 	return 0;
 }
 

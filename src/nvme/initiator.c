@@ -13,33 +13,14 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/str.h"
+#include "base/time.h"
 #include "nvme/host.h"
 
 /* Bounded copy that always terminates (truncates silently; callers size their buffers). */
-static void scopy(char *dst, size_t cap, const char *src)
-{
-	size_t n = strnlen(src, cap - 1);
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}
-
 static int bound(int v, int dflt)
 {
 	return v > 0 ? v : dflt;
-}
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
 }
 
 /* "30s" for whole seconds (the spec's messages), "250ms" otherwise (short test bounds). */
@@ -153,13 +134,13 @@ int nvme_ctrls_of_subsys(const struct nvme_ctx *c, const char *nqn, struct nvme_
 		}
 		v = nv;
 		memset(&v[cnt], 0, sizeof(v[cnt]));
-		scopy(v[cnt].name, sizeof(v[cnt].name), de->d_name);
+		str_copy(v[cnt].name, sizeof(v[cnt].name), de->d_name);
 		snprintf(rel, sizeof(rel), "class/nvme/%s/state", de->d_name);
 		if (nvme_sysfs_read(c->sysfs_root, rel, val, sizeof(val)) == 0)
-			scopy(v[cnt].state, sizeof(v[cnt].state), val);
+			str_copy(v[cnt].state, sizeof(v[cnt].state), val);
 		snprintf(rel, sizeof(rel), "class/nvme/%s/address", de->d_name);
 		if (nvme_sysfs_read(c->sysfs_root, rel, val, sizeof(val)) == 0)
-			scopy(v[cnt].address, sizeof(v[cnt].address), val);
+			str_copy(v[cnt].address, sizeof(v[cnt].address), val);
 		cnt++;
 	}
 	closedir(d);
@@ -210,14 +191,14 @@ static bool same_address(const struct nvme_ctrl_info *ci, const struct nvme_conn
 static int wait_gone(const struct nvme_ctx *c, const char *name, int limit_ms, int poll_ms)
 {
 	char rel[PATH_MAX];
-	long long end = now_ms() + limit_ms;
+	long long end = time_mono_ms() + limit_ms;
 	snprintf(rel, sizeof(rel), "class/nvme/%s", name);
 	for (;;) {
 		if (!exists(c->sysfs_root, rel))
 			return 0;
-		if (now_ms() >= end)
+		if (time_mono_ms() >= end)
 			return -ETIME;
-		sleep_ms(poll_ms);
+		time_sleep_ms(poll_ms);
 	}
 }
 
@@ -246,7 +227,7 @@ static int find_reusable(const struct nvme_ctx *c, const struct nvme_connect_arg
 	for (i = 0; i < n; i++) {
 		if (state_usable(v[i].state) && same_address(&v[i], a)) {
 			if (ctrl)
-				scopy(ctrl, NVME_NAME_MAX, v[i].name);
+				str_copy(ctrl, NVME_NAME_MAX, v[i].name);
 			r = 0;
 			break;
 		}
@@ -271,7 +252,7 @@ int nvme_attach(const struct nvme_ctx *c, const struct nvme_connect_args *a,
 			log_info("reusing NVMe controller", "controller", v[i].name, "nqn",
 			         a->subsysnqn);
 			if (ctrl)
-				scopy(ctrl, NVME_NAME_MAX, v[i].name);
+				str_copy(ctrl, NVME_NAME_MAX, v[i].name);
 			free(v);
 			return 0;
 		}
@@ -373,7 +354,7 @@ static int pick_in(const struct nvme_ctx *c, const char *rel, char name[NVME_NAM
 			continue;
 		snprintf(p, sizeof(p), "block/%s/nsid", de->d_name);
 		if (nvme_sysfs_read(c->sysfs_root, p, val, sizeof(val)) == 0 && !strcmp(val, "1")) {
-			scopy(name, NVME_NAME_MAX, de->d_name);
+			str_copy(name, NVME_NAME_MAX, de->d_name);
 			r = 0;
 			break;
 		}
@@ -391,7 +372,7 @@ static int fill_dev(const struct nvme_ctx *c, const char *name, struct nvme_ns_d
 	int r;
 
 	memset(out, 0, sizeof(*out));
-	scopy(out->name, sizeof(out->name), name);
+	str_copy(out->name, sizeof(out->name), name);
 	snprintf(rel, sizeof(rel), "block/%s/dev", name);
 	if ((r = nvme_sysfs_read(c->sysfs_root, rel, val, sizeof(val))) < 0)
 		return r == -ENOENT ? -ENOENT
@@ -448,16 +429,16 @@ int nvme_ns_find(const struct nvme_ctx *c, const char *nqn, struct nvme_ns_dev *
 int nvme_ns_wait(const struct nvme_ctx *c, const char *nqn, struct nvme_ns_dev *out, struct err *e)
 {
 	int limit = bound(c->device_wait_ms, 30000);
-	long long end = now_ms() + limit;
+	long long end = time_mono_ms() + limit;
 	char d[16];
 	for (;;) {
 		int r = nvme_ns_find(c, nqn, out, e);
 		if (r != -ENOENT)
 			return r;
-		if (now_ms() >= end)
+		if (time_mono_ms() >= end)
 			return err_set(e, -ETIME, "namespace 1 of %s did not appear within %s", nqn,
 			               dur(limit, d, sizeof(d)));
-		sleep_ms(limit < 500 ? 20 : 500);
+		time_sleep_ms(limit < 500 ? 20 : 500);
 	}
 }
 
@@ -502,7 +483,7 @@ int nvme_ns_wait_size(const struct nvme_ctx *c, struct nvme_ns_dev *d, uint64_t 
                       struct err *e)
 {
 	int limit = bound(c->size_wait_ms, 10000);
-	long long end = now_ms() + limit;
+	long long end = time_mono_ms() + limit;
 	char rel[PATH_MAX], val[64], db[16];
 	unsigned long long sectors;
 	snprintf(rel, sizeof(rel), "block/%s/size", d->name);
@@ -512,12 +493,12 @@ int nvme_ns_wait_size(const struct nvme_ctx *c, struct nvme_ns_dev *d, uint64_t 
 			d->size_bytes = (uint64_t)sectors * 512u;
 		if (d->size_bytes >= bytes)
 			return 0;
-		if (now_ms() >= end)
+		if (time_mono_ms() >= end)
 			return err_set(e, -ETIME,
 			               "device %s is %llu bytes, not the requested %llu, after %s",
 			               d->name, (unsigned long long)d->size_bytes,
 			               (unsigned long long)bytes, dur(limit, db, sizeof(db)));
-		sleep_ms(limit < 200 ? 10 : 200);
+		time_sleep_ms(limit < 200 ? 10 : 200);
 	}
 }
 

@@ -27,6 +27,7 @@
 
 #include "base/file.h"
 #include "base/json.h"
+#include "base/time.h"
 #include "store/store.h"
 
 #define RING_CAP 4096
@@ -403,14 +404,7 @@ static void *poller_main(void *arg)
 	struct dstore *s = arg;
 	pthread_mutex_lock(&s->mu);
 	while (!s->stopping) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += s->poll_ms / 1000;
-		ts.tv_nsec += (long)(s->poll_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		struct timespec ts = time_after(CLOCK_REALTIME, s->poll_ms);
 		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
 		if (s->stopping)
 			break;
@@ -925,13 +919,7 @@ int store_watch_next(store_watch *w, int timeout_ms, enum store_event_type *type
 		*obj = cJSON_Duplicate(cJSON_GetArrayItem(w->initial, w->initial_idx++), true);
 		return 1;
 	}
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	ts = time_after(CLOCK_REALTIME, timeout_ms);
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
 		if (w->closed) {

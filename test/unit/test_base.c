@@ -18,6 +18,8 @@
 #include "base/json.h"
 #include "base/keylock.h"
 #include "base/log.h"
+#include "base/str.h"
+#include "base/time.h"
 #include "testutil.h"
 
 /* ---- log ---------------------------------------------------------------------------------- */
@@ -422,6 +424,37 @@ START_TEST(test_err_helpers)
 }
 END_TEST
 
+/* ---- str, time ------------------------------------------------------------------------------ */
+
+START_TEST(test_str_copy)
+{
+	char b[4];
+	ck_assert(str_copy(b, sizeof(b), "abc"));
+	ck_assert_str_eq(b, "abc");
+	ck_assert(!str_copy(b, sizeof(b), "abcd")); /* cut, still terminated */
+	ck_assert_str_eq(b, "abc");
+	ck_assert(str_copy(b, sizeof(b), ""));
+	ck_assert_str_eq(b, "");
+	ck_assert(!str_copy(b, 1, "x"));
+	ck_assert_str_eq(b, "");
+}
+END_TEST
+
+START_TEST(test_time_helpers)
+{
+	int64_t t0 = time_mono_ms();
+	time_sleep_ms(30);
+	int64_t el = time_mono_ms() - t0;
+	ck_assert_int_ge(el, 30);
+	struct timespec now, at = time_after(CLOCK_MONOTONIC, 1999);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ck_assert_int_lt(at.tv_nsec, 1000000000L);
+	int64_t d = (int64_t)(at.tv_sec - now.tv_sec) * 1000 + (at.tv_nsec - now.tv_nsec) / 1000000;
+	ck_assert_int_ge(d, 1900);
+	ck_assert_int_le(d, 1999);
+}
+END_TEST
+
 /* ---- keylock -------------------------------------------------------------------------------- */
 
 START_TEST(test_keylock_try)
@@ -501,6 +534,10 @@ int main(void)
 	tcase_add_test(t, test_file_failed_write_keeps_old);
 	tcase_add_test(t, test_json_strict_refuses_truncated_and_corrupt);
 	tcase_add_test(t, test_err_helpers);
+	suite_add_tcase(s, t);
+	t = tcase_create("str_time");
+	tcase_add_test(t, test_str_copy);
+	tcase_add_test(t, test_time_helpers);
 	suite_add_tcase(s, t);
 	t = tcase_create("keylock");
 	tcase_add_test(t, test_keylock_try);

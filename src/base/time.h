@@ -1,0 +1,19 @@
+/* time — clock arithmetic for timeouts, deadlines and backoff, written once.
+ *
+ * Durations are measured on CLOCK_MONOTONIC (the wall clock jumps); none of these fails.
+ */
+#ifndef PILLAR_BASE_TIME_H
+#define PILLAR_BASE_TIME_H
+
+#include <stdint.h>
+#include <time.h>
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+int64_t time_mono_ms(void);
+/* The instant ms milliseconds from now on clock clk, for pthread_cond_timedwait (whose condition
+ * variable measures CLOCK_REALTIME unless its attributes chose CLOCK_MONOTONIC). */
+struct timespec time_after(clockid_t clk, int64_t ms);
+/* Sleeps ms milliseconds (restarted after signals). */
+void time_sleep_ms(int ms);
+
+#endif
