@@ -9,7 +9,7 @@ F=${BUILD:-/tmp/pillar-fuzz}/fuzz
 SECS=${FUZZ_SECONDS:-60}
 mkdir -p "$F/gen"
 protoc-c -I"$ROOT/test/interop/grpc" --c_out="$F/gen" "$ROOT/test/interop/grpc/echo.proto"
-SRCS="$ROOT/src/base/err.c $ROOT/src/base/log.c $(ls "$ROOT"/src/h2/*.c "$ROOT"/src/grpc/*.c) $F/gen/echo.pb-c.c"
+SRCS="$ROOT/src/base/err.c $ROOT/src/base/log.c $ROOT/src/base/time.c $(ls "$ROOT"/src/h2/*.c "$ROOT"/src/grpc/*.c) $F/gen/echo.pb-c.c"
 # seed corpus: SETTINGS, then HEADERS (HPACK literals) + DATA for Unary and Stream requests
 mkdir -p "$F/corpus"
 /usr/bin/python3 - "$F/corpus" <<'PYEOF'
