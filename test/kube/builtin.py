@@ -12,6 +12,7 @@ import os
 import re
 
 import errors
+import events
 import schema
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -193,8 +194,7 @@ def on_create(res, obj):
         st.setdefault("daemonEndpoints", {"kubeletEndpoint": {"Port": 0}})
         st.setdefault("nodeInfo", {k: "" for k in NODE_INFO})
     elif res.kind == "Event" and res.group == "":
-        for k, v in (("source", {}), ("firstTimestamp", None), ("lastTimestamp", None), ("eventTime", None),
-                     ("reportingComponent", ""), ("reportingInstance", "")):
+        for k, v in events.CORE_DEFAULTS:
             obj.setdefault(k, v)
     elif res.plural == "volumeattachments":
         obj["status"] = {"attached": False}
@@ -219,29 +219,70 @@ def validate(res, obj, old):
                 errs.append(schema.FieldError("FieldValueForbidden", k, "Forbidden: updates to " + k + " are forbidden."))
     if res.plural == "volumeattachments" and old is not None and obj.get("spec") != old.get("spec"):
         errs.append(schema.invalid("spec", obj.get("spec"), "field is immutable"))
-    if res.kind == "Event" and res.group == "":
-        inv = obj.get("involvedObject", {}) or {}
-        if not obj.get("eventTime") and inv.get("namespace", "") == "" and md.get("namespace") not in ("default", None):
-            errs.append(schema.invalid("involvedObject.namespace", inv.get("namespace", ""),
-                                       "does not match event.namespace"))
-    if res.kind == "Event" and res.group == "events.k8s.io":
-        errs += _events_v1(obj)
+    if res.kind == "Event":
+        errs += validate_event(events.to_core(obj) if res.group else obj, res.group == "events.k8s.io")
     return errs
 
 
-def _events_v1(obj):
+QNAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+QNAME_MSG = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+             "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+             "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+
+
+def _qualified_name(v, field):
+    """k8s.io/apimachinery IsQualifiedName, as field errors."""
+    prefix, _, name = v.rpartition("/")
     errs = []
-    if not obj.get("eventTime"):
-        errs.append(schema.required("eventTime"))
-    for f in ("reportingController", "reportingInstance", "action", "reason"):
-        if not obj.get(f):
-            errs.append(schema.required(f))
-    t = obj.get("type")
-    if t not in ("Normal", "Warning"):
-        errs.append(schema.not_supported("type", t or "", ["Normal", "Warning"]))
-    note = obj.get("note") or ""
-    if len(note) > 1024:
-        errs.append(schema.FieldError("FieldValueTooLong", "message", "Too long: may not be more than 1024 bytes"))
+    if "/" in v and not re.match(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", prefix):
+        errs.append(schema.invalid(field, v, "prefix part must be a lowercase RFC 1123 subdomain"))
+    if not name:
+        errs.append(schema.invalid(field, v, "name part must be non-empty"))
+    elif len(name) > 63:
+        errs.append(schema.invalid(field, v, "name part must be no more than 63 characters"))
+    if not QNAME.match(name):
+        errs.append(schema.invalid(field, v, QNAME_MSG))
+    return errs
+
+
+def validate_event(ev, strict):
+    """kube-apiserver's ValidateEventCreate on the core form of an Event; strict for events.k8s.io/v1."""
+    errs = []
+    ns = ev.get("metadata", {}).get("namespace", "")
+    inv = ev.get("involvedObject") or {}
+    ctl = "reportingController" if strict else "reportingComponent"
+    if not ev.get("eventTime"):
+        if not inv.get("namespace") and ns not in ("", "default"):
+            errs.append(schema.invalid("involvedObject.namespace", inv.get("namespace", ""), "does not match event.namespace"))
+        elif inv.get("namespace") and ns != inv["namespace"]:
+            errs.append(schema.invalid("involvedObject.namespace", inv["namespace"], "does not match event.namespace"))
+    else:
+        if not inv.get("namespace") and ns not in ("default", "kube-system"):
+            errs.append(schema.invalid("involvedObject.namespace", "", "does not match event.namespace"))
+        rc = ev.get("reportingComponent") or ""
+        if not rc:
+            errs.append(schema.required(ctl))
+        errs += _qualified_name(rc, ctl)
+        for f, limit in (("reportingInstance", 128), ("action", 128), ("reason", 128)):
+            if not ev.get(f):
+                errs.append(schema.required(f))
+            if len(ev.get(f) or "") > limit:
+                errs.append(schema.invalid(f, "", f"can have at most {limit} characters"))
+        if len(ev.get("message") or "") > 1024:
+            errs.append(schema.invalid("message", "", "can have at most 1024 characters"))
+    if strict:
+        if not ev.get("eventTime"):
+            errs.append(schema.required("eventTime"))
+        if ev.get("type") not in ("Normal", "Warning"):
+            errs.append(schema.invalid("type", "", f"has invalid value: {ev.get('type') or ''}"))
+        for f in ("firstTimestamp", "lastTimestamp"):
+            if ev.get(f):
+                errs.append(schema.invalid(f, "", "needs to be unset"))
+        if ev.get("count"):
+            errs.append(schema.invalid("count", "", "needs to be unset"))
+        src = ev.get("source") or {}
+        if src.get("component") or src.get("host"):
+            errs.append(schema.invalid("source", "", "needs to be unset"))
     return errs
 
 

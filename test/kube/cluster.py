@@ -134,12 +134,13 @@ current-context: test
 
 
 if __name__ == "__main__":
+    # SIGTERM/SIGINT leave the with-block, which stops both servers
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(0))
     d = sys.argv[1] if len(sys.argv) > 1 else None
     if d:
         os.makedirs(d, exist_ok=True)
     with Cluster(directory=d) as c:
         print(f"KUBECONFIG={c.kubeconfig}  server {c.url}  etcd 127.0.0.1:{c.etcd_port}", flush=True)
-        try:
-            signal.sigwait([signal.SIGINT, signal.SIGTERM])
-        except KeyboardInterrupt:
-            pass
+        while True:
+            signal.pause()

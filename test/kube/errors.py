@@ -53,8 +53,14 @@ def conflict(res, name):
 
 
 def invalid(res, name, errs, kind=None):
-    """422 from a list of schema.FieldError (kind: Kind for objects, plural for 05b)."""
+    """422 from a list of schema.FieldError (kind: Kind for objects, plural for 05b).  Events of
+    both APIs are validated in their core form and reported without a group (09h)."""
     kind = kind or res.kind
+    if res.kind == "Event":
+        d = {"name": name, "kind": kind, "causes": [e.cause() for e in errs]}
+        texts = [e.text() for e in errs]
+        body = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+        return ApiError(422, "Invalid", f'{kind} "{name}" is invalid: {body}', d)
     what = f"{kind}.{res.group}" if res.group else kind
     texts = [e.text() for e in errs]
     body = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"

@@ -40,6 +40,8 @@ class Resource:
 
     def key_prefix(self, ns=None):
         g = self.group or "core"
+        if self.plural == "events":  # events.k8s.io/v1 and core/v1 Events share their storage
+            g = "core"
         base = f"/registry/{g}/{self.plural}/"
         return base + (f"{ns}/" if self.namespaced and ns else "")
 

@@ -11,6 +11,7 @@ import json
 import uuid
 
 import errors
+import events
 from etcd import Compacted, prefix_end
 
 
@@ -18,22 +19,35 @@ def now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _decode(kv):
+def _stored_as_core_event(res):
+    return res is not None and res.group == "events.k8s.io" and res.plural == "events"
+
+
+def _decode(kv, res=None):
     obj = json.loads(kv["value"])
     obj.setdefault("metadata", {})["resourceVersion"] = str(kv["mod_revision"])
-    return obj
+    return events.from_core(obj) if _stored_as_core_event(res) else obj
 
 
-def _encode(obj):
-    o = dict(obj)
+def _encode(obj, res=None):
+    o = events.to_core(obj) if _stored_as_core_event(res) else dict(obj)
     md = dict(o.get("metadata", {}))
     md.pop("resourceVersion", None)
     o["metadata"] = md
     return json.dumps(o, separators=(",", ":")).encode()
 
 
-def same_content(a, b):
-    return _encode(a) == _encode(b)
+def _roundtrip(obj, res):
+    """obj as a read will return it (an events.k8s.io Event comes back with its defaults)."""
+    if not _stored_as_core_event(res):
+        return copy.deepcopy(obj)
+    out = events.from_core(json.loads(_encode(obj, res)))
+    out["metadata"]["resourceVersion"] = obj["metadata"].get("resourceVersion")
+    return out
+
+
+def same_content(a, b, res=None):
+    return _encode(a, res) == _encode(b, res)
 
 
 def encode_continue(rv, start):
@@ -62,7 +76,7 @@ class Store:
             raise errors.expired("The resourceVersion for the provided get is too old.")
         if not kvs:
             raise errors.not_found(res, name)
-        return _decode(kvs[0])
+        return _decode(kvs[0], res)
 
     async def current_revision(self):
         rev, _, _, _ = await self.etcd.range(b"/registry/", prefix_end(b"/registry/"), count_only=True)
@@ -76,32 +90,32 @@ class Store:
             rev, kvs, count, more = await self.etcd.range(key, prefix_end(prefix), revision=revision, limit=limit)
         except Compacted:
             raise
-        objs = [_decode(kv) for kv in kvs]
+        objs = [_decode(kv, res) for kv in kvs]
         remaining = count - len(kvs) if more else None
         last = kvs[-1]["key"][len(res.key_prefix(None).encode()):].decode() if more and kvs else None
         return (revision or rev), objs, remaining, last
 
     async def create(self, res, obj):
         md = obj["metadata"]
-        ok, rev = await self.etcd.create(res.key(md.get("namespace"), md["name"]).encode(), _encode(obj))
+        ok, rev = await self.etcd.create(res.key(md.get("namespace"), md["name"]).encode(), _encode(obj, res))
         if not ok:
             raise errors.already_exists(res, md["name"])
-        out = copy.deepcopy(obj)
+        out = _roundtrip(obj, res)
         out["metadata"]["resourceVersion"] = str(rev)
         return out
 
     async def put(self, res, old, obj):
         """Write obj over old (compare-and-swap on old's resourceVersion); a no-op write keeps old."""
-        if same_content(old, obj):
+        if same_content(old, obj, res):
             out = copy.deepcopy(obj)
             out["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             return out
         md = obj["metadata"]
-        ok, rev = await self.etcd.update(res.key(md.get("namespace"), md["name"]).encode(), _encode(obj),
+        ok, rev = await self.etcd.update(res.key(md.get("namespace"), md["name"]).encode(), _encode(obj, res),
                                          int(old["metadata"]["resourceVersion"]))
         if not ok:
             raise errors.conflict(res, md["name"])
-        out = copy.deepcopy(obj)
+        out = _roundtrip(obj, res)
         out["metadata"]["resourceVersion"] = str(rev)
         return out
 
@@ -118,11 +132,11 @@ class Store:
         prefix = res.key_prefix(ns).encode()
         async for typ, kv, prev in self.etcd.watch(prefix, start_revision):
             if typ == "DELETE":
-                old = _decode(dict(prev, mod_revision=kv["mod_revision"])) if prev else None
+                old = _decode(dict(prev, mod_revision=kv["mod_revision"]), res) if prev else None
                 yield "DELETED", old, old
             else:
-                obj = _decode(kv)
-                yield ("ADDED" if prev is None else "MODIFIED"), obj, (_decode(prev) if prev else None)
+                obj = _decode(kv, res)
+                yield ("ADDED" if prev is None else "MODIFIED"), obj, (_decode(prev, res) if prev else None)
 
 
 def new_uid():
