@@ -40,7 +40,7 @@ struct ccall {
 	char *path;
 	struct grpc_md *md; /* md and its strings share one allocation */
 	uint8_t *body;
-	size_t body_len, body_off;
+	struct h2_body src;   /* reads body */
 	uint64_t deadline_at; /* 0: none */
 	/* response (loop) */
 	struct grpc_deframer df;
@@ -141,24 +141,6 @@ static void list_del(struct ccall **head, struct ccall **tail, struct ccall *c)
 
 /* ---- nghttp2 callbacks ----------------------------------------------------------------------- */
 
-static ssize_t body_read(nghttp2_session *ng, int32_t sid, uint8_t *buf, size_t len,
-                         uint32_t *flags, nghttp2_data_source *src, void *ud)
-{
-	struct ccall *c = src->ptr;
-	size_t n = c->body_len - c->body_off;
-	(void)ng;
-	(void)sid;
-	(void)ud;
-
-	if (n > len)
-		n = len;
-	memcpy(buf, c->body + c->body_off, n);
-	c->body_off += n;
-	if (c->body_off == c->body_len)
-		*flags |= NGHTTP2_DATA_FLAG_EOF;
-	return (ssize_t)n;
-}
-
 static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
                      size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags, void *ud)
 {
@@ -255,7 +237,7 @@ static void submit(struct cconn *cc, struct ccall *c)
 	struct grpc_channel *ch = cc->ch;
 	nghttp2_session *ng = h2_conn_session(cc->h2);
 	nghttp2_nv nv[72];
-	nghttp2_data_provider dp = {.source.ptr = c, .read_callback = body_read};
+	nghttp2_data_provider dp = {.source.ptr = &c->src, .read_callback = h2_body_read};
 	char tmo[32];
 	size_t n = 0, i;
 	int32_t sid;
@@ -295,35 +277,21 @@ static void submit(struct cconn *cc, struct ccall *c)
 	cc->calls = c;
 }
 
-static void cc_open(void *arg, struct h2_conn *h)
+static void cc_callbacks(nghttp2_session_callbacks *cb)
 {
-	struct cconn *cc = arg;
-	struct grpc_channel *ch = cc->ch;
-	nghttp2_session_callbacks *cb;
-	nghttp2_session *ng = NULL;
-	nghttp2_settings_entry iv[] = {
-	    {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
-	    {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
-	};
-
-	if (nghttp2_session_callbacks_new(&cb) != 0) {
-		h2_conn_close(h, -ENOMEM, "out of memory");
-		return;
-	}
 	nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
-	if (nghttp2_session_client_new(&ng, cb, cc) != 0)
-		ng = NULL;
-	nghttp2_session_callbacks_del(cb);
-	if (!ng) {
-		h2_conn_close(h, -ENOMEM, "out of memory");
+}
+
+static void cc_open(void *arg, struct h2_conn *h)
+{
+	struct cconn *cc = arg;
+	struct grpc_channel *ch = cc->ch;
+
+	if (h2_conn_client_session(h, cc_callbacks, cc) < 0)
 		return;
-	}
-	h2_conn_set_session(h, ng);
-	nghttp2_submit_settings(ng, NGHTTP2_FLAG_NONE, iv, 2);
-	nghttp2_session_set_local_window_size(ng, NGHTTP2_FLAG_NONE, 0, 16 << 20);
 	cc->ready = true;
 	ch->backoff = 0;
 	while (ch->cur == cc && ch->pend_head) {
@@ -668,7 +636,7 @@ int grpc_channel_call(struct grpc_channel *ch, const char *path, const ProtobufC
 	}
 	grpc_prefix_write(c->body, false, (uint32_t)len);
 	protobuf_c_message_pack(req, c->body + GRPC_PREFIX_LEN);
-	c->body_len = GRPC_PREFIX_LEN + len;
+	c->src = (struct h2_body){c->body, GRPC_PREFIX_LEN + len, 0};
 	c->ch = ch;
 	c->path = strdup(path);
 	c->md = md_copy(md);

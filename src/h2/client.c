@@ -37,8 +37,8 @@ struct h2_client {
 	char authority[300], verify[256];
 	size_t max_buffer;
 	struct hconn *cur;
-	atomic_int live;        /* connections not yet torn down */
-	atomic_uint made;       /* connections started */
+	atomic_int live;  /* connections not yet torn down */
+	atomic_uint made; /* connections started */
 	uint64_t retry_ms, retry_at;
 	char last_err[ERR_MSG_MAX];
 	struct h2_stream *pend; /* waiting for the connection, newest first */
@@ -57,8 +57,8 @@ struct h2_stream {
 	nghttp2_nv nv[MAX_HEADERS + 4];
 	size_t n_nv;
 	char *req; /* the request's strings and body, one allocation */
-	const uint8_t *body;
-	size_t body_len, body_off;
+	bool has_body;
+	struct h2_body body;
 	/* under mu */
 	int status;
 	bool head, ended;
@@ -131,24 +131,6 @@ static void link_stream(struct h2_stream **head, struct h2_stream *s)
 }
 
 /* ---- nghttp2 callbacks ----------------------------------------------------------------------- */
-
-static ssize_t body_read(nghttp2_session *ng, int32_t sid, uint8_t *buf, size_t len,
-                         uint32_t *flags, nghttp2_data_source *src, void *ud)
-{
-	struct h2_stream *s = src->ptr;
-	size_t n = s->body_len - s->body_off;
-	(void)ng;
-	(void)sid;
-	(void)ud;
-
-	if (n > len)
-		n = len;
-	memcpy(buf, s->body + s->body_off, n);
-	s->body_off += n;
-	if (s->body_off == s->body_len)
-		*flags |= NGHTTP2_DATA_FLAG_EOF;
-	return (ssize_t)n;
-}
 
 static bool grow(void *pp, size_t *cap, size_t need)
 {
@@ -232,7 +214,8 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t sid, const 
 	if (s->off && s->off == s->len)
 		s->off = s->len = 0;
 	if (s->len - s->off + len > max) {
-		fail_locked(s, -EMSGSIZE, "response larger than the %zu bytes a stream buffers", max);
+		fail_locked(s, -EMSGSIZE, "response larger than the %zu bytes a stream buffers",
+		            max);
 		reset = true;
 	} else {
 		if (s->off && s->len + len > s->cap) {
@@ -275,9 +258,9 @@ static int on_stream_close(nghttp2_session *ng, int32_t sid, uint32_t code, void
 
 static void submit(struct hconn *hc, struct h2_stream *s)
 {
-	nghttp2_data_provider dp = {.source.ptr = s, .read_callback = body_read};
+	nghttp2_data_provider dp = {.source.ptr = &s->body, .read_callback = h2_body_read};
 	int32_t sid = nghttp2_submit_request(h2_conn_session(hc->h2), NULL, s->nv, s->n_nv,
-	                                     s->body ? &dp : NULL, s);
+	                                     s->has_body ? &dp : NULL, s);
 	char why[160];
 
 	if (sid < 0) {
@@ -299,35 +282,21 @@ static void retry_later(struct h2_client *cl, const char *why)
 	snprintf(cl->last_err, sizeof(cl->last_err), "%s", why);
 }
 
-static void hc_open(void *arg, struct h2_conn *h)
+static void hc_callbacks(nghttp2_session_callbacks *cb)
 {
-	struct hconn *hc = arg;
-	struct h2_client *cl = hc->cl;
-	nghttp2_session_callbacks *cb;
-	nghttp2_session *ng = NULL;
-	nghttp2_settings_entry iv[] = {
-	    {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
-	    {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
-	};
-
-	if (nghttp2_session_callbacks_new(&cb) != 0) {
-		h2_conn_close(h, -ENOMEM, "out of memory");
-		return;
-	}
 	nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
-	if (nghttp2_session_client_new(&ng, cb, hc) != 0)
-		ng = NULL;
-	nghttp2_session_callbacks_del(cb);
-	if (!ng) {
-		h2_conn_close(h, -ENOMEM, "out of memory");
+}
+
+static void hc_open(void *arg, struct h2_conn *h)
+{
+	struct hconn *hc = arg;
+	struct h2_client *cl = hc->cl;
+
+	if (h2_conn_client_session(h, hc_callbacks, hc) < 0)
 		return;
-	}
-	h2_conn_set_session(h, ng);
-	nghttp2_submit_settings(ng, NGHTTP2_FLAG_NONE, iv, 2);
-	nghttp2_session_set_local_window_size(ng, NGHTTP2_FLAG_NONE, 0, 16 << 20);
 	hc->ready = true;
 	cl->retry_ms = 0;
 	while (cl->cur == hc && cl->pend) {
@@ -553,8 +522,8 @@ static int stream_prepare(struct h2_stream *s, const struct h2_request *rq, stru
 	if (rq->body) {
 		if (rq->body_len)
 			memcpy(p, rq->body, rq->body_len);
-		s->body = (const uint8_t *)p;
-		s->body_len = rq->body_len;
+		s->body = (struct h2_body){(const uint8_t *)p, rq->body_len, 0};
+		s->has_body = true;
 	}
 	return 0;
 }
@@ -593,7 +562,8 @@ int h2_client_open(struct h2_client *cl, const struct h2_request *rq, struct h2_
 /* Under s->mu: waits until ready(s) or the deadline (0: none).  -ETIMEDOUT when it passed. */
 static int wait_until(struct h2_stream *s, bool (*ready)(const struct h2_stream *), uint64_t at)
 {
-	struct timespec ts = {.tv_sec = (time_t)(at / 1000), .tv_nsec = (long)(at % 1000) * 1000000};
+	struct timespec ts = {.tv_sec = (time_t)(at / 1000),
+	                      .tv_nsec = (long)(at % 1000) * 1000000};
 
 	while (!ready(s)) {
 		if (!at)

@@ -394,3 +394,47 @@ int h2_conn_new(struct h2_conn **out, struct h2_loop *l, int fd, bool connecting
 		start_tls_or_open(c);
 	return 0;
 }
+
+int h2_conn_client_session(struct h2_conn *c, void (*set_callbacks)(nghttp2_session_callbacks *),
+                           void *ud)
+{
+	nghttp2_session_callbacks *cb;
+	nghttp2_session *ng = NULL;
+	nghttp2_settings_entry iv[] = {
+	    {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+	    {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
+	};
+
+	if (nghttp2_session_callbacks_new(&cb) == 0) {
+		set_callbacks(cb);
+		if (nghttp2_session_client_new(&ng, cb, ud) != 0)
+			ng = NULL;
+		nghttp2_session_callbacks_del(cb);
+	}
+	if (!ng) {
+		h2_conn_close(c, -ENOMEM, "out of memory");
+		return -ENOMEM;
+	}
+	h2_conn_set_session(c, ng);
+	nghttp2_submit_settings(ng, NGHTTP2_FLAG_NONE, iv, 2);
+	nghttp2_session_set_local_window_size(ng, NGHTTP2_FLAG_NONE, 0, 16 << 20);
+	return 0;
+}
+
+ssize_t h2_body_read(nghttp2_session *ng, int32_t sid, uint8_t *buf, size_t len, uint32_t *flags,
+                     nghttp2_data_source *src, void *ud)
+{
+	struct h2_body *b = src->ptr;
+	size_t n = b->len - b->off;
+	(void)ng;
+	(void)sid;
+	(void)ud;
+
+	if (n > len)
+		n = len;
+	memcpy(buf, b->data + b->off, n);
+	b->off += n;
+	if (b->off == b->len)
+		*flags |= NGHTTP2_DATA_FLAG_EOF;
+	return (ssize_t)n;
+}

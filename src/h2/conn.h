@@ -44,6 +44,20 @@ void h2_conn_close(struct h2_conn *c, int err, const char *why);
 bool h2_conn_closing(const struct h2_conn *c);
 uint64_t h2_conn_last_activity(const struct h2_conn *c);
 
+/* The client session both HTTP/2 clients (grpc/client, h2/client) open on a new connection:
+ * set_callbacks installs the owner's callbacks, ud is their user data; server push off, 1 MiB
+ * stream windows, a 16 MiB connection window.  Returns 0, or -ENOMEM after closing c. */
+int h2_conn_client_session(struct h2_conn *c, void (*set_callbacks)(nghttp2_session_callbacks *),
+                           void *ud);
+
+/* A request body sent from memory: a data source whose ptr is a struct h2_body. */
+struct h2_body {
+	const uint8_t *data;
+	size_t len, off;
+};
+ssize_t h2_body_read(nghttp2_session *ng, int32_t sid, uint8_t *buf, size_t len, uint32_t *flags,
+                     nghttp2_data_source *src, void *ud);
+
 /* External reader: a thread that waits for this connection's input itself (poll(2) on the fd)
  * instead of leaving it to the loop, so the thread that waits for a response also reads it.
  * begin: the loop stops watching for input and the fd stays open until end, even when the

@@ -59,7 +59,8 @@ static uint64_t mono_us(void *arg)
 
 static void sleep_us(void *arg, uint64_t us)
 {
-	struct timespec ts = {.tv_sec = (time_t)(us / 1000000u), .tv_nsec = (long)(us % 1000000u) * 1000};
+	struct timespec ts = {.tv_sec = (time_t)(us / 1000000u),
+	                      .tv_nsec = (long)(us % 1000000u) * 1000};
 	(void)arg;
 	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
 		;
@@ -170,12 +171,12 @@ static int token_refresh(struct kube_client *kc, struct kube_status *st)
 }
 
 int kube_stream_open(struct kube_client *kc, const char *method, const char *path,
-                     const char *content_type, const char *body, size_t len,
-                     struct h2_stream **out, int *http_status, struct kube_status *st)
+                     const char *content_type, const char *body, size_t len, struct h2_stream **out,
+                     int *http_status, struct kube_status *st)
 {
 	struct h2_header h[5];
-	struct h2_request rq = {.method = method, .path = path, .headers = h, .body = body,
-	                        .body_len = len};
+	struct h2_request rq = {
+	    .method = method, .path = path, .headers = h, .body = body, .body_len = len};
 	char auth[TOKEN_MAX + 16];
 	struct err e = {0};
 	uint64_t wait;
@@ -360,24 +361,24 @@ static int json_call(struct kube_client *kc, const char *method, const char *pat
 
 	if (out)
 		*out = NULL;
-	rc = kube_request(kc, method, path, ctype, body, body ? strlen(body) : 0, out ? &resp : NULL,
-	                  &n, st);
+	rc = kube_request(kc, method, path, ctype, body, body ? strlen(body) : 0,
+	                  out ? &resp : NULL, &n, st);
 	if (rc < 0 || !out)
 		return rc;
 	rc = json_parse_strict(resp, n, out, &e);
 	free(resp);
 	if (rc < 0)
-		kube_status_local(st, KUBE_INTERNAL_ERROR, "%s %s: the answer is not JSON: %s", method,
-		                  path, e.msg);
+		kube_status_local(st, KUBE_INTERNAL_ERROR, "%s %s: the answer is not JSON: %s",
+		                  method, path, e.msg);
 	return rc;
 }
 
 static int bad_path(struct kube_status *st, int rc, const struct kube_resource *r, const char *ns,
                     const char *name)
 {
-	kube_status_local(st, KUBE_BAD_REQUEST,
-	                  "cannot address %s \"%.253s\"%s%.253s: %s", r->plural, name ? name : "",
-	                  ns && *ns ? " in namespace " : "", ns ? ns : "",
+	kube_status_local(st, KUBE_BAD_REQUEST, "cannot address %s \"%.253s\"%s%.253s: %s",
+	                  r->plural, name ? name : "", ns && *ns ? " in namespace " : "",
+	                  ns ? ns : "",
 	                  rc == -ENAMETOOLONG ? "too long" : "invalid name or namespace");
 	return rc;
 }

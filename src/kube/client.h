@@ -61,7 +61,7 @@ struct kube_list_opts {
 
 enum kube_patch_type {
 	KUBE_PATCH_MERGE, /* application/merge-patch+json (RFC 7386; null deletes) */
-	KUBE_PATCH_JSON,  /* application/json-patch+json (RFC 6902; `test` ops make it conditional) */
+	KUBE_PATCH_JSON, /* application/json-patch+json (RFC 6902; `test` ops make it conditional) */
 };
 
 void kube_client_opts_init(struct kube_client_opts *o);

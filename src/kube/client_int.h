@@ -8,8 +8,8 @@
 /* Rate-limited, authenticated request; returns the open stream after its response headers:
  * 0 with *out and *http_status, or a negative errno with st filled (local failure). */
 int kube_stream_open(struct kube_client *kc, const char *method, const char *path,
-                     const char *content_type, const char *body, size_t len,
-                     struct h2_stream **out, int *http_status, struct kube_status *st);
+                     const char *content_type, const char *body, size_t len, struct h2_stream **out,
+                     int *http_status, struct kube_status *st);
 /* Appends "&key=value" (value percent-encoded) to the query in buf, "?" for the first. */
 int kube_query_add(char *buf, size_t size, const char *key, const char *value);
 /* The path of r's collection with the list options' query. */

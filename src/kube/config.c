@@ -55,8 +55,9 @@ int kube_config_in_cluster(struct kube_config **out, const char *sa_dir, struct 
 	int rc;
 
 	if (!host || !*host || !port || !*port)
-		return err_set(e, -ENOENT, "not in a cluster: KUBERNETES_SERVICE_HOST and "
-		                           "KUBERNETES_SERVICE_PORT must be set (or use --kubeconfig)");
+		return err_set(e, -ENOENT,
+		               "not in a cluster: KUBERNETES_SERVICE_HOST and "
+		               "KUBERNETES_SERVICE_PORT must be set (or use --kubeconfig)");
 	if (!sa_dir)
 		sa_dir = KUBE_SA_DIR;
 	c = calloc(1, sizeof(*c));
@@ -275,8 +276,10 @@ static int from_user(struct kube_config *c, const cJSON *u, const char *dir, str
 
 	for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++)
 		if (cJSON_GetObjectItemCaseSensitive(u, unsupported[i]))
-			return err_set(e, -ENOTSUP, "user: \"%s\" is not supported (use a token or "
-			                            "a client certificate)", unsupported[i]);
+			return err_set(e, -ENOTSUP,
+			               "user: \"%s\" is not supported (use a token or "
+			               "a client certificate)",
+			               unsupported[i]);
 	rc = data_or_file(u, "client-certificate", dir, &c->cert_pem, e);
 	if (rc >= 0)
 		rc = data_or_file(u, "client-key", dir, &c->key_pem, e);

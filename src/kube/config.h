@@ -22,15 +22,15 @@
 #define KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
 struct kube_config {
-	char target[300];      /* host:port in h2/net.h form */
-	char server_name[256]; /* tls-server-name, "" for the target's host */
-	char server[512];      /* the server as configured, for messages */
-	char *ca_pem;          /* PEM text of the CA bundle that verifies the server */
+	char target[300];         /* host:port in h2/net.h form */
+	char server_name[256];    /* tls-server-name, "" for the target's host */
+	char server[512];         /* the server as configured, for messages */
+	char *ca_pem;             /* PEM text of the CA bundle that verifies the server */
 	char *cert_pem, *key_pem; /* client certificate and key, or NULL */
-	char *token;           /* a fixed bearer token, or NULL */
-	char *token_file;      /* a bearer token file to follow, or NULL */
-	char ns[254];          /* the context's (or the pod's) namespace, "" when none */
-	char source[600];      /* "in-cluster" or "kubeconfig PATH context NAME" */
+	char *token;              /* a fixed bearer token, or NULL */
+	char *token_file;         /* a bearer token file to follow, or NULL */
+	char ns[254];             /* the context's (or the pod's) namespace, "" when none */
+	char source[600];         /* "in-cluster" or "kubeconfig PATH context NAME" */
 };
 
 /* In-cluster configuration; sa_dir NULL means KUBE_SA_DIR. */

@@ -16,25 +16,25 @@
 
 enum kube_reason {
 	KUBE_OK = 0,
-	KUBE_UNKNOWN,                 /* a reason this client does not know: see .reason */
-	KUBE_BAD_REQUEST,             /* 400: -EINVAL */
-	KUBE_UNAUTHORIZED,            /* 401: -EPERM (credentials missing, expired or wrong) */
-	KUBE_FORBIDDEN,               /* 403: -EACCES (RBAC) */
-	KUBE_NOT_FOUND,               /* 404: -ENOENT */
-	KUBE_METHOD_NOT_ALLOWED,      /* 405: -EOPNOTSUPP */
-	KUBE_NOT_ACCEPTABLE,          /* 406: -EPROTONOSUPPORT */
-	KUBE_ALREADY_EXISTS,          /* 409: -EEXIST */
-	KUBE_CONFLICT,                /* 409: -ESTALE (stale resourceVersion, failed precondition) */
-	KUBE_GONE,                    /* 410: -ERANGE */
-	KUBE_EXPIRED,                 /* 410: -ERANGE (compacted resourceVersion: relist) */
+	KUBE_UNKNOWN,            /* a reason this client does not know: see .reason */
+	KUBE_BAD_REQUEST,        /* 400: -EINVAL */
+	KUBE_UNAUTHORIZED,       /* 401: -EPERM (credentials missing, expired or wrong) */
+	KUBE_FORBIDDEN,          /* 403: -EACCES (RBAC) */
+	KUBE_NOT_FOUND,          /* 404: -ENOENT */
+	KUBE_METHOD_NOT_ALLOWED, /* 405: -EOPNOTSUPP */
+	KUBE_NOT_ACCEPTABLE,     /* 406: -EPROTONOSUPPORT */
+	KUBE_ALREADY_EXISTS,     /* 409: -EEXIST */
+	KUBE_CONFLICT,           /* 409: -ESTALE (stale resourceVersion, failed precondition) */
+	KUBE_GONE,               /* 410: -ERANGE */
+	KUBE_EXPIRED,            /* 410: -ERANGE (compacted resourceVersion: relist) */
 	KUBE_REQUEST_ENTITY_TOO_LARGE, /* 413: -EFBIG */
-	KUBE_UNSUPPORTED_MEDIA_TYPE,  /* 415: -EPROTONOSUPPORT */
-	KUBE_INVALID,                 /* 422: -EINVAL (see the causes) */
-	KUBE_TOO_MANY_REQUESTS,       /* 429: -EBUSY (retry after .retry_after seconds) */
-	KUBE_INTERNAL_ERROR,          /* 500: -EIO */
-	KUBE_SERVICE_UNAVAILABLE,     /* 503: -EAGAIN */
-	KUBE_SERVER_TIMEOUT,          /* 500/504: -ETIMEDOUT */
-	KUBE_TIMEOUT,                 /* 504: -ETIMEDOUT */
+	KUBE_UNSUPPORTED_MEDIA_TYPE,   /* 415: -EPROTONOSUPPORT */
+	KUBE_INVALID,                  /* 422: -EINVAL (see the causes) */
+	KUBE_TOO_MANY_REQUESTS,        /* 429: -EBUSY (retry after .retry_after seconds) */
+	KUBE_INTERNAL_ERROR,           /* 500: -EIO */
+	KUBE_SERVICE_UNAVAILABLE,      /* 503: -EAGAIN */
+	KUBE_SERVER_TIMEOUT,           /* 500/504: -ETIMEDOUT */
+	KUBE_TIMEOUT,                  /* 504: -ETIMEDOUT */
 };
 
 #define KUBE_CAUSES_MAX 8
@@ -51,8 +51,8 @@ struct kube_status {
 	char reason[64];       /* the reason as sent ("" when none) */
 	char message[1024];
 	char name[254], group[254], resource[64]; /* details: name, group, kind (plural or Kind) */
-	int retry_after;       /* details.retryAfterSeconds, 0 when absent */
-	size_t n_causes;       /* causes beyond KUBE_CAUSES_MAX are dropped */
+	int retry_after;                          /* details.retryAfterSeconds, 0 when absent */
+	size_t n_causes;                          /* causes beyond KUBE_CAUSES_MAX are dropped */
 	struct kube_cause causes[KUBE_CAUSES_MAX];
 };
 

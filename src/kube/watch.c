@@ -192,14 +192,15 @@ int kube_watch_next(struct kube_watch *w, enum kube_event_type *type, cJSON **ob
 			continue;
 		}
 		if (n < 0) {
-			kube_status_local(st, n == -ETIMEDOUT ? KUBE_TIMEOUT : KUBE_SERVICE_UNAVAILABLE,
+			kube_status_local(st,
+			                  n == -ETIMEDOUT ? KUBE_TIMEOUT : KUBE_SERVICE_UNAVAILABLE,
 			                  "watch stream: %s", e.msg);
 			return (int)n;
 		}
 		rc = kube_watch_parser_push(&w->p, buf, (size_t)n);
 		if (rc < 0) {
-			kube_status_local(st, KUBE_INTERNAL_ERROR, "watch stream: an event over %zu bytes",
-			                  w->p.max_line);
+			kube_status_local(st, KUBE_INTERNAL_ERROR,
+			                  "watch stream: an event over %zu bytes", w->p.max_line);
 			return rc;
 		}
 	}

@@ -68,8 +68,8 @@ struct kube_reflector_ops {
 
 struct kube_reflector_opts {
 	const char *label_selector, *field_selector;
-	int64_t page;    /* list page size; default 500 */
-	int watch_secs;  /* timeoutSeconds of each watch; default 300 */
+	int64_t page;   /* list page size; default 500 */
+	int watch_secs; /* timeoutSeconds of each watch; default 300 */
 };
 
 struct kube_reflector;

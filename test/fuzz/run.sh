@@ -35,12 +35,18 @@ seeds = {
 for k, v in seeds.items():
     open(os.path.join(sys.argv[1], k), "wb").write(v)
 PYEOF
+# fuzz_kube: src/kube with cJSON as the Makefile builds it (run `make` first)
+B=${BUILD:-$ROOT/build}
+KUBE_SRCS="$ROOT/src/base/json.c $ROOT/src/base/file.c $(ls "$ROOT"/src/kube/*.c) $B/cjson/src/cJSON.c"
 rc=0
 for src in "$HERE"/fuzz_*.c; do
 	name=$(basename "$src" .c)
+	extra=
+	case $name in fuzz_kube*) extra="$KUBE_SRCS -I$B/include -I$B/gen -lyaml" ;; esac
+	# shellcheck disable=SC2086
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=undefined -I"$ROOT/src" -I"$F/gen" -o "$F/$name" "$src" $SRCS \
-		-lprotobuf-c -lnghttp2 -lmbedtls -lmbedx509 -lmbedcrypto -pthread
+		$extra -lprotobuf-c -lnghttp2 -lmbedtls -lmbedx509 -lmbedcrypto -pthread
 	mkdir -p "$F/corpus-$name"
 	if "$F/$name" -max_total_time="$SECS" -rss_limit_mb=1024 -max_len=65536 -print_final_stats=0 \
 		-artifact_prefix="$F/$name-" "$F/corpus-$name" "$F/corpus" > "$F/$name.log" 2>&1; then

@@ -60,17 +60,18 @@ void kf_certs_make(struct kf_certs *c)
 	snprintf(c->server_key, sizeof(c->server_key), "%s/server.key", c->dir);
 	snprintf(c->client_cert, sizeof(c->client_cert), "%s/client.crt", c->dir);
 	snprintf(c->client_key, sizeof(c->client_key), "%s/client.key", c->dir);
-	snprintf(cmd, sizeof(cmd),
-	         "(cd %s && E='-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes' && "
-	         "openssl req -x509 $E -days 2 -subj /CN=kube-test-ca -keyout ca.key -out ca.crt "
-	         "&& openssl req -new $E -subj /CN=kube-apiserver -keyout server.key -out s.csr "
-	         "&& printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > s.ext "
-	         "&& openssl x509 -req -in s.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 "
-	         "-extfile s.ext -out server.crt "
-	         "&& openssl req -new $E -subj '/O=system:masters/CN=pillar-test' -keyout client.key "
-	         "-out c.csr && openssl x509 -req -in c.csr -CA ca.crt -CAkey ca.key "
-	         "-CAcreateserial -days 2 -out client.crt) >/dev/null 2>&1",
-	         c->dir);
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "(cd %s && E='-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes' && "
+	    "openssl req -x509 $E -days 2 -subj /CN=kube-test-ca -keyout ca.key -out ca.crt "
+	    "&& openssl req -new $E -subj /CN=kube-apiserver -keyout server.key -out s.csr "
+	    "&& printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > s.ext "
+	    "&& openssl x509 -req -in s.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 "
+	    "-extfile s.ext -out server.crt "
+	    "&& openssl req -new $E -subj '/O=system:masters/CN=pillar-test' -keyout client.key "
+	    "-out c.csr && openssl x509 -req -in c.csr -CA ca.crt -CAkey ca.key "
+	    "-CAcreateserial -days 2 -out client.crt) >/dev/null 2>&1",
+	    c->dir);
 	ck_assert_msg(system(cmd) == 0, "openssl could not make test certificates");
 }
 
@@ -131,7 +132,8 @@ void kf_resp_transcript(struct kf_resp *r, const char *name)
 
 char *kf_transcript_request(const char *name, const char *what)
 {
-	cJSON *t = transcript(name), *v = cJSON_GetObjectItem(cJSON_GetObjectItem(t, "request"), what);
+	cJSON *t = transcript(name),
+	      *v = cJSON_GetObjectItem(cJSON_GetObjectItem(t, "request"), what);
 	char *s;
 
 	ck_assert_ptr_nonnull(v);
@@ -232,10 +234,10 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t 
 
 	if (!st)
 		return 0;
-#define H(n, field)                                                                          \
-	if (namelen == strlen(n) && memcmp(name, n, namelen) == 0) {                         \
-		dst = st->rq.field;                                                          \
-		size = sizeof(st->rq.field);                                                 \
+#define H(n, field)                                                  \
+	if (namelen == strlen(n) && memcmp(name, n, namelen) == 0) { \
+		dst = st->rq.field;                                  \
+		size = sizeof(st->rq.field);                         \
 	}
 	H(":method", method)
 	H(":path", path)
@@ -249,8 +251,8 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t 
 	return 0;
 }
 
-static int on_data(nghttp2_session *ng, uint8_t flags, int32_t sid, const uint8_t *data,
-                   size_t len, void *ud)
+static int on_data(nghttp2_session *ng, uint8_t flags, int32_t sid, const uint8_t *data, size_t len,
+                   void *ud)
 {
 	struct kf_stream *st = nghttp2_session_get_stream_user_data(ng, sid);
 	char *b;
@@ -399,13 +401,25 @@ int kf_port(const struct kf_server *s)
 	return s->port;
 }
 
+static void drop_fn(void *arg)
+{
+	struct kf_server *s = arg;
+
+	for (struct kf_conn *kc = s->conns; kc; kc = kc->next)
+		h2_conn_close(kc->h2, 0, "test server dropping connections");
+}
+
+void kf_drop(struct kf_server *s)
+{
+	h2_loop_run_sync(s->loop, drop_fn, s);
+}
+
 static void stop_fn(void *arg)
 {
 	struct kf_server *s = arg;
 
 	h2_loop_del_fd(s->loop, s->lfd);
-	for (struct kf_conn *kc = s->conns; kc; kc = kc->next)
-		h2_conn_close(kc->h2, 0, "test server stopping");
+	drop_fn(s);
 }
 
 void kf_stop(struct kf_server *s)

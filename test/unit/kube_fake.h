@@ -43,6 +43,8 @@ void kf_stop(struct kf_server *s);
 /* Requests served so far (a copy of the n-th, NULL past the end; valid until kf_stop). */
 size_t kf_requests(struct kf_server *s);
 const struct kf_req *kf_request(struct kf_server *s, size_t i);
+/* Closes every connection (the server stays up: a restart as the client sees it). */
+void kf_drop(struct kf_server *s);
 /* Connections accepted so far. */
 unsigned kf_connections(struct kf_server *s);
 

@@ -316,28 +316,6 @@ static void mem_teardown(struct mem *m)
 	h2_loop_free(m->loop);
 }
 
-struct body {
-	const uint8_t *p;
-	size_t len, off;
-};
-
-static ssize_t body_read(nghttp2_session *ng, int32_t sid, uint8_t *buf, size_t len,
-                         uint32_t *flags, nghttp2_data_source *src, void *ud)
-{
-	struct body *b = src->ptr;
-	size_t n = b->len - b->off;
-	(void)ng;
-	(void)sid;
-	(void)ud;
-	if (n > len)
-		n = len;
-	memcpy(buf, b->p + b->off, n);
-	b->off += n;
-	if (b->off == b->len)
-		*flags |= NGHTTP2_DATA_FLAG_EOF;
-	return (ssize_t)n;
-}
-
 #define NV(k, v)                                                        \
 	{                                                               \
 		(uint8_t *)(k), (uint8_t *)(v), strlen(k), strlen(v), 0 \
@@ -345,13 +323,13 @@ static ssize_t body_read(nghttp2_session *ng, int32_t sid, uint8_t *buf, size_t 
 
 /* Sends one request; extra headers replace the defaults when their name is given. */
 static int32_t request(struct mem *m, const char *method, const char *path, const char *ctype,
-                       const char *extra_k, const char *extra_v, struct body *b)
+                       const char *extra_k, const char *extra_v, struct h2_body *b)
 {
 	nghttp2_nv nv[8] = {NV(":method", method),     NV(":scheme", "http"),
 	                    NV(":path", path),         NV(":authority", "localhost"),
 	                    NV("content-type", ctype), NV("te", "trailers")};
 	size_t n = 6;
-	nghttp2_data_provider dp = {.source.ptr = b, .read_callback = body_read};
+	nghttp2_data_provider dp = {.source.ptr = b, .read_callback = h2_body_read};
 	if (extra_k) {
 		nv[n].name = (uint8_t *)extra_k;
 		nv[n].namelen = strlen(extra_k);
@@ -362,13 +340,13 @@ static int32_t request(struct mem *m, const char *method, const char *path, cons
 	return nghttp2_submit_request(m->cli, NULL, nv, n, b ? &dp : NULL, NULL);
 }
 
-static struct body *info_body(uint8_t *buf, size_t *len, struct body *b)
+static struct h2_body *info_body(uint8_t *buf, size_t *len, struct h2_body *b)
 {
 	Csi__V1__GetPluginInfoRequest rq = CSI__V1__GET_PLUGIN_INFO_REQUEST__INIT;
 	size_t n = csi__v1__get_plugin_info_request__pack(&rq, buf + 5);
 	grpc_prefix_write(buf, false, (uint32_t)n);
 	*len = n + 5;
-	b->p = buf;
+	b->data = buf;
 	b->len = *len;
 	b->off = 0;
 	return b;
@@ -379,7 +357,7 @@ START_TEST(test_server_unary_ok)
 	struct mem m;
 	uint8_t buf[64];
 	size_t len;
-	struct body b;
+	struct h2_body b;
 	struct resp *r;
 	Csi__V1__GetPluginInfoResponse *out;
 	int32_t sid;
@@ -413,7 +391,7 @@ START_TEST(test_server_error_status)
 	struct mem m;
 	uint8_t buf[64];
 	size_t len;
-	struct body b;
+	struct h2_body b;
 	struct resp *r;
 	int32_t sid;
 
@@ -435,7 +413,7 @@ START_TEST(test_server_early_errors)
 	struct mem m;
 	uint8_t buf[64], big[64];
 	size_t len;
-	struct body b[6], bb = {0};
+	struct h2_body b[6], bb = {0};
 	int32_t s_unk_svc, s_unk_m, s_ctype, s_get, s_big, s_comp, s_tmo, s_bad, s_empty;
 
 	mem_setup(&m, 16);
@@ -461,7 +439,7 @@ START_TEST(test_server_early_errors)
 	/* 17 bytes > max 16: RESOURCE_EXHAUSTED */
 	memset(big, 0, sizeof(big));
 	grpc_prefix_write(big, false, 17);
-	bb.p = big;
+	bb.data = big;
 	bb.len = 22;
 	s_big = request(&m, "POST", "/csi.v1.Identity/GetPluginInfo", "application/grpc", NULL,
 	                NULL, &bb);
@@ -471,7 +449,7 @@ START_TEST(test_server_early_errors)
 
 	/* compressed flag */
 	grpc_prefix_write(big, true, 1);
-	b[3].p = big;
+	b[3].data = big;
 	b[3].len = 6;
 	b[3].off = 0;
 	s_comp = request(&m, "POST", "/csi.v1.Identity/GetPluginInfo", "application/grpc",
@@ -482,7 +460,7 @@ START_TEST(test_server_early_errors)
 	/* bytes that are not a protobuf message */
 	grpc_prefix_write(big + 8, false, 3);
 	memcpy(big + 13, "\xff\xff\xff", 3);
-	b[5].p = big + 8;
+	b[5].data = big + 8;
 	b[5].len = 8;
 	b[5].off = 0;
 	s_bad = request(&m, "POST", "/csi.v1.Identity/GetPluginInfo", "application/grpc", NULL,
@@ -504,7 +482,7 @@ START_TEST(test_server_health)
 {
 	struct mem m;
 	uint8_t req[32] = {0, 0, 0, 0, 17, 0x0a, 15};
-	struct body b = {.p = req, .len = 22};
+	struct h2_body b = {.data = req, .len = 22};
 	struct resp *r;
 	int32_t sid;
 

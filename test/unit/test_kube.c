@@ -95,8 +95,9 @@ START_TEST(test_status_not_a_status)
 {
 	struct kube_status st;
 	const char *html = "<html>bad gateway</html>\nmore";
-	const char *other = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"SomethingNew\","
-	                    "\"code\":409}";
+	const char *other =
+	    "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"SomethingNew\","
+	    "\"code\":409}";
 
 	ck_assert_int_eq(kube_status_decode(&st, 502, html, strlen(html)), -EIO);
 	ck_assert_int_eq(st.kind, KUBE_INTERNAL_ERROR);
@@ -120,9 +121,9 @@ START_TEST(test_ratelimit_bucket)
 	kube_ratelimit_init(&rl, KUBE_DEFAULT_QPS, KUBE_DEFAULT_BURST);
 	for (int i = 0; i < 10; i++)
 		ck_assert_uint_eq(kube_ratelimit_reserve(&rl, t), 0); /* the burst */
-	ck_assert_uint_eq(kube_ratelimit_reserve(&rl, t), 200000);   /* 1/5 s */
-	ck_assert_uint_eq(kube_ratelimit_reserve(&rl, t), 400000);   /* queued behind it */
-	t += 400000;                                                 /* both have gone now */
+	ck_assert_uint_eq(kube_ratelimit_reserve(&rl, t), 200000);    /* 1/5 s */
+	ck_assert_uint_eq(kube_ratelimit_reserve(&rl, t), 400000);    /* queued behind it */
+	t += 400000;                                                  /* both have gone now */
 	ck_assert_uint_eq(kube_ratelimit_reserve(&rl, t), 200000);
 	t += 10000000; /* idle: refills to the burst, never beyond */
 	for (int i = 0; i < 10; i++)
@@ -246,10 +247,12 @@ END_TEST
 START_TEST(test_kubeconfig_refused)
 {
 	struct err e = {0};
-	const char *head = "current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n";
+	const char *head =
+	    "current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n";
 	char y[2048];
 
-	snprintf(y, sizeof(y), "%sclusters:\n- name: c\n  cluster: {server: http://1.2.3.4}\n", head);
+	snprintf(y, sizeof(y), "%sclusters:\n- name: c\n  cluster: {server: http://1.2.3.4}\n",
+	         head);
 	ck_assert_int_eq(yaml_fail(y, NULL, &e), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(e.msg, "only https://"));
 	snprintf(y, sizeof(y), "%sclusters:\n- name: c\n  cluster: {server: 'https://h/prefix'}\n",
@@ -260,11 +263,12 @@ START_TEST(test_kubeconfig_refused)
 	         "certificate-authority-data: Q0E=, insecure-skip-tls-verify: 'true'}\n",
 	         head);
 	ck_assert_int_eq(yaml_fail(y, NULL, &e), -ENOTSUP);
-	snprintf(y, sizeof(y),
-	         "%sclusters:\n- name: c\n  cluster: {server: 'https://h:1', "
-	         "certificate-authority-data: Q0E=}\nusers:\n- name: u\n  user:\n    exec: {command: "
-	         "aws}\n",
-	         head);
+	snprintf(
+	    y, sizeof(y),
+	    "%sclusters:\n- name: c\n  cluster: {server: 'https://h:1', "
+	    "certificate-authority-data: Q0E=}\nusers:\n- name: u\n  user:\n    exec: {command: "
+	    "aws}\n",
+	    head);
 	ck_assert_int_eq(yaml_fail(y, NULL, &e), -ENOTSUP);
 	ck_assert_ptr_nonnull(strstr(e.msg, "\"exec\""));
 	snprintf(y, sizeof(y),
@@ -276,8 +280,10 @@ START_TEST(test_kubeconfig_refused)
 	ck_assert_int_eq(yaml_fail("clusters: [", NULL, &e), -EINVAL);
 	ck_assert_int_eq(yaml_fail("- a\n- b\n", NULL, &e), -EINVAL);
 	ck_assert_int_eq(yaml_fail("kind: Config\n", NULL, &e), -ENOENT);
-	snprintf(y, sizeof(y), "%sclusters:\n- name: c\n  cluster: {server: 'https://h:1', "
-	                       "certificate-authority: /nonexistent/ca.crt}\n", head);
+	snprintf(y, sizeof(y),
+	         "%sclusters:\n- name: c\n  cluster: {server: 'https://h:1', "
+	         "certificate-authority: /nonexistent/ca.crt}\n",
+	         head);
 	ck_assert_int_eq(yaml_fail(y, NULL, &e), -ENOENT);
 }
 END_TEST

@@ -249,24 +249,21 @@ START_TEST(test_patch_and_delete)
 	      "06c-pa-delete-right-preconditions-200.json");
 	kc = client();
 
-	ck_assert_int_eq(kube_patch(kc, &PA, NULL, "storage-2", KUBE_PATCH_MERGE, false, merge, &o,
-	                            &st),
-	                 0);
+	ck_assert_int_eq(
+	    kube_patch(kc, &PA, NULL, "storage-2", KUBE_PATCH_MERGE, false, merge, &o, &st), 0);
 	cJSON_Delete(o);
 	ck_assert_str_eq(kf_request(srv, 0)->ctype, "application/merge-patch+json");
 	ck_assert_str_eq(kf_request(srv, 0)->body, merge);
-	ck_assert_int_eq(kube_patch(kc, &PA, NULL, "storage-2", KUBE_PATCH_JSON, false, jfail, &o,
-	                            &st),
-	                 -EINVAL);
+	ck_assert_int_eq(
+	    kube_patch(kc, &PA, NULL, "storage-2", KUBE_PATCH_JSON, false, jfail, &o, &st),
+	    -EINVAL);
 	ck_assert_int_eq(st.kind, KUBE_INVALID);
 	ck_assert_str_eq(kf_request(srv, 1)->ctype, "application/json-patch+json");
 	ck_assert_str_eq(kf_request(srv, 1)->body, jfail);
-	ck_assert_int_eq(kube_patch(kc, &PA, NULL, "storage-2", KUBE_PATCH_JSON, false, jok, &o,
-	                            &st),
-	                 0);
-	ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "spec"),
-	                                                         "nodeRef"),
-	                                     "port")
+	ck_assert_int_eq(
+	    kube_patch(kc, &PA, NULL, "storage-2", KUBE_PATCH_JSON, false, jok, &o, &st), 0);
+	ck_assert_int_eq(cJSON_GetObjectItem(
+	                     cJSON_GetObjectItem(cJSON_GetObjectItem(o, "spec"), "nodeRef"), "port")
 	                     ->valueint,
 	                 9700);
 	cJSON_Delete(o);
@@ -288,9 +285,9 @@ START_TEST(test_patch_and_delete)
 }
 END_TEST
 
-static const char *const pages[] = {"03a-pa-list-limit1-page1.json", "03b-pa-list-limit1-page2.json",
-                                    "03c-pa-list-limit1-page3.json",
-                                    "03d-pa-list-limit1-page4.json"};
+static const char *const pages[] = {
+    "03a-pa-list-limit1-page1.json", "03b-pa-list-limit1-page2.json",
+    "03c-pa-list-limit1-page3.json", "03d-pa-list-limit1-page4.json"};
 
 START_TEST(test_list_pages)
 {
@@ -309,8 +306,8 @@ START_TEST(test_list_pages)
 		lo.continue_token = cont;
 		ck_assert_int_eq(kube_list(kc, &PA, NULL, &lo, &l, &st), 0);
 		ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(l, "items")), 1);
-		ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(l, "metadata"), "resourceVersion"),
-		                 "249");
+		ck_assert_str_eq(
+		    json_get_str(cJSON_GetObjectItem(l, "metadata"), "resourceVersion"), "249");
 		snprintf(cont, sizeof(cont), "%s",
 		         json_get_str(cJSON_GetObjectItem(l, "metadata"), "continue"));
 		cJSON_Delete(l);
@@ -348,25 +345,36 @@ static int on_event(void *arg, enum kube_event_type t, const cJSON *obj)
 
 static const struct kube_reflector_ops sink_ops = {on_replace, on_event};
 
-START_TEST(test_reflector_relist_and_resume)
+/* The server with the four recorded pages and a watch from their resourceVersion answered by
+ * w0 then w1; a client and a reflector (pages of 1, 20 s watches) feeding s. */
+static struct kube_reflector *reflector_on(const char *w0, const char *w1, struct kube_client **kc,
+                                           struct sink *s)
 {
-	struct kube_client *kc;
-	struct kube_reflector *rf;
 	struct kube_reflector_opts ro = {.page = 1, .watch_secs = 20};
-	struct kube_status st;
-	struct sink s = {0};
-	size_t n;
+	struct kube_reflector *rf = NULL;
 
 	srv = kf_start(&certs, false, handler, NULL);
 	for (int i = 0; i < 4; i++)
 		route_recorded("GET", pages[i]);
-	/* from the list's rv: first a 410 ERROR event, then the recorded watch */
 	route("GET", BASE "?resourceVersion=249&watch=1&allowWatchBookmarks=true&timeoutSeconds=20",
-	      "07h-pa-watch-too-old-rv-410.json", "07a-pa-watch-bookmarks.json");
+	      w0, w1);
+	*kc = client();
+	ck_assert_int_eq(kube_reflector_new(&rf, *kc, &PA, NULL, &ro, &sink_ops, s, NULL), 0);
+	return rf;
+}
+
+START_TEST(test_reflector_relist_and_resume)
+{
+	struct kube_client *kc;
+	struct kube_status st;
+	struct sink s = {0};
+	/* from the list's rv: first a 410 ERROR event, then the recorded watch */
+	struct kube_reflector *rf = reflector_on("07h-pa-watch-too-old-rv-410.json",
+	                                         "07a-pa-watch-bookmarks.json", &kc, &s);
+	size_t n;
+
 	route("GET", BASE "?resourceVersion=306&watch=1&allowWatchBookmarks=true&timeoutSeconds=20",
 	      "07a-pa-watch-bookmarks.json", NULL);
-	kc = client();
-	ck_assert_int_eq(kube_reflector_new(&rf, kc, &PA, NULL, &ro, &sink_ops, &s, NULL), 0);
 
 	ck_assert_int_eq(kube_reflector_run_once(rf, &st), -ERANGE);
 	ck_assert_int_eq(st.kind, KUBE_EXPIRED);
@@ -409,19 +417,11 @@ static void *stop_later(void *arg)
 START_TEST(test_reflector_stop)
 {
 	struct kube_client *kc;
-	struct kube_reflector *rf;
-	struct kube_reflector_opts ro = {.page = 1, .watch_secs = 20};
 	struct kube_status st;
 	struct sink s = {0};
+	struct kube_reflector *rf = reflector_on("HOLD", NULL, &kc, &s);
 	pthread_t t;
 
-	srv = kf_start(&certs, false, handler, NULL);
-	for (int i = 0; i < 4; i++)
-		route_recorded("GET", pages[i]);
-	route("GET", BASE "?resourceVersion=249&watch=1&allowWatchBookmarks=true&timeoutSeconds=20",
-	      "HOLD", NULL);
-	kc = client();
-	ck_assert_int_eq(kube_reflector_new(&rf, kc, &PA, NULL, &ro, &sink_ops, &s, NULL), 0);
 	ck_assert_int_eq(pthread_create(&t, NULL, stop_later, rf), 0);
 	ck_assert_int_eq(kube_reflector_run_once(rf, &st), -ECANCELED); /* held until stopped */
 	pthread_join(t, NULL);
