@@ -287,6 +287,25 @@ static int port_matches(nvmet *nv, const char *id, const struct port_want *w)
 	return 1;
 }
 
+/* A port directory left unconfigured (no address, nothing linked): what a process killed right
+ * after the mkdir leaves behind.  It is nobody's port, so selection may take it. */
+static bool port_unconfigured(nvmet *nv, unsigned id)
+{
+	char rel[NVMET_PATH_MAX], v[128];
+	char **links;
+	size_t n;
+	static const char *const keys[] = {"addr_trtype", "addr_trsvcid"};
+	for (int i = 0; i < 2; i++)
+		if (nvmet_fs_rel(rel, "ports/%u/%s", id, keys[i]) < 0 ||
+		    nvmet_attr_read(nv, rel, v, sizeof(v), NULL) < 0 || *v)
+			return false;
+	if (nvmet_fs_rel(rel, "ports/%u/subsystems", id) < 0 ||
+	    nvmet_fs_list(nv, rel, &links, &n, NULL) < 0)
+		return false;
+	nvmet_fs_names_free(links, n);
+	return n == 0;
+}
+
 static int select_port(nvmet *nv, const struct nvmet_export_spec *s, const struct port_want *w,
                        unsigned *id, struct err *e)
 {
@@ -307,7 +326,7 @@ static int select_port(nvmet *nv, const struct nvmet_export_spec *s, const struc
 	unsigned cand = nvmet_port_preferred_id(s->bind_address, s->port);
 	for (unsigned tries = 0; tries < 65535; tries++) {
 		REL(rel, "ports/%u", cand);
-		if (!nvmet_fs_exists(nv, rel)) {
+		if (!nvmet_fs_exists(nv, rel) || port_unconfigured(nv, cand)) {
 			*id = cand;
 			return 0;
 		}

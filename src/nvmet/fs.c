@@ -231,9 +231,9 @@ static void fake_file(nvmet *nv, const char *dir, const char *name, const char *
 	char p[NVMET_PATH_MAX + 256];
 	if (snprintf(p, sizeof(p), "%s/%s/%s", nv->dir, dir, name) >= (int)sizeof(p))
 		return;
-	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return;
+		return; /* EEXIST: completing an entry (fake_populate), keep what is there */
 	if (write(fd, value, strlen(value)) < 0) {
 		/* best effort: a missing default only makes the fake less faithful */
 	}
@@ -300,9 +300,14 @@ int nvmet_fs_mkdir(nvmet *nv, const char *rel, bool *created, struct err *e)
 	if (nvmet_fs_path(nv, rel, p, sizeof(p)) < 0)
 		return err_set(e, -ENAMETOOLONG, "nvmet mkdir %s: path too long", rel);
 	if (mkdir(p, 0755) < 0) {
-		if (errno == EEXIST)
-			return 0;
-		return err_set(e, -errno, "nvmet mkdir %s: %s", rel, nvmet_fs_errname(errno));
+		if (errno != EEXIST)
+			return err_set(e, -errno, "nvmet mkdir %s: %s", rel,
+			               nvmet_fs_errname(errno));
+		/* the kernel creates a directory's entries with it; the fake after it, so a
+		 * process killed in between leaves them missing: complete what is absent */
+		if (nv->fake)
+			fake_populate(nv, rel);
+		return 0;
 	}
 	if (nv->fake)
 		fake_populate(nv, rel);

@@ -188,6 +188,27 @@ END_TEST
 
 /* ---- prepare + link ------------------------------------------------------------------------- */
 
+START_TEST(test_fake_completes_entries_after_kill)
+{
+	/* killed after the subsystem mkdir, before the fake's emulated entries: the next prepare
+	 * must find namespaces/ as on configfs, where the kernel makes them with the directory */
+	char p[PATH_MAX * 2];
+	struct nvmet_export_spec s = spec1();
+	struct nvmet_prepared pr;
+	struct err e = {0};
+	snprintf(p, sizeof(p), "%s/nvmet/subsystems/" NQN1, root);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	ck_assert_msg(nvmet_export_prepare(nv, &s, &pr, &e) == 0, "%s", e.msg);
+	ck_assert(exists("subsystems/" NQN1 "/namespaces/1/enable"));
+	ck_assert_str_eq(attr("subsystems/" NQN1 "/namespaces/1/enable"), "1");
+	/* completing never overwrites: a second prepare keeps the written serial */
+	char serial[64];
+	snprintf(serial, sizeof(serial), "%s", attr("subsystems/" NQN1 "/attr_serial"));
+	ck_assert_int_eq(nvmet_export_prepare(nv, &s, &pr, &e), 0);
+	ck_assert_str_eq(attr("subsystems/" NQN1 "/attr_serial"), serial);
+}
+END_TEST
+
 START_TEST(test_prepare_write_order_acl_on)
 {
 	struct nvmet_export_spec s = spec1();
@@ -406,6 +427,24 @@ START_TEST(test_port_collision_and_ipv6)
 }
 END_TEST
 
+START_TEST(test_port_left_unconfigured_is_reused)
+{
+	/* killed right after mkdir ports/<preferred>: no address, nothing linked — the next link
+	 * takes that number (the export keeps its port ID) instead of moving to id+1 */
+	struct nvmet_export_spec s = spec1();
+	struct nvmet_prepared p;
+	struct err e = {0};
+	unsigned id;
+	ck_assert_int_eq(nvmet_fs_mkdir(nv, "ports/29188", NULL, &e), 0);
+	ck_assert_str_eq(attr("ports/29188/addr_trsvcid"), "");
+	ck_assert_int_eq(nvmet_export_prepare(nv, &s, &p, &e), 0);
+	ck_assert_msg(nvmet_export_link(nv, &s, false, &id, &e) == 0, "%s", e.msg);
+	ck_assert_uint_eq(id, 29188);
+	ck_assert_str_eq(attr("ports/29188/addr_trsvcid"), "4420");
+	ck_assert(!exists("ports/29189"));
+}
+END_TEST
+
 START_TEST(test_allow_deny_and_relink)
 {
 	struct nvmet_export_spec s = spec1();
@@ -565,6 +604,7 @@ int main(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_add_test(t, test_attr_write_readback_and_skip);
 	tcase_add_test(t, test_attr_readback_mismatch);
+	tcase_add_test(t, test_fake_completes_entries_after_kill);
 	tcase_add_test(t, test_prepare_write_order_acl_on);
 	tcase_add_test(t, test_acl_off_removes_links_first);
 	tcase_add_test(t, test_exact_hosts_revokes_unlisted);
@@ -572,6 +612,7 @@ int main(void)
 	tcase_add_test(t, test_icds_rules_and_conflict);
 	tcase_add_test(t, test_icds_default_port_conflicts_with_request);
 	tcase_add_test(t, test_port_collision_and_ipv6);
+	tcase_add_test(t, test_port_left_unconfigured_is_reused);
 	tcase_add_test(t, test_allow_deny_and_relink);
 	tcase_add_test(t, test_host_kept_when_used_elsewhere);
 	tcase_add_test(t, test_remove_order_and_pruning);
