@@ -7,21 +7,26 @@ Serves HTTPS (HTTP/2 via ALPN h2, and HTTP/1.1) with a self-signed CA written to
 writes DIR/ready once listening.  Behaviour follows ../shared/kube/transcripts (kube-apiserver
 1.32 with --watch-cache=false): resourceVersion is the etcd revision, watches are etcd watches.
 """
-import argparse
-import asyncio
-import datetime
-import hashlib
-import json
-import os
-import ssl
-import sys
-import uuid
-from urllib.parse import parse_qs, unquote
+import os  # noqa: I001 (OPENSSL_CONF must be set before the ssl module loads OpenSSL)
+
+os.environ.setdefault("OPENSSL_CONF", os.path.join(os.path.dirname(os.path.abspath(__file__)), "tls.cnf"))
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import datetime  # noqa: E402
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import ssl  # noqa: E402
+import sys  # noqa: E402
+import uuid  # noqa: E402
+from urllib.parse import parse_qs, unquote  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import auth  # noqa: E402
+import builtin  # noqa: E402
 import errors  # noqa: E402
+import fields  # noqa: E402
 import handlers  # noqa: E402
 import openapi  # noqa: E402
 from etcd import Etcd  # noqa: E402
@@ -338,8 +343,15 @@ class App:
         seconds = int(spec.get("expirationSeconds") or 3600)
         token, exp = self.authn.issue(ns, name, sa["metadata"]["uid"], seconds, spec.get("audiences"))
         expires = datetime.datetime.fromtimestamp(exp, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        out = {"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
-               "metadata": {"name": name, "namespace": ns, "creationTimestamp": now()},
+        t = now()
+        mgr = req.q("fieldManager") or (req.header("user-agent") or "unknown").split("/")[0]
+        tr = builtin.Kind("authentication.k8s.io", "TokenRequest")
+        mf = fields.update(None, {"spec": spec} if spec else {}, [], mgr, "token", "authentication.k8s.io/v1", t,
+                           dot=builtin.dot_rule(tr), atomic=builtin.atomic_rule(tr))
+        md = {"name": name, "namespace": ns, "creationTimestamp": t}
+        if mf:
+            md["managedFields"] = mf
+        out = {"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1", "metadata": md,
                "spec": {"audiences": spec.get("audiences") or self.authn.audiences, "expirationSeconds": seconds,
                         "boundObjectRef": spec.get("boundObjectRef")},
                "status": {"token": token, "expirationTimestamp": expires}}
@@ -381,11 +393,11 @@ class App:
             "acceptedNames": {k: names[k] for k in ("plural", "singular", "shortNames", "kind", "listKind",
                                                      "categories") if k in names},
             "storedVersions": [v["name"] for v in crd["spec"]["versions"] if v.get("storage")]}
+        new["metadata"]["managedFields"] = fields.update(
+            crd, new, crd["metadata"].get("managedFields", []), "kube-apiserver", "status", "apiextensions.k8s.io/v1",
+            t, dot=builtin.dot_rule(res), atomic=builtin.atomic_rule(res))
         await self.store.put(res, crd, new)
-        out = json.loads(json.dumps(crd))
-        out["status"] = {"conditions": None, "acceptedNames": {"plural": "", "kind": ""},
-                         "storedVersions": new["status"]["storedVersions"]}
-        return out
+        return crd
 
 
 async def bootstrap(app, crds):
@@ -482,7 +494,14 @@ def main():
 
     from hypercorn.asyncio import serve
     from hypercorn.config import Config
-    cfg = Config()
+
+    class TlsConfig(Config):
+        def create_ssl_context(self):
+            # hypercorn resets the options; a Go server chooses by its own preference order
+            ctx = super().create_ssl_context()
+            ctx.options |= ssl.OP_CIPHER_SERVER_PREFERENCE
+            return ctx
+    cfg = TlsConfig()
     cfg.bind = [a.listen]
     cfg.certfile = os.path.join(a.dir, "server.crt")
     cfg.keyfile = os.path.join(a.dir, "server.key")
@@ -490,6 +509,10 @@ def main():
     cfg.accesslog = None
     cfg.keep_alive_timeout = 3600
     cfg.include_server_header = False
+    # kube-apiserver (Go crypto/tls) accepts only ECDHE suites in TLS 1.2 (transcript 12a)
+    cfg.ciphers = ("ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+                   "ECDHE-RSA-AES256-GCM-SHA384:ECDHE+CHACHA20:ECDHE-RSA-AES128-SHA:ECDHE-RSA-AES256-SHA:"
+                   "ECDHE-ECDSA-AES128-SHA:ECDHE-ECDSA-AES256-SHA")
     cfg.ca_certs = os.path.join(a.dir, "ca.crt")
     cfg.verify_mode = ssl.CERT_OPTIONAL
     track_peer_certificates()

@@ -103,7 +103,9 @@ def update(old, new, managed, manager, subresource, api_version, now, operation=
     for e in managed or []:
         sub = e.get("subresource", "")
         paths = from_fields_v1(e.get("fieldsV1", {}))
-        if e.get("manager") == manager and e.get("operation") == operation and sub == (subresource or ""):
+        # an Apply entry is its manager's, whatever subresource it was applied to (05u)
+        if e.get("manager") == manager and e.get("operation") == operation and (
+                operation == "Apply" or sub == (subresource or "")):
             mine, at = (e, paths), len(entries)
             continue
         paths = paths - changed - removed
@@ -125,3 +127,51 @@ def update(old, new, managed, manager, subresource, api_version, now, operation=
     # kube-apiserver keeps them sorted: Apply entries first, then by time, manager, subresource
     return sorted(entries, key=lambda e: (e.get("operation") != "Apply", e.get("time") or "", e.get("manager", ""),
                                           e.get("subresource", "")))
+
+
+def _render(path):
+    out = ""
+    for part in path:
+        if part.startswith("f:"):
+            out += "." + part[2:]
+        elif part.startswith("k:"):
+            out += "[" + ",".join(f"{k}={json.dumps(v)}" for k, v in json.loads(part[2:]).items()) + "]"
+        else:
+            out += "[=" + part[2:] + "]"
+    return out
+
+
+def apply_conflicts(live, applied, managed, manager, atomic=None):
+    """Fields of an apply that another manager owns with a different value:
+    [(entry, ".spec.x"), ...] in kube-apiserver's order."""
+    want = {p: v for p, v in leaves(applied, atomic).items() if v is not None}
+    have = leaves(live, atomic)
+    out = []
+    for e in managed or []:
+        if e.get("manager") == manager and e.get("operation") == "Apply":
+            continue
+        for p in sorted(from_fields_v1(e.get("fieldsV1", {})) & set(want)):
+            if have.get(p) != want[p]:
+                out.append((e, _render(p)))
+    return out
+
+
+def conflict_message(conflicts):
+    """(message, causes) of a 409 for apply conflicts (transcript 05r)."""
+    by = {}
+    for e, path in conflicts:
+        who = f'"{e.get("manager")}"'
+        if e.get("operation") == "Update":
+            who += f' using {e.get("apiVersion")}'
+        by.setdefault(who, []).append(path)
+    parts = []
+    for who, paths in by.items():
+        if len(paths) == 1:
+            parts.append(f"conflict with {who}: {paths[0]}")
+        else:
+            parts.append(f"conflicts with {who}:\n" + "\n".join(f"- {p}" for p in paths))
+    n = len(conflicts)
+    msg = f"Apply failed with {n} conflict{'s' if n != 1 else ''}: " + "\n".join(parts)
+    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {who}", "field": p}
+              for who, paths in by.items() for p in paths]
+    return msg, causes

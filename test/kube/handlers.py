@@ -12,12 +12,20 @@ import yaml
 
 import builtin
 import errors
+import fields
 import objects
 import patch as patchlib
 import labelsel
 import table
 from etcd import Compacted, FutureRevision
 from store import decode_continue, encode_continue, now
+
+
+def _without_nulls(doc):
+    """An applied configuration as a merge patch that only sets fields."""
+    if isinstance(doc, dict):
+        return {k: _without_nulls(v) for k, v in doc.items() if v is not None}
+    return doc
 
 
 class Reply:
@@ -328,7 +336,13 @@ class Handlers:
             doc.setdefault("metadata", {})["name"] = name
             obj, warnings = objects.prepare_create(res, copy.deepcopy(doc), ns, opts)
             return Reply(201, await self.store.create(res, obj), _warn(warnings))
-        new = patchlib.merge_patch(old, doc)
+        atomic = objects._atomic(res)
+        conflicts = fields.apply_conflicts(old, doc, old["metadata"].get("managedFields"), opts["manager"], atomic)
+        if conflicts and req.q("force") not in ("true", "1"):
+            msg, causes = fields.conflict_message(conflicts)
+            raise errors.ApiError(409, "Conflict", msg, {"causes": causes})
+        applied = {k: v for k, v in doc.items() if k in ("metadata", "status")} if sub == "status" else doc
+        new = patchlib.merge_patch(old, _without_nulls(applied))
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         return await self._write(req, res, old, new, sub, opts)
 
