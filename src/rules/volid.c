@@ -54,6 +54,11 @@ static bool pool_valid(const char *s, size_t len)
 	return true;
 }
 
+static bool backend_valid(const char *b)
+{
+	return !strcmp(b, "zfs-zvol") || !strcmp(b, "lvm-lv") || !strcmp(b, "file");
+}
+
 /* Copies the segment [p, up to '/' or end) into dst; returns the next position (after the
  * '/'), or NULL when the segment is empty or does not fit. */
 static const char *segment(const char *p, char *dst, size_t cap, bool last)
@@ -85,13 +90,30 @@ int rules_volid_parse(const char *id, struct rules_volid *v)
 	    !(p = segment(p, v->backend, sizeof(v->backend), false)) ||
 	    rules_agent_volid_parse(p, v->pool, sizeof(v->pool), v->name, sizeof(v->name)) < 0)
 		return -EINVAL;
-	if (rules_objname_check(v->agent) != RULES_OBJNAME_OK ||
-	    (strcmp(v->backend, "zfs-zvol") && strcmp(v->backend, "lvm-lv") &&
-	     strcmp(v->backend, "file")) ||
+	if (rules_objname_check(v->agent) != RULES_OBJNAME_OK || !backend_valid(v->backend) ||
 	    strspn(v->protocol, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(v->protocol))
 		return -EINVAL;
 	snprintf(v->agent_volume_id, sizeof(v->agent_volume_id), "%s/%s", v->pool, v->name);
 	return strcmp(v->protocol, RULES_PROTOCOL_NVMEOF_TCP) ? -EPROTONOSUPPORT : 0;
+}
+
+int rules_volid_make(const char *agent, const char *backend, const char *pool, const char *name,
+                     char *id, size_t cap, struct rules_volid *v)
+{
+	memset(v, 0, sizeof(*v));
+	int n = snprintf(id, cap, "%s/%s/%s/%s/%s", agent, RULES_PROTOCOL_NVMEOF_TCP, backend, pool,
+	                 name);
+	if (n < 0 || (size_t)n >= cap || rules_objname_check(agent) != RULES_OBJNAME_OK ||
+	    !backend_valid(backend) || !pool_valid(pool, strlen(pool)) ||
+	    strlen(pool) >= sizeof(v->pool) || !rules_volname_valid(name))
+		return -EINVAL;
+	snprintf(v->agent, sizeof(v->agent), "%s", agent);
+	snprintf(v->protocol, sizeof(v->protocol), "%s", RULES_PROTOCOL_NVMEOF_TCP);
+	snprintf(v->backend, sizeof(v->backend), "%s", backend);
+	snprintf(v->pool, sizeof(v->pool), "%s", pool);
+	snprintf(v->name, sizeof(v->name), "%s", name);
+	snprintf(v->agent_volume_id, sizeof(v->agent_volume_id), "%s/%s", pool, name);
+	return 0;
 }
 
 void rules_pvst_name(const char *csi_name, char *out, size_t cap)

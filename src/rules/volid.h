@@ -38,6 +38,14 @@ int rules_volid_parse(const char *id, struct rules_volid *v);
 int rules_agent_volid_parse(const char *id, char *pool, size_t pool_cap, char *name,
                             size_t name_cap);
 
+/* Builds the volume ID of a new volume (csi.md §2.1): `<agent>/nvmeof-tcp/<backend>/<pool>/
+ * <name>` into id (cap bytes; RULES_VOLID_CAP is enough for any valid ID) and its parts into v,
+ * checking each part against the grammar above.  Returns 0, or -EINVAL when a part breaks it
+ * or the ID does not fit (id then holds the text, cut to cap, for a message). */
+#define RULES_VOLID_CAP 800
+int rules_volid_make(const char *agent, const char *backend, const char *pool, const char *name,
+                     char *id, size_t cap, struct rules_volid *v);
+
 /* true when name matches ^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$ (csi.md §2.2). */
 bool rules_volname_valid(const char *name);
 

@@ -96,6 +96,47 @@ START_TEST(test_agent_volid_table)
 }
 END_TEST
 
+/* rules_volid_make: every accepted ID parses back to the same parts; every part that breaks the
+ * grammar is refused, with the text kept for the message. */
+START_TEST(test_volid_make_table)
+{
+	static const struct {
+		const char *agent, *backend, *pool, *name;
+		int want;
+	} t[] = {
+	    {"storage-1", "zfs-zvol", "tank", "pvc-1", 0},
+	    {"storage-1", "lvm-lv", "vg_0", "Vol_A-1", 0},
+	    {"a.b", "file", "p:1", "x", 0},
+	    {"Storage", "zfs-zvol", "tank", "pvc-1", -EINVAL}, /* agent not an object name */
+	    {"", "zfs-zvol", "tank", "pvc-1", -EINVAL},        /* empty agent */
+	    {"s", "zfs", "tank", "pvc-1", -EINVAL},            /* unknown backend */
+	    {"s", "zfs-zvol", "tank/sub", "pvc-1", -EINVAL},   /* '/' in the pool */
+	    {"s", "zfs-zvol", "..", "pvc-1", -EINVAL},         /* pool ".." */
+	    {"s", "zfs-zvol", "tank", "-bad", -EINVAL},        /* volume name */
+	    {"s", "zfs-zvol", "tank", "a/b", -EINVAL},         /* '/' in the name */
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		char id[RULES_VOLID_CAP];
+		struct rules_volid v, back;
+		int r = rules_volid_make(t[i].agent, t[i].backend, t[i].pool, t[i].name, id,
+		                         sizeof(id), &v);
+		ck_assert_msg(r == t[i].want, "%s: got %d", id, r);
+		if (r == 0) {
+			ck_assert_int_eq(rules_volid_parse(id, &back), 0);
+			ck_assert_str_eq(back.agent_volume_id, v.agent_volume_id);
+			ck_assert_str_eq(back.agent, t[i].agent);
+			ck_assert_str_eq(back.backend, t[i].backend);
+		}
+	}
+	char id[RULES_VOLID_CAP];
+	struct rules_volid v;
+	ck_assert_int_eq(rules_volid_make("s", "zfs-zvol", "t", "n", id, sizeof(id), &v), 0);
+	ck_assert_str_eq(id, "s/nvmeof-tcp/zfs-zvol/t/n");
+	ck_assert_str_eq(v.agent_volume_id, "t/n");
+	ck_assert_int_eq(rules_volid_make("s", "zfs-zvol", "t", "n", id, 10, &v), -EINVAL);
+}
+END_TEST
+
 /* ---- volume names and PillarVolumeState names (csi.md §2.2) ---------------------------------- */
 
 START_TEST(test_volname_table)
@@ -353,6 +394,7 @@ int main(void)
 	TCase *t = tcase_create("volid");
 	tcase_add_test(t, test_volid_table);
 	tcase_add_test(t, test_agent_volid_table);
+	tcase_add_test(t, test_volid_make_table);
 	tcase_add_test(t, test_volname_table);
 	tcase_add_test(t, test_pvst_name_table);
 	tcase_add_test(t, test_objname_table);
