@@ -10,6 +10,7 @@
 
 #include "controller/ctl.h"
 #include "csi.pb-c.h"
+#include "model/pillar.h"
 
 int csi_get_plugin_info(struct ctl *c, Csi__V1__GetPluginInfoResponse **resp,
                         struct grpc_status *gs);
@@ -43,7 +44,21 @@ int csi_controller_capabilities(struct ctl *c, Csi__V1__ControllerGetCapabilitie
 const char *csi_mode_name(int mode);
 /* 0 when the capability is acceptable (csi.md §4.1), else INVALID_ARGUMENT with message. */
 int csi_check_capability(const Csi__V1__VolumeCapability *cap, struct grpc_status *gs);
+/* The claim of crds.md §7.5 as a pvst_update step: bumps status.publicationGeneration by one
+ * (gen: the committed value); refuses a volume being deleted (ABORTED); with set_deleting, the
+ * DeleteVolume claim: refuses a published volume (FAILED_PRECONDITION) and sets deleting. */
+struct csi_claim {
+	const char *name;
+	uint64_t gen;
+	bool set_deleting;
+	const char *volume_id;
+};
+int csi_claim(struct model_pvst *v, void *arg, struct grpc_status *gs);
+/* CreateVolume steps 7–9 on an object in phase Provisioning or CreatePartial. */
+int csi_provision(struct ctl *c, const struct model_pvst *v, const char *pname,
+                  Csi__V1__CreateVolumeResponse **resp, struct grpc_status *gs);
+
 /* Heap Volume message for a Ready PillarVolumeState. NULL when out of memory. */
-Csi__V1__Volume *csi_volume_of(const cJSON *pvst);
+Csi__V1__Volume *csi_volume_of(const struct model_pvst *pvst);
 
 #endif

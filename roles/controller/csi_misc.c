@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/json.h"
 #include "controller/csi.h"
+#include "controller/pvst.h"
 #include "controller/resolve.h"
 #include "version/version.h"
 
@@ -62,40 +62,16 @@ static char *dup(const char *s)
 	return strdup(s ? s : "");
 }
 
-Csi__V1__Volume *csi_volume_of(const cJSON *pvst)
+/* The topology of every volume: the nodes where nvme_tcp is loaded (csi.md §3). */
+static int add_topology(Csi__V1__Volume *v)
 {
-	Csi__V1__Volume *v = calloc(1, sizeof(*v));
-	cJSON *ctx = resolve_volume_context(pvst);
-	if (!v || !ctx)
-		goto fail;
-	csi__v1__volume__init(v);
-	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(pvst, "spec");
-	int64_t cap = 0;
-	json_get_int64(spec, "capacityBytes", &cap);
-	v->capacity_bytes = cap;
-	v->volume_id = dup(json_get_str(spec, "volumeID"));
-	size_t n = (size_t)cJSON_GetArraySize(ctx);
-	v->volume_context = calloc(n ? n : 1, sizeof(*v->volume_context));
-	if (!v->volume_id || !v->volume_context)
-		goto fail;
-	const cJSON *it;
-	cJSON_ArrayForEach(it, ctx)
-	{
-		Csi__V1__Volume__VolumeContextEntry *e = malloc(sizeof(*e));
-		if (!e)
-			goto fail;
-		csi__v1__volume__volume_context_entry__init(e);
-		e->key = dup(it->string);
-		e->value = dup(it->valuestring);
-		v->volume_context[v->n_volume_context++] = e;
-	}
 	v->accessible_topology = calloc(1, sizeof(*v->accessible_topology));
 	Csi__V1__Topology *t = malloc(sizeof(*t));
 	Csi__V1__Topology__SegmentsEntry *seg = malloc(sizeof(*seg));
 	if (!v->accessible_topology || !t || !seg) {
 		free(t);
 		free(seg);
-		goto fail;
+		return -1;
 	}
 	csi__v1__topology__init(t);
 	csi__v1__topology__segments_entry__init(seg);
@@ -110,10 +86,36 @@ Csi__V1__Volume *csi_volume_of(const cJSON *pvst)
 	}
 	v->accessible_topology[0] = t;
 	v->n_accessible_topology = 1;
-	cJSON_Delete(ctx);
+	return 0;
+}
+
+Csi__V1__Volume *csi_volume_of(const struct model_pvst *pvst)
+{
+	Csi__V1__Volume *v = calloc(1, sizeof(*v));
+	struct model_map ctx = {0};
+	if (!v || resolve_volume_context(pvst, &ctx) < 0)
+		goto fail;
+	csi__v1__volume__init(v);
+	v->capacity_bytes = pvst->spec.capacity_bytes;
+	v->volume_id = dup(pvst->spec.volume_id);
+	v->volume_context = calloc(ctx.n ? ctx.n : 1, sizeof(*v->volume_context));
+	if (!v->volume_id || !v->volume_context)
+		goto fail;
+	for (size_t i = 0; i < ctx.n; i++) {
+		Csi__V1__Volume__VolumeContextEntry *e = malloc(sizeof(*e));
+		if (!e)
+			goto fail;
+		csi__v1__volume__volume_context_entry__init(e);
+		e->key = dup(ctx.kv[i].key);
+		e->value = dup(ctx.kv[i].value);
+		v->volume_context[v->n_volume_context++] = e;
+	}
+	if (add_topology(v) < 0)
+		goto fail;
+	model_map_clear(&ctx);
 	return v;
 fail:
-	cJSON_Delete(ctx);
+	model_map_clear(&ctx);
 	if (v && v->base.descriptor)
 		protobuf_c_message_free_unpacked(&v->base, NULL);
 	else
@@ -202,9 +204,7 @@ int csi_get_plugin_capabilities(struct ctl *c, Csi__V1__GetPluginCapabilitiesRes
 
 int csi_probe(struct ctl *c, Csi__V1__ProbeResponse **resp, struct grpc_status *gs)
 {
-	cJSON *items = NULL;
-	bool ready = store_list(c->st, kind_of("PillarAgent"), NULL, NULL, &items, NULL, NULL) == 0;
-	cJSON_Delete(items);
+	bool ready = ctl_store_ready(c);
 	Csi__V1__ProbeResponse *r = malloc(sizeof(*r));
 	Google__Protobuf__BoolValue *b = malloc(sizeof(*b));
 	if (!r || !b) {
@@ -265,38 +265,39 @@ int csi_controller_capabilities(struct ctl *c, Csi__V1__ControllerGetCapabilitie
 	return GRPC_OK;
 }
 
+/* The available bytes of the store a StorageClass names (0 when unknown). */
+static int64_t store_available(struct ctl *c, const char *psc, const char *sref)
+{
+	char store_name[254] = "";
+	struct model_psc p;
+	struct model_pst st;
+	long long b = 0;
+	if (psc && model_get(c->st, &model_psc_kind, NULL, psc, &p, NULL) == 0) {
+		snprintf(store_name, sizeof(store_name), "%s", p.spec.store_ref ?: "");
+		model_clear(&model_psc_kind, &p);
+	} else if (!psc && sref) {
+		snprintf(store_name, sizeof(store_name), "%s", sref);
+	}
+	if (store_name[0] && model_get(c->st, &model_pst_kind, NULL, store_name, &st, NULL) == 0) {
+		const char *q = st.status.capacity.available;
+		if (!q || model_quantity_parse(q, &b) < 0)
+			b = 0;
+		model_clear(&model_pst_kind, &st);
+	}
+	return b;
+}
+
 int csi_get_capacity(struct ctl *c, const Csi__V1__GetCapacityRequest *req,
                      Csi__V1__GetCapacityResponse **resp, struct grpc_status *gs)
 {
 	const char *psc = NULL, *sref = NULL;
-	cJSON *o = NULL;
-	char store_name[254] = "";
-	int64_t avail = 0;
 	for (size_t i = 0; i < req->n_parameters; i++) {
 		if (!strcmp(req->parameters[i]->key, RULES_KEY_PREFIX "storage-class"))
 			psc = req->parameters[i]->value;
 		else if (!strcmp(req->parameters[i]->key, RULES_KEY_PREFIX "store-ref"))
 			sref = req->parameters[i]->value;
 	}
-	if (psc && store_get(c->st, kind_of("PillarStorageClass"), NULL, psc, &o, NULL) == 0)
-		snprintf(store_name, sizeof(store_name), "%s",
-		         json_get_str(cJSON_GetObjectItemCaseSensitive(o, "spec"), "storeRef")
-		             ?: "");
-	else if (!psc && sref)
-		snprintf(store_name, sizeof(store_name), "%s", sref);
-	cJSON_Delete(o);
-	o = NULL;
-	if (store_name[0] &&
-	    store_get(c->st, kind_of("PillarStore"), NULL, store_name, &o, NULL) == 0) {
-		const char *q =
-		    json_get_str(cJSON_GetObjectItemCaseSensitive(
-		                     cJSON_GetObjectItemCaseSensitive(o, "status"), "capacity"),
-		                 "available");
-		long long b;
-		if (q && quantity_parse(q, &b) == 0)
-			avail = b;
-	}
-	cJSON_Delete(o);
+	int64_t avail = store_available(c, psc, sref);
 	*resp = malloc(sizeof(**resp));
 	if (!*resp)
 		return gstatus(gs, GRPC_INTERNAL, "out of memory");
@@ -307,11 +308,36 @@ int csi_get_capacity(struct ctl *c, const Csi__V1__GetCapacityRequest *req,
 	return GRPC_OK;
 }
 
+/* Why the capabilities do not fit the volume ("" when they do). */
+static void capabilities_fit(const Csi__V1__ValidateVolumeCapabilitiesRequest *req,
+                             const struct model_pvst *obj, char *why, size_t cap_len)
+{
+	const struct model_resolved *res = &obj->spec.resolved;
+	const char *fstype = res->filesystem.fs_type;
+	bool fs = res->has_filesystem;
+	for (size_t i = 0; i < req->n_volume_capabilities && !why[0]; i++) {
+		const Csi__V1__VolumeCapability *cap = req->volume_capabilities[i];
+		struct grpc_status tmp = {0};
+		if (csi_check_capability(cap, &tmp)) {
+			snprintf(why, cap_len, "%s", tmp.msg);
+		} else if (cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT) {
+			const char *want = cap->mount->fs_type ? cap->mount->fs_type : "";
+			if (!fs)
+				snprintf(why, cap_len, "volume \"%s\" is a block volume",
+				         req->volume_id);
+			else if (*want && fstype && strcmp(want, fstype))
+				snprintf(why, cap_len,
+				         "fs_type \"%s\" does not match the volume's fsType \"%s\"",
+				         want, fstype);
+		}
+	}
+}
+
 int csi_validate_capabilities(struct ctl *c, const Csi__V1__ValidateVolumeCapabilitiesRequest *req,
                               Csi__V1__ValidateVolumeCapabilitiesResponse **resp,
                               struct grpc_status *gs)
 {
-	cJSON *obj = NULL;
+	struct model_pvst obj;
 	*resp = NULL;
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
@@ -319,36 +345,16 @@ int csi_validate_capabilities(struct ctl *c, const Csi__V1__ValidateVolumeCapabi
 		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
 	if (req->n_volume_capabilities == 0)
 		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_capabilities is required");
-	int r = pvst_get_by_id(c, req->volume_id, &obj, gs);
+	int r = pvst_find(c, req->volume_id, &obj, gs);
 	if (r == GRPC_NOT_FOUND)
 		return gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", req->volume_id);
 	if (r)
 		return r;
-	const cJSON *fs = cJSON_GetObjectItemCaseSensitive(
-	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "spec"),
-	                                     "resolved"),
-	    "filesystem");
-	const char *fstype = json_get_str(fs, "fsType");
 	char why[GRPC_STATUS_MSG_MAX] = "";
-	for (size_t i = 0; i < req->n_volume_capabilities && !why[0]; i++) {
-		const Csi__V1__VolumeCapability *cap = req->volume_capabilities[i];
-		struct grpc_status tmp = {0};
-		if (csi_check_capability(cap, &tmp)) {
-			snprintf(why, sizeof(why), "%s", tmp.msg);
-		} else if (cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT) {
-			const char *want = cap->mount->fs_type ? cap->mount->fs_type : "";
-			if (!fs)
-				snprintf(why, sizeof(why), "volume \"%s\" is a block volume",
-				         req->volume_id);
-			else if (*want && fstype && strcmp(want, fstype))
-				snprintf(why, sizeof(why),
-				         "fs_type \"%s\" does not match the volume's fsType \"%s\"",
-				         want, fstype);
-		}
-	}
+	capabilities_fit(req, &obj, why, sizeof(why));
+	model_clear(&model_pvst_kind, &obj);
 	Csi__V1__ValidateVolumeCapabilitiesResponse *out = malloc(sizeof(*out));
 	if (!out) {
-		cJSON_Delete(obj);
 		return gstatus(gs, GRPC_INTERNAL, "out of memory");
 	}
 	csi__v1__validate_volume_capabilities_response__init(out);
@@ -380,11 +386,9 @@ int csi_validate_capabilities(struct ctl *c, const Csi__V1__ValidateVolumeCapabi
 			free(buf);
 		}
 		if (!out) {
-			cJSON_Delete(obj);
 			return gstatus(gs, GRPC_INTERNAL, "out of memory");
 		}
 	}
-	cJSON_Delete(obj);
 	*resp = out;
 	return GRPC_OK;
 }

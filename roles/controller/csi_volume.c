@@ -1,88 +1,56 @@
-/* csi_volume — CreateVolume, DeleteVolume and ControllerExpandVolume (csi.md §4.1, §4.2, §4.5)
- * with the PillarVolumeState write sequence of crds.md §7.5. */
+/* csi_volume — CreateVolume (csi.md §4.1) with the PillarVolumeState write sequence of
+ * crds.md §7.5: create the object, claim, create the backend, claim, export, record Ready. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/json.h"
+#include "controller/agents.h"
 #include "controller/csi.h"
+#include "controller/pvst.h"
 #include "controller/resolve.h"
 
 #define MiB (1024LL * 1024LL)
 #define GiB (1024LL * MiB)
 
-static const char *spec_str(const cJSON *obj, const char *k)
+static const char *str(const char *s)
 {
-	return json_get_str(cJSON_GetObjectItemCaseSensitive(obj, "spec"), k) ?: "";
-}
-
-static const char *status_str(const cJSON *obj, const char *k)
-{
-	return json_get_str(cJSON_GetObjectItemCaseSensitive(obj, "status"), k);
-}
-
-static void put_str(cJSON *o, const char *k, const char *v)
-{
-	cJSON_DeleteItemFromObjectCaseSensitive(o, k);
-	if (v)
-		cJSON_AddStringToObject(o, k, v);
-}
-
-static void fence_of(PillarCsi__Agent__V1__FencingToken *t, const cJSON *pvst, uint64_t gen)
-{
-	pillar_csi__agent__v1__fencing_token__init(t);
-	t->volume_uid = (char *)(store_meta_str(pvst, "uid") ?: "");
-	t->generation = gen;
+	return s ? s : "";
 }
 
 /* ---- CAS mutations ------------------------------------------------------------------------------ */
 
-struct claim {
-	const char *name;
-	uint64_t gen;      /* out: the committed generation */
-	bool set_deleting; /* DeleteVolume step 4 */
-	const char *volume_id;
-};
-
-static int m_claim(cJSON *obj, cJSON *status, void *arg, struct grpc_status *gs)
+int csi_claim(struct model_pvst *v, void *arg, struct grpc_status *gs)
 {
-	struct claim *cl = arg;
+	struct csi_claim *cl = arg;
 	if (cl->set_deleting) {
-		const cJSON *pn = cJSON_GetObjectItemCaseSensitive(status, "publishedNodes");
-		if (cJSON_GetArraySize(pn) > 0)
+		if (v->status.n_published > 0)
 			return gstatus(
 			    gs, GRPC_FAILED_PRECONDITION,
 			    "volume \"%s\" is still published; unpublish it before deleting",
 			    cl->volume_id);
-		cJSON_DeleteItemFromObjectCaseSensitive(status, "deleting");
-		cJSON_AddBoolToObject(status, "deleting", true);
-		int64_t og = 0;
-		json_get_int64(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "generation",
-		               &og);
-		cond_set(status, "Ready", "False", "Deleting", "volume is being deleted", og);
-	} else if (pvst_deleting(obj)) {
+		v->status.has_deleting = v->status.deleting = true;
+		if (model_cond_set(&v->status.conditions, "Ready", "False", "Deleting",
+		                   "volume is being deleted", v->meta.generation) < 0)
+			return gstatus(gs, GRPC_INTERNAL, "out of memory");
+	} else if (pvst_deleting(v)) {
 		return gstatus(gs, GRPC_ABORTED, "volume \"%s\" is being deleted", cl->name);
 	}
-	cl->gen = pvst_generation(obj) + 1;
-	pvst_set_generation(status, cl->gen);
+	cl->gen = pvst_gen(v) + 1;
+	pvst_gen_set(v, cl->gen);
 	return 0;
 }
 
-struct provisioning {
-	int64_t og;
-};
-
-static int m_provisioning(cJSON *obj, cJSON *status, void *arg, struct grpc_status *gs)
+static int m_provisioning(struct model_pvst *v, void *arg, struct grpc_status *gs)
 {
-	(void)obj;
-	(void)gs;
-	struct provisioning *p = arg;
-	if (status_str(obj, "phase"))
-		return CAS_SKIP;
-	put_str(status, "phase", "Provisioning");
-	pvst_set_generation(status, 0);
-	cond_set(status, "Ready", "False", "Provisioning", "volume is being provisioned", p->og);
+	(void)arg;
+	if (v->status.phase)
+		return PVST_SKIP;
+	if (model_str_set(&v->status.phase, "Provisioning") < 0 ||
+	    model_cond_set(&v->status.conditions, "Ready", "False", "Provisioning",
+	                   "volume is being provisioned", 1) < 0)
+		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+	pvst_gen_set(v, 0);
 	return 0;
 }
 
@@ -92,89 +60,100 @@ struct step_result {
 	bool backend_created;
 	const struct grpc_status *ast;
 	const char *device_path;
-	const cJSON *export_spec;
+	const struct model_pvst_export_spec *export_spec;
 	const PillarCsi__Agent__V1__ExportInfo *ei;
 };
 
-static int m_step(cJSON *obj, cJSON *status, void *arg, struct grpc_status *gs)
+/* status.partialFailure and the pending conditions of a failed step. */
+static int step_failed(struct model_pvst *v, const struct step_result *s, int64_t og)
 {
-	(void)gs;
-	struct step_result *s = arg;
-	int64_t og = 0;
+	__typeof__(v->status.partial_failure) *pf = &v->status.partial_failure;
 	char ts[32];
-	json_get_int64(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "generation", &og);
-	if (!s->ok) {
-		store_timestamp(ts, sizeof(ts));
-		cJSON *pf = cJSON_CreateObject();
-		cJSON_AddStringToObject(pf, "failedOperation", s->op);
-		cJSON_AddStringToObject(pf, "failedAt", ts);
-		cJSON_AddStringToObject(pf, "reason", s->reason);
-		cJSON_AddStringToObject(pf, "message", s->ast->msg);
-		cJSON_AddBoolToObject(pf, "backendCreated", s->backend_created);
-		cJSON_AddBoolToObject(pf, "exportCreated", false);
-		cJSON_DeleteItemFromObjectCaseSensitive(status, "partialFailure");
-		cJSON_AddItemToObject(status, "partialFailure", pf);
-		if (!s->backend_created)
-			cond_set(status, "BackendCreated", "False", "BackendPending", s->ast->msg,
-			         og);
-		else
-			cond_set(status, "ExportCreated", "False", "ExportPending", s->ast->msg,
-			         og);
-		return 0;
-	}
-	if (!s->ei) { /* backend created */
-		put_str(status, "phase", "CreatePartial");
-		put_str(status, "backendDevicePath", s->device_path);
-		cJSON_DeleteItemFromObjectCaseSensitive(status, "exportSpec");
-		cJSON_AddItemToObject(status, "exportSpec", cJSON_Duplicate(s->export_spec, true));
-		cond_set(status, "BackendCreated", "True", "BackendCreated", "", og);
-		cond_set(status, "ExportCreated", "False", "ExportPending",
-		         "backend exists, export not yet created", og);
-		cond_set(status, "Ready", "False", "CreatePartial", "export not yet created", og);
-		return 0;
-	}
-	put_str(status, "phase", "Ready");
-	cJSON *ei = cJSON_CreateObject();
-	cJSON_AddStringToObject(ei, "targetID", s->ei->target_id);
-	cJSON_AddStringToObject(ei, "address", s->ei->address);
-	cJSON_AddNumberToObject(ei, "port", s->ei->port);
-	cJSON_AddStringToObject(ei, "volumeRef", s->ei->volume_ref);
-	cJSON_DeleteItemFromObjectCaseSensitive(status, "exportInfo");
-	cJSON_AddItemToObject(status, "exportInfo", ei);
-	cJSON_DeleteItemFromObjectCaseSensitive(status, "backendDevicePath");
-	cJSON_DeleteItemFromObjectCaseSensitive(status, "partialFailure");
-	cond_set(status, "BackendCreated", "True", "BackendCreated", "", og);
-	cond_set(status, "ExportCreated", "True", "ExportCreated", "", og);
-	cond_set(status, "Ready", "True", "VolumeReady", "", og);
-	return 0;
+	store_timestamp(ts, sizeof(ts));
+	model_type_clear(&model_pvst_partial_failure_type, pf);
+	v->status.has_partial_failure = true;
+	pf->has_backend_created = pf->has_export_created = true;
+	pf->backend_created = s->backend_created;
+	int r = model_str_set(&pf->failed_operation, s->op) | model_str_set(&pf->failed_at, ts) |
+	        model_str_set(&pf->reason, s->reason) | model_str_set(&pf->message, s->ast->msg);
+	if (!s->backend_created)
+		r |= model_cond_set(&v->status.conditions, "BackendCreated", "False",
+		                    "BackendPending", s->ast->msg, og) < 0;
+	else
+		r |= model_cond_set(&v->status.conditions, "ExportCreated", "False",
+		                    "ExportPending", s->ast->msg, og) < 0;
+	return r ? -ENOMEM : 0;
+}
+
+/* phase CreatePartial: the backend exists, its device and the export to build are recorded. */
+static int step_backend(struct model_pvst *v, const struct step_result *s, int64_t og)
+{
+	struct model_conds *cs = &v->status.conditions;
+	int r = model_str_set(&v->status.phase, "CreatePartial") |
+	        model_str_set(&v->status.backend_device_path, s->device_path);
+	model_type_clear(&model_pvst_export_spec_type, &v->status.export_spec);
+	v->status.has_export_spec = true;
+	r |= model_type_copy(&model_pvst_export_spec_type, &v->status.export_spec, s->export_spec);
+	r |= model_cond_set(cs, "BackendCreated", "True", "BackendCreated", "", og) < 0;
+	r |= model_cond_set(cs, "ExportCreated", "False", "ExportPending",
+	                    "backend exists, export not yet created", og) < 0;
+	r |=
+	    model_cond_set(cs, "Ready", "False", "CreatePartial", "export not yet created", og) < 0;
+	return r ? -ENOMEM : 0;
+}
+
+/* phase Ready: the live endpoint recorded, the partial state cleared. */
+static int step_ready(struct model_pvst *v, const struct step_result *s, int64_t og)
+{
+	struct model_conds *cs = &v->status.conditions;
+	__typeof__(v->status.export_info) *ei = &v->status.export_info;
+	model_type_clear(&model_pvst_export_info_type, ei);
+	v->status.has_export_info = ei->has_port = true;
+	ei->port = s->ei->port;
+	int r = model_str_set(&v->status.phase, "Ready") |
+	        model_str_set(&ei->target_id, str(s->ei->target_id)) |
+	        model_str_set(&ei->address, str(s->ei->address)) |
+	        model_str_set(&ei->volume_ref, str(s->ei->volume_ref)) |
+	        model_str_set(&v->status.backend_device_path, NULL);
+	model_type_clear(&model_pvst_partial_failure_type, &v->status.partial_failure);
+	v->status.has_partial_failure = false;
+	r |= model_cond_set(cs, "BackendCreated", "True", "BackendCreated", "", og) < 0;
+	r |= model_cond_set(cs, "ExportCreated", "True", "ExportCreated", "", og) < 0;
+	r |= model_cond_set(cs, "Ready", "True", "VolumeReady", "", og) < 0;
+	return r ? -ENOMEM : 0;
+}
+
+static int m_step(struct model_pvst *v, void *arg, struct grpc_status *gs)
+{
+	const struct step_result *s = arg;
+	int64_t og = v->meta.generation;
+	int r = !s->ok   ? step_failed(v, s, og)
+	        : !s->ei ? step_backend(v, s, og)
+	                 : step_ready(v, s, og);
+	return r < 0 ? gstatus(gs, GRPC_INTERNAL, "out of memory") : 0;
 }
 
 /* The success-recorded annotation (a metadata update: the status subresource cannot carry it). */
 static int record_success(struct ctl *c, const char *name, const char *uid, struct grpc_status *gs)
 {
 	for (int i = 0; i < 8; i++) {
-		cJSON *obj = NULL;
+		struct model_pvst v;
 		struct err e = {0};
-		if (store_get(c->st, kind_of("PillarVolumeState"), NULL, name, &obj, &e) < 0 ||
-		    strcmp(store_meta_str(obj, "uid") ?: "", uid)) {
-			cJSON_Delete(obj);
+		int r = model_get(c->st, &model_pvst_kind, NULL, name, &v, &e);
+		if (r < 0 || strcmp(str(v.meta.uid), uid)) {
+			model_clear(&model_pvst_kind, &v);
 			return gstatus(
 			    gs, GRPC_ABORTED,
 			    "volume lifecycle of PillarVolumeState \"%s\" changed; retry", name);
 		}
-		cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-		cJSON *ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
-		if (!cJSON_IsObject(ann)) {
-			cJSON_DeleteItemFromObjectCaseSensitive(meta, "annotations");
-			ann = cJSON_AddObjectToObject(meta, "annotations");
-		}
-		if (json_get_str(ann, RULES_ANN_SUCCESS)) {
-			cJSON_Delete(obj);
+		if (model_map_get(&v.meta.annotations, RULES_ANN_SUCCESS)) {
+			model_clear(&model_pvst_kind, &v);
 			return GRPC_OK;
 		}
-		cJSON_AddStringToObject(ann, RULES_ANN_SUCCESS, "true");
-		int r = store_update(c->st, obj, NULL, &e);
-		cJSON_Delete(obj);
+		r = model_map_set(&v.meta.annotations, RULES_ANN_SUCCESS, "true");
+		if (r == 0)
+			r = model_update(c->st, &model_pvst_kind, &v, NULL, &e);
+		model_clear(&model_pvst_kind, &v);
 		if (r == 0)
 			return GRPC_OK;
 		if (r != STORE_CONFLICT)
@@ -199,16 +178,10 @@ static const char *create_fstype(const Csi__V1__CreateVolumeRequest *req)
 	return NULL;
 }
 
-static int validate_create(const Csi__V1__CreateVolumeRequest *req, bool *block,
-                           struct grpc_status *gs)
+static int validate_caps(const Csi__V1__CreateVolumeRequest *req, bool *block,
+                         struct grpc_status *gs)
 {
 	const char *fstype = create_fstype(req);
-	if (!req->name || !rules_volname_valid(req->name))
-		return gstatus(gs, GRPC_INVALID_ARGUMENT,
-		               "volume name \"%s\" must match [A-Za-z0-9][A-Za-z0-9_-]{0,127}",
-		               req->name ? req->name : "");
-	if (req->n_volume_capabilities == 0)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_capabilities is required");
 	bool any_block = false, any_mount = false;
 	for (size_t i = 0; i < req->n_volume_capabilities; i++) {
 		const Csi__V1__VolumeCapability *cap = req->volume_capabilities[i];
@@ -229,255 +202,158 @@ static int validate_create(const Csi__V1__CreateVolumeRequest *req, bool *block,
 	if (any_block && any_mount)
 		return gstatus(gs, GRPC_INVALID_ARGUMENT,
 		               "volume_capabilities mix block and mount access types");
-	if (req->volume_content_source)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_content_source is not supported");
-	if (req->n_mutable_parameters)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "mutable_parameters are not supported");
 	*block = any_block;
 	return 0;
 }
 
+static int validate_create(const Csi__V1__CreateVolumeRequest *req, bool *block,
+                           struct grpc_status *gs)
+{
+	if (!req->name || !rules_volname_valid(req->name))
+		return gstatus(gs, GRPC_INVALID_ARGUMENT,
+		               "volume name \"%s\" must match [A-Za-z0-9][A-Za-z0-9_-]{0,127}",
+		               req->name ? req->name : "");
+	if (req->n_volume_capabilities == 0)
+		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_capabilities is required");
+	int r = validate_caps(req, block, gs);
+	if (r)
+		return r;
+	if (req->volume_content_source)
+		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_content_source is not supported");
+	if (req->n_mutable_parameters)
+		return gstatus(gs, GRPC_INVALID_ARGUMENT, "mutable_parameters are not supported");
+	return 0;
+}
+
+/* crds.md §7.1: claimRef from the provisioner's metadata, or the UID of a pvc-<uid> name. */
+static int claim_ref(struct model_pvst *v, const struct resolve_out *ro, const char *name)
+{
+	const char *uid = ro->pvc_uid[0] ? ro->pvc_uid : NULL;
+	if (!uid && !strncmp(name, "pvc-", 4) && strlen(name) == 40)
+		uid = name + 4;
+	if (!uid)
+		return 0;
+	v->spec.has_claim_ref = true;
+	return model_str_set(&v->spec.claim_ref.uid, uid) |
+	       model_str_set(&v->spec.claim_ref.ns, ro->pvc_ns[0] ? ro->pvc_ns : NULL) |
+	       model_str_set(&v->spec.claim_ref.name, ro->pvc_name[0] ? ro->pvc_name : NULL);
+}
+
+/* The new object: labels, spec (crds.md §7.1 and §7.4); ro->resolved moves into it. */
+static int new_pvst(struct model_pvst *v, struct resolve_out *ro, const char *vid,
+                    const struct rules_volid *id, int64_t size, const char *pname)
+{
+	int r = model_str_set(&v->meta.name, pname) |
+	        model_map_set(&v->meta.labels, RULES_LABEL_AGENT, ro->agent) |
+	        model_map_set(&v->meta.labels, RULES_LABEL_STORE, ro->store) |
+	        (ro->psc[0] ? model_map_set(&v->meta.labels, RULES_LABEL_PSC, ro->psc) : 0) |
+	        model_str_set(&v->spec.volume_id, vid) |
+	        model_str_set(&v->spec.agent_volume_id, id->agent_volume_id) |
+	        model_str_set(&v->spec.agent_ref, ro->agent) |
+	        model_str_set(&v->spec.backend_type, ro->backend_type) |
+	        model_str_set(&v->spec.protocol_type, RULES_PROTOCOL_NVMEOF_TCP) |
+	        claim_ref(v, ro, id->name);
+	v->spec.has_capacity_bytes = true;
+	v->spec.capacity_bytes = size;
+	v->spec.has_resolved = true;
+	v->spec.resolved = ro->resolved;
+	memset(&ro->resolved, 0, sizeof(ro->resolved));
+	return r ? -ENOMEM : 0;
+}
+
+/* Steps 1–3: resolve, create the PillarVolumeState, phase Provisioning. */
 static int create_object(struct ctl *c, const Csi__V1__CreateVolumeRequest *req, bool block,
                          int64_t size, const char *pname, struct grpc_status *gs)
 {
 	struct resolve_out ro;
-	cJSON *params = cJSON_CreateObject(), *obj = NULL, *out = NULL;
-	int r;
-	for (size_t i = 0; i < req->n_parameters; i++)
-		cJSON_AddStringToObject(params, req->parameters[i]->key, req->parameters[i]->value);
-	r = resolve_volume(c->st, params, block, create_fstype(req), &ro, gs);
-	cJSON_Delete(params);
+	struct model_map params = {0};
+	struct model_pvst v = {0}, out;
+	struct rules_volid id;
+	char vid[RULES_VOLID_CAP];
+	struct err e = {0};
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < req->n_parameters; i++)
+		r = model_map_set(&params, req->parameters[i]->key, req->parameters[i]->value);
+	r = r ? gstatus(gs, GRPC_INTERNAL, "out of memory")
+	      : resolve_volume(c->st, &params, block, create_fstype(req), &ro, gs);
+	model_map_clear(&params);
 	if (r)
 		return r;
-	char vid[800], avid[400];
-	snprintf(avid, sizeof(avid), "%s/%s", ro.pool, req->name);
-	snprintf(vid, sizeof(vid), "%s/nvmeof-tcp/%s/%s", ro.agent, ro.backend_type, avid);
-	struct rules_volid chk;
-	if (rules_volid_parse(vid, &chk) < 0) {
+	if (rules_volid_make(ro.agent, ro.backend_type, ro.pool, req->name, vid, sizeof(vid), &id) <
+	    0) {
 		resolve_out_clear(&ro);
 		return gstatus(gs, GRPC_INVALID_ARGUMENT,
 		               "volume ID \"%s\" would be malformed (agent or pool name)", vid);
 	}
-	obj = cJSON_CreateObject();
-	cJSON_AddStringToObject(obj, "apiVersion", kind_of("PillarVolumeState")->api_version);
-	cJSON_AddStringToObject(obj, "kind", "PillarVolumeState");
-	cJSON *meta = cJSON_AddObjectToObject(obj, "metadata");
-	cJSON_AddStringToObject(meta, "name", pname);
-	cJSON *labels = cJSON_AddObjectToObject(meta, "labels");
-	cJSON_AddStringToObject(labels, RULES_LABEL_AGENT, ro.agent);
-	cJSON_AddStringToObject(labels, RULES_LABEL_STORE, ro.store);
-	if (ro.psc[0])
-		cJSON_AddStringToObject(labels, RULES_LABEL_PSC, ro.psc);
-	cJSON *spec = cJSON_AddObjectToObject(obj, "spec");
-	cJSON_AddStringToObject(spec, "volumeID", vid);
-	cJSON_AddStringToObject(spec, "agentVolumeID", avid);
-	cJSON_AddStringToObject(spec, "agentRef", ro.agent);
-	cJSON_AddStringToObject(spec, "backendType", ro.backend_type);
-	cJSON_AddStringToObject(spec, "protocolType", "nvmeof-tcp");
-	cJSON_AddNumberToObject(spec, "capacityBytes", (double)size);
-	const char *uid = ro.pvc_uid[0] ? ro.pvc_uid : NULL;
-	if (!uid && !strncmp(req->name, "pvc-", 4) && strlen(req->name) == 40)
-		uid = req->name + 4;
-	if (uid) {
-		cJSON *cr = cJSON_AddObjectToObject(spec, "claimRef");
-		cJSON_AddStringToObject(cr, "uid", uid);
-		if (ro.pvc_ns[0])
-			cJSON_AddStringToObject(cr, "namespace", ro.pvc_ns);
-		if (ro.pvc_name[0])
-			cJSON_AddStringToObject(cr, "name", ro.pvc_name);
-	}
-	cJSON_AddItemToObject(spec, "resolved", ro.resolved);
-	ro.resolved = NULL;
-	struct err e = {0};
-	r = store_create(c->st, obj, &out, &e);
-	cJSON_Delete(obj);
+	r = new_pvst(&v, &ro, vid, &id, size, pname);
+	resolve_out_clear(&ro);
+	r = r ? STORE_INVALID : model_create(c->st, &model_pvst_kind, &v, &out, &e);
+	model_clear(&model_pvst_kind, &v);
 	if (r == STORE_ALREADY_EXISTS)
 		return GRPC_ALREADY_EXISTS; /* concurrent replica: re-read (gs untouched) */
 	if (r < 0)
 		return gstatus(gs, GRPC_UNAVAILABLE, "creating PillarVolumeState \"%s\": %s", pname,
-		               e.msg);
-	struct provisioning pv = {1};
-	r = pvst_cas(c, pname, store_meta_str(out, "uid"), m_provisioning, &pv, NULL, gs);
-	cJSON_Delete(out);
+		               e.msg[0] ? e.msg : "out of memory");
+	r = pvst_update(c, pname, out.meta.uid, m_provisioning, NULL, NULL, gs);
+	model_clear(&model_pvst_kind, &out);
 	return r;
 }
 
-static int respond(const cJSON *pvst, Csi__V1__CreateVolumeResponse **resp, struct grpc_status *gs)
+static int respond(const struct model_pvst *v, Csi__V1__CreateVolumeResponse **resp,
+                   struct grpc_status *gs)
 {
 	Csi__V1__CreateVolumeResponse *r = malloc(sizeof(*r));
-	Csi__V1__Volume *v = csi_volume_of(pvst);
-	if (!r || !v) {
+	Csi__V1__Volume *vol = csi_volume_of(v);
+	if (!r || !vol) {
 		free(r);
-		if (v)
-			protobuf_c_message_free_unpacked(&v->base, NULL);
+		if (vol)
+			protobuf_c_message_free_unpacked(&vol->base, NULL);
 		return gstatus(gs, GRPC_INTERNAL, "out of memory");
 	}
 	csi__v1__create_volume_response__init(r);
-	r->volume = v;
+	r->volume = vol;
 	*resp = r;
 	return GRPC_OK;
 }
 
-/* Steps 6–9 on a recorded object. */
-static int provision(struct ctl *c, cJSON *pvst, const char *pname,
-                     Csi__V1__CreateVolumeResponse **resp, struct grpc_status *gs)
+/* The requested size (csi.md §4.1): required_bytes (1 GiB when unset, or the limit when
+ * smaller) rounded up to a MiB, within limit_bytes.  0 or a gRPC code. */
+static int create_size(const Csi__V1__CreateVolumeRequest *req, int64_t *size,
+                       struct grpc_status *gs)
 {
-	const char *agent = spec_str(pvst, "agentRef"), *uid = store_meta_str(pvst, "uid");
-	const cJSON *labels = cJSON_GetObjectItemCaseSensitive(
-	    cJSON_GetObjectItemCaseSensitive(pvst, "metadata"), "labels");
-	const char *store_name = json_get_str(labels, RULES_LABEL_STORE) ?: "";
-	char addr[300], bind[300], uidbuf[64];
-	struct grpc_status ast = {0};
-	cJSON *es = NULL, *cur = NULL;
-	int r;
+	int64_t R = req->capacity_range ? req->capacity_range->required_bytes : 0;
+	int64_t L = req->capacity_range ? req->capacity_range->limit_bytes : 0;
+	if (R < 0 || L < 0)
+		return gstatus(gs, GRPC_INVALID_ARGUMENT, "capacity_range must not be negative");
+	int64_t s = R > 0 ? R : GiB;
+	if (R == 0 && L > 0 && s > L)
+		s = L;
+	s = (s + MiB - 1) / MiB * MiB;
+	if (L > 0 && s > L)
+		return gstatus(gs, GRPC_OUT_OF_RANGE,
+		               "capacity %lld bytes exceeds limit_bytes %lld", (long long)s,
+		               (long long)L);
+	*size = s;
+	return 0;
+}
 
-	snprintf(uidbuf, sizeof(uidbuf), "%s", uid ? uid : "");
-	uid = uidbuf;
-	r = ctl_agent_address(c, agent, addr, sizeof(addr), gs);
-	if (r == GRPC_NOT_FOUND)
-		return gstatus(gs, GRPC_NOT_FOUND,
-		               "PillarAgent \"%s\" (named via PillarStore \"%s\") not found", agent,
-		               store_name);
-	if (r)
-		return r;
-	const cJSON *status = cJSON_GetObjectItemCaseSensitive(pvst, "status");
-	const cJSON *rec = cJSON_GetObjectItemCaseSensitive(status, "exportSpec");
-	if (rec) {
-		es = cJSON_Duplicate(rec, true);
-	} else {
-		const cJSON *n = cJSON_GetObjectItemCaseSensitive(
-		    cJSON_GetObjectItemCaseSensitive(
-		        cJSON_GetObjectItemCaseSensitive(
-		            cJSON_GetObjectItemCaseSensitive(pvst, "spec"), "resolved"),
-		        "protocol"),
-		    "nvmeofTcp");
-		long long port = 4420, ics;
-		bool acl = false;
-		resolve_get_int(n, "port", &port);
-		resolve_get_bool(n, "acl", &acl);
-		addr_ip_part(addr, bind, sizeof(bind));
-		es = cJSON_CreateObject();
-		cJSON_AddStringToObject(es, "bindAddress", bind);
-		cJSON_AddNumberToObject(es, "port", (double)port);
-		cJSON_AddBoolToObject(es, "aclEnabled", acl);
-		if (resolve_get_int(n, "inCapsuleDataSize", &ics) == 0)
-			cJSON_AddNumberToObject(es, "inCapsuleDataSize", (double)ics);
-	}
-	const char *phase = json_get_str(status, "phase") ?: "";
-	const char *dev = json_get_str(status, "backendDevicePath");
-	char devbuf[512] = "";
-	const char *avid = spec_str(pvst, "agentVolumeID");
-	int btype = backend_enum(spec_str(pvst, "backendType"));
-	if (dev)
-		snprintf(devbuf, sizeof(devbuf), "%s", dev);
-	/* step 7: backend */
-	if (strcmp(phase, "CreatePartial") || !devbuf[0]) {
-		struct claim cl = {.name = pname};
-		if ((r = pvst_cas(c, pname, uid, m_claim, &cl, NULL, gs)))
-			goto out;
-		PillarCsi__Agent__V1__CreateVolumeRequest q =
-		    PILLAR_CSI__AGENT__V1__CREATE_VOLUME_REQUEST__INIT;
-		PillarCsi__Agent__V1__FencingToken tok;
-		PillarCsi__Agent__V1__CreateVolumeResponse *cr = NULL;
-		struct backend_params_buf bb;
-		fence_of(&tok, pvst, cl.gen);
-		q.volume_id = (char *)avid;
-		q.capacity_bytes = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
-		    cJSON_GetObjectItemCaseSensitive(pvst, "spec"), "capacityBytes"));
-		q.backend_type = btype;
-		q.backend_params = backend_params_fill(&bb, pvst);
-		q.access_type =
-		    cJSON_GetObjectItemCaseSensitive(
-		        cJSON_GetObjectItemCaseSensitive(
-		            cJSON_GetObjectItemCaseSensitive(pvst, "spec"), "resolved"),
-		        "filesystem")
-		        ? PILLAR_CSI__AGENT__V1__VOLUME_ACCESS_TYPE__VOLUME_ACCESS_TYPE_MOUNT
-		        : PILLAR_CSI__AGENT__V1__VOLUME_ACCESS_TYPE__VOLUME_ACCESS_TYPE_BLOCK;
-		q.fence = &tok;
-		int ar = agentclient_create_volume(c->ac, addr, &q, &cr, &ast);
-		backend_params_free(&bb);
-		struct step_result sr = {.ok = ar == GRPC_OK,
-		                         .op = "CreateVolume",
-		                         .reason = "BackendCreateFailed",
-		                         .ast = &ast,
-		                         .export_spec = es};
-		if (ar == GRPC_OK) {
-			snprintf(devbuf, sizeof(devbuf), "%s", cr->device_path);
-			sr.device_path = devbuf;
-			protobuf_c_message_free_unpacked(&cr->base, NULL);
-		}
-		struct grpc_status ws = {0};
-		int w = pvst_cas(c, pname, uid, m_step, &sr, NULL, &ws);
-		if (ar != GRPC_OK) {
-			r = ctl_agent_error(c, agent, &ast, gs);
-			goto out;
-		}
-		if (w) {
-			*gs = ws;
-			r = w;
-			goto out;
-		}
-	}
-	/* step 8: export */
-	{
-		struct claim cl = {.name = pname};
-		if ((r = pvst_cas(c, pname, uid, m_claim, &cl, NULL, gs)))
-			goto out;
-		PillarCsi__Agent__V1__ExportVolumeRequest q =
-		    PILLAR_CSI__AGENT__V1__EXPORT_VOLUME_REQUEST__INIT;
-		PillarCsi__Agent__V1__ExportParams ep = PILLAR_CSI__AGENT__V1__EXPORT_PARAMS__INIT;
-		PillarCsi__Agent__V1__NvmeofTcpExportParams np =
-		    PILLAR_CSI__AGENT__V1__NVMEOF_TCP_EXPORT_PARAMS__INIT;
-		PillarCsi__Agent__V1__FencingToken tok;
-		PillarCsi__Agent__V1__ExportVolumeResponse *er = NULL;
-		long long port = 0, ics = 0;
-		bool acl = false;
-		resolve_get_int(es, "port", &port);
-		resolve_get_int(es, "inCapsuleDataSize", &ics);
-		resolve_get_bool(es, "aclEnabled", &acl);
-		np.bind_address = (char *)(json_get_str(es, "bindAddress") ?: "");
-		np.port = (int32_t)port;
-		np.in_capsule_data_size = (int32_t)ics;
-		ep.params_case = PILLAR_CSI__AGENT__V1__EXPORT_PARAMS__PARAMS_NVMEOF_TCP;
-		ep.nvmeof_tcp = &np;
-		fence_of(&tok, pvst, cl.gen);
-		q.volume_id = (char *)avid;
-		q.protocol_type = PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP;
-		q.export_params = &ep;
-		q.device_path = devbuf;
-		q.acl_enabled = acl;
-		q.fence = &tok;
-		int ar = agentclient_export_volume(c->ac, addr, &q, &er, &ast);
-		struct step_result sr = {.ok = ar == GRPC_OK,
-		                         .op = "ExportVolume",
-		                         .reason = "ExportPending",
-		                         .backend_created = true,
-		                         .ast = &ast,
-		                         .ei = er ? er->export_info : NULL};
-		PillarCsi__Agent__V1__ExportInfo none = PILLAR_CSI__AGENT__V1__EXPORT_INFO__INIT;
-		if (ar == GRPC_OK && !sr.ei)
-			sr.ei = &none;
-		struct grpc_status ws = {0};
-		int w = pvst_cas(c, pname, uid, m_step, &sr, &cur, &ws);
-		if (er)
-			protobuf_c_message_free_unpacked(&er->base, NULL);
-		if (ar != GRPC_OK) {
-			r = ctl_agent_error(c, agent, &ast, gs);
-			goto out;
-		}
-		if (w) {
-			*gs = ws;
-			r = w;
-			goto out;
-		}
-	}
-	if ((r = record_success(c, pname, uid, gs)))
-		goto out;
-	r = respond(cur, resp, gs);
-out:
-	cJSON_Delete(es);
-	cJSON_Delete(cur);
-	return r;
+/* An existing object: refused, answered (Ready) or provisioned on. */
+static int create_existing(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
+                           struct model_pvst *v, int64_t size, const char *pname,
+                           Csi__V1__CreateVolumeResponse **resp, struct grpc_status *gs)
+{
+	const char *phase = str(v->status.phase);
+	int64_t cap = v->spec.capacity_bytes;
+	if (pvst_deleting(v))
+		return gstatus(gs, GRPC_ABORTED, "volume \"%s\" is being deleted", req->name);
+	if (cap != size)
+		return gstatus(gs, GRPC_ALREADY_EXISTS,
+		               "volume \"%s\" already exists with capacity %lld bytes; requested "
+		               "%lld",
+		               req->name, (long long)cap, (long long)size);
+	if (strcmp(phase, "Provisioning") && strcmp(phase, "CreatePartial") && phase[0])
+		return respond(v, resp, gs); /* Ready (and later phases): fast path */
+	return csi_provision(c, v, pname, resp, gs);
 }
 
 int csi_create_volume(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
@@ -485,32 +361,21 @@ int csi_create_volume(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 {
 	bool block = false;
 	char pname[RULES_PVST_NAME_CAP];
+	int64_t size = 0;
 	int r;
 
 	*resp = NULL;
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
-	if ((r = validate_create(req, &block, gs)))
+	if ((r = validate_create(req, &block, gs)) || (r = create_size(req, &size, gs)))
 		return r;
-	int64_t R = req->capacity_range ? req->capacity_range->required_bytes : 0;
-	int64_t L = req->capacity_range ? req->capacity_range->limit_bytes : 0;
-	if (R < 0 || L < 0)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "capacity_range must not be negative");
-	int64_t size = R > 0 ? R : GiB;
-	if (R == 0 && L > 0 && size > L)
-		size = L;
-	size = (size + MiB - 1) / MiB * MiB;
-	if (L > 0 && size > L)
-		return gstatus(gs, GRPC_OUT_OF_RANGE,
-		               "capacity %lld bytes exceeds limit_bytes %lld", (long long)size,
-		               (long long)L);
 	rules_pvst_name(req->name, pname, sizeof(pname));
 	struct keylock_hold hold;
 	keylock_wait(&c->locks, &hold, pname);
 	for (int attempt = 0; attempt < 4; attempt++) {
-		cJSON *obj = NULL;
+		struct model_pvst v;
 		struct err e = {0};
-		r = store_get(c->st, kind_of("PillarVolumeState"), NULL, pname, &obj, &e);
+		r = model_get(c->st, &model_pvst_kind, NULL, pname, &v, &e);
 		if (r == STORE_NOT_FOUND) {
 			r = create_object(c, req, block, size, pname, gs);
 			if (r == GRPC_ALREADY_EXISTS && !gs->msg[0])
@@ -524,24 +389,8 @@ int csi_create_volume(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 			            pname, e.msg);
 			break;
 		}
-		int64_t cap = 0;
-		json_get_int64(cJSON_GetObjectItemCaseSensitive(obj, "spec"), "capacityBytes",
-		               &cap);
-		const char *phase = status_str(obj, "phase") ?: "";
-		if (pvst_deleting(obj))
-			r = gstatus(gs, GRPC_ABORTED, "volume \"%s\" is being deleted", req->name);
-		else if (cap != size)
-			r = gstatus(
-			    gs, GRPC_ALREADY_EXISTS,
-			    "volume \"%s\" already exists with capacity %lld bytes; requested "
-			    "%lld",
-			    req->name, (long long)cap, (long long)size);
-		else if (strcmp(phase, "Provisioning") && strcmp(phase, "CreatePartial") &&
-		         phase[0])
-			r = respond(obj, resp, gs); /* Ready (and later phases): fast path */
-		else
-			r = provision(c, obj, pname, resp, gs);
-		cJSON_Delete(obj);
+		r = create_existing(c, req, &v, size, pname, resp, gs);
+		model_clear(&model_pvst_kind, &v);
 		break;
 	}
 	if (r == GRPC_OK && !*resp)
@@ -550,190 +399,160 @@ int csi_create_volume(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 	return r;
 }
 
-/* ---- DeleteVolume ------------------------------------------------------------------------------ */
+/* ---- provisioning steps (crds.md §7.5) ------------------------------------------------------------ */
 
-int csi_delete_volume(struct ctl *c, const Csi__V1__DeleteVolumeRequest *req,
-                      Csi__V1__DeleteVolumeResponse **resp, struct grpc_status *gs)
+/* One provisioning pass in progress. */
+struct prov {
+	struct ctl *c;
+	const struct model_pvst *v;
+	const char *pname, *agent, *uid, *avid;
+	char addr[300];
+	char dev[512];
+	struct model_pvst_export_spec es; /* what the export must look like */
+};
+
+/* The recorded exportSpec, or a new one from spec.resolved and the agent's address. */
+static int export_spec(struct prov *p)
 {
-	struct rules_volid v;
-	char pname[RULES_PVST_NAME_CAP], addr[300], uid[64];
-	cJSON *obj = NULL;
-	int r;
-
-	*resp = NULL;
-	gs->code = GRPC_OK;
-	gs->msg[0] = 0;
-	if (!req->volume_id || !*req->volume_id)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
-	if (rules_volid_parse(req->volume_id, &v) < 0)
-		goto ok;
-	rules_pvst_name(v.name, pname, sizeof(pname));
-	struct keylock_hold hold;
-	keylock_wait(&c->locks, &hold, pname);
-	r = pvst_get_by_id(c, req->volume_id, &obj, gs);
-	if (r == GRPC_NOT_FOUND) {
-		keylock_release(&c->locks, &hold);
-		goto ok;
-	}
-	if (r)
-		goto out;
-	snprintf(uid, sizeof(uid), "%s", store_meta_str(obj, "uid") ?: "");
-	const cJSON *pn = cJSON_GetObjectItemCaseSensitive(
-	    cJSON_GetObjectItemCaseSensitive(obj, "status"), "publishedNodes");
-	if (cJSON_GetArraySize(pn) > 0) {
-		char list[400] = "";
-		size_t o = 0;
-		const cJSON *it;
-		cJSON_ArrayForEach(it, pn) o +=
-		    (size_t)snprintf(list + o, o < sizeof(list) ? sizeof(list) - o : 0, "%s%s",
-		                     o ? ", " : "", json_get_str(it, "nodeID") ?: "");
-		r = gstatus(gs, GRPC_FAILED_PRECONDITION,
-		            "volume \"%s\" is still published to nodes [%s]; unpublish it before "
-		            "deleting",
-		            req->volume_id, list);
-		goto out;
-	}
-	uint64_t gen = pvst_generation(obj);
-	if (gen == 0 && !pvst_deleting(obj)) {
-		struct err e = {0};
-		int d =
-		    store_delete(c->st, kind_of("PillarVolumeState"), NULL, pname, uid, NULL, &e);
-		r = d == 0 || d == STORE_NOT_FOUND
-		        ? GRPC_OK
-		        : gstatus(gs, d == STORE_CONFLICT ? GRPC_ABORTED : GRPC_UNAVAILABLE,
-		                  "deleting PillarVolumeState \"%s\": %s", pname, e.msg);
-		goto out;
-	}
-	if (!pvst_deleting(obj)) {
-		struct claim cl = {
-		    .name = pname, .set_deleting = true, .volume_id = req->volume_id};
-		if ((r = pvst_cas(c, pname, uid, m_claim, &cl, NULL, gs)))
-			goto out;
-		gen = cl.gen;
-	}
-	r = ctl_agent_address(c, v.agent, addr, sizeof(addr), gs);
-	if (r == GRPC_NOT_FOUND) {
-		r = gstatus(gs, GRPC_FAILED_PRECONDITION,
-		            "PillarAgent \"%s\" not found; cannot confirm that volume \"%s\" was "
-		            "removed",
-		            v.agent, req->volume_id);
-		goto out;
-	}
-	if (r)
-		goto out;
-	PillarCsi__Agent__V1__FencingToken tok;
-	struct grpc_status ast = {0};
-	fence_of(&tok, obj, gen);
-	PillarCsi__Agent__V1__UnexportVolumeRequest uq =
-	    PILLAR_CSI__AGENT__V1__UNEXPORT_VOLUME_REQUEST__INIT;
-	uq.volume_id = (char *)spec_str(obj, "agentVolumeID");
-	uq.protocol_type = PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP;
-	uq.fence = &tok;
-	int ar = agentclient_unexport_volume(c->ac, addr, &uq, &ast);
-	if (ar != GRPC_OK && ar != GRPC_NOT_FOUND) {
-		r = ctl_agent_error(c, v.agent, &ast, gs);
-		goto out;
-	}
-	PillarCsi__Agent__V1__DeleteVolumeRequest dq =
-	    PILLAR_CSI__AGENT__V1__DELETE_VOLUME_REQUEST__INIT;
-	dq.volume_id = uq.volume_id;
-	dq.backend_type = backend_enum(spec_str(obj, "backendType"));
-	dq.fence = &tok;
-	if ((ar = agentclient_delete_volume(c->ac, addr, &dq, &ast)) != GRPC_OK) {
-		r = ctl_agent_error(c, v.agent, &ast, gs);
-		goto out;
-	}
-	struct err e = {0};
-	int d = store_delete(c->st, kind_of("PillarVolumeState"), NULL, pname, uid, NULL, &e);
-	r = d == 0 || d == STORE_NOT_FOUND
-	        ? GRPC_OK
-	        : gstatus(gs, GRPC_UNAVAILABLE, "deleting PillarVolumeState \"%s\": %s", pname,
-	                  e.msg);
-out:
-	cJSON_Delete(obj);
-	keylock_release(&c->locks, &hold);
-	if (r)
-		return r;
-ok:
-	*resp = malloc(sizeof(**resp));
-	if (!*resp)
-		return gstatus(gs, GRPC_INTERNAL, "out of memory");
-	csi__v1__delete_volume_response__init(*resp);
-	return GRPC_OK;
+	const struct model_pvst *v = p->v;
+	if (v->status.has_export_spec)
+		return model_type_copy(&model_pvst_export_spec_type, &p->es,
+		                       &v->status.export_spec);
+	const struct model_nvmeof_tcp *n = &v->spec.resolved.protocol.nvmeof_tcp;
+	char bind[300];
+	agents_bind_ip(p->addr, bind, sizeof(bind));
+	memset(&p->es, 0, sizeof(p->es));
+	p->es.has_port = p->es.has_acl_enabled = true;
+	p->es.port = model_nvmeof_tcp_port(n);
+	p->es.acl_enabled = n->has_acl && n->acl;
+	p->es.has_in_capsule_data_size = n->has_in_capsule_data_size;
+	p->es.in_capsule_data_size = n->in_capsule_data_size;
+	return model_str_set(&p->es.bind_address, bind);
 }
 
-/* ---- ControllerExpandVolume -------------------------------------------------------------------- */
-
-int csi_controller_expand(struct ctl *c, const Csi__V1__ControllerExpandVolumeRequest *req,
-                          Csi__V1__ControllerExpandVolumeResponse **resp, struct grpc_status *gs)
+/* Records a step's outcome; the agent's failure wins over a failed record. */
+static int record_step(struct prov *p, int ar, const struct grpc_status *ast,
+                       const struct step_result *sr, struct model_pvst *out, struct grpc_status *gs)
 {
-	struct rules_volid v;
-	char pname[RULES_PVST_NAME_CAP], addr[300];
-	cJSON *obj = NULL;
-	int r;
+	struct grpc_status ws = {0};
+	int w = pvst_update(p->c, p->pname, p->uid, m_step, (void *)sr, out, &ws);
+	if (ar != GRPC_OK)
+		return agents_error(p->c, p->agent, ast, gs);
+	if (w)
+		*gs = ws;
+	return w;
+}
 
-	*resp = NULL;
-	gs->code = GRPC_OK;
-	gs->msg[0] = 0;
-	if (!req->volume_id || !*req->volume_id)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
-	if (!req->capacity_range)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "capacity_range is required");
-	int64_t R = req->capacity_range->required_bytes, L = req->capacity_range->limit_bytes;
-	if (R <= 0)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT,
-		               "capacity_range.required_bytes must be positive");
-	int64_t size = (R + MiB - 1) / MiB * MiB;
-	if (L > 0 && size > L)
-		return gstatus(gs, GRPC_OUT_OF_RANGE,
-		               "capacity %lld bytes exceeds limit_bytes %lld", (long long)size,
-		               (long long)L);
-	if (rules_volid_parse(req->volume_id, &v) < 0)
-		return gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", req->volume_id);
-	rules_pvst_name(v.name, pname, sizeof(pname));
-	struct keylock_hold hold;
-	keylock_wait(&c->locks, &hold, pname);
-	r = pvst_get_by_id(c, req->volume_id, &obj, gs);
-	if (r == GRPC_NOT_FOUND)
-		r = gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", req->volume_id);
+/* Step 7: claim, agent CreateVolume, record CreatePartial (or the failure). */
+static int step_create_backend(struct prov *p, struct grpc_status *gs)
+{
+	struct csi_claim cl = {.name = p->pname};
+	int r = pvst_update(p->c, p->pname, p->uid, csi_claim, &cl, NULL, gs);
 	if (r)
-		goto out;
-	if (pvst_deleting(obj)) {
-		r = gstatus(gs, GRPC_FAILED_PRECONDITION, "volume \"%s\" is being deleted",
-		            req->volume_id);
-		goto out;
-	}
-	r = ctl_agent_address(c, v.agent, addr, sizeof(addr), gs);
-	if (r == GRPC_NOT_FOUND)
-		r = gstatus(gs, GRPC_FAILED_PRECONDITION, "PillarAgent \"%s\" not found", v.agent);
-	if (r)
-		goto out;
-	PillarCsi__Agent__V1__ExpandVolumeRequest q =
-	    PILLAR_CSI__AGENT__V1__EXPAND_VOLUME_REQUEST__INIT;
-	PillarCsi__Agent__V1__ExpandVolumeResponse *er = NULL;
+		return r;
+	PillarCsi__Agent__V1__CreateVolumeRequest q =
+	    PILLAR_CSI__AGENT__V1__CREATE_VOLUME_REQUEST__INIT;
 	PillarCsi__Agent__V1__FencingToken tok;
+	PillarCsi__Agent__V1__CreateVolumeResponse *cr = NULL;
+	struct pvst_backend_buf bb;
 	struct grpc_status ast = {0};
-	fence_of(&tok, obj, pvst_generation(obj));
-	q.volume_id = (char *)spec_str(obj, "agentVolumeID");
-	q.requested_bytes = size;
-	q.backend_type = backend_enum(spec_str(obj, "backendType"));
+	pvst_fence(&tok, p->v, cl.gen);
+	q.volume_id = (char *)p->avid;
+	q.capacity_bytes = p->v->spec.capacity_bytes;
+	q.backend_type = agents_backend_enum(str(p->v->spec.backend_type));
+	q.backend_params = pvst_backend_params(&bb, p->v);
+	q.access_type = p->v->spec.resolved.has_filesystem
+	                    ? PILLAR_CSI__AGENT__V1__VOLUME_ACCESS_TYPE__VOLUME_ACCESS_TYPE_MOUNT
+	                    : PILLAR_CSI__AGENT__V1__VOLUME_ACCESS_TYPE__VOLUME_ACCESS_TYPE_BLOCK;
 	q.fence = &tok;
-	if (agentclient_expand_volume(c->ac, addr, &q, &er, &ast) != GRPC_OK) {
-		r = ctl_agent_error(c, v.agent, &ast, gs);
-		goto out;
+	int ar = agentclient_create_volume(p->c->ac, p->addr, &q, &cr, &ast);
+	pvst_backend_params_free(&bb);
+	struct step_result sr = {.ok = ar == GRPC_OK,
+	                         .op = "CreateVolume",
+	                         .reason = "BackendCreateFailed",
+	                         .ast = &ast,
+	                         .export_spec = &p->es};
+	if (ar == GRPC_OK) {
+		snprintf(p->dev, sizeof(p->dev), "%s", cr->device_path);
+		sr.device_path = p->dev;
+		protobuf_c_message_free_unpacked(&cr->base, NULL);
 	}
-	*resp = malloc(sizeof(**resp));
-	if (!*resp) {
+	return record_step(p, ar, &ast, &sr, NULL, gs);
+}
+
+/* Step 8: claim, agent ExportVolume, record Ready (or the failure); *cur the result. */
+static int step_export(struct prov *p, struct model_pvst *cur, struct grpc_status *gs)
+{
+	struct csi_claim cl = {.name = p->pname};
+	int r = pvst_update(p->c, p->pname, p->uid, csi_claim, &cl, NULL, gs);
+	if (r)
+		return r;
+	PillarCsi__Agent__V1__ExportVolumeRequest q =
+	    PILLAR_CSI__AGENT__V1__EXPORT_VOLUME_REQUEST__INIT;
+	PillarCsi__Agent__V1__ExportParams ep = PILLAR_CSI__AGENT__V1__EXPORT_PARAMS__INIT;
+	PillarCsi__Agent__V1__NvmeofTcpExportParams np =
+	    PILLAR_CSI__AGENT__V1__NVMEOF_TCP_EXPORT_PARAMS__INIT;
+	PillarCsi__Agent__V1__FencingToken tok;
+	PillarCsi__Agent__V1__ExportVolumeResponse *er = NULL;
+	struct grpc_status ast = {0};
+	np.bind_address = (char *)str(p->es.bind_address);
+	np.port = p->es.has_port ? (int32_t)p->es.port : 0;
+	np.in_capsule_data_size =
+	    p->es.has_in_capsule_data_size ? (int32_t)p->es.in_capsule_data_size : 0;
+	ep.params_case = PILLAR_CSI__AGENT__V1__EXPORT_PARAMS__PARAMS_NVMEOF_TCP;
+	ep.nvmeof_tcp = &np;
+	pvst_fence(&tok, p->v, cl.gen);
+	q.volume_id = (char *)p->avid;
+	q.protocol_type = PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP;
+	q.export_params = &ep;
+	q.device_path = p->dev;
+	q.acl_enabled = p->es.has_acl_enabled && p->es.acl_enabled;
+	q.fence = &tok;
+	int ar = agentclient_export_volume(p->c->ac, p->addr, &q, &er, &ast);
+	PillarCsi__Agent__V1__ExportInfo none = PILLAR_CSI__AGENT__V1__EXPORT_INFO__INIT;
+	struct step_result sr = {.ok = ar == GRPC_OK,
+	                         .op = "ExportVolume",
+	                         .reason = "ExportPending",
+	                         .backend_created = true,
+	                         .ast = &ast,
+	                         .ei = er && er->export_info ? er->export_info : NULL};
+	if (ar == GRPC_OK && !sr.ei)
+		sr.ei = &none;
+	r = record_step(p, ar, &ast, &sr, cur, gs);
+	if (er)
 		protobuf_c_message_free_unpacked(&er->base, NULL);
+	return r;
+}
+
+int csi_provision(struct ctl *c, const struct model_pvst *v, const char *pname,
+                  Csi__V1__CreateVolumeResponse **resp, struct grpc_status *gs)
+{
+	struct prov p = {.c = c, .v = v, .pname = pname};
+	struct model_pvst cur = {0};
+	const char *store_name = model_map_get(&v->meta.labels, RULES_LABEL_STORE);
+	p.agent = str(v->spec.agent_ref);
+	p.uid = str(v->meta.uid);
+	p.avid = str(v->spec.agent_volume_id);
+	int r = agents_address(c, p.agent, p.addr, sizeof(p.addr), gs);
+	if (r == GRPC_NOT_FOUND)
+		return gstatus(gs, GRPC_NOT_FOUND,
+		               "PillarAgent \"%s\" (named via PillarStore \"%s\") not found",
+		               p.agent, str(store_name));
+	if (r)
+		return r;
+	if (export_spec(&p) < 0) {
 		r = gstatus(gs, GRPC_INTERNAL, "out of memory");
 		goto out;
 	}
-	csi__v1__controller_expand_volume_response__init(*resp);
-	(*resp)->capacity_bytes = er->capacity_bytes;
-	(*resp)->node_expansion_required = true;
-	protobuf_c_message_free_unpacked(&er->base, NULL);
+	snprintf(p.dev, sizeof(p.dev), "%s", str(v->status.backend_device_path));
+	if ((strcmp(str(v->status.phase), "CreatePartial") || !p.dev[0]) &&
+	    (r = step_create_backend(&p, gs)))
+		goto out;
+	if ((r = step_export(&p, &cur, gs)) || (r = record_success(c, pname, p.uid, gs)))
+		goto out;
+	r = respond(&cur, resp, gs);
 out:
-	cJSON_Delete(obj);
-	keylock_release(&c->locks, &hold);
+	model_type_clear(&model_pvst_export_spec_type, &p.es);
+	model_clear(&model_pvst_kind, &cur);
 	return r;
 }

@@ -29,14 +29,6 @@ struct probes {
 	int stop_pipe[2];
 };
 
-static bool store_ready(struct ctl *c)
-{
-	cJSON *items = NULL;
-	int r = store_list(c->st, store_kind_lookup("PillarAgent"), NULL, NULL, &items, NULL, NULL);
-	cJSON_Delete(items);
-	return r == 0;
-}
-
 void probes_answer(struct ctl *c, bool metrics, const char *path, int *status, char *body,
                    size_t cap)
 {
@@ -44,7 +36,7 @@ void probes_answer(struct ctl *c, bool metrics, const char *path, int *status, c
 		*status = 200;
 		snprintf(body, cap, "ok\n");
 	} else if (!metrics && strcmp(path, "/readyz") == 0) {
-		bool ok = store_ready(c);
+		bool ok = ctl_store_ready(c);
 		*status = ok ? 200 : 503;
 		snprintf(body, cap, ok ? "ok\n" : "object store not reachable\n");
 	} else if (metrics && strcmp(path, "/metrics") == 0) {
@@ -57,7 +49,7 @@ void probes_answer(struct ctl *c, bool metrics, const char *path, int *status, c
 		         "not (0).\n"
 		         "# TYPE pillar_csi_store_ready gauge\n"
 		         "pillar_csi_store_ready %d\n",
-		         version_string(), version_commit(), store_ready(c) ? 1 : 0);
+		         version_string(), version_commit(), ctl_store_ready(c) ? 1 : 0);
 	} else {
 		*status = 404;
 		snprintf(body, cap, "not found\n");

@@ -7,55 +7,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/json.h"
 #include "base/log.h"
+#include "controller/agents.h"
 #include "controller/csi.h"
-#include "controller/resolve.h"
+#include "controller/pvst.h"
+#include "model/kube.h"
+#include <errno.h>
 
 static bool single_node(const char *mode)
 {
 	return !strncmp(mode, "SINGLE_NODE_", 12);
 }
 
-static bool acl_enabled(const cJSON *pvst)
+/* The export admits only published hosts: exportSpec.aclEnabled, else the protocol's acl. */
+static bool acl_enabled(const struct model_pvst *v)
 {
-	bool acl = false;
-	const cJSON *es = cJSON_GetObjectItemCaseSensitive(
-	    cJSON_GetObjectItemCaseSensitive(pvst, "status"), "exportSpec");
-	if (es) {
-		json_get_bool(es, "aclEnabled", &acl);
-		return acl;
-	}
-	const cJSON *n = cJSON_GetObjectItemCaseSensitive(
-	    cJSON_GetObjectItemCaseSensitive(
-	        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pvst, "spec"),
-	                                         "resolved"),
-	        "protocol"),
-	    "nvmeofTcp");
-	resolve_get_bool(n, "acl", &acl);
-	return acl;
+	if (v->status.has_export_spec)
+		return v->status.export_spec.has_acl_enabled && v->status.export_spec.acl_enabled;
+	const struct model_nvmeof_tcp *n = &v->spec.resolved.protocol.nvmeof_tcp;
+	return n->has_acl && n->acl;
 }
 
-static const char *spec_str(const cJSON *obj, const char *k)
+static const char *str(const char *s)
 {
-	return json_get_str(cJSON_GetObjectItemCaseSensitive(obj, "spec"), k) ?: "";
-}
-
-static cJSON *published(cJSON *status)
-{
-	cJSON *pn = cJSON_GetObjectItemCaseSensitive(status, "publishedNodes");
-	if (!cJSON_IsArray(pn)) {
-		cJSON_DeleteItemFromObjectCaseSensitive(status, "publishedNodes");
-		pn = cJSON_AddArrayToObject(status, "publishedNodes");
-	}
-	return pn;
-}
-
-static bool entry_bool(const cJSON *e, const char *k)
-{
-	bool b = false;
-	json_get_bool(e, k, &b);
-	return b;
+	return s ? s : "";
 }
 
 /* ---- publish ----------------------------------------------------------------------------------- */
@@ -66,44 +41,14 @@ struct pub {
 	uint64_t gen;
 };
 
-static int m_publish(cJSON *obj, cJSON *status, void *arg, struct grpc_status *gs)
+/* An existing entry against the requested publication: 0 (the same), else the refusal. */
+static int check_entry(const struct pub *p, const struct model_pvst_published *it,
+                       struct grpc_status *gs)
 {
-	struct pub *p = arg;
-	if (pvst_deleting(obj))
-		return gstatus(gs, GRPC_FAILED_PRECONDITION, "volume \"%s\" is being deleted",
-		               p->id);
-	cJSON *pn = published(status), *it, *mine = NULL;
-	cJSON_ArrayForEach(it, pn)
-	{
-		const char *node = json_get_str(it, "nodeID") ?: "";
-		const char *mode = json_get_str(it, "accessMode") ?: "";
-		const char *nqn = json_get_str(it, "initiatorID") ?: "";
-		bool ro = entry_bool(it, "readonly");
-		if (!strcmp(node, p->node)) {
-			if (entry_bool(it, "revoking"))
-				return gstatus(
-				    gs, GRPC_ABORTED,
-				    "volume \"%s\" is being unpublished from node \"%s\"; "
-				    "retry later",
-				    p->id, node);
-			if (strcmp(nqn, p->nqn))
-				return gstatus(
-				    gs, GRPC_FAILED_PRECONDITION,
-				    "volume \"%s\" is published to node \"%s\" with host NQN "
-				    "\"%s\" but the node now reports \"%s\"; unpublish it "
-				    "first",
-				    p->id, node, nqn, p->nqn);
-			if (strcmp(mode, p->mode) || ro != p->ro)
-				return gstatus(
-				    gs, GRPC_ALREADY_EXISTS,
-				    "volume \"%s\" is already published to node \"%s\" with "
-				    "access mode %s, readonly=%s; requested access mode %s, "
-				    "readonly=%s",
-				    p->id, node, mode, ro ? "true" : "false", p->mode,
-				    p->ro ? "true" : "false");
-			mine = it;
-			continue;
-		}
+	const char *node = str(it->node_id), *mode = str(it->access_mode);
+	const char *nqn = str(it->initiator_id);
+	bool ro = it->has_readonly && it->readonly;
+	if (strcmp(node, p->node)) {
 		if (single_node(mode) ||
 		    (!strcmp(mode, "MULTI_NODE_READER_ONLY") && single_node(p->mode)))
 			return gstatus(
@@ -112,18 +57,62 @@ static int m_publish(cJSON *obj, cJSON *status, void *arg, struct grpc_status *g
 			    "%s, readonly=%s); cannot publish to node \"%s\" with access "
 			    "mode %s",
 			    p->id, node, mode, ro ? "true" : "false", p->node, p->mode);
+		return 0;
 	}
-	if (!mine) {
-		cJSON *e = cJSON_CreateObject();
-		cJSON_AddStringToObject(e, "nodeID", p->node);
-		cJSON_AddStringToObject(e, "initiatorID", p->nqn);
-		cJSON_AddStringToObject(e, "accessMode", p->mode);
-		cJSON_AddBoolToObject(e, "readonly", p->ro);
-		cJSON_AddBoolToObject(e, "revoking", false);
-		cJSON_AddItemToArray(pn, e);
+	if (it->has_revoking && it->revoking)
+		return gstatus(gs, GRPC_ABORTED,
+		               "volume \"%s\" is being unpublished from node \"%s\"; retry later",
+		               p->id, node);
+	if (strcmp(nqn, p->nqn))
+		return gstatus(gs, GRPC_FAILED_PRECONDITION,
+		               "volume \"%s\" is published to node \"%s\" with host NQN \"%s\" but "
+		               "the node now reports \"%s\"; unpublish it first",
+		               p->id, node, nqn, p->nqn);
+	if (strcmp(mode, p->mode) || ro != p->ro)
+		return gstatus(gs, GRPC_ALREADY_EXISTS,
+		               "volume \"%s\" is already published to node \"%s\" with access mode "
+		               "%s, readonly=%s; requested access mode %s, readonly=%s",
+		               p->id, node, mode, ro ? "true" : "false", p->mode,
+		               p->ro ? "true" : "false");
+	return 0;
+}
+
+static int add_entry(struct model_pvst *v, const struct pub *p)
+{
+	size_t n = v->status.n_published;
+	struct model_pvst_published *a = realloc(v->status.published, (n + 1) * sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	v->status.published = a;
+	memset(&a[n], 0, sizeof(a[n]));
+	v->status.n_published = n + 1;
+	v->status.has_published = true;
+	a[n].has_readonly = a[n].has_revoking = true;
+	a[n].readonly = p->ro;
+	if (model_str_set(&a[n].node_id, p->node) < 0 ||
+	    model_str_set(&a[n].initiator_id, p->nqn) < 0 ||
+	    model_str_set(&a[n].access_mode, p->mode) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int m_publish(struct model_pvst *v, void *arg, struct grpc_status *gs)
+{
+	struct pub *p = arg;
+	bool mine = false;
+	int r;
+	if (pvst_deleting(v))
+		return gstatus(gs, GRPC_FAILED_PRECONDITION, "volume \"%s\" is being deleted",
+		               p->id);
+	for (size_t i = 0; i < v->status.n_published; i++) {
+		if ((r = check_entry(p, &v->status.published[i], gs)) != 0)
+			return r;
+		mine |= !strcmp(str(v->status.published[i].node_id), p->node);
 	}
-	p->gen = pvst_generation(obj) + 1;
-	pvst_set_generation(status, p->gen);
+	if (!mine && add_entry(v, p) < 0)
+		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+	p->gen = pvst_gen(v) + 1;
+	pvst_gen_set(v, p->gen);
 	return 0;
 }
 
@@ -131,18 +120,15 @@ static int m_publish(cJSON *obj, cJSON *status, void *arg, struct grpc_status *g
 static int duplicate_nqn(struct ctl *c, const char *node, const char *nqn, bool acl,
                          struct grpc_status *gs)
 {
-	cJSON *items = NULL;
+	struct model_csinode *items = NULL;
+	size_t cnt = 0;
 	int r = 0;
-	if (store_list(c->st, kind_of("CSINode"), NULL, NULL, &items, NULL, NULL) < 0)
+	if (model_list(c->st, &model_csinode_kind, NULL, NULL, (void **)&items, &cnt, NULL, NULL) <
+	    0)
 		return 0;
-	const cJSON *it;
-	cJSON_ArrayForEach(it, items)
-	{
-		const char *n = store_meta_str(it, "name") ?: "";
-		const char *a = json_get_str(
-		    cJSON_GetObjectItemCaseSensitive(
-		        cJSON_GetObjectItemCaseSensitive(it, "metadata"), "annotations"),
-		    RULES_ANN_HOST_NQN);
+	for (size_t i = 0; i < cnt; i++) {
+		const char *n = str(items[i].meta.name);
+		const char *a = model_map_get(&items[i].meta.annotations, RULES_ANN_HOST_NQN);
 		if (!a || strcmp(a, nqn) || !strcmp(n, node))
 			continue;
 		if (acl)
@@ -156,7 +142,92 @@ static int duplicate_nqn(struct ctl *c, const char *node, const char *nqn, bool 
 			          node, n);
 		break;
 	}
-	cJSON_Delete(items);
+	model_list_free(&model_csinode_kind, items, cnt);
+	return r;
+}
+
+/* The host NQN the node's CSINode reports (crds.md §15). */
+static int host_nqn(struct ctl *c, const char *node, char *nqn, size_t cap, struct grpc_status *gs)
+{
+	struct model_csinode cn;
+	struct err e = {0};
+	int g = model_get(c->st, &model_csinode_kind, NULL, node, &cn, &e);
+	if (g == STORE_NOT_FOUND || g == STORE_INVALID)
+		return gstatus(gs, GRPC_NOT_FOUND, "CSINode \"%s\" not found", node);
+	if (g < 0)
+		return gstatus(gs, GRPC_UNAVAILABLE, "reading CSINode \"%s\": %s", node, e.msg);
+	const char *a = model_map_get(&cn.meta.annotations, RULES_ANN_HOST_NQN);
+	int r = 0;
+	if (!a || !*a)
+		r = gstatus(gs, GRPC_FAILED_PRECONDITION,
+		            "CSINode \"%s\" is missing annotation \"" RULES_ANN_HOST_NQN "\"",
+		            node);
+	else
+		snprintf(nqn, cap, "%s", a);
+	model_clear(&model_csinode_kind, &cn);
+	return r;
+}
+
+/* AllowInitiator for a recorded publication (ACL exports only). */
+static int allow(struct ctl *c, const struct rules_volid *v, const struct model_pvst *obj,
+                 const struct pub *p, struct grpc_status *gs)
+{
+	char addr[300];
+	int r = agents_address(c, v->agent, addr, sizeof(addr), gs);
+	if (r == GRPC_NOT_FOUND)
+		r = gstatus(gs, GRPC_FAILED_PRECONDITION, "PillarAgent \"%s\" not found", v->agent);
+	if (r)
+		return r;
+	PillarCsi__Agent__V1__AllowInitiatorRequest q =
+	    PILLAR_CSI__AGENT__V1__ALLOW_INITIATOR_REQUEST__INIT;
+	PillarCsi__Agent__V1__FencingToken tok;
+	struct grpc_status ast = {0};
+	pvst_fence(&tok, obj, p->gen);
+	q.volume_id = (char *)str(obj->spec.agent_volume_id);
+	q.protocol_type = PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP;
+	q.initiator_id = (char *)p->nqn;
+	q.fence = &tok;
+	if (agentclient_allow_initiator(c->ac, addr, &q, &ast) != GRPC_OK)
+		return agents_error(c, v->agent, &ast, gs); /* the entry stays: fail closed */
+	return 0;
+}
+
+static int publish_args(const Csi__V1__ControllerPublishVolumeRequest *req, struct grpc_status *gs)
+{
+	if (!req->volume_id || !*req->volume_id)
+		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
+	if (!req->node_id || !*req->node_id)
+		return gstatus(gs, GRPC_INVALID_ARGUMENT, "node_id is required");
+	if (!req->volume_capability)
+		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_capability is required");
+	return csi_check_capability(req->volume_capability, gs);
+}
+
+/* Steps under the volume lock: the volume, the node's host NQN, the record, the grant. */
+static int publish_locked(struct ctl *c, const Csi__V1__ControllerPublishVolumeRequest *req,
+                          const struct rules_volid *v, const char *pname, struct grpc_status *gs)
+{
+	struct model_pvst obj;
+	char nqn[256];
+	int r = pvst_find(c, req->volume_id, &obj, gs);
+	if (r == GRPC_NOT_FOUND)
+		return gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", req->volume_id);
+	if (r)
+		return r;
+	if (pvst_deleting(&obj))
+		r = gstatus(gs, GRPC_FAILED_PRECONDITION, "volume \"%s\" is being deleted",
+		            req->volume_id);
+	bool acl = acl_enabled(&obj);
+	struct pub p = {.id = req->volume_id,
+	                .node = req->node_id,
+	                .nqn = nqn,
+	                .mode = csi_mode_name(req->volume_capability->access_mode->mode),
+	                .ro = req->readonly};
+	if (r == 0 && (r = host_nqn(c, req->node_id, nqn, sizeof(nqn), gs)) == 0 &&
+	    (r = duplicate_nqn(c, req->node_id, nqn, acl, gs)) == 0 &&
+	    (r = pvst_update(c, pname, obj.meta.uid, m_publish, &p, NULL, gs)) == 0 && acl)
+		r = allow(c, v, &obj, &p, gs);
+	model_clear(&model_pvst_kind, &obj);
 	return r;
 }
 
@@ -164,103 +235,28 @@ int csi_controller_publish(struct ctl *c, const Csi__V1__ControllerPublishVolume
                            Csi__V1__ControllerPublishVolumeResponse **resp, struct grpc_status *gs)
 {
 	struct rules_volid v;
-	char pname[RULES_PVST_NAME_CAP], addr[300], nqn[256], uid[64];
-	cJSON *obj = NULL, *csinode = NULL;
+	char pname[RULES_PVST_NAME_CAP];
 	int r;
 
 	*resp = NULL;
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
-	if (!req->volume_id || !*req->volume_id)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
-	if (!req->node_id || !*req->node_id)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "node_id is required");
-	if (!req->volume_capability)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_capability is required");
-	if ((r = csi_check_capability(req->volume_capability, gs)))
+	if ((r = publish_args(req, gs)))
 		return r;
 	if (rules_volid_parse(req->volume_id, &v) < 0)
 		return gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", req->volume_id);
 	rules_pvst_name(v.name, pname, sizeof(pname));
 	struct keylock_hold hold;
 	keylock_wait(&c->locks, &hold, pname);
-	r = pvst_get_by_id(c, req->volume_id, &obj, gs);
-	if (r == GRPC_NOT_FOUND)
-		r = gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", req->volume_id);
-	if (r)
-		goto out;
-	if (pvst_deleting(obj)) {
-		r = gstatus(gs, GRPC_FAILED_PRECONDITION, "volume \"%s\" is being deleted",
-		            req->volume_id);
-		goto out;
-	}
-	snprintf(uid, sizeof(uid), "%s", store_meta_str(obj, "uid") ?: "");
-	struct err e = {0};
-	int g = store_get(c->st, kind_of("CSINode"), NULL, req->node_id, &csinode, &e);
-	if (g == STORE_NOT_FOUND || g == STORE_INVALID) {
-		r = gstatus(gs, GRPC_NOT_FOUND, "CSINode \"%s\" not found", req->node_id);
-		goto out;
-	}
-	if (g < 0) {
-		r = gstatus(gs, GRPC_UNAVAILABLE, "reading CSINode \"%s\": %s", req->node_id,
-		            e.msg);
-		goto out;
-	}
-	const char *a =
-	    json_get_str(cJSON_GetObjectItemCaseSensitive(
-	                     cJSON_GetObjectItemCaseSensitive(csinode, "metadata"), "annotations"),
-	                 RULES_ANN_HOST_NQN);
-	if (!a || !*a) {
-		r = gstatus(gs, GRPC_FAILED_PRECONDITION,
-		            "CSINode \"%s\" is missing annotation \"" RULES_ANN_HOST_NQN "\"",
-		            req->node_id);
-		goto out;
-	}
-	snprintf(nqn, sizeof(nqn), "%s", a);
-	bool acl = acl_enabled(obj);
-	if ((r = duplicate_nqn(c, req->node_id, nqn, acl, gs)))
-		goto out;
-	struct pub p = {.id = req->volume_id,
-	                .node = req->node_id,
-	                .nqn = nqn,
-	                .mode = csi_mode_name(req->volume_capability->access_mode->mode),
-	                .ro = req->readonly};
-	if ((r = pvst_cas(c, pname, uid, m_publish, &p, NULL, gs)))
-		goto out;
-	if (acl) {
-		r = ctl_agent_address(c, v.agent, addr, sizeof(addr), gs);
-		if (r == GRPC_NOT_FOUND)
-			r = gstatus(gs, GRPC_FAILED_PRECONDITION, "PillarAgent \"%s\" not found",
-			            v.agent);
-		if (r)
-			goto out;
-		PillarCsi__Agent__V1__AllowInitiatorRequest q =
-		    PILLAR_CSI__AGENT__V1__ALLOW_INITIATOR_REQUEST__INIT;
-		PillarCsi__Agent__V1__FencingToken tok = PILLAR_CSI__AGENT__V1__FENCING_TOKEN__INIT;
-		struct grpc_status ast = {0};
-		tok.volume_uid = uid;
-		tok.generation = p.gen;
-		q.volume_id = (char *)spec_str(obj, "agentVolumeID");
-		q.protocol_type = PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP;
-		q.initiator_id = nqn;
-		q.fence = &tok;
-		if (agentclient_allow_initiator(c->ac, addr, &q, &ast) != GRPC_OK) {
-			r = ctl_agent_error(c, v.agent, &ast,
-			                    gs); /* the entry stays: fail closed */
-			goto out;
-		}
-	}
-	*resp = malloc(sizeof(**resp));
-	if (!*resp) {
-		r = gstatus(gs, GRPC_INTERNAL, "out of memory");
-		goto out;
-	}
-	csi__v1__controller_publish_volume_response__init(*resp);
-out:
-	cJSON_Delete(csinode);
-	cJSON_Delete(obj);
+	r = publish_locked(c, req, &v, pname, gs);
 	keylock_release(&c->locks, &hold);
-	return r;
+	if (r)
+		return r;
+	*resp = malloc(sizeof(**resp));
+	if (!*resp)
+		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+	csi__v1__controller_publish_volume_response__init(*resp);
+	return GRPC_OK;
 }
 
 /* ---- unpublish --------------------------------------------------------------------------------- */
@@ -271,46 +267,104 @@ struct unpub {
 	bool any;
 };
 
-static bool targeted(const struct unpub *u, const cJSON *e)
+static bool targeted(const struct unpub *u, const struct model_pvst_published *e)
 {
-	return !*u->node || !strcmp(json_get_str(e, "nodeID") ?: "", u->node);
+	return !*u->node || !strcmp(str(e->node_id), u->node);
 }
 
-static int m_fence(cJSON *obj, cJSON *status, void *arg, struct grpc_status *gs)
+static int m_fence(struct model_pvst *v, void *arg, struct grpc_status *gs)
 {
 	(void)gs;
 	struct unpub *u = arg;
-	cJSON *it;
 	u->any = false;
-	cJSON_ArrayForEach(it, published(status))
-	{
+	for (size_t i = 0; i < v->status.n_published; i++) {
+		struct model_pvst_published *it = &v->status.published[i];
 		if (!targeted(u, it))
 			continue;
 		u->any = true;
-		cJSON_DeleteItemFromObjectCaseSensitive(it, "revoking");
-		cJSON_AddBoolToObject(it, "revoking", true);
+		it->has_revoking = it->revoking = true;
 	}
 	if (!u->any)
-		return CAS_SKIP;
-	u->gen = pvst_generation(obj) + 1;
-	pvst_set_generation(status, u->gen);
+		return PVST_SKIP;
+	u->gen = pvst_gen(v) + 1;
+	pvst_gen_set(v, u->gen);
 	return 0;
 }
 
-static int m_release(cJSON *obj, cJSON *status, void *arg, struct grpc_status *gs)
+static int m_release(struct model_pvst *v, void *arg, struct grpc_status *gs)
 {
 	struct unpub *u = arg;
-	if (pvst_generation(obj) != u->gen)
+	size_t w = 0;
+	if (pvst_gen(v) != u->gen)
 		return gstatus(gs, GRPC_ABORTED,
 		               "publication of volume \"%s\" changed during unpublish; retry",
 		               u->id);
-	cJSON *pn = published(status);
-	for (int i = cJSON_GetArraySize(pn) - 1; i >= 0; i--) {
-		cJSON *it = cJSON_GetArrayItem(pn, i);
-		if (targeted(u, it) && entry_bool(it, "revoking"))
-			cJSON_DeleteItemFromArray(pn, i);
+	for (size_t i = 0; i < v->status.n_published; i++) {
+		struct model_pvst_published *it = &v->status.published[i];
+		if (targeted(u, it) && it->has_revoking && it->revoking) {
+			model_type_clear(&model_pvst_published_type, it);
+			continue;
+		}
+		v->status.published[w++] = *it;
+	}
+	v->status.n_published = w;
+	return 0;
+}
+
+/* DenyInitiator for every targeted entry of the fenced object (ACL exports only). */
+static int deny(struct ctl *c, const struct rules_volid *v, const struct model_pvst *fenced,
+                const struct unpub *u, const char *addr, struct grpc_status *gs)
+{
+	for (size_t i = 0; i < fenced->status.n_published; i++) {
+		const struct model_pvst_published *e = &fenced->status.published[i];
+		if (!targeted(u, e))
+			continue;
+		PillarCsi__Agent__V1__DenyInitiatorRequest q =
+		    PILLAR_CSI__AGENT__V1__DENY_INITIATOR_REQUEST__INIT;
+		PillarCsi__Agent__V1__FencingToken tok;
+		struct grpc_status ast = {0};
+		pvst_fence(&tok, fenced, u->gen);
+		q.volume_id = (char *)str(fenced->spec.agent_volume_id);
+		q.protocol_type = PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP;
+		q.initiator_id = (char *)str(e->initiator_id);
+		q.fence = &tok;
+		int ar = agentclient_deny_initiator(c->ac, addr, &q, &ast);
+		if (ar != GRPC_OK && ar != GRPC_NOT_FOUND)
+			return agents_error(c, v->agent, &ast, gs); /* stays revoking */
 	}
 	return 0;
+}
+
+/* Steps under the volume lock: fence (revoking), revoke, release. */
+static int unpublish_locked(struct ctl *c, const char *volume_id, const char *node,
+                            const struct rules_volid *v, const char *pname, struct grpc_status *gs)
+{
+	struct model_pvst obj, fenced = {0};
+	char addr[300];
+	struct unpub u = {.id = volume_id, .node = node};
+	bool found = false;
+	int r = pvst_find(c, volume_id, &obj, gs);
+	if (r)
+		return r == GRPC_NOT_FOUND ? GRPC_OK : r;
+	for (size_t i = 0; i < obj.status.n_published; i++)
+		found |= targeted(&u, &obj.status.published[i]);
+	bool acl = found && acl_enabled(&obj);
+	if (acl) {
+		r = agents_address(c, v->agent, addr, sizeof(addr), gs);
+		if (r == GRPC_NOT_FOUND)
+			r = gstatus(
+			    gs, GRPC_FAILED_PRECONDITION,
+			    "PillarAgent \"%s\" not found; keeping the publication of volume "
+			    "\"%s\" on node \"%s\"",
+			    v->agent, volume_id, node);
+	}
+	if (found && r == 0 &&
+	    (r = pvst_update(c, pname, obj.meta.uid, m_fence, &u, &fenced, gs)) == 0 && u.any &&
+	    (!acl || (r = deny(c, v, &fenced, &u, addr, gs)) == 0))
+		r = pvst_update(c, pname, obj.meta.uid, m_release, &u, NULL, gs);
+	model_clear(&model_pvst_kind, &fenced);
+	model_clear(&model_pvst_kind, &obj);
+	return r;
 }
 
 int csi_controller_unpublish(struct ctl *c, const Csi__V1__ControllerUnpublishVolumeRequest *req,
@@ -318,8 +372,7 @@ int csi_controller_unpublish(struct ctl *c, const Csi__V1__ControllerUnpublishVo
                              struct grpc_status *gs)
 {
 	struct rules_volid v;
-	char pname[RULES_PVST_NAME_CAP], addr[300], uid[64];
-	cJSON *obj = NULL, *fenced = NULL;
+	char pname[RULES_PVST_NAME_CAP];
 	int r = GRPC_OK;
 
 	*resp = NULL;
@@ -328,76 +381,15 @@ int csi_controller_unpublish(struct ctl *c, const Csi__V1__ControllerUnpublishVo
 	if (!req->volume_id || !*req->volume_id)
 		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
 	const char *node = req->node_id ? req->node_id : "";
-	if (rules_volid_parse(req->volume_id, &v) < 0)
-		goto done;
-	rules_pvst_name(v.name, pname, sizeof(pname));
-	struct keylock_hold hold;
-	keylock_wait(&c->locks, &hold, pname);
-	r = pvst_get_by_id(c, req->volume_id, &obj, gs);
-	if (r == GRPC_NOT_FOUND) {
-		r = GRPC_OK;
-		goto out;
+	if (rules_volid_parse(req->volume_id, &v) == 0) {
+		rules_pvst_name(v.name, pname, sizeof(pname));
+		struct keylock_hold hold;
+		keylock_wait(&c->locks, &hold, pname);
+		r = unpublish_locked(c, req->volume_id, node, &v, pname, gs);
+		keylock_release(&c->locks, &hold);
 	}
-	if (r)
-		goto out;
-	snprintf(uid, sizeof(uid), "%s", store_meta_str(obj, "uid") ?: "");
-	struct unpub u = {.id = req->volume_id, .node = node};
-	bool found = false;
-	const cJSON *it;
-	cJSON_ArrayForEach(
-	    it, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "status"),
-	                                         "publishedNodes")) found |= targeted(&u, it);
-	if (!found)
-		goto out;
-	bool acl = acl_enabled(obj);
-	if (acl) {
-		r = ctl_agent_address(c, v.agent, addr, sizeof(addr), gs);
-		if (r == GRPC_NOT_FOUND)
-			r = gstatus(
-			    gs, GRPC_FAILED_PRECONDITION,
-			    "PillarAgent \"%s\" not found; keeping the publication of volume "
-			    "\"%s\" on node \"%s\"",
-			    v.agent, req->volume_id, node);
-		if (r)
-			goto out;
-	}
-	if ((r = pvst_cas(c, pname, uid, m_fence, &u, &fenced, gs)) || !u.any)
-		goto out;
-	if (acl) {
-		const cJSON *e;
-		cJSON_ArrayForEach(
-		    e, cJSON_GetObjectItemCaseSensitive(
-		           cJSON_GetObjectItemCaseSensitive(fenced, "status"), "publishedNodes"))
-		{
-			if (!targeted(&u, e))
-				continue;
-			PillarCsi__Agent__V1__DenyInitiatorRequest q =
-			    PILLAR_CSI__AGENT__V1__DENY_INITIATOR_REQUEST__INIT;
-			PillarCsi__Agent__V1__FencingToken tok =
-			    PILLAR_CSI__AGENT__V1__FENCING_TOKEN__INIT;
-			struct grpc_status ast = {0};
-			tok.volume_uid = uid;
-			tok.generation = u.gen;
-			q.volume_id = (char *)spec_str(obj, "agentVolumeID");
-			q.protocol_type =
-			    PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP;
-			q.initiator_id = (char *)(json_get_str(e, "initiatorID") ?: "");
-			q.fence = &tok;
-			int ar = agentclient_deny_initiator(c->ac, addr, &q, &ast);
-			if (ar != GRPC_OK && ar != GRPC_NOT_FOUND) {
-				r = ctl_agent_error(c, v.agent, &ast, gs); /* stays revoking */
-				goto out;
-			}
-		}
-	}
-	r = pvst_cas(c, pname, uid, m_release, &u, NULL, gs);
-out:
-	cJSON_Delete(fenced);
-	cJSON_Delete(obj);
-	keylock_release(&c->locks, &hold);
 	if (r)
 		return r;
-done:
 	*resp = malloc(sizeof(**resp));
 	if (!*resp)
 		return gstatus(gs, GRPC_INTERNAL, "out of memory");

@@ -71,7 +71,7 @@ void pvst_gen_set(struct model_pvst *v, uint64_t g)
 	v->status.publication_generation = (int64_t)g;
 }
 
-static void zfs_params(struct backend_params_buf *b, const struct model_zfs *z)
+static void zfs_params(struct pvst_backend_buf *b, const struct model_zfs *z)
 {
 	b->zfs.pool = z->pool ?: "";
 	b->zfs.parent_dataset = z->parent_dataset ?: "";
@@ -92,7 +92,7 @@ static void zfs_params(struct backend_params_buf *b, const struct model_zfs *z)
 	b->zfs.properties = b->propp;
 }
 
-PillarCsi__Agent__V1__BackendParams *pvst_backend_params(struct backend_params_buf *b,
+PillarCsi__Agent__V1__BackendParams *pvst_backend_params(struct pvst_backend_buf *b,
                                                          const struct model_pvst *v)
 {
 	const struct model_backend *bk = &v->spec.resolved.backend;
@@ -121,4 +121,46 @@ PillarCsi__Agent__V1__BackendParams *pvst_backend_params(struct backend_params_b
 		return NULL;
 	}
 	return &b->bp;
+}
+
+void pvst_backend_params_free(struct pvst_backend_buf *b)
+{
+	free(b->props);
+	free(b->propp);
+	b->props = NULL;
+	b->propp = NULL;
+}
+
+void pvst_fence(PillarCsi__Agent__V1__FencingToken *t, const struct model_pvst *v, uint64_t gen)
+{
+	pillar_csi__agent__v1__fencing_token__init(t);
+	t->volume_uid = v->meta.uid ? v->meta.uid : "";
+	t->generation = gen;
+}
+
+bool pvst_deleting(const struct model_pvst *v)
+{
+	return v->status.has_deleting && v->status.deleting;
+}
+
+int pvst_find(struct ctl *c, const char *volume_id, struct model_pvst *out, struct grpc_status *gs)
+{
+	struct rules_volid v;
+	char name[RULES_PVST_NAME_CAP];
+	struct err e = {0};
+	memset(out, 0, sizeof(*out));
+	if (rules_volid_parse(volume_id, &v) < 0)
+		return GRPC_NOT_FOUND;
+	rules_pvst_name(v.name, name, sizeof(name));
+	int r = model_get(c->st, &model_pvst_kind, NULL, name, out, &e);
+	if (r == STORE_NOT_FOUND)
+		return GRPC_NOT_FOUND;
+	if (r < 0)
+		return gstatus(gs, GRPC_UNAVAILABLE, "reading PillarVolumeState \"%s\": %s", name,
+		               e.msg);
+	if (!out->spec.volume_id || strcmp(out->spec.volume_id, volume_id)) {
+		model_clear(&model_pvst_kind, out);
+		return GRPC_NOT_FOUND;
+	}
+	return GRPC_OK;
 }

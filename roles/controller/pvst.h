@@ -9,6 +9,7 @@
 #ifndef PILLAR_ROLES_CONTROLLER_PVST_H
 #define PILLAR_ROLES_CONTROLLER_PVST_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "controller/ctl.h"
@@ -25,9 +26,28 @@ int pvst_update(struct ctl *c, const char *name, const char *uid, pvst_fn fn, vo
 uint64_t pvst_gen(const struct model_pvst *v);
 void pvst_gen_set(struct model_pvst *v, uint64_t g);
 
+/* The PillarVolumeState of a volume ID: 0 with *out (zeroed or cleared; the caller clears it),
+ * GRPC_NOT_FOUND when none (or its spec.volumeID differs), GRPC_UNAVAILABLE on a store error
+ * (message in gs). */
+int pvst_find(struct ctl *c, const char *volume_id, struct model_pvst *out, struct grpc_status *gs);
+
+bool pvst_deleting(const struct model_pvst *v);
+
 /* The agent's BackendParams of a volume from spec.resolved.backend (pointers into v and b);
- * NULL when it has none of zfs, lvm, file.  backend_params_free(b) afterwards. */
-PillarCsi__Agent__V1__BackendParams *pvst_backend_params(struct backend_params_buf *b,
+ * NULL when it has none of zfs, lvm, file.  pvst_backend_params_free(b) afterwards. */
+struct pvst_backend_buf {
+	PillarCsi__Agent__V1__BackendParams bp;
+	PillarCsi__Agent__V1__ZfsVolumeParams zfs;
+	PillarCsi__Agent__V1__LvmVolumeParams lvm;
+	PillarCsi__Agent__V1__FileVolumeParams file;
+	PillarCsi__Agent__V1__ZfsVolumeParams__PropertiesEntry *props;
+	PillarCsi__Agent__V1__ZfsVolumeParams__PropertiesEntry **propp;
+};
+PillarCsi__Agent__V1__BackendParams *pvst_backend_params(struct pvst_backend_buf *b,
                                                          const struct model_pvst *v);
+void pvst_backend_params_free(struct pvst_backend_buf *b);
+
+/* The fencing token of a volume at generation gen (pointers into v). */
+void pvst_fence(PillarCsi__Agent__V1__FencingToken *t, const struct model_pvst *v, uint64_t gen);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "controller/agents.h"
 #include "controller/reconcile.h"
 #include "model/kube.h"
 
@@ -109,9 +110,9 @@ static int pool_of(struct model_pa_pool *o, const PillarCsi__Agent__V1__PoolInfo
 	                             : !strcmp(t, "zfs-zvol") ? "zfs"
 	                             : !strcmp(t, "lvm-lv")   ? "lvm"
 	                                                      : "file");
-	quantity_format(p->total_bytes, q, sizeof(q));
+	model_quantity_format(p->total_bytes, q, sizeof(q));
 	r |= model_str_set(&o->total, q);
-	quantity_format(p->available_bytes, q, sizeof(q));
+	model_quantity_format(p->available_bytes, q, sizeof(q));
 	r |= model_str_set(&o->available, q);
 	if (p->parent_dataset && *p->parent_dataset)
 		r |= model_str_set(&o->parent_dataset, p->parent_dataset);

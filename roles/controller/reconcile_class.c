@@ -521,17 +521,8 @@ static bool compatible(struct ctl *c, struct model_psc *psc, int64_t og)
 		               "the PillarStore or the PillarProtocol does not exist", og);
 	} else {
 		char reason[64], msg[1024];
-		void *j[3] = {model_encode(&model_psc_kind, psc),
-		              model_encode(&model_pst_kind, &pst),
-		              model_encode(&model_pstr_kind, &pstr)};
-		ok = j[0] && j[1] && j[2] &&
-		     resolve_psc_compatible(j[0], j[1], j[2], reason, sizeof(reason), msg,
+		ok = resolve_psc_compatible(psc, &pst, &pstr, reason, sizeof(reason), msg,
 		                            sizeof(msg)) == 0;
-		if (!j[0] || !j[1] || !j[2])
-			snprintf(reason, sizeof(reason), "Unknown"),
-			    snprintf(msg, sizeof(msg), "out of memory");
-		for (int i = 0; i < 3; i++)
-			model_json_free(j[i]);
 		model_cond_set(cs, "Compatible", ok ? "True" : "False", ok ? "Compatible" : reason,
 		               ok ? "" : msg, og);
 	}

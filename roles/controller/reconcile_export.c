@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controller/agents.h"
 #include "controller/pvst.h"
 #include "controller/reconcile.h"
 
@@ -17,7 +18,7 @@ struct rvol {
 	PillarCsi__Agent__V1__ExportParams ep;
 	PillarCsi__Agent__V1__NvmeofTcpExportParams np;
 	PillarCsi__Agent__V1__FencingToken tok;
-	struct backend_params_buf bb;
+	struct pvst_backend_buf bb;
 	char **inits;
 };
 
@@ -77,7 +78,7 @@ static void build(struct rvol *x)
 	pillar_csi__agent__v1__nvmeof_tcp_export_params__init(&x->np);
 	pillar_csi__agent__v1__fencing_token__init(&x->tok);
 	x->vds.volume_id = v->spec.agent_volume_id ?: "";
-	x->vds.backend_type = backend_enum(v->spec.backend_type ?: "");
+	x->vds.backend_type = agents_backend_enum(v->spec.backend_type ?: "");
 	x->vds.backend_params = pvst_backend_params(&x->bb, v);
 	x->vds.device_path = v->status.backend_device_path ?: "";
 	x->tok.volume_uid = v->meta.uid ?: "";
@@ -282,7 +283,7 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
 	collect(c, agent, only, &names, v, &n);
 	r = reconcile_built(c, agent, addr, complete, noaddr, v, n, gs);
 	for (size_t i = 0; i < n; i++) {
-		backend_params_free(&v[i].bb);
+		pvst_backend_params_free(&v[i].bb);
 		free(v[i].inits);
 		model_clear(&model_pvst_kind, &v[i].v);
 	}
@@ -304,7 +305,7 @@ int reconcile_agent_restore(struct ctl *c, const char *agent, const char *addr,
 static const char *agent_addr(struct ctl *c, const char *agent, char *buf, size_t cap,
                               struct grpc_status *why)
 {
-	int r = ctl_agent_address(c, agent, buf, cap, why);
+	int r = agents_address(c, agent, buf, cap, why);
 	if (r == GRPC_NOT_FOUND)
 		gstatus(why, GRPC_UNAVAILABLE, "PillarAgent \"%s\" not found", agent);
 	return r == GRPC_OK ? buf : NULL;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "controller/agents.h"
 #include "controller/reconcile.h"
 
 struct pool_ref {
@@ -129,7 +130,7 @@ static bool pool_conditions(struct model_conds *cs, const char *agent, const str
 static int set_qty(char **dst, uint64_t bytes)
 {
 	char qs[32];
-	quantity_format((long long)bytes, qs, sizeof(qs));
+	model_quantity_format((long long)bytes, qs, sizeof(qs));
 	return model_str_set(dst, qs);
 }
 
@@ -143,7 +144,7 @@ static void refresh_capacity(struct ctl *c, const char *name, struct model_pst *
 	    PILLAR_CSI__AGENT__V1__GET_CAPACITY_REQUEST__INIT;
 	PillarCsi__Agent__V1__GetCapacityResponse *resp = NULL;
 	struct grpc_status ast = {0};
-	q.backend_type = backend_enum(p->token);
+	q.backend_type = agents_backend_enum(p->token);
 	q.pool_name = (char *)p->pool;
 	if (agentclient_get_capacity(c->ac, addr, &q, &resp, &ast) != GRPC_OK) {
 		log_warnf("PillarStore %s: GetCapacity of %s \"%s\" failed: %s", name, p->what,

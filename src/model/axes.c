@@ -6,16 +6,18 @@
 
 #include "model/codec.h"
 #include "model/pillar.h"
+#include "rules/bounds.h"
+#include "rules/keys.h"
 
 #define T struct model_zfs
 static const struct model_field zfs_fields[] = {
     MODEL_F_STR("volumeType", volume_type),
     MODEL_F_STR("pool", pool),
     MODEL_F_STR("parentDataset", parent_dataset),
-    MODEL_F_TEXTMAP("properties", properties),
+    MODEL_F_TEXTMAP_HAS("properties", properties),
 };
 #undef T
-static MODEL_TYPE(zfs_type, struct model_zfs, zfs_fields);
+MODEL_TYPE(model_zfs_type, struct model_zfs, zfs_fields);
 
 #define T struct model_lvm
 static const struct model_field lvm_fields[] = {
@@ -24,7 +26,7 @@ static const struct model_field lvm_fields[] = {
     MODEL_F_STR("provisioningMode", provisioning_mode),
 };
 #undef T
-static MODEL_TYPE(lvm_type, struct model_lvm, lvm_fields);
+MODEL_TYPE(model_lvm_type, struct model_lvm, lvm_fields);
 
 #define T struct model_file
 static const struct model_field file_fields[] = {
@@ -32,13 +34,13 @@ static const struct model_field file_fields[] = {
     MODEL_F_BOOL("preallocate", preallocate),
 };
 #undef T
-static MODEL_TYPE(file_type, struct model_file, file_fields);
+MODEL_TYPE(model_file_type, struct model_file, file_fields);
 
 #define T struct model_backend
 static const struct model_field backend_fields[] = {
-    MODEL_F_OBJ_HAS("zfs", zfs, &zfs_type),
-    MODEL_F_OBJ_HAS("lvm", lvm, &lvm_type),
-    MODEL_F_OBJ_HAS("file", file, &file_type),
+    MODEL_F_OBJ_HAS("zfs", zfs, &model_zfs_type),
+    MODEL_F_OBJ_HAS("lvm", lvm, &model_lvm_type),
+    MODEL_F_OBJ_HAS("file", file, &model_file_type),
 };
 #undef T
 MODEL_TYPE(model_backend_type, struct model_backend, backend_fields);
@@ -71,6 +73,15 @@ static const struct model_field filesystem_fields[] = {
 #undef T
 MODEL_TYPE(model_filesystem_type, struct model_filesystem, filesystem_fields);
 
+#define T struct model_resolved
+static const struct model_field resolved_fields[] = {
+    MODEL_F_OBJ_HAS("backend", backend, &model_backend_type),
+    MODEL_F_OBJ_HAS("protocol", protocol, &model_protocol_type),
+    MODEL_F_OBJ_HAS("filesystem", filesystem, &model_filesystem_type),
+};
+#undef T
+MODEL_TYPE(model_resolved_type, struct model_resolved, resolved_fields);
+
 /* ---- tunables ------------------------------------------------------------------------------ */
 
 #define TUN(n, ctx, lo, hi, m)                                        \
@@ -79,10 +90,14 @@ MODEL_TYPE(model_filesystem_type, struct model_filesystem, filesystem_fields);
 		    offsetof(struct model_nvmeof_tcp, has_##m)        \
 	}
 const struct model_tunable model_tunables[MODEL_TUNABLES] = {
-    TUN("maxQueueSize", "nvmeof-max-queue-size", 16, 1024, max_queue_size),
-    TUN("inCapsuleDataSize", NULL, 1024, INT32_MAX, in_capsule_data_size),
-    TUN("ctrlLossTmo", "nvmeof-ctrl-loss-tmo", -1, INT32_MAX, ctrl_loss_tmo),
-    TUN("reconnectDelay", "nvmeof-reconnect-delay", 1, INT32_MAX, reconnect_delay),
+    TUN("maxQueueSize", RULES_CTX_MAX_QUEUE_SIZE, RULES_MAX_QUEUE_SIZE_MIN,
+        RULES_MAX_QUEUE_SIZE_MAX, max_queue_size),
+    TUN("inCapsuleDataSize", NULL, RULES_IN_CAPSULE_DATA_SIZE_MIN, RULES_IN_CAPSULE_DATA_SIZE_MAX,
+        in_capsule_data_size),
+    TUN("ctrlLossTmo", RULES_CTX_CTRL_LOSS_TMO, RULES_CTRL_LOSS_TMO_MIN, RULES_CTRL_LOSS_TMO_MAX,
+        ctrl_loss_tmo),
+    TUN("reconnectDelay", RULES_CTX_RECONNECT_DELAY, RULES_RECONNECT_DELAY_MIN,
+        RULES_RECONNECT_DELAY_MAX, reconnect_delay),
 };
 #undef TUN
 
@@ -98,13 +113,14 @@ int model_tunable_check(const struct model_tunable *t, int64_t v, const char *pr
 {
 	if (v >= t->min && v <= t->max)
 		return 0;
-	if (t->max != INT32_MAX)
+	if (t->max != INT32_MAX) /* a range narrower than int32 */
 		return err_set(e, -EINVAL, "%snvmeofTcp.%s must be between %lld and %lld", prefix,
 		               t->name, (long long)t->min, (long long)t->max);
 	if (v < t->min)
 		return err_set(e, -EINVAL, "%snvmeofTcp.%s must be at least %lld", prefix, t->name,
 		               (long long)t->min);
-	return err_set(e, -EINVAL, "%snvmeofTcp.%s must be at most %d", prefix, t->name, INT32_MAX);
+	return err_set(e, -EINVAL, "%snvmeofTcp.%s must be at most %lld", prefix, t->name,
+	               (long long)t->max);
 }
 
 int model_nvmeof_tcp_validate(const struct model_nvmeof_tcp *n, const char *prefix, struct err *e)

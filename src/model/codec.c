@@ -79,7 +79,7 @@ static int dec_map(const cJSON *v, struct model_map *m, bool text, const char *p
 {
 	const cJSON *it;
 	if (!cJSON_IsObject(v))
-		return type_err(e, path, text ? "a mapping" : "a mapping of strings");
+		return type_err(e, path, "a mapping of strings");
 	cJSON_ArrayForEach(it, v)
 	{
 		char *s = NULL;
@@ -232,6 +232,8 @@ static cJSON *enc_field(const struct model_field *f, const void *obj, const cJSO
 		has = CAT(obj, f->off, struct model_strs)->n > 0;
 	else if (!has && f->type == MODEL_LIST)
 		has = *CAT(obj, f->n_off, size_t) > 0;
+	else if (!has && (f->type == MODEL_MAP || f->type == MODEL_TEXTMAP))
+		has = CAT(obj, f->off, struct model_map)->n > 0;
 	if (!has)
 		return NULL;
 	switch (f->type) {
@@ -449,6 +451,15 @@ int model_same(const struct model_kind *k, const void *obj, const char *text, co
 	return same;
 }
 
+int model_type_decode(const struct model_type *t, const void *json, void *obj, struct err *e)
+{
+	memset(obj, 0, t->size);
+	int r = decode_type(t, json, obj, "", e);
+	if (r < 0)
+		model_type_clear(t, obj);
+	return r;
+}
+
 int model_type_decode_text(const struct model_type *t, const char *text, void *obj, struct err *e)
 {
 	cJSON *j = NULL;
@@ -479,9 +490,4 @@ int model_type_copy(const struct model_type *t, void *dst, const void *src)
 		model_type_clear(t, dst);
 	cJSON_Delete(j);
 	return r;
-}
-
-void model_json_free(void *json)
-{
-	cJSON_Delete(json);
 }

@@ -22,6 +22,7 @@
 #define MODEL_F_BOOL(k, m)         MODEL_F_(k, MODEL_BOOL, m, offsetof(T, has_##m), 0, NULL)
 #define MODEL_F_MAP(k, m)          MODEL_F_(k, MODEL_MAP, m, MODEL_NONE, 0, NULL)
 #define MODEL_F_TEXTMAP(k, m)      MODEL_F_(k, MODEL_TEXTMAP, m, MODEL_NONE, 0, NULL)
+#define MODEL_F_TEXTMAP_HAS(k, m)  MODEL_F_(k, MODEL_TEXTMAP, m, offsetof(T, has_##m), 0, NULL)
 #define MODEL_F_STRS(k, m)         MODEL_F_(k, MODEL_STRS, m, MODEL_NONE, 0, NULL)
 #define MODEL_F_STRS_HAS(k, m)     MODEL_F_(k, MODEL_STRS, m, offsetof(T, has_##m), 0, NULL)
 #define MODEL_F_OBJ(k, m, sub)     MODEL_F_(k, MODEL_OBJ, m, MODEL_NONE, 0, sub)

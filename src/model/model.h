@@ -67,6 +67,12 @@ int model_strs_copy(struct model_strs *dst, const struct model_strs *src);
 /* Replaces *dst by a copy of s (NULL clears).  0 or -ENOMEM. */
 int model_str_set(char **dst, const char *s);
 
+/* Kubernetes Quantities in canonical binary form (crds.md §1): the largest suffix of
+ * Ki Mi Gi Ti Pi Ei dividing the byte count, else plain bytes.  model_quantity_parse accepts
+ * those suffixes, the decimal k M G T P E and plain integers; 0 or -EINVAL. */
+void model_quantity_format(long long bytes, char *out, size_t cap);
+int model_quantity_parse(const char *q, long long *out);
+
 /* ---- metadata and conditions ------------------------------------------------------------------ */
 
 struct model_owner_ref {
@@ -182,10 +188,9 @@ int model_copy(const struct model_kind *k, void *dst, const void *src);
  * compared as a whole, or only its member `part` (e.g. "status") when part is not NULL — else
  * 0 (also when out of memory: the caller then writes). */
 int model_same(const struct model_kind *k, const void *obj, const char *text, const char *part);
-/* Frees a JSON value returned by model_encode (NULL is a no-op). */
-void model_json_free(void *json);
 
-/* The same for a struct type that is not a kind (records kept in annotations). */
+/* The same for a struct type that is not a kind (records kept in annotations, documents). */
+int model_type_decode(const struct model_type *t, const void *json, void *obj, struct err *e);
 int model_type_decode_text(const struct model_type *t, const char *text, void *obj, struct err *e);
 char *model_type_encode_text(const struct model_type *t, const void *obj);
 int model_type_copy(const struct model_type *t, void *dst, const void *src);

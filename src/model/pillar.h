@@ -20,6 +20,7 @@
 struct model_zfs {
 	void *rest;
 	char *volume_type, *pool, *parent_dataset;
+	bool has_properties;         /* present, possibly empty (written when it has entries) */
 	struct model_map properties; /* values are literal text */
 };
 
@@ -67,16 +68,26 @@ struct model_filesystem {
 	struct model_strs mkfs_options, mount_options;
 };
 
-extern const struct model_type model_backend_type, model_protocol_type, model_filesystem_type,
-    model_nvmeof_tcp_type;
+/* A volume's effective configuration (PillarVolumeState spec.resolved, crds.md §7.1). */
+struct model_resolved {
+	void *rest;
+	bool has_backend, has_protocol, has_filesystem;
+	struct model_backend backend;
+	struct model_protocol protocol;
+	struct model_filesystem filesystem; /* absent for Block volumes */
+};
 
-/* The four nvmeofTcp tunables and their bounds (crds.md §4.1; int32, so at most 2147483647):
- * maxQueueSize 16..1024, inCapsuleDataSize >= 1024, ctrlLossTmo >= -1 (§16), reconnectDelay >= 1.
- * Each has its JSON name, the volume-context key suffix the node reads (csi.md §3; NULL when
- * the node does not read it) and the member of struct model_nvmeof_tcp. */
+extern const struct model_type model_backend_type, model_protocol_type, model_filesystem_type,
+    model_nvmeof_tcp_type, model_zfs_type, model_lvm_type, model_file_type, model_resolved_type;
+
+/* The four nvmeofTcp tunables with the bounds of rules/bounds.h (crds.md §4.1; int32, so at
+ * most 2147483647): maxQueueSize 16..1024, inCapsuleDataSize >= 1024, ctrlLossTmo >= -1 (§16),
+ * reconnectDelay >= 1.  Each has its JSON name, the volume-context key the node reads
+ * (rules/keys.h, csi.md §3; NULL when the node does not read it) and the member of struct
+ * model_nvmeof_tcp. */
 struct model_tunable {
 	const char *name;    /* maxQueueSize */
-	const char *ctx_key; /* nvmeof-max-queue-size (after the pillar-csi.bhyoo.com/ prefix) */
+	const char *ctx_key; /* pillar-csi.bhyoo.com/nvmeof-max-queue-size */
 	int64_t min, max;
 	size_t off, has_off;
 };
@@ -273,13 +284,7 @@ struct model_pvst {
 			char *uid, *ns, *name;
 		} claim_ref;
 		bool has_resolved;
-		struct {
-			void *rest;
-			bool has_backend, has_protocol, has_filesystem;
-			struct model_backend backend;
-			struct model_protocol protocol;
-			struct model_filesystem filesystem; /* absent for Block volumes */
-		} resolved;
+		struct model_resolved resolved;
 	} spec;
 	struct {
 		void *rest;
@@ -311,6 +316,8 @@ struct model_pvst {
 };
 
 extern const struct model_kind model_pvst_kind;
+extern const struct model_type model_pvst_published_type, model_pvst_export_spec_type,
+    model_pvst_export_info_type, model_pvst_partial_failure_type;
 /* §7.1/§7.2: backendType, protocolType, claimRef.uid, phase, exportSpec (bindAddress and
  * aclEnabled required, port 0..65535, inCapsuleDataSize >= 1024), publishedNodes keyed by a
  * non-empty nodeID. */

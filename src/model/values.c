@@ -1,6 +1,8 @@
 /* model values: string maps and lists, metadata, conditions and the typed store operations. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,6 +141,54 @@ int model_strs_copy(struct model_strs *dst, const struct model_strs *src)
 			return -ENOMEM;
 		}
 	return 0;
+}
+
+/* ---- quantities (crds.md §1) ------------------------------------------------------------------ */
+
+void model_quantity_format(long long b, char *out, size_t cap)
+{
+	static const char *const sfx[] = {"Ei", "Pi", "Ti", "Gi", "Mi", "Ki"};
+	for (int i = 0; i < 6 && b != 0; i++) {
+		long long unit = 1LL << (10 * (6 - i));
+		if (b % unit == 0) {
+			snprintf(out, cap, "%lld%s", b / unit, sfx[i]);
+			return;
+		}
+	}
+	snprintf(out, cap, "%lld", b);
+}
+
+int model_quantity_parse(const char *q, long long *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(q, &end, 10);
+	if (errno || end == q || v < 0)
+		return -EINVAL;
+	static const struct {
+		const char *s;
+		long long m;
+	} u[] = {{"", 1},
+	         {"Ki", 1LL << 10},
+	         {"Mi", 1LL << 20},
+	         {"Gi", 1LL << 30},
+	         {"Ti", 1LL << 40},
+	         {"Pi", 1LL << 50},
+	         {"Ei", 1LL << 60},
+	         {"k", 1000LL},
+	         {"M", 1000000LL},
+	         {"G", 1000000000LL},
+	         {"T", 1000000000000LL},
+	         {"P", 1000000000000000LL},
+	         {"E", 1000000000000000000LL}};
+	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++)
+		if (!strcmp(end, u[i].s)) {
+			if (v > LLONG_MAX / u[i].m)
+				return -EINVAL;
+			*out = v * u[i].m;
+			return 0;
+		}
+	return -EINVAL;
 }
 
 /* ---- metadata and conditions --------------------------------------------------------------- */

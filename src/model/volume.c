@@ -16,15 +16,6 @@ static const struct model_field claim_fields[] = {
 #undef T
 static MODEL_TYPE(claim_type, __typeof__(((PVST *)0)->spec.claim_ref), claim_fields);
 
-#define T __typeof__(((PVST *)0)->spec.resolved)
-static const struct model_field resolved_fields[] = {
-    MODEL_F_OBJ_HAS("backend", backend, &model_backend_type),
-    MODEL_F_OBJ_HAS("protocol", protocol, &model_protocol_type),
-    MODEL_F_OBJ_HAS("filesystem", filesystem, &model_filesystem_type),
-};
-#undef T
-static MODEL_TYPE(resolved_type, __typeof__(((PVST *)0)->spec.resolved), resolved_fields);
-
 #define T __typeof__(((PVST *)0)->spec)
 static const struct model_field spec_fields[] = {
     MODEL_F_STR("volumeID", volume_id),
@@ -34,7 +25,7 @@ static const struct model_field spec_fields[] = {
     MODEL_F_STR("protocolType", protocol_type),
     MODEL_F_INT("capacityBytes", capacity_bytes),
     MODEL_F_OBJ_HAS("claimRef", claim_ref, &claim_type),
-    MODEL_F_OBJ_HAS("resolved", resolved, &resolved_type),
+    MODEL_F_OBJ_HAS("resolved", resolved, &model_resolved_type),
 };
 #undef T
 static MODEL_TYPE(spec_type, __typeof__(((PVST *)0)->spec), spec_fields);
@@ -49,7 +40,8 @@ static const struct model_field pf_fields[] = {
     MODEL_F_BOOL("exportCreated", export_created),
 };
 #undef T
-static MODEL_TYPE(pf_type, __typeof__(((PVST *)0)->status.partial_failure), pf_fields);
+MODEL_TYPE(model_pvst_partial_failure_type, __typeof__(((PVST *)0)->status.partial_failure),
+           pf_fields);
 
 #define T __typeof__(((PVST *)0)->status.export_info)
 static const struct model_field ei_fields[] = {
@@ -59,7 +51,7 @@ static const struct model_field ei_fields[] = {
     MODEL_F_STR("volumeRef", volume_ref),
 };
 #undef T
-static MODEL_TYPE(ei_type, __typeof__(((PVST *)0)->status.export_info), ei_fields);
+MODEL_TYPE(model_pvst_export_info_type, __typeof__(((PVST *)0)->status.export_info), ei_fields);
 
 #define T struct model_pvst_export_spec
 static const struct model_field es_fields[] = {
@@ -69,7 +61,7 @@ static const struct model_field es_fields[] = {
     MODEL_F_INT("inCapsuleDataSize", in_capsule_data_size),
 };
 #undef T
-static MODEL_TYPE(es_type, struct model_pvst_export_spec, es_fields);
+MODEL_TYPE(model_pvst_export_spec_type, struct model_pvst_export_spec, es_fields);
 
 #define T struct model_pvst_published
 static const struct model_field pub_fields[] = {
@@ -78,16 +70,16 @@ static const struct model_field pub_fields[] = {
     MODEL_F_BOOL("revoking", revoking),
 };
 #undef T
-static MODEL_TYPE(pub_type, struct model_pvst_published, pub_fields);
+MODEL_TYPE(model_pvst_published_type, struct model_pvst_published, pub_fields);
 
 #define T __typeof__(((PVST *)0)->status)
 static const struct model_field status_fields[] = {
     MODEL_F_STR("phase", phase),
-    MODEL_F_OBJ_HAS("partialFailure", partial_failure, &pf_type),
+    MODEL_F_OBJ_HAS("partialFailure", partial_failure, &model_pvst_partial_failure_type),
     MODEL_F_STR("backendDevicePath", backend_device_path),
-    MODEL_F_OBJ_HAS("exportInfo", export_info, &ei_type),
-    MODEL_F_OBJ_HAS("exportSpec", export_spec, &es_type),
-    MODEL_F_LIST_HAS("publishedNodes", published, n_published, &pub_type),
+    MODEL_F_OBJ_HAS("exportInfo", export_info, &model_pvst_export_info_type),
+    MODEL_F_OBJ_HAS("exportSpec", export_spec, &model_pvst_export_spec_type),
+    MODEL_F_LIST_HAS("publishedNodes", published, n_published, &model_pvst_published_type),
     MODEL_F_INT("publicationGeneration", publication_generation),
     MODEL_F_BOOL("deleting", deleting),
     MODEL_F_CONDS("conditions", conditions),

@@ -55,6 +55,48 @@ static inline void fx_put(const char *kind, const char *ns, const char *name,
 	cJSON_Delete(out);
 }
 
+/* Readers of stored objects as the tests see them (JSON, as an API client would). */
+static inline const cJSON *cond_get(const cJSON *status, const char *type)
+{
+	const cJSON *it;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(status, "conditions"))
+	{
+		const char *t = json_get_str(it, "type");
+		if (t && !strcmp(t, type))
+			return it;
+	}
+	return NULL;
+}
+
+static inline const char *cond_status(const cJSON *obj, const char *type)
+{
+	const cJSON *c = cond_get(cJSON_GetObjectItemCaseSensitive(obj, "status"), type);
+	return c ? (json_get_str(c, "status") ?: "") : "";
+}
+
+static inline const char *cond_reason(const cJSON *obj, const char *type)
+{
+	const cJSON *c = cond_get(cJSON_GetObjectItemCaseSensitive(obj, "status"), type);
+	return c ? (json_get_str(c, "reason") ?: "") : "";
+}
+
+static inline uint64_t pvst_generation(const cJSON *obj)
+{
+	int64_t g = 0;
+	if (json_get_int64(cJSON_GetObjectItemCaseSensitive(obj, "status"), "publicationGeneration",
+	                   &g) < 0 ||
+	    g < 0)
+		return 0;
+	return (uint64_t)g;
+}
+
+static inline bool fx_deleting(const cJSON *obj)
+{
+	bool d = false;
+	json_get_bool(cJSON_GetObjectItemCaseSensitive(obj, "status"), "deleting", &d);
+	return d;
+}
+
 static inline cJSON *fx_get(const char *kind, const char *name)
 {
 	cJSON *o = NULL;

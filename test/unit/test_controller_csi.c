@@ -314,7 +314,7 @@ START_TEST(test_conflict_deleting)
 	fake_agent_fail(fx_fa, "UnexportVolume", GRPC_UNAVAILABLE, "agent down");
 	ck_assert_int_eq(fx_delete(VID, &gs), GRPC_UNAVAILABLE);
 	cJSON *o = fx_get("PillarVolumeState", "pvc-1");
-	ck_assert(pvst_deleting(o));
+	ck_assert(fx_deleting(o));
 	cJSON_Delete(o);
 	ck_assert_int_eq(fx_publish(VID, "node-a", SNW, false, &gs), GRPC_FAILED_PRECONDITION);
 	ck_assert_str_eq(gs.msg, "volume \"" VID "\" is being deleted");
@@ -458,7 +458,7 @@ START_TEST(test_delete_refused_while_published)
 	                         "unpublish it before deleting");
 	ck_assert_uint_eq(fake_agent_ncalls(fx_fa), 0);
 	cJSON *o = fx_get("PillarVolumeState", "pvc-1");
-	ck_assert(!pvst_deleting(o));
+	ck_assert(!fx_deleting(o));
 	cJSON_Delete(o);
 	ck_assert_int_eq(fx_unpublish(VID, "", &gs), 0); /* "" = every node */
 	fake_agent_reset_log(fx_fa);

@@ -2,10 +2,10 @@
  * (PillarStorageClass or hand-written StorageClass documents) and PVC annotations; every
  * rejection message of §13; the mkfs allowlist of §12.1; the YAML document rules of §8; the
  * volume context keys of csi.md §3 (tunables present only when set). */
-#include "controller/fsopts.h"
 #include "controller/resolve.h"
-#include "controller/yamldoc.h"
 #include "ctl_fixture.h"
+#include "model/yaml.h"
+#include "rules/mkfs.h"
 
 static void setup(void)
 {
@@ -13,31 +13,31 @@ static void setup(void)
 	fx_objects(false);
 }
 
-static cJSON *P(const char *const *kv)
-{
-	cJSON *o = cJSON_CreateObject();
+static struct model_map P(const char *const *kv) {
+	struct model_map m = {0};
 	for (; kv && kv[0]; kv += 2)
-		cJSON_AddStringToObject(o, kv[0], kv[1]);
-	return o;
+		ck_assert_int_eq(model_map_set(&m, kv[0], kv[1]), 0);
+	return m;
 }
 
 /* resolve with params (and a PVC default/claim when pvc_ann_json given) */
-static int R(const char *const *kv, bool block, const char *pvc_ann_json, struct resolve_out *o,
-             struct grpc_status *gs)
+static int
+R(const char *const *kv, bool block, const char *pvc_ann_json, struct resolve_out *o,
+  struct grpc_status *gs)
 {
 	static int n;
 	char pvc[64];
-	cJSON *p = P(kv);
+	struct model_map p = P(kv);
 	if (pvc_ann_json) {
 		char meta[4096];
 		snprintf(pvc, sizeof(pvc), "claim-%d", ++n);
 		snprintf(meta, sizeof(meta), "\"annotations\":%s", pvc_ann_json);
 		fx_put("PersistentVolumeClaim", "default", pvc, meta, "{}", NULL);
-		cJSON_AddStringToObject(p, "csi.storage.k8s.io/pvc/name", pvc);
-		cJSON_AddStringToObject(p, "csi.storage.k8s.io/pvc/namespace", "default");
+		model_map_set(&p, "csi.storage.k8s.io/pvc/name", pvc);
+		model_map_set(&p, "csi.storage.k8s.io/pvc/namespace", "default");
 	}
-	int r = resolve_volume(fx_st, p, block, NULL, o, gs);
-	cJSON_Delete(p);
+	int r = resolve_volume(fx_st, &p, block, NULL, o, gs);
+	model_map_clear(&p);
 	return r;
 }
 
@@ -61,6 +61,29 @@ static char *J(const cJSON *v)
 	snprintf(buf, sizeof(buf), "%s", t ? t : "null");
 	free(t);
 	return buf;
+}
+
+/* The resolved configuration as JSON (the codec's encoding, as it is stored), or one member. */
+static char *JR(const struct model_resolved *r, const char *member)
+{
+	static char buf[2048];
+	char *t = model_type_encode_text(&model_resolved_type, r);
+	cJSON *o = fx_parse(t ? t : "null");
+	free(t);
+	snprintf(buf, sizeof(buf), "%s", J(member ? cJSON_GetObjectItem(o, member) : o));
+	cJSON_Delete(o);
+	return buf;
+}
+
+/* A string map as a JSON object, in its order. */
+static char *JM(const struct model_map *m)
+{
+	cJSON *o = cJSON_CreateObject();
+	for (size_t i = 0; i < m->n; i++)
+		cJSON_AddStringToObject(o, m->kv[i].key, m->kv[i].value);
+	char *t = J(o);
+	cJSON_Delete(o);
+	return t;
 }
 
 START_TEST(test_precedence_psc_and_pvc)
@@ -101,7 +124,7 @@ START_TEST(test_precedence_psc_and_pvc)
 	ck_assert_str_eq(o.backend_type, "zfs-zvol");
 	ck_assert_str_eq(o.pool, "tank");
 	ck_assert_str_eq(
-	    J(o.resolved),
+	    JR(&o.resolved, NULL),
 	    "{\"backend\":{\"zfs\":{\"volumeType\":\"zvol\",\"pool\":\"tank\",\"parentDataset\":"
 	    "\"k8s\",\"properties\":{\"copies\":\"2\",\"compression\":\"zstd\",\"volblocksize\":"
 	    "\"16K\",\"sync\":\"on\"}}},\"protocol\":{\"nvmeofTcp\":{\"port\":4421,\"acl\":true,"
@@ -110,24 +133,28 @@ START_TEST(test_precedence_psc_and_pvc)
 	ck_assert_str_eq(o.pvc_name, "claim-1");
 	ck_assert_int_eq(strlen(o.pvc_uid), 36);
 	/* the volume context carries the tunables that are set */
-	cJSON *pvst = cJSON_CreateObject();
-	cJSON *spec = cJSON_AddObjectToObject(pvst, "spec");
-	cJSON_AddItemToObject(spec, "resolved", o.resolved);
-	o.resolved = NULL;
-	cJSON_AddItemToObject(
-	    pvst, "status",
-	    fx_parse("{\"exportInfo\":{\"targetID\":\"nqn.x\",\"address\":\"10.0.0.5\","
-	             "\"port\":4421,\"volumeRef\":\"1\"}}"));
-	cJSON *ctx = resolve_volume_context(pvst);
+	struct model_pvst pvst;
+	struct model_map ctx;
+	ck_assert_int_eq(
+	    model_decode_text(&model_pvst_kind,
+	                      "{\"status\":{\"exportInfo\":{\"targetID\":\"nqn.x\",\"address\":"
+	                      "\"10.0.0.5\",\"port\":4421,\"volumeRef\":\"1\"}}}",
+	                      &pvst, NULL),
+	    0);
+	pvst.spec.has_resolved = true;
+	pvst.spec.resolved = o.resolved;
+	memset(&o.resolved, 0, sizeof(o.resolved));
+	ck_assert_int_eq(resolve_volume_context(&pvst, &ctx), 0);
 	ck_assert_str_eq(
-	    J(ctx), "{\"target_id\":\"nqn.x\",\"address\":\"10.0.0.5\",\"port\":\"4421\","
-	            "\"pillar-csi.bhyoo.com/protocol-type\":\"nvmeof-tcp\",\"pillar-csi.bhyoo.com/"
-	            "volume-ref\":\"1\",\"pillar-csi.bhyoo.com/nvmeof-max-queue-size\":\"64\","
-	            "\"pillar-csi.bhyoo.com/nvmeof-ctrl-loss-tmo\":\"-1\",\"pillar-csi.bhyoo.com/"
-	            "nvmeof-reconnect-delay\":\"5\",\"pillar-csi.bhyoo.com/fs-type\":\"xfs\","
-	            "\"pillar-csi.bhyoo.com/mkfs-options\":\"[\\\"-L\\\",\\\"data\\\"]\"}");
-	cJSON_Delete(ctx);
-	cJSON_Delete(pvst);
+	    JM(&ctx),
+	    "{\"target_id\":\"nqn.x\",\"address\":\"10.0.0.5\",\"port\":\"4421\","
+	    "\"pillar-csi.bhyoo.com/protocol-type\":\"nvmeof-tcp\",\"pillar-csi.bhyoo.com/"
+	    "volume-ref\":\"1\",\"pillar-csi.bhyoo.com/nvmeof-max-queue-size\":\"64\","
+	    "\"pillar-csi.bhyoo.com/nvmeof-ctrl-loss-tmo\":\"-1\",\"pillar-csi.bhyoo.com/"
+	    "nvmeof-reconnect-delay\":\"5\",\"pillar-csi.bhyoo.com/fs-type\":\"xfs\","
+	    "\"pillar-csi.bhyoo.com/mkfs-options\":\"[\\\"-L\\\",\\\"data\\\"]\"}");
+	model_map_clear(&ctx);
+	model_clear(&model_pvst_kind, &pvst);
 	resolve_out_clear(&o);
 }
 END_TEST
@@ -148,37 +175,37 @@ START_TEST(test_precedence_handwritten_and_block)
 	struct grpc_status gs = {0};
 	ck_assert_int_eq(R(kv, false, NULL, &o, &gs), 0);
 	ck_assert_str_eq(o.psc, "");
-	ck_assert_str_eq(J(cJSON_GetObjectItem(o.resolved, "protocol")),
+	ck_assert_str_eq(JR(&o.resolved, "protocol"),
 	                 "{\"nvmeofTcp\":{\"port\":4420,\"acl\":false,\"reconnectDelay\":3}}");
-	ck_assert_str_eq(J(cJSON_GetObjectItem(o.resolved, "filesystem")),
+	ck_assert_str_eq(JR(&o.resolved, "filesystem"),
 	                 "{\"fsType\":\"xfs\",\"mkfsOptions\":[],\"mountOptions\":[\"discard\"]}");
 	resolve_out_clear(&o);
 	/* fstype alone acts as fsType; Block drops the filesystem axis silently */
 	const char *const kv2[] = {SC_REFS, "csi.storage.k8s.io/fstype", "xfs", NULL};
 	ck_assert_int_eq(R(kv2, false, NULL, &o, &gs), 0);
-	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(o.resolved, "filesystem"), "fsType"),
-	                 "xfs");
+	ck_assert_str_eq(o.resolved.filesystem.fs_type, "xfs");
 	resolve_out_clear(&o);
 	ck_assert_int_eq(R(kv, true, NULL, &o, &gs), 0);
-	ck_assert_ptr_null(cJSON_GetObjectItem(o.resolved, "filesystem"));
+	ck_assert(!o.resolved.has_filesystem);
+	ck_assert_str_eq(JR(&o.resolved, "filesystem"), "null");
 	resolve_out_clear(&o);
 	/* no PVC object in the store: no annotations apply */
-	cJSON *p = P(kv2);
-	cJSON_AddStringToObject(p, "csi.storage.k8s.io/pvc/name", "absent");
-	cJSON_AddStringToObject(p, "csi.storage.k8s.io/pvc/namespace", "default");
-	ck_assert_int_eq(resolve_volume(fx_st, p, false, NULL, &o, &gs), 0);
+	struct model_map p = P(kv2);
+	model_map_set(&p, "csi.storage.k8s.io/pvc/name", "absent");
+	model_map_set(&p, "csi.storage.k8s.io/pvc/namespace", "default");
+	ck_assert_int_eq(resolve_volume(fx_st, &p, false, NULL, &o, &gs), 0);
 	ck_assert_str_eq(o.pvc_uid, "");
-	cJSON_Delete(p);
+	model_map_clear(&p);
 	resolve_out_clear(&o);
 	/* a direct caller passing both the parameter and the capability's fs_type: they must agree */
 	p = P(kv2);
-	ck_assert_int_eq(resolve_volume(fx_st, p, false, "xfs", &o, &gs), 0);
+	ck_assert_int_eq(resolve_volume(fx_st, &p, false, "xfs", &o, &gs), 0);
 	resolve_out_clear(&o);
-	ck_assert_int_eq(resolve_volume(fx_st, p, false, "ext4", &o, &gs), GRPC_INVALID_ARGUMENT);
+	ck_assert_int_eq(resolve_volume(fx_st, &p, false, "ext4", &o, &gs), GRPC_INVALID_ARGUMENT);
 	ck_assert_str_eq(gs.msg, "csi.storage.k8s.io/fstype \"xfs\" does not match the volume "
 	                         "capability's fs_type \"ext4\"");
 	resolve_out_clear(&o);
-	cJSON_Delete(p);
+	model_map_clear(&p);
 }
 END_TEST
 
@@ -326,13 +353,26 @@ START_TEST(test_rejections_lvm_layout_agent)
 }
 END_TEST
 
+/* A mkfsOptions list (JSON text) through the codec (a non-string element is refused there) and
+ * the allowlist; 0 or -EINVAL with the message in *e. */
+static int mk_e(const char *fs, const char *json, struct err *e)
+{
+	char doc[1024];
+	struct model_filesystem f;
+	size_t bad;
+	snprintf(doc, sizeof(doc), "{\"mkfsOptions\":%s}", json);
+	int r = model_type_decode_text(&model_filesystem_type, doc, &f, e);
+	if (r == 0)
+		r = rules_mkfs_check(fs, (const char *const *)f.mkfs_options.v, f.mkfs_options.n,
+		                     &bad, e);
+	model_type_clear(&model_filesystem_type, &f);
+	return r;
+}
+
 static int mk(const char *fs, const char *json)
 {
-	cJSON *l = fx_parse(json);
 	struct err e = {0};
-	int r = fsopts_mkfs_check(fs, l, &e);
-	cJSON_Delete(l);
-	return r;
+	return mk_e(fs, json, &e);
 }
 
 START_TEST(test_mkfs_allowlist)
@@ -364,13 +404,11 @@ START_TEST(test_mkfs_allowlist)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		ck_assert_msg(mk(bad[i][0], bad[i][1]) == -EINVAL, "%s %s accepted", bad[i][0],
 		              bad[i][1]);
-	cJSON *l = fx_parse("[\"-L\",\"ok\",\"-E\",\"stride=1,bogus\"]");
 	struct err e = {0};
-	ck_assert_int_eq(fsopts_mkfs_check("ext4", l, &e), -EINVAL);
+	ck_assert_int_eq(mk_e("ext4", "[\"-L\",\"ok\",\"-E\",\"stride=1,bogus\"]", &e), -EINVAL);
 	ck_assert_str_eq(
 	    e.msg,
 	    "filesystem.mkfsOptions: mkfs option \"stride=1,bogus\" is not allowed for ext4");
-	cJSON_Delete(l);
 }
 END_TEST
 
@@ -379,7 +417,7 @@ static const char *yerr(const char *text)
 	static struct err e;
 	cJSON *o = NULL;
 	memset(&e, 0, sizeof(e));
-	if (yamldoc_parse(text, &o, &e) == 0) {
+	if (model_yaml_parse(text, &o, &e) == 0) {
 		cJSON_Delete(o);
 		return "";
 	}
@@ -389,12 +427,12 @@ static const char *yerr(const char *text)
 START_TEST(test_yaml_documents)
 {
 	cJSON *o = NULL;
-	ck_assert_int_eq(yamldoc_parse("{\"a\": {\"b\": [1, \"x\", true]}}", &o, NULL), 0);
+	ck_assert_int_eq(model_yaml_parse("{\"a\": {\"b\": [1, \"x\", true]}}", &o, NULL), 0);
 	cJSON *b = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "a"), "b");
 	ck_assert(cJSON_IsRaw(cJSON_GetArrayItem(b, 0)));
 	ck_assert(cJSON_IsString(cJSON_GetArrayItem(b, 1)));
 	cJSON_Delete(o);
-	ck_assert_int_eq(yamldoc_parse("p: {x: on, y: \"16\"}", &o, NULL), 0);
+	ck_assert_int_eq(model_yaml_parse("p: {x: on, y: \"16\"}", &o, NULL), 0);
 	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "p"), "x")->valuestring, "on");
 	cJSON_Delete(o);
 	ck_assert_str_eq(yerr("a: 1\n---\nb: 2\n"),
@@ -417,29 +455,43 @@ END_TEST
 START_TEST(test_psc_compatible)
 {
 	char reason[64], msg[512];
-	cJSON *pst = fx_get("PillarStore", "tank"), *pstr = fx_get("PillarProtocol", "tcp");
-	cJSON *psc = fx_parse(
-	    "{\"spec\":{\"overrides\":{\"backend\":{\"lvm\":{\"provisioningMode\":\"thin\"}}}}}");
+	struct model_pst pst;
+	struct model_pstr pstr;
+	struct model_psc psc;
+	ck_assert_int_eq(model_get(fx_st, &model_pst_kind, NULL, "tank", &pst, NULL), 0);
+	ck_assert_int_eq(model_get(fx_st, &model_pstr_kind, NULL, "tcp", &pstr, NULL), 0);
+	ck_assert_int_eq(model_decode_text(&model_psc_kind,
+	                                   "{\"spec\":{\"overrides\":{\"backend\":{\"lvm\":{"
+	                                   "\"provisioningMode\":\"thin\"}}}}}",
+	                                   &psc, NULL),
+	                 0);
 	ck_assert_int_eq(
-	    resolve_psc_compatible(psc, pst, pstr, reason, sizeof(reason), msg, sizeof(msg)),
+	    resolve_psc_compatible(&psc, &pst, &pstr, reason, sizeof(reason), msg, sizeof(msg)),
 	    -EINVAL);
 	ck_assert_str_eq(reason, "BackendOverrideMismatch");
 	ck_assert_str_eq(msg, "lvm overrides do not apply to a zfs-zvol backend");
-	cJSON_Delete(psc);
-	psc = fx_parse("{\"spec\":{\"filesystem\":{\"mkfsOptions\":[\"-F\"]}}}");
+	model_clear(&model_psc_kind, &psc);
+	ck_assert_int_eq(model_decode_text(&model_psc_kind,
+	                                   "{\"spec\":{\"filesystem\":{\"mkfsOptions\":[\"-F\"]}}}",
+	                                   &psc, NULL),
+	                 0);
 	ck_assert_int_eq(
-	    resolve_psc_compatible(psc, pst, pstr, reason, sizeof(reason), msg, sizeof(msg)),
+	    resolve_psc_compatible(&psc, &pst, &pstr, reason, sizeof(reason), msg, sizeof(msg)),
 	    -EINVAL);
 	ck_assert_str_eq(reason, "InvalidFilesystem");
 	ck_assert_str_eq(msg, "filesystem.mkfsOptions: mkfs option \"-F\" is not allowed for ext4");
-	cJSON_Delete(psc);
-	psc = fx_parse(
-	    "{\"spec\":{\"overrides\":{\"protocol\":{\"nvmeofTcp\":{\"ctrlLossTmo\":-1}}}}}");
+	model_clear(&model_psc_kind, &psc);
 	ck_assert_int_eq(
-	    resolve_psc_compatible(psc, pst, pstr, reason, sizeof(reason), msg, sizeof(msg)), 0);
-	cJSON_Delete(psc);
-	cJSON_Delete(pst);
-	cJSON_Delete(pstr);
+	    model_decode_text(
+	        &model_psc_kind,
+	        "{\"spec\":{\"overrides\":{\"protocol\":{\"nvmeofTcp\":{\"ctrlLossTmo\":-1}}}}}",
+	        &psc, NULL),
+	    0);
+	ck_assert_int_eq(
+	    resolve_psc_compatible(&psc, &pst, &pstr, reason, sizeof(reason), msg, sizeof(msg)), 0);
+	model_clear(&model_psc_kind, &psc);
+	model_clear(&model_pst_kind, &pst);
+	model_clear(&model_pstr_kind, &pstr);
 }
 END_TEST
 

@@ -330,7 +330,8 @@ START_TEST(test_validate_pstr)
 	                 -EINVAL);
 	ck_assert_str_eq(e.msg, "pillar-csi.bhyoo.com/protocol: nvmeofTcp.maxQueueSize must be "
 	                        "between 16 and 1024");
-	ck_assert_str_eq(model_tunable_find("ctrlLossTmo")->ctx_key, "nvmeof-ctrl-loss-tmo");
+	ck_assert_str_eq(model_tunable_find("ctrlLossTmo")->ctx_key,
+	                 "pillar-csi.bhyoo.com/nvmeof-ctrl-loss-tmo");
 	ck_assert_ptr_null(model_tunable_find("port"));
 }
 END_TEST

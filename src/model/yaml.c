@@ -1,5 +1,5 @@
-/* yamldoc — libyaml event stream to cJSON, strictly (see yamldoc.h). */
-#include "controller/yamldoc.h"
+/* model yaml — a configuration document: libyaml event stream to JSON, strictly (yaml.h). */
+#include "model/yaml.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -80,6 +80,76 @@ static int check_props(struct ctx *c, const yaml_event_t *ev)
 	return 0;
 }
 
+/* The items of a sequence whose start event was consumed. */
+static int sequence(struct ctx *c, int depth, cJSON **out)
+{
+	cJSON *arr = cJSON_CreateArray();
+	int r;
+	if (!arr)
+		return -ENOMEM;
+	for (;;) {
+		yaml_event_t x;
+		cJSON *item;
+		if ((r = next(c, &x)) < 0)
+			break;
+		if (x.type == YAML_SEQUENCE_END_EVENT) {
+			yaml_event_delete(&x);
+			*out = arr;
+			return 0;
+		}
+		if ((r = node(c, &x, depth + 1, &item)) < 0)
+			break;
+		cJSON_AddItemToArray(arr, item);
+	}
+	cJSON_Delete(arr);
+	return r;
+}
+
+/* One key of a mapping (k, consumed here) into key; duplicates and non-scalars refused. */
+static int map_key(struct ctx *c, const cJSON *obj, yaml_event_t *k, char *key, size_t cap)
+{
+	int r = check_props(c, k);
+	if (r >= 0 && k->type != YAML_SCALAR_EVENT)
+		r = bad(c, &k->start_mark, "mapping keys must be scalars");
+	if (r >= 0) {
+		snprintf(key, cap, "%s", (const char *)k->data.scalar.value);
+		if (cJSON_GetObjectItemCaseSensitive(obj, key)) {
+			char why[320];
+			snprintf(why, sizeof(why), "duplicate key \"%s\"", key);
+			r = bad(c, &k->start_mark, why);
+		}
+	}
+	yaml_event_delete(k);
+	return r;
+}
+
+/* The entries of a mapping whose start event was consumed. */
+static int mapping(struct ctx *c, int depth, cJSON **out)
+{
+	cJSON *obj = cJSON_CreateObject();
+	int r;
+	if (!obj)
+		return -ENOMEM;
+	for (;;) {
+		yaml_event_t k, v;
+		char key[256];
+		cJSON *val;
+		if ((r = next(c, &k)) < 0)
+			break;
+		if (k.type == YAML_MAPPING_END_EVENT) {
+			yaml_event_delete(&k);
+			*out = obj;
+			return 0;
+		}
+		if ((r = map_key(c, obj, &k, key, sizeof(key))) < 0 || (r = next(c, &v)) < 0 ||
+		    (r = node(c, &v, depth + 1, &val)) < 0)
+			break;
+		cJSON_AddItemToObject(obj, key, val);
+	}
+	cJSON_Delete(obj);
+	return r;
+}
+
 /* ev is the already-read first event of the node; it is consumed (deleted) here. */
 static int node(struct ctx *c, yaml_event_t *ev, int depth, cJSON **out)
 {
@@ -97,67 +167,12 @@ static int node(struct ctx *c, yaml_event_t *ev, int depth, cJSON **out)
 		goto done;
 	}
 	if (ev->type == YAML_SEQUENCE_START_EVENT) {
-		cJSON *arr = cJSON_CreateArray();
 		yaml_event_delete(ev);
-		for (;;) {
-			yaml_event_t x;
-			if ((r = next(c, &x)) < 0) {
-				cJSON_Delete(arr);
-				return r;
-			}
-			if (x.type == YAML_SEQUENCE_END_EVENT) {
-				yaml_event_delete(&x);
-				*out = arr;
-				return 0;
-			}
-			cJSON *item;
-			if ((r = node(c, &x, depth + 1, &item)) < 0) {
-				cJSON_Delete(arr);
-				return r;
-			}
-			cJSON_AddItemToArray(arr, item);
-		}
+		return sequence(c, depth, out);
 	}
 	if (ev->type == YAML_MAPPING_START_EVENT) {
-		cJSON *obj = cJSON_CreateObject();
 		yaml_event_delete(ev);
-		for (;;) {
-			yaml_event_t k;
-			if ((r = next(c, &k)) < 0) {
-				cJSON_Delete(obj);
-				return r;
-			}
-			if (k.type == YAML_MAPPING_END_EVENT) {
-				yaml_event_delete(&k);
-				*out = obj;
-				return 0;
-			}
-			if ((r = check_props(c, &k)) < 0 || k.type != YAML_SCALAR_EVENT) {
-				if (r >= 0)
-					r = bad(c, &k.start_mark, "mapping keys must be scalars");
-				yaml_event_delete(&k);
-				cJSON_Delete(obj);
-				return r;
-			}
-			char key[256];
-			snprintf(key, sizeof(key), "%s", (const char *)k.data.scalar.value);
-			if (cJSON_GetObjectItemCaseSensitive(obj, key)) {
-				char why[320];
-				snprintf(why, sizeof(why), "duplicate key \"%s\"", key);
-				r = bad(c, &k.start_mark, why);
-				yaml_event_delete(&k);
-				cJSON_Delete(obj);
-				return r;
-			}
-			yaml_event_delete(&k);
-			yaml_event_t v;
-			cJSON *val;
-			if ((r = next(c, &v)) < 0 || (r = node(c, &v, depth + 1, &val)) < 0) {
-				cJSON_Delete(obj);
-				return r;
-			}
-			cJSON_AddItemToObject(obj, key, val);
-		}
+		return mapping(c, depth, out);
 	}
 	r = bad(c, &ev->start_mark, "unexpected event");
 done:
@@ -165,7 +180,7 @@ done:
 	return r;
 }
 
-int yamldoc_parse(const char *text, cJSON **out, struct err *e)
+int model_yaml_parse(const char *text, cJSON **out, struct err *e)
 {
 	struct ctx c = {.e = e};
 	yaml_event_t ev;

@@ -1,0 +1,220 @@
+/* csi_delete — DeleteVolume and ControllerExpandVolume (csi.md §4.2, §4.5) with the
+ * PillarVolumeState write sequence of crds.md §7.5 (deleting, then the object). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/agents.h"
+#include "controller/csi.h"
+#include "controller/pvst.h"
+
+#define MiB (1024LL * 1024LL)
+
+static const char *str(const char *s)
+{
+	return s ? s : "";
+}
+
+/* Deletes the object, pinned to its UID; a missing object is fine. */
+static int delete_object(struct ctl *c, const char *pname, const char *uid, int conflict_code,
+                         struct grpc_status *gs)
+{
+	struct err e = {0};
+	int d = store_delete(c->st, model_store_kind(&model_pvst_kind), NULL, pname, uid, NULL, &e);
+	if (d == 0 || d == STORE_NOT_FOUND)
+		return GRPC_OK;
+	return gstatus(gs, d == STORE_CONFLICT ? conflict_code : GRPC_UNAVAILABLE,
+	               "deleting PillarVolumeState \"%s\": %s", pname, e.msg);
+}
+
+/* FAILED_PRECONDITION naming the nodes a volume is still published to. */
+static int still_published(const struct model_pvst *v, const char *volume_id,
+                           struct grpc_status *gs)
+{
+	char list[400] = "";
+	size_t o = 0;
+	for (size_t i = 0; i < v->status.n_published; i++)
+		o += (size_t)snprintf(list + o, o < sizeof(list) ? sizeof(list) - o : 0, "%s%s",
+		                      o ? ", " : "", str(v->status.published[i].node_id));
+	return gstatus(gs, GRPC_FAILED_PRECONDITION,
+	               "volume \"%s\" is still published to nodes [%s]; unpublish it before "
+	               "deleting",
+	               volume_id, list);
+}
+
+/* The agent's UnexportVolume and DeleteVolume under generation gen. */
+static int agent_delete(struct ctl *c, const struct rules_volid *v, const struct model_pvst *obj,
+                        uint64_t gen, const char *volume_id, struct grpc_status *gs)
+{
+	char addr[300];
+	int r = agents_address(c, v->agent, addr, sizeof(addr), gs);
+	if (r == GRPC_NOT_FOUND)
+		return gstatus(
+		    gs, GRPC_FAILED_PRECONDITION,
+		    "PillarAgent \"%s\" not found; cannot confirm that volume \"%s\" was "
+		    "removed",
+		    v->agent, volume_id);
+	if (r)
+		return r;
+	PillarCsi__Agent__V1__FencingToken tok;
+	struct grpc_status ast = {0};
+	pvst_fence(&tok, obj, gen);
+	PillarCsi__Agent__V1__UnexportVolumeRequest uq =
+	    PILLAR_CSI__AGENT__V1__UNEXPORT_VOLUME_REQUEST__INIT;
+	uq.volume_id = (char *)str(obj->spec.agent_volume_id);
+	uq.protocol_type = PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP;
+	uq.fence = &tok;
+	int ar = agentclient_unexport_volume(c->ac, addr, &uq, &ast);
+	if (ar != GRPC_OK && ar != GRPC_NOT_FOUND)
+		return agents_error(c, v->agent, &ast, gs);
+	PillarCsi__Agent__V1__DeleteVolumeRequest dq =
+	    PILLAR_CSI__AGENT__V1__DELETE_VOLUME_REQUEST__INIT;
+	dq.volume_id = uq.volume_id;
+	dq.backend_type = agents_backend_enum(str(obj->spec.backend_type));
+	dq.fence = &tok;
+	if (agentclient_delete_volume(c->ac, addr, &dq, &ast) != GRPC_OK)
+		return agents_error(c, v->agent, &ast, gs);
+	return GRPC_OK;
+}
+
+/* Steps under the volume lock (csi.md §4.2). */
+static int delete_locked(struct ctl *c, const char *volume_id, const struct rules_volid *v,
+                         const char *pname, struct grpc_status *gs)
+{
+	struct model_pvst obj;
+	int r = pvst_find(c, volume_id, &obj, gs);
+	if (r)
+		return r == GRPC_NOT_FOUND ? GRPC_OK : r;
+	const char *uid = str(obj.meta.uid);
+	uint64_t gen = pvst_gen(&obj);
+	if (obj.status.n_published > 0) {
+		r = still_published(&obj, volume_id, gs);
+	} else if (gen == 0 && !pvst_deleting(&obj)) {
+		r = delete_object(c, pname, uid, GRPC_ABORTED, gs); /* nothing on an agent */
+	} else {
+		struct csi_claim cl = {.name = pname, .set_deleting = true, .volume_id = volume_id};
+		if (!pvst_deleting(&obj) &&
+		    (r = pvst_update(c, pname, uid, csi_claim, &cl, NULL, gs)) == 0)
+			gen = cl.gen;
+		if (r == 0 && (r = agent_delete(c, v, &obj, gen, volume_id, gs)) == 0)
+			r = delete_object(c, pname, uid, GRPC_UNAVAILABLE, gs);
+	}
+	model_clear(&model_pvst_kind, &obj);
+	return r;
+}
+
+int csi_delete_volume(struct ctl *c, const Csi__V1__DeleteVolumeRequest *req,
+                      Csi__V1__DeleteVolumeResponse **resp, struct grpc_status *gs)
+{
+	struct rules_volid v;
+	char pname[RULES_PVST_NAME_CAP];
+	int r = GRPC_OK;
+
+	*resp = NULL;
+	gs->code = GRPC_OK;
+	gs->msg[0] = 0;
+	if (!req->volume_id || !*req->volume_id)
+		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
+	if (rules_volid_parse(req->volume_id, &v) == 0) {
+		rules_pvst_name(v.name, pname, sizeof(pname));
+		struct keylock_hold hold;
+		keylock_wait(&c->locks, &hold, pname);
+		r = delete_locked(c, req->volume_id, &v, pname, gs);
+		keylock_release(&c->locks, &hold);
+	}
+	if (r)
+		return r;
+	*resp = malloc(sizeof(**resp));
+	if (!*resp)
+		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+	csi__v1__delete_volume_response__init(*resp);
+	return GRPC_OK;
+}
+
+/* ---- ControllerExpandVolume -------------------------------------------------------------------- */
+
+/* The agent's ExpandVolume; *bytes the new capacity. */
+static int agent_expand(struct ctl *c, const struct rules_volid *v, const struct model_pvst *obj,
+                        int64_t size, int64_t *bytes, struct grpc_status *gs)
+{
+	char addr[300];
+	int r = agents_address(c, v->agent, addr, sizeof(addr), gs);
+	if (r == GRPC_NOT_FOUND)
+		r = gstatus(gs, GRPC_FAILED_PRECONDITION, "PillarAgent \"%s\" not found", v->agent);
+	if (r)
+		return r;
+	PillarCsi__Agent__V1__ExpandVolumeRequest q =
+	    PILLAR_CSI__AGENT__V1__EXPAND_VOLUME_REQUEST__INIT;
+	PillarCsi__Agent__V1__ExpandVolumeResponse *er = NULL;
+	PillarCsi__Agent__V1__FencingToken tok;
+	struct grpc_status ast = {0};
+	pvst_fence(&tok, obj, pvst_gen(obj));
+	q.volume_id = (char *)str(obj->spec.agent_volume_id);
+	q.requested_bytes = size;
+	q.backend_type = agents_backend_enum(str(obj->spec.backend_type));
+	q.fence = &tok;
+	if (agentclient_expand_volume(c->ac, addr, &q, &er, &ast) != GRPC_OK)
+		return agents_error(c, v->agent, &ast, gs);
+	*bytes = er->capacity_bytes;
+	protobuf_c_message_free_unpacked(&er->base, NULL);
+	return GRPC_OK;
+}
+
+static int expand_locked(struct ctl *c, const char *volume_id, const struct rules_volid *v,
+                         int64_t size, int64_t *bytes, struct grpc_status *gs)
+{
+	struct model_pvst obj;
+	int r = pvst_find(c, volume_id, &obj, gs);
+	if (r == GRPC_NOT_FOUND)
+		return gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", volume_id);
+	if (r)
+		return r;
+	if (pvst_deleting(&obj))
+		r = gstatus(gs, GRPC_FAILED_PRECONDITION, "volume \"%s\" is being deleted",
+		            volume_id);
+	else
+		r = agent_expand(c, v, &obj, size, bytes, gs);
+	model_clear(&model_pvst_kind, &obj);
+	return r;
+}
+
+int csi_controller_expand(struct ctl *c, const Csi__V1__ControllerExpandVolumeRequest *req,
+                          Csi__V1__ControllerExpandVolumeResponse **resp, struct grpc_status *gs)
+{
+	struct rules_volid v;
+	char pname[RULES_PVST_NAME_CAP];
+	int64_t bytes = 0;
+
+	*resp = NULL;
+	gs->code = GRPC_OK;
+	gs->msg[0] = 0;
+	if (!req->volume_id || !*req->volume_id)
+		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
+	if (!req->capacity_range)
+		return gstatus(gs, GRPC_INVALID_ARGUMENT, "capacity_range is required");
+	int64_t R = req->capacity_range->required_bytes, L = req->capacity_range->limit_bytes;
+	if (R <= 0)
+		return gstatus(gs, GRPC_INVALID_ARGUMENT,
+		               "capacity_range.required_bytes must be positive");
+	int64_t size = (R + MiB - 1) / MiB * MiB;
+	if (L > 0 && size > L)
+		return gstatus(gs, GRPC_OUT_OF_RANGE,
+		               "capacity %lld bytes exceeds limit_bytes %lld", (long long)size,
+		               (long long)L);
+	if (rules_volid_parse(req->volume_id, &v) < 0)
+		return gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", req->volume_id);
+	rules_pvst_name(v.name, pname, sizeof(pname));
+	struct keylock_hold hold;
+	keylock_wait(&c->locks, &hold, pname);
+	int r = expand_locked(c, req->volume_id, &v, size, &bytes, gs);
+	keylock_release(&c->locks, &hold);
+	if (r)
+		return r;
+	*resp = malloc(sizeof(**resp));
+	if (!*resp)
+		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+	csi__v1__controller_expand_volume_response__init(*resp);
+	(*resp)->capacity_bytes = bytes;
+	(*resp)->node_expansion_required = true;
+	return GRPC_OK;
+}
