@@ -11,6 +11,7 @@
 #include "applets.h"
 #include "base/file.h"
 #include "base/json.h"
+#include "model/model.h"
 #include "store/store.h"
 
 struct column {
@@ -86,54 +87,59 @@ static int server_error(int code, const struct err *e)
 
 /* ---- apply ----------------------------------------------------------------------------------- */
 
-static int apply_one(store *s, const cJSON *o)
+/* A refused object of the file, or one whose kind the store does not hold. */
+static const struct store_kind *kind_of_item(const struct model_any *a)
 {
-	struct err e = {0};
-	const struct store_kind *k = store_kind_of(o, &e);
-	cJSON *cur = NULL, *want, *out = NULL;
-	const char *name;
-	int r;
+	const struct store_kind *k = a->k ? model_store_kind(a->k) : NULL;
+	if (!k)
+		fprintf(stderr, "error: %s\n", a->err[0] ? a->err : "unknown kind");
+	return k;
+}
 
-	if (!k) {
-		fprintf(stderr, "error: %s\n", e.msg);
+/* The file's content over the live object cur: its uid and resourceVersion make the update
+ * conditional, so a concurrent writer is never overwritten silently; finalizers the file does
+ * not mention stay. */
+static int over_live(struct model_meta *want, const struct model_meta *cur)
+{
+	if (model_str_set(&want->resource_version, cur->resource_version) < 0)
+		return -ENOMEM;
+	if (!want->has_finalizers && want->finalizers.n == 0)
+		return model_strs_copy(&want->finalizers, &cur->finalizers);
+	return 0;
+}
+
+static int apply_one(store *s, const struct model_any *a)
+{
+	const struct store_kind *k = kind_of_item(a);
+	struct err e = {0};
+	if (!k)
 		return 1;
-	}
-	name = store_meta_str(o, "name");
-	r = store_get(s, k, store_meta_str(o, "namespace"), name, &cur, &e);
+	const struct model_kind *mk = a->k;
+	struct model_meta *m = MODEL_META(a->obj);
+	void *cur = calloc(2, mk->type->size), *out = cur ? (char *)cur + mk->type->size : NULL;
+	int r =
+	    cur ? model_get(s, mk, m->ns, m->name, cur, &e) : err_set(&e, -ENOMEM, "out of memory");
+	const char *verb = "created";
 	if (r == STORE_NOT_FOUND) {
-		r = store_create(s, o, NULL, &e);
-		if (r < 0)
-			return server_error(r, &e);
-		printf("%s%s/%s created\n", k->singular, group_suffix(k), name);
-		return 0;
+		r = model_create(s, mk, a->obj, NULL, &e);
+	} else if (r == 0) {
+		char *before = model_encode_text(mk, cur);
+		if ((r = over_live(m, MODEL_META(cur))) == 0)
+			r = model_update(s, mk, a->obj, out, &e);
+		else
+			err_set(&e, r, "out of memory");
+		bool same =
+		    r == 0 && model_meta_rv(MODEL_META(out)) && model_same(mk, out, before, "spec");
+		verb = same ? "unchanged" : "configured";
+		free(before);
+		if (r == 0)
+			model_clear(mk, out);
+		model_clear(mk, cur);
 	}
+	free(cur);
 	if (r < 0)
 		return server_error(r, &e);
-	/* the file's content over the live object: its uid and resourceVersion make the update
-	 * conditional, so a concurrent writer is never overwritten silently */
-	want = cJSON_Duplicate(o, true);
-	cJSON *m = cJSON_GetObjectItemCaseSensitive(want, "metadata");
-	cJSON_DeleteItemFromObjectCaseSensitive(m, "resourceVersion");
-	cJSON_AddStringToObject(m, "resourceVersion", store_meta_str(cur, "resourceVersion"));
-	if (!cJSON_GetObjectItemCaseSensitive(m, "finalizers")) {
-		const cJSON *f = cJSON_GetObjectItemCaseSensitive(
-		    cJSON_GetObjectItemCaseSensitive(cur, "metadata"), "finalizers");
-		if (f)
-			cJSON_AddItemToObject(m, "finalizers", cJSON_Duplicate(f, true));
-	}
-	r = store_update(s, want, &out, &e);
-	cJSON_Delete(want);
-	if (r < 0) {
-		cJSON_Delete(cur);
-		return server_error(r, &e);
-	}
-	bool same = store_meta_rv(out) &&
-	            cJSON_Compare(cJSON_GetObjectItemCaseSensitive(out, "spec"),
-	                          cJSON_GetObjectItemCaseSensitive(cur, "spec"), true);
-	printf("%s%s/%s %s\n", k->singular, group_suffix(k), name,
-	       same ? "unchanged" : "configured");
-	cJSON_Delete(cur);
-	cJSON_Delete(out);
+	printf("%s%s/%s %s\n", k->singular, group_suffix(k), m->name ? m->name : "", verb);
 	return 0;
 }
 
@@ -142,41 +148,58 @@ static int apply_one(store *s, const cJSON *o)
  * resourceVersion in the file's metadata is a precondition: the update fails with Conflict when
  * the live object differs, so a status read with `get -o json`, edited and applied never
  * overwrites a newer one. */
-static int apply_status(store *s, const cJSON *o)
+static int apply_status(store *s, const struct model_any *a)
 {
+	const struct store_kind *k = kind_of_item(a);
 	struct err e = {0};
-	const struct store_kind *k = store_kind_of(o, &e);
-	cJSON *cur = NULL, *out = NULL;
-	int r;
-
-	if (!k) {
-		fprintf(stderr, "error: %s\n", e.msg);
+	if (!k)
 		return 1;
-	}
-	const char *name = store_meta_str(o, "name");
+	const struct model_kind *mk = a->k;
+	const struct model_meta *m = MODEL_META(a->obj);
+	const char *name = m->name ? m->name : "";
 	if (!k->status_subresource) {
 		fprintf(stderr, "error: %s%s has no status subresource\n", k->plural,
 		        group_suffix(k));
 		return 1;
 	}
-	if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "status"))) {
+	if (!a->has_status) {
 		fprintf(stderr, "error: %s%s/%s: the object has no status to apply\n", k->singular,
-		        group_suffix(k), name ? name : "");
+		        group_suffix(k), name);
 		return 1;
 	}
-	r = store_get(s, k, store_meta_str(o, "namespace"), name, &cur, &e);
+	void *cur = calloc(2, mk->type->size), *out = cur ? (char *)cur + mk->type->size : NULL;
+	int r =
+	    cur ? model_get(s, mk, m->ns, m->name, cur, &e) : err_set(&e, -ENOMEM, "out of memory");
+	char *before = r == 0 ? model_encode_text(mk, cur) : NULL;
 	if (r == 0)
-		r = store_update_status(s, o, &out, &e);
-	if (r < 0) {
-		cJSON_Delete(cur);
+		r = model_update_status(s, mk, a->obj, out, &e);
+	bool same = r == 0 && model_same(mk, out, before, "status");
+	if (r == 0)
+		model_clear(mk, out);
+	if (cur)
+		model_clear(mk, cur);
+	free(before);
+	free(cur);
+	if (r < 0)
 		return server_error(r, &e);
-	}
-	bool same = cJSON_Compare(cJSON_GetObjectItemCaseSensitive(out, "status"),
-	                          cJSON_GetObjectItemCaseSensitive(cur, "status"), true);
-	printf("%s%s/%s status %s\n", k->singular, group_suffix(k), name ? name : "",
+	printf("%s%s/%s status %s\n", k->singular, group_suffix(k), name,
 	       same ? "unchanged" : "configured");
-	cJSON_Delete(cur);
-	cJSON_Delete(out);
+	return 0;
+}
+
+/* The file (or stdin for "-") into *text. */
+static int read_input(const char *file, char **text, size_t *len, struct err *e)
+{
+	if (strcmp(file, "-"))
+		return file_read_all(file, JSON_FILE_MAX, text, len, e);
+	FILE *mem = open_memstream(text, len);
+	char buf[4096];
+	size_t n;
+	if (!mem)
+		return err_set(e, -ENOMEM, "out of memory");
+	while ((n = fread(buf, 1, sizeof(buf), stdin)) > 0)
+		fwrite(buf, 1, n, mem);
+	fclose(mem);
 	return 0;
 }
 
@@ -196,8 +219,8 @@ int cli_apply_main(int argc, char **argv)
 	                         "Create or update the objects in a JSON file in the store.", defs,
 	                         3, argc, argv);
 	char *text = NULL;
-	size_t len = 0;
-	cJSON *doc = NULL;
+	size_t len = 0, n = 0;
+	struct model_any *objs = NULL;
 	struct err e = {0};
 	store *s = NULL;
 
@@ -210,62 +233,67 @@ int cli_apply_main(int argc, char **argv)
 		        sub);
 		return 1;
 	}
-	int (*one)(store *, const cJSON *) = *sub ? apply_status : apply_one;
-	if (strcmp(file, "-") == 0) {
-		FILE *mem = open_memstream(&text, &len);
-		char buf[4096];
-		size_t n;
-		while ((n = fread(buf, 1, sizeof(buf), stdin)) > 0)
-			fwrite(buf, 1, n, mem);
-		fclose(mem);
-		r = 0;
-	} else {
-		r = file_read_all(file, JSON_FILE_MAX, &text, &len, &e);
-	}
+	int (*one)(store *, const struct model_any *) = *sub ? apply_status : apply_one;
+	r = read_input(file, &text, &len, &e);
 	if (r == 0)
-		r = json_parse_strict(text, len, &doc, &e);
+		r = model_decode_file(text, len, &objs, &n, &e);
 	free(text);
 	if (r < 0) {
 		fprintf(stderr, "error: %s: %s\n", file, e.msg);
 		return 1;
 	}
-	const cJSON *items = doc;
-	if (cJSON_IsObject(doc)) {
-		const char *kind = json_get_str(doc, "kind");
-		items = kind && strcmp(kind, "List") == 0
-		            ? cJSON_GetObjectItemCaseSensitive(doc, "items")
-		            : NULL;
-	}
 	if ((r = open_store(url, &s)) != 0) {
-		cJSON_Delete(doc);
+		model_any_free(objs, n);
 		return r;
 	}
 	int failed = 0;
-	if (items && cJSON_IsArray(items)) {
-		const cJSON *it;
-		cJSON_ArrayForEach(it, items) failed |= one(s, it);
-	} else {
-		failed = one(s, doc);
-	}
+	for (size_t i = 0; i < n; i++)
+		failed |= one(s, &objs[i]);
 	store_close(s);
-	cJSON_Delete(doc);
+	model_any_free(objs, n);
 	return failed ? 1 : 0;
 }
 
 /* ---- get ------------------------------------------------------------------------------------ */
 
-static void print_table(const struct store_kind *k, const cJSON *items, bool wide)
+/* One row of the table: the cells of object obj (malloc'd strings). */
+static size_t row(const struct model_kind *mk, const struct store_kind *k,
+                  const struct kind_columns *kc, const void *obj, bool wide, time_t now,
+                  char **cells)
 {
-	const struct kind_columns *kc = NULL;
-	size_t ncol = 0, nrow = (size_t)cJSON_GetArraySize(items);
-	char *cells[64][9];
-	size_t width[9] = {0};
-	const char *hdr[9];
-	time_t now = time(NULL);
+	const struct model_meta *m = MODEL_META(obj);
+	size_t c = 0;
+	char buf[256];
+	cells[c++] = strdup(m->name ? m->name : "");
+	if (k->namespaced)
+		cells[c++] = strdup(m->ns ? m->ns : "");
+	for (size_t j = 0; kc && j < 5 && kc->cols[j].header; j++) {
+		model_jsonpath(mk, obj, kc->cols[j].path, buf, sizeof(buf));
+		cells[c++] = strdup(buf);
+	}
+	if (wide)
+		cells[c++] = strdup(m->uid ? m->uid : "");
+	cli_age(m->creation_timestamp, (long long)now, buf, sizeof(buf));
+	cells[c++] = strdup(buf);
+	return c;
+}
 
-	for (size_t i = 0; i < sizeof(printer) / sizeof(printer[0]); i++)
-		if (strcmp(printer[i].kind, k->kind) == 0)
-			kc = &printer[i];
+static void print_row(char *const *cells, const size_t *width, size_t ncol)
+{
+	for (size_t c = 0; c < ncol; c++) {
+		const char *v = cells[c] ? cells[c] : "";
+		if (c + 1 < ncol)
+			printf("%-*s   ", (int)width[c], v);
+		else
+			printf("%s\n", v);
+	}
+}
+
+/* The columns of kind k: NAME, NAMESPACE, the printer columns, UID (wide), AGE. */
+static size_t headers(const struct store_kind *k, const struct kind_columns *kc, bool wide,
+                      const char **hdr)
+{
+	size_t ncol = 0;
 	hdr[ncol++] = "NAME";
 	if (k->namespaced)
 		hdr[ncol++] = "NAMESPACE";
@@ -274,6 +302,22 @@ static void print_table(const struct store_kind *k, const cJSON *items, bool wid
 	if (wide)
 		hdr[ncol++] = "UID";
 	hdr[ncol++] = "AGE";
+	return ncol;
+}
+
+static void print_table(const struct model_kind *mk, const void *items, size_t nrow, bool wide)
+{
+	const struct store_kind *k = model_store_kind(mk);
+	const struct kind_columns *kc = NULL;
+	char *cells[64][9];
+	size_t width[9] = {0};
+	const char *hdr[9];
+	time_t now = time(NULL);
+
+	for (size_t i = 0; i < sizeof(printer) / sizeof(printer[0]); i++)
+		if (strcmp(printer[i].kind, k->kind) == 0)
+			kc = &printer[i];
+	size_t ncol = headers(k, kc, wide, hdr);
 	for (size_t c = 0; c < ncol; c++)
 		width[c] = strlen(hdr[c]);
 	if (nrow == 0) {
@@ -283,72 +327,44 @@ static void print_table(const struct store_kind *k, const cJSON *items, bool wid
 	for (size_t start = 0; start < nrow; start += 64) {
 		size_t n = nrow - start < 64 ? nrow - start : 64;
 		for (size_t r = 0; r < n; r++) {
-			const cJSON *o = cJSON_GetArrayItem(items, (int)(start + r));
-			size_t c = 0;
-			char buf[256];
-			cells[r][c++] = strdup(store_meta_str(o, "name") ?: "");
-			if (k->namespaced)
-				cells[r][c++] = strdup(store_meta_str(o, "namespace") ?: "");
-			for (size_t j = 0; kc && j < 5 && kc->cols[j].header; j++) {
-				cli_jsonpath(o, kc->cols[j].path, buf, sizeof(buf));
-				cells[r][c++] = strdup(buf);
-			}
-			if (wide)
-				cells[r][c++] = strdup(store_meta_str(o, "uid") ?: "");
-			cli_age(store_meta_str(o, "creationTimestamp"), (long long)now, buf,
-			        sizeof(buf));
-			cells[r][c++] = strdup(buf);
+			const void *o = (const char *)items + (start + r) * mk->type->size;
+			size_t c = row(mk, k, kc, o, wide, now, cells[r]);
 			for (size_t j = 0; j < c; j++)
 				if (cells[r][j] && strlen(cells[r][j]) > width[j])
 					width[j] = strlen(cells[r][j]);
 		}
-		if (start == 0) {
-			for (size_t c = 0; c < ncol; c++)
-				if (c + 1 < ncol)
-					printf("%-*s   ", (int)width[c], hdr[c]);
-				else
-					printf("%s\n", hdr[c]);
-		}
+		if (start == 0)
+			print_row((char *const *)hdr, width, ncol);
 		for (size_t r = 0; r < n; r++) {
-			for (size_t c = 0; c < ncol; c++) {
-				const char *v = cells[r][c] ? cells[r][c] : "";
-				if (c + 1 < ncol)
-					printf("%-*s   ", (int)width[c], v);
-				else
-					printf("%s\n", v);
+			print_row(cells[r], width, ncol);
+			for (size_t c = 0; c < ncol; c++)
 				free(cells[r][c]);
-			}
 		}
 	}
 }
 
-int cli_get_main(int argc, char **argv)
+/* The positional arguments and flags of get; -1 to go on, else the exit status. */
+static int get_args(int argc, char **argv, char **pos, int *npos, const char **out,
+                    const char **url, const char **selector)
 {
-	const char *out = "", *url = default_store(), *selector = NULL;
 	const struct flag_def defs[] = {
-	    {"o", FLAG_STRING, &out, "output format: json or wide (default: a table)", false},
-	    {"output", FLAG_STRING, &out, "same as -o", false},
-	    {"l", FLAG_STRING, &selector, "label selector (k=v, k!=v, k, !k; comma = and)", false},
-	    {"store", FLAG_STRING, &url, "object store: dir:PATH (default $PILLAR_CSI_STORE)",
+	    {"o", FLAG_STRING, out, "output format: json or wide (default: a table)", false},
+	    {"output", FLAG_STRING, out, "same as -o", false},
+	    {"l", FLAG_STRING, selector, "label selector (k=v, k!=v, k, !k; comma = and)", false},
+	    {"store", FLAG_STRING, url, "object store: dir:PATH (default $PILLAR_CSI_STORE)",
 	     false},
 	};
-	char **pos = calloc((size_t)argc + 1, sizeof(char *));
-	int npos = 0, r;
 	struct err e = {0};
-
-	if (!pos)
-		return 1;
-	r = flags_parse_mixed("pillar-csi get", defs, 4, argc, argv, pos, &npos, &e);
+	int r = flags_parse_mixed("pillar-csi get", defs, 4, argc, argv, pos, npos, &e);
 	if (r == FLAGS_HELP) {
 		flags_usage(stdout, "pillar-csi get",
 		            "Print objects: pillar-csi get KIND [NAME] [-o wide|json].  KIND is a "
 		            "plural, singular or short name (pa, pst, pstr, psc, pvst).",
 		            defs, 4);
-		free(pos);
 		return 0;
 	}
-	if (r == FLAGS_VERSION || r < 0 || npos < 1 || npos > 2 ||
-	    (*out && strcmp(out, "json") && strcmp(out, "wide"))) {
+	if (r == FLAGS_VERSION || r < 0 || *npos < 1 || *npos > 2 ||
+	    (**out && strcmp(*out, "json") && strcmp(*out, "wide"))) {
 		if (r < 0)
 			fprintf(stderr, "%s\n", e.msg);
 		else if (r == FLAGS_VERSION)
@@ -356,62 +372,73 @@ int cli_get_main(int argc, char **argv)
 		else
 			fprintf(stderr, "pillar-csi get: usage: pillar-csi get KIND [NAME] "
 			                "[-o wide|json] [--store=dir:PATH]\n");
-		free(pos);
 		return r == 0 ? 0 : 2;
 	}
+	return -1;
+}
+
+/* Reads the one object or the list; prints the error of the store. */
+static int get_objects(const struct model_kind *mk, const char *url, const char *name,
+                       const char *selector, void **items, size_t *n)
+{
+	const struct store_kind *k = model_store_kind(mk);
+	struct err e = {0};
+	store *s;
+	int r = open_store(url, &s);
+	if (r != 0)
+		return r;
+	*items = NULL;
+	*n = 0;
+	if (name) {
+		*items = calloc(1, mk->type->size);
+		r = *items ? model_get(s, mk, k->namespaced ? "default" : NULL, name, *items, &e)
+		           : err_set(&e, -ENOMEM, "out of memory");
+		*n = r == 0;
+	} else {
+		r = model_list(s, mk, NULL, selector, items, n, NULL, &e);
+	}
+	store_close(s);
+	if (r == STORE_NOT_FOUND)
+		fprintf(stderr, "Error from server (NotFound): %s%s \"%s\" not found\n", k->plural,
+		        group_suffix(k), name ? name : "");
+	else if (r < 0)
+		fprintf(stderr, "Error from server (%s): %s\n", store_reason(r), e.msg);
+	return r < 0 ? 1 : 0;
+}
+
+int cli_get_main(int argc, char **argv)
+{
+	const char *out = "", *url = default_store(), *selector = NULL;
+	char **pos = calloc((size_t)argc + 1, sizeof(char *));
+	int npos = 0, r;
+	void *items = NULL;
+	size_t n = 0;
+
+	if (!pos)
+		return 1;
+	if ((r = get_args(argc, argv, pos, &npos, &out, &url, &selector)) >= 0) {
+		free(pos);
+		return r;
+	}
 	const struct store_kind *k = store_kind_lookup(pos[0]);
-	if (!k) {
+	const struct model_kind *mk = k ? model_kind_find(k->kind) : NULL;
+	if (!mk) {
 		fprintf(stderr, "error: the server doesn't have a resource type \"%s\"\n", pos[0]);
 		free(pos);
 		return 1;
 	}
-	store *s;
-	if ((r = open_store(url, &s)) != 0) {
-		free(pos);
-		return r;
-	}
-	cJSON *items = NULL, *one = NULL;
-	if (npos == 2) {
-		r = store_get(s, k, k->namespaced ? "default" : NULL, pos[1], &one, &e);
-		if (r == 0) {
-			items = cJSON_CreateArray();
-			cJSON_AddItemToArray(items, cJSON_Duplicate(one, true));
-		}
-	} else {
-		r = store_list(s, k, NULL, selector, &items, NULL, &e);
-	}
-	store_close(s);
-	if (r < 0) {
-		if (r == STORE_NOT_FOUND)
-			fprintf(stderr, "Error from server (NotFound): %s%s \"%s\" not found\n",
-			        k->plural, group_suffix(k), npos == 2 ? pos[1] : "");
-		else
-			fprintf(stderr, "Error from server (%s): %s\n", store_reason(r), e.msg);
-		cJSON_Delete(one);
-		free(pos);
-		return 1;
-	}
-	free(pos);
-	if (strcmp(out, "json") == 0) {
-		cJSON *doc = one;
-		if (!doc) {
-			doc = cJSON_CreateObject();
-			cJSON_AddStringToObject(doc, "apiVersion", "v1");
-			cJSON_AddStringToObject(doc, "kind", "List");
-			cJSON_AddItemToObject(doc, "items", items);
-			items = NULL;
-		}
-		char *text = cJSON_Print(doc);
+	r = get_objects(mk, url, npos == 2 ? pos[1] : NULL, selector, &items, &n);
+	if (r == 0 && strcmp(out, "json") == 0) {
+		char *text = npos == 2 ? model_encode_pretty(mk, items)
+		                       : model_encode_list_pretty(mk, items, n);
 		printf("%s\n", text ? text : "");
-		cJSON_free(text);
-		if (doc != one)
-			cJSON_Delete(doc);
-	} else {
-		print_table(k, items, strcmp(out, "wide") == 0);
+		free(text);
+	} else if (r == 0) {
+		print_table(mk, items, n, strcmp(out, "wide") == 0);
 	}
-	cJSON_Delete(one);
-	cJSON_Delete(items);
-	return 0;
+	model_list_free(mk, items, n);
+	free(pos);
+	return r;
 }
 
 /* ---- delete --------------------------------------------------------------------------------- */

@@ -3,16 +3,11 @@
 #ifndef PILLAR_ROLES_CLI_H
 #define PILLAR_ROLES_CLI_H
 
-#include <cjson/cJSON.h>
 #include <stddef.h>
 
 int cli_apply_main(int argc, char **argv);
 int cli_get_main(int argc, char **argv);
 int cli_delete_main(int argc, char **argv);
-
-/* Evaluates the JSONPath subset used by printer columns (`.a.b`, `[N]`,
- * `[?(@.field=="value")]`) on obj and formats the result into buf ("" when absent). */
-void cli_jsonpath(const cJSON *obj, const char *path, char *buf, size_t cap);
 
 /* kubectl-style age of an RFC 3339 timestamp relative to now (e.g. 45s, 5m10s, 3h, 12d). */
 void cli_age(const char *timestamp, long long now, char *buf, size_t cap);

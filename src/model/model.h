@@ -88,6 +88,7 @@ struct model_meta {
 	bool has_generation;
 	int64_t generation;
 	struct model_map labels, annotations;
+	bool has_finalizers; /* present, possibly empty: [] clears them on an update */
 	struct model_strs finalizers;
 	size_t n_owner_refs;
 	struct model_owner_ref *owner_refs;
@@ -199,6 +200,35 @@ int model_type_copy(const struct model_type *t, void *dst, const void *src);
 int model_decode_text(const struct model_kind *k, const char *text, void *obj, struct err *e);
 /* Compact JSON text (malloc'd) or NULL when out of memory. */
 char *model_encode_text(const struct model_kind *k, const void *obj);
+
+/* ---- object files and output (the CLI) ------------------------------------------------------ */
+
+/* One object of an object file. */
+struct model_any {
+	const struct model_kind *k; /* NULL when the object is refused (err says why) */
+	void *obj;                  /* a struct of kind k */
+	bool has_status;            /* the input carries a status object */
+	char err[ERR_MSG_MAX];
+};
+/* Decodes an object file: one object, a JSON array of objects or a List
+ * ({"kind":"List","items":[...]}).  Each object's kind and apiVersion are checked
+ * (store_kind_of) and it is decoded into its struct; a refused object has k NULL and its
+ * reason in err.  0 with *out (model_any_free), or -EBADMSG (not one JSON value) / -ENOMEM. */
+int model_decode_file(const char *text, size_t len, struct model_any **out, size_t *n,
+                      struct err *e);
+void model_any_free(struct model_any *a, size_t n);
+/* Formatted JSON text of an object, or of a List {"apiVersion":"v1","kind":"List","items":[…]}
+ * (malloc'd); NULL when out of memory. */
+char *model_encode_pretty(const struct model_kind *k, const void *obj);
+char *model_encode_list_pretty(const struct model_kind *k, const void *items, size_t n);
+
+/* Evaluates the JSONPath subset of CRD printer columns (`.a.b`, `[N]`,
+ * `[?(@.field=="value")]`) on obj (or on a JSON value, passed as a cJSON *) and formats the
+ * result into buf: strings as they are, numbers as integers, other values as compact JSON;
+ * "" when absent or when the path is not of the subset. */
+void model_jsonpath(const struct model_kind *k, const void *obj, const char *path, char *buf,
+                    size_t cap);
+void model_jsonpath_json(const void *json, const char *path, char *buf, size_t cap);
 
 /* ---- typed store operations (store.h semantics; cluster-scoped kinds pass ns NULL) ---------- */
 

@@ -216,7 +216,7 @@ static const struct model_field meta_fields[] = {
     MODEL_F_STR("deletionTimestamp", deletion_timestamp),
     MODEL_F_MAP("labels", labels),
     MODEL_F_MAP("annotations", annotations),
-    MODEL_F_STRS("finalizers", finalizers),
+    MODEL_F_STRS_HAS("finalizers", finalizers),
     MODEL_F_LIST("ownerReferences", owner_refs, n_owner_refs, &model_owner_ref_type),
 };
 #undef T

@@ -8,6 +8,7 @@
 #include "base/exec.h"
 #include "base/json.h"
 #include "cli/cli.h"
+#include "model/model.h"
 #include "testutil.h"
 
 static const char *bin(void)
@@ -25,23 +26,24 @@ START_TEST(test_jsonpath)
 	cJSON *o;
 	char buf[64];
 	ck_assert_int_eq(json_parse_strict(doc, strlen(doc), &o, NULL), 0);
-	cli_jsonpath(o, ".spec.agentRef", buf, sizeof(buf));
+	model_jsonpath_json(o, ".spec.agentRef", buf, sizeof(buf));
 	ck_assert_str_eq(buf, "storage-1");
-	cli_jsonpath(o, ".spec.n", buf, sizeof(buf));
+	model_jsonpath_json(o, ".spec.n", buf, sizeof(buf));
 	ck_assert_str_eq(buf, "3");
-	cli_jsonpath(o, ".status.conditions[?(@.type==\"ExportsReady\")].status", buf, sizeof(buf));
+	model_jsonpath_json(o, ".status.conditions[?(@.type==\"ExportsReady\")].status", buf,
+	                    sizeof(buf));
 	ck_assert_str_eq(buf, "True");
-	cli_jsonpath(o, ".status.conditions[?(@.type==\"Ready\")].status", buf, sizeof(buf));
+	model_jsonpath_json(o, ".status.conditions[?(@.type==\"Ready\")].status", buf, sizeof(buf));
 	ck_assert_str_eq(buf, "False");
-	cli_jsonpath(o, ".status.conditions[?(@.type==\"Nope\")].status", buf, sizeof(buf));
+	model_jsonpath_json(o, ".status.conditions[?(@.type==\"Nope\")].status", buf, sizeof(buf));
 	ck_assert_str_eq(buf, "");
-	cli_jsonpath(o, ".status.list[1]", buf, sizeof(buf));
+	model_jsonpath_json(o, ".status.list[1]", buf, sizeof(buf));
 	ck_assert_str_eq(buf, "b");
-	cli_jsonpath(o, ".status.ok", buf, sizeof(buf));
+	model_jsonpath_json(o, ".status.ok", buf, sizeof(buf));
 	ck_assert_str_eq(buf, "true");
-	cli_jsonpath(o, ".missing.deeper", buf, sizeof(buf));
+	model_jsonpath_json(o, ".missing.deeper", buf, sizeof(buf));
 	ck_assert_str_eq(buf, "");
-	cli_jsonpath(o, "garbage", buf, sizeof(buf));
+	model_jsonpath_json(o, "garbage", buf, sizeof(buf));
 	ck_assert_str_eq(buf, "");
 	cJSON_Delete(o);
 }
@@ -79,10 +81,10 @@ static int run(struct exec_result *r, const char *const *argv)
 
 START_TEST(test_verbs_through_the_binary)
 {
-	char d[512], store[600], file[600];
+	char d[512], storeflag[600], file[600];
 	struct exec_result r;
 	snprintf(d, sizeof(d), "%s", tu_mkdtemp());
-	snprintf(store, sizeof(store), "--store=dir:%s/store", d);
+	snprintf(storeflag, sizeof(storeflag), "--store=dir:%s/store", d);
 	snprintf(file, sizeof(file), "%s/objs.json", d);
 	tu_write(d, "objs.json",
 	         "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":["
@@ -91,7 +93,7 @@ START_TEST(test_verbs_through_the_binary)
 	         "1\"}}},"
 	         "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":\"PillarStore\","
 	         "\"metadata\":{\"name\":\"tank\"},\"spec\":{\"agentRef\":\"storage-1\"}}]}");
-	const char *apply[] = {bin(), "apply", "-f", file, store, NULL};
+	const char *apply[] = {bin(), "apply", "-f", file, storeflag, NULL};
 	ck_assert_int_eq(run(&r, apply), 0);
 	ck_assert_str_eq(r.out, "pillaragent.pillar-csi.bhyoo.com/storage-1 created\n"
 	                        "pillarstore.pillar-csi.bhyoo.com/tank created\n");
@@ -101,7 +103,7 @@ START_TEST(test_verbs_through_the_binary)
 	exec_result_free(&r);
 
 	/* the table uses the CRD's printer columns */
-	const char *get[] = {bin(), "get", "pst", store, NULL};
+	const char *get[] = {bin(), "get", "pst", storeflag, NULL};
 	ck_assert_int_eq(run(&r, get), 0);
 	ck_assert_msg(strncmp(r.out,
 	                      "NAME   TARGET      AVAILABLE   READY   AGE\n"
@@ -111,7 +113,7 @@ START_TEST(test_verbs_through_the_binary)
 	exec_result_free(&r);
 
 	const char *getjson[] = {bin(), "get",  "pillaragent", "storage-1",
-	                         "-o",  "json", store,         NULL};
+	                         "-o",  "json", storeflag,     NULL};
 	cJSON *o;
 	ck_assert_int_eq(run(&r, getjson), 0);
 	ck_assert_int_eq(json_parse_strict(r.out, r.out_len, &o, NULL), 0);
@@ -120,7 +122,7 @@ START_TEST(test_verbs_through_the_binary)
 	cJSON_Delete(o);
 	exec_result_free(&r);
 
-	const char *del[] = {bin(), "delete", "pa", "storage-1", store, NULL};
+	const char *del[] = {bin(), "delete", "pa", "storage-1", storeflag, NULL};
 	ck_assert_int_eq(run(&r, del), 0);
 	ck_assert_str_eq(r.out, "pillaragent.pillar-csi.bhyoo.com \"storage-1\" deleted\n");
 	exec_result_free(&r);
@@ -129,13 +131,13 @@ START_TEST(test_verbs_through_the_binary)
 	                        "\"storage-1\" not found\n");
 	exec_result_free(&r);
 
-	const char *badkind[] = {bin(), "get", "widgets", store, NULL};
+	const char *badkind[] = {bin(), "get", "widgets", storeflag, NULL};
 	ck_assert_int_eq(run(&r, badkind), 1);
 	ck_assert_str_eq(r.err, "error: the server doesn't have a resource type \"widgets\"\n");
 	exec_result_free(&r);
 	tu_write(d, "bad.json", "{\"kind\":");
 	snprintf(file, sizeof(file), "%s/bad.json", d);
-	const char *badfile[] = {bin(), "apply", "-f", file, store, NULL};
+	const char *badfile[] = {bin(), "apply", "-f", file, storeflag, NULL};
 	ck_assert_int_eq(run(&r, badfile), 1);
 	ck_assert_ptr_nonnull(strstr(r.err, "invalid JSON"));
 	exec_result_free(&r);
@@ -152,10 +154,10 @@ END_TEST
  * operations.md §9); kinds without a status subresource and other subresources are refused. */
 START_TEST(test_apply_status_subresource)
 {
-	char d[512], store[600], file[600];
+	char d[512], storeflag[600], file[600];
 	struct exec_result r;
 	snprintf(d, sizeof(d), "%s", tu_mkdtemp());
-	snprintf(store, sizeof(store), "--store=dir:%s/store", d);
+	snprintf(storeflag, sizeof(storeflag), "--store=dir:%s/store", d);
 	snprintf(file, sizeof(file), "%s/o.json", d);
 #define PVST_HEAD                                                                           \
 	"{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":\"PillarVolumeState\"," \
@@ -163,8 +165,9 @@ START_TEST(test_apply_status_subresource)
 	char buf[1024];
 	snprintf(buf, sizeof(buf), PVST_HEAD, "", "");
 	tu_write(d, "o.json", buf);
-	const char *apply[] = {bin(), "apply", "-f", file, store, NULL};
-	const char *applys[] = {bin(), "apply", "-f", file, store, "--subresource=status", NULL};
+	const char *apply[] = {bin(), "apply", "-f", file, storeflag, NULL};
+	const char *applys[] = {bin(), "apply", "-f", file, storeflag, "--subresource=status",
+	                        NULL};
 	ck_assert_int_eq(run(&r, apply), 0);
 	exec_result_free(&r);
 
@@ -175,7 +178,7 @@ START_TEST(test_apply_status_subresource)
 	tu_write(d, "o.json", buf);
 	ck_assert_int_eq(run(&r, apply), 0);
 	exec_result_free(&r);
-	const char *get[] = {bin(), "get", "pvst", "pvc-1", "-o", "json", store, NULL};
+	const char *get[] = {bin(), "get", "pvst", "pvc-1", "-o", "json", storeflag, NULL};
 	cJSON *o;
 	ck_assert_int_eq(run(&r, get), 0);
 	ck_assert_int_eq(json_parse_strict(r.out, r.out_len, &o, NULL), 0);
@@ -228,7 +231,7 @@ START_TEST(test_apply_status_subresource)
 	ck_assert_int_eq(run(&r, applys), 1);
 	ck_assert_str_eq(r.err, "error: csinodes.storage.k8s.io has no status subresource\n");
 	exec_result_free(&r);
-	const char *scale[] = {bin(), "apply", "-f", file, store, "--subresource=scale", NULL};
+	const char *scale[] = {bin(), "apply", "-f", file, storeflag, "--subresource=scale", NULL};
 	ck_assert_int_eq(run(&r, scale), 1);
 	ck_assert_str_eq(r.err, "error: --subresource \"scale\" is not supported; the only "
 	                        "subresource is \"status\"\n");

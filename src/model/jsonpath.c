@@ -1,9 +1,9 @@
-/* cli: the JSONPath subset of CRD printer columns, and kubectl's age format. */
+/* model jsonpath: the JSONPath subset of CRD printer columns over an object's JSON. */
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
-#include "cli/cli.h"
+#include "model/model.h"
 
 static const cJSON *filter(const cJSON *arr, const char *key, const char *val)
 {
@@ -17,9 +17,9 @@ static const cJSON *filter(const cJSON *arr, const char *key, const char *val)
 	return NULL;
 }
 
-void cli_jsonpath(const cJSON *obj, const char *path, char *buf, size_t cap)
+void model_jsonpath_json(const void *json, const char *path, char *buf, size_t cap)
 {
-	const cJSON *cur = obj;
+	const cJSON *cur = json;
 	const char *p = path;
 	buf[0] = '\0';
 	while (cur && *p) {
@@ -67,31 +67,12 @@ void cli_jsonpath(const cJSON *obj, const char *path, char *buf, size_t cap)
 	}
 }
 
-void cli_age(const char *timestamp, long long now, char *buf, size_t cap)
+void model_jsonpath(const struct model_kind *k, const void *obj, const char *path, char *buf,
+                    size_t cap)
 {
-	struct tm tm = {0};
+	cJSON *j = model_encode(k, obj);
 	buf[0] = '\0';
-	if (!timestamp || !strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ", &tm)) {
-		snprintf(buf, cap, "<unknown>");
-		return;
-	}
-	long long d = now - (long long)timegm(&tm);
-	if (d < 0)
-		d = 0;
-	if (d < 120)
-		snprintf(buf, cap, "%llds", d);
-	else if (d < 600)
-		snprintf(buf, cap, "%lldm%llds", d / 60, d % 60);
-	else if (d < 3 * 3600)
-		snprintf(buf, cap, "%lldm", d / 60);
-	else if (d < 8 * 3600 && d % 3600 >= 60)
-		snprintf(buf, cap, "%lldh%lldm", d / 3600, (d % 3600) / 60);
-	else if (d < 48 * 3600)
-		snprintf(buf, cap, "%lldh", d / 3600);
-	else if (d < 8 * 86400 && d % 86400 >= 3600)
-		snprintf(buf, cap, "%lldd%lldh", d / 86400, (d % 86400) / 3600);
-	else if (d < 2 * 365 * 86400LL)
-		snprintf(buf, cap, "%lldd", d / 86400);
-	else
-		snprintf(buf, cap, "%lldy", d / (365 * 86400LL));
+	if (j)
+		model_jsonpath_json(j, path, buf, cap);
+	cJSON_Delete(j);
 }
