@@ -78,9 +78,10 @@ static int agent_delete(struct ctl *c, const struct rules_volid *v, const struct
 }
 
 /* Steps under the volume lock (csi.md §4.2). */
-static int delete_locked(struct ctl *c, const char *volume_id, const struct rules_volid *v,
-                         const char *pname, struct grpc_status *gs)
+static int delete_locked(struct ctl *c, const struct rules_volid *v, const char *pname, void *arg,
+                         struct grpc_status *gs)
 {
+	const char *volume_id = arg;
 	struct model_pvst obj;
 	int r = pvst_find(c, volume_id, &obj, gs);
 	if (r)
@@ -106,22 +107,12 @@ static int delete_locked(struct ctl *c, const char *volume_id, const struct rule
 int csi_delete_volume(struct ctl *c, const Csi__V1__DeleteVolumeRequest *req,
                       Csi__V1__DeleteVolumeResponse **resp, struct grpc_status *gs)
 {
-	struct rules_volid v;
-	char pname[RULES_PVST_NAME_CAP];
-	int r = GRPC_OK;
-
 	*resp = NULL;
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
 	if (!req->volume_id || !*req->volume_id)
 		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
-	if (rules_volid_parse(req->volume_id, &v) == 0) {
-		rules_pvst_name(v.name, pname, sizeof(pname));
-		struct keylock_hold hold;
-		keylock_wait(&c->locks, &hold, pname);
-		r = delete_locked(c, req->volume_id, &v, pname, gs);
-		keylock_release(&c->locks, &hold);
-	}
+	int r = pvst_locked(c, req->volume_id, true, delete_locked, req->volume_id, gs);
 	if (r)
 		return r;
 	*resp = malloc(sizeof(**resp));
@@ -160,10 +151,18 @@ static int agent_expand(struct ctl *c, const struct rules_volid *v, const struct
 	return GRPC_OK;
 }
 
-static int expand_locked(struct ctl *c, const char *volume_id, const struct rules_volid *v,
-                         int64_t size, int64_t *bytes, struct grpc_status *gs)
+struct expand {
+	const char *volume_id;
+	int64_t size, bytes;
+};
+
+static int expand_locked(struct ctl *c, const struct rules_volid *v, const char *pname, void *arg,
+                         struct grpc_status *gs)
 {
+	struct expand *x = arg;
+	const char *volume_id = x->volume_id;
 	struct model_pvst obj;
+	(void)pname;
 	int r = pvst_find(c, volume_id, &obj, gs);
 	if (r == GRPC_NOT_FOUND)
 		return gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", volume_id);
@@ -173,7 +172,7 @@ static int expand_locked(struct ctl *c, const char *volume_id, const struct rule
 		r = gstatus(gs, GRPC_FAILED_PRECONDITION, "volume \"%s\" is being deleted",
 		            volume_id);
 	else
-		r = agent_expand(c, v, &obj, size, bytes, gs);
+		r = agent_expand(c, v, &obj, x->size, &x->bytes, gs);
 	model_clear(&model_pvst_kind, &obj);
 	return r;
 }
@@ -181,10 +180,6 @@ static int expand_locked(struct ctl *c, const char *volume_id, const struct rule
 int csi_controller_expand(struct ctl *c, const Csi__V1__ControllerExpandVolumeRequest *req,
                           Csi__V1__ControllerExpandVolumeResponse **resp, struct grpc_status *gs)
 {
-	struct rules_volid v;
-	char pname[RULES_PVST_NAME_CAP];
-	int64_t bytes = 0;
-
 	*resp = NULL;
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
@@ -201,20 +196,15 @@ int csi_controller_expand(struct ctl *c, const Csi__V1__ControllerExpandVolumeRe
 		return gstatus(gs, GRPC_OUT_OF_RANGE,
 		               "capacity %lld bytes exceeds limit_bytes %lld", (long long)size,
 		               (long long)L);
-	if (rules_volid_parse(req->volume_id, &v) < 0)
-		return gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", req->volume_id);
-	rules_pvst_name(v.name, pname, sizeof(pname));
-	struct keylock_hold hold;
-	keylock_wait(&c->locks, &hold, pname);
-	int r = expand_locked(c, req->volume_id, &v, size, &bytes, gs);
-	keylock_release(&c->locks, &hold);
+	struct expand x = {.volume_id = req->volume_id, .size = size};
+	int r = pvst_locked(c, req->volume_id, false, expand_locked, &x, gs);
 	if (r)
 		return r;
 	*resp = malloc(sizeof(**resp));
 	if (!*resp)
 		return gstatus(gs, GRPC_INTERNAL, "out of memory");
 	csi__v1__controller_expand_volume_response__init(*resp);
-	(*resp)->capacity_bytes = bytes;
+	(*resp)->capacity_bytes = x.bytes;
 	(*resp)->node_expansion_required = true;
 	return GRPC_OK;
 }

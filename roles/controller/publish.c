@@ -204,9 +204,10 @@ static int publish_args(const Csi__V1__ControllerPublishVolumeRequest *req, stru
 }
 
 /* Steps under the volume lock: the volume, the node's host NQN, the record, the grant. */
-static int publish_locked(struct ctl *c, const Csi__V1__ControllerPublishVolumeRequest *req,
-                          const struct rules_volid *v, const char *pname, struct grpc_status *gs)
+static int publish_locked(struct ctl *c, const struct rules_volid *v, const char *pname, void *arg,
+                          struct grpc_status *gs)
 {
+	const Csi__V1__ControllerPublishVolumeRequest *req = arg;
 	struct model_pvst obj;
 	char nqn[256];
 	int r = pvst_find(c, req->volume_id, &obj, gs);
@@ -234,23 +235,13 @@ static int publish_locked(struct ctl *c, const Csi__V1__ControllerPublishVolumeR
 int csi_controller_publish(struct ctl *c, const Csi__V1__ControllerPublishVolumeRequest *req,
                            Csi__V1__ControllerPublishVolumeResponse **resp, struct grpc_status *gs)
 {
-	struct rules_volid v;
-	char pname[RULES_PVST_NAME_CAP];
 	int r;
 
 	*resp = NULL;
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
-	if ((r = publish_args(req, gs)))
-		return r;
-	if (rules_volid_parse(req->volume_id, &v) < 0)
-		return gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", req->volume_id);
-	rules_pvst_name(v.name, pname, sizeof(pname));
-	struct keylock_hold hold;
-	keylock_wait(&c->locks, &hold, pname);
-	r = publish_locked(c, req, &v, pname, gs);
-	keylock_release(&c->locks, &hold);
-	if (r)
+	if ((r = publish_args(req, gs)) ||
+	    (r = pvst_locked(c, req->volume_id, false, publish_locked, (void *)req, gs)))
 		return r;
 	*resp = malloc(sizeof(**resp));
 	if (!*resp)
@@ -336,9 +327,11 @@ static int deny(struct ctl *c, const struct rules_volid *v, const struct model_p
 }
 
 /* Steps under the volume lock: fence (revoking), revoke, release. */
-static int unpublish_locked(struct ctl *c, const char *volume_id, const char *node,
-                            const struct rules_volid *v, const char *pname, struct grpc_status *gs)
+static int unpublish_locked(struct ctl *c, const struct rules_volid *v, const char *pname,
+                            void *arg, struct grpc_status *gs)
 {
+	const Csi__V1__ControllerUnpublishVolumeRequest *req = arg;
+	const char *volume_id = req->volume_id, *node = req->node_id ? req->node_id : "";
 	struct model_pvst obj, fenced = {0};
 	char addr[300];
 	struct unpub u = {.id = volume_id, .node = node};
@@ -371,23 +364,12 @@ int csi_controller_unpublish(struct ctl *c, const Csi__V1__ControllerUnpublishVo
                              Csi__V1__ControllerUnpublishVolumeResponse **resp,
                              struct grpc_status *gs)
 {
-	struct rules_volid v;
-	char pname[RULES_PVST_NAME_CAP];
-	int r = GRPC_OK;
-
 	*resp = NULL;
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
 	if (!req->volume_id || !*req->volume_id)
 		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
-	const char *node = req->node_id ? req->node_id : "";
-	if (rules_volid_parse(req->volume_id, &v) == 0) {
-		rules_pvst_name(v.name, pname, sizeof(pname));
-		struct keylock_hold hold;
-		keylock_wait(&c->locks, &hold, pname);
-		r = unpublish_locked(c, req->volume_id, node, &v, pname, gs);
-		keylock_release(&c->locks, &hold);
-	}
+	int r = pvst_locked(c, req->volume_id, true, unpublish_locked, (void *)req, gs);
 	if (r)
 		return r;
 	*resp = malloc(sizeof(**resp));

@@ -164,3 +164,20 @@ int pvst_find(struct ctl *c, const char *volume_id, struct model_pvst *out, stru
 	}
 	return GRPC_OK;
 }
+
+int pvst_locked(struct ctl *c, const char *volume_id, bool absent_ok, pvst_locked_fn fn, void *arg,
+                struct grpc_status *gs)
+{
+	struct rules_volid v;
+	char pname[RULES_PVST_NAME_CAP];
+	if (rules_volid_parse(volume_id, &v) < 0)
+		return absent_ok
+		           ? GRPC_OK
+		           : gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", volume_id);
+	rules_pvst_name(v.name, pname, sizeof(pname));
+	struct keylock_hold hold;
+	keylock_wait(&c->locks, &hold, pname);
+	int r = fn(c, &v, pname, arg, gs);
+	keylock_release(&c->locks, &hold);
+	return r;
+}

@@ -22,6 +22,15 @@ typedef int (*pvst_fn)(struct model_pvst *v, void *arg, struct grpc_status *gs);
 int pvst_update(struct ctl *c, const char *name, const char *uid, pvst_fn fn, void *arg,
                 struct model_pvst *out, struct grpc_status *gs);
 
+/* Runs fn under the per-volume lock of the volume ID volume_id (csi.md §4: one call per volume
+ * at a time) with the ID's parts and the PillarVolumeState name.  A malformed ID runs nothing:
+ * GRPC_OK when absent_ok (DeleteVolume, ControllerUnpublishVolume), else GRPC_NOT_FOUND
+ * `volume "<id>" not found`.  Returns fn's code. */
+typedef int (*pvst_locked_fn)(struct ctl *c, const struct rules_volid *v, const char *pname,
+                              void *arg, struct grpc_status *gs);
+int pvst_locked(struct ctl *c, const char *volume_id, bool absent_ok, pvst_locked_fn fn, void *arg,
+                struct grpc_status *gs);
+
 /* status.publicationGeneration (0 when absent or negative) and its setter. */
 uint64_t pvst_gen(const struct model_pvst *v);
 void pvst_gen_set(struct model_pvst *v, uint64_t g);
