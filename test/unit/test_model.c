@@ -471,6 +471,74 @@ START_TEST(test_store_ops)
 }
 END_TEST
 
+/* crds.md §1: the largest binary suffix dividing the byte count, else plain bytes. */
+START_TEST(test_quantities)
+{
+	static const struct {
+		long long b;
+		const char *q;
+	} fmt[] = {{0, "0"},           {1, "1"},
+	           {1023, "1023"},     {1024, "1Ki"},
+	           {1536, "1536"},     {1048576, "1Mi"},
+	           {3LL << 30, "3Gi"}, {(1LL << 40) + 1024, "1073741825Ki"},
+	           {1LL << 60, "1Ei"}};
+	char buf[32];
+	long long v;
+	for (size_t i = 0; i < sizeof(fmt) / sizeof(fmt[0]); i++) {
+		model_quantity_format(fmt[i].b, buf, sizeof(buf));
+		ck_assert_str_eq(buf, fmt[i].q);
+		ck_assert_int_eq(model_quantity_parse(fmt[i].q, &v), 0);
+		ck_assert_int_eq(v, fmt[i].b);
+	}
+	ck_assert_int_eq(model_quantity_parse("5G", &v), 0);
+	ck_assert_int_eq(v, 5000000000LL);
+	ck_assert_int_eq(model_quantity_parse("2k", &v), 0);
+	ck_assert_int_eq(v, 2000);
+	static const char *const bad[] = {"", "Gi", "-1", "1.5Gi", "1Gb", "9Ei", "x"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(model_quantity_parse(bad[i], &v) == -EINVAL, "%s accepted", bad[i]);
+}
+END_TEST
+
+/* Object files: one object, an array, a List; refused items carry their reason; finalizers
+ * that are present (even empty) are told apart from absent ones. */
+START_TEST(test_object_files)
+{
+	struct model_any *a;
+	size_t n;
+	struct err e = {0};
+	const char *list = "{\"kind\":\"List\",\"items\":[" PA_(
+	    "s1",
+	    "{}") ",{\"apiVersion\":\"v1\","
+	          "\"kind\":\"Widget\"},{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":"
+	          "\"PillarAgent\",\"metadata\":{\"name\":\"s2\",\"finalizers\":[]},\"status\":{}}]"
+	          "}";
+	/* the PA_ object lacks apiVersion/kind: refused like the widget */
+	ck_assert_int_eq(model_decode_file(list, strlen(list), &a, &n, &e), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_ptr_null(a[0].k);
+	ck_assert_str_eq(a[0].err, "object has no kind");
+	ck_assert_ptr_null(a[1].k);
+	ck_assert_str_eq(a[1].err, "unknown kind \"Widget\"");
+	ck_assert_ptr_eq(a[2].k, &model_pa_kind);
+	ck_assert(a[2].has_status);
+	ck_assert(MODEL_META(a[2].obj)->has_finalizers);
+	ck_assert_uint_eq(MODEL_META(a[2].obj)->finalizers.n, 0);
+	char *t = model_encode_list_pretty(&model_pa_kind, a[2].obj, 1);
+	ck_assert_ptr_nonnull(strstr(t, "\"kind\":\t\"List\""));
+	ck_assert_ptr_nonnull(strstr(t, "\"finalizers\":\t[]"));
+	free(t);
+	model_any_free(a, n);
+	const char *one = "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":"
+	                  "\"PillarStore\",\"spec\":{\"backend\":3}}";
+	ck_assert_int_eq(model_decode_file(one, strlen(one), &a, &n, &e), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(a[0].err, "PillarStore: spec.backend must be a mapping");
+	model_any_free(a, n);
+	ck_assert_int_eq(model_decode_file("[", 1, &a, &n, &e), -EBADMSG);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("model");
@@ -487,6 +555,8 @@ int main(void)
 	tcase_add_test(tc, test_validate_psc);
 	tcase_add_test(tc, test_validate_pvst);
 	tcase_add_test(tc, test_store_ops);
+	tcase_add_test(tc, test_quantities);
+	tcase_add_test(tc, test_object_files);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }
