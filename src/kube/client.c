@@ -217,26 +217,60 @@ int kube_stream_open(struct kube_client *kc, const char *method, const char *pat
 	return 0;
 }
 
+/* Seconds a 429 or 5xx answer asks to wait before a retry (its Retry-After header), or -1. */
+static int retry_after(struct h2_stream *s, int code)
+{
+	const char *h = h2_stream_header(s, "retry-after");
+	char *end;
+	long v;
+
+	if ((code != 429 && code < 500) || !h)
+		return -1;
+	v = strtol(h, &end, 10);
+	return end != h && !*end && v >= 0 && v <= KUBE_RETRY_AFTER_MAX ? (int)v : -1;
+}
+
+/* One attempt: the answer's status in *code and body in *b (malloc'd), *wait_s >= 0 when the
+ * server asked for a retry. */
+static int request_once(struct kube_client *kc, const char *method, const char *path,
+                        const char *content_type, const char *body, size_t len, char **b, size_t *n,
+                        int *code, int *wait_s, struct kube_status *st)
+{
+	struct h2_stream *s;
+	struct err e = {0};
+	int rc;
+
+	rc = kube_stream_open(kc, method, path, content_type, body, len, &s, code, st);
+	if (rc < 0)
+		return rc;
+	*wait_s = retry_after(s, *code);
+	rc = h2_stream_read_all(s, b, n, kc->timeout_ms, &e);
+	h2_stream_free(s);
+	if (rc < 0)
+		kube_status_local(st, rc == -ETIMEDOUT ? KUBE_TIMEOUT : KUBE_SERVICE_UNAVAILABLE,
+		                  "%s %s: reading the response: %s", method, path, e.msg);
+	return rc;
+}
+
 int kube_request(struct kube_client *kc, const char *method, const char *path,
                  const char *content_type, const char *body, size_t len, char **resp,
                  size_t *resp_len, struct kube_status *st)
 {
-	struct h2_stream *s;
-	struct err e = {0};
 	char *b = NULL;
 	size_t n = 0;
-	int code, rc;
+	int code = 0, wait_s = -1, rc;
 
 	kube_status_clear(st);
-	rc = kube_stream_open(kc, method, path, content_type, body, len, &s, &code, st);
-	if (rc < 0)
-		return rc;
-	rc = h2_stream_read_all(s, &b, &n, kc->timeout_ms, &e);
-	h2_stream_free(s);
-	if (rc < 0) {
-		kube_status_local(st, rc == -ETIMEDOUT ? KUBE_TIMEOUT : KUBE_SERVICE_UNAVAILABLE,
-		                  "%s %s: reading the response: %s", method, path, e.msg);
-		return rc;
+	for (int attempt = 0;; attempt++) {
+		rc = request_once(kc, method, path, content_type, body, len, &b, &n, &code, &wait_s,
+		                  st);
+		if (rc < 0)
+			return rc;
+		if (wait_s < 0 || attempt == KUBE_RETRIES)
+			break;
+		free(b);
+		b = NULL;
+		kc->o.sleep_us(kc->o.clock_arg, (uint64_t)wait_s * 1000000u);
 	}
 	if (code < 200 || code >= 300) {
 		rc = kube_status_decode(st, code, b, n);

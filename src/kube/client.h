@@ -15,6 +15,8 @@
  * Invalid -EINVAL, Expired -ERANGE, Forbidden -EACCES, Unauthorized -EPERM, ...) or, with
  * st->code 0, a local failure (-ETIMEDOUT, -ECONNREFUSED, -EINVAL for a bad name...).  Names,
  * namespaces and plurals are checked (DNS subdomain characters) before any request is built.
+ * An answer 429 (or 5xx) with a Retry-After header is retried after that many seconds, at most
+ * KUBE_RETRIES times, as client-go does; each attempt takes a token of the limiter.
  * All functions may be called from any thread that does not hold the event loop.
  */
 #ifndef PILLAR_KUBE_CLIENT_H
@@ -31,6 +33,9 @@
 #include "kube/status.h"
 
 struct kube_client;
+
+#define KUBE_RETRIES         10 /* client-go's maximum for Retry-After answers */
+#define KUBE_RETRY_AFTER_MAX 60 /* seconds; a longer Retry-After is not waited for */
 
 struct kube_client_opts {
 	const char *component; /* User-Agent product, e.g. "pillar-csi-controller" (required) */

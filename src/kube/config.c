@@ -386,3 +386,10 @@ int kube_config_from_file(struct kube_config **out, const char *path, const char
 	free(text);
 	return rc;
 }
+
+int kube_config_load(struct kube_config **out, const char *kubeconfig, struct err *e)
+{
+	if (kubeconfig && *kubeconfig)
+		return kube_config_from_file(out, kubeconfig, NULL, e);
+	return kube_config_in_cluster(out, NULL, e);
+}

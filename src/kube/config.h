@@ -41,6 +41,9 @@ int kube_config_from_file(struct kube_config **out, const char *path, const char
 /* The same from YAML text; dir resolves relative file names (NULL: the working directory). */
 int kube_config_from_yaml(struct kube_config **out, const char *yaml, size_t len, const char *dir,
                           const char *context, struct err *e);
+/* What --store=kube uses (standalone.md): the kubeconfig at path when one is given, else the
+ * in-cluster configuration (-ENOENT outside a cluster). */
+int kube_config_load(struct kube_config **out, const char *kubeconfig, struct err *e);
 void kube_config_free(struct kube_config *c);
 
 #endif

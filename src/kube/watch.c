@@ -229,6 +229,7 @@ struct kube_reflector {
 	char *label_selector, *field_selector;
 	int64_t page;
 	int watch_secs;
+	int64_t idle_ms;
 	const struct kube_reflector_ops *ops;
 	void *arg;
 	char rv[64];
@@ -266,6 +267,7 @@ int kube_reflector_new(struct kube_reflector **out, struct kube_client *kc,
 	rf->field_selector = dup_or_null(o ? o->field_selector : NULL, &oom);
 	rf->page = o && o->page > 0 ? o->page : 500;
 	rf->watch_secs = o && o->watch_secs > 0 ? o->watch_secs : 300;
+	rf->idle_ms = o && o->idle_ms > 0 ? o->idle_ms : (int64_t)rf->watch_secs * 1000 + 30000;
 	rf->ops = ops;
 	rf->arg = arg;
 	pthread_mutex_init(&rf->mu, NULL);
@@ -365,7 +367,7 @@ static int follow(struct kube_reflector *rf, struct kube_watch *w, struct kube_s
 	cJSON *obj;
 	int rc;
 
-	while ((rc = kube_watch_next(w, &t, &obj, 0, st)) == 1) {
+	while ((rc = kube_watch_next(w, &t, &obj, rf->idle_ms, st)) == 1) {
 		const char *rv = meta_rv(obj);
 		if (t != KUBE_BOOKMARK)
 			rc = rf->ops->event(rf->arg, t, obj);

@@ -70,6 +70,9 @@ struct kube_reflector_opts {
 	const char *label_selector, *field_selector;
 	int64_t page;   /* list page size; default 500 */
 	int watch_secs; /* timeoutSeconds of each watch; default 300 */
+	/* a watch silent this long is taken for a dead connection (-ETIMEDOUT); default
+	 * watch_secs + 30 s, since the server ends every watch after watch_secs */
+	int64_t idle_ms;
 };
 
 struct kube_reflector;
@@ -80,7 +83,8 @@ int kube_reflector_new(struct kube_reflector **out, struct kube_client *kc,
                        void *arg, struct err *e);
 /* One round: lists when no resourceVersion is known, then watches from the last one until the
  * stream ends.  0: the stream ended (call again to resume); -ERANGE: the resourceVersion expired
- * (the next call relists); -ECANCELED: stopped; another negative errno: a failure (st). */
+ * (the next call relists); -ECANCELED: stopped; -ETIMEDOUT: the watch fell silent for idle_ms
+ * (call again: resumes); another negative errno: a failure (st). */
 int kube_reflector_run_once(struct kube_reflector *rf, struct kube_status *st);
 /* Stops a running or later round from any thread. */
 void kube_reflector_stop(struct kube_reflector *rf);

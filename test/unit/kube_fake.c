@@ -186,7 +186,8 @@ static void dispatch(struct kf_conn *kc, nghttp2_session *ng, int32_t sid, struc
 	struct kf_server *s = kc->srv;
 	nghttp2_data_provider dp = {.source.ptr = st, .read_callback = resp_read};
 	char code[8];
-	nghttp2_nv nv[2];
+	nghttp2_nv nv[3];
+	size_t n = 2;
 	struct kf_req *copy = malloc(sizeof(*copy));
 
 	if (copy) {
@@ -205,8 +206,14 @@ static void dispatch(struct kf_conn *kc, nghttp2_session *ng, int32_t sid, struc
 	s->fn(s->arg, &st->rq, &st->resp);
 	snprintf(code, sizeof(code), "%d", st->resp.status);
 	nv[0] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)code, 7, strlen(code), 0};
-	nv[1] = (nghttp2_nv){(uint8_t *)"content-type", (uint8_t *)"application/json", 12, 16, 0};
-	nghttp2_submit_response(ng, sid, nv, 2, &dp);
+	if (!st->resp.ctype)
+		st->resp.ctype = "application/json";
+	nv[1] = (nghttp2_nv){(uint8_t *)"content-type", (uint8_t *)st->resp.ctype, 12,
+	                     strlen(st->resp.ctype), 0};
+	if (st->resp.retry_after)
+		nv[n++] = (nghttp2_nv){(uint8_t *)"retry-after", (uint8_t *)st->resp.retry_after,
+		                       11, strlen(st->resp.retry_after), 0};
+	nghttp2_submit_response(ng, sid, nv, n, &dp);
 }
 
 static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *ud)

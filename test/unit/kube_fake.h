@@ -20,7 +20,8 @@ struct kf_resp {
 	int status;
 	char *chunks[KF_CHUNKS_MAX]; /* kf_resp_add copies */
 	size_t n_chunks;
-	bool hold; /* keep the stream open after the chunks (an idle watch) */
+	bool hold;                       /* keep the stream open after the chunks (an idle watch) */
+	const char *retry_after, *ctype; /* headers (static strings): NULL for none / JSON */
 };
 
 typedef void (*kf_handler)(void *arg, const struct kf_req *rq, struct kf_resp *resp);

@@ -296,6 +296,10 @@ START_TEST(test_in_cluster)
 
 	unsetenv("KUBERNETES_SERVICE_HOST");
 	ck_assert_int_eq(kube_config_in_cluster(&c, d, &e), -ENOENT);
+	ck_assert_int_eq(kube_config_load(&c, NULL, &e), -ENOENT); /* no --kubeconfig, no cluster */
+	ck_assert_ptr_nonnull(strstr(e.msg, "--kubeconfig"));
+	ck_assert_int_eq(kube_config_load(&c, "/nonexistent/kubeconfig", &e), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(e.msg, "/nonexistent/kubeconfig"));
 	setenv("KUBERNETES_SERVICE_HOST", "fd00:10::1", 1);
 	setenv("KUBERNETES_SERVICE_PORT", "443", 1);
 	ck_assert_int_eq(kube_config_in_cluster(&c, d, &e), -ENOENT); /* no ca.crt */

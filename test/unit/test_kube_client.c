@@ -48,6 +48,13 @@ static void handler(void *arg, const struct kf_req *rq, struct kf_resp *resp)
 		if (strcmp(r->files[k], "HOLD") == 0) {
 			resp->status = 200;
 			resp->hold = true;
+		} else if (strcmp(r->files[k], "429") == 0) {
+			/* kube-apiserver's max-in-flight and priority-and-fairness filters */
+			static const char txt[] = "Too many requests, please try again later.\n";
+			resp->status = 429;
+			resp->retry_after = "1";
+			resp->ctype = "text/plain; charset=utf-8";
+			kf_resp_add(resp, txt, strlen(txt));
 		} else {
 			kf_resp_transcript(resp, r->files[k]);
 		}
@@ -347,10 +354,10 @@ static const struct kube_reflector_ops sink_ops = {on_replace, on_event};
 
 /* The server with the four recorded pages and a watch from their resourceVersion answered by
  * w0 then w1; a client and a reflector (pages of 1, 20 s watches) feeding s. */
-static struct kube_reflector *reflector_on(const char *w0, const char *w1, struct kube_client **kc,
-                                           struct sink *s)
+static struct kube_reflector *reflector_on(const char *w0, const char *w1, int64_t idle_ms,
+                                           struct kube_client **kc, struct sink *s)
 {
-	struct kube_reflector_opts ro = {.page = 1, .watch_secs = 20};
+	struct kube_reflector_opts ro = {.page = 1, .watch_secs = 20, .idle_ms = idle_ms};
 	struct kube_reflector *rf = NULL;
 
 	srv = kf_start(&certs, false, handler, NULL);
@@ -370,7 +377,7 @@ START_TEST(test_reflector_relist_and_resume)
 	struct sink s = {0};
 	/* from the list's rv: first a 410 ERROR event, then the recorded watch */
 	struct kube_reflector *rf = reflector_on("07h-pa-watch-too-old-rv-410.json",
-	                                         "07a-pa-watch-bookmarks.json", &kc, &s);
+	                                         "07a-pa-watch-bookmarks.json", 0, &kc, &s);
 	size_t n;
 
 	route("GET", BASE "?resourceVersion=306&watch=1&allowWatchBookmarks=true&timeoutSeconds=20",
@@ -419,13 +426,31 @@ START_TEST(test_reflector_stop)
 	struct kube_client *kc;
 	struct kube_status st;
 	struct sink s = {0};
-	struct kube_reflector *rf = reflector_on("HOLD", NULL, &kc, &s);
+	struct kube_reflector *rf = reflector_on("HOLD", NULL, 0, &kc, &s);
 	pthread_t t;
 
 	ck_assert_int_eq(pthread_create(&t, NULL, stop_later, rf), 0);
 	ck_assert_int_eq(kube_reflector_run_once(rf, &st), -ECANCELED); /* held until stopped */
 	pthread_join(t, NULL);
 	ck_assert_int_eq(kube_reflector_run_once(rf, &st), -ECANCELED);
+	kube_reflector_free(rf);
+	kube_client_free(kc);
+}
+END_TEST
+
+START_TEST(test_reflector_silent_watch)
+{
+	struct kube_client *kc;
+	struct kube_status st;
+	struct sink s = {0};
+	/* a watch that never sends nor ends (a dead connection) is given up after idle_ms */
+	struct kube_reflector *rf = reflector_on("HOLD", NULL, 200, &kc, &s);
+
+	ck_assert_int_eq(kube_reflector_run_once(rf, &st), -ETIMEDOUT);
+	ck_assert_str_eq(kube_reflector_resource_version(rf), "249"); /* kept: resume, no relist */
+	ck_assert_int_eq(kube_reflector_run_once(rf, &st), -ETIMEDOUT);
+	ck_assert_uint_eq(kube_reflector_lists(rf), 1);
+	ck_assert_uint_eq(kf_requests(srv), 6); /* 4 pages, 2 watches */
 	kube_reflector_free(rf);
 	kube_client_free(kc);
 }
@@ -531,6 +556,34 @@ START_TEST(test_rate_limited_requests)
 }
 END_TEST
 
+START_TEST(test_retry_after)
+{
+	struct kube_client *kc;
+	struct kube_status st;
+	cJSON *o = NULL;
+
+	srv = kf_start(&certs, false, handler, NULL);
+	route("GET", BASE "/storage-1", "429", "02c-pa-get-200.json");
+	fake_now = 0;
+	n_slept = 0;
+	kc = client_with("    token: t\n", -1, limited); /* limiter off, sleeps recorded */
+	ck_assert_int_eq(kube_get(kc, &PA, NULL, "storage-1", &o, &st), 0);
+	ck_assert_int_eq(n_slept, 1);
+	ck_assert_uint_eq(slept[0], 1000000); /* Retry-After: 1 */
+	ck_assert_uint_eq(kf_requests(srv), 2);
+	cJSON_Delete(o);
+	/* always 429: client-go's 10 retries, then the last answer's error */
+	route("GET", BASE "/storage-9", "429", NULL);
+	n_slept = 0;
+	ck_assert_int_eq(kube_get(kc, &PA, NULL, "storage-9", &o, &st), -EBUSY);
+	ck_assert_int_eq(st.kind, KUBE_TOO_MANY_REQUESTS);
+	ck_assert_str_eq(st.message, "Too many requests, please try again later.");
+	ck_assert_int_eq(n_slept, KUBE_RETRIES);
+	ck_assert_uint_eq(kf_requests(srv), 2 + KUBE_RETRIES + 1);
+	kube_client_free(kc);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("kube_client");
@@ -544,9 +597,11 @@ static Suite *suite(void)
 	tcase_add_test(t, test_list_pages);
 	tcase_add_test(t, test_reflector_relist_and_resume);
 	tcase_add_test(t, test_reflector_stop);
+	tcase_add_test(t, test_reflector_silent_watch);
 	tcase_add_test(t, test_token_rotation);
 	tcase_add_test(t, test_client_certificate);
 	tcase_add_test(t, test_rate_limited_requests);
+	tcase_add_test(t, test_retry_after);
 	suite_add_tcase(s, t);
 	return s;
 }
