@@ -22,7 +22,7 @@
 static const char *const watched[] = {
     "PillarAgent",       "PillarStore",  "PillarProtocol", "PillarStorageClass",
     "PillarVolumeState", "StorageClass", "Node",           "PersistentVolumeClaim",
-    "PersistentVolume"};
+    "PersistentVolume",  "CSINode"};
 #define NWATCH (sizeof(watched) / sizeof(watched[0]))
 
 struct vdigest {
@@ -234,6 +234,8 @@ static void on_event(struct controller_loop *l, const struct model_kind *k,
 			enqueue_all(l, &model_psc_kind, "psc");
 	} else if (!strcmp(kind, "Node")) {
 		enqueue_agents_of_node(l, name);
+	} else if (!strcmp(kind, "CSINode")) {
+		enqueue_all(l, &model_pstr_kind, "pstr"); /* NodeTopology */
 	} else if (!strcmp(kind, "PersistentVolumeClaim") || !strcmp(kind, "PersistentVolume")) {
 		if (gone)
 			enqueue_all(l, &model_psc_kind, "psc");

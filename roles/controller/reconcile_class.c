@@ -69,6 +69,58 @@ static int protocol_users(struct ctl *c, const char *name, struct model_strs *ps
 	return r;
 }
 
+/* NodeTopology (Decision; not part of Ready): whether any node can reach NVMe/TCP storage.  The
+ * provisioner builds its accessibility requirements from the topology keys kubelet registered
+ * on the CSINodes (from NodeGetInfo, which reports the key only where the nvme_tcp module is
+ * loaded); with none it fails with "no available topology found", which names nothing. */
+static int node_topology_cond(struct ctl *c, struct model_conds *conds, int64_t og)
+{
+	struct model_csinode *all = NULL;
+	size_t n = 0, registered = 0, reach = 0;
+	char msg[512];
+	if (model_list(c->st, &model_csinode_kind, NULL, NULL, (void **)&all, &n, NULL, NULL) < 0)
+		return 0; /* the next pass decides */
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < all[i].spec.n_drivers; j++) {
+			const struct model_csinode_driver *d = &all[i].spec.drivers[j];
+			if (!d->name || strcmp(d->name, RULES_DRIVER_NAME))
+				continue;
+			registered++;
+			for (size_t k = 0; k < d->topology_keys.n; k++)
+				if (!strcmp(d->topology_keys.v[k], RULES_TOPOLOGY_KEY)) {
+					reach++;
+					break;
+				}
+		}
+	model_list_free(&model_csinode_kind, all, n);
+	if (!registered)
+		return model_cond_set(conds, "NodeTopology", "Unknown", "NoNodeRegistered",
+		                      "no CSINode registers driver " RULES_DRIVER_NAME
+		                      " (the node plugin is not running anywhere yet)",
+		                      og) < 0
+		           ? -ENOMEM
+		           : 0;
+	if (!reach) {
+		snprintf(
+		    msg, sizeof(msg),
+		    "no node can reach NVMe/TCP storage: none of the %zu node(s) running the "
+		    "node plugin has the kernel module nvme_tcp loaded, so no CSINode carries "
+		    "topology key " RULES_TOPOLOGY_KEY " and provisioning fails with \"no "
+		    "available topology found\"; run \"modprobe nvme_tcp\" on the workers (and "
+		    "list it in /etc/modules-load.d), then restart the pillar-csi node pod there",
+		    registered);
+		return model_cond_set(conds, "NodeTopology", "False", "NvmeTcpNotLoaded", msg, og) <
+		               0
+		           ? -ENOMEM
+		           : 0;
+	}
+	snprintf(msg, sizeof(msg), "%zu of %zu node(s) carry topology key " RULES_TOPOLOGY_KEY,
+	         reach, registered);
+	return model_cond_set(conds, "NodeTopology", "True", "NodesReachable", msg, og) < 0
+	           ? -ENOMEM
+	           : 0;
+}
+
 int reconcile_protocol(struct ctl *c, const char *name, struct err *e)
 {
 	struct model_pstr pstr;
@@ -103,6 +155,10 @@ int reconcile_protocol(struct ctl *c, const char *name, struct err *e)
 	static const char *const none[] = {NULL};
 	reconcile_ready(&pstr.status.conditions, none, "ProtocolReady", deleting ? d.msg : NULL,
 	                og);
+	if (node_topology_cond(c, &pstr.status.conditions, og) < 0) {
+		r = err_set(e, -ENOMEM, "out of memory");
+		goto out;
+	}
 	r = reconcile_write_status(c, &model_pstr_kind, &pstr, before, e);
 	if (r == STORE_CONFLICT || r == STORE_NOT_FOUND)
 		r = 0;

@@ -202,6 +202,45 @@ START_TEST(test_protocol)
 }
 END_TEST
 
+START_TEST(test_protocol_node_topology)
+{
+	/* NodeTopology: from the topology keys kubelet registered on the CSINodes */
+	struct err e = {0};
+	fx_put("PillarProtocol", NULL, "tcp", NULL, "{\"protocol\":{\"nvmeofTcp\":{}}}", NULL);
+	fx_put("CSINode", NULL, "w0", NULL, "{\"drivers\":[]}", NULL);
+	ck_assert_int_eq(reconcile_protocol(&fx_c, "tcp", &e), 0);
+	expect("PillarProtocol", "tcp", "NodeTopology", "Unknown", "NoNodeRegistered",
+	       "no CSINode registers driver pillar-csi.bhyoo.com (the node plugin is not running "
+	       "anywhere yet)");
+	/* the node plugin runs on two workers, nvme_tcp loaded on neither: no topology key */
+	fx_put("CSINode", NULL, "w1", NULL,
+	       "{\"drivers\":[{\"name\":\"pillar-csi.bhyoo.com\",\"nodeID\":\"w1\"}]}", NULL);
+	fx_put("CSINode", NULL, "w2", NULL,
+	       "{\"drivers\":[{\"name\":\"pillar-csi.bhyoo.com\",\"nodeID\":\"w2\","
+	       "\"topologyKeys\":[]}]}",
+	       NULL);
+	ck_assert_int_eq(reconcile_protocol(&fx_c, "tcp", &e), 0);
+	expect("PillarProtocol", "tcp", "NodeTopology", "False", "NvmeTcpNotLoaded",
+	       "no node can reach NVMe/TCP storage: none of the 2 node(s) running the node plugin "
+	       "has the kernel module nvme_tcp loaded, so no CSINode carries topology key "
+	       "pillar-csi.bhyoo.com/nvmeof and provisioning fails with \"no available topology "
+	       "found\"; run \"modprobe nvme_tcp\" on the workers (and list it in "
+	       "/etc/modules-load.d), then restart the pillar-csi node pod there");
+	expect("PillarProtocol", "tcp", "Ready", "True", "ProtocolReady", "");
+	/* loaded on one of them: kubelet re-registered it with the key */
+	cJSON *o = fx_get("CSINode", "w2");
+	cJSON_ReplaceItemInObject(
+	    o, "spec",
+	    fx_parse("{\"drivers\":[{\"name\":\"pillar-csi.bhyoo.com\",\"nodeID\":\"w2\","
+	             "\"topologyKeys\":[\"pillar-csi.bhyoo.com/nvmeof\"]}]}"));
+	ck_assert_int_eq(store_update(fx_st, o, NULL, &e), 0);
+	cJSON_Delete(o);
+	ck_assert_int_eq(reconcile_protocol(&fx_c, "tcp", &e), 0);
+	expect("PillarProtocol", "tcp", "NodeTopology", "True", "NodesReachable",
+	       "1 of 2 node(s) carry topology key pillar-csi.bhyoo.com/nvmeof");
+}
+END_TEST
+
 static cJSON *sc(const char *name)
 {
 	return fx_get("StorageClass", name);
@@ -450,6 +489,7 @@ int main(void)
 	tcase_add_test(t, test_store_conditions_and_capacity);
 	tcase_add_test(t, test_store_deletion);
 	tcase_add_test(t, test_protocol);
+	tcase_add_test(t, test_protocol_node_topology);
 	tcase_add_test(t, test_psc_generated_storage_class);
 	tcase_add_test(t, test_psc_conflict_and_incompatible);
 	tcase_add_test(t, test_agent_node_label);
