@@ -9,6 +9,9 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from openapi import _refs as refs  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = sys.argv[1]
 KINDS = {
@@ -37,18 +40,6 @@ def strip(s):
     return s
 
 
-def refs(s, acc):
-    if isinstance(s, dict):
-        for k, v in s.items():
-            if k == "$ref" and isinstance(v, str):
-                acc.add(v.split("/")[-1])
-            else:
-                refs(v, acc)
-    elif isinstance(s, list):
-        for x in s:
-            refs(x, acc)
-
-
 out, roots = {}, {}
 for fname, kinds in KINDS.items():
     with open(os.path.join(SRC, fname)) as f:
@@ -60,9 +51,7 @@ for fname, kinds in KINDS.items():
         if k in out:
             continue
         out[k] = strip(comps[k])
-        acc = set()
-        refs(out[k], acc)
-        todo += list(acc)
+        todo += refs(out[k])
     for k in names:
         gvk = comps[k].get("x-kubernetes-group-version-kind", [{}])[0]
         roots[f"{gvk.get('group', '')}/{gvk.get('kind')}"] = k

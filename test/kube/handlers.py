@@ -242,6 +242,8 @@ class Handlers:
         if res.crd is None:
             builtin.decode_errors(res, obj)
         obj, warnings = objects.prepare_create(res, obj, ns, _opts(req))
+        if res.namespaced:  # the NamespaceLifecycle admission plugin
+            await self.store.get(self.registry.find("", "v1", "namespaces"), None, ns)
         out = await self.store.create(res, obj)
         if res.plural == "customresourcedefinitions" and self.on_crd:
             out = await self.on_crd(out)

@@ -56,20 +56,13 @@ def join(path, key):
     return f"{path}.{key}" if path else key
 
 
+TYPE_NAMES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array"),
+              (dict, "object"))
+
+
 def type_name(v):
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int):
-        return "integer"
-    if isinstance(v, float):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list):
-        return "array"
-    if isinstance(v, dict):
-        return "object"
-    return "null"
+    """The OpenAPI type of a JSON value (bool before int: True is an int in Python)."""
+    return next((name for t, name in TYPE_NAMES if isinstance(v, t)), "null")
 
 
 def _is_object(s):

@@ -111,6 +111,11 @@ def _get(o, path):
     return vals[0] if vals else None
 
 
+def _at(path, default=""):
+    """A cell: the first match of a JSONPath, or default."""
+    return lambda o: _get(o, path) or default
+
+
 def _modes(o):
     return ",".join(MODES.get(m, m) for m in (o.get("spec") or {}).get("accessModes") or [])
 
@@ -123,34 +128,46 @@ def _claim(o):
 # kube-apiserver's printers for the built-in kinds the operator page lists (name, type, cell function)
 BUILTIN_COLUMNS = {
     "persistentvolumes": [
-        ("Capacity", "string", lambda o: _get(o, ".spec.capacity.storage") or ""),
+        ("Capacity", "string", _at(".spec.capacity.storage")),
         ("Access Modes", "string", _modes),
-        ("Reclaim Policy", "string", lambda o: _get(o, ".spec.persistentVolumeReclaimPolicy") or ""),
-        ("Status", "string", lambda o: _get(o, ".status.phase") or ""),
+        ("Reclaim Policy", "string", _at(".spec.persistentVolumeReclaimPolicy")),
+        ("Status", "string", _at(".status.phase")),
         ("Claim", "string", _claim),
-        ("StorageClass", "string", lambda o: _get(o, ".spec.storageClassName") or ""),
-        ("VolumeAttributesClass", "string", lambda o: _get(o, ".spec.volumeAttributesClassName") or "<unset>"),
-        ("Reason", "string", lambda o: _get(o, ".status.reason") or "")],
+        ("StorageClass", "string", _at(".spec.storageClassName")),
+        ("VolumeAttributesClass", "string", _at(".spec.volumeAttributesClassName", "<unset>")),
+        ("Reason", "string", _at(".status.reason"))],
     "persistentvolumeclaims": [
-        ("Status", "string", lambda o: _get(o, ".status.phase") or ""),
-        ("Volume", "string", lambda o: _get(o, ".spec.volumeName") or ""),
-        ("Capacity", "string", lambda o: _get(o, ".status.capacity.storage") or ""),
+        ("Status", "string", _at(".status.phase")),
+        ("Volume", "string", _at(".spec.volumeName")),
+        ("Capacity", "string", _at(".status.capacity.storage")),
         ("Access Modes", "string", lambda o: ",".join(MODES.get(m, m) for m in _get(o, ".status.accessModes") or [])),
-        ("StorageClass", "string", lambda o: _get(o, ".spec.storageClassName") or ""),
-        ("VolumeAttributesClass", "string", lambda o: _get(o, ".spec.volumeAttributesClassName") or "<unset>")],
+        ("StorageClass", "string", _at(".spec.storageClassName")),
+        ("VolumeAttributesClass", "string", _at(".spec.volumeAttributesClassName", "<unset>"))],
     "volumeattachments": [
-        ("Attacher", "string", lambda o: _get(o, ".spec.attacher") or ""),
-        ("PV", "string", lambda o: _get(o, ".spec.source.persistentVolumeName") or ""),
-        ("Node", "string", lambda o: _get(o, ".spec.nodeName") or ""),
+        ("Attacher", "string", _at(".spec.attacher")),
+        ("PV", "string", _at(".spec.source.persistentVolumeName")),
+        ("Node", "string", _at(".spec.nodeName")),
         ("Attached", "boolean", lambda o: bool(_get(o, ".status.attached")))],
     "storageclasses": [
         ("Provisioner", "string", lambda o: o.get("provisioner", "")),
         ("ReclaimPolicy", "string", lambda o: o.get("reclaimPolicy", "")),
         ("VolumeBindingMode", "string", lambda o: o.get("volumeBindingMode", "")),
         ("AllowVolumeExpansion", "string", lambda o: "true" if o.get("allowVolumeExpansion") else "false")],
-    "leases": [("Holder", "string", lambda o: _get(o, ".spec.holderIdentity") or "")],
-    "nodes": [("Status", "string", lambda o: "Unknown"), ("Roles", "string", lambda o: "<none>")],
+    "leases": [("Holder", "string", _at(".spec.holderIdentity"))],
+    "nodes": [("Status", "string", lambda o: _node_status(o)), ("Roles", "string", lambda o: _node_roles(o))],
 }
+
+
+def _node_status(o):
+    ready = [c.get("status") for c in (o.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]
+    s = {"True": "Ready", "False": "NotReady"}.get(ready[0] if ready else "", "Unknown")
+    return s + (",SchedulingDisabled" if (o.get("spec") or {}).get("unschedulable") else "")
+
+
+def _node_roles(o):
+    prefix = "node-role.kubernetes.io/"
+    roles = sorted(k[len(prefix):] for k in (o["metadata"].get("labels") or {}) if k.startswith(prefix))
+    return ",".join(roles) or "<none>"
 
 
 def columns(res):
@@ -164,6 +181,8 @@ def columns(res):
         return cols, list(res.columns)
     spec = [{"name": n, "type": t, "cell": f} for n, t, f in BUILTIN_COLUMNS.get(res.plural, [])]
     spec.append({"name": "Age", "type": "date", "cell": lambda o: age(o["metadata"].get("creationTimestamp"))})
+    if res.plural == "nodes":
+        spec.append({"name": "Version", "type": "string", "cell": _at(".status.nodeInfo.kubeletVersion")})
     for c in spec:
         cols.append({"name": c["name"], "type": c["type"], "format": "", "description": "", "priority": 0})
     return cols, spec

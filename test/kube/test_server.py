@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import unittest
 import urllib.request
 
@@ -172,6 +173,14 @@ class Core(unittest.TestCase):
         st, _, _, e = K.request("GET", f"{PA}?resourceVersion={rv}&resourceVersionMatch=Exact")
         self.assertEqual((st, e["reason"]), (410, "Expired"))
 
+    def test_namespace_must_exist(self):
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "x"}, "spec": {}}
+        st, _, _, e = K.request("POST", "/apis/coordination.k8s.io/v1/namespaces/nowhere/leases", lease)
+        self.assertEqual((st, e["message"], e["details"]), (404, 'namespaces "nowhere" not found',
+                                                            {"name": "nowhere", "kind": "namespaces"}))
+        K.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "somewhere"}})
+        self.assertEqual(K.request("POST", "/apis/coordination.k8s.io/v1/namespaces/somewhere/leases", lease)[0], 201)
+
     def test_auth(self):
         self.assertEqual(K.request("GET", PA, token="not-a-token")[0], 401)
         st, _, _, e = K.request("GET", PA, token="")
@@ -244,6 +253,39 @@ class Kubectl(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         rc, out, _ = kubectl("get", "pvst", "pvc-2", "-o", "jsonpath={.status.exportSpec.bindAddress}")
         self.assertEqual(out, "10.0.0.9")
+
+    def test_watch_over_http2(self):
+        """kubectl watches over HTTP/2 (ALPN h2); events arrive while the stream stays open."""
+        p = subprocess.Popen(["kubectl", f"--kubeconfig={C.kubeconfig}", "get", "pa", "--watch-only", "-o", "name",
+                              "--request-timeout=20s"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(2)
+            K.request("POST", PA, agent("watched-1"))
+            line = p.stdout.readline()
+            self.assertEqual(line.strip(), "pillaragent.pillar-csi.bhyoo.com/watched-1")
+        finally:
+            p.kill()
+            p.communicate()
+
+    def test_node_maintenance_commands(self):
+        """The operator page's node commands (maintain-nodes.txt): drain, uncordon, taint and untaint."""
+        K.request("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-9"}})
+        rc, out, err = kubectl("drain", "worker-9", "--ignore-daemonsets", "--delete-emptydir-data")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("node/worker-9 drained", out)
+        rc, out, _ = kubectl("get", "nodes", "worker-9")
+        self.assertEqual(out.splitlines()[1].split()[:2], ["worker-9", "Unknown,SchedulingDisabled"])
+        self.assertEqual(kubectl("uncordon", "worker-9")[0], 0)
+        rc, out, err = kubectl("taint", "nodes", "worker-9", "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute")
+        self.assertEqual(rc, 0, err)
+        _, _, _, n = K.request("GET", "/api/v1/nodes/worker-9")
+        self.assertIn({"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"},
+                      n["spec"]["taints"])
+        self.assertNotIn("unschedulable", n["spec"])
+        rc, out, err = kubectl("taint", "nodes", "worker-9", "node.kubernetes.io/out-of-service-")
+        self.assertEqual(rc, 0, err)
+        _, _, _, n = K.request("GET", "/api/v1/nodes/worker-9")
+        self.assertNotIn("node.kubernetes.io/out-of-service", [t["key"] for t in n["spec"].get("taints", [])])
 
     def test_get_category_and_builtin(self):
         rc, out, err = kubectl("get", "pillar-csi")
@@ -334,6 +376,122 @@ class ClientCertificate(unittest.TestCase):
         p = subprocess.run(["curl", "-sS", "--cacert", C.ca, "--cert", C.user_cert, "--key", C.user_key,
                             f"{C.url}/apis/pillar-csi.bhyoo.com/v1alpha1/pillaragents"], capture_output=True, text=True)
         self.assertIn('User \\"jane\\" cannot list resource', p.stdout)
+
+
+G = "/apis/pillar-csi.bhyoo.com/v1alpha1"
+
+
+def obj(kind, name, spec):
+    return {"apiVersion": "pillar-csi.bhyoo.com/v1alpha1", "kind": kind, "metadata": {"name": name}, "spec": spec}
+
+
+class Crds(unittest.TestCase):
+    """The CRDs of charts/pillar-csi/crds enforce crds.md's defaults, unions, ranges and immutability."""
+
+    def create(self, plural, o):
+        return K.request("POST", f"{G}/{plural}", o)
+
+    def patch(self, plural, name, body):
+        return K.request("PATCH", f"{G}/{plural}/{name}", body, {"Content-Type": "application/merge-patch+json"})
+
+    def assertInvalid(self, answer, *messages):
+        st, _, _, e = answer
+        self.assertEqual(st, 422, e)
+        for m in messages:
+            self.assertIn(m, e["message"])
+
+    def test_pillarstore(self):
+        st, _, _, o = self.create("pillarstores", obj("PillarStore", "pst-1", {"agentRef": "a", "backend": {"zfs": {"pool": "tank"}}}))
+        self.assertEqual(st, 201, o)
+        self.assertEqual(o["spec"]["backend"]["zfs"]["volumeType"], "zvol")
+        self.assertInvalid(self.create("pillarstores", obj("PillarStore", "pst-2", {
+            "agentRef": "a", "backend": {"zfs": {"pool": "t"}, "lvm": {"volumeGroup": "vg"}}})),
+            "spec.backend must set exactly one of zfs or lvm")
+        self.assertInvalid(self.create("pillarstores", obj("PillarStore", "pst-3", {
+            "agentRef": "a", "backend": {"lvm": {"volumeGroup": "vg", "provisioningMode": "thin"}}})),
+            "lvm.provisioningMode thin requires lvm.thinPool")
+        self.assertInvalid(self.create("pillarstores", obj("PillarStore", "pst-4", {
+            "agentRef": "a", "backend": {"zfs": {"pool": "t", "properties": {"volsize": "1G"}}}})),
+            "zfs.properties: volsize is managed by the volume capacity")
+        self.assertInvalid(self.patch("pillarstores", "pst-1", {"spec": {"agentRef": "b"}}), "spec.agentRef is immutable")
+        self.assertInvalid(self.patch("pillarstores", "pst-1", {"spec": {"backend": {"zfs": {"pool": "other"}}}}),
+                           "backend.zfs.pool, parentDataset and volumeType are immutable")
+        self.assertInvalid(self.patch("pillarstores", "pst-1", {"spec": {"backend": {"zfs": None, "lvm": {"volumeGroup": "v"}}}}),
+                           "spec.backend cannot switch between zfs and lvm")
+        st, _, _, o = self.patch("pillarstores", "pst-1", {"spec": {"backend": {"zfs": {"properties": {"compression": "zstd"}}}}})
+        self.assertEqual(st, 200, o)
+
+    def test_pillarprotocol(self):
+        st, _, _, o = self.create("pillarprotocols", obj("PillarProtocol", "tcp", {"protocol": {"nvmeofTcp": {}}}))
+        self.assertEqual(st, 201, o)
+        self.assertEqual(o["spec"]["protocol"]["nvmeofTcp"], {"port": 4420, "acl": False})
+        self.assertInvalid(self.create("pillarprotocols", obj("PillarProtocol", "none", {"protocol": {}})),
+                           "spec.protocol must set exactly one member (nvmeofTcp)")
+        self.assertInvalid(self.create("pillarprotocols", obj("PillarProtocol", "q", {"protocol": {"nvmeofTcp": {
+            "maxQueueSize": 8, "reconnectDelay": 0, "ctrlLossTmo": -2}}})),
+            "should be greater than or equal to 16", "spec.protocol.nvmeofTcp.reconnectDelay", "ctrlLossTmo")
+        st, _, _, o = self.create("pillarprotocols", obj("PillarProtocol", "forever", {"protocol": {"nvmeofTcp": {"ctrlLossTmo": -1}}}))
+        self.assertEqual(st, 201, o)
+        self.assertInvalid(self.patch("pillarprotocols", "tcp", {"spec": {"protocol": {"nvmeofTcp": {"port": 4421}}}}),
+                           "spec.protocol.nvmeofTcp.port is immutable")
+        self.assertInvalid(self.patch("pillarprotocols", "tcp", {"spec": {"protocol": {"nvmeofTcp": {"acl": True}}}}),
+                           "spec.protocol.nvmeofTcp.acl is immutable")
+        self.assertEqual(self.patch("pillarprotocols", "tcp", {"spec": {"protocol": {"nvmeofTcp": {"maxQueueSize": 64}}}})[0], 200)
+
+    def test_pillarstorageclass(self):
+        st, _, _, o = self.create("pillarstorageclasses", obj("PillarStorageClass", "fast", {"storeRef": "pst-1", "protocolRef": "tcp"}))
+        self.assertEqual(st, 201, o)
+        self.assertEqual(o["spec"]["storageClass"], {"reclaimPolicy": "Delete", "volumeBindingMode": "Immediate",
+                                                     "allowVolumeExpansion": True})
+        self.assertEqual(o["spec"]["filesystem"], {"fsType": "ext4"})
+        self.assertInvalid(self.patch("pillarstorageclasses", "fast", {"spec": {"storeRef": "x"}}), "spec.storeRef is immutable")
+        self.assertInvalid(self.patch("pillarstorageclasses", "fast", {"spec": {"protocolRef": "x"}}), "spec.protocolRef is immutable")
+        self.assertInvalid(self.patch("pillarstorageclasses", "fast", {"spec": {"storageClass": {"name": "other"}}}),
+                           "spec.storageClass.name is immutable")
+        self.assertInvalid(self.patch("pillarstorageclasses", "fast", {"spec": {"overrides": {"backend": {
+            "zfs": {}, "lvm": {}}}}}), "spec.overrides.backend must set at most one of zfs or lvm")
+        self.assertInvalid(self.patch("pillarstorageclasses", "fast", {"spec": {"filesystem": {"fsType": "btrfs"}}}),
+                           'Unsupported value: "btrfs"')
+        st, _, _, o = self.patch("pillarstorageclasses", "fast", {"spec": {"filesystem": {"mountOptions": []},
+                                                                           "storageClass": {"reclaimPolicy": "Retain"}}})
+        self.assertEqual((st, o["spec"]["filesystem"]["mountOptions"]), (200, []))
+
+    def test_pillaragent_rules(self):
+        self.assertInvalid(self.create("pillaragents", obj("PillarAgent", "a" * 64, {"nodeRef": {"name": "n"}})),
+                           "PillarAgent name must be a DNS label of at most 63 characters")
+        self.assertInvalid(self.create("pillaragents", obj("PillarAgent", "cidr", {"nodeRef": {"name": "n", "addressSelector": "10.0.0.1"}})),
+                           "spec.nodeRef.addressSelector must be a CIDR such as 10.0.0.0/24")
+        self.create("pillaragents", obj("PillarAgent", "ext-9", {"external": {"address": "2001:db8::1", "port": 9500}}))
+        self.assertInvalid(self.patch("pillaragents", "ext-9", {"spec": {"external": None, "nodeRef": {"name": "n"}}}),
+                           "spec.nodeRef and spec.external cannot be switched")
+
+    def test_pillarvolumestate_spec_is_immutable(self):
+        spec = {"volumeID": "a/zfs-zvol/nvmeof-tcp/tank/v", "agentVolumeID": "tank/v", "agentRef": "a",
+                "backendType": "zfs-zvol", "protocolType": "nvmeof-tcp", "capacityBytes": 1 << 30}
+        self.assertEqual(self.create("pillarvolumestates", obj("PillarVolumeState", "pvc-imm", spec))[0], 201)
+        self.assertInvalid(self.patch("pillarvolumestates", "pvc-imm", {"spec": {"capacityBytes": 2 << 30}}), "spec is immutable")
+        self.assertInvalid(self.create("pillarvolumestates", obj("PillarVolumeState", "pvc-bad", dict(spec, backendType="nfs"))),
+                           'Unsupported value: "nfs"')
+        self.assertEqual(K.request("DELETE", f"{G}/pillarvolumestates/pvc-imm")[0], 200)  # Kubectl lists all pvst
+
+    def test_printer_columns_of_every_kind(self):
+        want = {"pst": ["NAME", "TARGET", "AVAILABLE", "READY", "AGE"], "pstr": ["NAME", "BINDINGS", "READY", "AGE"],
+                "psc": ["NAME", "POOL", "PROTOCOL", "STORAGECLASS", "READY", "AGE"],
+                "pvst": ["NAME", "PHASE", "TARGET", "BACKEND", "PROTOCOL", "AGE"], "pa": ["NAME", "ADDRESS", "AGENT", "READY", "AGE"]}
+        self.create("pillarstores", obj("PillarStore", "pst-cols", {"agentRef": "a", "backend": {"lvm": {"volumeGroup": "vg"}}}))
+        self.create("pillarprotocols", obj("PillarProtocol", "tcp-cols", {"protocol": {"nvmeofTcp": {}}}))
+        self.create("pillarstorageclasses", obj("PillarStorageClass", "psc-cols", {"storeRef": "s", "protocolRef": "p"}))
+        self.create("pillaragents", obj("PillarAgent", "pa-cols", {"nodeRef": {"name": "n"}}))
+        self.create("pillarvolumestates", obj("PillarVolumeState", "pvst-cols", {
+            "volumeID": "a/zfs-zvol/nvmeof-tcp/tank/v", "agentVolumeID": "tank/v", "agentRef": "a",
+            "backendType": "zfs-zvol", "protocolType": "nvmeof-tcp", "capacityBytes": 1 << 30}))
+        try:
+            for short, header in want.items():
+                rc, out, err = kubectl("get", short)
+                self.assertEqual(rc, 0, err)
+                self.assertEqual(out.splitlines()[0].split(), header, short)
+        finally:
+            K.request("DELETE", f"{G}/pillarvolumestates/pvst-cols")  # Kubectl lists every pvst
 
 
 if __name__ == "__main__":
