@@ -145,7 +145,7 @@ int agent_main(int argc, char **argv)
 		PillarCsi__Agent__V1__DrainRequest dreq =
 		    PILLAR_CSI__AGENT__V1__DRAIN_REQUEST__INIT;
 		PillarCsi__Agent__V1__DrainResponse *dresp = malloc(sizeof(*dresp));
-		struct agent_status st = {0};
+		struct grpc_status st = {0};
 		if (dresp) {
 			*dresp = (PillarCsi__Agent__V1__DrainResponse)
 			    PILLAR_CSI__AGENT__V1__DRAIN_RESPONSE__INIT;

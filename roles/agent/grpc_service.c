@@ -4,7 +4,7 @@
 
 #define UNARY(fn, Req, Resp, ...)                                                  \
 	GLUE_UNARY(h_##fn, agent_##fn, agent_service, PillarCsi__Agent__V1__##Req, \
-	           PillarCsi__Agent__V1__##Resp, struct agent_status, __VA_ARGS__)
+	           PillarCsi__Agent__V1__##Resp, __VA_ARGS__)
 
 #define P(x) PILLAR_CSI__AGENT__V1__##x
 UNARY(get_capabilities, GetCapabilitiesRequest, GetCapabilitiesResponse,
@@ -28,7 +28,7 @@ UNARY(drain, DrainRequest, DrainResponse, P(DRAIN_RESPONSE__INIT))
 
 static int h_send_volume(struct grpc_call *call, const ProtobufCMessage *req, void *ctx)
 {
-	struct agent_status st = {0};
+	struct grpc_status st = {0};
 	int code = agent_unimplemented("SendVolume", &st);
 	(void)req;
 	(void)ctx;

@@ -20,7 +20,7 @@
 
 #define PB(x) PillarCsi__Agent__V1__##x
 
-int svc_ok(struct agent_status *st)
+int svc_ok(struct grpc_status *st)
 {
 	if (st) {
 		st->code = GRPC_OK;
@@ -143,12 +143,12 @@ bool agent_service_draining(agent_service *a)
 
 /* ---- doors and locks ------------------------------------------------------------------------ */
 
-int svc_enter(agent_service *a, struct agent_status *st)
+int svc_enter(agent_service *a, struct grpc_status *st)
 {
 	pthread_mutex_lock(&a->mu);
 	if (a->draining) {
 		pthread_mutex_unlock(&a->mu);
-		return agent_status_set(st, GRPC_UNAVAILABLE, "agent is draining");
+		return grpc_status_set(st, GRPC_UNAVAILABLE, "agent is draining");
 	}
 	a->inflight++;
 	pthread_mutex_unlock(&a->mu);
@@ -163,11 +163,11 @@ void svc_leave(agent_service *a)
 	pthread_mutex_unlock(&a->mu);
 }
 
-int svc_gate(agent_service *a, const char *rpc, struct agent_status *st)
+int svc_gate(agent_service *a, const char *rpc, struct grpc_status *st)
 {
 	if (!agent_service_restore_pending(a))
 		return GRPC_OK;
-	return agent_status_set(
+	return grpc_status_set(
 	    st, GRPC_UNAVAILABLE,
 	    "export restore pending: %s: awaiting a complete ReconcileState from "
 	    "the controller before exporting",
@@ -176,12 +176,12 @@ int svc_gate(agent_service *a, const char *rpc, struct agent_status *st)
 
 /* ---- validation and routing ----------------------------------------------------------------- */
 
-int svc_parse_volume_id(const char *id, struct volref *v, struct agent_status *st)
+int svc_parse_volume_id(const char *id, struct volref *v, struct grpc_status *st)
 {
 	if (!id || strlen(id) >= sizeof(v->id) ||
 	    rules_agent_volid_parse(id, v->pool, sizeof(v->pool), v->name, sizeof(v->name)) < 0)
-		return agent_status_set(st, GRPC_INVALID_ARGUMENT, "invalid volume id \"%s\"",
-		                        id ? id : "");
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "invalid volume id \"%s\"",
+		                       id ? id : "");
 	snprintf(v->id, sizeof(v->id), "%s", id);
 	return GRPC_OK;
 }
@@ -200,26 +200,26 @@ static bool type_supported(int t)
 }
 
 int svc_route(agent_service *a, const struct volref *v, int backend_type, backend **out,
-              struct agent_status *st)
+              struct grpc_status *st)
 {
 	if (!type_supported(backend_type))
-		return agent_status_set(st, GRPC_INVALID_ARGUMENT, "unsupported backend type %d",
-		                        backend_type);
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "unsupported backend type %d",
+		                       backend_type);
 	backend *b = svc_find_pool(a, v->pool);
 	if (!b)
-		return agent_status_set(st, GRPC_FAILED_PRECONDITION,
-		                        "pool \"%s\" is not configured on this agent", v->pool);
+		return grpc_status_set(st, GRPC_FAILED_PRECONDITION,
+		                       "pool \"%s\" is not configured on this agent", v->pool);
 	if ((int)b->cfg.kind != backend_type)
-		return agent_status_set(st, GRPC_INVALID_ARGUMENT, "pool \"%s\" is a %s backend",
-		                        v->pool, backend_kind_name(b->cfg.kind));
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "pool \"%s\" is a %s backend",
+		                       v->pool, backend_kind_name(b->cfg.kind));
 	*out = b;
 	return GRPC_OK;
 }
 
-static int mismatch(struct agent_status *st, const char *pool, const char *field, const char *a,
+static int mismatch(struct grpc_status *st, const char *pool, const char *field, const char *a,
                     const char *b)
 {
-	return agent_status_set(
+	return grpc_status_set(
 	    st, GRPC_FAILED_PRECONDITION,
 	    "layout mismatch for pool \"%s\": request %s \"%s\", agent config \"%s\"", pool, field,
 	    a ? a : "", b ? b : "");
@@ -231,7 +231,7 @@ static const char *nz(const char *s)
 }
 
 int svc_layout(agent_service *a, backend *b, const struct volref *v, const PB(BackendParams) * p,
-               struct backend_create_opts *o, struct agent_status *st)
+               struct backend_create_opts *o, struct grpc_status *st)
 {
 	(void)a;
 	memset(o, 0, sizeof(*o));
@@ -242,9 +242,9 @@ int svc_layout(agent_service *a, backend *b, const struct volref *v, const PB(Ba
 	if (p->params_case == PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__PARAMS_ZFS) {
 		const PB(ZfsVolumeParams) *z = p->zfs;
 		if (b->cfg.kind != BACKEND_ZFS)
-			return agent_status_set(st, GRPC_INVALID_ARGUMENT,
-			                        "pool \"%s\" is a %s backend", v->pool,
-			                        backend_kind_name(b->cfg.kind));
+			return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+			                       "pool \"%s\" is a %s backend", v->pool,
+			                       backend_kind_name(b->cfg.kind));
 		if (*nz(z->pool) && strcmp(z->pool, v->pool) != 0)
 			return mismatch(st, v->pool, "pool", z->pool, v->pool);
 		if (strcmp(nz(z->parent_dataset), nz(b->cfg.parent_dataset)) != 0)
@@ -253,33 +253,33 @@ int svc_layout(agent_service *a, backend *b, const struct volref *v, const PB(Ba
 		for (size_t i = 0; i < z->n_properties; i++) {
 			const char *k = nz(z->properties[i]->key);
 			if (!*k || strchr(k, '='))
-				return agent_status_set(st, GRPC_INVALID_ARGUMENT,
-				                        "invalid ZFS property name \"%s\"", k);
+				return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+				                       "invalid ZFS property name \"%s\"", k);
 		}
 		return GRPC_OK;
 	}
 	if (p->params_case == PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__PARAMS_LVM) {
 		const PB(LvmVolumeParams) *l = p->lvm;
 		if (b->cfg.kind != BACKEND_LVM)
-			return agent_status_set(st, GRPC_INVALID_ARGUMENT,
-			                        "pool \"%s\" is a %s backend", v->pool,
-			                        backend_kind_name(b->cfg.kind));
+			return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+			                       "pool \"%s\" is a %s backend", v->pool,
+			                       backend_kind_name(b->cfg.kind));
 		if (l->n_extra_flags)
-			return agent_status_set(st, GRPC_INVALID_ARGUMENT,
-			                        "lvm extra_flags are not supported");
+			return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+			                       "lvm extra_flags are not supported");
 		if (*nz(l->volume_group) && strcmp(l->volume_group, v->pool) != 0)
 			return mismatch(st, v->pool, "volume_group", l->volume_group, v->pool);
 		if (*nz(l->thin_pool) && strcmp(l->thin_pool, nz(b->cfg.thin_pool)) != 0)
 			return mismatch(st, v->pool, "thin_pool", l->thin_pool, b->cfg.thin_pool);
 		const char *m = nz(l->provision_mode);
 		if (*m && strcmp(m, "linear") != 0 && strcmp(m, "thin") != 0)
-			return agent_status_set(
+			return grpc_status_set(
 			    st, GRPC_INVALID_ARGUMENT,
 			    "provision_mode \"%s\": must be \"linear\" or \"thin\"", m);
 		if (*m)
 			o->thin = strcmp(m, "thin") == 0;
 		if (o->thin && !*nz(b->cfg.thin_pool))
-			return agent_status_set(
+			return grpc_status_set(
 			    st, GRPC_INVALID_ARGUMENT,
 			    "provision_mode thin requires a thin pool, and pool \"%s\" has "
 			    "none configured",
@@ -289,19 +289,19 @@ int svc_layout(agent_service *a, backend *b, const struct volref *v, const PB(Ba
 	if (p->params_case == PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__PARAMS_FILE) {
 		const PB(FileVolumeParams) *f = p->file;
 		if (b->cfg.kind != BACKEND_FILE)
-			return agent_status_set(st, GRPC_INVALID_ARGUMENT,
-			                        "pool \"%s\" is a %s backend", v->pool,
-			                        backend_kind_name(b->cfg.kind));
+			return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+			                       "pool \"%s\" is a %s backend", v->pool,
+			                       backend_kind_name(b->cfg.kind));
 		if (*nz(f->pool) && strcmp(f->pool, v->pool) != 0)
 			return mismatch(st, v->pool, "pool", f->pool, v->pool);
 		o->preallocate = b->cfg.preallocate || f->preallocate;
 		return GRPC_OK;
 	}
-	return agent_status_set(st, GRPC_INVALID_ARGUMENT, "unsupported backend params");
+	return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "unsupported backend params");
 }
 
 int svc_fence(agent_service *a, const char *volume_id, const PB(FencingToken) * t,
-              enum fence_class cls, struct agent_status *st)
+              enum fence_class cls, struct grpc_status *st)
 {
 	struct err e = {0};
 	int r = agent_fence_check(a->state_dir, volume_id, t ? t->volume_uid : NULL,
@@ -309,12 +309,12 @@ int svc_fence(agent_service *a, const char *volume_id, const PB(FencingToken) * 
 	if (r == 0)
 		return GRPC_OK;
 	if (r == -EBADMSG)
-		return agent_status_set(st, GRPC_INTERNAL, "%s", e.msg);
-	return agent_status_from_err(st, &e);
+		return grpc_status_set(st, GRPC_INTERNAL, "%s", e.msg);
+	return grpc_status_from_err(st, &e);
 }
 
 int svc_wait_backing(agent_service *a, backend *b, const struct volref *v, const char *path,
-                     int64_t deadline_ms, struct agent_status *st)
+                     int64_t deadline_ms, struct grpc_status *st)
 {
 	bool regular = backend_regular_devices(b);
 	int64_t left = deadline_ms - time_mono_ms();
@@ -330,7 +330,7 @@ int svc_wait_backing(agent_service *a, backend *b, const struct volref *v, const
 	if (left > 0 && backend_device_wait(path, regular, (int)left, 250) == 0)
 		return GRPC_OK;
 	(void)a;
-	return agent_status_set(
+	return grpc_status_set(
 	    st, GRPC_UNAVAILABLE,
 	    "backing device %s of volume \"%s\" is not available (pool not imported "
 	    "or volume group not active)",
@@ -376,7 +376,7 @@ static PB(PoolInfo) * pool_info(backend *b)
 }
 
 int agent_get_capabilities(agent_service *a, const PB(GetCapabilitiesRequest) * req,
-                           PB(GetCapabilitiesResponse) * resp, struct agent_status *st)
+                           PB(GetCapabilitiesResponse) * resp, struct grpc_status *st)
 {
 	bool zfs = false, lvm = false, file = false;
 	(void)req;
@@ -419,25 +419,25 @@ int agent_get_capabilities(agent_service *a, const PB(GetCapabilitiesRequest) * 
 }
 
 static int pool_for_read(agent_service *a, int type, const char *pool, backend **out,
-                         struct agent_status *st)
+                         struct grpc_status *st)
 {
 	if (!type_supported(type))
-		return agent_status_set(st, GRPC_INVALID_ARGUMENT, "unsupported backend type %d",
-		                        type);
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "unsupported backend type %d",
+		                       type);
 	backend *b = svc_find_pool(a, pool ? pool : "");
 	if (!b)
-		return agent_status_set(st, GRPC_NOT_FOUND,
-		                        "pool \"%s\" is not configured on this agent",
-		                        pool ? pool : "");
+		return grpc_status_set(st, GRPC_NOT_FOUND,
+		                       "pool \"%s\" is not configured on this agent",
+		                       pool ? pool : "");
 	if ((int)b->cfg.kind != type)
-		return agent_status_set(st, GRPC_INVALID_ARGUMENT, "pool \"%s\" is a %s backend",
-		                        pool, backend_kind_name(b->cfg.kind));
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "pool \"%s\" is a %s backend",
+		                       pool, backend_kind_name(b->cfg.kind));
 	*out = b;
 	return GRPC_OK;
 }
 
 int agent_get_capacity(agent_service *a, const PB(GetCapacityRequest) * req,
-                       PB(GetCapacityResponse) * resp, struct agent_status *st)
+                       PB(GetCapacityResponse) * resp, struct grpc_status *st)
 {
 	backend *b;
 	struct err e = {0};
@@ -447,7 +447,7 @@ int agent_get_capacity(agent_service *a, const PB(GetCapacityRequest) * req,
 	int code = pool_for_read(a, (int)req->backend_type, req->pool_name, &b, st);
 	if (code == GRPC_OK) {
 		if (b->ops->capacity(b, &total, &avail, &e) < 0) {
-			code = agent_status_from_err(st, &e);
+			code = grpc_status_from_err(st, &e);
 		} else {
 			resp->total_bytes = total;
 			resp->available_bytes = avail;
@@ -460,7 +460,7 @@ int agent_get_capacity(agent_service *a, const PB(GetCapacityRequest) * req,
 }
 
 int agent_list_volumes(agent_service *a, const PB(ListVolumesRequest) * req,
-                       PB(ListVolumesResponse) * resp, struct agent_status *st)
+                       PB(ListVolumesResponse) * resp, struct grpc_status *st)
 {
 	backend *b;
 	struct err e = {0};
@@ -470,7 +470,7 @@ int agent_list_volumes(agent_service *a, const PB(ListVolumesRequest) * req,
 		return st->code;
 	int code = pool_for_read(a, (int)req->backend_type, req->pool_name, &b, st);
 	if (code == GRPC_OK && b->ops->list(b, &v, &n, &e) < 0)
-		code = agent_status_from_err(st, &e);
+		code = grpc_status_from_err(st, &e);
 	if (code == GRPC_OK) {
 		resp->volumes = calloc(n + 1, sizeof(*resp->volumes));
 		if (!resp->volumes)
@@ -500,7 +500,7 @@ int agent_list_volumes(agent_service *a, const PB(ListVolumesRequest) * req,
 }
 
 int agent_list_exports(agent_service *a, const PB(ListExportsRequest) * req,
-                       PB(ListExportsResponse) * resp, struct agent_status *st)
+                       PB(ListExportsResponse) * resp, struct grpc_status *st)
 {
 	struct nvmet_export_entry *v = NULL;
 	size_t n = 0;
@@ -509,15 +509,15 @@ int agent_list_exports(agent_service *a, const PB(ListExportsRequest) * req,
 	if (svc_enter(a, st))
 		return st->code;
 	if (req->protocol_type != PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP) {
-		code = agent_status_set(st, GRPC_INVALID_ARGUMENT, "unsupported protocol type %d",
-		                        (int)req->protocol_type);
+		code = grpc_status_set(st, GRPC_INVALID_ARGUMENT, "unsupported protocol type %d",
+		                       (int)req->protocol_type);
 		goto out;
 	}
 	pthread_mutex_lock(&a->nv_mu);
 	int r = nvmet_export_list(a->nv, &v, &n, &e);
 	pthread_mutex_unlock(&a->nv_mu);
 	if (r < 0) {
-		code = agent_status_from_err(st, &e);
+		code = grpc_status_from_err(st, &e);
 		goto out;
 	}
 	resp->exports = calloc(n + 1, sizeof(*resp->exports));

@@ -16,8 +16,8 @@
 #include <stdbool.h>
 
 #include "agent/config.h"
-#include "agent/status.h"
 #include "base/err.h"
+#include "grpc/status.h"
 #include "pillar_csi/agent/v1/agent.pb-c.h"
 
 typedef struct agent_service agent_service;
@@ -54,43 +54,42 @@ struct nvmet *agent_service_nvmet(agent_service *a);
 int agent_get_capabilities(agent_service *a,
                            const PillarCsi__Agent__V1__GetCapabilitiesRequest *req,
                            PillarCsi__Agent__V1__GetCapabilitiesResponse *resp,
-                           struct agent_status *st);
+                           struct grpc_status *st);
 int agent_get_capacity(agent_service *a, const PillarCsi__Agent__V1__GetCapacityRequest *req,
-                       PillarCsi__Agent__V1__GetCapacityResponse *resp, struct agent_status *st);
+                       PillarCsi__Agent__V1__GetCapacityResponse *resp, struct grpc_status *st);
 int agent_list_volumes(agent_service *a, const PillarCsi__Agent__V1__ListVolumesRequest *req,
-                       PillarCsi__Agent__V1__ListVolumesResponse *resp, struct agent_status *st);
+                       PillarCsi__Agent__V1__ListVolumesResponse *resp, struct grpc_status *st);
 int agent_list_exports(agent_service *a, const PillarCsi__Agent__V1__ListExportsRequest *req,
-                       PillarCsi__Agent__V1__ListExportsResponse *resp, struct agent_status *st);
+                       PillarCsi__Agent__V1__ListExportsResponse *resp, struct grpc_status *st);
 int agent_health_check(agent_service *a, const PillarCsi__Agent__V1__HealthCheckRequest *req,
-                       PillarCsi__Agent__V1__HealthCheckResponse *resp, struct agent_status *st);
+                       PillarCsi__Agent__V1__HealthCheckResponse *resp, struct grpc_status *st);
 
 /* Backend RPCs (not gated). */
 int agent_create_volume(agent_service *a, const PillarCsi__Agent__V1__CreateVolumeRequest *req,
-                        PillarCsi__Agent__V1__CreateVolumeResponse *resp, struct agent_status *st);
+                        PillarCsi__Agent__V1__CreateVolumeResponse *resp, struct grpc_status *st);
 int agent_delete_volume(agent_service *a, const PillarCsi__Agent__V1__DeleteVolumeRequest *req,
-                        PillarCsi__Agent__V1__DeleteVolumeResponse *resp, struct agent_status *st);
+                        PillarCsi__Agent__V1__DeleteVolumeResponse *resp, struct grpc_status *st);
 int agent_expand_volume(agent_service *a, const PillarCsi__Agent__V1__ExpandVolumeRequest *req,
-                        PillarCsi__Agent__V1__ExpandVolumeResponse *resp, struct agent_status *st);
+                        PillarCsi__Agent__V1__ExpandVolumeResponse *resp, struct grpc_status *st);
 
 /* Export RPCs. */
 int agent_export_volume(agent_service *a, const PillarCsi__Agent__V1__ExportVolumeRequest *req,
-                        PillarCsi__Agent__V1__ExportVolumeResponse *resp, struct agent_status *st);
+                        PillarCsi__Agent__V1__ExportVolumeResponse *resp, struct grpc_status *st);
 int agent_unexport_volume(agent_service *a, const PillarCsi__Agent__V1__UnexportVolumeRequest *req,
                           PillarCsi__Agent__V1__UnexportVolumeResponse *resp,
-                          struct agent_status *st);
+                          struct grpc_status *st);
 int agent_allow_initiator(agent_service *a, const PillarCsi__Agent__V1__AllowInitiatorRequest *req,
                           PillarCsi__Agent__V1__AllowInitiatorResponse *resp,
-                          struct agent_status *st);
+                          struct grpc_status *st);
 int agent_deny_initiator(agent_service *a, const PillarCsi__Agent__V1__DenyInitiatorRequest *req,
-                         PillarCsi__Agent__V1__DenyInitiatorResponse *resp,
-                         struct agent_status *st);
+                         PillarCsi__Agent__V1__DenyInitiatorResponse *resp, struct grpc_status *st);
 int agent_reconcile_state(agent_service *a, const PillarCsi__Agent__V1__ReconcileStateRequest *req,
                           PillarCsi__Agent__V1__ReconcileStateResponse *resp,
-                          struct agent_status *st);
+                          struct grpc_status *st);
 int agent_drain(agent_service *a, const PillarCsi__Agent__V1__DrainRequest *req,
-                PillarCsi__Agent__V1__DrainResponse *resp, struct agent_status *st);
+                PillarCsi__Agent__V1__DrainResponse *resp, struct grpc_status *st);
 
 /* SendVolume / ReceiveVolume: UNIMPLEMENTED. */
-int agent_unimplemented(const char *rpc, struct agent_status *st);
+int agent_unimplemented(const char *rpc, struct grpc_status *st);
 
 #endif

@@ -38,7 +38,7 @@ struct item {
 	char msg[ERR_MSG_MAX];
 };
 
-static void fail_item(struct item *it, const struct agent_status *st)
+static void fail_item(struct item *it, const struct grpc_status *st)
 {
 	it->failed = true;
 	it->code = st->code;
@@ -46,28 +46,28 @@ static void fail_item(struct item *it, const struct agent_status *st)
 }
 
 static int check_export_params(int protocol, const PB(ExportParams) * p, struct item *it,
-                               struct agent_status *st)
+                               struct grpc_status *st)
 {
 	unsigned char buf[sizeof(struct in6_addr)];
 	if (protocol != PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP)
-		return agent_status_set(st, GRPC_INVALID_ARGUMENT, "unsupported protocol type %d",
-		                        protocol);
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "unsupported protocol type %d",
+		                       protocol);
 	if (!p || p->params_case != PILLAR_CSI__AGENT__V1__EXPORT_PARAMS__PARAMS_NVMEOF_TCP ||
 	    !p->nvmeof_tcp)
-		return agent_status_set(st, GRPC_INVALID_ARGUMENT,
-		                        "export_params.nvmeof_tcp is required");
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+		                       "export_params.nvmeof_tcp is required");
 	const PB(NvmeofTcpExportParams) *t = p->nvmeof_tcp;
 	const char *addr = t->bind_address ? t->bind_address : "";
 	if (inet_pton(AF_INET, addr, buf) != 1 && inet_pton(AF_INET6, addr, buf) != 1)
-		return agent_status_set(st, GRPC_INVALID_ARGUMENT,
-		                        "bind_address \"%s\" is not an IP literal", addr);
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+		                       "bind_address \"%s\" is not an IP literal", addr);
 	if (t->port < 0 || t->port > 65535)
-		return agent_status_set(st, GRPC_INVALID_ARGUMENT, "port %d is out of range",
-		                        t->port);
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "port %d is out of range",
+		                       t->port);
 	if (t->in_capsule_data_size != 0 && t->in_capsule_data_size < 1024)
-		return agent_status_set(st, GRPC_INVALID_ARGUMENT,
-		                        "in_capsule_data_size %d is below 1024",
-		                        t->in_capsule_data_size);
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+		                       "in_capsule_data_size %d is below 1024",
+		                       t->in_capsule_data_size);
 	it->spec.bind_address = addr;
 	it->spec.port = t->port ? (uint32_t)t->port : 4420;
 	it->spec.icds = t->in_capsule_data_size;
@@ -75,20 +75,20 @@ static int check_export_params(int protocol, const PB(ExportParams) * p, struct 
 }
 
 /* Common item setup once the volume is routed: NQN, device path, spec. */
-static int setup_item(struct item *it, const char *device_path, bool acl, struct agent_status *st)
+static int setup_item(struct item *it, const char *device_path, bool acl, struct grpc_status *st)
 {
 	struct err e = {0};
 	if (rules_nqn_of_volume(it->v.id, it->nqn, sizeof(it->nqn), &e) < 0)
-		return agent_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
 	if (device_path && *device_path) {
 		if (device_path[0] != '/' || strlen(device_path) >= sizeof(it->dev))
-			return agent_status_set(st, GRPC_INVALID_ARGUMENT,
-			                        "device_path \"%s\" is not an absolute path",
-			                        device_path);
+			return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+			                       "device_path \"%s\" is not an absolute path",
+			                       device_path);
 		snprintf(it->dev, sizeof(it->dev), "%s", device_path);
 	} else if (it->b->ops->device_path(it->b, it->v.name, it->dev, sizeof(it->dev)) < 0) {
-		return agent_status_set(st, GRPC_INVALID_ARGUMENT, "invalid volume id \"%s\"",
-		                        it->v.id);
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "invalid volume id \"%s\"",
+		                       it->v.id);
 	}
 	it->spec.nqn = it->nqn;
 	it->spec.device_path = it->dev;
@@ -98,8 +98,7 @@ static int setup_item(struct item *it, const char *device_path, bool acl, struct
 }
 
 /* Phase 1 for one item (caller holds the volume lock). */
-static int prepare_item(agent_service *a, struct item *it, int64_t deadline,
-                        struct agent_status *st)
+static int prepare_item(agent_service *a, struct item *it, int64_t deadline, struct grpc_status *st)
 {
 	struct err e = {0};
 	int code;
@@ -107,14 +106,14 @@ static int prepare_item(agent_service *a, struct item *it, int64_t deadline,
 		return code;
 	const char *uid = it->fence ? it->fence->volume_uid : NULL;
 	if (agent_identity_start(a->state_dir, it->v.id, uid, it->nqn, &it->spec.identity, &e) < 0)
-		return agent_status_set(st, GRPC_INTERNAL, "%s", e.msg);
+		return grpc_status_set(st, GRPC_INTERNAL, "%s", e.msg);
 	pthread_mutex_lock(&a->nv_mu);
 	int r = nvmet_export_prepare(a->nv, &it->spec, &it->prep, &e);
 	pthread_mutex_unlock(&a->nv_mu);
 	if (r < 0)
-		return agent_status_from_err(st, &e);
+		return grpc_status_from_err(st, &e);
 	if (agent_identity_settle(a->state_dir, it->v.id, uid, it->nqn, &it->prep.identity, &e) < 0)
-		return agent_status_set(st, GRPC_INTERNAL, "%s", e.msg);
+		return grpc_status_set(st, GRPC_INTERNAL, "%s", e.msg);
 	it->prepared = true;
 	return GRPC_OK;
 }
@@ -140,7 +139,7 @@ static bool addr_bindable(const char *addr)
 }
 
 /* nvmet.md §10.2: poll every 500 ms up to the budget. */
-static int wait_addr(agent_service *a, const char *addr, struct agent_status *st)
+static int wait_addr(agent_service *a, const char *addr, struct grpc_status *st)
 {
 	int64_t end = time_mono_ms() + a->addr_wait_ms;
 	for (;;) {
@@ -148,16 +147,16 @@ static int wait_addr(agent_service *a, const char *addr, struct agent_status *st
 			return GRPC_OK;
 		int64_t left = end - time_mono_ms();
 		if (left <= 0)
-			return agent_status_set(st, GRPC_UNAVAILABLE,
-			                        "bind address %s is not configured on this node",
-			                        addr);
+			return grpc_status_set(st, GRPC_UNAVAILABLE,
+			                       "bind address %s is not configured on this node",
+			                       addr);
 		struct timespec ts = {0, (left < 500 ? left : 500) * 1000000L};
 		nanosleep(&ts, NULL);
 	}
 }
 
 /* Phase 2 for one item: re-check the fence, link (caller holds the volume lock). */
-static int link_item(agent_service *a, struct item *it, struct agent_status *st)
+static int link_item(agent_service *a, struct item *it, struct grpc_status *st)
 {
 	struct err e = {0};
 	int code = svc_fence(a, it->v.id, it->fence, FENCE_GRANT, st);
@@ -167,7 +166,7 @@ static int link_item(agent_service *a, struct item *it, struct agent_status *st)
 	int r = nvmet_export_link(a->nv, &it->spec, it->prep.relink, NULL, &e);
 	pthread_mutex_unlock(&a->nv_mu);
 	if (r < 0)
-		return agent_status_from_err(st, &e);
+		return grpc_status_from_err(st, &e);
 	return GRPC_OK;
 }
 
@@ -187,7 +186,7 @@ static PB(ExportInfo) * export_info(const struct item *it)
 /* ---- ExportVolume -------------------------------------------------------------------------------- */
 
 int agent_export_volume(agent_service *a, const PB(ExportVolumeRequest) * req,
-                        PB(ExportVolumeResponse) * resp, struct agent_status *st)
+                        PB(ExportVolumeResponse) * resp, struct grpc_status *st)
 {
 	struct item it;
 	int code;
@@ -200,8 +199,8 @@ int agent_export_volume(agent_service *a, const PB(ExportVolumeRequest) * req,
 	        GRPC_OK)
 		goto out;
 	if (!(it.b = svc_find_pool(a, it.v.pool))) {
-		code = agent_status_set(st, GRPC_FAILED_PRECONDITION,
-		                        "pool \"%s\" is not configured on this agent", it.v.pool);
+		code = grpc_status_set(st, GRPC_FAILED_PRECONDITION,
+		                       "pool \"%s\" is not configured on this agent", it.v.pool);
 		goto out;
 	}
 	if ((code = setup_item(&it, req->device_path, req->acl_enabled, st)) != GRPC_OK)
@@ -225,7 +224,7 @@ out:
 /* ---- UnexportVolume, AllowInitiator, DenyInitiator ------------------------------------------------ */
 
 int agent_unexport_volume(agent_service *a, const PB(UnexportVolumeRequest) * req,
-                          PB(UnexportVolumeResponse) * resp, struct agent_status *st)
+                          PB(UnexportVolumeResponse) * resp, struct grpc_status *st)
 {
 	struct volref v;
 	struct err e = {0};
@@ -237,12 +236,12 @@ int agent_unexport_volume(agent_service *a, const PB(UnexportVolumeRequest) * re
 	if ((code = svc_parse_volume_id(req->volume_id, &v, st)) != GRPC_OK)
 		goto out;
 	if (req->protocol_type != PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP) {
-		code = agent_status_set(st, GRPC_INVALID_ARGUMENT, "unsupported protocol type %d",
-		                        (int)req->protocol_type);
+		code = grpc_status_set(st, GRPC_INVALID_ARGUMENT, "unsupported protocol type %d",
+		                       (int)req->protocol_type);
 		goto out;
 	}
 	if (rules_nqn_of_volume(v.id, nqn, sizeof(nqn), &e) < 0) {
-		code = agent_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
+		code = grpc_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
 		goto out;
 	}
 	struct keylock_hold hold;
@@ -253,7 +252,7 @@ int agent_unexport_volume(agent_service *a, const PB(UnexportVolumeRequest) * re
 		pthread_mutex_unlock(&a->nv_mu);
 		if (r == 0)
 			r = agent_identity_forget(a->state_dir, v.id, &e);
-		code = r < 0 ? agent_status_from_err(st, &e) : svc_ok(st);
+		code = r < 0 ? grpc_status_from_err(st, &e) : svc_ok(st);
 	}
 	keylock_release(&a->locks, &hold);
 out:
@@ -263,7 +262,7 @@ out:
 
 static int initiator_common(agent_service *a, const char *rpc, const char *volume_id, int protocol,
                             const char *initiator, const PB(FencingToken) * fence, bool allow,
-                            struct agent_status *st)
+                            struct grpc_status *st)
 {
 	struct volref v;
 	struct err e = {0};
@@ -275,13 +274,13 @@ static int initiator_common(agent_service *a, const char *rpc, const char *volum
 	    (code = svc_parse_volume_id(volume_id, &v, st)) != GRPC_OK)
 		goto out;
 	if (protocol != PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP) {
-		code = agent_status_set(st, GRPC_INVALID_ARGUMENT, "unsupported protocol type %d",
-		                        protocol);
+		code = grpc_status_set(st, GRPC_INVALID_ARGUMENT, "unsupported protocol type %d",
+		                       protocol);
 		goto out;
 	}
 	if (rules_hostnqn_check(initiator ? initiator : "", &e) < 0 ||
 	    rules_nqn_of_volume(v.id, nqn, sizeof(nqn), &e) < 0) {
-		code = agent_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
+		code = grpc_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
 		goto out;
 	}
 	struct keylock_hold hold;
@@ -293,10 +292,10 @@ static int initiator_common(agent_service *a, const char *rpc, const char *volum
 		              : nvmet_host_deny(a->nv, nqn, initiator, &e);
 		pthread_mutex_unlock(&a->nv_mu);
 		if (allow && r == -ENOENT)
-			code = agent_status_set(st, GRPC_NOT_FOUND, "volume \"%s\" is not exported",
-			                        v.id);
+			code = grpc_status_set(st, GRPC_NOT_FOUND, "volume \"%s\" is not exported",
+			                       v.id);
 		else
-			code = r < 0 ? agent_status_from_err(st, &e) : svc_ok(st);
+			code = r < 0 ? grpc_status_from_err(st, &e) : svc_ok(st);
 	}
 	keylock_release(&a->locks, &hold);
 out:
@@ -305,7 +304,7 @@ out:
 }
 
 int agent_allow_initiator(agent_service *a, const PB(AllowInitiatorRequest) * req,
-                          PB(AllowInitiatorResponse) * resp, struct agent_status *st)
+                          PB(AllowInitiatorResponse) * resp, struct grpc_status *st)
 {
 	(void)resp;
 	return initiator_common(a, "AllowInitiator", req->volume_id, (int)req->protocol_type,
@@ -313,7 +312,7 @@ int agent_allow_initiator(agent_service *a, const PB(AllowInitiatorRequest) * re
 }
 
 int agent_deny_initiator(agent_service *a, const PB(DenyInitiatorRequest) * req,
-                         PB(DenyInitiatorResponse) * resp, struct agent_status *st)
+                         PB(DenyInitiatorResponse) * resp, struct grpc_status *st)
 {
 	(void)resp;
 	return initiator_common(a, "DenyInitiator", req->volume_id, (int)req->protocol_type,
@@ -323,7 +322,7 @@ int agent_deny_initiator(agent_service *a, const PB(DenyInitiatorRequest) * req,
 /* ---- ReconcileState ------------------------------------------------------------------------------- */
 
 static int check_item(agent_service *a, const PB(VolumeDesiredState) * d, struct item *it,
-                      struct agent_status *st)
+                      struct grpc_status *st)
 {
 	struct backend_create_opts o;
 	int code;
@@ -335,9 +334,9 @@ static int check_item(agent_service *a, const PB(VolumeDesiredState) * d, struct
 	if (d->n_exports == 0)
 		return GRPC_OK; /* fence-checked, otherwise left alone */
 	if (d->n_exports > 1)
-		return agent_status_set(st, GRPC_INVALID_ARGUMENT,
-		                        "volume \"%s\" has %zu exports; at most one is supported",
-		                        it->v.id, d->n_exports);
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+		                       "volume \"%s\" has %zu exports; at most one is supported",
+		                       it->v.id, d->n_exports);
 	const PB(ExportDesiredState) *x = d->exports[0];
 	if ((code = check_export_params((int)x->protocol_type, x->export_params, it, st)) !=
 	        GRPC_OK ||
@@ -346,7 +345,7 @@ static int check_item(agent_service *a, const PB(VolumeDesiredState) * d, struct
 	for (size_t i = 0; x->acl_enabled && i < x->n_allowed_initiators; i++) {
 		struct err e = {0};
 		if (rules_hostnqn_check(x->allowed_initiators[i], &e) < 0)
-			return agent_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
+			return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
 	}
 	it->spec.hosts = x->acl_enabled ? (const char *const *)x->allowed_initiators : NULL;
 	it->spec.n_hosts = x->acl_enabled ? x->n_allowed_initiators : 0;
@@ -375,7 +374,7 @@ static int by_link_order(const void *x, const void *y)
 
 static void run_batch(agent_service *a, struct item *items, size_t n)
 {
-	struct agent_status st = {0};
+	struct grpc_status st = {0};
 	struct item **ord = calloc(n ? n : 1, sizeof(*ord));
 	size_t k = 0;
 	if (!ord)
@@ -430,9 +429,9 @@ static void run_batch(agent_service *a, struct item *items, size_t n)
 }
 
 int agent_reconcile_state(agent_service *a, const PB(ReconcileStateRequest) * req,
-                          PB(ReconcileStateResponse) * resp, struct agent_status *st)
+                          PB(ReconcileStateResponse) * resp, struct grpc_status *st)
 {
-	struct agent_status ist;
+	struct grpc_status ist;
 	int code;
 	if (svc_enter(a, st))
 		return st->code;
@@ -442,7 +441,7 @@ int agent_reconcile_state(agent_service *a, const PB(ReconcileStateRequest) * re
 		for (size_t j = 0; j < i; j++)
 			if (req->volumes[i]->volume_id && req->volumes[j]->volume_id &&
 			    strcmp(req->volumes[i]->volume_id, req->volumes[j]->volume_id) == 0) {
-				code = agent_status_set(
+				code = grpc_status_set(
 				    st, GRPC_INVALID_ARGUMENT,
 				    "volume \"%s\" appears more than once in the request",
 				    req->volumes[i]->volume_id);
@@ -496,7 +495,7 @@ out:
 /* ---- Drain ---------------------------------------------------------------------------------------- */
 
 int agent_drain(agent_service *a, const PB(DrainRequest) * req, PB(DrainResponse) * resp,
-                struct agent_status *st)
+                struct grpc_status *st)
 {
 	struct timespec until;
 	char path[PATH_MAX], text[96], when[40];
@@ -520,12 +519,12 @@ int agent_drain(agent_service *a, const PB(DrainRequest) * req, PB(DrainResponse
 	snprintf(text, sizeof(text), "{\"drainedAt\":\"%s\"}\n", when);
 	snprintf(path, sizeof(path), "%s/.drained", a->state_dir);
 	if (file_write_atomic(path, text, strlen(text), 0600, &e) < 0)
-		return agent_status_set(st, GRPC_INTERNAL, "%s", e.msg);
+		return grpc_status_set(st, GRPC_INTERNAL, "%s", e.msg);
 	resp->was_already_drained = false;
 	return svc_ok(st);
 }
 
-int agent_unimplemented(const char *rpc, struct agent_status *st)
+int agent_unimplemented(const char *rpc, struct grpc_status *st)
 {
-	return agent_status_set(st, GRPC_UNIMPLEMENTED, "%s is not implemented by this agent", rpc);
+	return grpc_status_set(st, GRPC_UNIMPLEMENTED, "%s is not implemented by this agent", rpc);
 }

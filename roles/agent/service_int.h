@@ -54,32 +54,32 @@ struct volref {
 
 /* Door for every RPC but Drain: UNAVAILABLE `agent is draining`; else counts the call in flight
  * (leave() must follow). */
-int svc_enter(agent_service *a, struct agent_status *st);
+int svc_enter(agent_service *a, struct grpc_status *st);
 void svc_leave(agent_service *a);
 /* UNAVAILABLE `export restore pending: <rpc>: …` while the gate is closed. */
-int svc_gate(agent_service *a, const char *rpc, struct agent_status *st);
+int svc_gate(agent_service *a, const char *rpc, struct grpc_status *st);
 
 /* INVALID_ARGUMENT `invalid volume id "<id>"`. */
-int svc_parse_volume_id(const char *id, struct volref *v, struct agent_status *st);
+int svc_parse_volume_id(const char *id, struct volref *v, struct grpc_status *st);
 /* FAILED_PRECONDITION `pool "<p>" is not configured on this agent` (code may be overridden). */
 backend *svc_find_pool(agent_service *a, const char *pool);
 /* Backend for a request: pool configured (FAILED_PRECONDITION), type supported and matching
  * (INVALID_ARGUMENT). */
 int svc_route(agent_service *a, const struct volref *v, int backend_type, backend **out,
-              struct agent_status *st);
+              struct grpc_status *st);
 /* Layout check of §5.1 plus the params rules; fills the create options. */
 int svc_layout(agent_service *a, backend *b, const struct volref *v,
                const PillarCsi__Agent__V1__BackendParams *p, struct backend_create_opts *o,
-               struct agent_status *st);
+               struct grpc_status *st);
 int svc_fence(agent_service *a, const char *volume_id, const PillarCsi__Agent__V1__FencingToken *t,
-              enum fence_class cls, struct agent_status *st);
+              enum fence_class cls, struct grpc_status *st);
 /* Bounded wait for a backing device, with one LVM activation (nvmet.md §10.1).  deadline_ms is
  * CLOCK_MONOTONIC milliseconds.  UNAVAILABLE `backing device <path> of volume "<id>" is not
  * available (pool not imported or volume group not active)`. */
 int svc_wait_backing(agent_service *a, backend *b, const struct volref *v, const char *path,
-                     int64_t deadline_ms, struct agent_status *st);
+                     int64_t deadline_ms, struct grpc_status *st);
 /* Sets OK with an empty message; returns GRPC_OK. */
-int svc_ok(struct agent_status *st);
+int svc_ok(struct grpc_status *st);
 char *svc_strdup(const char *s);
 
 #endif

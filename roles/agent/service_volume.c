@@ -142,7 +142,7 @@ static void cached_check(agent_service *a, struct agent_health_cache *hc,
 }
 
 int agent_health_check(agent_service *a, const PB(HealthCheckRequest) * req,
-                       PB(HealthCheckResponse) * resp, struct agent_status *st)
+                       PB(HealthCheckResponse) * resp, struct grpc_status *st)
 {
 	char msg[PATH_MAX + 128], p[PATH_MAX];
 	bool zfs = false, lvm = false, file = false, ok;
@@ -214,7 +214,7 @@ static bool same_size(const backend *b, int64_t have, int64_t want)
 
 static int do_create(agent_service *a, backend *b, const struct volref *v,
                      const PB(CreateVolumeRequest) * req, PB(CreateVolumeResponse) * resp,
-                     struct agent_status *st)
+                     struct grpc_status *st)
 {
 	struct backend_create_opts o;
 	struct err e = {0};
@@ -228,27 +228,27 @@ static int do_create(agent_service *a, backend *b, const struct volref *v,
 	if ((code = svc_fence(a, v->id, req->fence, FENCE_GRANT, st)) != GRPC_OK)
 		return code;
 	if (b->ops->device_path(b, v->name, dev, sizeof(dev)) < 0)
-		return agent_status_set(st, GRPC_INVALID_ARGUMENT, "invalid volume id \"%s\"",
-		                        v->id);
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "invalid volume id \"%s\"",
+		                       v->id);
 	r = b->ops->size(b, v->name, &have, &e);
 	if (r == 0) {
 		if (!same_size(b, have, req->capacity_bytes))
-			return agent_status_set(st, GRPC_ALREADY_EXISTS,
-			                        "volume \"%s\" exists with %" PRId64
-			                        " bytes; requested %" PRId64,
-			                        v->id, have, (int64_t)req->capacity_bytes);
+			return grpc_status_set(st, GRPC_ALREADY_EXISTS,
+			                       "volume \"%s\" exists with %" PRId64
+			                       " bytes; requested %" PRId64,
+			                       v->id, have, (int64_t)req->capacity_bytes);
 		goto wait;
 	}
 	if (r != -ENOENT)
-		return agent_status_from_err(st, &e);
+		return grpc_status_from_err(st, &e);
 	if (b->cfg.kind == BACKEND_ZFS || (b->cfg.kind == BACKEND_LVM && !o.thin)) {
 		if (b->ops->capacity(b, &total, &avail, &e) < 0)
-			return agent_status_from_err(st, &e);
+			return grpc_status_from_err(st, &e);
 		if (avail < req->capacity_bytes)
-			return agent_status_set(st, GRPC_RESOURCE_EXHAUSTED,
-			                        "pool \"%s\" has %" PRId64
-			                        " bytes available; %" PRId64 " requested",
-			                        v->pool, avail, (int64_t)req->capacity_bytes);
+			return grpc_status_set(st, GRPC_RESOURCE_EXHAUSTED,
+			                       "pool \"%s\" has %" PRId64
+			                       " bytes available; %" PRId64 " requested",
+			                       v->pool, avail, (int64_t)req->capacity_bytes);
 	}
 	const PB(BackendParams) *bp = req->backend_params;
 	if (bp && bp->params_case == PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__PARAMS_ZFS &&
@@ -269,22 +269,22 @@ static int do_create(agent_service *a, backend *b, const struct volref *v,
 		free(props[i]);
 	free(props);
 	if (r == -ENOSPC)
-		return agent_status_set(st, GRPC_RESOURCE_EXHAUSTED, "%s", e.msg);
+		return grpc_status_set(st, GRPC_RESOURCE_EXHAUSTED, "%s", e.msg);
 	if (r < 0)
-		return agent_status_set(st, r == -ETIMEDOUT ? GRPC_UNAVAILABLE : GRPC_INTERNAL,
-		                        "%s", e.msg);
+		return grpc_status_set(st, r == -ETIMEDOUT ? GRPC_UNAVAILABLE : GRPC_INTERNAL, "%s",
+		                       e.msg);
 wait:
 	if (backend_device_wait(dev, backend_regular_devices(b), a->create_wait_ms, 100) < 0)
-		return agent_status_set(st, GRPC_UNAVAILABLE, "device %s did not appear", dev);
+		return grpc_status_set(st, GRPC_UNAVAILABLE, "device %s did not appear", dev);
 	if (b->ops->size(b, v->name, &have, &e) < 0)
-		return agent_status_from_err(st, &e);
+		return grpc_status_from_err(st, &e);
 	resp->device_path = svc_strdup(dev);
 	resp->capacity_bytes = have;
 	return svc_ok(st);
 }
 
 int agent_create_volume(agent_service *a, const PB(CreateVolumeRequest) * req,
-                        PB(CreateVolumeResponse) * resp, struct agent_status *st)
+                        PB(CreateVolumeResponse) * resp, struct grpc_status *st)
 {
 	struct volref v;
 	backend *b;
@@ -294,9 +294,9 @@ int agent_create_volume(agent_service *a, const PB(CreateVolumeRequest) * req,
 	if ((code = svc_parse_volume_id(req->volume_id, &v, st)) == GRPC_OK &&
 	    (code = svc_route(a, &v, (int)req->backend_type, &b, st)) == GRPC_OK) {
 		if (req->capacity_bytes <= 0) {
-			code = agent_status_set(st, GRPC_INVALID_ARGUMENT,
-			                        "capacity_bytes must be positive, got %" PRId64,
-			                        (int64_t)req->capacity_bytes);
+			code = grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+			                       "capacity_bytes must be positive, got %" PRId64,
+			                       (int64_t)req->capacity_bytes);
 		} else {
 			struct keylock_hold hold;
 			keylock_wait(&a->locks, &hold, v.id);
@@ -311,7 +311,7 @@ int agent_create_volume(agent_service *a, const PB(CreateVolumeRequest) * req,
 /* ---- DeleteVolume -------------------------------------------------------------------------------- */
 
 static int do_delete(agent_service *a, backend *b, const struct volref *v,
-                     const PB(DeleteVolumeRequest) * req, struct agent_status *st)
+                     const PB(DeleteVolumeRequest) * req, struct grpc_status *st)
 {
 	struct err e = {0};
 	char nqn[256];
@@ -324,13 +324,13 @@ static int do_delete(agent_service *a, backend *b, const struct volref *v,
 		bool exported = nvmet_subsys_exists(a->nv, nqn);
 		pthread_mutex_unlock(&a->nv_mu);
 		if (exported)
-			return agent_status_set(
+			return grpc_status_set(
 			    st, GRPC_FAILED_PRECONDITION,
 			    "volume \"%s\" is still exported as %s; unexport it first", v->id, nqn);
 	}
 	r = b->ops->size(b, v->name, &have, &e);
 	if (r < 0 && r != -ENOENT)
-		return agent_status_from_err(st, &e);
+		return grpc_status_from_err(st, &e);
 	if (r == 0) {
 		for (int attempt = 0;; attempt++) {
 			r = b->ops->destroy(b, v->name, &e);
@@ -339,21 +339,21 @@ static int do_delete(agent_service *a, backend *b, const struct volref *v,
 			time_sleep_ms(a->busy_retry_ms);
 		}
 		if (r == -EBUSY)
-			return agent_status_set(st, GRPC_FAILED_PRECONDITION,
-			                        "volume \"%s\" is busy: %s", v->id, e.msg);
+			return grpc_status_set(st, GRPC_FAILED_PRECONDITION,
+			                       "volume \"%s\" is busy: %s", v->id, e.msg);
 		if (r < 0 && r != -ENOENT)
-			return agent_status_set(
+			return grpc_status_set(
 			    st, r == -ETIMEDOUT ? GRPC_UNAVAILABLE : GRPC_FAILED_PRECONDITION, "%s",
 			    e.msg);
 	}
 	if (agent_fence_end(a->state_dir, v->id, &e) < 0 ||
 	    agent_identity_forget(a->state_dir, v->id, &e) < 0)
-		return agent_status_set(st, GRPC_INTERNAL, "%s", e.msg);
+		return grpc_status_set(st, GRPC_INTERNAL, "%s", e.msg);
 	return svc_ok(st);
 }
 
 int agent_delete_volume(agent_service *a, const PB(DeleteVolumeRequest) * req,
-                        PB(DeleteVolumeResponse) * resp, struct agent_status *st)
+                        PB(DeleteVolumeResponse) * resp, struct grpc_status *st)
 {
 	struct volref v;
 	backend *b;
@@ -376,7 +376,7 @@ int agent_delete_volume(agent_service *a, const PB(DeleteVolumeRequest) * req,
 
 static int do_expand(agent_service *a, backend *b, const struct volref *v,
                      const PB(ExpandVolumeRequest) * req, PB(ExpandVolumeResponse) * resp,
-                     struct agent_status *st)
+                     struct grpc_status *st)
 {
 	struct err e = {0};
 	char nqn[256];
@@ -386,20 +386,20 @@ static int do_expand(agent_service *a, backend *b, const struct volref *v,
 		return code;
 	r = b->ops->size(b, v->name, &cur, &e);
 	if (r == -ENOENT)
-		return agent_status_set(st, GRPC_NOT_FOUND, "volume \"%s\" does not exist", v->id);
+		return grpc_status_set(st, GRPC_NOT_FOUND, "volume \"%s\" does not exist", v->id);
 	if (r < 0)
-		return agent_status_from_err(st, &e);
+		return grpc_status_from_err(st, &e);
 	if (req->requested_bytes < cur && !same_size(b, cur, req->requested_bytes))
-		return agent_status_set(st, GRPC_OUT_OF_RANGE,
-		                        "cannot shrink volume \"%s\" from %" PRId64 " to %" PRId64
-		                        " bytes",
-		                        v->id, cur, (int64_t)req->requested_bytes);
+		return grpc_status_set(st, GRPC_OUT_OF_RANGE,
+		                       "cannot shrink volume \"%s\" from %" PRId64 " to %" PRId64
+		                       " bytes",
+		                       v->id, cur, (int64_t)req->requested_bytes);
 	if (req->requested_bytes > cur) {
 		r = b->ops->expand(b, v->name, req->requested_bytes, &e);
 		if (r == -ENOSPC)
-			return agent_status_set(st, GRPC_RESOURCE_EXHAUSTED, "%s", e.msg);
+			return grpc_status_set(st, GRPC_RESOURCE_EXHAUSTED, "%s", e.msg);
 		if (r < 0)
-			return agent_status_set(
+			return grpc_status_set(
 			    st, r == -ETIMEDOUT ? GRPC_UNAVAILABLE : GRPC_INTERNAL, "%s", e.msg);
 	}
 	if (rules_nqn_of_volume(v->id, nqn, sizeof(nqn), NULL) == 0) {
@@ -407,16 +407,16 @@ static int do_expand(agent_service *a, backend *b, const struct volref *v,
 		r = nvmet_subsys_exists(a->nv, nqn) ? nvmet_ns_revalidate(a->nv, nqn, &e) : 0;
 		pthread_mutex_unlock(&a->nv_mu);
 		if (r < 0)
-			return agent_status_from_err(st, &e);
+			return grpc_status_from_err(st, &e);
 	}
 	if (b->ops->size(b, v->name, &cur, &e) < 0)
-		return agent_status_from_err(st, &e);
+		return grpc_status_from_err(st, &e);
 	resp->capacity_bytes = cur;
 	return svc_ok(st);
 }
 
 int agent_expand_volume(agent_service *a, const PB(ExpandVolumeRequest) * req,
-                        PB(ExpandVolumeResponse) * resp, struct agent_status *st)
+                        PB(ExpandVolumeResponse) * resp, struct grpc_status *st)
 {
 	struct volref v;
 	backend *b;
@@ -426,9 +426,9 @@ int agent_expand_volume(agent_service *a, const PB(ExpandVolumeRequest) * req,
 	if ((code = svc_parse_volume_id(req->volume_id, &v, st)) == GRPC_OK &&
 	    (code = svc_route(a, &v, (int)req->backend_type, &b, st)) == GRPC_OK) {
 		if (req->requested_bytes <= 0) {
-			code = agent_status_set(st, GRPC_INVALID_ARGUMENT,
-			                        "requested_bytes must be positive, got %" PRId64,
-			                        (int64_t)req->requested_bytes);
+			code = grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+			                       "requested_bytes must be positive, got %" PRId64,
+			                       (int64_t)req->requested_bytes);
 		} else {
 			struct keylock_hold hold;
 			keylock_wait(&a->locks, &hold, v.id);

@@ -117,7 +117,7 @@ int csi_delete_volume(struct ctl *c, const Csi__V1__DeleteVolumeRequest *req,
 		return r;
 	*resp = malloc(sizeof(**resp));
 	if (!*resp)
-		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+		return grpc_status_oom(gs);
 	csi__v1__delete_volume_response__init(*resp);
 	return GRPC_OK;
 }
@@ -202,7 +202,7 @@ int csi_controller_expand(struct ctl *c, const Csi__V1__ControllerExpandVolumeRe
 		return r;
 	*resp = malloc(sizeof(**resp));
 	if (!*resp)
-		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+		return grpc_status_oom(gs);
 	csi__v1__controller_expand_volume_response__init(*resp);
 	(*resp)->capacity_bytes = x.bytes;
 	(*resp)->node_expansion_required = true;

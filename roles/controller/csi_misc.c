@@ -131,7 +131,7 @@ int csi_get_plugin_info(struct ctl *c, Csi__V1__GetPluginInfoResponse **resp,
 	(void)c;
 	*resp = malloc(sizeof(**resp));
 	if (!*resp)
-		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+		return grpc_status_oom(gs);
 	csi__v1__get_plugin_info_response__init(*resp);
 	(*resp)->name = dup(RULES_DRIVER_NAME);
 	(*resp)->vendor_version = dup(version_string());
@@ -163,7 +163,7 @@ int csi_get_plugin_capabilities(struct ctl *c, Csi__V1__GetPluginCapabilitiesRes
 	(void)c;
 	Csi__V1__GetPluginCapabilitiesResponse *r = malloc(sizeof(*r));
 	if (!r)
-		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+		return grpc_status_oom(gs);
 	csi__v1__get_plugin_capabilities_response__init(r);
 	r->capabilities = calloc(3, sizeof(*r->capabilities));
 	Csi__V1__PluginCapability *a =
@@ -195,7 +195,7 @@ int csi_get_plugin_capabilities(struct ctl *c, Csi__V1__GetPluginCapabilitiesRes
 	if (r->n_capabilities != 3) {
 		protobuf_c_message_free_unpacked(&r->base, NULL);
 		*resp = NULL;
-		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+		return grpc_status_oom(gs);
 	}
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
@@ -210,7 +210,7 @@ int csi_probe(struct ctl *c, Csi__V1__ProbeResponse **resp, struct grpc_status *
 	if (!r || !b) {
 		free(r);
 		free(b);
-		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+		return grpc_status_oom(gs);
 	}
 	csi__v1__probe_response__init(r);
 	google__protobuf__bool_value__init(b);
@@ -237,7 +237,7 @@ int csi_controller_capabilities(struct ctl *c, Csi__V1__ControllerGetCapabilitie
 	const size_t n = sizeof(types) / sizeof(types[0]);
 	Csi__V1__ControllerGetCapabilitiesResponse *r = malloc(sizeof(*r));
 	if (!r)
-		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+		return grpc_status_oom(gs);
 	csi__v1__controller_get_capabilities_response__init(r);
 	r->capabilities = calloc(n, sizeof(*r->capabilities));
 	for (size_t i = 0; r->capabilities && i < n; i++) {
@@ -257,7 +257,7 @@ int csi_controller_capabilities(struct ctl *c, Csi__V1__ControllerGetCapabilitie
 	}
 	if (r->n_capabilities != n) {
 		protobuf_c_message_free_unpacked(&r->base, NULL);
-		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+		return grpc_status_oom(gs);
 	}
 	*resp = r;
 	gs->code = GRPC_OK;
@@ -300,7 +300,7 @@ int csi_get_capacity(struct ctl *c, const Csi__V1__GetCapacityRequest *req,
 	int64_t avail = store_available(c, psc, sref);
 	*resp = malloc(sizeof(**resp));
 	if (!*resp)
-		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+		return grpc_status_oom(gs);
 	csi__v1__get_capacity_response__init(*resp);
 	(*resp)->available_capacity = avail;
 	gs->code = GRPC_OK;
@@ -355,7 +355,7 @@ int csi_validate_capabilities(struct ctl *c, const Csi__V1__ValidateVolumeCapabi
 	model_clear(&model_pvst_kind, &obj);
 	Csi__V1__ValidateVolumeCapabilitiesResponse *out = malloc(sizeof(*out));
 	if (!out) {
-		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+		return grpc_status_oom(gs);
 	}
 	csi__v1__validate_volume_capabilities_response__init(out);
 	if (why[0]) {
@@ -386,7 +386,7 @@ int csi_validate_capabilities(struct ctl *c, const Csi__V1__ValidateVolumeCapabi
 			free(buf);
 		}
 		if (!out) {
-			return gstatus(gs, GRPC_INTERNAL, "out of memory");
+			return grpc_status_oom(gs);
 		}
 	}
 	*resp = out;

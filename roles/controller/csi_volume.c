@@ -32,7 +32,7 @@ int csi_claim(struct model_pvst *v, void *arg, struct grpc_status *gs)
 		v->status.has_deleting = v->status.deleting = true;
 		if (model_cond_set(&v->status.conditions, "Ready", "False", "Deleting",
 		                   "volume is being deleted", v->meta.generation) < 0)
-			return gstatus(gs, GRPC_INTERNAL, "out of memory");
+			return grpc_status_oom(gs);
 	} else if (pvst_deleting(v)) {
 		return gstatus(gs, GRPC_ABORTED, "volume \"%s\" is being deleted", cl->name);
 	}
@@ -49,7 +49,7 @@ static int m_provisioning(struct model_pvst *v, void *arg, struct grpc_status *g
 	if (model_str_set(&v->status.phase, "Provisioning") < 0 ||
 	    model_cond_set(&v->status.conditions, "Ready", "False", "Provisioning",
 	                   "volume is being provisioned", 1) < 0)
-		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+		return grpc_status_oom(gs);
 	pvst_gen_set(v, 0);
 	return 0;
 }
@@ -130,7 +130,7 @@ static int m_step(struct model_pvst *v, void *arg, struct grpc_status *gs)
 	int r = !s->ok   ? step_failed(v, s, og)
 	        : !s->ei ? step_backend(v, s, og)
 	                 : step_ready(v, s, og);
-	return r < 0 ? gstatus(gs, GRPC_INTERNAL, "out of memory") : 0;
+	return r < 0 ? grpc_status_oom(gs) : 0;
 }
 
 /* The success-recorded annotation (a metadata update: the status subresource cannot carry it). */
@@ -274,7 +274,7 @@ static int create_object(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 	int r = 0;
 	for (size_t i = 0; r == 0 && i < req->n_parameters; i++)
 		r = model_map_set(&params, req->parameters[i]->key, req->parameters[i]->value);
-	r = r ? gstatus(gs, GRPC_INTERNAL, "out of memory")
+	r = r ? grpc_status_oom(gs)
 	      : resolve_volume(c->st, &params, block, create_fstype(req), &ro, gs);
 	model_map_clear(&params);
 	if (r)
@@ -308,7 +308,7 @@ static int respond(const struct model_pvst *v, Csi__V1__CreateVolumeResponse **r
 		free(r);
 		if (vol)
 			protobuf_c_message_free_unpacked(&vol->base, NULL);
-		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+		return grpc_status_oom(gs);
 	}
 	csi__v1__create_volume_response__init(r);
 	r->volume = vol;
@@ -541,7 +541,7 @@ int csi_provision(struct ctl *c, const struct model_pvst *v, const char *pname,
 	if (r)
 		return r;
 	if (export_spec(&p) < 0) {
-		r = gstatus(gs, GRPC_INTERNAL, "out of memory");
+		r = grpc_status_oom(gs);
 		goto out;
 	}
 	snprintf(p.dev, sizeof(p.dev), "%s", str(v->status.backend_device_path));

@@ -1,10 +1,9 @@
-/* ctl — the controller core: per-volume locks and gstatus. */
+/* ctl — the controller core: per-volume locks and store readiness. */
 #include "controller/ctl.h"
 
 #include "model/pillar.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,16 +21,6 @@ void ctl_fini(struct ctl *c)
 {
 	if (c)
 		keylock_fini(&c->locks);
-}
-
-int gstatus(struct grpc_status *gs, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(gs->msg, sizeof(gs->msg), fmt, ap);
-	va_end(ap);
-	gs->code = code;
-	return code;
 }
 
 bool ctl_store_ready(struct ctl *c)

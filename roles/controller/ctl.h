@@ -37,8 +37,7 @@ void ctl_fini(struct ctl *c);
 /* true when the store answers (a list of PillarAgents succeeds): readiness (csi.md §1.1). */
 bool ctl_store_ready(struct ctl *c);
 
-/* Sets gs (code and printf-formatted message) and returns code. */
-int gstatus(struct grpc_status *gs, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* The controller's name for grpc_status_set (grpc/status.h: the one status of every role). */
+#define gstatus grpc_status_set
 
 #endif

@@ -110,7 +110,7 @@ static int m_publish(struct model_pvst *v, void *arg, struct grpc_status *gs)
 		mine |= !strcmp(str(v->status.published[i].node_id), p->node);
 	}
 	if (!mine && add_entry(v, p) < 0)
-		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+		return grpc_status_oom(gs);
 	p->gen = pvst_gen(v) + 1;
 	pvst_gen_set(v, p->gen);
 	return 0;
@@ -245,7 +245,7 @@ int csi_controller_publish(struct ctl *c, const Csi__V1__ControllerPublishVolume
 		return r;
 	*resp = malloc(sizeof(**resp));
 	if (!*resp)
-		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+		return grpc_status_oom(gs);
 	csi__v1__controller_publish_volume_response__init(*resp);
 	return GRPC_OK;
 }
@@ -374,7 +374,7 @@ int csi_controller_unpublish(struct ctl *c, const Csi__V1__ControllerUnpublishVo
 		return r;
 	*resp = malloc(sizeof(**resp));
 	if (!*resp)
-		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+		return grpc_status_oom(gs);
 	csi__v1__controller_unpublish_volume_response__init(*resp);
 	return GRPC_OK;
 }

@@ -33,7 +33,7 @@ static int m_exportcond(struct model_pvst *v, void *arg, struct grpc_status *gs)
 	bool ok = !strcmp(s->reason, "Reconciled");
 	int r = model_cond_set(&v->status.conditions, "ExportReconciled", ok ? "True" : "False",
 	                       s->reason, s->message, v->meta.generation);
-	return r > 0 ? 0 : r == 0 ? PVST_SKIP : gstatus(gs, GRPC_INTERNAL, "out of memory");
+	return r > 0 ? 0 : r == 0 ? PVST_SKIP : grpc_status_oom(gs);
 }
 
 void reconcile_set_export_cond(struct ctl *c, const struct model_pvst *v, const char *reason,
@@ -157,8 +157,7 @@ static int volume_names(struct ctl *c, const char *agent, const char *only,
 		if (g < 0)
 			return gstatus(gs, GRPC_UNAVAILABLE, "reading PillarVolumeState \"%s\": %s",
 			               only, e.msg);
-		return model_strs_add(names, only) < 0 ? gstatus(gs, GRPC_INTERNAL, "out of memory")
-		                                       : GRPC_OK;
+		return model_strs_add(names, only) < 0 ? grpc_status_oom(gs) : GRPC_OK;
 	}
 	snprintf(sel, sizeof(sel), RULES_LABEL_AGENT "=%s", agent);
 	if (model_list(c->st, &model_pvst_kind, NULL, sel, (void **)&items, &n, NULL, &e) < 0)
@@ -167,7 +166,7 @@ static int volume_names(struct ctl *c, const char *agent, const char *only,
 	int r = GRPC_OK;
 	for (size_t i = 0; r == GRPC_OK && i < n; i++)
 		if (model_strs_add(names, items[i].meta.name) < 0)
-			r = gstatus(gs, GRPC_INTERNAL, "out of memory");
+			r = grpc_status_oom(gs);
 	model_list_free(&model_pvst_kind, items, n);
 	return r;
 }
@@ -228,7 +227,7 @@ static int reconcile_built(struct ctl *c, const char *agent, const char *addr, b
 	PillarCsi__Agent__V1__VolumeDesiredState **vols = calloc(n ? n : 1, sizeof(*vols));
 	int r;
 	if (!order || !vols) {
-		r = gstatus(gs, GRPC_INTERNAL, "out of memory");
+		r = grpc_status_oom(gs);
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -275,7 +274,7 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
 		free(v);
 		free(holds);
 		model_strs_clear(&names);
-		return gstatus(gs, GRPC_INTERNAL, "out of memory");
+		return grpc_status_oom(gs);
 	}
 	/* the names are sorted: take the per-volume locks in name order */
 	for (size_t i = 0; i < names.n; i++)

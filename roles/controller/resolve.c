@@ -250,7 +250,7 @@ static int sc_fstype(struct resolve_conf *c, struct inputs *in, const char *cap_
 		return gfail(gs, GRPC_INVALID_ARGUMENT,
 		             "csi.storage.k8s.io/fstype \"%s\" is not supported (ext4 or xfs)", f);
 	return model_str_set(&c->r.filesystem.fs_type, f) < 0
-	           ? gfail(gs, GRPC_INTERNAL, "out of memory")
+	           ? gfail(gs, GRPC_RESOURCE_EXHAUSTED, "out of memory")
 	           : 0;
 }
 
@@ -392,7 +392,7 @@ int resolve_volume(store *st, const struct model_map *params, bool block, const 
 		goto out;
 	finish(&c, block, out);
 	if (!block && !out->resolved.filesystem.fs_type)
-		r = gfail(gs, GRPC_INTERNAL, "out of memory");
+		r = gfail(gs, GRPC_RESOURCE_EXHAUSTED, "out of memory");
 out:
 	resolve_conf_clear(&c);
 	inputs_clear(&in);

@@ -13,7 +13,7 @@
 #define TOOL_TIMEOUT_MS (10 * 60 * 1000) /* mkfs of a large volume can take minutes */
 
 int node_fs_probe(const char *dev, const char *volume_id, int *blank, char *type, size_t cap,
-                  struct node_status *st)
+                  struct grpc_status *st)
 {
 	const char *argv[] = {"blkid", "-p", "-o", "export", dev, NULL};
 	struct exec_opts o = {.timeout_ms = 60000};
@@ -26,17 +26,17 @@ int node_fs_probe(const char *dev, const char *volume_id, int *blank, char *type
 	*blank = 0;
 	type[0] = '\0';
 	if (r < 0) {
-		code = node_status_set(st, NODE_INTERNAL, "probe %s with blkid: %s", dev, e.msg);
+		code = grpc_status_set(st, GRPC_INTERNAL, "probe %s with blkid: %s", dev, e.msg);
 		goto out;
 	}
 	if (res.exit_code == 2) {
 		*blank = 1;
-		code = NODE_OK;
+		code = GRPC_OK;
 		goto out;
 	}
 	if (res.exit_code != 0) {
 		code =
-		    node_status_set(st, NODE_INTERNAL, "probe %s with blkid failed (exit %d): %s",
+		    grpc_status_set(st, GRPC_INTERNAL, "probe %s with blkid failed (exit %d): %s",
 		                    dev, res.exit_code, exec_result_summary(&res));
 		goto out;
 	}
@@ -47,31 +47,31 @@ int node_fs_probe(const char *dev, const char *volume_id, int *blank, char *type
 			pt = true;
 	}
 	if (type[0])
-		code = NODE_OK;
+		code = GRPC_OK;
 	else if (pt)
 		code =
-		    node_status_set(st, NODE_FAILED_PRECONDITION,
+		    grpc_status_set(st, GRPC_FAILED_PRECONDITION,
 		                    "volume \"%s\" contains a partition table; refusing to format "
 		                    "or mount it",
 		                    volume_id);
 	else
-		code = node_status_set(st, NODE_INTERNAL,
+		code = grpc_status_set(st, GRPC_INTERNAL,
 		                       "probe %s with blkid: exit 0 without TYPE= or PTTYPE=", dev);
 out:
 	exec_result_free(&res);
 	return code;
 }
 
-static int run_tool(const char *const *argv, const char *what, struct node_status *st)
+static int run_tool(const char *const *argv, const char *what, struct grpc_status *st)
 {
 	struct exec_opts o = {.timeout_ms = TOOL_TIMEOUT_MS};
 	struct exec_result res = {0};
 	struct err e = {0};
-	int r = exec_run(argv, &o, &res, &e), code = NODE_OK;
+	int r = exec_run(argv, &o, &res, &e), code = GRPC_OK;
 	if (r < 0)
-		code = node_status_set(st, NODE_INTERNAL, "%s: %s", what, e.msg);
+		code = grpc_status_set(st, GRPC_INTERNAL, "%s: %s", what, e.msg);
 	else if (res.exit_code != 0)
-		code = node_status_set(st, NODE_INTERNAL, "%s failed (exit %d): %s", what,
+		code = grpc_status_set(st, GRPC_INTERNAL, "%s failed (exit %d): %s", what,
 		                       res.exit_code, exec_result_summary(&res));
 	exec_result_free(&res);
 	return code;
@@ -91,7 +91,7 @@ static bool xfs_knows_nrext64(void)
 }
 
 int node_fs_mkfs(const char *fs, char *const *opts, size_t n, const char *dev,
-                 struct node_status *st)
+                 struct grpc_status *st)
 {
 	const char **argv = calloc(n + 16, sizeof(*argv));
 	struct err e = {0};
@@ -100,10 +100,10 @@ int node_fs_mkfs(const char *fs, char *const *opts, size_t n, const char *dev,
 	int code;
 
 	if (!argv)
-		return node_status_set(st, NODE_INTERNAL, "out of memory");
+		return grpc_status_oom(st);
 	if (rules_mkfs_check(fs, (const char *const *)opts, n, &bad, &e) < 0) {
 		free(argv);
-		return node_status_set(st, NODE_INVALID_ARGUMENT, "%s", e.msg);
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
 	}
 	if (!strcmp(fs, "ext4")) {
 		argv[a++] = "mkfs.ext4";
@@ -122,7 +122,7 @@ int node_fs_mkfs(const char *fs, char *const *opts, size_t n, const char *dev,
 		}
 	} else {
 		free(argv);
-		return node_status_set(st, NODE_INVALID_ARGUMENT, "unsupported fsType \"%s\"", fs);
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "unsupported fsType \"%s\"", fs);
 	}
 	for (i = 0; i < n; i++)
 		argv[a++] = opts[i];
@@ -135,7 +135,7 @@ int node_fs_mkfs(const char *fs, char *const *opts, size_t n, const char *dev,
 	return code;
 }
 
-int node_fs_grow(const char *fs, const char *dev, const char *mountpoint, struct node_status *st)
+int node_fs_grow(const char *fs, const char *dev, const char *mountpoint, struct grpc_status *st)
 {
 	char what[512];
 	if (!strcmp(fs, "xfs")) {

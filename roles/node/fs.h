@@ -9,18 +9,18 @@
 #include <stddef.h>
 
 #include "base/err.h"
-#include "node/status.h"
+#include "grpc/status.h"
 
-/* csi.md §7.4 step 1.  NODE_OK with *blank set, or with type (cap bytes) holding TYPE=. */
+/* csi.md §7.4 step 1.  GRPC_OK with *blank set, or with type (cap bytes) holding TYPE=. */
 int node_fs_probe(const char *dev, const char *volume_id, int *blank, char *type, size_t cap,
-                  struct node_status *st);
+                  struct grpc_status *st);
 
 /* csi.md §7.4 step 4 (ext4 or xfs with the Linux 5.15 profile); opts are checked against the
  * allowlist of rules/mkfs.h first (INVALID_ARGUMENT with its message). */
 int node_fs_mkfs(const char *fs, char *const *opts, size_t n, const char *dev,
-                 struct node_status *st);
+                 struct grpc_status *st);
 
 /* csi.md §9.3 step 5: resize2fs <dev> or xfs_growfs <mountpoint>. */
-int node_fs_grow(const char *fs, const char *dev, const char *mountpoint, struct node_status *st);
+int node_fs_grow(const char *fs, const char *dev, const char *mountpoint, struct grpc_status *st);
 
 #endif

@@ -2,9 +2,8 @@
 
 #include "glue.h"
 
-#define UNARY(fn, Req, Resp, ...)                                                   \
-	GLUE_UNARY(h_##fn, node_##fn, struct node, Csi__V1__##Req, Csi__V1__##Resp, \
-	           struct node_status, __VA_ARGS__)
+#define UNARY(fn, Req, Resp, ...) \
+	GLUE_UNARY(h_##fn, node_##fn, struct node, Csi__V1__##Req, Csi__V1__##Resp, __VA_ARGS__)
 #define M(name, fn, req, resp) \
 	GLUE_METHOD(name, h_##fn, csi__v1__##req##__descriptor, csi__v1__##resp##__descriptor)
 

@@ -20,21 +20,21 @@ struct node {
 	struct keylock locks; /* volume IDs with an operation in flight */
 };
 
-/* Per-volume operation lock (csi.md §7.1 step 2): NODE_OK holding id through h (release with
- * keylock_release(&n->locks, h)), or NODE_ABORTED `an operation on volume "<id>" is already in
+/* Per-volume operation lock (csi.md §7.1 step 2): GRPC_OK holding id through h (release with
+ * keylock_release(&n->locks, h)), or GRPC_ABORTED `an operation on volume "<id>" is already in
  * progress` at once. */
 int node_lock_volume(struct node *n, struct keylock_hold *h, const char *id,
-                     struct node_status *st);
+                     struct grpc_status *st);
 
 /* Maps an nvme layer errno (initiator.h) to a status with e's message. */
-int node_status_from_nvme(int r, const struct err *e, struct node_status *st);
+int node_status_from_nvme(int r, const struct err *e, struct grpc_status *st);
 
 /* Staging mount point probe: 1 mounted (m filled), 0 not, negative errno on probe error. */
 int node_is_mounted(const struct node *n, const char *path, struct node_mount *m);
 
 bool node_mode_read_only(const Csi__V1__VolumeCapability *cap);
 
-/* Reads the record; NODE_OK, NODE_NOT_FOUND (no record, st untouched) or NODE_INTERNAL. */
-int node_load_record(struct node *n, const char *id, struct node_record *r, struct node_status *st);
+/* Reads the record; GRPC_OK, GRPC_NOT_FOUND (no record, st untouched) or GRPC_INTERNAL. */
+int node_load_record(struct node *n, const char *id, struct node_record *r, struct grpc_status *st);
 
 #endif

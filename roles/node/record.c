@@ -14,20 +14,8 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "base/str.h"
-#include "node/status.h"
+#include "grpc/status.h"
 #include "rules/volid.h"
-
-int node_status_set(struct node_status *st, int code, const char *fmt, ...)
-{
-	va_list ap;
-	if (!st)
-		return code;
-	st->code = code;
-	va_start(ap, fmt);
-	vsnprintf(st->msg, sizeof(st->msg), fmt, ap);
-	va_end(ap);
-	return code;
-}
 
 int node_volume_id_parse(const char *id, char *protocol, size_t protocol_cap, struct err *e)
 {

@@ -114,24 +114,20 @@ void node_response_clear(ProtobufCMessage *m)
 	protobuf_c_message_init(m->descriptor, m);
 }
 
-int node_lock_volume(struct node *n, struct keylock_hold *h, const char *id, struct node_status *st)
+int node_lock_volume(struct node *n, struct keylock_hold *h, const char *id, struct grpc_status *st)
 {
 	if (keylock_try(&n->locks, h, id) < 0)
-		return node_status_set(st, NODE_ABORTED,
+		return grpc_status_set(st, GRPC_ABORTED,
 		                       "an operation on volume \"%s\" is already in progress", id);
-	return NODE_OK;
+	return GRPC_OK;
 }
 
-int node_status_from_nvme(int r, const struct err *e, struct node_status *st)
+int node_status_from_nvme(int r, const struct err *e, struct grpc_status *st)
 {
-	int code = NODE_INTERNAL;
-	switch (r) {
-	case -EAGAIN: code = NODE_UNAVAILABLE; break;
-	case -ETIME: code = NODE_DEADLINE_EXCEEDED; break;
-	case -EINVAL: code = NODE_INVALID_ARGUMENT; break;
-	case -ESTALE: code = NODE_FAILED_PRECONDITION; break;
-	}
-	return node_status_set(st, code, "%s", e->msg[0] ? e->msg : strerror(-r));
+	/* csi.md §8 step 5: a controller that was not removed in time is INTERNAL (kubelet retries);
+	 * everything else maps as everywhere (grpc_code_from_errno). */
+	int code = r == -EBUSY ? GRPC_INTERNAL : grpc_code_from_errno(r);
+	return grpc_status_set(st, code, "%s", e->msg[0] ? e->msg : strerror(-r));
 }
 
 int node_is_mounted(const struct node *n, const char *path, struct node_mount *m)
@@ -152,29 +148,29 @@ bool node_mode_read_only(const Csi__V1__VolumeCapability *cap)
 	            CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY);
 }
 
-int node_load_record(struct node *n, const char *id, struct node_record *r, struct node_status *st)
+int node_load_record(struct node *n, const char *id, struct node_record *r, struct grpc_status *st)
 {
 	struct err e = {0};
 	int rc = node_record_read(n->state_dir, id, r, &e);
 	if (rc == -ENOENT)
-		return NODE_NOT_FOUND;
+		return GRPC_NOT_FOUND;
 	if (rc < 0)
-		return node_status_set(st, NODE_INTERNAL, "%s", e.msg);
-	return NODE_OK;
+		return grpc_status_set(st, GRPC_INTERNAL, "%s", e.msg);
+	return GRPC_OK;
 }
 
 /* ---- Identity ------------------------------------------------------------------------------- */
 
 int node_get_plugin_info(struct node *n, const Csi__V1__GetPluginInfoRequest *req,
-                         Csi__V1__GetPluginInfoResponse *resp, struct node_status *st)
+                         Csi__V1__GetPluginInfoResponse *resp, struct grpc_status *st)
 {
 	(void)n;
 	(void)req;
 	resp->name = strdup(RULES_DRIVER_NAME);
 	resp->vendor_version = strdup(version_string());
 	if (!resp->name || !resp->vendor_version)
-		return node_status_set(st, NODE_INTERNAL, "out of memory");
-	return NODE_OK;
+		return grpc_status_oom(st);
+	return GRPC_OK;
 }
 
 static Csi__V1__PluginCapability *plugin_cap(int service, int expansion)
@@ -207,13 +203,13 @@ static Csi__V1__PluginCapability *plugin_cap(int service, int expansion)
 
 int node_get_plugin_capabilities(struct node *n, const Csi__V1__GetPluginCapabilitiesRequest *req,
                                  Csi__V1__GetPluginCapabilitiesResponse *resp,
-                                 struct node_status *st)
+                                 struct grpc_status *st)
 {
 	(void)n;
 	(void)req;
 	resp->capabilities = calloc(3, sizeof(*resp->capabilities));
 	if (!resp->capabilities)
-		return node_status_set(st, NODE_INTERNAL, "out of memory");
+		return grpc_status_oom(st);
 	resp->capabilities[0] =
 	    plugin_cap(CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__CONTROLLER_SERVICE, 0);
 	resp->capabilities[1] = plugin_cap(
@@ -230,13 +226,13 @@ int node_get_plugin_capabilities(struct node *n, const Csi__V1__GetPluginCapabil
 		free(resp->capabilities);
 		resp->capabilities = NULL;
 		resp->n_capabilities = 0;
-		return node_status_set(st, NODE_INTERNAL, "out of memory");
+		return grpc_status_oom(st);
 	}
-	return NODE_OK;
+	return GRPC_OK;
 }
 
 int node_probe(struct node *n, const Csi__V1__ProbeRequest *req, Csi__V1__ProbeResponse *resp,
-               struct node_status *st)
+               struct grpc_status *st)
 {
 	char path[PATH_MAX];
 	struct stat sb;
@@ -256,16 +252,16 @@ int node_probe(struct node *n, const Csi__V1__ProbeRequest *req, Csi__V1__ProbeR
 		ready = false;
 	resp->ready = malloc(sizeof(*resp->ready));
 	if (!resp->ready)
-		return node_status_set(st, NODE_INTERNAL, "out of memory");
+		return grpc_status_oom(st);
 	google__protobuf__bool_value__init(resp->ready);
 	resp->ready->value = ready;
-	return NODE_OK;
+	return GRPC_OK;
 }
 
 /* ---- Node: info and capabilities ------------------------------------------------------------ */
 
 int node_get_info(struct node *n, const Csi__V1__NodeGetInfoRequest *req,
-                  Csi__V1__NodeGetInfoResponse *resp, struct node_status *st)
+                  Csi__V1__NodeGetInfoResponse *resp, struct grpc_status *st)
 {
 	char path[PATH_MAX];
 	struct stat sb;
@@ -273,7 +269,7 @@ int node_get_info(struct node *n, const Csi__V1__NodeGetInfoRequest *req,
 	resp->node_id = strdup(n->node_id);
 	resp->max_volumes_per_node = 0;
 	if (!resp->node_id)
-		return node_status_set(st, NODE_INTERNAL, "out of memory");
+		return grpc_status_oom(st);
 	snprintf(path, sizeof(path), "%s/module/nvme_tcp", n->sysfs_root);
 	if (stat(path, &sb) == 0) {
 		Csi__V1__Topology *t = malloc(sizeof(*t));
@@ -286,7 +282,7 @@ int node_get_info(struct node *n, const Csi__V1__NodeGetInfoRequest *req,
 			free(s);
 			free(k);
 			free(v);
-			return node_status_set(st, NODE_INTERNAL, "out of memory");
+			return grpc_status_oom(st);
 		}
 		csi__v1__topology__init(t);
 		csi__v1__topology__segments_entry__init(s);
@@ -297,11 +293,11 @@ int node_get_info(struct node *n, const Csi__V1__NodeGetInfoRequest *req,
 		t->n_segments = 1;
 		resp->accessible_topology = t;
 	}
-	return NODE_OK;
+	return GRPC_OK;
 }
 
 int node_get_capabilities(struct node *n, const Csi__V1__NodeGetCapabilitiesRequest *req,
-                          Csi__V1__NodeGetCapabilitiesResponse *resp, struct node_status *st)
+                          Csi__V1__NodeGetCapabilitiesResponse *resp, struct grpc_status *st)
 {
 	static const int types[] = {
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__STAGE_UNSTAGE_VOLUME,
@@ -314,14 +310,14 @@ int node_get_capabilities(struct node *n, const Csi__V1__NodeGetCapabilitiesRequ
 	(void)req;
 	resp->capabilities = calloc(cnt, sizeof(*resp->capabilities));
 	if (!resp->capabilities)
-		return node_status_set(st, NODE_INTERNAL, "out of memory");
+		return grpc_status_oom(st);
 	for (i = 0; i < cnt; i++) {
 		Csi__V1__NodeServiceCapability *c = malloc(sizeof(*c));
 		Csi__V1__NodeServiceCapability__RPC *rpc = malloc(sizeof(*rpc));
 		if (!c || !rpc) {
 			free(c);
 			free(rpc);
-			return node_status_set(st, NODE_INTERNAL, "out of memory");
+			return grpc_status_oom(st);
 		}
 		csi__v1__node_service_capability__init(c);
 		csi__v1__node_service_capability__rpc__init(rpc);
@@ -330,7 +326,7 @@ int node_get_capabilities(struct node *n, const Csi__V1__NodeGetCapabilitiesRequ
 		c->rpc = rpc;
 		resp->capabilities[resp->n_capabilities++] = c;
 	}
-	return NODE_OK;
+	return GRPC_OK;
 }
 
 /* ---- Node: publish, unpublish, stats -------------------------------------------------------- */
@@ -357,7 +353,7 @@ static int parent_mkdir(const char *path, struct err *e)
 }
 
 int node_publish_volume(struct node *n, const Csi__V1__NodePublishVolumeRequest *req,
-                        Csi__V1__NodePublishVolumeResponse *resp, struct node_status *st)
+                        Csi__V1__NodePublishVolumeResponse *resp, struct grpc_status *st)
 {
 	struct node_record rec;
 	struct node_mount sm, tm;
@@ -368,31 +364,31 @@ int node_publish_volume(struct node *n, const Csi__V1__NodePublishVolumeRequest 
 	(void)resp;
 
 	if (!req->volume_id || !*req->volume_id)
-		return node_status_set(st, NODE_INVALID_ARGUMENT, "volume_id is required");
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_id is required");
 	if (!req->staging_target_path || !*req->staging_target_path)
-		return node_status_set(st, NODE_INVALID_ARGUMENT,
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
 		                       "staging_target_path is required");
 	if (!req->target_path || !*req->target_path)
-		return node_status_set(st, NODE_INVALID_ARGUMENT, "target_path is required");
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "target_path is required");
 	if (!req->volume_capability)
-		return node_status_set(st, NODE_INVALID_ARGUMENT, "volume_capability is required");
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_capability is required");
 	if (req->volume_capability->access_type_case ==
 	    CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE__NOT_SET)
-		return node_status_set(st, NODE_INVALID_ARGUMENT,
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
 		                       "volume_capability.access_type is required");
 	struct keylock_hold hold;
-	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != NODE_OK)
+	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != GRPC_OK)
 		return code;
 	code = node_load_record(n, req->volume_id, &rec, st);
-	if (code == NODE_NOT_FOUND)
-		code = node_status_set(st, NODE_FAILED_PRECONDITION,
+	if (code == GRPC_NOT_FOUND)
+		code = grpc_status_set(st, GRPC_FAILED_PRECONDITION,
 		                       "volume \"%s\" is not staged on this node", req->volume_id);
-	if (code != NODE_OK)
+	if (code != GRPC_OK)
 		goto out;
 	block = req->volume_capability->access_type_case ==
 	        CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;
 	if (!rec.legacy && strcmp(rec.access_type, block ? "block" : "filesystem") != 0) {
-		code = node_status_set(st, NODE_ALREADY_EXISTS,
+		code = grpc_status_set(st, GRPC_ALREADY_EXISTS,
 		                       "volume \"%s\" is staged as %s but %s access was requested",
 		                       req->volume_id, rec.access_type,
 		                       block ? "block" : "filesystem");
@@ -402,7 +398,7 @@ int node_publish_volume(struct node *n, const Csi__V1__NodePublishVolumeRequest 
 	snprintf(src, sizeof(src), block ? "%s/device" : "%s", req->staging_target_path);
 	r = node_is_mounted(n, req->target_path, &tm);
 	if (r < 0) {
-		code = node_status_set(st, NODE_INTERNAL, "probe mount point %s: %s",
+		code = grpc_status_set(st, GRPC_INTERNAL, "probe mount point %s: %s",
 		                       req->target_path, strerror(-r));
 		goto out;
 	}
@@ -410,14 +406,14 @@ int node_publish_volume(struct node *n, const Csi__V1__NodePublishVolumeRequest 
 		if (node_is_mounted(n, src, &sm) == 1 && sm.major == tm.major &&
 		    sm.minor == tm.minor && !strcmp(sm.root, tm.root)) {
 			code = tm.read_only == ro
-			           ? NODE_OK
-			           : node_status_set(st, NODE_ALREADY_EXISTS,
+			           ? GRPC_OK
+			           : grpc_status_set(st, GRPC_ALREADY_EXISTS,
 			                             "target path %s is already published %s",
 			                             req->target_path,
 			                             tm.read_only ? "read-only" : "read-write");
 			goto out;
 		}
-		code = node_status_set(st, NODE_ALREADY_EXISTS,
+		code = grpc_status_set(st, GRPC_ALREADY_EXISTS,
 		                       "target path %s is already a mount of something else",
 		                       req->target_path);
 		goto out;
@@ -430,7 +426,7 @@ int node_publish_volume(struct node *n, const Csi__V1__NodePublishVolumeRequest 
 		r = file_mkdir_p(req->target_path, 0750, &e);
 	}
 	if (r < 0) {
-		code = node_status_set(st, NODE_INTERNAL, "create target path %s: %s",
+		code = grpc_status_set(st, GRPC_INTERNAL, "create target path %s: %s",
 		                       req->target_path, e.msg[0] ? e.msg : strerror(-r));
 		goto out;
 	}
@@ -439,7 +435,7 @@ int node_publish_volume(struct node *n, const Csi__V1__NodePublishVolumeRequest 
 		r = n->sys->mount(n->sys->ctx, NULL, req->target_path, NULL,
 		                  MS_REMOUNT | MS_BIND | MS_RDONLY, NULL);
 	if (r < 0) {
-		code = node_status_set(st, NODE_INTERNAL, "bind mount %s on %s: %s", src,
+		code = grpc_status_set(st, GRPC_INTERNAL, "bind mount %s on %s: %s", src,
 		                       req->target_path, strerror(-r));
 		if (ro) /* do not leave a writable bind behind */
 			n->sys->umount(n->sys->ctx, req->target_path);
@@ -447,30 +443,30 @@ int node_publish_volume(struct node *n, const Csi__V1__NodePublishVolumeRequest 
 	}
 	log_info("published volume", "volume", req->volume_id, "target", req->target_path,
 	         "readonly", ro ? "true" : "false");
-	code = NODE_OK;
+	code = GRPC_OK;
 out:
 	keylock_release(&n->locks, &hold);
 	return code;
 }
 
 int node_unpublish_volume(struct node *n, const Csi__V1__NodeUnpublishVolumeRequest *req,
-                          Csi__V1__NodeUnpublishVolumeResponse *resp, struct node_status *st)
+                          Csi__V1__NodeUnpublishVolumeResponse *resp, struct grpc_status *st)
 {
 	struct stat sb;
 	int r, code, guard;
 	(void)resp;
 	if (!req->volume_id || !*req->volume_id)
-		return node_status_set(st, NODE_INVALID_ARGUMENT, "volume_id is required");
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_id is required");
 	if (!req->target_path || !*req->target_path)
-		return node_status_set(st, NODE_INVALID_ARGUMENT, "target_path is required");
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "target_path is required");
 	struct keylock_hold hold;
-	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != NODE_OK)
+	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != GRPC_OK)
 		return code;
-	code = NODE_OK;
+	code = GRPC_OK;
 	for (guard = 0; guard < 8; guard++) { /* stacked mounts: unmount until none is left */
 		r = node_is_mounted(n, req->target_path, NULL);
 		if (r < 0) {
-			code = node_status_set(st, NODE_INTERNAL, "probe mount point %s: %s",
+			code = grpc_status_set(st, GRPC_INTERNAL, "probe mount point %s: %s",
 			                       req->target_path, strerror(-r));
 			goto out;
 		}
@@ -479,7 +475,7 @@ int node_unpublish_volume(struct node *n, const Csi__V1__NodeUnpublishVolumeRequ
 		r = n->sys->umount(n->sys->ctx, req->target_path);
 		if (r < 0 && r != -EINVAL) {
 			code =
-			    node_status_set(st, NODE_INTERNAL, "unmount %s: %s", req->target_path,
+			    grpc_status_set(st, GRPC_INTERNAL, "unmount %s: %s", req->target_path,
 			                    r == -EBUSY ? "target is busy" : strerror(-r));
 			goto out;
 		}
@@ -487,7 +483,7 @@ int node_unpublish_volume(struct node *n, const Csi__V1__NodeUnpublishVolumeRequ
 	if (lstat(req->target_path, &sb) == 0) {
 		r = S_ISDIR(sb.st_mode) ? rmdir(req->target_path) : unlink(req->target_path);
 		if (r < 0 && errno != ENOENT)
-			code = node_status_set(st, NODE_INTERNAL, "remove %s: %s", req->target_path,
+			code = grpc_status_set(st, GRPC_INTERNAL, "remove %s: %s", req->target_path,
 			                       strerror(errno));
 	}
 out:
@@ -509,49 +505,49 @@ static Csi__V1__VolumeUsage *usage(int unit, int64_t total, int64_t avail, int64
 }
 
 int node_get_volume_stats(struct node *n, const Csi__V1__NodeGetVolumeStatsRequest *req,
-                          Csi__V1__NodeGetVolumeStatsResponse *resp, struct node_status *st)
+                          Csi__V1__NodeGetVolumeStatsResponse *resp, struct grpc_status *st)
 {
 	struct node_record rec;
 	struct stat sb;
 	int r, code;
 
 	if (!req->volume_id || !*req->volume_id)
-		return node_status_set(st, NODE_INVALID_ARGUMENT, "volume_id is required");
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_id is required");
 	if (!req->volume_path || !*req->volume_path)
-		return node_status_set(st, NODE_INVALID_ARGUMENT, "volume_path is required");
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_path is required");
 	r = n->sys->stat(n->sys->ctx, req->volume_path, &sb);
 	if (r == -ENOENT)
-		return node_status_set(st, NODE_NOT_FOUND, "path %s does not exist",
+		return grpc_status_set(st, GRPC_NOT_FOUND, "path %s does not exist",
 		                       req->volume_path);
 	if (r < 0)
-		return node_status_set(st, NODE_INTERNAL, "stat %s: %s", req->volume_path,
+		return grpc_status_set(st, GRPC_INTERNAL, "stat %s: %s", req->volume_path,
 		                       strerror(-r));
 	code = node_load_record(n, req->volume_id, &rec, st);
-	if (code == NODE_NOT_FOUND)
-		return node_status_set(st, NODE_NOT_FOUND,
+	if (code == GRPC_NOT_FOUND)
+		return grpc_status_set(st, GRPC_NOT_FOUND,
 		                       "volume \"%s\" is not staged on this node", req->volume_id);
-	if (code != NODE_OK)
+	if (code != GRPC_OK)
 		return code;
 	resp->usage = calloc(2, sizeof(*resp->usage));
 	if (!resp->usage)
-		return node_status_set(st, NODE_INTERNAL, "out of memory");
+		return grpc_status_oom(st);
 	if (S_ISBLK(sb.st_mode)) {
 		uint64_t bytes = 0;
 		r = n->sys->blk_size(n->sys->ctx, req->volume_path, &bytes);
 		if (r < 0)
-			return node_status_set(st, NODE_INTERNAL, "BLKGETSIZE64 %s: %s",
+			return grpc_status_set(st, GRPC_INTERNAL, "BLKGETSIZE64 %s: %s",
 			                       req->volume_path, strerror(-r));
 		resp->usage[0] = usage(CSI__V1__VOLUME_USAGE__UNIT__BYTES, (int64_t)bytes, 0, 0);
 		if (!resp->usage[0])
-			return node_status_set(st, NODE_INTERNAL, "out of memory");
+			return grpc_status_oom(st);
 		resp->n_usage = 1;
-		return NODE_OK;
+		return GRPC_OK;
 	}
 	if (S_ISDIR(sb.st_mode)) {
 		struct statfs sf;
 		int64_t fr;
 		if (statfs(req->volume_path, &sf) < 0)
-			return node_status_set(st, NODE_INTERNAL, "statfs %s: %s", req->volume_path,
+			return grpc_status_set(st, GRPC_INTERNAL, "statfs %s: %s", req->volume_path,
 			                       strerror(errno));
 		fr = sf.f_frsize ? (int64_t)sf.f_frsize : (int64_t)sf.f_bsize;
 		resp->usage[0] =
@@ -562,11 +558,11 @@ int node_get_volume_stats(struct node *n, const Csi__V1__NodeGetVolumeStatsReque
 		resp->usage[1] = usage(CSI__V1__VOLUME_USAGE__UNIT__INODES, (int64_t)sf.f_files,
 		                       (int64_t)sf.f_ffree, (int64_t)(sf.f_files - sf.f_ffree));
 		if (!resp->usage[0] || !resp->usage[1])
-			return node_status_set(st, NODE_INTERNAL, "out of memory");
+			return grpc_status_oom(st);
 		resp->n_usage = 2;
-		return NODE_OK;
+		return GRPC_OK;
 	}
-	return node_status_set(st, NODE_INVALID_ARGUMENT,
+	return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
 	                       "volume_path %s is neither a directory nor a block device",
 	                       req->volume_path);
 }

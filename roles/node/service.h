@@ -1,7 +1,7 @@
 /* node/service — the CSI Identity and Node services as plain functions over protobuf-c types.
  *
  * Transport-independent: the gRPC layer unpacks a request, calls the handler with a response
- * initialised by its __INIT macro, and sends either the response (return NODE_OK) or the status
+ * initialised by its __INIT macro, and sends either the response (return GRPC_OK) or the status
  * code and st->msg (st must not be NULL).  Members a handler sets in a response are
  * heap-allocated (strdup/malloc, including sub-messages and arrays), so a response that lives
  * on the heap is released with protobuf_c_message_free_unpacked(&resp->base, NULL); node_response_clear() frees the members
@@ -17,7 +17,7 @@
 
 #include "base/err.h"
 #include "csi.pb-c.h"
-#include "node/status.h"
+#include "grpc/status.h"
 #include "node/sys.h"
 #include "nvme/host.h"
 #include "nvme/initiator.h"
@@ -57,27 +57,27 @@ const struct nvme_host_identity *node_host_identity(const struct node *n, bool *
 void node_response_clear(ProtobufCMessage *m);
 
 int node_get_plugin_info(struct node *n, const Csi__V1__GetPluginInfoRequest *req,
-                         Csi__V1__GetPluginInfoResponse *resp, struct node_status *st);
+                         Csi__V1__GetPluginInfoResponse *resp, struct grpc_status *st);
 int node_get_plugin_capabilities(struct node *n, const Csi__V1__GetPluginCapabilitiesRequest *req,
                                  Csi__V1__GetPluginCapabilitiesResponse *resp,
-                                 struct node_status *st);
+                                 struct grpc_status *st);
 int node_probe(struct node *n, const Csi__V1__ProbeRequest *req, Csi__V1__ProbeResponse *resp,
-               struct node_status *st);
+               struct grpc_status *st);
 int node_get_info(struct node *n, const Csi__V1__NodeGetInfoRequest *req,
-                  Csi__V1__NodeGetInfoResponse *resp, struct node_status *st);
+                  Csi__V1__NodeGetInfoResponse *resp, struct grpc_status *st);
 int node_get_capabilities(struct node *n, const Csi__V1__NodeGetCapabilitiesRequest *req,
-                          Csi__V1__NodeGetCapabilitiesResponse *resp, struct node_status *st);
+                          Csi__V1__NodeGetCapabilitiesResponse *resp, struct grpc_status *st);
 int node_stage_volume(struct node *n, const Csi__V1__NodeStageVolumeRequest *req,
-                      Csi__V1__NodeStageVolumeResponse *resp, struct node_status *st);
+                      Csi__V1__NodeStageVolumeResponse *resp, struct grpc_status *st);
 int node_unstage_volume(struct node *n, const Csi__V1__NodeUnstageVolumeRequest *req,
-                        Csi__V1__NodeUnstageVolumeResponse *resp, struct node_status *st);
+                        Csi__V1__NodeUnstageVolumeResponse *resp, struct grpc_status *st);
 int node_publish_volume(struct node *n, const Csi__V1__NodePublishVolumeRequest *req,
-                        Csi__V1__NodePublishVolumeResponse *resp, struct node_status *st);
+                        Csi__V1__NodePublishVolumeResponse *resp, struct grpc_status *st);
 int node_unpublish_volume(struct node *n, const Csi__V1__NodeUnpublishVolumeRequest *req,
-                          Csi__V1__NodeUnpublishVolumeResponse *resp, struct node_status *st);
+                          Csi__V1__NodeUnpublishVolumeResponse *resp, struct grpc_status *st);
 int node_expand_volume(struct node *n, const Csi__V1__NodeExpandVolumeRequest *req,
-                       Csi__V1__NodeExpandVolumeResponse *resp, struct node_status *st);
+                       Csi__V1__NodeExpandVolumeResponse *resp, struct grpc_status *st);
 int node_get_volume_stats(struct node *n, const Csi__V1__NodeGetVolumeStatsRequest *req,
-                          Csi__V1__NodeGetVolumeStatsResponse *resp, struct node_status *st);
+                          Csi__V1__NodeGetVolumeStatsResponse *resp, struct grpc_status *st);
 
 #endif

@@ -12,12 +12,14 @@
 #include "base/file.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "base/str.h"
 #include "node/fs.h"
 #include "node/internal.h"
 #include "rules/bounds.h"
 #include "rules/keys.h"
 #include "rules/mkfs.h"
 #include "rules/nqn.h"
+#include "rules/volid.h"
 
 static const char *ctx_get(const Csi__V1__NodeStageVolumeRequest *req, const char *key)
 {
@@ -30,7 +32,7 @@ static const char *ctx_get(const Csi__V1__NodeStageVolumeRequest *req, const cha
 
 /* Optional integer context value in [lo, hi]: 0 absent, 1 set, -1 invalid (st set). */
 static int ctx_int(const Csi__V1__NodeStageVolumeRequest *req, const char *key, long lo, long hi,
-                   int *out, struct node_status *st)
+                   int *out, struct grpc_status *st)
 {
 	const char *v = ctx_get(req, key);
 	char *end;
@@ -41,14 +43,14 @@ static int ctx_int(const Csi__V1__NodeStageVolumeRequest *req, const char *key, 
 	x = strtol(v, &end, 10);
 	if (!*v || *end || errno || x < lo || x > hi) {
 		if (hi < INT_MAX)
-			node_status_set(
-			    st, NODE_INVALID_ARGUMENT,
+			grpc_status_set(
+			    st, GRPC_INVALID_ARGUMENT,
 			    "volume_context \"%s\" must be an integer from %ld to %ld, not "
 			    "\"%s\"",
 			    key, lo, hi, v);
 		else
-			node_status_set(
-			    st, NODE_INVALID_ARGUMENT,
+			grpc_status_set(
+			    st, GRPC_INVALID_ARGUMENT,
 			    "volume_context \"%s\" must be an integer of at least %ld, not \"%s\"",
 			    key, lo, v);
 		return -1;
@@ -59,7 +61,7 @@ static int ctx_int(const Csi__V1__NodeStageVolumeRequest *req, const char *key, 
 
 /* A context value holding a JSON array of strings (NULL-terminated malloc'd copy). */
 static int ctx_list(const Csi__V1__NodeStageVolumeRequest *req, const char *key, char ***out,
-                    size_t *n, struct node_status *st)
+                    size_t *n, struct grpc_status *st)
 {
 	const char *v = ctx_get(req, key);
 	cJSON *arr = NULL, *it;
@@ -70,7 +72,7 @@ static int ctx_list(const Csi__V1__NodeStageVolumeRequest *req, const char *key,
 		return 0;
 	if (json_parse_strict(v, strlen(v), &arr, NULL) < 0 || !cJSON_IsArray(arr)) {
 		cJSON_Delete(arr);
-		return node_status_set(st, NODE_INVALID_ARGUMENT,
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
 		                       "volume_context \"%s\" must be a JSON array of strings",
 		                       key),
 		       -1;
@@ -81,8 +83,8 @@ static int ctx_list(const Csi__V1__NodeStageVolumeRequest *req, const char *key,
 		if (!cJSON_IsString(it) || !*out || !((*out)[i] = strdup(it->valuestring))) {
 			cJSON_Delete(arr);
 			*n = i;
-			return node_status_set(
-			           st, NODE_INVALID_ARGUMENT,
+			return grpc_status_set(
+			           st, GRPC_INVALID_ARGUMENT,
 			           "volume_context \"%s\" must be a JSON array of strings", key),
 			       -1;
 		}
@@ -134,7 +136,7 @@ static bool mount_is_dev(const struct node_mount *m, const struct nvme_ns_dev *d
 }
 
 static int stage_fs(struct node *n, const Csi__V1__NodeStageVolumeRequest *req,
-                    const struct nvme_ns_dev *d, const char *fs, bool ro, struct node_status *st)
+                    const struct nvme_ns_dev *d, const char *fs, bool ro, struct grpc_status *st)
 {
 	char type[64], opts[2048] = "", data[2048];
 	char **mkfs = NULL, **mopts = NULL;
@@ -143,14 +145,14 @@ static int stage_fs(struct node *n, const Csi__V1__NodeStageVolumeRequest *req,
 	int blank, code, r;
 
 	if ((code = node_fs_probe(d->path, req->volume_id, &blank, type, sizeof(type), st)) !=
-	    NODE_OK)
+	    GRPC_OK)
 		return code;
 	if (!blank && strcmp(type, fs) != 0)
-		return node_status_set(st, NODE_FAILED_PRECONDITION,
+		return grpc_status_set(st, GRPC_FAILED_PRECONDITION,
 		                       "volume \"%s\" holds a %s filesystem but %s was requested",
 		                       req->volume_id, type, fs);
 	if (blank && ro)
-		return node_status_set(st, NODE_FAILED_PRECONDITION,
+		return grpc_status_set(st, GRPC_FAILED_PRECONDITION,
 		                       "volume \"%s\" has no filesystem and is staged read-only",
 		                       req->volume_id);
 	if (ctx_list(req, RULES_CTX_MKFS_OPTIONS, &mkfs, &n_mkfs, st) < 0 ||
@@ -158,7 +160,7 @@ static int stage_fs(struct node *n, const Csi__V1__NodeStageVolumeRequest *req,
 		code = st->code;
 		goto out;
 	}
-	if (blank && (code = node_fs_mkfs(fs, mkfs, n_mkfs, d->path, st)) != NODE_OK)
+	if (blank && (code = node_fs_mkfs(fs, mkfs, n_mkfs, d->path, st)) != GRPC_OK)
 		goto out;
 	for (i = 0; i < n_mopts; i++)
 		opts_add(opts, sizeof(opts), mopts[i]);
@@ -169,17 +171,17 @@ static int stage_fs(struct node *n, const Csi__V1__NodeStageVolumeRequest *req,
 		opts_add(opts, sizeof(opts), !strcmp(fs, "xfs") ? "norecovery" : "noload");
 	}
 	if (node_mount_flags(opts, &flags, data, sizeof(data)) < 0) {
-		code = node_status_set(st, NODE_INVALID_ARGUMENT, "mount options too long");
+		code = grpc_status_set(st, GRPC_INVALID_ARGUMENT, "mount options too long");
 		goto out;
 	}
 	r = n->sys->mount(n->sys->ctx, d->path, req->staging_target_path, fs, flags,
 	                  data[0] ? data : NULL);
 	if (r < 0) {
-		code = node_status_set(st, NODE_INTERNAL, "mount %s on %s (%s, \"%s\"): %s",
+		code = grpc_status_set(st, GRPC_INTERNAL, "mount %s on %s (%s, \"%s\"): %s",
 		                       d->path, req->staging_target_path, fs, opts, strerror(-r));
 		goto out;
 	}
-	code = NODE_OK;
+	code = GRPC_OK;
 out:
 	list_free(mkfs, n_mkfs);
 	list_free(mopts, n_mopts);
@@ -187,219 +189,261 @@ out:
 }
 
 static int stage_block(struct node *n, const char *staging, const struct nvme_ns_dev *d, bool ro,
-                       struct node_status *st)
+                       struct grpc_status *st)
 {
 	char file[PATH_MAX];
 	int fd, r;
 	snprintf(file, sizeof(file), "%s/device", staging);
 	fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return node_status_set(st, NODE_INTERNAL, "create %s: %s", file, strerror(errno));
+		return grpc_status_set(st, GRPC_INTERNAL, "create %s: %s", file, strerror(errno));
 	close(fd);
 	if ((r = n->sys->mount(n->sys->ctx, d->path, file, NULL, MS_BIND, NULL)) < 0)
-		return node_status_set(st, NODE_INTERNAL, "bind mount %s on %s: %s", d->path, file,
+		return grpc_status_set(st, GRPC_INTERNAL, "bind mount %s on %s: %s", d->path, file,
 		                       strerror(-r));
 	if (ro && (r = n->sys->blk_set_ro(n->sys->ctx, d->path)) < 0)
-		return node_status_set(st, NODE_INTERNAL, "mark %s read-only (BLKROSET): %s",
+		return grpc_status_set(st, GRPC_INTERNAL, "mark %s read-only (BLKROSET): %s",
 		                       d->path, strerror(-r));
-	return NODE_OK;
+	return GRPC_OK;
 }
 
-int node_stage_volume(struct node *n, const Csi__V1__NodeStageVolumeRequest *req,
-                      Csi__V1__NodeStageVolumeResponse *resp, struct node_status *st)
+/* What a stage request asks for, validated (csi.md §7.1 steps 3-4): the target, the tunables of
+ * the connect line, the access type and the filesystem. */
+struct stage_plan {
+	const char *nqn, *addr, *port;
+	const char *fs; /* NULL for a block volume */
+	bool block, ro;
+	struct nvme_connect_args conn;
+};
+
+/* The protocol of the volume (context first, then the ID's segment, then the default). */
+static int plan_protocol(const Csi__V1__NodeStageVolumeRequest *req, struct grpc_status *st)
 {
-	char proto[64] = "", mpath[PATH_MAX];
-	struct rules_ns_identity derived;
-	const char *p, *nqn, *addr, *port, *fs = NULL;
-	struct nvme_connect_args a = {0};
+	char proto[64] = "";
+	struct err e = {0};
+	if (node_volume_id_parse(req->volume_id, proto, sizeof(proto), &e) < 0)
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
+	const char *p = ctx_get(req, RULES_CTX_PROTOCOL_TYPE);
+	p = p && *p ? p : proto[0] ? proto : RULES_PROTOCOL_NVMEOF_TCP;
+	if (strcmp(p, RULES_PROTOCOL_NVMEOF_TCP) != 0)
+		return grpc_status_set(st, GRPC_FAILED_PRECONDITION, "unsupported protocol \"%s\"",
+		                       p);
+	return GRPC_OK;
+}
+
+/* The target and the optional tunables of the connect line (csi.md §3, §7.2). */
+static int plan_target(const Csi__V1__NodeStageVolumeRequest *req, struct stage_plan *p,
+                       struct grpc_status *st)
+{
+	struct nvme_connect_args *a = &p->conn;
+	int r;
+	p->nqn = ctx_get(req, RULES_CTX_TARGET_ID);
+	p->addr = ctx_get(req, RULES_CTX_ADDRESS);
+	p->port = ctx_get(req, RULES_CTX_PORT);
+	if (!p->nqn || !*p->nqn || !p->addr || !*p->addr || !p->port || !*p->port)
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+		                       "volume_context missing required key \"%s\"",
+		                       !p->nqn || !*p->nqn     ? RULES_CTX_TARGET_ID
+		                       : !p->addr || !*p->addr ? RULES_CTX_ADDRESS
+		                                               : RULES_CTX_PORT);
+	*a = (struct nvme_connect_args){.traddr = p->addr, .trsvcid = p->port, .subsysnqn = p->nqn};
+	if ((r = ctx_int(req, RULES_CTX_MAX_QUEUE_SIZE, RULES_MAX_QUEUE_SIZE_MIN,
+	                 RULES_MAX_QUEUE_SIZE_MAX, &a->queue_size, st)) < 0)
+		return st->code;
+	a->has_queue_size = r;
+	if ((r = ctx_int(req, RULES_CTX_CTRL_LOSS_TMO, RULES_CTRL_LOSS_TMO_MIN,
+	                 RULES_CTRL_LOSS_TMO_MAX, &a->ctrl_loss_tmo, st)) < 0)
+		return st->code;
+	a->has_ctrl_loss_tmo = r;
+	if ((r = ctx_int(req, RULES_CTX_RECONNECT_DELAY, RULES_RECONNECT_DELAY_MIN,
+	                 RULES_RECONNECT_DELAY_MAX, &a->reconnect_delay, st)) < 0)
+		return st->code;
+	a->has_reconnect_delay = r;
+	return GRPC_OK;
+}
+
+/* Plan: everything the request must say, checked before anything is touched. */
+static int stage_plan(const Csi__V1__NodeStageVolumeRequest *req, struct stage_plan *p,
+                      struct grpc_status *st)
+{
+	int code;
+	memset(p, 0, sizeof(*p));
+	if ((code = plan_protocol(req, st)) != GRPC_OK ||
+	    (code = plan_target(req, p, st)) != GRPC_OK)
+		return code;
+	p->block = req->volume_capability->access_type_case ==
+	           CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;
+	p->ro = node_mode_read_only(req->volume_capability);
+	if (p->block)
+		return GRPC_OK;
+	p->fs = ctx_get(req, RULES_CTX_FS_TYPE);
+	if (!p->fs || !*p->fs)
+		p->fs = req->volume_capability->mount->fs_type;
+	if (!p->fs || !*p->fs)
+		p->fs = RULES_FS_DEFAULT;
+	if (!rules_fstype_supported(p->fs))
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "unsupported fsType \"%s\"",
+		                       p->fs);
+	return GRPC_OK;
+}
+
+/* Idempotency (§7.1 step 5): *done when the volume is already staged the same way. */
+static int stage_already(struct node *n, const Csi__V1__NodeStageVolumeRequest *req,
+                         const struct stage_plan *p, bool *done, struct grpc_status *st)
+{
+	char mpath[PATH_MAX];
+	struct node_record old;
+	int code = node_load_record(n, req->volume_id, &old, st), r;
+	*done = false;
+	if (code == GRPC_NOT_FOUND || (code == GRPC_OK && old.legacy))
+		return GRPC_OK;
+	if (code != GRPC_OK)
+		return code;
+	bool oblock = !strcmp(old.access_type, "block");
+	snprintf(mpath, sizeof(mpath), oblock ? "%s/device" : "%s", req->staging_target_path);
+	if ((r = node_is_mounted(n, mpath, NULL)) < 0)
+		return grpc_status_set(st, GRPC_INTERNAL, "probe mount point %s: %s", mpath,
+		                       strerror(-r));
+	if (r == 0)
+		return GRPC_OK;
+	*done = true;
+	if (oblock != p->block)
+		return grpc_status_set(st, GRPC_ALREADY_EXISTS,
+		                       "volume \"%s\" is already staged as %s", req->volume_id,
+		                       old.access_type);
+	return GRPC_OK;
+}
+
+/* Attach and resolve (§7.2, §7.3): the namespace device of the target in *d. */
+static int stage_attach(struct node *n, struct stage_plan *p, struct nvme_ns_dev *d,
+                        struct grpc_status *st)
+{
 	struct nvme_host_identity hid;
-	struct node_record rec, old;
-	struct nvme_ns_dev d;
+	struct rules_ns_identity derived;
+	struct err e = {0};
+	int r;
+	if (nvme_host_identity_read(n->etc_nvme_dir, &hid, &e) < 0)
+		return grpc_status_set(st, GRPC_INTERNAL, "read host identity: %s", e.msg);
+	p->conn.hostnqn = hid.hostnqn;
+	p->conn.hostid = hid.hostid;
+	if ((r = nvme_attach(&n->nvme, &p->conn, NULL, &e)) < 0 ||
+	    (r = nvme_ns_wait(&n->nvme, p->nqn, d, &e)) < 0)
+		return node_status_from_nvme(r, &e, st);
+	rules_ns_identity_derive(p->nqn, &derived);
+	if ((d->uuid[0] && strcasecmp(d->uuid, derived.uuid)) ||
+	    (d->nguid[0] && strcasecmp(d->nguid, derived.nguid)))
+		log_warn("namespace identity differs from the one derived from the NQN", "device",
+		         d->name, "uuid", d->uuid, "derived", derived.uuid, "nqn", p->nqn);
+	return GRPC_OK;
+}
+
+/* Filesystem or block (§7.4): format a blank device and mount it, or bind the device, unless the
+ * staging path already is a mount of this device. */
+static int stage_mount(struct node *n, const Csi__V1__NodeStageVolumeRequest *req,
+                       const struct stage_plan *p, const struct nvme_ns_dev *d,
+                       struct grpc_status *st)
+{
+	char mpath[PATH_MAX];
 	struct node_mount m;
 	struct err e = {0};
-	bool block, ro;
-	int code, r, have;
-	(void)resp;
-
-	if (!req->volume_id || !*req->volume_id)
-		return node_status_set(st, NODE_INVALID_ARGUMENT, "volume_id is required");
-	if (!req->staging_target_path || !*req->staging_target_path)
-		return node_status_set(st, NODE_INVALID_ARGUMENT,
-		                       "staging_target_path is required");
-	if (!req->volume_capability)
-		return node_status_set(st, NODE_INVALID_ARGUMENT, "volume_capability is required");
-	if (req->volume_capability->access_type_case ==
-	    CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE__NOT_SET)
-		return node_status_set(st, NODE_INVALID_ARGUMENT,
-		                       "volume_capability.access_type is required");
-	struct keylock_hold hold;
-	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != NODE_OK)
-		return code;
-	if (node_volume_id_parse(req->volume_id, proto, sizeof(proto), &e) < 0) {
-		code = node_status_set(st, NODE_INVALID_ARGUMENT, "%s", e.msg);
-		goto out;
-	}
-	p = ctx_get(req, RULES_CTX_PROTOCOL_TYPE);
-	p = p && *p ? p : proto[0] ? proto : "nvmeof-tcp";
-	if (strcmp(p, "nvmeof-tcp") != 0) {
-		code =
-		    node_status_set(st, NODE_FAILED_PRECONDITION, "unsupported protocol \"%s\"", p);
-		goto out;
-	}
-	nqn = ctx_get(req, RULES_CTX_TARGET_ID);
-	addr = ctx_get(req, RULES_CTX_ADDRESS);
-	port = ctx_get(req, RULES_CTX_PORT);
-	if (!nqn || !*nqn || !addr || !*addr || !port || !*port) {
-		code = node_status_set(st, NODE_INVALID_ARGUMENT,
-		                       "volume_context missing required key \"%s\"",
-		                       !nqn || !*nqn     ? RULES_CTX_TARGET_ID
-		                       : !addr || !*addr ? RULES_CTX_ADDRESS
-		                                         : RULES_CTX_PORT);
-		goto out;
-	}
-	a = (struct nvme_connect_args){.traddr = addr, .trsvcid = port, .subsysnqn = nqn};
-	if ((r = ctx_int(req, RULES_CTX_MAX_QUEUE_SIZE, RULES_MAX_QUEUE_SIZE_MIN,
-	                 RULES_MAX_QUEUE_SIZE_MAX, &a.queue_size, st)) < 0 ||
-	    (a.has_queue_size = r,
-	     (r = ctx_int(req, RULES_CTX_CTRL_LOSS_TMO, RULES_CTRL_LOSS_TMO_MIN,
-	                  RULES_CTRL_LOSS_TMO_MAX, &a.ctrl_loss_tmo, st)) < 0) ||
-	    (a.has_ctrl_loss_tmo = r,
-	     (r = ctx_int(req, RULES_CTX_RECONNECT_DELAY, RULES_RECONNECT_DELAY_MIN,
-	                  RULES_RECONNECT_DELAY_MAX, &a.reconnect_delay, st)) < 0)) {
-		code = st->code;
-		goto out;
-	}
-	a.has_reconnect_delay = r;
-	block = req->volume_capability->access_type_case ==
-	        CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;
-	ro = node_mode_read_only(req->volume_capability);
-	if (!block) {
-		fs = ctx_get(req, RULES_CTX_FS_TYPE);
-		if (!fs || !*fs)
-			fs = req->volume_capability->mount->fs_type;
-		if (!fs || !*fs)
-			fs = RULES_FS_DEFAULT;
-		if (!rules_fstype_supported(fs)) {
-			code = node_status_set(st, NODE_INVALID_ARGUMENT,
-			                       "unsupported fsType \"%s\"", fs);
-			goto out;
-		}
-	}
-
-	/* Idempotency (§7.1 step 5). */
-	code = node_load_record(n, req->volume_id, &old, st);
-	if (code != NODE_OK && code != NODE_NOT_FOUND)
-		goto out;
-	have = code == NODE_OK;
-	if (have && !old.legacy) {
-		bool oblock = !strcmp(old.access_type, "block");
-		snprintf(mpath, sizeof(mpath), oblock ? "%s/device" : "%s",
-		         req->staging_target_path);
-		r = node_is_mounted(n, mpath, NULL);
-		if (r < 0) {
-			code = node_status_set(st, NODE_INTERNAL, "probe mount point %s: %s", mpath,
-			                       strerror(-r));
-			goto out;
-		}
-		if (r == 1) {
-			code = oblock == block
-			           ? NODE_OK
-			           : node_status_set(st, NODE_ALREADY_EXISTS,
-			                             "volume \"%s\" is already staged as %s",
-			                             req->volume_id, old.access_type);
-			goto out;
-		}
-	}
-
-	/* Attach and resolve (§7.2, §7.3). */
-	if ((r = nvme_host_identity_read(n->etc_nvme_dir, &hid, &e)) < 0) {
-		code = node_status_set(st, NODE_INTERNAL, "read host identity: %s", e.msg);
-		goto out;
-	}
-	a.hostnqn = hid.hostnqn;
-	a.hostid = hid.hostid;
-	if ((r = nvme_attach(&n->nvme, &a, NULL, &e)) < 0 ||
-	    (r = nvme_ns_wait(&n->nvme, nqn, &d, &e)) < 0) {
-		code = node_status_from_nvme(r, &e, st);
-		goto out;
-	}
-	rules_ns_identity_derive(nqn, &derived);
-	if ((d.uuid[0] && strcasecmp(d.uuid, derived.uuid)) ||
-	    (d.nguid[0] && strcasecmp(d.nguid, derived.nguid)))
-		log_warn("namespace identity differs from the one derived from the NQN", "device",
-		         d.name, "uuid", d.uuid, "derived", derived.uuid, "nqn", nqn);
-
-	/* Filesystem or block (§7.4). */
-	if ((r = file_mkdir_p(req->staging_target_path, 0750, &e)) < 0) {
-		code = node_status_set(st, NODE_INTERNAL, "create staging path: %s", e.msg);
-		goto out;
-	}
-	snprintf(mpath, sizeof(mpath), block ? "%s/device" : "%s", req->staging_target_path);
-	r = node_is_mounted(n, mpath, &m);
-	if (r < 0) {
-		code = node_status_set(st, NODE_INTERNAL, "probe mount point %s: %s", mpath,
+	int r;
+	if (file_mkdir_p(req->staging_target_path, 0750, &e) < 0)
+		return grpc_status_set(st, GRPC_INTERNAL, "create staging path: %s", e.msg);
+	snprintf(mpath, sizeof(mpath), p->block ? "%s/device" : "%s", req->staging_target_path);
+	if ((r = node_is_mounted(n, mpath, &m)) < 0)
+		return grpc_status_set(st, GRPC_INTERNAL, "probe mount point %s: %s", mpath,
 		                       strerror(-r));
-		goto out;
-	}
-	if (r == 1 && !mount_is_dev(&m, &d, block)) {
-		code = node_status_set(st, NODE_INTERNAL,
+	if (r == 1 && !mount_is_dev(&m, d, p->block))
+		return grpc_status_set(st, GRPC_INTERNAL,
 		                       "staging path %s is a mount of another device", mpath);
-		goto out;
-	}
-	if (r == 1)
+	if (r == 1) {
 		log_info(
 		    "staging path already mounted from the volume's device; rewriting the record",
 		    "volume", req->volume_id, "path", mpath);
-	else if (block)
-		code = stage_block(n, req->staging_target_path, &d, ro, st);
-	else
-		code = stage_fs(n, req, &d, fs, ro, st);
-	if (r == 0 && code != NODE_OK)
-		goto out;
-
-	/* Stage record (§7.5). */
-	memset(&rec, 0, sizeof(rec));
-	snprintf(rec.protocol_type, sizeof(rec.protocol_type), "nvmeof-tcp");
-	snprintf(rec.access_type, sizeof(rec.access_type), block ? "block" : "filesystem");
-	snprintf(rec.fs_type, sizeof(rec.fs_type), "%s", block ? "" : fs);
-	snprintf(rec.subsys_nqn, sizeof(rec.subsys_nqn), "%s", nqn);
-	snprintf(rec.address, sizeof(rec.address), "%s", addr);
-	snprintf(rec.port, sizeof(rec.port), "%s", port);
-	snprintf(rec.volume_id, sizeof(rec.volume_id), "%s", req->volume_id);
-	snprintf(rec.staging_path, sizeof(rec.staging_path), "%s", req->staging_target_path);
-	snprintf(rec.namespace_uuid, sizeof(rec.namespace_uuid), "%s", d.uuid);
-	snprintf(rec.namespace_nguid, sizeof(rec.namespace_nguid), "%s", d.nguid);
-	if ((r = node_record_write(n->state_dir, &rec, &e)) < 0) {
-		code = node_status_set(st, NODE_INTERNAL, "write stage record: %s", e.msg);
-		goto out;
+		return GRPC_OK;
 	}
-	log_info("staged volume", "volume", req->volume_id, "device", d.name, "staging",
+	if (p->block)
+		return stage_block(n, req->staging_target_path, d, p->ro, st);
+	return stage_fs(n, req, d, p->fs, p->ro, st);
+}
+
+/* Stage record (§7.5). */
+static int stage_record(struct node *n, const Csi__V1__NodeStageVolumeRequest *req,
+                        const struct stage_plan *p, const struct nvme_ns_dev *d,
+                        struct grpc_status *st)
+{
+	struct node_record rec;
+	struct err e = {0};
+	memset(&rec, 0, sizeof(rec));
+	str_copy(rec.protocol_type, sizeof(rec.protocol_type), RULES_PROTOCOL_NVMEOF_TCP);
+	str_copy(rec.access_type, sizeof(rec.access_type), p->block ? "block" : "filesystem");
+	str_copy(rec.fs_type, sizeof(rec.fs_type), p->block ? "" : p->fs);
+	str_copy(rec.subsys_nqn, sizeof(rec.subsys_nqn), p->nqn);
+	str_copy(rec.address, sizeof(rec.address), p->addr);
+	str_copy(rec.port, sizeof(rec.port), p->port);
+	str_copy(rec.volume_id, sizeof(rec.volume_id), req->volume_id);
+	str_copy(rec.staging_path, sizeof(rec.staging_path), req->staging_target_path);
+	str_copy(rec.namespace_uuid, sizeof(rec.namespace_uuid), d->uuid);
+	str_copy(rec.namespace_nguid, sizeof(rec.namespace_nguid), d->nguid);
+	if (node_record_write(n->state_dir, &rec, &e) < 0)
+		return grpc_status_set(st, GRPC_INTERNAL, "write stage record: %s", e.msg);
+	log_info("staged volume", "volume", req->volume_id, "device", d->name, "staging",
 	         req->staging_target_path);
-	code = NODE_OK;
-out:
+	return GRPC_OK;
+}
+
+/* csi.md §7.1: plan → attach → format and mount → record, under the volume's lock. */
+int node_stage_volume(struct node *n, const Csi__V1__NodeStageVolumeRequest *req,
+                      Csi__V1__NodeStageVolumeResponse *resp, struct grpc_status *st)
+{
+	struct stage_plan plan;
+	struct nvme_ns_dev d;
+	struct keylock_hold hold;
+	bool done = false;
+	int code;
+	(void)resp;
+
+	if (!req->volume_id || !*req->volume_id)
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_id is required");
+	if (!req->staging_target_path || !*req->staging_target_path)
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+		                       "staging_target_path is required");
+	if (!req->volume_capability)
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_capability is required");
+	if (req->volume_capability->access_type_case ==
+	    CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE__NOT_SET)
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+		                       "volume_capability.access_type is required");
+	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != GRPC_OK)
+		return code;
+	if ((code = stage_plan(req, &plan, st)) == GRPC_OK &&
+	    (code = stage_already(n, req, &plan, &done, st)) == GRPC_OK && !done &&
+	    (code = stage_attach(n, &plan, &d, st)) == GRPC_OK &&
+	    (code = stage_mount(n, req, &plan, &d, st)) == GRPC_OK)
+		code = stage_record(n, req, &plan, &d, st);
 	keylock_release(&n->locks, &hold);
 	return code;
 }
 
-/* Unmounts path when it is a mount point.  NODE_OK or NODE_INTERNAL. */
-static int unmount_if(struct node *n, const char *path, const char *staging, struct node_status *st)
+/* Unmounts path when it is a mount point.  GRPC_OK or GRPC_INTERNAL. */
+static int unmount_if(struct node *n, const char *path, const char *staging, struct grpc_status *st)
 {
 	int r = node_is_mounted(n, path, NULL);
 	if (r < 0)
-		return node_status_set(st, NODE_INTERNAL, "probe mount point %s: %s", path,
+		return grpc_status_set(st, GRPC_INTERNAL, "probe mount point %s: %s", path,
 		                       strerror(-r));
 	if (r == 0)
-		return NODE_OK;
+		return GRPC_OK;
 	r = n->sys->umount(n->sys->ctx, path);
 	if (r == -EBUSY)
-		return node_status_set(st, NODE_INTERNAL, "staging path %s is busy", staging);
+		return grpc_status_set(st, GRPC_INTERNAL, "staging path %s is busy", staging);
 	if (r < 0 && r != -EINVAL && r != -ENOENT)
-		return node_status_set(st, NODE_INTERNAL, "unmount %s: %s", path, strerror(-r));
-	return NODE_OK;
+		return grpc_status_set(st, GRPC_INTERNAL, "unmount %s: %s", path, strerror(-r));
+	return GRPC_OK;
 }
 
 int node_unstage_volume(struct node *n, const Csi__V1__NodeUnstageVolumeRequest *req,
-                        Csi__V1__NodeUnstageVolumeResponse *resp, struct node_status *st)
+                        Csi__V1__NodeUnstageVolumeResponse *resp, struct grpc_status *st)
 {
 	char dev_file[PATH_MAX];
 	struct node_record rec;
@@ -408,64 +452,64 @@ int node_unstage_volume(struct node *n, const Csi__V1__NodeUnstageVolumeRequest 
 	(void)resp;
 
 	if (!req->volume_id || !*req->volume_id)
-		return node_status_set(st, NODE_INVALID_ARGUMENT, "volume_id is required");
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_id is required");
 	if (!req->staging_target_path || !*req->staging_target_path)
-		return node_status_set(st, NODE_INVALID_ARGUMENT,
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
 		                       "staging_target_path is required");
 	struct keylock_hold hold;
-	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != NODE_OK)
+	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != GRPC_OK)
 		return code;
 	snprintf(dev_file, sizeof(dev_file), "%s/device", req->staging_target_path);
 	code = node_load_record(n, req->volume_id, &rec, st);
-	if (code == NODE_NOT_FOUND) {
+	if (code == GRPC_NOT_FOUND) {
 		r1 = node_is_mounted(n, req->staging_target_path, NULL);
 		r2 = node_is_mounted(n, dev_file, NULL);
 		if (r1 < 0 || r2 < 0)
 			code =
-			    node_status_set(st, NODE_INTERNAL, "probe mount point %s: %s",
+			    grpc_status_set(st, GRPC_INTERNAL, "probe mount point %s: %s",
 			                    req->staging_target_path, strerror(r1 < 0 ? -r1 : -r2));
 		else if (r1 == 1 || r2 == 1)
-			code = node_status_set(
-			    st, NODE_INTERNAL,
+			code = grpc_status_set(
+			    st, GRPC_INTERNAL,
 			    "stage state for \"%s\" is missing but \"%s\" is still "
 			    "mounted; refusing to report the volume unstaged",
 			    req->volume_id, r2 == 1 ? dev_file : req->staging_target_path);
 		else
-			code = NODE_OK;
+			code = GRPC_OK;
 		goto out;
 	}
-	if (code != NODE_OK)
+	if (code != GRPC_OK)
 		goto out;
 	if (rec.legacy || !strcmp(rec.access_type, "block")) {
-		if ((code = unmount_if(n, dev_file, req->staging_target_path, st)) != NODE_OK)
+		if ((code = unmount_if(n, dev_file, req->staging_target_path, st)) != GRPC_OK)
 			goto out;
 		if (unlink(dev_file) < 0 && errno != ENOENT && errno != EISDIR) {
-			code = node_status_set(st, NODE_INTERNAL, "remove %s: %s", dev_file,
+			code = grpc_status_set(st, GRPC_INTERNAL, "remove %s: %s", dev_file,
 			                       strerror(errno));
 			goto out;
 		}
 	}
 	if (rec.legacy || strcmp(rec.access_type, "block") != 0)
 		if ((code = unmount_if(n, req->staging_target_path, req->staging_target_path,
-		                       st)) != NODE_OK)
+		                       st)) != GRPC_OK)
 			goto out;
 	if ((r1 = nvme_detach_subsys(&n->nvme, rec.subsys_nqn, &e)) < 0) {
 		code = node_status_from_nvme(r1, &e, st);
 		goto out;
 	}
 	if ((r1 = node_record_delete(n->state_dir, req->volume_id, &e)) < 0) {
-		code = node_status_set(st, NODE_INTERNAL, "delete stage record: %s", e.msg);
+		code = grpc_status_set(st, GRPC_INTERNAL, "delete stage record: %s", e.msg);
 		goto out;
 	}
 	log_info("unstaged volume", "volume", req->volume_id);
-	code = NODE_OK;
+	code = GRPC_OK;
 out:
 	keylock_release(&n->locks, &hold);
 	return code;
 }
 
 int node_expand_volume(struct node *n, const Csi__V1__NodeExpandVolumeRequest *req,
-                       Csi__V1__NodeExpandVolumeResponse *resp, struct node_status *st)
+                       Csi__V1__NodeExpandVolumeResponse *resp, struct grpc_status *st)
 {
 	struct node_record rec;
 	struct nvme_ns_dev d;
@@ -475,20 +519,20 @@ int node_expand_volume(struct node *n, const Csi__V1__NodeExpandVolumeRequest *r
 	int code, r;
 
 	if (!req->volume_id || !*req->volume_id)
-		return node_status_set(st, NODE_INVALID_ARGUMENT, "volume_id is required");
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_id is required");
 	if (!req->volume_path || !*req->volume_path)
-		return node_status_set(st, NODE_INVALID_ARGUMENT, "volume_path is required");
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_path is required");
 	if (n->sys->stat(n->sys->ctx, req->volume_path, &sb) < 0)
-		return node_status_set(st, NODE_NOT_FOUND, "path %s does not exist",
+		return grpc_status_set(st, GRPC_NOT_FOUND, "path %s does not exist",
 		                       req->volume_path);
 	struct keylock_hold hold;
-	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != NODE_OK)
+	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != GRPC_OK)
 		return code;
 	code = node_load_record(n, req->volume_id, &rec, st);
-	if (code == NODE_NOT_FOUND)
-		code = node_status_set(st, NODE_NOT_FOUND,
+	if (code == GRPC_NOT_FOUND)
+		code = grpc_status_set(st, GRPC_NOT_FOUND,
 		                       "volume \"%s\" is not staged on this node", req->volume_id);
-	if (code != NODE_OK)
+	if (code != GRPC_OK)
 		goto out;
 	if ((r = nvme_rescan_subsys(&n->nvme, rec.subsys_nqn, &e)) < 0 ||
 	    (r = nvme_ns_wait(&n->nvme, rec.subsys_nqn, &d, &e)) < 0) {
@@ -497,8 +541,8 @@ int node_expand_volume(struct node *n, const Csi__V1__NodeExpandVolumeRequest *r
 	}
 	if ((rec.namespace_uuid[0] && strcasecmp(rec.namespace_uuid, d.uuid)) ||
 	    (rec.namespace_nguid[0] && strcasecmp(rec.namespace_nguid, d.nguid))) {
-		code = node_status_set(
-		    st, NODE_FAILED_PRECONDITION, "device %s no longer carries namespace %s of %s",
+		code = grpc_status_set(
+		    st, GRPC_FAILED_PRECONDITION, "device %s no longer carries namespace %s of %s",
 		    d.name, rec.namespace_uuid[0] ? rec.namespace_uuid : rec.namespace_nguid,
 		    rec.subsys_nqn);
 		goto out;
@@ -515,11 +559,11 @@ int node_expand_volume(struct node *n, const Csi__V1__NodeExpandVolumeRequest *r
 		         ? req->staging_target_path
 		         : req->volume_path;
 		if ((code = node_fs_grow(rec.fs_type[0] ? rec.fs_type : "ext4", d.path, mp, st)) !=
-		    NODE_OK)
+		    GRPC_OK)
 			goto out;
 	}
 	resp->capacity_bytes = (int64_t)d.size_bytes;
-	code = NODE_OK;
+	code = GRPC_OK;
 out:
 	keylock_release(&n->locks, &hold);
 	return code;

@@ -1,5 +1,7 @@
 #include "grpc/status.h"
 
+#include <stdarg.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,4 +262,55 @@ void grpc_deframer_free(struct grpc_deframer *d)
 	free(d->buf);
 	d->buf = NULL;
 	d->cap = 0;
+}
+
+int grpc_status_set(struct grpc_status *st, int code, const char *fmt, ...)
+{
+	if (st) {
+		va_list ap;
+		va_start(ap, fmt);
+		st->code = code;
+		vsnprintf(st->msg, sizeof(st->msg), fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+int grpc_status_oom(struct grpc_status *st)
+{
+	return grpc_status_set(st, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+}
+
+int grpc_code_from_errno(int err)
+{
+	switch (err) {
+	case 0: return GRPC_OK;
+	case -ESTALE:
+	case -EBUSY:
+	case -ENOENT:
+	case -EACCES:
+	case -EPERM:
+	case -EOPNOTSUPP: return GRPC_FAILED_PRECONDITION;
+	case -EINVAL:
+	case -ENAMETOOLONG: return GRPC_INVALID_ARGUMENT;
+	case -EADDRINUSE:
+	case -EADDRNOTAVAIL:
+	case -ENODEV:
+	case -ENXIO:
+	case -EAGAIN:
+	case -ETIMEDOUT: return GRPC_UNAVAILABLE;
+	case -ETIME: return GRPC_DEADLINE_EXCEEDED;
+	case -ENOSPC:
+	case -ENOMEM:
+	case -EDQUOT: return GRPC_RESOURCE_EXHAUSTED;
+	case -EEXIST: return GRPC_ALREADY_EXISTS;
+	case -ERANGE: return GRPC_OUT_OF_RANGE;
+	default: return GRPC_INTERNAL;
+	}
+}
+
+int grpc_status_from_err(struct grpc_status *st, const struct err *e)
+{
+	return grpc_status_set(st, grpc_code_from_errno(e->code), "%s",
+	                       e->msg[0] ? e->msg : "internal error");
 }

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/err.h"
+
 enum grpc_code {
 	GRPC_OK = 0,
 	GRPC_CANCELLED = 1,
@@ -37,11 +39,43 @@ enum grpc_code {
 /* Default receive limit of server and client (gRPC's own default). */
 #define GRPC_DEFAULT_MAX_MSG (4u << 20)
 
-/* A call's outcome as the client sees it. */
+/* A call's outcome: what a handler answers, and what a client sees. */
 struct grpc_status {
 	int code;                      /* enum grpc_code */
 	char msg[GRPC_STATUS_MSG_MAX]; /* decoded grpc-message, "" when none */
 };
+
+/* ---- the status of a handler ---------------------------------------------------------------
+ *
+ * Every service of every role answers with a struct grpc_status: a handler
+ *     int fn(ctx, const Req *req, Resp *resp, struct grpc_status *st)
+ * returns the code (GRPC_OK or an error) and, on error, a message in st->msg that a person can act
+ * on (roles/glue.h turns it into the call's grpc-status and grpc-message).
+ *
+ * Errors: layers return 0 or a negative errno with a message in a struct err (DESIGN §3); a
+ * role's edge turns them into a status with grpc_status_from_err, through the one errno → code
+ * mapping of grpc_code_from_errno, and adds only what its own spec says differently.
+ *
+ * Out of memory: an allocation failure is an error like any other.  Layers return -ENOMEM;
+ * handlers answer RESOURCE_EXHAUSTED "out of memory" (grpc_status_oom) and leave their state as
+ * it was; no role aborts and none goes on without what it failed to allocate.  The per-volume
+ * locks never allocate (base/keylock.h), so a call is never run unlocked. */
+
+/* Sets code and message (st may be NULL); returns code. */
+int grpc_status_set(struct grpc_status *st, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* GRPC_RESOURCE_EXHAUSTED with "out of memory". */
+int grpc_status_oom(struct grpc_status *st);
+/* The code for a layer's negative errno (nvmet.md §9, initiator.h):
+ *   0 → OK;  -ESTALE (stale token), -EBUSY, -ENOENT, -EACCES, -EPERM, -EOPNOTSUPP →
+ *   FAILED_PRECONDITION;  -EINVAL, -ENAMETOOLONG → INVALID_ARGUMENT;  -EADDRINUSE,
+ *   -EADDRNOTAVAIL, -ENODEV, -ENXIO, -EAGAIN, -ETIMEDOUT → UNAVAILABLE;  -ETIME (a bounded wait
+ *   ran out) → DEADLINE_EXCEEDED;  -ENOSPC, -ENOMEM, -EDQUOT → RESOURCE_EXHAUSTED;  -EEXIST →
+ *   ALREADY_EXISTS;  -ERANGE → OUT_OF_RANGE;  anything else (-EIO, -EBADMSG, ...) → INTERNAL. */
+int grpc_code_from_errno(int err);
+/* Sets st from e (code by grpc_code_from_errno, e's message or "internal error"); returns the
+ * code. */
+int grpc_status_from_err(struct grpc_status *st, const struct err *e);
 
 /* "OK", "CANCELLED", … "UNAUTHENTICATED"; "UNKNOWN_CODE" for a value outside the enum. */
 const char *grpc_code_name(int code);

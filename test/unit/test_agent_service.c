@@ -122,7 +122,7 @@ static PB(FencingToken) tok(const char *uid, uint64_t gen)
 	return t;
 }
 
-static int create(const char *id, int64_t size, PB(FencingToken) * t, struct agent_status *st)
+static int create(const char *id, int64_t size, PB(FencingToken) * t, struct grpc_status *st)
 {
 	PB(CreateVolumeRequest) req = PILLAR_CSI__AGENT__V1__CREATE_VOLUME_REQUEST__INIT;
 	PB(CreateVolumeResponse) *resp = malloc(sizeof(*resp));
@@ -153,7 +153,7 @@ static void exp_init(struct exp *x, const char *addr, int icds)
 	x->params.nvmeof_tcp = &x->tcp;
 }
 
-static int export(const char *id, bool acl, int icds, PB(FencingToken) * t, struct agent_status *st)
+static int export(const char *id, bool acl, int icds, PB(FencingToken) * t, struct grpc_status *st)
 {
 	struct exp x;
 	PB(ExportVolumeRequest) req = PILLAR_CSI__AGENT__V1__EXPORT_VOLUME_REQUEST__INIT;
@@ -176,7 +176,7 @@ static int export(const char *id, bool acl, int icds, PB(FencingToken) * t, stru
 }
 
 static int initiator(bool allow, const char *id, const char *host, PB(FencingToken) * t,
-                     struct agent_status *st)
+                     struct grpc_status *st)
 {
 	if (allow) {
 		PB(AllowInitiatorRequest)
@@ -195,7 +195,7 @@ static int initiator(bool allow, const char *id, const char *host, PB(FencingTok
 	return agent_deny_initiator(svc, &req, NULL, st);
 }
 
-static int unexport(const char *id, PB(FencingToken) * t, struct agent_status *st)
+static int unexport(const char *id, PB(FencingToken) * t, struct grpc_status *st)
 {
 	PB(UnexportVolumeRequest) req = PILLAR_CSI__AGENT__V1__UNEXPORT_VOLUME_REQUEST__INIT;
 	req.volume_id = (char *)id;
@@ -204,7 +204,7 @@ static int unexport(const char *id, PB(FencingToken) * t, struct agent_status *s
 	return agent_unexport_volume(svc, &req, NULL, st);
 }
 
-static int delete (const char *id, PB(FencingToken) * t, struct agent_status *st)
+static int delete (const char *id, PB(FencingToken) * t, struct grpc_status *st)
 {
 	PB(DeleteVolumeRequest) req = PILLAR_CSI__AGENT__V1__DELETE_VOLUME_REQUEST__INIT;
 	req.volume_id = (char *)id;
@@ -213,7 +213,7 @@ static int delete (const char *id, PB(FencingToken) * t, struct agent_status *st
 	return agent_delete_volume(svc, &req, NULL, st);
 }
 
-static int expand(const char *id, int64_t size, PB(FencingToken) * t, struct agent_status *st)
+static int expand(const char *id, int64_t size, PB(FencingToken) * t, struct grpc_status *st)
 {
 	PB(ExpandVolumeRequest) req = PILLAR_CSI__AGENT__V1__EXPAND_VOLUME_REQUEST__INIT;
 	PB(ExpandVolumeResponse) *resp = malloc(sizeof(*resp));
@@ -268,7 +268,7 @@ static void want_build(struct want *w)
 
 /* Runs ReconcileState; fills msgs[i] with "" (success) or the item's error_message. */
 static int reconcile(struct want *w, size_t n, bool complete, char msgs[][600],
-                     struct agent_status *st)
+                     struct grpc_status *st)
 {
 	PB(ReconcileStateRequest) req = PILLAR_CSI__AGENT__V1__RECONCILE_STATE_REQUEST__INIT;
 	PB(VolumeDesiredState) * vols[8];
@@ -299,13 +299,13 @@ static int reconcile(struct want *w, size_t n, bool complete, char msgs[][600],
 
 static void open_gate(void)
 {
-	struct agent_status st;
+	struct grpc_status st;
 	ck_assert_int_eq(reconcile(NULL, 0, true, NULL, &st), GRPC_OK);
 }
 
 static bool restore_pending(void)
 {
-	struct agent_status st;
+	struct grpc_status st;
 	PB(HealthCheckRequest) req = PILLAR_CSI__AGENT__V1__HEALTH_CHECK_REQUEST__INIT;
 	PB(HealthCheckResponse) *resp = malloc(sizeof(*resp));
 	pillar_csi__agent__v1__health_check_response__init(resp);
@@ -324,7 +324,7 @@ static bool restore_pending(void)
 
 START_TEST(test_gate_per_rpc)
 {
-	struct agent_status st;
+	struct grpc_status st;
 	PB(FencingToken) t = tok(UID1, 1);
 	ck_assert(restore_pending());
 	/* not gated: backend RPCs */
@@ -357,7 +357,7 @@ END_TEST
 
 START_TEST(test_lifecycle_and_fencing)
 {
-	struct agent_status st;
+	struct grpc_status st;
 	PB(FencingToken) t1 = tok(UID1, 1), t2 = tok(UID1, 2), t3 = tok(UID1, 3), none = tok("", 0);
 	open_gate();
 	ck_assert_int_eq(create("fpool/v1", 1 << 20, &t1, &st), GRPC_OK);
@@ -401,7 +401,7 @@ END_TEST
 
 START_TEST(test_validation)
 {
-	struct agent_status st;
+	struct grpc_status st;
 	PB(FencingToken) t = tok(UID1, 1);
 	ck_assert_int_eq(create("fpool/a/b", 1 << 20, &t, &st), GRPC_INVALID_ARGUMENT);
 	ck_assert_str_eq(st.msg, "invalid volume id \"fpool/a/b\"");
@@ -430,7 +430,7 @@ END_TEST
 /* agent-api.md §14: FileVolumeParams travel in BackendParams.file (= 3). */
 START_TEST(test_file_backend_params)
 {
-	struct agent_status st;
+	struct grpc_status st;
 	PB(FencingToken) t = tok(UID1, 1);
 	PB(FileVolumeParams) fp = PILLAR_CSI__AGENT__V1__FILE_VOLUME_PARAMS__INIT;
 	PB(ZfsVolumeParams) zp = PILLAR_CSI__AGENT__V1__ZFS_VOLUME_PARAMS__INIT;
@@ -464,7 +464,7 @@ END_TEST
 
 START_TEST(test_expand_online)
 {
-	struct agent_status st;
+	struct grpc_status st;
 	PB(FencingToken) t = tok(UID1, 1);
 	open_gate();
 	ck_assert_int_eq(create("fpool/v1", 1 << 20, &t, &st), GRPC_OK);
@@ -493,7 +493,7 @@ static void hook_check(void *arg)
 
 START_TEST(test_two_phase_restore_and_isolation)
 {
-	struct agent_status st;
+	struct grpc_status st;
 	char msgs[4][600];
 	PB(FencingToken) t = tok(UID1, 5);
 	ck_assert_int_eq(create("fpool/a", 1 << 20, &t, &st), GRPC_OK);
@@ -538,7 +538,7 @@ END_TEST
 
 START_TEST(test_icds_link_order_and_conflict)
 {
-	struct agent_status st;
+	struct grpc_status st;
 	char msgs[2][600];
 	PB(FencingToken) t = tok(UID1, 1);
 	ck_assert_int_eq(create("fpool/a", 1 << 20, &t, &st), GRPC_OK);
@@ -563,7 +563,7 @@ END_TEST
 
 START_TEST(test_bind_address_missing)
 {
-	struct agent_status st;
+	struct grpc_status st;
 	char msgs[1][600];
 	PB(FencingToken) t = tok(UID1, 1);
 	ck_assert_int_eq(create("fpool/a", 1 << 20, &t, &st), GRPC_OK);
@@ -590,7 +590,7 @@ static void tracer(void *arg, const char *op, const char *rel, const char *value
 
 START_TEST(test_restart_without_reboot)
 {
-	struct agent_status st;
+	struct grpc_status st;
 	char msgs[2][600];
 	PB(FencingToken) t = tok(UID1, 1);
 	ck_assert_int_eq(create("fpool/a", 1 << 20, &t, &st), GRPC_OK);
@@ -628,7 +628,7 @@ END_TEST
 
 START_TEST(test_live_foreign_identity_is_pinned)
 {
-	struct agent_status st;
+	struct grpc_status st;
 	char msgs[1][600];
 	PB(FencingToken) t = tok(UID1, 1);
 	ck_assert_int_eq(create("fpool/a", 1 << 20, &t, &st), GRPC_OK);
@@ -660,7 +660,7 @@ END_TEST
 
 START_TEST(test_drain)
 {
-	struct agent_status st;
+	struct grpc_status st;
 	PB(DrainResponse) *resp = malloc(sizeof(*resp));
 	pillar_csi__agent__v1__drain_response__init(resp);
 	ck_assert_int_eq(agent_drain(svc, NULL, resp, &st), GRPC_OK);
@@ -679,7 +679,7 @@ END_TEST
 
 START_TEST(test_capacity_and_list)
 {
-	struct agent_status st;
+	struct grpc_status st;
 	PB(FencingToken) t = tok(UID1, 1);
 	open_gate();
 	ck_assert_int_eq(create("fpool/a", 1 << 20, &t, &st), GRPC_OK);

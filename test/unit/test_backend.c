@@ -337,7 +337,7 @@ health_of(agent_service *a, const char *name, PillarCsi__Agent__V1__HealthCheckR
 	PillarCsi__Agent__V1__HealthCheckRequest req =
 	    PILLAR_CSI__AGENT__V1__HEALTH_CHECK_REQUEST__INIT;
 	PillarCsi__Agent__V1__HealthCheckResponse *resp = malloc(sizeof(*resp));
-	struct agent_status st = {0};
+	struct grpc_status st = {0};
 	pillar_csi__agent__v1__health_check_response__init(resp);
 	ck_assert_int_eq(agent_health_check(a, &req, resp, &st), GRPC_OK);
 	*keep = resp;
