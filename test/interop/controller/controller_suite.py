@@ -3,7 +3,9 @@
 loop, `pillar-csi agent` on a fake configfs root with a `file` backend, and this grpcio CSI client,
 all on loopback.  Expected values (volume IDs, NQNs, namespace identities, port IDs, messages,
 conditions) are computed here from the specification (csi.md, crds.md, agent-api.md, nvmet.md,
-operations.md), never read from our code.
+operations.md), never read from our code.  Every CSI call stands for a Kubernetes component and
+is built as that component builds it (test/interop/lib/sidecars.py: csi-provisioner from the
+StorageClass and PVC, csi-attacher from the PV and the CSINodes).
 
 The controller reaches the agent through a small grpcio forwarder owned by this suite.  It passes
 every AgentService call through unchanged; for the restore it can hold the one complete
@@ -35,6 +37,7 @@ import csi_pb2_grpc as csig  # noqa: E402
 import agent_pb2 as apb  # noqa: E402
 import agent_pb2_grpc as apbg  # noqa: E402
 from klog import call_logs, duration_ok  # noqa: E402
+import sidecars as k8s  # noqa: E402
 
 BIN = os.environ["PILLAR_BIN"]
 GROUP = "pillar-csi.bhyoo.com/v1alpha1"
@@ -45,7 +48,6 @@ ID_NS = uuid.UUID("3c6e0b8a-6a0f-5c1d-9f5e-8d2b7a4e1c90")
 HOST_A = "nqn.2014-08.org.nvmexpress:uuid:%s" % uuid.uuid4()
 HOST_B = "nqn.2014-08.org.nvmexpress:uuid:%s" % uuid.uuid4()
 MiB = 1 << 20
-SNW = csi.VolumeCapability.AccessMode.SINGLE_NODE_WRITER
 OK, PRECOND = grpc.StatusCode.OK, grpc.StatusCode.FAILED_PRECONDITION
 
 
@@ -334,23 +336,59 @@ def objects(agent_port):
          "spec": {"protocol": {"nvmeofTcp": {"port": 4420, "acl": True}}}},
         {"apiVersion": GROUP, "kind": "PillarStorageClass", "metadata": meta(PSC),
          "spec": {"storeRef": STORE, "protocolRef": PROTO}},
-        {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {
-            "name": "node-a", "annotations": {P + "nvmeof-host-nqn": HOST_A,
-                                              P + "nvmeof-host-id": HOST_A.rsplit(":", 1)[1]}}},
-        {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {
-            "name": "node-b", "annotations": {P + "nvmeof-host-nqn": HOST_B,
-                                              P + "nvmeof-host-id": HOST_B.rsplit(":", 1)[1]}}},
-    ]
+    ] + CLUSTER["csinodes"]
 
 
-def mount_cap():
-    return csi.VolumeCapability(mount=csi.VolumeCapability.MountVolume(fs_type="ext4"),
-                                access_mode=csi.VolumeCapability.AccessMode(mode=SNW))
+def csinode(name, host):
+    """A worker's CSINode: the host identity our node plugin published, the driver registration
+    kubelet made from NodeGetInfo (node ID, topology key: nvme_tcp is loaded)."""
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {
+        "name": name, "annotations": {P + "nvmeof-host-nqn": host,
+                                      P + "nvmeof-host-id": host.rsplit(":", 1)[1]}},
+        "spec": {"drivers": [{"name": k8s.DRIVER, "nodeID": name,
+                              "topologyKeys": [P + "nvmeof"]}]}}
 
 
-def pub_req(vid, node):
-    return csi.ControllerPublishVolumeRequest(volume_id=vid, node_id=node,
-                                              volume_capability=mount_cap())
+# What the sidecars read: the workers' Nodes (labels kubelet copied from NodeGetInfo) and CSINodes.
+CLUSTER = {"nodes": [{"metadata": {"name": n, "labels": {"kubernetes.io/hostname": n,
+                                                          P + "nvmeof": "true"}}}
+                     for n in ("node-a", "node-b")],
+           "csinodes": [csinode("node-a", HOST_A), csinode("node-b", HOST_B)]}
+
+
+class Kube:
+    """The Kubernetes side: PVCs in the store, and every CSI call made as the sidecar that makes
+    it in a cluster (test/interop/lib/sidecars.py): csi-provisioner, csi-attacher."""
+
+    def __init__(self, env, ctl, caps):
+        self.env, self.ctl, self.caps = env, ctl, caps
+
+    def claim(self, name, size):
+        """Creates PersistentVolumeClaim default/name and returns it as stored (with its uid)."""
+        rc, out, err = self.env.apply({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                                       "metadata": {"name": name, "namespace": "default"},
+                                       "spec": {"accessModes": ["ReadWriteOnce"],
+                                                "resources": {"requests": {"storage": size}},
+                                                "storageClassName": PSC}})
+        rc, out, _ = self.env.cli("get", "pvc", "-o", "json")
+        items = json.loads(out)["items"] if rc == 0 else []
+        return next(i for i in items if i["metadata"]["name"] == name)
+
+    def provision(self, sc, pvc):
+        """CreateVolume; returns (code, message, request, PV or None)."""
+        req = k8s.create_volume(csi, self.caps, sc, pvc, CLUSTER)
+        code, msg, r = call(self.ctl.CreateVolume, req)
+        return code, msg, req, (k8s.pv_of(sc, pvc, req, r) if code == OK else None), r
+
+    def attach(self, pv, node):
+        return call(self.ctl.ControllerPublishVolume,
+                    k8s.attach(csi, self.caps, pv, node, CLUSTER))
+
+    def detach(self, pv, node):
+        return call(self.ctl.ControllerUnpublishVolume, k8s.detach(csi, pv, node, CLUSTER))
+
+    def delete(self, pv):
+        return call(self.ctl.DeleteVolume, k8s.delete_volume(csi, pv))
 
 
 def exports_ready(env):
@@ -423,15 +461,48 @@ def suite(env):
               json.dumps(sc))
     if not sc:
         return
-    params = dict(sc["parameters"])
-
     ch = grpc.insecure_channel("unix://" + env.sock)
     ctl = csig.ControllerStub(ch)
-    csi_flow(env, fwd, ctl, params)
+    kube = Kube(env, ctl, k8s.Caps(csi, csig.IdentityStub(ch), ctl))
+    fstype_cases(env, kube)
+    csi_flow(env, fwd, kube, sc)
 
 
-def csi_flow(env, fwd, ctl, params):
-    name = "pvc-%s" % uuid.uuid4()
+def fstype_cases(env, kube):
+    """crds.md §9/§11/§13 with the provisioner's request shape: fstype only in the capability."""
+    refs = {P + "store-ref": STORE, P + "protocol-ref": PROTO}
+    pvc = kube.claim("data-xfs", "16Mi")
+    sc = {"parameters": dict(refs, **{"csi.storage.k8s.io/fstype": "xfs"})}
+    code, msg, req, pv, r = kube.provision(sc, pvc)
+    rep.check("the provisioner's CreateVolume carries no csi.storage.k8s.io/fstype parameter, "
+              "the fstype only as mount.fs_type, the extra metadata and the workers' topology",
+              "csi.storage.k8s.io/fstype" not in req.parameters and
+              req.volume_capabilities[0].mount.fs_type == "xfs" and
+              req.parameters["csi.storage.k8s.io/pvc/name"] == "data-xfs" and
+              [dict(t.segments) for t in req.accessibility_requirements.requisite] ==
+              [{P + "nvmeof": "true"}], str(req))
+    got = env.get("pvst", req.name) or {}
+    rep.check("StorageClass fstype xfs: xfs in the volume context and in spec.resolved",
+              code == OK and r.volume.volume_context[P + "fs-type"] == "xfs" and
+              got.get("spec", {}).get("resolved", {}).get("filesystem", {}).get("fsType") ==
+              "xfs", "%s %s %s" % (code, msg, json.dumps(got.get("spec"))))
+    if pv:
+        code, msg, _ = kube.delete(pv)
+        rep.check("DeleteVolume of the xfs volume", code == OK, "%s %s" % (code, msg))
+    pvc = kube.claim("data-mismatch", "16Mi")
+    sc = {"parameters": dict(refs, **{P + "filesystem": "fsType: ext4",
+                                      "csi.storage.k8s.io/fstype": "xfs"})}
+    code, msg, req, _, _ = kube.provision(sc, pvc)
+    rep.check("filesystem document ext4 + StorageClass fstype xfs: INVALID_ARGUMENT with the "
+              "crds.md §13 message",
+              code == grpc.StatusCode.INVALID_ARGUMENT and
+              msg == 'csi.storage.k8s.io/fstype "xfs" does not match filesystem fsType "ext4"'
+              and env.get("pvst", req.name) is None, "%s %r" % (code, msg))
+
+
+def csi_flow(env, fwd, kube, sc):
+    pvc = kube.claim("data", "64Mi")
+    name = "pvc-%s" % pvc["metadata"]["uid"]
     avid = "%s/%s" % (POOL, name)
     vid = "%s/nvmeof-tcp/file/%s" % (AGENT, avid)
     nqn = nqn_of(avid)
@@ -439,11 +510,9 @@ def csi_flow(env, fwd, ctl, params):
     pid = port_id_of("127.0.0.1", 4420)
 
     # ---- CreateVolume through the generated StorageClass's parameters --------------------------
-    code, msg, r = call(ctl.CreateVolume, csi.CreateVolumeRequest(
-        name=name, capacity_range=csi.CapacityRange(required_bytes=64 * MiB),
-        volume_capabilities=[mount_cap()], parameters=params))
-    if not rep.check("CreateVolume with the generated StorageClass's parameters", code == OK,
-                     "%s %s" % (code, msg)):
+    code, msg, _, pv, r = kube.provision(sc, pvc)
+    if not rep.check("CreateVolume through the generated StorageClass (csi-provisioner's request)",
+                     code == OK, "%s %s" % (code, msg)):
         return
     v = r.volume
     want_ctx = {"target_id": nqn, "address": "127.0.0.1", "port": "4420",
@@ -462,18 +531,18 @@ def csi_flow(env, fwd, ctl, params):
     rep.check("nvmet tree: subsystem linked to port %d (tcp, 4420)" % pid,
               os.path.islink(port_link(env, nqn, pid)) and
               env.read(env.nvmet, "ports", str(pid), "addr_trsvcid") == "4420", "")
-    pv = env.get("pvst", name)
-    st = (pv or {}).get("status", {})
+    pvst = env.get("pvst", name)
+    st = (pvst or {}).get("status", {})
     rep.check("PillarVolumeState: Ready, exportSpec recorded, generation 2, success-recorded",
               st.get("phase") == "Ready" and
               st.get("exportSpec") == {"bindAddress": "127.0.0.1", "port": 4420,
                                        "aclEnabled": True} and
               st.get("publicationGeneration") == 2 and
-              pv["metadata"].get("annotations", {}).get(P + "success-recorded") == "true" and
-              pv["metadata"].get("labels", {}).get(P + "agent") == AGENT, json.dumps(pv))
+              pvst["metadata"].get("annotations", {}).get(P + "success-recorded") == "true" and
+              pvst["metadata"].get("labels", {}).get(P + "agent") == AGENT, json.dumps(pvst))
 
     # ---- publish to node-a, refuse node-b ---------------------------------------------------------
-    code, msg, r = call(ctl.ControllerPublishVolume, pub_req(vid, "node-a"))
+    code, msg, r = kube.attach(pv, "node-a")
     rep.check("ControllerPublishVolume to node-a", code == OK and len(r.publish_context) == 0,
               "%s %s" % (code, msg))
     rep.check("nvmet tree: allowed_hosts/<node-a NQN> links to hosts/<node-a NQN>",
@@ -481,24 +550,24 @@ def csi_flow(env, fwd, ctl, params):
               export_view(env, nqn))
     rep.check("PillarVolumeState: node-a recorded with its host NQN, generation +1 (crds.md §7.5)",
               env.get("pvst", name)["status"].get("publishedNodes") ==
-              [{"nodeID": "node-a", "initiatorID": HOST_A, "accessMode": "SINGLE_NODE_WRITER",
+              [{"nodeID": "node-a", "initiatorID": HOST_A, "accessMode": "SINGLE_NODE_MULTI_WRITER",
                 "readonly": False, "revoking": False}] and
               env.get("pvst", name)["status"].get("publicationGeneration") == 3,
               json.dumps(env.get("pvst", name)["status"]))
-    code, msg, r = call(ctl.ControllerPublishVolume, pub_req(vid, "node-a"))
+    code, msg, r = kube.attach(pv, "node-a")
     rep.check("ControllerPublishVolume to node-a again is idempotent", code == OK,
               "%s %s" % (code, msg))
-    code, msg, _ = call(ctl.ControllerPublishVolume, pub_req(vid, "node-b"))
-    want = ('volume "%s" is published to another node "node-a" (access mode SINGLE_NODE_WRITER, '
-            'readonly=false); cannot publish to node "node-b" with access mode SINGLE_NODE_WRITER'
-            % vid)
+    code, msg, _ = kube.attach(pv, "node-b")
+    want = ('volume "%s" is published to another node "node-a" (access mode '
+            'SINGLE_NODE_MULTI_WRITER, readonly=false); cannot publish to node "node-b" with '
+            'access mode SINGLE_NODE_MULTI_WRITER' % vid)
     rep.check("ControllerPublishVolume to node-b: FAILED_PRECONDITION \"is published to another "
               "node\" (csi.md §4.3 message)",
               code == PRECOND and "is published to another node" in msg and msg == want,
               "%s %r" % (code, msg))
     rep.check("nvmet tree: node-b was not admitted", export_view(env, nqn)["hosts"] == [HOST_A],
               export_view(env, nqn))
-    code, msg, _ = call(ctl.DeleteVolume, csi.DeleteVolumeRequest(volume_id=vid))
+    code, msg, _ = kube.delete(pv)
     rep.check("DeleteVolume while published: FAILED_PRECONDITION (csi.md §4.2)",
               code == PRECOND and msg == ('volume "%s" is still published to nodes [node-a]; '
                                           'unpublish it before deleting' % vid),
@@ -506,8 +575,7 @@ def csi_flow(env, fwd, ctl, params):
 
     # ---- unpublish node-a, publish node-b ----------------------------------------------------------
     gen = env.get("pvst", name)["status"]["publicationGeneration"]
-    code, msg, _ = call(ctl.ControllerUnpublishVolume,
-                        csi.ControllerUnpublishVolumeRequest(volume_id=vid, node_id="node-a"))
+    code, msg, _ = kube.detach(pv, "node-a")
     rep.check("ControllerUnpublishVolume from node-a", code == OK, "%s %s" % (code, msg))
     x = export_view(env, nqn)
     rep.check("nvmet tree: node-a's allowed_hosts link and its unused hosts entry are gone",
@@ -517,7 +585,7 @@ def csi_flow(env, fwd, ctl, params):
               (env.get("pvst", name) or {}).get("status", {}).get("publishedNodes") in (None, [])
               and env.get("pvst", name)["status"].get("publicationGeneration") == gen + 1,
               json.dumps(env.get("pvst", name)))
-    code, msg, _ = call(ctl.ControllerPublishVolume, pub_req(vid, "node-b"))
+    code, msg, _ = kube.attach(pv, "node-b")
     rep.check("ControllerPublishVolume to node-b after the unpublish", code == OK,
               "%s %s" % (code, msg))
     rep.check("nvmet tree: allowed_hosts/<node-b NQN> only",
@@ -525,27 +593,25 @@ def csi_flow(env, fwd, ctl, params):
               export_view(env, nqn))
 
     # ---- agent restart and storage-node reboot ------------------------------------------------------
-    name2 = restart_cases(env, fwd, ctl, params, name, nqn, ident, pid)
+    pv2 = restart_cases(env, fwd, kube, sc, name, nqn, ident, pid)
 
     # ---- teardown ------------------------------------------------------------------------------------
-    code, msg, _ = call(ctl.ControllerUnpublishVolume,
-                        csi.ControllerUnpublishVolumeRequest(volume_id=vid, node_id="node-b"))
+    code, msg, _ = kube.detach(pv, "node-b")
     rep.check("ControllerUnpublishVolume from node-b", code == OK, "%s %s" % (code, msg))
     rep.check("nvmet tree: no host admitted after the last unpublish",
               export_view(env, nqn)["hosts"] == [] and
               not os.path.exists(os.path.join(env.nvmet, "hosts", HOST_B)), export_view(env, nqn))
-    code, msg, _ = call(ctl.DeleteVolume, csi.DeleteVolumeRequest(volume_id=vid))
+    code, msg, _ = kube.delete(pv)
     rep.check("DeleteVolume", code == OK, "%s %s" % (code, msg))
     rep.check("nvmet tree: subsystem, namespace and port link removed; volume file deleted",
               not os.path.exists(env.sub(nqn)) and not os.path.lexists(port_link(env, nqn, pid))
               and not os.path.exists(os.path.join(env.files, name + ".img")),
               sorted(os.listdir(os.path.join(env.nvmet, "subsystems"))))
     rep.check("PillarVolumeState deleted", env.get("pvst", name) is None, "")
-    code, msg, _ = call(ctl.DeleteVolume, csi.DeleteVolumeRequest(volume_id=vid))
+    code, msg, _ = kube.delete(pv)
     rep.check("DeleteVolume again is OK (idempotent)", code == OK, "%s %s" % (code, msg))
-    if name2:
-        vid2 = "%s/nvmeof-tcp/file/%s/%s" % (AGENT, POOL, name2)
-        code, msg, _ = call(ctl.DeleteVolume, csi.DeleteVolumeRequest(volume_id=vid2))
+    if pv2:
+        code, msg, _ = kube.delete(pv2)
         rep.check("DeleteVolume of the repaired volume; nothing is left on the agent",
                   code == OK and os.listdir(os.path.join(env.nvmet, "subsystems")) == [] and
                   os.listdir(os.path.join(env.nvmet, "hosts")) == [] and
@@ -582,8 +648,8 @@ def check_call_logs(env, vid, avid, refused_msg):
     alog = env.agent_logs()
     acv = call_logs(alog, "GRPC call", "/pillar_csi.agent.v1.AgentService/CreateVolume")
     rep.check("agent log: AgentService/CreateVolume logged at --v=3 with the agent volume ID",
-              [(sev, kv.get("volumeID"), kv.get("code")) for sev, kv in acv][:1] ==
-              [("I", avid, "OK")] and duration_ok(acv[0][1]), acv)
+              [(sev, kv.get("code")) for sev, kv in acv if kv.get("volumeID") == avid] ==
+              [("I", "OK")] and all(duration_ok(kv) for _, kv in acv), acv)
     rep.check("agent log at --v=3: no request bodies",
               not call_logs(alog, "GRPC request", "/pillar_csi.agent.v1.AgentService/CreateVolume"),
               "")
@@ -646,7 +712,7 @@ def edit_status(env, name, edit):
     return rc, out, err
 
 
-def restart_cases(env, fwd, ctl, params, name, nqn, ident, pid):
+def restart_cases(env, fwd, kube, sc, name, nqn, ident, pid):
     avid = "%s/%s" % (POOL, name)
     before = export_view(env, nqn)
     gen = env.get("pvst", name)["status"]["publicationGeneration"]
@@ -677,12 +743,11 @@ def restart_cases(env, fwd, ctl, params, name, nqn, ident, pid):
 
     # 2. a second volume whose exportSpec is removed by hand (operations.md §4: ExportSpecMissing
     #    arises only for records written by other software or edited by hand)
-    name2 = "pvc-%s" % uuid.uuid4()
+    pvc2 = kube.claim("data2", "32Mi")
+    name2 = "pvc-%s" % pvc2["metadata"]["uid"]
     avid2 = "%s/%s" % (POOL, name2)
     nqn2 = nqn_of(avid2)
-    code, msg, _ = call(ctl.CreateVolume, csi.CreateVolumeRequest(
-        name=name2, capacity_range=csi.CapacityRange(required_bytes=32 * MiB),
-        volume_capabilities=[mount_cap()], parameters=params))
+    code, msg, _, pv2, _ = kube.provision(sc, pvc2)
     rep.check("CreateVolume of a second volume", code == OK and export_view(env, nqn2)["exists"],
               "%s %s" % (code, msg))
     saved_spec = dict(env.get("pvst", name2)["status"]["exportSpec"])
@@ -730,7 +795,7 @@ def restart_cases(env, fwd, ctl, params, name, nqn, ident, pid):
               rc == 0 and ok is not None and x2["exists"] and x2["enable"] == "1" and
               x2["uuid"] == identity_of(nqn2)["uuid"] and x2["hosts"] == [],
               "%s %s %s" % (out + err, cond(env.get("pvst", name2), "ExportReconciled"), x2))
-    return name2
+    return pv2
 
 
 def main():

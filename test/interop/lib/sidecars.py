@@ -1,0 +1,248 @@
+"""CSI requests built exactly as the Kubernetes components build them, for every interop test that
+stands in for a Kubernetes call (the Python twin of test/unit/sidecar.h, which lists the facts and
+the source files they come from).  Inputs are Kubernetes objects as dicts (StorageClass,
+PersistentVolumeClaim, PersistentVolume, Node, CSINode), so a test states the cluster, not the
+request.
+
+  csi-provisioner 5.2   create_volume(), pv_of(), delete_volume()
+  csi-attacher 4.8      attach(), detach()
+  csi-resizer 1.13      expand()
+
+Each takes the generated csi_pb2 module as `csi`.  A component that would refuse before calling
+the driver raises Refused with the component's own message.
+"""
+
+DRIVER = "pillar-csi.bhyoo.com"
+PREFIX = "csi.storage.k8s.io/"
+KNOWN_PREFIXED = {PREFIX + k for k in (
+    "fstype", "provisioner-secret-name", "provisioner-secret-namespace",
+    "controller-publish-secret-name", "controller-publish-secret-namespace",
+    "node-stage-secret-name", "node-stage-secret-namespace", "node-publish-secret-name",
+    "node-publish-secret-namespace", "controller-expand-secret-name",
+    "controller-expand-secret-namespace", "secret-name", "secret-namespace",
+    "node-expand-secret-name", "node-expand-secret-namespace")}
+
+
+class Refused(Exception):
+    """The component fails before calling the driver (its message)."""
+
+
+class Caps:
+    """What the sidecars learn from the driver (GetPluginCapabilities, ControllerGetCapabilities)
+    and our deployment's flags (deploy.md §3: --extra-create-metadata; no --default-fstype;
+    --immediate-topology defaults to true)."""
+
+    def __init__(self, csi, identity, controller, timeout=10):
+        pc = identity.GetPluginCapabilities(csi.GetPluginCapabilitiesRequest(), timeout=timeout)
+        cc = controller.ControllerGetCapabilities(csi.ControllerGetCapabilitiesRequest(),
+                                                  timeout=timeout)
+        svc = {c.service.type for c in pc.capabilities if c.HasField("service")}
+        rpc = {c.rpc.type for c in cc.capabilities if c.HasField("rpc")}
+        R = csi.ControllerServiceCapability.RPC
+        self.topology = csi.PluginCapability.Service.VOLUME_ACCESSIBILITY_CONSTRAINTS in svc
+        self.snmw = R.SINGLE_NODE_MULTI_WRITER in rpc
+        self.publish_ro = R.PUBLISH_READONLY in rpc
+        self.default_fstype = ""
+        self.extra_metadata = True
+        self.immediate_topology = True
+
+
+def access_mode(csi, modes, snmw):
+    """csi-lib-utils accessmodes.ToCSIAccessMode."""
+    M = csi.VolumeCapability.AccessMode
+    m = set(modes)
+    if "ReadWriteOncePod" in m:
+        if len(m) > 1:
+            raise Refused("Kubernetes does not support use of ReadWriteOncePod with other access "
+                          "modes on the same PersistentVolume")
+        return M.SINGLE_NODE_SINGLE_WRITER if snmw else M.SINGLE_NODE_WRITER
+    if "ReadWriteMany" in m:
+        return M.MULTI_NODE_MULTI_WRITER
+    if "ReadOnlyMany" in m and "ReadWriteOnce" in m:
+        raise Refused("CSI does not support ReadOnlyMany and ReadWriteOnce on the same "
+                      "PersistentVolume")
+    if "ReadOnlyMany" in m:
+        return M.MULTI_NODE_READER_ONLY
+    if "ReadWriteOnce" in m:
+        return M.SINGLE_NODE_MULTI_WRITER if snmw else M.SINGLE_NODE_WRITER
+    raise Refused("unsupported AccessMode combination: %s" % sorted(m))
+
+
+def capability(csi, mode, block, fstype, flags):
+    am = csi.VolumeCapability.AccessMode(mode=mode)
+    if block:
+        return csi.VolumeCapability(block=csi.VolumeCapability.BlockVolume(), access_mode=am)
+    return csi.VolumeCapability(
+        mount=csi.VolumeCapability.MountVolume(fs_type=fstype, mount_flags=list(flags or [])),
+        access_mode=am)
+
+
+def quantity(q):
+    q = str(q)
+    for i, suf in enumerate(("Ki", "Mi", "Gi", "Ti")):
+        if q.endswith(suf):
+            return int(q[:-2]) << (10 * (i + 1))
+    return int(q)
+
+
+def _keys(csinode):
+    for d in (csinode.get("spec") or {}).get("drivers") or []:
+        if d.get("name") == DRIVER:
+            return d.get("topologyKeys") or []
+    return []
+
+
+def _named(objs, name):
+    return next((o for o in objs if o["metadata"]["name"] == name), None)
+
+
+def _fnv1(data):
+    h = 0x811C9DC5
+    for b in data:
+        h = (h * 0x01000193) % 2**32
+        h ^= b
+    return h
+
+
+def _offset(pvc_name):
+    """getPVCNameHashAndIndexOffset: hash + StatefulSet index."""
+    base, index = pvc_name, 0
+    head, _, tail = pvc_name.rpartition("-")
+    if head and tail.isdigit():
+        index, base = int(tail), head.rpartition("-")[2]
+    return _fnv1(base.encode()) + index
+
+
+def requirements(csi, caps, cluster, pvc_name, selected):
+    """GenerateAccessibilityRequirements (no allowedTopologies, no --strict-topology)."""
+    csinodes, nodes = cluster.get("csinodes", []), cluster.get("nodes", [])
+    if selected:
+        keys = _keys(_named(csinodes, selected) or {})
+        if not keys:
+            raise Refused("no topology key found for node %s" % selected)
+    else:
+        if not caps.immediate_topology:
+            return None
+        keys = next((_keys(c) for c in csinodes if _keys(c)), [])
+        if not keys:
+            raise Refused("no available topology found")
+    keys = sorted(keys)
+    terms = []
+    for n in nodes:
+        labels = n["metadata"].get("labels") or {}
+        if all(k in labels for k in keys):
+            terms.append(tuple(labels[k] for k in keys))
+    if not terms:
+        raise Refused("topologyKeys %s were not found on any nodes" % keys)
+    terms = sorted(set(terms))
+    if selected:
+        labels = (_named(nodes, selected) or {"metadata": {}})["metadata"].get("labels") or {}
+        sel = tuple(labels.get(k) for k in keys)
+        rot = terms.index(sel) if sel in terms else 0
+    else:
+        rot = _offset(pvc_name) % len(terms)
+    topo = lambda t: csi.Topology(segments=dict(zip(keys, t)))  # noqa: E731
+    return csi.TopologyRequirement(requisite=[topo(t) for t in terms],
+                                   preferred=[topo(t) for t in terms[rot:] + terms[:rot]])
+
+
+def create_volume(csi, caps, sc, pvc, cluster, selected_node=None):
+    """csi-provisioner prepareProvision: the CreateVolumeRequest for pvc of StorageClass sc."""
+    if sc.get("allowedTopologies"):
+        raise Refused("sidecar emulation: allowedTopologies is not emulated")
+    params = sc.get("parameters") or {}
+    fs = [v for k, v in params.items() if k.lower() == "fstype" or k == PREFIX + "fstype"]
+    if len(fs) > 1:
+        raise Refused('fstype specified in parameters with both "fstype" and "%sfstype" keys'
+                      % PREFIX)
+    fstype = (fs[0] if fs else "") or caps.default_fstype
+    spec, meta = pvc["spec"], pvc["metadata"]
+    block = spec.get("volumeMode") == "Block"
+    caps_list = [capability(csi, access_mode(csi, [m], caps.snmw), block, fstype,
+                            sc.get("mountOptions")) for m in spec.get("accessModes") or []]
+    name = "pvc-" + meta["uid"]
+    req = csi.CreateVolumeRequest(
+        name=name, volume_capabilities=caps_list,
+        capacity_range=csi.CapacityRange(
+            required_bytes=quantity(spec["resources"]["requests"]["storage"])))
+    if caps.topology:
+        r = requirements(csi, caps, cluster, meta["name"], selected_node)
+        if r is not None:
+            req.accessibility_requirements.CopyFrom(r)
+    for k, v in params.items():
+        if k.startswith(PREFIX):
+            if k not in KNOWN_PREFIXED:
+                raise Refused('failed to strip CSI Parameters of prefixed keys: found unknown '
+                              'parameter key "%s" with reserved namespace %s' % (k, PREFIX))
+            continue
+        req.parameters[k] = v
+    if caps.extra_metadata:
+        req.parameters[PREFIX + "pvc/name"] = meta["name"]
+        req.parameters[PREFIX + "pvc/namespace"] = meta.get("namespace", "")
+        req.parameters[PREFIX + "pv/name"] = name
+    return req
+
+
+def pv_of(sc, pvc, req, resp):
+    """The PersistentVolume csi-provisioner writes after CreateVolume succeeded."""
+    block = pvc["spec"].get("volumeMode") == "Block"
+    src = {"driver": DRIVER, "volumeHandle": resp.volume.volume_id,
+           "volumeAttributes": dict(resp.volume.volume_context,
+                                    **{"storage.kubernetes.io/csiProvisionerIdentity":
+                                       "1700000000000-1234-" + DRIVER})}
+    fstype = req.volume_capabilities[0].mount.fs_type if req.volume_capabilities else ""
+    if not block and fstype:
+        src["fsType"] = fstype
+    spec = {"accessModes": list(pvc["spec"].get("accessModes") or []),
+            "capacity": {"storage": str(resp.volume.capacity_bytes)},
+            "volumeMode": "Block" if block else "Filesystem", "csi": src}
+    if sc.get("mountOptions"):
+        spec["mountOptions"] = list(sc["mountOptions"])
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": req.name},
+            "spec": spec}
+
+
+def delete_volume(csi, pv):
+    return csi.DeleteVolumeRequest(volume_id=pv["spec"]["csi"]["volumeHandle"])
+
+
+def pv_capability(csi, caps, pv):
+    """GetVolumeCapabilities of the attacher and the resizer."""
+    spec = pv["spec"]
+    return capability(csi, access_mode(csi, spec.get("accessModes") or [], caps.snmw),
+                      spec.get("volumeMode") == "Block",
+                      spec["csi"].get("fsType") or caps.default_fstype, spec.get("mountOptions"))
+
+
+def node_id(cluster, node):
+    """getNodeID: CSINode spec.drivers[driver].nodeID."""
+    cn = _named(cluster.get("csinodes", []), node)
+    if cn is None:
+        raise Refused('csinode.storage.k8s.io "%s" not found' % node)
+    for d in (cn.get("spec") or {}).get("drivers") or []:
+        if d.get("name") == DRIVER and d.get("nodeID"):
+            return d["nodeID"]
+    raise Refused("CSINode %s does not contain driver %s" % (node, DRIVER))
+
+
+def attach(csi, caps, pv, node, cluster):
+    """csi-attacher csiAttach: ControllerPublishVolume for a VolumeAttachment of pv to node."""
+    src = pv["spec"]["csi"]
+    return csi.ControllerPublishVolumeRequest(
+        volume_id=src["volumeHandle"], node_id=node_id(cluster, node),
+        volume_capability=pv_capability(csi, caps, pv),
+        readonly=bool(caps.publish_ro and src.get("readOnly")),
+        volume_context=src.get("volumeAttributes") or {})
+
+
+def detach(csi, pv, node, cluster):
+    return csi.ControllerUnpublishVolumeRequest(volume_id=pv["spec"]["csi"]["volumeHandle"],
+                                                node_id=node_id(cluster, node))
+
+
+def expand(csi, caps, pv, new_bytes):
+    """csi-resizer Resize after the PVC's request was raised to new_bytes."""
+    return csi.ControllerExpandVolumeRequest(
+        volume_id=pv["spec"]["csi"]["volumeHandle"],
+        capacity_range=csi.CapacityRange(required_bytes=new_bytes),
+        volume_capability=pv_capability(csi, caps, pv))
