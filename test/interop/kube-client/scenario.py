@@ -126,6 +126,26 @@ def watch_and_compaction(c, d, w):
           "next round relists (4 objects) and watches again", r)
 
 
+def server_restart(c, d, w):
+    """The API server dies under a running watch and comes back on the same port."""
+    r = d.do("reflect")  # a full round: the resourceVersion is now the latest
+    lists, rv = field(r, "lists"), field(r, "rv")
+    d.send("reflect")
+    time.sleep(0.5)
+    c.stop("apiserver")
+    r = d.read()
+    check(field(r, "rc") not in ("0", "-34") and field(r, "rv") == rv,
+          "API server killed under a watch: the round fails, the resourceVersion is kept", r)
+    c.start_apiserver(c.port)
+    r = w.do("create " + pa("storage-5"))
+    check(r.startswith("OK"), "a write after the restart (the writer reconnects by itself)", r)
+    r = d.do("reflect")
+    check(field(r, "rc") == "0" and field(r, "lists") == lists and field(r, "added") == "1",
+          "the next round resumes from the kept resourceVersion: the write made meanwhile, no relist", r)
+    r = d.do("conns")
+    check(field(r, "conns") == "2", "one new connection after the restart", r)
+
+
 def deletes(d):
     r = d.do("get storage-2")
     uid, rv = field(r, "uid"), field(r, "rv")
@@ -174,6 +194,8 @@ def main():
         for name, drv in (("first", d), ("second", w)):
             r = drv.do("conns")
             check(field(r, "conns") == "1", f"{name} client: every request and watch on one connection", r)
+        server_restart(c, d, w)
+        for name, drv in (("first", d), ("second", w)):
             rc, out = drv.close()
             check(rc == 0, f"{name} driver exits cleanly (no leaks)", out)
         token_rotation(c)
