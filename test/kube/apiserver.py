@@ -489,7 +489,7 @@ def main():
     registry = Registry()
     crds = registry.load_crd_files(a.crds)
     eh, ep = a.etcd.rsplit(":", 1)
-    app = App(Etcd(eh, int(ep)), registry, auth.Authenticator(a.token_file, f"https://{host}:{port}"),
+    app = App(Etcd(eh, int(ep)), registry, auth.Authenticator(a.token_file, f"https://{host}:{port}", os.path.join(a.dir, "sa.key")),
               auth.Authorizer(a.rbac))
 
     from hypercorn.asyncio import serve

@@ -7,6 +7,7 @@ Role/ClusterRole/RoleBinding/ClusterRoleBinding objects: YAML files given at sta
 rbac.authorization.k8s.io objects stored through the API.
 """
 import csv
+import os
 import time
 import uuid
 
@@ -24,11 +25,27 @@ class User:
 ANONYMOUS = User("system:anonymous", groups=["system:unauthenticated"])
 
 
+def _signing_key(path):
+    from cryptography.hazmat.primitives import serialization
+    if path and os.path.exists(path):
+        with open(path, "rb") as f:
+            return serialization.load_pem_private_key(f.read(), None)
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    if path:
+        with open(path + ".tmp", "wb") as f:
+            f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption()))
+        os.rename(path + ".tmp", path)
+    return key
+
+
 class Authenticator:
-    def __init__(self, token_file=None, issuer="https://127.0.0.1:6443"):
+    def __init__(self, token_file=None, issuer="https://127.0.0.1:6443", key_file=None):
+        """key_file: the ServiceAccount signing key (PEM), created if missing, so that tokens
+        stay valid across a restart of the server as they do with kube-apiserver."""
         self.tokens = {}
         self.issuer = issuer
-        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.key = _signing_key(key_file)
         self.kid = uuid.uuid4().hex
         self.audiences = [issuer]
         if token_file:

@@ -3,7 +3,9 @@
     with Cluster() as c:       # c.url, c.kubeconfig, c.admin_token, c.ca, c.etcd_port
         ...
 
-Also runnable: `cluster.py DIR` starts both, writes DIR/kubeconfig and waits until killed.
+Also runnable: `cluster.py DIR` starts both, writes DIR/kubeconfig (admin token),
+DIR/kubeconfig-cert (admin client certificate) and DIR/cluster.env (KUBECONFIG, KUBE_SERVER,
+KUBE_CA, KUBE_TOKEN, ETCD_ENDPOINT for `. DIR/cluster.env`) and runs until SIGTERM/SIGINT.
 The admin identity is a bearer token in group system:masters (DIR/tokens.csv).
 """
 import os
@@ -141,6 +143,10 @@ if __name__ == "__main__":
     if d:
         os.makedirs(d, exist_ok=True)
     with Cluster(directory=d) as c:
+        env = {"KUBECONFIG": c.kubeconfig, "KUBE_SERVER": c.url, "KUBE_CA": c.ca, "KUBE_TOKEN": c.admin_token,
+               "KUBE_CERT_KUBECONFIG": c.cert_kubeconfig, "ETCD_ENDPOINT": f"127.0.0.1:{c.etcd_port}"}
+        with open(os.path.join(c.dir, "cluster.env"), "w") as f:  # for shell scripts: . DIR/cluster.env
+            f.write("".join(f"export {k}={v}\n" for k, v in env.items()))
         print(f"KUBECONFIG={c.kubeconfig}  server {c.url}  etcd 127.0.0.1:{c.etcd_port}", flush=True)
         while True:
             signal.pause()

@@ -302,6 +302,8 @@ class Handlers:
                 else:
                     if not isinstance(doc, dict):
                         raise errors.bad_request("json: cannot unmarshal into map")
+                    if ctype == "application/strategic-merge-patch+json":
+                        doc = patchlib.strategic_as_merge(doc)
                     new = patchlib.merge_patch(old, doc)
             except patchlib.PatchError:
                 raise errors.generic_invalid()

@@ -118,3 +118,17 @@ def json_patch(doc, ops):
         else:
             raise PatchError(f"unexpected op {kind!r}")
     return doc
+
+
+def strategic_as_merge(patch):
+    """A strategic merge patch applied as a JSON merge patch: its directives are interpreted where
+    that is possible ($patch: delete/replace on a map) and dropped otherwise ($setElementOrder,
+    $retainKeys, $deleteFromPrimitiveList), so they never land in an object.  Lists are replaced,
+    not merged by their patchMergeKey: the approximation this test server makes."""
+    if isinstance(patch, list):
+        return [strategic_as_merge(x) for x in patch if not (isinstance(x, dict) and x.get("$patch") == "delete")]
+    if not isinstance(patch, dict):
+        return patch
+    if patch.get("$patch") == "delete":
+        return None
+    return {k: strategic_as_merge(v) for k, v in patch.items() if not k.startswith("$")}

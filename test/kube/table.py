@@ -153,6 +153,7 @@ BUILTIN_COLUMNS = {
         ("ReclaimPolicy", "string", lambda o: o.get("reclaimPolicy", "")),
         ("VolumeBindingMode", "string", lambda o: o.get("volumeBindingMode", "")),
         ("AllowVolumeExpansion", "string", lambda o: "true" if o.get("allowVolumeExpansion") else "false")],
+    "namespaces": [("Status", "string", _at(".status.phase"))],
     "leases": [("Holder", "string", _at(".spec.holderIdentity"))],
     "nodes": [("Status", "string", lambda o: _node_status(o)), ("Roles", "string", lambda o: _node_roles(o))],
 }

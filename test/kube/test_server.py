@@ -173,6 +173,16 @@ class Core(unittest.TestCase):
         st, _, _, e = K.request("GET", f"{PA}?resourceVersion={rv}&resourceVersionMatch=Exact")
         self.assertEqual((st, e["reason"]), (410, "Expired"))
 
+    def test_strategic_merge_patch_on_builtin(self):
+        K.request("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "smp-1"}})
+        patch = {"metadata": {"labels": {"pillar-csi.bhyoo.com/agent-node": "true"}},
+                 "spec": {"$setElementOrder/taints": [{"key": "k"}], "taints": [{"key": "k", "effect": "NoSchedule"}]}}
+        st, _, _, n = K.request("PATCH", "/api/v1/nodes/smp-1", patch,
+                                {"Content-Type": "application/strategic-merge-patch+json"})
+        self.assertEqual(st, 200, n)
+        self.assertEqual(n["metadata"]["labels"], {"pillar-csi.bhyoo.com/agent-node": "true"})
+        self.assertEqual(n["spec"], {"taints": [{"key": "k", "effect": "NoSchedule"}]})
+
     def test_namespace_must_exist(self):
         lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "x"}, "spec": {}}
         st, _, _, e = K.request("POST", "/apis/coordination.k8s.io/v1/namespaces/nowhere/leases", lease)
@@ -356,6 +366,10 @@ class Rbac(unittest.TestCase):
 
 class Restart(unittest.TestCase):
     def test_state_and_watch_survive_an_apiserver_restart(self):
+        K.request("POST", "/api/v1/namespaces/default/serviceaccounts",
+                  {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "reader"}})
+        _, _, _, tr = K.request("POST", "/api/v1/namespaces/default/serviceaccounts/reader/token",
+                                {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}})
         _, _, _, o = K.request("POST", PA, agent("restart-1"))
         rv = o["metadata"]["resourceVersion"]
         C.stop("apiserver")
@@ -363,6 +377,8 @@ class Restart(unittest.TestCase):
         C.start_apiserver()
         st, _, _, got = K.request("GET", f"{PA}/restart-1")
         self.assertEqual((st, got["metadata"]["uid"]), (200, o["metadata"]["uid"]))
+        # a ServiceAccount token issued before the restart is still valid (the signing key is kept)
+        self.assertEqual(K.request("GET", f"{PA}/restart-1", token=tr["status"]["token"])[0], 200)
         K.request("DELETE", f"{PA}/restart-1")
         st, ev = K.watch(f"{PA}?watch=1&resourceVersion={rv}&timeoutSeconds=3", lambda e: len(e) >= 1)
         self.assertEqual([e["type"] for e in ev], ["DELETED"])
