@@ -26,6 +26,15 @@ int agents_address(struct ctl *c, const char *agent, char *addr, size_t cap, str
 	return r;
 }
 
+int agents_address_of_volume(struct ctl *c, const char *agent, char *addr, size_t cap,
+                             struct grpc_status *gs)
+{
+	int r = agents_address(c, agent, addr, cap, gs);
+	if (r == GRPC_NOT_FOUND)
+		r = gstatus(gs, GRPC_FAILED_PRECONDITION, "PillarAgent \"%s\" not found", agent);
+	return r;
+}
+
 void agents_bind_ip(const char *addr, char *out, size_t cap)
 {
 	if (addr[0] == '[') {

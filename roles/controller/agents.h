@@ -15,6 +15,10 @@
  * `PillarAgent "<a>" has no resolved address`. */
 int agents_address(struct ctl *c, const char *agent, char *addr, size_t cap,
                    struct grpc_status *gs);
+/* The same for an operation on an existing volume: a missing agent is FAILED_PRECONDITION
+ * `PillarAgent "<a>" not found`. */
+int agents_address_of_volume(struct ctl *c, const char *agent, char *addr, size_t cap,
+                             struct grpc_status *gs);
 /* Bind address (IP part, no brackets) of "ip:port" / "[ip6]:port". */
 void agents_bind_ip(const char *addr, char *out, size_t cap);
 /* The agent API's BackendType of a token (zfs-zvol, lvm-lv, file); 0 when unknown. */

@@ -129,9 +129,7 @@ static int agent_expand(struct ctl *c, const struct rules_volid *v, const struct
                         int64_t size, int64_t *bytes, struct grpc_status *gs)
 {
 	char addr[300];
-	int r = agents_address(c, v->agent, addr, sizeof(addr), gs);
-	if (r == GRPC_NOT_FOUND)
-		r = gstatus(gs, GRPC_FAILED_PRECONDITION, "PillarAgent \"%s\" not found", v->agent);
+	int r = agents_address_of_volume(c, v->agent, addr, sizeof(addr), gs);
 	if (r)
 		return r;
 	PillarCsi__Agent__V1__ExpandVolumeRequest q =

@@ -173,9 +173,7 @@ static int allow(struct ctl *c, const struct rules_volid *v, const struct model_
                  const struct pub *p, struct grpc_status *gs)
 {
 	char addr[300];
-	int r = agents_address(c, v->agent, addr, sizeof(addr), gs);
-	if (r == GRPC_NOT_FOUND)
-		r = gstatus(gs, GRPC_FAILED_PRECONDITION, "PillarAgent \"%s\" not found", v->agent);
+	int r = agents_address_of_volume(c, v->agent, addr, sizeof(addr), gs);
 	if (r)
 		return r;
 	PillarCsi__Agent__V1__AllowInitiatorRequest q =

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/str.h"
 #include "model/docs.h"
 #include "model/kube.h"
 #include "rules/mkfs.h"
@@ -29,7 +30,7 @@ static int gfail(struct grpc_status *gs, int code, const char *fmt, ...)
 
 static void cpy(char *dst, size_t cap, const char *s)
 {
-	snprintf(dst, cap, "%s", s ? s : "");
+	str_copy(dst, cap, s ? s : "");
 }
 
 static int conf_err(const struct resolve_conf *c, struct grpc_status *gs)

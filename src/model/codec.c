@@ -465,8 +465,8 @@ int model_type_decode_text(const struct model_type *t, const char *text, void *o
 	cJSON *j = NULL;
 	memset(obj, 0, t->size);
 	int r = json_parse_strict(text, strlen(text), &j, e);
-	if (r == 0 && (r = decode_type(t, j, obj, "", e)) < 0)
-		model_type_clear(t, obj);
+	if (r == 0)
+		r = model_type_decode(t, j, obj, e);
 	cJSON_Delete(j);
 	return r;
 }
