@@ -70,14 +70,15 @@ int reconcile_psc(struct ctl *c, const char *name, struct err *e);
 
 /* ---- shared helpers (reconcile_common.c) -------------------------------------------------------- */
 
-#define DEPS_MAX_NAMES 10
+#define RECONCILE_DEPS_MAX_NAMES 10
 /* "Deletion blocked: <Kind> "a", "b" and <n> more; <n> volumes (v1, v2)" (crds.md §14). */
-struct deps {
+struct reconcile_deps {
 	char msg[1024];
 	size_t o;
 };
-void deps_objects(struct deps *d, const char *kind, const struct model_strs *names);
-void deps_volumes(struct deps *d, const struct model_strs *names);
+void reconcile_deps_objects(struct reconcile_deps *d, const char *kind,
+                            const struct model_strs *names);
+void reconcile_deps_volumes(struct reconcile_deps *d, const struct model_strs *names);
 
 /* Adds or removes a finalizer of obj (a struct of kind k) with an update; on success obj
  * becomes the stored object.  0 or negative errno. */

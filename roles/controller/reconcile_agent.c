@@ -156,12 +156,12 @@ static int apply_caps(struct model_pa *pa, const PillarCsi__Agent__V1__GetCapabi
 /* "Deletion blocked: ..." or "" when nothing depends on the agent (crds.md §3.6). */
 static void agent_dependents(struct ctl *c, const char *name, char *out, size_t cap)
 {
-	struct deps d = {0};
+	struct reconcile_deps d = {0};
 	struct model_strs stores = {0}, vols = {0};
 	reconcile_names_where(c, REF_PST_AGENT, name, &stores);
 	reconcile_names_labeled(c, &model_pvst_kind, RULES_LABEL_AGENT, name, &vols);
-	deps_objects(&d, "PillarStore", &stores);
-	deps_volumes(&d, &vols);
+	reconcile_deps_objects(&d, "PillarStore", &stores);
+	reconcile_deps_volumes(&d, &vols);
 	model_strs_clear(&stores);
 	model_strs_clear(&vols);
 	snprintf(out, cap, "%s", d.msg);

@@ -134,9 +134,9 @@ int reconcile_protocol(struct ctl *c, const char *name, struct err *e)
 	if ((r = protocol_users(c, name, &pscs, &agents, e)) < 0)
 		goto out;
 	bool deleting = pstr.meta.deletion_timestamp != NULL;
-	struct deps d = {0};
+	struct reconcile_deps d = {0};
 	if (deleting)
-		deps_objects(&d, "PillarStorageClass", &pscs);
+		reconcile_deps_objects(&d, "PillarStorageClass", &pscs);
 	if (!deleting || !d.msg[0]) {
 		r = reconcile_finalizer(c, &model_pstr_kind, &pstr, RULES_FINALIZER_PROTOCOL,
 		                        !deleting, e);
@@ -492,7 +492,8 @@ out:
 
 /* Dependents of a PSC being deleted (crds.md §14): PVCs of its StorageClass, and volumes until
  * both their PV and their PillarVolumeState are gone. */
-static void psc_dependents(struct ctl *c, const char *name, const char *scname, struct deps *d)
+static void psc_dependents(struct ctl *c, const char *name, const char *scname,
+                           struct reconcile_deps *d)
 {
 	struct model_strs pvcs = {0}, vols = {0};
 	struct model_pvc *claims = NULL;
@@ -514,8 +515,8 @@ static void psc_dependents(struct ctl *c, const char *name, const char *scname, 
 			if (str_eq(pvs[i].spec.storage_class_name, scname))
 				add_unique_sorted(&vols, pvs[i].meta.name);
 	model_list_free(&model_pv_kind, pvs, n);
-	deps_objects(d, "PersistentVolumeClaim", &pvcs);
-	deps_volumes(d, &vols);
+	reconcile_deps_objects(d, "PersistentVolumeClaim", &pvcs);
+	reconcile_deps_volumes(d, &vols);
 	model_strs_clear(&pvcs);
 	model_strs_clear(&vols);
 }
@@ -595,7 +596,7 @@ int reconcile_psc(struct ctl *c, const char *name, struct err *e)
 	                                    "StorageClassCreated", NULL};
 	struct model_psc psc;
 	char scname[254], *before = NULL;
-	struct deps d = {0};
+	struct reconcile_deps d = {0};
 	int r = model_get(c->st, &model_psc_kind, NULL, name, &psc, e);
 	if (r == STORE_NOT_FOUND)
 		return 0;

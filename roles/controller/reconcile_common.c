@@ -73,8 +73,9 @@ int reconcile_names_labeled(struct ctl *c, const struct model_kind *k, const cha
 	return names_of(c, k, sel, REF_PST_AGENT, value, out);
 }
 
-static void put(struct deps *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(struct deps *d, const char *fmt, ...)
+static void put(struct reconcile_deps *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void put(struct reconcile_deps *d, const char *fmt, ...)
 {
 	va_list ap;
 	size_t cap = sizeof(d->msg);
@@ -86,35 +87,36 @@ static void put(struct deps *d, const char *fmt, ...)
 		d->o += (size_t)n;
 }
 
-static void lead(struct deps *d)
+static void lead(struct reconcile_deps *d)
 {
 	put(d, "%s", d->o ? "; " : "Deletion blocked: ");
 }
 
-void deps_objects(struct deps *d, const char *kind, const struct model_strs *names)
+void reconcile_deps_objects(struct reconcile_deps *d, const char *kind,
+                            const struct model_strs *names)
 {
 	size_t n = names->n;
 	if (n == 0)
 		return;
 	lead(d);
 	put(d, "%s ", kind);
-	for (size_t k = 0; k < n && k < DEPS_MAX_NAMES; k++)
+	for (size_t k = 0; k < n && k < RECONCILE_DEPS_MAX_NAMES; k++)
 		put(d, "%s\"%s\"", k ? ", " : "", names->v[k]);
-	if (n > DEPS_MAX_NAMES)
-		put(d, " and %zu more", n - DEPS_MAX_NAMES);
+	if (n > RECONCILE_DEPS_MAX_NAMES)
+		put(d, " and %zu more", n - RECONCILE_DEPS_MAX_NAMES);
 }
 
-void deps_volumes(struct deps *d, const struct model_strs *names)
+void reconcile_deps_volumes(struct reconcile_deps *d, const struct model_strs *names)
 {
 	size_t n = names->n;
 	if (n == 0)
 		return;
 	lead(d);
 	put(d, "%zu volume%s (", n, n == 1 ? "" : "s");
-	for (size_t k = 0; k < n && k < DEPS_MAX_NAMES; k++)
+	for (size_t k = 0; k < n && k < RECONCILE_DEPS_MAX_NAMES; k++)
 		put(d, "%s%s", k ? ", " : "", names->v[k]);
-	if (n > DEPS_MAX_NAMES)
-		put(d, " and %zu more", n - DEPS_MAX_NAMES);
+	if (n > RECONCILE_DEPS_MAX_NAMES)
+		put(d, " and %zu more", n - RECONCILE_DEPS_MAX_NAMES);
 	put(d, ")");
 }
 

@@ -161,22 +161,22 @@ static void refresh_capacity(struct ctl *c, const char *name, struct model_pst *
 }
 
 /* crds.md §14: "" when nothing depends on the store, else the DeletionBlocked message. */
-static int store_dependents(struct ctl *c, const char *name, struct deps *d)
+static int store_dependents(struct ctl *c, const char *name, struct reconcile_deps *d)
 {
 	struct model_strs pscs = {0}, vols = {0};
 	int r = reconcile_names_where(c, REF_PSC_STORE, name, &pscs);
 	if (r == 0)
 		r = reconcile_names_labeled(c, &model_pvst_kind, RULES_LABEL_STORE, name, &vols);
-	deps_objects(d, "PillarStorageClass", &pscs);
-	deps_volumes(d, &vols);
+	reconcile_deps_objects(d, "PillarStorageClass", &pscs);
+	reconcile_deps_volumes(d, &vols);
 	model_strs_clear(&pscs);
 	model_strs_clear(&vols);
 	return r;
 }
 
 /* Finalizer and deletion; 1 when the pass is over (released, gone), else 0 or an error. */
-static int store_finalizer(struct ctl *c, struct model_pst *pst, bool deleting, struct deps *d,
-                           struct err *e)
+static int store_finalizer(struct ctl *c, struct model_pst *pst, bool deleting,
+                           struct reconcile_deps *d, struct err *e)
 {
 	int r;
 	if (deleting) {
@@ -197,7 +197,7 @@ int reconcile_store(struct ctl *c, const char *name, bool refresh, struct err *e
 	                                    NULL};
 	struct model_pst pst;
 	struct model_pa pa = {0};
-	struct deps d = {0};
+	struct reconcile_deps d = {0};
 	char *before = NULL;
 	int r = model_get(c->st, &model_pst_kind, NULL, name, &pst, e);
 	if (r == STORE_NOT_FOUND)
