@@ -255,26 +255,20 @@ int store_watch_open(store *s, const struct store_kind *k, uint64_t from_rv, sto
 	return s->ops->watch(s, k, from_rv, w, e);
 }
 
+int store_watch_next(store_watch *w, int timeout_ms, enum store_event_type *type, cJSON **obj,
+                     struct err *e)
+{
+	return w->ops->watch_next(w, timeout_ms, type, obj, e);
+}
+
+void store_watch_close(store_watch *w)
+{
+	if (w)
+		w->ops->watch_close(w);
+}
+
 void store_close(store *s)
 {
 	if (s)
 		s->ops->close(s);
-}
-
-int store_open_url(const char *url, bool owner, store **out, struct err *e)
-{
-	*out = NULL;
-	if (!url || !*url)
-		return err_set(e, -EINVAL, "--store is required: dir:PATH for the embedded store");
-	if (strncmp(url, "dir:", 4) == 0) {
-		if (!url[4])
-			return err_set(e, -EINVAL, "--store=dir:PATH needs a path");
-		return store_dir_open(url + 4, owner, 1000, out, e);
-	}
-	if (strcmp(url, "kube") == 0)
-		return err_set(
-		    e, -ENOTSUP,
-		    "--store=kube: the Kubernetes API client is not part of this build yet; "
-		    "use --store=dir:PATH");
-	return err_set(e, -EINVAL, "unknown --store \"%s\"; accepted: dir:PATH, kube", url);
 }

@@ -28,56 +28,7 @@
 #include "base/file.h"
 #include "base/json.h"
 #include "base/time.h"
-#include "store/store.h"
-
-#define RING_CAP 4096
-#define NBUCKETS 1024
-
-struct centry {
-	struct centry *next;
-	char *key; /* plural/name or plural/ns/name */
-	const struct store_kind *kind;
-	ino_t ino;
-	uint64_t rv;
-	cJSON *obj;
-	bool seen; /* mark during a scan */
-};
-
-struct event {
-	uint64_t seq;
-	uint64_t rv;
-	const struct store_kind *kind;
-	enum store_event_type type;
-	cJSON *obj;
-};
-
-struct dstore {
-	store base;
-	char *path;
-	int owner_fd;
-	int poll_ms;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool cache_ready;
-	uint64_t floor_rv; /* events with rv > floor_rv are all in the ring */
-	struct centry *buckets[NBUCKETS];
-	struct event ring[RING_CAP];
-	uint64_t first_seq, next_seq; /* ring holds [first_seq, next_seq) */
-	pthread_t poller;
-	bool poller_running, stopping;
-	int watchers;
-};
-
-struct store_watch {
-	struct dstore *s;
-	const struct store_kind *kind;
-	uint64_t next_seq;
-	cJSON *initial; /* array of objects delivered first as ADDED */
-	int initial_idx;
-	bool closed;
-};
-
-#define DS(s) ((struct dstore *)(s))
+#include "store/dir_int.h"
 
 /* ---- paths -------------------------------------------------------------------------------------- */
 
@@ -115,7 +66,7 @@ static int obj_dir(struct dstore *s, const struct store_kind *k, const char *ns,
 
 /* ---- resourceVersion counter -------------------------------------------------------------------- */
 
-static int rv_read(struct dstore *s, uint64_t *rv, struct err *e)
+int dir_rv_read(struct dstore *s, uint64_t *rv, struct err *e)
 {
 	char p[PATH_MAX], *buf, *end;
 	int r;
@@ -142,7 +93,7 @@ static int rv_next(struct dstore *s, uint64_t *rv, struct err *e)
 {
 	char p[PATH_MAX], text[32];
 	uint64_t cur;
-	int r = rv_read(s, &cur, e);
+	int r = dir_rv_read(s, &cur, e);
 	if (r < 0)
 		return r;
 	*rv = cur + 1;
@@ -153,7 +104,7 @@ static int rv_next(struct dstore *s, uint64_t *rv, struct err *e)
 
 /* ---- locks ------------------------------------------------------------------------------------- */
 
-static int oplock(struct dstore *s, int how, struct err *e)
+int dir_oplock(struct dstore *s, int how, struct err *e)
 {
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/.oplock", s->path);
@@ -170,254 +121,12 @@ static int oplock(struct dstore *s, int how, struct err *e)
 	return fd;
 }
 
-static void opunlock(int fd)
+void dir_opunlock(int fd)
 {
 	if (fd >= 0) {
 		flock(fd, LOCK_UN);
 		close(fd);
 	}
-}
-
-/* ---- cache and events ---------------------------------------------------------------------------- */
-
-static unsigned hash(const char *k)
-{
-	unsigned h = 2166136261u;
-	for (; *k; k++)
-		h = (h ^ (unsigned char)*k) * 16777619u;
-	return h % NBUCKETS;
-}
-
-static struct centry *cache_find(struct dstore *s, const char *key)
-{
-	for (struct centry *c = s->buckets[hash(key)]; c; c = c->next)
-		if (strcmp(c->key, key) == 0)
-			return c;
-	return NULL;
-}
-
-static void cache_drop(struct dstore *s, struct centry *victim)
-{
-	struct centry **pp = &s->buckets[hash(victim->key)];
-	while (*pp && *pp != victim)
-		pp = &(*pp)->next;
-	if (*pp)
-		*pp = victim->next;
-	free(victim->key);
-	cJSON_Delete(victim->obj);
-	free(victim);
-}
-
-static void cache_put(struct dstore *s, const char *key, const struct store_kind *k, ino_t ino,
-                      uint64_t rv, const cJSON *obj)
-{
-	struct centry *c = cache_find(s, key);
-	if (!c) {
-		c = calloc(1, sizeof(*c));
-		if (!c)
-			return;
-		c->key = strdup(key);
-		if (!c->key) {
-			free(c);
-			return;
-		}
-		c->next = s->buckets[hash(key)];
-		s->buckets[hash(key)] = c;
-	}
-	c->kind = k;
-	c->ino = ino;
-	c->rv = rv;
-	cJSON_Delete(c->obj);
-	c->obj = cJSON_Duplicate(obj, true);
-	c->seen = true;
-}
-
-static void ring_push(struct dstore *s, enum store_event_type t, const struct store_kind *k,
-                      uint64_t rv, const cJSON *obj)
-{
-	struct event *ev;
-	if (s->next_seq - s->first_seq == RING_CAP) {
-		ev = &s->ring[s->first_seq % RING_CAP];
-		s->floor_rv = ev->rv;
-		cJSON_Delete(ev->obj);
-		ev->obj = NULL;
-		s->first_seq++;
-	}
-	ev = &s->ring[s->next_seq % RING_CAP];
-	ev->seq = s->next_seq++;
-	ev->rv = rv;
-	ev->kind = k;
-	ev->type = t;
-	ev->obj = cJSON_Duplicate(obj, true);
-	pthread_cond_broadcast(&s->cv);
-}
-
-struct change {
-	uint64_t rv;
-	enum store_event_type type;
-	struct centry *entry; /* for DELETED: the entry to drop after the event */
-	char *key;
-	const struct store_kind *kind;
-	ino_t ino;
-	cJSON *obj;
-};
-
-static int cmp_change(const void *a, const void *b)
-{
-	const struct change *x = a, *y = b;
-	return x->rv < y->rv ? -1 : x->rv > y->rv;
-}
-
-static int scan_dir(struct dstore *s, const struct store_kind *k, const char *dir,
-                    const char *keyprefix, struct change **chg, size_t *n, size_t *cap, bool emit)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
-	while ((de = readdir(d)) != NULL) {
-		char path[PATH_MAX], key[PATH_MAX];
-		struct stat st;
-		size_t len = strlen(de->d_name);
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (k->namespaced && !keyprefix[strlen(k->plural)]) { /* a namespace directory */
-			char sub[PATH_MAX];
-			snprintf(sub, sizeof(sub), "%s/%s", keyprefix, de->d_name);
-			if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-				scan_dir(s, k, path, sub, chg, n, cap, emit);
-			continue;
-		}
-		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
-			continue;
-		if (stat(path, &st) < 0)
-			continue;
-		snprintf(key, sizeof(key), "%s/%.*s", keyprefix, (int)(len - 5), de->d_name);
-		struct centry *c = cache_find(s, key);
-		if (c && c->ino == st.st_ino) {
-			c->seen = true;
-			continue;
-		}
-		cJSON *obj = NULL;
-		if (json_read_file(path, &obj, NULL) < 0)
-			continue; /* corrupt files are reported by get/list, not by watches */
-		if (!emit) {
-			cache_put(s, key, k, st.st_ino, store_meta_rv(obj), obj);
-			cJSON_Delete(obj);
-			continue;
-		}
-		if (*n == *cap) {
-			size_t nc = *cap ? *cap * 2 : 16;
-			struct change *p = realloc(*chg, nc * sizeof(**chg));
-			if (!p) {
-				cJSON_Delete(obj);
-				break;
-			}
-			*chg = p;
-			*cap = nc;
-		}
-		(*chg)[(*n)++] = (struct change){store_meta_rv(obj),
-		                                 c ? STORE_MODIFIED : STORE_ADDED,
-		                                 NULL,
-		                                 strdup(key),
-		                                 k,
-		                                 st.st_ino,
-		                                 obj};
-		if (c)
-			c->seen = true;
-	}
-	closedir(d);
-	return 0;
-}
-
-/* Brings the cache up to date with the directory; with emit, differences become events. */
-static void sync_locked(struct dstore *s, bool emit)
-{
-	struct change *chg = NULL;
-	size_t n = 0, cap = 0;
-	uint64_t now_rv = 0;
-
-	for (unsigned b = 0; b < NBUCKETS; b++)
-		for (struct centry *c = s->buckets[b]; c; c = c->next)
-			c->seen = false;
-	for (const struct store_kind *const *k = store_kinds(); *k; k++) {
-		char dir[PATH_MAX];
-		snprintf(dir, sizeof(dir), "%s/%s", s->path, (*k)->plural);
-		scan_dir(s, *k, dir, (*k)->plural, &chg, &n, &cap, emit);
-	}
-	rv_read(s, &now_rv, NULL);
-	for (unsigned b = 0; b < NBUCKETS; b++) {
-		for (struct centry *c = s->buckets[b], *next; c; c = next) {
-			next = c->next;
-			if (c->seen)
-				continue;
-			if (!emit || n == cap) {
-				if (n == cap && emit) {
-					size_t nc = cap ? cap * 2 : 16;
-					struct change *p = realloc(chg, nc * sizeof(*chg));
-					if (p) {
-						chg = p;
-						cap = nc;
-					}
-				}
-				if (!emit || n == cap) {
-					cache_drop(s, c);
-					continue;
-				}
-			}
-			chg[n++] =
-			    (struct change){now_rv, STORE_DELETED, c, NULL, c->kind, 0, NULL};
-		}
-	}
-	if (n > 1)
-		qsort(chg, n, sizeof(*chg), cmp_change);
-	for (size_t i = 0; i < n; i++) {
-		if (chg[i].type == STORE_DELETED) {
-			ring_push(s, STORE_DELETED, chg[i].kind, chg[i].rv, chg[i].entry->obj);
-			cache_drop(s, chg[i].entry);
-		} else {
-			ring_push(s, chg[i].type, chg[i].kind, chg[i].rv, chg[i].obj);
-			if (chg[i].key)
-				cache_put(s, chg[i].key, chg[i].kind, chg[i].ino, chg[i].rv,
-				          chg[i].obj);
-			free(chg[i].key);
-			cJSON_Delete(chg[i].obj);
-		}
-	}
-	free(chg);
-}
-
-static void cache_init_locked(struct dstore *s)
-{
-	if (s->cache_ready)
-		return;
-	int fd = oplock(s, LOCK_SH, NULL);
-	sync_locked(s, false);
-	rv_read(s, &s->floor_rv, NULL);
-	opunlock(fd);
-	s->cache_ready = true;
-}
-
-static void *poller_main(void *arg)
-{
-	struct dstore *s = arg;
-	pthread_mutex_lock(&s->mu);
-	while (!s->stopping) {
-		struct timespec ts = time_after(CLOCK_REALTIME, s->poll_ms);
-		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
-		if (s->stopping)
-			break;
-		if (s->watchers > 0) {
-			int fd = oplock(s, LOCK_SH, NULL);
-			if (fd >= 0) {
-				sync_locked(s, true);
-				opunlock(fd);
-			}
-		}
-	}
-	pthread_mutex_unlock(&s->mu);
-	return NULL;
 }
 
 /* ---- object helpers --------------------------------------------------------------------------- */
@@ -584,7 +293,7 @@ static int d_list(store *st, const struct store_kind *k, const char *ns, const c
 		return r;
 	if ((r = store_selector_match(selector, NULL, e)) < 0)
 		return r;
-	if ((r = rv_read(s, &rv, e)) < 0) /* before reading: no event after it is missed */
+	if ((r = dir_rv_read(s, &rv, e)) < 0) /* before reading: no event after it is missed */
 		return r;
 	if (obj_dir(s, k, k->namespaced ? ns : NULL, dir, sizeof(dir)) < 0)
 		return err_set(e, -ENAMETOOLONG, "path too long");
@@ -617,120 +326,136 @@ struct opreq {
 	cJSON **out;
 };
 
-/* Computes the object to store from the request and the stored one.  Returns 0 with *next
- * (NULL: remove the file), or an error. */
-static int plan(struct opreq *q, const cJSON *cur, cJSON **next, struct err *e)
+static int plan_create(struct opreq *q, const cJSON *cur, cJSON **next, struct err *e)
 {
 	const struct store_kind *k = q->kind;
-	*next = NULL;
-	if (q->op == OP_CREATE) {
-		if (cur)
-			return err_set(e, STORE_ALREADY_EXISTS, "%s \"%s\" already exists",
-			               k->plural, q->name);
-		if (store_meta_str(q->obj, "resourceVersion"))
-			return err_set(e, STORE_INVALID,
-			               "%s \"%s\": resourceVersion should not be set "
-			               "on objects to be created",
-			               k->kind, q->name);
-		cJSON *n = cJSON_Duplicate(q->obj, true);
-		char uid[40], ts[32];
-		new_uid(uid);
+	if (cur)
+		return err_set(e, STORE_ALREADY_EXISTS, "%s \"%s\" already exists", k->plural,
+		               q->name);
+	if (store_meta_str(q->obj, "resourceVersion"))
+		return err_set(e, STORE_INVALID,
+		               "%s \"%s\": resourceVersion should not be set "
+		               "on objects to be created",
+		               k->kind, q->name);
+	cJSON *n = cJSON_Duplicate(q->obj, true);
+	char uid[40], ts[32];
+	new_uid(uid);
+	store_timestamp(ts, sizeof(ts));
+	meta_set_str(n, "uid", uid);
+	meta_set_str(n, "creationTimestamp", ts);
+	meta_set_str(n, "deletionTimestamp", NULL);
+	cJSON_DeleteItemFromObjectCaseSensitive(meta_of(n), "generation");
+	cJSON_AddNumberToObject(meta_of(n), "generation", 1);
+	if (k->status_subresource)
+		cJSON_DeleteItemFromObjectCaseSensitive(n, "status");
+	*next = n;
+	return 0;
+}
+
+static int plan_delete(struct opreq *q, const cJSON *cur, cJSON **next, struct err *e)
+{
+	if (q->uid_pre && *q->uid_pre) {
+		const char *uid = store_meta_str(cur, "uid");
+		if (!uid || strcmp(uid, q->uid_pre) != 0)
+			return err_set(e, STORE_CONFLICT,
+			               "Precondition failed: UID in precondition: %s, UID in "
+			               "object meta: %s",
+			               q->uid_pre, uid ? uid : "");
+	}
+	if (q->rv_pre && *q->rv_pre) {
+		const char *rv = store_meta_str(cur, "resourceVersion");
+		if (!rv || strcmp(rv, q->rv_pre) != 0)
+			return err_set(e, STORE_CONFLICT,
+			               "Precondition failed: ResourceVersion in precondition: "
+			               "%s, ResourceVersion in object meta: %s",
+			               q->rv_pre, rv ? rv : "");
+	}
+	if (!has_finalizers(cur))
+		return 0; /* remove */
+	cJSON *n = cJSON_Duplicate(cur, true);
+	if (!store_meta_str(cur, "deletionTimestamp")) {
+		char ts[32];
 		store_timestamp(ts, sizeof(ts));
-		meta_set_str(n, "uid", uid);
-		meta_set_str(n, "creationTimestamp", ts);
-		meta_set_str(n, "deletionTimestamp", NULL);
-		cJSON_DeleteItemFromObjectCaseSensitive(meta_of(n), "generation");
-		cJSON_AddNumberToObject(meta_of(n), "generation", 1);
-		if (k->status_subresource)
-			cJSON_DeleteItemFromObjectCaseSensitive(n, "status");
-		*next = n;
-		return 0;
+		meta_set_str(n, "deletionTimestamp", ts);
 	}
+	*next = n;
+	return 0;
+}
+
+/* true when n differs from cur outside metadata and status (a spec change). */
+static bool spec_changed(const cJSON *n, const cJSON *cur)
+{
+	const cJSON *it;
+	cJSON_ArrayForEach(it, n)
+	{
+		if (!strcmp(it->string, "metadata") || !strcmp(it->string, "status"))
+			continue;
+		const cJSON *old = cJSON_GetObjectItemCaseSensitive(cur, it->string);
+		if (!old || !cJSON_Compare(it, old, true))
+			return true;
+	}
+	cJSON_ArrayForEach(it, cur)
+	{
+		if (strcmp(it->string, "metadata") && strcmp(it->string, "status") &&
+		    !cJSON_GetObjectItemCaseSensitive(n, it->string))
+			return true;
+	}
+	return false;
+}
+
+/* A whole-object update: the server-owned metadata and status kept, generation bumped on a spec
+ * change.  1 with *next NULL when the update removed the last finalizer of a deleted object. */
+static int plan_update(struct opreq *q, const cJSON *cur, cJSON **next)
+{
+	cJSON *n = cJSON_Duplicate(q->obj, true);
+	cJSON *nm = meta_of(n);
+	const cJSON *cm = cJSON_GetObjectItemCaseSensitive(cur, "metadata");
+	static const char *const keep[] = {"uid",        "creationTimestamp", "deletionTimestamp",
+	                                   "generation", "namespace",         "name"};
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		copy_field(nm, cm, keep[i]);
+	if (q->kind->status_subresource)
+		copy_field(n, cur, "status");
+	if (spec_changed(n, cur)) {
+		int64_t g = 0;
+		json_get_int64(cm, "generation", &g);
+		cJSON_DeleteItemFromObjectCaseSensitive(nm, "generation");
+		cJSON_AddNumberToObject(nm, "generation", (double)(g + 1));
+	}
+	if (store_meta_str(cur, "deletionTimestamp") && !has_finalizers(n)) {
+		*next = NULL; /* the last finalizer went: the object goes */
+		if (q->out)
+			*q->out = n;
+		else
+			cJSON_Delete(n);
+		return 1;
+	}
+	*next = n;
+	return 0;
+}
+
+/* Computes the object to store from the request and the stored one.  Returns 0 with *next
+ * (NULL: remove the file), 1 (see plan_update), or an error. */
+static int plan(struct opreq *q, const cJSON *cur, cJSON **next, struct err *e)
+{
+	*next = NULL;
+	if (q->op == OP_CREATE)
+		return plan_create(q, cur, next, e);
 	if (!cur)
-		return not_found(k, q->name, e);
-	if (q->op == OP_DELETE) {
-		if (q->uid_pre && *q->uid_pre) {
-			const char *uid = store_meta_str(cur, "uid");
-			if (!uid || strcmp(uid, q->uid_pre) != 0)
-				return err_set(
-				    e, STORE_CONFLICT,
-				    "Precondition failed: UID in precondition: %s, UID in "
-				    "object meta: %s",
-				    q->uid_pre, uid ? uid : "");
-		}
-		if (q->rv_pre && *q->rv_pre) {
-			const char *rv = store_meta_str(cur, "resourceVersion");
-			if (!rv || strcmp(rv, q->rv_pre) != 0)
-				return err_set(
-				    e, STORE_CONFLICT,
-				    "Precondition failed: ResourceVersion in precondition: "
-				    "%s, ResourceVersion in object meta: %s",
-				    q->rv_pre, rv ? rv : "");
-		}
-		if (!has_finalizers(cur))
-			return 0; /* remove */
-		cJSON *n = cJSON_Duplicate(cur, true);
-		if (!store_meta_str(cur, "deletionTimestamp")) {
-			char ts[32];
-			store_timestamp(ts, sizeof(ts));
-			meta_set_str(n, "deletionTimestamp", ts);
-		}
-		*next = n;
-		return 0;
-	}
+		return not_found(q->kind, q->name, e);
+	if (q->op == OP_DELETE)
+		return plan_delete(q, cur, next, e);
 	/* update and status update */
 	const char *want_rv = store_meta_str(q->obj, "resourceVersion");
 	const char *have_rv = store_meta_str(cur, "resourceVersion");
 	const char *want_uid = store_meta_str(q->obj, "uid");
 	if ((want_rv && *want_rv && (!have_rv || strcmp(want_rv, have_rv) != 0)) ||
 	    (want_uid && *want_uid && strcmp(want_uid, store_meta_str(cur, "uid") ?: "") != 0))
-		return conflict(k, q->name, e);
-	cJSON *n;
-	if (q->op == OP_STATUS) {
-		n = cJSON_Duplicate(cur, true);
-		copy_field(n, q->obj, "status");
-	} else {
-		n = cJSON_Duplicate(q->obj, true);
-		cJSON *nm = meta_of(n);
-		const cJSON *cm = cJSON_GetObjectItemCaseSensitive(cur, "metadata");
-		static const char *const keep[] = {
-		    "uid",        "creationTimestamp", "deletionTimestamp",
-		    "generation", "namespace",         "name"};
-		for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
-			copy_field(nm, cm, keep[i]);
-		if (k->status_subresource)
-			copy_field(n, cur, "status");
-		/* any change outside metadata and status bumps the generation */
-		bool changed = false;
-		const cJSON *it;
-		cJSON_ArrayForEach(it, n)
-		{
-			if (!strcmp(it->string, "metadata") || !strcmp(it->string, "status"))
-				continue;
-			const cJSON *old = cJSON_GetObjectItemCaseSensitive(cur, it->string);
-			changed |= !old || !cJSON_Compare(it, old, true);
-		}
-		cJSON_ArrayForEach(it, cur)
-		{
-			if (strcmp(it->string, "metadata") && strcmp(it->string, "status") &&
-			    !cJSON_GetObjectItemCaseSensitive(n, it->string))
-				changed = true;
-		}
-		if (changed) {
-			int64_t g = 0;
-			json_get_int64(cm, "generation", &g);
-			cJSON_DeleteItemFromObjectCaseSensitive(nm, "generation");
-			cJSON_AddNumberToObject(nm, "generation", (double)(g + 1));
-		}
-		if (store_meta_str(cur, "deletionTimestamp") && !has_finalizers(n)) {
-			*next = NULL; /* the last finalizer went: the object goes */
-			if (q->out)
-				*q->out = n;
-			else
-				cJSON_Delete(n);
-			return 1;
-		}
-	}
+		return conflict(q->kind, q->name, e);
+	if (q->op != OP_STATUS)
+		return plan_update(q, cur, next);
+	cJSON *n = cJSON_Duplicate(cur, true);
+	copy_field(n, q->obj, "status");
 	*next = n;
 	return 0;
 }
@@ -748,13 +473,13 @@ static int d_write(struct dstore *s, struct opreq *q, struct err *e)
 		return r;
 	obj_path(s, key, path, sizeof(path));
 	pthread_mutex_lock(&s->mu);
-	fd = oplock(s, LOCK_EX, e);
+	fd = dir_oplock(s, LOCK_EX, e);
 	if (fd < 0) {
 		pthread_mutex_unlock(&s->mu);
 		return fd;
 	}
 	if (s->cache_ready)
-		sync_locked(s, true);
+		dir_sync_locked(s, true);
 	r = json_read_file(path, &cur, e);
 	if (r == -ENOENT)
 		r = 0;
@@ -776,8 +501,8 @@ static int d_write(struct dstore *s, struct opreq *q, struct err *e)
 		if (s->cache_ready) {
 			struct stat st;
 			ino_t ino = stat(path, &st) == 0 ? st.st_ino : 0;
-			ring_push(s, cur ? STORE_MODIFIED : STORE_ADDED, q->kind, rv, next);
-			cache_put(s, key, q->kind, ino, rv, next);
+			dir_ring_push(s, cur ? STORE_MODIFIED : STORE_ADDED, q->kind, rv, next);
+			dir_cache_put(s, key, q->kind, ino, rv, next);
 		}
 		if (q->out) {
 			*q->out = next;
@@ -789,16 +514,16 @@ static int d_write(struct dstore *s, struct opreq *q, struct err *e)
 		if (s->cache_ready) {
 			cJSON *last = q->out && *q->out ? *q->out : cur;
 			meta_set_rv(last, rv);
-			ring_push(s, STORE_DELETED, q->kind, rv, last);
-			struct centry *c = cache_find(s, key);
+			dir_ring_push(s, STORE_DELETED, q->kind, rv, last);
+			struct centry *c = dir_cache_find(s, key);
 			if (c)
-				cache_drop(s, c);
+				dir_cache_drop(s, c);
 		}
 		(void)removed_by_update;
 	}
 	r = 0;
 out:
-	opunlock(fd);
+	dir_opunlock(fd);
 	pthread_mutex_unlock(&s->mu);
 	cJSON_Delete(cur);
 	cJSON_Delete(next);
@@ -849,117 +574,6 @@ static int d_remove(store *st, const struct store_kind *k, const char *ns, const
 	return d_write(DS(st), &q, e);
 }
 
-/* ---- watches ----------------------------------------------------------------------------------- */
-
-static int start_poller_locked(struct dstore *s)
-{
-	if (s->poller_running)
-		return 0;
-	if (pthread_create(&s->poller, NULL, poller_main, s) != 0)
-		return -EAGAIN;
-	s->poller_running = true;
-	return 0;
-}
-
-static int d_watch(store *st, const struct store_kind *k, uint64_t from_rv, store_watch **out,
-                   struct err *e)
-{
-	struct dstore *s = DS(st);
-	struct store_watch *w = calloc(1, sizeof(*w));
-	int r = 0;
-
-	*out = NULL;
-	if (!w)
-		return err_set(e, -ENOMEM, "watch: out of memory");
-	w->s = s;
-	w->kind = k;
-	pthread_mutex_lock(&s->mu);
-	cache_init_locked(s);
-	if (from_rv == 0) {
-		w->initial = cJSON_CreateArray();
-		for (unsigned b = 0; b < NBUCKETS; b++)
-			for (struct centry *c = s->buckets[b]; c; c = c->next)
-				if (c->kind == k && c->obj)
-					cJSON_AddItemToArray(w->initial,
-					                     cJSON_Duplicate(c->obj, true));
-		w->next_seq = s->next_seq;
-	} else if (from_rv < s->floor_rv) {
-		r = err_set(e, STORE_EXPIRED, "too old resource version: %" PRIu64 " (%" PRIu64 ")",
-		            from_rv, s->floor_rv);
-	} else {
-		uint64_t q = s->first_seq;
-		while (q < s->next_seq && s->ring[q % RING_CAP].rv <= from_rv)
-			q++;
-		w->next_seq = q;
-	}
-	if (r == 0 && (r = start_poller_locked(s)) < 0)
-		err_set(e, r, "watch: cannot start the poll thread");
-	if (r == 0)
-		s->watchers++;
-	pthread_mutex_unlock(&s->mu);
-	if (r < 0) {
-		cJSON_Delete(w->initial);
-		free(w);
-		return r;
-	}
-	*out = w;
-	return 0;
-}
-
-int store_watch_next(store_watch *w, int timeout_ms, enum store_event_type *type, cJSON **obj,
-                     struct err *e)
-{
-	struct dstore *s = w->s;
-	struct timespec ts;
-	int r = 0;
-
-	*obj = NULL;
-	if (w->initial && w->initial_idx < cJSON_GetArraySize(w->initial)) {
-		*type = STORE_ADDED;
-		*obj = cJSON_Duplicate(cJSON_GetArrayItem(w->initial, w->initial_idx++), true);
-		return 1;
-	}
-	ts = time_after(CLOCK_REALTIME, timeout_ms);
-	pthread_mutex_lock(&s->mu);
-	for (;;) {
-		if (w->closed) {
-			r = err_set(e, -ECANCELED, "watch closed");
-			break;
-		}
-		if (w->next_seq < s->first_seq) {
-			r = err_set(e, STORE_EXPIRED, "watch fell behind: too many events; relist");
-			break;
-		}
-		while (w->next_seq < s->next_seq && s->ring[w->next_seq % RING_CAP].kind != w->kind)
-			w->next_seq++;
-		if (w->next_seq < s->next_seq) {
-			struct event *ev = &s->ring[w->next_seq % RING_CAP];
-			*type = ev->type;
-			*obj = cJSON_Duplicate(ev->obj, true);
-			w->next_seq++;
-			r = 1;
-			break;
-		}
-		if (pthread_cond_timedwait(&s->cv, &s->mu, &ts) == ETIMEDOUT) {
-			r = 0;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&s->mu);
-	return r;
-}
-
-void store_watch_close(store_watch *w)
-{
-	if (!w)
-		return;
-	pthread_mutex_lock(&w->s->mu);
-	w->s->watchers--;
-	pthread_mutex_unlock(&w->s->mu);
-	cJSON_Delete(w->initial);
-	free(w);
-}
-
 /* ---- open/close -------------------------------------------------------------------------------- */
 
 static void d_close(store *st)
@@ -975,7 +589,7 @@ static void d_close(store *st)
 		cJSON_Delete(s->ring[q % RING_CAP].obj);
 	for (unsigned b = 0; b < NBUCKETS; b++)
 		while (s->buckets[b])
-			cache_drop(s, s->buckets[b]);
+			dir_cache_drop(s, s->buckets[b]);
 	if (s->owner_fd >= 0)
 		close(s->owner_fd);
 	pthread_cond_destroy(&s->cv);
@@ -984,8 +598,9 @@ static void d_close(store *st)
 	free(s);
 }
 
-static const struct store_ops dir_ops = {d_get,           d_list,   d_create, d_update,
-                                         d_update_status, d_remove, d_watch,  d_close};
+static const struct store_ops dir_ops = {d_get,           d_list,   d_create,  d_update,
+                                         d_update_status, d_remove, dir_watch, dir_watch_next,
+                                         dir_watch_close, d_close};
 
 static int take_owner_lock(struct dstore *s, struct err *e)
 {
@@ -1040,13 +655,13 @@ int store_dir_open(const char *path, bool owner, int poll_ms, store **out, struc
 		d_close(&s->base);
 		return r;
 	}
-	if ((r = rv_read(s, &rv, e)) < 0) { /* a corrupt counter stops us here, loudly */
+	if ((r = dir_rv_read(s, &rv, e)) < 0) { /* a corrupt counter stops us here, loudly */
 		d_close(&s->base);
 		return r;
 	}
 	if (owner) {
 		pthread_mutex_lock(&s->mu);
-		cache_init_locked(s);
+		dir_cache_init_locked(s);
 		pthread_mutex_unlock(&s->mu);
 	}
 	*out = &s->base;

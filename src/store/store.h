@@ -68,10 +68,17 @@ struct store_ops {
 	              const char *uid_precondition, const char *rv_precondition, struct err *e);
 	int (*watch)(store *s, const struct store_kind *k, uint64_t from_rv, store_watch **w,
 	             struct err *e);
+	int (*watch_next)(store_watch *w, int timeout_ms, enum store_event_type *type, cJSON **obj,
+	                  struct err *e);
+	void (*watch_close)(store_watch *w);
 	void (*close)(store *s);
 };
 
+/* What every implementation's store and watch begin with. */
 struct store {
+	const struct store_ops *ops;
+};
+struct store_watch {
 	const struct store_ops *ops;
 };
 
