@@ -38,11 +38,70 @@ static void consume_drained_marker(const char *state_dir)
 	file_remove_durable(path, NULL);
 }
 
+/* The agent's TLS flags: all three or none. */
+struct agent_tls {
+	const char *cert, *key, *ca;
+	bool on;
+};
+
+/* Serves the agent API on listen until a signal, drains, waits grace_ms and stops
+ * (agent-api.md §10).  0, or 1 with the message printed. */
+static int agent_serve(agent_service *a, const char *listen, const struct agent_tls *tls,
+                       int64_t grace_ms)
+{
+	struct grpc_server_opts go;
+	struct grpc_service svc;
+	struct grpc_server *srv = NULL;
+	struct err e = {0};
+	const char *addrs[] = {listen, NULL};
+	grpc_server_opts_init(&go);
+	go.listen = addrs;
+	go.max_msg = AGENT_MAX_MSG;
+	go.max_streams = 100;
+	go.idle_timeout_ms = 3600 * 1000;
+	if (tls->on) {
+		go.tls_cert = tls->cert;
+		go.tls_key = tls->key;
+		go.tls_ca = tls->ca;
+	}
+	agent_grpc_service(a, &svc);
+	if (grpc_server_new(&srv, &go, &e) < 0 || grpc_server_add_service(srv, &svc, &e) < 0 ||
+	    grpc_server_start(srv, &e) < 0) {
+		fprintf(stderr, "pillar-csi agent: %s\n", e.msg);
+		grpc_server_free(srv);
+		return 1;
+	}
+	log_info("agent serving", "address", listen, "version", version_string(), "tls",
+	         tls->on ? "mutual" : "off", "restore",
+	         "pending until the controller sends the complete "
+	         "export list");
+	int sig = serve_wait_signal();
+	serve_exit_on_second_signal();
+	log_info("shutting down", "signal", sig == 2 ? "SIGINT" : "SIGTERM");
+	grpc_server_set_serving(srv, "", false);
+	grpc_server_set_serving(srv, AGENT_SERVICE_NAME, false);
+	PillarCsi__Agent__V1__DrainRequest dreq = PILLAR_CSI__AGENT__V1__DRAIN_REQUEST__INIT;
+	PillarCsi__Agent__V1__DrainResponse *dresp = malloc(sizeof(*dresp));
+	struct grpc_status st = {0};
+	if (dresp) {
+		*dresp = (PillarCsi__Agent__V1__DrainResponse)
+		    PILLAR_CSI__AGENT__V1__DRAIN_RESPONSE__INIT;
+		if (agent_drain(a, &dreq, dresp, &st) != GRPC_OK)
+			log_warn("drain failed", "error", st.msg);
+		protobuf_c_message_free_unpacked(&dresp->base, NULL);
+	}
+	serve_sleep_or_signal(grace_ms);
+	grpc_server_shutdown(srv, 5000);
+	grpc_server_free(srv);
+	return 0;
+}
+
 int agent_main(int argc, char **argv)
 {
 	const char *listen = ":9500", *config = NULL, *configfs = "/sys/kernel/config";
-	const char *state_dir = "/var/lib/pillar-csi/agent", *cert = "", *key = "", *ca = "";
+	const char *state_dir = "/var/lib/pillar-csi/agent";
 	const char *host_root = ""; /* testing only: "" = the real /dev and /sys */
+	struct agent_tls tls = {"", "", "", false};
 	int64_t grace_ms = 5000;
 	const struct flag_def defs[] = {
 	    {"listen-address", FLAG_STRING, &listen, "gRPC listen address ([host]:port)", false},
@@ -55,9 +114,10 @@ int agent_main(int argc, char **argv)
 	     false},
 	    {"shutdown-grace-period", FLAG_DURATION, &grace_ms,
 	     "time between reporting NOT_SERVING and stopping", false},
-	    {"tls-cert", FLAG_STRING, &cert, "server certificate (PEM) for mutual TLS", false},
-	    {"tls-key", FLAG_STRING, &key, "server private key (PEM) for mutual TLS", false},
-	    {"tls-ca", FLAG_STRING, &ca, "CA (PEM) that client certificates must chain to", false},
+	    {"tls-cert", FLAG_STRING, &tls.cert, "server certificate (PEM) for mutual TLS", false},
+	    {"tls-key", FLAG_STRING, &tls.key, "server private key (PEM) for mutual TLS", false},
+	    {"tls-ca", FLAG_STRING, &tls.ca, "CA (PEM) that client certificates must chain to",
+	     false},
 	    /* TESTING ONLY (test/interop/agent): a fake host tree instead of the machine's. */
 	    {"host-root", FLAG_STRING, &host_root,
 	     "(testing) look for /dev/zfs, /dev/mapper/control and /sys/module/nvmet_tcp "
@@ -66,9 +126,6 @@ int agent_main(int argc, char **argv)
 	};
 	struct agent_config cfg = {0};
 	struct agent_service_opts so = {0};
-	struct grpc_server_opts go;
-	struct grpc_service svc;
-	struct grpc_server *srv = NULL;
 	agent_service *a = NULL;
 	struct err e = {0};
 	int r;
@@ -83,8 +140,8 @@ int agent_main(int argc, char **argv)
 	    defs, sizeof(defs) / sizeof(defs[0]), argc, argv);
 	if (r >= 0)
 		return r;
-	bool any = *cert || *key || *ca, all = *cert && *key && *ca;
-	if (any && !all) {
+	tls.on = *tls.cert && *tls.key && *tls.ca;
+	if ((*tls.cert || *tls.key || *tls.ca) && !tls.on) {
 		fprintf(stderr, "--tls-cert, --tls-key and --tls-ca must be set together\n");
 		return 1;
 	}
@@ -93,7 +150,7 @@ int agent_main(int argc, char **argv)
 		agent_config_clear(&cfg);
 		return 1;
 	}
-	if (!all)
+	if (!tls.on)
 		log_warn(
 		    "agent gRPC is serving without TLS; set --tls-cert, --tls-key and --tls-ca to "
 		    "require mutual TLS");
@@ -110,55 +167,10 @@ int agent_main(int argc, char **argv)
 		return 1;
 	}
 	consume_drained_marker(state_dir);
-
-	const char *addrs[] = {listen, NULL};
-	grpc_server_opts_init(&go);
-	go.listen = addrs;
-	go.max_msg = AGENT_MAX_MSG;
-	go.max_streams = 100;
-	go.idle_timeout_ms = 3600 * 1000;
-	if (all) {
-		go.tls_cert = cert;
-		go.tls_key = key;
-		go.tls_ca = ca;
-	}
-	agent_grpc_service(a, &svc);
-	if (grpc_server_new(&srv, &go, &e) < 0 || grpc_server_add_service(srv, &svc, &e) < 0 ||
-	    grpc_server_start(srv, &e) < 0) {
-		fprintf(stderr, "pillar-csi agent: %s\n", e.msg);
-		grpc_server_free(srv);
-		agent_service_free(a);
-		agent_config_clear(&cfg);
-		return 1;
-	}
-	log_info("agent serving", "address", listen, "version", version_string(), "tls",
-	         all ? "mutual" : "off", "restore",
-	         "pending until the controller sends the complete "
-	         "export list");
-
-	int sig = serve_wait_signal();
-	serve_exit_on_second_signal();
-	log_info("shutting down", "signal", sig == 2 ? "SIGINT" : "SIGTERM");
-	grpc_server_set_serving(srv, "", false);
-	grpc_server_set_serving(srv, AGENT_SERVICE_NAME, false);
-	{
-		PillarCsi__Agent__V1__DrainRequest dreq =
-		    PILLAR_CSI__AGENT__V1__DRAIN_REQUEST__INIT;
-		PillarCsi__Agent__V1__DrainResponse *dresp = malloc(sizeof(*dresp));
-		struct grpc_status st = {0};
-		if (dresp) {
-			*dresp = (PillarCsi__Agent__V1__DrainResponse)
-			    PILLAR_CSI__AGENT__V1__DRAIN_RESPONSE__INIT;
-			if (agent_drain(a, &dreq, dresp, &st) != GRPC_OK)
-				log_warn("drain failed", "error", st.msg);
-			protobuf_c_message_free_unpacked(&dresp->base, NULL);
-		}
-	}
-	serve_sleep_or_signal(grace_ms);
-	grpc_server_shutdown(srv, 5000);
-	grpc_server_free(srv);
+	r = agent_serve(a, listen, &tls, grace_ms);
 	agent_service_free(a);
 	agent_config_clear(&cfg);
-	log_info("agent stopped");
-	return 0;
+	if (r == 0)
+		log_info("agent stopped");
+	return r;
 }

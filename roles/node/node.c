@@ -10,14 +10,67 @@
 #include "node/grpc_service.h"
 #include "node/publish.h"
 #include "node/service.h"
+#include "rules/keys.h"
 #include "serve.h"
 #include "store/store.h"
 
 #define NODE_SHUTDOWN_WAIT_MS 5000 /* deploy.md §1.3: NOT_SERVING, wait 5 s, stop */
 
+/* TESTING ONLY: --host-root; empty (the default) keeps node_new's production paths.  paths holds
+ * four PATH_MAX buffers.  0, or -1 with the message printed. */
+static int host_root_paths(const char *host_root, struct node_config *cfg, char paths[4][PATH_MAX])
+{
+	static const char *const sub[4] = {"etc/nvme", "sys", "dev", "proc"};
+	if (!*host_root)
+		return 0;
+	for (int i = 0; i < 4; i++)
+		if (snprintf(paths[i], PATH_MAX, "%s/%s", host_root, sub[i]) >= PATH_MAX) {
+			fprintf(stderr, "pillar-csi node: --host-root: path too long\n");
+			return -1;
+		}
+	cfg->etc_nvme_dir = paths[0];
+	cfg->sysfs_root = paths[1];
+	cfg->dev_root = paths[2];
+	cfg->proc_root = paths[3];
+	log_warn("using a fake host tree (testing only)", "hostRoot", host_root);
+	return 0;
+}
+
+/* Serves the Identity and Node services on endpoint until a signal, then shuts down
+ * (deploy.md §1.3).  0, or 1 with the message printed. */
+static int node_serve(struct node *n, const char *endpoint, const char *node_id,
+                      const char *state_dir)
+{
+	struct grpc_server_opts go;
+	struct grpc_service ids, nodes;
+	struct grpc_server *srv = NULL;
+	struct err e = {0};
+	const char *addrs[] = {endpoint, NULL};
+	grpc_server_opts_init(&go);
+	go.listen = addrs;
+	node_grpc_identity_service(n, &ids);
+	node_grpc_node_service(n, &nodes);
+	if (grpc_server_new(&srv, &go, &e) < 0 || grpc_server_add_service(srv, &ids, &e) < 0 ||
+	    grpc_server_add_service(srv, &nodes, &e) < 0 || grpc_server_start(srv, &e) < 0) {
+		fprintf(stderr, "pillar-csi node: %s\n", e.msg);
+		grpc_server_free(srv);
+		return 1;
+	}
+	log_info("node plugin serving", "endpoint", endpoint, "node", node_id, "stateDir",
+	         state_dir);
+	serve_wait_signal();
+	serve_exit_on_second_signal();
+	grpc_server_set_serving(srv, "", false);
+	grpc_server_set_serving(srv, "csi.v1.Node", false);
+	serve_sleep_or_signal(NODE_SHUTDOWN_WAIT_MS);
+	grpc_server_shutdown(srv, 5000);
+	grpc_server_free(srv);
+	return 0;
+}
+
 int node_main(int argc, char **argv)
 {
-	const char *endpoint = "unix:///var/lib/kubelet/plugins/pillar-csi.bhyoo.com/csi.sock";
+	const char *endpoint = "unix:///var/lib/kubelet/plugins/" RULES_DRIVER_NAME "/csi.sock";
 	const char *node_id = NULL, *state_dir = "/var/lib/pillar-csi/node", *store_url = NULL;
 	const char *host_root = ""; /* testing only: "" = the real /etc/nvme, /sys, /dev, /proc */
 	const struct flag_def defs[] = {
@@ -32,9 +85,7 @@ int node_main(int argc, char **argv)
 	     "(testing) read etc/nvme, sys, dev and proc under this directory instead of /", false},
 	};
 	struct node_config cfg = {0};
-	struct grpc_server_opts go;
-	struct grpc_service ids, nodes;
-	struct grpc_server *srv = NULL;
+	char paths[4][PATH_MAX];
 	struct node *n = NULL;
 	store *st = NULL;
 	struct err e = {0};
@@ -61,61 +112,22 @@ int node_main(int argc, char **argv)
 	}
 	cfg.node_id = node_id;
 	cfg.state_dir = state_dir;
-	/* TESTING ONLY: --host-root; empty (the default) keeps node_new's production paths. */
-	char etc_nvme[PATH_MAX], sysfs[PATH_MAX], dev[PATH_MAX], proc[PATH_MAX];
-	if (*host_root) {
-		if (snprintf(etc_nvme, sizeof(etc_nvme), "%s/etc/nvme", host_root) >=
-		        (int)sizeof(etc_nvme) ||
-		    snprintf(sysfs, sizeof(sysfs), "%s/sys", host_root) >= (int)sizeof(sysfs) ||
-		    snprintf(dev, sizeof(dev), "%s/dev", host_root) >= (int)sizeof(dev) ||
-		    snprintf(proc, sizeof(proc), "%s/proc", host_root) >= (int)sizeof(proc)) {
-			fprintf(stderr, "pillar-csi node: --host-root: path too long\n");
-			store_close(st);
-			return 1;
-		}
-		cfg.etc_nvme_dir = etc_nvme;
-		cfg.sysfs_root = sysfs;
-		cfg.dev_root = dev;
-		cfg.proc_root = proc;
-		log_warn("using a fake host tree (testing only)", "hostRoot", host_root);
-	}
 	if (st) {
 		cfg.publish_identity = node_publish_identity_store;
 		cfg.publish_ctx = st;
 	}
-	if (node_new(&cfg, &n, &e) < 0) {
-		fprintf(stderr, "pillar-csi node: %s\n", e.msg);
+	if (host_root_paths(host_root, &cfg, paths) < 0 || node_new(&cfg, &n, &e) < 0) {
+		if (!n && e.msg[0])
+			fprintf(stderr, "pillar-csi node: %s\n", e.msg);
 		store_close(st);
 		return 1;
 	}
 	if (node_publish_identity(n, &e) < 0)
 		log_error("host identity not published", "node", node_id, "error", e.msg);
-
-	const char *addrs[] = {endpoint, NULL};
-	grpc_server_opts_init(&go);
-	go.listen = addrs;
-	node_grpc_identity_service(n, &ids);
-	node_grpc_node_service(n, &nodes);
-	if (grpc_server_new(&srv, &go, &e) < 0 || grpc_server_add_service(srv, &ids, &e) < 0 ||
-	    grpc_server_add_service(srv, &nodes, &e) < 0 || grpc_server_start(srv, &e) < 0) {
-		fprintf(stderr, "pillar-csi node: %s\n", e.msg);
-		grpc_server_free(srv);
-		node_free(n);
-		store_close(st);
-		return 1;
-	}
-	log_info("node plugin serving", "endpoint", endpoint, "node", node_id, "stateDir",
-	         state_dir);
-
-	serve_wait_signal();
-	serve_exit_on_second_signal();
-	grpc_server_set_serving(srv, "", false);
-	grpc_server_set_serving(srv, "csi.v1.Node", false);
-	serve_sleep_or_signal(NODE_SHUTDOWN_WAIT_MS);
-	grpc_server_shutdown(srv, 5000);
-	grpc_server_free(srv);
+	r = node_serve(n, endpoint, node_id, state_dir);
 	node_free(n);
 	store_close(st);
-	log_info("node plugin stopped");
-	return 0;
+	if (r == 0)
+		log_info("node plugin stopped");
+	return r;
 }

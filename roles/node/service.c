@@ -352,13 +352,42 @@ static int parent_mkdir(const char *path, struct err *e)
 	return file_mkdir_p(dir, 0750, e);
 }
 
+/* Creates the target (a file for a block volume, a directory otherwise) and bind-mounts src on
+ * it, read-only when ro (csi.md §9.1). */
+static int publish_bind(struct node *n, const char *target, const char *src, bool block, bool ro,
+                        struct grpc_status *st)
+{
+	struct err e = {0};
+	int r;
+	if (block) {
+		r = parent_mkdir(target, &e);
+		if (r == 0)
+			r = ensure_file(target, 0640);
+	} else {
+		r = file_mkdir_p(target, 0750, &e);
+	}
+	if (r < 0)
+		return grpc_status_set(st, GRPC_INTERNAL, "create target path %s: %s", target,
+		                       e.msg[0] ? e.msg : strerror(-r));
+	r = n->sys->mount(n->sys->ctx, src, target, NULL, MS_BIND, NULL);
+	if (r == 0 && ro)
+		r = n->sys->mount(n->sys->ctx, NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY,
+		                  NULL);
+	if (r < 0) {
+		if (ro) /* do not leave a writable bind behind */
+			n->sys->umount(n->sys->ctx, target);
+		return grpc_status_set(st, GRPC_INTERNAL, "bind mount %s on %s: %s", src, target,
+		                       strerror(-r));
+	}
+	return GRPC_OK;
+}
+
 int node_publish_volume(struct node *n, const Csi__V1__NodePublishVolumeRequest *req,
                         Csi__V1__NodePublishVolumeResponse *resp, struct grpc_status *st)
 {
 	struct node_record rec;
 	struct node_mount sm, tm;
 	char src[PATH_MAX];
-	struct err e = {0};
 	bool block, ro;
 	int r, code;
 	(void)resp;
@@ -418,29 +447,8 @@ int node_publish_volume(struct node *n, const Csi__V1__NodePublishVolumeRequest 
 		                       req->target_path);
 		goto out;
 	}
-	if (block) {
-		r = parent_mkdir(req->target_path, &e);
-		if (r == 0)
-			r = ensure_file(req->target_path, 0640);
-	} else {
-		r = file_mkdir_p(req->target_path, 0750, &e);
-	}
-	if (r < 0) {
-		code = grpc_status_set(st, GRPC_INTERNAL, "create target path %s: %s",
-		                       req->target_path, e.msg[0] ? e.msg : strerror(-r));
+	if ((code = publish_bind(n, req->target_path, src, block, ro, st)) != GRPC_OK)
 		goto out;
-	}
-	r = n->sys->mount(n->sys->ctx, src, req->target_path, NULL, MS_BIND, NULL);
-	if (r == 0 && ro)
-		r = n->sys->mount(n->sys->ctx, NULL, req->target_path, NULL,
-		                  MS_REMOUNT | MS_BIND | MS_RDONLY, NULL);
-	if (r < 0) {
-		code = grpc_status_set(st, GRPC_INTERNAL, "bind mount %s on %s: %s", src,
-		                       req->target_path, strerror(-r));
-		if (ro) /* do not leave a writable bind behind */
-			n->sys->umount(n->sys->ctx, req->target_path);
-		goto out;
-	}
 	log_info("published volume", "volume", req->volume_id, "target", req->target_path,
 	         "readonly", ro ? "true" : "false");
 	code = GRPC_OK;

@@ -106,144 +106,149 @@ static int spawn(const char *const argv[], const struct exec_opts *o, int in[2],
 	return -r;
 }
 
+/* One running child: its pipes, what it wrote so far and what of stdin it took. */
+struct child {
+	pid_t pid;
+	int in[2], out[2], err[2];
+	struct capture cout, cerr;
+	size_t in_off;
+};
+
+static void child_close(struct child *ch)
+{
+	close_pipe(ch->out);
+	close_pipe(ch->err);
+	close_pipe(ch->in);
+}
+
+/* Pipes and posix_spawn.  0, or a negative errno with e set (nothing left open). */
+static int child_start(const char *const argv[], const struct exec_opts *o, struct child *ch,
+                       struct err *e)
+{
+	int r;
+	if (pipe2(ch->out, O_CLOEXEC) < 0 || pipe2(ch->err, O_CLOEXEC) < 0 ||
+	    (o->stdin_data && pipe2(ch->in, O_CLOEXEC) < 0)) {
+		r = -errno;
+		child_close(ch);
+		return err_set(e, r, "exec %s: pipe: %s", argv[0], strerror(-r));
+	}
+	r = spawn(argv, o, ch->in, ch->out, ch->err, &ch->pid);
+	close(ch->out[1]);
+	close(ch->err[1]);
+	ch->out[1] = ch->err[1] = -1;
+	if (ch->in[0] >= 0) {
+		close(ch->in[0]);
+		ch->in[0] = -1;
+		fcntl(ch->in[1], F_SETFL, O_NONBLOCK);
+	}
+	if (r < 0) {
+		child_close(ch);
+		if (r == -ENOENT)
+			return err_set(e, r, "%s: command not found", argv[0]);
+		return err_set(e, r, "exec %s: %s", argv[0], strerror(-r));
+	}
+	if (ch->in[1] >= 0 && o->stdin_len == 0) {
+		close(ch->in[1]);
+		ch->in[1] = -1;
+	}
+	return 0;
+}
+
+/* Reads stdout/stderr and feeds stdin after one poll.  0, or -ENOMEM. */
+static int child_io(struct child *ch, const struct exec_opts *o, const struct pollfd *pf,
+                    const int idx[3])
+{
+	for (int k = 0; k < 2; k++) {
+		int *fd = k == 0 ? &ch->out[0] : &ch->err[0];
+		struct capture *c = k == 0 ? &ch->cout : &ch->cerr;
+		if (idx[k] < 0 || !(pf[idx[k]].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		char buf[8192];
+		ssize_t n = read(*fd, buf, sizeof(buf));
+		if (n > 0) {
+			if (capture_add(c, buf, (size_t)n) < 0)
+				return -ENOMEM;
+		} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+			close(*fd);
+			*fd = -1;
+		}
+	}
+	if (idx[2] >= 0 && (pf[idx[2]].revents & (POLLOUT | POLLERR | POLLHUP))) {
+		ssize_t w = write(ch->in[1], o->stdin_data + ch->in_off, o->stdin_len - ch->in_off);
+		if (w > 0)
+			ch->in_off += (size_t)w;
+		if ((w < 0 && errno != EAGAIN && errno != EINTR) || ch->in_off >= o->stdin_len) {
+			close(ch->in[1]);
+			ch->in[1] = -1;
+		}
+	}
+	return 0;
+}
+
+/* Until the child closed stdout and stderr: 0; -ETIMEDOUT at the deadline; -ENOMEM. */
+static int child_pump(struct child *ch, const struct exec_opts *o, int64_t deadline)
+{
+	while (ch->out[0] >= 0 || ch->err[0] >= 0) {
+		struct pollfd pf[3];
+		int nf = 0, idx[3] = {-1, -1, -1};
+		int64_t left = deadline - time_mono_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		const int fds[3] = {ch->out[0], ch->err[0], ch->in[1]};
+		for (int k = 0; k < 3; k++)
+			if (fds[k] >= 0) {
+				idx[k] = nf;
+				pf[nf++] = (struct pollfd){.fd = fds[k],
+				                           .events = k < 2 ? POLLIN : POLLOUT};
+			}
+		if (poll(pf, (nfds_t)nf, (int)(left > 1000 ? 1000 : left)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return 0;
+		}
+		if (child_io(ch, o, pf, idx) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int exec_run(const char *const argv[], const struct exec_opts *opts, struct exec_result *res,
              struct err *e)
 {
 	static const struct exec_opts defaults = {0};
 	const struct exec_opts *o = opts ? opts : &defaults;
-	struct capture cout = {0}, cerr = {0};
-	int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
-	size_t in_off = 0;
-	int64_t deadline;
-	pid_t pid = -1;
-	int r, status = 0;
-	bool timed_out = false;
+	struct child ch = {.pid = -1, .in = {-1, -1}, .out = {-1, -1}, .err = {-1, -1}};
+	int r, status = 0, timeout = o->timeout_ms > 0 ? o->timeout_ms : 30000;
 
 	memset(res, 0, sizeof(*res));
 	res->exit_code = -1;
 	if (!argv || !argv[0])
 		return err_set(e, -EINVAL, "exec: empty command");
-	cout.max = cerr.max = o->max_output ? o->max_output : (1u << 20);
-	deadline = time_mono_ms() + (o->timeout_ms > 0 ? o->timeout_ms : 30000);
-
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-	    (o->stdin_data && pipe2(in, O_CLOEXEC) < 0)) {
-		r = -errno;
-		close_pipe(out);
-		close_pipe(errp);
-		close_pipe(in);
-		return err_set(e, r, "exec %s: pipe: %s", argv[0], strerror(-r));
-	}
-	r = spawn(argv, o, in, out, errp, &pid);
-	close(out[1]);
-	close(errp[1]);
-	out[1] = errp[1] = -1;
-	if (in[0] >= 0) {
-		close(in[0]);
-		in[0] = -1;
-		fcntl(in[1], F_SETFL, O_NONBLOCK);
-	}
-	if (r < 0) {
-		close_pipe(out);
-		close_pipe(errp);
-		close_pipe(in);
-		if (r == -ENOENT)
-			return err_set(e, r, "%s: command not found", argv[0]);
-		return err_set(e, r, "exec %s: %s", argv[0], strerror(-r));
-	}
-	if (in[1] >= 0 && o->stdin_len == 0) {
-		close(in[1]);
-		in[1] = -1;
-	}
-
-	while (out[0] >= 0 || errp[0] >= 0) {
-		struct pollfd pf[3];
-		int nf = 0, io = -1, ie = -1, ii = -1;
-		int64_t left = deadline - time_mono_ms();
-		if (left <= 0) {
-			timed_out = true;
-			break;
-		}
-		if (out[0] >= 0) {
-			io = nf;
-			pf[nf++] = (struct pollfd){.fd = out[0], .events = POLLIN};
-		}
-		if (errp[0] >= 0) {
-			ie = nf;
-			pf[nf++] = (struct pollfd){.fd = errp[0], .events = POLLIN};
-		}
-		if (in[1] >= 0) {
-			ii = nf;
-			pf[nf++] = (struct pollfd){.fd = in[1], .events = POLLOUT};
-		}
-		if (poll(pf, (nfds_t)nf, (int)(left > 1000 ? 1000 : left)) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		for (int k = 0; k < 2; k++) {
-			int idx = k == 0 ? io : ie;
-			int *fd = k == 0 ? &out[0] : &errp[0];
-			struct capture *c = k == 0 ? &cout : &cerr;
-			if (idx < 0 || !(pf[idx].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			char buf[8192];
-			ssize_t n = read(*fd, buf, sizeof(buf));
-			if (n > 0) {
-				if (capture_add(c, buf, (size_t)n) < 0) {
-					timed_out = false;
-					goto oom;
-				}
-			} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-				close(*fd);
-				*fd = -1;
-			}
-		}
-		if (ii >= 0 && (pf[ii].revents & (POLLOUT | POLLERR | POLLHUP))) {
-			ssize_t w = write(in[1], o->stdin_data + in_off, o->stdin_len - in_off);
-			if (w > 0)
-				in_off += (size_t)w;
-			if ((w < 0 && errno != EAGAIN && errno != EINTR) ||
-			    in_off >= o->stdin_len) {
-				close(in[1]);
-				in[1] = -1;
-			}
-		}
-	}
-	if (timed_out)
-		kill(-pid, SIGKILL);
-	close_pipe(out);
-	close_pipe(errp);
-	close_pipe(in);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	ch.cout.max = ch.cerr.max = o->max_output ? o->max_output : (1u << 20);
+	if ((r = child_start(argv, o, &ch, e)) < 0)
+		return r;
+	r = child_pump(&ch, o, time_mono_ms() + timeout);
+	if (r < 0)
+		kill(-ch.pid, SIGKILL);
+	child_close(&ch);
+	while (waitpid(ch.pid, &status, 0) < 0 && errno == EINTR)
 		;
+	if (r == -ENOMEM || capture_finish(&ch.cout, &res->out, &res->out_len) < 0 ||
+	    capture_finish(&ch.cerr, &res->err, &res->err_len) < 0) {
+		free(ch.cout.buf);
+		free(ch.cerr.buf);
+		exec_result_free(res);
+		return err_set(e, -ENOMEM, "exec %s: out of memory", argv[0]);
+	}
 	if (WIFEXITED(status))
 		res->exit_code = WEXITSTATUS(status);
 	else if (WIFSIGNALED(status))
 		res->term_signal = WTERMSIG(status);
-	res->timed_out = timed_out;
-	if (capture_finish(&cout, &res->out, &res->out_len) < 0 ||
-	    capture_finish(&cerr, &res->err, &res->err_len) < 0) {
-		free(cout.buf);
-		free(cerr.buf);
-		exec_result_free(res);
-		return err_set(e, -ENOMEM, "exec %s: out of memory", argv[0]);
-	}
-	if (timed_out)
+	res->timed_out = r == -ETIMEDOUT;
+	if (res->timed_out)
 		return err_set(e, -ETIMEDOUT, "%s did not finish within %d ms and was killed",
-		               argv[0], o->timeout_ms > 0 ? o->timeout_ms : 30000);
+		               argv[0], timeout);
 	return 0;
-
-oom:
-	kill(-pid, SIGKILL);
-	close_pipe(out);
-	close_pipe(errp);
-	close_pipe(in);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	free(cout.buf);
-	free(cerr.buf);
-	return err_set(e, -ENOMEM, "exec %s: out of memory", argv[0]);
 }
 
 const char *exec_result_summary(struct exec_result *res)
