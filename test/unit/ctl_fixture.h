@@ -11,7 +11,10 @@
 #include "base/json.h"
 #include "controller/csi.h"
 #include "controller/ctl.h"
+#include "controller/resolve.h"
 #include "fake_agent.h"
+#include "model/pillar.h"
+#include "sidecar.h"
 #include "testutil.h"
 #include "version/version.h"
 
@@ -215,14 +218,74 @@ static inline void fx_create_init(struct fx_create *f, const char *name, long lo
 	f->req.parameters = f->pp;
 }
 
-/* Runs CreateVolume; returns the code, copies the volume ID (on OK) into vid. */
+/* The workers as the sidecars see them: Nodes labelled with our topology key and CSINodes with
+ * kubelet's registration of the driver (node ID = node name). */
+#define FX_NODE(n) \
+	"{\"metadata\":{\"name\":\"" n "\",\"labels\":{\"" RULES_TOPOLOGY_KEY "\":\"true\"}}}"
+#define FX_CSINODE(n)                                                                              \
+	"{\"metadata\":{\"name\":\"" n "\"},\"spec\":{\"drivers\":[{\"name\":\"" RULES_DRIVER_NAME \
+	"\",\"nodeID\":\"" n "\",\"topologyKeys\":[\"" RULES_TOPOLOGY_KEY "\"]}]}}"
+#define FX_CLUSTER                                                                            \
+	"{\"nodes\":[" FX_NODE("node-a") "," FX_NODE("node-b") "],\"csinodes\":[" FX_CSINODE( \
+	    "node-a") "," FX_CSINODE("node-b") "," FX_CSINODE("node-c") "," FX_CSINODE("node-x") "]}"
+
+/* CreateVolume as csi-provisioner sends it (test/unit/sidecar.h) for a ReadWriteOnce claim of
+ * 1 GiB whose uid makes the volume name `name` ("pvc-<uid>"), of a StorageClass with parameters
+ * params; `csi.storage.k8s.io/pvc/name` and `/pvc/namespace` in params name the claim (the
+ * provisioner adds them itself), else the claim is default/claim-<name>.  A name the
+ * provisioner never produces (not "pvc-…") is sent as a plain CSI request, as another CO
+ * could.  fx_create returns the code and copies the volume ID (on OK) into vid;
+ * fx_provision_req returns the request (free with protobuf_c_message_free_unpacked) for a claim
+ * of `storage` (a quantity). */
+static inline Csi__V1__CreateVolumeRequest *
+fx_provision_req(const char *name, const char *const *params, bool block, const char *storage)
+{
+	cJSON *sc = cJSON_CreateObject(), *pv = cJSON_CreateObject();
+	cJSON *sp = cJSON_AddObjectToObject(sc, "parameters");
+	char cname[300], cns[64] = "default", err[256] = "";
+	snprintf(cname, sizeof(cname), "claim-%s", name);
+	for (; params && params[0]; params += 2)
+		if (!strcmp(params[0], "csi.storage.k8s.io/pvc/name"))
+			snprintf(cname, sizeof(cname), "%s", params[1]);
+		else if (!strcmp(params[0], "csi.storage.k8s.io/pvc/namespace"))
+			snprintf(cns, sizeof(cns), "%s", params[1]);
+		else
+			cJSON_AddStringToObject(sp, params[0], params[1]);
+	cJSON *m = cJSON_AddObjectToObject(pv, "metadata");
+	cJSON_AddStringToObject(m, "name", cname);
+	cJSON_AddStringToObject(m, "namespace", cns);
+	cJSON_AddStringToObject(m, "uid", name + 4);
+	cJSON *spec = cJSON_AddObjectToObject(pv, "spec");
+	cJSON_AddItemToObject(spec, "accessModes",
+	                      cJSON_CreateStringArray((const char *[]){"ReadWriteOnce"}, 1));
+	cJSON_AddStringToObject(spec, "volumeMode", block ? "Block" : "Filesystem");
+	cJSON_AddStringToObject(
+	    cJSON_AddObjectToObject(cJSON_AddObjectToObject(spec, "resources"), "requests"),
+	    "storage", storage);
+	char *sct = cJSON_PrintUnformatted(sc), *pvt = cJSON_PrintUnformatted(pv);
+	Csi__V1__CreateVolumeRequest *q =
+	    sidecar_create_volume(&sidecar_deployed, sct, pvt, FX_CLUSTER, NULL, err, sizeof(err));
+	ck_assert_msg(q, "provisioner refused: %s", err);
+	free(sct);
+	free(pvt);
+	cJSON_Delete(sc);
+	cJSON_Delete(pv);
+	return q;
+}
+
 static inline int fx_create(const char *name, const char *const *params, bool block, char *vid,
                             size_t cap, struct grpc_status *gs)
 {
 	struct fx_create f;
 	Csi__V1__CreateVolumeResponse *resp = NULL;
-	fx_create_init(&f, name, 1LL << 30, block, params);
-	int r = csi_create_volume(&fx_c, &f.req, &resp, gs);
+	Csi__V1__CreateVolumeRequest *q = NULL;
+	if (!strncmp(name, "pvc-", 4))
+		q = fx_provision_req(name, params, block, "1Gi");
+	else
+		fx_create_init(&f, name, 1LL << 30, block, params);
+	int r = csi_create_volume(&fx_c, q ? q : &f.req, &resp, gs);
+	if (q)
+		protobuf_c_message_free_unpacked(&q->base, NULL);
 	if (r == 0) {
 		if (vid)
 			snprintf(vid, cap, "%s", resp->volume->volume_id);
@@ -233,6 +296,60 @@ static inline int fx_create(const char *name, const char *const *params, bool bl
 	return r;
 }
 
+/* The PersistentVolume csi-provisioner wrote for volume vid (a ReadWriteOnce claim): its
+ * volume attributes are the volume context CreateVolume returned, rebuilt from the
+ * PillarVolumeState.  Caller frees. */
+static inline cJSON *fx_pv(const char *vid)
+{
+	const char *slash = strrchr(vid, '/');
+	struct model_pvst pvst;
+	struct model_map ctx = {0};
+	bool found =
+	    model_get(fx_st, &model_pvst_kind, NULL, slash ? slash + 1 : vid, &pvst, NULL) == 0;
+	if (found)
+		ck_assert_int_eq(resolve_volume_context(&pvst, &ctx), 0);
+	cJSON *pv = cJSON_CreateObject(), *spec = cJSON_AddObjectToObject(pv, "spec");
+	cJSON_AddItemToObject(spec, "accessModes",
+	                      cJSON_CreateStringArray((const char *[]){"ReadWriteOnce"}, 1));
+	cJSON *csi = cJSON_AddObjectToObject(spec, "csi");
+	cJSON_AddStringToObject(csi, "driver", RULES_DRIVER_NAME);
+	cJSON_AddStringToObject(csi, "volumeHandle", vid);
+	cJSON *attrs = cJSON_AddObjectToObject(csi, "volumeAttributes");
+	const char *fs = NULL;
+	for (size_t i = 0; i < ctx.n; i++) {
+		cJSON_AddStringToObject(attrs, ctx.kv[i].key, ctx.kv[i].value);
+		if (!strcmp(ctx.kv[i].key, RULES_KEY_PREFIX "fs-type"))
+			fs = ctx.kv[i].value;
+	}
+	if (fs)
+		cJSON_AddStringToObject(csi, "fsType", fs);
+	cJSON_AddStringToObject(spec, "volumeMode", found && !fs ? "Block" : "Filesystem");
+	model_map_clear(&ctx);
+	if (found)
+		model_clear(&model_pvst_kind, &pvst);
+	return pv;
+}
+
+/* ControllerPublishVolume as csi-attacher sends it for a VolumeAttachment of vid's PV to node. */
+static inline int fx_attach(const char *vid, const char *node, struct grpc_status *gs)
+{
+	char err[256] = "";
+	cJSON *pv = fx_pv(vid);
+	Csi__V1__ControllerPublishVolumeRequest *q =
+	    sidecar_attach(&sidecar_deployed, pv, node, FX_CLUSTER, err, sizeof(err));
+	Csi__V1__ControllerPublishVolumeResponse *resp = NULL;
+	cJSON_Delete(pv);
+	ck_assert_msg(q, "attacher refused: %s", err);
+	int r = csi_controller_publish(&fx_c, q, &resp, gs);
+	protobuf_c_message_free_unpacked(&q->base, NULL);
+	if (resp)
+		protobuf_c_message_free_unpacked(&resp->base, NULL);
+	return r;
+}
+
+/* A plain ControllerPublishVolume with any mode and readonly, as a CO other than Kubernetes may
+ * send (csi-attacher sends what fx_attach sends: never readonly, RWO as SINGLE_NODE_MULTI_WRITER
+ * since the driver does not report PUBLISH_READONLY and does report SINGLE_NODE_MULTI_WRITER). */
 static inline int fx_publish(const char *vid, const char *node, int mode, bool ro,
                              struct grpc_status *gs)
 {
@@ -251,25 +368,46 @@ static inline int fx_publish(const char *vid, const char *node, int mode, bool r
 	return r;
 }
 
+/* ControllerUnpublishVolume as csi-attacher sends it when the VolumeAttachment goes. */
 static inline int fx_unpublish(const char *vid, const char *node, struct grpc_status *gs)
+{
+	char err[256] = "";
+	cJSON *pv = fx_pv(vid);
+	Csi__V1__ControllerUnpublishVolumeRequest *q =
+	    sidecar_detach(pv, node, FX_CLUSTER, err, sizeof(err));
+	Csi__V1__ControllerUnpublishVolumeResponse *resp = NULL;
+	cJSON_Delete(pv);
+	ck_assert_msg(q, "attacher refused: %s", err);
+	int r = csi_controller_unpublish(&fx_c, q, &resp, gs);
+	protobuf_c_message_free_unpacked(&q->base, NULL);
+	if (resp)
+		protobuf_c_message_free_unpacked(&resp->base, NULL);
+	return r;
+}
+
+/* ControllerUnpublishVolume without node_id (CSI: from every node), as a CO other than
+ * Kubernetes may send it; csi-attacher always names the node. */
+static inline int fx_unpublish_all(const char *vid, struct grpc_status *gs)
 {
 	Csi__V1__ControllerUnpublishVolumeRequest q =
 	    CSI__V1__CONTROLLER_UNPUBLISH_VOLUME_REQUEST__INIT;
 	Csi__V1__ControllerUnpublishVolumeResponse *resp = NULL;
 	q.volume_id = (char *)vid;
-	q.node_id = (char *)node;
 	int r = csi_controller_unpublish(&fx_c, &q, &resp, gs);
 	if (resp)
 		protobuf_c_message_free_unpacked(&resp->base, NULL);
 	return r;
 }
 
+/* DeleteVolume as csi-provisioner sends it for the PV of vid. */
 static inline int fx_delete(const char *vid, struct grpc_status *gs)
 {
-	Csi__V1__DeleteVolumeRequest q = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
+	cJSON *pv = fx_pv(vid);
+	Csi__V1__DeleteVolumeRequest *q = sidecar_delete_volume(pv);
 	Csi__V1__DeleteVolumeResponse *resp = NULL;
-	q.volume_id = (char *)vid;
-	int r = csi_delete_volume(&fx_c, &q, &resp, gs);
+	cJSON_Delete(pv);
+	int r = csi_delete_volume(&fx_c, q, &resp, gs);
+	protobuf_c_message_free_unpacked(&q->base, NULL);
 	if (resp)
 		protobuf_c_message_free_unpacked(&resp->base, NULL);
 	return r;

@@ -39,11 +39,10 @@ static uint64_t gen_now(void)
 
 START_TEST(test_create_sequence_and_context)
 {
-	struct fx_create f;
 	struct grpc_status gs = {0};
 	Csi__V1__CreateVolumeResponse *resp = NULL;
-	fx_create_init(&f, "pvc-1", 1, false, PSC_PARAMS);
-	ck_assert_int_eq(csi_create_volume(&fx_c, &f.req, &resp, &gs), 0);
+	Csi__V1__CreateVolumeRequest *q = fx_provision_req("pvc-1", PSC_PARAMS, false, "1");
+	ck_assert_int_eq(csi_create_volume(&fx_c, q, &resp, &gs), 0);
 	ck_assert_str_eq(resp->volume->volume_id, VID);
 	ck_assert_int_eq(resp->volume->capacity_bytes, 1 << 20); /* rounded up to 1 MiB */
 	int seen = 0;
@@ -107,13 +106,14 @@ START_TEST(test_create_sequence_and_context)
 	cJSON_Delete(o);
 	/* fast path: no agent call, same answer */
 	fake_agent_reset_log(fx_fa);
-	ck_assert_int_eq(csi_create_volume(&fx_c, &f.req, &resp, &gs), 0);
+	ck_assert_int_eq(csi_create_volume(&fx_c, q, &resp, &gs), 0);
 	ck_assert_int_eq(resp->volume->capacity_bytes, 1 << 20);
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	ck_assert_uint_eq(fake_agent_ncalls(fx_fa), 0);
 	/* same name, other capacity */
-	f.cr.required_bytes = 5 << 20;
-	ck_assert_int_eq(csi_create_volume(&fx_c, &f.req, &resp, &gs), GRPC_ALREADY_EXISTS);
+	q->capacity_range->required_bytes = 5 << 20;
+	ck_assert_int_eq(csi_create_volume(&fx_c, q, &resp, &gs), GRPC_ALREADY_EXISTS);
+	protobuf_c_message_free_unpacked(&q->base, NULL);
 	ck_assert_str_eq(
 	    gs.msg,
 	    "volume \"pvc-1\" already exists with capacity 1048576 bytes; requested 5242880");
@@ -146,6 +146,8 @@ START_TEST(test_create_resume_after_export_failure)
 }
 END_TEST
 
+/* Requests at the CSI level (names, capacity limits, content sources, mixed fs_types that
+ * csi-provisioner never sends in our deployment): built by hand, as another CO could send them. */
 START_TEST(test_create_validation)
 {
 	struct grpc_status gs = {0};
@@ -200,7 +202,7 @@ START_TEST(test_create_validation)
 	cJSON *pvst = fx_get("PillarVolumeState", longname);
 	ck_assert_ptr_nonnull(pvst);
 	cJSON_Delete(pvst);
-	ck_assert_int_eq(fx_publish(vid, "node-a", SNW, false, &gs), 0);
+	ck_assert_int_eq(fx_attach(vid, "node-a", &gs), 0);
 }
 END_TEST
 
@@ -210,7 +212,7 @@ START_TEST(test_conflict_single_node_elsewhere)
 {
 	struct grpc_status gs = {0};
 	make_vol();
-	ck_assert_int_eq(fx_publish(VID, "node-a", SNW, false, &gs), 0);
+	ck_assert_int_eq(fx_attach(VID, "node-a", &gs), 0);
 	static const int modes[] = {SNW, SNRO, SNSW, MNRO};
 	static const char *const names[] = {"SINGLE_NODE_WRITER", "SINGLE_NODE_READER_ONLY",
 	                                    "SINGLE_NODE_SINGLE_WRITER", "MULTI_NODE_READER_ONLY"};
@@ -218,11 +220,12 @@ START_TEST(test_conflict_single_node_elsewhere)
 		char want[512];
 		ck_assert_int_eq(fx_publish(VID, "node-b", modes[i], false, &gs),
 		                 GRPC_FAILED_PRECONDITION);
-		snprintf(want, sizeof(want),
-		         "volume \"" VID "\" is published to another node \"node-a\" (access mode "
-		         "SINGLE_NODE_WRITER, readonly=false); cannot publish to node \"node-b\" "
-		         "with access mode %s",
-		         names[i]);
+		snprintf(
+		    want, sizeof(want),
+		    "volume \"" VID "\" is published to another node \"node-a\" (access mode "
+		    "SINGLE_NODE_MULTI_WRITER, readonly=false); cannot publish to node \"node-b\" "
+		    "with access mode %s",
+		    names[i]);
 		ck_assert_str_eq(gs.msg, want);
 	}
 	ck_assert_uint_eq(fake_agent_count(fx_fa, "AllowInitiator"), 1);
@@ -234,11 +237,11 @@ START_TEST(test_conflict_rox_then_single)
 	struct grpc_status gs = {0};
 	make_vol();
 	ck_assert_int_eq(fx_publish(VID, "node-a", MNRO, true, &gs), 0);
-	ck_assert_int_eq(fx_publish(VID, "node-b", SNW, false, &gs), GRPC_FAILED_PRECONDITION);
+	ck_assert_int_eq(fx_attach(VID, "node-b", &gs), GRPC_FAILED_PRECONDITION);
 	ck_assert_str_eq(
 	    gs.msg, "volume \"" VID "\" is published to another node \"node-a\" (access mode "
 	            "MULTI_NODE_READER_ONLY, readonly=true); cannot publish to node \"node-b\" "
-	            "with access mode SINGLE_NODE_WRITER");
+	            "with access mode SINGLE_NODE_MULTI_WRITER");
 	/* ROX on both nodes is allowed */
 	ck_assert_int_eq(fx_publish(VID, "node-b", MNRO, true, &gs), 0);
 	ck_assert_uint_eq(fake_agent_count(fx_fa, "AllowInitiator"), 2);
@@ -249,21 +252,21 @@ START_TEST(test_conflict_same_node)
 {
 	struct grpc_status gs = {0};
 	make_vol();
-	ck_assert_int_eq(fx_publish(VID, "node-a", SNW, false, &gs), 0);
+	ck_assert_int_eq(fx_attach(VID, "node-a", &gs), 0);
 	uint64_t g1 = gen_now();
 	/* identical: OK, re-granted */
-	ck_assert_int_eq(fx_publish(VID, "node-a", SNW, false, &gs), 0);
+	ck_assert_int_eq(fx_attach(VID, "node-a", &gs), 0);
 	ck_assert_uint_eq(fake_agent_count(fx_fa, "AllowInitiator"), 2);
 	ck_assert_uint_eq(gen_now(), g1 + 1);
 	/* same node, other mode or readonly */
 	ck_assert_int_eq(fx_publish(VID, "node-a", SNRO, false, &gs), GRPC_ALREADY_EXISTS);
 	ck_assert_str_eq(gs.msg, "volume \"" VID "\" is already published to node \"node-a\" with "
-	                         "access mode SINGLE_NODE_WRITER, readonly=false; requested access "
-	                         "mode SINGLE_NODE_READER_ONLY, readonly=false");
+	                         "access mode SINGLE_NODE_MULTI_WRITER, readonly=false; requested "
+	                         "access mode SINGLE_NODE_READER_ONLY, readonly=false");
 	ck_assert_int_eq(fx_publish(VID, "node-a", SNW, true, &gs), GRPC_ALREADY_EXISTS);
 	ck_assert_str_eq(gs.msg, "volume \"" VID "\" is already published to node \"node-a\" with "
-	                         "access mode SINGLE_NODE_WRITER, readonly=false; requested access "
-	                         "mode SINGLE_NODE_WRITER, readonly=true");
+	                         "access mode SINGLE_NODE_MULTI_WRITER, readonly=false; requested "
+	                         "access mode SINGLE_NODE_WRITER, readonly=true");
 	/* the node now reports another host NQN */
 	cJSON *n = fx_get("CSINode", "node-a");
 	cJSON *ann = cJSON_GetObjectItem(cJSON_GetObjectItem(n, "metadata"), "annotations");
@@ -271,7 +274,7 @@ START_TEST(test_conflict_same_node)
 	                          cJSON_CreateString("nqn.2014-08.org.nvmexpress:uuid:cccc"));
 	ck_assert_int_eq(store_update(fx_st, n, NULL, NULL), 0);
 	cJSON_Delete(n);
-	ck_assert_int_eq(fx_publish(VID, "node-a", SNW, false, &gs), GRPC_FAILED_PRECONDITION);
+	ck_assert_int_eq(fx_attach(VID, "node-a", &gs), GRPC_FAILED_PRECONDITION);
 	ck_assert_str_eq(gs.msg,
 	                 "volume \"" VID "\" is published to node \"node-a\" with host NQN "
 	                 "\"nqn.2014-08.org.nvmexpress:uuid:aaaa\" but the node now reports "
@@ -284,7 +287,7 @@ START_TEST(test_conflict_revoking_and_fail_closed)
 {
 	struct grpc_status gs = {0};
 	make_vol();
-	ck_assert_int_eq(fx_publish(VID, "node-a", SNW, false, &gs), 0);
+	ck_assert_int_eq(fx_attach(VID, "node-a", &gs), 0);
 	fake_agent_fail(fx_fa, "DenyInitiator", GRPC_UNAVAILABLE, "connection refused");
 	ck_assert_int_eq(fx_unpublish(VID, "node-a", &gs), GRPC_UNAVAILABLE);
 	ck_assert_str_eq(gs.msg, "connection refused");
@@ -295,15 +298,15 @@ START_TEST(test_conflict_revoking_and_fail_closed)
 	ck_assert_ptr_nonnull(e);
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(e, "revoking")));
 	cJSON_Delete(o);
-	ck_assert_int_eq(fx_publish(VID, "node-a", SNW, false, &gs), GRPC_ABORTED);
+	ck_assert_int_eq(fx_attach(VID, "node-a", &gs), GRPC_ABORTED);
 	ck_assert_str_eq(gs.msg, "volume \"" VID
 	                         "\" is being unpublished from node \"node-a\"; retry later");
 	/* a revoking entry on another node still counts */
-	ck_assert_int_eq(fx_publish(VID, "node-b", SNW, false, &gs), GRPC_FAILED_PRECONDITION);
+	ck_assert_int_eq(fx_attach(VID, "node-b", &gs), GRPC_FAILED_PRECONDITION);
 	ck_assert(strstr(gs.msg, "is published to another node \"node-a\""));
 	/* the retry completes; then node-b may publish */
 	ck_assert_int_eq(fx_unpublish(VID, "node-a", &gs), 0);
-	ck_assert_int_eq(fx_publish(VID, "node-b", SNW, false, &gs), 0);
+	ck_assert_int_eq(fx_attach(VID, "node-b", &gs), 0);
 }
 END_TEST
 
@@ -316,7 +319,7 @@ START_TEST(test_conflict_deleting)
 	cJSON *o = fx_get("PillarVolumeState", "pvc-1");
 	ck_assert(fx_deleting(o));
 	cJSON_Delete(o);
-	ck_assert_int_eq(fx_publish(VID, "node-a", SNW, false, &gs), GRPC_FAILED_PRECONDITION);
+	ck_assert_int_eq(fx_attach(VID, "node-a", &gs), GRPC_FAILED_PRECONDITION);
 	ck_assert_str_eq(gs.msg, "volume \"" VID "\" is being deleted");
 	ck_assert_uint_eq(fake_agent_count(fx_fa, "AllowInitiator"), 0);
 }
@@ -326,22 +329,21 @@ START_TEST(test_publish_errors)
 {
 	struct grpc_status gs = {0};
 	make_vol();
-	ck_assert_int_eq(fx_publish(VID, "node-x", SNW, false, &gs), GRPC_NOT_FOUND);
+	ck_assert_int_eq(fx_attach(VID, "node-x", &gs), GRPC_NOT_FOUND);
 	ck_assert_str_eq(gs.msg, "CSINode \"node-x\" not found");
 	fx_put("CSINode", NULL, "node-c", NULL, NULL, NULL);
-	ck_assert_int_eq(fx_publish(VID, "node-c", SNW, false, &gs), GRPC_FAILED_PRECONDITION);
+	ck_assert_int_eq(fx_attach(VID, "node-c", &gs), GRPC_FAILED_PRECONDITION);
 	ck_assert_str_eq(gs.msg, "CSINode \"node-c\" is missing annotation "
 	                         "\"pillar-csi.bhyoo.com/nvmeof-host-nqn\"");
-	ck_assert_int_eq(
-	    fx_publish("storage-1/nvmeof-tcp/zfs-zvol/tank/pvc-9", "node-a", SNW, false, &gs),
-	    GRPC_NOT_FOUND);
+	ck_assert_int_eq(fx_attach("storage-1/nvmeof-tcp/zfs-zvol/tank/pvc-9", "node-a", &gs),
+	                 GRPC_NOT_FOUND);
 	ck_assert_str_eq(gs.msg, "volume \"storage-1/nvmeof-tcp/zfs-zvol/tank/pvc-9\" not found");
 	/* a clone with the same host NQN (ACL on) */
 	fx_put("CSINode", NULL, "node-d",
 	       "\"annotations\":{\"pillar-csi.bhyoo.com/"
 	       "nvmeof-host-nqn\":\"nqn.2014-08.org.nvmexpress:uuid:aaaa\"}",
 	       NULL, NULL);
-	ck_assert_int_eq(fx_publish(VID, "node-a", SNW, false, &gs), GRPC_FAILED_PRECONDITION);
+	ck_assert_int_eq(fx_attach(VID, "node-a", &gs), GRPC_FAILED_PRECONDITION);
 	ck_assert_str_eq(gs.msg,
 	                 "host NQN \"nqn.2014-08.org.nvmexpress:uuid:aaaa\" is also used by "
 	                 "node \"node-d\"; give every worker a unique /etc/nvme/hostnqn and "
@@ -375,7 +377,7 @@ START_TEST(test_fencing_order)
 	struct grpc_status gs = {0};
 	make_vol();
 	fake_agent_set_hook(fx_fa, snap, NULL);
-	ck_assert_int_eq(fx_publish(VID, "node-a", SNW, false, &gs), 0);
+	ck_assert_int_eq(fx_attach(VID, "node-a", &gs), 0);
 	const struct fake_call *c0 = fake_agent_call(fx_fa, 0);
 	ck_assert_str_eq(c0->method, "AllowInitiator");
 	const PillarCsi__Agent__V1__AllowInitiatorRequest *aq = (const void *)c0->req;
@@ -383,13 +385,14 @@ START_TEST(test_fencing_order)
 	ck_assert_int_eq(aq->fence->generation, 3);
 	ck_assert_int_eq(c0->deadline_ms, 15000);
 	/* the publication is recorded, at the token's generation, before the grant */
-	ck_assert_str_eq(c0->snapshot,
-	                 "3|[{\"nodeID\":\"node-a\",\"initiatorID\":\"nqn.2014-08.org.nvmexpress:"
-	                 "uuid:aaaa\",\"accessMode\":\"SINGLE_NODE_WRITER\",\"readonly\":false,"
-	                 "\"revoking\":false}]");
+	ck_assert_str_eq(
+	    c0->snapshot,
+	    "3|[{\"nodeID\":\"node-a\",\"initiatorID\":\"nqn.2014-08.org.nvmexpress:"
+	    "uuid:aaaa\",\"accessMode\":\"SINGLE_NODE_MULTI_WRITER\",\"readonly\":false,"
+	    "\"revoking\":false}]");
 	/* a failed grant keeps the entry (fail closed) */
 	fake_agent_fail(fx_fa, "AllowInitiator", GRPC_UNAVAILABLE, "timeout");
-	ck_assert_int_eq(fx_publish(VID, "node-a", SNW, false, &gs), GRPC_UNAVAILABLE);
+	ck_assert_int_eq(fx_attach(VID, "node-a", &gs), GRPC_UNAVAILABLE);
 	cJSON *o = fx_get("PillarVolumeState", "pvc-1");
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "status"),
 	                                                        "publishedNodes")),
@@ -403,10 +406,11 @@ START_TEST(test_fencing_order)
 	ck_assert_int_eq(dq->fence->generation, 5);
 	ck_assert_str_eq(dq->initiator_id, "nqn.2014-08.org.nvmexpress:uuid:aaaa");
 	/* during the revoke the entry is still there, marked revoking, at the token's generation */
-	ck_assert_str_eq(d0->snapshot,
-	                 "5|[{\"nodeID\":\"node-a\",\"initiatorID\":\"nqn.2014-08.org.nvmexpress:"
-	                 "uuid:aaaa\",\"accessMode\":\"SINGLE_NODE_WRITER\",\"readonly\":false,"
-	                 "\"revoking\":true}]");
+	ck_assert_str_eq(
+	    d0->snapshot,
+	    "5|[{\"nodeID\":\"node-a\",\"initiatorID\":\"nqn.2014-08.org.nvmexpress:"
+	    "uuid:aaaa\",\"accessMode\":\"SINGLE_NODE_MULTI_WRITER\",\"readonly\":false,"
+	    "\"revoking\":true}]");
 	/* removed only after the revoke, without another generation bump */
 	o = fx_get("PillarVolumeState", "pvc-1");
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "status"),
@@ -427,14 +431,14 @@ START_TEST(test_unpublish_acl_off_and_missing_agent)
 	fx_setup();
 	fx_objects(false);
 	make_vol();
-	ck_assert_int_eq(fx_publish(VID, "node-a", SNW, false, &gs), 0);
+	ck_assert_int_eq(fx_attach(VID, "node-a", &gs), 0);
 	ck_assert_int_eq(fx_unpublish(VID, "node-a", &gs), 0);
 	ck_assert_uint_eq(fake_agent_ncalls(fx_fa), 0); /* ACL off: no agent calls */
 	fx_teardown();
 	fx_setup();
 	fx_objects(true);
 	make_vol();
-	ck_assert_int_eq(fx_publish(VID, "node-a", SNW, false, &gs), 0);
+	ck_assert_int_eq(fx_attach(VID, "node-a", &gs), 0);
 	ck_assert_int_eq(store_delete(fx_st, store_kind_lookup("PillarAgent"), NULL, "storage-1",
 	                              NULL, NULL, NULL),
 	                 0);
@@ -460,7 +464,7 @@ START_TEST(test_delete_refused_while_published)
 	cJSON *o = fx_get("PillarVolumeState", "pvc-1");
 	ck_assert(!fx_deleting(o));
 	cJSON_Delete(o);
-	ck_assert_int_eq(fx_unpublish(VID, "", &gs), 0); /* "" = every node */
+	ck_assert_int_eq(fx_unpublish_all(VID, &gs), 0);
 	fake_agent_reset_log(fx_fa);
 	ck_assert_int_eq(fx_delete(VID, &gs), 0);
 	ck_assert_str_eq(fake_agent_log(fx_fa), "UnexportVolume,DeleteVolume");
@@ -524,13 +528,17 @@ START_TEST(test_expand_validate_capacity)
 {
 	struct grpc_status gs = {0};
 	make_vol();
-	Csi__V1__ControllerExpandVolumeRequest eq = CSI__V1__CONTROLLER_EXPAND_VOLUME_REQUEST__INIT;
-	Csi__V1__CapacityRange cr = CSI__V1__CAPACITY_RANGE__INIT;
+	/* csi-resizer: the PVC's request raised to 2 GiB + 1 byte */
+	char err[256] = "";
+	cJSON *pv = fx_pv(VID);
+	Csi__V1__ControllerExpandVolumeRequest *eq =
+	    sidecar_expand(&sidecar_deployed, pv, (2LL << 30) + 1, err, sizeof(err));
 	Csi__V1__ControllerExpandVolumeResponse *er = NULL;
-	eq.volume_id = VID;
-	cr.required_bytes = (2LL << 30) + 1;
-	eq.capacity_range = &cr;
-	ck_assert_int_eq(csi_controller_expand(&fx_c, &eq, &er, &gs), 0);
+	cJSON_Delete(pv);
+	ck_assert_msg(eq, "%s", err);
+	ck_assert_str_eq(eq->volume_capability->mount->fs_type, "ext4");
+	ck_assert_int_eq(csi_controller_expand(&fx_c, eq, &er, &gs), 0);
+	protobuf_c_message_free_unpacked(&eq->base, NULL);
 	ck_assert_int_eq(er->capacity_bytes, (2LL << 30) + (1 << 20));
 	ck_assert(er->node_expansion_required);
 	protobuf_c_message_free_unpacked(&er->base, NULL);
