@@ -29,6 +29,7 @@ import errors  # noqa: E402
 import fields  # noqa: E402
 import handlers  # noqa: E402
 import openapi  # noqa: E402
+import pb  # noqa: E402
 from etcd import Etcd  # noqa: E402
 from registry import Registry  # noqa: E402
 from store import Store, new_uid, now  # noqa: E402
@@ -143,7 +144,7 @@ class App:
             if user is None:
                 pf = False
                 raise errors.ApiError(401, "Unauthorized", "Unauthorized")
-            req.user = user
+            req.user = await self.impersonate(req, user)
             reply = await self.route(req)
         except errors.ApiError as e:
             reply = handlers.Reply(e.code, e.status())
@@ -207,6 +208,24 @@ class App:
             raise errors.ApiError(403, "Forbidden",
                                   auth.forbidden_message(req.user, attrs, errors.qualified(res)), d)
 
+    async def impersonate(self, req, user):
+        """Impersonate-User / Impersonate-Group headers (kubectl --as, --as-group)."""
+        name = req.header("impersonate-user")
+        if not name:
+            return user
+        groups = [v.decode() for k, v in req.scope.get("headers", []) if k.decode().lower() == "impersonate-group"]
+        sa = name.split(":")
+        kind = "serviceaccounts" if len(sa) == 4 and name.startswith("system:serviceaccount:") else "users"
+        attrs = {"verb": "impersonate", "group": "", "resource": kind, "subresource": "",
+                 "name": sa[3] if kind == "serviceaccounts" else name, "namespace": sa[2] if kind == "serviceaccounts" else None}
+        if not self.authz.allowed(user, attrs, await self.rbac_objects()):
+            raise errors.ApiError(403, "Forbidden", f'{kind} "{attrs["name"]}" is forbidden: User "{user.name}" cannot '
+                                  f'impersonate resource "{kind}" in API group "" at the cluster scope',
+                                  {"name": attrs["name"], "kind": kind})
+        if not groups:
+            groups = ["system:serviceaccounts", f"system:serviceaccounts:{sa[2]}"] if kind == "serviceaccounts" else []
+        return auth.User(name, "", groups + ["system:authenticated"])
+
     async def rbac_objects(self):
         out = []
         for plural in ("clusterroles", "clusterrolebindings", "roles", "rolebindings"):
@@ -259,6 +278,8 @@ class App:
 
     async def dispatch(self, req, res, ns, name, sub, verb):
         h = self.handlers
+        if req.q("dryRun"):  # refused rather than written for real
+            raise errors.bad_request("dryRun is not supported by this test API server")
         if res.namespaced and ns is None and verb not in ("list", "watch"):
             raise errors.ApiError(404, "NotFound", "the server could not find the requested resource", {})
         if verb == "create" and name is None and res.group in ("authentication.k8s.io", "authorization.k8s.io"):
@@ -358,7 +379,17 @@ class App:
         return handlers.Reply(201, out)
 
     async def review(self, req, res):
-        body = json.loads(req.body or b"{}")
+        if (req.header("content-type") or "").startswith("application/vnd.kubernetes.protobuf"):
+            if res.kind != "SelfSubjectAccessReview":
+                raise errors.ApiError(415, "UnsupportedMediaType", "this test server reads protobuf only for "
+                                      "SelfSubjectAccessReview (kubectl auth can-i)")
+            try:
+                body = {"kind": res.kind, "apiVersion": res.api_version,
+                        "spec": pb.access_review_spec(pb.unwrap(req.body))}
+            except ValueError as e:
+                raise errors.bad_request(f"protobuf: {e}")
+        else:
+            body = json.loads(req.body or b"{}")
         u = req.user
         if res.kind == "SelfSubjectReview":
             info = {"username": u.name}
@@ -371,8 +402,11 @@ class App:
                                         "metadata": {"creationTimestamp": now()}, "status": {"userInfo": info}})
         if res.kind == "SelfSubjectAccessReview":
             ra = (body.get("spec") or {}).get("resourceAttributes") or {}
+            nra = (body.get("spec") or {}).get("nonResourceAttributes")
             attrs = {"verb": ra.get("verb", ""), "group": ra.get("group", ""), "resource": ra.get("resource", ""),
                      "subresource": ra.get("subresource", ""), "name": ra.get("name"), "namespace": ra.get("namespace")}
+            if nra:
+                attrs = {"verb": nra.get("verb", ""), "path": nra.get("path", "")}
             ok = self.authz.allowed(u, attrs, getattr(req, "rbac_objects", []))
             out = dict(body, metadata={"creationTimestamp": None}, status={"allowed": ok})
             return handlers.Reply(201, out)

@@ -84,6 +84,14 @@ class Replayer:
             for a, b in zip(rec, ours):
                 self.learn(a, b)
 
+    def map_rv(self, v):
+        """Our resourceVersion for a recorded one; one older than every recorded object (07h's
+        "100") maps to 1, older than anything here too."""
+        if v in self.rv or not v.isdigit() or v == "0":
+            return self.rv.get(v, v)
+        known = [int(k) for k in self.rv if k.isdigit() and k != "0"]
+        return "1" if known and int(v) < min(known) else v
+
     def tr_text(self, s):
         for a, b in self.uid.items():
             s = s.replace(a, b)
@@ -112,7 +120,7 @@ class Replayer:
         def sub(m):
             k, v = m.group(1), m.group(2)
             if k == "resourceVersion":
-                return f"{k}={self.rv.get(v, v)}"
+                return f"{k}={self.map_rv(v)}"
             if k == "continue":
                 try:
                     d = unb64(v)

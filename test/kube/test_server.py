@@ -364,6 +364,19 @@ class Rbac(unittest.TestCase):
         self.assertEqual(K.request("GET", "/apis/authentication.k8s.io/v1", token=tok)[0], 401)
 
 
+class AuthCanI(unittest.TestCase):
+    def test_kubectl_auth_can_i_with_impersonation(self):
+        """kubectl auth can-i (a protobuf SelfSubjectAccessReview) answers from the RBAC rules."""
+        sa = "--as=system:serviceaccount:default:reader"
+        self.assertEqual(kubectl("auth", "can-i", "list", "pillaragents.pillar-csi.bhyoo.com", sa)[1].strip(), "yes")
+        self.assertEqual(kubectl("auth", "can-i", "list", "pillarvolumestates.pillar-csi.bhyoo.com", sa)[1].strip(), "no")
+        self.assertEqual(kubectl("auth", "can-i", "patch", "pillaragents.pillar-csi.bhyoo.com", "--subresource=status",
+                                 sa)[1].strip(), "no")
+        rc, out, err = kubectl("get", "pillarvolumestates", sa)
+        self.assertNotEqual(rc, 0)
+        self.assertIn('User "system:serviceaccount:default:reader" cannot list resource "pillarvolumestates"', err)
+
+
 class Restart(unittest.TestCase):
     def test_state_and_watch_survive_an_apiserver_restart(self):
         K.request("POST", "/api/v1/namespaces/default/serviceaccounts",
