@@ -26,6 +26,10 @@ struct node {
 int node_lock_volume(struct node *n, struct keylock_hold *h, const char *id,
                      struct grpc_status *st);
 
+/* csi.md §7.1 step 1 and alike: the request fields (name, value pairs, NULL-terminated) that
+ * must be non-empty.  GRPC_OK, or INVALID_ARGUMENT `<name> is required` for the first missing. */
+int node_require(struct grpc_status *st, ...);
+
 /* Maps an nvme layer errno (initiator.h) to a status with e's message. */
 int node_status_from_nvme(int r, const struct err *e, struct grpc_status *st);
 

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,21 @@ int node_lock_volume(struct node *n, struct keylock_hold *h, const char *id, str
 		return grpc_status_set(st, GRPC_ABORTED,
 		                       "an operation on volume \"%s\" is already in progress", id);
 	return GRPC_OK;
+}
+
+int node_require(struct grpc_status *st, ...)
+{
+	va_list ap;
+	const char *name;
+	int code = GRPC_OK;
+	va_start(ap, st);
+	while (code == GRPC_OK && (name = va_arg(ap, const char *)) != NULL) {
+		const char *v = va_arg(ap, const char *);
+		if (!v || !*v)
+			code = grpc_status_set(st, GRPC_INVALID_ARGUMENT, "%s is required", name);
+	}
+	va_end(ap);
+	return code;
 }
 
 int node_status_from_nvme(int r, const struct err *e, struct grpc_status *st)
@@ -392,13 +408,10 @@ int node_publish_volume(struct node *n, const Csi__V1__NodePublishVolumeRequest 
 	int r, code;
 	(void)resp;
 
-	if (!req->volume_id || !*req->volume_id)
-		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_id is required");
-	if (!req->staging_target_path || !*req->staging_target_path)
-		return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
-		                       "staging_target_path is required");
-	if (!req->target_path || !*req->target_path)
-		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "target_path is required");
+	if ((code = node_require(st, "volume_id", req->volume_id, "staging_target_path",
+	                         req->staging_target_path, "target_path", req->target_path,
+	                         NULL)) != GRPC_OK)
+		return code;
 	if (!req->volume_capability)
 		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_capability is required");
 	if (req->volume_capability->access_type_case ==
@@ -463,10 +476,9 @@ int node_unpublish_volume(struct node *n, const Csi__V1__NodeUnpublishVolumeRequ
 	struct stat sb;
 	int r, code, guard;
 	(void)resp;
-	if (!req->volume_id || !*req->volume_id)
-		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_id is required");
-	if (!req->target_path || !*req->target_path)
-		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "target_path is required");
+	if ((code = node_require(st, "volume_id", req->volume_id, "target_path", req->target_path,
+	                         NULL)) != GRPC_OK)
+		return code;
 	struct keylock_hold hold;
 	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != GRPC_OK)
 		return code;
@@ -519,10 +531,9 @@ int node_get_volume_stats(struct node *n, const Csi__V1__NodeGetVolumeStatsReque
 	struct stat sb;
 	int r, code;
 
-	if (!req->volume_id || !*req->volume_id)
-		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_id is required");
-	if (!req->volume_path || !*req->volume_path)
-		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_path is required");
+	if ((code = node_require(st, "volume_id", req->volume_id, "volume_path", req->volume_path,
+	                         NULL)) != GRPC_OK)
+		return code;
 	r = n->sys->stat(n->sys->ctx, req->volume_path, &sb);
 	if (r == -ENOENT)
 		return grpc_status_set(st, GRPC_NOT_FOUND, "path %s does not exist",

@@ -403,11 +403,9 @@ int node_stage_volume(struct node *n, const Csi__V1__NodeStageVolumeRequest *req
 	int code;
 	(void)resp;
 
-	if (!req->volume_id || !*req->volume_id)
-		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_id is required");
-	if (!req->staging_target_path || !*req->staging_target_path)
-		return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
-		                       "staging_target_path is required");
+	if ((code = node_require(st, "volume_id", req->volume_id, "staging_target_path",
+	                         req->staging_target_path, NULL)) != GRPC_OK)
+		return code;
 	if (!req->volume_capability)
 		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_capability is required");
 	if (req->volume_capability->access_type_case ==
@@ -451,11 +449,9 @@ int node_unstage_volume(struct node *n, const Csi__V1__NodeUnstageVolumeRequest 
 	int code, r1, r2;
 	(void)resp;
 
-	if (!req->volume_id || !*req->volume_id)
-		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_id is required");
-	if (!req->staging_target_path || !*req->staging_target_path)
-		return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
-		                       "staging_target_path is required");
+	if ((code = node_require(st, "volume_id", req->volume_id, "staging_target_path",
+	                         req->staging_target_path, NULL)) != GRPC_OK)
+		return code;
 	struct keylock_hold hold;
 	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != GRPC_OK)
 		return code;
@@ -518,10 +514,9 @@ int node_expand_volume(struct node *n, const Csi__V1__NodeExpandVolumeRequest *r
 	const char *mp;
 	int code, r;
 
-	if (!req->volume_id || !*req->volume_id)
-		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_id is required");
-	if (!req->volume_path || !*req->volume_path)
-		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_path is required");
+	if ((code = node_require(st, "volume_id", req->volume_id, "volume_path", req->volume_path,
+	                         NULL)) != GRPC_OK)
+		return code;
 	if (n->sys->stat(n->sys->ctx, req->volume_path, &sb) < 0)
 		return grpc_status_set(st, GRPC_NOT_FOUND, "path %s does not exist",
 		                       req->volume_path);

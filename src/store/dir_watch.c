@@ -45,7 +45,7 @@ void dir_cache_drop(struct dstore *s, struct centry *victim)
 }
 
 void dir_cache_put(struct dstore *s, const char *key, const struct store_kind *k, ino_t ino,
-                      uint64_t rv, const cJSON *obj)
+                   uint64_t rv, const cJSON *obj)
 {
 	struct centry *c = dir_cache_find(s, key);
 	if (!c) {
@@ -69,7 +69,7 @@ void dir_cache_put(struct dstore *s, const char *key, const struct store_kind *k
 }
 
 void dir_ring_push(struct dstore *s, enum store_event_type t, const struct store_kind *k,
-                      uint64_t rv, const cJSON *obj)
+                   uint64_t rv, const cJSON *obj)
 {
 	struct event *ev;
 	if (s->next_seq - s->first_seq == RING_CAP) {
@@ -216,7 +216,7 @@ void dir_sync_locked(struct dstore *s, bool emit)
 			dir_ring_push(s, chg[i].type, chg[i].kind, chg[i].rv, chg[i].obj);
 			if (chg[i].key)
 				dir_cache_put(s, chg[i].key, chg[i].kind, chg[i].ino, chg[i].rv,
-				          chg[i].obj);
+				              chg[i].obj);
 			free(chg[i].key);
 			cJSON_Delete(chg[i].obj);
 		}
@@ -269,7 +269,7 @@ static int start_poller_locked(struct dstore *s)
 }
 
 int dir_watch(store *st, const struct store_kind *k, uint64_t from_rv, store_watch **out,
-                   struct err *e)
+              struct err *e)
 {
 	struct dstore *s = DS(st);
 	struct dwatch *w = calloc(1, sizeof(*w));
@@ -315,7 +315,7 @@ int dir_watch(store *st, const struct store_kind *k, uint64_t from_rv, store_wat
 }
 
 int dir_watch_next(store_watch *bw, int timeout_ms, enum store_event_type *type, cJSON **obj,
-                     struct err *e)
+                   struct err *e)
 {
 	struct dwatch *w = (struct dwatch *)bw;
 	struct dstore *s = w->s;
@@ -367,4 +367,3 @@ void dir_watch_close(store_watch *bw)
 	cJSON_Delete(w->initial);
 	free(w);
 }
-
