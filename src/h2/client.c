@@ -28,6 +28,7 @@ struct hconn {
 	struct h2_conn *h2;
 	bool ready;
 	struct h2_stream *streams; /* submitted, not yet closed */
+	struct hconn *next;        /* the client's connections, current or draining after GOAWAY */
 };
 
 struct h2_client {
@@ -37,8 +38,9 @@ struct h2_client {
 	char authority[300], verify[256];
 	size_t max_buffer;
 	struct hconn *cur;
-	atomic_int live;  /* connections not yet torn down */
-	atomic_uint made; /* connections started */
+	struct hconn *conns; /* every connection not yet torn down */
+	atomic_int live;     /* connections not yet torn down */
+	atomic_uint made;    /* connections started */
 	uint64_t retry_ms, retry_at;
 	char last_err[ERR_MSG_MAX];
 	struct h2_stream *pend; /* waiting for the connection, newest first */
@@ -333,6 +335,11 @@ static void hc_close(void *arg, struct h2_conn *h, int err, const char *why)
 		s->hc = NULL;
 		stream_over(s, err, msg);
 	}
+	for (struct hconn **p = &cl->conns; *p; p = &(*p)->next)
+		if (*p == hc) {
+			*p = hc->next;
+			break;
+		}
 	atomic_fetch_sub(&cl->live, 1);
 	free(hc);
 }
@@ -358,8 +365,11 @@ static int connect_new(struct h2_client *cl, struct err *e)
 	atomic_fetch_add(&cl->live, 1);
 	atomic_fetch_add(&cl->made, 1);
 	/* hc_open may run inside h2_conn_new; a failure there runs no callback */
+	hc->next = cl->conns;
+	cl->conns = hc;
 	rc = h2_conn_new(&hc->h2, cl->loop, fd, inprog, cl->tls, cl->verify, &hconn_ops, hc, e);
 	if (rc < 0) {
+		cl->conns = hc->next;
 		cl->cur = NULL;
 		atomic_fetch_sub(&cl->live, 1);
 		free(hc);
@@ -433,8 +443,8 @@ static void close_fn(void *arg)
 	struct h2_client *cl = arg;
 
 	cl->closing = true;
-	if (cl->cur)
-		h2_conn_close(cl->cur->h2, -ECONNABORTED, "client closed");
+	for (struct hconn *hc = cl->conns; hc; hc = hc->next)
+		h2_conn_close(hc->h2, -ECONNABORTED, "client closed");
 }
 
 /* ---- public API --------------------------------------------------------------------------- */

@@ -416,6 +416,26 @@ static void drop_fn(void *arg)
 		h2_conn_close(kc->h2, 0, "test server dropping connections");
 }
 
+static void goaway_fn(void *arg)
+{
+	struct kf_server *s = arg;
+
+	for (struct kf_conn *kc = s->conns; kc; kc = kc->next) {
+		nghttp2_session *ng = h2_conn_session(kc->h2);
+		if (!ng)
+			continue;
+		nghttp2_submit_goaway(ng, NGHTTP2_FLAG_NONE,
+		                      nghttp2_session_get_last_proc_stream_id(ng), NGHTTP2_NO_ERROR,
+		                      NULL, 0);
+		h2_conn_flush(kc->h2);
+	}
+}
+
+void kf_goaway(struct kf_server *s)
+{
+	h2_loop_run_sync(s->loop, goaway_fn, s);
+}
+
 void kf_drop(struct kf_server *s)
 {
 	h2_loop_run_sync(s->loop, drop_fn, s);

@@ -46,6 +46,8 @@ size_t kf_requests(struct kf_server *s);
 const struct kf_req *kf_request(struct kf_server *s, size_t i);
 /* Closes every connection (the server stays up: a restart as the client sees it). */
 void kf_drop(struct kf_server *s);
+/* Sends GOAWAY (NO_ERROR) on every connection: streams in flight go on, new ones are refused. */
+void kf_goaway(struct kf_server *s);
 /* Connections accepted so far. */
 unsigned kf_connections(struct kf_server *s);
 

@@ -125,6 +125,34 @@ START_TEST(test_reconnect_after_drop)
 }
 END_TEST
 
+START_TEST(test_goaway)
+{
+	struct h2_client *cl = client(0);
+	struct h2_request hold = {"GET", "/hold", NULL, 0, NULL, 0};
+	struct h2_stream *s;
+	struct err e = {0};
+	char buf[16], *b = NULL;
+	int rc = 0;
+
+	ck_assert_int_eq(h2_client_open(cl, &hold, &s, &e), 0); /* a watch in flight */
+	ck_assert_int_eq(h2_stream_head(s, 10000, &e), 200);
+	kf_goaway(srv);
+	/* new requests move to a new connection once the GOAWAY is in (bounded wait) */
+	for (int i = 0; i < 200 && h2_client_connections(cl) < 2; i++) {
+		rc = post(cl, "/", "x", &b);
+		free(b);
+		if (h2_client_connections(cl) < 2)
+			usleep(10000);
+	}
+	ck_assert_int_eq(rc, 200);
+	ck_assert_uint_eq(h2_client_connections(cl), 2);
+	/* the stream in flight on the old connection is untouched */
+	ck_assert_int_eq(h2_stream_read(s, buf, sizeof(buf), 50, &e), -ETIMEDOUT);
+	h2_stream_free(s);
+	h2_client_free(cl); /* closes both connections */
+}
+END_TEST
+
 START_TEST(test_server_gone)
 {
 	struct h2_client *cl = client(0);
@@ -184,6 +212,7 @@ static Suite *suite(void)
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, test_request_response);
 	tcase_add_test(t, test_reconnect_after_drop);
+	tcase_add_test(t, test_goaway);
 	tcase_add_test(t, test_server_gone);
 	tcase_add_test(t, test_buffer_limit_and_cancel);
 	suite_add_tcase(s, t);
