@@ -23,6 +23,17 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 CRD_DIR = os.path.join(REPO, "charts", "pillar-csi", "crds")
 
 
+def kubectl_minor():
+    """The minor version of the kubectl on PATH (Debian's kubernetes-client is 1.20), 0 if none."""
+    import json
+    try:
+        out = subprocess.run(["kubectl", "version", "--client", "-o", "json"], capture_output=True, text=True,
+                             timeout=30).stdout
+        return int("".join(c for c in json.loads(out)["clientVersion"]["minor"] if c.isdigit()))
+    except (OSError, ValueError, KeyError, subprocess.TimeoutExpired):
+        return 0
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

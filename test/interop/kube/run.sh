@@ -22,5 +22,6 @@ pass=$(($(grep -c '\.\.\. ok$' "$T/out") + $(grep -c '^PASS' "$T/replay")))
 fail=$(($(grep -Ec '\.\.\. (FAIL|ERROR)$' "$T/out") + $(grep -c '^FAIL' "$T/replay")))
 [ "$rc1" -eq 0 ] || [ "$fail" -gt 0 ] || fail=1
 [ "$rc2" -eq 0 ] || [ "$fail" -gt 0 ] || fail=1
-echo "kube interop: $pass passed, $fail failed ($(grep -c '^DIFF' "$T/replay") transcripts differ for a stated reason)"
+skip=$(($(grep -c 'skipped ' "$T/out") + $(grep -c '^SKIP' "$T/replay")))
+echo "kube interop: $pass passed, $fail failed, $skip skipped ($(grep -c '^DIFF' "$T/replay") transcripts differ for a stated reason)"
 [ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ] && [ "$fail" -eq 0 ]
