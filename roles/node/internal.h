@@ -30,6 +30,10 @@ int node_lock_volume(struct node *n, struct keylock_hold *h, const char *id,
  * must be non-empty.  GRPC_OK, or INVALID_ARGUMENT `<name> is required` for the first missing. */
 int node_require(struct grpc_status *st, ...);
 
+/* The request's volume_capability with its access type set: GRPC_OK, or INVALID_ARGUMENT
+ * `volume_capability is required` / `volume_capability.access_type is required`. */
+int node_require_capability(const Csi__V1__VolumeCapability *cap, struct grpc_status *st);
+
 /* Maps an nvme layer errno (initiator.h) to a status with e's message. */
 int node_status_from_nvme(int r, const struct err *e, struct grpc_status *st);
 

@@ -138,6 +138,16 @@ int node_require(struct grpc_status *st, ...)
 	return code;
 }
 
+int node_require_capability(const Csi__V1__VolumeCapability *cap, struct grpc_status *st)
+{
+	if (!cap)
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_capability is required");
+	if (cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE__NOT_SET)
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+		                       "volume_capability.access_type is required");
+	return GRPC_OK;
+}
+
 int node_status_from_nvme(int r, const struct err *e, struct grpc_status *st)
 {
 	/* csi.md §8 step 5: a controller that was not removed in time is INTERNAL (kubelet retries);
@@ -412,12 +422,8 @@ int node_publish_volume(struct node *n, const Csi__V1__NodePublishVolumeRequest 
 	                         req->staging_target_path, "target_path", req->target_path,
 	                         NULL)) != GRPC_OK)
 		return code;
-	if (!req->volume_capability)
-		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_capability is required");
-	if (req->volume_capability->access_type_case ==
-	    CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE__NOT_SET)
-		return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
-		                       "volume_capability.access_type is required");
+	if ((code = node_require_capability(req->volume_capability, st)) != GRPC_OK)
+		return code;
 	struct keylock_hold hold;
 	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != GRPC_OK)
 		return code;

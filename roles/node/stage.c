@@ -406,12 +406,8 @@ int node_stage_volume(struct node *n, const Csi__V1__NodeStageVolumeRequest *req
 	if ((code = node_require(st, "volume_id", req->volume_id, "staging_target_path",
 	                         req->staging_target_path, NULL)) != GRPC_OK)
 		return code;
-	if (!req->volume_capability)
-		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "volume_capability is required");
-	if (req->volume_capability->access_type_case ==
-	    CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE__NOT_SET)
-		return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
-		                       "volume_capability.access_type is required");
+	if ((code = node_require_capability(req->volume_capability, st)) != GRPC_OK)
+		return code;
 	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != GRPC_OK)
 		return code;
 	if ((code = stage_plan(req, &plan, st)) == GRPC_OK &&

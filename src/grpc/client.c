@@ -609,16 +609,10 @@ static struct grpc_md *md_copy(const struct grpc_md *md)
 	return out;
 }
 
-int grpc_channel_call(struct grpc_channel *ch, const char *path, const ProtobufCMessage *req,
-                      const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
-                      int64_t timeout_ms, const struct grpc_md *md, struct grpc_status *st)
+/* Request metadata a call may send (grpc/status.h rules).  GRPC_OK or INVALID_ARGUMENT. */
+static int md_check(const struct grpc_md *md, struct grpc_status *st)
 {
-	struct ccall *c;
-	size_t len, i;
-	int code;
-
-	*resp = NULL;
-	for (i = 0; md && md[i].key; i++) {
+	for (size_t i = 0; md && md[i].key; i++) {
 		if (!grpc_md_key_valid(md[i].key) || !md[i].value ||
 		    !grpc_md_value_valid(md[i].key, md[i].value, strlen(md[i].value))) {
 			status_set(st, GRPC_INVALID_ARGUMENT, "invalid request metadata");
@@ -627,12 +621,20 @@ int grpc_channel_call(struct grpc_channel *ch, const char *path, const ProtobufC
 			return st->code;
 		}
 	}
-	len = protobuf_c_message_get_packed_size(req);
-	c = calloc(1, sizeof(*c));
+	return GRPC_OK;
+}
+
+/* A call with its framed request, two references (the caller's and the loop's); NULL when out
+ * of memory. */
+static struct ccall *ccall_new(struct grpc_channel *ch, const char *path,
+                               const ProtobufCMessage *req, const struct grpc_md *md,
+                               int64_t timeout_ms)
+{
+	size_t len = protobuf_c_message_get_packed_size(req);
+	struct ccall *c = calloc(1, sizeof(*c));
 	if (!c || !(c->body = malloc(GRPC_PREFIX_LEN + len))) {
 		free(c);
-		status_set(st, GRPC_RESOURCE_EXHAUSTED, "client out of memory");
-		return st->code;
+		return NULL;
 	}
 	grpc_prefix_write(c->body, false, (uint32_t)len);
 	protobuf_c_message_pack(req, c->body + GRPC_PREFIX_LEN);
@@ -645,8 +647,7 @@ int grpc_channel_call(struct grpc_channel *ch, const char *path, const ProtobufC
 		free(c->md);
 		free(c->body);
 		free(c);
-		status_set(st, GRPC_RESOURCE_EXHAUSTED, "client out of memory");
-		return st->code;
+		return NULL;
 	}
 	c->grpc_status = -1;
 	c->local_code = -1;
@@ -654,24 +655,21 @@ int grpc_channel_call(struct grpc_channel *ch, const char *path, const ProtobufC
 	c->caller = pthread_self();
 	grpc_deframer_init(&c->df, ch->max_msg);
 	pthread_mutex_init(&c->mu, NULL);
-	{
-		pthread_condattr_t ca;
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&c->cv, &ca);
-		pthread_condattr_destroy(&ca);
-	}
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cv, &ca);
+	pthread_condattr_destroy(&ca);
 	atomic_init(&c->refs, 2);
 	if (timeout_ms > 0)
 		c->deadline_at = h2_now_ms() + (uint64_t)timeout_ms;
-	if (h2_loop_run(ch->loop, start_fn, c) < 0) {
-		ccall_unref(c);
-		ccall_unref(c);
-		status_set(st, GRPC_RESOURCE_EXHAUSTED, "client out of memory");
-		return st->code;
-	}
-	if (c->rfd >= 0)
-		read_own_response(c);
+	return c;
+}
+
+/* Waits for the call to finish until its deadline; false (and the call cancelled, the caller's
+ * reference dropped) when the deadline came first. */
+static bool ccall_wait(struct ccall *c)
+{
 	pthread_mutex_lock(&c->mu);
 	while (!c->done) {
 		if (c->deadline_at) {
@@ -683,19 +681,22 @@ int grpc_channel_call(struct grpc_channel *ch, const char *path, const ProtobufC
 			pthread_cond_wait(&c->cv, &c->mu);
 		}
 	}
-	if (!c->done) {
-		pthread_mutex_unlock(&c->mu);
-		atomic_fetch_add(&c->refs, 1);
-		if (h2_loop_run(ch->loop, cancel_fn, c) < 0)
-			ccall_unref(c);
-		ccall_unref(c);
-		snprintf(st->msg, sizeof(st->msg), "deadline exceeded after %lld ms calling %s",
-		         (long long)timeout_ms, path);
-		st->code = GRPC_DEADLINE_EXCEEDED;
-		return st->code;
-	}
+	bool done = c->done;
 	pthread_mutex_unlock(&c->mu);
-	/* the loop is done with c: its fields are ours now */
+	if (done)
+		return true;
+	atomic_fetch_add(&c->refs, 1);
+	if (h2_loop_run(c->ch->loop, cancel_fn, c) < 0)
+		ccall_unref(c);
+	ccall_unref(c);
+	return false;
+}
+
+/* The outcome of a finished call (the loop is done with c: its fields are ours now). */
+static void ccall_result(struct ccall *c, const char *path,
+                         const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
+                         struct grpc_status *st)
+{
 	if (c->local_code >= 0) {
 		status_set(st, c->local_code, c->msg);
 	} else if (c->grpc_status != GRPC_OK) {
@@ -714,6 +715,37 @@ int grpc_channel_call(struct grpc_channel *ch, const char *path, const ProtobufC
 			         path, resp_desc->name);
 		}
 	}
+}
+
+int grpc_channel_call(struct grpc_channel *ch, const char *path, const ProtobufCMessage *req,
+                      const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
+                      int64_t timeout_ms, const struct grpc_md *md, struct grpc_status *st)
+{
+	struct ccall *c;
+	int code;
+
+	*resp = NULL;
+	if ((code = md_check(md, st)) != GRPC_OK)
+		return code;
+	if (!(c = ccall_new(ch, path, req, md, timeout_ms))) {
+		status_set(st, GRPC_RESOURCE_EXHAUSTED, "client out of memory");
+		return st->code;
+	}
+	if (h2_loop_run(ch->loop, start_fn, c) < 0) {
+		ccall_unref(c);
+		ccall_unref(c);
+		status_set(st, GRPC_RESOURCE_EXHAUSTED, "client out of memory");
+		return st->code;
+	}
+	if (c->rfd >= 0)
+		read_own_response(c);
+	if (!ccall_wait(c)) {
+		snprintf(st->msg, sizeof(st->msg), "deadline exceeded after %lld ms calling %s",
+		         (long long)timeout_ms, path);
+		st->code = GRPC_DEADLINE_EXCEEDED;
+		return st->code;
+	}
+	ccall_result(c, path, resp_desc, resp, st);
 	code = st->code;
 	ccall_unref(c);
 	return code;
