@@ -19,7 +19,7 @@
  *    --extra-create-metadata (always set by our deployment, deploy.md §3);
  *  - accessibility_requirements when the driver reports VOLUME_ACCESSIBILITY_CONSTRAINTS
  *    (feature gate Topology is on by default): with a selected node (WaitForFirstConsumer) its
- *    CSINode's topology keys, else (--immediate-topology, default true) the keys of the first
+ *    CSINode's topology keys, else (--immediate-topology; we take its default as true — not read in the source) the keys of the first
  *    CSINode that has any; requisite = the distinct terms of every Node labelled with all keys,
  *    sorted; preferred = requisite rotated to the selected node's term, or by the StatefulSet
  *    name hash for Immediate binding.  No keys anywhere → "no available topology found".
@@ -29,7 +29,7 @@
  *  - capability from the PV: accessModes mapped as above, mount{fs_type = spec.csi.fsType
  *    (--default-fstype "" since 4.0), mount_flags = spec.mountOptions} or block;
  *  - readonly = spec.csi.readOnly only if the driver reports PUBLISH_READONLY, else false.
- * csi-resizer 1.13 (pkg/resizer/csi_resizer.go, pkg/csi/client.go): volume_id = volumeHandle,
+ * csi-resizer 1.13 (pkg/resizer/csi_resizer.go Resize): volume_id = volumeHandle,
  *  capacity_range.required_bytes = the PVC's new request, volume_capability from the PV as the
  *  attacher builds it.
  * kube-controller-manager / provisioner Delete: DeleteVolume{volume_id = volumeHandle}.
