@@ -135,6 +135,27 @@ START_TEST(test_request_shape)
 }
 END_TEST
 
+/* A ReadWriteMany claim: the provisioner maps it to MULTI_NODE_MULTI_WRITER, which a volume
+ * on one storage node attached over NVMe/TCP cannot honour. */
+START_TEST(test_rwx_claim_refused)
+{
+	char pvc[512];
+	snprintf(pvc, sizeof(pvc),
+	         "{\"metadata\":{\"name\":\"data\",\"namespace\":\"default\",\"uid\":\"" PVC_UID
+	         "\"},\"spec\":{\"accessModes\":[\"ReadWriteMany\"],\"volumeMode\":\"Filesystem\","
+	         "\"resources\":{\"requests\":{\"storage\":\"1Gi\"}}}}");
+	put_pvc(NULL);
+	Csi__V1__CreateVolumeResponse *resp = NULL;
+	struct grpc_status gs = {0};
+	ck_assert_int_eq(
+	    provision("{\"parameters\":{\"" P "storage-class\":\"fast\"}}", pvc, &resp, &gs),
+	    GRPC_INVALID_ARGUMENT);
+	ck_assert_str_eq(gs.msg, "access mode MULTI_NODE_MULTI_WRITER is not supported");
+	ck_assert_ptr_null(resp);
+	ck_assert_ptr_null(fx_get("PillarVolumeState", "pvc-" PVC_UID));
+}
+END_TEST
+
 START_TEST(test_fstype_xfs_from_storageclass)
 {
 	put_pvc(NULL);
@@ -258,6 +279,7 @@ int main(void)
 	tcase_add_checked_fixture(t, setup, fx_teardown);
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, test_request_shape);
+	tcase_add_test(t, test_rwx_claim_refused);
 	tcase_add_test(t, test_fstype_xfs_from_storageclass);
 	tcase_add_test(t, test_fstype_xfs_handwritten);
 	tcase_add_test(t, test_fstype_mismatch_document);
