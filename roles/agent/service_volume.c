@@ -204,12 +204,18 @@ int agent_health_check(agent_service *a, const PB(HealthCheckRequest) * req,
 /* ---- CreateVolume ------------------------------------------------------------------------------ */
 
 /* LVM rounds sizes up to whole extents: an LV up to one (4 MiB default) extent larger than
- * requested is "the same size" for an idempotent retry. */
-static bool same_size(const backend *b, int64_t have, int64_t want)
+ * requested is "the same size" for an idempotent retry.  The zfs tool rounds a zvol's size up
+ * to its volblocksize (a PVC of 1G, 10^9 bytes, is no multiple of 8 KiB): up to one block
+ * larger is the same size. */
+static bool same_size(backend *b, const char *name, int64_t have, int64_t want)
 {
+	int64_t g;
 	if (have == want)
 		return true;
-	return b->cfg.kind == BACKEND_LVM && have > want && have - want < (4 << 20);
+	if (b->cfg.kind == BACKEND_LVM)
+		return have > want && have - want < (4 << 20);
+	return have > want && b->ops->granule && b->ops->granule(b, name, &g, NULL) == 0 &&
+	       have - want < g;
 }
 
 static int do_create(agent_service *a, backend *b, const struct volref *v,
@@ -232,7 +238,7 @@ static int do_create(agent_service *a, backend *b, const struct volref *v,
 		                       v->id);
 	r = b->ops->size(b, v->name, &have, &e);
 	if (r == 0) {
-		if (!same_size(b, have, req->capacity_bytes))
+		if (!same_size(b, v->name, have, req->capacity_bytes))
 			return grpc_status_set(st, GRPC_ALREADY_EXISTS,
 			                       "volume \"%s\" exists with %" PRId64
 			                       " bytes; requested %" PRId64,
@@ -389,7 +395,7 @@ static int do_expand(agent_service *a, backend *b, const struct volref *v,
 		return grpc_status_set(st, GRPC_NOT_FOUND, "volume \"%s\" does not exist", v->id);
 	if (r < 0)
 		return grpc_status_from_err(st, &e);
-	if (req->requested_bytes < cur && !same_size(b, cur, req->requested_bytes))
+	if (req->requested_bytes < cur && !same_size(b, v->name, cur, req->requested_bytes))
 		return grpc_status_set(st, GRPC_OUT_OF_RANGE,
 		                       "cannot shrink volume \"%s\" from %" PRId64 " to %" PRId64
 		                       " bytes",

@@ -61,6 +61,10 @@ struct backend_ops {
 	int (*device_path)(const backend *b, const char *name, char *out, size_t cap);
 	/* LVM: lvchange -ay; others NULL. */
 	int (*activate)(backend *b, const char *name, struct err *e);
+	/* ZFS: the volume's volblocksize; the zfs tool rounds a volume's size up to a multiple
+	 * of it, so a volume up to one granule larger than requested has the requested size.
+	 * NULL for the others. */
+	int (*granule)(backend *b, const char *name, int64_t *bytes, struct err *e);
 };
 
 struct backend {

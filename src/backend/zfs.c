@@ -33,17 +33,28 @@ static int vol_ds(const backend *b, const char *name, char *out, size_t cap)
 			return err_set(e, -EINVAL, "dataset name for \"%s\" is too long", name); \
 	} while (0)
 
-static int zfs_size(backend *b, const char *name, int64_t *bytes, struct err *e)
+/* zfs get -Hpo value <prop> <ds>: one integer property of a volume */
+static int zfs_get_i64(backend *b, const char *name, const char *prop, int64_t *v, struct err *e)
 {
 	char ds[DS_MAX];
 	struct exec_result res;
 	DS_OR_FAIL(b, name, ds);
-	const char *argv[] = {"zfs", "get", "-Hpo", "value", "volsize", ds, NULL};
+	const char *argv[] = {"zfs", "get", "-Hpo", "value", prop, ds, NULL};
 	int r = backend_run(b, argv, &res, e);
-	if (r == 0 && backend_parse_i64(res.out, bytes) < 0)
-		r = err_set(e, -EIO, "zfs get volsize %s: unexpected output \"%s\"", ds, res.out);
+	if (r == 0 && backend_parse_i64(res.out, v) < 0)
+		r = err_set(e, -EIO, "zfs get %s %s: unexpected output \"%s\"", prop, ds, res.out);
 	exec_result_free(&res);
 	return r;
+}
+
+static int zfs_size(backend *b, const char *name, int64_t *bytes, struct err *e)
+{
+	return zfs_get_i64(b, name, "volsize", bytes, e);
+}
+
+static int zfs_granule(backend *b, const char *name, int64_t *bytes, struct err *e)
+{
+	return zfs_get_i64(b, name, "volblocksize", bytes, e);
 }
 
 static int zfs_create(backend *b, const char *name, int64_t bytes,
@@ -81,14 +92,22 @@ static int zfs_create(backend *b, const char *name, int64_t bytes,
 	return r;
 }
 
+/* zfs create rounds -V up to the volblocksize itself, zfs set volsize refuses a size that is no
+ * multiple of it: the new size is rounded up here. */
 static int zfs_expand(backend *b, const char *name, int64_t bytes, struct err *e)
 {
 	char ds[DS_MAX], prop[40];
 	struct exec_result res;
+	int64_t g;
 	DS_OR_FAIL(b, name, ds);
+	int r = zfs_granule(b, name, &g, e);
+	if (r < 0)
+		return r;
+	if (g > 0 && bytes % g)
+		bytes += g - bytes % g;
 	snprintf(prop, sizeof(prop), "volsize=%lld", (long long)bytes);
 	const char *argv[] = {"zfs", "set", prop, ds, NULL};
-	int r = backend_run(b, argv, &res, e);
+	r = backend_run(b, argv, &res, e);
 	exec_result_free(&res);
 	return r;
 }
@@ -185,4 +204,5 @@ const struct backend_ops backend_zfs_ops = {
     .list = zfs_list,
     .device_path = zfs_device_path,
     .activate = NULL,
+    .granule = zfs_granule,
 };

@@ -1,6 +1,6 @@
 /* src/backend with fake CLIs first on PATH (test/unit/fakes/fake-cli records every argv):
  * the exact zfs and lvm commands of agent-api.md §5.2, output parsing, error mapping; the file
- * backend; and the agent config file rules of §11.2. */
+ * backend; the agent config file rules of §11.2; sizes the zfs tool rounds up. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -104,10 +104,18 @@ START_TEST(test_zfs_commands)
 	ck_assert_int_eq(b->ops->create(b, "pvc-2", 1048576, &o2, &e), 0);
 	ck_assert_str_eq(log_text(), "zfs|create|-p|-V|1048576|-o|volmode=geom|tank/k8s/pvc-2|\n");
 	log_clear();
+	reply("zfs.volblocksize", "8192\n", "", 0);
 	ck_assert_int_eq(b->ops->expand(b, "pvc-1", 2097152, &e), 0);
 	ck_assert_int_eq(b->ops->destroy(b, "pvc-1", &e), 0);
-	ck_assert_str_eq(log_text(),
-	                 "zfs|set|volsize=2097152|tank/k8s/pvc-1|\nzfs|destroy|tank/k8s/pvc-1|\n");
+	ck_assert_str_eq(log_text(), "zfs|get|-Hpo|value|volblocksize|tank/k8s/pvc-1|\n"
+	                             "zfs|set|volsize=2097152|tank/k8s/pvc-1|\n"
+	                             "zfs|destroy|tank/k8s/pvc-1|\n");
+	log_clear();
+	/* zfs set volsize refuses a size that is no multiple of the volblocksize (OpenZFS 2.1.11:
+	 * "'volsize' must be a multiple of volume block size (8K)"): rounded up */
+	ck_assert_int_eq(b->ops->expand(b, "pvc-1", 150000001, &e), 0);
+	ck_assert_str_eq(log_text(), "zfs|get|-Hpo|value|volblocksize|tank/k8s/pvc-1|\n"
+	                             "zfs|set|volsize=150003712|tank/k8s/pvc-1|\n");
 	log_clear();
 	reply("zfs", "1000\n3000\n", "", 0);
 	ck_assert_int_eq(b->ops->capacity(b, &t, &a, &e), 0);
@@ -392,6 +400,83 @@ START_TEST(test_health_pool_checks_are_cached)
 }
 END_TEST
 
+/* CreateVolume (or with expand, ExpandVolume) of the zvol tank/pvc-1 to BYTES; *cap is the
+ * capacity answered. */
+static int zvol_call(agent_service *a, bool expand, int64_t bytes, int64_t *cap,
+                     struct grpc_status *st)
+{
+	PillarCsi__Agent__V1__FencingToken t = PILLAR_CSI__AGENT__V1__FENCING_TOKEN__INIT;
+	t.volume_uid = "uid-1";
+	t.generation = 1;
+	int code;
+	if (expand) {
+		PillarCsi__Agent__V1__ExpandVolumeRequest req =
+		    PILLAR_CSI__AGENT__V1__EXPAND_VOLUME_REQUEST__INIT;
+		PillarCsi__Agent__V1__ExpandVolumeResponse *resp = malloc(sizeof(*resp));
+		pillar_csi__agent__v1__expand_volume_response__init(resp);
+		req.volume_id = "tank/pvc-1";
+		req.requested_bytes = bytes;
+		req.backend_type = PILLAR_CSI__AGENT__V1__BACKEND_TYPE__BACKEND_TYPE_ZFS_ZVOL;
+		req.fence = &t;
+		code = agent_expand_volume(a, &req, resp, st);
+		*cap = resp->capacity_bytes;
+		protobuf_c_message_free_unpacked(&resp->base, NULL);
+		return code;
+	}
+	PillarCsi__Agent__V1__CreateVolumeRequest req =
+	    PILLAR_CSI__AGENT__V1__CREATE_VOLUME_REQUEST__INIT;
+	PillarCsi__Agent__V1__CreateVolumeResponse *resp = malloc(sizeof(*resp));
+	pillar_csi__agent__v1__create_volume_response__init(resp);
+	req.volume_id = "tank/pvc-1";
+	req.capacity_bytes = bytes;
+	req.backend_type = PILLAR_CSI__AGENT__V1__BACKEND_TYPE__BACKEND_TYPE_ZFS_ZVOL;
+	req.fence = &t;
+	code = agent_create_volume(a, &req, resp, st);
+	*cap = resp->capacity_bytes;
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	return code;
+}
+
+/* The zfs tool rounds a zvol's size up to its volblocksize (OpenZFS 2.1.11 on the real kernel:
+ * 10^8 bytes became 100007936, 12208 blocks of 8 KiB).  A retried CreateVolume or ExpandVolume
+ * of the same request must find it the same size: not ALREADY_EXISTS, not a shrink. */
+START_TEST(test_zfs_rounded_size_is_the_same)
+{
+	struct agent_config c;
+	struct agent_service_opts o = {0};
+	agent_service *a;
+	char state[600], cfs[600], dev[600];
+	struct grpc_status st = {0};
+	const char *json = "{\"backends\":[{\"zfs\":{\"pool\":\"tank\"}}]}";
+	ck_assert_int_eq(agent_config_parse(json, strlen(json), &c, NULL), 0);
+	tu_write(dir, "dev/zvol/tank/pvc-1", "");
+	tu_write(dir, "cfs/nvmet/subsystems/.keep", "");
+	snprintf(state, sizeof(state), "%s/state", dir);
+	snprintf(cfs, sizeof(cfs), "%s/cfs", dir);
+	snprintf(dev, sizeof(dev), "%s/dev", dir);
+	o.state_dir = state;
+	o.configfs_root = cfs;
+	o.dev_root = dev;
+	o.create_wait_ms = 300;
+	ck_assert_int_eq(agent_service_new(&c, &o, &a, NULL), 0);
+	reply("zfs", "100007936\n", "", 0); /* volsize: the volume exists, rounded up */
+	reply("zfs.volblocksize", "8192\n", "", 0);
+	int64_t cap = 0;
+	ck_assert_msg(zvol_call(a, false, 100000000, &cap, &st) == GRPC_OK, "%s", st.msg);
+	ck_assert_int_eq(cap, 100007936);
+	/* a whole block (or more) smaller is a different size */
+	ck_assert_int_eq(zvol_call(a, false, 100007936 - 8192, &cap, &st), GRPC_ALREADY_EXISTS);
+	ck_assert_str_eq(st.msg,
+	                 "volume \"tank/pvc-1\" exists with 100007936 bytes; requested 99999744");
+	/* ExpandVolume retried after the tool rounded the new size up */
+	ck_assert_msg(zvol_call(a, true, 100000000, &cap, &st) == GRPC_OK, "%s", st.msg);
+	ck_assert_int_eq(cap, 100007936);
+	ck_assert_ptr_null(strstr(log_text(), "zfs|set|"));
+	agent_service_free(a);
+	agent_config_clear(&c);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("backend");
@@ -403,6 +488,7 @@ int main(void)
 	tcase_add_test(t, test_file_backend);
 	tcase_add_test(t, test_config_rules);
 	tcase_add_test(t, test_health_pool_checks_are_cached);
+	tcase_add_test(t, test_zfs_rounded_size_is_the_same);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
