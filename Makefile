@@ -182,8 +182,12 @@ test: unit interop e2e
 # topology a; it installs its own host packages and downloads Debian's kernel on first use), runs
 # the agent, controller and node roles, provisions a volume over NVMe/TCP, mounts it, writes,
 # reboots the storage side and shows the data intact, narrating live (scenario demo).
+# BACKEND=file|lvm|zfs picks the agent's backend (zfs builds OpenZFS for the test bed's
+# kernel on first use, about 6 min, cached outside the clone).
+BACKEND ?= file
 demo: $(BUILD)/pillar-csi
-	@E2E_FOLLOW='@@(SAY|E2E-FAIL)' E2E_BIN=$(abspath $(BUILD)/pillar-csi) \
+	@case "$(BACKEND)" in file|lvm|zfs) ;; *) echo "BACKEND must be file, lvm or zfs" >&2; exit 2;; esac
+	@E2E_FOLLOW='@@(SAY|E2E-FAIL)' E2E_BIN=$(abspath $(BUILD)/pillar-csi) E2E_BACKEND=$(BACKEND) \
 	  E2E_OUT=$(abspath $(BUILD)/e2e) bash test/e2e/run.sh demo
 
 BENCH_SUITES := $(sort $(wildcard test/bench/*/run.sh))

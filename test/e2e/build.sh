@@ -8,7 +8,10 @@
 #                       its inputs change (stamp file)
 #   overlay.cpio        /init, test/e2e/{lib,scenarios,vm}, build/pillar-csi;
 #                       rebuilt every run (cheap)
-#   initrd.cpio         base + overlay concatenated (what qemu boots).
+#   zfs-<KV>.cpio       with E2E_ZFS=1: OpenZFS modules (zfs-build.sh, cached
+#                       outside the clone), zfs/zpool and their libraries
+#   initrd.cpio         base + overlay concatenated (what qemu boots);
+#                       initrd-zfs.cpio also has zfs-<KV>.cpio (E2E_ZFS=1).
 #                       Concatenated cpio archives are one valid initramfs
 #                       (later members win). Uncompressed on purpose: gunzip
 #                       of ~36 MB under TCG costs 1-2 s of every boot.
@@ -87,6 +90,16 @@ if [ ! -s "$VMLINUX" ]; then
   fi
 fi
 
+# copy_libs ROOT BINARY : the shared libraries BINARY loads (ldd, so honouring
+# LD_LIBRARY_PATH), copied under ROOT at their paths unless already there
+copy_libs() {
+  ldd "$2" 2>/dev/null | awk '$2=="=>" && $3 ~ /^\//{print $3} $1 ~ /^\//{print $1}' |
+    while read -r lib; do
+      [ -e "$1$lib" ] && continue
+      mkdir -p "$1$(dirname "$lib")"; cp -L "$lib" "$1$lib"
+    done
+}
+
 # ---- 3. base initramfs ----------------------------------------------------------
 # Modules asked for by name; kmod resolves their dependencies (and softdeps
 # are listed explicitly: crc32c/crct10dif/crc64 implementations).
@@ -115,17 +128,10 @@ if [ ! -s "$BASE" ] || [ "$(cat "$BASE.stamp" 2>/dev/null)" != "$STAMP_IN" ]; th
     [ "$a" = busybox ] || ln -s busybox "$S/bin/$a"
   done
   ln -s ../bin/busybox "$S/sbin/modprobe"   # the kernel's request_module() helper
-  copy_libs() {
-    ldd "$1" 2>/dev/null | awk '$2=="=>" && $3 ~ /^\//{print $3} $1 ~ /^\//{print $1}' |
-      while read -r lib; do
-        [ -e "$S$lib" ] && continue
-        mkdir -p "$S$(dirname "$lib")"; cp -L "$lib" "$S$lib"
-      done
-  }
   for t in $TOOLS; do
     [ -x "$t" ] || { say "missing host tool $t (run test/e2e/deps.sh)"; exit 1; }
     cp -L "$t" "$S/usr/sbin/$(basename "$t")"
-    copy_libs "$t"
+    copy_libs "$S" "$t"
   done
   for l in mkfs.ext4 mkfs.ext3 mkfs.ext2; do ln -s mke2fs "$S/usr/sbin/$l"; done
   for l in fsck.ext4 e2fsck.ext4; do ln -s e2fsck "$S/usr/sbin/$l"; done
@@ -172,12 +178,43 @@ LVM
   say "base initramfs $(du -h "$BASE" | cut -f1), $(wc -l < "$OUT/modules.list") modules"
 fi
 
+# ---- 3b. ZFS (only when a scenario asks for it: E2E_ZFS=1) --------------------------
+# zfs-build.sh builds the OpenZFS modules for $KV once and caches them outside
+# the clone. zfs-<KV>.cpio adds them (with a modules.dep covering base + ZFS),
+# zfs, zpool, zvol_id and their libraries, and the mdev.conf that makes the
+# /dev/zvol/<dataset> links (no udev in the VMs; vm/zvol-link).
+INITRD_ZFS=""
+if [ -n "${E2E_ZFS:-}" ]; then
+  ZOUT=$(bash "$HERE/zfs-build.sh" "$KV")
+  eval "$ZOUT"   # ZFS_ROOT ZFS_VERSION
+  ZCPIO=$OUT/zfs-$KV.cpio
+  ZSTAMP="$STAMP_IN $ZFS_ROOT"
+  if [ ! -s "$ZCPIO" ] || [ "$(cat "$ZCPIO.stamp" 2>/dev/null)" != "$ZSTAMP" ]; then
+    Z=$OUT/zfs-root
+    rm -rf "$Z"; mkdir -p "$Z/etc" "$Z/lib/x86_64-linux-gnu"
+    (cd "$Z" && cpio -idm --quiet "lib/modules/$KV/*" < "$BASE")
+    cp -a "$ZFS_ROOT/." "$Z/"
+    for t in "$Z/sbin/zfs" "$Z/sbin/zpool" "$Z/lib/udev/zvol_id"; do
+      LD_LIBRARY_PATH=$Z/lib/x86_64-linux-gnu copy_libs "$Z" "$t"
+    done
+    printf '%s\n' 'zd[0-9]+ 0:0 660 ! */e2e/vm/zvol-link' '.* 0:0 660 !' > "$Z/etc/mdev.conf"
+    depmod -b "$Z" "$KV"
+    # only the ZFS modules and the new index: the others are in the base already
+    find "$Z/lib/modules/$KV" -name '*.ko' ! -path '*/extra/*' -delete
+    (cd "$Z" && find . -print0 | cpio --null -o -H newc --quiet) > "$ZCPIO.tmp"
+    mv "$ZCPIO.tmp" "$ZCPIO"; echo "$ZSTAMP" > "$ZCPIO.stamp"
+    rm -rf "$Z"
+    say "zfs initramfs part $(du -h "$ZCPIO" | cut -f1) (OpenZFS $ZFS_VERSION)"
+  fi
+  INITRD_ZFS=$OUT/initrd-zfs.cpio
+fi
+
 # ---- 4. overlay: test bed scripts + our binary -----------------------------------
 O=$OUT/overlay-root
 rm -rf "$O"; mkdir -p "$O/e2e" "$O/usr/bin"
 install -m 0755 "$HERE/vm/init" "$O/init"
 cp -r "$HERE/lib" "$HERE/scenarios" "$HERE/vm" "$O/e2e/"
-chmod 0755 "$O/e2e/vm/rpcd" "$O/e2e/vm/init"   # exec bits may be lost in a checkout
+chmod 0755 "$O/e2e/vm/rpcd" "$O/e2e/vm/init" "$O/e2e/vm/zvol-link"   # exec bits may be lost in a checkout
 BIN=${E2E_BIN:-$ROOT/build/pillar-csi}
 if [ -x "$BIN" ]; then
   cp "$BIN" "$O/usr/bin/pillar-csi"
@@ -190,7 +227,9 @@ fi
 rm -rf "$O"
 # qemu takes one -initrd file
 cat "$BASE" "$OUT/overlay.cpio" > "$OUT/initrd.cpio"
+[ -z "$INITRD_ZFS" ] || cat "$BASE" "$ZCPIO" "$OUT/overlay.cpio" > "$INITRD_ZFS"
 
 echo "KV=$KV"
 echo "VMLINUX=$VMLINUX"
 echo "INITRD=$OUT/initrd.cpio"
+echo "INITRD_ZFS=$INITRD_ZFS"

@@ -9,7 +9,8 @@
 # Env: E2E_OUT (artefacts, default build/e2e), E2E_BIN (default build/pillar-csi),
 #      E2E_KEEP_GOING=0 (stop at the first failure), E2E_VERBOSE=1 (echo serial),
 #      E2E_FOLLOW=ERE (topology a: print the matching serial lines live, e.g.
-#      '@@(SAY|E2E-FAIL)' for `make demo`).
+#      '@@(SAY|E2E-FAIL)' for `make demo`), E2E_BACKEND=file|lvm|zfs (the agent's
+#      backend in scenarios with "# e2e-backends:", i.e. demo: `make demo BACKEND=`).
 # Prints PASS/FAIL per scenario with timings, the failing lines on failure,
 # and ends with "e2e: N passed, M failed". Exit status 0 only if all passed.
 set -uo pipefail
@@ -29,23 +30,51 @@ hdr() {  # hdr FILE KEY DEFAULT : "# e2e-KEY: value" from a scenario's header
 if [ -z "${E2E_SKIP_DEPS:-}" ]; then
   bash "$HERE/deps.sh" || { echo "e2e: installing host packages failed"; echo "e2e: 0 passed, 1 failed"; exit 1; }
 fi
+if [ $# -eq 0 ] && [ -z "${E2E_SHELL:-}" ]; then   # fast scenarios, by "# e2e-order: N" (default 50), then name
+  set -- $(for f in "$HERE"/scenarios/*.sh; do
+             [ "$(hdr "$f" fast no)" = yes ] && echo "$(hdr "$f" order 50) $(basename "$f" .sh)"
+           done | sort -k1,1n -k2 | cut -d' ' -f2)
+fi
+# "# e2e-zfs: yes": the scenario's storage side gets OpenZFS (built once and
+# cached outside the clone by zfs-build.sh) and a virtual disk for the pool
+# (or "# e2e-backends: ... zfs ..." and E2E_BACKEND=zfs, as `make demo BACKEND=zfs`)
+needs_zfs() {
+  local f=$HERE/scenarios/$1.sh
+  [ -f "$f" ] || return 1
+  [ "$(hdr "$f" zfs no)" = yes ] ||
+    { [ "${E2E_BACKEND:-}" = zfs ] && [[ " $(hdr "$f" backends "") " = *" zfs "* ]]; }
+}
+E2E_ZFS=${E2E_ZFS:-}
+for name in "$@"; do needs_zfs "$name" && E2E_ZFS=1; done
+export E2E_ZFS
 T_BUILD=$EPOCHREALTIME
 if ! BUILD_OUT=$(bash "$HERE/build.sh"); then
   echo "e2e: building the VM images failed"; echo "e2e: 0 passed, 1 failed"; exit 1
 fi
-eval "$BUILD_OUT"   # KV VMLINUX INITRD
+eval "$BUILD_OUT"   # KV VMLINUX INITRD INITRD_ZFS
 echo "e2e: kernel $KV, images ready in $(secs "$T_BUILD" "$EPOCHREALTIME")s"
 QBOOT=/usr/share/qemu/qboot.rom
 
 # qemu_cmd NAME SMP MEM APPEND... : the common command line (into array QEMU)
+# (with ZFS_VM=1: the initramfs with OpenZFS)
 qemu_cmd() {
+  local initrd=$INITRD
+  [ -z "${ZFS_VM:-}" ] || initrd=$INITRD_ZFS
   QEMU=(qemu-system-x86_64 -name "$1" -machine q35 -cpu max -smp "$2" -m "$3"
         -accel tcg,thread=multi -display none -monitor none -no-reboot -nic none
-        -kernel "$VMLINUX" -initrd "$INITRD"
-        -append "console=ttyS0 quiet panic=-1 ${*:4}"
+        -kernel "$VMLINUX" -initrd "$initrd"
+        -append "console=ttyS0 quiet panic=-1 ${E2E_BACKEND:+E2E_BACKEND=$E2E_BACKEND }${*:4}"
         -serial "${E2E_SERIAL:-stdio}")
   [ -f "$QBOOT" ] && QEMU+=(-bios "$QBOOT")   # faster than SeaBIOS, no option ROMs
   return 0
+}
+# zfs_disk DIR : (ZFS_VM=1) a fresh 512 MiB virtual disk for the pool, serial
+# e2e-zfs (the VM finds it by that serial); appended to QEMU
+zfs_disk() {
+  [ -n "${ZFS_VM:-}" ] || return 0
+  rm -f "$1/zfs.img"; truncate -s 512M "$1/zfs.img"
+  QEMU+=(-drive "file=$1/zfs.img,format=raw,if=none,id=zdisk,cache=writeback"
+         -device virtio-blk-pci,drive=zdisk,serial=e2e-zfs)
 }
 # stamp T0 : prefix each line with seconds since T0 (host clock)
 stamp() {
@@ -69,6 +98,7 @@ follow() {
 run_a() {  # run_a NAME TIMEOUT -> log in $LOGS/NAME.log
   local name=$1 tmo=$2 log=$LOGS/$1.log t0=$EPOCHREALTIME
   qemu_cmd "e2e-$name" 2 1024 "E2E_ROLE=single E2E_TOPO=a E2E_SCENARIO=$name"
+  mkdir -p "$E2E_OUT/run/$name"; zfs_disk "$E2E_OUT/run/$name"
   : > "$log"
   timeout --foreground -k 5 "$tmo" "${QEMU[@]}" < /dev/null 2>&1 | stamp "$t0" | follow "$log"
   local rc=${PIPESTATUS[0]}
@@ -96,6 +126,7 @@ run_b() {  # run_b NAME TIMEOUT -> logs $LOGS/NAME-worker.log, $LOGS/NAME-storag
     -drive "file=$d/storage.img,format=raw,if=none,id=disk0,cache=writeback"
     -device virtio-blk-pci,drive=disk0
     -pidfile "$d/storage.pid")
+  QEMU=(); zfs_disk "$d"; sstart+=("${QEMU[@]}")
   CLEANUP_DIR=$d
   storage_on() {
     sboots=$((sboots + 1)); rm -f "$d/storage.pid"
@@ -114,7 +145,7 @@ run_b() {  # run_b NAME TIMEOUT -> logs $LOGS/NAME-worker.log, $LOGS/NAME-storag
     spid=""
   }
   storage_on || echo "@@HOST storage VM did not start" >> "$slog"
-  qemu_cmd "e2e-$name-worker" 1 768 "E2E_ROLE=worker E2E_TOPO=b E2E_SCENARIO=$name"
+  ZFS_VM="" qemu_cmd "e2e-$name-worker" 1 768 "E2E_ROLE=worker E2E_TOPO=b E2E_SCENARIO=$name"
   QEMU+=(-netdev "socket,id=n0,udp=127.0.0.1:$ps,localaddr=127.0.0.1:$pw"
          -device virtio-net-pci,netdev=n0,mac=52:54:00:e2:e0:01,romfile=
          -chardev "pipe,id=ctl,path=$d/ctl" -serial chardev:ctl
@@ -178,16 +209,13 @@ trap 'exit 130' INT TERM
 
 # ---- interactive shell ------------------------------------------------------------------
 if [ -n "${E2E_SHELL:-}" ]; then
+  ZFS_VM=$E2E_ZFS   # E2E_ZFS=1: OpenZFS and the pool's disk too
   E2E_SERIAL=mon:stdio qemu_cmd e2e-shell 2 1024 "E2E_ROLE=single E2E_TOPO=a E2E_SCENARIO=shell"
+  mkdir -p "$E2E_OUT/run/shell"; zfs_disk "$E2E_OUT/run/shell"
   exec "${QEMU[@]}"
 fi
 
 # ---- scenarios -------------------------------------------------------------------------
-if [ $# -eq 0 ]; then   # fast scenarios, by "# e2e-order: N" (default 50), then name
-  set -- $(for f in "$HERE"/scenarios/*.sh; do
-             [ "$(hdr "$f" fast no)" = yes ] && echo "$(hdr "$f" order 50) $(basename "$f" .sh)"
-           done | sort -k1,1n -k2 | cut -d' ' -f2)
-fi
 passed=0; failed=0; summary=()
 for name in "$@"; do
   f=$HERE/scenarios/$name.sh
@@ -198,6 +226,7 @@ for name in "$@"; do
   echo "---- $name (topology $topo, timeout ${tmo}s)"
   t=$EPOCHREALTIME
   VM_LOGS=(); BOOT_TIMES=""
+  ZFS_VM=""; needs_zfs "$name" && ZFS_VM=1
   case $topo in
     a) run_a "$name" "$tmo" ;;
     b) run_b "$name" "$tmo" ;;

@@ -5,6 +5,7 @@
 #   nvmet.sh  kernel target via configfs (storage side), recorded exports
 #   nvme.sh   kernel host via /dev/nvme-fabrics (worker side), device lookup by uuid
 #   roles.sh  role_start/stop/kill/log for build/pillar-csi
+#   pools.sh  ZFS pool on a virtual disk ("# e2e-zfs: yes"), LVM VG on a loop device
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export E2E_TOPO=${E2E_TOPO:-a} E2E_SCENARIO=${E2E_SCENARIO:-}
 . /e2e/lib/core.sh
@@ -12,3 +13,4 @@ export E2E_TOPO=${E2E_TOPO:-a} E2E_SCENARIO=${E2E_SCENARIO:-}
 . /e2e/lib/nvmet.sh
 . /e2e/lib/nvme.sh
 . /e2e/lib/roles.sh
+. /e2e/lib/pools.sh
