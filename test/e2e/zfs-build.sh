@@ -16,29 +16,18 @@
 # unpacked headers and `make -C module` builds the modules (what dkms would do).
 set -euo pipefail
 KV=${1:?usage: zfs-build.sh KERNEL_VERSION}
+HERE=$(cd "$(dirname "$0")" && pwd)
 say() { echo "e2e-zfs: $*" >&2; }
 
 if [ -n "${E2E_ZFS_CACHE:-}" ]; then CACHE=$E2E_ZFS_CACHE
 elif [ -w /var/cache ] || [ -w /var/cache/pillar-csi ]; then CACHE=/var/cache/pillar-csi/zfs
 else CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/pillar-csi/zfs; fi
-mkdir -p "$CACHE/apt/lists/partial" "$CACHE/apt/cache/archives/partial" "$CACHE/apt/sources.d"
+mkdir -p "$CACHE"
 exec 9> "$CACHE/.lock"
 flock 9   # one build at a time; a second run waits and then finds the cache
 
 # ---- private apt configuration: this machine's Debian sources, main + contrib ----------
-APTDIR=$CACHE/apt
-: > "$APTDIR/sources.list"
-rm -f "$APTDIR"/sources.d/*
-for f in /etc/apt/sources.list.d/*.sources; do
-  [ -f "$f" ] || continue
-  sed -e '/^Components:/{/contrib/!s/$/ contrib/}' "$f" > "$APTDIR/sources.d/$(basename "$f")"
-done
-for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-  [ -f "$f" ] || continue
-  sed -n -e '/^deb .* main/{/ contrib/!s/ main/ main contrib/;p}' "$f" >> "$APTDIR/sources.list"
-done
-APT_O=(-o "Dir::Etc::SourceList=$APTDIR/sources.list" -o "Dir::Etc::SourceParts=$APTDIR/sources.d"
-       -o "Dir::State::Lists=$APTDIR/lists" -o "Dir::Cache=$APTDIR/cache" -o APT::Sandbox::User=root)
+read -ra APT_O <<< "$(sh "$HERE/../tools/apt-private.sh" "$CACHE" contrib)"
 cand() {  # cand PKG : candidate version in the private lists (empty if unknown)
   apt-cache "${APT_O[@]}" policy "$1" 2>/dev/null | awk '/Candidate:/{if ($2 != "(none)") print $2; exit}'
 }
