@@ -3,61 +3,53 @@
 #include <errno.h>
 #include <string.h>
 
-#include "base/json.h"
 #include "base/log.h"
+#include "model/kube.h"
 
-static cJSON *annotations_of(cJSON *obj)
+static int set_identity(struct model_csinode *cn, const struct nvme_host_identity *id)
 {
-	cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-	cJSON *a = cJSON_GetObjectItemCaseSensitive(m, "annotations");
-	if (!cJSON_IsObject(a)) {
-		cJSON_DeleteItemFromObjectCaseSensitive(m, "annotations");
-		a = cJSON_AddObjectToObject(m, "annotations");
-	}
-	return a;
+	if (model_map_set(&cn->meta.annotations, RULES_ANN_HOST_NQN, id->hostnqn) < 0 ||
+	    model_map_set(&cn->meta.annotations, RULES_ANN_HOST_ID, id->hostid) < 0)
+		return -ENOMEM;
+	return 0;
 }
 
-static void set_ann(cJSON *ann, const char *k, const char *v)
+static int create(store *s, const char *node_id, const struct nvme_host_identity *id, struct err *e)
 {
-	cJSON_DeleteItemFromObjectCaseSensitive(ann, k);
-	cJSON_AddStringToObject(ann, k, v);
+	struct model_csinode cn = {0};
+	int r = model_str_set(&cn.meta.name, node_id);
+	cn.has_spec = true;
+	if (r == 0)
+		r = set_identity(&cn, id);
+	r = r < 0 ? err_set(e, r, "out of memory")
+	          : model_create(s, &model_csinode_kind, &cn, NULL, e);
+	model_clear(&model_csinode_kind, &cn);
+	return r;
 }
 
 static int upsert(store *s, const char *node_id, const struct nvme_host_identity *id, struct err *e)
 {
-	const struct store_kind *k = store_kind_lookup("CSINode");
 	for (int attempt = 0; attempt < 5; attempt++) {
-		cJSON *cur = NULL;
-		int r = store_get(s, k, NULL, node_id, &cur, e);
+		struct model_csinode cur = {0};
+		int r = model_get(s, &model_csinode_kind, NULL, node_id, &cur, e);
 		if (r == STORE_NOT_FOUND) {
-			cJSON *o = cJSON_CreateObject();
-			cJSON_AddStringToObject(o, "apiVersion", k->api_version);
-			cJSON_AddStringToObject(o, "kind", k->kind);
-			cJSON *m = cJSON_AddObjectToObject(o, "metadata");
-			cJSON_AddStringToObject(m, "name", node_id);
-			cJSON *ann = annotations_of(o);
-			set_ann(ann, RULES_ANN_HOST_NQN, id->hostnqn);
-			set_ann(ann, RULES_ANN_HOST_ID, id->hostid);
-			cJSON_AddObjectToObject(o, "spec");
-			r = store_create(s, o, NULL, e);
-			cJSON_Delete(o);
+			r = create(s, node_id, id, e);
 			if (r == STORE_ALREADY_EXISTS)
 				continue;
 			return r;
 		}
 		if (r < 0)
 			return r;
-		cJSON *ann = annotations_of(cur);
-		const char *nqn = json_get_str(ann, RULES_ANN_HOST_NQN);
-		const char *hid = json_get_str(ann, RULES_ANN_HOST_ID);
+		const char *nqn = model_map_get(&cur.meta.annotations, RULES_ANN_HOST_NQN);
+		const char *hid = model_map_get(&cur.meta.annotations, RULES_ANN_HOST_ID);
 		if (nqn && hid && strcmp(nqn, id->hostnqn) == 0 && strcmp(hid, id->hostid) == 0) {
-			cJSON_Delete(cur);
+			model_clear(&model_csinode_kind, &cur);
 			return 0;
 		}
-		set_ann(ann, RULES_ANN_HOST_NQN, id->hostnqn);
-		set_ann(ann, RULES_ANN_HOST_ID, id->hostid);
-		r = store_update(s, cur, NULL, e);
-		cJSON_Delete(cur);
+		r = set_identity(&cur, id);
+		r = r < 0 ? err_set(e, r, "out of memory")
+		          : model_update(s, &model_csinode_kind, &cur, NULL, e);
+		model_clear(&model_csinode_kind, &cur);
 		if (r != STORE_CONFLICT)
 			return r;
 	}
@@ -68,7 +60,8 @@ int node_publish_identity_store(void *ctx, const char *node_id, const struct nvm
                                 struct err *e)
 {
 	store *s = ctx;
-	cJSON *items = NULL, *it;
+	struct model_csinode *items = NULL;
+	size_t n = 0;
 	int r = upsert(s, node_id, id, e);
 
 	if (r < 0) {
@@ -76,16 +69,13 @@ int node_publish_identity_store(void *ctx, const char *node_id, const struct nvm
 		return r;
 	}
 	log_info("host identity published", "node", node_id, "hostnqn", id->hostnqn);
-	r = store_list(s, store_kind_lookup("CSINode"), NULL, NULL, &items, NULL, e);
+	r = model_list(s, &model_csinode_kind, NULL, NULL, (void **)&items, &n, NULL, e);
 	if (r < 0)
 		return r;
-	cJSON_ArrayForEach(it, items)
-	{
-		const char *other = store_meta_str(it, "name");
-		const cJSON *ann = cJSON_GetObjectItemCaseSensitive(
-		    cJSON_GetObjectItemCaseSensitive(it, "metadata"), "annotations");
-		const char *nqn = json_get_str(ann, RULES_ANN_HOST_NQN);
-		const char *hid = json_get_str(ann, RULES_ANN_HOST_ID);
+	for (size_t i = 0; i < n; i++) {
+		const char *other = items[i].meta.name;
+		const char *nqn = model_map_get(&items[i].meta.annotations, RULES_ANN_HOST_NQN);
+		const char *hid = model_map_get(&items[i].meta.annotations, RULES_ANN_HOST_ID);
 		if (!other || strcmp(other, node_id) == 0)
 			continue;
 		if ((nqn && strcmp(nqn, id->hostnqn) == 0) ||
@@ -99,6 +89,6 @@ int node_publish_identity_store(void *ctx, const char *node_id, const struct nvm
 			break;
 		}
 	}
-	cJSON_Delete(items);
+	model_list_free(&model_csinode_kind, items, n);
 	return r;
 }

@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "base/file.h"
-#include "base/json.h"
 #include "base/log.h"
 #include "base/str.h"
+#include "model/model.h"
 #include "node/fs.h"
 #include "node/internal.h"
 #include "rules/bounds.h"
@@ -59,48 +59,19 @@ static int ctx_int(const Csi__V1__NodeStageVolumeRequest *req, const char *key, 
 	return 1;
 }
 
-/* A context value holding a JSON array of strings (NULL-terminated malloc'd copy). */
-static int ctx_list(const Csi__V1__NodeStageVolumeRequest *req, const char *key, char ***out,
-                    size_t *n, struct grpc_status *st)
+/* A context value holding a JSON array of strings (absent or empty: no strings). */
+static int ctx_list(const Csi__V1__NodeStageVolumeRequest *req, const char *key,
+                    struct model_strs *out, struct grpc_status *st)
 {
 	const char *v = ctx_get(req, key);
-	cJSON *arr = NULL, *it;
-	size_t i = 0;
-	*out = NULL;
-	*n = 0;
 	if (!v || !*v)
 		return 0;
-	if (json_parse_strict(v, strlen(v), &arr, NULL) < 0 || !cJSON_IsArray(arr)) {
-		cJSON_Delete(arr);
+	if (model_strs_decode_text(v, out) < 0)
 		return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
 		                       "volume_context \"%s\" must be a JSON array of strings",
 		                       key),
 		       -1;
-	}
-	*out = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof(char *));
-	cJSON_ArrayForEach(it, arr)
-	{
-		if (!cJSON_IsString(it) || !*out || !((*out)[i] = strdup(it->valuestring))) {
-			cJSON_Delete(arr);
-			*n = i;
-			return grpc_status_set(
-			           st, GRPC_INVALID_ARGUMENT,
-			           "volume_context \"%s\" must be a JSON array of strings", key),
-			       -1;
-		}
-		i++;
-	}
-	*n = i;
-	cJSON_Delete(arr);
 	return 0;
-}
-
-static void list_free(char **v, size_t n)
-{
-	size_t i;
-	for (i = 0; i < n && v; i++)
-		free(v[i]);
-	free(v);
 }
 
 /* Appends each comma-separated option of s to buf unless already present. */
@@ -139,8 +110,8 @@ static int stage_fs(struct node *n, const Csi__V1__NodeStageVolumeRequest *req,
                     const struct nvme_ns_dev *d, const char *fs, bool ro, struct grpc_status *st)
 {
 	char type[64], opts[2048] = "", data[2048];
-	char **mkfs = NULL, **mopts = NULL;
-	size_t n_mkfs = 0, n_mopts = 0, i;
+	struct model_strs mkfs = {0}, mopts = {0};
+	size_t i;
 	unsigned long flags;
 	int blank, code, r;
 
@@ -155,15 +126,15 @@ static int stage_fs(struct node *n, const Csi__V1__NodeStageVolumeRequest *req,
 		return grpc_status_set(st, GRPC_FAILED_PRECONDITION,
 		                       "volume \"%s\" has no filesystem and is staged read-only",
 		                       req->volume_id);
-	if (ctx_list(req, RULES_CTX_MKFS_OPTIONS, &mkfs, &n_mkfs, st) < 0 ||
-	    ctx_list(req, RULES_CTX_MOUNT_OPTIONS, &mopts, &n_mopts, st) < 0) {
+	if (ctx_list(req, RULES_CTX_MKFS_OPTIONS, &mkfs, st) < 0 ||
+	    ctx_list(req, RULES_CTX_MOUNT_OPTIONS, &mopts, st) < 0) {
 		code = st->code;
 		goto out;
 	}
-	if (blank && (code = node_fs_mkfs(fs, mkfs, n_mkfs, d->path, st)) != GRPC_OK)
+	if (blank && (code = node_fs_mkfs(fs, mkfs.v, mkfs.n, d->path, st)) != GRPC_OK)
 		goto out;
-	for (i = 0; i < n_mopts; i++)
-		opts_add(opts, sizeof(opts), mopts[i]);
+	for (i = 0; i < mopts.n; i++)
+		opts_add(opts, sizeof(opts), mopts.v[i]);
 	for (i = 0; i < req->volume_capability->mount->n_mount_flags; i++)
 		opts_add(opts, sizeof(opts), req->volume_capability->mount->mount_flags[i]);
 	if (ro) {
@@ -183,8 +154,8 @@ static int stage_fs(struct node *n, const Csi__V1__NodeStageVolumeRequest *req,
 	}
 	code = GRPC_OK;
 out:
-	list_free(mkfs, n_mkfs);
-	list_free(mopts, n_mopts);
+	model_strs_clear(&mkfs);
+	model_strs_clear(&mopts);
 	return code;
 }
 

@@ -217,7 +217,7 @@ SUBTYPE(csinode_spec_type, struct model_csinode, spec, csinode_spec_fields);
 #define T struct model_csinode
 static const struct model_field csinode_fields[] = {
     MODEL_F_META(),
-    MODEL_F_OBJ("spec", spec, &csinode_spec_type),
+    MODEL_F_OBJ_HAS("spec", spec, &csinode_spec_type),
 };
 #undef T
 TOP(model_csinode_kind, struct model_csinode, "CSINode", "storage.k8s.io/v1", csinode_fields);

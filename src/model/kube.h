@@ -138,6 +138,7 @@ struct model_csinode_driver {
 struct model_csinode {
 	void *rest;
 	struct model_meta meta;
+	bool has_spec; /* spec is written (possibly {}) */
 	struct {
 		void *rest;
 		size_t n_drivers;

@@ -62,6 +62,9 @@ int model_strs_add(struct model_strs *l, const char *s);
 /* Removes every element equal to s; returns how many were removed. */
 size_t model_strs_remove(struct model_strs *l, const char *s);
 void model_strs_clear(struct model_strs *l);
+/* Decodes JSON text holding an array of strings into *out (replacing it).  0, -EINVAL (not
+ * such an array; *out is empty) or -ENOMEM. */
+int model_strs_decode_text(const char *text, struct model_strs *out);
 int model_strs_copy(struct model_strs *dst, const struct model_strs *src);
 
 /* Replaces *dst by a copy of s (NULL clears).  0 or -ENOMEM. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "base/log.h"
 #include "model/codec.h"
 #include "model/kube.h"
@@ -103,6 +104,27 @@ int model_strs_add(struct model_strs *l, const char *s)
 	if (!(v[l->n] = strdup(s)))
 		return -ENOMEM;
 	l->n++;
+	return 0;
+}
+
+int model_strs_decode_text(const char *text, struct model_strs *out)
+{
+	cJSON *arr = NULL, *it;
+	model_strs_clear(out);
+	if (json_parse_strict(text, strlen(text), &arr, NULL) < 0 || !cJSON_IsArray(arr)) {
+		cJSON_Delete(arr);
+		return -EINVAL;
+	}
+	cJSON_ArrayForEach(it, arr)
+	{
+		int r = cJSON_IsString(it) ? model_strs_add(out, it->valuestring) : -EINVAL;
+		if (r < 0) {
+			cJSON_Delete(arr);
+			model_strs_clear(out);
+			return r;
+		}
+	}
+	cJSON_Delete(arr);
 	return 0;
 }
 

@@ -40,6 +40,13 @@ START_TEST(test_publish_and_duplicates)
 	ck_assert_int_eq(node_publish_identity_store(s, "worker-1", &id1, &e), 0);
 	ck_assert_str_eq(ann(s, "worker-1", RULES_ANN_HOST_NQN), id1.hostnqn);
 	ck_assert_str_eq(ann(s, "worker-1", RULES_ANN_HOST_ID), id1.hostid);
+	{ /* created with an (empty) spec, as the kubelet's CSINode has one */
+		cJSON *o = NULL;
+		ck_assert_int_eq(
+		    store_get(s, store_kind_lookup("csinode"), NULL, "worker-1", &o, NULL), 0);
+		ck_assert(cJSON_IsObject(cJSON_GetObjectItem(o, "spec")));
+		cJSON_Delete(o);
+	}
 	/* again: idempotent */
 	ck_assert_int_eq(node_publish_identity_store(s, "worker-1", &id1, &e), 0);
 	/* a changed identity updates the annotations */
