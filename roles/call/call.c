@@ -54,7 +54,7 @@ int call_main(int argc, char **argv)
 {
 	const char *ca = "", *cert = "", *key = "", *server_name = "";
 	int64_t timeout_ms = 30000;
-	bool pretty = false;
+	bool pretty = false, proto_names = false;
 	const struct flag_def defs[] = {
 	    {"timeout", FLAG_DURATION, &timeout_ms, "deadline of the call", false},
 	    {"tls-ca", FLAG_STRING, &ca, "CA (PEM) to verify the server: enables TLS", false},
@@ -63,6 +63,9 @@ int call_main(int argc, char **argv)
 	    {"server-name", FLAG_STRING, &server_name, "name expected in the server certificate",
 	     false},
 	    {"pretty", FLAG_BOOL, &pretty, "indent the JSON response", false},
+	    {"proto-names", FLAG_BOOL, &proto_names,
+	     "name the response's fields as the .proto does (snake_case) instead of lowerCamelCase",
+	     false},
 	};
 	const size_t ndefs = sizeof(defs) / sizeof(defs[0]);
 	char **pos = calloc((size_t)argc + 1, sizeof(char *));
@@ -79,8 +82,10 @@ int call_main(int argc, char **argv)
 		flags_usage(
 		    stdout, "pillar-csi call",
 		    "One gRPC call: pillar-csi call ADDRESS /package.Service/Method [JSON|-]\n"
-		    "ADDRESS is unix:///path or host:port; the request is a JSON object with the\n"
-		    ".proto field names (default {}); the response is printed as JSON.",
+		    "ADDRESS is unix:///path or host:port; the request is a JSON object (default "
+		    "{})\n"
+		    "whose fields are named as in the .proto (volume_id) or in lowerCamelCase\n"
+		    "(volumeId); the response is printed as proto3 JSON, fields in lowerCamelCase.",
 		    defs, ndefs);
 		free(pos);
 		return 0;
@@ -139,7 +144,7 @@ int call_main(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", grpc_code_name(st.code), st.msg);
 		goto out;
 	}
-	cJSON *out = pbjson_from_message(resp);
+	cJSON *out = pbjson_from_message(resp, proto_names ? PBJSON_PROTO_NAMES : 0);
 	char *s = out ? (pretty ? cJSON_Print(out) : cJSON_PrintUnformatted(out)) : NULL;
 	if (s) {
 		printf("%s\n", s);

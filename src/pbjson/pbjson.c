@@ -19,25 +19,42 @@ static bool is_wrapper(const ProtobufCMessageDescriptor *d)
 	       strcmp(d->fields[0].name, "value") == 0 && strstr(d->name, "Value") != NULL;
 }
 
+size_t pbjson_json_name(const char *name, char *buf, size_t size)
+{
+	size_t n = 0;
+	bool up = false;
+	for (const char *p = name; *p; p++) {
+		char c = *p;
+		if (c == '_') {
+			up = true;
+			continue;
+		}
+		if (up)
+			c = (char)toupper((unsigned char)c);
+		up = false;
+		if (n + 1 < size)
+			buf[n] = c;
+		n++;
+	}
+	if (size)
+		buf[n < size ? n : size - 1] = '\0';
+	return n;
+}
+
+/* The field named by its .proto name or by its JSON name (protoc's json_name). */
 static const ProtobufCFieldDescriptor *field_by_json_name(const ProtobufCMessageDescriptor *d,
                                                           const char *name)
 {
 	const ProtobufCFieldDescriptor *f =
 	    protobuf_c_message_descriptor_get_field_by_name(d, name);
-	char snake[128];
-	size_t n = 0;
+	char json[128];
 	if (f)
 		return f;
-	for (const char *p = name; *p && n + 2 < sizeof(snake); p++) {
-		if (isupper((unsigned char)*p)) {
-			snake[n++] = '_';
-			snake[n++] = (char)tolower((unsigned char)*p);
-		} else {
-			snake[n++] = *p;
-		}
-	}
-	snake[n] = '\0';
-	return protobuf_c_message_descriptor_get_field_by_name(d, snake);
+	for (unsigned i = 0; i < d->n_fields; i++)
+		if (pbjson_json_name(d->fields[i].name, json, sizeof(json)) < sizeof(json) &&
+		    strcmp(json, name) == 0)
+			return &d->fields[i];
+	return NULL;
 }
 
 static int get_int(const cJSON *v, double lo, double hi, long double *out)
@@ -304,7 +321,7 @@ static cJSON *num64(long double v)
 	return cJSON_CreateString(buf);
 }
 
-static cJSON *scalar_json(const ProtobufCFieldDescriptor *f, const void *p)
+static cJSON *scalar_json(const ProtobufCFieldDescriptor *f, const void *p, unsigned flags)
 {
 	switch (f->type) {
 	case PROTOBUF_C_TYPE_INT32:
@@ -347,8 +364,9 @@ static cJSON *scalar_json(const ProtobufCFieldDescriptor *f, const void *p)
 		const ProtobufCMessage *sub = *(ProtobufCMessage *const *)p;
 		if (sub && is_wrapper(sub->descriptor))
 			return scalar_json(&sub->descriptor->fields[0],
-			                   (const char *)sub + sub->descriptor->fields[0].offset);
-		return sub ? pbjson_from_message(sub) : cJSON_CreateNull();
+			                   (const char *)sub + sub->descriptor->fields[0].offset,
+			                   flags);
+		return sub ? pbjson_from_message(sub, flags) : cJSON_CreateNull();
 	}
 	}
 	return cJSON_CreateNull();
@@ -370,8 +388,19 @@ static bool is_default(const ProtobufCFieldDescriptor *f, const void *p)
 	}
 }
 
-cJSON *pbjson_from_message(const ProtobufCMessage *m)
+/* The member name of f: its JSON name, or its .proto name with PBJSON_PROTO_NAMES (or when the
+ * JSON name does not fit buf, which no field of ours comes near). */
+static const char *field_key(const ProtobufCFieldDescriptor *f, unsigned flags, char *buf,
+                             size_t size)
 {
+	if (flags & PBJSON_PROTO_NAMES || pbjson_json_name(f->name, buf, size) >= size)
+		return f->name;
+	return buf;
+}
+
+cJSON *pbjson_from_message(const ProtobufCMessage *m, unsigned flags)
+{
+	char name[128];
 	const ProtobufCMessageDescriptor *d = m->descriptor;
 	const char *base = (const char *)m;
 	cJSON *o = cJSON_CreateObject();
@@ -386,15 +415,16 @@ cJSON *pbjson_from_message(const ProtobufCMessage *m)
 			if (n == 0)
 				continue;
 			if (is_map_entry(f)) {
-				cJSON *map = cJSON_AddObjectToObject(o, f->name);
+				cJSON *map = cJSON_AddObjectToObject(
+				    o, field_key(f, flags, name, sizeof(name)));
 				const ProtobufCMessageDescriptor *md = f->descriptor;
 				for (size_t k = 0; k < n; k++) {
 					const char *ent =
 					    (const char *)((ProtobufCMessage *const *)arr)[k];
-					cJSON *key =
-					    scalar_json(&md->fields[0], ent + md->fields[0].offset);
-					cJSON *val =
-					    scalar_json(&md->fields[1], ent + md->fields[1].offset);
+					cJSON *key = scalar_json(&md->fields[0],
+					                         ent + md->fields[0].offset, flags);
+					cJSON *val = scalar_json(&md->fields[1],
+					                         ent + md->fields[1].offset, flags);
 					char kbuf[64];
 					const char *ks =
 					    cJSON_IsString(key) ? key->valuestring : kbuf;
@@ -405,11 +435,12 @@ cJSON *pbjson_from_message(const ProtobufCMessage *m)
 					cJSON_Delete(key);
 				}
 			} else {
-				cJSON *a = cJSON_AddArrayToObject(o, f->name);
+				cJSON *a = cJSON_AddArrayToObject(
+				    o, field_key(f, flags, name, sizeof(name)));
 				for (size_t k = 0; k < n; k++)
 					cJSON_AddItemToArray(
-					    a,
-					    scalar_json(f, (const char *)arr + k * elem_size(f)));
+					    a, scalar_json(f, (const char *)arr + k * elem_size(f),
+					                   flags));
 			}
 			continue;
 		}
@@ -424,7 +455,8 @@ cJSON *pbjson_from_message(const ProtobufCMessage *m)
 		} else if (is_default(f, p)) {
 			continue;
 		}
-		cJSON_AddItemToObject(o, f->name, scalar_json(f, p));
+		cJSON_AddItemToObject(o, field_key(f, flags, name, sizeof(name)),
+		                      scalar_json(f, p, flags));
 	}
 	return o;
 }
@@ -450,7 +482,7 @@ static void strip_secrets(cJSON *j)
 
 char *pbjson_log_text(const ProtobufCMessage *m)
 {
-	cJSON *j = m ? pbjson_from_message(m) : NULL;
+	cJSON *j = m ? pbjson_from_message(m, PBJSON_PROTO_NAMES) : NULL;
 	if (!j)
 		return NULL;
 	strip_secrets(j);

@@ -1,6 +1,10 @@
 /* pbjson — protobuf-c messages to and from JSON, by reflection over their descriptors.
  *
- * Field names are the .proto names (snake_case); lowerCamelCase names are accepted on input.
+ * Output names fields by their JSON names, as protoc derives json_name and the proto3 JSON mapping
+ * (and grpcurl) prints them: lowerCamelCase, "capacity_bytes" -> "capacityBytes" (our .proto
+ * files set no json_name option, which protobuf-c descriptors would not carry); PBJSON_PROTO_NAMES
+ * prints the .proto names instead.  Input accepts either spelling of each field.  Map keys are
+ * data and never renamed.
  * Enums are written by name and read by name or number; 64-bit integers are JSON numbers while
  * they fit a double exactly, else decimal strings (both read back); bytes are base64; maps are
  * JSON objects; oneof members are plain members.  Output leaves out proto3 fields that hold their
@@ -19,8 +23,17 @@
 int pbjson_to_message(const ProtobufCMessageDescriptor *d, const cJSON *j, ProtobufCMessage **out,
                       struct err *e);
 
-/* A new JSON object for m (caller owns), or NULL when out of memory. */
-cJSON *pbjson_from_message(const ProtobufCMessage *m);
+enum pbjson_flags {
+	PBJSON_PROTO_NAMES = 1, /* member names are the .proto field names (snake_case) */
+};
+
+/* A new JSON object for m (caller owns), or NULL when out of memory.  flags: enum pbjson_flags. */
+cJSON *pbjson_from_message(const ProtobufCMessage *m, unsigned flags);
+
+/* protoc's JSON name of the .proto field name `name` (each '_' dropped, the letter after it
+ * upper-cased) into buf of size bytes, always NUL-terminated when size > 0.  Returns its length;
+ * >= size means it was truncated. */
+size_t pbjson_json_name(const char *name, char *buf, size_t size);
 
 /* m as one line of JSON for logs, every member named `secrets` (the CSI fields marked
  * csi_secret) replaced by "***stripped***" as csi-lib-utils' protosanitizer does; malloc'd,

@@ -40,15 +40,34 @@ START_TEST(test_roundtrip_agent_request)
 	ck_assert_str_eq(r->volumes[0]->exports[0]->allowed_initiators[1], "nqn.b");
 	ck_assert_int_eq(r->volumes[0]->exports[0]->export_params->nvmeof_tcp->port, 4420);
 	ck_assert_uint_eq(r->volumes[0]->fence->generation, UINT64_MAX);
-	/* and back: the same document (names, enum names, the big number as a string) */
-	cJSON *back = pbjson_from_message(m);
+	/* and back: the same document in JSON names (lowerCamelCase at every depth), enum
+	 * names, the big number as a string */
+	cJSON *back = pbjson_from_message(m, 0);
 	const cJSON *v0 = cJSON_GetArrayItem(cJSON_GetObjectItem(back, "volumes"), 0);
-	ck_assert_str_eq(json_get_str(v0, "backend_type"), "BACKEND_TYPE_FILE");
+	ck_assert_str_eq(json_get_str(v0, "volumeId"), "fp/v1");
+	ck_assert_str_eq(json_get_str(v0, "backendType"), "BACKEND_TYPE_FILE");
+	ck_assert_ptr_null(cJSON_GetObjectItem(v0, "backend_type"));
 	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(v0, "fence"), "generation"),
 	                 "18446744073709551615");
+	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(v0, "fence"), "volumeUid"), "u");
+	ck_assert_ptr_nonnull(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(v0, "backendParams"), "file"));
+	ck_assert_ptr_null(cJSON_GetObjectItem(cJSON_GetObjectItem(v0, "backendParams"), "zfs"));
+	const cJSON *x0 = cJSON_GetArrayItem(cJSON_GetObjectItem(v0, "exports"), 0);
+	ck_assert_str_eq(json_get_str(x0, "protocolType"), "PROTOCOL_TYPE_NVMEOF_TCP");
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(x0, "allowedInitiators")), 2);
+	ck_assert_str_eq(
+	    json_get_str(cJSON_GetObjectItem(cJSON_GetObjectItem(x0, "exportParams"), "nvmeofTcp"),
+	                 "bindAddress"),
+	    "10.0.0.1");
+	cJSON_Delete(back);
+	/* PBJSON_PROTO_NAMES: the .proto names, as before */
+	back = pbjson_from_message(m, PBJSON_PROTO_NAMES);
+	v0 = cJSON_GetArrayItem(cJSON_GetObjectItem(back, "volumes"), 0);
+	ck_assert_str_eq(json_get_str(v0, "backend_type"), "BACKEND_TYPE_FILE");
+	ck_assert_ptr_null(cJSON_GetObjectItem(v0, "backendType"));
 	ck_assert_ptr_nonnull(
 	    cJSON_GetObjectItem(cJSON_GetObjectItem(v0, "backend_params"), "file"));
-	ck_assert_ptr_null(cJSON_GetObjectItem(cJSON_GetObjectItem(v0, "backend_params"), "zfs"));
 	cJSON_Delete(back);
 	protobuf_c_message_free_unpacked(m, NULL);
 	cJSON_Delete(j);
@@ -68,7 +87,7 @@ START_TEST(test_maps_bytes_and_errors)
 	ck_assert_uint_eq(r->n_parameters, 2);
 	ck_assert_str_eq(r->parameters[1]->key, "b");
 	ck_assert_str_eq(r->volume_capabilities[0]->mount->fs_type, "xfs");
-	cJSON *back = pbjson_from_message(m);
+	cJSON *back = pbjson_from_message(m, 0);
 	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(back, "parameters"), "a"), "1");
 	cJSON_Delete(back);
 	protobuf_c_message_free_unpacked(m, NULL);
@@ -78,7 +97,7 @@ START_TEST(test_maps_bytes_and_errors)
 	ck_assert_int_eq(
 	    pbjson_to_message(&pillar_csi__agent__v1__send_volume_chunk__descriptor, j, &m, &e), 0);
 	ck_assert_uint_eq(((PillarCsi__Agent__V1__SendVolumeChunk *)m)->data.len, 5);
-	back = pbjson_from_message(m);
+	back = pbjson_from_message(m, 0);
 	ck_assert_str_eq(json_get_str(back, "data"), "aGVsbG8=");
 	cJSON_Delete(back);
 	protobuf_c_message_free_unpacked(m, NULL);
@@ -114,7 +133,7 @@ START_TEST(test_wrappers_are_bare_values)
 	struct err e = {0};
 	ck_assert_int_eq(pbjson_to_message(&csi__v1__probe_response__descriptor, j, &m, &e), 0);
 	ck_assert(((Csi__V1__ProbeResponse *)m)->ready->value);
-	cJSON *back = pbjson_from_message(m);
+	cJSON *back = pbjson_from_message(m, 0);
 	char *s = cJSON_PrintUnformatted(back);
 	ck_assert_str_eq(s, "{\"ready\":true}");
 	cJSON_free(s);
@@ -124,13 +143,86 @@ START_TEST(test_wrappers_are_bare_values)
 	/* the object form is still read */
 	j = parse("{\"ready\":{\"value\":false}}");
 	ck_assert_int_eq(pbjson_to_message(&csi__v1__probe_response__descriptor, j, &m, &e), 0);
-	back = pbjson_from_message(m);
+	back = pbjson_from_message(m, 0);
 	s = cJSON_PrintUnformatted(back);
 	ck_assert_str_eq(s, "{\"ready\":false}");
 	cJSON_free(s);
 	cJSON_Delete(back);
 	protobuf_c_message_free_unpacked(m, NULL);
 	cJSON_Delete(j);
+}
+END_TEST
+
+/* Both spellings of every field on input, the JSON spelling on output; map keys untouched. */
+START_TEST(test_json_names)
+{
+	static const struct {
+		const char *proto, *json;
+	} names[] = {
+	    {"capacity_bytes", "capacityBytes"},
+	    {"volume_id", "volumeId"},
+	    {"nvmeof_tcp", "nvmeofTcp"},
+	    {"ready", "ready"},
+	    {"a_b_c", "aBC"},
+	    {"x__y_", "xY"},
+	    {"field_2x", "field2x"},
+	};
+	char buf[32];
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		ck_assert_uint_eq(pbjson_json_name(names[i].proto, buf, sizeof(buf)),
+		                  strlen(names[i].json));
+		ck_assert_str_eq(buf, names[i].json);
+	}
+	ck_assert_uint_eq(pbjson_json_name("capacity_bytes", buf, 5), 13); /* truncated */
+	ck_assert_str_eq(buf, "capa");
+
+	static const char *const in[] = {
+	    "{\"volume_id\":\"p/"
+	    "v\",\"capacity_bytes\":\"5\",\"backend_type\":\"BACKEND_TYPE_ZFS_ZVOL\","
+	    "\"backend_params\":{\"zfs\":{\"pool\":\"tank\",\"parent_dataset\":\"k8s\","
+	    "\"properties\":{\"com.x:some_key\":\"v\"}}}}",
+	    "{\"volumeId\":\"p/v\",\"capacityBytes\":5,\"backendType\":\"BACKEND_TYPE_ZFS_ZVOL\","
+	    "\"backendParams\":{\"zfs\":{\"pool\":\"tank\",\"parentDataset\":\"k8s\","
+	    "\"properties\":{\"com.x:some_key\":\"v\"}}}}",
+	};
+	for (size_t i = 0; i < 2; i++) {
+		cJSON *j = parse(in[i]);
+		ProtobufCMessage *m;
+		struct err e = {0};
+		ck_assert_msg(
+		    pbjson_to_message(&pillar_csi__agent__v1__create_volume_request__descriptor, j,
+		                      &m, &e) == 0,
+		    "%s: %s", in[i], e.msg);
+		PillarCsi__Agent__V1__CreateVolumeRequest *r = (void *)m;
+		ck_assert_str_eq(r->volume_id, "p/v");
+		ck_assert_int_eq(r->capacity_bytes, 5);
+		ck_assert_str_eq(r->backend_params->zfs->parent_dataset, "k8s");
+		cJSON *back = pbjson_from_message(m, 0);
+		char *s = cJSON_PrintUnformatted(back);
+		ck_assert_str_eq(
+		    s, "{\"volumeId\":\"p/v\",\"capacityBytes\":5,"
+		       "\"backendType\":\"BACKEND_TYPE_ZFS_ZVOL\",\"backendParams\":{\"zfs\":{"
+		       "\"pool\":\"tank\",\"parentDataset\":\"k8s\","
+		       "\"properties\":{\"com.x:some_key\":\"v\"}}}}");
+		cJSON_free(s);
+		cJSON_Delete(back);
+		protobuf_c_message_free_unpacked(m, NULL);
+		cJSON_Delete(j);
+	}
+	/* a name that is neither spelling is refused, naming it */
+	static const char *const bad[] = {"{\"Volume_id\":\"x\"}", "{\"volumeID\":\"x\"}",
+	                                  "{\"volume_Id\":\"x\"}"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cJSON *j = parse(bad[i]);
+		ProtobufCMessage *m;
+		struct err e = {0};
+		ck_assert_int_eq(
+		    pbjson_to_message(&pillar_csi__agent__v1__create_volume_request__descriptor, j,
+		                      &m, &e),
+		    -EINVAL);
+		ck_assert_ptr_nonnull(strstr(e.msg, "has no field"));
+		cJSON_Delete(j);
+	}
 }
 END_TEST
 
@@ -141,6 +233,7 @@ int main(void)
 	tcase_add_test(t, test_roundtrip_agent_request);
 	tcase_add_test(t, test_maps_bytes_and_errors);
 	tcase_add_test(t, test_wrappers_are_bare_values);
+	tcase_add_test(t, test_json_names);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
