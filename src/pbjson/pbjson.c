@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define EXACT 9007199254740992.0 /* 2^53 */
 
@@ -18,6 +19,92 @@ static bool is_wrapper(const ProtobufCMessageDescriptor *d)
 	return strncmp(d->name, "google.protobuf.", 16) == 0 && d->n_fields == 1 &&
 	       strcmp(d->fields[0].name, "value") == 0 && strstr(d->name, "Value") != NULL;
 }
+
+/* ---- google.protobuf.Timestamp: an RFC 3339 string in UTC (proto3 JSON mapping) ----------- */
+
+#define TS_MIN (-62135596800LL) /* 0001-01-01T00:00:00Z */
+#define TS_MAX 253402300799LL   /* 9999-12-31T23:59:59Z */
+
+static bool is_timestamp(const ProtobufCMessageDescriptor *d)
+{
+	return strcmp(d->name, "google.protobuf.Timestamp") == 0;
+}
+
+static void *ts_member(const ProtobufCMessage *m, const char *name)
+{
+	const ProtobufCFieldDescriptor *f =
+	    protobuf_c_message_descriptor_get_field_by_name(m->descriptor, name);
+	return (char *)m + f->offset;
+}
+
+static int64_t *ts_seconds(const ProtobufCMessage *m)
+{
+	return ts_member(m, "seconds");
+}
+
+static int32_t *ts_nanos(const ProtobufCMessage *m)
+{
+	return ts_member(m, "nanos");
+}
+
+/* "2026-01-02T03:04:05[.frac](Z|+hh:mm|-hh:mm)" into seconds and nanos; -EINVAL when malformed
+ * or outside years 1..9999. */
+static int ts_parse(const char *s, int64_t *sec, int32_t *nanos)
+{
+	struct tm tm = {0};
+	const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	int32_t ns = 0;
+	int digits = 0;
+	if (!p || strlen(s) < 20 || s[4] != '-' || s[10] != 'T')
+		return -EINVAL;
+	if (*p == '.')
+		for (p++; isdigit((unsigned char)*p); p++, digits++)
+			if (digits < 9)
+				ns = ns * 10 + (*p - '0');
+	if (p[-1] == '.' || digits > 9)
+		return -EINVAL;
+	for (int i = digits; i < 9; i++)
+		ns *= 10;
+	int64_t t = (int64_t)timegm(&tm);
+	if (*p == '+' || *p == '-') {
+		int hh, mm, n = 0;
+		if (sscanf(p + 1, "%2d:%2d%n", &hh, &mm, &n) != 2 || n != 5 || p[6] || hh > 23 ||
+		    mm > 59)
+			return -EINVAL;
+		t += (*p == '+' ? -1 : 1) * (int64_t)(hh * 3600 + mm * 60);
+	} else if (strcmp(p, "Z") != 0) {
+		return -EINVAL;
+	}
+	if (t < TS_MIN || t > TS_MAX)
+		return -EINVAL;
+	*sec = t;
+	*nanos = ns;
+	return 0;
+}
+
+static cJSON *ts_json(const ProtobufCMessage *m)
+{
+	int64_t sec = *ts_seconds(m);
+	int32_t ns = *ts_nanos(m);
+	char buf[48];
+	struct tm tm;
+	time_t t = (time_t)sec;
+	if (sec < TS_MIN || sec > TS_MAX || ns < 0 || ns > 999999999 || !gmtime_r(&t, &tm))
+		return NULL;
+	size_t n = (size_t)snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d",
+	                            tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+	                            tm.tm_min, tm.tm_sec);
+	if (ns % 1000000 == 0 && ns)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, ".%03d", ns / 1000000);
+	else if (ns % 1000 == 0 && ns)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, ".%06d", ns / 1000);
+	else if (ns)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, ".%09d", ns);
+	snprintf(buf + n, sizeof(buf) - n, "Z");
+	return cJSON_CreateString(buf);
+}
+
+/* ---- names ------------------------------------------------------------------------------------ */
 
 size_t pbjson_json_name(const char *name, char *buf, size_t size)
 {
@@ -184,6 +271,23 @@ static int set_scalar(const ProtobufCFieldDescriptor *f, const cJSON *v, void *d
 			*(ProtobufCMessage **)dst = w;
 			return set_scalar(&md->fields[0], v, (char *)w + md->fields[0].offset, e);
 		}
+		if (is_timestamp(md) && cJSON_IsString(v)) {
+			int64_t sec;
+			int32_t ns;
+			if (ts_parse(v->valuestring, &sec, &ns) < 0)
+				return err_set(e, -EINVAL,
+				               "field %s: \"%s\" is not an RFC 3339 time in years "
+				               "1-9999",
+				               f->name, v->valuestring);
+			ProtobufCMessage *t = calloc(1, md->sizeof_message);
+			if (!t)
+				return err_set(e, -ENOMEM, "out of memory");
+			md->message_init(t);
+			*ts_seconds(t) = sec;
+			*ts_nanos(t) = ns;
+			*(ProtobufCMessage **)dst = t;
+			return 0;
+		}
 		return pbjson_to_message(md, v, (ProtobufCMessage **)dst, e);
 	}
 	}
@@ -309,15 +413,18 @@ int pbjson_to_message(const ProtobufCMessageDescriptor *d, const cJSON *j, Proto
 
 /* ---- message → JSON ----------------------------------------------------------------------- */
 
-static cJSON *num64(long double v)
+/* 64-bit integers are decimal strings in proto3 JSON, whatever their size. */
+static cJSON *int64_json(int64_t v)
 {
-	if (fabsl(v) <= EXACT)
-		return cJSON_CreateNumber((double)v);
 	char buf[32];
-	if (v < 0)
-		snprintf(buf, sizeof(buf), "%" PRId64, (int64_t)v);
-	else
-		snprintf(buf, sizeof(buf), "%" PRIu64, (uint64_t)v);
+	snprintf(buf, sizeof(buf), "%" PRId64, v);
+	return cJSON_CreateString(buf);
+}
+
+static cJSON *uint64_json(uint64_t v)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "%" PRIu64, v);
 	return cJSON_CreateString(buf);
 }
 
@@ -331,9 +438,9 @@ static cJSON *scalar_json(const ProtobufCFieldDescriptor *f, const void *p, unsi
 	case PROTOBUF_C_TYPE_FIXED32: return cJSON_CreateNumber(*(const uint32_t *)p);
 	case PROTOBUF_C_TYPE_INT64:
 	case PROTOBUF_C_TYPE_SINT64:
-	case PROTOBUF_C_TYPE_SFIXED64: return num64(*(const int64_t *)p);
+	case PROTOBUF_C_TYPE_SFIXED64: return int64_json(*(const int64_t *)p);
 	case PROTOBUF_C_TYPE_UINT64:
-	case PROTOBUF_C_TYPE_FIXED64: return num64(*(const uint64_t *)p);
+	case PROTOBUF_C_TYPE_FIXED64: return uint64_json(*(const uint64_t *)p);
 	case PROTOBUF_C_TYPE_FLOAT: return cJSON_CreateNumber(*(const float *)p);
 	case PROTOBUF_C_TYPE_DOUBLE: return cJSON_CreateNumber(*(const double *)p);
 	case PROTOBUF_C_TYPE_BOOL: return cJSON_CreateBool(*(const protobuf_c_boolean *)p);
@@ -366,6 +473,11 @@ static cJSON *scalar_json(const ProtobufCFieldDescriptor *f, const void *p, unsi
 			return scalar_json(&sub->descriptor->fields[0],
 			                   (const char *)sub + sub->descriptor->fields[0].offset,
 			                   flags);
+		if (sub && is_timestamp(sub->descriptor)) {
+			cJSON *t = ts_json(sub);
+			if (t)
+				return t;
+		}
 		return sub ? pbjson_from_message(sub, flags) : cJSON_CreateNull();
 	}
 	}

@@ -5,9 +5,11 @@
  * files set no json_name option, which protobuf-c descriptors would not carry); PBJSON_PROTO_NAMES
  * prints the .proto names instead.  Input accepts either spelling of each field.  Map keys are
  * data and never renamed.
- * Enums are written by name and read by name or number; 64-bit integers are JSON numbers while
- * they fit a double exactly, else decimal strings (both read back); bytes are base64; maps are
- * JSON objects; oneof members are plain members.  Output leaves out proto3 fields that hold their
+ * Enums are written by name and read by name or number; 64-bit integers are written as decimal
+ * strings (proto3 JSON) and read from strings or exact JSON numbers; bytes are base64; maps are
+ * JSON objects; oneof members are plain members; google.protobuf wrappers are bare values and
+ * google.protobuf.Timestamp is an RFC 3339 string in UTC ("2026-01-02T03:04:05.250Z"; the
+ * {"seconds","nanos"} object is read too).  Output leaves out proto3 fields that hold their
  * default value, like the canonical JSON mapping.  Used by `pillar-csi call` and tests.
  */
 #ifndef PILLAR_PBJSON_PBJSON_H

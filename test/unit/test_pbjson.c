@@ -200,7 +200,7 @@ START_TEST(test_json_names)
 		cJSON *back = pbjson_from_message(m, 0);
 		char *s = cJSON_PrintUnformatted(back);
 		ck_assert_str_eq(
-		    s, "{\"volumeId\":\"p/v\",\"capacityBytes\":5,"
+		    s, "{\"volumeId\":\"p/v\",\"capacityBytes\":\"5\","
 		       "\"backendType\":\"BACKEND_TYPE_ZFS_ZVOL\",\"backendParams\":{\"zfs\":{"
 		       "\"pool\":\"tank\",\"parentDataset\":\"k8s\","
 		       "\"properties\":{\"com.x:some_key\":\"v\"}}}}");
@@ -226,6 +226,65 @@ START_TEST(test_json_names)
 }
 END_TEST
 
+/* Reads in into a message of d and prints it back; want NULL: the input must be refused. */
+static void roundtrip(const ProtobufCMessageDescriptor *d, const char *in, const char *want)
+{
+	cJSON *j = parse(in);
+	ProtobufCMessage *m;
+	struct err e = {0};
+	int r = pbjson_to_message(d, j, &m, &e);
+	cJSON_Delete(j);
+	if (!want) {
+		ck_assert_msg(r == -EINVAL, "accepted %s", in);
+		ck_assert_ptr_null(m);
+		return;
+	}
+	ck_assert_msg(r == 0, "%s: %s", in, e.msg);
+	cJSON *back = pbjson_from_message(m, 0);
+	char *s = cJSON_PrintUnformatted(back);
+	ck_assert_str_eq(s, want);
+	cJSON_free(s);
+	cJSON_Delete(back);
+	protobuf_c_message_free_unpacked(m, NULL);
+}
+
+/* proto3 JSON: 64-bit integers are strings on output (numbers still read), Timestamp is RFC 3339 */
+START_TEST(test_int64_and_timestamps)
+{
+	const ProtobufCMessageDescriptor *cv =
+	    &pillar_csi__agent__v1__create_volume_response__descriptor;
+	const ProtobufCMessageDescriptor *hc =
+	    &pillar_csi__agent__v1__health_check_response__descriptor;
+	roundtrip(cv, "{\"capacityBytes\":1}", "{\"capacityBytes\":\"1\"}");
+	roundtrip(cv, "{\"capacity_bytes\":\"-9223372036854775808\"}",
+	          "{\"capacityBytes\":\"-9223372036854775808\"}");
+	roundtrip(hc, "{\"checkedAt\":\"1970-01-01T00:00:00Z\"}",
+	          "{\"checkedAt\":\"1970-01-01T00:00:00Z\"}");
+	roundtrip(hc, "{\"checked_at\":{\"seconds\":1796282654,\"nanos\":250000000}}",
+	          "{\"checkedAt\":\"2026-12-03T07:24:14.250Z\"}");
+	roundtrip(hc, "{\"checkedAt\":\"2026-12-03T09:24:14.00025+02:00\"}",
+	          "{\"checkedAt\":\"2026-12-03T07:24:14.000250Z\"}");
+	roundtrip(hc, "{\"checkedAt\":\"2026-12-03T07:24:14.000000001-00:30\"}",
+	          "{\"checkedAt\":\"2026-12-03T07:54:14.000000001Z\"}");
+	roundtrip(hc, "{\"checkedAt\":\"0001-01-01T00:00:00Z\"}",
+	          "{\"checkedAt\":\"0001-01-01T00:00:00Z\"}");
+	roundtrip(hc, "{\"checkedAt\":\"9999-12-31T23:59:59.999999999Z\"}",
+	          "{\"checkedAt\":\"9999-12-31T23:59:59.999999999Z\"}");
+	static const char *const bad[] = {
+	    "{\"checkedAt\":\"2026-12-03 07:24:14Z\"}",
+	    "{\"checkedAt\":\"2026-12-03T07:24:14\"}",
+	    "{\"checkedAt\":\"2026-12-03T07:24:14.Z\"}",
+	    "{\"checkedAt\":\"2026-12-03T07:24:14.1234567891Z\"}",
+	    "{\"checkedAt\":\"2026-12-03T07:24:14+2:00\"}",
+	    "{\"checkedAt\":\"2026-12-03T07:24:14Zjunk\"}",
+	    "{\"checkedAt\":\"9999-12-31T23:59:59-01:00\"}",
+	    "{\"checkedAt\":5}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		roundtrip(hc, bad[i], NULL);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("pbjson");
@@ -234,6 +293,7 @@ int main(void)
 	tcase_add_test(t, test_maps_bytes_and_errors);
 	tcase_add_test(t, test_wrappers_are_bare_values);
 	tcase_add_test(t, test_json_names);
+	tcase_add_test(t, test_int64_and_timestamps);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
