@@ -19,7 +19,7 @@ BUILD_DEBS := gcc make libc6-dev libprotobuf-c-dev protobuf-c-compiler libprotob
               libyaml-dev pkg-config dpkg-dev apt file binutils git ca-certificates
 TEST_DEBS  := check python3 python3-grpcio python3-protobuf protobuf-compiler \
               protobuf-compiler-grpc nghttp2-client curl libgrpc++-dev clang libclang-rt-14-dev \
-              openssl valgrind etcd-server python3-hypercorn python3-h2 python3-yaml python3-jwt \
+              openssl valgrind jq iproute2 etcd-server python3-hypercorn python3-h2 python3-yaml python3-jwt \
               python3-cryptography $(KUBECTL_DEB)
 # test/kube drives kubectl; Debian's kubernetes-client only where no kubectl is installed.
 KUBECTL_DEB := $(if $(shell command -v kubectl 2>/dev/null),,kubernetes-client)
