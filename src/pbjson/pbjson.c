@@ -91,9 +91,9 @@ static cJSON *ts_json(const ProtobufCMessage *m)
 	time_t t = (time_t)sec;
 	if (sec < TS_MIN || sec > TS_MAX || ns < 0 || ns > 999999999 || !gmtime_r(&t, &tm))
 		return NULL;
-	size_t n = (size_t)snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d",
-	                            tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-	                            tm.tm_min, tm.tm_sec);
+	size_t n =
+	    (size_t)snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
+	                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 	if (ns % 1000000 == 0 && ns)
 		n += (size_t)snprintf(buf + n, sizeof(buf) - n, ".%03d", ns / 1000000);
 	else if (ns % 1000 == 0 && ns)
