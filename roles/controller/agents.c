@@ -14,12 +14,12 @@ int agents_address(struct ctl *c, const char *agent, char *addr, size_t cap, str
 	if (r == STORE_NOT_FOUND || r == STORE_INVALID)
 		return GRPC_NOT_FOUND;
 	if (r < 0)
-		return gstatus(gs, GRPC_UNAVAILABLE, "reading PillarAgent \"%s\": %s", agent,
-		               e.msg);
+		return grpc_status_set(gs, GRPC_UNAVAILABLE, "reading PillarAgent \"%s\": %s",
+		                       agent, e.msg);
 	const char *a = pa.status.resolved_address;
 	if (!a || !*a)
-		r = gstatus(gs, GRPC_UNAVAILABLE, "PillarAgent \"%s\" has no resolved address",
-		            agent);
+		r = grpc_status_set(gs, GRPC_UNAVAILABLE,
+		                    "PillarAgent \"%s\" has no resolved address", agent);
 	else
 		snprintf(addr, cap, "%s", a);
 	model_clear(&model_pa_kind, &pa);
@@ -31,7 +31,8 @@ int agents_address_of_volume(struct ctl *c, const char *agent, char *addr, size_
 {
 	int r = agents_address(c, agent, addr, cap, gs);
 	if (r == GRPC_NOT_FOUND)
-		r = gstatus(gs, GRPC_FAILED_PRECONDITION, "PillarAgent \"%s\" not found", agent);
+		r = grpc_status_set(gs, GRPC_FAILED_PRECONDITION, "PillarAgent \"%s\" not found",
+		                    agent);
 	return r;
 }
 

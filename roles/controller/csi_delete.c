@@ -23,8 +23,8 @@ static int delete_object(struct ctl *c, const char *pname, const char *uid, int 
 	int d = store_delete(c->st, model_store_kind(&model_pvst_kind), NULL, pname, uid, NULL, &e);
 	if (d == 0 || d == STORE_NOT_FOUND)
 		return GRPC_OK;
-	return gstatus(gs, d == STORE_CONFLICT ? conflict_code : GRPC_UNAVAILABLE,
-	               "deleting PillarVolumeState \"%s\": %s", pname, e.msg);
+	return grpc_status_set(gs, d == STORE_CONFLICT ? conflict_code : GRPC_UNAVAILABLE,
+	                       "deleting PillarVolumeState \"%s\": %s", pname, e.msg);
 }
 
 /* FAILED_PRECONDITION naming the nodes a volume is still published to. */
@@ -36,10 +36,11 @@ static int still_published(const struct model_pvst *v, const char *volume_id,
 	for (size_t i = 0; i < v->status.n_published; i++)
 		o += (size_t)snprintf(list + o, o < sizeof(list) ? sizeof(list) - o : 0, "%s%s",
 		                      o ? ", " : "", str(v->status.published[i].node_id));
-	return gstatus(gs, GRPC_FAILED_PRECONDITION,
-	               "volume \"%s\" is still published to nodes [%s]; unpublish it before "
-	               "deleting",
-	               volume_id, list);
+	return grpc_status_set(
+	    gs, GRPC_FAILED_PRECONDITION,
+	    "volume \"%s\" is still published to nodes [%s]; unpublish it before "
+	    "deleting",
+	    volume_id, list);
 }
 
 /* The agent's UnexportVolume and DeleteVolume under generation gen. */
@@ -49,7 +50,7 @@ static int agent_delete(struct ctl *c, const struct rules_volid *v, const struct
 	char addr[300];
 	int r = agents_address(c, v->agent, addr, sizeof(addr), gs);
 	if (r == GRPC_NOT_FOUND)
-		return gstatus(
+		return grpc_status_set(
 		    gs, GRPC_FAILED_PRECONDITION,
 		    "PillarAgent \"%s\" not found; cannot confirm that volume \"%s\" was "
 		    "removed",
@@ -111,7 +112,7 @@ int csi_delete_volume(struct ctl *c, const Csi__V1__DeleteVolumeRequest *req,
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
 	if (!req->volume_id || !*req->volume_id)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
 	int r = pvst_locked(c, req->volume_id, true, delete_locked, req->volume_id, gs);
 	if (r)
 		return r;
@@ -163,12 +164,12 @@ static int expand_locked(struct ctl *c, const struct rules_volid *v, const char 
 	(void)pname;
 	int r = pvst_find(c, volume_id, &obj, gs);
 	if (r == GRPC_NOT_FOUND)
-		return gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", volume_id);
+		return grpc_status_set(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", volume_id);
 	if (r)
 		return r;
 	if (pvst_deleting(&obj))
-		r = gstatus(gs, GRPC_FAILED_PRECONDITION, "volume \"%s\" is being deleted",
-		            volume_id);
+		r = grpc_status_set(gs, GRPC_FAILED_PRECONDITION, "volume \"%s\" is being deleted",
+		                    volume_id);
 	else
 		r = agent_expand(c, v, &obj, x->size, &x->bytes, gs);
 	model_clear(&model_pvst_kind, &obj);
@@ -182,18 +183,18 @@ int csi_controller_expand(struct ctl *c, const Csi__V1__ControllerExpandVolumeRe
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
 	if (!req->volume_id || !*req->volume_id)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
 	if (!req->capacity_range)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "capacity_range is required");
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT, "capacity_range is required");
 	int64_t R = req->capacity_range->required_bytes, L = req->capacity_range->limit_bytes;
 	if (R <= 0)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT,
-		               "capacity_range.required_bytes must be positive");
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT,
+		                       "capacity_range.required_bytes must be positive");
 	int64_t size = (R + MiB - 1) / MiB * MiB;
 	if (L > 0 && size > L)
-		return gstatus(gs, GRPC_OUT_OF_RANGE,
-		               "capacity %lld bytes exceeds limit_bytes %lld", (long long)size,
-		               (long long)L);
+		return grpc_status_set(gs, GRPC_OUT_OF_RANGE,
+		                       "capacity %lld bytes exceeds limit_bytes %lld",
+		                       (long long)size, (long long)L);
 	struct expand x = {.volume_id = req->volume_id, .size = size};
 	int r = pvst_locked(c, req->volume_id, false, expand_locked, &x, gs);
 	if (r)

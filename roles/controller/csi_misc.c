@@ -42,18 +42,20 @@ static bool mode_ok(int m)
 int csi_check_capability(const Csi__V1__VolumeCapability *cap, struct grpc_status *gs)
 {
 	if (!cap->access_mode)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume capability has no access mode");
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT,
+		                       "volume capability has no access mode");
 	if (!mode_ok(cap->access_mode->mode))
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "access mode %s is not supported",
-		               csi_mode_name(cap->access_mode->mode));
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT, "access mode %s is not supported",
+		                       csi_mode_name(cap->access_mode->mode));
 	if (cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK)
 		return 0;
 	if (cap->access_type_case != CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT,
-		               "volume capability has neither block nor mount access type");
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT,
+		                       "volume capability has neither block nor mount access type");
 	const char *fs = cap->mount->fs_type ? cap->mount->fs_type : "";
 	if (*fs && strcmp(fs, "ext4") && strcmp(fs, "xfs"))
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "fs_type \"%s\" is not supported", fs);
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT, "fs_type \"%s\" is not supported",
+		                       fs);
 	return 0;
 }
 
@@ -342,12 +344,14 @@ int csi_validate_capabilities(struct ctl *c, const Csi__V1__ValidateVolumeCapabi
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
 	if (!req->volume_id || !*req->volume_id)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
 	if (req->n_volume_capabilities == 0)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_capabilities is required");
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT,
+		                       "volume_capabilities is required");
 	int r = pvst_find(c, req->volume_id, &obj, gs);
 	if (r == GRPC_NOT_FOUND)
-		return gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", req->volume_id);
+		return grpc_status_set(gs, GRPC_NOT_FOUND, "volume \"%s\" not found",
+		                       req->volume_id);
 	if (r)
 		return r;
 	char why[GRPC_STATUS_MSG_MAX] = "";

@@ -25,7 +25,7 @@ int csi_claim(struct model_pvst *v, void *arg, struct grpc_status *gs)
 	struct csi_claim *cl = arg;
 	if (cl->set_deleting) {
 		if (v->status.n_published > 0)
-			return gstatus(
+			return grpc_status_set(
 			    gs, GRPC_FAILED_PRECONDITION,
 			    "volume \"%s\" is still published; unpublish it before deleting",
 			    cl->volume_id);
@@ -34,7 +34,8 @@ int csi_claim(struct model_pvst *v, void *arg, struct grpc_status *gs)
 		                   "volume is being deleted", v->meta.generation) < 0)
 			return grpc_status_oom(gs);
 	} else if (pvst_deleting(v)) {
-		return gstatus(gs, GRPC_ABORTED, "volume \"%s\" is being deleted", cl->name);
+		return grpc_status_set(gs, GRPC_ABORTED, "volume \"%s\" is being deleted",
+		                       cl->name);
 	}
 	cl->gen = pvst_gen(v) + 1;
 	pvst_gen_set(v, cl->gen);
@@ -142,7 +143,7 @@ static int record_success(struct ctl *c, const char *name, const char *uid, stru
 		int r = model_get(c->st, &model_pvst_kind, NULL, name, &v, &e);
 		if (r < 0 || strcmp(str(v.meta.uid), uid)) {
 			model_clear(&model_pvst_kind, &v);
-			return gstatus(
+			return grpc_status_set(
 			    gs, GRPC_ABORTED,
 			    "volume lifecycle of PillarVolumeState \"%s\" changed; retry", name);
 		}
@@ -157,10 +158,12 @@ static int record_success(struct ctl *c, const char *name, const char *uid, stru
 		if (r == 0)
 			return GRPC_OK;
 		if (r != STORE_CONFLICT)
-			return gstatus(gs, GRPC_UNAVAILABLE,
-			               "annotating PillarVolumeState \"%s\": %s", name, e.msg);
+			return grpc_status_set(gs, GRPC_UNAVAILABLE,
+			                       "annotating PillarVolumeState \"%s\": %s", name,
+			                       e.msg);
 	}
-	return gstatus(gs, GRPC_ABORTED, "PillarVolumeState \"%s\" keeps changing; retry", name);
+	return grpc_status_set(gs, GRPC_ABORTED, "PillarVolumeState \"%s\" keeps changing; retry",
+	                       name);
 }
 
 /* ---- CreateVolume ------------------------------------------------------------------------------ */
@@ -193,15 +196,15 @@ static int validate_caps(const Csi__V1__CreateVolumeRequest *req, bool *block,
 		if (cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT &&
 		    cap->mount->fs_type && *cap->mount->fs_type &&
 		    strcmp(cap->mount->fs_type, fstype))
-			return gstatus(
+			return grpc_status_set(
 			    gs, GRPC_INVALID_ARGUMENT,
 			    "volume_capabilities carry different fs_type values \"%s\" and "
 			    "\"%s\"",
 			    fstype, cap->mount->fs_type);
 	}
 	if (any_block && any_mount)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT,
-		               "volume_capabilities mix block and mount access types");
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT,
+		                       "volume_capabilities mix block and mount access types");
 	*block = any_block;
 	return 0;
 }
@@ -210,18 +213,22 @@ static int validate_create(const Csi__V1__CreateVolumeRequest *req, bool *block,
                            struct grpc_status *gs)
 {
 	if (!req->name || !rules_volname_valid(req->name))
-		return gstatus(gs, GRPC_INVALID_ARGUMENT,
-		               "volume name \"%s\" must match [A-Za-z0-9][A-Za-z0-9_-]{0,127}",
-		               req->name ? req->name : "");
+		return grpc_status_set(
+		    gs, GRPC_INVALID_ARGUMENT,
+		    "volume name \"%s\" must match [A-Za-z0-9][A-Za-z0-9_-]{0,127}",
+		    req->name ? req->name : "");
 	if (req->n_volume_capabilities == 0)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_capabilities is required");
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT,
+		                       "volume_capabilities is required");
 	int r = validate_caps(req, block, gs);
 	if (r)
 		return r;
 	if (req->volume_content_source)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_content_source is not supported");
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT,
+		                       "volume_content_source is not supported");
 	if (req->n_mutable_parameters)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "mutable_parameters are not supported");
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT,
+		                       "mutable_parameters are not supported");
 	return 0;
 }
 
@@ -282,8 +289,9 @@ static int create_object(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 	if (rules_volid_make(ro.agent, ro.backend_type, ro.pool, req->name, vid, sizeof(vid), &id) <
 	    0) {
 		resolve_out_clear(&ro);
-		return gstatus(gs, GRPC_INVALID_ARGUMENT,
-		               "volume ID \"%s\" would be malformed (agent or pool name)", vid);
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT,
+		                       "volume ID \"%s\" would be malformed (agent or pool name)",
+		                       vid);
 	}
 	r = new_pvst(&v, &ro, vid, &id, size, pname);
 	resolve_out_clear(&ro);
@@ -292,8 +300,9 @@ static int create_object(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 	if (r == STORE_ALREADY_EXISTS)
 		return GRPC_ALREADY_EXISTS; /* concurrent replica: re-read (gs untouched) */
 	if (r < 0)
-		return gstatus(gs, GRPC_UNAVAILABLE, "creating PillarVolumeState \"%s\": %s", pname,
-		               e.msg[0] ? e.msg : "out of memory");
+		return grpc_status_set(gs, GRPC_UNAVAILABLE,
+		                       "creating PillarVolumeState \"%s\": %s", pname,
+		                       e.msg[0] ? e.msg : "out of memory");
 	r = pvst_update(c, pname, out.meta.uid, m_provisioning, NULL, NULL, gs);
 	model_clear(&model_pvst_kind, &out);
 	return r;
@@ -324,15 +333,16 @@ static int create_size(const Csi__V1__CreateVolumeRequest *req, int64_t *size,
 	int64_t R = req->capacity_range ? req->capacity_range->required_bytes : 0;
 	int64_t L = req->capacity_range ? req->capacity_range->limit_bytes : 0;
 	if (R < 0 || L < 0)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "capacity_range must not be negative");
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT,
+		                       "capacity_range must not be negative");
 	int64_t s = R > 0 ? R : GiB;
 	if (R == 0 && L > 0 && s > L)
 		s = L;
 	s = (s + MiB - 1) / MiB * MiB;
 	if (L > 0 && s > L)
-		return gstatus(gs, GRPC_OUT_OF_RANGE,
-		               "capacity %lld bytes exceeds limit_bytes %lld", (long long)s,
-		               (long long)L);
+		return grpc_status_set(gs, GRPC_OUT_OF_RANGE,
+		                       "capacity %lld bytes exceeds limit_bytes %lld", (long long)s,
+		                       (long long)L);
 	*size = s;
 	return 0;
 }
@@ -345,12 +355,14 @@ static int create_existing(struct ctl *c, const Csi__V1__CreateVolumeRequest *re
 	const char *phase = str(v->status.phase);
 	int64_t cap = v->spec.capacity_bytes;
 	if (pvst_deleting(v))
-		return gstatus(gs, GRPC_ABORTED, "volume \"%s\" is being deleted", req->name);
+		return grpc_status_set(gs, GRPC_ABORTED, "volume \"%s\" is being deleted",
+		                       req->name);
 	if (cap != size)
-		return gstatus(gs, GRPC_ALREADY_EXISTS,
-		               "volume \"%s\" already exists with capacity %lld bytes; requested "
-		               "%lld",
-		               req->name, (long long)cap, (long long)size);
+		return grpc_status_set(
+		    gs, GRPC_ALREADY_EXISTS,
+		    "volume \"%s\" already exists with capacity %lld bytes; requested "
+		    "%lld",
+		    req->name, (long long)cap, (long long)size);
 	if (strcmp(phase, "Provisioning") && strcmp(phase, "CreatePartial") && phase[0])
 		return respond(v, resp, gs); /* Ready (and later phases): fast path */
 	return csi_provision(c, v, pname, resp, gs);
@@ -385,8 +397,8 @@ int csi_create_volume(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 			continue; /* re-read and go on at step 3 */
 		}
 		if (r < 0) {
-			r = gstatus(gs, GRPC_UNAVAILABLE, "reading PillarVolumeState \"%s\": %s",
-			            pname, e.msg);
+			r = grpc_status_set(gs, GRPC_UNAVAILABLE,
+			                    "reading PillarVolumeState \"%s\": %s", pname, e.msg);
 			break;
 		}
 		r = create_existing(c, req, &v, size, pname, resp, gs);
@@ -394,7 +406,8 @@ int csi_create_volume(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 		break;
 	}
 	if (r == GRPC_OK && !*resp)
-		r = gstatus(gs, GRPC_ABORTED, "volume \"%s\" keeps changing; retry", req->name);
+		r = grpc_status_set(gs, GRPC_ABORTED, "volume \"%s\" keeps changing; retry",
+		                    req->name);
 	keylock_release(&c->locks, &hold);
 	return r;
 }
@@ -535,9 +548,10 @@ int csi_provision(struct ctl *c, const struct model_pvst *v, const char *pname,
 	p.avid = str(v->spec.agent_volume_id);
 	int r = agents_address(c, p.agent, p.addr, sizeof(p.addr), gs);
 	if (r == GRPC_NOT_FOUND)
-		return gstatus(gs, GRPC_NOT_FOUND,
-		               "PillarAgent \"%s\" (named via PillarStore \"%s\") not found",
-		               p.agent, str(store_name));
+		return grpc_status_set(
+		    gs, GRPC_NOT_FOUND,
+		    "PillarAgent \"%s\" (named via PillarStore \"%s\") not found", p.agent,
+		    str(store_name));
 	if (r)
 		return r;
 	if (export_spec(&p) < 0) {

@@ -37,7 +37,4 @@ void ctl_fini(struct ctl *c);
 /* true when the store answers (a list of PillarAgents succeeds): readiness (csi.md §1.1). */
 bool ctl_store_ready(struct ctl *c);
 
-/* The controller's name for grpc_status_set (grpc/status.h: the one status of every role). */
-#define gstatus grpc_status_set
-
 #endif

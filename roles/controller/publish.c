@@ -51,7 +51,7 @@ static int check_entry(const struct pub *p, const struct model_pvst_published *i
 	if (strcmp(node, p->node)) {
 		if (single_node(mode) ||
 		    (!strcmp(mode, "MULTI_NODE_READER_ONLY") && single_node(p->mode)))
-			return gstatus(
+			return grpc_status_set(
 			    gs, GRPC_FAILED_PRECONDITION,
 			    "volume \"%s\" is published to another node \"%s\" (access mode "
 			    "%s, readonly=%s); cannot publish to node \"%s\" with access "
@@ -60,20 +60,22 @@ static int check_entry(const struct pub *p, const struct model_pvst_published *i
 		return 0;
 	}
 	if (it->has_revoking && it->revoking)
-		return gstatus(gs, GRPC_ABORTED,
-		               "volume \"%s\" is being unpublished from node \"%s\"; retry later",
-		               p->id, node);
+		return grpc_status_set(
+		    gs, GRPC_ABORTED,
+		    "volume \"%s\" is being unpublished from node \"%s\"; retry later", p->id,
+		    node);
 	if (strcmp(nqn, p->nqn))
-		return gstatus(gs, GRPC_FAILED_PRECONDITION,
-		               "volume \"%s\" is published to node \"%s\" with host NQN \"%s\" but "
-		               "the node now reports \"%s\"; unpublish it first",
-		               p->id, node, nqn, p->nqn);
+		return grpc_status_set(
+		    gs, GRPC_FAILED_PRECONDITION,
+		    "volume \"%s\" is published to node \"%s\" with host NQN \"%s\" but "
+		    "the node now reports \"%s\"; unpublish it first",
+		    p->id, node, nqn, p->nqn);
 	if (strcmp(mode, p->mode) || ro != p->ro)
-		return gstatus(gs, GRPC_ALREADY_EXISTS,
-		               "volume \"%s\" is already published to node \"%s\" with access mode "
-		               "%s, readonly=%s; requested access mode %s, readonly=%s",
-		               p->id, node, mode, ro ? "true" : "false", p->mode,
-		               p->ro ? "true" : "false");
+		return grpc_status_set(
+		    gs, GRPC_ALREADY_EXISTS,
+		    "volume \"%s\" is already published to node \"%s\" with access mode "
+		    "%s, readonly=%s; requested access mode %s, readonly=%s",
+		    p->id, node, mode, ro ? "true" : "false", p->mode, p->ro ? "true" : "false");
 	return 0;
 }
 
@@ -102,8 +104,8 @@ static int m_publish(struct model_pvst *v, void *arg, struct grpc_status *gs)
 	bool mine = false;
 	int r;
 	if (pvst_deleting(v))
-		return gstatus(gs, GRPC_FAILED_PRECONDITION, "volume \"%s\" is being deleted",
-		               p->id);
+		return grpc_status_set(gs, GRPC_FAILED_PRECONDITION,
+		                       "volume \"%s\" is being deleted", p->id);
 	for (size_t i = 0; i < v->status.n_published; i++) {
 		if ((r = check_entry(p, &v->status.published[i], gs)) != 0)
 			return r;
@@ -132,7 +134,7 @@ static int duplicate_nqn(struct ctl *c, const char *node, const char *nqn, bool 
 		if (!a || strcmp(a, nqn) || !strcmp(n, node))
 			continue;
 		if (acl)
-			r = gstatus(
+			r = grpc_status_set(
 			    gs, GRPC_FAILED_PRECONDITION,
 			    "host NQN \"%s\" is also used by node \"%s\"; give every worker a "
 			    "unique /etc/nvme/hostnqn and /etc/nvme/hostid",
@@ -153,15 +155,16 @@ static int host_nqn(struct ctl *c, const char *node, char *nqn, size_t cap, stru
 	struct err e = {0};
 	int g = model_get(c->st, &model_csinode_kind, NULL, node, &cn, &e);
 	if (g == STORE_NOT_FOUND || g == STORE_INVALID)
-		return gstatus(gs, GRPC_NOT_FOUND, "CSINode \"%s\" not found", node);
+		return grpc_status_set(gs, GRPC_NOT_FOUND, "CSINode \"%s\" not found", node);
 	if (g < 0)
-		return gstatus(gs, GRPC_UNAVAILABLE, "reading CSINode \"%s\": %s", node, e.msg);
+		return grpc_status_set(gs, GRPC_UNAVAILABLE, "reading CSINode \"%s\": %s", node,
+		                       e.msg);
 	const char *a = model_map_get(&cn.meta.annotations, RULES_ANN_HOST_NQN);
 	int r = 0;
 	if (!a || !*a)
-		r = gstatus(gs, GRPC_FAILED_PRECONDITION,
-		            "CSINode \"%s\" is missing annotation \"" RULES_ANN_HOST_NQN "\"",
-		            node);
+		r = grpc_status_set(
+		    gs, GRPC_FAILED_PRECONDITION,
+		    "CSINode \"%s\" is missing annotation \"" RULES_ANN_HOST_NQN "\"", node);
 	else
 		snprintf(nqn, cap, "%s", a);
 	model_clear(&model_csinode_kind, &cn);
@@ -193,11 +196,11 @@ static int allow(struct ctl *c, const struct rules_volid *v, const struct model_
 static int publish_args(const Csi__V1__ControllerPublishVolumeRequest *req, struct grpc_status *gs)
 {
 	if (!req->volume_id || !*req->volume_id)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
 	if (!req->node_id || !*req->node_id)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "node_id is required");
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT, "node_id is required");
 	if (!req->volume_capability)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_capability is required");
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT, "volume_capability is required");
 	return csi_check_capability(req->volume_capability, gs);
 }
 
@@ -210,12 +213,13 @@ static int publish_locked(struct ctl *c, const struct rules_volid *v, const char
 	char nqn[256];
 	int r = pvst_find(c, req->volume_id, &obj, gs);
 	if (r == GRPC_NOT_FOUND)
-		return gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", req->volume_id);
+		return grpc_status_set(gs, GRPC_NOT_FOUND, "volume \"%s\" not found",
+		                       req->volume_id);
 	if (r)
 		return r;
 	if (pvst_deleting(&obj))
-		r = gstatus(gs, GRPC_FAILED_PRECONDITION, "volume \"%s\" is being deleted",
-		            req->volume_id);
+		r = grpc_status_set(gs, GRPC_FAILED_PRECONDITION, "volume \"%s\" is being deleted",
+		                    req->volume_id);
 	bool acl = acl_enabled(&obj);
 	struct pub p = {.id = req->volume_id,
 	                .node = req->node_id,
@@ -285,9 +289,9 @@ static int m_release(struct model_pvst *v, void *arg, struct grpc_status *gs)
 	struct unpub *u = arg;
 	size_t w = 0;
 	if (pvst_gen(v) != u->gen)
-		return gstatus(gs, GRPC_ABORTED,
-		               "publication of volume \"%s\" changed during unpublish; retry",
-		               u->id);
+		return grpc_status_set(
+		    gs, GRPC_ABORTED,
+		    "publication of volume \"%s\" changed during unpublish; retry", u->id);
 	for (size_t i = 0; i < v->status.n_published; i++) {
 		struct model_pvst_published *it = &v->status.published[i];
 		if (targeted(u, it) && it->has_revoking && it->revoking) {
@@ -343,7 +347,7 @@ static int unpublish_locked(struct ctl *c, const struct rules_volid *v, const ch
 	if (acl) {
 		r = agents_address(c, v->agent, addr, sizeof(addr), gs);
 		if (r == GRPC_NOT_FOUND)
-			r = gstatus(
+			r = grpc_status_set(
 			    gs, GRPC_FAILED_PRECONDITION,
 			    "PillarAgent \"%s\" not found; keeping the publication of volume "
 			    "\"%s\" on node \"%s\"",
@@ -366,7 +370,7 @@ int csi_controller_unpublish(struct ctl *c, const Csi__V1__ControllerUnpublishVo
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
 	if (!req->volume_id || !*req->volume_id)
-		return gstatus(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
 	int r = pvst_locked(c, req->volume_id, true, unpublish_locked, (void *)req, gs);
 	if (r)
 		return r;

@@ -6,9 +6,10 @@
 
 static int lifecycle_changed(struct grpc_status *gs, const char *name, const char *uid)
 {
-	return gstatus(gs, GRPC_ABORTED,
-	               "volume lifecycle of PillarVolumeState \"%s\" changed (uid %s); retry", name,
-	               uid ? uid : "");
+	return grpc_status_set(
+	    gs, GRPC_ABORTED,
+	    "volume lifecycle of PillarVolumeState \"%s\" changed (uid %s); retry", name,
+	    uid ? uid : "");
 }
 
 /* One read-modify-write; -ESTALE (STORE_CONFLICT) asks for another try. */
@@ -23,8 +24,8 @@ static int pvst_try(struct ctl *c, const char *name, const char *uid, pvst_fn fn
 		return lifecycle_changed(gs, name, uid);
 	}
 	if (r < 0)
-		return gstatus(gs, GRPC_UNAVAILABLE, "reading PillarVolumeState \"%s\": %s", name,
-		               e.msg);
+		return grpc_status_set(gs, GRPC_UNAVAILABLE, "reading PillarVolumeState \"%s\": %s",
+		                       name, e.msg);
 	r = fn(&v, arg, gs);
 	if (r == PVST_SKIP) {
 		if (out)
@@ -41,9 +42,11 @@ static int pvst_try(struct ctl *c, const char *name, const char *uid, pvst_fn fn
 	if (r == STORE_CONFLICT || r >= 0)
 		return r;
 	if (r == STORE_NOT_FOUND)
-		return gstatus(gs, GRPC_ABORTED,
-		               "volume lifecycle of PillarVolumeState \"%s\" changed; retry", name);
-	return gstatus(gs, GRPC_UNAVAILABLE, "updating PillarVolumeState \"%s\": %s", name, e.msg);
+		return grpc_status_set(
+		    gs, GRPC_ABORTED, "volume lifecycle of PillarVolumeState \"%s\" changed; retry",
+		    name);
+	return grpc_status_set(gs, GRPC_UNAVAILABLE, "updating PillarVolumeState \"%s\": %s", name,
+	                       e.msg);
 }
 
 int pvst_update(struct ctl *c, const char *name, const char *uid, pvst_fn fn, void *arg,
@@ -56,7 +59,8 @@ int pvst_update(struct ctl *c, const char *name, const char *uid, pvst_fn fn, vo
 		if (r != STORE_CONFLICT)
 			return r;
 	}
-	return gstatus(gs, GRPC_ABORTED, "PillarVolumeState \"%s\" keeps changing; retry", name);
+	return grpc_status_set(gs, GRPC_ABORTED, "PillarVolumeState \"%s\" keeps changing; retry",
+	                       name);
 }
 
 uint64_t pvst_gen(const struct model_pvst *v)
@@ -156,8 +160,8 @@ int pvst_find(struct ctl *c, const char *volume_id, struct model_pvst *out, stru
 	if (r == STORE_NOT_FOUND)
 		return GRPC_NOT_FOUND;
 	if (r < 0)
-		return gstatus(gs, GRPC_UNAVAILABLE, "reading PillarVolumeState \"%s\": %s", name,
-		               e.msg);
+		return grpc_status_set(gs, GRPC_UNAVAILABLE, "reading PillarVolumeState \"%s\": %s",
+		                       name, e.msg);
 	if (!out->spec.volume_id || strcmp(out->spec.volume_id, volume_id)) {
 		model_clear(&model_pvst_kind, out);
 		return GRPC_NOT_FOUND;
@@ -171,9 +175,9 @@ int pvst_locked(struct ctl *c, const char *volume_id, bool absent_ok, pvst_locke
 	struct rules_volid v;
 	char pname[RULES_PVST_NAME_CAP];
 	if (rules_volid_parse(volume_id, &v) < 0)
-		return absent_ok
-		           ? GRPC_OK
-		           : gstatus(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", volume_id);
+		return absent_ok ? GRPC_OK
+		                 : grpc_status_set(gs, GRPC_NOT_FOUND, "volume \"%s\" not found",
+		                                   volume_id);
 	rules_pvst_name(v.name, pname, sizeof(pname));
 	struct keylock_hold hold;
 	keylock_wait(&c->locks, &hold, pname);

@@ -155,14 +155,14 @@ static int volume_names(struct ctl *c, const char *agent, const char *only,
 		if (g == STORE_NOT_FOUND)
 			return GRPC_OK; /* nothing to look at */
 		if (g < 0)
-			return gstatus(gs, GRPC_UNAVAILABLE, "reading PillarVolumeState \"%s\": %s",
-			               only, e.msg);
+			return grpc_status_set(gs, GRPC_UNAVAILABLE,
+			                       "reading PillarVolumeState \"%s\": %s", only, e.msg);
 		return model_strs_add(names, only) < 0 ? grpc_status_oom(gs) : GRPC_OK;
 	}
 	snprintf(sel, sizeof(sel), RULES_LABEL_AGENT "=%s", agent);
 	if (model_list(c->st, &model_pvst_kind, NULL, sel, (void **)&items, &n, NULL, &e) < 0)
-		return gstatus(gs, GRPC_UNAVAILABLE, "listing volumes of agent \"%s\": %s", agent,
-		               e.msg);
+		return grpc_status_set(gs, GRPC_UNAVAILABLE, "listing volumes of agent \"%s\": %s",
+		                       agent, e.msg);
 	int r = GRPC_OK;
 	for (size_t i = 0; r == GRPC_OK && i < n; i++)
 		if (model_strs_add(names, items[i].meta.name) < 0)
@@ -306,7 +306,7 @@ static const char *agent_addr(struct ctl *c, const char *agent, char *buf, size_
 {
 	int r = agents_address(c, agent, buf, cap, why);
 	if (r == GRPC_NOT_FOUND)
-		gstatus(why, GRPC_UNAVAILABLE, "PillarAgent \"%s\" not found", agent);
+		grpc_status_set(why, GRPC_UNAVAILABLE, "PillarAgent \"%s\" not found", agent);
 	return r == GRPC_OK ? buf : NULL;
 }
 
