@@ -31,10 +31,7 @@ int svc_ok(struct grpc_status *st)
 
 char *svc_strdup(const char *s)
 {
-	char *d = strdup(s ? s : "");
-	if (!d)
-		abort(); /* response strings are tiny; out of memory here is not survivable anyway */
-	return d;
+	return strdup(s ? s : "");
 }
 
 static char *opt_dup(const char *s, const char *def)
@@ -357,22 +354,26 @@ static bool tool_ok(const char *const argv[])
 	return ok;
 }
 
-static PB(PoolInfo) * pool_info(backend *b)
+/* The pool's entry in *out (NULL when its capacity cannot be read); 0, or -ENOMEM (a partly
+ * built entry is still stored in *out for the response's free). */
+static int pool_info(backend *b, PB(PoolInfo) * *out)
 {
 	int64_t total, avail;
+	*out = NULL;
 	if (b->ops->capacity(b, &total, &avail, NULL) < 0)
-		return NULL;
+		return 0;
 	PB(PoolInfo) *p = malloc(sizeof(*p));
 	if (!p)
-		abort();
+		return -ENOMEM;
 	pillar_csi__agent__v1__pool_info__init(p);
+	*out = p;
 	p->name = svc_strdup(b->cfg.pool);
 	p->backend_type = (PB(BackendType))b->cfg.kind;
 	p->total_bytes = total;
 	p->available_bytes = avail;
 	p->parent_dataset = svc_strdup(b->cfg.parent_dataset);
 	p->thin_pool = svc_strdup(b->cfg.thin_pool);
-	return p;
+	return p->name && p->parent_dataset && p->thin_pool ? 0 : -ENOMEM;
 }
 
 int agent_get_capabilities(agent_service *a, const PB(GetCapabilitiesRequest) * req,
@@ -395,8 +396,11 @@ int agent_get_capabilities(agent_service *a, const PB(GetCapabilitiesRequest) * 
 	resp->supported_backends = calloc(3, sizeof(*resp->supported_backends));
 	resp->supported_protocols = calloc(1, sizeof(*resp->supported_protocols));
 	resp->discovered_pools = calloc(a->n_backends + 1, sizeof(*resp->discovered_pools));
-	if (!resp->supported_backends || !resp->supported_protocols || !resp->discovered_pools)
-		abort();
+	if (!resp->agent_version || !resp->supported_backends || !resp->supported_protocols ||
+	    !resp->discovered_pools) {
+		svc_leave(a);
+		return grpc_status_oom(st);
+	}
 	if (zfs)
 		resp->supported_backends[resp->n_supported_backends++] =
 		    PILLAR_CSI__AGENT__V1__BACKEND_TYPE__BACKEND_TYPE_ZFS_ZVOL;
@@ -409,13 +413,15 @@ int agent_get_capabilities(agent_service *a, const PB(GetCapabilitiesRequest) * 
 	if (nvmet_available(a->nv) && host_path_exists(a, "/sys/module/nvmet_tcp"))
 		resp->supported_protocols[resp->n_supported_protocols++] =
 		    PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP;
+	int oom = 0;
 	for (size_t i = 0; i < a->n_backends; i++) {
-		PB(PoolInfo) *p = pool_info(a->backends[i]);
+		PB(PoolInfo) * p;
+		oom |= pool_info(a->backends[i], &p);
 		if (p)
 			resp->discovered_pools[resp->n_discovered_pools++] = p;
 	}
 	svc_leave(a);
-	return svc_ok(st);
+	return oom ? grpc_status_oom(st) : svc_ok(st);
 }
 
 static int pool_for_read(agent_service *a, int type, const char *pool, backend **out,
@@ -474,12 +480,14 @@ int agent_list_volumes(agent_service *a, const PB(ListVolumesRequest) * req,
 	if (code == GRPC_OK) {
 		resp->volumes = calloc(n + 1, sizeof(*resp->volumes));
 		if (!resp->volumes)
-			abort();
-		for (size_t i = 0; i < n; i++) {
+			code = grpc_status_oom(st);
+		for (size_t i = 0; code == GRPC_OK && i < n; i++) {
 			char id[AGENT_VOLID_MAX + 140], nqn[256], dev[PATH_MAX];
 			PB(VolumeInfo) *vi = malloc(sizeof(*vi));
-			if (!vi)
-				abort();
+			if (!vi) {
+				code = grpc_status_oom(st);
+				break;
+			}
 			pillar_csi__agent__v1__volume_info__init(vi);
 			snprintf(id, sizeof(id), "%s/%s", b->cfg.pool, v[i].name);
 			vi->volume_id = svc_strdup(id);
@@ -491,8 +499,11 @@ int agent_list_volumes(agent_service *a, const PB(ListVolumesRequest) * req,
 			               nvmet_subsys_exists(a->nv, nqn);
 			pthread_mutex_unlock(&a->nv_mu);
 			resp->volumes[resp->n_volumes++] = vi;
+			if (!vi->volume_id || !vi->device_path)
+				code = grpc_status_oom(st);
 		}
-		code = svc_ok(st);
+		if (code == GRPC_OK)
+			code = svc_ok(st);
 	}
 	free(v);
 	svc_leave(a);
@@ -521,13 +532,16 @@ int agent_list_exports(agent_service *a, const PB(ListExportsRequest) * req,
 		goto out;
 	}
 	resp->exports = calloc(n + 1, sizeof(*resp->exports));
-	if (!resp->exports)
-		abort();
-	for (size_t i = 0; i < n; i++) {
+	code = resp->exports ? GRPC_OK : grpc_status_oom(st);
+	for (size_t i = 0; code == GRPC_OK && i < n; i++) {
 		PB(ListExportsResponse__ExportsEntry) *en = malloc(sizeof(*en));
 		PB(ExportInfo) *info = malloc(sizeof(*info));
-		if (!en || !info)
-			abort();
+		if (!en || !info) {
+			free(en);
+			free(info);
+			code = grpc_status_oom(st);
+			break;
+		}
 		pillar_csi__agent__v1__list_exports_response__exports_entry__init(en);
 		pillar_csi__agent__v1__export_info__init(info);
 		info->target_id = svc_strdup(v[i].nqn);
@@ -536,8 +550,11 @@ int agent_list_exports(agent_service *a, const PB(ListExportsRequest) * req,
 		en->key = svc_strdup(v[i].volume_id);
 		en->value = info;
 		resp->exports[resp->n_exports++] = en;
+		if (!info->target_id || !info->volume_ref || !en->key)
+			code = grpc_status_oom(st);
 	}
-	code = svc_ok(st);
+	if (code == GRPC_OK)
+		code = svc_ok(st);
 out:
 	free(v);
 	svc_leave(a);

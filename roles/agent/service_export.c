@@ -174,12 +174,16 @@ static PB(ExportInfo) * export_info(const struct item *it)
 {
 	PB(ExportInfo) *info = malloc(sizeof(*info));
 	if (!info)
-		abort();
+		return NULL;
 	pillar_csi__agent__v1__export_info__init(info);
 	info->target_id = svc_strdup(it->nqn);
 	info->address = svc_strdup(it->spec.bind_address);
 	info->port = (int32_t)it->spec.port;
 	info->volume_ref = svc_strdup("1");
+	if (!info->target_id || !info->address || !info->volume_ref) {
+		pillar_csi__agent__v1__export_info__free_unpacked(info, NULL);
+		return NULL;
+	}
 	return info;
 }
 
@@ -213,7 +217,7 @@ int agent_export_volume(agent_service *a, const PB(ExportVolumeRequest) * req,
 	    (code = wait_addr(a, it.spec.bind_address, st)) == GRPC_OK &&
 	    (code = link_item(a, &it, st)) == GRPC_OK) {
 		resp->export_info = export_info(&it);
-		code = svc_ok(st);
+		code = resp->export_info ? svc_ok(st) : grpc_status_oom(st);
 	}
 	keylock_release(&a->locks, &hold);
 out:
@@ -372,13 +376,14 @@ static int by_link_order(const void *x, const void *y)
 	return strcmp(a->nqn, b->nqn);
 }
 
-static void run_batch(agent_service *a, struct item *items, size_t n)
+/* 0, or -ENOMEM before any item is touched. */
+static int run_batch(agent_service *a, struct item *items, size_t n)
 {
 	struct grpc_status st = {0};
 	struct item **ord = calloc(n ? n : 1, sizeof(*ord));
 	size_t k = 0;
 	if (!ord)
-		abort();
+		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		if (!items[i].failed)
 			ord[k++] = &items[i];
@@ -426,6 +431,7 @@ static void run_batch(agent_service *a, struct item *items, size_t n)
 		if (ord[i]->locked)
 			keylock_release(&a->locks, &ord[i]->hold);
 	free(ord);
+	return 0;
 }
 
 int agent_reconcile_state(agent_service *a, const PB(ReconcileStateRequest) * req,
@@ -448,8 +454,10 @@ int agent_reconcile_state(agent_service *a, const PB(ReconcileStateRequest) * re
 				goto out;
 			}
 	struct item *items = calloc(req->n_volumes ? req->n_volumes : 1, sizeof(*items));
-	if (!items)
-		abort();
+	if (!items) {
+		code = grpc_status_oom(st);
+		goto out;
+	}
 	pthread_mutex_lock(&a->reconcile_mu);
 	for (size_t i = 0; i < req->n_volumes; i++) {
 		items[i].idx = i;
@@ -457,17 +465,22 @@ int agent_reconcile_state(agent_service *a, const PB(ReconcileStateRequest) * re
 		if (check_item(a, req->volumes[i], &items[i], &ist) != GRPC_OK)
 			fail_item(&items[i], &ist);
 	}
-	run_batch(a, items, req->n_volumes);
+	int oom = run_batch(a, items, req->n_volumes);
 	pthread_mutex_unlock(&a->reconcile_mu);
+	if (oom < 0) {
+		free(items);
+		code = grpc_status_oom(st);
+		goto out;
+	}
 
 	resp->results = calloc(req->n_volumes + 1, sizeof(*resp->results));
-	if (!resp->results)
-		abort();
-	for (size_t i = 0; i < req->n_volumes; i++) {
+	for (size_t i = 0; resp->results && !oom && i < req->n_volumes; i++) {
 		PB(VolumeReconcileResult) *r = malloc(sizeof(*r));
 		char msg[ERR_MSG_MAX + 32];
-		if (!r)
-			abort();
+		if (!r) {
+			oom = -ENOMEM;
+			break;
+		}
 		pillar_csi__agent__v1__volume_reconcile_result__init(r);
 		r->volume_id = svc_strdup(req->volumes[i]->volume_id);
 		r->success = !items[i].failed;
@@ -475,8 +488,10 @@ int agent_reconcile_state(agent_service *a, const PB(ReconcileStateRequest) * re
 			snprintf(msg, sizeof(msg), "%s: %s", grpc_code_name(items[i].code),
 			         items[i].msg);
 			r->error_message = svc_strdup(msg);
+			oom |= r->error_message ? 0 : -ENOMEM;
 		}
 		resp->results[resp->n_results++] = r;
+		oom |= r->volume_id ? 0 : -ENOMEM;
 	}
 	free(items);
 	resp->reconciled_at = agent_svc_now_ts();
@@ -486,7 +501,8 @@ int agent_reconcile_state(agent_service *a, const PB(ReconcileStateRequest) * re
 		    true; /* even when items failed: the per-volume resync retries them */
 		pthread_mutex_unlock(&a->mu);
 	}
-	code = svc_ok(st);
+	/* The batch ran either way; a response that could not be built is RESOURCE_EXHAUSTED. */
+	code = !oom && resp->results && resp->reconciled_at ? svc_ok(st) : grpc_status_oom(st);
 out:
 	svc_leave(a);
 	return code;

@@ -80,6 +80,8 @@ int svc_wait_backing(agent_service *a, backend *b, const struct volref *v, const
                      int64_t deadline_ms, struct grpc_status *st);
 /* Sets OK with an empty message; returns GRPC_OK. */
 int svc_ok(struct grpc_status *st);
+/* A copy of s ("" for NULL) for a response field; NULL when out of memory (the handler then
+ * answers grpc_status_oom, grpc/status.h). */
 char *svc_strdup(const char *s);
 
 #endif

@@ -23,7 +23,7 @@ static Google__Protobuf__Timestamp *now_ts(void)
 	struct timespec ts;
 	Google__Protobuf__Timestamp *t = malloc(sizeof(*t));
 	if (!t)
-		abort();
+		return NULL;
 	google__protobuf__timestamp__init(t);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	t->seconds = ts.tv_sec;
@@ -32,24 +32,26 @@ static Google__Protobuf__Timestamp *now_ts(void)
 }
 
 /* Exported for service_export.c through this prototype only. */
-Google__Protobuf__Timestamp *agent_svc_now_ts(void);
+Google__Protobuf__Timestamp *agent_svc_now_ts(void); /* NULL when out of memory */
 Google__Protobuf__Timestamp *agent_svc_now_ts(void)
 {
 	return now_ts();
 }
 
-static void add_sub(PB(HealthCheckResponse) * r, const char *name, bool ok, const char *msg)
+/* Adds one subsystem's entry (healthy cleared when !ok); 0, or -ENOMEM. */
+static int add_sub(PB(HealthCheckResponse) * r, const char *name, bool ok, const char *msg)
 {
 	PB(SubsystemHealth) *h = malloc(sizeof(*h));
+	if (!ok)
+		r->healthy = false;
 	if (!h)
-		abort();
+		return -ENOMEM;
 	pillar_csi__agent__v1__subsystem_health__init(h);
 	h->name = svc_strdup(name);
 	h->healthy = ok;
 	h->message = svc_strdup(ok ? "" : msg);
 	r->subsystems[r->n_subsystems++] = h;
-	if (!ok)
-		r->healthy = false;
+	return h->name && h->message ? 0 : -ENOMEM;
 }
 
 static bool host_exists(agent_service *a, const char *path)
@@ -146,6 +148,7 @@ int agent_health_check(agent_service *a, const PB(HealthCheckRequest) * req,
 {
 	char msg[PATH_MAX + 128], p[PATH_MAX];
 	bool zfs = false, lvm = false, file = false, ok;
+	int oom = 0;
 	(void)req;
 	if (svc_enter(a, st))
 		return st->code;
@@ -156,20 +159,22 @@ int agent_health_check(agent_service *a, const PB(HealthCheckRequest) * req,
 	}
 	resp->healthy = true;
 	resp->subsystems = calloc(6, sizeof(*resp->subsystems));
-	if (!resp->subsystems)
-		abort();
+	if (!resp->subsystems) {
+		svc_leave(a);
+		return grpc_status_oom(st);
+	}
 	snprintf(p, sizeof(p), "%s/subsystems", nvmet_dir(a->nv));
 	snprintf(msg, sizeof(msg), "%s not found; load nvmet and mount configfs", nvmet_dir(a->nv));
-	add_sub(resp, "nvmet-configfs", access(p, W_OK) == 0, msg);
-	add_sub(resp, "nvmet-tcp", host_exists(a, "/sys/module/nvmet_tcp"),
-	        "nvmet_tcp module not loaded");
+	oom |= add_sub(resp, "nvmet-configfs", access(p, W_OK) == 0, msg);
+	oom |= add_sub(resp, "nvmet-tcp", host_exists(a, "/sys/module/nvmet_tcp"),
+	               "nvmet_tcp module not loaded");
 	if (zfs) {
 		cached_check(a, &a->hc_zfs, check_zfs, msg, sizeof(msg), &ok);
-		add_sub(resp, "zfs", ok, msg);
+		oom |= add_sub(resp, "zfs", ok, msg);
 	}
 	if (lvm) {
 		cached_check(a, &a->hc_lvm, check_lvm, msg, sizeof(msg), &ok);
-		add_sub(resp, "lvm", ok, msg);
+		oom |= add_sub(resp, "lvm", ok, msg);
 	}
 	if (file) { /* Decision: the file backend's directories, like pools */
 		ok = true;
@@ -181,7 +186,7 @@ int agent_health_check(agent_service *a, const PB(HealthCheckRequest) * req,
 				         "directory %s of pool \"%s\" is not writable",
 				         a->backends[i]->cfg.directory, a->backends[i]->cfg.pool);
 			}
-		add_sub(resp, "file", ok, msg);
+		oom |= add_sub(resp, "file", ok, msg);
 	}
 	ok = true;
 	static const char *const subs[] = {"", "/generations", "/nvmet-identity"};
@@ -193,12 +198,12 @@ int agent_health_check(agent_service *a, const PB(HealthCheckRequest) * req,
 			         errno == EROFS ? "EROFS" : strerror(errno));
 		}
 	}
-	add_sub(resp, "state-dir", ok, msg);
+	oom |= add_sub(resp, "state-dir", ok, msg);
 	resp->agent_version = svc_strdup(a->version);
 	resp->checked_at = now_ts();
 	resp->export_restore_pending = agent_service_restore_pending(a);
 	svc_leave(a);
-	return svc_ok(st);
+	return oom || !resp->agent_version || !resp->checked_at ? grpc_status_oom(st) : svc_ok(st);
 }
 
 /* ---- CreateVolume ------------------------------------------------------------------------------ */
@@ -261,12 +266,16 @@ static int do_create(agent_service *a, backend *b, const struct volref *v,
 	    bp->zfs->n_properties) {
 		props = calloc(bp->zfs->n_properties, sizeof(char *));
 		if (!props)
-			abort();
+			return grpc_status_oom(st);
 		for (size_t i = 0; i < bp->zfs->n_properties; i++)
 			if (asprintf(&props[i], "%s=%s", bp->zfs->properties[i]->key,
 			             bp->zfs->properties[i]->value ? bp->zfs->properties[i]->value
-			                                           : "") < 0)
-				abort();
+			                                           : "") < 0) {
+				for (size_t j = 0; j < i; j++)
+					free(props[j]);
+				free(props);
+				return grpc_status_oom(st);
+			}
 		o.props = (const char *const *)props;
 		o.n_props = bp->zfs->n_properties;
 	}
@@ -286,7 +295,7 @@ wait:
 		return grpc_status_from_err(st, &e);
 	resp->device_path = svc_strdup(dev);
 	resp->capacity_bytes = have;
-	return svc_ok(st);
+	return resp->device_path ? svc_ok(st) : grpc_status_oom(st);
 }
 
 int agent_create_volume(agent_service *a, const PB(CreateVolumeRequest) * req,
