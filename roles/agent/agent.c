@@ -24,17 +24,15 @@
 static void consume_drained_marker(const char *state_dir)
 {
 	char path[PATH_MAX];
-	cJSON *m = NULL;
+	char at[64], msg[128];
 	snprintf(path, sizeof(path), "%s/.drained", state_dir);
-	if (json_read_file(path, &m, NULL) == -ENOENT) {
+	if (json_file_get_str(path, "drainedAt", at, sizeof(at), NULL) == -ENOENT) {
 		log_info("previous agent process did not drain");
 		return;
 	}
-	const char *at = m ? json_get_str(m, "drainedAt") : NULL;
-	char msg[128];
-	snprintf(msg, sizeof(msg), "previous agent process drained cleanly at %s", at ? at : "?");
+	snprintf(msg, sizeof(msg), "previous agent process drained cleanly at %s",
+	         at[0] ? at : "?");
 	log_info(msg);
-	cJSON_Delete(m);
 	file_remove_durable(path, NULL);
 }
 

@@ -1,14 +1,16 @@
 #include "version/version.h"
 
-#include <cjson/cJSON.h>
 #include <mbedtls/version.h>
 #include <nghttp2/nghttp2.h>
 #include <nvme/util.h>
 #include <protobuf-c/protobuf-c.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "applets.h"
+#include "base/json.h"
 #include "buildinfo.h"
+#include "model/docs.h"
 
 const char *version_string(void)
 {
@@ -45,7 +47,7 @@ static void linked_versions(struct libver v[5])
 	snprintf(v[0].version, sizeof(v[0].version), "%s", protobuf_c_version());
 	snprintf(v[1].version, sizeof(v[1].version), "%s", nghttp2_version(0)->version_str);
 	snprintf(v[2].version, sizeof(v[2].version), "%s", mbed);
-	snprintf(v[3].version, sizeof(v[3].version), "%s", cJSON_Version());
+	snprintf(v[3].version, sizeof(v[3].version), "%s", json_lib_version());
 	snprintf(v[4].version, sizeof(v[4].version), "%s", nvme_get_version(NVME_VERSION_PROJECT));
 }
 
@@ -65,19 +67,17 @@ int version_main(int argc, char **argv)
 		return r;
 	linked_versions(v);
 	if (strcmp(output, "json") == 0) {
-		cJSON *o = cJSON_CreateObject(), *libs = cJSON_CreateObject();
-		char *s;
-		cJSON_AddStringToObject(o, "version", PILLAR_VERSION);
-		cJSON_AddStringToObject(o, "gitCommit", PILLAR_GIT_COMMIT);
-		cJSON_AddStringToObject(o, "buildDate", PILLAR_BUILD_DATE);
-		for (int i = 0; i < 5; i++)
-			cJSON_AddStringToObject(libs, v[i].name, v[i].version);
-		cJSON_AddItemToObject(o, "libraries", libs);
-		s = cJSON_Print(o);
-		if (s)
+		struct model_version d = {0};
+		char *s = NULL;
+		int ok = model_str_set(&d.version, PILLAR_VERSION) == 0 &&
+		         model_str_set(&d.git_commit, PILLAR_GIT_COMMIT) == 0 &&
+		         model_str_set(&d.build_date, PILLAR_BUILD_DATE) == 0;
+		for (int i = 0; ok && i < 5; i++)
+			ok = model_map_set(&d.libraries, v[i].name, v[i].version) == 0;
+		if (ok && (s = model_type_encode_pretty(&model_version_type, &d)))
 			printf("%s\n", s);
-		cJSON_free(s);
-		cJSON_Delete(o);
+		free(s);
+		model_type_clear(&model_version_type, &d);
 		return s ? 0 : 1;
 	}
 	if (strcmp(output, "text") != 0) {

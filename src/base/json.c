@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,4 +114,19 @@ int json_get_bool(const cJSON *obj, const char *key, bool *out)
 char *json_dump(const cJSON *v)
 {
 	return cJSON_PrintUnformatted(v);
+}
+
+const char *json_lib_version(void)
+{
+	return cJSON_Version();
+}
+
+int json_file_get_str(const char *path, const char *key, char *buf, size_t cap, struct err *e)
+{
+	cJSON *o = NULL;
+	int r = json_read_file(path, &o, e);
+	const char *v = r == 0 ? json_get_str(o, key) : NULL;
+	snprintf(buf, cap, "%s", v ? v : "");
+	cJSON_Delete(o);
+	return r;
 }

@@ -35,6 +35,13 @@ int json_get_int64(const cJSON *obj, const char *key, int64_t *out);
 /* 0, -ENOENT or -EINVAL (not a boolean). */
 int json_get_bool(const cJSON *obj, const char *key, bool *out);
 
+/* The string member key of the JSON object in the file at path, copied into buf ("" when
+ * absent or not a string): 0 or json_read_file's errors (buf is then ""). */
+int json_file_get_str(const char *path, const char *key, char *buf, size_t cap, struct err *e);
+
+/* The version of the linked cJSON library ("1.7.18"). */
+const char *json_lib_version(void);
+
 /* Compact text (malloc'd, caller frees), or NULL when out of memory. */
 char *json_dump(const cJSON *v);
 

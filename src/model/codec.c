@@ -479,6 +479,15 @@ char *model_type_encode_text(const struct model_type *t, const void *obj)
 	return s;
 }
 
+char *model_type_encode_pretty(const struct model_type *t, const void *obj)
+{
+	cJSON *j = encode_type(t, obj);
+	char *p = j ? cJSON_Print(j) : NULL, *s = p ? strdup(p) : NULL;
+	cJSON_free(p);
+	cJSON_Delete(j);
+	return s;
+}
+
 int model_type_copy(const struct model_type *t, void *dst, const void *src)
 {
 	cJSON *j = encode_type(t, src);

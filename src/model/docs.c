@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "model/codec.h"
 #include "model/docs.h"
 #include "model/yaml.h"
 
@@ -37,3 +38,13 @@ char *model_strs_json(const struct model_strs *l)
 	cJSON_Delete(a);
 	return text;
 }
+
+#define T struct model_version
+static const struct model_field version_fields[] = {
+    MODEL_F_STR("version", version),
+    MODEL_F_STR("gitCommit", git_commit),
+    MODEL_F_STR("buildDate", build_date),
+    MODEL_F_MAP("libraries", libraries),
+};
+#undef T
+MODEL_TYPE(model_version_type, struct model_version, version_fields);

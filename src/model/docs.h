@@ -20,4 +20,13 @@ int model_doc_decode(const struct model_type *t, const char *key, const char *te
 /* The list as compact JSON text (`["-L","data"]`), malloc'd; NULL when out of memory. */
 char *model_strs_json(const struct model_strs *l);
 
+/* The document `pillar-csi version --output=json` prints:
+ * {"version","gitCommit","buildDate","libraries":{"<name>":"<version>",...}}. */
+struct model_version {
+	void *rest;
+	char *version, *git_commit, *build_date;
+	struct model_map libraries;
+};
+extern const struct model_type model_version_type;
+
 #endif

@@ -197,6 +197,8 @@ int model_same(const struct model_kind *k, const void *obj, const char *text, co
 int model_type_decode(const struct model_type *t, const void *json, void *obj, struct err *e);
 int model_type_decode_text(const struct model_type *t, const char *text, void *obj, struct err *e);
 char *model_type_encode_text(const struct model_type *t, const void *obj);
+/* Formatted (indented) JSON text of obj, malloc'd; NULL when out of memory. */
+char *model_type_encode_pretty(const struct model_type *t, const void *obj);
 int model_type_copy(const struct model_type *t, void *dst, const void *src);
 
 /* Decodes / encodes JSON text (tests, the CLI): 0 or -EBADMSG/-EINVAL/-ENOMEM. */
