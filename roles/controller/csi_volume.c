@@ -9,6 +9,7 @@
 #include "controller/csi.h"
 #include "controller/pvst.h"
 #include "controller/resolve.h"
+#include "rules/conditions.h"
 
 #define MiB (1024LL * 1024LL)
 #define GiB (1024LL * MiB)
@@ -30,8 +31,9 @@ int csi_claim(struct model_pvst *v, void *arg, struct grpc_status *gs)
 			    "volume \"%s\" is still published; unpublish it before deleting",
 			    cl->volume_id);
 		v->status.has_deleting = v->status.deleting = true;
-		if (model_cond_set(&v->status.conditions, "Ready", "False", "Deleting",
-		                   "volume is being deleted", v->meta.generation) < 0)
+		if (model_cond_set(&v->status.conditions, RULES_COND_READY, "False",
+		                   RULES_REASON_DELETING, "volume is being deleted",
+		                   v->meta.generation) < 0)
 			return grpc_status_oom(gs);
 	} else if (pvst_deleting(v)) {
 		return grpc_status_set(gs, GRPC_ABORTED, "volume \"%s\" is being deleted",
@@ -48,8 +50,8 @@ static int m_provisioning(struct model_pvst *v, void *arg, struct grpc_status *g
 	if (v->status.phase)
 		return PVST_SKIP;
 	if (model_str_set(&v->status.phase, "Provisioning") < 0 ||
-	    model_cond_set(&v->status.conditions, "Ready", "False", "Provisioning",
-	                   "volume is being provisioned", 1) < 0)
+	    model_cond_set(&v->status.conditions, RULES_COND_READY, "False",
+	                   RULES_REASON_PROVISIONING, "volume is being provisioned", 1) < 0)
 		return grpc_status_oom(gs);
 	pvst_gen_set(v, 0);
 	return 0;
@@ -78,11 +80,11 @@ static int step_failed(struct model_pvst *v, const struct step_result *s, int64_
 	int r = model_str_set(&pf->failed_operation, s->op) | model_str_set(&pf->failed_at, ts) |
 	        model_str_set(&pf->reason, s->reason) | model_str_set(&pf->message, s->ast->msg);
 	if (!s->backend_created)
-		r |= model_cond_set(&v->status.conditions, "BackendCreated", "False",
-		                    "BackendPending", s->ast->msg, og) < 0;
+		r |= model_cond_set(&v->status.conditions, RULES_COND_BACKEND_CREATED, "False",
+		                    RULES_REASON_BACKEND_PENDING, s->ast->msg, og) < 0;
 	else
-		r |= model_cond_set(&v->status.conditions, "ExportCreated", "False",
-		                    "ExportPending", s->ast->msg, og) < 0;
+		r |= model_cond_set(&v->status.conditions, RULES_COND_EXPORT_CREATED, "False",
+		                    RULES_REASON_EXPORT_PENDING, s->ast->msg, og) < 0;
 	return r ? -ENOMEM : 0;
 }
 
@@ -95,11 +97,12 @@ static int step_backend(struct model_pvst *v, const struct step_result *s, int64
 	model_type_clear(&model_pvst_export_spec_type, &v->status.export_spec);
 	v->status.has_export_spec = true;
 	r |= model_type_copy(&model_pvst_export_spec_type, &v->status.export_spec, s->export_spec);
-	r |= model_cond_set(cs, "BackendCreated", "True", "BackendCreated", "", og) < 0;
-	r |= model_cond_set(cs, "ExportCreated", "False", "ExportPending",
+	r |= model_cond_set(cs, RULES_COND_BACKEND_CREATED, "True", RULES_REASON_BACKEND_CREATED,
+	                    "", og) < 0;
+	r |= model_cond_set(cs, RULES_COND_EXPORT_CREATED, "False", RULES_REASON_EXPORT_PENDING,
 	                    "backend exists, export not yet created", og) < 0;
-	r |=
-	    model_cond_set(cs, "Ready", "False", "CreatePartial", "export not yet created", og) < 0;
+	r |= model_cond_set(cs, RULES_COND_READY, "False", RULES_REASON_CREATE_PARTIAL,
+	                    "export not yet created", og) < 0;
 	return r ? -ENOMEM : 0;
 }
 
@@ -118,9 +121,11 @@ static int step_ready(struct model_pvst *v, const struct step_result *s, int64_t
 	        model_str_set(&v->status.backend_device_path, NULL);
 	model_type_clear(&model_pvst_partial_failure_type, &v->status.partial_failure);
 	v->status.has_partial_failure = false;
-	r |= model_cond_set(cs, "BackendCreated", "True", "BackendCreated", "", og) < 0;
-	r |= model_cond_set(cs, "ExportCreated", "True", "ExportCreated", "", og) < 0;
-	r |= model_cond_set(cs, "Ready", "True", "VolumeReady", "", og) < 0;
+	r |= model_cond_set(cs, RULES_COND_BACKEND_CREATED, "True", RULES_REASON_BACKEND_CREATED,
+	                    "", og) < 0;
+	r |= model_cond_set(cs, RULES_COND_EXPORT_CREATED, "True", RULES_REASON_EXPORT_CREATED, "",
+	                    og) < 0;
+	r |= model_cond_set(cs, RULES_COND_READY, "True", RULES_REASON_VOLUME_READY, "", og) < 0;
 	return r ? -ENOMEM : 0;
 }
 

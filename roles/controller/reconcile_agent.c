@@ -10,6 +10,7 @@
 #include "controller/agents.h"
 #include "controller/reconcile.h"
 #include "model/kube.h"
+#include "rules/conditions.h"
 
 /* ---- PillarAgent reconcile ---------------------------------------------------------------------- */
 
@@ -55,11 +56,12 @@ static bool resolve_address(struct ctl *c, struct model_pa *pa, int64_t og, char
 	const struct model_pa_node_ref *nr = &pa->spec.node_ref;
 	if (pa->spec.has_external) {
 		host_port(addr, cap, pa->spec.external.address ?: "", pa->spec.external.port);
-		model_cond_set(cs, "NodeExists", "True", "ExternalMode", "", og);
+		model_cond_set(cs, RULES_COND_NODE_EXISTS, "True", RULES_REASON_EXTERNAL_MODE, "",
+		               og);
 		return true;
 	}
 	if (!pa->spec.has_node_ref) {
-		model_cond_set(cs, "NodeExists", "False", "MissingSpec",
+		model_cond_set(cs, RULES_COND_NODE_EXISTS, "False", RULES_REASON_MISSING_SPEC,
 		               "exactly one of spec.nodeRef or spec.external must be set", og);
 		return false;
 	}
@@ -71,11 +73,13 @@ static bool resolve_address(struct ctl *c, struct model_pa *pa, int64_t og, char
 	int r = model_get(c->st, &model_node_kind, NULL, node, &n, &e);
 	if (r == STORE_NOT_FOUND || r == STORE_INVALID) {
 		snprintf(m, sizeof(m), "Node \"%s\" not found", node);
-		model_cond_set(cs, "NodeExists", "False", "NodeNotFound", m, og);
+		model_cond_set(cs, RULES_COND_NODE_EXISTS, "False", RULES_REASON_NODE_NOT_FOUND, m,
+		               og);
 		return false;
 	}
 	if (r < 0) {
-		model_cond_set(cs, "NodeExists", "False", "NodeLookupError", e.msg, og);
+		model_cond_set(cs, RULES_COND_NODE_EXISTS, "False", RULES_REASON_NODE_LOOKUP_ERROR,
+		               e.msg, og);
 		return false;
 	}
 	const char *found = node_address(&n, type, nr->address_selector);
@@ -86,10 +90,11 @@ static bool resolve_address(struct ctl *c, struct model_pa *pa, int64_t og, char
 		const char *sel = nr->address_selector;
 		snprintf(m, sizeof(m), "Node \"%s\" has no %s address%s%s", node, type,
 		         sel ? " inside " : "", sel ? sel : "");
-		model_cond_set(cs, "NodeExists", "False", "AddressNotResolved", m, og);
+		model_cond_set(cs, RULES_COND_NODE_EXISTS, "False",
+		               RULES_REASON_ADDRESS_NOT_RESOLVED, m, og);
 		return false;
 	}
-	model_cond_set(cs, "NodeExists", "True", "NodeFound", "", og);
+	model_cond_set(cs, RULES_COND_NODE_EXISTS, "True", RULES_REASON_NODE_FOUND, "", og);
 	return true;
 }
 
@@ -218,15 +223,17 @@ static void set_ready(struct model_conds *cs, const char *blocked, bool connecte
                       const char *conn_reason, const char *exports_reason, int64_t og)
 {
 	if (blocked)
-		model_cond_set(cs, "Ready", "False", "DeletionBlocked", blocked, og);
+		model_cond_set(cs, RULES_COND_READY, "False", RULES_REASON_DELETION_BLOCKED,
+		               blocked, og);
 	else if (!connected)
-		model_cond_set(cs, "Ready", "False", "AgentNotConnected", "", og);
-	else if (!strcmp(conn_reason, "AgentDegraded"))
-		model_cond_set(cs, "Ready", "False", "AgentDegraded", "", og);
-	else if (strcmp(exports_reason, "ExportsServing"))
-		model_cond_set(cs, "Ready", "False", exports_reason, "", og);
+		model_cond_set(cs, RULES_COND_READY, "False", RULES_REASON_AGENT_NOT_CONNECTED, "",
+		               og);
+	else if (!strcmp(conn_reason, RULES_REASON_AGENT_DEGRADED))
+		model_cond_set(cs, RULES_COND_READY, "False", RULES_REASON_AGENT_DEGRADED, "", og);
+	else if (strcmp(exports_reason, RULES_REASON_EXPORTS_SERVING))
+		model_cond_set(cs, RULES_COND_READY, "False", exports_reason, "", og);
 	else
-		model_cond_set(cs, "Ready", "True", "AgentConnected", "", og);
+		model_cond_set(cs, RULES_COND_READY, "True", RULES_REASON_AGENT_CONNECTED, "", og);
 }
 
 /* One pass in progress. */
@@ -263,18 +270,21 @@ static void dial(struct agent_pass *p)
 	if (agentclient_health_check(p->c->ac, p->addr, &h, &ast) != GRPC_OK) {
 		snprintf(m, sizeof(m), "HealthCheck to agent at \"%s\" failed: %s", p->addr,
 		         ast.msg);
-		model_cond_set(cs, "AgentConnected", "False", "HealthCheckFailed", m, p->og);
+		model_cond_set(cs, RULES_COND_AGENT_CONNECTED, "False",
+		               RULES_REASON_HEALTH_CHECK_FAILED, m, p->og);
 		return;
 	}
 	p->connected = true;
 	p->pending = h->export_restore_pending;
 	if (h->healthy) {
-		p->conn_reason = "Dialed";
-		model_cond_set(cs, "AgentConnected", "True", "Dialed", "", p->og);
+		p->conn_reason = RULES_REASON_DIALED;
+		model_cond_set(cs, RULES_COND_AGENT_CONNECTED, "True", RULES_REASON_DIALED, "",
+		               p->og);
 	} else {
 		degraded_msg(h, m, sizeof(m));
-		p->conn_reason = "AgentDegraded";
-		model_cond_set(cs, "AgentConnected", "True", "AgentDegraded", m, p->og);
+		p->conn_reason = RULES_REASON_AGENT_DEGRADED;
+		model_cond_set(cs, RULES_COND_AGENT_CONNECTED, "True", RULES_REASON_AGENT_DEGRADED,
+		               m, p->og);
 	}
 	protobuf_c_message_free_unpacked(&h->base, NULL);
 	PillarCsi__Agent__V1__GetCapabilitiesResponse *cr = NULL;
@@ -304,13 +314,15 @@ static int restore(struct agent_pass *p, int *requeue_ms, struct err *e)
 	/* crds.md §3.3: ExportRestorePending while the restore is not yet sent or in flight.
 	 * It is recorded before the request goes out, so that the state is visible for the
 	 * whole restore; a retry after ExportRestoreFailed keeps the failure visible. */
-	if (strcmp(model_cond_reason(cs, "ExportsReady"), "ExportRestoreFailed")) {
-		model_cond_set(cs, "ExportsReady", "False", "ExportRestorePending",
+	if (strcmp(model_cond_reason(cs, RULES_COND_EXPORTS_READY),
+	           RULES_REASON_EXPORT_RESTORE_FAILED)) {
+		model_cond_set(cs, RULES_COND_EXPORTS_READY, "False",
+		               RULES_REASON_EXPORT_RESTORE_PENDING,
 		               "the agent reports export_restore_pending; sending the complete "
 		               "export list",
 		               p->og);
 		set_ready(cs, p->deleting ? p->blocked : NULL, true, p->conn_reason,
-		          "ExportRestorePending", p->og);
+		          RULES_REASON_EXPORT_RESTORE_PENDING, p->og);
 		int r = write_status(p, e);
 		if (r < 0)
 			return r;
@@ -318,12 +330,14 @@ static int restore(struct agent_pass *p, int *requeue_ms, struct err *e)
 	log_info("restoring the exports of an agent", "agent", p->name, "address", p->addr);
 	if (reconcile_agent_restore(p->c, p->name, p->addr, &rs) == GRPC_OK) {
 		log_info("exports restored", "agent", p->name);
-		p->exports_reason = "ExportsServing";
-		model_cond_set(cs, "ExportsReady", "True", "ExportsServing", "", p->og);
+		p->exports_reason = RULES_REASON_EXPORTS_SERVING;
+		model_cond_set(cs, RULES_COND_EXPORTS_READY, "True", RULES_REASON_EXPORTS_SERVING,
+		               "", p->og);
 	} else {
-		p->exports_reason = "ExportRestoreFailed";
+		p->exports_reason = RULES_REASON_EXPORT_RESTORE_FAILED;
 		log_warnf("export restore of agent %s failed: %s", p->name, rs.msg);
-		model_cond_set(cs, "ExportsReady", "False", "ExportRestoreFailed", rs.msg, p->og);
+		model_cond_set(cs, RULES_COND_EXPORTS_READY, "False",
+		               RULES_REASON_EXPORT_RESTORE_FAILED, rs.msg, p->og);
 		*requeue_ms = RECONCILE_RESTORE_RETRY_MS;
 	}
 	return 0;
@@ -338,22 +352,26 @@ static int agent_status(struct agent_pass *p, int *requeue_ms, struct err *e)
 		return err_set(e, -ENOMEM, "out of memory");
 	if (!have_addr) {
 		char nr[64];
-		snprintf(nr, sizeof(nr), "%s", model_cond_reason(cs, "NodeExists"));
-		model_cond_set(cs, "AgentConnected", "False", nr, "no address to dial", p->og);
+		snprintf(nr, sizeof(nr), "%s", model_cond_reason(cs, RULES_COND_NODE_EXISTS));
+		model_cond_set(cs, RULES_COND_AGENT_CONNECTED, "False", nr, "no address to dial",
+		               p->og);
 	} else if (!p->c->ac) {
-		model_cond_set(cs, "AgentConnected", "False", "DialerNotConfigured",
+		model_cond_set(cs, RULES_COND_AGENT_CONNECTED, "False",
+		               RULES_REASON_DIALER_NOT_CONFIGURED,
 		               "the controller runs without an agent client", p->og);
 	} else {
 		dial(p);
 	}
 	if (!p->connected) {
-		model_cond_set(cs, "ExportsReady", "Unknown", "AgentNotConnected",
-		               "AgentConnected is not True", p->og);
+		model_cond_set(cs, RULES_COND_EXPORTS_READY, "Unknown",
+		               RULES_REASON_AGENT_NOT_CONNECTED, "AgentConnected is not True",
+		               p->og);
 		return 0;
 	}
 	if (!p->pending) {
-		p->exports_reason = "ExportsServing";
-		model_cond_set(cs, "ExportsReady", "True", "ExportsServing", "", p->og);
+		p->exports_reason = RULES_REASON_EXPORTS_SERVING;
+		model_cond_set(cs, RULES_COND_EXPORTS_READY, "True", RULES_REASON_EXPORTS_SERVING,
+		               "", p->og);
 		return 0;
 	}
 	return restore(p, requeue_ms, e);
@@ -384,7 +402,7 @@ int reconcile_agent(struct ctl *c, const char *name, int *requeue_ms, struct err
 {
 	struct agent_pass p = {.c = c, .name = name};
 	int r;
-	p.conn_reason = p.exports_reason = "AgentNotConnected";
+	p.conn_reason = p.exports_reason = RULES_REASON_AGENT_NOT_CONNECTED;
 	*requeue_ms = RECONCILE_INTERVAL_MS;
 	r = model_get(c->st, &model_pa_kind, NULL, name, &p.pa, e);
 	if (r == STORE_NOT_FOUND)

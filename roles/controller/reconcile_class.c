@@ -10,6 +10,7 @@
 #include "controller/reconcile.h"
 #include "controller/resolve.h"
 #include "model/kube.h"
+#include "rules/conditions.h"
 
 static int add_unique_sorted(struct model_strs *l, const char *s)
 {
@@ -94,7 +95,8 @@ static int node_topology_cond(struct ctl *c, struct model_conds *conds, int64_t 
 		}
 	model_list_free(&model_csinode_kind, all, n);
 	if (!registered)
-		return model_cond_set(conds, "NodeTopology", "Unknown", "NoNodeRegistered",
+		return model_cond_set(conds, RULES_COND_NODE_TOPOLOGY, "Unknown",
+		                      RULES_REASON_NO_NODE_REGISTERED,
 		                      "no CSINode registers driver " RULES_DRIVER_NAME
 		                      " (the node plugin is not running anywhere yet)",
 		                      og) < 0
@@ -109,14 +111,15 @@ static int node_topology_cond(struct ctl *c, struct model_conds *conds, int64_t 
 		    "available topology found\"; run \"modprobe nvme_tcp\" on the workers (and "
 		    "list it in /etc/modules-load.d), then restart the pillar-csi node pod there",
 		    registered);
-		return model_cond_set(conds, "NodeTopology", "False", "NvmeTcpNotLoaded", msg, og) <
-		               0
+		return model_cond_set(conds, RULES_COND_NODE_TOPOLOGY, "False",
+		                      RULES_REASON_NVME_TCP_NOT_LOADED, msg, og) < 0
 		           ? -ENOMEM
 		           : 0;
 	}
 	snprintf(msg, sizeof(msg), "%zu of %zu node(s) carry topology key " RULES_TOPOLOGY_KEY,
 	         reach, registered);
-	return model_cond_set(conds, "NodeTopology", "True", "NodesReachable", msg, og) < 0
+	return model_cond_set(conds, RULES_COND_NODE_TOPOLOGY, "True", RULES_REASON_NODES_REACHABLE,
+	                      msg, og) < 0
 	           ? -ENOMEM
 	           : 0;
 }
@@ -153,8 +156,8 @@ int reconcile_protocol(struct ctl *c, const char *name, struct err *e)
 	pstr.status.active_agents = agents;
 	memset(&agents, 0, sizeof(agents));
 	static const char *const none[] = {NULL};
-	reconcile_ready(&pstr.status.conditions, none, "ProtocolReady", deleting ? d.msg : NULL,
-	                og);
+	reconcile_ready(&pstr.status.conditions, none, RULES_REASON_PROTOCOL_READY,
+	                deleting ? d.msg : NULL, og);
 	if (node_topology_cond(c, &pstr.status.conditions, og) < 0) {
 		r = err_set(e, -ENOMEM, "out of memory");
 		goto out;
@@ -368,7 +371,8 @@ struct sc_sync {
 
 static int sc_error(struct sc_sync *s, int r, struct err *e)
 {
-	model_cond_set(s->cs, "StorageClassCreated", "False", "StorageClassError", s->m, s->og);
+	model_cond_set(s->cs, RULES_COND_STORAGE_CLASS_CREATED, "False",
+	               RULES_REASON_STORAGE_CLASS_ERROR, s->m, s->og);
 	return err_set(e, r, "%s", s->m);
 }
 
@@ -407,7 +411,8 @@ static int sc_write(struct sc_sync *s, bool create_ok, struct err *e)
 	if (!s->have_cur) {
 		if (!create_ok && !s->have_carry) {
 			model_cond_set(
-			    s->cs, "StorageClassCreated", "Unknown", "WaitingForStore",
+			    s->cs, RULES_COND_STORAGE_CLASS_CREATED, "Unknown",
+			    RULES_REASON_WAITING_FOR_STORE,
 			    "the StorageClass is created once the store and protocol exist and "
 			    "Compatible is True",
 			    s->og);
@@ -447,8 +452,8 @@ static int sc_read(struct sc_sync *s)
 	s->have_cur = r == 0;
 	if (r < 0 && r != STORE_NOT_FOUND) {
 		snprintf(s->m, sizeof(s->m), "reading StorageClass \"%s\": %s", s->scname, se.msg);
-		model_cond_set(s->cs, "StorageClassCreated", "False", "StorageClassError", s->m,
-		               s->og);
+		model_cond_set(s->cs, RULES_COND_STORAGE_CLASS_CREATED, "False",
+		               RULES_REASON_STORAGE_CLASS_ERROR, s->m, s->og);
 		return 1;
 	}
 	if (r == 0 && !ours(&s->cur, psc_name)) {
@@ -456,8 +461,8 @@ static int sc_read(struct sc_sync *s)
 		         "StorageClass \"%s\" exists and was not generated for PillarStorageClass "
 		         "\"%s\"; it is never adopted or overwritten",
 		         s->scname, psc_name);
-		model_cond_set(s->cs, "StorageClassCreated", "False", "StorageClassConflict", s->m,
-		               s->og);
+		model_cond_set(s->cs, RULES_COND_STORAGE_CLASS_CREATED, "False",
+		               RULES_REASON_STORAGE_CLASS_CONFLICT, s->m, s->og);
 		return 1;
 	}
 	return 0;
@@ -479,7 +484,8 @@ static int sync_sc(struct ctl *c, struct model_psc *psc, bool create_ok, struct 
 	    (s.have_cur && needs_recreate(&s.cur, &s.want) && (r = sc_recreate(&s, e)) < 0) ||
 	    (r = sc_write(&s, create_ok, e)) != 0 || (r = set_carry_ann(c, psc, NULL, e)) < 0)
 		goto out;
-	model_cond_set(s.cs, "StorageClassCreated", "True", "StorageClassCreated", "", s.og);
+	model_cond_set(s.cs, RULES_COND_STORAGE_CLASS_CREATED, "True",
+	               RULES_REASON_STORAGE_CLASS_CREATED, "", s.og);
 	r = model_str_set(&psc->status.storage_class_name, s.scname);
 out:
 	model_type_clear(&model_sc_carry_type, &s.carry);
@@ -543,20 +549,25 @@ static void ref_conditions(struct model_conds *cs, const struct model_psc *psc,
 	char m[1400];
 	if (!pst) {
 		snprintf(m, sizeof(m), "PillarStore \"%s\" not found", sref);
-		model_cond_set(cs, "StoreReady", "False", "PoolNotFound", m, og);
-	} else if (strcmp(model_cond_status(&pst->status.conditions, "Ready"), "True")) {
-		const char *reason = model_cond_reason(&pst->status.conditions, "Ready");
+		model_cond_set(cs, RULES_COND_STORE_READY, "False", RULES_REASON_POOL_NOT_FOUND, m,
+		               og);
+	} else if (strcmp(model_cond_status(&pst->status.conditions, RULES_COND_READY), "True")) {
+		const char *reason = model_cond_reason(&pst->status.conditions, RULES_COND_READY);
 		snprintf(m, sizeof(m), "PillarStore \"%s\" is not Ready%s%s", sref,
 		         reason[0] ? ": " : " yet", reason);
-		model_cond_set(cs, "StoreReady", "False", "PoolNotReady", m, og);
+		model_cond_set(cs, RULES_COND_STORE_READY, "False", RULES_REASON_POOL_NOT_READY, m,
+		               og);
 	} else {
-		model_cond_set(cs, "StoreReady", "True", "StoreReady", "", og);
+		model_cond_set(cs, RULES_COND_STORE_READY, "True", RULES_REASON_STORE_READY, "",
+		               og);
 	}
 	if (!pstr) {
 		snprintf(m, sizeof(m), "PillarProtocol \"%s\" not found", pref);
-		model_cond_set(cs, "ProtocolValid", "False", "ProtocolNotFound", m, og);
+		model_cond_set(cs, RULES_COND_PROTOCOL_VALID, "False",
+		               RULES_REASON_PROTOCOL_NOT_FOUND, m, og);
 	} else {
-		model_cond_set(cs, "ProtocolValid", "True", "ProtocolValid", "", og);
+		model_cond_set(cs, RULES_COND_PROTOCOL_VALID, "True", RULES_REASON_PROTOCOL_VALID,
+		               "", og);
 	}
 }
 
@@ -574,14 +585,14 @@ static bool compatible(struct ctl *c, struct model_psc *psc, int64_t og)
 	bool ok = false;
 	ref_conditions(cs, psc, have_pst ? &pst : NULL, have_pstr ? &pstr : NULL, og);
 	if (!have_pst || !have_pstr) {
-		model_cond_set(cs, "Compatible", "Unknown", "WaitingForStore",
+		model_cond_set(cs, RULES_COND_COMPATIBLE, "Unknown", RULES_REASON_WAITING_FOR_STORE,
 		               "the PillarStore or the PillarProtocol does not exist", og);
 	} else {
 		char reason[64], msg[1024];
 		ok = resolve_psc_compatible(psc, &pst, &pstr, reason, sizeof(reason), msg,
 		                            sizeof(msg)) == 0;
-		model_cond_set(cs, "Compatible", ok ? "True" : "False", ok ? "Compatible" : reason,
-		               ok ? "" : msg, og);
+		model_cond_set(cs, RULES_COND_COMPATIBLE, ok ? "True" : "False",
+		               ok ? RULES_REASON_COMPATIBLE : reason, ok ? "" : msg, og);
 	}
 	if (have_pst)
 		model_clear(&model_pst_kind, &pst);
@@ -592,8 +603,9 @@ static bool compatible(struct ctl *c, struct model_psc *psc, int64_t og)
 
 int reconcile_psc(struct ctl *c, const char *name, struct err *e)
 {
-	static const char *const types[] = {"StoreReady", "ProtocolValid", "Compatible",
-	                                    "StorageClassCreated", NULL};
+	static const char *const types[] = {RULES_COND_STORE_READY, RULES_COND_PROTOCOL_VALID,
+	                                    RULES_COND_COMPATIBLE, RULES_COND_STORAGE_CLASS_CREATED,
+	                                    NULL};
 	struct model_psc psc;
 	char scname[254], *before = NULL;
 	struct reconcile_deps d = {0};
@@ -621,7 +633,7 @@ int reconcile_psc(struct ctl *c, const char *name, struct err *e)
 	int sr = 0;
 	if (!deleting)
 		sr = sync_sc(c, &psc, ok, e);
-	reconcile_ready(&psc.status.conditions, types, "StorageClassAvailable",
+	reconcile_ready(&psc.status.conditions, types, RULES_REASON_STORAGE_CLASS_AVAILABLE,
 	                deleting ? d.msg : NULL, og);
 	r = reconcile_write_status(c, &model_psc_kind, &psc, before, e);
 	if (r == STORE_CONFLICT || r == STORE_NOT_FOUND)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "controller/reconcile.h"
+#include "rules/conditions.h"
 
 int reconcile_finalizer(struct ctl *c, const struct model_kind *k, void *obj, const char *fin,
                         bool present, struct err *e)
@@ -144,7 +145,8 @@ int reconcile_ready(struct model_conds *conds, const char *const *types, const c
 {
 	int r;
 	if (blocked) {
-		r = model_cond_set(conds, "Ready", "False", "DeletionBlocked", blocked, og);
+		r = model_cond_set(conds, RULES_COND_READY, "False", RULES_REASON_DELETION_BLOCKED,
+		                   blocked, og);
 		return r < 0 ? r : 0;
 	}
 	const struct model_cond *bad = NULL;
@@ -158,13 +160,13 @@ int reconcile_ready(struct model_conds *conds, const char *const *types, const c
 		}
 	}
 	if (!any) {
-		r = model_cond_set(conds, "Ready", "True", ok_reason, "", og);
+		r = model_cond_set(conds, RULES_COND_READY, "True", ok_reason, "", og);
 	} else {
 		char reason[128], msg[1024];
 		snprintf(reason, sizeof(reason), "%s",
 		         bad && bad->reason ? bad->reason : "Unknown");
 		snprintf(msg, sizeof(msg), "%s", bad && bad->message ? bad->message : "");
-		r = model_cond_set(conds, "Ready", "False", reason, msg, og);
+		r = model_cond_set(conds, RULES_COND_READY, "False", reason, msg, og);
 	}
 	return r < 0 ? r : 0;
 }

@@ -9,6 +9,7 @@
 #include "controller/agents.h"
 #include "controller/pvst.h"
 #include "controller/reconcile.h"
+#include "rules/conditions.h"
 
 struct rvol {
 	struct model_pvst v;
@@ -30,9 +31,9 @@ static int m_exportcond(struct model_pvst *v, void *arg, struct grpc_status *gs)
 {
 	(void)gs;
 	struct recon_set *s = arg;
-	bool ok = !strcmp(s->reason, "Reconciled");
-	int r = model_cond_set(&v->status.conditions, "ExportReconciled", ok ? "True" : "False",
-	                       s->reason, s->message, v->meta.generation);
+	bool ok = !strcmp(s->reason, RULES_REASON_RECONCILED);
+	int r = model_cond_set(&v->status.conditions, RULES_COND_EXPORT_RECONCILED,
+	                       ok ? "True" : "False", s->reason, s->message, v->meta.generation);
 	return r > 0 ? 0 : r == 0 ? PVST_SKIP : grpc_status_oom(gs);
 }
 
@@ -104,30 +105,30 @@ static void map_result(int r, const struct grpc_status *ast,
                        const PillarCsi__Agent__V1__ReconcileStateResponse *resp,
                        const char *volume_id, const char **reason, const char **msg)
 {
-	*reason = "AgentUnavailable";
+	*reason = RULES_REASON_AGENT_UNAVAILABLE;
 	*msg = ast->msg;
 	if (r == GRPC_OK) {
-		*reason = "ReconcileFailed";
+		*reason = RULES_REASON_RECONCILE_FAILED;
 		*msg = "the agent returned no result for this volume";
 		for (size_t k = 0; resp && k < resp->n_results; k++) {
 			const PillarCsi__Agent__V1__VolumeReconcileResult *res = resp->results[k];
 			if (!res->volume_id || strcmp(res->volume_id, volume_id))
 				continue;
 			if (res->success) {
-				*reason = "Reconciled";
+				*reason = RULES_REASON_RECONCILED;
 				*msg = "";
 			} else {
 				static const char stale[] =
 				    "FAILED_PRECONDITION: stale fencing token";
 				*msg = res->error_message ? res->error_message : "";
 				*reason = !strncmp(*msg, stale, sizeof(stale) - 1)
-				              ? "StaleGeneration"
-				              : "ReconcileFailed";
+				              ? RULES_REASON_STALE_GENERATION
+				              : RULES_REASON_RECONCILE_FAILED;
 			}
 			break;
 		}
 	} else if (r != GRPC_UNAVAILABLE && r != GRPC_DEADLINE_EXCEEDED) {
-		*reason = "ReconcileFailed";
+		*reason = RULES_REASON_RECONCILE_FAILED;
 	}
 }
 
@@ -188,7 +189,7 @@ static void collect(struct ctl *c, const char *agent, const char *only,
 		}
 		if (!x->v.status.has_export_spec) {
 			reconcile_set_export_cond(
-			    c, &x->v, "ExportSpecMissing",
+			    c, &x->v, RULES_REASON_EXPORT_SPEC_MISSING,
 			    "status.exportSpec is missing; the controller will not guess it "
 			    "(see operations.md §9)");
 			model_clear(&model_pvst_kind, &x->v);

@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "controller/agents.h"
 #include "controller/reconcile.h"
+#include "rules/conditions.h"
 
 struct pool_ref {
 	const char *member; /* zfs | lvm | file */
@@ -45,20 +46,23 @@ static int agent_ready(struct model_conds *cs, const char *agent, const struct m
 	char m[1200];
 	if (!pa) {
 		snprintf(m, sizeof(m), "PillarAgent \"%s\" not found", agent);
-		return model_cond_set(cs, "AgentReady", "False", "AgentNotFound", m, og);
+		return model_cond_set(cs, RULES_COND_AGENT_READY, "False",
+		                      RULES_REASON_AGENT_NOT_FOUND, m, og);
 	}
 	const struct model_conds *pc = &pa->status.conditions;
-	if (!strcmp(model_cond_status(pc, "Ready"), "True"))
-		return model_cond_set(cs, "AgentReady", "True", "AgentReady", "", og);
-	const char *reason = model_cond_reason(pc, "Ready");
-	const struct model_cond *rc = model_cond_get(pc, "Ready");
+	if (!strcmp(model_cond_status(pc, RULES_COND_READY), "True"))
+		return model_cond_set(cs, RULES_COND_AGENT_READY, "True", RULES_REASON_AGENT_READY,
+		                      "", og);
+	const char *reason = model_cond_reason(pc, RULES_COND_READY);
+	const struct model_cond *rc = model_cond_get(pc, RULES_COND_READY);
 	const char *msg = rc && rc->message ? rc->message : "";
 	if (!reason[0])
 		snprintf(m, sizeof(m), "PillarAgent \"%s\" is not Ready yet", agent);
 	else
 		snprintf(m, sizeof(m), "PillarAgent \"%s\" is not Ready: %s%s%s", agent, reason,
 		         msg[0] ? ": " : "", msg);
-	return model_cond_set(cs, "AgentReady", "False", "AgentNotReady", m, og);
+	return model_cond_set(cs, RULES_COND_AGENT_READY, "False", RULES_REASON_AGENT_NOT_READY, m,
+	                      og);
 }
 
 static const struct model_pa_pool *find_pool(const struct model_pa *pa, const struct pool_ref *p)
@@ -78,27 +82,32 @@ static bool pool_conditions(struct model_conds *cs, const char *agent, const str
 {
 	char m[1200];
 	if (!have_pool) {
-		model_cond_set(cs, "PoolDiscovered", "False", "PoolNotFound",
+		model_cond_set(cs, RULES_COND_POOL_DISCOVERED, "False", RULES_REASON_POOL_NOT_FOUND,
 		               "spec.backend must set exactly one of zfs, lvm or file, naming its "
 		               "pool",
 		               og);
-		model_cond_set(cs, "BackendSupported", "False", "BackendNotSupported",
+		model_cond_set(cs, RULES_COND_BACKEND_SUPPORTED, "False",
+		               RULES_REASON_BACKEND_NOT_SUPPORTED,
 		               "spec.backend must set exactly one of zfs, lvm or file", og);
 		return false;
 	}
 	if (!pa || !pa->status.has_capabilities) {
 		snprintf(m, sizeof(m), "PillarAgent \"%s\" has not reported its capabilities yet",
 		         agent);
-		model_cond_set(cs, "PoolDiscovered", "False", "WaitingForAgentData", m, og);
-		model_cond_set(cs, "BackendSupported", "Unknown", "WaitingForAgentData", m, og);
+		model_cond_set(cs, RULES_COND_POOL_DISCOVERED, "False",
+		               RULES_REASON_WAITING_FOR_AGENT_DATA, m, og);
+		model_cond_set(cs, RULES_COND_BACKEND_SUPPORTED, "Unknown",
+		               RULES_REASON_WAITING_FOR_AGENT_DATA, m, og);
 		return false;
 	}
 	if (model_strs_has(&pa->status.capabilities.backends, p->token)) {
-		model_cond_set(cs, "BackendSupported", "True", "BackendSupported", "", og);
+		model_cond_set(cs, RULES_COND_BACKEND_SUPPORTED, "True",
+		               RULES_REASON_BACKEND_SUPPORTED, "", og);
 	} else {
 		snprintf(m, sizeof(m), "agent \"%s\" does not list the %s backend", agent,
 		         p->token);
-		model_cond_set(cs, "BackendSupported", "False", "BackendNotSupported", m, og);
+		model_cond_set(cs, RULES_COND_BACKEND_SUPPORTED, "False",
+		               RULES_REASON_BACKEND_NOT_SUPPORTED, m, og);
 	}
 	const struct model_pa_pool *found = find_pool(pa, p);
 	if (!found) {
@@ -107,7 +116,8 @@ static bool pool_conditions(struct model_conds *cs, const char *agent, const str
 		         "imported/active, or the agent cannot see devices: check that it runs "
 		         "privileged)",
 		         agent, p->what, p->pool);
-		model_cond_set(cs, "PoolDiscovered", "False", "PoolNotFound", m, og);
+		model_cond_set(cs, RULES_COND_POOL_DISCOVERED, "False", RULES_REASON_POOL_NOT_FOUND,
+		               m, og);
 		return false;
 	}
 	if (p->layout_field) {
@@ -118,12 +128,12 @@ static bool pool_conditions(struct model_conds *cs, const char *agent, const str
 			snprintf(m, sizeof(m),
 			         "store %s \"%s\" does not match agent config %s \"%s\"",
 			         p->layout_field, p->layout, p->layout_field, theirs);
-			model_cond_set(cs, "PoolDiscovered", "False", "BackendLayoutMismatch", m,
-			               og);
+			model_cond_set(cs, RULES_COND_POOL_DISCOVERED, "False",
+			               RULES_REASON_BACKEND_LAYOUT_MISMATCH, m, og);
 			return false;
 		}
 	}
-	model_cond_set(cs, "PoolDiscovered", "True", "PoolFound", "", og);
+	model_cond_set(cs, RULES_COND_POOL_DISCOVERED, "True", RULES_REASON_POOL_FOUND, "", og);
 	return true;
 }
 
@@ -193,8 +203,8 @@ static int store_finalizer(struct ctl *c, struct model_pst *pst, bool deleting,
 
 int reconcile_store(struct ctl *c, const char *name, bool refresh, struct err *e)
 {
-	static const char *const types[] = {"AgentReady", "PoolDiscovered", "BackendSupported",
-	                                    NULL};
+	static const char *const types[] = {RULES_COND_AGENT_READY, RULES_COND_POOL_DISCOVERED,
+	                                    RULES_COND_BACKEND_SUPPORTED, NULL};
 	struct model_pst pst;
 	struct model_pa pa = {0};
 	struct reconcile_deps d = {0};
@@ -228,7 +238,7 @@ int reconcile_store(struct ctl *c, const char *name, bool refresh, struct err *e
 	bool found = pool_conditions(cs, agent, pap, have_pool, &p, og);
 	if (found && (refresh || !pst.status.has_capacity))
 		refresh_capacity(c, name, &pst, pap, &p);
-	reconcile_ready(cs, types, "StoreReady", deleting ? d.msg : NULL, og);
+	reconcile_ready(cs, types, RULES_REASON_STORE_READY, deleting ? d.msg : NULL, og);
 	r = reconcile_write_status(c, &model_pst_kind, &pst, before, e);
 	if (r == STORE_CONFLICT || r == STORE_NOT_FOUND)
 		r = 0; /* the watch brings the newer object back */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "controller/resolve.h"
+#include "rules/conditions.h"
 #include "rules/mkfs.h"
 
 static int cfail(struct resolve_conf *c, const char *reason, const char *fmt, ...)
@@ -96,7 +97,7 @@ int resolve_base_store(struct resolve_conf *c, const struct model_pst *pst, cons
 	const struct model_backend *b = &pst->spec.backend;
 	int r;
 	if (b->has_zfs + b->has_lvm + b->has_file != 1)
-		return cfail(c, "BackendOverrideMismatch",
+		return cfail(c, RULES_REASON_BACKEND_OVERRIDE_MISMATCH,
 		             "PillarStore \"%s\": spec.backend must set exactly one of zfs or lvm",
 		             name);
 	if (b->has_zfs) {
@@ -111,7 +112,7 @@ int resolve_base_store(struct resolve_conf *c, const struct model_pst *pst, cons
 		r = set_opt(&c->r.backend.file.pool, b->file.pool) < 0 ? oom(c) : 0;
 	}
 	if (r == 0 && !resolve_conf_pool(c)[0])
-		return cfail(c, "BackendOverrideMismatch",
+		return cfail(c, RULES_REASON_BACKEND_OVERRIDE_MISMATCH,
 		             "PillarStore \"%s\": spec.backend.%s names no pool", name,
 		             bk_members[c->bk]);
 	return r;
@@ -122,14 +123,14 @@ int resolve_base_protocol(struct resolve_conf *c, const struct model_pstr *pstr,
 	const struct model_protocol *p = &pstr->spec.protocol;
 	struct model_nvmeof_tcp *o = &c->r.protocol.nvmeof_tcp;
 	if (!p->has_nvmeof_tcp || model_unknown_count(&model_protocol_type, p) != 0)
-		return cfail(c, "ProtocolOverrideMismatch",
+		return cfail(c, RULES_REASON_PROTOCOL_OVERRIDE_MISMATCH,
 		             "PillarProtocol \"%s\": spec.protocol must set exactly one member "
 		             "(nvmeofTcp)",
 		             name);
 	const struct model_nvmeof_tcp *n = &p->nvmeof_tcp;
 	int64_t port = model_nvmeof_tcp_port(n);
 	if (port < 1 || port > 65535)
-		return cfail(c, "ProtocolOverrideMismatch",
+		return cfail(c, RULES_REASON_PROTOCOL_OVERRIDE_MISMATCH,
 		             "PillarProtocol \"%s\": nvmeofTcp.port must be between 1 and 65535",
 		             name);
 	/* port and acl are always recorded; the tunables only when set */
@@ -174,10 +175,11 @@ static int backend_member(struct resolve_conf *c, const struct model_backend *d,
 {
 	const char *u = model_unknown_first(&model_backend_type, d);
 	if (u)
-		return cfail(c, "BackendOverrideMismatch", "%sunknown field \"%s\"", p, u);
+		return cfail(c, RULES_REASON_BACKEND_OVERRIDE_MISMATCH, "%sunknown field \"%s\"", p,
+		             u);
 	int n = d->has_zfs + d->has_lvm + d->has_file;
 	if (n > 1)
-		return cfail(c, "BackendOverrideMismatch",
+		return cfail(c, RULES_REASON_BACKEND_OVERRIDE_MISMATCH,
 		             "%sthe backend document must set at most one of zfs or lvm", p);
 	*mb = d->has_zfs    ? RESOLVE_BK_ZFS
 	      : d->has_lvm  ? RESOLVE_BK_LVM
@@ -187,7 +189,7 @@ static int backend_member(struct resolve_conf *c, const struct model_backend *d,
 		return 0;
 	const char *mn = bk_members[*mb], *f = structural_backend(*mb, d);
 	if (f)
-		return cfail(c, "BackendOverrideMismatch",
+		return cfail(c, RULES_REASON_BACKEND_OVERRIDE_MISMATCH,
 		             "%s%s.%s is structural and cannot be set per volume", p, mn, f);
 	const struct model_type *t = *mb == RESOLVE_BK_ZFS   ? &model_zfs_type
 	                             : *mb == RESOLVE_BK_LVM ? &model_lvm_type
@@ -196,9 +198,10 @@ static int backend_member(struct resolve_conf *c, const struct model_backend *d,
 	                : *mb == RESOLVE_BK_LVM ? (const void *)&d->lvm
 	                                        : (const void *)&d->file;
 	if ((u = model_unknown_first(t, m)))
-		return cfail(c, "BackendOverrideMismatch", "%sunknown field \"%s.%s\"", p, mn, u);
+		return cfail(c, RULES_REASON_BACKEND_OVERRIDE_MISMATCH, "%sunknown field \"%s.%s\"",
+		             p, mn, u);
 	if (*mb != (int)c->bk)
-		return cfail(c, "BackendOverrideMismatch",
+		return cfail(c, RULES_REASON_BACKEND_OVERRIDE_MISMATCH,
 		             "%s%s overrides do not apply to a %s backend", p, mn,
 		             bk_tokens[c->bk]);
 	return 0;
@@ -208,10 +211,10 @@ static int override_zfs(struct resolve_conf *c, const struct model_zfs *z, const
 {
 	struct model_map *props = &c->r.backend.zfs.properties;
 	if (!z->has_properties)
-		return cfail(c, "BackendOverrideMismatch",
+		return cfail(c, RULES_REASON_BACKEND_OVERRIDE_MISMATCH,
 		             "%szfs.properties must be a mapping of strings", p);
 	if (model_map_get(&z->properties, "volsize"))
-		return cfail(c, "BackendOverrideMismatch",
+		return cfail(c, RULES_REASON_BACKEND_OVERRIDE_MISMATCH,
 		             "%szfs.properties: volsize is managed by the volume capacity", p);
 	for (size_t i = 0; i < z->properties.n; i++) {
 		const struct model_kv *kv = &z->properties.kv[i];
@@ -235,7 +238,7 @@ int resolve_apply_backend(struct resolve_conf *c, const struct model_backend *do
 	if (mb == RESOLVE_BK_LVM) {
 		const char *m = doc->lvm.provisioning_mode;
 		if (!m || (strcmp(m, "linear") && strcmp(m, "thin")))
-			return cfail(c, "BackendOverrideMismatch",
+			return cfail(c, RULES_REASON_BACKEND_OVERRIDE_MISMATCH,
 			             "%slvm.provisioningMode must be linear or thin", p);
 		if (model_str_set(&c->r.backend.lvm.provisioning_mode, m) < 0)
 			return oom(c);
@@ -243,7 +246,7 @@ int resolve_apply_backend(struct resolve_conf *c, const struct model_backend *do
 		return 0;
 	}
 	if (!doc->file.has_preallocate)
-		return cfail(c, "BackendOverrideMismatch",
+		return cfail(c, RULES_REASON_BACKEND_OVERRIDE_MISMATCH,
 		             "%sfile.preallocate must be true or false", p);
 	c->r.backend.file.has_preallocate = true;
 	c->r.backend.file.preallocate = doc->file.preallocate;
@@ -260,24 +263,25 @@ int resolve_apply_protocol(struct resolve_conf *c, const struct model_protocol *
 		return 0;
 	const char *u = model_unknown_first(&model_protocol_type, doc);
 	if (u)
-		return cfail(c, "ProtocolOverrideMismatch", "%sunknown field \"%s\"", p, u);
+		return cfail(c, RULES_REASON_PROTOCOL_OVERRIDE_MISMATCH, "%sunknown field \"%s\"",
+		             p, u);
 	if (!doc->has_nvmeof_tcp)
 		return 0;
 	const struct model_nvmeof_tcp *n = &doc->nvmeof_tcp;
 	if (n->has_port || n->has_acl)
-		return cfail(c, "ProtocolOverrideMismatch",
+		return cfail(c, RULES_REASON_PROTOCOL_OVERRIDE_MISMATCH,
 		             "%snvmeofTcp.%s is structural and cannot be set per volume", p,
 		             n->has_port ? "port" : "acl");
 	if ((u = model_unknown_first(&model_nvmeof_tcp_type, n)))
-		return cfail(c, "ProtocolOverrideMismatch", "%sunknown field \"nvmeofTcp.%s\"", p,
-		             u);
+		return cfail(c, RULES_REASON_PROTOCOL_OVERRIDE_MISMATCH,
+		             "%sunknown field \"nvmeofTcp.%s\"", p, u);
 	for (int i = 0; i < MODEL_TUNABLES; i++) {
 		const struct model_tunable *t = &model_tunables[i];
 		if (!*(const bool *)((const char *)n + t->has_off))
 			continue;
 		int64_t v = *(const int64_t *)((const char *)n + t->off);
 		if (model_tunable_check(t, v, p, &e) < 0)
-			return cfail(c, "ProtocolOverrideMismatch", "%s", e.msg);
+			return cfail(c, RULES_REASON_PROTOCOL_OVERRIDE_MISMATCH, "%s", e.msg);
 		*(bool *)((char *)&c->r.protocol.nvmeof_tcp + t->has_off) = true;
 		*(int64_t *)((char *)&c->r.protocol.nvmeof_tcp + t->off) = v;
 	}
@@ -294,10 +298,11 @@ int resolve_apply_fs(struct resolve_conf *c, const struct model_filesystem *doc,
 		return 0;
 	const char *u = model_unknown_first(&model_filesystem_type, doc);
 	if (u)
-		return cfail(c, "InvalidFilesystem", "%sunknown field \"%s\"", p, u);
+		return cfail(c, RULES_REASON_INVALID_FILESYSTEM, "%sunknown field \"%s\"", p, u);
 	if (doc->fs_type) {
 		if (!rules_fstype_supported(doc->fs_type))
-			return cfail(c, "InvalidFilesystem", "%sfsType must be ext4 or xfs", p);
+			return cfail(c, RULES_REASON_INVALID_FILESYSTEM,
+			             "%sfsType must be ext4 or xfs", p);
 		if (model_str_set(&o->fs_type, doc->fs_type) < 0)
 			return oom(c);
 		c->fstype_l1 |= layer1;
@@ -319,7 +324,7 @@ int resolve_post_checks(struct resolve_conf *c, const char *store_name, bool blo
 {
 	const struct model_lvm *l = &c->r.backend.lvm;
 	if (c->bk == RESOLVE_BK_LVM && !strcmp(l->provisioning_mode, "thin") && !l->thin_pool)
-		return cfail(c, "ThinPoolRequired",
+		return cfail(c, RULES_REASON_THIN_POOL_REQUIRED,
 		             "%s%slvm.provisioningMode thin requires PillarStore \"%s\" to set "
 		             "lvm.thinPool",
 		             c->mode_key, c->mode_key[0] ? ": " : "", store_name);
@@ -330,7 +335,7 @@ int resolve_post_checks(struct resolve_conf *c, const char *store_name, bool blo
 		if (rules_mkfs_check(f->fs_type ? f->fs_type : RULES_FS_DEFAULT,
 		                     (const char *const *)f->mkfs_options.v, f->mkfs_options.n,
 		                     &bad, &e) < 0)
-			return cfail(c, "InvalidFilesystem", "%s", e.msg);
+			return cfail(c, RULES_REASON_INVALID_FILESYSTEM, "%s", e.msg);
 	}
 	return 0;
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rules/conditions.h"
 #include "rules/mkfs.h"
 #include "rules/nqn.h"
 #include "rules/volid.h"
@@ -308,6 +309,98 @@ static int mkfs(const char *fs, const char *const *list, struct err *e)
 	return r == 0 ? -1 : (int)bad;
 }
 
+/* crds.md §3.3, §4.2, §5.2, §6.2, §7.3: every condition type and reason the controller writes,
+ * spelled as the spec's tables spell them, and CamelCase (crds.md §1). */
+START_TEST(test_conditions_table)
+{
+	static const struct {
+		const char *got, *spec;
+	} tab[] = {
+	    {RULES_COND_NODE_EXISTS, "NodeExists"},
+	    {RULES_COND_AGENT_CONNECTED, "AgentConnected"},
+	    {RULES_COND_EXPORTS_READY, "ExportsReady"},
+	    {RULES_COND_READY, "Ready"},
+	    {RULES_REASON_NODE_FOUND, "NodeFound"},
+	    {RULES_REASON_EXTERNAL_MODE, "ExternalMode"},
+	    {RULES_REASON_NODE_NOT_FOUND, "NodeNotFound"},
+	    {RULES_REASON_ADDRESS_NOT_RESOLVED, "AddressNotResolved"},
+	    {RULES_REASON_NODE_LOOKUP_ERROR, "NodeLookupError"},
+	    {RULES_REASON_MISSING_SPEC, "MissingSpec"},
+	    {RULES_REASON_AUTHENTICATED, "Authenticated"},
+	    {RULES_REASON_DIALED, "Dialed"},
+	    {RULES_REASON_AGENT_DEGRADED, "AgentDegraded"},
+	    {RULES_REASON_TLS_HANDSHAKE_FAILED, "TLSHandshakeFailed"},
+	    {RULES_REASON_HEALTH_CHECK_FAILED, "HealthCheckFailed"},
+	    {RULES_REASON_DIALER_NOT_CONFIGURED, "DialerNotConfigured"},
+	    {RULES_REASON_EXPORTS_SERVING, "ExportsServing"},
+	    {RULES_REASON_EXPORT_RESTORE_PENDING, "ExportRestorePending"},
+	    {RULES_REASON_EXPORT_RESTORE_FAILED, "ExportRestoreFailed"},
+	    {RULES_REASON_AGENT_NOT_CONNECTED, "AgentNotConnected"},
+	    {RULES_REASON_AGENT_CONNECTED, "AgentConnected"},
+	    {RULES_REASON_DELETION_BLOCKED, "DeletionBlocked"},
+	    {RULES_COND_NODE_TOPOLOGY, "NodeTopology"},
+	    {RULES_REASON_PROTOCOL_READY, "ProtocolReady"},
+	    {RULES_REASON_NO_NODE_REGISTERED, "NoNodeRegistered"},
+	    {RULES_REASON_NVME_TCP_NOT_LOADED, "NvmeTcpNotLoaded"},
+	    {RULES_REASON_NODES_REACHABLE, "NodesReachable"},
+	    {RULES_COND_AGENT_READY, "AgentReady"},
+	    {RULES_COND_POOL_DISCOVERED, "PoolDiscovered"},
+	    {RULES_COND_BACKEND_SUPPORTED, "BackendSupported"},
+	    {RULES_REASON_AGENT_READY, "AgentReady"},
+	    {RULES_REASON_AGENT_NOT_FOUND, "AgentNotFound"},
+	    {RULES_REASON_AGENT_NOT_READY, "AgentNotReady"},
+	    {RULES_REASON_POOL_FOUND, "PoolFound"},
+	    {RULES_REASON_WAITING_FOR_AGENT_DATA, "WaitingForAgentData"},
+	    {RULES_REASON_POOL_NOT_FOUND, "PoolNotFound"},
+	    {RULES_REASON_BACKEND_LAYOUT_MISMATCH, "BackendLayoutMismatch"},
+	    {RULES_REASON_BACKEND_SUPPORTED, "BackendSupported"},
+	    {RULES_REASON_BACKEND_NOT_SUPPORTED, "BackendNotSupported"},
+	    {RULES_REASON_STORE_READY, "StoreReady"},
+	    {RULES_COND_STORE_READY, "StoreReady"},
+	    {RULES_COND_PROTOCOL_VALID, "ProtocolValid"},
+	    {RULES_COND_COMPATIBLE, "Compatible"},
+	    {RULES_COND_STORAGE_CLASS_CREATED, "StorageClassCreated"},
+	    {RULES_REASON_POOL_NOT_READY, "PoolNotReady"},
+	    {RULES_REASON_PROTOCOL_VALID, "ProtocolValid"},
+	    {RULES_REASON_PROTOCOL_NOT_FOUND, "ProtocolNotFound"},
+	    {RULES_REASON_COMPATIBLE, "Compatible"},
+	    {RULES_REASON_BACKEND_OVERRIDE_MISMATCH, "BackendOverrideMismatch"},
+	    {RULES_REASON_PROTOCOL_OVERRIDE_MISMATCH, "ProtocolOverrideMismatch"},
+	    {RULES_REASON_THIN_POOL_REQUIRED, "ThinPoolRequired"},
+	    {RULES_REASON_INVALID_FILESYSTEM, "InvalidFilesystem"},
+	    {RULES_REASON_WAITING_FOR_STORE, "WaitingForStore"},
+	    {RULES_REASON_STORAGE_CLASS_CREATED, "StorageClassCreated"},
+	    {RULES_REASON_STORAGE_CLASS_ERROR, "StorageClassError"},
+	    {RULES_REASON_STORAGE_CLASS_CONFLICT, "StorageClassConflict"},
+	    {RULES_REASON_STORAGE_CLASS_AVAILABLE, "StorageClassAvailable"},
+	    {RULES_COND_BACKEND_CREATED, "BackendCreated"},
+	    {RULES_COND_EXPORT_CREATED, "ExportCreated"},
+	    {RULES_COND_EXPORT_RECONCILED, "ExportReconciled"},
+	    {RULES_REASON_BACKEND_CREATED, "BackendCreated"},
+	    {RULES_REASON_BACKEND_PENDING, "BackendPending"},
+	    {RULES_REASON_EXPORT_CREATED, "ExportCreated"},
+	    {RULES_REASON_EXPORT_PENDING, "ExportPending"},
+	    {RULES_REASON_VOLUME_READY, "VolumeReady"},
+	    {RULES_REASON_PROVISIONING, "Provisioning"},
+	    {RULES_REASON_CREATE_PARTIAL, "CreatePartial"},
+	    {RULES_REASON_DELETING, "Deleting"},
+	    {RULES_REASON_RECONCILED, "Reconciled"},
+	    {RULES_REASON_EXPORT_SPEC_MISSING, "ExportSpecMissing"},
+	    {RULES_REASON_AGENT_UNAVAILABLE, "AgentUnavailable"},
+	    {RULES_REASON_RECONCILE_FAILED, "ReconcileFailed"},
+	    {RULES_REASON_STALE_GENERATION, "StaleGeneration"},
+	};
+	for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
+		ck_assert_str_eq(tab[i].got, tab[i].spec);
+		ck_assert_msg(tab[i].got[0] >= 'A' && tab[i].got[0] <= 'Z', "%s", tab[i].got);
+		ck_assert_msg(strspn(tab[i].got,
+		                     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+		                     "0123456789") == strlen(tab[i].got),
+		              "%s", tab[i].got);
+	}
+}
+END_TEST
+
 START_TEST(test_mkfs_table)
 {
 	static const struct {
@@ -407,6 +500,7 @@ int main(void)
 	t = tcase_create("mkfs");
 	tcase_add_test(t, test_mkfs_table);
 	tcase_add_test(t, test_mkfs_non_strings_and_fstypes);
+	tcase_add_test(t, test_conditions_table);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
