@@ -1,13 +1,23 @@
-/* time — monotonic milliseconds. */
+/* time — monotonic clock readings and sleeps. */
 #include "base/time.h"
 
 #include <errno.h>
 
-int64_t time_mono_ms(void)
+uint64_t time_mono_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t time_mono_us(void)
+{
+	return time_mono_ns() / 1000u;
+}
+
+int64_t time_mono_ms(void)
+{
+	return (int64_t)(time_mono_ns() / 1000000u);
 }
 
 struct timespec time_after(clockid_t clk, int64_t ms)
@@ -23,9 +33,14 @@ struct timespec time_after(clockid_t clk, int64_t ms)
 	return ts;
 }
 
-void time_sleep_ms(int ms)
+void time_sleep_us(uint64_t us)
 {
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	struct timespec ts = {(time_t)(us / 1000000u), (long)(us % 1000000u) * 1000L};
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
 	}
+}
+
+void time_sleep_ms(int ms)
+{
+	time_sleep_us(ms > 0 ? (uint64_t)ms * 1000u : 0);
 }

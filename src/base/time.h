@@ -8,12 +8,16 @@
 #include <stdint.h>
 #include <time.h>
 
-/* Milliseconds of CLOCK_MONOTONIC. */
+/* Milliseconds, microseconds and nanoseconds of CLOCK_MONOTONIC. */
 int64_t time_mono_ms(void);
+uint64_t time_mono_us(void);
+uint64_t time_mono_ns(void);
 /* The instant ms milliseconds from now on clock clk, for pthread_cond_timedwait (whose condition
  * variable measures CLOCK_REALTIME unless its attributes chose CLOCK_MONOTONIC). */
 struct timespec time_after(clockid_t clk, int64_t ms);
 /* Sleeps ms milliseconds (restarted after signals). */
 void time_sleep_ms(int ms);
+/* Sleeps us microseconds (restarted after signals). */
+void time_sleep_us(uint64_t us);
 
 #endif

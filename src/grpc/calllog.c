@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/log.h"
+#include "base/time.h"
 #include "grpc/status.h"
 
 static calllog_format_fn format;
@@ -25,13 +25,6 @@ static char *text_of(const ProtobufCMessage *m)
 	if (asprintf(&t, "<%s>", m->descriptor->name) < 0)
 		return NULL;
 	return t;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* The string field name of m, or NULL. */
@@ -70,7 +63,7 @@ uint64_t calllog_request(const char *method, const ProtobufCMessage *req)
 		log_info("GRPC request", "method", method, "request", t ? t : "(out of memory)");
 		free(t);
 	}
-	return now_ns();
+	return time_mono_ns();
 }
 
 void calllog_result(const char *method, const ProtobufCMessage *req, const ProtobufCMessage *resp,
@@ -79,7 +72,7 @@ void calllog_result(const char *method, const ProtobufCMessage *req, const Proto
 	char dur[32];
 	if (code == GRPC_OK && log_verbosity() < 3)
 		return;
-	uint64_t ns = now_ns() - start_ns;
+	uint64_t ns = time_mono_ns() - start_ns;
 	snprintf(dur, sizeof(dur), "%llu.%03llums", (unsigned long long)(ns / 1000000u),
 	         (unsigned long long)(ns / 1000u % 1000u));
 	const char *vol = volume_of(req, resp), *cname = grpc_code_name(code);

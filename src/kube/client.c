@@ -10,6 +10,7 @@
 
 #include "base/file.h"
 #include "base/json.h"
+#include "base/time.h"
 #include "buildinfo.h"
 #include "h2/client.h"
 #include "h2/tls.h"
@@ -49,21 +50,17 @@ void kube_client_opts_init(struct kube_client_opts *o)
 	o->timeout_ms = 30000;
 }
 
+/* The default clock of kube_client_opts (base/time.h). */
 static uint64_t mono_us(void *arg)
 {
-	struct timespec ts;
 	(void)arg;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	return time_mono_us();
 }
 
 static void sleep_us(void *arg, uint64_t us)
 {
-	struct timespec ts = {.tv_sec = (time_t)(us / 1000000u),
-	                      .tv_nsec = (long)(us % 1000000u) * 1000};
 	(void)arg;
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
+	time_sleep_us(us);
 }
 
 int kube_client_new(struct kube_client **out, const struct kube_config *cfg,
