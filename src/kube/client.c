@@ -15,6 +15,7 @@
 #include "h2/client.h"
 #include "h2/tls.h"
 #include "kube/client_int.h"
+#include "kube/codec.h"
 #include "kube/ratelimit.h"
 
 #define TOKEN_MAX (64u << 10)
@@ -440,8 +441,7 @@ static int put_or_post(struct kube_client *kc, const char *method, const struct 
                        const char *ns, const cJSON *obj, const char *sub, cJSON **out,
                        struct kube_status *st)
 {
-	const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-	const char *name = json_get_str(md, "name");
+	const char *name = kube_codec_meta_str(obj, "name");
 	char path[1024], *body;
 	int rc;
 
@@ -498,22 +498,12 @@ int kube_delete(struct kube_client *kc, const struct kube_resource *r, const cha
                 struct kube_status *st)
 {
 	char path[1024], *body = NULL;
-	cJSON *opts, *pre;
 	int rc = kube_path(path, sizeof(path), r, ns, name, NULL);
 
 	if (rc < 0 || !name)
 		return bad_path(st, rc < 0 ? rc : -EINVAL, r, ns, name);
 	if (uid || resource_version) {
-		opts = cJSON_CreateObject();
-		cJSON_AddStringToObject(opts, "kind", "DeleteOptions");
-		cJSON_AddStringToObject(opts, "apiVersion", "v1");
-		pre = cJSON_AddObjectToObject(opts, "preconditions");
-		if (uid)
-			cJSON_AddStringToObject(pre, "uid", uid);
-		if (resource_version)
-			cJSON_AddStringToObject(pre, "resourceVersion", resource_version);
-		body = json_dump(opts);
-		cJSON_Delete(opts);
+		body = kube_codec_delete_options_encode(uid, resource_version);
 		if (!body) {
 			kube_status_local(st, KUBE_UNKNOWN, "out of memory");
 			return -ENOMEM;

@@ -10,7 +10,7 @@
  * (kube/ratelimit.h) and may wait for it; watches take one when they open.
  *
  * Operations return 0 on a 2xx answer, with the decoded object in *out when out is not NULL
- * (caller owns it: cJSON_Delete).  Otherwise they return a negative errno and fill st: the
+ * (caller owns it).  Otherwise they return a negative errno and fill st: the
  * server's Status (kube/status.h: NotFound -ENOENT, AlreadyExists -EEXIST, Conflict -ESTALE,
  * Invalid -EINVAL, Expired -ERANGE, Forbidden -EACCES, Unauthorized -EPERM, ...) or, with
  * st->code 0, a local failure (-ETIMEDOUT, -ECONNREFUSED, -EINVAL for a bad name...).  Names,

@@ -6,10 +6,9 @@
 #include <string.h>
 
 #include <mbedtls/base64.h>
-#include <yaml.h>
 
 #include "base/file.h"
-#include "base/json.h"
+#include "kube/kubeconfig.h"
 
 #define PEM_MAX      (1u << 20)
 #define YAML_MAX     (4u << 20)
@@ -88,103 +87,16 @@ int kube_config_in_cluster(struct kube_config **out, const char *sa_dir, struct 
 	return 0;
 }
 
-/* ---- YAML → cJSON (every scalar a string: kubeconfig values are strings) ----------------- */
-
-static cJSON *yaml_node_json(yaml_document_t *d, yaml_node_t *n, int depth)
-{
-	cJSON *v = NULL;
-
-	if (!n || depth > 32)
-		return NULL;
-	if (n->type == YAML_SCALAR_NODE)
-		return cJSON_CreateString((const char *)n->data.scalar.value);
-	if (n->type == YAML_SEQUENCE_NODE) {
-		v = cJSON_CreateArray();
-		for (yaml_node_item_t *i = n->data.sequence.items.start;
-		     v && i < n->data.sequence.items.top; i++) {
-			cJSON *x = yaml_node_json(d, yaml_document_get_node(d, *i), depth + 1);
-			if (!x || !cJSON_AddItemToArray(v, x)) {
-				cJSON_Delete(x);
-				cJSON_Delete(v);
-				return NULL;
-			}
-		}
-		return v;
-	}
-	v = cJSON_CreateObject();
-	for (yaml_node_pair_t *p = n->data.mapping.pairs.start; v && p < n->data.mapping.pairs.top;
-	     p++) {
-		yaml_node_t *k = yaml_document_get_node(d, p->key);
-		cJSON *x;
-		if (!k || k->type != YAML_SCALAR_NODE) {
-			cJSON_Delete(v);
-			return NULL;
-		}
-		x = yaml_node_json(d, yaml_document_get_node(d, p->value), depth + 1);
-		if (!x || !cJSON_AddItemToObject(v, (const char *)k->data.scalar.value, x)) {
-			cJSON_Delete(x);
-			cJSON_Delete(v);
-			return NULL;
-		}
-	}
-	return v;
-}
-
-static int yaml_to_json(const char *text, size_t len, cJSON **out, struct err *e)
-{
-	yaml_parser_t p;
-	yaml_document_t d;
-	int rc = 0;
-
-	if (!yaml_parser_initialize(&p))
-		return err_set(e, -ENOMEM, "out of memory");
-	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
-	if (!yaml_parser_load(&p, &d)) {
-		rc = err_set(e, -EINVAL, "YAML error at line %zu: %s", p.problem_mark.line + 1,
-		             p.problem ? p.problem : "malformed");
-		yaml_parser_delete(&p);
-		return rc;
-	}
-	*out = yaml_node_json(&d, yaml_document_get_root_node(&d), 0);
-	if (!*out || !cJSON_IsObject(*out)) {
-		cJSON_Delete(*out);
-		*out = NULL;
-		rc = err_set(e, -EINVAL, "not a YAML mapping (or nested too deep)");
-	}
-	yaml_document_delete(&d);
-	yaml_parser_delete(&p);
-	return rc;
-}
-
 /* ---- kubeconfig ------------------------------------------------------------------------------ */
 
-/* The `key` member (cluster/context/user) of the entry of list whose name is name. */
-static const cJSON *named(const cJSON *root, const char *list, const char *name, const char *key)
+/* Reads the base64 data (named key for messages) or else the file into *out (NUL-terminated): 0,
+ * 1 when neither is given, or a negative errno. */
+static int data_or_file(const char *b64, const char *file, const char *key, const char *dir,
+                        char **out, struct err *e)
 {
-	const cJSON *l = cJSON_GetObjectItemCaseSensitive(root, list), *it;
-	const cJSON *arr = cJSON_IsArray(l) ? l : NULL;
-
-	cJSON_ArrayForEach(it, arr)
-	{
-		const char *n = json_get_str(it, "name");
-		if (n && strcmp(n, name) == 0)
-			return cJSON_GetObjectItemCaseSensitive(it, key);
-	}
-	return NULL;
-}
-
-/* Reads `key`-data (base64) or the file `key` of obj into *out (NUL-terminated): 0, 1 when
- * neither is given, or a negative errno. */
-static int data_or_file(const cJSON *obj, const char *key, const char *dir, char **out,
-                        struct err *e)
-{
-	char dkey[64], path[4200];
-	const char *b64, *file;
+	char path[4200];
 	size_t n = 0;
 
-	snprintf(dkey, sizeof(dkey), "%s-data", key);
-	b64 = json_get_str(obj, dkey);
-	file = json_get_str(obj, key);
 	if (b64 && *b64) {
 		size_t len = strlen(b64);
 		mbedtls_base64_decode(NULL, 0, &n, (const unsigned char *)b64, len);
@@ -195,7 +107,7 @@ static int data_or_file(const cJSON *obj, const char *key, const char *dir, char
 		                          len)) {
 			free(*out);
 			*out = NULL;
-			return err_set(e, -EINVAL, "%s is not base64", dkey);
+			return err_set(e, -EINVAL, "%s-data is not base64", key);
 		}
 		(*out)[n] = '\0';
 		return 0;
@@ -246,111 +158,92 @@ static int parse_server(struct kube_config *c, const char *url, struct err *e)
 	return set_target(c, h, hlen, portbuf, e);
 }
 
-static int from_cluster(struct kube_config *c, const cJSON *cl, const char *dir, struct err *e)
+static int from_cluster(struct kube_config *c, const struct kube_kubeconfig_cluster *cl,
+                        const char *dir, struct err *e)
 {
-	const char *server = json_get_str(cl, "server"), *sni = json_get_str(cl, "tls-server-name");
-	const char *insecure = json_get_str(cl, "insecure-skip-tls-verify");
 	size_t n;
 	int rc;
 
-	if (!server)
+	if (!cl->server)
 		return err_set(e, -EINVAL, "the cluster has no server");
-	if (insecure && strcmp(insecure, "true") == 0)
+	if (cl->insecure)
 		return err_set(e, -ENOTSUP, "insecure-skip-tls-verify is not supported");
-	rc = parse_server(c, server, e);
+	rc = parse_server(c, cl->server, e);
 	if (rc < 0)
 		return rc;
-	if (sni)
-		snprintf(c->server_name, sizeof(c->server_name), "%s", sni);
-	rc = data_or_file(cl, "certificate-authority", dir, &c->ca_pem, e);
+	if (cl->tls_server_name)
+		snprintf(c->server_name, sizeof(c->server_name), "%s", cl->tls_server_name);
+	rc = data_or_file(cl->ca_data, cl->ca_file, "certificate-authority", dir, &c->ca_pem, e);
 	if (rc == 1) /* client-go falls back to the system's roots */
 		rc = file_read_all(SYSTEM_ROOTS, 4 * PEM_MAX, &c->ca_pem, &n, e);
 	return rc;
 }
 
-static int from_user(struct kube_config *c, const cJSON *u, const char *dir, struct err *e)
+static int from_user(struct kube_config *c, const struct kube_kubeconfig_user *u, const char *dir,
+                     struct err *e)
 {
-	static const char *const unsupported[] = {"exec", "auth-provider", "username", "password"};
-	const char *token = json_get_str(u, "token"), *tf = json_get_str(u, "tokenFile");
 	int rc;
 
-	for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++)
-		if (cJSON_GetObjectItemCaseSensitive(u, unsupported[i]))
-			return err_set(e, -ENOTSUP,
-			               "user: \"%s\" is not supported (use a token or "
-			               "a client certificate)",
-			               unsupported[i]);
-	rc = data_or_file(u, "client-certificate", dir, &c->cert_pem, e);
+	if (u->unsupported)
+		return err_set(e, -ENOTSUP,
+		               "user: \"%s\" is not supported (use a token or "
+		               "a client certificate)",
+		               u->unsupported);
+	rc = data_or_file(u->cert_data, u->cert_file, "client-certificate", dir, &c->cert_pem, e);
 	if (rc >= 0)
-		rc = data_or_file(u, "client-key", dir, &c->key_pem, e);
+		rc = data_or_file(u->key_data, u->key_file, "client-key", dir, &c->key_pem, e);
 	if (rc < 0)
 		return rc;
 	if (!c->cert_pem != !c->key_pem)
 		return err_set(e, -EINVAL, "client certificate and key go together");
-	if (token && *token && !(c->token = strdup(token)))
+	if (u->token && *u->token && !(c->token = strdup(u->token)))
 		return err_set(e, -ENOMEM, "out of memory");
-	if (!c->token && tf && *tf) {
+	if (!c->token && u->token_file && *u->token_file) {
 		char path[4200];
-		if (tf[0] != '/' && dir)
-			snprintf(path, sizeof(path), "%s/%s", dir, tf);
+		if (u->token_file[0] != '/' && dir)
+			snprintf(path, sizeof(path), "%s/%s", dir, u->token_file);
 		else
-			snprintf(path, sizeof(path), "%s", tf);
+			snprintf(path, sizeof(path), "%s", u->token_file);
 		if (!(c->token_file = strdup(path)))
 			return err_set(e, -ENOMEM, "out of memory");
 	}
 	return 0;
 }
 
-static int from_json(struct kube_config *c, const cJSON *root, const char *dir, const char *ctx,
-                     struct err *e)
+/* The connection the decoded kubeconfig k describes. */
+static int from_kubeconfig(struct kube_config *c, const struct kube_kubeconfig *k, const char *dir,
+                           struct err *e)
 {
-	const cJSON *context, *cl, *u;
-	const char *cname, *uname, *ns;
 	int rc;
 
-	if (!ctx || !*ctx)
-		ctx = json_get_str(root, "current-context");
-	if (!ctx || !*ctx)
-		return err_set(e, -ENOENT, "no current-context (and no context named)");
-	snprintf(c->source + strlen(c->source), sizeof(c->source) - strlen(c->source),
-	         " context %.250s", ctx);
-	context = named(root, "contexts", ctx, "context");
-	if (!context)
-		return err_set(e, -ENOENT, "no context named \"%s\"", ctx);
-	cname = json_get_str(context, "cluster");
-	uname = json_get_str(context, "user");
-	ns = json_get_str(context, "namespace");
-	if (ns)
-		snprintf(c->ns, sizeof(c->ns), "%s", ns);
-	cl = cname ? named(root, "clusters", cname, "cluster") : NULL;
-	if (!cl)
-		return err_set(e, -ENOENT, "context \"%s\": no cluster named \"%s\"", ctx,
-		               cname ? cname : "");
-	rc = from_cluster(c, cl, dir, e);
-	if (rc < 0)
-		return rc;
-	if (!uname || !*uname)
-		return 0; /* no user: anonymous */
-	u = named(root, "users", uname, "user");
-	if (!u)
-		return err_set(e, -ENOENT, "context \"%s\": no user named \"%s\"", ctx, uname);
-	return from_user(c, u, dir, e);
+	if (k->ns)
+		snprintf(c->ns, sizeof(c->ns), "%s", k->ns);
+	rc = from_cluster(c, &k->cluster, dir, e);
+	if (rc < 0 || !k->user_name)
+		return rc; /* no user: anonymous */
+	if (!k->user_found)
+		return err_set(e, -ENOENT, "context \"%s\": no user named \"%s\"", k->context,
+		               k->user_name);
+	return from_user(c, &k->user, dir, e);
 }
 
 int kube_config_from_yaml(struct kube_config **out, const char *yaml, size_t len, const char *dir,
                           const char *context, struct err *e)
 {
 	struct kube_config *c = calloc(1, sizeof(*c));
-	cJSON *root = NULL;
+	struct kube_kubeconfig k;
 	int rc;
 
 	if (!c)
 		return err_set(e, -ENOMEM, "out of memory");
 	snprintf(c->source, sizeof(c->source), "kubeconfig %.400s", dir ? dir : ".");
-	rc = yaml_to_json(yaml, len, &root, e);
+	rc = kube_kubeconfig_decode(yaml, len, context, &k, e);
+	if (k.context)
+		snprintf(c->source + strlen(c->source), sizeof(c->source) - strlen(c->source),
+		         " context %.250s", k.context);
 	if (rc == 0)
-		rc = from_json(c, root, dir, context, e);
-	cJSON_Delete(root);
+		rc = from_kubeconfig(c, &k, dir, e);
+	kube_kubeconfig_clear(&k);
 	if (rc < 0) {
 		err_prefix(e, "%s", c->source);
 		kube_config_free(c);

@@ -5,8 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/json.h"
-
 static const struct {
 	enum kube_reason kind;
 	const char *name;
@@ -68,8 +66,7 @@ void kube_status_local(struct kube_status *st, enum kube_reason kind, const char
 	va_end(ap);
 }
 
-/* The reason an HTTP status implies (5xx and other unknown codes: by class). */
-static enum kube_reason from_code(int code)
+enum kube_reason kube_reason_from_code(int code)
 {
 	for (size_t i = 0; i < N_REASONS; i++)
 		if (reasons[i].code && reasons[i].code == code)
@@ -83,76 +80,10 @@ static enum kube_reason from_code(int code)
 	return KUBE_UNKNOWN;
 }
 
-static void copy(char *dst, size_t size, const char *src)
+enum kube_reason kube_reason_from_name(const char *name)
 {
-	snprintf(dst, size, "%s", src ? src : "");
-}
-
-int kube_status_from_json(struct kube_status *st, int http_status, const cJSON *obj)
-{
-	const cJSON *details = cJSON_GetObjectItemCaseSensitive(obj, "details");
-	const cJSON *causes = cJSON_GetObjectItemCaseSensitive(details, "causes");
-	const cJSON *list = cJSON_IsArray(causes) ? causes : NULL;
-	const cJSON *c;
-	int64_t v;
-
-	kube_status_clear(st);
-	st->code = http_status;
-	if (json_get_int64(obj, "code", &v) == 0 && v > 0 && v < 1000)
-		st->code = (int)v;
-	copy(st->reason, sizeof(st->reason), json_get_str(obj, "reason"));
-	copy(st->message, sizeof(st->message), json_get_str(obj, "message"));
-	copy(st->name, sizeof(st->name), json_get_str(details, "name"));
-	copy(st->group, sizeof(st->group), json_get_str(details, "group"));
-	copy(st->resource, sizeof(st->resource), json_get_str(details, "kind"));
-	if (json_get_int64(details, "retryAfterSeconds", &v) == 0 && v > 0 && v < 86400)
-		st->retry_after = (int)v;
-	cJSON_ArrayForEach(c, list)
-	{
-		struct kube_cause *k;
-		if (st->n_causes == KUBE_CAUSES_MAX || !cJSON_IsObject(c))
-			continue;
-		k = &st->causes[st->n_causes++];
-		copy(k->reason, sizeof(k->reason), json_get_str(c, "reason"));
-		copy(k->field, sizeof(k->field), json_get_str(c, "field"));
-		copy(k->message, sizeof(k->message), json_get_str(c, "message"));
-	}
-	st->kind = from_code(st->code);
-	if (st->reason[0]) {
-		st->kind = KUBE_UNKNOWN;
-		for (size_t i = 1; i < N_REASONS; i++)
-			if (strcmp(reasons[i].name, st->reason) == 0)
-				st->kind = reasons[i].kind;
-		if (st->kind == KUBE_UNKNOWN && st->code >= 300)
-			st->kind = from_code(st->code); /* a new reason: keep the code's meaning */
-	} else if (st->kind == KUBE_OK && json_get_str(obj, "status") &&
-	           strcmp(json_get_str(obj, "status"), "Failure") == 0) {
-		st->kind = KUBE_UNKNOWN;
-	}
-	return kube_status_errno(st);
-}
-
-int kube_status_decode(struct kube_status *st, int http_status, const char *body, size_t len)
-{
-	cJSON *obj = NULL;
-	const char *kind;
-	size_t n;
-	int rc;
-
-	if (body && len && json_parse_strict(body, len, &obj, NULL) == 0 &&
-	    (kind = json_get_str(obj, "kind")) && strcmp(kind, "Status") == 0) {
-		rc = kube_status_from_json(st, http_status, obj);
-		cJSON_Delete(obj);
-		return rc;
-	}
-	cJSON_Delete(obj);
-	kube_status_clear(st);
-	st->code = http_status;
-	st->kind = from_code(http_status);
-	for (n = 0; body && n < len && body[n] != '\n' && n < sizeof(st->message) - 1; n++)
-		st->message[n] = body[n] >= 0x20 && body[n] < 0x7f ? body[n] : '?';
-	st->message[n] = '\0';
-	if (!n)
-		snprintf(st->message, sizeof(st->message), "HTTP status %d", http_status);
-	return kube_status_errno(st);
+	for (size_t i = 1; i < N_REASONS; i++)
+		if (strcmp(reasons[i].name, name) == 0)
+			return reasons[i].kind;
+	return KUBE_UNKNOWN;
 }

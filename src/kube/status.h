@@ -11,7 +11,6 @@
 #ifndef PILLAR_KUBE_STATUS_H
 #define PILLAR_KUBE_STATUS_H
 
-#include <cjson/cJSON.h>
 #include <stddef.h>
 
 enum kube_reason {
@@ -56,10 +55,9 @@ struct kube_status {
 	struct kube_cause causes[KUBE_CAUSES_MAX];
 };
 
-/* Fills st from an error response (http_status >= 300) and returns kube_status_errno(st). */
+/* Fills st from an error response (http_status >= 300) and returns kube_status_errno(st).
+ * (The Status codec, with kube_status_from_json: kube/codec.h.) */
 int kube_status_decode(struct kube_status *st, int http_status, const char *body, size_t len);
-/* The same from a parsed Status object (a watch ERROR event's object); http_status 0 when none. */
-int kube_status_from_json(struct kube_status *st, int http_status, const cJSON *obj);
 /* The negative errno of st's reason (0 for KUBE_OK). */
 int kube_status_errno(const struct kube_status *st);
 /* Resets st to "no error". */
@@ -70,5 +68,10 @@ void kube_status_local(struct kube_status *st, enum kube_reason kind, const char
     __attribute__((format(printf, 3, 4)));
 /* The reason's name as the API spells it ("NotFound"), or "Unknown". */
 const char *kube_reason_name(enum kube_reason r);
+/* The reason an HTTP status implies (by class for codes without one of their own: 5xx
+ * InternalError, 4xx BadRequest; 2xx KUBE_OK; others KUBE_UNKNOWN). */
+enum kube_reason kube_reason_from_code(int code);
+/* The reason named (the API's spelling), KUBE_UNKNOWN for a name this client does not know. */
+enum kube_reason kube_reason_from_name(const char *name);
 
 #endif

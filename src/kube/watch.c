@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/json.h"
 #include "kube/client_int.h"
+#include "kube/codec.h"
 
 #define READ_CHUNK (16u << 10)
 
@@ -49,35 +49,6 @@ int kube_watch_parser_push(struct kube_watch_parser *p, const void *data, size_t
 	return 0;
 }
 
-static const char *const type_names[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
-
-/* One line (without its newline) as an event. */
-static int parse_event(const char *line, size_t len, enum kube_event_type *type, cJSON **obj,
-                       struct err *e)
-{
-	cJSON *ev = NULL, *o;
-	const char *t;
-	int rc = json_parse_strict(line, len, &ev, e);
-
-	if (rc < 0)
-		return -EBADMSG;
-	t = json_get_str(ev, "type");
-	o = cJSON_GetObjectItemCaseSensitive(ev, "object");
-	rc = err_set(e, -EBADMSG, "watch event without a known type and an object");
-	for (size_t i = 0; t && cJSON_IsObject(o) && i < sizeof(type_names) / sizeof(*type_names);
-	     i++) {
-		if (strcmp(t, type_names[i]) == 0) {
-			*type = (enum kube_event_type)i;
-			*obj = cJSON_DetachItemViaPointer(ev, o);
-			err_clear(e);
-			rc = 1;
-			break;
-		}
-	}
-	cJSON_Delete(ev);
-	return rc;
-}
-
 int kube_watch_parser_next(struct kube_watch_parser *p, enum kube_event_type *type, cJSON **obj,
                            struct err *e)
 {
@@ -94,7 +65,7 @@ int kube_watch_parser_next(struct kube_watch_parser *p, enum kube_event_type *ty
 			if (p->buf[i] != ' ' && p->buf[i] != '\r' && p->buf[i] != '\t')
 				rc = 1;
 		if (rc)
-			rc = parse_event(p->buf, n, type, obj, e);
+			rc = kube_codec_event_decode(p->buf, n, type, obj, e);
 		memmove(p->buf, nl + 1, p->len - n - 1);
 		p->len -= n + 1;
 		if (rc)
@@ -308,35 +279,27 @@ unsigned kube_reflector_lists(const struct kube_reflector *rf)
 	return rf->lists;
 }
 
-static const char *meta_rv(const cJSON *obj)
-{
-	return json_get_str(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion");
-}
-
 /* Lists every page into one items array and hands it to replace. */
 static int relist(struct kube_reflector *rf, struct kube_status *st)
 {
 	struct kube_list_opts lo = {.label_selector = rf->label_selector,
 	                            .field_selector = rf->field_selector,
 	                            .limit = rf->page};
-	cJSON *all = cJSON_CreateArray(), *page = NULL;
+	cJSON *all = NULL, *page = NULL;
 	char cont[2048] = "", rv[64] = "";
 	int rc;
 
-	if (!all)
-		return -ENOMEM;
 	do {
-		cJSON *items, *it;
-		const char *c;
+		const char *c, *prv;
 		lo.continue_token = cont;
 		rc = kube_list(rf->kc, &rf->r, rf->ns, &lo, &page, st);
+		if (rc == 0 && (rc = kube_codec_list_move_items(page, &all)) < 0)
+			kube_status_local(st, KUBE_UNKNOWN, "out of memory");
 		if (rc < 0)
 			break;
-		items = cJSON_GetObjectItemCaseSensitive(page, "items");
-		while (cJSON_IsArray(items) && (it = items->child)) /* move, not copy */
-			cJSON_AddItemToArray(all, cJSON_DetachItemViaPointer(items, it));
-		snprintf(rv, sizeof(rv), "%s", meta_rv(page) ? meta_rv(page) : "");
-		c = json_get_str(cJSON_GetObjectItemCaseSensitive(page, "metadata"), "continue");
+		prv = kube_codec_meta_str(page, "resourceVersion");
+		snprintf(rv, sizeof(rv), "%s", prv ? prv : "");
+		c = kube_codec_meta_str(page, "continue");
 		if (c && strlen(c) >= sizeof(cont)) {
 			kube_status_local(st, KUBE_INTERNAL_ERROR, "continue token too long");
 			rc = -EOVERFLOW;
@@ -368,7 +331,7 @@ static int follow(struct kube_reflector *rf, struct kube_watch *w, struct kube_s
 	int rc;
 
 	while ((rc = kube_watch_next(w, &t, &obj, rf->idle_ms, st)) == 1) {
-		const char *rv = meta_rv(obj);
+		const char *rv = kube_codec_meta_str(obj, "resourceVersion");
 		if (t != KUBE_BOOKMARK)
 			rc = rf->ops->event(rf->arg, t, obj);
 		if (rc >= 0 && rv && strlen(rv) < sizeof(rf->rv))

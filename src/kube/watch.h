@@ -38,7 +38,7 @@ void kube_watch_parser_free(struct kube_watch_parser *p);
 /* Appends stream bytes: 0, or -EMSGSIZE when an unfinished line exceeds max_line (the
  * buffer is dropped), -ENOMEM. */
 int kube_watch_parser_push(struct kube_watch_parser *p, const void *data, size_t len);
-/* The next complete event: 1 with *type and *obj (caller owns, cJSON_Delete), 0 when more bytes
+/* The next complete event: 1 with *type and *obj (caller owns), 0 when more bytes
  * are needed, or -EBADMSG for a line that is not an event (consumed; the reason in e). */
 int kube_watch_parser_next(struct kube_watch_parser *p, enum kube_event_type *type, cJSON **obj,
                            struct err *e);

@@ -7,16 +7,16 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "base/yaml.h"
 #include "model/codec.h"
 #include "model/docs.h"
-#include "model/yaml.h"
 
 int model_doc_decode(const struct model_type *t, const char *key, const char *text, void *obj,
                      struct err *e)
 {
 	cJSON *j = NULL;
 	struct err de = {0};
-	int r = model_yaml_parse(text, &j, &de);
+	int r = yaml_doc_parse(text, strlen(text), &j, &de);
 	memset(obj, 0, t->size);
 	if (r == 0)
 		r = model_type_decode(t, j, obj, &de);

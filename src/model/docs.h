@@ -1,7 +1,7 @@
 /* model/docs — configuration documents (crds.md §8).
  *
  * model_doc_decode parses a document string (a StorageClass parameter or a PVC annotation: one
- * YAML document whose root is a mapping; JSON is valid input; model/yaml.h) and decodes it into
+ * YAML document whose root is a mapping; JSON is valid input; base/yaml.h) and decodes it into
  * a struct of type t (model_backend_type, model_protocol_type, model_filesystem_type).  Plain
  * scalars are taken as integers/booleans where the field wants one and as their literal text in
  * zfs.properties.  Fields the type does not know are kept (model_unknown_first finds them), so

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kube/codec.h"
 #include "kube/status.h"
 #include "kube/watch.h"
 

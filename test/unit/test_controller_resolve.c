@@ -2,9 +2,9 @@
  * (PillarStorageClass or hand-written StorageClass documents) and PVC annotations; every
  * rejection message of §13; the mkfs allowlist of §12.1; the YAML document rules of §8; the
  * volume context keys of csi.md §3 (tunables present only when set). */
+#include "base/yaml.h"
 #include "controller/resolve.h"
 #include "ctl_fixture.h"
-#include "model/yaml.h"
 #include "rules/mkfs.h"
 
 static void setup(void)
@@ -417,7 +417,7 @@ static const char *yerr(const char *text)
 	static struct err e;
 	cJSON *o = NULL;
 	memset(&e, 0, sizeof(e));
-	if (model_yaml_parse(text, &o, &e) == 0) {
+	if (yaml_doc_parse(text, strlen(text), &o, &e) == 0) {
 		cJSON_Delete(o);
 		return "";
 	}
@@ -426,13 +426,14 @@ static const char *yerr(const char *text)
 
 START_TEST(test_yaml_documents)
 {
+	static const char J[] = "{\"a\": {\"b\": [1, \"x\", true]}}", Y[] = "p: {x: on, y: \"16\"}";
 	cJSON *o = NULL;
-	ck_assert_int_eq(model_yaml_parse("{\"a\": {\"b\": [1, \"x\", true]}}", &o, NULL), 0);
+	ck_assert_int_eq(yaml_doc_parse(J, strlen(J), &o, NULL), 0);
 	cJSON *b = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "a"), "b");
 	ck_assert(cJSON_IsRaw(cJSON_GetArrayItem(b, 0)));
 	ck_assert(cJSON_IsString(cJSON_GetArrayItem(b, 1)));
 	cJSON_Delete(o);
-	ck_assert_int_eq(model_yaml_parse("p: {x: on, y: \"16\"}", &o, NULL), 0);
+	ck_assert_int_eq(yaml_doc_parse(Y, strlen(Y), &o, NULL), 0);
 	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "p"), "x")->valuestring, "on");
 	cJSON_Delete(o);
 	ck_assert_str_eq(yerr("a: 1\n---\nb: 2\n"),

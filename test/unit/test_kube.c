@@ -263,6 +263,13 @@ START_TEST(test_kubeconfig_refused)
 	         "certificate-authority-data: Q0E=, insecure-skip-tls-verify: 'true'}\n",
 	         head);
 	ck_assert_int_eq(yaml_fail(y, NULL, &e), -ENOTSUP);
+	/* a plain `true` (base/yaml.h keeps it as raw text) reads the same as 'true' */
+	snprintf(y, sizeof(y),
+	         "%sclusters:\n- name: c\n  cluster: {server: 'https://h:1', "
+	         "certificate-authority-data: Q0E=, insecure-skip-tls-verify: true}\n",
+	         head);
+	ck_assert_int_eq(yaml_fail(y, NULL, &e), -ENOTSUP);
+	ck_assert_ptr_nonnull(strstr(e.msg, "insecure-skip-tls-verify"));
 	snprintf(
 	    y, sizeof(y),
 	    "%sclusters:\n- name: c\n  cluster: {server: 'https://h:1', "

@@ -1,4 +1,6 @@
-/* model/yaml — one YAML document (crds.md §8: JSON is valid input) into a cJSON tree.
+/* yaml — one YAML document into a cJSON tree: the one YAML reader of the program, for the
+ * configuration documents (crds.md §8: JSON is valid input; model/docs.c) and kubeconfig files
+ * (kube/kubeconfig.c).
  *
  * The root must be a mapping.  Anchors, aliases, tags, duplicate keys and more than one
  * document are rejected.  Scalars: quoted scalars become cJSON strings; plain scalars that read
@@ -7,15 +9,17 @@
  * string is wanted, e.g. zfs.properties values); every other plain scalar is a string.
  * Returns 0 with *out (caller frees), or -EINVAL with e->msg
  * "invalid document: <reason> at line <l> column <c>" (1-based), or -ENOMEM.
- * Part of the model layer: only the codecs (model/docs.c) and tests use the JSON it returns.
+ * text is len bytes (no NUL needed).  Only codecs (model/docs.c, kube/kubeconfig.c) and tests
+ * use the JSON it returns.
  */
-#ifndef PILLAR_MODEL_YAML_H
-#define PILLAR_MODEL_YAML_H
+#ifndef PILLAR_BASE_YAML_H
+#define PILLAR_BASE_YAML_H
 
 #include <cjson/cJSON.h>
+#include <stddef.h>
 
 #include "base/err.h"
 
-int model_yaml_parse(const char *text, cJSON **out, struct err *e);
+int yaml_doc_parse(const char *text, size_t len, cJSON **out, struct err *e);
 
 #endif

@@ -1,5 +1,5 @@
-/* model yaml — a configuration document: libyaml event stream to JSON, strictly (yaml.h). */
-#include "model/yaml.h"
+/* yaml — one document: libyaml event stream to JSON, strictly (base/yaml.h). */
+#include "base/yaml.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -180,7 +180,7 @@ done:
 	return r;
 }
 
-int model_yaml_parse(const char *text, cJSON **out, struct err *e)
+int yaml_doc_parse(const char *text, size_t len, cJSON **out, struct err *e)
 {
 	struct ctx c = {.e = e};
 	yaml_event_t ev;
@@ -190,7 +190,7 @@ int model_yaml_parse(const char *text, cJSON **out, struct err *e)
 	*out = NULL;
 	if (!yaml_parser_initialize(&c.p))
 		return err_set(e, -ENOMEM, "invalid document: out of memory");
-	yaml_parser_set_input_string(&c.p, (const unsigned char *)text, strlen(text));
+	yaml_parser_set_input_string(&c.p, (const unsigned char *)text, len);
 	/* STREAM-START */
 	if ((r = next(&c, &ev)) < 0)
 		goto out;
