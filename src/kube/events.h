@@ -1,0 +1,71 @@
+/* kube/events — core/v1 Events written as client-go's record.EventRecorder writes them
+ * (tools/record: EventCorrelator with its aggregator, logger and spam filter).
+ *
+ * kube_events_record queues an event and returns at once; a sender thread writes it.  Before a
+ * write each event goes through, in client-go's order:
+ *  - the aggregator: events with the same source, involved object, type and reason but
+ *    different messages, 10 of them within 10 minutes, become one event whose message is
+ *    "(combined from similar events): <latest message>";
+ *  - the logger: an event equal to one already written (same source, involved object, type,
+ *    reason and message; for aggregated events the same aggregate) is not created again: the
+ *    existing Event is PATCHed (strategic merge patch of count, lastTimestamp and message) with
+ *    count + 1 and lastTimestamp = now, keeping its name and firstTimestamp; a PATCH answered
+ *    NotFound (the Event expired) creates it again;
+ *  - the spam filter: per source, involved object and type a token bucket of 25 events,
+ *    refilled at one per 5 minutes; an event without a token is dropped.
+ * Caches hold at most 4096 keys (the least recently used goes first).
+ *
+ * A new Event is named "<object name>.<hex of the Unix time in ns>" in the object's namespace,
+ * or in "default" for a cluster-scoped object (the API server requires involvedObject.namespace
+ * to equal the Event's); source.component is the recorder's component, source.host its host
+ * when set; reportingComponent/reportingInstance the same; firstTimestamp = lastTimestamp = now
+ * (RFC 3339, seconds), count 1, type Normal or Warning.  At most 1000 events wait; beyond that
+ * new ones are dropped with a warning, as client-go's broadcaster does.  Writes that fail are
+ * logged and dropped after one retry: events are best effort and never block the caller.
+ *
+ * Functions return 0 or a negative errno (message in e).  Thread-safe.
+ */
+#ifndef PILLAR_KUBE_EVENTS_H
+#define PILLAR_KUBE_EVENTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "kube/client.h"
+
+#define KUBE_EVENT_NORMAL  "Normal"
+#define KUBE_EVENT_WARNING "Warning"
+
+struct kube_events_opts {
+	const char *component; /* source.component, e.g. "pillar-csi-controller" (required) */
+	const char *host;      /* source.host (the node name) or NULL */
+	/* Tests: monotonic and wall-clock microseconds (defaults CLOCK_MONOTONIC/REALTIME). */
+	uint64_t (*now_us)(void *arg);
+	int64_t (*wall_us)(void *arg);
+	void *clock_arg;
+};
+
+/* The involved object. */
+struct kube_event_ref {
+	const char *api_version, *kind, *ns, *name, *uid; /* ns NULL: cluster-scoped */
+};
+
+struct kube_events;
+
+/* kc must outlive the recorder. */
+int kube_events_new(struct kube_events **out, struct kube_client *kc,
+                    const struct kube_events_opts *o, struct err *e);
+/* Queues an event (type KUBE_EVENT_NORMAL or KUBE_EVENT_WARNING) with a formatted message. */
+void kube_events_record(struct kube_events *ev, const struct kube_event_ref *obj, const char *type,
+                        const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Waits up to timeout_ms until every queued event has been handled; true when done. */
+bool kube_events_flush(struct kube_events *ev, int timeout_ms);
+/* Events written (created + patched) and dropped so far. */
+void kube_events_counts(struct kube_events *ev, unsigned long *created, unsigned long *patched,
+                        unsigned long *dropped);
+/* Flushes (up to 2 s), stops the thread.  NULL is a no-op. */
+void kube_events_free(struct kube_events *ev);
+
+#endif
