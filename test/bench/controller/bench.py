@@ -1,0 +1,301 @@
+#!/usr/bin/python3
+"""Controller scale benchmark (issue 14) on loopback: `pillar-csi agent` on a fake configfs root
+with a `file` backend, `pillar-csi controller` on the embedded store with its default reconcile
+interval, and a grpcio CSI client building every call as the sidecars do (test/interop/lib).
+
+For each N (volumes in the store, grown in one run so the growth with N is visible):
+  - CreateVolume / ControllerPublishVolume / ControllerUnpublishVolume latency (p50, p99) of the
+    calls that brought the store to N (the last SAMPLE creates), in three batches;
+  - controller RSS and idle CPU (percent of one core over IDLE_S seconds, nothing happening);
+  - three storage-node reboots (agent killed, fake nvmet tree emptied, agent started again):
+      accept→serving  the agent's port accepts again → the agent's restore gate is open, i.e. the
+                      controller's one complete ReconcileState went through (HealthCheck straight
+                      to the agent, export_restore_pending false);
+      accept→ExportsServing  → the PillarAgent shows ExportsReady=True/ExportsServing again;
+      controller CPU and store writes (resourceVersion delta) from the kill until the store has
+      been quiet for a second after ExportsServing;
+  - an unreachable agent (killed, not restarted) for DOWN_S seconds: store writes per minute,
+    controller CPU percent, RSS growth.
+Every figure of three is printed as "median (min–max)".
+
+  bench.py DIR N1,N2,...      env BENCH_SAMPLE (default 100), BENCH_IDLE_S (10), BENCH_DOWN_S (45)
+"""
+import json
+import os
+import shutil
+import signal
+import statistics
+import sys
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "interop", "controller"))
+import controller_suite as cs  # noqa: E402
+from controller_suite import OK, call, cond, csi, csig, apb, apbg, grpc, k8s  # noqa: E402
+
+SAMPLE = int(os.environ.get("BENCH_SAMPLE", "100"))
+IDLE_S = float(os.environ.get("BENCH_IDLE_S", "10"))
+DOWN_S = float(os.environ.get("BENCH_DOWN_S", "45"))
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu_s(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        parts = f.read().rsplit(")", 1)[1].split()
+    return (int(parts[11]) + int(parts[12])) / TICK
+
+
+def proc_rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def fig(xs, unit="", fmt="%.2f"):
+    if not xs:
+        return "n/a"
+    return ("%s%s (%s–%s)" % (fmt % statistics.median(xs), unit, fmt % min(xs),
+                              fmt % max(xs)))
+
+
+def pct(xs, p):
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(round(p / 100.0 * (len(s) - 1))))]
+
+
+class Bench:
+    def __init__(self, base):
+        self.env = cs.Env(base)
+        self.n = 0
+        self.pvs = []
+
+    def start(self):
+        env = self.env
+        if not env.start_agent():
+            raise SystemExit("agent did not start")
+        p = env.procs.start("controller", [cs.BIN, "controller", "--csi-endpoint=unix://" + env.sock,
+                                           "--store=dir:" + env.store,
+                                           "--health-probe-bind-address=127.0.0.1:0",
+                                           "--metrics-bind-address=127.0.0.1:0"])
+        if not cs.wait_for(lambda: os.path.exists(env.sock) or p.poll() is not None, 10):
+            raise SystemExit("controller did not start")
+        self.ctl_pid = p.pid
+        rc, out, err = env.apply(cs.objects(env.agent_port))
+        if rc != 0:
+            raise SystemExit("apply: " + out + err)
+        if not cs.wait_for(lambda: cond(env.get("pa", cs.AGENT), "ExportsReady")[:2] ==
+                           ("True", "ExportsServing"), 60):
+            raise SystemExit("the PillarAgent never reached ExportsServing")
+        if not cs.wait_for(lambda: env.get("sc", cs.PSC), 60):
+            raise SystemExit("no generated StorageClass")
+        self.sc = env.get("sc", cs.PSC)
+        ch = grpc.insecure_channel("unix://" + env.sock)
+        self.ctl = csig.ControllerStub(ch)
+        self.caps = k8s.Caps(csi, csig.IdentityStub(ch), self.ctl)
+        self.agent = apbg.AgentServiceStub(grpc.insecure_channel("127.0.0.1:%d" % env.agent_port))
+
+    # ---- CSI ----
+    def create(self):
+        uid = str(uuid.uuid4())
+        pvc = {"metadata": {"name": "b-%d" % self.n, "namespace": "default", "uid": uid},
+               "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {
+                   "storage": "1Mi"}}, "storageClassName": cs.PSC}}
+        req = k8s.create_volume(csi, self.caps, self.sc, pvc, cs.CLUSTER)
+        t = time.monotonic()
+        code, msg, r = call(self.ctl.CreateVolume, req)
+        dt = time.monotonic() - t
+        if code != OK:
+            raise SystemExit("CreateVolume: %s %s" % (code, msg))
+        self.n += 1
+        self.pvs.append(k8s.pv_of(self.sc, pvc, req, r))
+        return dt
+
+    def grow(self, n):
+        """Creates volumes up to n; latencies (ms) of the last SAMPLE creates, then of SAMPLE
+        publish and unpublish calls on the newest volumes."""
+        lat = []
+        while self.n < n:
+            dt = self.create()
+            if self.n > n - SAMPLE:
+                lat.append(dt * 1000)
+        pub, unpub = [], []
+        for pv in self.pvs[-SAMPLE:]:
+            t = time.monotonic()
+            code, msg, _ = call(self.ctl.ControllerPublishVolume,
+                                k8s.attach(csi, self.caps, pv, "node-a", cs.CLUSTER))
+            pub.append((time.monotonic() - t) * 1000)
+            if code != OK:
+                raise SystemExit("ControllerPublishVolume: %s %s" % (code, msg))
+        for pv in self.pvs[-SAMPLE:]:
+            t = time.monotonic()
+            code, msg, _ = call(self.ctl.ControllerUnpublishVolume,
+                                k8s.detach(csi, pv, "node-a", cs.CLUSTER))
+            unpub.append((time.monotonic() - t) * 1000)
+            if code != OK:
+                raise SystemExit("ControllerUnpublishVolume: %s %s" % (code, msg))
+        return lat, pub, unpub
+
+    # ---- observation ----
+    def store_rv(self):
+        """The embedded store's resourceVersion (one per write): its counter file when it has
+        one, else the newest resourceVersion of any PillarAgent or PillarVolumeState."""
+        try:
+            with open(os.path.join(self.env.store, "resourceversion")) as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            pass
+        rv = 0
+        for kind in ("pa", "pvst"):
+            rc, out, _ = self.env.cli("get", kind, "-o", "json")
+            for i in json.loads(out).get("items", []) if rc == 0 else []:
+                rv = max(rv, int(i["metadata"]["resourceVersion"]))
+        return rv
+
+    def pa(self):
+        return self.env.get("pa", cs.AGENT) or {}
+
+    def gate_open(self):
+        try:
+            r = self.agent.HealthCheck(apb.HealthCheckRequest(), timeout=2)
+            return not r.export_restore_pending
+        except grpc.RpcError:
+            return False
+
+    def quiet(self, secs=1.0, limit=60):
+        """Waits until the store's resourceVersion has not moved for secs; returns it."""
+        deadline = time.monotonic() + limit
+        rv, since = self.store_rv(), time.monotonic()
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            v = self.store_rv()
+            if v != rv:
+                rv, since = v, time.monotonic()
+            elif time.monotonic() - since >= secs:
+                break
+        return rv
+
+    def idle(self):
+        self.quiet(2)
+        c0, t0 = proc_cpu_s(self.ctl_pid), time.monotonic()
+        time.sleep(IDLE_S)
+        return 100 * (proc_cpu_s(self.ctl_pid) - c0) / (time.monotonic() - t0)
+
+    def kill_agent(self, wipe):
+        env = self.env
+        env.procs.stop("agent", signal.SIGKILL)
+        if wipe:
+            for d in ("subsystems", "ports", "hosts"):
+                shutil.rmtree(os.path.join(env.nvmet, d))
+                os.mkdir(os.path.join(env.nvmet, d))
+
+    def reboot(self):
+        """One storage-node reboot; (accept→serving s, accept→ExportsServing s, CPU s, writes)."""
+        rv0 = self.quiet(1)
+        pa_rv0 = self.pa()["metadata"]["resourceVersion"]
+        c0 = proc_cpu_s(self.ctl_pid)
+        self.kill_agent(True)
+        if not self.env.start_agent():
+            raise SystemExit("agent did not restart")
+        t_accept = time.monotonic()
+        t_gate = t_serving = None
+        deadline = t_accept + 180
+        while time.monotonic() < deadline and t_serving is None:
+            if t_gate is None and self.gate_open():
+                t_gate = time.monotonic()
+            if t_gate is not None:
+                pa = self.pa()
+                if (pa.get("metadata", {}).get("resourceVersion") != pa_rv0 and
+                        cond(pa, "ExportsReady")[:2] == ("True", "ExportsServing")):
+                    t_serving = time.monotonic()
+            time.sleep(0.02)
+        if t_serving is None:
+            raise SystemExit("no ExportsServing within 180 s of the agent's restart")
+        rv1 = self.quiet(1)
+        cpu = proc_cpu_s(self.ctl_pid) - c0
+        return t_gate - t_accept, t_serving - t_accept, cpu, rv1 - rv0
+
+    def unreachable(self):
+        """The agent down for DOWN_S: (store writes/min, controller CPU %, RSS growth KiB)."""
+        self.kill_agent(False)
+        time.sleep(2)  # the controller notices; its first writes are the state change
+        rv0, c0, m0, t0 = self.store_rv(), proc_cpu_s(self.ctl_pid), proc_rss_kib(
+            self.ctl_pid), time.monotonic()
+        time.sleep(DOWN_S)
+        dt = time.monotonic() - t0
+        out = ((self.store_rv() - rv0) * 60 / dt, 100 * (proc_cpu_s(self.ctl_pid) - c0) / dt,
+               proc_rss_kib(self.ctl_pid) - m0)
+        if not self.env.start_agent():
+            raise SystemExit("agent did not restart")
+        if not cs.wait_for(lambda: self.gate_open(), 180):
+            raise SystemExit("the agent's gate stayed closed after the outage")
+        return out
+
+
+def run(base, ns):
+    b = Bench(base)
+    try:
+        b.start()
+        rows = {}
+        for n in ns:
+            lat, pub, unpub = b.grow(n)
+            k = len(lat) // 3 or 1
+            batches = [lat[i * k:(i + 1) * k] for i in range(3)] if len(lat) >= 3 else [lat]
+            idle = [b.idle() for _ in range(3)]
+            rss = proc_rss_kib(b.ctl_pid) / 1024
+            reb = [b.reboot() for _ in range(3)]
+            down = b.unreachable()
+            r = rows[n] = {
+                "create_p50": [statistics.median(x) for x in batches],
+                "create_p99": [pct(x, 99) for x in batches],
+                "pub_p50": statistics.median(pub), "unpub_p50": statistics.median(unpub),
+                "idle": idle, "rss": rss, "rss_after": proc_rss_kib(b.ctl_pid) / 1024,
+                "gate": [x[0] for x in reb], "serving": [x[1] for x in reb],
+                "cpu": [x[2] for x in reb], "writes": [x[3] for x in reb], "down": down}
+            print("N=%d volumes" % n)
+            print("  CreateVolume p50 %s  p99 %s  (last %d creates, 3 batches)" % (
+                fig(r["create_p50"], " ms"), fig(r["create_p99"], " ms"), len(lat)))
+            print("  ControllerPublishVolume p50 %.2f ms, ControllerUnpublishVolume p50 %.2f ms"
+                  % (r["pub_p50"], r["unpub_p50"]))
+            print("  controller RSS %.1f MiB (%.1f MiB after reboots and outage); idle CPU %s"
+                  % (r["rss"], r["rss_after"], fig(idle, " %", "%.3f")))
+            print("  reboot: agent port accepts → agent serving (gate open) %s" % fig(
+                r["gate"], " s"))
+            print("  reboot: agent port accepts → PillarAgent ExportsServing %s" % fig(
+                r["serving"], " s"))
+            print("  reboot: controller CPU %s, store writes %s (%.2f per volume)" % (
+                fig(r["cpu"], " s"), fig(r["writes"], "", "%d"),
+                statistics.median(r["writes"]) / n))
+            print("  agent unreachable %d s: %.1f store writes/min, controller CPU %.2f %%, "
+                  "RSS growth %d KiB" % (DOWN_S, down[0], down[1], down[2]))
+            sys.stdout.flush()
+        if len(ns) > 1:
+            a, z = rows[ns[0]], rows[ns[-1]]
+            ratio = lambda x, y: x / y if y else 0  # noqa: E731
+            print("growth N=%d vs N=%d: CreateVolume p50 %.2fx, Publish p50 %.2fx, Unpublish "
+                  "p50 %.2fx, reboot→ExportsServing %.2fx, writes per volume %.2fx, RSS %.2fx" % (
+                      ns[-1], ns[0], ratio(statistics.median(z["create_p50"]),
+                                           statistics.median(a["create_p50"])),
+                      ratio(z["pub_p50"], a["pub_p50"]), ratio(z["unpub_p50"], a["unpub_p50"]),
+                      ratio(statistics.median(z["serving"]), statistics.median(a["serving"])),
+                      ratio(statistics.median(z["writes"]) / ns[-1],
+                            statistics.median(a["writes"]) / ns[0]),
+                      ratio(z["rss"], a["rss"])))
+    finally:
+        b.env.procs.stop_all()
+
+
+def main():
+    base = sys.argv[1]
+    ns = [int(x) for x in sys.argv[2].split(",")]
+    os.makedirs(base, exist_ok=True)
+    signal.signal(signal.SIGTERM, lambda s, f: (_ for _ in ()).throw(SystemExit(130)))
+    t0 = time.monotonic()
+    run(base, ns)
+    print("(controller bench: %.0f s)" % (time.monotonic() - t0))
+
+
+if __name__ == "__main__":
+    main()
