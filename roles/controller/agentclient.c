@@ -1,6 +1,7 @@
 /* agentclient — typed AgentService calls with the deadlines of agent-api.md §12.1. */
 #include "controller/agentclient.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -130,6 +131,23 @@ int agentclient_health_check(agentclient *c, const char *addr,
 	    PILLAR_CSI__AGENT__V1__HEALTH_CHECK_REQUEST__INIT;
 	return call(c, addr, "HealthCheck", &req, D(health_check_response), (void **)resp,
 	            AGENT_DEADLINE_HEALTH_MS, st);
+}
+
+int agentclient_probe(agentclient *c, const char *addr, int deadline_ms, bool *pending,
+                      struct grpc_status *st)
+{
+	PillarCsi__Agent__V1__HealthCheckRequest req =
+	    PILLAR_CSI__AGENT__V1__HEALTH_CHECK_REQUEST__INIT;
+	PillarCsi__Agent__V1__HealthCheckResponse *resp = NULL;
+	if (!c || !c->ops || !c->ops->reset_backoff)
+		return -ENOTSUP;
+	c->ops->reset_backoff(c, addr);
+	int r = call(c, addr, "HealthCheck", &req, D(health_check_response), (void **)&resp,
+	             deadline_ms, st);
+	*pending = resp && resp->export_restore_pending;
+	if (resp)
+		protobuf_c_message_free_unpacked(&resp->base, NULL);
+	return r;
 }
 
 int agentclient_get_capabilities(agentclient *c, const char *addr,

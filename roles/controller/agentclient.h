@@ -39,6 +39,9 @@ struct agentclient_ops {
 	              const ProtobufCMessage *req, const ProtobufCMessageDescriptor *resp_desc,
 	              ProtobufCMessage **resp, int deadline_ms, struct grpc_status *st);
 	void (*close)(agentclient *c);
+	/* Optional (a transport with connections): the next call to address connects at once,
+	 * whatever backoff its earlier failures left. */
+	void (*reset_backoff)(agentclient *c, const char *address);
 };
 
 struct agentclient {
@@ -81,6 +84,12 @@ int agentclient_reconcile_state(agentclient *c, const char *addr,
                                 const PillarCsi__Agent__V1__ReconcileStateRequest *req,
                                 PillarCsi__Agent__V1__ReconcileStateResponse **resp,
                                 struct grpc_status *st);
+/* The liveness probe of agentmon.h: HealthCheck with deadline_ms after forgetting any reconnect
+ * backoff, so that an agent whose port accepts again is reached by this very call.  *pending
+ * gets export_restore_pending.  -ENOTSUP (nothing called) when the transport has no
+ * connections to probe (reset_backoff unset), else the gRPC code. */
+int agentclient_probe(agentclient *c, const char *addr, int deadline_ms, bool *pending,
+                      struct grpc_status *st);
 int agentclient_health_check(agentclient *c, const char *addr,
                              PillarCsi__Agent__V1__HealthCheckResponse **resp,
                              struct grpc_status *st);

@@ -77,7 +77,14 @@ static int invoke(agentclient *c, const char *address, const char *method,
 	if (!ch)
 		return st->code;
 	snprintf(path, sizeof(path), "/pillar_csi.agent.v1.AgentService/%s", method);
-	return grpc_channel_call(ch, path, req, resp_desc, resp, deadline_ms, NULL, st);
+	int r = grpc_channel_call(ch, path, req, resp_desc, resp, deadline_ms, NULL, st);
+	/* The channel words a call refused during its reconnect backoff as "<last error>
+	 * (retrying in N ms)".  The countdown is a timer, not a state: without it every failed
+	 * call of one outage carries the same message, so statuses built from it stay put. */
+	char *cd = r != GRPC_OK ? strstr(st->msg, " (retrying in ") : NULL;
+	if (cd)
+		*cd = '\0';
+	return r;
 }
 
 static void gclose(agentclient *c)
@@ -94,7 +101,16 @@ static void gclose(agentclient *c)
 	free(g);
 }
 
-static const struct agentclient_ops gops = {invoke, gclose};
+static void greset_backoff(agentclient *c, const char *address)
+{
+	struct gclient *g = (struct gclient *)c;
+	struct grpc_status st = {0};
+	struct grpc_channel *ch = channel_for(g, address, &st);
+	if (ch) /* channels live until gclose: safe to use outside the lock */
+		grpc_channel_reset_backoff(ch);
+}
+
+static const struct agentclient_ops gops = {invoke, gclose, greset_backoff};
 
 int agentclient_grpc_new(const struct agentclient_grpc_opts *o, agentclient **out, struct err *e)
 {

@@ -12,6 +12,7 @@
 
 #include "base/log.h"
 #include "base/time.h"
+#include "controller/agentmon.h"
 #include "controller/reconcile.h"
 #include "model/kube.h"
 
@@ -51,6 +52,7 @@ struct controller_loop {
 	int nstarted;
 	pthread_t timer;
 	bool timer_started;
+	struct agentmon *mon;
 	struct vdigest *vd; /* used only by the PillarVolumeState watcher thread */
 };
 
@@ -196,6 +198,8 @@ static void on_pillar_event(struct controller_loop *l, const char *kind, bool go
 {
 	const char *name = MODEL_META(obj)->name;
 	if (!strcmp(kind, "PillarAgent")) {
+		agentmon_set(l->mon, name,
+		             gone ? NULL : ((const struct model_pa *)obj)->status.resolved_address);
 		enqueue(l, "pa", name, 0);
 		enqueue_where(l, REF_PST_AGENT, "pst", name);
 		enqueue_all(l, &model_pstr_kind, "pstr");
@@ -368,7 +372,7 @@ static bool dispatch(struct controller_loop *l, const char *key, int *requeue_ms
 		int rq = RECONCILE_INTERVAL_MS;
 		r = reconcile_agent(c, name, &rq, &e);
 		if (r == 0 && rq == 0)
-			*requeue_ms = 100; /* conflict: read the newer object */
+			*requeue_ms = 0; /* conflict: read the newer object (rate limited) */
 		else if (r == 0 && rq < RECONCILE_INTERVAL_MS && rq < l->interval_ms)
 			*requeue_ms = rq; /* the 5 s restore retry */
 	} else if (IS("pst")) {
@@ -410,7 +414,9 @@ static void *worker_main(void *arg)
 		int rq;
 		bool ok = dispatch(l, key, &rq);
 		workqueue_done(l->q, key, ok);
-		if (ok && rq >= 0)
+		if (ok && rq == 0)
+			workqueue_add_rate_limited(l->q, key);
+		else if (ok && rq > 0)
 			workqueue_add(l->q, key, rq);
 	}
 	return NULL;
@@ -513,8 +519,8 @@ int controller_loop_start(struct ctl *c, const struct controller_loop_opts *o,
 	l->nworkers = o->workers <= 0            ? MAX_WORKERS
 	              : o->workers > MAX_WORKERS ? MAX_WORKERS
 	                                         : o->workers;
-	if ((r = workqueue_new(o->backoff_base_ms > 0 ? o->backoff_base_ms : 500,
-	                       o->backoff_max_ms > 0 ? o->backoff_max_ms : 60000, &l->q)) < 0) {
+	if ((r = workqueue_new(o->backoff_base_ms > 0 ? o->backoff_base_ms : 5,
+	                       o->backoff_max_ms > 0 ? o->backoff_max_ms : 1000000, &l->q)) < 0) {
 		free(l);
 		return err_set(e, r, "controller loop: out of memory");
 	}
@@ -526,6 +532,10 @@ int controller_loop_start(struct ctl *c, const struct controller_loop_opts *o,
 	pthread_condattr_destroy(&ca);
 	c->restore_kick_arg = l;
 	c->restore_kick = kick;
+	if (agentmon_start(c, kick, l, &l->mon) < 0) { /* before the watches, which feed it */
+		r = err_set(e, -EAGAIN, "controller loop: cannot start the agent monitor");
+		goto fail;
+	}
 	for (size_t i = 0; i < NWATCH; i++) {
 		l->w[i].l = l;
 		l->w[i].k = model_kind_find(watched[i]);
@@ -574,6 +584,7 @@ void controller_loop_stop(struct controller_loop *l)
 		pthread_join(l->workers[i], NULL);
 	if (l->timer_started)
 		pthread_join(l->timer, NULL);
+	agentmon_stop(l->mon); /* after the watches, which feed it */
 	if (l->c->restore_kick == kick && l->c->restore_kick_arg == l) {
 		l->c->restore_kick = NULL;
 		l->c->restore_kick_arg = NULL;

@@ -7,7 +7,10 @@
  * work queue ("PillarAgent/<name>", ...; dependents are queued too, e.g. the PillarStores of an
  * agent whose status changed).  A PillarVolumeState whose status.exportSpec or
  * status.publishedNodes changed gets a one-item resync (agent-api.md §12.3).  Worker threads run
- * the reconcilers (reconcile.h) with exponential backoff after failures.  A timer queues every
+ * the reconcilers (reconcile.h) with client-go's rate limiting after failures and conflicts
+ * (per-key exponential backoff and an overall token bucket).  agentmon.h probes every agent
+ * with a resolved address twice a second and queues it when its liveness or restore gate
+ * changed, so a restart is noticed within a second.  A timer queues every
  * object each interval (PILLAR_RECONCILE_INTERVAL, default 30s) together with the per-agent
  * periodic export resync, and every 60 s a capacity refresh of each PillarStore.  The loop also
  * sets ctl.restore_kick, so an agent RPC failing with `export restore pending` runs that agent's
@@ -26,8 +29,8 @@ struct controller_loop_opts {
 	int interval_ms;     /* periodic resync; 0: PILLAR_RECONCILE_INTERVAL or 30000 */
 	int capacity_ms;     /* PillarStore capacity refresh; 0: 60000 */
 	int workers;         /* worker threads, 1 or 2; 0: 2 */
-	int backoff_base_ms; /* first retry after a failure; 0: 500 */
-	int backoff_max_ms;  /* 0: 60000 */
+	int backoff_base_ms; /* first retry after a failure; 0: 5 (client-go) */
+	int backoff_max_ms;  /* 0: 1000000 (client-go's 1000 s) */
 };
 
 struct controller_loop;

@@ -105,20 +105,33 @@ int reconcile_ready(struct model_conds *conds, const char *const *types, const c
 
 /* ---- work queue -------------------------------------------------------------------------------- */
 
+/* client-go's workqueue with DefaultControllerRateLimiter: a key queued twice runs once; a key
+ * added while it runs runs once more after workqueue_done; a failed or rate-limited key waits the
+ * larger of its own exponential backoff (base_ms doubling per failure up to max_ms; the loop's
+ * default 5 ms .. 1000 s) and the overall token bucket's delay (WORKQUEUE_QPS refilled per
+ * second, WORKQUEUE_BURST deep), which bounds every retry path together.  Keys with nothing
+ * pending are forgotten, so memory follows the keys in flight. */
+#define WORKQUEUE_QPS   10
+#define WORKQUEUE_BURST 100
+
 typedef struct workqueue workqueue;
 
-/* 0 or -ENOMEM.  Backoff after failures: base_ms doubling up to max_ms. */
+/* 0 or -ENOMEM. */
 int workqueue_new(int base_ms, int max_ms, workqueue **out);
 void workqueue_free(workqueue *q); /* NULL is a no-op */
-/* Adds key, due after delay_ms; a key already queued keeps the earlier due time. */
+/* Adds key, due after delay_ms (client-go Add / AddAfter, not rate limited); a key already
+ * queued keeps the earlier due time. */
 void workqueue_add(workqueue *q, const char *key, int delay_ms);
+/* client-go AddRateLimited: adds key after the rate limiter's delay, which it returns. */
+int workqueue_add_rate_limited(workqueue *q, const char *key);
 /* Waits up to timeout_ms for a due key; 1 with key copied (cap bytes), 0 on timeout, -ESHUTDOWN
  * after workqueue_shutdown.  A key handed out is not handed out again until workqueue_done. */
 int workqueue_get(workqueue *q, int timeout_ms, char *key, size_t cap);
-/* Finishes key: ok resets its backoff; !ok requeues it after its next backoff delay.
- * Returns the delay used (0 when ok). */
+/* Finishes key: ok forgets its backoff; !ok requeues it rate limited.  Returns the delay used
+ * (0 when ok). */
 int workqueue_done(workqueue *q, const char *key, bool ok);
 void workqueue_shutdown(workqueue *q);
+/* Keys queued or waiting. */
 size_t workqueue_len(workqueue *q);
 
 #endif

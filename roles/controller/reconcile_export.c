@@ -45,6 +45,18 @@ void reconcile_set_export_cond(struct ctl *c, const struct model_pvst *v, const 
 	pvst_update(c, v->meta.name, v->meta.uid, m_exportcond, &s, NULL, &gs);
 }
 
+/* ExportReconciled of a volume read under its lock: a write only when the condition differs
+ * from that copy (which follows the change), so an unchanged outcome costs no store access. */
+static void set_cond_if_changed(struct ctl *c, struct model_pvst *v, const char *reason,
+                                const char *msg)
+{
+	struct recon_set s = {reason, msg ? msg : ""};
+	struct grpc_status gs = {0};
+	if (m_exportcond(v, &s, &gs) == PVST_SKIP)
+		return;
+	reconcile_set_export_cond(c, v, reason, msg);
+}
+
 static int cmp_rvol(const void *a, const void *b)
 {
 	const struct rvol *x = *(struct rvol *const *)a, *y = *(struct rvol *const *)b;
@@ -188,7 +200,7 @@ static void collect(struct ctl *c, const char *agent, const char *only,
 			continue;
 		}
 		if (!x->v.status.has_export_spec) {
-			reconcile_set_export_cond(
+			set_cond_if_changed(
 			    c, &x->v, RULES_REASON_EXPORT_SPEC_MISSING,
 			    "status.exportSpec is missing; the controller will not guess it "
 			    "(see operations.md §9)");
@@ -247,7 +259,7 @@ static int reconcile_built(struct ctl *c, const char *agent, const char *addr, b
 	for (size_t i = 0; i < n; i++) {
 		const char *reason, *msg;
 		map_result(r, &ast, resp, v[i].vds.volume_id, &reason, &msg);
-		reconcile_set_export_cond(c, &v[i].v, reason, msg);
+		set_cond_if_changed(c, &v[i].v, reason, msg);
 	}
 	if (resp)
 		protobuf_c_message_free_unpacked(&resp->base, NULL);
@@ -264,17 +276,27 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
 {
 	struct model_strs names;
 	size_t n = 0;
+	char akey[300];
+	struct keylock_hold ahold;
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
+	/* One request per agent at a time: the restore and the resyncs never interleave (volume
+	 * names contain no '/', so this key is nobody's volume lock).  Taken before any volume
+	 * lock, and no holder of a volume lock waits for it. */
+	snprintf(akey, sizeof(akey), "PillarAgent/%s", agent);
+	keylock_wait(&c->locks, &ahold, akey);
 	int r = volume_names(c, agent, only, &names, gs);
-	if (r != GRPC_OK)
+	if (r != GRPC_OK) {
+		keylock_release(&c->locks, &ahold);
 		return r;
+	}
 	struct rvol *v = calloc(names.n ? names.n : 1, sizeof(*v));
 	struct keylock_hold *holds = calloc(names.n ? names.n : 1, sizeof(*holds));
 	if (!v || !holds) {
 		free(v);
 		free(holds);
 		model_strs_clear(&names);
+		keylock_release(&c->locks, &ahold);
 		return grpc_status_oom(gs);
 	}
 	/* the names are sorted: take the per-volume locks in name order */
@@ -289,6 +311,7 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
 	}
 	for (size_t i = names.n; i > 0; i--)
 		keylock_release(&c->locks, &holds[i - 1]);
+	keylock_release(&c->locks, &ahold);
 	free(holds);
 	model_strs_clear(&names);
 	free(v);

@@ -339,6 +339,18 @@ static void cc_close(void *arg, struct h2_conn *h, int err, const char *why)
 
 static const struct h2_conn_ops cconn_ops = {.on_open = cc_open, .on_close = cc_close};
 
+static void reset_backoff_fn(void *arg)
+{
+	struct grpc_channel *ch = arg;
+	ch->backoff = 0;
+	ch->retry_at = 0;
+}
+
+void grpc_channel_reset_backoff(struct grpc_channel *ch)
+{
+	h2_loop_run_sync(ch->loop, reset_backoff_fn, ch);
+}
+
 /* Holding the loop, on the caller's thread: read the connection itself while waiting. */
 static void read_myself(struct ccall *c, struct cconn *cc)
 {

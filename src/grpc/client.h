@@ -42,6 +42,9 @@ void grpc_channel_opts_init(struct grpc_channel_opts *o);
 /* target: an address in h2/net.h form ("unix:///run/x.sock", "10.0.0.5:9500", "[::1]:9500"). */
 int grpc_channel_new(struct grpc_channel **out, const char *target,
                      const struct grpc_channel_opts *o, struct err *e);
+/* Forgets the reconnect backoff (like gRPC core's grpc_channel_reset_connect_backoff): the next
+ * call connects at once instead of failing fast.  For a caller that knows the peer is back. */
+void grpc_channel_reset_backoff(struct grpc_channel *ch);
 /* Closes the connection (calls still running end with UNAVAILABLE) and frees. */
 void grpc_channel_free(struct grpc_channel *ch);
 

@@ -225,7 +225,7 @@ static void f_close(agentclient *c)
 	(void)c;
 }
 
-static const struct agentclient_ops fake_ops = {f_invoke, f_close};
+static const struct agentclient_ops fake_ops = {.invoke = f_invoke, .close = f_close};
 
 fake_agent *fake_agent_new(void)
 {

@@ -1,0 +1,176 @@
+/* agentmon — agent liveness and restore-gate probes (agentmon.h). */
+#include "controller/agentmon.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/time.h"
+
+enum mstate { M_UNKNOWN, M_DOWN, M_GATED, M_SERVING };
+
+struct magent {
+	struct magent *next;
+	char *name, *addr;
+	enum mstate state;
+};
+
+struct agentmon {
+	struct ctl *c;
+	void (*kick)(void *arg, const char *agent);
+	void *arg;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;
+	struct magent *agents;
+	pthread_t th;
+};
+
+static void magent_free(struct magent *a)
+{
+	free(a->name);
+	free(a->addr);
+	free(a);
+}
+
+void agentmon_set(struct agentmon *m, const char *agent, const char *addr)
+{
+	if (!m || !agent)
+		return;
+	pthread_mutex_lock(&m->mu);
+	struct magent **p = &m->agents;
+	while (*p && strcmp((*p)->name, agent))
+		p = &(*p)->next;
+	if (!addr || !*addr) {
+		if (*p) {
+			struct magent *a = *p;
+			*p = a->next;
+			magent_free(a);
+		}
+	} else if (!*p || strcmp((*p)->addr, addr)) {
+		struct magent *a = calloc(1, sizeof(*a));
+		if (a && (a->name = strdup(agent)) && (a->addr = strdup(addr))) {
+			if (*p) { /* replace: the new address starts unknown */
+				a->next = (*p)->next;
+				magent_free(*p);
+			}
+			*p = a;
+		} else if (a) {
+			magent_free(a);
+		}
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+/* Probes one agent (outside the lock); returns its state. */
+static enum mstate probe(struct agentmon *m, const char *addr)
+{
+	struct grpc_status st = {0};
+	bool pending = false;
+	int r = agentclient_probe(m->c->ac, addr, AGENTMON_PROBE_MS, &pending, &st);
+	if (r == -ENOTSUP)
+		return M_UNKNOWN;
+	return r != GRPC_OK ? M_DOWN : pending ? M_GATED : M_SERVING;
+}
+
+/* One round over the agents known at its start. */
+static void round_once(struct agentmon *m)
+{
+	pthread_mutex_lock(&m->mu);
+	size_t n = 0;
+	for (struct magent *a = m->agents; a; a = a->next)
+		n++;
+	char **names = calloc(n ? n : 1, sizeof(char *)), **addrs = calloc(n ? n : 1, sizeof(char *));
+	size_t k = 0;
+	for (struct magent *a = m->agents; a && names && addrs; a = a->next, k++) {
+		names[k] = strdup(a->name);
+		addrs[k] = strdup(a->addr);
+	}
+	pthread_mutex_unlock(&m->mu);
+	for (size_t i = 0; i < k; i++) {
+		if (!names[i] || !addrs[i])
+			continue;
+		enum mstate s = probe(m, addrs[i]);
+		bool changed = false;
+		pthread_mutex_lock(&m->mu);
+		for (struct magent *a = m->agents; a; a = a->next)
+			if (!strcmp(a->name, names[i]) && !strcmp(a->addr, addrs[i])) {
+				changed = s != M_UNKNOWN && s != a->state;
+				a->state = s;
+			}
+		pthread_mutex_unlock(&m->mu);
+		if (changed)
+			m->kick(m->arg, names[i]);
+	}
+	for (size_t i = 0; i < k; i++) {
+		free(names[i]);
+		free(addrs[i]);
+	}
+	free(names);
+	free(addrs);
+}
+
+static void *mon_main(void *arg)
+{
+	struct agentmon *m = arg;
+	for (;;) {
+		int64_t t0 = time_mono_ms();
+		round_once(m);
+		int64_t rest = AGENTMON_TICK_MS - (time_mono_ms() - t0);
+		struct timespec ts = time_after(CLOCK_MONOTONIC, rest > 0 ? rest : 0);
+		pthread_mutex_lock(&m->mu);
+		while (!m->stop && pthread_cond_timedwait(&m->cv, &m->mu, &ts) != ETIMEDOUT)
+			;
+		bool stop = m->stop;
+		pthread_mutex_unlock(&m->mu);
+		if (stop)
+			return NULL;
+	}
+}
+
+int agentmon_start(struct ctl *c, void (*kick)(void *arg, const char *agent), void *arg,
+                   struct agentmon **out)
+{
+	struct agentmon *m = calloc(1, sizeof(*m));
+	*out = NULL;
+	if (!m)
+		return -ENOMEM;
+	m->c = c;
+	m->kick = kick;
+	m->arg = arg;
+	pthread_mutex_init(&m->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&m->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&m->th, NULL, mon_main, m) != 0) {
+		pthread_cond_destroy(&m->cv);
+		pthread_mutex_destroy(&m->mu);
+		free(m);
+		return -EAGAIN;
+	}
+	*out = m;
+	return 0;
+}
+
+void agentmon_stop(struct agentmon *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->mu);
+	m->stop = true;
+	pthread_cond_broadcast(&m->cv);
+	pthread_mutex_unlock(&m->mu);
+	pthread_join(m->th, NULL);
+	while (m->agents) {
+		struct magent *a = m->agents;
+		m->agents = a->next;
+		magent_free(a);
+	}
+	pthread_cond_destroy(&m->cv);
+	pthread_mutex_destroy(&m->mu);
+	free(m);
+}

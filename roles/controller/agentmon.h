@@ -1,0 +1,35 @@
+/* agentmon — notices an agent restart, a storage-node reboot or an outage within a second
+ * (issue 14), instead of at the next periodic PillarAgent pass.
+ *
+ * One thread probes every known agent each AGENTMON_TICK_MS with agentclient_probe (HealthCheck
+ * with a short deadline, reconnecting at once): a dropped connection shows as a failed probe, a
+ * restarted agent as one whose restore gate is closed (export_restore_pending).  Whenever an
+ * agent's probe state (unreachable / gate closed / serving) differs from the previous probe's,
+ * kick(arg, name) runs, and the PillarAgent reconcile does the rest (status, the restore).  A
+ * state that stays the same kicks nothing, so an agent that stays down costs one probe per tick
+ * and no store write.  With a transport that has no connections (agentclient_probe -ENOTSUP,
+ * the unit tests' scripted fake) the thread probes nothing.
+ *
+ * agentmon_set records or forgets (addr NULL) an agent's resolved address; the loop feeds it from
+ * the PillarAgent watch.  Functions return 0 or a negative errno.
+ */
+#ifndef PILLAR_ROLES_CONTROLLER_AGENTMON_H
+#define PILLAR_ROLES_CONTROLLER_AGENTMON_H
+
+#include "controller/ctl.h"
+
+#define AGENTMON_TICK_MS  500
+#define AGENTMON_PROBE_MS 1000 /* deadline of one probe */
+
+struct agentmon;
+
+/* 0, -ENOMEM or -EAGAIN (no thread). */
+int agentmon_start(struct ctl *c, void (*kick)(void *arg, const char *agent), void *arg,
+                   struct agentmon **out);
+/* Stops and joins the thread and frees everything.  NULL is a no-op. */
+void agentmon_stop(struct agentmon *m);
+/* The agent's address ("ip:port"), or NULL when it has none or is gone.  A new or changed
+ * address starts in the unknown state (the next probe's result kicks). */
+void agentmon_set(struct agentmon *m, const char *agent, const char *addr);
+
+#endif

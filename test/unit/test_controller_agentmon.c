@@ -1,0 +1,309 @@
+/* The controller loop against real agent connections (issue 14): the gRPC agent client
+ * (agentclient_grpc) instead of the scripted fake, and a minimal AgentService on loopback built
+ * on our gRPC server (HealthCheck with the restore gate, GetCapabilities, ReconcileState that
+ * opens the gate).  With the periodic pass set to an hour, only the agent monitor can notice:
+ *  - an agent that comes back with its gate closed (a storage reboot) gets its one complete
+ *    ReconcileState and ExportsReady=True/ExportsServing within 2 s of its port accepting;
+ *  - while an agent is unreachable the controller does not spin: after the state change, its
+ *    PillarAgent and the volume's PillarVolumeState are not rewritten at all over a 3 s window
+ *    with periodic passes every 300 ms (before issue 14: hundreds of writes a second, each
+ *    message carrying the channel's "retrying in N ms" countdown). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/time.h"
+#include "controller/agentclient_grpc.h"
+#include "controller/loop.h"
+#include "ctl_fixture.h"
+#include "grpc/server.h"
+
+typedef PillarCsi__Agent__V1__HealthCheckResponse HcResp;
+
+struct mini {
+	struct grpc_server *srv;
+	atomic_bool pending;
+	atomic_int complete; /* complete ReconcileStates received */
+};
+
+static int h_health(struct grpc_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                    void *ctx)
+{
+	struct mini *m = ctx;
+	(void)req;
+	HcResp *r = grpc_call_alloc(call, sizeof(*r));
+	if (!r)
+		return GRPC_RESOURCE_EXHAUSTED;
+	pillar_csi__agent__v1__health_check_response__init(r);
+	r->healthy = true;
+	r->export_restore_pending = atomic_load(&m->pending);
+	*resp = &r->base;
+	return GRPC_OK;
+}
+
+static int h_caps(struct grpc_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                  void *ctx)
+{
+	(void)req;
+	(void)ctx;
+	PillarCsi__Agent__V1__GetCapabilitiesResponse *r = grpc_call_alloc(call, sizeof(*r));
+	if (!r)
+		return GRPC_RESOURCE_EXHAUSTED;
+	pillar_csi__agent__v1__get_capabilities_response__init(r);
+	r->agent_version = "mini";
+	*resp = &r->base;
+	return GRPC_OK;
+}
+
+static int h_reconcile(struct grpc_call *call, const ProtobufCMessage *req,
+                       ProtobufCMessage **resp, void *ctx)
+{
+	struct mini *m = ctx;
+	const PillarCsi__Agent__V1__ReconcileStateRequest *q = (const void *)req;
+	PillarCsi__Agent__V1__ReconcileStateResponse *r = grpc_call_alloc(call, sizeof(*r));
+	if (!r)
+		return GRPC_RESOURCE_EXHAUSTED;
+	pillar_csi__agent__v1__reconcile_state_response__init(r);
+	r->results = grpc_call_alloc(call, (q->n_volumes + 1) * sizeof(*r->results));
+	if (!r->results)
+		return GRPC_RESOURCE_EXHAUSTED;
+	for (size_t i = 0; i < q->n_volumes; i++) {
+		PillarCsi__Agent__V1__VolumeReconcileResult *x = grpc_call_alloc(call, sizeof(*x));
+		if (!x)
+			return GRPC_RESOURCE_EXHAUSTED;
+		pillar_csi__agent__v1__volume_reconcile_result__init(x);
+		x->volume_id = grpc_call_strdup(call, q->volumes[i]->volume_id);
+		x->success = true;
+		r->results[r->n_results++] = x;
+	}
+	if (q->complete) {
+		atomic_fetch_add(&m->complete, 1);
+		atomic_store(&m->pending, false);
+	}
+	*resp = &r->base;
+	return GRPC_OK;
+}
+
+#define D(x) &pillar_csi__agent__v1__##x##__descriptor
+static const struct grpc_method mini_methods[] = {
+    {"HealthCheck", h_health, NULL, D(health_check_request), D(health_check_response), NULL},
+    {"GetCapabilities", h_caps, NULL, D(get_capabilities_request), D(get_capabilities_response),
+     NULL},
+    {"ReconcileState", h_reconcile, NULL, D(reconcile_state_request), D(reconcile_state_response),
+     NULL},
+};
+
+static struct mini mini;
+static struct grpc_service mini_svc = {"pillar_csi.agent.v1.AgentService", mini_methods, 3, &mini};
+
+static int free_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* Starts the mini agent on port (retrying while the old listener's port is released). */
+static void mini_start(int port, bool pending)
+{
+	char listen[64];
+	const char *l[] = {listen, NULL};
+	struct grpc_server_opts o;
+	struct err e = {0};
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	grpc_server_opts_init(&o);
+	o.listen = l;
+	o.workers = 2;
+	atomic_store(&mini.pending, pending);
+	for (int i = 0; i < 50; i++) {
+		ck_assert_int_eq(grpc_server_new(&mini.srv, &o, &e), 0);
+		ck_assert_int_eq(grpc_server_add_service(mini.srv, &mini_svc, &e), 0);
+		if (grpc_server_start(mini.srv, &e) == 0)
+			return;
+		grpc_server_free(mini.srv);
+		mini.srv = NULL;
+		time_sleep_us(100000);
+	}
+	ck_abort_msg("mini agent: %s", e.msg);
+}
+
+static void mini_stop(void)
+{
+	grpc_server_free(mini.srv);
+	mini.srv = NULL;
+}
+
+static agentclient *grpc_ac;
+
+static void setup(void)
+{
+	struct err e = {0};
+	fx_setup();
+	ck_assert_int_eq(agentclient_grpc_new(NULL, &grpc_ac, &e), 0);
+	fx_c.ac = grpc_ac;
+	atomic_store(&mini.complete, 0);
+}
+
+static void teardown(void)
+{
+	mini_stop();
+	fx_c.ac = fake_agent_client(fx_fa);
+	agentclient_close(grpc_ac);
+	fx_teardown();
+}
+
+static const char *reason_of(const char *kind, const char *name, const char *type, char *buf,
+                             size_t cap)
+{
+	cJSON *o = fx_get(kind, name);
+	snprintf(buf, cap, "%s", o ? cond_reason(o, type) : "");
+	cJSON_Delete(o);
+	return buf;
+}
+
+/* Milliseconds until kind/name shows reason for type, or -1 after ms. */
+static int64_t wait_reason(const char *kind, const char *name, const char *type,
+                           const char *reason, int ms)
+{
+	char buf[64];
+	int64_t t0 = time_mono_ms();
+	while (time_mono_ms() - t0 < ms) {
+		if (!strcmp(reason_of(kind, name, type, buf, sizeof(buf)), reason))
+			return time_mono_ms() - t0;
+		time_sleep_us(10000);
+	}
+	return -1;
+}
+
+static void agent_at(int port)
+{
+	char spec[128];
+	snprintf(spec, sizeof(spec), "{\"external\":{\"address\":\"127.0.0.1\",\"port\":%d}}", port);
+	fx_put("PillarAgent", NULL, "storage-1", NULL, spec, NULL);
+	fx_put("PillarVolumeState", NULL, "vol-a",
+	       "\"labels\":{\"pillar-csi.bhyoo.com/agent\":\"storage-1\"}",
+	       "{\"volumeID\":\"storage-1/nvmeof-tcp/file/files/vol-a\",\"agentVolumeID\":"
+	       "\"files/vol-a\",\"agentRef\":\"storage-1\",\"backendType\":\"file\","
+	       "\"protocolType\":\"nvmeof-tcp\",\"capacityBytes\":1048576,\"resolved\":{"
+	       "\"backend\":{\"file\":{\"pool\":\"files\"}}}}",
+	       "{\"phase\":\"Ready\",\"publicationGeneration\":1,\"exportSpec\":{\"bindAddress\":"
+	       "\"127.0.0.1\",\"port\":4420,\"aclEnabled\":false}}");
+}
+
+static struct controller_loop *start(int interval_ms)
+{
+	struct controller_loop *l = NULL;
+	struct controller_loop_opts o = {.interval_ms = interval_ms, .workers = 2};
+	struct err e = {0};
+	ck_assert_msg(controller_loop_start(&fx_c, &o, &l, &e) == 0, "%s", e.msg);
+	return l;
+}
+
+START_TEST(test_reboot_noticed_within_a_second)
+{
+	int port = free_port();
+	mini_start(port, true);
+	agent_at(port);
+	struct controller_loop *l = start(3600000);
+	ck_assert_int_ge(
+	    wait_reason("PillarAgent", "storage-1", "ExportsReady", "ExportsServing", 10000), 0);
+	ck_assert_int_eq(atomic_load(&mini.complete), 1);
+	/* the storage node goes down long enough for the client's reconnect backoff to grow */
+	mini_stop();
+	ck_assert_int_ge(wait_reason("PillarAgent", "storage-1", "AgentConnected",
+	                             "HealthCheckFailed", 3000),
+	                 0);
+	time_sleep_us(5000000);
+	/* it comes back with an empty kernel target: the gate is closed until the restore */
+	mini_start(port, true);
+	int64_t t0 = time_mono_ms();
+	while (atomic_load(&mini.pending) && time_mono_ms() - t0 < 10000)
+		time_sleep_us(5000);
+	int64_t gate_ms = time_mono_ms() - t0;
+	int64_t serving_ms =
+	    wait_reason("PillarAgent", "storage-1", "ExportsReady", "ExportsServing", 10000);
+	ck_assert_msg(gate_ms <= 2000, "restore sent %lld ms after the port accepted",
+	              (long long)gate_ms);
+	ck_assert_msg(serving_ms >= 0 && gate_ms + serving_ms <= 3000,
+	              "ExportsServing %lld ms after the port accepted", (long long)(gate_ms + serving_ms));
+	ck_assert_int_eq(atomic_load(&mini.complete), 2);
+	char buf[64];
+	ck_assert_str_eq(reason_of("PillarVolumeState", "vol-a", "ExportReconciled", buf, sizeof(buf)),
+	                 "Reconciled");
+	controller_loop_stop(l);
+}
+END_TEST
+
+/* The store's events of kind after rv (its watch replays them). */
+static int writes_since(const char *kind, uint64_t rv)
+{
+	store_watch *w = NULL;
+	ck_assert_int_eq(store_watch_open(fx_st, store_kind_lookup(kind), rv, &w, NULL), 0);
+	int n = 0, r;
+	do {
+		enum store_event_type type;
+		cJSON *o = NULL;
+		r = store_watch_next(w, 200, &type, &o, NULL);
+		ck_assert_int_ge(r, 0);
+		n += r > 0;
+		cJSON_Delete(o);
+	} while (r > 0);
+	store_watch_close(w);
+	return n;
+}
+
+static uint64_t store_rv_now(void)
+{
+	cJSON *items = NULL;
+	uint64_t rv = 0;
+	ck_assert_int_ge(store_list(fx_st, store_kind_lookup("PillarAgent"), NULL, NULL, &items, &rv,
+	                            NULL),
+	                 0);
+	cJSON_Delete(items);
+	return rv;
+}
+
+START_TEST(test_no_spin_while_agent_unreachable)
+{
+	agent_at(free_port()); /* nothing listens there */
+	struct controller_loop *l = start(300);
+	ck_assert_int_ge(wait_reason("PillarAgent", "storage-1", "AgentConnected",
+	                             "HealthCheckFailed", 5000),
+	                 0);
+	ck_assert_int_ge(wait_reason("PillarVolumeState", "vol-a", "ExportReconciled",
+	                             "AgentUnavailable", 5000),
+	                 0);
+	time_sleep_us(1000000);
+	uint64_t rv = store_rv_now();
+	unsigned long p0 = controller_loop_passes(l);
+	time_sleep_us(3000000);
+	unsigned long passes = controller_loop_passes(l) - p0;
+	int pa = writes_since("PillarAgent", rv);
+	int pvst = writes_since("PillarVolumeState", rv);
+	controller_loop_stop(l);
+	ck_assert_msg(passes >= 5, "only %lu reconciles in 3 s: the periodic pass did not run",
+	              passes);
+	ck_assert_msg(passes < 200, "%lu reconciles in 3 s: the loop spins", passes);
+	ck_assert_msg(pa == 0, "%d PillarAgent writes in 3 s with the agent down", pa);
+	ck_assert_msg(pvst == 0, "%d PillarVolumeState writes in 3 s with the agent down", pvst);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("controller_agentmon");
+	TCase *t = tcase_create("agentmon");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, test_reboot_noticed_within_a_second);
+	tcase_add_test(t, test_no_spin_while_agent_unreachable);
+	suite_add_tcase(s, t);
+	return tu_run(s);
+}
