@@ -170,7 +170,7 @@ unit: $(UNIT_BIN) $(BUILD)/pillar-csi
 	@PILLAR_BIN=$(abspath $(BUILD)/pillar-csi) sh test/tools/run-unit.sh $(UNIT_BIN)
 
 INTEROP_SUITES := $(sort $(wildcard test/interop/*/run.sh))
-interop: $(BUILD)/pillar-csi
+interop: $(BUILD)/pillar-csi $(BUILD)/unit/test_store_contract
 	@PILLAR_BIN=$(abspath $(BUILD)/pillar-csi) BUILD=$(abspath $(BUILD)) \
 	  sh test/tools/run-suites.sh interop $(INTEROP_SUITES)
 

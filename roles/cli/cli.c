@@ -13,6 +13,7 @@
 #include "base/json.h"
 #include "model/model.h"
 #include "store/store.h"
+#include "storeflags.h"
 
 struct column {
 	const char *header;
@@ -64,15 +65,23 @@ static const char *group_suffix(const struct store_kind *k)
 	return buf;
 }
 
+/* The kube store's flags of the verb being run (storeflags.h). */
+static struct store_flags cli_sf = STORE_FLAGS_INIT;
+
 static int open_store(const char *url, store **s)
 {
+	struct store_open_opts o;
 	struct err e = {0};
 	if (!url) {
-		fprintf(stderr,
-		        "error: no store: pass --store=dir:PATH (or set PILLAR_CSI_STORE)\n");
+		fprintf(stderr, "error: no store: pass --store=dir:PATH or --store=kube (or set "
+		                "PILLAR_CSI_STORE)\n");
 		return 1;
 	}
-	if (store_open_url(url, false, s, &e) < 0) {
+	if (store_flags_opts(&cli_sf, "pillar-csi", &o, &e) < 0) {
+		fprintf(stderr, "error: %s\n", e.msg);
+		return 2;
+	}
+	if (store_open(url, false, &o, s, &e) < 0) {
 		fprintf(stderr, "error: %s\n", e.msg);
 		return 1;
 	}
@@ -208,8 +217,9 @@ int cli_apply_main(int argc, char **argv)
 	const char *file = NULL, *url = default_store(), *sub = "";
 	const struct flag_def defs[] = {
 	    {"f", FLAG_STRING, &file, "file with a JSON object, array or List (- for stdin)", true},
-	    {"store", FLAG_STRING, &url, "object store: dir:PATH (default $PILLAR_CSI_STORE)",
-	     false},
+	    {"store", FLAG_STRING, &url,
+	     "object store: dir:PATH or kube (default $PILLAR_CSI_STORE)", false},
+	    STORE_FLAG_DEFS(&cli_sf),
 	    {"subresource", FLAG_STRING, &sub,
 	     "status: replace only the status of existing objects (uid and resourceVersion in "
 	     "the file are preconditions)",
@@ -217,7 +227,7 @@ int cli_apply_main(int argc, char **argv)
 	};
 	int r = role_parse_flags("pillar-csi apply",
 	                         "Create or update the objects in a JSON file in the store.", defs,
-	                         3, argc, argv);
+	                         sizeof(defs) / sizeof(defs[0]), argc, argv);
 	char *text = NULL;
 	size_t len = 0, n = 0;
 	struct model_any *objs = NULL;
@@ -351,16 +361,18 @@ static int get_args(int argc, char **argv, char **pos, int *npos, const char **o
 	    {"o", FLAG_STRING, out, "output format: json or wide (default: a table)", false},
 	    {"output", FLAG_STRING, out, "same as -o", false},
 	    {"l", FLAG_STRING, selector, "label selector (k=v, k!=v, k, !k; comma = and)", false},
-	    {"store", FLAG_STRING, url, "object store: dir:PATH (default $PILLAR_CSI_STORE)",
-	     false},
+	    {"store", FLAG_STRING, url,
+	     "object store: dir:PATH or kube (default $PILLAR_CSI_STORE)", false},
+	    STORE_FLAG_DEFS(&cli_sf),
 	};
 	struct err e = {0};
-	int r = flags_parse_mixed("pillar-csi get", defs, 4, argc, argv, pos, npos, &e);
+	int r = flags_parse_mixed("pillar-csi get", defs, sizeof(defs) / sizeof(defs[0]), argc,
+	                          argv, pos, npos, &e);
 	if (r == FLAGS_HELP) {
 		flags_usage(stdout, "pillar-csi get",
 		            "Print objects: pillar-csi get KIND [NAME] [-o wide|json].  KIND is a "
 		            "plural, singular or short name (pa, pst, pstr, psc, pvst).",
-		            defs, 4);
+		            defs, sizeof(defs) / sizeof(defs[0]));
 		return 0;
 	}
 	if (r == FLAGS_VERSION || r < 0 || *npos < 1 || *npos > 2 ||
@@ -371,7 +383,7 @@ static int get_args(int argc, char **argv, char **pos, int *npos, const char **o
 			r = applet_dispatch(2, (char *[]){"pillar-csi", "--version", NULL});
 		else
 			fprintf(stderr, "pillar-csi get: usage: pillar-csi get KIND [NAME] "
-			                "[-o wide|json] [--store=dir:PATH]\n");
+			                "[-o wide|json] [--store=dir:PATH|kube]\n");
 		return r == 0 ? 0 : 2;
 	}
 	return -1;
@@ -447,8 +459,9 @@ int cli_delete_main(int argc, char **argv)
 {
 	const char *url = default_store();
 	const struct flag_def defs[] = {
-	    {"store", FLAG_STRING, &url, "object store: dir:PATH (default $PILLAR_CSI_STORE)",
-	     false},
+	    {"store", FLAG_STRING, &url,
+	     "object store: dir:PATH or kube (default $PILLAR_CSI_STORE)", false},
+	    STORE_FLAG_DEFS(&cli_sf),
 	};
 	char **pos = calloc((size_t)argc + 1, sizeof(char *));
 	int npos = 0, r;
@@ -457,12 +470,13 @@ int cli_delete_main(int argc, char **argv)
 
 	if (!pos)
 		return 1;
-	r = flags_parse_mixed("pillar-csi delete", defs, 1, argc, argv, pos, &npos, &e);
+	r = flags_parse_mixed("pillar-csi delete", defs, sizeof(defs) / sizeof(defs[0]), argc, argv,
+	                      pos, &npos, &e);
 	if (r == FLAGS_HELP) {
 		flags_usage(
 		    stdout, "pillar-csi delete",
 		    "Delete an object: pillar-csi delete KIND NAME (finalizers are respected).",
-		    defs, 1);
+		    defs, sizeof(defs) / sizeof(defs[0]));
 		free(pos);
 		return 0;
 	}
@@ -470,7 +484,7 @@ int cli_delete_main(int argc, char **argv)
 		fprintf(stderr, "%s\n",
 		        r < 0 ? e.msg
 		              : "pillar-csi delete: usage: pillar-csi delete KIND NAME "
-		                "[--store=dir:PATH]");
+		                "[--store=dir:PATH|kube]");
 		free(pos);
 		return 2;
 	}

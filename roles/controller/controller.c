@@ -15,12 +15,15 @@
 #include "grpc/server.h"
 #include "serve.h"
 #include "store/store.h"
+#include "storeflags.h"
 
 /* The flags of the controller role. */
 struct opts {
 	const char *endpoint, *probe, *metrics, *cert, *key, *ca, *server_name, *store_url;
 	bool leader_elect, tls;
 	int64_t agent_port;
+	struct store_flags sf;
+	struct store_open_opts so;
 };
 
 /* Parses and checks the flags; -1 to go on, else the exit status. */
@@ -45,6 +48,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	     "name expected in the agent certificate", false},
 	    {"store", FLAG_STRING, &o->store_url,
 	     "object store: kube (in a cluster), or dir:PATH for the embedded store", false},
+	    STORE_FLAG_DEFS(&o->sf),
 	};
 	int r = role_parse_flags("pillar-csi controller",
 	                         "CSI controller service and reconcilers: records every volume, "
@@ -63,6 +67,11 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	}
 	if (o->agent_port < 1 || o->agent_port > 65535) {
 		fprintf(stderr, "pillar-csi controller: --agent-default-port must be 1-65535\n");
+		return 2;
+	}
+	struct err e = {0};
+	if (store_flags_opts(&o->sf, "pillar-csi-controller", &o->so, &e) < 0) {
+		fprintf(stderr, "pillar-csi controller: %s\n", e.msg);
 		return 2;
 	}
 	if (!o->store_url)
@@ -109,7 +118,7 @@ static int start(const struct opts *o, struct running *x, struct err *e)
 	struct grpc_server_opts go;
 	struct grpc_service ids, ctrl;
 	const char *addrs[] = {o->endpoint, NULL};
-	if (store_open_url(o->store_url, true, &x->st, e) < 0)
+	if (store_open(o->store_url, true, &o->so, &x->st, e) < 0)
 		return -1;
 	if (o->leader_elect)
 		log_info("leader election is not used with the embedded store; its lock plays that "
@@ -141,7 +150,8 @@ int controller_main(int argc, char **argv)
 	                 .key = "",
 	                 .ca = "",
 	                 .server_name = "",
-	                 .agent_port = 9500};
+	                 .agent_port = 9500,
+	                 .sf = STORE_FLAGS_INIT};
 	struct running x = {0};
 	struct err e = {0};
 

@@ -13,6 +13,7 @@
 #include "rules/keys.h"
 #include "serve.h"
 #include "store/store.h"
+#include "storeflags.h"
 
 #define NODE_SHUTDOWN_WAIT_MS 5000 /* deploy.md §1.3: NOT_SERVING, wait 5 s, stop */
 
@@ -73,6 +74,8 @@ int node_main(int argc, char **argv)
 	const char *endpoint = "unix:///var/lib/kubelet/plugins/" RULES_DRIVER_NAME "/csi.sock";
 	const char *node_id = NULL, *state_dir = "/var/lib/pillar-csi/node", *store_url = NULL;
 	const char *host_root = ""; /* testing only: "" = the real /etc/nvme, /sys, /dev, /proc */
+	struct store_flags sf = STORE_FLAGS_INIT;
+	struct store_open_opts so;
 	const struct flag_def defs[] = {
 	    {"csi-endpoint", FLAG_STRING, &endpoint, "CSI socket (unix:///path)", false},
 	    {"node-id", FLAG_STRING, &node_id,
@@ -80,6 +83,7 @@ int node_main(int argc, char **argv)
 	    {"state-dir", FLAG_STRING, &state_dir, "stage records of staged volumes", false},
 	    {"store", FLAG_STRING, &store_url,
 	     "object store: kube, or dir:PATH for the embedded store", false},
+	    STORE_FLAG_DEFS(&sf),
 	    /* TESTING ONLY (test/interop/node): a fake host tree instead of the machine's. */
 	    {"host-root", FLAG_STRING, &host_root,
 	     "(testing) read etc/nvme, sys, dev and proc under this directory instead of /", false},
@@ -106,7 +110,11 @@ int node_main(int argc, char **argv)
 		fprintf(stderr, "pillar-csi node: no node id: set --node-id or NODE_NAME\n");
 		return 1;
 	}
-	if (store_url && store_open_url(store_url, false, &st, &e) < 0) {
+	if (store_flags_opts(&sf, "pillar-csi-node", &so, &e) < 0) {
+		fprintf(stderr, "pillar-csi node: %s\n", e.msg);
+		return 2;
+	}
+	if (store_url && store_open(store_url, false, &so, &st, &e) < 0) {
 		fprintf(stderr, "pillar-csi node: %s\n", e.msg);
 		return 1;
 	}

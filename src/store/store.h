@@ -3,8 +3,8 @@
  * Objects are cJSON documents shaped like Kubernetes objects (apiVersion, kind, metadata{name,
  * namespace, uid, resourceVersion, generation, labels, annotations, finalizers,
  * creationTimestamp, deletionTimestamp}, spec, status).  The controller and the node role use
- * this interface; in a cluster it is backed by the API server (a later layer), without one by
- * the embedded directory store (store_dir_open).  spec/standalone.md is the contract.
+ * this interface; in a cluster it is backed by the API server (store_kube_open), without one
+ * by the embedded directory store (store_dir_open).  spec/standalone.md is the contract.
  *
  * Errors are negative errnos with the Kubernetes reason (store_reason()):
  *   STORE_NOT_FOUND -ENOENT "NotFound", STORE_ALREADY_EXISTS -EEXIST "AlreadyExists",
@@ -139,8 +139,37 @@ void store_timestamp(char *buf, size_t cap);
  * processes reach watches through a 1 s poll (poll_ms overrides it; tests use less). */
 int store_dir_open(const char *path, bool owner, int poll_ms, store **out, struct err *e);
 
-/* Opens the store named by a --store flag value: "dir:PATH".  ("kube" comes with the
- * Kubernetes client.) */
+/* ---- opening a store ------------------------------------------------------------------------- */
+
+/* What a role passes along with its --store flag. */
+struct store_open_opts {
+	const char *kubeconfig; /* --kubeconfig: kube store; NULL: the in-cluster configuration */
+	const char
+	    *component; /* User-Agent product, e.g. "pillar-csi-controller"; NULL: "pillar-csi" */
+	double qps;     /* --kube-api-qps; 0: KUBE_DEFAULT_QPS (5); < 0: unlimited */
+	int burst;      /* --kube-api-burst; 0: KUBE_DEFAULT_BURST (10) */
+	int list_page;  /* kube: objects per list request; 0: 500 (tests use less) */
+	int watch_secs; /* kube: timeoutSeconds of each watch stream; 0: 300 */
+};
+
+/* Opens the store named by a --store flag value: "dir:PATH" (the embedded store; owner as for
+ * store_dir_open) or "kube" (the Kubernetes API: store_kube_open).  NULL or "" chooses "kube"
+ * when KUBERNETES_SERVICE_HOST is set (standalone.md) and is an error otherwise.  o may be NULL
+ * (defaults).  0, or a negative errno with the reason in e. */
+int store_open(const char *url, bool owner, const struct store_open_opts *o, store **out,
+               struct err *e);
+/* store_open with default options. */
 int store_open_url(const char *url, bool owner, store **out, struct err *e);
+
+/* The API server as the store (store/kube.c): the kubeconfig at o->kubeconfig or the
+ * in-cluster configuration (kube/config.h), one client connection, o's rate limits.  Each
+ * get/create/update/delete is one API request, list is one per 500 objects; watches resume
+ * across the server's stream ends.  Errors carry the server's Kubernetes reason and message;
+ * names and label selectors are checked locally first with the dir store's messages.
+ * Unconditional updates (no metadata.resourceVersion) read the current version and retry on
+ * Conflict. */
+int store_kube_open(const struct store_open_opts *o, store **out, struct err *e);
+/* true when st is a kube store. */
+bool store_is_kube(const store *st);
 
 #endif

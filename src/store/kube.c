@@ -1,0 +1,355 @@
+/* store/kube — the store contract (store.h, spec/standalone.md) over the Kubernetes API
+ * (src/kube): every operation is one API request (list: one per page), watches are API watches
+ * that resume from the last resourceVersion seen when the server ends a stream. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube/client.h"
+#include "kube/watch.h"
+#include "store/kube_int.h"
+#include "store/store.h"
+
+#define LIST_PAGE       500
+#define WATCH_SECS      300
+#define UPDATE_ATTEMPTS 5 /* unconditional updates: get, put, retry on Conflict */
+
+struct kstore {
+	store base;
+	struct kube_client *kc;
+	int page, watch_secs;
+};
+
+/* ---- errors ---------------------------------------------------------------------------------- */
+
+int kstore_fail(int rc, const struct kube_status *st, struct err *e)
+{
+	if (rc == -ERANGE || st->kind == KUBE_GONE || st->kind == KUBE_EXPIRED)
+		rc = STORE_EXPIRED;
+	return err_set(e, rc, "%s", st->message[0] ? st->message : kube_reason_name(st->kind));
+}
+
+void kstore_resource(const struct store_kind *k, struct kstore_res *out)
+{
+	const char *slash = strchr(k->api_version, '/');
+	memset(out, 0, sizeof(*out));
+	if (slash) {
+		snprintf(out->group, sizeof(out->group), "%.*s", (int)(slash - k->api_version),
+		         k->api_version);
+		snprintf(out->version, sizeof(out->version), "%s", slash + 1);
+	} else {
+		snprintf(out->version, sizeof(out->version), "%s", k->api_version);
+	}
+	out->r.group = out->group;
+	out->r.version = out->version;
+	out->r.plural = k->plural;
+	out->r.namespaced = k->namespaced;
+}
+
+/* Checks what the dir store checks before any request, so both give the same answer. */
+static int check_target(const struct store_kind *k, const char *ns, const char *name, struct err *e)
+{
+	if (name && store_validate_name(k->plural, name, e) < 0)
+		return STORE_INVALID;
+	if (k->namespaced && name && (!ns || !*ns))
+		return err_set(e, STORE_INVALID, "%s \"%s\": a namespace is required", k->plural,
+		               name);
+	if (!k->namespaced && ns && *ns)
+		return err_set(e, STORE_INVALID, "%s are not namespaced", k->plural);
+	if (ns && *ns && store_validate_name("namespace", ns, e) < 0)
+		return STORE_INVALID;
+	return 0;
+}
+
+/* Items of a list answer lack apiVersion and kind for built-in kinds: give them back. */
+void kstore_typed(cJSON *obj, const struct store_kind *k)
+{
+	if (!cJSON_GetObjectItemCaseSensitive(obj, "kind"))
+		cJSON_AddStringToObject(obj, "kind", k->kind);
+	if (!cJSON_GetObjectItemCaseSensitive(obj, "apiVersion"))
+		cJSON_AddStringToObject(obj, "apiVersion", k->api_version);
+}
+
+/* ---- reads ----------------------------------------------------------------------------------- */
+
+static int k_get(store *st, const struct store_kind *k, const char *ns, const char *name,
+                 cJSON **out, struct err *e)
+{
+	struct kstore *s = (struct kstore *)st;
+	struct kstore_res res;
+	struct kube_status ks;
+	*out = NULL;
+	if (check_target(k, ns, name, e) < 0)
+		return STORE_INVALID;
+	kstore_resource(k, &res);
+	int rc = kube_get(s->kc, &res.r, ns, name, out, &ks);
+	if (rc < 0)
+		return kstore_fail(rc, &ks, e);
+	kstore_typed(*out, k);
+	return 0;
+}
+
+/* Appends the items of one page to arr; the page's continue token into cont ("" at the end). */
+static int take_page(cJSON *page, const struct store_kind *k, cJSON *arr, uint64_t *rv, char *cont,
+                     size_t cap)
+{
+	cJSON *items = cJSON_DetachItemFromObjectCaseSensitive(page, "items");
+	const cJSON *md = cJSON_GetObjectItemCaseSensitive(page, "metadata");
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(md, "continue");
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
+	cJSON *it;
+	snprintf(cont, cap, "%s", cJSON_IsString(c) ? c->valuestring : "");
+	if (cJSON_IsString(v))
+		*rv = strtoull(v->valuestring, NULL, 10);
+	while (items && (it = cJSON_DetachItemViaPointer(items, items->child)) != NULL) {
+		kstore_typed(it, k);
+		cJSON_AddItemToArray(arr, it);
+	}
+	cJSON_Delete(items);
+	return 0;
+}
+
+/* Every page of a list; a continue token that expired restarts the list (as client-go's
+ * pager falls back to a full list). */
+static int list_pages(struct kstore *s, const struct store_kind *k, const char *ns,
+                      const char *selector, cJSON **out, uint64_t *rv, struct err *e)
+{
+	struct kstore_res res;
+	struct kube_status ks;
+	char cont[4096] = "";
+	int restarts = 0;
+	kstore_resource(k, &res);
+	*out = cJSON_CreateArray();
+	if (!*out)
+		return err_set(e, -ENOMEM, "out of memory");
+	for (;;) {
+		struct kube_list_opts lo = {.label_selector =
+		                                selector && *selector ? selector : NULL,
+		                            .limit = s->page,
+		                            .continue_token = cont[0] ? cont : NULL};
+		cJSON *page = NULL;
+		int rc = kube_list(s->kc, &res.r, ns, &lo, &page, &ks);
+		if (rc == -ERANGE && cont[0] && restarts++ < 3) {
+			cJSON_Delete(*out);
+			*out = cJSON_CreateArray();
+			cont[0] = '\0';
+			if (*out)
+				continue;
+			return err_set(e, -ENOMEM, "out of memory");
+		}
+		if (rc < 0) {
+			cJSON_Delete(*out);
+			*out = NULL;
+			return kstore_fail(rc, &ks, e);
+		}
+		take_page(page, k, *out, rv, cont, sizeof(cont));
+		cJSON_Delete(page);
+		if (!cont[0])
+			return 0;
+	}
+}
+
+static int k_list(store *st, const struct store_kind *k, const char *ns, const char *selector,
+                  cJSON **items, uint64_t *list_rv, struct err *e)
+{
+	uint64_t rv = 0;
+	*items = NULL;
+	if (check_target(k, ns, NULL, e) < 0)
+		return STORE_INVALID;
+	/* the selector is checked here, with the dir store's rules and messages */
+	if (selector && store_selector_match(selector, NULL, e) < 0)
+		return STORE_INVALID;
+	int rc = list_pages((struct kstore *)st, k, ns, selector, items, &rv, e);
+	if (rc == 0 && list_rv)
+		*list_rv = rv;
+	return rc;
+}
+
+/* ---- writes ---------------------------------------------------------------------------------- */
+
+/* The kind, namespace and name of an object to write; 0 or STORE_INVALID. */
+static int write_target(const cJSON *obj, const struct store_kind **k, const char **ns,
+                        const char **name, struct err *e)
+{
+	if (!(*k = store_kind_of(obj, e)))
+		return STORE_INVALID;
+	*ns = store_meta_str(obj, "namespace");
+	*name = store_meta_str(obj, "name");
+	if (!*name)
+		return err_set(e, STORE_INVALID, "%s: metadata.name is required", (*k)->kind);
+	return check_target(*k, *ns, *name, e);
+}
+
+static int k_create(store *st, const cJSON *obj, cJSON **out, struct err *e)
+{
+	struct kstore *s = (struct kstore *)st;
+	const struct store_kind *k;
+	const char *ns, *name;
+	struct kstore_res res;
+	struct kube_status ks;
+	cJSON *got = NULL;
+	if (out)
+		*out = NULL;
+	if (write_target(obj, &k, &ns, &name, e) < 0)
+		return STORE_INVALID;
+	if (store_meta_str(obj, "resourceVersion"))
+		return err_set(
+		    e, STORE_INVALID,
+		    "%s \"%s\": resourceVersion should not be set on objects to be created",
+		    k->plural, name);
+	kstore_resource(k, &res);
+	int rc = kube_create(s->kc, &res.r, ns, obj, &got, &ks);
+	if (rc < 0)
+		return kstore_fail(rc, &ks, e);
+	kstore_typed(got, k);
+	if (out)
+		*out = got;
+	else
+		cJSON_Delete(got);
+	return 0;
+}
+
+/* PUT of obj (status: to the status subresource).  Without metadata.resourceVersion the
+ * update is unconditional, as in the dir store: the current version is read and the PUT
+ * retried on Conflict. */
+static int put(struct kstore *s, const cJSON *obj, bool status, cJSON **out, struct err *e)
+{
+	const struct store_kind *k;
+	const char *ns, *name;
+	struct kstore_res res;
+	struct kube_status ks;
+	cJSON *got = NULL;
+	int rc;
+	if (out)
+		*out = NULL;
+	if (write_target(obj, &k, &ns, &name, e) < 0)
+		return STORE_INVALID;
+	kstore_resource(k, &res);
+	bool pinned = store_meta_str(obj, "resourceVersion") != NULL;
+	for (int attempt = 0;; attempt++) {
+		cJSON *send = (cJSON *)obj, *cur = NULL;
+		if (!pinned) {
+			if ((rc = kube_get(s->kc, &res.r, ns, name, &cur, &ks)) < 0)
+				return kstore_fail(rc, &ks, e);
+			send = cJSON_Duplicate(obj, 1);
+			cJSON *md =
+			    send ? cJSON_GetObjectItemCaseSensitive(send, "metadata") : NULL;
+			if (!md || !cJSON_AddStringToObject(md, "resourceVersion",
+			                                    store_meta_str(cur, "resourceVersion")
+			                                        ?: "")) {
+				cJSON_Delete(cur);
+				cJSON_Delete(send);
+				return err_set(e, -ENOMEM, "out of memory");
+			}
+			cJSON_Delete(cur);
+		}
+		rc = status ? kube_update_status(s->kc, &res.r, ns, send, &got, &ks)
+		            : kube_update(s->kc, &res.r, ns, send, &got, &ks);
+		if (send != obj)
+			cJSON_Delete(send);
+		if (rc == STORE_CONFLICT && !pinned && attempt + 1 < UPDATE_ATTEMPTS)
+			continue;
+		if (rc < 0)
+			return kstore_fail(rc, &ks, e);
+		break;
+	}
+	kstore_typed(got, k);
+	if (out)
+		*out = got;
+	else
+		cJSON_Delete(got);
+	return 0;
+}
+
+static int k_update(store *st, const cJSON *obj, cJSON **out, struct err *e)
+{
+	return put((struct kstore *)st, obj, false, out, e);
+}
+
+static int k_update_status(store *st, const cJSON *obj, cJSON **out, struct err *e)
+{
+	return put((struct kstore *)st, obj, true, out, e);
+}
+
+static int k_remove(store *st, const struct store_kind *k, const char *ns, const char *name,
+                    const char *uid, const char *rv, struct err *e)
+{
+	struct kstore *s = (struct kstore *)st;
+	struct kstore_res res;
+	struct kube_status ks;
+	if (check_target(k, ns, name, e) < 0)
+		return STORE_INVALID;
+	kstore_resource(k, &res);
+	int rc = kube_delete(s->kc, &res.r, ns, name, uid, rv, NULL, &ks);
+	return rc < 0 ? kstore_fail(rc, &ks, e) : 0;
+}
+
+static void k_close(store *st)
+{
+	struct kstore *s = (struct kstore *)st;
+	kube_client_free(s->kc);
+	free(s);
+}
+
+static const struct store_ops kube_ops = {
+    .get = k_get,
+    .list = k_list,
+    .create = k_create,
+    .update = k_update,
+    .update_status = k_update_status,
+    .remove = k_remove,
+    .watch = kstore_watch,
+    .watch_next = kstore_watch_next,
+    .watch_close = kstore_watch_close,
+    .close = k_close,
+};
+
+struct kube_client *kstore_client(store *st, int *watch_secs)
+{
+	*watch_secs = ((struct kstore *)st)->watch_secs;
+	return ((struct kstore *)st)->kc;
+}
+
+int store_kube_open(const struct store_open_opts *o, store **out, struct err *e)
+{
+	struct kube_config *cfg = NULL;
+	struct kube_client_opts ko;
+	struct kstore *s;
+	int rc;
+	*out = NULL;
+	if ((rc = kube_config_load(&cfg, o ? o->kubeconfig : NULL, e)) < 0) {
+		err_prefix(e, "--store=kube");
+		return rc;
+	}
+	kube_client_opts_init(&ko);
+	ko.component = o && o->component ? o->component : "pillar-csi";
+	if (o && o->qps != 0)
+		ko.qps = o->qps;
+	if (o && o->burst > 0)
+		ko.burst = o->burst;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		kube_config_free(cfg);
+		return err_set(e, -ENOMEM, "out of memory");
+	}
+	s->base.ops = &kube_ops;
+	s->page = o && o->list_page > 0 ? o->list_page : LIST_PAGE;
+	s->watch_secs = o && o->watch_secs > 0 ? o->watch_secs : WATCH_SECS;
+	rc = kube_client_new(&s->kc, cfg, &ko, e);
+	kube_config_free(cfg);
+	if (rc < 0) {
+		free(s);
+		err_prefix(e, "--store=kube");
+		return rc;
+	}
+	*out = &s->base;
+	return 0;
+}
+
+bool store_is_kube(const store *st)
+{
+	return st && st->ops == &kube_ops;
+}

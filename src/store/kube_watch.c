@@ -1,0 +1,192 @@
+/* store/kube watches: a store_watch over API watch streams.  The server ends every stream after
+ * its timeoutSeconds (and may drop the connection); the watch then reopens from the last
+ * resourceVersion it saw (an event's or a bookmark's), so the caller sees one uninterrupted
+ * sequence.  A watch from version 0 lists first and delivers the listed objects as ADDED, so a
+ * reopen always has a version to resume from.  410 Gone/Expired is STORE_EXPIRED: relist. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/time.h"
+#include "kube/watch.h"
+#include "store/kube_int.h"
+
+/* a stream silent 30 s longer than its timeoutSeconds is taken for a dead connection */
+#define WATCH_GRACE_MS 30000LL
+
+struct kwatch {
+	store_watch base;
+	struct kube_client *kc;
+	const struct store_kind *k;
+	struct kstore_res res;
+	char rv[32];
+	int watch_secs;
+	cJSON *pending; /* listed objects not yet delivered (from version 0) */
+	struct kube_watch *w;
+	int64_t last_ms; /* when the stream last delivered something */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool closed, busy;
+};
+
+static int reopen(struct kwatch *x, struct err *e)
+{
+	struct kube_list_opts lo = {.resource_version = x->rv};
+	struct kube_status ks;
+	struct kube_watch *w = NULL;
+	int rc = kube_watch_open(x->kc, &x->res.r, NULL, &lo, x->watch_secs, &w, &ks);
+	if (rc < 0)
+		return kstore_fail(rc, &ks, e);
+	pthread_mutex_lock(&x->mu);
+	if (x->closed) {
+		pthread_mutex_unlock(&x->mu);
+		kube_watch_free(w);
+		return err_set(e, -ECANCELED, "watch closed");
+	}
+	x->w = w;
+	pthread_mutex_unlock(&x->mu);
+	x->last_ms = time_mono_ms();
+	return 0;
+}
+
+static void drop_stream(struct kwatch *x)
+{
+	pthread_mutex_lock(&x->mu);
+	struct kube_watch *w = x->w;
+	x->w = NULL;
+	pthread_mutex_unlock(&x->mu);
+	kube_watch_free(w);
+}
+
+int kstore_watch(store *st, const struct store_kind *k, uint64_t from_rv, store_watch **out,
+                 struct err *e)
+{
+	struct kwatch *x = calloc(1, sizeof(*x));
+	int rc;
+	*out = NULL;
+	if (!x)
+		return err_set(e, -ENOMEM, "out of memory");
+	x->base.ops = st->ops;
+	x->kc = kstore_client(st, &x->watch_secs);
+	x->k = k;
+	kstore_resource(k, &x->res);
+	pthread_mutex_init(&x->mu, NULL);
+	pthread_cond_init(&x->cv, NULL);
+	if (from_rv == 0) {
+		uint64_t rv = 0;
+		if ((rc = store_list(st, k, NULL, NULL, &x->pending, &rv, e)) < 0)
+			goto fail;
+		from_rv = rv;
+	}
+	snprintf(x->rv, sizeof(x->rv), "%" PRIu64, from_rv);
+	if ((rc = reopen(x, e)) < 0)
+		goto fail;
+	*out = &x->base;
+	return 0;
+fail:
+	kstore_watch_close(&x->base);
+	return rc;
+}
+
+static enum store_event_type store_type(enum kube_event_type t)
+{
+	return t == KUBE_ADDED ? STORE_ADDED : t == KUBE_MODIFIED ? STORE_MODIFIED : STORE_DELETED;
+}
+
+/* One step: 1 with an event, 0 when nothing arrived within wait_ms, 2 to go on (bookmark,
+ * stream reopened), or a negative code. */
+static int step(struct kwatch *x, int64_t wait_ms, enum store_event_type *type, cJSON **obj,
+                struct err *e)
+{
+	enum kube_event_type t;
+	struct kube_status ks;
+	cJSON *o = NULL;
+	if (!x->w)
+		return reopen(x, e) < 0 ? e->code : 2;
+	int rc = kube_watch_next(x->w, &t, &o, wait_ms > 0 ? wait_ms : 1, &ks);
+	if (rc == 1) {
+		const char *rv = store_meta_str(o, "resourceVersion");
+		x->last_ms = time_mono_ms();
+		if (rv && *rv)
+			snprintf(x->rv, sizeof(x->rv), "%s", rv);
+		if (t == KUBE_BOOKMARK || !cJSON_IsObject(o)) {
+			cJSON_Delete(o);
+			return 2;
+		}
+		kstore_typed(o, x->k);
+		*type = store_type(t);
+		*obj = o;
+		return 1;
+	}
+	if (rc == -ETIMEDOUT &&
+	    time_mono_ms() - x->last_ms < x->watch_secs * 1000LL + WATCH_GRACE_MS)
+		return 0;
+	if (rc == -ECANCELED)
+		return err_set(e, -ECANCELED, "watch closed");
+	if (rc < 0 && (rc == -ERANGE || ks.kind == KUBE_EXPIRED || ks.kind == KUBE_GONE))
+		return kstore_fail(rc, &ks, e);
+	/* the stream ended (timeoutSeconds), fell silent or broke: resume from x->rv */
+	drop_stream(x);
+	return reopen(x, e) < 0 ? e->code : 2;
+}
+
+static int next_event(struct kwatch *x, int timeout_ms, enum store_event_type *type, cJSON **obj,
+                      struct err *e)
+{
+	int64_t deadline = time_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	if (x->pending && x->pending->child) {
+		*obj = cJSON_DetachItemViaPointer(x->pending, x->pending->child);
+		*type = STORE_ADDED;
+		return 1;
+	}
+	for (;;) {
+		int rc = step(x, deadline - time_mono_ms(), type, obj, e);
+		if (rc != 2)
+			return rc;
+		if (time_mono_ms() >= deadline)
+			return 0;
+	}
+}
+
+int kstore_watch_next(store_watch *w, int timeout_ms, enum store_event_type *type, cJSON **obj,
+                      struct err *e)
+{
+	struct kwatch *x = (struct kwatch *)w;
+	struct err local = {0};
+	*obj = NULL;
+	if (!e)
+		e = &local;
+	pthread_mutex_lock(&x->mu);
+	if (x->closed) {
+		pthread_mutex_unlock(&x->mu);
+		return err_set(e, -ECANCELED, "watch closed");
+	}
+	x->busy = true;
+	pthread_mutex_unlock(&x->mu);
+	int rc = next_event(x, timeout_ms, type, obj, e);
+	pthread_mutex_lock(&x->mu);
+	x->busy = false;
+	pthread_cond_broadcast(&x->cv);
+	pthread_mutex_unlock(&x->mu);
+	return rc;
+}
+
+void kstore_watch_close(store_watch *w)
+{
+	struct kwatch *x = (struct kwatch *)w;
+	pthread_mutex_lock(&x->mu);
+	x->closed = true;
+	if (x->w)
+		kube_watch_cancel(x->w);
+	while (x->busy)
+		pthread_cond_wait(&x->cv, &x->mu);
+	pthread_mutex_unlock(&x->mu);
+	kube_watch_free(x->w);
+	cJSON_Delete(x->pending);
+	pthread_cond_destroy(&x->cv);
+	pthread_mutex_destroy(&x->mu);
+	free(x);
+}
