@@ -191,7 +191,14 @@ demo: $(BUILD)/pillar-csi
 	  E2E_OUT=$(abspath $(BUILD)/e2e) bash test/e2e/run.sh demo
 
 BENCH_SUITES := $(sort $(wildcard test/bench/*/run.sh))
-bench: $(BUILD)/pillar-csi
+# Bench drivers: test/bench/<suite>/*_bench.c linked -O2 with the library objects.
+BENCH_BIN  := $(patsubst test/bench/%.c,$(BUILD)/bench/%,$(sort $(wildcard test/bench/*/*_bench.c)))
+LIB_REL_OBJ := $(filter-out $(BUILD)/rel/$(MAIN_SRC:.c=.o),$(REL_OBJ))
+$(BUILD)/bench/%: $(BUILD)/rel/test/bench/%.o $(LIB_REL_OBJ)
+	@mkdir -p $(dir $@)
+	@echo '  LD      $@'
+	$(Q)$(CC) -o $@ $^ $(DYN_LIBS)
+bench: $(BUILD)/pillar-csi $(BENCH_BIN)
 	@PILLAR_BIN=$(abspath $(BUILD)/pillar-csi) BUILD=$(abspath $(BUILD)) \
 	  sh test/tools/run-suites.sh bench $(BENCH_SUITES)
 

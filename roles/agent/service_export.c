@@ -434,6 +434,33 @@ static int run_batch(agent_service *a, struct item *items, size_t n)
 	return 0;
 }
 
+static int by_volume_id(const void *x, const void *y)
+{
+	const char *a = *(const char *const *)x, *b = *(const char *const *)y;
+	return strcmp(a, b);
+}
+
+/* INVALID_ARGUMENT when a volume ID appears twice (sorted, not pairwise: 10,000 items). */
+static int check_unique(const PB(ReconcileStateRequest) * req, struct grpc_status *st)
+{
+	const char **ids = calloc(req->n_volumes ? req->n_volumes : 1, sizeof(*ids));
+	size_t k = 0;
+	int code = GRPC_OK;
+	if (!ids)
+		return grpc_status_oom(st);
+	for (size_t i = 0; i < req->n_volumes; i++)
+		if (req->volumes[i]->volume_id)
+			ids[k++] = req->volumes[i]->volume_id;
+	qsort(ids, k, sizeof(*ids), by_volume_id);
+	for (size_t i = 1; i < k && code == GRPC_OK; i++)
+		if (strcmp(ids[i - 1], ids[i]) == 0)
+			code = grpc_status_set(
+			    st, GRPC_INVALID_ARGUMENT,
+			    "volume \"%s\" appears more than once in the request", ids[i]);
+	free(ids);
+	return code;
+}
+
 int agent_reconcile_state(agent_service *a, const PB(ReconcileStateRequest) * req,
                           PB(ReconcileStateResponse) * resp, struct grpc_status *st)
 {
@@ -443,16 +470,8 @@ int agent_reconcile_state(agent_service *a, const PB(ReconcileStateRequest) * re
 		return st->code;
 	if (!req->complete && (code = svc_gate(a, "ReconcileState", st)) != GRPC_OK)
 		goto out;
-	for (size_t i = 0; i < req->n_volumes; i++)
-		for (size_t j = 0; j < i; j++)
-			if (req->volumes[i]->volume_id && req->volumes[j]->volume_id &&
-			    strcmp(req->volumes[i]->volume_id, req->volumes[j]->volume_id) == 0) {
-				code = grpc_status_set(
-				    st, GRPC_INVALID_ARGUMENT,
-				    "volume \"%s\" appears more than once in the request",
-				    req->volumes[i]->volume_id);
-				goto out;
-			}
+	if ((code = check_unique(req, st)) != GRPC_OK)
+		goto out;
 	struct item *items = calloc(req->n_volumes ? req->n_volumes : 1, sizeof(*items));
 	if (!items) {
 		code = grpc_status_oom(st);

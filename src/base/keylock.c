@@ -8,7 +8,7 @@ void keylock_init(struct keylock *k)
 {
 	pthread_mutex_init(&k->mu, NULL);
 	pthread_cond_init(&k->cv, NULL);
-	k->held = NULL;
+	memset(k->held, 0, sizeof(k->held));
 }
 
 void keylock_fini(struct keylock *k)
@@ -17,9 +17,17 @@ void keylock_fini(struct keylock *k)
 	pthread_mutex_destroy(&k->mu);
 }
 
-static bool busy(const struct keylock *k, const char *key)
+static struct keylock_hold **chain(struct keylock *k, const char *key)
 {
-	for (const struct keylock_hold *h = k->held; h; h = h->next)
+	unsigned h = 2166136261u; /* FNV-1a */
+	for (const char *c = key; *c; c++)
+		h = (h ^ (unsigned char)*c) * 16777619u;
+	return &k->held[h % KEYLOCK_BUCKETS];
+}
+
+static bool busy(struct keylock *k, const char *key)
+{
+	for (const struct keylock_hold *h = *chain(k, key); h; h = h->next)
 		if (!strcmp(h->key, key))
 			return true;
 	return false;
@@ -27,9 +35,13 @@ static bool busy(const struct keylock *k, const char *key)
 
 static void link_hold(struct keylock *k, struct keylock_hold *h, const char *key)
 {
+	struct keylock_hold **head = chain(k, key);
 	h->key = key;
-	h->next = k->held;
-	k->held = h;
+	h->next = *head;
+	h->pprev = head;
+	if (*head)
+		(*head)->pprev = &h->next;
+	*head = h;
 }
 
 void keylock_wait(struct keylock *k, struct keylock_hold *h, const char *key)
@@ -56,11 +68,13 @@ int keylock_try(struct keylock *k, struct keylock_hold *h, const char *key)
 void keylock_release(struct keylock *k, struct keylock_hold *h)
 {
 	pthread_mutex_lock(&k->mu);
-	for (struct keylock_hold **p = &k->held; *p; p = &(*p)->next)
-		if (*p == h) {
-			*p = h->next;
-			break;
-		}
+	if (h->pprev) {
+		*h->pprev = h->next;
+		if (h->next)
+			h->next->pprev = h->pprev;
+		h->next = NULL;
+		h->pprev = NULL;
+	}
 	pthread_cond_broadcast(&k->cv);
 	pthread_mutex_unlock(&k->mu);
 }

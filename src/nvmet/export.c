@@ -84,22 +84,15 @@ bool nvmet_subsys_linked(nvmet *nv, const char *nqn)
 	return n > 0;
 }
 
-/* §7 step 5: rmdir hosts/<h> when no subsystem (ours or not) links it; EBUSY keeps it. */
+/* §7 step 5: rmdir hosts/<h> when no subsystem (ours or not) links it; EBUSY keeps it.  The
+ * handle's host references (hostref.c) answer "still linked" without scanning every subsystem;
+ * "unused" always comes from the full scan. */
 static int prune_host(nvmet *nv, const char *host, struct err *e)
 {
-	char **subs;
-	size_t n;
 	char rel[NVMET_PATH_MAX];
-	bool used = false;
-	int r = nvmet_fs_list(nv, "subsystems", &subs, &n, e);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < n && !used; i++)
-		used = nvmet_fs_rel(rel, "subsystems/%s/allowed_hosts/%s", subs[i], host) == 0 &&
-		       nvmet_fs_exists(nv, rel);
-	nvmet_fs_names_free(subs, n);
-	if (used)
-		return 0;
+	int r = nvmet_hostref_used(nv, host, e);
+	if (r != 0)
+		return r < 0 ? r : 0;
 	REL(rel, "hosts/%s", host);
 	r = nvmet_fs_rmdir(nv, rel, e);
 	return r == -EBUSY ? 0 : r;
@@ -116,7 +109,10 @@ static int grant_host(nvmet *nv, const char *nqn, const char *host, struct err *
 		return r;
 	REL(target, "../../../hosts/%s", host);
 	REL(rel, "subsystems/%s/allowed_hosts/%s", nqn, host);
-	return nvmet_fs_symlink(nv, target, rel, e);
+	bool created;
+	if ((r = nvmet_fs_symlink(nv, target, rel, &created, e)) == 0 && created)
+		nvmet_hostref_add(nv, host, nqn);
+	return r;
 }
 
 static bool in_list(const char *s, const char *const *v, size_t n)
@@ -292,18 +288,13 @@ static int port_matches(nvmet *nv, const char *id, const struct port_want *w)
 static bool port_unconfigured(nvmet *nv, unsigned id)
 {
 	char rel[NVMET_PATH_MAX], v[128];
-	char **links;
-	size_t n;
 	static const char *const keys[] = {"addr_trtype", "addr_trsvcid"};
 	for (int i = 0; i < 2; i++)
 		if (nvmet_fs_rel(rel, "ports/%u/%s", id, keys[i]) < 0 ||
 		    nvmet_attr_read(nv, rel, v, sizeof(v), NULL) < 0 || *v)
 			return false;
-	if (nvmet_fs_rel(rel, "ports/%u/subsystems", id) < 0 ||
-	    nvmet_fs_list(nv, rel, &links, &n, NULL) < 0)
-		return false;
-	nvmet_fs_names_free(links, n);
-	return n == 0;
+	return nvmet_fs_rel(rel, "ports/%u/subsystems", id) == 0 &&
+	       nvmet_fs_empty(nv, rel, NULL) == 1;
 }
 
 static int select_port(nvmet *nv, const struct nvmet_export_spec *s, const struct port_want *w,
@@ -352,13 +343,16 @@ static int write_port_attrs(nvmet *nv, unsigned id, const struct port_want *w, i
 	return 0;
 }
 
+/* Links nqn to port id and checks that the link leads to the subsystem: stat through the link
+ * and of the subsystem name the same directory (two stats, not a realpath of each side). */
 static int link_one(nvmet *nv, unsigned id, const char *nqn, struct err *e)
 {
-	char rel[NVMET_PATH_MAX], target[NVMET_PATH_MAX], a[PATH_MAX], b[PATH_MAX];
+	char rel[NVMET_PATH_MAX], target[NVMET_PATH_MAX];
 	char pa[NVMET_PATH_MAX + 256], pb[NVMET_PATH_MAX + 256];
+	struct stat sa, sb;
 	REL(target, "../../../subsystems/%s", nqn);
 	REL(rel, "ports/%u/subsystems/%s", id, nqn);
-	int r = nvmet_fs_symlink(nv, target, rel, e);
+	int r = nvmet_fs_symlink(nv, target, rel, NULL, e);
 	if (r < 0) {
 		err_set(e, r, "nvmet link subsystem %s to port %u: %s", nqn, id,
 		        nvmet_fs_errname(r));
@@ -366,8 +360,8 @@ static int link_one(nvmet *nv, unsigned id, const char *nqn, struct err *e)
 	}
 	if (nvmet_fs_path(nv, rel, pa, sizeof(pa)) < 0 ||
 	    nvmet_fs_rel(target, "subsystems/%s", nqn) < 0 ||
-	    nvmet_fs_path(nv, target, pb, sizeof(pb)) < 0 || !realpath(pa, a) || !realpath(pb, b) ||
-	    strcmp(a, b) != 0)
+	    nvmet_fs_path(nv, target, pb, sizeof(pb)) < 0 || stat(pa, &sa) < 0 ||
+	    stat(pb, &sb) < 0 || sa.st_dev != sb.st_dev || sa.st_ino != sb.st_ino)
 		return err_set(e, -EIO, "nvmet %s: link does not resolve to subsystems/%s", rel,
 		               nqn);
 	return 0;
@@ -379,8 +373,6 @@ int nvmet_export_link(nvmet *nv, const struct nvmet_export_spec *s, bool relink,
 	struct port_want w;
 	unsigned char buf[sizeof(struct in6_addr)];
 	char rel[NVMET_PATH_MAX], cur[32];
-	char **links;
-	size_t nlinks;
 	bool created;
 	unsigned id = 0;
 	int r;
@@ -403,10 +395,9 @@ int nvmet_export_link(nvmet *nv, const struct nvmet_export_spec *s, bool relink,
 	if ((r = nvmet_fs_mkdir(nv, rel, &created, e)) < 0)
 		return r;
 	REL(rel, "ports/%u/subsystems", id);
-	if ((r = nvmet_fs_list(nv, rel, &links, &nlinks, e)) < 0)
+	if ((r = nvmet_fs_empty(nv, rel, e)) < 0) /* one directory block, not every link */
 		return r;
-	nvmet_fs_names_free(links, nlinks);
-	if (created || nlinks == 0) {
+	if (created || r == 1) {
 		/* Disabled port: every attribute may be (re)written (K5). */
 		if ((r = write_port_attrs(nv, id, &w, s->icds, e)) < 0)
 			return r;
@@ -437,7 +428,7 @@ int nvmet_export_link(nvmet *nv, const struct nvmet_export_spec *s, bool relink,
 
 int nvmet_export_remove(nvmet *nv, const char *nqn, struct err *e)
 {
-	char rel[NVMET_PATH_MAX], **names;
+	char rel[NVMET_PATH_MAX];
 	unsigned *ids;
 	size_t n, removed;
 	int r;
@@ -448,17 +439,14 @@ int nvmet_export_remove(nvmet *nv, const char *nqn, struct err *e)
 	if ((r = ports_linking(nv, nqn, &ids, &n, e)) < 0)
 		return r;
 	for (size_t i = 0; i < n && r == 0; i++) {
-		size_t left;
 		if (nvmet_fs_rel(rel, "ports/%u/subsystems/%s", ids[i], nqn) < 0 ||
 		    (r = nvmet_fs_unlink(nv, rel, e)) < 0)
 			break;
 		snprintf(rel, sizeof(rel), "ports/%u/subsystems", ids[i]);
-		if ((r = nvmet_fs_list(nv, rel, &names, &left, e)) < 0)
+		if ((r = nvmet_fs_empty(nv, rel, e)) < 0)
 			break;
-		nvmet_fs_names_free(names, left);
 		snprintf(rel, sizeof(rel), "ports/%u", ids[i]);
-		if (left == 0)
-			r = nvmet_fs_rmdir(nv, rel, e);
+		r = r == 1 ? nvmet_fs_rmdir(nv, rel, e) : 0;
 	}
 	free(ids);
 	if (r < 0)
@@ -511,8 +499,7 @@ static int relink_all(nvmet *nv, const char *nqn, struct err *e)
 
 int nvmet_host_deny(nvmet *nv, const char *nqn, const char *hostnqn, struct err *e)
 {
-	char rel[NVMET_PATH_MAX], v[16], **left;
-	size_t n;
+	char rel[NVMET_PATH_MAX], v[16];
 	int r;
 	if ((r = check_nqn(nqn, e)) < 0 || (r = rules_hostnqn_check(hostnqn, e)) < 0)
 		return r;
@@ -529,11 +516,10 @@ int nvmet_host_deny(nvmet *nv, const char *nqn, const char *hostnqn, struct err 
 	if (strcmp(v, "0") != 0)
 		return 0;
 	REL(rel, "subsystems/%s/allowed_hosts", nqn);
-	if ((r = nvmet_fs_list(nv, rel, &left, &n, e)) < 0)
+	if ((r = nvmet_fs_empty(nv, rel, e)) < 0)
 		return r;
-	nvmet_fs_names_free(left, n);
 	/* Beyond the reference (§6.3 step 3): no admitted host left → drop live associations. */
-	return n == 0 ? relink_all(nv, nqn, e) : 0;
+	return r == 1 ? relink_all(nv, nqn, e) : 0;
 }
 
 int nvmet_ns_revalidate(nvmet *nv, const char *nqn, struct err *e)

@@ -21,7 +21,15 @@ struct nvmet {
 	bool fake;
 	nvmet_trace_fn trace;
 	void *trace_arg;
+	struct nvmet_hostrefs *refs; /* hostref.c, made on first use */
 };
+
+struct nvmet_hostrefs *nvmet_fs_hostrefs(nvmet *nv)
+{
+	if (!nv->refs)
+		nv->refs = nvmet_hostrefs_new();
+	return nv->refs;
+}
 
 const char *nvmet_fs_errname(int err)
 {
@@ -69,6 +77,7 @@ void nvmet_free(nvmet *nv)
 {
 	if (!nv)
 		return;
+	nvmet_hostrefs_free(nv->refs);
 	free(nv->dir);
 	free(nv);
 }
@@ -353,7 +362,7 @@ int nvmet_fs_link_target(const char *rel, const char *target, char *out, size_t 
 	return w < 0 || (size_t)w >= cap ? -ENAMETOOLONG : 0;
 }
 
-int nvmet_fs_symlink(nvmet *nv, const char *target, const char *rel, struct err *e)
+int nvmet_fs_symlink(nvmet *nv, const char *target, const char *rel, bool *created, struct err *e)
 {
 	char p[NVMET_PATH_MAX + 256], t[NVMET_PATH_MAX], abs_t[NVMET_PATH_MAX + 256];
 	if (nvmet_fs_path(nv, rel, p, sizeof(p)) < 0)
@@ -371,11 +380,15 @@ int nvmet_fs_symlink(nvmet *nv, const char *target, const char *rel, struct err 
 			               "nvmet symlink %s: cannot resolve target %s", rel, target);
 		use = abs_t;
 	}
+	if (created)
+		*created = false;
 	if (symlink(use, p) < 0) {
 		if (errno == EEXIST)
 			return 0;
 		return err_set(e, -errno, "nvmet symlink %s: %s", rel, nvmet_fs_errname(errno));
 	}
+	if (created)
+		*created = true;
 	trace(nv, "symlink", rel, target);
 	return 0;
 }
@@ -394,6 +407,11 @@ int nvmet_fs_unlink(nvmet *nv, const char *rel, struct err *e)
 	return 0;
 }
 
+static bool dot_entry(const char *n)
+{
+	return n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2]));
+}
+
 /* Fake mode: the kernel removes attribute files and default groups with the directory. */
 static void fake_clear(nvmet *nv, const char *path)
 {
@@ -404,8 +422,7 @@ static void fake_clear(nvmet *nv, const char *path)
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.' &&
-		    (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
+		if (dot_entry(de->d_name))
 			continue;
 		if (snprintf(p, sizeof(p), "%s/%s", path, de->d_name) >= (int)sizeof(p))
 			continue;
@@ -459,8 +476,7 @@ int nvmet_fs_list(const nvmet *nv, const char *rel, char ***names, size_t *n, st
 		           ? 0
 		           : err_set(e, -errno, "nvmet list %s: %s", rel, nvmet_fs_errname(errno));
 	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.' &&
-		    (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
+		if (dot_entry(de->d_name))
 			continue;
 		if (cnt == cap) {
 			size_t nc = cap ? cap * 2 : 8;
@@ -484,6 +500,39 @@ oom:
 	closedir(d);
 	nvmet_fs_names_free(v, cnt);
 	return err_set(e, -ENOMEM, "nvmet list %s: out of memory", rel);
+}
+
+int nvmet_fs_empty(const nvmet *nv, const char *rel, struct err *e)
+{
+	char p[NVMET_PATH_MAX + 256];
+	/* One small getdents64 buffer, not readdir's 32 KiB: "." and ".." plus the first entry
+	 * fit, and a directory of 10,000 links costs what one of ten does. */
+	char buf[1024] __attribute__((aligned(8)));
+	int r = 1;
+	if (nvmet_fs_path(nv, rel, p, sizeof(p)) < 0)
+		return err_set(e, -ENAMETOOLONG, "nvmet list %s: path too long", rel);
+	int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT
+		           ? 1
+		           : err_set(e, -errno, "nvmet list %s: %s", rel, nvmet_fs_errname(errno));
+	while (r == 1) {
+		ssize_t n = getdents64(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			r = err_set(e, -errno, "nvmet list %s: %s", rel, nvmet_fs_errname(errno));
+		if (n <= 0)
+			break;
+		for (ssize_t off = 0; off < n && r == 1;) {
+			struct dirent64 *de = (struct dirent64 *)(buf + off);
+			if (!dot_entry(de->d_name))
+				r = 0;
+			off += de->d_reclen;
+		}
+	}
+	close(fd);
+	return r;
 }
 
 void nvmet_fs_names_free(char **names, size_t n)

@@ -20,9 +20,10 @@ int nvmet_fs_mkdir(nvmet *nv, const char *rel, bool *created, struct err *e);
  * the nvmet root): ("ports/1/subsystems/x", "../../../subsystems/x") -> "subsystems/x".
  * Returns 0, -EINVAL (absolute target, or one that leaves the root) or -ENAMETOOLONG. */
 int nvmet_fs_link_target(const char *rel, const char *target, char *out, size_t cap);
-/* EEXIST is success. On real configfs a relative TARGET is passed to symlink(2) as an absolute
- * path (configfs resolves targets from the working directory); a fake root keeps it as given. */
-int nvmet_fs_symlink(nvmet *nv, const char *target, const char *rel, struct err *e);
+/* EEXIST is success; *created (optional) tells whether this call made it.  On real configfs a
+ * relative TARGET is passed to symlink(2) as an absolute path (configfs resolves targets from the
+ * working directory); a fake root keeps it as given. */
+int nvmet_fs_symlink(nvmet *nv, const char *target, const char *rel, bool *created, struct err *e);
 /* ENOENT is success. */
 int nvmet_fs_unlink(nvmet *nv, const char *rel, struct err *e);
 /* ENOENT is success; in fake mode the emulated attribute files go first. */
@@ -31,6 +32,25 @@ int nvmet_fs_rmdir(nvmet *nv, const char *rel, struct err *e);
  * Free with nvmet_fs_names_free. */
 int nvmet_fs_list(const nvmet *nv, const char *rel, char ***names, size_t *n, struct err *e);
 void nvmet_fs_names_free(char **names, size_t n);
+/* 1 when the directory has no entry besides "." and ".." (or does not exist), 0 when it has
+ * one, a negative errno when it cannot be read.  Reads one directory block, whatever the size. */
+int nvmet_fs_empty(const nvmet *nv, const char *rel, struct err *e);
+
+/* ---- host references (hostref.c) ------------------------------------------------------------
+ * Which subsystems link hosts/<host> from their allowed_hosts, remembered by the handle so that
+ * pruning a host (nvmet.md §7 step 5) does not scan every subsystem each time.  What is
+ * remembered is only a hint: nvmet_hostref_used checks the remembered links on the tree (lstat)
+ * and scans the allowed_hosts/ of every subsystem before answering "unused", so a
+ * host directory is removed exactly when the full scan of the specification finds no link. */
+struct nvmet_hostrefs;
+struct nvmet_hostrefs *nvmet_fs_hostrefs(nvmet *nv);
+struct nvmet_hostrefs *nvmet_hostrefs_new(void); /* NULL: out of memory */
+void nvmet_hostrefs_free(struct nvmet_hostrefs *h);
+/* Records that subsystems/<nqn>/allowed_hosts/<host> was made.  Out of memory only loses the
+ * hint (the next check scans). */
+void nvmet_hostref_add(nvmet *nv, const char *host, const char *nqn);
+/* 1 when some subsystem links host, 0 when none does, a negative errno (listing failed). */
+int nvmet_hostref_used(nvmet *nv, const char *host, struct err *e);
 /* Write without read-back, for write-only attributes (revalidate_size). */
 int nvmet_fs_write_only(nvmet *nv, const char *rel, const char *value, struct err *e);
 /* errno name ("EINVAL") for messages. */

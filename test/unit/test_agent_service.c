@@ -491,6 +491,18 @@ static void hook_check(void *arg)
 	ck_assert(exists("subsystems/" NQN("b") "/allowed_hosts/" H1));
 }
 
+/* A volume listed twice (not next to each other) is refused before anything is touched. */
+START_TEST(test_reconcile_duplicate_volume)
+{
+	struct grpc_status st;
+	struct want w[3] = {
+	    {.id = "fpool/a", .gen = 1}, {.id = "fpool/b", .gen = 1}, {.id = "fpool/a", .gen = 1}};
+	ck_assert_int_eq(reconcile(w, 3, true, NULL, &st), GRPC_INVALID_ARGUMENT);
+	ck_assert_str_eq(st.msg, "volume \"fpool/a\" appears more than once in the request");
+	ck_assert(restore_pending());
+}
+END_TEST
+
 START_TEST(test_two_phase_restore_and_isolation)
 {
 	struct grpc_status st;
@@ -732,6 +744,7 @@ int main(void)
 	tcase_add_test(t, test_validation);
 	tcase_add_test(t, test_expand_online);
 	tcase_add_test(t, test_file_backend_params);
+	tcase_add_test(t, test_reconcile_duplicate_volume);
 	tcase_add_test(t, test_two_phase_restore_and_isolation);
 	tcase_add_test(t, test_icds_link_order_and_conflict);
 	tcase_add_test(t, test_bind_address_missing);

@@ -469,7 +469,40 @@ START_TEST(test_keylock_try)
 	ck_assert_int_eq(keylock_try(&k, &c, "pvc-1"), 0);
 	keylock_release(&k, &b);
 	keylock_release(&k, &c);
-	ck_assert_ptr_null(k.held);
+	for (int i = 0; i < KEYLOCK_BUCKETS; i++)
+		ck_assert_ptr_null(k.held[i]);
+	keylock_fini(&k);
+}
+END_TEST
+
+/* Many keys held at once (a restore batch): every one busy, each released independently of
+ * the order it was taken in, and a released key is free again while its chain neighbours stay
+ * held. */
+START_TEST(test_keylock_many)
+{
+	enum { N = 4000 };
+	static struct keylock k;
+	static struct keylock_hold h[N], again;
+	static char keys[N][24];
+	keylock_init(&k);
+	for (int i = 0; i < N; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "pool/pvc-%05d", i);
+		ck_assert_int_eq(keylock_try(&k, &h[i], keys[i]), 0);
+	}
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(keylock_try(&k, &again, keys[i]), -EBUSY);
+	for (int i = 0; i < N; i += 2) /* every other one, oldest first */
+		keylock_release(&k, &h[i]);
+	for (int i = 0; i < N; i++) {
+		int r = keylock_try(&k, &again, keys[i]);
+		ck_assert_int_eq(r, i % 2 ? -EBUSY : 0);
+		if (r == 0)
+			keylock_release(&k, &again);
+	}
+	for (int i = N - 1; i > 0; i -= 2)
+		keylock_release(&k, &h[i]);
+	for (int i = 0; i < KEYLOCK_BUCKETS; i++)
+		ck_assert_ptr_null(k.held[i]);
 	keylock_fini(&k);
 }
 END_TEST
@@ -541,6 +574,7 @@ int main(void)
 	suite_add_tcase(s, t);
 	t = tcase_create("keylock");
 	tcase_add_test(t, test_keylock_try);
+	tcase_add_test(t, test_keylock_many);
 	tcase_add_test(t, test_keylock_wait);
 	suite_add_tcase(s, t);
 	t = tcase_create("exec");

@@ -1,6 +1,8 @@
 /* src/nvmet against a fake configfs root (plain directory tree): names and test vectors of
  * nvmet.md §2 and agent-api.md §8.2, write order (K1, K3, K4), read-back, in-capsule rules and
  * conflict, online resize, removal order with pruning, listing. */
+#include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -17,6 +19,20 @@
 #define NQN2  "nqn.2026-01.com.bhyoo.pillar-csi:data-vg.pvc-0b6f4e3c-9a51-4f0e-8d7e-2c1f5a9b7d11"
 #define HOSTA "nqn.2014-08.org.nvmexpress:uuid:aaaa"
 #define HOSTB "nqn.2014-08.org.nvmexpress:uuid:bbbb"
+
+/* ---- a counting readdir ---------------------------------------------------------------------
+ * Interposed on libc's: every directory entry the code under test reads is counted, so a test
+ * can show that an operation reads a bounded number of entries whatever the tree holds. */
+static long readdir_calls;
+
+struct dirent *readdir(DIR *d)
+{
+	static struct dirent *(*real)(DIR *);
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "readdir");
+	readdir_calls++;
+	return real(d);
+}
 
 /* ---- trace log ------------------------------------------------------------------------------ */
 
@@ -487,6 +503,82 @@ START_TEST(test_host_kept_when_used_elsewhere)
 }
 END_TEST
 
+/* A host is pruned only when the full scan finds no link: links made through the handle,
+ * made by someone else, or removed behind the handle's back all count as the tree says. */
+START_TEST(test_host_refs_follow_the_tree)
+{
+	struct nvmet_export_spec a = spec1(), b = spec1();
+	const char *hosts[] = {HOSTA}, *hosts_b[] = {HOSTB};
+	struct nvmet_prepared p;
+	struct err e = {0};
+	char link[PATH_MAX * 3], dir[PATH_MAX * 2];
+	a.acl = b.acl = true;
+	a.hosts = b.hosts = hosts;
+	a.n_hosts = b.n_hosts = 1;
+	b.nqn = NQN2;
+	ck_assert_int_eq(nvmet_export_prepare(nv, &a, &p, &e), 0);
+	ck_assert_int_eq(nvmet_export_prepare(nv, &b, &p, &e), 0);
+	ck_assert_int_eq(nvmet_export_remove(nv, NQN1, &e), 0);
+	ck_assert(exists("hosts/" HOSTA)); /* NQN2 links it */
+	/* Someone else links HOSTA; the handle never saw that link. */
+	snprintf(dir, sizeof(dir), "%s/nvmet/subsystems/nqn.2014-08.org.other:v/allowed_hosts",
+	         root);
+	*strrchr(dir, '/') = '\0';
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	strcat(dir, "/allowed_hosts");
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	snprintf(link, sizeof(link), "%s/" HOSTA, dir);
+	ck_assert_int_eq(symlink("../../../hosts/" HOSTA, link), 0);
+	ck_assert_int_eq(nvmet_export_remove(nv, NQN2, &e), 0);
+	ck_assert(exists("hosts/" HOSTA)); /* found by the scan */
+	ck_assert_int_eq(unlink(link), 0);
+	ck_assert_int_eq(nvmet_export_prepare(nv, &a, &p, &e), 0);
+	ck_assert_int_eq(nvmet_export_remove(nv, NQN1, &e), 0);
+	ck_assert(!exists("hosts/" HOSTA)); /* nobody links it any more */
+	/* A remembered link removed behind the handle's back is not trusted. */
+	b.hosts = hosts_b;
+	ck_assert_int_eq(nvmet_export_prepare(nv, &b, &p, &e), 0);
+	snprintf(link, sizeof(link), "%s/nvmet/subsystems/" NQN2 "/allowed_hosts/" HOSTB, root);
+	ck_assert_int_eq(unlink(link), 0);
+	ck_assert_int_eq(nvmet_host_deny(nv, NQN2, HOSTB, &e), 0);
+	ck_assert(!exists("hosts/" HOSTB));
+}
+END_TEST
+
+/* Linking, unexporting and pruning read a bounded number of directory entries however many
+ * subsystems share the port and the host (they listed every link and every subsystem: 48
+ * exports are enough to tell, and stay quick under ASan on a loaded machine). */
+START_TEST(test_cost_independent_of_exports)
+{
+	enum { N = 48 };
+	static char nqns[N][128];
+	const char *hosts[] = {HOSTA};
+	struct nvmet_prepared p;
+	struct err e = {0};
+	for (int i = 0; i < N; i++) {
+		struct nvmet_export_spec s = spec1();
+		snprintf(nqns[i], sizeof(nqns[i]), RULES_NQN_PREFIX "tank.pvc-%04d", i);
+		s.nqn = nqns[i];
+		s.acl = true;
+		s.hosts = hosts;
+		s.n_hosts = 1;
+		rules_ns_identity_derive(s.nqn, &s.identity);
+		readdir_calls = 0;
+		ck_assert_msg(nvmet_export_prepare(nv, &s, &p, &e) == 0, "%s", e.msg);
+		ck_assert_msg(nvmet_export_link(nv, &s, false, NULL, &e) == 0, "%s", e.msg);
+		ck_assert_int_le(readdir_calls, 16); /* 8 here; the old code read every link */
+	}
+	for (int i = 0; i < N - 1; i++) {
+		readdir_calls = 0;
+		ck_assert_int_eq(nvmet_export_remove(nv, nqns[i], &e), 0);
+		ck_assert_int_le(readdir_calls, 32); /* 24 here; the old code read N subsystems */
+		ck_assert(exists("hosts/" HOSTA) && exists("ports/29188"));
+	}
+	ck_assert_int_eq(nvmet_export_remove(nv, nqns[N - 1], &e), 0);
+	ck_assert(!exists("hosts/" HOSTA) && !exists("ports/29188"));
+}
+END_TEST
+
 START_TEST(test_remove_order_and_pruning)
 {
 	struct nvmet_export_spec s = spec1();
@@ -615,6 +707,8 @@ int main(void)
 	tcase_add_test(t, test_port_left_unconfigured_is_reused);
 	tcase_add_test(t, test_allow_deny_and_relink);
 	tcase_add_test(t, test_host_kept_when_used_elsewhere);
+	tcase_add_test(t, test_host_refs_follow_the_tree);
+	tcase_add_test(t, test_cost_independent_of_exports);
 	tcase_add_test(t, test_remove_order_and_pruning);
 	tcase_add_test(t, test_port_kept_while_others_linked);
 	tcase_add_test(t, test_revalidate);
