@@ -20,7 +20,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-CRD_DIR = os.path.join(REPO, "charts", "pillar-csi", "crds")
+CRD_DIR = os.path.join(REPO, "charts", "pillar-csi", "files", "crds")
 
 
 def kubectl_minor():

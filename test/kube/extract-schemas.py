@@ -17,7 +17,8 @@ SRC = sys.argv[1]
 KINDS = {
     "api__v1_openapi.json": ["core.v1.Node", "core.v1.PersistentVolume", "core.v1.PersistentVolumeClaim",
                              "core.v1.Event", "core.v1.ServiceAccount", "core.v1.Secret", "core.v1.ConfigMap",
-                             "core.v1.Namespace", "authentication.v1.TokenRequest"],
+                             "core.v1.Namespace", "core.v1.Service", "authentication.v1.TokenRequest"],
+    "apis__apps__v1_openapi.json": ["apps.v1.Deployment", "apps.v1.DaemonSet"],
     "apis__storage.k8s.io__v1_openapi.json": ["storage.v1.StorageClass", "storage.v1.CSINode",
                                               "storage.v1.VolumeAttachment", "storage.v1.CSIDriver"],
     "apis__coordination.k8s.io__v1_openapi.json": ["coordination.v1.Lease"],

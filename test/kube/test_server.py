@@ -423,7 +423,7 @@ def obj(kind, name, spec):
 
 
 class Crds(unittest.TestCase):
-    """The CRDs of charts/pillar-csi/crds enforce crds.md's defaults, unions, ranges and immutability."""
+    """The CRDs of charts/pillar-csi/files/crds enforce crds.md's defaults, unions, ranges and immutability."""
 
     def create(self, plural, o):
         return K.request("POST", f"{G}/{plural}", o)
