@@ -55,6 +55,12 @@ static int write_all(int fd, const void *data, size_t len)
 
 int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e)
 {
+	return file_write_atomic_stat(path, data, len, mode, NULL, e);
+}
+
+int file_write_atomic_stat(const char *path, const void *data, size_t len, mode_t mode,
+                           struct stat *st, struct err *e)
+{
 	char dir[PATH_MAX], tmp[PATH_MAX];
 	const char *base = strrchr(path, '/');
 	int fd, r;
@@ -73,6 +79,8 @@ int file_write_atomic(const char *path, const void *data, size_t len, mode_t mod
 	if (r == 0 && fchmod(fd, mode) < 0)
 		r = -errno;
 	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (r == 0 && st && fstat(fd, st) < 0)
 		r = -errno;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;

@@ -18,6 +18,11 @@
 /* Replaces path with data.  0 or a negative errno; a failure leaves the old file in place and
  * no temporary file behind. */
 int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e);
+/* The same, and *st describes the file written (its inode and mtime stay through the rename),
+ * so a reader can tell later whether the file is still the one written. */
+struct stat;
+int file_write_atomic_stat(const char *path, const void *data, size_t len, mode_t mode,
+                           struct stat *st, struct err *e);
 
 /* Reads the whole file into a NUL-terminated malloc'd buffer (caller frees *out).  0, or
  * -ENOENT (missing), -EFBIG (more than max bytes), another negative errno. */

@@ -1,5 +1,9 @@
-/* store/dir_int — internal to the embedded store (dir.c: paths, locks and operations;
- * dir_watch.c: the object cache, the event ring, the poll thread and watches). */
+/* store/dir_int — internal to the embedded store.
+ *   dir.c        paths, locks, the resourceVersion counter, durable writes and the operations;
+ *   dir_index.c  the in-memory index (one entry per object: its JSON text, shared by reference),
+ *                the bounded event history, and bringing the index up to date with files;
+ *   dir_watch.c  change notification (inotify) from other processes, its thread, and watches.
+ * Everything in struct dstore below `mu` is protected by it. */
 #ifndef PILLAR_STORE_DIR_INT_H
 #define PILLAR_STORE_DIR_INT_H
 
@@ -7,20 +11,45 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "store/store.h"
 
-#define RING_CAP 4096
-#define NBUCKETS 1024
+/* The event history keeps at most RING_CAP events and RING_BYTES of object text (an event
+ * shares the text of its object version with the index while that version is current). */
+#define RING_CAP   4096
+#define RING_BYTES (4u << 20)
+#define MAX_KINDS  16
 
-struct centry {
-	struct centry *next;
-	char *key; /* plural/name or plural/ns/name */
-	const struct store_kind *kind;
+/* An object version's compact JSON text, immutable and reference counted (under mu). */
+struct blob {
+	unsigned refs;
+	size_t len;
+	char text[];
+};
+struct blob *dir_blob_new(const char *text, size_t len); /* refs 1, NULL: out of memory */
+struct blob *dir_blob_of(const cJSON *obj);              /* its compact text, or NULL */
+struct blob *dir_blob_ref(struct blob *b);
+void dir_blob_put(struct blob *b); /* NULL is a no-op */
+
+/* What identifies the file content an entry was read from (a changed file changes one). */
+struct fident {
 	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+};
+
+struct ientry {
+	struct ientry *hnext;         /* hash chain */
+	struct ientry *kprev, *knext; /* the kind's list */
+	char *key;                    /* plural/name or plural/ns/name */
+	const struct store_kind *kind;
+	unsigned kidx;
+	struct blob *obj; /* NULL when the file is corrupt */
+	char *corrupt;    /* the error naming the file, when it is */
 	uint64_t rv;
-	cJSON *obj;
-	bool seen; /* mark during a scan */
+	struct fident id;
+	bool seen; /* mark during a full rescan */
 };
 
 struct event {
@@ -28,23 +57,40 @@ struct event {
 	uint64_t rv;
 	const struct store_kind *kind;
 	enum store_event_type type;
-	cJSON *obj;
+	struct blob *obj;
+};
+
+struct wdir { /* an inotify watch: a kind directory or a namespace directory under it */
+	int wd;
+	const struct store_kind *kind;
+	char *prefix; /* plural or plural/ns: the key prefix of files there */
 };
 
 struct dstore {
 	store base;
 	char *path;
 	int owner_fd;
-	int poll_ms;
+	int poll_ms; /* the full-rescan interval used only when inotify is unavailable */
+	char boot_id[40];
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	bool cache_ready;
-	uint64_t floor_rv; /* events with rv > floor_rv are all in the ring */
-	struct centry *buckets[NBUCKETS];
+	bool indexed;
+	/* index */
+	struct ientry **buckets;
+	size_t nbuckets, count;
+	struct ientry *kinds[MAX_KINDS];
+	uint64_t index_rv; /* the highest version the index reflects */
+	/* event history: ring[seq % RING_CAP] for seq in [first_seq, next_seq) */
 	struct event ring[RING_CAP];
-	uint64_t first_seq, next_seq; /* ring holds [first_seq, next_seq) */
-	pthread_t poller;
-	bool poller_running, stopping;
+	uint64_t first_seq, next_seq;
+	size_t ring_bytes;
+	uint64_t floor_rv; /* events with rv > floor_rv are all in the ring */
+	/* change notification */
+	int ino_fd, wake_fd;
+	struct wdir *wds;
+	size_t nwds, capwds;
+	pthread_t thread;
+	bool thread_running, stopping;
 	int watchers;
 };
 
@@ -53,29 +99,60 @@ struct dwatch {
 	struct dstore *s;
 	const struct store_kind *kind;
 	uint64_t next_seq;
-	cJSON *initial; /* array of objects delivered first as ADDED */
-	int initial_idx;
+	struct blob **initial; /* delivered first as ADDED */
+	size_t n_initial, initial_idx;
 	bool closed;
 };
 
 #define DS(s) ((struct dstore *)(s))
 
-/* dir.c: the resourceVersion counter and the operation lock (a flock fd, or -1). */
-int dir_rv_read(struct dstore *s, uint64_t *rv, struct err *e);
+/* dir_plan.c: the object an operation stores, from the request and the stored object. */
+enum dir_op { OP_CREATE, OP_UPDATE, OP_STATUS, OP_DELETE };
+struct opreq {
+	enum dir_op op;
+	const cJSON *obj; /* create/update/status */
+	const struct store_kind *kind;
+	const char *ns, *name;
+	const char *uid_pre, *rv_pre; /* delete */
+	cJSON **out;
+};
+/* 0 with *next (NULL: remove the file), 1 when an update removed the last finalizer of a
+ * deleted object (*next NULL, *q->out the final object), or an error. */
+int dir_plan(struct opreq *q, const cJSON *cur, cJSON **next, struct err *e);
+int dir_not_found(const struct store_kind *k, const char *name, struct err *e);
+void dir_meta_set_rv(cJSON *obj, uint64_t rv);
+
+/* dir.c */
+int dir_rv_last(struct dstore *s, uint64_t *rv, struct err *e); /* the last issued version */
 int dir_oplock(struct dstore *s, int how, struct err *e);
 void dir_opunlock(int fd);
+int dir_kind_index(const struct store_kind *k);
 
-/* dir_watch.c, called with s->mu held (_locked) or from the operations. */
-struct centry *dir_cache_find(struct dstore *s, const char *key);
-void dir_cache_drop(struct dstore *s, struct centry *victim);
-void dir_cache_put(struct dstore *s, const char *key, const struct store_kind *k, ino_t ino,
-                   uint64_t rv, const cJSON *obj);
+/* dir_index.c (with mu held) */
+struct ientry *dir_index_find(struct dstore *s, const char *key);
+/* Sets key's entry (creating it) to obj/corrupt at rv; takes a reference on obj. */
+int dir_index_set(struct dstore *s, const char *key, const struct store_kind *k, struct blob *obj,
+                  const char *corrupt, uint64_t rv, const struct fident *id);
+void dir_index_drop(struct dstore *s, struct ientry *en);
+void dir_index_free(struct dstore *s);
+/* Appends an event (takes a reference on obj), dropping the oldest beyond the bounds. */
 void dir_ring_push(struct dstore *s, enum store_event_type t, const struct store_kind *k,
-                   uint64_t rv, const cJSON *obj);
-/* Brings the cache up to date with the directory; with emit, differences become events. */
-void dir_sync_locked(struct dstore *s, bool emit);
-void dir_cache_init_locked(struct dstore *s);
-void *dir_poller_main(void *arg);
+                   uint64_t rv, struct blob *obj);
+void dir_ring_free(struct dstore *s);
+/* Compares the files named by keys (NULL, n 0: every file of kinds) with the index and applies
+ * the differences, as events in resourceVersion order when emit.  Needs the operation lock. */
+void dir_index_refresh(struct dstore *s, const struct store_kind *const *kinds, char *const *keys,
+                       size_t n, bool emit);
+/* The file identity of path (0 / -errno). */
+int dir_fident(const char *path, struct fident *id);
+
+/* dir_watch.c */
+/* Builds the index and starts change notification (mu held).  0 or a negative errno. */
+int dir_index_start(struct dstore *s, struct err *e);
+/* Applies the changes other processes made so far (mu held; takes the operation lock shared
+ * unless lock_held). */
+void dir_catch_up(struct dstore *s, bool lock_held);
+void dir_notify_stop(struct dstore *s);
 int dir_watch(store *st, const struct store_kind *k, uint64_t from_rv, store_watch **out,
               struct err *e);
 int dir_watch_next(store_watch *w, int timeout_ms, enum store_event_type *type, cJSON **obj,

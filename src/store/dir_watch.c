@@ -1,271 +1,342 @@
-/* store: the embedded store's object cache, event ring, poll thread and watches (see dir.c). */
+/* store: change notification for the embedded store and its watches (dir_int.h).
+ *
+ * Other processes (the CLI, the node role) write object files directly.  The index learns of
+ * their changes from inotify on every kind directory (and every namespace directory under a
+ * namespaced kind): each notification names one file, which is compared with its entry
+ * (dir_index_refresh), so the cost follows the number of changes, not the number of objects.
+ * Pending notifications are applied before every operation of this process (under the
+ * operation lock for writes, so events stay in resourceVersion order) and by a thread that
+ * sleeps in poll(2) while watches are open.  A notification queue overflow, or inotify being
+ * unavailable (no instances or watches left), falls back to a full rescan: on overflow once, in
+ * the second case every poll_ms. */
 #include <dirent.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/file.h>
-#include <sys/stat.h>
-#include <time.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 
+#include "base/file.h"
 #include "base/json.h"
 #include "base/time.h"
 #include "store/dir_int.h"
 
-/* ---- cache and events ---------------------------------------------------------------------------- */
+#define WATCH_MASK                                                                           \
+	(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE | IN_ONLYDIR | \
+	 IN_DONT_FOLLOW)
 
-static unsigned hash(const char *k)
-{
-	unsigned h = 2166136261u;
-	for (; *k; k++)
-		h = (h ^ (unsigned char)*k) * 16777619u;
-	return h % NBUCKETS;
-}
+/* ---- inotify watches ------------------------------------------------------------------------- */
 
-struct centry *dir_cache_find(struct dstore *s, const char *key)
+static int add_wdir(struct dstore *s, const struct store_kind *k, const char *prefix)
 {
-	for (struct centry *c = s->buckets[hash(key)]; c; c = c->next)
-		if (strcmp(c->key, key) == 0)
-			return c;
-	return NULL;
-}
-
-void dir_cache_drop(struct dstore *s, struct centry *victim)
-{
-	struct centry **pp = &s->buckets[hash(victim->key)];
-	while (*pp && *pp != victim)
-		pp = &(*pp)->next;
-	if (*pp)
-		*pp = victim->next;
-	free(victim->key);
-	cJSON_Delete(victim->obj);
-	free(victim);
-}
-
-void dir_cache_put(struct dstore *s, const char *key, const struct store_kind *k, ino_t ino,
-                   uint64_t rv, const cJSON *obj)
-{
-	struct centry *c = dir_cache_find(s, key);
-	if (!c) {
-		c = calloc(1, sizeof(*c));
-		if (!c)
-			return;
-		c->key = strdup(key);
-		if (!c->key) {
-			free(c);
-			return;
-		}
-		c->next = s->buckets[hash(key)];
-		s->buckets[hash(key)] = c;
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/%s", s->path, prefix);
+	int wd = inotify_add_watch(s->ino_fd, dir, WATCH_MASK);
+	if (wd < 0)
+		return -errno;
+	for (size_t i = 0; i < s->nwds; i++)
+		if (s->wds[i].wd == wd)
+			return 0; /* already watched */
+	if (s->nwds == s->capwds) {
+		size_t nc = s->capwds ? s->capwds * 2 : 16;
+		struct wdir *v = realloc(s->wds, nc * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		s->wds = v;
+		s->capwds = nc;
 	}
-	c->kind = k;
-	c->ino = ino;
-	c->rv = rv;
-	cJSON_Delete(c->obj);
-	c->obj = cJSON_Duplicate(obj, true);
-	c->seen = true;
-}
-
-void dir_ring_push(struct dstore *s, enum store_event_type t, const struct store_kind *k,
-                   uint64_t rv, const cJSON *obj)
-{
-	struct event *ev;
-	if (s->next_seq - s->first_seq == RING_CAP) {
-		ev = &s->ring[s->first_seq % RING_CAP];
-		s->floor_rv = ev->rv;
-		cJSON_Delete(ev->obj);
-		ev->obj = NULL;
-		s->first_seq++;
-	}
-	ev = &s->ring[s->next_seq % RING_CAP];
-	ev->seq = s->next_seq++;
-	ev->rv = rv;
-	ev->kind = k;
-	ev->type = t;
-	ev->obj = cJSON_Duplicate(obj, true);
-	pthread_cond_broadcast(&s->cv);
-}
-
-struct change {
-	uint64_t rv;
-	enum store_event_type type;
-	struct centry *entry; /* for DELETED: the entry to drop after the event */
-	char *key;
-	const struct store_kind *kind;
-	ino_t ino;
-	cJSON *obj;
-};
-
-static int cmp_change(const void *a, const void *b)
-{
-	const struct change *x = a, *y = b;
-	return x->rv < y->rv ? -1 : x->rv > y->rv;
-}
-
-static int scan_dir(struct dstore *s, const struct store_kind *k, const char *dir,
-                    const char *keyprefix, struct change **chg, size_t *n, size_t *cap, bool emit)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
-	while ((de = readdir(d)) != NULL) {
-		char path[PATH_MAX], key[PATH_MAX];
-		struct stat st;
-		size_t len = strlen(de->d_name);
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (k->namespaced && !keyprefix[strlen(k->plural)]) { /* a namespace directory */
-			char sub[PATH_MAX];
-			snprintf(sub, sizeof(sub), "%s/%s", keyprefix, de->d_name);
-			if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-				scan_dir(s, k, path, sub, chg, n, cap, emit);
-			continue;
-		}
-		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
-			continue;
-		if (stat(path, &st) < 0)
-			continue;
-		snprintf(key, sizeof(key), "%s/%.*s", keyprefix, (int)(len - 5), de->d_name);
-		struct centry *c = dir_cache_find(s, key);
-		if (c && c->ino == st.st_ino) {
-			c->seen = true;
-			continue;
-		}
-		cJSON *obj = NULL;
-		if (json_read_file(path, &obj, NULL) < 0)
-			continue; /* corrupt files are reported by get/list, not by watches */
-		if (!emit) {
-			dir_cache_put(s, key, k, st.st_ino, store_meta_rv(obj), obj);
-			cJSON_Delete(obj);
-			continue;
-		}
-		if (*n == *cap) {
-			size_t nc = *cap ? *cap * 2 : 16;
-			struct change *p = realloc(*chg, nc * sizeof(**chg));
-			if (!p) {
-				cJSON_Delete(obj);
-				break;
-			}
-			*chg = p;
-			*cap = nc;
-		}
-		(*chg)[(*n)++] = (struct change){store_meta_rv(obj),
-		                                 c ? STORE_MODIFIED : STORE_ADDED,
-		                                 NULL,
-		                                 strdup(key),
-		                                 k,
-		                                 st.st_ino,
-		                                 obj};
-		if (c)
-			c->seen = true;
-	}
-	closedir(d);
+	char *p = strdup(prefix);
+	if (!p)
+		return -ENOMEM;
+	s->wds[s->nwds++] = (struct wdir){wd, k, p};
 	return 0;
 }
 
-/* Brings the cache up to date with the directory; with emit, differences become events. */
-void dir_sync_locked(struct dstore *s, bool emit)
+static struct wdir *find_wdir(struct dstore *s, int wd)
 {
-	struct change *chg = NULL;
-	size_t n = 0, cap = 0;
-	uint64_t now_rv = 0;
+	for (size_t i = 0; i < s->nwds; i++)
+		if (s->wds[i].wd == wd)
+			return &s->wds[i];
+	return NULL;
+}
 
-	for (unsigned b = 0; b < NBUCKETS; b++)
-		for (struct centry *c = s->buckets[b]; c; c = c->next)
-			c->seen = false;
-	for (const struct store_kind *const *k = store_kinds(); *k; k++) {
-		char dir[PATH_MAX];
+static void drop_wdir(struct dstore *s, struct wdir *w)
+{
+	free(w->prefix);
+	*w = s->wds[--s->nwds];
+}
+
+/* Watches every kind directory (created here) and the namespace directories that exist. */
+static int watch_all(struct dstore *s)
+{
+	char dir[PATH_MAX];
+	int r = 0;
+	for (const struct store_kind *const *k = store_kinds(); *k && r == 0; k++) {
 		snprintf(dir, sizeof(dir), "%s/%s", s->path, (*k)->plural);
-		scan_dir(s, *k, dir, (*k)->plural, &chg, &n, &cap, emit);
-	}
-	dir_rv_read(s, &now_rv, NULL);
-	for (unsigned b = 0; b < NBUCKETS; b++) {
-		for (struct centry *c = s->buckets[b], *next; c; c = next) {
-			next = c->next;
-			if (c->seen)
+		if ((r = file_mkdir_p(dir, 0755, NULL)) < 0 ||
+		    (r = add_wdir(s, *k, (*k)->plural)) < 0)
+			break;
+		if (!(*k)->namespaced)
+			continue;
+		struct dirent *de;
+		DIR *d = opendir(dir);
+		while (d && (de = readdir(d)) != NULL && r == 0) {
+			char prefix[PATH_MAX];
+			if (de->d_name[0] == '.')
 				continue;
-			if (!emit || n == cap) {
-				if (n == cap && emit) {
-					size_t nc = cap ? cap * 2 : 16;
-					struct change *p = realloc(chg, nc * sizeof(*chg));
-					if (p) {
-						chg = p;
-						cap = nc;
-					}
-				}
-				if (!emit || n == cap) {
-					dir_cache_drop(s, c);
-					continue;
-				}
-			}
-			chg[n++] =
-			    (struct change){now_rv, STORE_DELETED, c, NULL, c->kind, 0, NULL};
+			snprintf(prefix, sizeof(prefix), "%s/%s", (*k)->plural, de->d_name);
+			r = add_wdir(s, *k, prefix);
 		}
+		if (d)
+			closedir(d);
 	}
-	if (n > 1)
-		qsort(chg, n, sizeof(*chg), cmp_change);
-	for (size_t i = 0; i < n; i++) {
-		if (chg[i].type == STORE_DELETED) {
-			dir_ring_push(s, STORE_DELETED, chg[i].kind, chg[i].rv, chg[i].entry->obj);
-			dir_cache_drop(s, chg[i].entry);
-		} else {
-			dir_ring_push(s, chg[i].type, chg[i].kind, chg[i].rv, chg[i].obj);
-			if (chg[i].key)
-				dir_cache_put(s, chg[i].key, chg[i].kind, chg[i].ino, chg[i].rv,
-				              chg[i].obj);
-			free(chg[i].key);
-			cJSON_Delete(chg[i].obj);
-		}
-	}
-	free(chg);
+	return r;
 }
 
-void dir_cache_init_locked(struct dstore *s)
+/* ---- applying notifications ------------------------------------------------------------------- */
+
+struct keyset {
+	char **v;
+	size_t n, cap;
+	bool overflow; /* lost notifications (or no memory to note one): rescan everything */
+};
+
+static void keyset_add(struct keyset *ks, const char *prefix, const char *name, size_t len)
 {
-	if (s->cache_ready)
-		return;
-	int fd = dir_oplock(s, LOCK_SH, NULL);
-	dir_sync_locked(s, false);
-	dir_rv_read(s, &s->floor_rv, NULL);
-	dir_opunlock(fd);
-	s->cache_ready = true;
+	char key[PATH_MAX];
+	if (ks->n == ks->cap) {
+		size_t nc = ks->cap ? ks->cap * 2 : 16;
+		char **v = realloc(ks->v, nc * sizeof(*v));
+		if (!v) {
+			ks->overflow = true;
+			return;
+		}
+		ks->v = v;
+		ks->cap = nc;
+	}
+	snprintf(key, sizeof(key), "%s/%.*s", prefix, (int)len, name);
+	if (!(ks->v[ks->n] = strdup(key)))
+		ks->overflow = true;
+	else
+		ks->n++;
 }
 
-void *dir_poller_main(void *arg)
+static void keyset_free(struct keyset *ks)
+{
+	for (size_t i = 0; i < ks->n; i++)
+		free(ks->v[i]);
+	free(ks->v);
+}
+
+/* A namespace directory appeared: watch it, then look at what it already holds. */
+static void new_ns_dir(struct dstore *s, const struct store_kind *k, const char *prefix,
+                       struct keyset *ks)
+{
+	char dir[PATH_MAX + 256];
+	struct dirent *de;
+	if (add_wdir(s, k, prefix) < 0) {
+		ks->overflow = true;
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/%s", s->path, prefix);
+	DIR *d = opendir(dir);
+	while (d && (de = readdir(d)) != NULL) {
+		size_t len = strlen(de->d_name);
+		if (de->d_name[0] != '.' && len > 5 && strcmp(de->d_name + len - 5, ".json") == 0)
+			keyset_add(ks, prefix, de->d_name, len - 5);
+	}
+	if (d)
+		closedir(d);
+}
+
+static void one_event(struct dstore *s, const struct inotify_event *ev, struct keyset *ks)
+{
+	struct wdir *w = find_wdir(s, ev->wd);
+	if (ev->mask & IN_Q_OVERFLOW) {
+		ks->overflow = true;
+		return;
+	}
+	if (!w)
+		return;
+	if (ev->mask & IN_IGNORED) { /* the directory went away */
+		drop_wdir(s, w);
+		return;
+	}
+	size_t len = ev->len ? strlen(ev->name) : 0;
+	if (!len || ev->name[0] == '.')
+		return; /* temporary files and the directory itself */
+	if (ev->mask & IN_ISDIR) {
+		if (w->kind->namespaced && !strchr(w->prefix, '/') &&
+		    (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
+			char prefix[PATH_MAX];
+			snprintf(prefix, sizeof(prefix), "%s/%s", w->prefix, ev->name);
+			new_ns_dir(s, w->kind, prefix, ks);
+		}
+		return;
+	}
+	if (len > 5 && strcmp(ev->name + len - 5, ".json") == 0 &&
+	    !(w->kind->namespaced && !strchr(w->prefix, '/')))
+		keyset_add(ks, w->prefix, ev->name, len - 5);
+}
+
+/* Reads every pending notification (the fd is non-blocking). */
+static void drain(struct dstore *s, struct keyset *ks)
+{
+	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+	for (;;) {
+		ssize_t n = read(s->ino_fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+			one_event(s, ev, ks);
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void dir_catch_up(struct dstore *s, bool lock_held)
+{
+	struct keyset ks = {0};
+	if (!s->indexed)
+		return;
+	if (s->ino_fd < 0)
+		ks.overflow = true; /* no notification: compare everything */
+	else
+		drain(s, &ks);
+	if (!ks.overflow && ks.n == 0)
+		return;
+	int fd = lock_held ? -1 : dir_oplock(s, LOCK_SH, NULL);
+	if (ks.overflow) {
+		dir_index_refresh(s, store_kinds(), NULL, 0, true);
+	} else {
+		size_t k = 0; /* one look per file, however many notifications it had */
+		qsort(ks.v, ks.n, sizeof(*ks.v), cmp_key);
+		for (size_t i = 0; i < ks.n; i++) {
+			if (k > 0 && strcmp(ks.v[k - 1], ks.v[i]) == 0)
+				free(ks.v[i]);
+			else
+				ks.v[k++] = ks.v[i];
+		}
+		ks.n = k;
+		dir_index_refresh(s, store_kinds(), ks.v, ks.n, true);
+	}
+	dir_opunlock(fd);
+	keyset_free(&ks);
+}
+
+/* ---- the index's start, its thread and its end ----------------------------------------------- */
+
+int dir_index_start(struct dstore *s, struct err *e)
+{
+	if (s->indexed)
+		return 0;
+	int fd = dir_oplock(s, LOCK_SH, e);
+	if (fd < 0)
+		return fd;
+	s->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (s->ino_fd >= 0 && watch_all(s) < 0) { /* out of watches: rescan every poll_ms */
+		close(s->ino_fd);
+		s->ino_fd = -1;
+		for (size_t i = 0; i < s->nwds; i++)
+			free(s->wds[i].prefix);
+		s->nwds = 0;
+	}
+	dir_index_refresh(s, store_kinds(), NULL, 0, false); /* after the watches: nothing lost */
+	if (dir_rv_last(s, &s->floor_rv, NULL) == 0 && s->floor_rv > s->index_rv)
+		s->index_rv = s->floor_rv;
+	dir_opunlock(fd);
+	s->indexed = true;
+	return 0;
+}
+
+static void *notify_main(void *arg)
 {
 	struct dstore *s = arg;
 	pthread_mutex_lock(&s->mu);
 	while (!s->stopping) {
-		struct timespec ts = time_after(CLOCK_REALTIME, s->poll_ms);
-		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
-		if (s->stopping)
-			break;
-		if (s->watchers > 0) {
-			int fd = dir_oplock(s, LOCK_SH, NULL);
-			if (fd >= 0) {
-				dir_sync_locked(s, true);
-				dir_opunlock(fd);
-			}
-		}
+		struct pollfd p[2] = {{.fd = s->wake_fd, .events = POLLIN},
+		                      {.fd = s->ino_fd, .events = POLLIN}};
+		int n = s->ino_fd >= 0 ? 2 : 1, timeout = s->ino_fd >= 0 ? -1 : s->poll_ms;
+		pthread_mutex_unlock(&s->mu);
+		poll(p, (nfds_t)n, timeout);
+		pthread_mutex_lock(&s->mu);
+		if (!s->stopping && (s->watchers > 0 || s->ino_fd >= 0))
+			dir_catch_up(s, false);
 	}
 	pthread_mutex_unlock(&s->mu);
 	return NULL;
 }
 
+static int start_thread_locked(struct dstore *s)
+{
+	if (s->thread_running)
+		return 0;
+	if (s->wake_fd < 0 && (s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+		return -errno;
+	if (pthread_create(&s->thread, NULL, notify_main, s) != 0)
+		return -EAGAIN;
+	s->thread_running = true;
+	return 0;
+}
+
+void dir_notify_stop(struct dstore *s)
+{
+	pthread_mutex_lock(&s->mu);
+	s->stopping = true;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	if (s->thread_running) {
+		uint64_t one = 1;
+		if (write(s->wake_fd, &one, sizeof(one)) < 0) {
+			/* the counter cannot overflow here; nothing else to do */
+		}
+		pthread_join(s->thread, NULL);
+	}
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
+	if (s->ino_fd >= 0)
+		close(s->ino_fd);
+	for (size_t i = 0; i < s->nwds; i++)
+		free(s->wds[i].prefix);
+	free(s->wds);
+}
+
 /* ---- watches ----------------------------------------------------------------------------------- */
 
-static int start_poller_locked(struct dstore *s)
+static int initial_of(struct dstore *s, struct dwatch *w, const struct store_kind *k)
 {
-	if (s->poller_running)
-		return 0;
-	if (pthread_create(&s->poller, NULL, dir_poller_main, s) != 0)
-		return -EAGAIN;
-	s->poller_running = true;
+	int ki = dir_kind_index(k);
+	size_t n = 0;
+	for (struct ientry *en = ki >= 0 ? s->kinds[ki] : NULL; en; en = en->knext)
+		n += en->obj != NULL;
+	w->initial = calloc(n ? n : 1, sizeof(*w->initial));
+	if (!w->initial)
+		return -ENOMEM;
+	for (struct ientry *en = ki >= 0 ? s->kinds[ki] : NULL; en; en = en->knext)
+		if (en->obj)
+			w->initial[w->n_initial++] = dir_blob_ref(en->obj);
 	return 0;
+}
+
+static void watch_free(struct dwatch *w)
+{
+	for (size_t i = 0; i < w->n_initial; i++)
+		dir_blob_put(w->initial[i]);
+	free(w->initial);
+	free(w);
 }
 
 int dir_watch(store *st, const struct store_kind *k, uint64_t from_rv, store_watch **out,
@@ -282,36 +353,40 @@ int dir_watch(store *st, const struct store_kind *k, uint64_t from_rv, store_wat
 	w->s = s;
 	w->kind = k;
 	pthread_mutex_lock(&s->mu);
-	dir_cache_init_locked(s);
-	if (from_rv == 0) {
-		w->initial = cJSON_CreateArray();
-		for (unsigned b = 0; b < NBUCKETS; b++)
-			for (struct centry *c = s->buckets[b]; c; c = c->next)
-				if (c->kind == k && c->obj)
-					cJSON_AddItemToArray(w->initial,
-					                     cJSON_Duplicate(c->obj, true));
-		w->next_seq = s->next_seq;
-	} else if (from_rv < s->floor_rv) {
-		r = err_set(e, STORE_EXPIRED, "too old resource version: %" PRIu64 " (%" PRIu64 ")",
-		            from_rv, s->floor_rv);
-	} else {
-		uint64_t q = s->first_seq;
-		while (q < s->next_seq && s->ring[q % RING_CAP].rv <= from_rv)
-			q++;
-		w->next_seq = q;
+	if ((r = dir_index_start(s, e)) == 0) {
+		dir_catch_up(s, false);
+		if (from_rv == 0) {
+			if ((r = initial_of(s, w, k)) < 0)
+				err_set(e, r, "watch: out of memory");
+			w->next_seq = s->next_seq;
+		} else if (from_rv < s->floor_rv) {
+			r = err_set(e, STORE_EXPIRED, "too old resource version: %llu (%llu)",
+			            (unsigned long long)from_rv, (unsigned long long)s->floor_rv);
+		} else {
+			uint64_t q = s->first_seq;
+			while (q < s->next_seq && s->ring[q % RING_CAP].rv <= from_rv)
+				q++;
+			w->next_seq = q;
+		}
 	}
-	if (r == 0 && (r = start_poller_locked(s)) < 0)
-		err_set(e, r, "watch: cannot start the poll thread");
+	if (r == 0 && (r = start_thread_locked(s)) < 0)
+		err_set(e, r, "watch: cannot start the notification thread");
 	if (r == 0)
 		s->watchers++;
 	pthread_mutex_unlock(&s->mu);
 	if (r < 0) {
-		cJSON_Delete(w->initial);
-		free(w);
+		pthread_mutex_lock(&s->mu);
+		watch_free(w);
+		pthread_mutex_unlock(&s->mu);
 		return r;
 	}
 	*out = &w->base;
 	return 0;
+}
+
+static int parse_blob(const struct blob *b, cJSON **obj, struct err *e)
+{
+	return json_parse_strict(b->text, b->len, obj, e);
 }
 
 int dir_watch_next(store_watch *bw, int timeout_ms, enum store_event_type *type, cJSON **obj,
@@ -319,17 +394,17 @@ int dir_watch_next(store_watch *bw, int timeout_ms, enum store_event_type *type,
 {
 	struct dwatch *w = (struct dwatch *)bw;
 	struct dstore *s = w->s;
-	struct timespec ts;
+	struct timespec ts = time_after(CLOCK_REALTIME, timeout_ms);
 	int r = 0;
 
 	*obj = NULL;
-	if (w->initial && w->initial_idx < cJSON_GetArraySize(w->initial)) {
-		*type = STORE_ADDED;
-		*obj = cJSON_Duplicate(cJSON_GetArrayItem(w->initial, w->initial_idx++), true);
-		return 1;
-	}
-	ts = time_after(CLOCK_REALTIME, timeout_ms);
 	pthread_mutex_lock(&s->mu);
+	if (w->initial_idx < w->n_initial) {
+		*type = STORE_ADDED;
+		r = parse_blob(w->initial[w->initial_idx++], obj, e);
+		pthread_mutex_unlock(&s->mu);
+		return r < 0 ? r : 1;
+	}
 	for (;;) {
 		if (w->closed) {
 			r = err_set(e, -ECANCELED, "watch closed");
@@ -344,9 +419,9 @@ int dir_watch_next(store_watch *bw, int timeout_ms, enum store_event_type *type,
 		if (w->next_seq < s->next_seq) {
 			struct event *ev = &s->ring[w->next_seq % RING_CAP];
 			*type = ev->type;
-			*obj = cJSON_Duplicate(ev->obj, true);
 			w->next_seq++;
-			r = 1;
+			r = parse_blob(ev->obj, obj, e);
+			r = r < 0 ? r : 1;
 			break;
 		}
 		if (pthread_cond_timedwait(&s->cv, &s->mu, &ts) == ETIMEDOUT) {
@@ -361,9 +436,9 @@ int dir_watch_next(store_watch *bw, int timeout_ms, enum store_event_type *type,
 void dir_watch_close(store_watch *bw)
 {
 	struct dwatch *w = (struct dwatch *)bw;
-	pthread_mutex_lock(&w->s->mu);
-	w->s->watchers--;
-	pthread_mutex_unlock(&w->s->mu);
-	cJSON_Delete(w->initial);
-	free(w);
+	struct dstore *s = w->s;
+	pthread_mutex_lock(&s->mu);
+	s->watchers--;
+	watch_free(w);
+	pthread_mutex_unlock(&s->mu);
 }

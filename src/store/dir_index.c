@@ -1,0 +1,416 @@
+/* store: the embedded store's in-memory index, its bounded event history, and bringing both up
+ * to date with the files (dir_int.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/file.h"
+#include "base/json.h"
+#include "store/dir_int.h"
+
+/* ---- blobs -------------------------------------------------------------------------------------- */
+
+struct blob *dir_blob_new(const char *text, size_t len)
+{
+	struct blob *b = malloc(sizeof(*b) + len + 1);
+	if (!b)
+		return NULL;
+	b->refs = 1;
+	b->len = len;
+	memcpy(b->text, text, len);
+	b->text[len] = '\0';
+	return b;
+}
+
+struct blob *dir_blob_of(const cJSON *obj)
+{
+	char *text = cJSON_PrintUnformatted(obj);
+	struct blob *b = text ? dir_blob_new(text, strlen(text)) : NULL;
+	free(text);
+	return b;
+}
+
+struct blob *dir_blob_ref(struct blob *b)
+{
+	if (b)
+		b->refs++;
+	return b;
+}
+
+void dir_blob_put(struct blob *b)
+{
+	if (b && --b->refs == 0)
+		free(b);
+}
+
+/* ---- index -------------------------------------------------------------------------------------- */
+
+static size_t hash(const char *k, size_t n)
+{
+	size_t h = 14695981039346656037u;
+	for (; *k; k++)
+		h = (h ^ (unsigned char)*k) * 1099511628211u;
+	return h % n;
+}
+
+struct ientry *dir_index_find(struct dstore *s, const char *key)
+{
+	if (!s->nbuckets)
+		return NULL;
+	for (struct ientry *en = s->buckets[hash(key, s->nbuckets)]; en; en = en->hnext)
+		if (strcmp(en->key, key) == 0)
+			return en;
+	return NULL;
+}
+
+/* Doubles the table when the load passes 1 (amortised O(1) per insert). */
+static void grow(struct dstore *s)
+{
+	size_t nb = s->nbuckets ? s->nbuckets * 2 : 1024;
+	struct ientry **b = calloc(nb, sizeof(*b));
+	if (!b)
+		return; /* longer chains, still correct */
+	for (size_t i = 0; i < s->nbuckets; i++)
+		for (struct ientry *en = s->buckets[i], *next; en; en = next) {
+			next = en->hnext;
+			size_t h = hash(en->key, nb);
+			en->hnext = b[h];
+			b[h] = en;
+		}
+	free(s->buckets);
+	s->buckets = b;
+	s->nbuckets = nb;
+}
+
+static struct ientry *insert(struct dstore *s, const char *key, const struct store_kind *k)
+{
+	int ki = dir_kind_index(k);
+	if (s->count >= s->nbuckets)
+		grow(s);
+	struct ientry *en = calloc(1, sizeof(*en));
+	if (!en || ki < 0 || !s->nbuckets || !(en->key = strdup(key))) {
+		free(en);
+		return NULL;
+	}
+	en->kind = k;
+	en->kidx = (unsigned)ki;
+	size_t h = hash(key, s->nbuckets);
+	en->hnext = s->buckets[h];
+	s->buckets[h] = en;
+	en->knext = s->kinds[ki];
+	if (en->knext)
+		en->knext->kprev = en;
+	s->kinds[ki] = en;
+	s->count++;
+	return en;
+}
+
+int dir_index_set(struct dstore *s, const char *key, const struct store_kind *k, struct blob *obj,
+                  const char *corrupt, uint64_t rv, const struct fident *id)
+{
+	struct ientry *en = dir_index_find(s, key);
+	char *c = NULL;
+	if ((!en && !(en = insert(s, key, k))) || (corrupt && !(c = strdup(corrupt))))
+		return -ENOMEM;
+	dir_blob_put(en->obj);
+	free(en->corrupt);
+	en->obj = dir_blob_ref(obj);
+	en->corrupt = c;
+	en->rv = rv;
+	if (id)
+		en->id = *id;
+	en->seen = true;
+	if (rv > s->index_rv)
+		s->index_rv = rv;
+	return 0;
+}
+
+void dir_index_drop(struct dstore *s, struct ientry *en)
+{
+	struct ientry **pp = &s->buckets[hash(en->key, s->nbuckets)];
+	while (*pp && *pp != en)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = en->hnext;
+	if (en->kprev)
+		en->kprev->knext = en->knext;
+	else
+		s->kinds[en->kidx] = en->knext;
+	if (en->knext)
+		en->knext->kprev = en->kprev;
+	s->count--;
+	dir_blob_put(en->obj);
+	free(en->corrupt);
+	free(en->key);
+	free(en);
+}
+
+void dir_index_free(struct dstore *s)
+{
+	for (size_t i = 0; i < s->nbuckets; i++)
+		while (s->buckets[i])
+			dir_index_drop(s, s->buckets[i]);
+	free(s->buckets);
+	s->buckets = NULL;
+	s->nbuckets = 0;
+}
+
+/* ---- event history ----------------------------------------------------------------------------- */
+
+static void ring_drop_oldest(struct dstore *s)
+{
+	struct event *ev = &s->ring[s->first_seq % RING_CAP];
+	s->floor_rv = ev->rv;
+	s->ring_bytes -= ev->obj ? ev->obj->len : 0;
+	dir_blob_put(ev->obj);
+	ev->obj = NULL;
+	s->first_seq++;
+}
+
+void dir_ring_push(struct dstore *s, enum store_event_type t, const struct store_kind *k,
+                   uint64_t rv, struct blob *obj)
+{
+	size_t len = obj ? obj->len : 0;
+	while (s->next_seq > s->first_seq &&
+	       (s->next_seq - s->first_seq == RING_CAP || s->ring_bytes + len > RING_BYTES))
+		ring_drop_oldest(s);
+	struct event *ev = &s->ring[s->next_seq % RING_CAP];
+	ev->seq = s->next_seq++;
+	ev->rv = rv;
+	ev->kind = k;
+	ev->type = t;
+	ev->obj = dir_blob_ref(obj);
+	s->ring_bytes += len;
+	if (rv > s->index_rv)
+		s->index_rv = rv;
+	pthread_cond_broadcast(&s->cv);
+}
+
+void dir_ring_free(struct dstore *s)
+{
+	while (s->first_seq < s->next_seq)
+		ring_drop_oldest(s);
+}
+
+/* ---- refresh from files -------------------------------------------------------------------------- */
+
+int dir_fident(const char *path, struct fident *id)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	id->ino = st.st_ino;
+	id->size = st.st_size;
+	id->mtime = st.st_mtim;
+	return 0;
+}
+
+static bool same_ident(const struct fident *a, const struct fident *b)
+{
+	return a->ino == b->ino && a->size == b->size && a->mtime.tv_sec == b->mtime.tv_sec &&
+	       a->mtime.tv_nsec == b->mtime.tv_nsec;
+}
+
+struct change {
+	uint64_t rv;
+	enum store_event_type type; /* 0: the file is corrupt (no event) */
+	char *key;
+	const struct store_kind *kind;
+	struct fident id;
+	struct blob *obj;
+	char *corrupt;
+};
+
+struct changes {
+	struct change *v;
+	size_t n, cap;
+};
+
+static struct change *add_change(struct changes *c)
+{
+	if (c->n == c->cap) {
+		size_t nc = c->cap ? c->cap * 2 : 16;
+		struct change *p = realloc(c->v, nc * sizeof(*p));
+		if (!p)
+			return NULL;
+		c->v = p;
+		c->cap = nc;
+	}
+	memset(&c->v[c->n], 0, sizeof(c->v[0]));
+	return &c->v[c->n++];
+}
+
+/* The object in path as a blob of its text and its version, or the corruption message. */
+static int load(const char *path, struct blob **obj, uint64_t *rv, char **corrupt)
+{
+	struct err e = {0};
+	char *buf;
+	size_t len;
+	cJSON *o = NULL;
+	*obj = NULL;
+	*corrupt = NULL;
+	int r = file_read_all(path, JSON_FILE_MAX, &buf, &len, &e);
+	if (r < 0)
+		return r;
+	if ((r = json_parse_strict(buf, len, &o, &e)) < 0 || !cJSON_IsObject(o)) {
+		if (r == 0)
+			err_set(&e, -EBADMSG, "not a JSON object");
+		err_prefix(&e, "%s is corrupt", path);
+		*corrupt = strdup(e.msg);
+	} else {
+		*rv = store_meta_rv(o);
+		*obj =
+		    dir_blob_of(o); /* compact: what the index keeps, whatever the file's layout */
+	}
+	cJSON_Delete(o);
+	free(buf);
+	return *obj || *corrupt ? 0 : -ENOMEM;
+}
+
+/* Compares one file with its entry; a difference becomes a change. */
+static void probe(struct dstore *s, const struct store_kind *k, const char *key, struct changes *c)
+{
+	char path[PATH_MAX + 64];
+	struct fident id;
+	struct ientry *en = dir_index_find(s, key);
+	snprintf(path, sizeof(path), "%s/%s.json", s->path, key);
+	int r = dir_fident(path, &id);
+	if (en)
+		en->seen = true;
+	if (r < 0) {
+		struct change *ch;
+		if (r == -ENOENT && en && (ch = add_change(c))) {
+			ch->type = STORE_DELETED;
+			ch->key = strdup(key);
+			ch->kind = k;
+		}
+		return;
+	}
+	if (en && same_ident(&en->id, &id))
+		return; /* unchanged (our own writes come back this way) */
+	struct blob *obj;
+	char *corrupt;
+	uint64_t rv = 0;
+	if (load(path, &obj, &rv, &corrupt) < 0)
+		return; /* gone meanwhile: its notification follows */
+	if (en && obj && en->obj && en->rv == rv && en->obj->len == obj->len &&
+	    memcmp(en->obj->text, obj->text, obj->len) == 0) {
+		en->id = id; /* touched, not changed */
+		dir_blob_put(obj);
+		return;
+	}
+	struct change *ch = add_change(c);
+	if (!ch) {
+		dir_blob_put(obj);
+		free(corrupt);
+		return;
+	}
+	*ch = (struct change){
+	    rv, obj ? (en ? STORE_MODIFIED : STORE_ADDED) : 0, strdup(key), k, id, obj, corrupt};
+}
+
+static void scan_dir(struct dstore *s, const struct store_kind *k, const char *prefix,
+                     struct changes *c)
+{
+	char dir[PATH_MAX], key[PATH_MAX];
+	struct dirent *de;
+	snprintf(dir, sizeof(dir), "%s/%s", s->path, prefix);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	bool ns_level = k->namespaced && !strchr(prefix, '/');
+	while ((de = readdir(d)) != NULL) {
+		size_t len = strlen(de->d_name);
+		if (de->d_name[0] == '.')
+			continue;
+		if (ns_level) {
+			snprintf(key, sizeof(key), "%s/%s", prefix, de->d_name);
+			scan_dir(s, k, key, c);
+			continue;
+		}
+		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
+			continue;
+		snprintf(key, sizeof(key), "%s/%.*s", prefix, (int)(len - 5), de->d_name);
+		probe(s, k, key, c);
+	}
+	closedir(d);
+}
+
+static int cmp_change(const void *a, const void *b)
+{
+	const struct change *x = a, *y = b;
+	return x->rv < y->rv ? -1 : x->rv > y->rv;
+}
+
+static const struct store_kind *kind_of_key(const char *key)
+{
+	const char *slash = strchr(key, '/');
+	for (const struct store_kind *const *k = store_kinds(); slash && *k; k++)
+		if (strlen((*k)->plural) == (size_t)(slash - key) &&
+		    strncmp((*k)->plural, key, (size_t)(slash - key)) == 0)
+			return *k;
+	return NULL;
+}
+
+static void apply(struct dstore *s, struct changes *c, bool emit)
+{
+	uint64_t now_rv = s->index_rv;
+	dir_rv_last(s, &now_rv, NULL);
+	for (size_t i = 0; i < c->n; i++)
+		if (c->v[i].type == STORE_DELETED)
+			c->v[i].rv = now_rv; /* its version is gone with the file: "now" */
+	if (c->n > 1)
+		qsort(c->v, c->n, sizeof(*c->v), cmp_change);
+	for (size_t i = 0; i < c->n; i++) {
+		struct change *ch = &c->v[i];
+		struct ientry *en = ch->key ? dir_index_find(s, ch->key) : NULL;
+		if (ch->type == STORE_DELETED && en) {
+			if (en->obj && emit)
+				dir_ring_push(s, STORE_DELETED, ch->kind, ch->rv, en->obj);
+			dir_index_drop(s, en);
+		} else if (ch->type != STORE_DELETED && ch->key) {
+			if (ch->obj && emit)
+				dir_ring_push(s, ch->type, ch->kind, ch->rv, ch->obj);
+			dir_index_set(s, ch->key, ch->kind, ch->obj, ch->corrupt, ch->rv, &ch->id);
+		}
+		dir_blob_put(ch->obj);
+		free(ch->corrupt);
+		free(ch->key);
+	}
+	free(c->v);
+}
+
+void dir_index_refresh(struct dstore *s, const struct store_kind *const *kinds, char *const *keys,
+                       size_t n, bool emit)
+{
+	struct changes c = {0};
+	if (!keys) { /* everything: also what vanished */
+		for (size_t i = 0; i < s->nbuckets; i++)
+			for (struct ientry *en = s->buckets[i]; en; en = en->hnext)
+				en->seen = false;
+		for (const struct store_kind *const *k = kinds; *k; k++)
+			scan_dir(s, *k, (*k)->plural, &c);
+		for (size_t i = 0; i < s->nbuckets; i++)
+			for (struct ientry *en = s->buckets[i]; en; en = en->hnext) {
+				struct change *ch;
+				if (!en->seen && (ch = add_change(&c))) {
+					ch->type = STORE_DELETED;
+					ch->key = strdup(en->key);
+					ch->kind = en->kind;
+				}
+			}
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			const struct store_kind *k = kind_of_key(keys[i]);
+			if (k)
+				probe(s, k, keys[i], &c);
+		}
+	}
+	apply(s, &c, emit);
+}

@@ -1,0 +1,218 @@
+/* store: what an operation of the embedded store makes of the stored object (dir_int.h):
+ * server-set metadata, generation, finalizers and preconditions, as the API server does. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/json.h"
+#include "store/dir_int.h"
+
+/* ---- object helpers --------------------------------------------------------------------------- */
+
+static cJSON *meta_of(cJSON *obj)
+{
+	cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	if (!cJSON_IsObject(m)) {
+		cJSON_DeleteItemFromObjectCaseSensitive(obj, "metadata");
+		m = cJSON_AddObjectToObject(obj, "metadata");
+	}
+	return m;
+}
+
+static void meta_set_str(cJSON *obj, const char *field, const char *value)
+{
+	cJSON *m = meta_of(obj);
+	cJSON_DeleteItemFromObjectCaseSensitive(m, field);
+	if (value)
+		cJSON_AddStringToObject(m, field, value);
+}
+
+void dir_meta_set_rv(cJSON *obj, uint64_t rv)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "%" PRIu64, rv);
+	meta_set_str(obj, "resourceVersion", buf);
+}
+
+static void copy_field(cJSON *dst, const cJSON *src, const char *field)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(src, field);
+	cJSON_DeleteItemFromObjectCaseSensitive(dst, field);
+	if (v)
+		cJSON_AddItemToObject(dst, field, cJSON_Duplicate(v, true));
+}
+
+static bool has_finalizers(const cJSON *obj)
+{
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "finalizers");
+	return cJSON_IsArray(f) && cJSON_GetArraySize(f) > 0;
+}
+
+static void new_uid(char *out)
+{
+	unsigned char b[16];
+	if (getrandom(b, sizeof(b), 0) != sizeof(b)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		for (int i = 0; i < 16; i++)
+			b[i] = (unsigned char)((ts.tv_nsec >> (i % 8)) ^ (getpid() << i) ^ rand());
+	}
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+	sprintf(out, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+	        b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+	        b[14], b[15]);
+}
+
+static int conflict(const struct store_kind *k, const char *name, struct err *e)
+{
+	return err_set(e, STORE_CONFLICT,
+	               "Operation cannot be fulfilled on %s \"%s\": the object has been modified; "
+	               "please apply your changes to the latest version and try again",
+	               k->plural, name);
+}
+
+int dir_not_found(const struct store_kind *k, const char *name, struct err *e)
+{
+	return err_set(e, STORE_NOT_FOUND, "%s \"%s\" not found", k->plural, name);
+}
+
+static int plan_create(struct opreq *q, const cJSON *cur, cJSON **next, struct err *e)
+{
+	const struct store_kind *k = q->kind;
+	if (cur)
+		return err_set(e, STORE_ALREADY_EXISTS, "%s \"%s\" already exists", k->plural,
+		               q->name);
+	if (store_meta_str(q->obj, "resourceVersion"))
+		return err_set(e, STORE_INVALID,
+		               "%s \"%s\": resourceVersion should not be set "
+		               "on objects to be created",
+		               k->kind, q->name);
+	cJSON *n = cJSON_Duplicate(q->obj, true);
+	char uid[40], ts[32];
+	new_uid(uid);
+	store_timestamp(ts, sizeof(ts));
+	meta_set_str(n, "uid", uid);
+	meta_set_str(n, "creationTimestamp", ts);
+	meta_set_str(n, "deletionTimestamp", NULL);
+	cJSON_DeleteItemFromObjectCaseSensitive(meta_of(n), "generation");
+	cJSON_AddNumberToObject(meta_of(n), "generation", 1);
+	if (k->status_subresource)
+		cJSON_DeleteItemFromObjectCaseSensitive(n, "status");
+	*next = n;
+	return 0;
+}
+
+static int plan_delete(struct opreq *q, const cJSON *cur, cJSON **next, struct err *e)
+{
+	if (q->uid_pre && *q->uid_pre) {
+		const char *uid = store_meta_str(cur, "uid");
+		if (!uid || strcmp(uid, q->uid_pre) != 0)
+			return err_set(e, STORE_CONFLICT,
+			               "Precondition failed: UID in precondition: %s, UID in "
+			               "object meta: %s",
+			               q->uid_pre, uid ? uid : "");
+	}
+	if (q->rv_pre && *q->rv_pre) {
+		const char *rv = store_meta_str(cur, "resourceVersion");
+		if (!rv || strcmp(rv, q->rv_pre) != 0)
+			return err_set(e, STORE_CONFLICT,
+			               "Precondition failed: ResourceVersion in precondition: "
+			               "%s, ResourceVersion in object meta: %s",
+			               q->rv_pre, rv ? rv : "");
+	}
+	if (!has_finalizers(cur))
+		return 0; /* remove */
+	cJSON *n = cJSON_Duplicate(cur, true);
+	if (!store_meta_str(cur, "deletionTimestamp")) {
+		char ts[32];
+		store_timestamp(ts, sizeof(ts));
+		meta_set_str(n, "deletionTimestamp", ts);
+	}
+	*next = n;
+	return 0;
+}
+
+/* true when n differs from cur outside metadata and status (a spec change). */
+static bool spec_changed(const cJSON *n, const cJSON *cur)
+{
+	const cJSON *it;
+	cJSON_ArrayForEach(it, n)
+	{
+		if (!strcmp(it->string, "metadata") || !strcmp(it->string, "status"))
+			continue;
+		const cJSON *old = cJSON_GetObjectItemCaseSensitive(cur, it->string);
+		if (!old || !cJSON_Compare(it, old, true))
+			return true;
+	}
+	cJSON_ArrayForEach(it, cur)
+	{
+		if (strcmp(it->string, "metadata") && strcmp(it->string, "status") &&
+		    !cJSON_GetObjectItemCaseSensitive(n, it->string))
+			return true;
+	}
+	return false;
+}
+
+/* A whole-object update: the server-owned metadata and status kept, generation bumped on a spec
+ * change.  1 with *next NULL when the update removed the last finalizer of a deleted object. */
+static int plan_update(struct opreq *q, const cJSON *cur, cJSON **next)
+{
+	cJSON *n = cJSON_Duplicate(q->obj, true);
+	cJSON *nm = meta_of(n);
+	const cJSON *cm = cJSON_GetObjectItemCaseSensitive(cur, "metadata");
+	static const char *const keep[] = {"uid",        "creationTimestamp", "deletionTimestamp",
+	                                   "generation", "namespace",         "name"};
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		copy_field(nm, cm, keep[i]);
+	if (q->kind->status_subresource)
+		copy_field(n, cur, "status");
+	if (spec_changed(n, cur)) {
+		int64_t g = 0;
+		json_get_int64(cm, "generation", &g);
+		cJSON_DeleteItemFromObjectCaseSensitive(nm, "generation");
+		cJSON_AddNumberToObject(nm, "generation", (double)(g + 1));
+	}
+	if (store_meta_str(cur, "deletionTimestamp") && !has_finalizers(n)) {
+		*next = NULL; /* the last finalizer went: the object goes */
+		if (q->out)
+			*q->out = n;
+		else
+			cJSON_Delete(n);
+		return 1;
+	}
+	*next = n;
+	return 0;
+}
+
+/* Computes the object to store from the request and the stored one.  Returns 0 with *next
+ * (NULL: remove the file), 1 (see plan_update), or an error. */
+int dir_plan(struct opreq *q, const cJSON *cur, cJSON **next, struct err *e)
+{
+	*next = NULL;
+	if (q->op == OP_CREATE)
+		return plan_create(q, cur, next, e);
+	if (!cur)
+		return dir_not_found(q->kind, q->name, e);
+	if (q->op == OP_DELETE)
+		return plan_delete(q, cur, next, e);
+	/* update and status update */
+	const char *want_rv = store_meta_str(q->obj, "resourceVersion");
+	const char *have_rv = store_meta_str(cur, "resourceVersion");
+	const char *want_uid = store_meta_str(q->obj, "uid");
+	if ((want_rv && *want_rv && (!have_rv || strcmp(want_rv, have_rv) != 0)) ||
+	    (want_uid && *want_uid && strcmp(want_uid, store_meta_str(cur, "uid") ?: "") != 0))
+		return conflict(q->kind, q->name, e);
+	if (q->op != OP_STATUS)
+		return plan_update(q, cur, next);
+	cJSON *n = cJSON_Duplicate(cur, true);
+	copy_field(n, q->obj, "status");
+	*next = n;
+	return 0;
+}
