@@ -140,12 +140,13 @@ class Bench:
 
     # ---- observation ----
     def store_rv(self):
-        """The embedded store's resourceVersion (one per write): its counter file when it has
-        one, else the newest resourceVersion of any PillarAgent or PillarVolumeState."""
+        """The embedded store's resourceVersion (one per write): the last issued version in
+        .oplock ("<boot ID> <last> <ceiling>", src/store/dir.c; resourceversion holds only the
+        ceiling), else the newest resourceVersion of any PillarAgent or PillarVolumeState."""
         try:
-            with open(os.path.join(self.env.store, "resourceversion")) as f:
-                return int(f.read().strip())
-        except (OSError, ValueError):
+            with open(os.path.join(self.env.store, ".oplock")) as f:
+                return int(f.read().split()[1])
+        except (OSError, ValueError, IndexError):
             pass
         rv = 0
         for kind in ("pa", "pvst"):
