@@ -24,6 +24,8 @@ TEST_DEBS  := check python3 python3-grpcio python3-protobuf protobuf-compiler \
 # test/chart's renderer: Go's text/template with Sprig, built offline from Debian's Go packages.
 CHART_DEBS := golang-go golang-github-masterminds-sprig-dev golang-github-ghodss-yaml-dev \
               golang-github-xeipuuv-gojsonschema-dev
+# IMAGE_DEBS build the container image (`make image`: image/build.sh).
+IMAGE_DEBS := mmdebstrap buildah
 # test/kube drives kubectl; Debian's kubernetes-client only where no kubectl is installed.
 KUBECTL_DEB := $(if $(shell command -v kubectl 2>/dev/null),,kubernetes-client)
 
@@ -35,7 +37,7 @@ AFTER_DEPS := $(if $(filter deps,$(MAKECMDGOALS)),$(filter-out deps,$(MAKECMDGOA
 ifneq ($(AFTER_DEPS),)
 .PHONY: deps $(AFTER_DEPS)
 deps:
-	@sh test/tools/deps.sh $(BUILD_DEBS) $(TEST_DEBS)
+	@sh test/tools/deps.sh $(BUILD_DEBS) $(TEST_DEBS) $(IMAGE_DEBS)
 $(AFTER_DEPS): deps
 	@$(MAKE) --no-print-directory $@
 else
@@ -177,9 +179,9 @@ interop: $(BUILD)/pillar-csi $(BUILD)/unit/test_store_contract
 	@PILLAR_BIN=$(abspath $(BUILD)/pillar-csi) BUILD=$(abspath $(BUILD)) \
 	  sh test/tools/run-suites.sh interop $(INTEROP_SUITES)
 
-# The README's test command is `make deps test`: unit tests, interop suites and the fast
-# real-kernel scenarios (test/e2e/e2e.mk).
-test: unit interop e2e
+# The README's test command is `make deps test`: unit tests, interop suites, the fast
+# real-kernel scenarios (test/e2e/e2e.mk) and the container image (image/image.mk).
+test: unit interop e2e image-test
 
 # The README's main-job command is `make deps demo`: boots the real-kernel test bed (test/e2e,
 # topology a; it installs its own host packages and downloads Debian's kernel on first use), runs
@@ -206,7 +208,7 @@ bench: $(BUILD)/pillar-csi $(BENCH_BIN)
 	  sh test/tools/run-suites.sh bench $(BENCH_SUITES)
 
 deps:
-	@sh test/tools/deps.sh $(BUILD_DEBS) $(TEST_DEBS)
+	@sh test/tools/deps.sh $(BUILD_DEBS) $(TEST_DEBS) $(IMAGE_DEBS)
 
 fmt:
 	clang-format -i $$(git ls-files '*.c' '*.h')
@@ -215,6 +217,7 @@ clean:
 	rm -rf $(BUILD)
 
 include test/e2e/e2e.mk
+include image/image.mk
 -include $(shell find $(BUILD)/rel $(BUILD)/san -name '*.d' 2>/dev/null)
 
 endif # AFTER_DEPS

@@ -76,6 +76,19 @@ zfs_disk() {
   QEMU+=(-drive "file=$1/zfs.img,format=raw,if=none,id=zdisk,cache=writeback"
          -device virtio-blk-pci,drive=zdisk,serial=e2e-zfs)
 }
+# image_disk DIR NAME : ("# e2e-image: yes") the unpacked container image of `make image`
+# ($E2E_IMAGE_ROOT, default build/image/root) as an ext4 disk, serial e2e-image, opened with
+# snapshot=on so the VM's writes never reach the file; appended to QEMU
+image_disk() {
+  [ "$(hdr "$HERE/scenarios/$2.sh" image no)" = yes ] || return 0
+  local root=${E2E_IMAGE_ROOT:-$ROOT/build/image/root}
+  [ -x "$root/usr/bin/pillar-csi" ] || { echo "@@HOST no unpacked image in $root (make image-check)"; return 1; }
+  local mib=$(( $(du -sm "$root" | cut -f1) * 5 / 4 + 64 ))
+  rm -f "$1/image.ext4"
+  mkfs.ext4 -q -F -L e2e-image -d "$root" "$1/image.ext4" "${mib}M" || { echo "@@HOST mkfs.ext4 -d $root failed"; return 1; }
+  QEMU+=(-drive "file=$1/image.ext4,format=raw,if=none,id=idisk,snapshot=on"
+         -device virtio-blk-pci,drive=idisk,serial=e2e-image)
+}
 # stamp T0 : prefix each line with seconds since T0 (host clock)
 stamp() {
   local line t0=${1/./}
@@ -100,6 +113,7 @@ run_a() {  # run_a NAME TIMEOUT -> log in $LOGS/NAME.log
   qemu_cmd "e2e-$name" 2 1024 "E2E_ROLE=single E2E_TOPO=a E2E_SCENARIO=$name"
   mkdir -p "$E2E_OUT/run/$name"; zfs_disk "$E2E_OUT/run/$name"
   : > "$log"
+  image_disk "$E2E_OUT/run/$name" "$name" >> "$log" || return 0
   timeout --foreground -k 5 "$tmo" "${QEMU[@]}" < /dev/null 2>&1 | stamp "$t0" | follow "$log"
   local rc=${PIPESTATUS[0]}
   [ "$rc" = 124 ] && echo "@@HOST timeout: the VM was killed after ${tmo}s" >> "$log"
