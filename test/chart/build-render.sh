@@ -17,5 +17,5 @@ mkdir -p "$gp/semver" "$gp/sprig"
 ln -sfn /usr/share/gocode/src/github.com/Masterminds/semver "$gp/semver/v3"
 ln -sfn /usr/share/gocode/src/github.com/Masterminds/sprig "$gp/sprig/v3"
 cd "$src"
-GO111MODULE=off GOFLAGS= GOPATH="$top/chart-gopath:/usr/share/gocode" GOCACHE="$top/go-cache" \
+GO111MODULE=off GOFLAGS= GOENV=off GOPROXY=off GOPATH="$top/chart-gopath:/usr/share/gocode" GOCACHE="$top/go-cache" \
 	go build -o "$top/$(basename "$out")" .

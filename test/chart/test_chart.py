@@ -6,7 +6,9 @@ Helm renders) for the default values and each mTLS mode of deploy.md §9.4, then
 - every object validates against Kubernetes' OpenAPI v3 documents (../shared/kube/openapi-v3,
   unknown fields are errors; kubeschema.py) and is created on the test API server (test/kube)
   with fieldValidation=Strict;
-- lint.py passes, and each lint rule fails on a chart mutated to break it.
+- lint.py passes, and each lint rule fails on a chart mutated to break it;
+- the renderer itself behaves as Helm's engine on a fixture chart (testdata/fixture);
+- every flag the chart passes to pillar-csi is accepted by the binary under test (PILLAR_BIN).
 Environment: CHART_RENDER (the renderer binary, default build/chart-render), OPENAPI_DIR.
 """
 import json
@@ -372,6 +374,78 @@ def mutate(tmp, rel, old, new):
         f.write(text)
 
 
+FIXTURE = os.path.join(HERE, "testdata", "fixture")
+
+
+class Renderer(unittest.TestCase):
+    """test/chart/render behaves as Helm's engine (helm.sh/docs/chart_template_guide; pkg/engine):
+    objects, Helm's functions, template parse order, partials, NOTES.txt, install order, values."""
+
+    def run_fixture(self, *args):
+        return subprocess.run([RENDER, "--release-name", "rel", "--namespace", "ns", *args, FIXTURE],
+                              capture_output=True, text=True, timeout=60)
+
+    def test_objects_and_functions(self):
+        r = self.run_fixture()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("comment-only", r.stdout)
+        self.assertNotIn("notes for", r.stdout)
+        sources = re.findall(r"^# Source: (.*)$", r.stdout, re.M)
+        self.assertEqual(sources, ["fixture/templates/sa.yaml", "fixture/templates/cm.yaml"],
+                         "ServiceAccount before ConfigMap (Helm's install order), partials not rendered")
+        sa, cm = [d for d in yaml.safe_load_all(r.stdout) if d]
+        self.assertEqual(sa["metadata"]["name"], "hello")
+        self.assertEqual(cm["metadata"], {"name": "fixture-rel", "namespace": "ns"})
+        self.assertEqual(cm["data"], {
+            "chart": "fixture-1.2.3+build.4-9.9", "service": "Helm", "install": "true",
+            "kube": "v1.34.0-1-34", "apps": "true",
+            "template": "fixture/templates/cm.yaml fixture/templates",
+            "tpl": "hello from rel",
+            "override": "first",  # _z_override.tpl is parsed before _helpers.tpl: the later parse wins
+            "missing": "",  # "<no value>" removed
+            "nested": '{"a":1,"b":"two","keep":"yes-please"}', "list": '["x","z"]',
+            "yaml": "a: 1\nb: two\nkeep: yes-please",  # toYaml: no final newline
+            "fromyaml": "[1,2]", "fromyamlerr": "true",
+            "lines": '["one","two",""]', "glob": "files/a.txt ", "lookup": "{}",
+            "a.txt": "one\ntwo\n", "b.conf": "b"})
+        notes = self.run_fixture("--notes").stdout
+        self.assertTrue(notes.endswith("\nNOTES:\nnotes for rel\n"), notes[-80:])
+
+    def test_values(self):
+        fd, path = tempfile.mkstemp(suffix=".yaml")
+        with os.fdopen(fd, "w") as f:
+            f.write("nested: {a: null, c: 3}\n")
+        try:
+            r = self.run_fixture("-f", path, "--set", "nested.b=4", "--set", "list={p,q}")
+        finally:
+            os.unlink(path)
+        cm = [d for d in yaml.safe_load_all(r.stdout) if d][1]
+        self.assertEqual(cm["data"]["nested"], '{"b":4,"c":3,"keep":"yes-please"}', "null deletes, maps merge")
+        self.assertEqual(cm["data"]["list"], '["p","q"]')
+
+    def test_errors(self):
+        r = self.run_fixture("--set", "greeting=")
+        self.assertEqual((r.returncode, r.stderr),
+                         (1, "Error: execution error at (fixture/templates/sa.yaml:1:10): greeting is required\n"))
+        r = self.run_fixture("--kube-version", "1.29.9")
+        self.assertEqual(r.stderr, "Error: chart requires kubeVersion: >=1.30.0-0 which is incompatible with "
+                                   "Kubernetes v1.29.9\n")
+        tmp = tempfile.mkdtemp(prefix="chart-fixture-")
+        try:
+            shutil.copytree(FIXTURE, os.path.join(tmp, "fixture"))
+            with open(os.path.join(tmp, "fixture", "templates", "bad.yaml"), "w") as f:
+                f.write("{{ include \"loop\" . }}{{ define \"loop\" }}{{ include \"loop\" . }}{{ end }}")
+            r = subprocess.run([RENDER, os.path.join(tmp, "fixture")], capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("rendering templates has a nested reference name: loop", r.stderr)
+            with open(os.path.join(tmp, "fixture", "templates", "bad.yaml"), "w") as f:
+                f.write("kind: [\n")
+            r = subprocess.run([RENDER, os.path.join(tmp, "fixture")], capture_output=True, text=True, timeout=60)
+            self.assertIn("YAML parse error on fixture/templates/bad.yaml", r.stderr)
+        finally:
+            shutil.rmtree(tmp)
+
+
 class Lint(unittest.TestCase):
     def test_chart_is_clean(self):
         for mode, args in MODES.items():
@@ -551,6 +625,21 @@ class ApiServer(unittest.TestCase):
 
     def test_default(self):
         self.assertEqual(self.install(MODES["default"]), 20)
+
+    def test_kubectl_create(self):
+        """kubectl (client-side schema checks from the server's /openapi/v3, then fieldValidation=Strict)
+        creates the rendered stream as it is; the CRDs are already served, so installCRDs=false."""
+        r = render(["--set", "installCRDs=false"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with Cluster() as c:
+            env = dict(os.environ, KUBECONFIG=c.kubeconfig)
+            ns = f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n"
+            for stream in (ns, r.stdout):
+                k = subprocess.run(["kubectl", "create", "--validate=strict", "-f", "-"], input=stream, env=env,
+                                   capture_output=True, text=True, timeout=120)
+                self.assertEqual((k.returncode, k.stderr), (0, ""))
+            self.assertEqual(len(k.stdout.splitlines()), 15, k.stdout)
+            self.assertIn("deployment.apps/pillar-csi-controller created", k.stdout)
 
     def test_mtls_secrets(self):
         self.assertEqual(self.install(MODES["mtls-secrets"]), 20)

@@ -84,7 +84,7 @@ type engine struct {
 
 func (e *engine) include(name string, data interface{}) (string, error) {
 	if e.included[name] > recursionMaxNums {
-		return "", fmt.Errorf("rendering template has a nested reference name: %s", name)
+		return "", fmt.Errorf("unable to execute templates: rendering templates has a nested reference name: %s", name)
 	}
 	e.included[name]++
 	defer func() { e.included[name]-- }()

@@ -2,10 +2,11 @@
 # The Helm chart (charts/pillar-csi): builds the test renderer (test/chart/render, Go's
 # text/template + Sprig from Debian, no helm binary) into $BUILD/chart-render when its sources
 # changed, then runs test/chart/test_chart.py: deploy.md's contract on the rendered objects for
-# the default values and each mTLS mode, OpenAPI v3 validation with unknown fields as errors, the
-# objects created on the test API server (test/kube) with fieldValidation=Strict, the
-# ServiceAccounts' tokens against the chart's RBAC, and the lint rules (each shown to fail on a
-# mutated chart).  Prints "chart interop: N passed, M failed, K skipped".
+# the default values and each mTLS mode; OpenAPI v3 validation with unknown fields as errors; the
+# objects created on the test API server (test/kube) with fieldValidation=Strict and by kubectl
+# create --validate=strict; the ServiceAccounts' tokens against the chart's RBAC; the lint rules,
+# each shown to fail on a mutated chart; the renderer against Helm's engine semantics on a
+# fixture chart.  Prints "chart interop: N passed, M failed, K skipped".
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
