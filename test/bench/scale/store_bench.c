@@ -6,11 +6,15 @@
  * fresh store directory DIR (the setup is not measured), opens the store as the controller does
  * (owner, one watch on the kind), then REPS times: K creates (deleted again afterwards so that N
  * holds), K updates, K status updates, K gets of objects spread over the store, and one list of
- * the kind.  Prints one line: the median per-operation microseconds of each (list: per object)
- * with the spread (min-max) over the REPS runs, and the number of writes made, so that
- * `strace -c` of a run gives the fsyncs per write.  Exit status 1 on any failed operation. */
+ * the kind.  Prints one line: the median per-operation wall microseconds of each (list: per
+ * object) with the spread (min-max) over the REPS runs and the median CPU microseconds (on a
+ * loaded machine the CPU figure is the steadier one), and the number of writes made, so that
+ * `strace -c` of a run gives the fsyncs per write.  The open and the list are timed up to
+ * malloc_trim(0): glibc defers the consolidation of the many small blocks they free to the next
+ * large allocation, which would otherwise bill it to the following creates.  Exit status 1 on any failed operation. */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,11 +29,34 @@
 #define MAXREP 9
 #define KINDP  "pillarvolumestates"
 
-static double now_us(void)
+static double clock_us(clockid_t c)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(c, &ts);
 	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static double now_us(void)
+{
+	return clock_us(CLOCK_MONOTONIC);
+}
+
+/* Wall and CPU (the whole process: the notification thread's share included) microseconds. */
+struct stamp {
+	double w, c;
+};
+
+static struct stamp stamp(void)
+{
+	return (struct stamp){now_us(), clock_us(CLOCK_PROCESS_CPUTIME_ID)};
+}
+
+/* Adds the time since s0 to acc[0] (wall) and acc[1] (CPU). */
+static void lap(double acc[2], struct stamp s0)
+{
+	struct stamp s1 = stamp();
+	acc[0] += s1.w - s0.w;
+	acc[1] += s1.c - s0.c;
 }
 
 static const char *const body =
@@ -98,13 +125,15 @@ static int fail(const char *what, struct err *e)
 	return -1;
 }
 
-/* One repetition; t[] receives create, update, status, get (us/op) and list (us/object). */
-static int rep(store *st, size_t n, int r, double t[5], long *writes)
+/* One repetition; t[m] receives wall and CPU of create, update, status, get (us/op) and list
+ * (us/object). */
+static int rep(store *st, size_t n, int r, double t[5][2], long *writes)
 {
 	const struct store_kind *k = store_kind_lookup("pvst");
 	struct err e = {0};
 	char name[32];
-	double t0 = now_us();
+	struct stamp t0 = stamp();
+	memset(t, 0, 5 * sizeof(t[0]));
 	for (int i = 0; i < K; i++) {
 		snprintf(name, sizeof(name), "new-%d-%d", r, i);
 		cJSON *o = object(name), *out = NULL;
@@ -114,9 +143,8 @@ static int rep(store *st, size_t n, int r, double t[5], long *writes)
 		if (rc < 0)
 			return fail("create", &e);
 	}
-	t[0] = (now_us() - t0) / K;
+	lap(t[0], t0);
 	for (int pass = 0; pass < 2; pass++) {
-		double dt = 0;
 		for (int i = 0; i < K; i++) {
 			cJSON *cur = NULL, *out = NULL;
 			snprintf(name, sizeof(name), "new-%d-%d", r, i);
@@ -128,18 +156,17 @@ static int rep(store *st, size_t n, int r, double t[5], long *writes)
 			cJSON *spec = cJSON_GetObjectItem(cur, pass ? "status" : "spec");
 			cJSON_DeleteItemFromObject(spec, "bench");
 			cJSON_AddNumberToObject(spec, "bench", r * K + i);
-			double s = now_us();
+			struct stamp s0 = stamp();
 			int rc = pass ? store_update_status(st, cur, &out, &e)
 			              : store_update(st, cur, &out, &e);
-			dt += now_us() - s;
+			lap(t[1 + pass], s0);
 			cJSON_Delete(cur);
 			cJSON_Delete(out);
 			if (rc < 0)
 				return fail(pass ? "update status" : "update", &e);
 		}
-		t[1 + pass] = dt / K;
 	}
-	t0 = now_us();
+	t0 = stamp();
 	for (int i = 0; i < K; i++) {
 		cJSON *cur = NULL;
 		snprintf(name, sizeof(name), "new-%d-%d", r, i);
@@ -149,13 +176,19 @@ static int rep(store *st, size_t n, int r, double t[5], long *writes)
 			return fail("get", &e);
 		cJSON_Delete(cur);
 	}
-	t[3] = (now_us() - t0) / K;
+	lap(t[3], t0);
+	for (int m = 0; m < 4; m++)
+		t[m][0] /= K, t[m][1] /= K;
 	cJSON *items = NULL;
-	t0 = now_us();
+	t0 = stamp();
 	if (store_list(st, k, NULL, NULL, &items, NULL, &e) < 0)
 		return fail("list", &e);
-	t[4] = (now_us() - t0) / (double)cJSON_GetArraySize(items);
+	int nitems = cJSON_GetArraySize(items);
 	cJSON_Delete(items);
+	malloc_trim(0); /* the list's freed nodes, which the next large malloc would consolidate */
+	lap(t[4], t0);
+	t[4][0] /= nitems;
+	t[4][1] /= nitems;
 	for (int i = 0; i < K; i++) {
 		snprintf(name, sizeof(name), "new-%d-%d", r, i);
 		if (store_delete(st, k, NULL, name, NULL, NULL, &e) < 0)
@@ -176,7 +209,7 @@ int main(int argc, char **argv)
 	struct err e = {0};
 	store *st = NULL;
 	store_watch *w = NULL;
-	double t[MAXREP][5];
+	double t[MAXREP][5][2];
 	long writes = 0;
 	struct statfs sf;
 	if (argc != 4) {
@@ -189,11 +222,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "store_bench: cannot seed %s: %s\n", argv[1], strerror(errno));
 		return 1;
 	}
-	double t0 = now_us();
+	double o0 = now_us();
 	if (store_dir_open(argv[1], true, 0, &st, &e) < 0 ||
 	    store_watch_open(st, store_kind_lookup("pvst"), 0, &w, &e) < 0)
 		return fail("open", &e) < 0;
-	double open_ms = (now_us() - t0) / 1000;
+	malloc_trim(0); /* likewise for the index build */
+	double open_ms = (now_us() - o0) / 1000;
 	for (int r = 0; r < reps; r++)
 		if (rep(st, n, r, t[r], &writes) < 0)
 			return 1;
@@ -203,12 +237,13 @@ int main(int argc, char **argv)
 	printf("store n=%-6zu %-5s open %.1f ms |", n, fs, open_ms);
 	static const char *const names[] = {"create", "update", "status", "get", "list/obj"};
 	for (int m = 0; m < 5; m++) {
-		double v[MAXREP];
+		double v[MAXREP], c[MAXREP];
 		for (int r = 0; r < reps; r++)
-			v[r] = t[r][m];
+			v[r] = t[r][m][0], c[r] = t[r][m][1];
 		qsort(v, (size_t)reps, sizeof(v[0]), cmp_d);
-		printf(" %s %.1f us (%.1f-%.1f)%s", names[m], v[reps / 2], v[0], v[reps - 1],
-		       m < 4 ? " |" : "");
+		qsort(c, (size_t)reps, sizeof(c[0]), cmp_d);
+		printf(" %s %.1f us (%.1f-%.1f) cpu %.1f%s", names[m], v[reps / 2], v[0],
+		       v[reps - 1], c[reps / 2], m < 4 ? " |" : "");
 	}
 	printf(" | writes=%ld\n", writes);
 	return 0;
