@@ -174,6 +174,9 @@ class App:
         if reply.stream is not None:
             await send({"type": "http.response.start", "status": reply.code,
                         "headers": [(k.encode(), v.encode()) for k, v in headers]})
+            # kube-apiserver flushes a watch's headers at once; hypercorn sends them with the
+            # first body message, so an empty one goes now (a client waits for the headers)
+            await send({"type": "http.response.body", "body": b"", "more_body": True})
             try:
                 async for chunk in reply.stream:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})

@@ -284,6 +284,19 @@ class Kubectl(unittest.TestCase):
             p.kill()
             p.communicate()
 
+    def test_watch_headers_before_any_event(self):
+        """A watch with nothing to send answers its headers at once over HTTP/2, as kube-apiserver
+        flushes them: a client waiting for the response head is not held until the first event."""
+        path = "/apis/pillar-csi.bhyoo.com/v1alpha1/pillarstores?labelSelector=none-such"
+        rv = K.request("GET", path)[3]["metadata"]["resourceVersion"]  # not compacted: no 410
+        t0 = time.time()
+        r = subprocess.run(["curl", "-sk", "--http2", "-m", "3", "-D-", "-o", "/dev/null", "-H",
+                            f"Authorization: Bearer {C.admin_token}",
+                            f"{C.url}{path}&resourceVersion={rv}&watch=1&timeoutSeconds=60"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertTrue(r.stdout.startswith("HTTP/2 200"), r.stdout)
+        self.assertGreaterEqual(time.time() - t0, 2.5)  # the stream stayed open
+
     def test_node_maintenance_commands(self):
         """The operator page's node commands (maintain-nodes.txt): drain, uncordon, taint and untaint."""
         K.request("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-9"}})
