@@ -10,9 +10,12 @@
 #include "controller/csi.h"
 #include "controller/ctl.h"
 #include "controller/grpc_service.h"
+#include "controller/leader.h"
 #include "controller/loop.h"
 #include "controller/probes.h"
 #include "grpc/server.h"
+#include "kube/client.h"
+#include "kube/config.h"
 #include "serve.h"
 #include "store/store.h"
 #include "storeflags.h"
@@ -20,6 +23,8 @@
 /* The flags of the controller role. */
 struct opts {
 	const char *endpoint, *probe, *metrics, *cert, *key, *ca, *server_name, *store_url;
+	const char *lease_d, *renew_d, *retry_d; /* --leader-elect-* durations */
+	int lease_ms, renew_ms, retry_ms;
 	bool leader_elect, tls;
 	int64_t agent_port;
 	struct store_flags sf;
@@ -33,6 +38,12 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	    {"csi-endpoint", FLAG_STRING, &o->endpoint, "CSI socket for the sidecars", false},
 	    {"leader-elect", FLAG_BOOL, &o->leader_elect,
 	     "run reconcilers only on the Lease holder", false},
+	    {"leader-elect-lease-duration", FLAG_STRING, &o->lease_d,
+	     "how long other replicas wait before taking a Lease that is not renewed (15s)", false},
+	    {"leader-elect-renew-deadline", FLAG_STRING, &o->renew_d,
+	     "how long the leader tries to renew before it stops reconciling (10s)", false},
+	    {"leader-elect-retry-period", FLAG_STRING, &o->retry_d,
+	     "interval between attempts to acquire or renew the Lease (2s)", false},
 	    {"health-probe-bind-address", FLAG_STRING, &o->probe, "/healthz and /readyz", false},
 	    {"metrics-bind-address", FLAG_STRING, &o->metrics,
 	     "/metrics in Prometheus text format; 0 disables", false},
@@ -69,6 +80,15 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		fprintf(stderr, "pillar-csi controller: --agent-default-port must be 1-65535\n");
 		return 2;
 	}
+	if (controller_duration_parse(o->lease_d, &o->lease_ms) < 0 ||
+	    controller_duration_parse(o->renew_d, &o->renew_ms) < 0 ||
+	    controller_duration_parse(o->retry_d, &o->retry_ms) < 0) {
+		fprintf(stderr,
+		        "pillar-csi controller: --leader-elect-lease-duration, "
+		        "--leader-elect-renew-deadline and --leader-elect-retry-period take "
+		        "durations such as 15s or 500ms\n");
+		return 2;
+	}
 	struct err e = {0};
 	if (store_flags_opts(&o->sf, "pillar-csi-controller", &o->so, &e) < 0) {
 		fprintf(stderr, "pillar-csi controller: %s\n", e.msg);
@@ -91,7 +111,8 @@ struct running {
 	struct ctl c;
 	bool ctl_ok;
 	struct grpc_server *srv;
-	struct controller_loop *loop;
+	struct ctl_leader *leader;
+	struct kube_client *lease_kc;
 	struct probes *probes;
 };
 
@@ -103,11 +124,29 @@ static void stop(struct running *x, bool drain)
 	if (drain)
 		grpc_server_shutdown(x->srv, 5000);
 	grpc_server_free(x->srv);
-	controller_loop_stop(x->loop);
+	ctl_leader_stop(x->leader);
+	kube_client_free(x->lease_kc);
 	if (x->ctl_ok)
 		ctl_fini(&x->c);
 	agentclient_close(x->ac);
 	store_close(x->st);
+}
+
+/* The Lease's own API client (leader.h): the store's configuration, its own rate limit. */
+static int lease_client(const struct opts *o, struct kube_client **out, struct err *e)
+{
+	struct kube_config *cfg = NULL;
+	struct kube_client_opts ko;
+	int rc = kube_config_load(&cfg, o->so.kubeconfig, e);
+
+	kube_client_opts_init(&ko);
+	ko.component = "pillar-csi-controller";
+	if (rc == 0)
+		rc = kube_client_new(out, cfg, &ko, e);
+	kube_config_free(cfg);
+	if (rc < 0)
+		err_prefix(e, "leader election");
+	return rc;
 }
 
 /* Store, agent client, CSI server, reconcile loop and probes; 0 or -1 with the message in e. */
@@ -120,9 +159,20 @@ static int start(const struct opts *o, struct running *x, struct err *e)
 	const char *addrs[] = {o->endpoint, NULL};
 	if (store_open(o->store_url, true, &o->so, &x->st, e) < 0)
 		return -1;
-	if (o->leader_elect)
+	struct ctl_leader_opts lo = {.kc = store_kube_client(x->st),
+	                             .elect = o->leader_elect,
+	                             .ns = getenv("POD_NAMESPACE"),
+	                             .lease_ms = o->lease_ms,
+	                             .renew_deadline_ms = o->renew_ms,
+	                             .retry_ms = o->retry_ms};
+	if (!lo.kc && o->leader_elect)
 		log_info("leader election is not used with the embedded store; its lock plays that "
 		         "role");
+	if ((!lo.ns || !*lo.ns) && lo.kc)
+		lo.ns = kube_client_namespace(lo.kc); /* the service account's namespace */
+	if (lo.kc && o->leader_elect && lease_client(o, &x->lease_kc, e) < 0)
+		return -1;
+	lo.lease_kc = x->lease_kc;
 	if (agentclient_grpc_new(&ao, &x->ac, e) < 0)
 		return -1;
 	ctl_init(&x->c, x->st, x->ac);
@@ -135,7 +185,7 @@ static int start(const struct opts *o, struct running *x, struct err *e)
 	if (grpc_server_new(&x->srv, &go, e) < 0 || grpc_server_add_service(x->srv, &ids, e) < 0 ||
 	    grpc_server_add_service(x->srv, &ctrl, e) < 0 || grpc_server_start(x->srv, e) < 0)
 		return -1;
-	if (controller_loop_start(&x->c, NULL, &x->loop, e) < 0 ||
+	if (ctl_leader_start(&x->c, &lo, &x->leader, e) < 0 ||
 	    probes_start(&x->c, o->probe, o->metrics, &x->probes, e) < 0)
 		return -1;
 	return 0;
@@ -150,6 +200,9 @@ int controller_main(int argc, char **argv)
 	                 .key = "",
 	                 .ca = "",
 	                 .server_name = "",
+	                 .lease_d = "15s",
+	                 .renew_d = "10s",
+	                 .retry_d = "2s",
 	                 .agent_port = 9500,
 	                 .sf = STORE_FLAGS_INIT};
 	struct running x = {0};

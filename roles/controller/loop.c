@@ -53,7 +53,8 @@ struct controller_loop {
 	pthread_t timer;
 	bool timer_started;
 	struct agentmon *mon;
-	struct vdigest *vd; /* used only by the PillarVolumeState watcher thread */
+	struct vdigest *vd;                /* used only by the PillarVolumeState watcher thread */
+	struct controller_loop_opts hooks; /* may_reconcile, observe */
 };
 
 static bool stopping(struct controller_loop *l)
@@ -229,6 +230,8 @@ static void on_event(struct controller_loop *l, const struct model_kind *k,
 	bool gone = type == STORE_DELETED;
 	if (!name)
 		return;
+	if (l->hooks.observe)
+		l->hooks.observe(l->hooks.observe_arg, k, type, obj);
 	if (!strncmp(kind, "Pillar", 6) && strcmp(kind, "PillarVolumeState")) {
 		on_pillar_event(l, kind, gone, obj);
 	} else if (!strcmp(kind, "StorageClass")) {
@@ -411,6 +414,11 @@ static void *worker_main(void *arg)
 			break;
 		if (r == 0)
 			continue;
+		if (l->hooks.may_reconcile &&
+		    !l->hooks.may_reconcile(l->hooks.may_reconcile_arg, key)) {
+			workqueue_done(l->q, key, true); /* not the leader (any more): not ours */
+			continue;
+		}
 		int rq;
 		bool ok = dispatch(l, key, &rq);
 		workqueue_done(l->q, key, ok);
@@ -493,8 +501,7 @@ int controller_loop_start(struct ctl *c, const struct controller_loop_opts *o,
 	int r;
 
 	*out = NULL;
-	if (!o)
-		o = &d;
+	o = o ? o : &d;
 	if (!c || !c->st)
 		return err_set(e, -EINVAL, "controller loop: no store");
 	l = calloc(1, sizeof(*l));
@@ -516,6 +523,7 @@ int controller_loop_start(struct ctl *c, const struct controller_loop_opts *o,
 		}
 	}
 	l->capacity_ms = o->capacity_ms > 0 ? o->capacity_ms : CAPACITY_REFRESH_MS;
+	l->hooks = *o;
 	l->nworkers = o->workers <= 0            ? MAX_WORKERS
 	              : o->workers > MAX_WORKERS ? MAX_WORKERS
 	                                         : o->workers;

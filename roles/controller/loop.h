@@ -22,8 +22,11 @@
 #ifndef PILLAR_ROLES_CONTROLLER_LOOP_H
 #define PILLAR_ROLES_CONTROLLER_LOOP_H
 
+#include <stdbool.h>
+
 #include "base/err.h"
 #include "controller/ctl.h"
+#include "model/model.h"
 
 struct controller_loop_opts {
 	int interval_ms;     /* periodic resync; 0: PILLAR_RECONCILE_INTERVAL or 30000 */
@@ -31,6 +34,14 @@ struct controller_loop_opts {
 	int workers;         /* worker threads, 1 or 2; 0: 2 */
 	int backoff_base_ms; /* first retry after a failure; 0: 5 (client-go) */
 	int backoff_max_ms;  /* 0: 1000000 (client-go's 1000 s) */
+	/* Asked before each reconcile of key ("pa/<name>", ...) when set: false skips it (leader
+	 * election: the Lease is no longer held, kube/lease.h). */
+	bool (*may_reconcile)(void *arg, const char *key);
+	void *may_reconcile_arg;
+	/* Called (when set) with every object a watch delivers, on the watch's thread. */
+	void (*observe)(void *arg, const struct model_kind *k, enum store_event_type type,
+	                const void *obj);
+	void *observe_arg;
 };
 
 struct controller_loop;

@@ -7,6 +7,8 @@
 #include "applets.h"
 #include "base/log.h"
 #include "grpc/server.h"
+#include "kube/events.h"
+#include "node/csinode.h"
 #include "node/grpc_service.h"
 #include "node/publish.h"
 #include "node/service.h"
@@ -69,6 +71,49 @@ static int node_serve(struct node *n, const char *endpoint, const char *node_id,
 	return 0;
 }
 
+/* Where the host identity goes: the CSINode through the API in a cluster, else the embedded
+ * store's CSINode object. */
+struct objects {
+	store *st;
+	struct kube_events *rec;
+	struct node_csinode *cn;
+};
+
+static void objects_close(struct objects *ob)
+{
+	node_csinode_free(ob->cn); /* stops its thread before the recorder and the store go */
+	kube_events_free(ob->rec);
+	store_close(ob->st);
+}
+
+/* Opens the store (--store, or the API in a cluster: standalone.md) and sets cfg's publish
+ * hook.  0, or a negative errno with the message in e. */
+static int objects_open(struct objects *ob, const char *url, const struct store_open_opts *so,
+                        const char *node_id, struct node_config *cfg, struct err *e)
+{
+	struct kube_client *kc;
+	int r;
+
+	if (!url && !getenv("KUBERNETES_SERVICE_HOST"))
+		return 0;
+	if ((r = store_open(url, false, so, &ob->st, e)) < 0)
+		return r;
+	if (!(kc = store_kube_client(ob->st))) {
+		cfg->publish_identity = node_publish_identity_store;
+		cfg->publish_ctx = ob->st;
+		return 0;
+	}
+	struct kube_events_opts eo = {.component = "pillar-csi-node", .host = node_id};
+	if ((r = kube_events_new(&ob->rec, kc, &eo, e)) < 0)
+		return r;
+	struct node_csinode_opts co = {.kc = kc, .st = ob->st, .rec = ob->rec};
+	if ((r = node_csinode_new(&ob->cn, &co, e)) < 0)
+		return r;
+	cfg->publish_identity = node_csinode_publish;
+	cfg->publish_ctx = ob->cn;
+	return 0;
+}
+
 int node_main(int argc, char **argv)
 {
 	const char *endpoint = "unix:///var/lib/kubelet/plugins/" RULES_DRIVER_NAME "/csi.sock";
@@ -91,7 +136,7 @@ int node_main(int argc, char **argv)
 	struct node_config cfg = {0};
 	char paths[4][PATH_MAX];
 	struct node *n = NULL;
-	store *st = NULL;
+	struct objects ob = {0};
 	struct err e = {0};
 	int r;
 
@@ -114,27 +159,24 @@ int node_main(int argc, char **argv)
 		fprintf(stderr, "pillar-csi node: %s\n", e.msg);
 		return 2;
 	}
-	if (store_url && store_open(store_url, false, &so, &st, &e) < 0) {
-		fprintf(stderr, "pillar-csi node: %s\n", e.msg);
-		return 1;
-	}
 	cfg.node_id = node_id;
 	cfg.state_dir = state_dir;
-	if (st) {
-		cfg.publish_identity = node_publish_identity_store;
-		cfg.publish_ctx = st;
+	if (objects_open(&ob, store_url, &so, node_id, &cfg, &e) < 0) {
+		fprintf(stderr, "pillar-csi node: %s\n", e.msg);
+		objects_close(&ob);
+		return 1;
 	}
 	if (host_root_paths(host_root, &cfg, paths) < 0 || node_new(&cfg, &n, &e) < 0) {
 		if (!n && e.msg[0])
 			fprintf(stderr, "pillar-csi node: %s\n", e.msg);
-		store_close(st);
+		objects_close(&ob);
 		return 1;
 	}
 	if (node_publish_identity(n, &e) < 0)
 		log_error("host identity not published", "node", node_id, "error", e.msg);
 	r = node_serve(n, endpoint, node_id, state_dir);
+	objects_close(&ob);
 	node_free(n);
-	store_close(st);
 	if (r == 0)
 		log_info("node plugin stopped");
 	return r;

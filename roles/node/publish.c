@@ -56,20 +56,13 @@ static int upsert(store *s, const char *node_id, const struct nvme_host_identity
 	return err_set(e, STORE_CONFLICT, "CSINode \"%s\": too many concurrent updates", node_id);
 }
 
-int node_publish_identity_store(void *ctx, const char *node_id, const struct nvme_host_identity *id,
-                                struct err *e)
+int node_identity_check_duplicates(store *s, const char *node_id,
+                                   const struct nvme_host_identity *id, struct err *e)
 {
-	store *s = ctx;
 	struct model_csinode *items = NULL;
 	size_t n = 0;
-	int r = upsert(s, node_id, id, e);
+	int r = model_list(s, &model_csinode_kind, NULL, NULL, (void **)&items, &n, NULL, e);
 
-	if (r < 0) {
-		err_prefix(e, "publish host NQN on CSINode \"%s\"", node_id);
-		return r;
-	}
-	log_info("host identity published", "node", node_id, "hostnqn", id->hostnqn);
-	r = model_list(s, &model_csinode_kind, NULL, NULL, (void **)&items, &n, NULL, e);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n; i++) {
@@ -91,4 +84,18 @@ int node_publish_identity_store(void *ctx, const char *node_id, const struct nvm
 	}
 	model_list_free(&model_csinode_kind, items, n);
 	return r;
+}
+
+int node_publish_identity_store(void *ctx, const char *node_id, const struct nvme_host_identity *id,
+                                struct err *e)
+{
+	store *s = ctx;
+	int r = upsert(s, node_id, id, e);
+
+	if (r < 0) {
+		err_prefix(e, "publish host NQN on CSINode \"%s\"", node_id);
+		return r;
+	}
+	log_info("host identity published", "node", node_id, "hostnqn", id->hostnqn);
+	return node_identity_check_duplicates(s, node_id, id, e);
 }

@@ -17,5 +17,9 @@
  * /etc/nvme/hostnqn and /etc/nvme/hostid` when another CSINode carries the same NQN or ID. */
 int node_publish_identity_store(void *ctx, const char *node_id, const struct nvme_host_identity *id,
                                 struct err *e);
+/* The duplicate check alone (csi.md §10.3): lists the CSINodes of s; 0, -ENOTUNIQ with the
+ * message above (also logged), or the store's error. */
+int node_identity_check_duplicates(store *s, const char *node_id,
+                                   const struct nvme_host_identity *id, struct err *e);
 
 #endif

@@ -353,3 +353,8 @@ bool store_is_kube(const store *st)
 {
 	return st && st->ops == &kube_ops;
 }
+
+struct kube_client *store_kube_client(store *st)
+{
+	return store_is_kube(st) ? ((struct kstore *)st)->kc : NULL;
+}

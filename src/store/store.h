@@ -23,6 +23,8 @@
 
 #include "base/err.h"
 
+struct kube_client; /* kube/client.h */
+
 #define STORE_NOT_FOUND      (-ENOENT)
 #define STORE_ALREADY_EXISTS (-EEXIST)
 #define STORE_CONFLICT       (-ESTALE)
@@ -174,5 +176,8 @@ int store_open_url(const char *url, bool owner, store **out, struct err *e);
 int store_kube_open(const struct store_open_opts *o, store **out, struct err *e);
 /* true when st is a kube store. */
 bool store_is_kube(const store *st);
+/* The API client of a kube store, NULL for any other store: Leases, Events and patches the
+ * store interface does not carry go over the store's one connection. */
+struct kube_client *store_kube_client(store *st);
 
 #endif

@@ -1,0 +1,38 @@
+/* controller/events — the Kubernetes Events of the controller's objects, recorded from what the
+ * reconcilers and CSI handlers write (crds.md §3.3–§7.3: the conditions' reasons and messages;
+ * §7.2: a CreateVolume attempt's partialFailure).
+ *
+ * The reconcile loop's watches hand every object over (controller_loop_opts.observe); each
+ * pillar-csi object's conditions are compared with the last version seen: each condition whose status or reason changed becomes one Event on the object
+ * (reason = the condition's reason, message = its message or "<Type> is <Status>"; type Warning
+ * when the status is not True, else Normal).  A PillarVolumeState's Warning events, and a new
+ * partialFailure (reason BackendCreateFailed, ExportPending or AgentRPCFailed with its message),
+ * are recorded on its PersistentVolumeClaim (spec.claimRef) too, so `kubectl describe pvc`
+ * shows them.  The first version of an object seen after start is the baseline (no Event), so
+ * a new leader does not repeat its predecessor's events.  Writing and aggregation are
+ * kube/events.h's.
+ *
+ * Runs only on the Lease holder (controller.c starts and stops it with the reconcilers).
+ * Functions return 0 or a negative errno with a message in e.
+ */
+#ifndef PILLAR_ROLES_CONTROLLER_EVENTS_H
+#define PILLAR_ROLES_CONTROLLER_EVENTS_H
+
+#include "base/err.h"
+#include "kube/events.h"
+#include "model/model.h"
+#include "store/store.h"
+
+struct ctl_events;
+
+/* rec must outlive it. */
+int ctl_events_new(struct kube_events *rec, struct ctl_events **out, struct err *e);
+/* NULL is a no-op. */
+void ctl_events_free(struct ctl_events *x);
+
+/* One watch event (arg: the struct ctl_events *); objects of other kinds are ignored.
+ * Thread-safe. */
+void ctl_events_observe(void *arg, const struct model_kind *k, enum store_event_type type,
+                        const void *obj);
+
+#endif

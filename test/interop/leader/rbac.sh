@@ -1,0 +1,28 @@
+#!/bin/sh
+# rbac.sh ROOT WORKDIR: prints the RBAC YAML file test/interop/leader runs the roles under.
+# With the chart present (charts/pillar-csi/templates and its test renderer test/chart/, issue 13):
+# the chart's own Roles, ClusterRoles and bindings, rendered for release "pillar-csi" in namespace
+# "pillar-csi" (ServiceAccounts pillar-csi-controller and pillar-csi-node), so a permission
+# missing from the chart fails the suite.  Before the chart exists: the rules of deploy.md §10
+# (rbac-deploy.yaml).
+set -eu
+ROOT=$1 T=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
+if [ ! -f "$ROOT/test/chart/build-render.sh" ] || [ ! -f "$ROOT/charts/pillar-csi/templates/clusterrole.yaml" ]; then
+	echo "$HERE/rbac-deploy.yaml"
+	exit 0
+fi
+B=${BUILD:-$ROOT/build}
+sh "$ROOT/test/chart/build-render.sh" "$B/chart-render" >&2
+printf 'agent:\n  backends:\n  - zfs: {pool: tank}\n' > "$T/values.yaml"
+"$B/chart-render" --release-name pillar-csi --namespace pillar-csi -f "$T/values.yaml" \
+	"$ROOT/charts/pillar-csi" > "$T/chart.yaml"
+/usr/bin/python3 - "$T/chart.yaml" "$T/rbac-chart.yaml" <<'PY'
+import sys, yaml
+kinds = ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d.get("kind") in kinds]
+if not docs:
+    sys.exit("the chart renders no RBAC objects")
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+PY
+echo "$T/rbac-chart.yaml"
