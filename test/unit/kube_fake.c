@@ -1,6 +1,9 @@
 /* In-process HTTP/2 TLS server for the kube client tests (see kube_fake.h). */
 #include "kube_fake.h"
 
+#include "kube/client.h"
+#include "kube/config.h"
+
 #include <check.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -501,4 +504,26 @@ unsigned kf_connections(struct kf_server *s)
 	n = s->accepted;
 	pthread_mutex_unlock(&s->mu);
 	return n;
+}
+
+struct kube_client *kf_client(struct kf_server *s, const struct kf_certs *c, const char *token)
+{
+	char y[2048];
+	struct kube_config *cfg = NULL;
+	struct kube_client_opts ko;
+	struct kube_client *kc = NULL;
+	struct err e = {0};
+
+	snprintf(y, sizeof(y),
+	         "current-context: t\ncontexts:\n- name: t\n  context: {cluster: c, user: u}\n"
+	         "clusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:%d\n"
+	         "    certificate-authority: %s\nusers:\n- name: u\n  user:\n    token: %s\n",
+	         kf_port(s), c->ca, token);
+	ck_assert_msg(kube_config_from_yaml(&cfg, y, strlen(y), c->dir, NULL, &e) == 0, "%s", e.msg);
+	kube_client_opts_init(&ko);
+	ko.component = "pillar-csi-controller";
+	ko.qps = -1;
+	ck_assert_msg(kube_client_new(&kc, cfg, &ko, &e) == 0, "%s", e.msg);
+	kube_config_free(cfg);
+	return kc;
 }

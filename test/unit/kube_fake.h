@@ -58,4 +58,9 @@ void kf_resp_transcript(struct kf_resp *r, const char *name);
 /* The recorded request's body (JSON text, compact) or path of a transcript, malloc'd. */
 char *kf_transcript_request(const char *name, const char *what);
 
+struct kube_client;
+/* A src/kube client of s (bearer token `token`, component pillar-csi-controller, no rate
+ * limit).  Fails the test on error. */
+struct kube_client *kf_client(struct kf_server *s, const struct kf_certs *c, const char *token);
+
 #endif

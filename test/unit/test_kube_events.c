@@ -98,9 +98,6 @@ static struct kube_events *ev;
 
 static void setup(void)
 {
-	char y[2048];
-	struct kube_config *cfg = NULL;
-	struct kube_client_opts ko;
 	struct kube_events_opts o = {
 	    .component = "pillar-csi-controller", .now_us = c_mono, .wall_us = c_wall};
 	struct err e = {0};
@@ -108,18 +105,7 @@ static void setup(void)
 	kf_certs_make(&certs);
 	srv = kf_start(&certs, false, handler, NULL);
 	events = cJSON_CreateArray();
-	snprintf(y, sizeof(y),
-	         "current-context: t\ncontexts:\n- name: t\n  context: {cluster: c, user: u}\n"
-	         "clusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:%d\n"
-	         "    certificate-authority: %s\nusers:\n- name: u\n  user:\n    token: t\n",
-	         kf_port(srv), certs.ca);
-	ck_assert_msg(kube_config_from_yaml(&cfg, y, strlen(y), certs.dir, NULL, &e) == 0, "%s",
-	              e.msg);
-	kube_client_opts_init(&ko);
-	ko.component = "pillar-csi-controller";
-	ko.qps = -1;
-	ck_assert_msg(kube_client_new(&kc, cfg, &ko, &e) == 0, "%s", e.msg);
-	kube_config_free(cfg);
+	kc = kf_client(srv, &certs, "t");
 	ck_assert_msg(kube_events_new(&ev, kc, &o, &e) == 0, "%s", e.msg);
 }
 

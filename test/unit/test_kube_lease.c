@@ -149,27 +149,13 @@ static void advance(struct cand *c, int64_t ms)
 
 static void cand_init(struct cand *c, const char *id, uint64_t mono)
 {
-	char y[2048];
-	struct kube_config *cfg = NULL;
-	struct kube_client_opts ko;
 	struct kube_lease_opts o = {.ns = NS, .name = KUBE_LEASE_NAME, .identity = id};
 	struct err e = {0};
 
 	memset(c, 0, sizeof(*c));
 	c->mono = mono;
 	c->wall = 1796248200000000LL + (int64_t)mono; /* 2026-12-02T21:50:00Z */
-	snprintf(y, sizeof(y),
-	         "current-context: t\ncontexts:\n- name: t\n  context: {cluster: c, user: u}\n"
-	         "clusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:%d\n"
-	         "    certificate-authority: %s\nusers:\n- name: u\n  user:\n    token: %s\n",
-	         kf_port(srv), certs.ca, id);
-	ck_assert_msg(kube_config_from_yaml(&cfg, y, strlen(y), certs.dir, NULL, &e) == 0, "%s",
-	              e.msg);
-	kube_client_opts_init(&ko);
-	ko.component = "pillar-csi-controller";
-	ko.qps = -1;
-	ck_assert_msg(kube_client_new(&c->kc, cfg, &ko, &e) == 0, "%s", e.msg);
-	kube_config_free(cfg);
+	c->kc = kf_client(srv, &certs, id);
 	o.started = c_started;
 	o.stopped = c_stopped;
 	o.arg = c;
