@@ -13,7 +13,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from openapi import _refs as refs  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = sys.argv[1]
 KINDS = {
     "api__v1_openapi.json": ["core.v1.Node", "core.v1.PersistentVolume", "core.v1.PersistentVolumeClaim",
                              "core.v1.Event", "core.v1.ServiceAccount", "core.v1.Secret", "core.v1.ConfigMap",
@@ -41,20 +40,27 @@ def strip(s):
     return s
 
 
-out, roots = {}, {}
-for fname, kinds in KINDS.items():
-    with open(os.path.join(SRC, fname)) as f:
-        comps = json.load(f)["components"]["schemas"]
-    names = [k if k.startswith("io.") else "io.k8s.api." + k for k in kinds]
-    todo = list(names)
-    while todo:
-        k = todo.pop()
-        if k in out:
-            continue
-        out[k] = strip(comps[k])
-        todo += refs(out[k])
-    for k in names:
-        gvk = comps[k].get("x-kubernetes-group-version-kind", [{}])[0]
-        roots[f"{gvk.get('group', '')}/{gvk.get('kind')}"] = k
-with open(os.path.join(HERE, "builtin-schemas.json"), "w") as f:
-    json.dump({"roots": roots, "schemas": out}, f, separators=(",", ":"), sort_keys=True)
+def extract(src):
+    """{"roots": {"group/Kind": schema name}, "schemas": the closure, stripped} from the documents in src."""
+    out, roots = {}, {}
+    for fname, kinds in KINDS.items():
+        with open(os.path.join(src, fname)) as f:
+            comps = json.load(f)["components"]["schemas"]
+        names = [k if k.startswith("io.") else "io.k8s.api." + k for k in kinds]
+        todo = list(names)
+        while todo:
+            k = todo.pop()
+            if k in out:
+                continue
+            out[k] = strip(comps[k])
+            todo += refs(out[k])
+        for k in names:
+            gvk = comps[k].get("x-kubernetes-group-version-kind", [{}])[0]
+            roots[f"{gvk.get('group', '')}/{gvk.get('kind')}"] = k
+    return {"roots": roots, "schemas": out}
+
+
+if __name__ == "__main__":
+    doc = extract(sys.argv[1])
+    with open(os.path.join(HERE, "builtin-schemas.json"), "w") as f:
+        json.dump(doc, f, separators=(",", ":"), sort_keys=True)

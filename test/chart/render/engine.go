@@ -26,17 +26,21 @@ func toYAML(v interface{}) string {
 	return strings.TrimSuffix(string(data), "\n")
 }
 
-func fromYAML(s string) map[string]interface{} {
+func yamlUnmarshal(b []byte, v interface{}) error { return yaml.Unmarshal(b, v) }
+
+// fromDoc is fromYaml/fromJson: a map, or {"Error": message} when s does not parse.
+func fromDoc(unmarshal func([]byte, interface{}) error, s string) map[string]interface{} {
 	m := map[string]interface{}{}
-	if err := yaml.Unmarshal([]byte(s), &m); err != nil {
+	if err := unmarshal([]byte(s), &m); err != nil {
 		m["Error"] = err.Error()
 	}
 	return m
 }
 
-func fromYAMLArray(s string) []interface{} {
+// fromDocArray is fromYamlArray/fromJsonArray: a list, or [message] when s does not parse.
+func fromDocArray(unmarshal func([]byte, interface{}) error, s string) []interface{} {
 	a := []interface{}{}
-	if err := yaml.Unmarshal([]byte(s), &a); err != nil {
+	if err := unmarshal([]byte(s), &a); err != nil {
 		a = []interface{}{err.Error()}
 	}
 	return a
@@ -48,22 +52,6 @@ func toJSON(v interface{}) string {
 		return ""
 	}
 	return string(data)
-}
-
-func fromJSON(s string) map[string]interface{} {
-	m := map[string]interface{}{}
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		m["Error"] = err.Error()
-	}
-	return m
-}
-
-func fromJSONArray(s string) []interface{} {
-	a := []interface{}{}
-	if err := json.Unmarshal([]byte(s), &a); err != nil {
-		a = []interface{}{err.Error()}
-	}
-	return a
 }
 
 // required fails the render with msg when val is nil or the empty string.
@@ -126,9 +114,13 @@ func (e *engine) funcMap() template.FuncMap {
 	delete(f, "env")
 	delete(f, "expandenv")
 	extra := template.FuncMap{
-		"toYaml": toYAML, "fromYaml": fromYAML, "fromYamlArray": fromYAMLArray,
-		"toJson": toJSON, "fromJson": fromJSON, "fromJsonArray": fromJSONArray,
-		"include": e.include, "tpl": e.tpl, "required": required,
+		"toYaml":        toYAML,
+		"fromYaml":      func(s string) map[string]interface{} { return fromDoc(yamlUnmarshal, s) },
+		"fromYamlArray": func(s string) []interface{} { return fromDocArray(yamlUnmarshal, s) },
+		"toJson":        toJSON,
+		"fromJson":      func(s string) map[string]interface{} { return fromDoc(json.Unmarshal, s) },
+		"fromJsonArray": func(s string) []interface{} { return fromDocArray(json.Unmarshal, s) },
+		"include":       e.include, "tpl": e.tpl, "required": required,
 		"lookup": func(string, string, string, string) (map[string]interface{}, error) {
 			return map[string]interface{}{}, nil
 		},
@@ -170,11 +162,8 @@ func renderAll(c *chart, top map[string]interface{}) (map[string]string, error) 
 	e := &engine{included: map[string]int{}}
 	e.t = template.New("gotpl").Option("missingkey=zero")
 	e.t.Funcs(e.funcMap())
-	names := make([]string, 0, len(c.templates))
-	for n := range c.templates {
-		names = append(names, n)
-	}
-	for _, n := range parseOrder(names) {
+	names := sortedKeys(c.templates)
+	for _, n := range parseOrder(append([]string(nil), names...)) {
 		if _, err := e.t.New(n).Parse(c.templates[n]); err != nil {
 			return nil, fmt.Errorf("parse error at (%s): %v", n, err)
 		}

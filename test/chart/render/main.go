@@ -203,18 +203,19 @@ func (f Files) Lines(name string) []string {
 	return strings.Split(string(f[name]), "\n")
 }
 
-func (f Files) sortedNames() []string {
-	names := make([]string, 0, len(f))
-	for n := range f {
-		names = append(names, n)
+// sortedKeys: a map's keys in order (text/template ranges over maps the same way).
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	sort.Strings(names)
-	return names
+	sort.Strings(keys)
+	return keys
 }
 
 func (f Files) AsConfig() string {
 	m := map[string]string{}
-	for _, n := range f.sortedNames() {
+	for _, n := range sortedKeys(f) {
 		m[path.Base(n)] = string(f[n])
 	}
 	return toYAML(m)
@@ -222,7 +223,7 @@ func (f Files) AsConfig() string {
 
 func (f Files) AsSecrets() string {
 	m := map[string]string{}
-	for _, n := range f.sortedNames() {
+	for _, n := range sortedKeys(f) {
 		m[path.Base(n)] = base64.StdEncoding.EncodeToString(f[n])
 	}
 	return toYAML(m)
@@ -487,12 +488,7 @@ var sep = regexp.MustCompile(`(?:^|\s*\n)---\s*`)
 func sortManifests(c *chart, rendered map[string]string) ([]manifest, string, error) {
 	var out []manifest
 	notes := ""
-	names := make([]string, 0, len(rendered))
-	for n := range rendered {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range sortedKeys(rendered) {
 		if path.Base(name) == "NOTES.txt" {
 			notes = strings.TrimSpace(rendered[name])
 			continue
