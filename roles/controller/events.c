@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "model/kube.h"
 #include "model/pillar.h"
 
 #define DIGEST_MAX 2048
@@ -105,14 +106,45 @@ static struct kube_event_ref ref_of(const struct model_kind *k, const void *obj)
 	return (struct kube_event_ref){k->api_version, k->kind, NULL, m->name, m->uid};
 }
 
-/* The PersistentVolumeClaim of a volume, when its claimRef names one. */
-static bool pvc_of(const struct model_pvst *v, struct kube_event_ref *r)
+/* Under x->mu: the objects a volume's Warnings are also recorded on — its PersistentVolumeClaim
+ * (spec.claimRef) and its PersistentVolume (named as the volume, uid as last watched). */
+static size_t volume_refs(struct ctl_events *x, const struct model_pvst *v,
+                          struct kube_event_ref out[2])
 {
-	if (!v->spec.has_claim_ref || !v->spec.claim_ref.name || !v->spec.claim_ref.ns)
-		return false;
-	*r = (struct kube_event_ref){"v1", "PersistentVolumeClaim", v->spec.claim_ref.ns,
-	                             v->spec.claim_ref.name, v->spec.claim_ref.uid};
-	return true;
+	size_t n = 0;
+	const struct seen *pv = v->meta.name ? *find(x, &model_pv_kind, v->meta.name) : NULL;
+
+	if (v->spec.has_claim_ref && v->spec.claim_ref.name && v->spec.claim_ref.ns)
+		out[n++] =
+		    (struct kube_event_ref){"v1", "PersistentVolumeClaim", v->spec.claim_ref.ns,
+		                            v->spec.claim_ref.name, v->spec.claim_ref.uid};
+	if (pv)
+		out[n++] =
+		    (struct kube_event_ref){"v1", "PersistentVolume", NULL, pv->name, pv->digest};
+	return n;
+}
+
+/* Under x->mu: remembers a PersistentVolume's uid (in `digest`) or forgets it. */
+static void track_pv(struct ctl_events *x, enum store_event_type type, const void *obj)
+{
+	const struct model_meta *m = MODEL_META(obj);
+	struct seen **p = find(x, &model_pv_kind, m->name), *s = *p;
+	char *uid = type == STORE_DELETED ? NULL : strdup(m->uid ? m->uid : "");
+
+	if (s && !uid) {
+		*p = s->next;
+		seen_free(s);
+	} else if (s) {
+		free(s->digest);
+		s->digest = uid;
+	} else if (uid && (s = calloc(1, sizeof(*s))) && (s->name = strdup(m->name))) {
+		s->k = &model_pv_kind;
+		s->digest = uid;
+		*p = s;
+	} else {
+		free(uid);
+		free(s);
+	}
 }
 
 /* Records an Event for each condition of obj whose status or reason differs from old. */
@@ -120,8 +152,8 @@ static void emit_changes(struct ctl_events *x, const struct kind_conds *kc, cons
                          const char *old)
 {
 	const struct model_conds *cs = (const void *)((const char *)obj + kc->conds_off);
-	struct kube_event_ref r = ref_of(kc->k, obj), pvc;
-	bool has_pvc = kc->k == &model_pvst_kind && pvc_of(obj, &pvc);
+	struct kube_event_ref r = ref_of(kc->k, obj), more[2];
+	size_t n_more = kc->k == &model_pvst_kind ? volume_refs(x, obj, more) : 0;
 	char was[512], now[512];
 
 	for (size_t i = 0; i < cs->n; i++) {
@@ -136,8 +168,9 @@ static void emit_changes(struct ctl_events *x, const struct kind_conds *kc, cons
 		const char *type = ok ? KUBE_EVENT_NORMAL : KUBE_EVENT_WARNING;
 		if (c->message && *c->message) {
 			kube_events_record(x->rec, &r, type, c->reason, "%s", c->message);
-			if (has_pvc && !ok)
-				kube_events_record(x->rec, &pvc, type, c->reason, "%s", c->message);
+			for (size_t j = 0; j < n_more && !ok; j++)
+				kube_events_record(x->rec, &more[j], type, c->reason, "%s",
+				                   c->message);
 		} else {
 			kube_events_record(x->rec, &r, type, c->reason, "%s is %s", c->type,
 			                   c->status ? c->status : "Unknown");
@@ -145,11 +178,12 @@ static void emit_changes(struct ctl_events *x, const struct kind_conds *kc, cons
 	}
 }
 
-/* A new partialFailure of a volume: a Warning on the volume and its claim. */
+/* A new partialFailure of a volume: a Warning on the volume, its claim and its PV. */
 static void emit_partial_failure(struct ctl_events *x, const struct model_pvst *v, struct seen *s)
 {
 	const __typeof__(v->status.partial_failure) *pf = &v->status.partial_failure;
-	struct kube_event_ref r = ref_of(&model_pvst_kind, v), pvc;
+	struct kube_event_ref r = ref_of(&model_pvst_kind, v), more[2];
+	size_t n_more = volume_refs(x, v, more);
 	const char *at = v->status.has_partial_failure && pf->failed_at ? pf->failed_at : "";
 
 	if (strcmp(at, s->failed_at ? s->failed_at : "") == 0)
@@ -163,8 +197,8 @@ static void emit_partial_failure(struct ctl_events *x, const struct model_pvst *
 		return;
 	kube_events_record(x->rec, &r, KUBE_EVENT_WARNING, pf->reason, "%s",
 	                   pf->message ? pf->message : "");
-	if (pvc_of(v, &pvc))
-		kube_events_record(x->rec, &pvc, KUBE_EVENT_WARNING, pf->reason, "%s",
+	for (size_t j = 0; j < n_more; j++)
+		kube_events_record(x->rec, &more[j], KUBE_EVENT_WARNING, pf->reason, "%s",
 		                   pf->message ? pf->message : "");
 }
 
@@ -176,6 +210,12 @@ void ctl_events_observe(void *arg, const struct model_kind *k, enum store_event_
 	const char *name = MODEL_META(obj)->name;
 	char digest[DIGEST_MAX];
 
+	if (k == &model_pv_kind && name) {
+		pthread_mutex_lock(&x->mu);
+		track_pv(x, type, obj);
+		pthread_mutex_unlock(&x->mu);
+		return;
+	}
 	if (!kc || !name)
 		return;
 	pthread_mutex_lock(&x->mu);

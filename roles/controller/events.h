@@ -2,14 +2,16 @@
  * reconcilers and CSI handlers write (crds.md §3.3–§7.3: the conditions' reasons and messages;
  * §7.2: a CreateVolume attempt's partialFailure).
  *
- * The reconcile loop's watches hand every object over (controller_loop_opts.observe); each
- * pillar-csi object's conditions are compared with the last version seen: each condition whose status or reason changed becomes one Event on the object
- * (reason = the condition's reason, message = its message or "<Type> is <Status>"; type Warning
- * when the status is not True, else Normal).  A PillarVolumeState's Warning events, and a new
- * partialFailure (reason BackendCreateFailed, ExportPending or AgentRPCFailed with its message),
- * are recorded on its PersistentVolumeClaim (spec.claimRef) too, so `kubectl describe pvc`
- * shows them.  The first version of an object seen after start is the baseline (no Event), so
- * a new leader does not repeat its predecessor's events.  Writing and aggregation are
+ * The reconcile loop's watches hand every object over (controller_loop_opts.observe).  Each
+ * pillar-csi object's conditions are compared with the last version seen: each condition whose
+ * status or reason changed becomes one Event on the object (reason = the condition's reason,
+ * message = its message or "<Type> is <Status>"; type Warning when the status is not True, else
+ * Normal).  A PillarVolumeState's Warning events, and a new partialFailure (reason
+ * BackendCreateFailed, ExportPending or AgentRPCFailed with its message), are recorded on its
+ * PersistentVolumeClaim (spec.claimRef) and on its PersistentVolume (the PV named as the volume,
+ * with the uid its watch last delivered) too, so `kubectl describe pvc` and `kubectl describe pv`
+ * show them.  The first version of an object seen after start is the baseline (no Event), so a
+ * new leader does not repeat its predecessor's events.  Writing and aggregation are
  * kube/events.h's.
  *
  * Runs only on the Lease holder (controller.c starts and stops it with the reconcilers).

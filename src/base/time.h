@@ -1,6 +1,7 @@
 /* time — clock arithmetic for timeouts, deadlines and backoff, written once.
  *
- * Durations are measured on CLOCK_MONOTONIC (the wall clock jumps); none of these fails.
+ * Durations are measured on CLOCK_MONOTONIC (the wall clock jumps); the wall clock only dates
+ * what is written for others (time_real_us).  None of these fails.
  */
 #ifndef PILLAR_BASE_TIME_H
 #define PILLAR_BASE_TIME_H
@@ -12,6 +13,8 @@
 int64_t time_mono_ms(void);
 uint64_t time_mono_us(void);
 uint64_t time_mono_ns(void);
+/* Microseconds of CLOCK_REALTIME since the epoch (timestamps written for others to read). */
+int64_t time_real_us(void);
 /* The instant ms milliseconds from now on clock clk, for pthread_cond_timedwait (whose condition
  * variable measures CLOCK_REALTIME unless its attributes chose CLOCK_MONOTONIC). */
 struct timespec time_after(clockid_t clk, int64_t ms);

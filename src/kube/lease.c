@@ -46,10 +46,8 @@ static uint64_t mono_us(void *arg)
 
 static int64_t real_us(void *arg)
 {
-	struct timespec ts;
 	(void)arg;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return time_real_us();
 }
 
 void kube_microtime(int64_t wall_us, char *buf, size_t cap)

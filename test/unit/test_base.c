@@ -452,6 +452,9 @@ START_TEST(test_time_helpers)
 	int64_t d = (int64_t)(at.tv_sec - now.tv_sec) * 1000 + (at.tv_nsec - now.tv_nsec) / 1000000;
 	ck_assert_int_ge(d, 1900);
 	ck_assert_int_le(d, 1999);
+	int64_t r = time_real_us(), s = (int64_t)time(NULL);
+	ck_assert_int_ge(r / 1000000, s - 1);
+	ck_assert_int_le(r / 1000000, s);
 }
 END_TEST
 

@@ -1,8 +1,9 @@
 /* controller/events: condition changes of the pillar-csi objects as the Events the recorder
  * (kube/events.h) writes to an in-process API server (kube_fake.h): the first version seen is the
  * baseline, a changed status or reason is one Event (Warning when not True), an unchanged one
- * none, a message-only change none, a PillarVolumeState's Warning also on its PVC, a new
- * partialFailure a Warning on both, a deleted object forgotten. */
+ * none, a message-only change none, a PillarVolumeState's Warning also on its PVC and PV (with
+ * the PV's watched uid), a new partialFailure a Warning on all three, a deleted object
+ * forgotten. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "base/json.h"
 #include "controller/events.h"
 #include "kube_fake.h"
+#include "model/kube.h"
 #include "model/pillar.h"
 #include "rules/conditions.h"
 #include "testutil.h"
@@ -19,6 +21,7 @@ static struct kf_certs certs;
 static struct kf_server *srv;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static char posted[32][512]; /* "<ns> <kind>/<name> <type> <reason>: <message>" */
+static char uids[32][64];    /* involvedObject.uid */
 static int n_posted;
 
 static void handler(void *arg, const struct kf_req *rq, struct kf_resp *resp)
@@ -27,6 +30,9 @@ static void handler(void *arg, const struct kf_req *rq, struct kf_resp *resp)
 	cJSON *b = cJSON_Parse(rq->body ? rq->body : "");
 	cJSON *io = cJSON_GetObjectItem(b, "involvedObject");
 	pthread_mutex_lock(&mu);
+	if (strcmp(rq->method, "POST") == 0 && io && n_posted < 32)
+		snprintf(uids[n_posted], sizeof(uids[0]), "%s",
+		         json_get_str(io, "uid") ? json_get_str(io, "uid") : "");
 	if (strcmp(rq->method, "POST") == 0 && io && n_posted < 32)
 		snprintf(posted[n_posted++], sizeof(posted[0]), "%s %s/%s %s %s: %s",
 		         json_get_str(cJSON_GetObjectItem(b, "metadata"), "namespace"),
@@ -115,23 +121,38 @@ START_TEST(test_volume_events_on_the_claim)
 	model_str_set(&v.spec.claim_ref.name, "data");
 	model_str_set(&v.spec.claim_ref.uid, "c-1");
 	ctl_events_observe(x, &model_pvst_kind, STORE_ADDED, &v);
+	struct model_pv pv = {0};
+	model_str_set(&pv.meta.name, "pvc-1");
+	model_str_set(&pv.meta.uid, "pv-uid-1");
+	ctl_events_observe(x, &model_pv_kind, STORE_ADDED, &pv); /* the loop watches PVs too */
 	model_cond_set(&v.status.conditions, RULES_COND_EXPORT_RECONCILED, "False",
 	               RULES_REASON_AGENT_UNAVAILABLE, "agent \"storage-1\" is not reachable", 1);
 	ctl_events_observe(x, &model_pvst_kind, STORE_MODIFIED, &v);
-	ck_assert_int_eq(flushed(), 2);
+	ck_assert_int_eq(flushed(), 3);
 	ck_assert_str_eq(posted[0], "default PillarVolumeState/pvc-1 Warning AgentUnavailable: "
 	                            "agent \"storage-1\" is not reachable");
 	ck_assert_str_eq(posted[1], "apps PersistentVolumeClaim/data Warning AgentUnavailable: "
 	                            "agent \"storage-1\" is not reachable");
+	ck_assert_str_eq(posted[2], "default PersistentVolume/pvc-1 Warning AgentUnavailable: "
+	                            "agent \"storage-1\" is not reachable");
+	ck_assert_str_eq(uids[2], "pv-uid-1");
 	v.status.has_partial_failure = true;
 	model_str_set(&v.status.partial_failure.failed_at, "2026-12-03T11:00:00Z");
 	model_str_set(&v.status.partial_failure.reason, "BackendCreateFailed");
 	model_str_set(&v.status.partial_failure.message, "pool \"tank\" has 1 bytes available");
 	ctl_events_observe(x, &model_pvst_kind, STORE_MODIFIED, &v);
 	ctl_events_observe(x, &model_pvst_kind, STORE_MODIFIED, &v); /* the same failure */
-	ck_assert_int_eq(flushed(), 4);
-	ck_assert_str_eq(posted[3], "apps PersistentVolumeClaim/data Warning BackendCreateFailed: "
+	ck_assert_int_eq(flushed(), 6);
+	ck_assert_str_eq(posted[4], "apps PersistentVolumeClaim/data Warning BackendCreateFailed: "
 	                            "pool \"tank\" has 1 bytes available");
+	ck_assert_str_eq(posted[5], "default PersistentVolume/pvc-1 Warning BackendCreateFailed: "
+	                            "pool \"tank\" has 1 bytes available");
+	ctl_events_observe(x, &model_pv_kind, STORE_DELETED, &pv); /* PV gone: the volume only */
+	model_cond_set(&v.status.conditions, RULES_COND_EXPORT_RECONCILED, "False", "Other", "m",
+	               1);
+	ctl_events_observe(x, &model_pvst_kind, STORE_MODIFIED, &v);
+	ck_assert_int_eq(flushed(), 8);
+	model_clear(&model_pv_kind, &pv);
 	model_clear(&model_pvst_kind, &v);
 }
 END_TEST
