@@ -5,7 +5,8 @@
 #      exec'd program is listed, an exec whose program it cannot trace fails;
 #   2. the archive: blob digests, layers, labels (version, revision, source);
 #   3. /usr/bin/pillar-csi and its role symlinks; `pillar-csi version` run in ROOT;
-#   4. every program the scan finds in src/ and roles/ is in ROOT and runs there;
+#   4. every program the scan finds in src/ and roles/ is in ROOT and runs there; mkfs.xfs,
+#      mkfs.ext4, resize2fs and blkid also do their work on a file;
 #   5. sizes: the archive, the unpacked root, the per-package share.
 # Usage: test/image/check.sh ARCHIVE ROOT VERSION REVISION   (root, for chroot)
 set -uo pipefail
@@ -118,6 +119,17 @@ while read -r prog where; do
 		bad "$prog: $path $args exited $rc (want $code, output matching /$ere/): $(echo "$out" | head -3 | tr '\n' ' ')"
 	fi
 done <<<"$PROGRAMS"
+
+# the file system tools on a file in the image's /tmp, beyond their version banners
+img=/tmp/image-check.img
+rm -f "$ROOT$img" && truncate -s 320M "$ROOT$img"
+got=$(in_root sh -c "mkfs.xfs -q -f $img && blkid -p -o export $img" 2>&1 | grep '^TYPE=')
+check "mkfs.xfs -f, then blkid -p finds '$got' in the image" [ "$got" = TYPE=xfs ]
+got=$(in_root sh -c "mkfs.ext4 -q -F -b 4096 $img 256M && truncate -s 384M $img && e2fsck -fy $img >/dev/null &&
+	resize2fs $img 2>&1 && blkid -p -o export $img" 2>&1)
+check "mkfs.ext4, resize2fs after the file grew to 384 MiB, blkid -p TYPE=ext4, in the image" \
+	sh -c 'echo "$1" | grep -q "is now 98304 (4k) blocks long" && echo "$1" | grep -qx TYPE=ext4' sh "$got"
+rm -f "$ROOT$img"
 
 # ---- 6. sizes ------------------------------------------------------------------------------------
 echo "---- sizes"
