@@ -2,7 +2,8 @@
 #
 #   make deps    install every build and test dependency from Debian packages (idempotent)
 #   make         build/pillar-csi, fully static
-#   make test    unit tests under ASan+UBSan (Check), then the interop suites
+#   make test    unit tests under ASan+UBSan (Check), brief fuzz runs, then the interop suites
+#   make fuzz    every libFuzzer target for FUZZ_S seconds (default 300)
 #   make e2e     real-kernel scenarios in QEMU (test/e2e)
 #   make bench   benchmarks against peers measured in the same run
 #   make fmt     clang-format every C file
@@ -179,9 +180,10 @@ interop: $(BUILD)/pillar-csi $(BUILD)/unit/test_store_contract
 	@PILLAR_BIN=$(abspath $(BUILD)/pillar-csi) BUILD=$(abspath $(BUILD)) \
 	  sh test/tools/run-suites.sh interop $(INTEROP_SUITES)
 
-# The README's test command is `make deps test`: unit tests, interop suites, the fast
-# real-kernel scenarios (test/e2e/e2e.mk) and the container image (image/image.mk).
-test: unit interop e2e image-test
+# The README's test command is `make deps test`: unit tests, a few seconds of every fuzz target,
+# interop suites, the fast real-kernel scenarios (test/e2e/e2e.mk) and the container image
+# (image/image.mk).
+test: unit fuzz-brief interop e2e image-test
 
 # The README's main-job command is `make deps demo`: boots the real-kernel test bed (test/e2e,
 # topology a; it installs its own host packages and downloads Debian's kernel on first use), runs
@@ -194,6 +196,56 @@ demo: $(BUILD)/pillar-csi
 	@case "$(BACKEND)" in file|lvm|zfs) ;; *) echo "BACKEND must be file, lvm or zfs" >&2; exit 2;; esac
 	@E2E_FOLLOW='@@(SAY|E2E-FAIL)' E2E_BIN=$(abspath $(BUILD)/pillar-csi) E2E_BACKEND=$(BACKEND) \
 	  E2E_OUT=$(abspath $(BUILD)/e2e) bash test/e2e/run.sh demo
+
+# ---- fuzzing (libFuzzer, clang, ASan+UBSan; test/fuzz) -------------------------------------
+# Every library source is built again with clang and libFuzzer's coverage instrumentation into
+# $(BUILD)/fuzz/lib.a; each test/fuzz/fuzz_<name>.c becomes $(BUILD)/fuzz/fuzz_<name> (helpers:
+# the other test/fuzz/*.c).  `make fuzz` runs every target for FUZZ_S seconds from its seed
+# corpus test/fuzz/corpus/<name>/; `make test` runs each for FUZZ_BRIEF_S seconds.
+FUZZ_CC      ?= clang
+FUZZ_S       ?= 300
+FUZZ_BRIEF_S ?= 3
+FUZZ_CFLAGS  := $(STD) -g -O1 -fno-omit-frame-pointer -fno-strict-aliasing \
+                -fsanitize=address,undefined -fno-sanitize-recover=undefined $(INC) -I$(BUILD)/fuzz/gen \
+                -Itest/unit -Itest/fuzz
+FUZZ_SRC     := $(sort $(wildcard test/fuzz/fuzz_*.c))
+FUZZ_BIN     := $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
+FUZZ_HELP    := $(filter-out test/fuzz/fuzz_%,$(wildcard test/fuzz/*.c)) test/unit/fake_agent.c \
+                $(BUILD)/fuzz/gen/echo.pb-c.c
+FUZZ_OBJ     := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(LIB_SRC)) \
+                $(patsubst $(BUILD)/gen/%.c,$(BUILD)/fuzz/obj/gen/%.o,$(PB_C)) $(BUILD)/fuzz/obj/cjson.o
+FUZZ_HOBJ    := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(filter-out $(BUILD)/%,$(FUZZ_HELP))) \
+                $(BUILD)/fuzz/obj/echo.pb-c.o
+
+$(BUILD)/fuzz/gen/%.pb-c.c $(BUILD)/fuzz/gen/%.pb-c.h: test/interop/grpc/%.proto
+	@mkdir -p $(BUILD)/fuzz/gen
+	$(PROTOC_C) -Itest/interop/grpc --c_out=$(BUILD)/fuzz/gen $<
+$(BUILD)/fuzz/obj/echo.pb-c.o: $(BUILD)/fuzz/gen/echo.pb-c.c
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+$(BUILD)/fuzz/obj/%.o: %.c | $(GENERATED) $(BUILD)/fuzz/gen/echo.pb-c.h
+	@mkdir -p $(dir $@)
+	@echo '  CC fuzz $<'
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(WARN) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+$(BUILD)/fuzz/obj/gen/%.o: $(BUILD)/gen/%.c | $(GENERATED)
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+$(BUILD)/fuzz/obj/cjson.o: $(CJSON_SRC)
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) -std=c89 -g -O1 -fsanitize=address,undefined,fuzzer-no-link -c $< -o $@
+$(BUILD)/fuzz/lib.a: $(FUZZ_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/obj/test/fuzz/fuzz_%.o $(FUZZ_HOBJ) $(BUILD)/fuzz/lib.a
+	@echo '  LD fuzz $@'
+	$(Q)$(FUZZ_CC) -fsanitize=fuzzer,address,undefined $(FUZZ_LDFLAGS) -o $@ $^ $(DYN_LIBS)
+
+# the node's target confines the node's file changes to its scratch directory (its header says why)
+$(BUILD)/fuzz/fuzz_csi_node: FUZZ_LDFLAGS := -Wl,--wrap=open,--wrap=mkdir,--wrap=rmdir,--wrap=unlink,--wrap=rename
+
+.PHONY: fuzz fuzz-brief
+fuzz: $(FUZZ_BIN)
+	@FUZZ_S=$(FUZZ_S) sh test/fuzz/run.sh $(abspath $(BUILD)/fuzz) $(FUZZ_BIN)
+fuzz-brief: $(FUZZ_BIN)
+	@FUZZ_S=$(FUZZ_BRIEF_S) sh test/fuzz/run.sh $(abspath $(BUILD)/fuzz) $(FUZZ_BIN)
 
 BENCH_SUITES := $(sort $(wildcard test/bench/*/run.sh))
 # Bench drivers: test/bench/<suite>/*_bench.c linked -O2 with the library objects.
@@ -218,6 +270,6 @@ clean:
 
 include test/e2e/e2e.mk
 include image/image.mk
--include $(shell find $(BUILD)/rel $(BUILD)/san -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/rel $(BUILD)/san $(BUILD)/fuzz/obj -name '*.d' 2>/dev/null)
 
 endif # AFTER_DEPS

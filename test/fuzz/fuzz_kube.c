@@ -1,17 +1,19 @@
-/* libFuzzer target for src/kube's parsers of what an API server sends: the first byte chooses
- * the parser and the split.  Status decoding (kube_status_decode) takes the rest as an error
- * body with an HTTP status from the second byte; the watch-stream parser
- * (kube_watch_parser_push/next) takes it as stream bytes cut into chunks of a size from the
- * second byte, as HTTP/2 DATA frames cut a watch stream anywhere. */
+/* libFuzzer target for src/kube's parsers of what an API server and a kubeconfig hold.  data[0]
+ * picks the parser, data[1] a parameter:
+ *   0  kube_status_decode: an error body with HTTP status 300 + data[1];
+ *   1  the watch-stream parser (kube_watch_parser_push/next): stream bytes cut into chunks of
+ *      1 + data[1] bytes, as HTTP/2 DATA frames cut a watch stream anywhere;
+ *   2  kube_config_from_yaml: a kubeconfig (relative file names resolve in a scratch directory).
+ * The client's own response path is fuzz_kube_client's.  Never a crash or a leak. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "harness.h"
 #include "kube/codec.h"
+#include "kube/config.h"
 #include "kube/status.h"
 #include "kube/watch.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void watch_stream(const uint8_t *d, size_t n, size_t chunk)
 {
@@ -29,12 +31,24 @@ static void watch_stream(const uint8_t *d, size_t n, size_t chunk)
 		while ((rc = kube_watch_parser_next(&p, &t, &obj, NULL)) != 0) {
 			if (rc != 1)
 				continue;
-			if (t == KUBE_ERROR)
+			if (t == KUBE_ERROR) {
 				kube_status_from_json(&st, 0, obj);
+				kube_status_clear(&st);
+			}
 			cJSON_Delete(obj);
 		}
 	}
 	kube_watch_parser_free(&p);
+}
+
+static void kubeconfig(const uint8_t *d, size_t n)
+{
+	struct kube_config *c = NULL;
+	struct err e = {0};
+	fuzz_write("ca.crt", "not a certificate\n", 18);
+	fuzz_write("token", "t0ken\n", 6);
+	if (kube_config_from_yaml(&c, (const char *)d, n, fuzz_dir(), NULL, &e) == 0)
+		kube_config_free(c);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -43,9 +57,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 2)
 		return 0;
-	if (data[0] & 1)
+	switch (data[0] % 3) {
+	case 0:
 		kube_status_decode(&st, 300 + data[1], (const char *)data + 2, size - 2);
-	else
-		watch_stream(data + 2, size - 2, 1 + data[1]);
+		kube_status_clear(&st);
+		break;
+	case 1: watch_stream(data + 2, size - 2, 1 + data[1]); break;
+	default: kubeconfig(data + 2, size - 2);
+	}
 	return 0;
 }

@@ -169,10 +169,5 @@ start pymtls $PY "$HERE/py_peer.py" server --listen 127.0.0.1:0 --cert "$R/serve
 check "our client -> grpcio server, mTLS" "$CLI" "localhost:$port" --ca "$R/ca.crt" --cert "$R/client.crt" --key "$R/client.key" --cases $CASES_FAST,oplock
 check "our client with a wrong certificate is refused by grpcio mTLS" "$CLI" "localhost:$port" --ca "$R/ca.crt" --cert "$R/evil.crt" --key "$R/evil.key" --expect-fail
 
-# ---- fuzz smoke run -----------------------------------------------------------------------------
-if command -v clang >/dev/null 2>&1 && [ -f "$ROOT/test/fuzz/run.sh" ]; then
-	check "fuzz smoke run (${FUZZ_SECONDS:-20} s per target)" env FUZZ_SECONDS="${FUZZ_SECONDS:-20}" sh "$ROOT/test/fuzz/run.sh"
-fi
-
 echo "grpc interop: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
