@@ -10,6 +10,7 @@
 #include "controller/pvst.h"
 #include "controller/resolve.h"
 #include "rules/conditions.h"
+#include "rules/mkfs.h"
 
 #define MiB (1024LL * 1024LL)
 #define GiB (1024LL * MiB)
@@ -291,6 +292,11 @@ static int create_object(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 	model_map_clear(&params);
 	if (r)
 		return r;
+	if (ro.resolved.has_filesystem && ro.resolved.filesystem.fs_type &&
+	    !strcmp(ro.resolved.filesystem.fs_type, "xfs") && size < RULES_XFS_MIN_BYTES) {
+		resolve_out_clear(&ro);
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT, RULES_XFS_MIN_MSG);
+	}
 	if (rules_volid_make(ro.agent, ro.backend_type, ro.pool, req->name, vid, sizeof(vid), &id) <
 	    0) {
 		resolve_out_clear(&ro);

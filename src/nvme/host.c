@@ -113,6 +113,22 @@ static const char *nqn_uuid(const char *nqn)
 	return nvme_uuid_valid(p) ? p : NULL;
 }
 
+static bool is_shared_uuid(const char *u);
+
+/* The UUID of a host NQN to generate: an existing host ID when it is a valid, unshared UUID
+ * (so the pair the node writes is one the duplicate check accepts), else a random UUIDv4. */
+static int nqn_uuid_for(const char *id_path, char out[NVME_UUID_STR])
+{
+	char id[4096];
+	struct err ignored = {0};
+	if (read_trimmed(id_path, id, sizeof(id), &ignored) == 0 && nvme_uuid_valid(id) &&
+	    !is_shared_uuid(id)) {
+		str_copy(out, NVME_UUID_STR, id);
+		return 0;
+	}
+	return nvme_uuid_v4(out);
+}
+
 static int load(const char *etc_dir, bool generate, struct nvme_host_identity *out, struct err *e)
 {
 	char nqn_path[PATH_MAX], id_path[PATH_MAX], val[4096];
@@ -128,7 +144,7 @@ static int load(const char *etc_dir, bool generate, struct nvme_host_identity *o
 		char uuid[NVME_UUID_STR];
 		if (!generate)
 			return err_set(e, -ENOENT, "%s is missing or empty", nqn_path);
-		if ((r = nvme_uuid_v4(uuid)) < 0)
+		if ((r = nqn_uuid_for(id_path, uuid)) < 0)
 			return err_set(e, r, "generate host NQN: getrandom: %s", strerror(-r));
 		snprintf(val, sizeof(val), "nqn.2014-08.org.nvmexpress:uuid:%s", uuid);
 		if ((r = write_line(nqn_path, val, e)) < 0) {

@@ -1,7 +1,9 @@
 /* nvme/host — the worker's NVMe host identity (/etc/nvme/hostnqn, /etc/nvme/hostid).
  *
  * csi.md §6.1: missing or empty files are generated (host NQN
- * `nqn.2014-08.org.nvmexpress:uuid:<UUIDv4>`, host ID = the NQN's uuid part, else a UUIDv4), mode
+ * `nqn.2014-08.org.nvmexpress:uuid:<UUIDv4>` — the existing host ID's UUID when there is a valid
+ * unshared one, so that a generated pair always passes the check below — host ID = the NQN's
+ * uuid part, else a UUIDv4), mode
  * 0644, trailing newline, written durably; existing values are never rewritten.  The directory is
  * a parameter ("/etc/nvme" in production, a temporary directory in tests).
  *

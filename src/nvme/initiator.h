@@ -3,10 +3,10 @@
  * Everything this layer reads comes from sysfs below ctx->sysfs_root ("/sys" in production, a
  * plain directory tree in tests) and device nodes go below ctx->dev_root ("/dev").  libnvme 1.3
  * (Debian 12) has its sysfs paths compiled in and does not read LIBNVME_SYSFS_PATH (added in
- * later releases), so libnvme is used only for the kernel calls, which sit behind
- * `struct nvme_kernel_ops`: the production table (nvme_kernel_ops_libnvme) connects with
- * nvmf_add_ctrl and deletes controllers with nvme_disconnect_ctrl; tests substitute fakes that
- * add and remove entries in the fake sysfs tree.
+ * later releases) and hides the connect's errno, so the kernel calls sit behind
+ * `struct nvme_kernel_ops`: the production table (nvme_kernel_ops_libnvme, a historical name)
+ * connects by writing to /dev/nvme-fabrics itself (kernel.c) and deletes controllers through
+ * sysfs; tests substitute fakes that add and remove entries in the fake sysfs tree.
  *
  * Error codes (negative errno, message in e), chosen so that a role maps them to CSI codes:
  *   -EAGAIN     the target or a dying controller is in the way: UNAVAILABLE (csi.md §7.2)

@@ -1,88 +1,57 @@
-/* The production nvme_kernel_ops: libnvme for connect and delete, mknod(2) for device nodes.
+/* The production nvme_kernel_ops: the fabrics device for connect, sysfs for delete, mknod(2) for
+ * device nodes.
  *
- * What libnvme 1.3 cannot express (csi.md §7.2 asks to say so in code):
- * - option order: libnvme builds the option string itself (nqn/transport first, then its own
- *   order for queue_size, reconnect_delay, ctrl_loss_tmo); the kernel parses options by name, so
- *   the observable set of options is the spec's and the order is libnvme's;
- * - errno: nvmf_add_ctrl reports ENVME_CONNECT_* codes; EALREADY, EINVAL and ECONNREFUSED map
- *   back, but other write(2) failures (ETIMEDOUT, EHOSTUNREACH, ...) all arrive as
- *   ENVME_CONNECT_WRITE and are reported as EIO with that explanation.
- * Options the volume context does not set are left out of the string: queue_size and
- * reconnect_delay 0 and ctrl_loss_tmo below -1 are skipped by libnvme's option builder.
+ * Connect is csi.md §7.2 steps 2-3 done directly: one write(2) of the spec's line
+ * (nvme_connect_string) to /dev/nvme-fabrics opened read-write, then the kernel's answer
+ * "instance=<N>,cntlid=<M>" read from the same descriptor.  libnvme 1.3's nvmf_add_ctrl was used
+ * before and folded every write(2) failure but three into ENVME_CONNECT_WRITE, so a worker that
+ * could not reach the target reported EIO instead of ETIMEDOUT or EHOSTUNREACH (csi.md §7.2 step
+ * 4 wants the errno's name); the write's errno is now returned as the kernel gave it.
+ * ctx, when set, is the fabrics device's path (tests); NULL is /dev/nvme-fabrics.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <libnvme.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <syslog.h>
 #include <unistd.h>
 
 #include "nvme/initiator.h"
 
-static int map_connect_errno(int v)
-{
-	switch (v) {
-	case ENVME_CONNECT_ALREADY: return -EALREADY;
-	case ENVME_CONNECT_INVAL: return -EINVAL;
-	case ENVME_CONNECT_CONNREFUSED: return -ECONNREFUSED;
-	case ENVME_CONNECT_ADDRINUSE: return -EADDRINUSE;
-	case ENVME_CONNECT_NODEV: return -ENODEV;
-	case ENVME_CONNECT_OPNOTSUPP: return -EOPNOTSUPP;
-	case ENVME_CONNECT_OPEN: return -ENOENT;
-	default: return v > 0 && v < 1000 ? -v : -EIO;
-	}
-}
-
 static int k_connect(void *ctx, const char *sysfs_root, const struct nvme_connect_args *a,
                      int *instance, struct err *e)
 {
-	struct nvme_fabrics_config *cfg;
-	nvme_root_t r;
-	nvme_host_t h;
-	nvme_ctrl_t c;
-	const char *name;
-	int ret, saved;
+	const char *dev = ctx ? (const char *)ctx : "/dev/nvme-fabrics";
+	char line[2048], ans[256];
+	ssize_t n;
+	size_t len;
+	int fd, r;
 
-	(void)ctx;
 	(void)sysfs_root;
-	r = nvme_create_root(NULL, LOG_ERR);
-	if (!r)
-		return err_set(e, -ENOMEM, "libnvme: cannot create root");
-	h = nvme_lookup_host(r, a->hostnqn, a->hostid);
-	c = h ? nvme_create_ctrl(r, a->subsysnqn, "tcp", a->traddr, NULL, NULL, a->trsvcid) : NULL;
-	if (!c) {
-		nvme_free_tree(r);
-		return err_set(e, -ENOMEM, "libnvme: cannot create controller object");
+	if (nvme_connect_string(a, line, sizeof(line)) < 0)
+		return err_set(e, -ENAMETOOLONG, "connect options too long for %s", a->subsysnqn);
+	len = strlen(line);
+	fd = open(dev, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(e, -errno, "open %s: %s", dev, strerror(errno));
+	n = write(fd, line, len);
+	if (n != (ssize_t)len) {
+		r = n < 0 ? -errno : -EIO;
+		close(fd);
+		return err_set(e, r, "write %s: %s", dev, n < 0 ? strerror(-r) : "short write");
 	}
-	cfg = nvme_ctrl_get_config(c);
-	nvmf_default_config(cfg);
-	cfg->ctrl_loss_tmo = a->has_ctrl_loss_tmo ? a->ctrl_loss_tmo : -2; /* -2: not written */
-	cfg->reconnect_delay = a->has_reconnect_delay ? a->reconnect_delay : 0;
-	cfg->queue_size = a->has_queue_size ? a->queue_size : 0;
-	errno = 0;
-	ret = nvmf_add_ctrl(h, c, cfg);
-	saved = errno;
-	if (ret < 0) {
-		int code = map_connect_errno(saved);
-		nvme_free_ctrl(c);
-		nvme_free_tree(r);
-		if (saved == ENVME_CONNECT_WRITE)
-			return err_set(
-			    e, code,
-			    "the kernel refused the connect (libnvme 1.3 does not pass on "
-			    "the kernel's error number)");
-		return err_set(e, code, "%s", nvme_errno_to_string(saved));
-	}
-	name = nvme_ctrl_get_name(c);
-	ret = (name && sscanf(name, "nvme%d", instance) == 1) ? 0 : -EBADMSG;
-	nvme_free_tree(r);
-	if (ret < 0)
-		return err_set(e, ret, "libnvme returned no controller name");
+	n = read(fd, ans, sizeof(ans) - 1);
+	r = n < 0 ? -errno : 0;
+	close(fd);
+	if (n <= 0)
+		return err_set(e, n < 0 ? r : -EBADMSG, "%s gave no answer to the connect%s%s", dev,
+		               n < 0 ? ": " : "", n < 0 ? strerror(-r) : "");
+	ans[n] = 0;
+	if (sscanf(ans, "instance=%d", instance) != 1 || *instance < 0)
+		return err_set(e, -EBADMSG, "%s answered the connect with \"%.100s\"", dev, ans);
 	return 0;
 }
 

@@ -18,6 +18,10 @@
 #include "base/err.h"
 
 #define RULES_FS_DEFAULT "ext4"
+/* XFS needs at least 300 MiB (csi.md §7.4): a smaller xfs volume is refused at CreateVolume with
+ * INVALID_ARGUMENT RULES_XFS_MIN_MSG instead of failing later at mkfs on the node. */
+#define RULES_XFS_MIN_BYTES (300LL * 1024 * 1024)
+#define RULES_XFS_MIN_MSG   "xfs volumes must be at least 300 MiB"
 
 /* true for "ext4" and "xfs". */
 bool rules_fstype_supported(const char *fstype);

@@ -238,6 +238,68 @@ START_TEST(test_fstype_block_ignored)
 }
 END_TEST
 
+/* csi.md §7.4: an xfs volume under 300 MiB is refused at CreateVolume (not later at mkfs on the
+ * node), whichever layer chose xfs; ext4 and block volumes of that size are provisioned. */
+static const char *pvc_sized(const char *mode, const char *storage)
+{
+	static char buf[512];
+	snprintf(buf, sizeof(buf),
+	         "{\"metadata\":{\"name\":\"data\",\"namespace\":\"default\",\"uid\":\"" PVC_UID
+	         "\"},\"spec\":{\"accessModes\":[\"ReadWriteOnce\"],\"volumeMode\":\"%s\","
+	         "\"resources\":{\"requests\":{\"storage\":\"%s\"}}}}",
+	         mode, storage);
+	return buf;
+}
+
+START_TEST(test_xfs_minimum_size)
+{
+	static const char *const sc_xfs = "{\"parameters\":{\"" P "storage-class\":\"fast\","
+	                                  "\"csi.storage.k8s.io/fstype\":\"xfs\"}}";
+	Csi__V1__CreateVolumeResponse *resp = NULL;
+	struct grpc_status gs = {0};
+	put_pvc(NULL);
+	ck_assert_int_eq(provision(sc_xfs, pvc_sized("Filesystem", "299Mi"), &resp, &gs),
+	                 GRPC_INVALID_ARGUMENT);
+	ck_assert_str_eq(gs.msg, "xfs volumes must be at least 300 MiB");
+	ck_assert_ptr_null(resp);
+	ck_assert_ptr_null(fx_get("PillarVolumeState", "pvc-" PVC_UID));
+	ck_assert_int_eq(fake_agent_ncalls(fx_fa), 0);
+	/* raw block: no filesystem, no minimum */
+	ck_assert_msg(provision(sc_xfs, pvc_sized("Block", "100Mi"), &resp, &gs) == 0, "%s",
+	              gs.msg);
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+}
+END_TEST
+
+START_TEST(test_xfs_minimum_size_from_claim)
+{
+	Csi__V1__CreateVolumeResponse *resp = NULL;
+	struct grpc_status gs = {0};
+	/* xfs from the claim's annotation (layer 2) over an ext4 StorageClass */
+	put_pvc("{\"" P "filesystem\":\"fsType: xfs\"}");
+	ck_assert_int_eq(provision("{\"parameters\":{\"" P "storage-class\":\"fast\","
+	                           "\"csi.storage.k8s.io/fstype\":\"ext4\"}}",
+	                           pvc_sized("Filesystem", "100Mi"), &resp, &gs),
+	                 GRPC_INVALID_ARGUMENT);
+	ck_assert_str_eq(gs.msg, "xfs volumes must be at least 300 MiB");
+	ck_assert_ptr_null(fx_get("PillarVolumeState", "pvc-" PVC_UID));
+}
+END_TEST
+
+START_TEST(test_xfs_minimum_size_met)
+{
+	Csi__V1__CreateVolumeResponse *resp = NULL;
+	struct grpc_status gs = {0};
+	put_pvc(NULL);
+	ck_assert_msg(provision("{\"parameters\":{\"" P "storage-class\":\"fast\","
+	                        "\"csi.storage.k8s.io/fstype\":\"xfs\"}}",
+	                        pvc_sized("Filesystem", "300Mi"), &resp, &gs) == 0,
+	              "%s", gs.msg);
+	ck_assert_int_eq(resp->volume->capacity_bytes, 300LL << 20);
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+}
+END_TEST
+
 static bool has_ctl_cap(const Csi__V1__ControllerGetCapabilitiesResponse *r, int type)
 {
 	for (size_t i = 0; i < r->n_capabilities; i++)
@@ -287,6 +349,9 @@ int main(void)
 	tcase_add_test(t, test_fstype_nothing_anywhere);
 	tcase_add_test(t, test_fstype_block_ignored);
 	tcase_add_test(t, test_sidecar_caps_match);
+	tcase_add_test(t, test_xfs_minimum_size);
+	tcase_add_test(t, test_xfs_minimum_size_from_claim);
+	tcase_add_test(t, test_xfs_minimum_size_met);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }

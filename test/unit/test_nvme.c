@@ -66,14 +66,64 @@ START_TEST(test_host_empty_files_and_existing_values)
 	tu_write(dir, "hostnqn", "");
 	tu_write(dir, "hostid", "0b661a8a-9925-5917-b52c-a5719096bc2b\n");
 	ck_assert_int_eq(nvme_host_identity_ensure(dir, &id, &e), 0);
-	ck_assert(strncmp(id.hostnqn, "nqn.2014-08.org.nvmexpress:uuid:", 32) == 0);
 	ck_assert_str_eq(tu_read(dir, "hostid"), "0b661a8a-9925-5917-b52c-a5719096bc2b\n");
-	/* ... and that generated NQN now disagrees with the host ID: refused. */
+	/* ... and the generated NQN carries that host ID, so the node's own pair passes the check
+	 * (it used to get a random UUID and refuse itself as a copied identity). */
+	ck_assert_str_eq(id.hostnqn,
+	                 "nqn.2014-08.org.nvmexpress:uuid:0b661a8a-9925-5917-b52c-a5719096bc2b");
+	ck_assert_str_eq(tu_read(dir, "hostnqn"),
+	                 "nqn.2014-08.org.nvmexpress:uuid:0b661a8a-9925-5917-b52c-a5719096bc2b\n");
+	ck_assert_int_eq(nvme_host_identity_check(&id, &e), 0);
+	/* a pair that disagrees because someone wrote (copied) it is still refused */
+	tu_write(dir, "hostnqn",
+	         "nqn.2014-08.org.nvmexpress:uuid:6f1c1a57-5a8e-4bb9-a7a4-0d1f2cfbd3a1\n");
+	ck_assert_int_eq(nvme_host_identity_ensure(dir, &id, &e), 0);
 	ck_assert_int_eq(nvme_host_identity_check(&id, &e), -ENOTUNIQ);
 	ck_assert_ptr_nonnull(strstr(e.msg, "but the host ID is 0b661a8a"));
+	/* a shared well-known host ID is never copied into a new NQN */
+	tu_write(dir, "hostnqn", "");
+	tu_write(dir, "hostid", "00000000-0000-0000-0000-000000000000\n");
+	ck_assert_int_eq(nvme_host_identity_ensure(dir, &id, &e), 0);
+	ck_assert(strstr(id.hostnqn, "00000000-0000-0000-0000-000000000000") == NULL);
 	/* read never generates */
 	tu_write(dir, "hostid", "");
 	ck_assert_int_eq(nvme_host_identity_read(dir, &id, &e), -ENOENT);
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* The production connect writes the spec's line to the fabrics device itself and returns the
+ * write's errno as the kernel gave it (csi.md §7.2): libnvme 1.3 turned every write failure but
+ * three into EIO.  /dev/full stands in for a device whose write fails (ENOSPC), a regular file
+ * for one that answers nothing. */
+START_TEST(test_kernel_connect_errno_passes_through)
+{
+	struct nvme_connect_args a = {.traddr = "10.0.0.5",
+	                              .trsvcid = "4420",
+	                              .subsysnqn = "nqn.2026-01.com.bhyoo.pillar-csi:tank.v",
+	                              .hostnqn = "nqn.2014-08.org.nvmexpress:uuid:h",
+	                              .hostid = "6f1c1a57-5a8e-4bb9-a7a4-0d1f2cfbd3a1"};
+	struct nvme_kernel_ops ops = nvme_kernel_ops_libnvme;
+	struct err e = {0};
+	char dir[4096], file[4200];
+	int inst = -1;
+
+	ops.ctx = (void *)"/dev/full";
+	ck_assert_int_eq(ops.connect(ops.ctx, "/sys", &a, &inst, &e), -ENOSPC);
+	ck_assert_str_eq(e.msg, "write /dev/full: No space left on device");
+	snprintf(dir, sizeof(dir), "%s", tu_mkdtemp());
+	snprintf(file, sizeof(file), "%s/nvme-fabrics", dir);
+	ops.ctx = file;
+	ck_assert_int_eq(ops.connect(ops.ctx, "/sys", &a, &inst, &e), -ENOENT);
+	tu_write(dir, "nvme-fabrics", "");
+	ck_assert_int_eq(ops.connect(ops.ctx, "/sys", &a, &inst, &e), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(e.msg, "gave no answer to the connect"));
+	/* what was written is the spec's line, in one write */
+	ck_assert_str_eq(tu_read(dir, "nvme-fabrics"),
+	                 "transport=tcp,traddr=10.0.0.5,trsvcid=4420,"
+	                 "nqn=nqn.2026-01.com.bhyoo.pillar-csi:tank.v,"
+	                 "hostnqn=nqn.2014-08.org.nvmexpress:uuid:h,"
+	                 "hostid=6f1c1a57-5a8e-4bb9-a7a4-0d1f2cfbd3a1");
 	tu_rmtree(dir);
 }
 END_TEST
@@ -475,6 +525,7 @@ int main(void)
 	tcase_add_test(tc, test_host_generated_when_missing);
 	tcase_add_test(tc, test_host_empty_files_and_existing_values);
 	tcase_add_test(tc, test_host_invalid_values_are_fatal);
+	tcase_add_test(tc, test_kernel_connect_errno_passes_through);
 	tcase_add_test(tc, test_host_shared_identities_refused);
 	tcase_add_test(tc, test_connect_string_options);
 	tcase_add_test(tc, test_attach_reuses_live_controller);

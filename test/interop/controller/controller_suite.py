@@ -471,7 +471,7 @@ def suite(env):
 def fstype_cases(env, kube):
     """crds.md §9/§11/§13 with the provisioner's request shape: fstype only in the capability."""
     refs = {P + "store-ref": STORE, P + "protocol-ref": PROTO}
-    pvc = kube.claim("data-xfs", "16Mi")
+    pvc = kube.claim("data-xfs", "300Mi")  # XFS's minimum (csi.md §7.4)
     sc = {"parameters": dict(refs, **{"csi.storage.k8s.io/fstype": "xfs"})}
     code, msg, req, pv, r = kube.provision(sc, pvc)
     rep.check("the provisioner's CreateVolume carries no csi.storage.k8s.io/fstype parameter, "
@@ -498,6 +498,13 @@ def fstype_cases(env, kube):
               code == grpc.StatusCode.INVALID_ARGUMENT and
               msg == 'csi.storage.k8s.io/fstype "xfs" does not match filesystem fsType "ext4"'
               and env.get("pvst", req.name) is None, "%s %r" % (code, msg))
+    pvc = kube.claim("data-small-xfs", "16Mi")
+    sc = {"parameters": dict(refs, **{"csi.storage.k8s.io/fstype": "xfs"})}
+    code, msg, req, _, _ = kube.provision(sc, pvc)
+    rep.check("xfs under 300 MiB: INVALID_ARGUMENT with csi.md §7.4's message, nothing created",
+              code == grpc.StatusCode.INVALID_ARGUMENT and
+              msg == "xfs volumes must be at least 300 MiB" and
+              env.get("pvst", req.name) is None, "%s %r" % (code, msg))
 
 
 def csi_flow(env, fwd, kube, sc):
