@@ -137,14 +137,18 @@ static int write_mark(const char *state_dir, const char *path, const struct fenc
 	cJSON *o = cJSON_CreateObject(), *list = cJSON_CreateArray();
 	if (!o || !list)
 		goto fail;
-	cJSON_AddItemToObject(o, "volumeUID", cJSON_CreateString(m->uid));
-	cJSON_AddItemToObject(o, "generation", cJSON_CreateNumber((double)m->generation));
-	cJSON_AddItemToObject(o, "ended", cJSON_CreateBool(m->ended));
-	for (size_t i = 0; i < m->n_ended; i++)
-		cJSON_AddItemToArray(list, cJSON_CreateString(m->ended_uids[i]));
-	cJSON_AddItemToObject(o, "endedUIDs", list);
+	/* every member or none: a mark that lost an ended lifecycle would let it back in */
+	bool ok = json_add(o, "volumeUID", cJSON_CreateString(m->uid)) &&
+	          json_add(o, "generation", cJSON_CreateNumber((double)m->generation)) &&
+	          json_add(o, "ended", cJSON_CreateBool(m->ended));
+	for (size_t i = 0; ok && i < m->n_ended; i++)
+		ok = json_add(list, NULL, cJSON_CreateString(m->ended_uids[i]));
+	if (ok)
+		ok = json_add(o, "endedUIDs", list);
+	else
+		cJSON_Delete(list);
 	list = NULL;
-	char *text = cJSON_PrintUnformatted(o);
+	char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
 	if (!text)
 		goto fail;
 	snprintf(gdir, sizeof(gdir), "%s/generations", state_dir);

@@ -119,13 +119,16 @@ int agent_identity_settle(const char *state_dir, const char *volume_id, const ch
 	cJSON *o = cJSON_CreateObject(), *id = cJSON_CreateObject();
 	char *text = NULL;
 	if (o && id) {
-		cJSON_AddItemToObject(id, "uuid", cJSON_CreateString(result->uuid));
-		cJSON_AddItemToObject(id, "nguid", cJSON_CreateString(result->nguid));
-		cJSON_AddItemToObject(id, "serial", cJSON_CreateString(result->serial));
-		cJSON_AddItemToObject(o, "volumeUID", cJSON_CreateString(uid ? uid : ""));
-		cJSON_AddItemToObject(o, "identity", id);
-		id = NULL;
-		text = cJSON_PrintUnformatted(o);
+		bool ok = json_add(id, "uuid", cJSON_CreateString(result->uuid)) &&
+		          json_add(id, "nguid", cJSON_CreateString(result->nguid)) &&
+		          json_add(id, "serial", cJSON_CreateString(result->serial)) &&
+		          json_add(o, "volumeUID", cJSON_CreateString(uid ? uid : ""));
+		if (ok) {
+			ok = json_add(o, "identity", id); /* o owns id, or id was freed */
+			id = NULL;
+		}
+		if (ok)
+			text = cJSON_PrintUnformatted(o); /* NULL when out of memory */
 	}
 	cJSON_Delete(o);
 	cJSON_Delete(id);

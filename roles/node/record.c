@@ -175,24 +175,33 @@ int node_record_write(const char *state_dir, struct node_record *r, struct err *
 		return rc;
 	root = cJSON_CreateObject();
 	nv = cJSON_CreateObject();
-	if (!root || !nv) {
-		cJSON_Delete(root);
+	bool fs = !strcmp(r->access_type, "filesystem");
+	const struct {
+		cJSON *o;
+		const char *key, *value;
+	} m[] = {{root, "protocol_type", r->protocol_type},
+	         {root, "access_type", r->access_type},
+	         {root, "fs_type", fs ? r->fs_type : NULL},
+	         {nv, "subsys_nqn", r->subsys_nqn},
+	         {nv, "address", r->address},
+	         {nv, "port", r->port},
+	         {root, "volume_id", r->volume_id},
+	         {root, "staging_path", r->staging_path},
+	         {root, "namespace_uuid", r->namespace_uuid},
+	         {root, "namespace_nguid", r->namespace_nguid},
+	         {root, "staged_at", r->staged_at}};
+	bool ok = root && nv;
+	for (size_t i = 0; ok && i < sizeof(m) / sizeof(m[0]); i++)
+		ok = !m[i].value || json_add(m[i].o, m[i].key, cJSON_CreateString(m[i].value));
+	if (ok)
+		ok = json_add(root, "nvmeof", nv);
+	else
 		cJSON_Delete(nv);
-		return err_set(e, -ENOMEM, "out of memory");
+	nv = NULL; /* in root, or freed */
+	if (!ok) { /* never a record with a member missing */
+		cJSON_Delete(root);
+		return err_set(e, -ENOMEM, "write stage record %s: out of memory", path);
 	}
-	cJSON_AddStringToObject(root, "protocol_type", r->protocol_type);
-	cJSON_AddStringToObject(root, "access_type", r->access_type);
-	if (!strcmp(r->access_type, "filesystem"))
-		cJSON_AddStringToObject(root, "fs_type", r->fs_type);
-	cJSON_AddStringToObject(nv, "subsys_nqn", r->subsys_nqn);
-	cJSON_AddStringToObject(nv, "address", r->address);
-	cJSON_AddStringToObject(nv, "port", r->port);
-	cJSON_AddItemToObject(root, "nvmeof", nv);
-	cJSON_AddStringToObject(root, "volume_id", r->volume_id);
-	cJSON_AddStringToObject(root, "staging_path", r->staging_path);
-	cJSON_AddStringToObject(root, "namespace_uuid", r->namespace_uuid);
-	cJSON_AddStringToObject(root, "namespace_nguid", r->namespace_nguid);
-	cJSON_AddStringToObject(root, "staged_at", r->staged_at);
 	rc = json_write_file(path, root, 0600, e);
 	cJSON_Delete(root);
 	if (rc == 0)

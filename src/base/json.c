@@ -130,3 +130,12 @@ int json_file_get_str(const char *path, const char *key, char *buf, size_t cap, 
 	cJSON_Delete(o);
 	return r;
 }
+
+bool json_add(cJSON *o, const char *key, cJSON *item)
+{
+	if (o && item &&
+	    (key ? cJSON_AddItemToObject(o, key, item) : cJSON_AddItemToArray(o, item)))
+		return true;
+	cJSON_Delete(item);
+	return false;
+}

@@ -42,6 +42,11 @@ int json_file_get_str(const char *path, const char *key, char *buf, size_t cap, 
 /* The version of the linked cJSON library ("1.7.18"). */
 const char *json_lib_version(void);
 
+/* Adds item under key to the object o (key NULL: appends it to the array o).  false when out of
+ * memory: item is NULL, or it could not be added (cJSON then drops it silently; it is freed
+ * here).  A writer that checks every add never writes a record with a member missing. */
+bool json_add(cJSON *o, const char *key, cJSON *item);
+
 /* Compact text (malloc'd, caller frees), or NULL when out of memory. */
 char *json_dump(const cJSON *v);
 

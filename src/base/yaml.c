@@ -99,7 +99,11 @@ static int sequence(struct ctx *c, int depth, cJSON **out)
 		}
 		if ((r = node(c, &x, depth + 1, &item)) < 0)
 			break;
-		cJSON_AddItemToArray(arr, item);
+		if (!cJSON_AddItemToArray(arr, item)) {
+			cJSON_Delete(item);
+			r = -ENOMEM;
+			break;
+		}
 	}
 	cJSON_Delete(arr);
 	return r;
@@ -144,7 +148,11 @@ static int mapping(struct ctx *c, int depth, cJSON **out)
 		if ((r = map_key(c, obj, &k, key, sizeof(key))) < 0 || (r = next(c, &v)) < 0 ||
 		    (r = node(c, &v, depth + 1, &val)) < 0)
 			break;
-		cJSON_AddItemToObject(obj, key, val);
+		if (!cJSON_AddItemToObject(obj, key, val)) { /* the key's copy failed */
+			cJSON_Delete(val);
+			r = -ENOMEM;
+			break;
+		}
 	}
 	cJSON_Delete(obj);
 	return r;

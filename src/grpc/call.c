@@ -183,7 +183,7 @@ void call_run(void *arg)
 	char msg[GRPC_STATUS_MSG_MAX];
 	int code;
 
-	req = protobuf_c_message_unpack(m->req, NULL, c->req_len, c->req);
+	req = protobuf_c_message_unpack(m->req, &grpc_pb_allocator, c->req_len, c->req);
 	if (!req) {
 		snprintf(msg, sizeof(msg), "cannot parse the request as %s", m->req->name);
 		call_finish(c, GRPC_INTERNAL, msg);

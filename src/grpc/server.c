@@ -103,6 +103,15 @@ static ssize_t data_read_cb(nghttp2_session *ng, int32_t sid, uint8_t *buf, size
 	return 0;
 }
 
+/* rv of an nghttp2_submit_* of c's response: when nghttp2 could not queue it (out of memory)
+ * the stream would wait for it forever, so the connection is closed instead and every stream on
+ * it ends (the client sees UNAVAILABLE and retries on a new one). */
+static void submitted(struct grpc_call *c, int rv)
+{
+	if (rv != 0)
+		h2_conn_close(c->conn->h2, -ENOMEM, "out of memory queueing a response");
+}
+
 /* Sends the response headers (or a Trailers-Only response) or resumes the body. */
 static void respond(struct grpc_call *c)
 {
@@ -136,10 +145,10 @@ static void respond(struct grpc_call *c)
 	pthread_mutex_unlock(&c->mu);
 	if (only) {
 		c->trailers_sent = true;
-		nghttp2_submit_response(ng, c->stream_id, nv, n, NULL);
+		submitted(c, nghttp2_submit_response(ng, c->stream_id, nv, n, NULL));
 	} else {
 		nghttp2_data_provider dp = {.source.ptr = c, .read_callback = data_read_cb};
-		nghttp2_submit_response(ng, c->stream_id, nv, n, &dp);
+		submitted(c, nghttp2_submit_response(ng, c->stream_id, nv, n, &dp));
 	}
 }
 
@@ -167,7 +176,7 @@ static void early_status(struct grpc_call *c, int http, int code, const char *fm
 		nv[n++] = (nghttp2_nv)MKNV(":status", hs, strlen(hs));
 		n += status_nv(nv + n, cs, em, sizeof(em), code, msg);
 		c->headers_sent = c->trailers_sent = true;
-		nghttp2_submit_response(ng, c->stream_id, nv, n, NULL);
+		submitted(c, nghttp2_submit_response(ng, c->stream_id, nv, n, NULL));
 	} else {
 		respond(c);
 	}
@@ -522,14 +531,15 @@ static void sc_open(void *arg, struct h2_conn *h)
 		goto fail;
 	}
 	nghttp2_option_set_max_send_header_block_length(opt, 65536);
-	if (nghttp2_session_server_new2(&ng, cb, sc, opt) != 0)
+	if (nghttp2_session_server_new3(&ng, cb, sc, opt, h2_nghttp2_mem()) != 0)
 		ng = NULL;
 	nghttp2_option_del(opt);
 	nghttp2_session_callbacks_del(cb);
 	if (!ng)
 		goto fail;
 	h2_conn_set_session(h, ng);
-	nghttp2_submit_settings(ng, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0]));
+	if (nghttp2_submit_settings(ng, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])) != 0)
+		goto fail; /* the preface's SETTINGS is not optional */
 	nghttp2_session_set_local_window_size(ng, NGHTTP2_FLAG_NONE, 0, 16 << 20);
 	if (s->draining)
 		nghttp2_submit_goaway(ng, NGHTTP2_FLAG_NONE, 0, NGHTTP2_NO_ERROR, NULL, 0);

@@ -314,3 +314,17 @@ int grpc_status_from_err(struct grpc_status *st, const struct err *e)
 	return grpc_status_set(st, grpc_code_from_errno(e->code), "%s",
 	                       e->msg[0] ? e->msg : "internal error");
 }
+
+static void *pb_alloc(void *ud, size_t n)
+{
+	(void)ud;
+	return malloc(n);
+}
+
+static void pb_free(void *ud, void *p)
+{
+	(void)ud;
+	free(p);
+}
+
+ProtobufCAllocator grpc_pb_allocator = {pb_alloc, pb_free, NULL};

@@ -9,6 +9,8 @@
 #ifndef PILLAR_GRPC_STATUS_H
 #define PILLAR_GRPC_STATUS_H
 
+#include <protobuf-c/protobuf-c.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -131,5 +133,10 @@ int grpc_deframer_feed(struct grpc_deframer *d, const uint8_t *data, size_t len,
 /* True when no partial message is buffered. */
 bool grpc_deframer_idle(const struct grpc_deframer *d);
 void grpc_deframer_free(struct grpc_deframer *d);
+
+/* protobuf-c's allocator for the messages we unpack: the C library's malloc/free called from
+ * grpc/status.c (so that test_allocfail's wrappers see them); freeing with the default
+ * allocator (protobuf_c_message_free_unpacked(m, NULL)) is equivalent. */
+extern ProtobufCAllocator grpc_pb_allocator;
 
 #endif

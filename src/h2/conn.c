@@ -407,7 +407,7 @@ int h2_conn_client_session(struct h2_conn *c, void (*set_callbacks)(nghttp2_sess
 
 	if (nghttp2_session_callbacks_new(&cb) == 0) {
 		set_callbacks(cb);
-		if (nghttp2_session_client_new(&ng, cb, ud) != 0)
+		if (nghttp2_session_client_new3(&ng, cb, ud, NULL, h2_nghttp2_mem()) != 0)
 			ng = NULL;
 		nghttp2_session_callbacks_del(cb);
 	}
@@ -416,7 +416,10 @@ int h2_conn_client_session(struct h2_conn *c, void (*set_callbacks)(nghttp2_sess
 		return -ENOMEM;
 	}
 	h2_conn_set_session(c, ng);
-	nghttp2_submit_settings(ng, NGHTTP2_FLAG_NONE, iv, 2);
+	if (nghttp2_submit_settings(ng, NGHTTP2_FLAG_NONE, iv, 2) != 0) {
+		h2_conn_close(c, -ENOMEM, "out of memory"); /* the preface's SETTINGS is required */
+		return -ENOMEM;
+	}
 	nghttp2_session_set_local_window_size(ng, NGHTTP2_FLAG_NONE, 0, 16 << 20);
 	return 0;
 }
@@ -437,4 +440,34 @@ ssize_t h2_body_read(nghttp2_session *ng, int32_t sid, uint8_t *buf, size_t len,
 	if (b->off == b->len)
 		*flags |= NGHTTP2_DATA_FLAG_EOF;
 	return (ssize_t)n;
+}
+
+static void *mem_malloc(size_t n, void *ud)
+{
+	(void)ud;
+	return malloc(n);
+}
+
+static void mem_free(void *p, void *ud)
+{
+	(void)ud;
+	free(p);
+}
+
+static void *mem_calloc(size_t m, size_t n, void *ud)
+{
+	(void)ud;
+	return calloc(m, n);
+}
+
+static void *mem_realloc(void *p, size_t n, void *ud)
+{
+	(void)ud;
+	return realloc(p, n);
+}
+
+nghttp2_mem *h2_nghttp2_mem(void)
+{
+	static nghttp2_mem m = {NULL, mem_malloc, mem_free, mem_calloc, mem_realloc};
+	return &m;
 }

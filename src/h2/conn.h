@@ -33,6 +33,10 @@ struct h2_conn_ops {
 
 /* fd: a connected (or connecting, see `connecting`) non-blocking socket, owned from now on
  * (closed on failure too); -1 for memory mode.  tls may be NULL (plaintext). */
+/* nghttp2's allocator for every session we create: the C library's malloc/free, called from
+ * h2/conn.c, so that a test wrapping those calls (test_allocfail) sees nghttp2's allocations. */
+nghttp2_mem *h2_nghttp2_mem(void);
+
 int h2_conn_new(struct h2_conn **out, struct h2_loop *l, int fd, bool connecting,
                 struct h2_tls_cfg *tls, const char *verify_name, const struct h2_conn_ops *ops,
                 void *arg, struct err *e);

@@ -204,17 +204,28 @@ static int decode_type(const struct model_type *t, const cJSON *o, void *obj, co
 /* ---- encoding ------------------------------------------------------------------------------ */
 
 /* Sets key to item (NULL: removes key), keeping the key's position when it exists. */
-static void put(cJSON *o, const char *key, cJSON *item)
+/* o[key] = item (NULL removes the member).  false when out of memory (item is then freed or
+ * owned by o): cJSON's replace keeps an item whose key it could not copy, keyless, and its add
+ * drops the item, so both are checked — a member must never be lost or renamed silently. */
+static bool put(cJSON *o, const char *key, cJSON *item)
 {
 	if (!item) {
 		if (!cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, key))) /* null stays null */
 			cJSON_DeleteItemFromObjectCaseSensitive(o, key);
-		return;
+		return true;
 	}
-	if (cJSON_GetObjectItemCaseSensitive(o, key))
-		cJSON_ReplaceItemInObjectCaseSensitive(o, key, item);
-	else
-		cJSON_AddItemToObject(o, key, item);
+	if (cJSON_GetObjectItemCaseSensitive(o, key)) {
+		if (!cJSON_ReplaceItemInObjectCaseSensitive(o, key, item)) {
+			cJSON_Delete(item);
+			return false;
+		}
+		return item->string != NULL;
+	}
+	if (!cJSON_AddItemToObject(o, key, item)) {
+		cJSON_Delete(item);
+		return false;
+	}
+	return true;
 }
 
 /* An empty collection stays when the input had it empty (`[]` and `{}` mean something). */
@@ -304,7 +315,8 @@ static cJSON *encode_type(const struct model_type *t, const void *obj)
 	cJSON *o = rest ? cJSON_Duplicate(rest, true) : cJSON_CreateObject();
 	bool oom = false;
 	for (size_t i = 0; o && !oom && i < t->n_fields; i++)
-		put(o, t->fields[i].key, enc_field(&t->fields[i], obj, rest, &oom));
+		if (!put(o, t->fields[i].key, enc_field(&t->fields[i], obj, rest, &oom)))
+			oom = true;
 	if (oom) {
 		cJSON_Delete(o);
 		return NULL;
@@ -393,8 +405,15 @@ void *model_encode(const struct model_kind *k, const void *obj)
 		cJSON_Delete(o);
 		return NULL;
 	}
-	put(o, "apiVersion", av);
-	put(o, "kind", kd);
+	if (!put(o, "apiVersion", av)) {
+		cJSON_Delete(kd);
+		cJSON_Delete(o);
+		return NULL;
+	}
+	if (!put(o, "kind", kd)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
 	return o;
 }
 

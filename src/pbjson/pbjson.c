@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/json.h"
+
 #define EXACT 9007199254740992.0 /* 2^53 */
 
 /* google.protobuf.BoolValue, Int64Value, ...: JSON carries the bare value (proto3 mapping). */
@@ -510,86 +512,104 @@ static const char *field_key(const ProtobufCFieldDescriptor *f, unsigned flags, 
 	return buf;
 }
 
+/* A map field's entries into a new object; NULL when out of memory. */
+static cJSON *map_json(const ProtobufCFieldDescriptor *f, void *const *arr, size_t n,
+                       unsigned flags)
+{
+	const ProtobufCMessageDescriptor *md = f->descriptor;
+	cJSON *map = cJSON_CreateObject();
+	for (size_t k = 0; map && k < n; k++) {
+		const char *ent = (const char *)((ProtobufCMessage *const *)arr)[k];
+		cJSON *key = scalar_json(&md->fields[0], ent + md->fields[0].offset, flags);
+		char kbuf[64];
+		const char *ks = cJSON_IsString(key) ? key->valuestring : kbuf;
+		if (!key) {
+			cJSON_Delete(map);
+			return NULL;
+		}
+		if (!cJSON_IsString(key))
+			snprintf(kbuf, sizeof(kbuf), "%.0f", key->valuedouble);
+		if (!json_add(map, ks,
+		              scalar_json(&md->fields[1], ent + md->fields[1].offset, flags)))
+			cJSON_Delete(map), map = NULL;
+		cJSON_Delete(key);
+	}
+	return map;
+}
+
+/* A repeated field into a new array or (map fields) object; NULL when out of memory. */
+static cJSON *repeated_json(const ProtobufCFieldDescriptor *f, void *const *arr, size_t n,
+                            unsigned flags)
+{
+	if (is_map_entry(f))
+		return map_json(f, arr, n, flags);
+	cJSON *a = cJSON_CreateArray();
+	for (size_t k = 0; a && k < n; k++)
+		if (!json_add(a, NULL, scalar_json(f, (const char *)arr + k * elem_size(f), flags)))
+			cJSON_Delete(a), a = NULL;
+	return a;
+}
+
+/* false when the singular field f holds nothing to print (proto3 JSON leaves defaults out). */
+static bool present(const ProtobufCFieldDescriptor *f, const char *base, const void *p)
+{
+	if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)
+		return *(const uint32_t *)(base + f->quantifier_offset) == f->id;
+	if (f->label == PROTOBUF_C_LABEL_OPTIONAL && f->quantifier_offset &&
+	    f->type != PROTOBUF_C_TYPE_MESSAGE && f->type != PROTOBUF_C_TYPE_STRING)
+		return *(const protobuf_c_boolean *)(base + f->quantifier_offset);
+	return !is_default(f, p);
+}
+
 cJSON *pbjson_from_message(const ProtobufCMessage *m, unsigned flags)
 {
 	char name[128];
 	const ProtobufCMessageDescriptor *d = m->descriptor;
 	const char *base = (const char *)m;
 	cJSON *o = cJSON_CreateObject();
-	if (!o)
-		return NULL;
-	for (unsigned i = 0; i < d->n_fields; i++) {
+	for (unsigned i = 0; o && i < d->n_fields; i++) {
 		const ProtobufCFieldDescriptor *f = &d->fields[i];
 		const void *p = base + f->offset;
+		cJSON *v;
 		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
 			size_t n = *(const size_t *)(base + f->quantifier_offset);
-			void *const *arr = *(void *const *)p;
 			if (n == 0)
 				continue;
-			if (is_map_entry(f)) {
-				cJSON *map = cJSON_AddObjectToObject(
-				    o, field_key(f, flags, name, sizeof(name)));
-				const ProtobufCMessageDescriptor *md = f->descriptor;
-				for (size_t k = 0; k < n; k++) {
-					const char *ent =
-					    (const char *)((ProtobufCMessage *const *)arr)[k];
-					cJSON *key = scalar_json(&md->fields[0],
-					                         ent + md->fields[0].offset, flags);
-					cJSON *val = scalar_json(&md->fields[1],
-					                         ent + md->fields[1].offset, flags);
-					char kbuf[64];
-					const char *ks =
-					    cJSON_IsString(key) ? key->valuestring : kbuf;
-					if (!cJSON_IsString(key))
-						snprintf(kbuf, sizeof(kbuf), "%.0f",
-						         key ? key->valuedouble : 0);
-					cJSON_AddItemToObject(map, ks, val);
-					cJSON_Delete(key);
-				}
-			} else {
-				cJSON *a = cJSON_AddArrayToObject(
-				    o, field_key(f, flags, name, sizeof(name)));
-				for (size_t k = 0; k < n; k++)
-					cJSON_AddItemToArray(
-					    a, scalar_json(f, (const char *)arr + k * elem_size(f),
-					                   flags));
-			}
+			v = repeated_json(f, *(void *const *)p, n, flags);
+		} else if (present(f, base, p)) {
+			v = scalar_json(f, p, flags);
+		} else {
 			continue;
 		}
-		if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
-			if (*(const uint32_t *)(base + f->quantifier_offset) != f->id)
-				continue;
-		} else if (f->label == PROTOBUF_C_LABEL_OPTIONAL && f->quantifier_offset &&
-		           f->type != PROTOBUF_C_TYPE_MESSAGE &&
-		           f->type != PROTOBUF_C_TYPE_STRING) {
-			if (!*(const protobuf_c_boolean *)(base + f->quantifier_offset))
-				continue;
-		} else if (is_default(f, p)) {
-			continue;
-		}
-		cJSON_AddItemToObject(o, field_key(f, flags, name, sizeof(name)),
-		                      scalar_json(f, p, flags));
+		if (!json_add(o, field_key(f, flags, name, sizeof(name)), v))
+			cJSON_Delete(o), o = NULL; /* out of memory: nothing half-printed */
 	}
 	return o;
 }
 
 /* ---- log text --------------------------------------------------------------------------------- */
 
-static void strip_secrets(cJSON *j)
+/* false when out of memory (a secret is then removed, never left in place). */
+static bool strip_secrets(cJSON *j)
 {
 	cJSON *next;
+	bool ok = true;
 	for (cJSON *it = j ? j->child : NULL; it; it = next) {
 		next = it->next;
 		if (it->string && !strcmp(it->string, "secrets")) {
 			cJSON *s = cJSON_CreateString("***stripped***");
-			if (s)
-				cJSON_ReplaceItemInObjectCaseSensitive(j, "secrets", s);
-			else
+			if (!s || !cJSON_ReplaceItemInObjectCaseSensitive(j, "secrets", s)) {
+				cJSON_Delete(s);
 				cJSON_DeleteItemFromObjectCaseSensitive(j, "secrets");
-		} else {
-			strip_secrets(it);
+				ok = false;
+			} else if (!s->string) { /* replaced, but the key could not be copied */
+				ok = false;
+			}
+		} else if (!strip_secrets(it)) {
+			ok = false;
 		}
 	}
+	return ok;
 }
 
 char *pbjson_log_text(const ProtobufCMessage *m)
@@ -597,7 +617,10 @@ char *pbjson_log_text(const ProtobufCMessage *m)
 	cJSON *j = m ? pbjson_from_message(m, PBJSON_PROTO_NAMES) : NULL;
 	if (!j)
 		return NULL;
-	strip_secrets(j);
+	if (!strip_secrets(j)) {
+		cJSON_Delete(j);
+		return NULL;
+	}
 	char *t = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
 	return t;
