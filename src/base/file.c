@@ -73,8 +73,9 @@ int file_write_atomic_stat(const char *path, const void *data, size_t len, mode_
 	if (snprintf(tmp, sizeof(tmp), "%s/.%s.tmp.XXXXXX", dir, base) >= (int)sizeof(tmp))
 		return err_set(e, -ENAMETOOLONG, "path too long: %s", path);
 	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return err_set(e, -errno, "create temporary file in %s: %s", dir, strerror(errno));
+	if (fd < 0) /* named after the file it was for: the operator looks for that one */
+		return err_set(e, -errno, "write %s: create temporary file: %s%s", path,
+		               strerror(errno), errno == ENOSPC ? " (ENOSPC)" : "");
 	r = write_all(fd, data, len);
 	if (r == 0 && fchmod(fd, mode) < 0)
 		r = -errno;
@@ -87,8 +88,11 @@ int file_write_atomic_stat(const char *path, const void *data, size_t len, mode_
 	if (r == 0 && rename(tmp, path) < 0)
 		r = -errno;
 	if (r < 0) {
-		unlink(tmp);
-		return err_set(e, r, "write %s: %s", path, strerror(-r));
+		unlink(tmp); /* the old file, if any, is left whole */
+		return err_set(e, r, "write %s: %s%s", path, strerror(-r),
+		               r == -ENOSPC   ? " (ENOSPC)"
+		               : r == -EDQUOT ? " (EDQUOT)"
+		                              : "");
 	}
 	return file_fsync_dir(dir, e);
 }

@@ -16,7 +16,8 @@
 #include "base/err.h"
 
 /* Replaces path with data.  0 or a negative errno; a failure leaves the old file in place and
- * no temporary file behind. */
+ * no temporary file behind, and its message names path ("write <path>: <reason>", with
+ * "(ENOSPC)" / "(EDQUOT)" appended when the filesystem or quota is full). */
 int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e);
 /* The same, and *st describes the file written (its inode and mtime stay through the rename),
  * so a reader can tell later whether the file is still the one written. */

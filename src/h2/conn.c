@@ -32,6 +32,7 @@ struct h2_conn {
 	int close_err;
 	char close_why[256];
 	bool destroy_posted;
+	struct h2_post destroy_post; /* the teardown's, so that closing never needs memory */
 	bool in_io;
 	int readers;    /* an external reader waits for input itself (0 or 1) */
 	bool destroyed; /* torn down; the fd and this struct wait for the reader's end */
@@ -123,10 +124,9 @@ void h2_conn_close(struct h2_conn *c, int err, const char *why)
 			h2_tls_close_notify(c->tls);
 		h2_loop_del_fd(c->loop, c->fd);
 		shutdown(c->fd, SHUT_RDWR);
-		if (!c->destroy_posted) {
+		if (!c->destroy_posted) { /* embedded: a teardown that cannot fail for memory */
 			c->destroy_posted = true;
-			if (h2_loop_post(c->loop, destroy_fn, c) < 0)
-				log_error("cannot post connection teardown: out of memory");
+			h2_loop_post_embedded(c->loop, &c->destroy_post, destroy_fn, c);
 		}
 	}
 }

@@ -20,12 +20,6 @@
 
 #define MAX_EVENTS 64
 
-struct post {
-	h2_fn fn;
-	void *arg;
-	struct post *next;
-};
-
 struct fdreg {
 	h2_io_fn fn;
 	void *arg;
@@ -65,7 +59,7 @@ struct h2_loop {
 	pthread_mutex_t mu;
 	pthread_cond_t idle_cv; /* idle threads wait for a job or the poller's place */
 	pthread_cond_t done_cv; /* a job ended or a thread exited */
-	struct post *head, *tail;
+	struct h2_post *head, *tail;
 	bool wake_pending; /* an eventfd write is outstanding */
 	struct job *jhead, *jtail;
 	unsigned running; /* jobs running, all groups */
@@ -139,16 +133,18 @@ static void consume_wake(struct h2_loop *l)
 /* Holding lk: runs the posts queued so far (not those they queue). */
 static void run_posts(struct h2_loop *l)
 {
-	struct post *p;
+	struct h2_post *p;
 
 	pthread_mutex_lock(&l->mu);
 	p = l->head;
 	l->head = l->tail = NULL;
 	pthread_mutex_unlock(&l->mu);
 	while (p) {
-		struct post *n = p->next;
+		struct h2_post *n = p->next;
+		bool owned = p->owned; /* an embedded post may be freed by its fn */
 		p->fn(p->arg);
-		free(p);
+		if (owned)
+			free(p);
 		p = n;
 	}
 }
@@ -570,13 +566,10 @@ void h2_timer_arm(struct h2_loop *l, struct h2_timer *t, uint64_t at_ms, h2_fn f
 		l->timers = t;
 }
 
-int h2_loop_post(struct h2_loop *l, h2_fn fn, void *arg)
+static void post_enqueue(struct h2_loop *l, struct h2_post *p, h2_fn fn, void *arg)
 {
-	struct post *p = malloc(sizeof(*p));
 	bool wake = false;
 
-	if (!p)
-		return -ENOMEM;
 	p->fn = fn;
 	p->arg = arg;
 	p->next = NULL;
@@ -594,7 +587,23 @@ int h2_loop_post(struct h2_loop *l, h2_fn fn, void *arg)
 	pthread_mutex_unlock(&l->mu);
 	if (wake)
 		wake_poller(l);
+}
+
+int h2_loop_post(struct h2_loop *l, h2_fn fn, void *arg)
+{
+	struct h2_post *p = malloc(sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	p->owned = true;
+	post_enqueue(l, p, fn, arg);
 	return 0;
+}
+
+void h2_loop_post_embedded(struct h2_loop *l, struct h2_post *p, h2_fn fn, void *arg)
+{
+	p->owned = false;
+	post_enqueue(l, p, fn, arg);
 }
 
 static bool loop_started(struct h2_loop *l)

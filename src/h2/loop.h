@@ -62,6 +62,16 @@ void h2_timer_cancel(struct h2_loop *l, struct h2_timer *t);
 /* Runs fn(arg) holding the loop, after the current loop work; callable from any thread.
  * Returns -ENOMEM. */
 int h2_loop_post(struct h2_loop *l, h2_fn fn, void *arg);
+/* The same with memory the caller provides (a member of the object fn works on, e.g. its
+ * teardown, which must not depend on an allocation): cannot fail.  p must stay valid until fn
+ * has been called and must not be queued twice at a time. */
+struct h2_post {
+	h2_fn fn;
+	void *arg;
+	struct h2_post *next;
+	bool owned; /* allocated by h2_loop_post (freed after fn) */
+};
+void h2_loop_post_embedded(struct h2_loop *l, struct h2_post *p, h2_fn fn, void *arg);
 /* Runs fn(arg) holding the loop as soon as possible: at once on the calling thread (taking the
  * loop lock) when the loop is started and this thread does not hold it; posted otherwise.
  * Never call it with a lock held that loop work may take.  Returns 0 or -ENOMEM. */

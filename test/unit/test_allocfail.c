@@ -128,6 +128,9 @@ static void af_sweep(const char *what, af_op op, void *arg)
 		ck_assert_msg(r == 0 || r == -1, "%s: allocation %ld of %ld failing: %s", what,
 		              k + 1, n, why);
 		errors += r == -1;
+		if (getenv("ALLOCFAIL_LEAKS_EACH")) /* debugging: which k leaks */
+			ck_assert_msg(__lsan_do_recoverable_leak_check() == 0,
+			              "%s: leaks after failing allocation %ld", what, k + 1);
 	}
 	af_trace = 0;
 	ck_assert_msg(op(arg, why, sizeof(why)) == 0, "%s: no recovery: %s", what, why);

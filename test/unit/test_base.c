@@ -280,7 +280,8 @@ START_TEST(test_file_failed_write_keeps_old)
 	struct err e = {0};
 	snprintf(path, sizeof(path), "%s/sub/rec", d);
 	ck_assert_int_eq(file_write_atomic(path, "x", 1, 0600, &e), -ENOENT);
-	ck_assert_ptr_nonnull(strstr(e.msg, "create temporary file in"));
+	ck_assert_ptr_nonnull(strstr(e.msg, "create temporary file"));
+	ck_assert_ptr_nonnull(strstr(e.msg, path)); /* named after the file it was for */
 	ck_assert_int_eq(file_mkdir_p(path, 0700, NULL), 0);
 	/* a directory in the way: rename fails, the directory stays and no temp file remains */
 	ck_assert_int_eq(file_write_atomic(path, "x", 1, 0600, &e), -EISDIR);

@@ -1,0 +1,278 @@
+/* Disk full: the durable writes of every role on a small filesystem that fills up — the node's
+ * stage records, the agent's fencing marks and identity pins, the embedded store's objects.
+ * Each test runs (in Check's forked child) in a private mount namespace with a 256 KiB tmpfs,
+ * fills it with a filler file until ENOSPC, and checks that the write fails with an error naming
+ * the file and ENOSPC, that the previous record is left whole (no truncated or temporary file),
+ * and that the same write succeeds once the filler is removed.  Needs root or unprivileged
+ * user namespaces to mount the tmpfs; without either the tests fail (they are not skipped).
+ * The real-kernel counterpart (ext4 on a loop device) is test/e2e's business. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/fence.h"
+#include "agent/identity.h"
+#include "base/json.h"
+#include "node/record.h"
+#include "rules/nqn.h"
+#include "store/store.h"
+#include "testutil.h"
+
+static char root[512];
+
+static void write_proc(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+/* A private mount namespace (a user namespace too when not root) with a tmpfs of 256 KiB at
+ * root. */
+static void setup(void)
+{
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	snprintf(root, sizeof(root), "%s", tu_mkdtemp());
+	if (uid != 0) {
+		char map[64];
+		ck_assert_msg(unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0,
+		              "unshare(user, mount): %s: the disk-full tests need root or user "
+		              "namespaces",
+		              strerror(errno));
+		write_proc("/proc/self/setgroups", "deny");
+		snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
+		write_proc("/proc/self/uid_map", map);
+		snprintf(map, sizeof(map), "0 %u 1", (unsigned)gid);
+		write_proc("/proc/self/gid_map", map);
+	} else {
+		ck_assert_msg(unshare(CLONE_NEWNS) == 0, "unshare(mount): %s", strerror(errno));
+	}
+	ck_assert_msg(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0, "%s",
+	              strerror(errno));
+	ck_assert_msg(mount("tmpfs", root, "tmpfs", 0, "size=256k,mode=0700") == 0,
+	              "mount tmpfs: %s", strerror(errno));
+}
+
+static void teardown(void)
+{
+	umount(root);
+	rmdir(root);
+}
+
+/* Writes root/filler until the filesystem is full. */
+static void fill(void)
+{
+	char path[600], block[4096];
+	memset(block, 'x', sizeof(block));
+	snprintf(path, sizeof(path), "%s/filler", root);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ssize_t w;
+	while ((w = write(fd, block, sizeof(block))) > 0)
+		;
+	ck_assert_msg(w < 0 && errno == ENOSPC, "filling: %s", strerror(errno));
+	close(fd);
+}
+
+static void unfill(void)
+{
+	char path[600];
+	snprintf(path, sizeof(path), "%s/filler", root);
+	ck_assert_int_eq(unlink(path), 0);
+}
+
+/* The error names the file and ENOSPC. */
+static void expect_enospc(int rc, const struct err *e, const char *file)
+{
+	ck_assert_msg(rc == -ENOSPC, "rc %d (%s), want -ENOSPC", rc, e->msg);
+	ck_assert_msg(strstr(e->msg, file), "\"%s\" does not name %s", e->msg, file);
+	ck_assert_msg(strstr(e->msg, "No space left on device (ENOSPC)"),
+	              "\"%s\" does not say ENOSPC", e->msg);
+}
+
+/* No temporary file left behind in dir. */
+static void expect_no_temp(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		ck_assert_msg(!strstr(de->d_name, ".tmp."), "temporary file %s/%s left", dir,
+		              de->d_name);
+	closedir(d);
+}
+
+#define NVOL "storage-node-1/nvmeof-tcp/zfs-zvol/tank/pvc-abc123"
+
+static void record_init(struct node_record *r, const char *staging)
+{
+	memset(r, 0, sizeof(*r));
+	snprintf(r->protocol_type, sizeof(r->protocol_type), "nvmeof-tcp");
+	snprintf(r->access_type, sizeof(r->access_type), "block");
+	snprintf(r->subsys_nqn, sizeof(r->subsys_nqn), "nqn.2026-01.com.bhyoo.pillar-csi:tank.x");
+	snprintf(r->address, sizeof(r->address), "10.0.0.5");
+	snprintf(r->port, sizeof(r->port), "4420");
+	snprintf(r->volume_id, sizeof(r->volume_id), NVOL);
+	snprintf(r->staging_path, sizeof(r->staging_path), "%s", staging);
+}
+
+START_TEST(test_stage_record)
+{
+	char state[600], path[700];
+	struct node_record w, r;
+	struct err e = {0};
+	snprintf(state, sizeof(state), "%s/node", root);
+	ck_assert_int_eq(node_record_path(state, NVOL, path, sizeof(path), &e), 0);
+	record_init(&w, "/var/lib/kubelet/first");
+	ck_assert_msg(node_record_write(state, &w, &e) == 0, "%s", e.msg);
+	fill();
+	record_init(&w, "/var/lib/kubelet/second");
+	expect_enospc(node_record_write(state, &w, &e), &e, path);
+	ck_assert_msg(node_record_read(state, NVOL, &r, &e) == 0, "%s", e.msg);
+	ck_assert_str_eq(r.staging_path, "/var/lib/kubelet/first"); /* the old record, whole */
+	expect_no_temp(state);
+	unfill();
+	ck_assert_msg(node_record_write(state, &w, &e) == 0, "%s", e.msg);
+	ck_assert_int_eq(node_record_read(state, NVOL, &r, &e), 0);
+	ck_assert_str_eq(r.staging_path, "/var/lib/kubelet/second");
+}
+END_TEST
+
+START_TEST(test_fencing_mark)
+{
+	char state[600], path[700];
+	struct fence_mark m = {0};
+	struct err e = {0};
+	snprintf(state, sizeof(state), "%s/agent", root);
+	snprintf(path, sizeof(path), "%s/generations/fpool_2Fpvc-1.mark", state);
+	ck_assert_msg(agent_fence_check(state, "fpool/pvc-1", "uid-1", 1, FENCE_GRANT, &e) == 0,
+	              "%s", e.msg);
+	fill();
+	/* the mark must be on disk before the grant it authorises: no write, no grant */
+	expect_enospc(agent_fence_check(state, "fpool/pvc-1", "uid-1", 2, FENCE_GRANT, &e), &e,
+	              path);
+	ck_assert_int_eq(agent_fence_read(state, "fpool/pvc-1", &m, &e), 0);
+	ck_assert_uint_eq(m.generation, 1);
+	agent_fence_mark_clear(&m);
+	snprintf(path, sizeof(path), "%s/generations", state);
+	expect_no_temp(path);
+	unfill();
+	ck_assert_msg(agent_fence_check(state, "fpool/pvc-1", "uid-1", 2, FENCE_GRANT, &e) == 0,
+	              "%s", e.msg);
+	ck_assert_int_eq(agent_fence_read(state, "fpool/pvc-1", &m, &e), 0);
+	ck_assert_uint_eq(m.generation, 2);
+	agent_fence_mark_clear(&m);
+}
+END_TEST
+
+START_TEST(test_identity_pin)
+{
+	char state[600], path[700];
+	const char *nqn = RULES_NQN_PREFIX "fpool.pvc-1";
+	struct rules_ns_identity a = {"0b661a8a-9925-5917-b52c-a5719096bc2b",
+	                              "0b661a8a-9925-5917-b52c-a5719096bc2b", "serial-a"},
+	                         b = a, got;
+	struct err e = {0};
+	snprintf(b.serial, sizeof(b.serial), "serial-b");
+	snprintf(state, sizeof(state), "%s/agent", root);
+	snprintf(path, sizeof(path), "%s/nvmet-identity/fpool_2Fpvc-1.json", state);
+	ck_assert_msg(agent_identity_settle(state, "fpool/pvc-1", "uid-1", nqn, &a, &e) == 0, "%s",
+	              e.msg);
+	fill();
+	expect_enospc(agent_identity_settle(state, "fpool/pvc-1", "uid-1", nqn, &b, &e), &e, path);
+	ck_assert_int_eq(agent_identity_start(state, "fpool/pvc-1", "uid-1", nqn, &got, &e), 0);
+	ck_assert_str_eq(got.serial, "serial-a");
+	unfill();
+	ck_assert_int_eq(agent_identity_settle(state, "fpool/pvc-1", "uid-1", nqn, &b, &e), 0);
+	ck_assert_int_eq(agent_identity_start(state, "fpool/pvc-1", "uid-1", nqn, &got, &e), 0);
+	ck_assert_str_eq(got.serial, "serial-b");
+}
+END_TEST
+
+static cJSON *agent_obj(const char *name, const char *address)
+{
+	char buf[512];
+	cJSON *o = NULL;
+	snprintf(buf, sizeof(buf),
+	         "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":\"PillarAgent\","
+	         "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"external\":{\"address\":\"%s\","
+	         "\"port\":9500}}}",
+	         name, address);
+	ck_assert_int_eq(json_parse_strict(buf, strlen(buf), &o, NULL), 0);
+	return o;
+}
+
+static const char *agent_address(store *s, const char *name)
+{
+	static char buf[64];
+	cJSON *o = NULL;
+	if (store_get(s, store_kind_lookup("PillarAgent"), NULL, name, &o, NULL) < 0)
+		return "(none)";
+	const cJSON *ext = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(o, "spec"), "external");
+	snprintf(buf, sizeof(buf), "%s", json_get_str(ext, "address") ?: "?");
+	cJSON_Delete(o);
+	return buf;
+}
+
+START_TEST(test_embedded_store)
+{
+	char dir[600], file[700];
+	store *s = NULL;
+	cJSON *a = agent_obj("a", "10.0.0.1"), *b = agent_obj("b", "10.0.0.2"), *out = NULL;
+	struct err e = {0};
+	snprintf(dir, sizeof(dir), "%s/store", root);
+	ck_assert_msg(store_dir_open(dir, true, 50, &s, &e) == 0, "%s", e.msg);
+	ck_assert_msg(store_create(s, a, &out, &e) == 0, "%s", e.msg);
+	fill();
+	/* a new object: refused with the file that could not be written (the object's, or the
+	 * store's resource version persisted before it) and ENOSPC, not in the store afterwards */
+	ck_assert_int_lt(store_create(s, b, NULL, &e), 0);
+	ck_assert_msg(strstr(e.msg, dir) && strstr(e.msg, "(ENOSPC)"), "%s", e.msg);
+	ck_assert_str_eq(agent_address(s, "b"), "(none)");
+	/* an update: refused, the stored object unchanged */
+	cJSON_ReplaceItemInObjectCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(out, "spec"),
+	                                     "external"),
+	    "address", cJSON_CreateString("10.0.0.9"));
+	ck_assert_int_lt(store_update(s, out, NULL, &e), 0);
+	ck_assert_msg(strstr(e.msg, dir) && strstr(e.msg, "(ENOSPC)"), "%s", e.msg);
+	ck_assert_str_eq(agent_address(s, "a"), "10.0.0.1");
+	snprintf(file, sizeof(file), "%s/pillaragents", dir);
+	expect_no_temp(file);
+	/* space returns: both writes succeed, and a reopened store reads them back */
+	unfill();
+	ck_assert_msg(store_create(s, b, NULL, &e) == 0, "%s", e.msg);
+	ck_assert_msg(store_update(s, out, NULL, &e) == 0, "%s", e.msg);
+	store_close(s);
+	ck_assert_msg(store_dir_open(dir, true, 50, &s, &e) == 0, "%s", e.msg);
+	ck_assert_str_eq(agent_address(s, "a"), "10.0.0.9");
+	ck_assert_str_eq(agent_address(s, "b"), "10.0.0.2");
+	store_close(s);
+	cJSON_Delete(out);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("diskfull");
+	TCase *tc = tcase_create("tmpfs");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_stage_record);
+	tcase_add_test(tc, test_fencing_mark);
+	tcase_add_test(tc, test_identity_pin);
+	tcase_add_test(tc, test_embedded_store);
+	suite_add_tcase(s, tc);
+	return tu_run(s);
+}
