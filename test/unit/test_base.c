@@ -18,6 +18,7 @@
 #include "base/json.h"
 #include "base/keylock.h"
 #include "base/log.h"
+#include "base/stop.h"
 #include "base/str.h"
 #include "base/time.h"
 #include "testutil.h"
@@ -455,7 +456,35 @@ START_TEST(test_time_helpers)
 	ck_assert_int_le(d, 1999);
 	int64_t r = time_real_us(), s = (int64_t)time(NULL);
 	ck_assert_int_ge(r / 1000000, s - 1);
-	ck_assert_int_le(r / 1000000, s);
+	ck_assert_int_le(r / 1000000, s + 1); /* time() reads the coarse clock: it may lag a tick */
+}
+END_TEST
+
+static void *stopper_main(void *arg)
+{
+	time_sleep_ms(50);
+	stop_set(arg);
+	return NULL;
+}
+
+START_TEST(test_stop_wait)
+{
+	struct stop s;
+	pthread_t th;
+	stop_init(&s);
+	int64_t t0 = time_mono_ms();
+	ck_assert(!stop_wait_ms(&s, 40)); /* not set: the whole wait */
+	ck_assert_int_ge(time_mono_ms() - t0, 40);
+	ck_assert(!stop_isset(&s));
+	ck_assert_int_eq(pthread_create(&th, NULL, stopper_main, &s), 0);
+	t0 = time_mono_ms();
+	ck_assert(stop_wait_ms(&s, 10000)); /* woken by the other thread */
+	ck_assert_int_lt(time_mono_ms() - t0, 5000);
+	pthread_join(th, NULL);
+	ck_assert(stop_isset(&s) && stop_wait_ms(&s, 10000));
+	ck_assert_int_eq(time_mono_us_fn(NULL) / 1000 >= (uint64_t)t0, 1);
+	ck_assert_int_ge(time_real_us_fn(NULL) / 1000000, (int64_t)time(NULL) - 1);
+	stop_fini(&s);
 }
 END_TEST
 
@@ -575,6 +604,7 @@ int main(void)
 	t = tcase_create("str_time");
 	tcase_add_test(t, test_str_copy);
 	tcase_add_test(t, test_time_helpers);
+	tcase_add_test(t, test_stop_wait);
 	suite_add_tcase(s, t);
 	t = tcase_create("keylock");
 	tcase_add_test(t, test_keylock_try);
