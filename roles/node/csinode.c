@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "base/time.h"
+#include "base/stop.h"
 #include "model/kube.h"
 #include "node/publish.h"
 #include "rules/keys.h"
@@ -19,16 +19,14 @@ struct node_csinode {
 	struct node_csinode_opts o;
 	char node_id[254];
 	struct nvme_host_identity id;
-	pthread_mutex_t mu;
-	pthread_cond_t cv; /* CLOCK_MONOTONIC */
-	bool stop, started;
+	struct stop stop; /* node_csinode_free */
+	bool started;
 	pthread_t th;
 };
 
 int node_csinode_new(struct node_csinode **out, const struct node_csinode_opts *o, struct err *e)
 {
 	struct node_csinode *c = calloc(1, sizeof(*c));
-	pthread_condattr_t ca;
 
 	if (!c)
 		return err_set(e, -ENOMEM, "out of memory");
@@ -36,11 +34,7 @@ int node_csinode_new(struct node_csinode **out, const struct node_csinode_opts *
 	c->o.attempts = o->attempts > 0 ? o->attempts : NODE_CSINODE_ATTEMPTS;
 	c->o.interval_ms = o->interval_ms > 0 ? o->interval_ms : NODE_CSINODE_INTERVAL_MS;
 	c->o.slow_ms = o->slow_ms > 0 ? o->slow_ms : NODE_CSINODE_SLOW_MS;
-	pthread_mutex_init(&c->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	stop_init(&c->stop);
 	*out = c;
 	return 0;
 }
@@ -83,18 +77,6 @@ static void duplicate_event(struct node_csinode *c, const char *msg)
 	model_clear(&model_node_kind, &nd);
 }
 
-/* Waits ms or until free; true when stopping. */
-static bool nap(struct node_csinode *c, int ms)
-{
-	struct timespec ts = time_after(CLOCK_MONOTONIC, ms);
-	pthread_mutex_lock(&c->mu);
-	while (!c->stop && pthread_cond_timedwait(&c->cv, &c->mu, &ts) != ETIMEDOUT)
-		;
-	bool s = c->stop;
-	pthread_mutex_unlock(&c->mu);
-	return s;
-}
-
 static void *publish_main(void *arg)
 {
 	struct node_csinode *c = arg;
@@ -110,7 +92,7 @@ static void *publish_main(void *arg)
 		else if (attempt < c->o.attempts)
 			log_warn("host identity not published yet", "node", c->node_id, "error",
 			         e.msg);
-		if (nap(c, wait))
+		if (stop_wait_ms(&c->stop, wait))
 			return NULL;
 	}
 	log_info("host identity published", "node", c->node_id, "hostnqn", c->id.hostnqn);
@@ -143,13 +125,9 @@ void node_csinode_free(struct node_csinode *c)
 {
 	if (!c)
 		return;
-	pthread_mutex_lock(&c->mu);
-	c->stop = true;
-	pthread_cond_broadcast(&c->cv);
-	pthread_mutex_unlock(&c->mu);
+	stop_set(&c->stop);
 	if (c->started)
 		pthread_join(c->th, NULL);
-	pthread_cond_destroy(&c->cv);
-	pthread_mutex_destroy(&c->mu);
+	stop_fini(&c->stop);
 	free(c);
 }

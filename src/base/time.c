@@ -51,3 +51,15 @@ void time_sleep_ms(int ms)
 {
 	time_sleep_us(ms > 0 ? (uint64_t)ms * 1000u : 0);
 }
+
+uint64_t time_mono_us_fn(void *arg)
+{
+	(void)arg;
+	return time_mono_us();
+}
+
+int64_t time_real_us_fn(void *arg)
+{
+	(void)arg;
+	return time_real_us();
+}

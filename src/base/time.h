@@ -15,6 +15,10 @@ uint64_t time_mono_us(void);
 uint64_t time_mono_ns(void);
 /* Microseconds of CLOCK_REALTIME since the epoch (timestamps written for others to read). */
 int64_t time_real_us(void);
+/* time_mono_us and time_real_us in the shape of an injectable clock (arg unused): the defaults
+ * of the components whose tests pass a clock of their own. */
+uint64_t time_mono_us_fn(void *arg);
+int64_t time_real_us_fn(void *arg);
 /* The instant ms milliseconds from now on clock clk, for pthread_cond_timedwait (whose condition
  * variable measures CLOCK_REALTIME unless its attributes chose CLOCK_MONOTONIC). */
 struct timespec time_after(clockid_t clk, int64_t ms);

@@ -76,18 +76,6 @@ struct kube_events {
 	uint64_t last_ns; /* the last name's time stamp */
 };
 
-static uint64_t mono_us(void *arg)
-{
-	(void)arg;
-	return time_mono_us();
-}
-
-static int64_t real_us(void *arg)
-{
-	(void)arg;
-	return time_real_us();
-}
-
 /* ---- caches ---------------------------------------------------------------------------------- */
 
 /* The entry of key, or a new zeroed one (evicting the least recently used when full). */
@@ -356,8 +344,8 @@ int kube_events_new(struct kube_events **out, struct kube_client *kc,
 		return err_set(e, -ENOMEM, "out of memory");
 	ev->kc = kc;
 	ev->o = *o;
-	ev->o.now_us = o->now_us ? o->now_us : mono_us;
-	ev->o.wall_us = o->wall_us ? o->wall_us : real_us;
+	ev->o.now_us = o->now_us ? o->now_us : time_mono_us_fn;
+	ev->o.wall_us = o->wall_us ? o->wall_us : time_real_us_fn;
 	snprintf(ev->component, sizeof(ev->component), "%s", o->component);
 	snprintf(ev->host, sizeof(ev->host), "%s", o->host ? o->host : "");
 	ev->seen.esz = sizeof(struct seen);

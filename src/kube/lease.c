@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/stop.h"
 #include "base/time.h"
 #include "model/kube.h"
 
@@ -24,8 +25,8 @@ struct kube_lease {
 	struct kube_lease_opts o;
 	char ns[254], name[254], identity[256];
 	pthread_mutex_t mu;
-	pthread_cond_t cv; /* CLOCK_MONOTONIC: wakes the thread on free */
-	bool stop, thread;
+	struct stop stop; /* kube_lease_free: wakes the thread */
+	bool thread;
 	pthread_t th;
 	/* Under mu (written by the attempting thread). */
 	bool leading;
@@ -37,18 +38,6 @@ struct kube_lease {
 	bool observed_mine;
 	struct model_lease cur; /* the Lease as last read or written (its resourceVersion) */
 };
-
-static uint64_t mono_us(void *arg)
-{
-	(void)arg;
-	return time_mono_us();
-}
-
-static int64_t real_us(void *arg)
-{
-	(void)arg;
-	return time_real_us();
-}
 
 void kube_microtime(int64_t wall_us, char *buf, size_t cap)
 {
@@ -86,7 +75,6 @@ int kube_lease_new(struct kube_lease **out, struct kube_client *kc, const struct
                    struct err *e)
 {
 	struct kube_lease *l;
-	pthread_condattr_t ca;
 
 	if (!o->ns || !*o->ns || !o->name || !*o->name || !o->identity || !*o->identity)
 		return err_set(e, -EINVAL,
@@ -102,9 +90,9 @@ int kube_lease_new(struct kube_lease **out, struct kube_client *kc, const struct
 	    o->renew_deadline_ms > 0 ? o->renew_deadline_ms : KUBE_LEASE_RENEW_DEADLINE_MS;
 	l->o.retry_ms = o->retry_ms > 0 ? o->retry_ms : KUBE_LEASE_RETRY_PERIOD_MS;
 	if (!l->o.now_us)
-		l->o.now_us = mono_us;
+		l->o.now_us = time_mono_us_fn;
 	if (!l->o.wall_us)
-		l->o.wall_us = real_us;
+		l->o.wall_us = time_real_us_fn;
 	if (l->o.lease_ms <= l->o.renew_deadline_ms ||
 	    (double)l->o.renew_deadline_ms <= JITTER * (double)l->o.retry_ms ||
 	    l->o.lease_ms % 1000) {
@@ -120,10 +108,7 @@ int kube_lease_new(struct kube_lease **out, struct kube_client *kc, const struct
 	snprintf(l->name, sizeof(l->name), "%s", o->name);
 	snprintf(l->identity, sizeof(l->identity), "%s", o->identity);
 	pthread_mutex_init(&l->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&l->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	stop_init(&l->stop);
 	*out = l;
 	return 0;
 }
@@ -295,18 +280,6 @@ int kube_lease_tick(struct kube_lease *l, struct err *e)
 
 /* ---- the elector thread ---------------------------------------------------------------------- */
 
-/* Waits ms or until free; true when stopping. */
-static bool wait_ms(struct kube_lease *l, int64_t ms)
-{
-	struct timespec ts = time_after(CLOCK_MONOTONIC, ms);
-	pthread_mutex_lock(&l->mu);
-	while (!l->stop && pthread_cond_timedwait(&l->cv, &l->mu, &ts) != ETIMEDOUT)
-		;
-	bool s = l->stop;
-	pthread_mutex_unlock(&l->mu);
-	return s;
-}
-
 static void *elector_main(void *arg)
 {
 	struct kube_lease *l = arg;
@@ -329,7 +302,7 @@ static void *elector_main(void *arg)
 				ms +=
 				    (int64_t)((double)l->o.retry_ms * JITTER * (j / 4294967296.0));
 		}
-		if (wait_ms(l, ms))
+		if (stop_wait_ms(&l->stop, ms))
 			break;
 	} while (1);
 	return NULL;
@@ -369,10 +342,7 @@ void kube_lease_free(struct kube_lease *l)
 {
 	if (!l)
 		return;
-	pthread_mutex_lock(&l->mu);
-	l->stop = true;
-	pthread_cond_broadcast(&l->cv);
-	pthread_mutex_unlock(&l->mu);
+	stop_set(&l->stop);
 	if (l->thread)
 		pthread_join(l->th, NULL);
 	pthread_mutex_lock(&l->mu);
@@ -385,7 +355,7 @@ void kube_lease_free(struct kube_lease *l)
 		release(l);
 	}
 	model_clear(&model_lease_kind, &l->cur);
-	pthread_cond_destroy(&l->cv);
+	stop_fini(&l->stop);
 	pthread_mutex_destroy(&l->mu);
 	free(l);
 }
