@@ -11,6 +11,7 @@ src=$(cd "$(dirname "$0")/render" && pwd)
 if [ -x "$out" ] && [ -z "$(find "$src" -newer "$out" -name '*.go')" ]; then
 	exit 0
 fi
+mkdir -p "$(dirname "$out")"
 top=$(cd "$(dirname "$out")" && pwd)
 gp="$top/chart-gopath/src/github.com/Masterminds"
 mkdir -p "$gp/semver" "$gp/sprig"
