@@ -330,6 +330,17 @@ static void *sender_main(void *arg)
 
 /* ---- the interface ------------------------------------------------------------------------- */
 
+/* Frees the caches, the lock and ev itself (the thread is not running). */
+static void release(struct kube_events *ev)
+{
+	free(ev->seen.v);
+	free(ev->agg.v);
+	free(ev->spam.v);
+	pthread_cond_destroy(&ev->cv);
+	pthread_mutex_destroy(&ev->mu);
+	free(ev);
+}
+
 int kube_events_new(struct kube_events **out, struct kube_client *kc,
                     const struct kube_events_opts *o, struct err *e)
 {
@@ -364,12 +375,7 @@ int kube_events_new(struct kube_events **out, struct kube_client *kc,
 	else
 		rc = -pthread_create(&ev->th, NULL, sender_main, ev);
 	if (rc < 0) {
-		free(ev->seen.v);
-		free(ev->agg.v);
-		free(ev->spam.v);
-		pthread_cond_destroy(&ev->cv);
-		pthread_mutex_destroy(&ev->mu);
-		free(ev);
+		release(ev);
 		return err_set(e, rc, "events: %s", strerror(-rc));
 	}
 	*out = ev;
@@ -458,10 +464,5 @@ void kube_events_free(struct kube_events *ev)
 		ev->head = it->next;
 		free(it);
 	}
-	free(ev->seen.v);
-	free(ev->agg.v);
-	free(ev->spam.v);
-	pthread_cond_destroy(&ev->cv);
-	pthread_mutex_destroy(&ev->mu);
-	free(ev);
+	release(ev);
 }
