@@ -2,10 +2,13 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <mbedtls/asn1.h>
 #include <mbedtls/ctr_drbg.h>
@@ -16,17 +19,36 @@
 #include <mbedtls/ssl.h>
 #include <mbedtls/x509_crt.h>
 
-struct h2_tls_cfg {
-	bool server;
+#include "base/log.h"
+#include "h2/loop.h"
+
+/* One generation of certificates, key and CA with the mbedtls configuration over them.  Every
+ * session holds a reference to the generation it was set up with, so a rotation never frees
+ * what a handshake in progress or an established session still uses (deploy.md §9.5). */
+struct tls_material {
 	mbedtls_ssl_config conf;
 	mbedtls_entropy_context entropy;
 	mbedtls_ctr_drbg_context drbg;
 	mbedtls_x509_crt ca, cert;
 	mbedtls_pk_context key;
+	atomic_int refs;
+};
+
+#define FILES 3 /* ca, cert, key */
+
+struct h2_tls_cfg {
+	bool server;
+	bool files; /* made from file names: re-read when they change */
+	char *path[FILES];
+	struct stat seen[FILES]; /* at the last check (st_ino 0: missing) */
+	uint64_t checked_ms, interval_ms;
+	pthread_mutex_t mu;
+	struct tls_material *cur;
 };
 
 struct h2_tls {
 	struct h2_tls_cfg *cfg;
+	struct tls_material *m;
 	mbedtls_ssl_context ssl;
 	int fd;
 	unsigned char ip[16];
@@ -67,15 +89,28 @@ static int load_key(mbedtls_pk_context *key, const char *src, bool pem)
 	return mbedtls_pk_parse_keyfile(key, src, NULL);
 }
 
-static int cfg_common(struct h2_tls_cfg *c, bool server, const char *ca, const char *cert,
-                      const char *key, bool pem, struct err *e)
+static void material_unref(struct tls_material *m)
+{
+	if (!m || atomic_fetch_sub(&m->refs, 1) != 1)
+		return;
+	mbedtls_ssl_config_free(&m->conf);
+	mbedtls_x509_crt_free(&m->ca);
+	mbedtls_x509_crt_free(&m->cert);
+	mbedtls_pk_free(&m->key);
+	mbedtls_ctr_drbg_free(&m->drbg);
+	mbedtls_entropy_free(&m->entropy);
+	free(m);
+}
+
+static int material_load(struct tls_material *c, bool server, const char *ca, const char *cert,
+                         const char *key, bool pem, struct err *e)
 {
 	const char *what_cert = pem ? "client certificate" : cert;
 	const char *what_key = pem ? "client key" : key;
 	const char *what_ca = pem ? "CA certificate" : ca;
 	int r;
 
-	c->server = server;
+	atomic_init(&c->refs, 1);
 	mbedtls_ssl_config_init(&c->conf);
 	mbedtls_entropy_init(&c->entropy);
 	mbedtls_ctr_drbg_init(&c->drbg);
@@ -93,6 +128,9 @@ static int cfg_common(struct h2_tls_cfg *c, bool server, const char *ca, const c
 		r = load_key(&c->key, key, pem);
 		if (r)
 			return tls_err(e, -EINVAL, what_key, r);
+		r = mbedtls_pk_check_pair(&c->cert.pk, &c->key);
+		if (r) /* e.g. a rotation caught between writing the certificate and the key */
+			return tls_err(e, -EINVAL, "certificate and key do not match", r);
 	}
 	if (ca) {
 		r = load_crt(&c->ca, ca, pem);
@@ -127,18 +165,57 @@ static int cfg_common(struct h2_tls_cfg *c, bool server, const char *ca, const c
 	return 0;
 }
 
-int h2_tls_server_cfg_new(struct h2_tls_cfg **out, const char *cert, const char *key,
-                          const char *client_ca, struct err *e)
+/* A new generation: 0 with *out, or a negative errno with e. */
+static int material_new(struct tls_material **out, bool server, const char *ca, const char *cert,
+                        const char *key, bool pem, struct err *e)
 {
-	struct h2_tls_cfg *c;
+	struct tls_material *m = calloc(1, sizeof(*m));
 	int rc;
+	if (!m)
+		return err_set(e, -ENOMEM, "TLS: out of memory");
+	rc = material_load(m, server, ca, cert, key, pem, e);
+	if (rc) {
+		material_unref(m);
+		return rc;
+	}
+	*out = m;
+	return 0;
+}
 
-	if (!cert || !key)
-		return err_set(e, -EINVAL, "TLS server needs both a certificate and a key");
-	c = calloc(1, sizeof(*c));
+static void stat_files(const struct h2_tls_cfg *c, struct stat st[FILES])
+{
+	for (int i = 0; i < FILES; i++)
+		if (!c->path[i] || stat(c->path[i], &st[i]) < 0)
+			memset(&st[i], 0, sizeof(st[i]));
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* A cfg over a first generation; files: remember the names to re-read them. */
+static int cfg_new(struct h2_tls_cfg **out, bool server, const char *ca, const char *cert,
+                   const char *key, bool pem, struct err *e)
+{
+	struct h2_tls_cfg *c = calloc(1, sizeof(*c));
+	const char *names[FILES] = {ca, cert, key};
+	int rc;
 	if (!c)
 		return err_set(e, -ENOMEM, "TLS: out of memory");
-	rc = cfg_common(c, true, client_ca, cert, key, false, e);
+	c->server = server;
+	c->files = !pem;
+	c->interval_ms = H2_TLS_RELOAD_MS;
+	pthread_mutex_init(&c->mu, NULL);
+	for (int i = 0; c->files && i < FILES; i++)
+		if (names[i] && !(c->path[i] = strdup(names[i]))) {
+			h2_tls_cfg_free(c);
+			return err_set(e, -ENOMEM, "TLS: out of memory");
+		}
+	stat_files(c, c->seen);
+	c->checked_ms = h2_now_ms();
+	rc = material_new(&c->cur, server, ca, cert, key, pem, e);
 	if (rc) {
 		h2_tls_cfg_free(c);
 		return rc;
@@ -147,26 +224,59 @@ int h2_tls_server_cfg_new(struct h2_tls_cfg **out, const char *cert, const char 
 	return 0;
 }
 
+/* Holding c->mu: re-reads the files when one changed since the last check (at most every
+ * interval_ms).  A set that does not load (a rotation caught half-written) keeps the current
+ * generation and is tried again when a file changes again. */
+static void maybe_reload(struct h2_tls_cfg *c)
+{
+	struct stat st[FILES];
+	struct tls_material *m;
+	struct err e = {0};
+	uint64_t now = h2_now_ms();
+	bool changed = false;
+	if (!c->files || now - c->checked_ms < c->interval_ms)
+		return;
+	c->checked_ms = now;
+	stat_files(c, st);
+	for (int i = 0; i < FILES; i++)
+		changed |= !same_file(&st[i], &c->seen[i]);
+	if (!changed)
+		return;
+	memcpy(c->seen, st, sizeof(st));
+	if (material_new(&m, c->server, c->path[0], c->path[1], c->path[2], false, &e) < 0) {
+		log_error("TLS certificate files changed but do not load; keeping the current ones",
+		          "err", e.msg);
+		return;
+	}
+	log_info("TLS certificate files changed: new connections use them", "cert",
+	         c->path[1] ? c->path[1] : "", "ca", c->path[0] ? c->path[0] : "");
+	material_unref(c->cur);
+	c->cur = m;
+}
+
+void h2_tls_cfg_set_reload_interval(struct h2_tls_cfg *c, uint64_t ms)
+{
+	pthread_mutex_lock(&c->mu);
+	c->interval_ms = ms;
+	pthread_mutex_unlock(&c->mu);
+}
+
+int h2_tls_server_cfg_new(struct h2_tls_cfg **out, const char *cert, const char *key,
+                          const char *client_ca, struct err *e)
+{
+	if (!cert || !key)
+		return err_set(e, -EINVAL, "TLS server needs both a certificate and a key");
+	return cfg_new(out, true, client_ca, cert, key, false, e);
+}
+
 static int client_cfg_new(struct h2_tls_cfg **out, const char *ca, const char *cert,
                           const char *key, bool pem, struct err *e)
 {
-	struct h2_tls_cfg *c;
-	int rc;
-
 	if (!ca)
 		return err_set(e, -EINVAL, "TLS client needs a CA to verify the server");
 	if (!cert != !key)
 		return err_set(e, -EINVAL, "TLS client certificate and key go together");
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return err_set(e, -ENOMEM, "TLS: out of memory");
-	rc = cfg_common(c, false, ca, cert, key, pem, e);
-	if (rc) {
-		h2_tls_cfg_free(c);
-		return rc;
-	}
-	*out = c;
-	return 0;
+	return cfg_new(out, false, ca, cert, key, pem, e);
 }
 
 int h2_tls_client_cfg_new(struct h2_tls_cfg **out, const char *ca, const char *cert,
@@ -185,12 +295,10 @@ void h2_tls_cfg_free(struct h2_tls_cfg *c)
 {
 	if (!c)
 		return;
-	mbedtls_ssl_config_free(&c->conf);
-	mbedtls_x509_crt_free(&c->ca);
-	mbedtls_x509_crt_free(&c->cert);
-	mbedtls_pk_free(&c->key);
-	mbedtls_ctr_drbg_free(&c->drbg);
-	mbedtls_entropy_free(&c->entropy);
+	material_unref(c->cur); /* sessions still open keep their generation */
+	for (int i = 0; i < FILES; i++)
+		free(c->path[i]);
+	pthread_mutex_destroy(&c->mu);
 	free(c);
 }
 
@@ -226,8 +334,13 @@ int h2_tls_new(struct h2_tls **out, struct h2_tls_cfg *c, int fd, const char *ve
 		return err_set(e, -ENOMEM, "TLS: out of memory");
 	t->cfg = c;
 	t->fd = fd;
+	pthread_mutex_lock(&c->mu);
+	maybe_reload(c); /* before each new handshake (deploy.md §9.5) */
+	t->m = c->cur;
+	atomic_fetch_add(&t->m->refs, 1);
+	pthread_mutex_unlock(&c->mu);
 	mbedtls_ssl_init(&t->ssl);
-	r = mbedtls_ssl_setup(&t->ssl, &c->conf);
+	r = mbedtls_ssl_setup(&t->ssl, &t->m->conf);
 	if (r) {
 		h2_tls_free(t);
 		return tls_err(e, -ENOMEM, "TLS session", r);
@@ -257,6 +370,7 @@ void h2_tls_free(struct h2_tls *t)
 	if (!t)
 		return;
 	mbedtls_ssl_free(&t->ssl);
+	material_unref(t->m);
 	free(t);
 }
 

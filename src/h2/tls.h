@@ -10,6 +10,7 @@
 #define PILLAR_H2_TLS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "base/err.h"
@@ -25,7 +26,15 @@ int h2_tls_client_cfg_new(struct h2_tls_cfg **out, const char *ca, const char *c
 /* The same from PEM texts (NUL-terminated) instead of file names, e.g. from a kubeconfig. */
 int h2_tls_client_cfg_new_pem(struct h2_tls_cfg **out, const char *ca, const char *cert,
                               const char *key, struct err *e);
+/* Sessions already set up keep the configuration they started with (nothing is freed under
+ * them).  NULL is a no-op. */
 void h2_tls_cfg_free(struct h2_tls_cfg *c);
+/* Rotation (deploy.md §9.5): a configuration made from file names re-reads its certificate,
+ * key and CA when one of the files changed (inode, size or modification time), checked before
+ * each new session at most every H2_TLS_RELOAD_MS; established sessions keep theirs.  A set of
+ * files that does not load is logged and the current one kept.  Tests shorten the interval. */
+#define H2_TLS_RELOAD_MS 60000
+void h2_tls_cfg_set_reload_interval(struct h2_tls_cfg *c, uint64_t ms);
 
 /* verify_name: for client sessions the server name or IP literal to verify (required). */
 int h2_tls_new(struct h2_tls **out, struct h2_tls_cfg *c, int fd, const char *verify_name,
