@@ -19,6 +19,18 @@ int agentclient_reconcile_deadline_ms(bool complete, size_t n_volumes)
 	return ms > 0x7fffffff ? 0x7fffffff : (int)ms;
 }
 
+bool agentclient_mtls(agentclient *c)
+{
+	return c && c->ops->mtls && c->ops->mtls(c);
+}
+
+const char *agentclient_tls_failure(const struct grpc_status *st)
+{
+	static const char mark[] = "TLS handshake: ";
+	const char *p = st->code == GRPC_UNAVAILABLE ? strstr(st->msg, mark) : NULL;
+	return p ? p + sizeof(mark) - 1 : NULL;
+}
+
 bool agentclient_restore_pending(const struct grpc_status *st)
 {
 	return st && strncmp(st->msg, "export restore pending", 22) == 0;

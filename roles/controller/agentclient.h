@@ -42,6 +42,8 @@ struct agentclient_ops {
 	/* Optional (a transport with connections): the next call to address connects at once,
 	 * whatever backoff its earlier failures left. */
 	void (*reset_backoff)(agentclient *c, const char *address);
+	/* Optional: true when calls go over mutual TLS (deploy.md §9). */
+	bool (*mtls)(agentclient *c);
 };
 
 struct agentclient {
@@ -53,6 +55,12 @@ void agentclient_close(agentclient *c); /* NULL is a no-op */
 /* The deadline of ReconcileState: one volume 30 s; complete restore 30 s + 10 s per volume. */
 int agentclient_reconcile_deadline_ms(bool complete, size_t n_volumes);
 
+/* True when calls go over mutual TLS (the transport says so; false without the op). */
+bool agentclient_mtls(agentclient *c);
+/* The handshake's reason when st is a call that failed in the TLS handshake (the gRPC client's
+ * "<address>: TLS handshake: <reason>"), else NULL: the controller reports it as
+ * AgentConnected=False/TLSHandshakeFailed (crds.md §3.3, deploy.md §9.3). */
+const char *agentclient_tls_failure(const struct grpc_status *st);
 /* True when a status message begins with the restore-gate prefix "export restore pending". */
 bool agentclient_restore_pending(const struct grpc_status *st);
 

@@ -110,7 +110,13 @@ static void greset_backoff(agentclient *c, const char *address)
 		grpc_channel_reset_backoff(ch);
 }
 
-static const struct agentclient_ops gops = {invoke, gclose, greset_backoff};
+static bool gmtls(agentclient *c)
+{
+	struct gclient *g = (struct gclient *)c;
+	return g->o.tls_ca && *g->o.tls_ca;
+}
+
+static const struct agentclient_ops gops = {invoke, gclose, greset_backoff, gmtls};
 
 int agentclient_grpc_new(const struct agentclient_grpc_opts *o, agentclient **out, struct err *e)
 {

@@ -268,18 +268,27 @@ static void dial(struct agent_pass *p)
 	struct grpc_status ast = {0};
 	char m[1024];
 	if (agentclient_health_check(p->c->ac, p->addr, &h, &ast) != GRPC_OK) {
-		snprintf(m, sizeof(m), "HealthCheck to agent at \"%s\" failed: %s", p->addr,
-		         ast.msg);
+		const char *tls = agentclient_tls_failure(&ast);
+		if (tls)
+			snprintf(m, sizeof(m),
+			         "mTLS handshake to agent at \"%s\" failed; verify certificate chain "
+			         "and CA: %s",
+			         p->addr, tls);
+		else
+			snprintf(m, sizeof(m), "HealthCheck to agent at \"%s\" failed: %s", p->addr,
+			         ast.msg);
 		model_cond_set(cs, RULES_COND_AGENT_CONNECTED, "False",
-		               RULES_REASON_HEALTH_CHECK_FAILED, m, p->og);
+		               tls ? RULES_REASON_TLS_HANDSHAKE_FAILED
+		                   : RULES_REASON_HEALTH_CHECK_FAILED,
+		               m, p->og);
 		return;
 	}
 	p->connected = true;
 	p->pending = h->export_restore_pending;
 	if (h->healthy) {
-		p->conn_reason = RULES_REASON_DIALED;
-		model_cond_set(cs, RULES_COND_AGENT_CONNECTED, "True", RULES_REASON_DIALED, "",
-		               p->og);
+		p->conn_reason = agentclient_mtls(p->c->ac) ? RULES_REASON_AUTHENTICATED
+		                                            : RULES_REASON_DIALED;
+		model_cond_set(cs, RULES_COND_AGENT_CONNECTED, "True", p->conn_reason, "", p->og);
 	} else {
 		degraded_msg(h, m, sizeof(m));
 		p->conn_reason = RULES_REASON_AGENT_DEGRADED;

@@ -27,7 +27,7 @@ struct fake_agent {
 		char id[160], msg[256];
 	} items[FAKE_MAX_ITEMS];
 	size_t nitems;
-	bool healthy, pending;
+	bool healthy, pending, mtls;
 	char sub_name[64], sub_msg[256];
 	ProtobufCMessage *caps;
 	char *(*hook)(void *, const char *);
@@ -225,7 +225,18 @@ static void f_close(agentclient *c)
 	(void)c;
 }
 
-static const struct agentclient_ops fake_ops = {.invoke = f_invoke, .close = f_close};
+static bool f_mtls(agentclient *c)
+{
+	return ((struct fake_agent *)c)->mtls;
+}
+
+static const struct agentclient_ops fake_ops = {
+    .invoke = f_invoke, .close = f_close, .mtls = f_mtls};
+
+void fake_agent_set_mtls(fake_agent *f, bool on)
+{
+	f->mtls = on;
+}
 
 fake_agent *fake_agent_new(void)
 {

@@ -32,6 +32,8 @@ agentclient *fake_agent_client(fake_agent *f);
 
 /* The next call of method fails with code and msg (queued, one per call). */
 void fake_agent_fail(fake_agent *f, const char *method, int code, const char *msg);
+/* Whether the transport the fake stands for is mutual TLS (agentclient_mtls). */
+void fake_agent_set_mtls(fake_agent *f, bool on);
 /* HealthCheck answer. */
 void fake_agent_set_health(fake_agent *f, bool healthy, bool restore_pending, const char *sub_name,
                            const char *sub_msg);

@@ -217,6 +217,35 @@ START_TEST(test_restore_failure_and_item_results)
 }
 END_TEST
 
+/* deploy.md §9.3, crds.md §3.3: over mTLS a healthy agent is Authenticated; a failed handshake
+ * is TLSHandshakeFailed with the spec's message and the handshake's reason. */
+START_TEST(test_agent_mtls_reasons)
+{
+	struct err e = {0};
+	int requeue;
+	fake_agent_set_mtls(fx_fa, true);
+	fake_agent_fail(fx_fa, "HealthCheck", GRPC_UNAVAILABLE,
+	                "10.0.0.5:9500: TLS handshake: peer certificate refused: The certificate is "
+	                "not correctly signed by the trusted CA (retrying in 200 ms)");
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	cJSON *pa = fx_get("PillarAgent", "storage-1");
+	ck_assert_str_eq(cond_status(pa, "AgentConnected"), "False");
+	ck_assert_str_eq(cond_reason(pa, "AgentConnected"), "TLSHandshakeFailed");
+	ck_assert_str_eq(
+	    json_get_str(cond_get(cJSON_GetObjectItem(pa, "status"), "AgentConnected"), "message"),
+	    "mTLS handshake to agent at \"10.0.0.5:9500\" failed; verify certificate chain and CA: "
+	    "peer certificate refused: The certificate is not correctly signed by the trusted CA "
+	    "(retrying in 200 ms)");
+	ck_assert_str_eq(cond_reason(pa, "Ready"), "AgentNotConnected");
+	cJSON_Delete(pa);
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	pa = fx_get("PillarAgent", "storage-1");
+	ck_assert_str_eq(cond_status(pa, "AgentConnected"), "True");
+	ck_assert_str_eq(cond_reason(pa, "AgentConnected"), "Authenticated");
+	cJSON_Delete(pa);
+}
+END_TEST
+
 START_TEST(test_agent_unreachable_degraded_and_deletion)
 {
 	struct err e = {0};
@@ -311,6 +340,7 @@ int main(void)
 	tcase_add_test(t, test_restore_once_then_serving);
 	tcase_add_test(t, test_restore_failure_and_item_results);
 	tcase_add_test(t, test_agent_unreachable_degraded_and_deletion);
+	tcase_add_test(t, test_agent_mtls_reasons);
 	tcase_add_test(t, test_workqueue);
 	suite_add_tcase(s, t);
 	return tu_run(s);
