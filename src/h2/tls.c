@@ -230,7 +230,7 @@ static int cfg_new(struct h2_tls_cfg **out, bool server, const char *ca, const c
 static void maybe_reload(struct h2_tls_cfg *c)
 {
 	struct stat st[FILES];
-	struct tls_material *m;
+	struct tls_material *m = NULL;
 	struct err e = {0};
 	uint64_t now = h2_now_ms();
 	bool changed = false;

@@ -46,23 +46,11 @@ static void make_service(void (*hook)(void *))
 
 static void setup(void)
 {
-	char json[1200];
-	struct err e = {0};
 	snprintf(root, sizeof(root), "%s", tu_mkdtemp());
 	snprintf(cfs, sizeof(cfs), "%s/cfs", root);
 	snprintf(state, sizeof(state), "%s/state", root);
 	snprintf(files, sizeof(files), "%s/files", root);
-	static const char *const dirs[] = {"", "/nvmet", "/nvmet/subsystems", "/nvmet/ports",
-	                                   "/nvmet/hosts"};
-	for (int i = 0; i < 5; i++) {
-		char p[600];
-		snprintf(p, sizeof(p), "%s%s", cfs, dirs[i]);
-		ck_assert_int_eq(mkdir(p, 0755), 0);
-	}
-	mkdir(files, 0755);
-	snprintf(json, sizeof(json),
-	         "{\"backends\":[{\"file\":{\"pool\":\"fpool\",\"directory\":\"%s\"}}]}", files);
-	ck_assert_msg(agent_config_parse(json, strlen(json), &cfg, &e) == 0, "%s", e.msg);
+	tu_agent_layout(root, &cfg);
 	hook_calls = 0;
 	port_id = nvmet_port_preferred_id("127.0.0.1", 4420);
 	make_service(NULL);

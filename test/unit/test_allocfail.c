@@ -530,25 +530,14 @@ static int op_agent_list(void *arg, char *why, size_t cap)
 
 START_TEST(test_agent_out_of_memory)
 {
-	char root[400], cfs[480], state[480], files[480], json[1200];
+	char root[400], cfs[480], state[480];
 	struct agent_config cfg = {0};
 	agent_service *svc = NULL;
 	struct err e = {0};
 	snprintf(root, sizeof(root), "%s", tu_mkdtemp());
 	snprintf(cfs, sizeof(cfs), "%s/cfs", root);
 	snprintf(state, sizeof(state), "%s/state", root);
-	snprintf(files, sizeof(files), "%s/files", root);
-	static const char *const dirs[] = {"", "/nvmet", "/nvmet/subsystems", "/nvmet/ports",
-	                                   "/nvmet/hosts"};
-	for (int i = 0; i < 5; i++) {
-		char p[600];
-		snprintf(p, sizeof(p), "%s%s", cfs, dirs[i]);
-		ck_assert_int_eq(mkdir(p, 0755), 0);
-	}
-	ck_assert_int_eq(mkdir(files, 0755), 0);
-	snprintf(json, sizeof(json),
-	         "{\"backends\":[{\"file\":{\"pool\":\"fpool\",\"directory\":\"%s\"}}]}", files);
-	ck_assert_msg(agent_config_parse(json, strlen(json), &cfg, &e) == 0, "%s", e.msg);
+	tu_agent_layout(root, &cfg);
 	struct agent_service_opts o = {.state_dir = state,
 	                               .configfs_root = cfs,
 	                               .version = "0.1.0-test",

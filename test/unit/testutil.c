@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/config.h"
+
 const char *tu_mkdtemp(void)
 {
 	static char path[PATH_MAX];
@@ -74,4 +76,20 @@ int tu_run(Suite *s)
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed == 0 ? 0 : 1;
+}
+
+void tu_agent_layout(const char *root, struct agent_config *cfg)
+{
+	static const char *const dirs[] = {"/cfs", "/cfs/nvmet", "/cfs/nvmet/subsystems",
+	                                   "/cfs/nvmet/ports", "/cfs/nvmet/hosts", "/files"};
+	char p[4200], json[4400];
+	struct err e = {0};
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(p, sizeof(p), "%s%s", root, dirs[i]);
+		ck_assert_msg(mkdir(p, 0755) == 0, "mkdir %s: %s", p, strerror(errno));
+	}
+	snprintf(json, sizeof(json),
+	         "{\"backends\":[{\"file\":{\"pool\":\"fpool\",\"directory\":\"%s/files\"}}]}",
+	         root);
+	ck_assert_msg(agent_config_parse(json, strlen(json), cfg, &e) == 0, "%s", e.msg);
 }

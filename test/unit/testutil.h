@@ -14,6 +14,11 @@ void tu_rmtree(const char *path);
 void tu_write(const char *dir, const char *name, const char *text);
 /* Reads dir/name into a static buffer ("" when missing). */
 const char *tu_read(const char *dir, const char *name);
+/* The agent's test layout below root: root/cfs with nvmet/{subsystems,ports,hosts} (a plain
+ * directory standing in for configfs), root/files, and a configuration with one file backend
+ * (pool "fpool" in root/files) parsed into *cfg (agent_config_clear).  Fails the test on error. */
+struct agent_config;
+void tu_agent_layout(const char *root, struct agent_config *cfg);
 /* Runs a Check suite and returns the process exit status (0 when everything passed). */
 int tu_run(Suite *s);
 
