@@ -270,10 +270,11 @@ static void dial(struct agent_pass *p)
 	if (agentclient_health_check(p->c->ac, p->addr, &h, &ast) != GRPC_OK) {
 		const char *tls = agentclient_tls_failure(&ast);
 		if (tls)
-			snprintf(m, sizeof(m),
-			         "mTLS handshake to agent at \"%s\" failed; verify certificate chain "
-			         "and CA: %s",
-			         p->addr, tls);
+			snprintf(
+			    m, sizeof(m),
+			    "mTLS handshake to agent at \"%s\" failed; verify certificate chain "
+			    "and CA: %s",
+			    p->addr, tls);
 		else
 			snprintf(m, sizeof(m), "HealthCheck to agent at \"%s\" failed: %s", p->addr,
 			         ast.msg);
@@ -286,8 +287,8 @@ static void dial(struct agent_pass *p)
 	p->connected = true;
 	p->pending = h->export_restore_pending;
 	if (h->healthy) {
-		p->conn_reason = agentclient_mtls(p->c->ac) ? RULES_REASON_AUTHENTICATED
-		                                            : RULES_REASON_DIALED;
+		p->conn_reason =
+		    agentclient_mtls(p->c->ac) ? RULES_REASON_AUTHENTICATED : RULES_REASON_DIALED;
 		model_cond_set(cs, RULES_COND_AGENT_CONNECTED, "True", p->conn_reason, "", p->og);
 	} else {
 		degraded_msg(h, m, sizeof(m));

@@ -224,9 +224,10 @@ START_TEST(test_agent_mtls_reasons)
 	struct err e = {0};
 	int requeue;
 	fake_agent_set_mtls(fx_fa, true);
-	fake_agent_fail(fx_fa, "HealthCheck", GRPC_UNAVAILABLE,
-	                "10.0.0.5:9500: TLS handshake: peer certificate refused: The certificate is "
-	                "not correctly signed by the trusted CA (retrying in 200 ms)");
+	fake_agent_fail(
+	    fx_fa, "HealthCheck", GRPC_UNAVAILABLE,
+	    "10.0.0.5:9500: TLS handshake: peer certificate refused: The certificate is "
+	    "not correctly signed by the trusted CA (retrying in 200 ms)");
 	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
 	cJSON *pa = fx_get("PillarAgent", "storage-1");
 	ck_assert_str_eq(cond_status(pa, "AgentConnected"), "False");

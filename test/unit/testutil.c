@@ -80,8 +80,9 @@ int tu_run(Suite *s)
 
 void tu_agent_layout(const char *root, struct agent_config *cfg)
 {
-	static const char *const dirs[] = {"/cfs", "/cfs/nvmet", "/cfs/nvmet/subsystems",
-	                                   "/cfs/nvmet/ports", "/cfs/nvmet/hosts", "/files"};
+	static const char *const dirs[] = {
+	    "/cfs",  "/cfs/nvmet", "/cfs/nvmet/subsystems", "/cfs/nvmet/ports", "/cfs/nvmet/hosts",
+	    "/files"};
 	char p[4200], json[4400];
 	struct err e = {0};
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
