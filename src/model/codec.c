@@ -22,11 +22,17 @@ static int type_err(struct err *e, const char *path, const char *what)
 	return err_set(e, -EINVAL, "%s must be %s", path, what);
 }
 
+/* Integers are exact in JSON (a double) up to 2^53: the range both spellings accept, so that
+ * whatever decodes also encodes and decodes again (found by fuzz_model). */
+#define INT_EXACT 9007199254740992LL
+
 static int dec_int(const cJSON *v, int64_t *out)
 {
 	if (cJSON_IsNumber(v)) {
 		double d = v->valuedouble;
-		if (d != (double)(int64_t)d || d > 9007199254740992.0 || d < -9007199254740992.0)
+		/* the range first: converting a double beyond int64_t is undefined */
+		if (!(d >= (double)-INT_EXACT && d <= (double)INT_EXACT) ||
+		    d != (double)(int64_t)d)
 			return -EINVAL;
 		*out = (int64_t)d;
 		return 0;
@@ -35,7 +41,7 @@ static int dec_int(const cJSON *v, int64_t *out)
 		char *end;
 		errno = 0;
 		long long x = strtoll(v->valuestring, &end, 10);
-		if (errno || *end || end == v->valuestring)
+		if (errno || *end || end == v->valuestring || x > INT_EXACT || x < -INT_EXACT)
 			return -EINVAL;
 		*out = x;
 		return 0;
