@@ -162,6 +162,11 @@ int agentclient_probe(agentclient *c, const char *addr, int deadline_ms, bool *p
 	return r;
 }
 
+uint64_t agentclient_conn_id(agentclient *c, const char *addr)
+{
+	return c && c->ops && c->ops->conn_id ? c->ops->conn_id(c, addr) : 0;
+}
+
 int agentclient_get_capabilities(agentclient *c, const char *addr,
                                  PillarCsi__Agent__V1__GetCapabilitiesResponse **resp,
                                  struct grpc_status *st)

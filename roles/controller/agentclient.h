@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "grpc/status.h"
 #include "pillar_csi/agent/v1/agent.pb-c.h"
@@ -44,6 +45,9 @@ struct agentclient_ops {
 	void (*reset_backoff)(agentclient *c, const char *address);
 	/* Optional: true when calls go over mutual TLS (deploy.md §9). */
 	bool (*mtls)(agentclient *c);
+	/* Optional: an id of the established connection to address (a new connection, a new id),
+	 * 0 when none. */
+	uint64_t (*conn_id)(agentclient *c, const char *address);
 };
 
 struct agentclient {
@@ -98,6 +102,8 @@ int agentclient_reconcile_state(agentclient *c, const char *addr,
  * connections to probe (reset_backoff unset), else the gRPC code. */
 int agentclient_probe(agentclient *c, const char *addr, int deadline_ms, bool *pending,
                       struct grpc_status *st);
+/* The transport's conn_id (0 when it has none or no connection is established). */
+uint64_t agentclient_conn_id(agentclient *c, const char *addr);
 int agentclient_health_check(agentclient *c, const char *addr,
                              PillarCsi__Agent__V1__HealthCheckResponse **resp,
                              struct grpc_status *st);

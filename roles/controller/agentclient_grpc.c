@@ -116,7 +116,19 @@ static bool gmtls(agentclient *c)
 	return g->o.tls_ca && *g->o.tls_ca;
 }
 
-static const struct agentclient_ops gops = {invoke, gclose, greset_backoff, gmtls};
+static uint64_t gconn_id(agentclient *c, const char *address)
+{
+	struct gclient *g = (struct gclient *)c;
+	struct grpc_status st = {0};
+	struct grpc_channel *ch = channel_for(g, address, &st);
+	return ch ? grpc_channel_conn_id(ch) : 0;
+}
+
+static const struct agentclient_ops gops = {.invoke = invoke,
+                                            .close = gclose,
+                                            .reset_backoff = greset_backoff,
+                                            .mtls = gmtls,
+                                            .conn_id = gconn_id};
 
 int agentclient_grpc_new(const struct agentclient_grpc_opts *o, agentclient **out, struct err *e)
 {

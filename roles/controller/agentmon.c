@@ -15,6 +15,8 @@ struct magent {
 	struct magent *next;
 	char *name, *addr;
 	enum mstate state;
+	uint64_t conn;     /* the connection the last serving probe used */
+	int64_t probed_ms; /* when */
 };
 
 struct agentmon {
@@ -75,6 +77,34 @@ static enum mstate probe(struct agentmon *m, const char *addr)
 	return r != GRPC_OK ? M_DOWN : pending ? M_GATED : M_SERVING;
 }
 
+/* Whether a serving agent's connection is still the one its last probe used, and that probe
+ * recent: then nothing can have changed (a restart drops the connection) and nothing is sent. */
+static bool still_serving(struct agentmon *m, const struct magent *a)
+{
+	if (a->state != M_SERVING || !a->conn ||
+	    time_mono_ms() - a->probed_ms >= AGENTMON_REPROBE_MS)
+		return false;
+	return agentclient_conn_id(m->c->ac, a->addr) == a->conn;
+}
+
+/* Probes agent name at addr and records the result; true when its state changed. */
+static bool probe_one(struct agentmon *m, const char *name, const char *addr)
+{
+	enum mstate s = probe(m, addr);
+	uint64_t conn = s == M_SERVING ? agentclient_conn_id(m->c->ac, addr) : 0;
+	bool changed = false;
+	pthread_mutex_lock(&m->mu);
+	for (struct magent *a = m->agents; a; a = a->next)
+		if (!strcmp(a->name, name) && !strcmp(a->addr, addr)) {
+			changed = s != M_UNKNOWN && s != a->state;
+			a->state = s;
+			a->conn = conn;
+			a->probed_ms = time_mono_ms();
+		}
+	pthread_mutex_unlock(&m->mu);
+	return changed;
+}
+
 /* One round over the agents known at its start. */
 static void round_once(struct agentmon *m)
 {
@@ -82,28 +112,19 @@ static void round_once(struct agentmon *m)
 	size_t n = 0;
 	for (struct magent *a = m->agents; a; a = a->next)
 		n++;
-	char **names = calloc(n ? n : 1, sizeof(char *)), **addrs = calloc(n ? n : 1, sizeof(char *));
+	char **names = calloc(n ? n : 1, sizeof(char *)),
+	     **addrs = calloc(n ? n : 1, sizeof(char *));
 	size_t k = 0;
-	for (struct magent *a = m->agents; a && names && addrs; a = a->next, k++) {
+	for (struct magent *a = m->agents; a && names && addrs; a = a->next) {
+		if (still_serving(m, a))
+			continue;
 		names[k] = strdup(a->name);
-		addrs[k] = strdup(a->addr);
+		addrs[k++] = strdup(a->addr);
 	}
 	pthread_mutex_unlock(&m->mu);
-	for (size_t i = 0; i < k; i++) {
-		if (!names[i] || !addrs[i])
-			continue;
-		enum mstate s = probe(m, addrs[i]);
-		bool changed = false;
-		pthread_mutex_lock(&m->mu);
-		for (struct magent *a = m->agents; a; a = a->next)
-			if (!strcmp(a->name, names[i]) && !strcmp(a->addr, addrs[i])) {
-				changed = s != M_UNKNOWN && s != a->state;
-				a->state = s;
-			}
-		pthread_mutex_unlock(&m->mu);
-		if (changed)
+	for (size_t i = 0; i < k; i++)
+		if (names[i] && addrs[i] && probe_one(m, names[i], addrs[i]))
 			m->kick(m->arg, names[i]);
-	}
 	for (size_t i = 0; i < k; i++) {
 		free(names[i]);
 		free(addrs[i]);
@@ -141,11 +162,7 @@ int agentmon_start(struct ctl *c, void (*kick)(void *arg, const char *agent), vo
 	m->kick = kick;
 	m->arg = arg;
 	pthread_mutex_init(&m->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&m->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	time_cond_init_mono(&m->cv);
 	if (pthread_create(&m->th, NULL, mon_main, m) != 0) {
 		pthread_cond_destroy(&m->cv);
 		pthread_mutex_destroy(&m->mu);

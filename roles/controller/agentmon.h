@@ -1,9 +1,12 @@
 /* agentmon — notices an agent restart, a storage-node reboot or an outage within a second
  * (issue 14), instead of at the next periodic PillarAgent pass.
  *
- * One thread probes every known agent each AGENTMON_TICK_MS with agentclient_probe (HealthCheck
- * with a short deadline, reconnecting at once): a dropped connection shows as a failed probe, a
- * restarted agent as one whose restore gate is closed (export_restore_pending).  Whenever an
+ * One thread looks at every known agent each AGENTMON_TICK_MS.  A serving agent whose connection
+ * is still the one of its last probe (agentclient_conn_id; a restart drops it) costs nothing
+ * until AGENTMON_REPROBE_MS have passed (a host that vanished without closing it); any other is
+ * probed with agentclient_probe (HealthCheck with a short deadline, reconnecting at once): a
+ * dropped connection shows as a failed probe or a new connection, a restarted agent as one whose
+ * restore gate is closed (export_restore_pending).  Whenever an
  * agent's probe state (unreachable / gate closed / serving) differs from the previous probe's,
  * kick(arg, name) runs, and the PillarAgent reconcile does the rest (status, the restore).  A
  * state that stays the same kicks nothing, so an agent that stays down costs one probe per tick
@@ -18,8 +21,9 @@
 
 #include "controller/ctl.h"
 
-#define AGENTMON_TICK_MS  500
-#define AGENTMON_PROBE_MS 1000 /* deadline of one probe */
+#define AGENTMON_TICK_MS    500
+#define AGENTMON_PROBE_MS   1000 /* deadline of one probe */
+#define AGENTMON_REPROBE_MS 5000
 
 struct agentmon;
 

@@ -533,11 +533,7 @@ int controller_loop_start(struct ctl *c, const struct controller_loop_opts *o,
 		return err_set(e, r, "controller loop: out of memory");
 	}
 	pthread_mutex_init(&l->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&l->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	time_cond_init_mono(&l->cv);
 	c->restore_kick_arg = l;
 	c->restore_kick = kick;
 	if (agentmon_start(c, kick, l, &l->mon) < 0) { /* before the watches, which feed it */

@@ -184,32 +184,60 @@ static int volume_names(struct ctl *c, const char *agent, const char *only,
 	return r;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Builds x->v (read under its lock) when it is eligible; true when built.  Volumes without
+ * exportSpec get ExportSpecMissing.  x->v is cleared when not built. */
+static bool take(struct ctl *c, const char *agent, const char *only, struct rvol *x)
+{
+	const char *ref = x->v.spec.agent_ref;
+	if (!eligible(&x->v) || (only && (!ref || strcmp(ref, agent)))) {
+		model_clear(&model_pvst_kind, &x->v);
+		return false;
+	}
+	if (!x->v.status.has_export_spec) {
+		set_cond_if_changed(
+		    c, &x->v, RULES_REASON_EXPORT_SPEC_MISSING,
+		    "status.exportSpec is missing; the controller will not guess it "
+		    "(see operations.md §9)");
+		model_clear(&model_pvst_kind, &x->v);
+		return false;
+	}
+	build(x);
+	return true;
+}
+
 /* Re-reads the named volumes under their locks and builds the eligible ones into v; *n of
- * them.  Volumes without exportSpec get ExportSpecMissing. */
+ * them.  A whole agent's volumes are read in one list (names is sorted; a volume created since
+ * names was listed is not locked and waits for the next pass). */
 static void collect(struct ctl *c, const char *agent, const char *only,
                     const struct model_strs *names, struct rvol *v, size_t *n)
 {
 	*n = 0;
-	for (size_t i = 0; i < names->n; i++) {
-		struct rvol *x = &v[*n];
-		if (model_get(c->st, &model_pvst_kind, NULL, names->v[i], &x->v, NULL) < 0)
-			continue;
-		const char *ref = x->v.spec.agent_ref;
-		if (!eligible(&x->v) || (only && (!ref || strcmp(ref, agent)))) {
-			model_clear(&model_pvst_kind, &x->v);
-			continue;
-		}
-		if (!x->v.status.has_export_spec) {
-			set_cond_if_changed(
-			    c, &x->v, RULES_REASON_EXPORT_SPEC_MISSING,
-			    "status.exportSpec is missing; the controller will not guess it "
-			    "(see operations.md §9)");
-			model_clear(&model_pvst_kind, &x->v);
-			continue;
-		}
-		build(x);
-		(*n)++;
+	if (only) {
+		if (model_get(c->st, &model_pvst_kind, NULL, only, &v->v, NULL) == 0 &&
+		    take(c, agent, only, v))
+			*n = 1;
+		return;
 	}
+	char sel[400];
+	struct model_pvst *items = NULL;
+	size_t m = 0;
+	snprintf(sel, sizeof(sel), RULES_LABEL_AGENT "=%s", agent);
+	if (model_list(c->st, &model_pvst_kind, NULL, sel, (void **)&items, &m, NULL, NULL) < 0)
+		return;
+	for (size_t i = 0; i < m; i++) {
+		const char *key = items[i].meta.name;
+		if (!key || !bsearch(&key, names->v, names->n, sizeof(char *), cmp_str))
+			continue;
+		v[*n].v = items[i];
+		memset(&items[i], 0, sizeof(items[i])); /* moved */
+		*n += take(c, agent, NULL, &v[*n]);
+	}
+	model_list_free(&model_pvst_kind, items, m);
 }
 
 /* Sends the request (or not: no address, nothing to resync); returns the RPC's code. */
@@ -299,7 +327,8 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
 		keylock_release(&c->locks, &ahold);
 		return grpc_status_oom(gs);
 	}
-	/* the names are sorted: take the per-volume locks in name order */
+	/* the per-volume locks in name order */
+	qsort(names.v, names.n, sizeof(char *), cmp_str);
 	for (size_t i = 0; i < names.n; i++)
 		keylock_wait(&c->locks, &holds[i], names.v[i]);
 	collect(c, agent, only, &names, v, &n);

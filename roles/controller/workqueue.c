@@ -53,11 +53,7 @@ int workqueue_new(int base_ms, int max_ms, workqueue **out)
 	}
 	q->nbuckets = 64;
 	pthread_mutex_init(&q->mu, NULL);
-	pthread_condattr_t a;
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(&q->cv, &a);
-	pthread_condattr_destroy(&a);
+	time_cond_init_mono(&q->cv);
 	q->base_ms = base_ms;
 	q->max_ms = max_ms;
 	q->tokens = WORKQUEUE_BURST;

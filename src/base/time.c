@@ -63,3 +63,12 @@ int64_t time_real_us_fn(void *arg)
 	(void)arg;
 	return time_real_us();
 }
+
+void time_cond_init_mono(pthread_cond_t *cv)
+{
+	pthread_condattr_t a;
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(cv, &a);
+	pthread_condattr_destroy(&a);
+}

@@ -6,6 +6,7 @@
 #ifndef PILLAR_BASE_TIME_H
 #define PILLAR_BASE_TIME_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -22,6 +23,8 @@ int64_t time_real_us_fn(void *arg);
 /* The instant ms milliseconds from now on clock clk, for pthread_cond_timedwait (whose condition
  * variable measures CLOCK_REALTIME unless its attributes chose CLOCK_MONOTONIC). */
 struct timespec time_after(clockid_t clk, int64_t ms);
+/* Initialises cv to measure CLOCK_MONOTONIC (pair with time_after(CLOCK_MONOTONIC, ...)). */
+void time_cond_init_mono(pthread_cond_t *cv);
 /* Sleeps ms milliseconds (restarted after signals). */
 void time_sleep_ms(int ms);
 /* Sleeps us microseconds (restarted after signals). */

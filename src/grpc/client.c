@@ -56,6 +56,7 @@ struct cconn {
 	struct grpc_channel *ch;
 	struct h2_conn *h2;
 	bool ready;
+	uint64_t id; /* set when ready: ch->conn_ids */
 	struct ccall *calls;
 };
 
@@ -67,7 +68,7 @@ struct grpc_channel {
 	size_t max_msg;
 	struct cconn *cur;
 	atomic_int n_conns;
-	uint64_t backoff, retry_at;
+	uint64_t backoff, retry_at, conn_ids;
 	char last_err[ERR_MSG_MAX];
 	struct ccall *pend_head, *pend_tail;
 	bool closing;
@@ -293,6 +294,7 @@ static void cc_open(void *arg, struct h2_conn *h)
 	if (h2_conn_client_session(h, cc_callbacks, cc) < 0)
 		return;
 	cc->ready = true;
+	cc->id = ++ch->conn_ids;
 	ch->backoff = 0;
 	while (ch->cur == cc && ch->pend_head) {
 		struct ccall *c = ch->pend_head;
@@ -349,6 +351,24 @@ static void reset_backoff_fn(void *arg)
 void grpc_channel_reset_backoff(struct grpc_channel *ch)
 {
 	h2_loop_run_sync(ch->loop, reset_backoff_fn, ch);
+}
+
+struct conn_id_q {
+	struct grpc_channel *ch;
+	uint64_t id;
+};
+
+static void conn_id_fn(void *arg)
+{
+	struct conn_id_q *q = arg;
+	q->id = q->ch->cur && q->ch->cur->ready ? q->ch->cur->id : 0;
+}
+
+uint64_t grpc_channel_conn_id(struct grpc_channel *ch)
+{
+	struct conn_id_q q = {ch, 0};
+	h2_loop_run_sync(ch->loop, conn_id_fn, &q);
+	return q.id;
 }
 
 /* Holding the loop, on the caller's thread: read the connection itself while waiting. */

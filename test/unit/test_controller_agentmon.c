@@ -58,8 +58,8 @@ static int h_caps(struct grpc_call *call, const ProtobufCMessage *req, ProtobufC
 	return GRPC_OK;
 }
 
-static int h_reconcile(struct grpc_call *call, const ProtobufCMessage *req,
-                       ProtobufCMessage **resp, void *ctx)
+static int h_reconcile(struct grpc_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                       void *ctx)
 {
 	struct mini *m = ctx;
 	const PillarCsi__Agent__V1__ReconcileStateRequest *q = (const void *)req;
@@ -169,8 +169,8 @@ static const char *reason_of(const char *kind, const char *name, const char *typ
 }
 
 /* Milliseconds until kind/name shows reason for type, or -1 after ms. */
-static int64_t wait_reason(const char *kind, const char *name, const char *type,
-                           const char *reason, int ms)
+static int64_t wait_reason(const char *kind, const char *name, const char *type, const char *reason,
+                           int ms)
 {
 	char buf[64];
 	int64_t t0 = time_mono_ms();
@@ -185,7 +185,8 @@ static int64_t wait_reason(const char *kind, const char *name, const char *type,
 static void agent_at(int port)
 {
 	char spec[128];
-	snprintf(spec, sizeof(spec), "{\"external\":{\"address\":\"127.0.0.1\",\"port\":%d}}", port);
+	snprintf(spec, sizeof(spec), "{\"external\":{\"address\":\"127.0.0.1\",\"port\":%d}}",
+	         port);
 	fx_put("PillarAgent", NULL, "storage-1", NULL, spec, NULL);
 	fx_put("PillarVolumeState", NULL, "vol-a",
 	       "\"labels\":{\"pillar-csi.bhyoo.com/agent\":\"storage-1\"}",
@@ -217,9 +218,9 @@ START_TEST(test_reboot_noticed_within_a_second)
 	ck_assert_int_eq(atomic_load(&mini.complete), 1);
 	/* the storage node goes down long enough for the client's reconnect backoff to grow */
 	mini_stop();
-	ck_assert_int_ge(wait_reason("PillarAgent", "storage-1", "AgentConnected",
-	                             "HealthCheckFailed", 3000),
-	                 0);
+	ck_assert_int_ge(
+	    wait_reason("PillarAgent", "storage-1", "AgentConnected", "HealthCheckFailed", 3000),
+	    0);
 	time_sleep_us(5000000);
 	/* it comes back with an empty kernel target: the gate is closed until the restore */
 	mini_start(port, true);
@@ -232,11 +233,13 @@ START_TEST(test_reboot_noticed_within_a_second)
 	ck_assert_msg(gate_ms <= 2000, "restore sent %lld ms after the port accepted",
 	              (long long)gate_ms);
 	ck_assert_msg(serving_ms >= 0 && gate_ms + serving_ms <= 3000,
-	              "ExportsServing %lld ms after the port accepted", (long long)(gate_ms + serving_ms));
+	              "ExportsServing %lld ms after the port accepted",
+	              (long long)(gate_ms + serving_ms));
 	ck_assert_int_eq(atomic_load(&mini.complete), 2);
 	char buf[64];
-	ck_assert_str_eq(reason_of("PillarVolumeState", "vol-a", "ExportReconciled", buf, sizeof(buf)),
-	                 "Reconciled");
+	ck_assert_str_eq(
+	    reason_of("PillarVolumeState", "vol-a", "ExportReconciled", buf, sizeof(buf)),
+	    "Reconciled");
 	controller_loop_stop(l);
 }
 END_TEST
@@ -263,9 +266,8 @@ static uint64_t store_rv_now(void)
 {
 	cJSON *items = NULL;
 	uint64_t rv = 0;
-	ck_assert_int_ge(store_list(fx_st, store_kind_lookup("PillarAgent"), NULL, NULL, &items, &rv,
-	                            NULL),
-	                 0);
+	ck_assert_int_ge(
+	    store_list(fx_st, store_kind_lookup("PillarAgent"), NULL, NULL, &items, &rv, NULL), 0);
 	cJSON_Delete(items);
 	return rv;
 }
@@ -274,12 +276,12 @@ START_TEST(test_no_spin_while_agent_unreachable)
 {
 	agent_at(free_port()); /* nothing listens there */
 	struct controller_loop *l = start(300);
-	ck_assert_int_ge(wait_reason("PillarAgent", "storage-1", "AgentConnected",
-	                             "HealthCheckFailed", 5000),
-	                 0);
-	ck_assert_int_ge(wait_reason("PillarVolumeState", "vol-a", "ExportReconciled",
-	                             "AgentUnavailable", 5000),
-	                 0);
+	ck_assert_int_ge(
+	    wait_reason("PillarAgent", "storage-1", "AgentConnected", "HealthCheckFailed", 5000),
+	    0);
+	ck_assert_int_ge(
+	    wait_reason("PillarVolumeState", "vol-a", "ExportReconciled", "AgentUnavailable", 5000),
+	    0);
 	time_sleep_us(1000000);
 	uint64_t rv = store_rv_now();
 	unsigned long p0 = controller_loop_passes(l);
