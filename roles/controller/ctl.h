@@ -10,6 +10,7 @@
 #ifndef PILLAR_ROLES_CONTROLLER_CTL_H
 #define PILLAR_ROLES_CONTROLLER_CTL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -29,6 +30,9 @@ struct ctl {
 	 * `export restore pending` prefix, so the agent's restore runs at once. */
 	void (*restore_kick)(void *arg, const char *agent);
 	void *restore_kick_arg;
+	/* Bumped whenever an agent's liveness or restore gate changed (the loop's kick): a resync
+	 * recording a failure stops, so that it never holds up the restore that follows. */
+	atomic_uint agents_epoch;
 };
 
 void ctl_init(struct ctl *c, store *st, agentclient *ac);

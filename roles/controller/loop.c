@@ -112,7 +112,9 @@ static void enqueue_where(struct controller_loop *l, enum reconcile_ref ref, con
 
 static void kick(void *arg, const char *agent)
 {
-	enqueue(arg, "pa", agent, 0);
+	struct controller_loop *l = arg;
+	atomic_fetch_add(&l->c->agents_epoch, 1);
+	enqueue(l, "pa", agent, 0);
 }
 
 /* ---- events ------------------------------------------------------------------------------------ */

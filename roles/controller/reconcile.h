@@ -26,19 +26,31 @@
 
 int reconcile_agent(struct ctl *c, const char *name, int *requeue_ms, struct err *e);
 
+/* Called once the ReconcileState RPC has returned (code, message), before any volume's outcome
+ * is recorded: the restore records the PillarAgent's ExportsReady there, so that it does not wait
+ * for the volume writes. */
+struct reconcile_sent {
+	void (*fn)(void *arg, int code, const struct grpc_status *st);
+	void *arg;
+};
+
 /* The full restore of agent-api.md §12.2 for one agent at addr.  Returns the gRPC code of the
- * ReconcileState RPC (0 = OK) with its message in gs; volumes get ExportReconciled. */
+ * ReconcileState RPC (0 = OK) with its message in gs; volumes get ExportReconciled.  sent may be
+ * NULL. */
 int reconcile_agent_restore(struct ctl *c, const char *agent, const char *addr,
-                            struct grpc_status *gs);
+                            const struct reconcile_sent *sent, struct grpc_status *gs);
 
 /* One ReconcileState for the volumes of `agent` (label pillar-csi.bhyoo.com/agent), or only for
  * PillarVolumeState `only`; volumes deleting or in phase Provisioning are skipped, volumes
  * without exportSpec get ExportSpecMissing and are left out; every sent volume gets
  * ExportReconciled from its result (agent-api.md §12.4).  complete=false with no eligible volume
  * sends nothing.  addr NULL: nothing is sent and the volumes get AgentUnavailable with the
- * message of *noaddr.  Returns the RPC's gRPC code (message in gs). */
+ * message of *noaddr.  The volumes' outcomes are written only where they changed; a failed
+ * resync (complete=false) stops recording when ctl.agents_epoch moves.  Returns the RPC's gRPC
+ * code (message in gs).  sent may be NULL. */
 int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const char *only,
-                      bool complete, const struct grpc_status *noaddr, struct grpc_status *gs);
+                      bool complete, const struct grpc_status *noaddr,
+                      const struct reconcile_sent *sent, struct grpc_status *gs);
 /* The per-volume resync (agent-api.md §12.3): a one-item ReconcileState{complete=false} for
  * PillarVolumeState `name` (change-triggered). */
 int reconcile_volume(struct ctl *c, const char *name, struct err *e);

@@ -245,7 +245,9 @@ struct agent_pass {
 	bool deleting, connected, pending;
 	const char *conn_reason, *exports_reason;
 	int64_t og;
-	char *before; /* the object as last written (no write when unchanged) */
+	char *before;          /* the object as last written (no write when unchanged) */
+	int restored_r;        /* the status write after the restore RPC */
+	struct err restored_e; /* its message */
 };
 
 /* "<subsystem>: <message>" of every unhealthy subsystem, "; "-separated. */
@@ -316,6 +318,28 @@ static int write_status(struct agent_pass *p, struct err *e)
 	return r;
 }
 
+/* The restore RPC returned: ExportsReady and Ready are written at once, before the volumes'
+ * outcomes (which may be many writes). */
+static void restored(void *arg, int code, const struct grpc_status *rs)
+{
+	struct agent_pass *p = arg;
+	struct model_conds *cs = &p->pa.status.conditions;
+	if (code == GRPC_OK) {
+		log_info("exports restored", "agent", p->name);
+		p->exports_reason = RULES_REASON_EXPORTS_SERVING;
+		model_cond_set(cs, RULES_COND_EXPORTS_READY, "True", RULES_REASON_EXPORTS_SERVING,
+		               "", p->og);
+	} else {
+		p->exports_reason = RULES_REASON_EXPORT_RESTORE_FAILED;
+		log_warnf("export restore of agent %s failed: %s", p->name, rs->msg);
+		model_cond_set(cs, RULES_COND_EXPORTS_READY, "False",
+		               RULES_REASON_EXPORT_RESTORE_FAILED, rs->msg, p->og);
+	}
+	set_ready(cs, p->deleting ? p->blocked : NULL, true, p->conn_reason, p->exports_reason,
+	          p->og);
+	p->restored_r = write_status(p, &p->restored_e);
+}
+
 /* crds.md §3.5 step 6: the full restore; *requeue_ms shortened after a failure. */
 static int restore(struct agent_pass *p, int *requeue_ms, struct err *e)
 {
@@ -338,19 +362,13 @@ static int restore(struct agent_pass *p, int *requeue_ms, struct err *e)
 			return r;
 	}
 	log_info("restoring the exports of an agent", "agent", p->name, "address", p->addr);
-	if (reconcile_agent_restore(p->c, p->name, p->addr, &rs) == GRPC_OK) {
-		log_info("exports restored", "agent", p->name);
-		p->exports_reason = RULES_REASON_EXPORTS_SERVING;
-		model_cond_set(cs, RULES_COND_EXPORTS_READY, "True", RULES_REASON_EXPORTS_SERVING,
-		               "", p->og);
-	} else {
-		p->exports_reason = RULES_REASON_EXPORT_RESTORE_FAILED;
-		log_warnf("export restore of agent %s failed: %s", p->name, rs.msg);
-		model_cond_set(cs, RULES_COND_EXPORTS_READY, "False",
-		               RULES_REASON_EXPORT_RESTORE_FAILED, rs.msg, p->og);
+	struct reconcile_sent sent = {restored, p};
+	reconcile_agent_restore(p->c, p->name, p->addr, &sent, &rs);
+	if (!strcmp(p->exports_reason, RULES_REASON_EXPORT_RESTORE_FAILED))
 		*requeue_ms = RECONCILE_RESTORE_RETRY_MS;
-	}
-	return 0;
+	if (p->restored_r < 0)
+		*e = p->restored_e;
+	return p->restored_r;
 }
 
 /* Steps 2–6 on p->pa's status. */

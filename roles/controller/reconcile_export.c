@@ -260,9 +260,10 @@ static int send(struct ctl *c, const char *agent, const char *addr, bool complet
 /* One ReconcileState over the built volumes (sorted: in-capsule first, then by name) and
  * ExportReconciled from its results. */
 static int reconcile_built(struct ctl *c, const char *agent, const char *addr, bool complete,
-                           const struct grpc_status *noaddr, struct rvol *v, size_t n,
-                           struct grpc_status *gs)
+                           const struct grpc_status *noaddr, const struct reconcile_sent *sent,
+                           struct rvol *v, size_t n, struct grpc_status *gs)
 {
+	unsigned epoch = atomic_load(&c->agents_epoch);
 	/* sort pointers: the structs hold pointers into themselves */
 	struct rvol **order = calloc(n ? n : 1, sizeof(*order));
 	PillarCsi__Agent__V1__VolumeDesiredState **vols = calloc(n ? n : 1, sizeof(*vols));
@@ -284,8 +285,12 @@ static int reconcile_built(struct ctl *c, const char *agent, const char *addr, b
 	q.n_volumes = n;
 	q.complete = complete;
 	r = send(c, agent, addr, complete, noaddr, &q, &resp, &ast);
+	if (sent && sent->fn)
+		sent->fn(sent->arg, r, &ast);
 	for (size_t i = 0; i < n; i++) {
 		const char *reason, *msg;
+		if (!complete && r != GRPC_OK && atomic_load(&c->agents_epoch) != epoch)
+			break; /* the agent changed meanwhile: its restore (or next pass) records them */
 		map_result(r, &ast, resp, v[i].vds.volume_id, &reason, &msg);
 		set_cond_if_changed(c, &v[i].v, reason, msg);
 	}
@@ -300,7 +305,8 @@ out:
 }
 
 int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const char *only,
-                      bool complete, const struct grpc_status *noaddr, struct grpc_status *gs)
+                      bool complete, const struct grpc_status *noaddr,
+                      const struct reconcile_sent *sent, struct grpc_status *gs)
 {
 	struct model_strs names;
 	size_t n = 0;
@@ -332,7 +338,7 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
 	for (size_t i = 0; i < names.n; i++)
 		keylock_wait(&c->locks, &holds[i], names.v[i]);
 	collect(c, agent, only, &names, v, &n);
-	r = reconcile_built(c, agent, addr, complete, noaddr, v, n, gs);
+	r = reconcile_built(c, agent, addr, complete, noaddr, sent, v, n, gs);
 	for (size_t i = 0; i < n; i++) {
 		pvst_backend_params_free(&v[i].bb);
 		free(v[i].inits);
@@ -348,9 +354,9 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
 }
 
 int reconcile_agent_restore(struct ctl *c, const char *agent, const char *addr,
-                            struct grpc_status *gs)
+                            const struct reconcile_sent *sent, struct grpc_status *gs)
 {
-	return reconcile_exports(c, agent, addr, NULL, true, NULL, gs);
+	return reconcile_exports(c, agent, addr, NULL, true, NULL, sent, gs);
 }
 
 /* The agent's address, or NULL with the reason in *why (UNAVAILABLE). */
@@ -380,7 +386,7 @@ int reconcile_volume(struct ctl *c, const char *name, struct err *e)
 	if (!ok)
 		return 0;
 	const char *a = agent_addr(c, agent, addr, sizeof(addr), &why);
-	reconcile_exports(c, agent, a, name, false, &why, &gs);
+	reconcile_exports(c, agent, a, name, false, &why, NULL, &gs);
 	if (gs.code == GRPC_INTERNAL)
 		return err_set(e, -ENOMEM, "%s", gs.msg);
 	return 0;
@@ -391,7 +397,7 @@ int reconcile_agent_resync(struct ctl *c, const char *agent, struct err *e)
 	char addr[300];
 	struct grpc_status why = {0}, gs = {0};
 	const char *a = agent_addr(c, agent, addr, sizeof(addr), &why);
-	reconcile_exports(c, agent, a, NULL, false, &why, &gs);
+	reconcile_exports(c, agent, a, NULL, false, &why, NULL, &gs);
 	if (gs.code == GRPC_INTERNAL)
 		return err_set(e, -ENOMEM, "%s", gs.msg);
 	return 0;
