@@ -1,9 +1,12 @@
 /* csi — the CSI Identity and Controller services as plain functions (csi.md §1, §4).
  *
- * Each handler takes the generated request, returns the gRPC status code (0 = OK) with the
- * message in *gs, and on OK sets *resp to a heap message the caller (the transport) packs and
- * frees with protobuf_c_message_free_unpacked(&(*resp)->base, NULL).  On any other code *resp
- * is NULL.  Handlers never return negative errnos.
+ * Every handler has the one handler shape of roles/glue.h:
+ *     int csi_x(struct ctl *, const Req *req, Resp *resp, struct grpc_status *gs)
+ * It returns the gRPC status code (0 = OK) with the message in *gs; resp is allocated and
+ * initialised by the caller (the transport, glue.h), and the handler heap-allocates its members,
+ * which the caller frees with protobuf_c_message_free_unpacked (on any code: members set before
+ * a failure are freed with it).  Out of memory is RESOURCE_EXHAUSTED (grpc/status.h).  Handlers
+ * never return negative errnos.
  */
 #ifndef PILLAR_ROLES_CONTROLLER_CSI_H
 #define PILLAR_ROLES_CONTROLLER_CSI_H
@@ -12,30 +15,33 @@
 #include "csi.pb-c.h"
 #include "model/pillar.h"
 
-int csi_get_plugin_info(struct ctl *c, Csi__V1__GetPluginInfoResponse **resp,
-                        struct grpc_status *gs);
-int csi_get_plugin_capabilities(struct ctl *c, Csi__V1__GetPluginCapabilitiesResponse **resp,
+int csi_get_plugin_info(struct ctl *c, const Csi__V1__GetPluginInfoRequest *req,
+                        Csi__V1__GetPluginInfoResponse *resp, struct grpc_status *gs);
+int csi_get_plugin_capabilities(struct ctl *c, const Csi__V1__GetPluginCapabilitiesRequest *req,
+                                Csi__V1__GetPluginCapabilitiesResponse *resp,
                                 struct grpc_status *gs);
 /* ready: the store answers (a list of PillarAgents succeeds). */
-int csi_probe(struct ctl *c, Csi__V1__ProbeResponse **resp, struct grpc_status *gs);
+int csi_probe(struct ctl *c, const Csi__V1__ProbeRequest *req, Csi__V1__ProbeResponse *resp,
+              struct grpc_status *gs);
 
 int csi_create_volume(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
-                      Csi__V1__CreateVolumeResponse **resp, struct grpc_status *gs);
+                      Csi__V1__CreateVolumeResponse *resp, struct grpc_status *gs);
 int csi_delete_volume(struct ctl *c, const Csi__V1__DeleteVolumeRequest *req,
-                      Csi__V1__DeleteVolumeResponse **resp, struct grpc_status *gs);
+                      Csi__V1__DeleteVolumeResponse *resp, struct grpc_status *gs);
 int csi_controller_publish(struct ctl *c, const Csi__V1__ControllerPublishVolumeRequest *req,
-                           Csi__V1__ControllerPublishVolumeResponse **resp, struct grpc_status *gs);
+                           Csi__V1__ControllerPublishVolumeResponse *resp, struct grpc_status *gs);
 int csi_controller_unpublish(struct ctl *c, const Csi__V1__ControllerUnpublishVolumeRequest *req,
-                             Csi__V1__ControllerUnpublishVolumeResponse **resp,
+                             Csi__V1__ControllerUnpublishVolumeResponse *resp,
                              struct grpc_status *gs);
 int csi_controller_expand(struct ctl *c, const Csi__V1__ControllerExpandVolumeRequest *req,
-                          Csi__V1__ControllerExpandVolumeResponse **resp, struct grpc_status *gs);
+                          Csi__V1__ControllerExpandVolumeResponse *resp, struct grpc_status *gs);
 int csi_validate_capabilities(struct ctl *c, const Csi__V1__ValidateVolumeCapabilitiesRequest *req,
-                              Csi__V1__ValidateVolumeCapabilitiesResponse **resp,
+                              Csi__V1__ValidateVolumeCapabilitiesResponse *resp,
                               struct grpc_status *gs);
 int csi_get_capacity(struct ctl *c, const Csi__V1__GetCapacityRequest *req,
-                     Csi__V1__GetCapacityResponse **resp, struct grpc_status *gs);
-int csi_controller_capabilities(struct ctl *c, Csi__V1__ControllerGetCapabilitiesResponse **resp,
+                     Csi__V1__GetCapacityResponse *resp, struct grpc_status *gs);
+int csi_controller_capabilities(struct ctl *c, const Csi__V1__ControllerGetCapabilitiesRequest *req,
+                                Csi__V1__ControllerGetCapabilitiesResponse *resp,
                                 struct grpc_status *gs);
 
 /* ---- shared by the handler files -------------------------------------------------------------- */
@@ -54,9 +60,10 @@ struct csi_claim {
 	const char *volume_id;
 };
 int csi_claim(struct model_pvst *v, void *arg, struct grpc_status *gs);
-/* CreateVolume steps 7–9 on an object in phase Provisioning or CreatePartial. */
+/* CreateVolume steps 7–9 on an object in phase Provisioning or CreatePartial; on OK
+ * resp->volume is set. */
 int csi_provision(struct ctl *c, const struct model_pvst *v, const char *pname,
-                  Csi__V1__CreateVolumeResponse **resp, struct grpc_status *gs);
+                  Csi__V1__CreateVolumeResponse *resp, struct grpc_status *gs);
 
 /* Heap Volume message for a Ready PillarVolumeState. NULL when out of memory. */
 Csi__V1__Volume *csi_volume_of(const struct model_pvst *pvst);

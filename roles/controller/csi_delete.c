@@ -106,21 +106,14 @@ static int delete_locked(struct ctl *c, const struct rules_volid *v, const char 
 }
 
 int csi_delete_volume(struct ctl *c, const Csi__V1__DeleteVolumeRequest *req,
-                      Csi__V1__DeleteVolumeResponse **resp, struct grpc_status *gs)
+                      Csi__V1__DeleteVolumeResponse *resp, struct grpc_status *gs)
 {
-	*resp = NULL;
+	(void)resp;
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
 	if (!req->volume_id || !*req->volume_id)
 		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
-	int r = pvst_locked(c, req->volume_id, true, delete_locked, req->volume_id, gs);
-	if (r)
-		return r;
-	*resp = malloc(sizeof(**resp));
-	if (!*resp)
-		return grpc_status_oom(gs);
-	csi__v1__delete_volume_response__init(*resp);
-	return GRPC_OK;
+	return pvst_locked(c, req->volume_id, true, delete_locked, req->volume_id, gs);
 }
 
 /* ---- ControllerExpandVolume -------------------------------------------------------------------- */
@@ -177,9 +170,8 @@ static int expand_locked(struct ctl *c, const struct rules_volid *v, const char 
 }
 
 int csi_controller_expand(struct ctl *c, const Csi__V1__ControllerExpandVolumeRequest *req,
-                          Csi__V1__ControllerExpandVolumeResponse **resp, struct grpc_status *gs)
+                          Csi__V1__ControllerExpandVolumeResponse *resp, struct grpc_status *gs)
 {
-	*resp = NULL;
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
 	if (!req->volume_id || !*req->volume_id)
@@ -199,11 +191,7 @@ int csi_controller_expand(struct ctl *c, const Csi__V1__ControllerExpandVolumeRe
 	int r = pvst_locked(c, req->volume_id, false, expand_locked, &x, gs);
 	if (r)
 		return r;
-	*resp = malloc(sizeof(**resp));
-	if (!*resp)
-		return grpc_status_oom(gs);
-	csi__v1__controller_expand_volume_response__init(*resp);
-	(*resp)->capacity_bytes = x.bytes;
-	(*resp)->node_expansion_required = true;
+	resp->capacity_bytes = x.bytes;
+	resp->node_expansion_required = true;
 	return GRPC_OK;
 }

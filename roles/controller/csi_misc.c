@@ -127,16 +127,15 @@ fail:
 
 /* ---- Identity ---------------------------------------------------------------------------------- */
 
-int csi_get_plugin_info(struct ctl *c, Csi__V1__GetPluginInfoResponse **resp,
-                        struct grpc_status *gs)
+int csi_get_plugin_info(struct ctl *c, const Csi__V1__GetPluginInfoRequest *req,
+                        Csi__V1__GetPluginInfoResponse *resp, struct grpc_status *gs)
 {
 	(void)c;
-	*resp = malloc(sizeof(**resp));
-	if (!*resp)
+	(void)req;
+	resp->name = dup(RULES_DRIVER_NAME);
+	resp->vendor_version = dup(version_string());
+	if (!resp->name || !resp->vendor_version)
 		return grpc_status_oom(gs);
-	csi__v1__get_plugin_info_response__init(*resp);
-	(*resp)->name = dup(RULES_DRIVER_NAME);
-	(*resp)->vendor_version = dup(version_string());
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
 	return GRPC_OK;
@@ -159,14 +158,11 @@ static Csi__V1__PluginCapability *svc_cap(int type)
 	return p;
 }
 
-int csi_get_plugin_capabilities(struct ctl *c, Csi__V1__GetPluginCapabilitiesResponse **resp,
-                                struct grpc_status *gs)
+int csi_get_plugin_capabilities(struct ctl *c, const Csi__V1__GetPluginCapabilitiesRequest *req,
+                                Csi__V1__GetPluginCapabilitiesResponse *r, struct grpc_status *gs)
 {
 	(void)c;
-	Csi__V1__GetPluginCapabilitiesResponse *r = malloc(sizeof(*r));
-	if (!r)
-		return grpc_status_oom(gs);
-	csi__v1__get_plugin_capabilities_response__init(r);
+	(void)req;
 	r->capabilities = calloc(3, sizeof(*r->capabilities));
 	Csi__V1__PluginCapability *a =
 	    svc_cap(CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__CONTROLLER_SERVICE);
@@ -193,32 +189,24 @@ int csi_get_plugin_capabilities(struct ctl *c, Csi__V1__GetPluginCapabilitiesRes
 		free(x);
 		free(ve);
 	}
-	*resp = r;
-	if (r->n_capabilities != 3) {
-		protobuf_c_message_free_unpacked(&r->base, NULL);
-		*resp = NULL;
+	if (r->n_capabilities != 3)
 		return grpc_status_oom(gs);
-	}
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
 	return GRPC_OK;
 }
 
-int csi_probe(struct ctl *c, Csi__V1__ProbeResponse **resp, struct grpc_status *gs)
+int csi_probe(struct ctl *c, const Csi__V1__ProbeRequest *req, Csi__V1__ProbeResponse *resp,
+              struct grpc_status *gs)
 {
 	bool ready = ctl_store_ready(c);
-	Csi__V1__ProbeResponse *r = malloc(sizeof(*r));
 	Google__Protobuf__BoolValue *b = malloc(sizeof(*b));
-	if (!r || !b) {
-		free(r);
-		free(b);
+	(void)req;
+	if (!b)
 		return grpc_status_oom(gs);
-	}
-	csi__v1__probe_response__init(r);
 	google__protobuf__bool_value__init(b);
 	b->value = ready;
-	r->ready = b;
-	*resp = r;
+	resp->ready = b;
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
 	return GRPC_OK;
@@ -226,10 +214,12 @@ int csi_probe(struct ctl *c, Csi__V1__ProbeResponse **resp, struct grpc_status *
 
 /* ---- Controller: capabilities, capacity, validate ---------------------------------------------- */
 
-int csi_controller_capabilities(struct ctl *c, Csi__V1__ControllerGetCapabilitiesResponse **resp,
+int csi_controller_capabilities(struct ctl *c, const Csi__V1__ControllerGetCapabilitiesRequest *req,
+                                Csi__V1__ControllerGetCapabilitiesResponse *r,
                                 struct grpc_status *gs)
 {
 	(void)c;
+	(void)req;
 	static const int types[] = {
 	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CREATE_DELETE_VOLUME,
 	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_UNPUBLISH_VOLUME,
@@ -237,10 +227,6 @@ int csi_controller_capabilities(struct ctl *c, Csi__V1__ControllerGetCapabilitie
 	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__GET_CAPACITY,
 	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__SINGLE_NODE_MULTI_WRITER};
 	const size_t n = sizeof(types) / sizeof(types[0]);
-	Csi__V1__ControllerGetCapabilitiesResponse *r = malloc(sizeof(*r));
-	if (!r)
-		return grpc_status_oom(gs);
-	csi__v1__controller_get_capabilities_response__init(r);
 	r->capabilities = calloc(n, sizeof(*r->capabilities));
 	for (size_t i = 0; r->capabilities && i < n; i++) {
 		Csi__V1__ControllerServiceCapability *cap = malloc(sizeof(*cap));
@@ -257,11 +243,8 @@ int csi_controller_capabilities(struct ctl *c, Csi__V1__ControllerGetCapabilitie
 		cap->rpc = rpc;
 		r->capabilities[r->n_capabilities++] = cap;
 	}
-	if (r->n_capabilities != n) {
-		protobuf_c_message_free_unpacked(&r->base, NULL);
+	if (r->n_capabilities != n)
 		return grpc_status_oom(gs);
-	}
-	*resp = r;
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
 	return GRPC_OK;
@@ -290,7 +273,7 @@ static int64_t store_available(struct ctl *c, const char *psc, const char *sref)
 }
 
 int csi_get_capacity(struct ctl *c, const Csi__V1__GetCapacityRequest *req,
-                     Csi__V1__GetCapacityResponse **resp, struct grpc_status *gs)
+                     Csi__V1__GetCapacityResponse *resp, struct grpc_status *gs)
 {
 	const char *psc = NULL, *sref = NULL;
 	for (size_t i = 0; i < req->n_parameters; i++) {
@@ -299,12 +282,7 @@ int csi_get_capacity(struct ctl *c, const Csi__V1__GetCapacityRequest *req,
 		else if (!strcmp(req->parameters[i]->key, RULES_KEY_PREFIX "store-ref"))
 			sref = req->parameters[i]->value;
 	}
-	int64_t avail = store_available(c, psc, sref);
-	*resp = malloc(sizeof(**resp));
-	if (!*resp)
-		return grpc_status_oom(gs);
-	csi__v1__get_capacity_response__init(*resp);
-	(*resp)->available_capacity = avail;
+	resp->available_capacity = store_available(c, psc, sref);
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
 	return GRPC_OK;
@@ -335,12 +313,37 @@ static void capabilities_fit(const Csi__V1__ValidateVolumeCapabilitiesRequest *r
 	}
 }
 
+/* A deep copy of the request's capabilities, context and parameters (the confirmed answer),
+ * or NULL when out of memory. */
+static Csi__V1__ValidateVolumeCapabilitiesResponse__Confirmed *
+confirmed_of(const Csi__V1__ValidateVolumeCapabilitiesRequest *req)
+{
+	Csi__V1__ValidateVolumeCapabilitiesResponse__Confirmed cf =
+	    CSI__V1__VALIDATE_VOLUME_CAPABILITIES_RESPONSE__CONFIRMED__INIT;
+	void *out = NULL;
+	cf.n_volume_capabilities = req->n_volume_capabilities;
+	cf.volume_capabilities = req->volume_capabilities;
+	cf.n_volume_context = req->n_volume_context; /* same layout as the request's entries */
+	cf.volume_context = (void *)req->volume_context;
+	cf.n_parameters = req->n_parameters;
+	cf.parameters = (void *)req->parameters;
+	size_t n = protobuf_c_message_get_packed_size(&cf.base);
+	uint8_t *buf = malloc(n ? n : 1);
+	if (buf) {
+		protobuf_c_message_pack(&cf.base, buf);
+		out = protobuf_c_message_unpack(
+		    &csi__v1__validate_volume_capabilities_response__confirmed__descriptor, NULL, n,
+		    buf);
+		free(buf);
+	}
+	return out;
+}
+
 int csi_validate_capabilities(struct ctl *c, const Csi__V1__ValidateVolumeCapabilitiesRequest *req,
-                              Csi__V1__ValidateVolumeCapabilitiesResponse **resp,
+                              Csi__V1__ValidateVolumeCapabilitiesResponse *resp,
                               struct grpc_status *gs)
 {
 	struct model_pvst obj;
-	*resp = NULL;
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
 	if (!req->volume_id || !*req->volume_id)
@@ -357,42 +360,11 @@ int csi_validate_capabilities(struct ctl *c, const Csi__V1__ValidateVolumeCapabi
 	char why[GRPC_STATUS_MSG_MAX] = "";
 	capabilities_fit(req, &obj, why, sizeof(why));
 	model_clear(&model_pvst_kind, &obj);
-	Csi__V1__ValidateVolumeCapabilitiesResponse *out = malloc(sizeof(*out));
-	if (!out) {
+	if (why[0])
+		resp->message = dup(why);
+	else
+		resp->confirmed = confirmed_of(req);
+	if (why[0] ? !resp->message : !resp->confirmed)
 		return grpc_status_oom(gs);
-	}
-	csi__v1__validate_volume_capabilities_response__init(out);
-	if (why[0]) {
-		out->message = dup(why);
-	} else {
-		/* confirmed: a deep copy of the request's capabilities, context and parameters */
-		Csi__V1__ValidateVolumeCapabilitiesResponse tmp =
-		    CSI__V1__VALIDATE_VOLUME_CAPABILITIES_RESPONSE__INIT;
-		Csi__V1__ValidateVolumeCapabilitiesResponse__Confirmed cf =
-		    CSI__V1__VALIDATE_VOLUME_CAPABILITIES_RESPONSE__CONFIRMED__INIT;
-		cf.n_volume_capabilities = req->n_volume_capabilities;
-		cf.volume_capabilities = req->volume_capabilities;
-		cf.n_volume_context =
-		    req->n_volume_context; /* same layout as the request's entries */
-		cf.volume_context = (void *)req->volume_context;
-		cf.n_parameters = req->n_parameters;
-		cf.parameters = (void *)req->parameters;
-		tmp.confirmed = &cf;
-		size_t n = protobuf_c_message_get_packed_size(&tmp.base);
-		uint8_t *buf = malloc(n ? n : 1);
-		free(out);
-		out = NULL;
-		if (buf) {
-			protobuf_c_message_pack(&tmp.base, buf);
-			out = (void *)protobuf_c_message_unpack(
-			    &csi__v1__validate_volume_capabilities_response__descriptor, NULL, n,
-			    buf);
-			free(buf);
-		}
-		if (!out) {
-			return grpc_status_oom(gs);
-		}
-	}
-	*resp = out;
 	return GRPC_OK;
 }

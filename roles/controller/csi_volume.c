@@ -319,21 +319,11 @@ static int create_object(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 	return r;
 }
 
-static int respond(const struct model_pvst *v, Csi__V1__CreateVolumeResponse **resp,
+static int respond(const struct model_pvst *v, Csi__V1__CreateVolumeResponse *resp,
                    struct grpc_status *gs)
 {
-	Csi__V1__CreateVolumeResponse *r = malloc(sizeof(*r));
-	Csi__V1__Volume *vol = csi_volume_of(v);
-	if (!r || !vol) {
-		free(r);
-		if (vol)
-			protobuf_c_message_free_unpacked(&vol->base, NULL);
-		return grpc_status_oom(gs);
-	}
-	csi__v1__create_volume_response__init(r);
-	r->volume = vol;
-	*resp = r;
-	return GRPC_OK;
+	resp->volume = csi_volume_of(v);
+	return resp->volume ? GRPC_OK : grpc_status_oom(gs);
 }
 
 /* The requested size (csi.md §4.1): required_bytes (1 GiB when unset, or the limit when
@@ -361,7 +351,7 @@ static int create_size(const Csi__V1__CreateVolumeRequest *req, int64_t *size,
 /* An existing object: refused, answered (Ready) or provisioned on. */
 static int create_existing(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
                            struct model_pvst *v, int64_t size, const char *pname,
-                           Csi__V1__CreateVolumeResponse **resp, struct grpc_status *gs)
+                           Csi__V1__CreateVolumeResponse *resp, struct grpc_status *gs)
 {
 	const char *phase = str(v->status.phase);
 	int64_t cap = v->spec.capacity_bytes;
@@ -380,14 +370,13 @@ static int create_existing(struct ctl *c, const Csi__V1__CreateVolumeRequest *re
 }
 
 int csi_create_volume(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
-                      Csi__V1__CreateVolumeResponse **resp, struct grpc_status *gs)
+                      Csi__V1__CreateVolumeResponse *resp, struct grpc_status *gs)
 {
 	bool block = false;
 	char pname[RULES_PVST_NAME_CAP];
 	int64_t size = 0;
 	int r;
 
-	*resp = NULL;
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
 	if ((r = validate_create(req, &block, gs)) || (r = create_size(req, &size, gs)))
@@ -416,7 +405,7 @@ int csi_create_volume(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 		model_clear(&model_pvst_kind, &v);
 		break;
 	}
-	if (r == GRPC_OK && !*resp)
+	if (r == GRPC_OK && !resp->volume)
 		r = grpc_status_set(gs, GRPC_ABORTED, "volume \"%s\" keeps changing; retry",
 		                    req->name);
 	keylock_release(&c->locks, &hold);
@@ -549,7 +538,7 @@ static int step_export(struct prov *p, struct model_pvst *cur, struct grpc_statu
 }
 
 int csi_provision(struct ctl *c, const struct model_pvst *v, const char *pname,
-                  Csi__V1__CreateVolumeResponse **resp, struct grpc_status *gs)
+                  Csi__V1__CreateVolumeResponse *resp, struct grpc_status *gs)
 {
 	struct prov p = {.c = c, .v = v, .pname = pname};
 	struct model_pvst cur = {0};

@@ -2,51 +2,31 @@
 
 #include "glue.h"
 
-/* The controller's handlers allocate their responses themselves (controller/csi.h). */
-#define FINISH(Resp)                                          \
-	if (code != GRPC_OK) {                                \
-		grpc_call_set_status_msg(call, "%s", gs.msg); \
-		return code;                                  \
-	}                                                     \
-	*resp = &r->base;                                     \
-	return GRPC_OK;
-
-#define WITH_REQ(fn, Req, Resp)                                                 \
-	static int h_##fn(struct grpc_call *call, const ProtobufCMessage *req,  \
-	                  ProtobufCMessage **resp, void *ctx)                   \
-	{                                                                       \
-		Csi__V1__##Resp *r = NULL;                                      \
-		struct grpc_status gs = {0};                                    \
-		int code = csi_##fn(ctx, (const Csi__V1__##Req *)req, &r, &gs); \
-		FINISH(Resp)                                                    \
-	}
-
-#define NO_REQ(fn, Resp)                                                       \
-	static int h_##fn(struct grpc_call *call, const ProtobufCMessage *req, \
-	                  ProtobufCMessage **resp, void *ctx)                  \
-	{                                                                      \
-		Csi__V1__##Resp *r = NULL;                                     \
-		struct grpc_status gs = {0};                                   \
-		int code = csi_##fn(ctx, &r, &gs);                             \
-		(void)req;                                                     \
-		FINISH(Resp)                                                   \
-	}
-
+#define UNARY(fn, Req, Resp, ...) \
+	GLUE_UNARY(h_##fn, csi_##fn, struct ctl, Csi__V1__##Req, Csi__V1__##Resp, __VA_ARGS__)
 #define M(name, fn, req, resp) \
 	GLUE_METHOD(name, h_##fn, csi__v1__##req##__descriptor, csi__v1__##resp##__descriptor)
 
-NO_REQ(get_plugin_info, GetPluginInfoResponse)
-NO_REQ(get_plugin_capabilities, GetPluginCapabilitiesResponse)
-NO_REQ(probe, ProbeResponse)
-NO_REQ(controller_capabilities, ControllerGetCapabilitiesResponse)
-WITH_REQ(create_volume, CreateVolumeRequest, CreateVolumeResponse)
-WITH_REQ(delete_volume, DeleteVolumeRequest, DeleteVolumeResponse)
-WITH_REQ(controller_publish, ControllerPublishVolumeRequest, ControllerPublishVolumeResponse)
-WITH_REQ(controller_unpublish, ControllerUnpublishVolumeRequest, ControllerUnpublishVolumeResponse)
-WITH_REQ(controller_expand, ControllerExpandVolumeRequest, ControllerExpandVolumeResponse)
-WITH_REQ(validate_capabilities, ValidateVolumeCapabilitiesRequest,
-         ValidateVolumeCapabilitiesResponse)
-WITH_REQ(get_capacity, GetCapacityRequest, GetCapacityResponse)
+UNARY(get_plugin_info, GetPluginInfoRequest, GetPluginInfoResponse,
+      CSI__V1__GET_PLUGIN_INFO_RESPONSE__INIT)
+UNARY(get_plugin_capabilities, GetPluginCapabilitiesRequest, GetPluginCapabilitiesResponse,
+      CSI__V1__GET_PLUGIN_CAPABILITIES_RESPONSE__INIT)
+UNARY(probe, ProbeRequest, ProbeResponse, CSI__V1__PROBE_RESPONSE__INIT)
+UNARY(controller_capabilities, ControllerGetCapabilitiesRequest, ControllerGetCapabilitiesResponse,
+      CSI__V1__CONTROLLER_GET_CAPABILITIES_RESPONSE__INIT)
+UNARY(create_volume, CreateVolumeRequest, CreateVolumeResponse,
+      CSI__V1__CREATE_VOLUME_RESPONSE__INIT)
+UNARY(delete_volume, DeleteVolumeRequest, DeleteVolumeResponse,
+      CSI__V1__DELETE_VOLUME_RESPONSE__INIT)
+UNARY(controller_publish, ControllerPublishVolumeRequest, ControllerPublishVolumeResponse,
+      CSI__V1__CONTROLLER_PUBLISH_VOLUME_RESPONSE__INIT)
+UNARY(controller_unpublish, ControllerUnpublishVolumeRequest, ControllerUnpublishVolumeResponse,
+      CSI__V1__CONTROLLER_UNPUBLISH_VOLUME_RESPONSE__INIT)
+UNARY(controller_expand, ControllerExpandVolumeRequest, ControllerExpandVolumeResponse,
+      CSI__V1__CONTROLLER_EXPAND_VOLUME_RESPONSE__INIT)
+UNARY(validate_capabilities, ValidateVolumeCapabilitiesRequest, ValidateVolumeCapabilitiesResponse,
+      CSI__V1__VALIDATE_VOLUME_CAPABILITIES_RESPONSE__INIT)
+UNARY(get_capacity, GetCapacityRequest, GetCapacityResponse, CSI__V1__GET_CAPACITY_RESPONSE__INIT)
 
 static const struct grpc_method identity_methods[] = {
     M("GetPluginInfo", get_plugin_info, get_plugin_info_request, get_plugin_info_response),

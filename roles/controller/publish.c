@@ -235,21 +235,16 @@ static int publish_locked(struct ctl *c, const struct rules_volid *v, const char
 }
 
 int csi_controller_publish(struct ctl *c, const Csi__V1__ControllerPublishVolumeRequest *req,
-                           Csi__V1__ControllerPublishVolumeResponse **resp, struct grpc_status *gs)
+                           Csi__V1__ControllerPublishVolumeResponse *resp, struct grpc_status *gs)
 {
 	int r;
 
-	*resp = NULL;
+	(void)resp; /* the answer carries no publish_context */
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
-	if ((r = publish_args(req, gs)) ||
-	    (r = pvst_locked(c, req->volume_id, false, publish_locked, (void *)req, gs)))
+	if ((r = publish_args(req, gs)))
 		return r;
-	*resp = malloc(sizeof(**resp));
-	if (!*resp)
-		return grpc_status_oom(gs);
-	csi__v1__controller_publish_volume_response__init(*resp);
-	return GRPC_OK;
+	return pvst_locked(c, req->volume_id, false, publish_locked, (void *)req, gs);
 }
 
 /* ---- unpublish --------------------------------------------------------------------------------- */
@@ -363,20 +358,13 @@ static int unpublish_locked(struct ctl *c, const struct rules_volid *v, const ch
 }
 
 int csi_controller_unpublish(struct ctl *c, const Csi__V1__ControllerUnpublishVolumeRequest *req,
-                             Csi__V1__ControllerUnpublishVolumeResponse **resp,
+                             Csi__V1__ControllerUnpublishVolumeResponse *resp,
                              struct grpc_status *gs)
 {
-	*resp = NULL;
+	(void)resp;
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
 	if (!req->volume_id || !*req->volume_id)
 		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT, "volume_id is required");
-	int r = pvst_locked(c, req->volume_id, true, unpublish_locked, (void *)req, gs);
-	if (r)
-		return r;
-	*resp = malloc(sizeof(**resp));
-	if (!*resp)
-		return grpc_status_oom(gs);
-	csi__v1__controller_unpublish_volume_response__init(*resp);
-	return GRPC_OK;
+	return pvst_locked(c, req->volume_id, true, unpublish_locked, (void *)req, gs);
 }

@@ -70,12 +70,10 @@ int reconcile_abandoned(struct ctl *c, long long now, int *deleted, struct err *
 			continue;
 		const char *volid = v->spec.volume_id;
 		Csi__V1__DeleteVolumeRequest req = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
-		Csi__V1__DeleteVolumeResponse *resp = NULL;
+		Csi__V1__DeleteVolumeResponse resp = CSI__V1__DELETE_VOLUME_RESPONSE__INIT;
 		struct grpc_status gs = {0};
 		req.volume_id = (char *)volid;
 		int code = csi_delete_volume(c, &req, &resp, &gs);
-		if (resp)
-			protobuf_c_message_free_unpacked(&resp->base, NULL);
 		if (code == GRPC_OK) {
 			log_info("abandoned provisioning attempt deleted", "volume", volid, "phase",
 			         v->status.phase, "claimUID", v->spec.claim_ref.uid);

@@ -23,6 +23,31 @@ static store *fx_st;
 static fake_agent *fx_fa;
 static struct ctl fx_c;
 
+/* A response as the transport (roles/glue.h) hands it to a handler: on the heap, initialised. */
+static inline void *fx_resp_new(const ProtobufCMessageDescriptor *d)
+{
+	ProtobufCMessage *m = malloc(d->sizeof_message);
+	ck_assert_ptr_nonnull(m);
+	d->message_init(m);
+	return m;
+}
+
+/* After a handler: on a failure the transport frees the response and sends none (*pp NULL). */
+static inline int fx_resp_done(int code, void *pp)
+{
+	ProtobufCMessage **m = pp;
+	if (code != 0) {
+		protobuf_c_message_free_unpacked(*m, NULL);
+		*m = NULL;
+	}
+	return code;
+}
+
+/* Calls controller handler fn (csi.h, the one handler shape) on req the way the transport does;
+ * *out is the response (caller frees) on OK, NULL otherwise. */
+#define FX_CALL(fn, req, out, desc, gs) \
+	((*(out) = fx_resp_new(desc)), fx_resp_done(fn(&fx_c, (req), *(out), (gs)), (out)))
+
 static inline cJSON *fx_parse(const char *json)
 {
 	cJSON *o = NULL;
@@ -283,7 +308,8 @@ static inline int fx_create(const char *name, const char *const *params, bool bl
 		q = fx_provision_req(name, params, block, "1Gi");
 	else
 		fx_create_init(&f, name, 1LL << 30, block, params);
-	int r = csi_create_volume(&fx_c, q ? q : &f.req, &resp, gs);
+	int r = FX_CALL(csi_create_volume, q ? q : &f.req, &resp,
+	                &csi__v1__create_volume_response__descriptor, gs);
 	if (q)
 		protobuf_c_message_free_unpacked(&q->base, NULL);
 	if (r == 0) {
@@ -340,7 +366,8 @@ static inline int fx_attach(const char *vid, const char *node, struct grpc_statu
 	Csi__V1__ControllerPublishVolumeResponse *resp = NULL;
 	cJSON_Delete(pv);
 	ck_assert_msg(q, "attacher refused: %s", err);
-	int r = csi_controller_publish(&fx_c, q, &resp, gs);
+	int r = FX_CALL(csi_controller_publish, q, &resp,
+	                &csi__v1__controller_publish_volume_response__descriptor, gs);
 	protobuf_c_message_free_unpacked(&q->base, NULL);
 	if (resp)
 		protobuf_c_message_free_unpacked(&resp->base, NULL);
@@ -362,7 +389,8 @@ static inline int fx_publish(const char *vid, const char *node, int mode, bool r
 	q.node_id = (char *)node;
 	q.volume_capability = &cap.cap;
 	q.readonly = ro;
-	int r = csi_controller_publish(&fx_c, &q, &resp, gs);
+	int r = FX_CALL(csi_controller_publish, &q, &resp,
+	                &csi__v1__controller_publish_volume_response__descriptor, gs);
 	if (resp)
 		protobuf_c_message_free_unpacked(&resp->base, NULL);
 	return r;
@@ -378,7 +406,8 @@ static inline int fx_unpublish(const char *vid, const char *node, struct grpc_st
 	Csi__V1__ControllerUnpublishVolumeResponse *resp = NULL;
 	cJSON_Delete(pv);
 	ck_assert_msg(q, "attacher refused: %s", err);
-	int r = csi_controller_unpublish(&fx_c, q, &resp, gs);
+	int r = FX_CALL(csi_controller_unpublish, q, &resp,
+	                &csi__v1__controller_unpublish_volume_response__descriptor, gs);
 	protobuf_c_message_free_unpacked(&q->base, NULL);
 	if (resp)
 		protobuf_c_message_free_unpacked(&resp->base, NULL);
@@ -393,7 +422,8 @@ static inline int fx_unpublish_all(const char *vid, struct grpc_status *gs)
 	    CSI__V1__CONTROLLER_UNPUBLISH_VOLUME_REQUEST__INIT;
 	Csi__V1__ControllerUnpublishVolumeResponse *resp = NULL;
 	q.volume_id = (char *)vid;
-	int r = csi_controller_unpublish(&fx_c, &q, &resp, gs);
+	int r = FX_CALL(csi_controller_unpublish, &q, &resp,
+	                &csi__v1__controller_unpublish_volume_response__descriptor, gs);
 	if (resp)
 		protobuf_c_message_free_unpacked(&resp->base, NULL);
 	return r;
@@ -406,7 +436,8 @@ static inline int fx_delete(const char *vid, struct grpc_status *gs)
 	Csi__V1__DeleteVolumeRequest *q = sidecar_delete_volume(pv);
 	Csi__V1__DeleteVolumeResponse *resp = NULL;
 	cJSON_Delete(pv);
-	int r = csi_delete_volume(&fx_c, q, &resp, gs);
+	int r =
+	    FX_CALL(csi_delete_volume, q, &resp, &csi__v1__delete_volume_response__descriptor, gs);
 	protobuf_c_message_free_unpacked(&q->base, NULL);
 	if (resp)
 		protobuf_c_message_free_unpacked(&resp->base, NULL);

@@ -41,7 +41,9 @@ START_TEST(test_create_sequence_and_context)
 	struct grpc_status gs = {0};
 	Csi__V1__CreateVolumeResponse *resp = NULL;
 	Csi__V1__CreateVolumeRequest *q = fx_provision_req("pvc-1", PSC_PARAMS, false, "1");
-	ck_assert_int_eq(csi_create_volume(&fx_c, q, &resp, &gs), 0);
+	ck_assert_int_eq(
+	    FX_CALL(csi_create_volume, q, &resp, &csi__v1__create_volume_response__descriptor, &gs),
+	    0);
 	ck_assert_str_eq(resp->volume->volume_id, VID);
 	ck_assert_int_eq(resp->volume->capacity_bytes, 1 << 20); /* rounded up to 1 MiB */
 	int seen = 0;
@@ -105,13 +107,17 @@ START_TEST(test_create_sequence_and_context)
 	cJSON_Delete(o);
 	/* fast path: no agent call, same answer */
 	fake_agent_reset_log(fx_fa);
-	ck_assert_int_eq(csi_create_volume(&fx_c, q, &resp, &gs), 0);
+	ck_assert_int_eq(
+	    FX_CALL(csi_create_volume, q, &resp, &csi__v1__create_volume_response__descriptor, &gs),
+	    0);
 	ck_assert_int_eq(resp->volume->capacity_bytes, 1 << 20);
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	ck_assert_uint_eq(fake_agent_ncalls(fx_fa), 0);
 	/* same name, other capacity */
 	q->capacity_range->required_bytes = 5 << 20;
-	ck_assert_int_eq(csi_create_volume(&fx_c, q, &resp, &gs), GRPC_ALREADY_EXISTS);
+	ck_assert_int_eq(
+	    FX_CALL(csi_create_volume, q, &resp, &csi__v1__create_volume_response__descriptor, &gs),
+	    GRPC_ALREADY_EXISTS);
 	protobuf_c_message_free_unpacked(&q->base, NULL);
 	ck_assert_str_eq(
 	    gs.msg,
@@ -161,11 +167,15 @@ START_TEST(test_create_validation)
 	fx_create_init(&f, "pvc-2", 1 << 30, false, PSC_PARAMS);
 	Csi__V1__VolumeContentSource src = CSI__V1__VOLUME_CONTENT_SOURCE__INIT;
 	f.req.volume_content_source = &src;
-	ck_assert_int_eq(csi_create_volume(&fx_c, &f.req, &resp, &gs), GRPC_INVALID_ARGUMENT);
+	ck_assert_int_eq(FX_CALL(csi_create_volume, &f.req, &resp,
+	                         &csi__v1__create_volume_response__descriptor, &gs),
+	                 GRPC_INVALID_ARGUMENT);
 	ck_assert_str_eq(gs.msg, "volume_content_source is not supported");
 	fx_create_init(&f, "pvc-2", 0, false, PSC_PARAMS);
 	f.cr.limit_bytes = 1000;
-	ck_assert_int_eq(csi_create_volume(&fx_c, &f.req, &resp, &gs), GRPC_OUT_OF_RANGE);
+	ck_assert_int_eq(FX_CALL(csi_create_volume, &f.req, &resp,
+	                         &csi__v1__create_volume_response__descriptor, &gs),
+	                 GRPC_OUT_OF_RANGE);
 	ck_assert_str_eq(gs.msg, "capacity 1048576 bytes exceeds limit_bytes 1000");
 	/* a CO (not csi-provisioner: it sends one fstype) giving two fs_types */
 	struct fx_cap c2;
@@ -178,7 +188,9 @@ START_TEST(test_create_validation)
 	two[1] = &c2.cap;
 	f.req.volume_capabilities = two;
 	f.req.n_volume_capabilities = 2;
-	ck_assert_int_eq(csi_create_volume(&fx_c, &f.req, &resp, &gs), GRPC_INVALID_ARGUMENT);
+	ck_assert_int_eq(FX_CALL(csi_create_volume, &f.req, &resp,
+	                         &csi__v1__create_volume_response__descriptor, &gs),
+	                 GRPC_INVALID_ARGUMENT);
 	ck_assert_str_eq(gs.msg, "volume_capabilities carry different fs_type values \"ext4\" and "
 	                         "\"xfs\"");
 	ck_assert_uint_eq(fake_agent_ncalls(fx_fa), 0);
@@ -502,20 +514,27 @@ START_TEST(test_identity_and_caps)
 {
 	struct grpc_status gs = {0};
 	Csi__V1__GetPluginInfoResponse *pi = NULL;
-	ck_assert_int_eq(csi_get_plugin_info(&fx_c, &pi, &gs), 0);
+	ck_assert_int_eq(FX_CALL(csi_get_plugin_info, NULL, &pi,
+	                         &csi__v1__get_plugin_info_response__descriptor, &gs),
+	                 0);
 	ck_assert_str_eq(pi->name, "pillar-csi.bhyoo.com");
 	ck_assert_str_eq(pi->vendor_version, version_string());
 	protobuf_c_message_free_unpacked(&pi->base, NULL);
 	Csi__V1__GetPluginCapabilitiesResponse *pc = NULL;
-	ck_assert_int_eq(csi_get_plugin_capabilities(&fx_c, &pc, &gs), 0);
+	ck_assert_int_eq(FX_CALL(csi_get_plugin_capabilities, NULL, &pc,
+	                         &csi__v1__get_plugin_capabilities_response__descriptor, &gs),
+	                 0);
 	ck_assert_int_eq(pc->n_capabilities, 3);
 	protobuf_c_message_free_unpacked(&pc->base, NULL);
 	Csi__V1__ControllerGetCapabilitiesResponse *cc = NULL;
-	ck_assert_int_eq(csi_controller_capabilities(&fx_c, &cc, &gs), 0);
+	ck_assert_int_eq(FX_CALL(csi_controller_capabilities, NULL, &cc,
+	                         &csi__v1__controller_get_capabilities_response__descriptor, &gs),
+	                 0);
 	ck_assert_int_eq(cc->n_capabilities, 5);
 	protobuf_c_message_free_unpacked(&cc->base, NULL);
 	Csi__V1__ProbeResponse *pr = NULL;
-	ck_assert_int_eq(csi_probe(&fx_c, &pr, &gs), 0);
+	ck_assert_int_eq(FX_CALL(csi_probe, NULL, &pr, &csi__v1__probe_response__descriptor, &gs),
+	                 0);
 	ck_assert(pr->ready->value);
 	protobuf_c_message_free_unpacked(&pr->base, NULL);
 }
@@ -534,7 +553,9 @@ START_TEST(test_expand_validate_capacity)
 	cJSON_Delete(pv);
 	ck_assert_msg(eq, "%s", err);
 	ck_assert_str_eq(eq->volume_capability->mount->fs_type, "ext4");
-	ck_assert_int_eq(csi_controller_expand(&fx_c, eq, &er, &gs), 0);
+	ck_assert_int_eq(FX_CALL(csi_controller_expand, eq, &er,
+	                         &csi__v1__controller_expand_volume_response__descriptor, &gs),
+	                 0);
 	protobuf_c_message_free_unpacked(&eq->base, NULL);
 	ck_assert_int_eq(er->capacity_bytes, (2LL << 30) + (1 << 20));
 	ck_assert(er->node_expansion_required);
@@ -552,13 +573,17 @@ START_TEST(test_expand_validate_capacity)
 	vq.volume_id = VID;
 	vq.n_volume_capabilities = 1;
 	vq.volume_capabilities = cap.capp;
-	ck_assert_int_eq(csi_validate_capabilities(&fx_c, &vq, &vr, &gs), 0);
+	ck_assert_int_eq(FX_CALL(csi_validate_capabilities, &vq, &vr,
+	                         &csi__v1__validate_volume_capabilities_response__descriptor, &gs),
+	                 0);
 	ck_assert_ptr_null(vr->confirmed);
 	ck_assert_str_eq(vr->message,
 	                 "fs_type \"xfs\" does not match the volume's fsType \"ext4\"");
 	protobuf_c_message_free_unpacked(&vr->base, NULL);
 	cap.mount.fs_type = "ext4";
-	ck_assert_int_eq(csi_validate_capabilities(&fx_c, &vq, &vr, &gs), 0);
+	ck_assert_int_eq(FX_CALL(csi_validate_capabilities, &vq, &vr,
+	                         &csi__v1__validate_volume_capabilities_response__descriptor, &gs),
+	                 0);
 	ck_assert_ptr_nonnull(vr->confirmed);
 	ck_assert_int_eq(vr->confirmed->n_volume_capabilities, 1);
 	protobuf_c_message_free_unpacked(&vr->base, NULL);
@@ -576,11 +601,15 @@ START_TEST(test_expand_validate_capacity)
 	pe.value = "fast";
 	gq.n_parameters = 1;
 	gq.parameters = &pp;
-	ck_assert_int_eq(csi_get_capacity(&fx_c, &gq, &gr, &gs), 0);
+	ck_assert_int_eq(
+	    FX_CALL(csi_get_capacity, &gq, &gr, &csi__v1__get_capacity_response__descriptor, &gs),
+	    0);
 	ck_assert_int_eq(gr->available_capacity, 10LL << 30);
 	protobuf_c_message_free_unpacked(&gr->base, NULL);
 	pe.value = "nope";
-	ck_assert_int_eq(csi_get_capacity(&fx_c, &gq, &gr, &gs), 0);
+	ck_assert_int_eq(
+	    FX_CALL(csi_get_capacity, &gq, &gr, &csi__v1__get_capacity_response__descriptor, &gs),
+	    0);
 	ck_assert_int_eq(gr->available_capacity, 0);
 	protobuf_c_message_free_unpacked(&gr->base, NULL);
 }

@@ -59,7 +59,8 @@ static int provision(const char *sc, const char *pvc, Csi__V1__CreateVolumeRespo
 	    sidecar_create_volume(&sidecar_deployed, sc, pvc, CLUSTER, NULL, err, sizeof(err));
 	ck_assert_msg(q, "provisioner refused: %s", err);
 	*resp = NULL;
-	int r = csi_create_volume(&fx_c, q, resp, gs);
+	int r =
+	    FX_CALL(csi_create_volume, q, resp, &csi__v1__create_volume_response__descriptor, gs);
 	protobuf_c_message_free_unpacked(&q->base, NULL);
 	return r;
 }
@@ -313,7 +314,9 @@ START_TEST(test_sidecar_caps_match)
 	Csi__V1__ControllerGetCapabilitiesResponse *cr = NULL;
 	Csi__V1__GetPluginCapabilitiesResponse *pr = NULL;
 	struct grpc_status gs = {0};
-	ck_assert_int_eq(csi_controller_capabilities(&fx_c, &cr, &gs), 0);
+	ck_assert_int_eq(FX_CALL(csi_controller_capabilities, NULL, &cr,
+	                         &csi__v1__controller_get_capabilities_response__descriptor, &gs),
+	                 0);
 	ck_assert_int_eq(
 	    has_ctl_cap(
 	        cr, CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__SINGLE_NODE_MULTI_WRITER),
@@ -322,7 +325,9 @@ START_TEST(test_sidecar_caps_match)
 	    has_ctl_cap(cr, CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_READONLY),
 	    sidecar_deployed.publish_ro);
 	protobuf_c_message_free_unpacked(&cr->base, NULL);
-	ck_assert_int_eq(csi_get_plugin_capabilities(&fx_c, &pr, &gs), 0);
+	ck_assert_int_eq(FX_CALL(csi_get_plugin_capabilities, NULL, &pr,
+	                         &csi__v1__get_plugin_capabilities_response__descriptor, &gs),
+	                 0);
 	bool topo = false;
 	for (size_t i = 0; i < pr->n_capabilities; i++)
 		topo |=
