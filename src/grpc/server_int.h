@@ -1,4 +1,5 @@
-/* grpc/server_int — shared between server.c (loop side) and call.c (handler side). Internal. */
+/* grpc/server_int — shared between server.c (loop side: connections, lifecycle), stream.c (loop
+ * side: one stream) and call.c (handler side). Internal. */
 #ifndef PILLAR_GRPC_SERVER_INT_H
 #define PILLAR_GRPC_SERVER_INT_H
 
@@ -25,7 +26,15 @@ struct arena_blk {
 	max_align_t data[];
 };
 
-struct sconn;
+/* One connection of the server (loop only). */
+struct sconn {
+	struct grpc_server *srv;
+	struct h2_conn *h2;
+	struct grpc_call *calls;
+	unsigned n_calls;
+	struct h2_timer idle;
+	struct sconn *next, *prev;
+};
 
 struct grpc_call {
 	struct h2_loop *loop;
@@ -102,7 +111,12 @@ int call_queue_bytes(struct grpc_call *c, const uint8_t *msg, size_t len);
 
 void server_health_free(struct grpc_server *s);
 
-/* server.c */
+/* stream.c */
 void server_kick_fn(void *arg);
+/* Installs the callbacks of a server stream (user data: the struct sconn). */
+void server_stream_callbacks(nghttp2_session_callbacks *cb);
+/* Detaches c from its connection (its stream or connection is gone), cancelling it when it has
+ * not finished, and drops the connection's reference. */
+void server_call_detach(struct sconn *sc, struct grpc_call *c);
 
 #endif
