@@ -174,7 +174,14 @@ static int get_int(const cJSON *v, double lo, double hi, long double *out)
 	return -EINVAL;
 }
 
-static int set_scalar(const ProtobufCFieldDescriptor *f, const cJSON *v, void *dst, struct err *e)
+static int bad_value(const ProtobufCFieldDescriptor *f, struct err *e)
+{
+	return err_set(e, -EINVAL, "field %s: wrong JSON type or value out of range", f->name);
+}
+
+/* Integers, floating point and booleans: 0, or -EINVAL when v is not one in range, or 1 when f
+ * is not of a numeric type. */
+static int set_number(const ProtobufCFieldDescriptor *f, const cJSON *v, void *dst)
 {
 	long double x = 0;
 	switch (f->type) {
@@ -182,119 +189,145 @@ static int set_scalar(const ProtobufCFieldDescriptor *f, const cJSON *v, void *d
 	case PROTOBUF_C_TYPE_SINT32:
 	case PROTOBUF_C_TYPE_SFIXED32:
 		if (get_int(v, -2147483648.0, 2147483647.0, &x) < 0)
-			goto bad;
+			return -EINVAL;
 		*(int32_t *)dst = (int32_t)x;
 		return 0;
 	case PROTOBUF_C_TYPE_UINT32:
 	case PROTOBUF_C_TYPE_FIXED32:
 		if (get_int(v, 0, 4294967295.0, &x) < 0)
-			goto bad;
+			return -EINVAL;
 		*(uint32_t *)dst = (uint32_t)x;
 		return 0;
 	case PROTOBUF_C_TYPE_INT64:
 	case PROTOBUF_C_TYPE_SINT64:
 	case PROTOBUF_C_TYPE_SFIXED64:
 		if (get_int(v, -9223372036854775808.0, 9223372036854775807.0, &x) < 0)
-			goto bad;
+			return -EINVAL;
 		*(int64_t *)dst = (int64_t)x;
 		return 0;
 	case PROTOBUF_C_TYPE_UINT64:
 	case PROTOBUF_C_TYPE_FIXED64:
 		if (get_int(v, 0, 18446744073709551615.0, &x) < 0)
-			goto bad;
+			return -EINVAL;
 		*(uint64_t *)dst = (uint64_t)x;
 		return 0;
 	case PROTOBUF_C_TYPE_FLOAT:
 		if (!cJSON_IsNumber(v))
-			goto bad;
+			return -EINVAL;
 		*(float *)dst = (float)v->valuedouble;
 		return 0;
 	case PROTOBUF_C_TYPE_DOUBLE:
 		if (!cJSON_IsNumber(v))
-			goto bad;
+			return -EINVAL;
 		*(double *)dst = v->valuedouble;
 		return 0;
 	case PROTOBUF_C_TYPE_BOOL:
 		if (!cJSON_IsBool(v))
-			goto bad;
+			return -EINVAL;
 		*(protobuf_c_boolean *)dst = cJSON_IsTrue(v);
 		return 0;
-	case PROTOBUF_C_TYPE_ENUM: {
-		const ProtobufCEnumDescriptor *ed = f->descriptor;
-		if (cJSON_IsString(v)) {
-			const ProtobufCEnumValue *ev =
-			    protobuf_c_enum_descriptor_get_value_by_name(ed, v->valuestring);
-			if (!ev)
-				return err_set(e, -EINVAL, "field %s: unknown %s value \"%s\"",
-				               f->name, ed->name, v->valuestring);
-			*(int *)dst = ev->value;
-			return 0;
-		}
-		if (get_int(v, -2147483648.0, 2147483647.0, &x) < 0)
-			goto bad;
-		*(int *)dst = (int)x;
+	default: return 1;
+	}
+}
+
+/* An enum by name or by number. */
+static int set_enum(const ProtobufCFieldDescriptor *f, const cJSON *v, void *dst, struct err *e)
+{
+	const ProtobufCEnumDescriptor *ed = f->descriptor;
+	long double x = 0;
+
+	if (cJSON_IsString(v)) {
+		const ProtobufCEnumValue *ev =
+		    protobuf_c_enum_descriptor_get_value_by_name(ed, v->valuestring);
+		if (!ev)
+			return err_set(e, -EINVAL, "field %s: unknown %s value \"%s\"", f->name,
+			               ed->name, v->valuestring);
+		*(int *)dst = ev->value;
 		return 0;
 	}
+	if (get_int(v, -2147483648.0, 2147483647.0, &x) < 0)
+		return bad_value(f, e);
+	*(int *)dst = (int)x;
+	return 0;
+}
+
+/* Bytes from base64 text. */
+static int set_bytes(const ProtobufCFieldDescriptor *f, const cJSON *v, void *dst, struct err *e)
+{
+	ProtobufCBinaryData *b = dst;
+	size_t n = 0, len;
+
+	if (!cJSON_IsString(v))
+		return bad_value(f, e);
+	len = strlen(v->valuestring);
+	mbedtls_base64_decode(NULL, 0, &n, (const unsigned char *)v->valuestring, len);
+	b->data = malloc(n ? n : 1);
+	if (!b->data)
+		return err_set(e, -ENOMEM, "out of memory");
+	if (mbedtls_base64_decode(b->data, n, &b->len, (const unsigned char *)v->valuestring,
+	                          len) != 0) {
+		free(b->data);
+		b->data = NULL;
+		b->len = 0;
+		return err_set(e, -EINVAL, "field %s: not base64", f->name);
+	}
+	return 0;
+}
+
+static int set_scalar(const ProtobufCFieldDescriptor *f, const cJSON *v, void *dst, struct err *e);
+
+/* A message: a wrapper type from its bare value, a Timestamp from RFC 3339 text, any other from
+ * an object. */
+static int set_message(const ProtobufCFieldDescriptor *f, const cJSON *v, void *dst, struct err *e)
+{
+	const ProtobufCMessageDescriptor *md = f->descriptor;
+
+	if (is_wrapper(md) && !cJSON_IsObject(v)) {
+		ProtobufCMessage *w = calloc(1, md->sizeof_message);
+		if (!w)
+			return err_set(e, -ENOMEM, "out of memory");
+		md->message_init(w);
+		*(ProtobufCMessage **)dst = w;
+		return set_scalar(&md->fields[0], v, (char *)w + md->fields[0].offset, e);
+	}
+	if (is_timestamp(md) && cJSON_IsString(v)) {
+		int64_t sec;
+		int32_t ns;
+		if (ts_parse(v->valuestring, &sec, &ns) < 0)
+			return err_set(e, -EINVAL,
+			               "field %s: \"%s\" is not an RFC 3339 time in years 1-9999",
+			               f->name, v->valuestring);
+		ProtobufCMessage *t = calloc(1, md->sizeof_message);
+		if (!t)
+			return err_set(e, -ENOMEM, "out of memory");
+		md->message_init(t);
+		*ts_seconds(t) = sec;
+		*ts_nanos(t) = ns;
+		*(ProtobufCMessage **)dst = t;
+		return 0;
+	}
+	return pbjson_to_message(md, v, (ProtobufCMessage **)dst, e);
+}
+
+static int set_scalar(const ProtobufCFieldDescriptor *f, const cJSON *v, void *dst, struct err *e)
+{
+	int r;
+
+	switch (f->type) {
+	case PROTOBUF_C_TYPE_ENUM: return set_enum(f, v, dst, e);
 	case PROTOBUF_C_TYPE_STRING: {
 		if (!cJSON_IsString(v))
-			goto bad;
+			return bad_value(f, e);
 		char *s = strdup(v->valuestring);
 		if (!s)
 			return err_set(e, -ENOMEM, "out of memory");
 		*(char **)dst = s;
 		return 0;
 	}
-	case PROTOBUF_C_TYPE_BYTES: {
-		ProtobufCBinaryData *b = dst;
-		size_t n = 0, len;
-		if (!cJSON_IsString(v))
-			goto bad;
-		len = strlen(v->valuestring);
-		mbedtls_base64_decode(NULL, 0, &n, (const unsigned char *)v->valuestring, len);
-		b->data = malloc(n ? n : 1);
-		if (!b->data)
-			return err_set(e, -ENOMEM, "out of memory");
-		if (mbedtls_base64_decode(b->data, n, &b->len,
-		                          (const unsigned char *)v->valuestring, len) != 0) {
-			free(b->data);
-			b->data = NULL;
-			b->len = 0;
-			return err_set(e, -EINVAL, "field %s: not base64", f->name);
-		}
-		return 0;
+	case PROTOBUF_C_TYPE_BYTES: return set_bytes(f, v, dst, e);
+	case PROTOBUF_C_TYPE_MESSAGE: return set_message(f, v, dst, e);
+	default: r = set_number(f, v, dst); return r == 0 ? 0 : bad_value(f, e);
 	}
-	case PROTOBUF_C_TYPE_MESSAGE: {
-		const ProtobufCMessageDescriptor *md = f->descriptor;
-		if (is_wrapper(md) && !cJSON_IsObject(v)) {
-			ProtobufCMessage *w = calloc(1, md->sizeof_message);
-			if (!w)
-				return err_set(e, -ENOMEM, "out of memory");
-			md->message_init(w);
-			*(ProtobufCMessage **)dst = w;
-			return set_scalar(&md->fields[0], v, (char *)w + md->fields[0].offset, e);
-		}
-		if (is_timestamp(md) && cJSON_IsString(v)) {
-			int64_t sec;
-			int32_t ns;
-			if (ts_parse(v->valuestring, &sec, &ns) < 0)
-				return err_set(e, -EINVAL,
-				               "field %s: \"%s\" is not an RFC 3339 time in years "
-				               "1-9999",
-				               f->name, v->valuestring);
-			ProtobufCMessage *t = calloc(1, md->sizeof_message);
-			if (!t)
-				return err_set(e, -ENOMEM, "out of memory");
-			md->message_init(t);
-			*ts_seconds(t) = sec;
-			*ts_nanos(t) = ns;
-			*(ProtobufCMessage **)dst = t;
-			return 0;
-		}
-		return pbjson_to_message(md, v, (ProtobufCMessage **)dst, e);
-	}
-	}
-bad:
-	return err_set(e, -EINVAL, "field %s: wrong JSON type or value out of range", f->name);
 }
 
 static size_t elem_size(const ProtobufCFieldDescriptor *f)
@@ -622,6 +655,29 @@ char *pbjson_log_text(const ProtobufCMessage *m)
 		return NULL;
 	}
 	char *t = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	return t;
+}
+
+int pbjson_parse_text(const ProtobufCMessageDescriptor *d, const char *text, size_t len,
+                      ProtobufCMessage **out, struct err *e)
+{
+	cJSON *j = NULL;
+	int r = json_parse_strict(text, len, &j, e);
+
+	if (r == 0)
+		r = pbjson_to_message(d, j, out, e);
+	cJSON_Delete(j);
+	return r;
+}
+
+char *pbjson_text(const ProtobufCMessage *m, unsigned flags)
+{
+	cJSON *j = pbjson_from_message(m, flags);
+	char *t = NULL;
+
+	if (j)
+		t = flags & PBJSON_PRETTY ? cJSON_Print(j) : cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
 	return t;
 }

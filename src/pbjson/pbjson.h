@@ -27,10 +27,20 @@ int pbjson_to_message(const ProtobufCMessageDescriptor *d, const cJSON *j, Proto
 
 enum pbjson_flags {
 	PBJSON_PROTO_NAMES = 1, /* member names are the .proto field names (snake_case) */
+	PBJSON_PRETTY = 2,      /* pbjson_text: indented, one member a line */
 };
 
 /* A new JSON object for m (caller owns), or NULL when out of memory.  flags: enum pbjson_flags. */
 cJSON *pbjson_from_message(const ProtobufCMessage *m, unsigned flags);
+
+/* pbjson_to_message from JSON text (len bytes, one JSON value: base/json.h's strict parse):
+ * 0 with *out, or -EBADMSG (not JSON), -EINVAL naming the bad field, -ENOMEM. */
+int pbjson_parse_text(const ProtobufCMessageDescriptor *d, const char *text, size_t len,
+                      ProtobufCMessage **out, struct err *e);
+
+/* pbjson_from_message as text (malloc'd, caller frees; compact unless PBJSON_PRETTY), or NULL
+ * when out of memory. */
+char *pbjson_text(const ProtobufCMessage *m, unsigned flags);
 
 /* protoc's JSON name of the .proto field name `name` (each '_' dropped, the letter after it
  * upper-cased) into buf of size bytes, always NUL-terminated when size > 0.  Returns its length;
