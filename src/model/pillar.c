@@ -78,7 +78,12 @@ static const struct model_field pa_fields[] = {
 };
 #undef T
 static MODEL_TYPE(pa_type, struct model_pa, pa_fields);
-const struct model_kind model_pa_kind = {"PillarAgent", GROUP, &pa_type};
+static int pa_validate(const void *obj, struct err *e)
+{
+	return model_pa_validate(obj, e);
+}
+
+const struct model_kind model_pa_kind = {"PillarAgent", GROUP, &pa_type, pa_validate};
 
 static bool dns_label(const char *s, size_t max)
 {
@@ -187,7 +192,12 @@ static const struct model_field pstr_fields[] = {
 };
 #undef T
 static MODEL_TYPE(pstr_type, struct model_pstr, pstr_fields);
-const struct model_kind model_pstr_kind = {"PillarProtocol", GROUP, &pstr_type};
+static int pstr_validate(const void *obj, struct err *e)
+{
+	return model_pstr_validate(obj, e);
+}
+
+const struct model_kind model_pstr_kind = {"PillarProtocol", GROUP, &pstr_type, pstr_validate};
 
 /* Members set: nvmeofTcp plus any member this version does not know. */
 static size_t members(const struct model_protocol *p)
@@ -242,7 +252,12 @@ static const struct model_field pst_fields[] = {
 };
 #undef T
 static MODEL_TYPE(pst_type, struct model_pst, pst_fields);
-const struct model_kind model_pst_kind = {"PillarStore", GROUP, &pst_type};
+static int pst_validate(const void *obj, struct err *e)
+{
+	return model_pst_validate(obj, e);
+}
+
+const struct model_kind model_pst_kind = {"PillarStore", GROUP, &pst_type, pst_validate};
 
 static int no_volsize(const struct model_map *props, const char *prefix, struct err *e)
 {
@@ -344,7 +359,12 @@ static const struct model_field psc_fields[] = {
 };
 #undef T
 static MODEL_TYPE(psc_type, struct model_psc, psc_fields);
-const struct model_kind model_psc_kind = {"PillarStorageClass", GROUP, &psc_type};
+static int psc_validate(const void *obj, struct err *e)
+{
+	return model_psc_validate(obj, e);
+}
+
+const struct model_kind model_psc_kind = {"PillarStorageClass", GROUP, &psc_type, psc_validate};
 
 static bool one_of(const char *v, const char *a, const char *b)
 {

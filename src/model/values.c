@@ -414,15 +414,33 @@ int model_list(store *s, const struct model_kind *k, const char *ns, const char 
 
 typedef int (*write_fn)(store *s, const cJSON *obj, cJSON **out, struct err *e);
 
+/* The kind's validation (crds.md), refused as the API server refuses an object its CRD's
+ * schema or CEL rules reject: Invalid, `<Kind> "<name>" is invalid: <the spec's message>`. */
+static int validate(const struct model_kind *k, const void *obj, struct err *e)
+{
+	struct err ve = {0};
+	const char *name = MODEL_META(obj)->name;
+
+	if (!k->validate || k->validate(obj, &ve) == 0)
+		return 0;
+	return err_set(e, STORE_INVALID, "%s \"%s\" is invalid: %s", k->kind, name ? name : "",
+	               ve.msg);
+}
+
 static int write_obj(store *s, write_fn fn, const struct model_kind *k, const void *obj, void *out,
                      struct err *e)
 {
-	cJSON *j = model_encode(k, obj), *res = NULL;
+	cJSON *j;
+	cJSON *res = NULL;
 	if (out)
 		memset(out, 0, k->type->size);
+	int r = validate(k, obj, e);
+	if (r < 0)
+		return r;
+	j = model_encode(k, obj);
 	if (!j)
 		return err_set(e, -ENOMEM, "out of memory");
-	int r = fn(s, j, out ? &res : NULL, e);
+	r = fn(s, j, out ? &res : NULL, e);
 	cJSON_Delete(j);
 	if (r == 0 && out)
 		r = model_decode(k, res, out, e);

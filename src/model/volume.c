@@ -95,8 +95,13 @@ static const struct model_field pvst_fields[] = {
 };
 #undef T
 static MODEL_TYPE(pvst_type, PVST, pvst_fields);
+static int pvst_validate(const void *obj, struct err *e)
+{
+	return model_pvst_validate(obj, e);
+}
+
 const struct model_kind model_pvst_kind = {"PillarVolumeState", "pillar-csi.bhyoo.com/v1alpha1",
-                                           &pvst_type};
+                                           &pvst_type, pvst_validate};
 
 static bool in(const char *v, const char *const *set)
 {

@@ -231,9 +231,39 @@ struct vcase {
 
 typedef int (*validate_fn)(const void *obj, struct err *e);
 
+/* The same case written to the embedded store (model_create, what `pillar-csi apply` and the
+ * controller use): stored when valid, else refused as the API server's CRD validation refuses
+ * it (Invalid, `<Kind> "<name>" is invalid: <the spec's message>`) and not stored. */
+static void validate_write(store *st, const struct model_kind *k, void *any, const struct vcase *c)
+{
+	struct model_meta *m = MODEL_META(any);
+	char want[ERR_MSG_MAX], got[4096];
+	struct err e = {0};
+
+	if (!m->name)
+		ck_assert_int_eq(model_str_set(&m->name, "v1"), 0);
+	int r = model_create(st, k, any, NULL, &e);
+	if (!c->msg[0]) {
+		ck_assert_msg(r == 0, "%s: not stored: %s", c->json, e.msg);
+		ck_assert_int_eq(
+		    store_delete(st, model_store_kind(k), NULL, m->name, NULL, NULL, &e), 0);
+		return;
+	}
+	snprintf(want, sizeof(want), "%s \"%s\" is invalid: %s", k->kind, m->name, c->msg);
+	ck_assert_msg(r == STORE_INVALID && !strcmp(e.msg, want), "%s: got %d \"%s\", want \"%s\"",
+	              c->json, r, e.msg, want);
+	r = model_get(st, k, NULL, m->name, got, &e); /* not stored (or not even a store name) */
+	ck_assert_msg(r == STORE_NOT_FOUND ||
+	                  (r == STORE_INVALID && store_validate_name("x", m->name, NULL) < 0),
+	              "%s: get %d", c->json, r);
+}
+
 static void validate_table(const struct model_kind *k, validate_fn fn, const struct vcase *c,
                            size_t n)
 {
+	const char *dir = tu_mkdtemp();
+	store *st = NULL;
+	ck_assert_int_eq(store_dir_open(dir, true, 50, &st, NULL), 0);
 	for (size_t i = 0; i < n; i++) {
 		char any[4096];
 		struct err e = {0};
@@ -246,8 +276,11 @@ static void validate_table(const struct model_kind *k, validate_fn fn, const str
 			ck_assert_msg(r == -EINVAL && !strcmp(e.msg, c[i].msg),
 			              "%s: got %d \"%s\", want \"%s\"", c[i].json, r, e.msg,
 			              c[i].msg);
+		validate_write(st, k, any, &c[i]);
 		model_clear(k, any);
 	}
+	store_close(st);
+	tu_rmtree(dir);
 }
 
 #define PA_(name, spec) "{\"metadata\":{\"name\":\"" name "\"},\"spec\":" spec "}"
@@ -449,7 +482,15 @@ START_TEST(test_store_ops)
 	ck_assert_int_eq(
 	    model_cond_set(&out.status.conditions, "Ready", "False", "AgentNotReady", "x", 1), 1);
 	ck_assert_int_eq(model_update_status(st, &model_pst_kind, &out, NULL, &e), 0);
+	/* updates and status updates are validated too: refused, nothing written */
+	out.spec.backend.has_zfs = false;
+	ck_assert_int_eq(model_update(st, &model_pst_kind, &out, NULL, &e), STORE_INVALID);
+	ck_assert_str_eq(e.msg, "PillarStore \"tank\" is invalid: spec.backend must set exactly "
+	                        "one of zfs or lvm");
+	ck_assert_int_eq(model_update_status(st, &model_pst_kind, &out, NULL, &e), STORE_INVALID);
+	out.spec.backend.has_zfs = true;
 	ck_assert_int_eq(model_get(st, &model_pst_kind, NULL, "tank", &got, &e), 0);
+	ck_assert(got.spec.backend.has_zfs);
 	ck_assert_str_eq(model_cond_reason(&got.status.conditions, "Ready"), "AgentNotReady");
 	char *t = model_encode_text(&model_pst_kind, &got);
 	ck_assert_ptr_nonnull(strstr(t, "\"xFutureBackend\":{}"));
