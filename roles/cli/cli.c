@@ -315,7 +315,8 @@ static size_t headers(const struct store_kind *k, const struct kind_columns *kc,
 	return ncol;
 }
 
-static void print_table(const struct model_kind *mk, const void *items, size_t nrow, bool wide)
+/* The table of the items: 0, or 1 after "error: out of memory" (the rows printed so far stay). */
+static int print_table(const struct model_kind *mk, const void *items, size_t nrow, bool wide)
 {
 	const struct store_kind *k = model_store_kind(mk);
 	const struct kind_columns *kc = NULL;
@@ -332,25 +333,32 @@ static void print_table(const struct model_kind *mk, const void *items, size_t n
 		width[c] = strlen(hdr[c]);
 	if (nrow == 0) {
 		fprintf(stderr, "No resources found\n");
-		return;
+		return 0;
 	}
-	for (size_t start = 0; start < nrow; start += 64) {
+	bool oom = false;
+	for (size_t start = 0; start < nrow && !oom; start += 64) {
 		size_t n = nrow - start < 64 ? nrow - start : 64;
 		for (size_t r = 0; r < n; r++) {
 			const void *o = (const char *)items + (start + r) * mk->type->size;
 			size_t c = row(mk, k, kc, o, wide, now, cells[r]);
 			for (size_t j = 0; j < c; j++)
-				if (cells[r][j] && strlen(cells[r][j]) > width[j])
+				if (!cells[r][j])
+					oom = true;
+				else if (strlen(cells[r][j]) > width[j])
 					width[j] = strlen(cells[r][j]);
 		}
-		if (start == 0)
+		if (start == 0 && !oom)
 			print_row((char *const *)hdr, width, ncol);
 		for (size_t r = 0; r < n; r++) {
-			print_row(cells[r], width, ncol);
+			if (!oom)
+				print_row(cells[r], width, ncol);
 			for (size_t c = 0; c < ncol; c++)
 				free(cells[r][c]);
 		}
 	}
+	if (oom)
+		fprintf(stderr, "error: out of memory\n");
+	return oom ? 1 : 0;
 }
 
 /* The positional arguments and flags of get; -1 to go on, else the exit status. */
@@ -443,10 +451,15 @@ int cli_get_main(int argc, char **argv)
 	if (r == 0 && strcmp(out, "json") == 0) {
 		char *text = npos == 2 ? model_encode_pretty(mk, items)
 		                       : model_encode_list_pretty(mk, items, n);
-		printf("%s\n", text ? text : "");
+		if (text) {
+			printf("%s\n", text);
+		} else {
+			fprintf(stderr, "error: out of memory\n");
+			r = 1;
+		}
 		free(text);
 	} else if (r == 0) {
-		print_table(mk, items, n, strcmp(out, "wide") == 0);
+		r = print_table(mk, items, n, strcmp(out, "wide") == 0);
 	}
 	model_list_free(mk, items, n);
 	free(pos);

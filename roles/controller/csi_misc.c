@@ -64,7 +64,8 @@ static char *dup(const char *s)
 	return strdup(s ? s : "");
 }
 
-/* The topology of every volume: the nodes where nvme_tcp is loaded (csi.md §3). */
+/* The topology of every volume: the nodes where nvme_tcp is loaded (csi.md §3).  0, or -1 when
+ * out of memory (what was allocated hangs off v, freed with it). */
 static int add_topology(Csi__V1__Volume *v)
 {
 	v->accessible_topology = calloc(1, sizeof(*v->accessible_topology));
@@ -77,18 +78,18 @@ static int add_topology(Csi__V1__Volume *v)
 	}
 	csi__v1__topology__init(t);
 	csi__v1__topology__segments_entry__init(seg);
-	seg->key = dup(RULES_TOPOLOGY_KEY);
-	seg->value = dup("true");
-	t->segments = calloc(1, sizeof(*t->segments));
-	if (t->segments) {
-		t->segments[0] = seg;
-		t->n_segments = 1;
-	} else {
-		free(seg);
-	}
 	v->accessible_topology[0] = t;
 	v->n_accessible_topology = 1;
-	return 0;
+	t->segments = calloc(1, sizeof(*t->segments));
+	if (!t->segments) {
+		free(seg);
+		return -1;
+	}
+	t->segments[0] = seg;
+	t->n_segments = 1;
+	seg->key = dup(RULES_TOPOLOGY_KEY);
+	seg->value = dup("true");
+	return seg->key && seg->value ? 0 : -1;
 }
 
 Csi__V1__Volume *csi_volume_of(const struct model_pvst *pvst)
@@ -108,9 +109,11 @@ Csi__V1__Volume *csi_volume_of(const struct model_pvst *pvst)
 		if (!e)
 			goto fail;
 		csi__v1__volume__volume_context_entry__init(e);
+		v->volume_context[v->n_volume_context++] = e;
 		e->key = dup(ctx.kv[i].key);
 		e->value = dup(ctx.kv[i].value);
-		v->volume_context[v->n_volume_context++] = e;
+		if (!e->key || !e->value)
+			goto fail;
 	}
 	if (add_topology(v) < 0)
 		goto fail;
