@@ -16,7 +16,7 @@
 
 #define TOP(var, S, kind, av, fields)             \
 	static MODEL_TYPE(var##_type, S, fields); \
-	const struct model_kind var = {kind, av, &var##_type, NULL}
+	const struct model_kind var = {kind, av, &var##_type, NULL, NULL}
 
 /* ---- StorageClass -------------------------------------------------------------------------- */
 

@@ -167,6 +167,10 @@ struct model_kind {
 	 * when the model has none: 0 or -EINVAL with the spec's message.  model_create,
 	 * model_update and model_update_status run it before writing. */
 	int (*validate)(const void *obj, struct err *e);
+	/* The kind's transition rules (the CRD's CEL rules on oldSelf: immutable fields), NULL
+	 * when none: 0 or -EINVAL with the spec's message.  model_update runs it against the
+	 * stored object. */
+	int (*validate_update)(const void *old, const void *obj, struct err *e);
 };
 
 /* The common head of every kind: MODEL_META(obj) is the metadata of any kind's struct. */
@@ -253,9 +257,10 @@ int model_list(store *s, const struct model_kind *k, const char *ns, const char 
                void **items, size_t *n, uint64_t *list_rv, struct err *e);
 void model_list_free(const struct model_kind *k, void *items, size_t n);
 /* out (optional) receives the stored object; it must be zeroed/cleared.  Every write runs the
- * kind's validation first (model_kind.validate): an object the CRD would reject is refused with
- * STORE_INVALID and `<Kind> "<name>" is invalid: <the spec's message>`, nothing written.  Every
- * writer (the controller, `pillar-csi apply`) goes through these three. */
+ * kind's validation first (model_kind.validate; model_update also its transition rules against
+ * the stored object, model_kind.validate_update): an object the CRD would reject is refused
+ * with STORE_INVALID and `<Kind> "<name>" is invalid: <the spec's message>`, nothing written.
+ * Every writer (the controller, `pillar-csi apply`) goes through these three. */
 int model_create(store *s, const struct model_kind *k, const void *obj, void *out, struct err *e);
 int model_update(store *s, const struct model_kind *k, const void *obj, void *out, struct err *e);
 int model_update_status(store *s, const struct model_kind *k, const void *obj, void *out,

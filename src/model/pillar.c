@@ -83,7 +83,13 @@ static int pa_validate(const void *obj, struct err *e)
 	return model_pa_validate(obj, e);
 }
 
-const struct model_kind model_pa_kind = {"PillarAgent", GROUP, &pa_type, pa_validate};
+static int pa_validate_update(const void *old, const void *obj, struct err *e)
+{
+	return model_pa_validate_update(old, obj, e);
+}
+
+const struct model_kind model_pa_kind = {"PillarAgent", GROUP, &pa_type, pa_validate,
+                                         pa_validate_update};
 
 static bool dns_label(const char *s, size_t max)
 {
@@ -197,7 +203,13 @@ static int pstr_validate(const void *obj, struct err *e)
 	return model_pstr_validate(obj, e);
 }
 
-const struct model_kind model_pstr_kind = {"PillarProtocol", GROUP, &pstr_type, pstr_validate};
+static int pstr_validate_update(const void *old, const void *obj, struct err *e)
+{
+	return model_pstr_validate_update(old, obj, e);
+}
+
+const struct model_kind model_pstr_kind = {"PillarProtocol", GROUP, &pstr_type, pstr_validate,
+                                           pstr_validate_update};
 
 /* Members set: nvmeofTcp plus any member this version does not know. */
 static size_t members(const struct model_protocol *p)
@@ -257,7 +269,13 @@ static int pst_validate(const void *obj, struct err *e)
 	return model_pst_validate(obj, e);
 }
 
-const struct model_kind model_pst_kind = {"PillarStore", GROUP, &pst_type, pst_validate};
+static int pst_validate_update(const void *old, const void *obj, struct err *e)
+{
+	return model_pst_validate_update(old, obj, e);
+}
+
+const struct model_kind model_pst_kind = {"PillarStore", GROUP, &pst_type, pst_validate,
+                                          pst_validate_update};
 
 static int no_volsize(const struct model_map *props, const char *prefix, struct err *e)
 {
@@ -364,7 +382,13 @@ static int psc_validate(const void *obj, struct err *e)
 	return model_psc_validate(obj, e);
 }
 
-const struct model_kind model_psc_kind = {"PillarStorageClass", GROUP, &psc_type, psc_validate};
+static int psc_validate_update(const void *old, const void *obj, struct err *e)
+{
+	return model_psc_validate_update(old, obj, e);
+}
+
+const struct model_kind model_psc_kind = {"PillarStorageClass", GROUP, &psc_type, psc_validate,
+                                          psc_validate_update};
 
 static bool one_of(const char *v, const char *a, const char *b)
 {
@@ -426,4 +450,69 @@ bool model_psc_allow_expansion(const struct model_psc *p)
 const char *model_psc_fs_type(const struct model_psc *p)
 {
 	return p->spec.filesystem.fs_type ?: "ext4";
+}
+
+/* ---- transition rules (the CRDs' CEL rules on oldSelf) --------------------------------------- */
+
+static bool same_str(const char *a, const char *b)
+{
+	return a && b ? strcmp(a, b) == 0 : a == b;
+}
+
+int model_pa_validate_update(const struct model_pa *old, const struct model_pa *pa, struct err *e)
+{
+	if (old->spec.has_node_ref != pa->spec.has_node_ref)
+		return err_set(e, -EINVAL, "spec.nodeRef and spec.external cannot be switched");
+	if (pa->spec.has_node_ref && !same_str(old->spec.node_ref.name, pa->spec.node_ref.name))
+		return err_set(e, -EINVAL, "spec.nodeRef.name is immutable");
+	return 0;
+}
+
+int model_pstr_validate_update(const struct model_pstr *old, const struct model_pstr *p,
+                               struct err *e)
+{
+	const struct model_nvmeof_tcp *a = &old->spec.protocol.nvmeof_tcp;
+	const struct model_nvmeof_tcp *b = &p->spec.protocol.nvmeof_tcp;
+
+	if (!old->spec.protocol.has_nvmeof_tcp || !p->spec.protocol.has_nvmeof_tcp)
+		return 0;
+	if (model_nvmeof_tcp_port(a) != model_nvmeof_tcp_port(b))
+		return err_set(e, -EINVAL, "spec.protocol.nvmeofTcp.port is immutable");
+	if ((a->has_acl && a->acl) != (b->has_acl && b->acl))
+		return err_set(e, -EINVAL, "spec.protocol.nvmeofTcp.acl is immutable");
+	return 0;
+}
+
+int model_pst_validate_update(const struct model_pst *old, const struct model_pst *p, struct err *e)
+{
+	const struct model_backend *a = &old->spec.backend, *b = &p->spec.backend;
+
+	if (!same_str(old->spec.agent_ref, p->spec.agent_ref))
+		return err_set(e, -EINVAL, "spec.agentRef is immutable");
+	if (a->has_zfs != b->has_zfs || a->has_lvm != b->has_lvm || a->has_file != b->has_file)
+		return err_set(e, -EINVAL, "spec.backend cannot switch between zfs and lvm");
+	if (b->has_zfs && (!same_str(a->zfs.pool, b->zfs.pool) ||
+	                   !same_str(a->zfs.parent_dataset, b->zfs.parent_dataset) ||
+	                   strcmp(model_zfs_volume_type(&a->zfs), model_zfs_volume_type(&b->zfs))))
+		return err_set(e, -EINVAL,
+		               "backend.zfs.pool, parentDataset and volumeType are immutable");
+	if (b->has_lvm && (!same_str(a->lvm.volume_group, b->lvm.volume_group) ||
+	                   !same_str(a->lvm.thin_pool, b->lvm.thin_pool)))
+		return err_set(e, -EINVAL, "backend.lvm.volumeGroup and thinPool are immutable");
+	if (b->has_file && !same_str(a->file.pool, b->file.pool))
+		return err_set(e, -EINVAL, "backend.file.pool is immutable");
+	return 0;
+}
+
+int model_psc_validate_update(const struct model_psc *old, const struct model_psc *p, struct err *e)
+{
+	const char *a = old->spec.storage_class.name, *b = p->spec.storage_class.name;
+
+	if (!same_str(old->spec.store_ref, p->spec.store_ref))
+		return err_set(e, -EINVAL, "spec.storeRef is immutable");
+	if (!same_str(old->spec.protocol_ref, p->spec.protocol_ref))
+		return err_set(e, -EINVAL, "spec.protocolRef is immutable");
+	if (strcmp(a ? a : "", b ? b : ""))
+		return err_set(e, -EINVAL, "spec.storageClass.name is immutable");
+	return 0;
 }

@@ -153,6 +153,8 @@ extern const struct model_kind model_pa_kind;
 /* §3.1: exactly one of nodeRef/external; name; addressType; CIDR; IP; ports 1..65535; the
  * object name a DNS label of at most 63 characters. */
 int model_pa_validate(const struct model_pa *pa, struct err *e);
+/* §3.1 on update: nodeRef/external cannot be switched; nodeRef.name is immutable. */
+int model_pa_validate_update(const struct model_pa *old, const struct model_pa *pa, struct err *e);
 /* nodeRef.addressType or "InternalIP"; nodeRef.port or default_port. */
 const char *model_pa_address_type(const struct model_pa *pa);
 int64_t model_pa_node_port(const struct model_pa *pa, int64_t default_port);
@@ -179,6 +181,9 @@ struct model_pstr {
 extern const struct model_kind model_pstr_kind;
 /* §4.1: exactly one member (nvmeofTcp); port 1..65535; the tunables' ranges. */
 int model_pstr_validate(const struct model_pstr *p, struct err *e);
+/* §4.1 on update: nvmeofTcp.port and acl are immutable. */
+int model_pstr_validate_update(const struct model_pstr *old, const struct model_pstr *p,
+                               struct err *e);
 
 /* ---- PillarStore (crds.md §5) ----------------------------------------------------------------- */
 
@@ -207,6 +212,10 @@ extern const struct model_kind model_pst_kind;
  * parentDataset relative, no volsize property; lvm provisioningMode linear|thin, thin needs a
  * thinPool. */
 int model_pst_validate(const struct model_pst *p, struct err *e);
+/* §5.1 on update: agentRef immutable; the backend member cannot switch; zfs pool,
+ * parentDataset, volumeType, lvm volumeGroup, thinPool and file pool are immutable. */
+int model_pst_validate_update(const struct model_pst *old, const struct model_pst *p,
+                              struct err *e);
 /* lvm.provisioningMode or "linear"; zfs.volumeType or "zvol". */
 const char *model_lvm_mode(const struct model_lvm *l);
 const char *model_zfs_volume_type(const struct model_zfs *z);
@@ -246,6 +255,9 @@ extern const struct model_kind model_psc_kind;
 /* §6.1: refs; storageClass.name a DNS subdomain; enums; overrides.backend at most one member,
  * no volsize; the tunables' ranges. */
 int model_psc_validate(const struct model_psc *p, struct err *e);
+/* §6.1 on update: storeRef, protocolRef and storageClass.name are immutable. */
+int model_psc_validate_update(const struct model_psc *old, const struct model_psc *p,
+                              struct err *e);
 /* Effective values (§6.1 defaults). */
 const char *model_psc_sc_name(const struct model_psc *p); /* storageClass.name or meta.name */
 const char *model_psc_reclaim_policy(const struct model_psc *p); /* Delete */
@@ -322,5 +334,8 @@ extern const struct model_type model_pvst_published_type, model_pvst_export_spec
  * aclEnabled required, port 0..65535, inCapsuleDataSize >= 1024), publishedNodes keyed by a
  * non-empty nodeID. */
 int model_pvst_validate(const struct model_pvst *p, struct err *e);
+/* On update: the spec is immutable (the CRD's `self == oldSelf` on spec). */
+int model_pvst_validate_update(const struct model_pvst *old, const struct model_pvst *p,
+                               struct err *e);
 
 #endif

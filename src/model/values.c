@@ -414,15 +414,44 @@ int model_list(store *s, const struct model_kind *k, const char *ns, const char 
 
 typedef int (*write_fn)(store *s, const cJSON *obj, cJSON **out, struct err *e);
 
+/* The kind's transition rules against the stored object (none stored: nothing to check). */
+static int validate_update(store *s, const struct model_kind *k, const void *obj, struct err *ve,
+                           struct err *e)
+{
+	const struct model_meta *m = MODEL_META(obj);
+	void *cur = calloc(1, k->type->size);
+	int r;
+
+	if (!cur)
+		return err_set(e, -ENOMEM, "out of memory");
+	r = model_get(s, k, m->ns, m->name, cur, e);
+	if (r == 0)
+		r = k->validate_update(cur, obj, ve) < 0 ? 1 : 0;
+	else if (r == STORE_NOT_FOUND)
+		r = 0; /* the update itself answers NotFound */
+	model_clear(k, cur);
+	free(cur);
+	return r;
+}
+
 /* The kind's validation (crds.md), refused as the API server refuses an object its CRD's
- * schema or CEL rules reject: Invalid, `<Kind> "<name>" is invalid: <the spec's message>`. */
-static int validate(const struct model_kind *k, const void *obj, struct err *e)
+ * schema or CEL rules reject: Invalid, `<Kind> "<name>" is invalid: <the spec's message>`;
+ * with update, the transition rules too. */
+static int validate(store *s, const struct model_kind *k, const void *obj, bool update,
+                    struct err *e)
 {
 	struct err ve = {0};
 	const char *name = MODEL_META(obj)->name;
+	int r = 0;
 
-	if (!k->validate || k->validate(obj, &ve) == 0)
-		return 0;
+	if (k->validate && k->validate(obj, &ve) < 0)
+		r = 1;
+	if (r == 0 && update && k->validate_update)
+		r = validate_update(s, k, obj, &ve, e);
+	if (r <= 0)
+		return r;
+	if (ve.code == -ENOMEM)
+		return err_set(e, -ENOMEM, "out of memory");
 	return err_set(e, STORE_INVALID, "%s \"%s\" is invalid: %s", k->kind, name ? name : "",
 	               ve.msg);
 }
@@ -434,7 +463,7 @@ static int write_obj(store *s, write_fn fn, const struct model_kind *k, const vo
 	cJSON *res = NULL;
 	if (out)
 		memset(out, 0, k->type->size);
-	int r = validate(k, obj, e);
+	int r = validate(s, k, obj, fn == store_update, e);
 	if (r < 0)
 		return r;
 	j = model_encode(k, obj);

@@ -1,4 +1,5 @@
 /* model volume: PillarVolumeState (crds.md §7): field table and validation. */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <string.h>
 
@@ -100,8 +101,29 @@ static int pvst_validate(const void *obj, struct err *e)
 	return model_pvst_validate(obj, e);
 }
 
+static int pvst_validate_update(const void *old, const void *obj, struct err *e)
+{
+	return model_pvst_validate_update(old, obj, e);
+}
+
 const struct model_kind model_pvst_kind = {"PillarVolumeState", "pillar-csi.bhyoo.com/v1alpha1",
-                                           &pvst_type, pvst_validate};
+                                           &pvst_type, pvst_validate, pvst_validate_update};
+
+int model_pvst_validate_update(const struct model_pvst *old, const struct model_pvst *p,
+                               struct err *e)
+{
+	cJSON *a = model_encode(&model_pvst_kind, old), *b = model_encode(&model_pvst_kind, p);
+	int r = 0;
+
+	if (!a || !b)
+		r = err_set(e, -ENOMEM, "out of memory");
+	else if (!cJSON_Compare(cJSON_GetObjectItemCaseSensitive(a, "spec"),
+	                        cJSON_GetObjectItemCaseSensitive(b, "spec"), true))
+		r = err_set(e, -EINVAL, "spec is immutable");
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	return r;
+}
 
 static bool in(const char *v, const char *const *set)
 {

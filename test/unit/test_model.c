@@ -468,6 +468,98 @@ START_TEST(test_validate_pvst)
 }
 END_TEST
 
+/* Transition rules (the CRDs' CEL rules on oldSelf, crds.md §3.1-§7): an update from the first
+ * object to the second, through model_update on the embedded store; "" = allowed. */
+struct tcase {
+	const struct model_kind *k;
+	const char *old, *new, *msg;
+};
+
+#define PA_T(spec) "{\"metadata\":{\"name\":\"s1\"},\"spec\":" spec "}"
+#define PSTR_T(n)  "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"protocol\":{\"nvmeofTcp\":" n "}}}"
+#define PST_T(a, b) \
+	"{\"metadata\":{\"name\":\"t\"},\"spec\":{\"agentRef\":\"" a "\",\"backend\":" b "}}"
+#define PSC_T(s, p, x)                                                                         \
+	"{\"metadata\":{\"name\":\"c\"},\"spec\":{\"storeRef\":\"" s "\",\"protocolRef\":\"" p \
+	"\"" x "}}"
+#define PVST_T(c) \
+	"{\"metadata\":{\"name\":\"pvc-1\"},\"spec\":{\"agentRef\":\"s1\",\"capacityBytes\":" c "}}"
+#define ZFS(p, d) "{\"zfs\":{\"pool\":\"" p "\",\"parentDataset\":\"" d "\"}}"
+static const struct tcase transitions[] = {
+    {&model_pa_kind, PA_T("{\"nodeRef\":{\"name\":\"n\"}}"),
+     PA_T("{\"nodeRef\":{\"name\":\"n\",\"port\":9600}}"), ""},
+    {&model_pa_kind, PA_T("{\"nodeRef\":{\"name\":\"n\"}}"), PA_T("{\"nodeRef\":{\"name\":\"m\"}}"),
+     "spec.nodeRef.name is immutable"},
+    {&model_pa_kind, PA_T("{\"nodeRef\":{\"name\":\"n\"}}"),
+     PA_T("{\"external\":{\"address\":\"10.0.0.1\",\"port\":1}}"),
+     "spec.nodeRef and spec.external cannot be switched"},
+    {&model_pstr_kind, PSTR_T("{}"), PSTR_T("{\"port\":4420,\"maxQueueSize\":64}"), ""},
+    {&model_pstr_kind, PSTR_T("{}"), PSTR_T("{\"port\":4421}"),
+     "spec.protocol.nvmeofTcp.port is immutable"},
+    {&model_pstr_kind, PSTR_T("{}"), PSTR_T("{\"acl\":true}"),
+     "spec.protocol.nvmeofTcp.acl is immutable"},
+    {&model_pst_kind, PST_T("s1", ZFS("tank", "k8s")),
+     PST_T("s1", "{\"zfs\":{\"pool\":\"tank\",\"parentDataset\":\"k8s\",\"properties\":{"
+                 "\"compression\":\"lz4\"}}}"),
+     ""},
+    {&model_pst_kind, PST_T("s1", ZFS("tank", "k8s")), PST_T("s2", ZFS("tank", "k8s")),
+     "spec.agentRef is immutable"},
+    {&model_pst_kind, PST_T("s1", ZFS("tank", "k8s")),
+     PST_T("s1", "{\"lvm\":{\"volumeGroup\":\"vg\"}}"),
+     "spec.backend cannot switch between zfs and lvm"},
+    {&model_pst_kind, PST_T("s1", ZFS("tank", "k8s")), PST_T("s1", ZFS("tank", "k9s")),
+     "backend.zfs.pool, parentDataset and volumeType are immutable"},
+    {&model_pst_kind, PST_T("s1", ZFS("tank", "k8s")), PST_T("s1", ZFS("pool2", "k8s")),
+     "backend.zfs.pool, parentDataset and volumeType are immutable"},
+    {&model_pst_kind, PST_T("s1", "{\"lvm\":{\"volumeGroup\":\"vg\"}}"),
+     PST_T("s1", "{\"lvm\":{\"volumeGroup\":\"vg2\"}}"),
+     "backend.lvm.volumeGroup and thinPool are immutable"},
+    {&model_pst_kind, PST_T("s1", "{\"file\":{\"pool\":\"/a\"}}"),
+     PST_T("s1", "{\"file\":{\"pool\":\"/b\"}}"), "backend.file.pool is immutable"},
+    {&model_psc_kind, PSC_T("t", "p", ""),
+     PSC_T("t", "p", ",\"storageClass\":{\"reclaimPolicy\":\"Retain\"}"), ""},
+    {&model_psc_kind, PSC_T("t", "p", ""), PSC_T("u", "p", ""), "spec.storeRef is immutable"},
+    {&model_psc_kind, PSC_T("t", "p", ""), PSC_T("t", "q", ""), "spec.protocolRef is immutable"},
+    {&model_psc_kind, PSC_T("t", "p", ""),
+     PSC_T("t", "p", ",\"storageClass\":{\"name\":\"other\"}"),
+     "spec.storageClass.name is immutable"},
+    {&model_pvst_kind, PVST_T("1048576"), PVST_T("1048576"), ""},
+    {&model_pvst_kind, PVST_T("1048576"), PVST_T("2097152"), "spec is immutable"},
+};
+
+START_TEST(test_transition_rules)
+{
+	const char *dir = tu_mkdtemp();
+	store *st = NULL;
+	ck_assert_int_eq(store_dir_open(dir, true, 50, &st, NULL), 0);
+	for (size_t i = 0; i < sizeof(transitions) / sizeof(transitions[0]); i++) {
+		const struct tcase *t = &transitions[i];
+		char old[4096], cur[4096], nw[4096], want[ERR_MSG_MAX];
+		struct err e = {0};
+		ck_assert_int_eq(model_decode_text(t->k, t->old, old, NULL), 0);
+		ck_assert_msg(model_create(st, t->k, old, cur, &e) == 0, "%s: %s", t->old, e.msg);
+		ck_assert_int_eq(model_decode_text(t->k, t->new, nw, NULL), 0);
+		int r = model_update(st, t->k, nw, NULL, &e);
+		if (!t->msg[0]) {
+			ck_assert_msg(r == 0, "%s: refused: %s", t->new, e.msg);
+		} else {
+			snprintf(want, sizeof(want), "%s \"%s\" is invalid: %s", t->k->kind,
+			         MODEL_META(nw)->name, t->msg);
+			ck_assert_msg(r == STORE_INVALID && !strcmp(e.msg, want),
+			              "%s: got %d \"%s\", want \"%s\"", t->new, r, e.msg, want);
+		}
+		ck_assert_int_eq(store_delete(st, model_store_kind(t->k), NULL,
+		                              MODEL_META(nw)->name, NULL, NULL, &e),
+		                 0);
+		model_clear(t->k, old);
+		model_clear(t->k, cur);
+		model_clear(t->k, nw);
+	}
+	store_close(st);
+	tu_rmtree(dir);
+}
+END_TEST
+
 /* Typed store operations on the embedded store keep unknown fields through the store too. */
 START_TEST(test_store_ops)
 {
@@ -626,6 +718,7 @@ int main(void)
 	tcase_add_test(tc, test_validate_pst);
 	tcase_add_test(tc, test_validate_psc);
 	tcase_add_test(tc, test_validate_pvst);
+	tcase_add_test(tc, test_transition_rules);
 	tcase_add_test(tc, test_store_ops);
 	tcase_add_test(tc, test_quantities);
 	tcase_add_test(tc, test_object_files);
