@@ -149,6 +149,19 @@ static int lease_client(const struct opts *o, struct kube_client **out, struct e
 	return rc;
 }
 
+/* The kinds the reconcilers read: each is listed once and then watched (store.h caches). */
+static const struct store_kind *const *cached_kinds(void)
+{
+	static const char *const names[] = {
+	    "PillarAgent",       "PillarStore",  "PillarProtocol", "PillarStorageClass",
+	    "PillarVolumeState", "StorageClass", "Node",           "PersistentVolumeClaim",
+	    "PersistentVolume",  "CSINode"};
+	static const struct store_kind *kinds[sizeof(names) / sizeof(names[0]) + 1];
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		kinds[i] = store_kind_lookup(names[i]);
+	return kinds;
+}
+
 /* Store, agent client, CSI server, reconcile loop and probes; 0 or -1 with the message in e. */
 static int start(const struct opts *o, struct running *x, struct err *e)
 {
@@ -157,9 +170,15 @@ static int start(const struct opts *o, struct running *x, struct err *e)
 	struct grpc_server_opts go;
 	struct grpc_service ids, ctrl;
 	const char *addrs[] = {o->endpoint, NULL};
-	if (store_open(o->store_url, true, &o->so, &x->st, e) < 0)
+	store *raw = NULL;
+	if (store_open(o->store_url, true, &o->so, &raw, e) < 0)
 		return -1;
-	struct ctl_leader_opts lo = {.kc = store_kube_client(x->st),
+	/* reconcilers read from watch-fed caches; CSI handlers read through (store.h) */
+	if (store_cache_open(raw, cached_kinds(), &x->st, e) < 0) {
+		store_close(raw);
+		return -1;
+	}
+	struct ctl_leader_opts lo = {.kc = store_kube_client(raw),
 	                             .elect = o->leader_elect,
 	                             .ns = getenv("POD_NAMESPACE"),
 	                             .lease_ms = o->lease_ms,

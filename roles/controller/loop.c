@@ -335,6 +335,7 @@ static void *watch_main(void *arg)
 	struct watcher *w = arg;
 	struct controller_loop *l = w->l;
 	bool initial = true;
+	store_cache_thread_reads(true); /* lists from the store's caches (store.h) */
 	while (!stopping(l)) {
 		uint64_t rv = 0;
 		struct err e = {0};
@@ -410,6 +411,7 @@ static void *worker_main(void *arg)
 {
 	struct controller_loop *l = arg;
 	char key[KEY_MAX];
+	store_cache_thread_reads(true); /* reconcilers read from the store's caches */
 	for (;;) {
 		int r = workqueue_get(l->q, 500, key, sizeof(key));
 		if (r < 0)
@@ -453,6 +455,7 @@ static void *timer_main(void *arg)
 	struct controller_loop *l = arg;
 	int64_t t0 = time_mono_ms(), next_p = t0 + l->interval_ms, next_c = t0 + l->capacity_ms;
 	int64_t next_a = t0 + ABANDONED_PERIOD_MS;
+	store_cache_thread_reads(true); /* the periodic resync lists from the caches */
 	for (;;) {
 		int64_t t = time_mono_ms(), next = next_p < next_c ? next_p : next_c;
 		if (next_a < next)

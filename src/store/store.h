@@ -174,6 +174,31 @@ int store_open_url(const char *url, bool owner, store **out, struct err *e);
  * Unconditional updates (no metadata.resourceVersion) read the current version and retry on
  * Conflict. */
 int store_kube_open(const struct store_open_opts *o, store **out, struct err *e);
+/* ---- watch-fed caches ------------------------------------------------------------------------- */
+
+/* A store that answers get and list from memory, as client-go's informers do: one thread per
+ * kind of kinds (NULL-terminated; NULL: every kind) lists the kind once from backing, then
+ * follows its watch (relisting only when the watch says STORE_EXPIRED), so reading the cache
+ * costs no request to backing.  Reads are cached only on threads that called
+ * store_cache_thread_reads(true) (the controller's reconcilers); every other thread reads
+ * through to backing, so the CSI handlers keep their uncached reads (crds.md §7.5).  A cached
+ * read waits up to 10 s for its kind's first list; a get of a name the cache does not hold asks
+ * backing (the answer and its NotFound message are backing's).  Writes and watches go to
+ * backing; a write's result enters the cache at once (a later event never replaces a newer
+ * version).  On success the cache owns backing (store_close closes both).  0, or -ENOMEM /
+ * -EAGAIN with e. */
+int store_cache_open(store *backing, const struct store_kind *const *kinds, store **out,
+                     struct err *e);
+/* Whether get/list on the calling thread are served from caches (default false). */
+void store_cache_thread_reads(bool on);
+
+struct store_cache_stats {
+	unsigned long lists;  /* lists of backing (each kind's first, and relists) */
+	unsigned long events; /* watch events absorbed */
+	unsigned long hits;   /* gets and lists answered from memory */
+};
+void store_cache_stats(store *cache, struct store_cache_stats *out);
+
 /* true when st is a kube store. */
 bool store_is_kube(const store *st);
 /* The API client of a kube store, NULL for any other store: Leases, Events and patches the

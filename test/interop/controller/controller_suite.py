@@ -15,6 +15,9 @@ observable without racing the controller, and it records the request so the suit
 the restore is one request carrying every export (operations.md OPS-09).
 
   controller_suite.py DIR    prints PASS/FAIL per case and "(controller suite: N passed, M failed)"
+
+With PILLAR_TEST_STORE=kube the same suite runs with `--store=kube`: the controller and every CLI
+call use the test API server on a real etcd (test/kube/cluster.py) instead of the embedded store.
 """
 import hashlib
 import json
@@ -38,6 +41,11 @@ import agent_pb2 as apb  # noqa: E402
 import agent_pb2_grpc as apbg  # noqa: E402
 from klog import call_logs, duration_ok  # noqa: E402
 import sidecars as k8s  # noqa: E402
+
+ON_KUBE = os.environ.get("PILLAR_TEST_STORE") == "kube"
+if ON_KUBE:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "kube"))
+    from cluster import Cluster  # noqa: E402
 
 BIN = os.environ["PILLAR_BIN"]
 GROUP = "pillar-csi.bhyoo.com/v1alpha1"
@@ -173,6 +181,12 @@ class Env:
         self.agent_port = free_port()
         self.agent_starts = 0
         self.fwd = None
+        self.kubeconfig = None  # set: --store=kube on this API server
+
+    def store_args(self):
+        if self.kubeconfig:
+            return ["--store=kube", "--kubeconfig=" + self.kubeconfig]
+        return ["--store=dir:" + self.store]
 
     # -- agent --
     def start_agent(self):
@@ -204,7 +218,7 @@ class Env:
         env = dict(os.environ, PILLAR_RECONCILE_INTERVAL="1s")
         # probes on loopback only (test servers never listen on other addresses)
         p = self.procs.start("controller", [BIN, "controller", "--csi-endpoint=unix://" + self.sock,
-                                            "--store=dir:" + self.store,
+                                            *self.store_args(),
                                             "--health-probe-bind-address=127.0.0.1:0",
                                             "--metrics-bind-address=127.0.0.1:0", "--v=5"],
                              env=env)
@@ -222,9 +236,9 @@ class Env:
                 text += f.read()
         return text
 
-    # -- CLI on the embedded store --
+    # -- CLI on the store --
     def cli(self, *args, stdin=None):
-        r = subprocess.run([BIN] + list(args) + ["--store=dir:" + self.store], input=stdin,
+        r = subprocess.run([BIN] + list(args) + self.store_args(), input=stdin,
                            capture_output=True, text=True, timeout=30)
         return r.returncode, r.stdout, r.stderr
 
@@ -419,20 +433,27 @@ def port_link(env, nqn, port_id):
 
 def run(base):
     env = Env(base)
+    cluster = Cluster(directory=os.path.join(base, "kube")) if ON_KUBE else None
     try:
+        if cluster:
+            os.makedirs(cluster.dir, exist_ok=True)
+            env.kubeconfig = cluster.__enter__().kubeconfig
         suite(env)
     finally:
         if env.fwd:
             env.fwd.release()
             env.fwd.server.stop(0)
         env.procs.stop_all()
+        if cluster:
+            cluster.__exit__(None, None, None)
 
 
 def suite(env):
     if not rep.check("agent starts on a fake configfs root with a file backend", env.start_agent()):
         return
     fwd = env.fwd = Forwarder("127.0.0.1:%d" % env.agent_port)
-    if not rep.check("controller starts on the embedded store and serves CSI on a unix socket",
+    where = "API server (--store=kube)" if ON_KUBE else "embedded store"
+    if not rep.check("controller starts on the %s and serves CSI on a unix socket" % where,
                      env.start_controller()):
         return
     rc, out, err = env.apply(objects(fwd.port))

@@ -1,0 +1,264 @@
+/* store/cache (store.h: store_cache_open): reads on a caching thread come from memory — a list
+ * and a get of every object cost the backing store nothing after the first list —, changes made
+ * elsewhere arrive through the watch, writes are visible at once, other threads read through,
+ * and a get of an unknown name gets the backing store's NotFound. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/json.h"
+#include "store/store.h"
+#include "testutil.h"
+
+/* A pass-through store that counts the reads reaching the store underneath. */
+struct counting {
+	store base;
+	store *b;
+	int gets, lists, watches;
+};
+
+static int n_get(store *st, const struct store_kind *k, const char *ns, const char *name,
+                 cJSON **out, struct err *e)
+{
+	struct counting *c = (struct counting *)st;
+	__atomic_add_fetch(&c->gets, 1, __ATOMIC_SEQ_CST);
+	return store_get(c->b, k, ns, name, out, e);
+}
+
+static int n_list(store *st, const struct store_kind *k, const char *ns, const char *sel,
+                  cJSON **items, uint64_t *rv, struct err *e)
+{
+	struct counting *c = (struct counting *)st;
+	__atomic_add_fetch(&c->lists, 1, __ATOMIC_SEQ_CST);
+	return store_list(c->b, k, ns, sel, items, rv, e);
+}
+
+static int n_create(store *st, const cJSON *o, cJSON **out, struct err *e)
+{
+	return store_create(((struct counting *)st)->b, o, out, e);
+}
+
+static int n_update(store *st, const cJSON *o, cJSON **out, struct err *e)
+{
+	return store_update(((struct counting *)st)->b, o, out, e);
+}
+
+static int n_update_status(store *st, const cJSON *o, cJSON **out, struct err *e)
+{
+	return store_update_status(((struct counting *)st)->b, o, out, e);
+}
+
+static int n_remove(store *st, const struct store_kind *k, const char *ns, const char *name,
+                    const char *uid, const char *rv, struct err *e)
+{
+	return store_delete(((struct counting *)st)->b, k, ns, name, uid, rv, e);
+}
+
+static int n_watch(store *st, const struct store_kind *k, uint64_t from, store_watch **w,
+                   struct err *e)
+{
+	struct counting *c = (struct counting *)st;
+	__atomic_add_fetch(&c->watches, 1, __ATOMIC_SEQ_CST);
+	return store_watch_open(c->b, k, from, w, e);
+}
+
+static void n_close(store *st)
+{
+	struct counting *c = (struct counting *)st;
+	store_close(c->b);
+	free(c);
+}
+
+static const struct store_ops counting_ops = {
+    .get = n_get,
+    .list = n_list,
+    .create = n_create,
+    .update = n_update,
+    .update_status = n_update_status,
+    .remove = n_remove,
+    .watch = n_watch,
+    .close = n_close,
+};
+
+static const char *dir;
+static struct counting *cnt;
+static store *cache, *other;
+
+static void setup(void)
+{
+	static char path[512];
+	snprintf(path, sizeof(path), "%s", tu_mkdtemp());
+	dir = path;
+	cnt = calloc(1, sizeof(*cnt));
+	cnt->base.ops = &counting_ops;
+	ck_assert_int_eq(store_dir_open(dir, true, 50, &cnt->b, NULL), 0);
+	/* another handle on the directory: another process writing (the CLI, an operator) */
+	ck_assert_int_eq(store_dir_open(dir, false, 50, &other, NULL), 0);
+}
+
+static void teardown(void)
+{
+	store_close(cache);
+	cache = NULL;
+	store_close(other);
+	tu_rmtree(dir);
+}
+
+static cJSON *pvst(const char *name, const char *agent)
+{
+	char buf[1024];
+	cJSON *o;
+	snprintf(
+	    buf, sizeof(buf),
+	    "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":\"PillarVolumeState\","
+	    "\"metadata\":{\"name\":\"%s\",\"labels\":{\"pillar-csi.bhyoo.com/agent\":\"%s\"}},"
+	    "\"spec\":{\"volumeID\":\"%s/zfs-zvol/nvmeof-tcp/tank/%s\",\"agentVolumeID\":"
+	    "\"tank/%s\",\"agentRef\":\"%s\",\"backendType\":\"zfs-zvol\",\"protocolType\":"
+	    "\"nvmeof-tcp\",\"capacityBytes\":1073741824}}",
+	    name, agent, agent, name, name, agent);
+	ck_assert_int_eq(json_parse_strict(buf, strlen(buf), &o, NULL), 0);
+	return o;
+}
+
+static void open_cache(void)
+{
+	static const struct store_kind *kinds[3];
+	kinds[0] = store_kind_lookup("pvst");
+	kinds[1] = store_kind_lookup("pa");
+	ck_assert_int_eq(store_cache_open(&cnt->base, kinds, &cache, NULL), 0);
+}
+
+/* Waits until a cached get of name shows the agentRef want ("" = gone). */
+static bool eventually(const char *name, const char *want)
+{
+	for (int i = 0; i < 300; i++) {
+		cJSON *o = NULL;
+		int r = store_get(cache, store_kind_lookup("pvst"), NULL, name, &o, NULL);
+		const char *a =
+		    r == 0 ? json_get_str(cJSON_GetObjectItem(o, "spec"), "agentRef") : "";
+		bool ok = a && !strcmp(a, want);
+		cJSON_Delete(o);
+		if (ok)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+START_TEST(test_reads_from_memory)
+{
+	const struct store_kind *k = store_kind_lookup("pvst");
+	char name[32];
+	for (int i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "pvc-%03d", i);
+		cJSON *o = pvst(name, i % 2 ? "a" : "b");
+		ck_assert_int_eq(store_create(other, o, NULL, NULL), 0);
+		cJSON_Delete(o);
+	}
+	open_cache();
+	store_cache_thread_reads(true);
+	cJSON *items = NULL;
+	uint64_t rv = 0;
+	ck_assert_int_eq(store_list(cache, k, NULL, NULL, &items, &rv, NULL), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(items), 100);
+	ck_assert_str_eq(store_meta_str(cJSON_GetArrayItem(items, 0), "name"), "pvc-000");
+	ck_assert_str_eq(store_meta_str(cJSON_GetArrayItem(items, 99), "name"), "pvc-099");
+	ck_assert_uint_gt(rv, 0);
+	cJSON_Delete(items);
+	int lists = __atomic_load_n(&cnt->lists, __ATOMIC_SEQ_CST);
+	/* a resync pass: a list by label and a get of every object */
+	for (int pass = 0; pass < 3; pass++) {
+		ck_assert_int_eq(
+		    store_list(cache, k, NULL, "pillar-csi.bhyoo.com/agent=a", &items, NULL, NULL),
+		    0);
+		ck_assert_int_eq(cJSON_GetArraySize(items), 50);
+		cJSON_Delete(items);
+		for (int i = 0; i < 100; i++) {
+			cJSON *o = NULL;
+			snprintf(name, sizeof(name), "pvc-%03d", i);
+			ck_assert_int_eq(store_get(cache, k, NULL, name, &o, NULL), 0);
+			ck_assert_str_eq(store_meta_str(o, "name"), name);
+			cJSON_Delete(o);
+		}
+	}
+	ck_assert_int_eq(__atomic_load_n(&cnt->gets, __ATOMIC_SEQ_CST), 0);
+	ck_assert_int_eq(__atomic_load_n(&cnt->lists, __ATOMIC_SEQ_CST), lists);
+	struct store_cache_stats cs;
+	store_cache_stats(cache, &cs);
+	ck_assert_uint_eq(cs.lists, 2); /* one per cached kind */
+	ck_assert_uint_ge(cs.hits, 303);
+	/* a bad selector is refused as by the store */
+	struct err e = {0};
+	ck_assert_int_eq(store_list(cache, k, NULL, "a=b=c", &items, NULL, &e), STORE_INVALID);
+	store_cache_thread_reads(false);
+}
+END_TEST
+
+START_TEST(test_changes_elsewhere_arrive_by_watch)
+{
+	const struct store_kind *k = store_kind_lookup("pvst");
+	cJSON *o = pvst("pvc-1", "a"), *v = NULL;
+	open_cache();
+	store_cache_thread_reads(true);
+	ck_assert(eventually("pvc-1", "")); /* not there yet */
+	ck_assert_int_eq(store_create(other, o, &v, NULL), 0);
+	ck_assert(eventually("pvc-1", "a"));
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(v, "spec"), "agentRef",
+	                          cJSON_CreateString("b"));
+	ck_assert_int_eq(store_update(other, v, NULL, NULL), 0);
+	ck_assert(eventually("pvc-1", "b"));
+	ck_assert_int_eq(store_delete(other, k, NULL, "pvc-1", NULL, NULL, NULL), 0);
+	ck_assert(eventually("pvc-1", ""));
+	/* the unknown name: the store's own answer */
+	struct err e = {0};
+	cJSON *got = NULL;
+	ck_assert_int_eq(store_get(cache, k, NULL, "pvc-1", &got, &e), STORE_NOT_FOUND);
+	ck_assert_ptr_nonnull(strstr(e.msg, "\"pvc-1\" not found"));
+	store_cache_thread_reads(false);
+	cJSON_Delete(o);
+	cJSON_Delete(v);
+}
+END_TEST
+
+START_TEST(test_writes_visible_at_once_and_other_threads_read_through)
+{
+	const struct store_kind *k = store_kind_lookup("pvst");
+	cJSON *o = pvst("pvc-1", "a"), *v = NULL, *got = NULL;
+	open_cache();
+	store_cache_thread_reads(true);
+	ck_assert_int_eq(store_create(cache, o, &v, NULL), 0);
+	ck_assert_int_eq(store_get(cache, k, NULL, "pvc-1", &got, NULL), 0);
+	ck_assert_uint_eq(store_meta_rv(got), store_meta_rv(v));
+	cJSON_Delete(got);
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(v, "spec"), "agentRef",
+	                          cJSON_CreateString("c"));
+	ck_assert_int_eq(store_update(cache, v, NULL, NULL), 0);
+	ck_assert_int_eq(store_get(cache, k, NULL, "pvc-1", &got, NULL), 0);
+	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(got, "spec"), "agentRef"), "c");
+	cJSON_Delete(got);
+	int gets = __atomic_load_n(&cnt->gets, __ATOMIC_SEQ_CST);
+	ck_assert_int_eq(gets, 0);
+	/* a thread that does not read cached (a CSI handler) asks the store */
+	store_cache_thread_reads(false);
+	ck_assert_int_eq(store_get(cache, k, NULL, "pvc-1", &got, NULL), 0);
+	cJSON_Delete(got);
+	ck_assert_int_eq(__atomic_load_n(&cnt->gets, __ATOMIC_SEQ_CST), 1);
+	cJSON_Delete(o);
+	cJSON_Delete(v);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("store cache");
+	TCase *t = tcase_create("dir");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 30);
+	tcase_add_test(t, test_reads_from_memory);
+	tcase_add_test(t, test_changes_elsewhere_arrive_by_watch);
+	tcase_add_test(t, test_writes_visible_at_once_and_other_threads_read_through);
+	suite_add_tcase(s, t);
+	return tu_run(s);
+}
