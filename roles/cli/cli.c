@@ -11,6 +11,7 @@
 #include "applets.h"
 #include "base/file.h"
 #include "base/json.h"
+#include "model/kpath.h"
 #include "model/model.h"
 #include "store/store.h"
 #include "storeflags.h"
@@ -45,6 +46,12 @@ static const struct kind_columns printer[] = {
       {"TARGET", ".spec.agentRef"},
       {"BACKEND", ".spec.backendType"},
       {"PROTOCOL", ".spec.protocolType"}}},
+    /* kube-apiserver's Table columns for VolumeAttachment */
+    {"VolumeAttachment",
+     {{"ATTACHER", ".spec.attacher"},
+      {"PV", ".spec.source.persistentVolumeName"},
+      {"NODE", ".spec.nodeName"},
+      {"ATTACHED", ".status.attached"}}},
 };
 
 static const char *default_store(void)
@@ -366,7 +373,10 @@ static int get_args(int argc, char **argv, char **pos, int *npos, const char **o
                     const char **url, const char **selector)
 {
 	const struct flag_def defs[] = {
-	    {"o", FLAG_STRING, out, "output format: json or wide (default: a table)", false},
+	    {"o", FLAG_STRING, out,
+	     "output format: json, wide, jsonpath=TEMPLATE or custom-columns=SPEC as kubectl's "
+	     "(default: a table)",
+	     false},
 	    {"output", FLAG_STRING, out, "same as -o", false},
 	    {"l", FLAG_STRING, selector, "label selector (k=v, k!=v, k, !k; comma = and)", false},
 	    {"store", FLAG_STRING, url,
@@ -384,14 +394,16 @@ static int get_args(int argc, char **argv, char **pos, int *npos, const char **o
 		return 0;
 	}
 	if (r == FLAGS_VERSION || r < 0 || *npos < 1 || *npos > 2 ||
-	    (**out && strcmp(*out, "json") && strcmp(*out, "wide"))) {
+	    (**out && strcmp(*out, "json") && strcmp(*out, "wide") &&
+	     strncmp(*out, "jsonpath=", 9) && strncmp(*out, "custom-columns=", 15))) {
 		if (r < 0)
 			fprintf(stderr, "%s\n", e.msg);
 		else if (r == FLAGS_VERSION)
 			r = applet_dispatch(2, (char *[]){"pillar-csi", "--version", NULL});
 		else
-			fprintf(stderr, "pillar-csi get: usage: pillar-csi get KIND [NAME] "
-			                "[-o wide|json] [--store=dir:PATH|kube]\n");
+			fprintf(stderr, "pillar-csi get: usage: pillar-csi get KIND [NAME] [-o "
+			                "wide|json|jsonpath=TEMPLATE|custom-columns=SPEC] "
+			                "[--store=dir:PATH|kube]\n");
 		return r == 0 ? 0 : 2;
 	}
 	return -1;
@@ -426,6 +438,26 @@ static int get_objects(const struct model_kind *mk, const char *url, const char 
 	return r < 0 ? 1 : 0;
 }
 
+/* -o jsonpath=TEMPLATE or -o custom-columns=SPEC, as kubectl prints them (model/kpath.h). */
+static int print_kpath(const struct model_kind *mk, const void *items, size_t n, bool single,
+                       const char *out)
+{
+	void *doc = model_kpath_doc(mk, items, n, single);
+	char *text = NULL;
+	struct err e = {0};
+	int r = !doc            ? err_set(&e, -ENOMEM, "out of memory")
+	        : out[0] == 'j' ? model_kpath_template(doc, out + 9, &text, &e)
+	                        : model_kpath_columns(doc, out + 15, &text, &e);
+	model_kpath_doc_free(doc);
+	if (r < 0) {
+		fprintf(stderr, "error: %s\n", e.msg);
+		return 1;
+	}
+	fputs(text, stdout);
+	free(text);
+	return 0;
+}
+
 int cli_get_main(int argc, char **argv)
 {
 	const char *out = "", *url = default_store(), *selector = NULL;
@@ -458,6 +490,9 @@ int cli_get_main(int argc, char **argv)
 			r = 1;
 		}
 		free(text);
+	} else if (r == 0 &&
+	           (!strncmp(out, "jsonpath=", 9) || !strncmp(out, "custom-columns=", 15))) {
+		r = print_kpath(mk, items, n, npos == 2, out);
 	} else if (r == 0) {
 		r = print_table(mk, items, n, strcmp(out, "wide") == 0);
 	}

@@ -26,6 +26,8 @@ static const struct store_kind kinds[] = {
      true},
     {"PersistentVolume", "v1", "persistentvolumes", "persistentvolume", "pv", false, true},
     {"Node", "v1", "nodes", "node", "no", false, true},
+    {"VolumeAttachment", "storage.k8s.io/v1", "volumeattachments", "volumeattachment", NULL, false,
+     true},
 };
 #define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
 

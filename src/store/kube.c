@@ -64,6 +64,16 @@ static int check_target(const struct store_kind *k, const char *ns, const char *
 	return 0;
 }
 
+/* check_target, then the kind's REST address into res. */
+static int target(const struct store_kind *k, const char *ns, const char *name,
+                  struct kstore_res *res, struct err *e)
+{
+	if (check_target(k, ns, name, e) < 0)
+		return STORE_INVALID;
+	kstore_resource(k, res);
+	return 0;
+}
+
 /* Items of a list answer lack apiVersion and kind for built-in kinds: give them back. */
 void kstore_typed(cJSON *obj, const struct store_kind *k)
 {
@@ -78,14 +88,12 @@ void kstore_typed(cJSON *obj, const struct store_kind *k)
 static int k_get(store *st, const struct store_kind *k, const char *ns, const char *name,
                  cJSON **out, struct err *e)
 {
-	struct kstore *s = (struct kstore *)st;
 	struct kstore_res res;
 	struct kube_status ks;
 	*out = NULL;
-	if (check_target(k, ns, name, e) < 0)
+	if (target(k, ns, name, &res, e) < 0)
 		return STORE_INVALID;
-	kstore_resource(k, &res);
-	int rc = kube_get(s->kc, &res.r, ns, name, out, &ks);
+	int rc = kube_get(((struct kstore *)st)->kc, &res.r, ns, name, out, &ks);
 	if (rc < 0)
 		return kstore_fail(rc, &ks, e);
 	kstore_typed(*out, k);
@@ -277,13 +285,11 @@ static int k_update_status(store *st, const cJSON *obj, cJSON **out, struct err 
 static int k_remove(store *st, const struct store_kind *k, const char *ns, const char *name,
                     const char *uid, const char *rv, struct err *e)
 {
-	struct kstore *s = (struct kstore *)st;
 	struct kstore_res res;
 	struct kube_status ks;
-	if (check_target(k, ns, name, e) < 0)
+	if (target(k, ns, name, &res, e) < 0)
 		return STORE_INVALID;
-	kstore_resource(k, &res);
-	int rc = kube_delete(s->kc, &res.r, ns, name, uid, rv, NULL, &ks);
+	int rc = kube_delete(((struct kstore *)st)->kc, &res.r, ns, name, uid, rv, NULL, &ks);
 	return rc < 0 ? kstore_fail(rc, &ks, e) : 0;
 }
 

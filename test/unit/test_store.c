@@ -32,15 +32,7 @@ static void teardown(void)
 
 static cJSON *obj(const char *kind, const char *name, const char *spec_json)
 {
-	const struct store_kind *k = store_kind_lookup(kind);
-	char buf[2048];
-	cJSON *o;
-	snprintf(
-	    buf, sizeof(buf),
-	    "{\"apiVersion\":\"%s\",\"kind\":\"%s\",\"metadata\":{\"name\":\"%s\"},\"spec\":%s}",
-	    k->api_version, k->kind, name, spec_json);
-	ck_assert_int_eq(json_parse_strict(buf, strlen(buf), &o, NULL), 0);
-	return o;
+	return tu_store_obj(kind, name, spec_json);
 }
 
 static const struct store_kind *K(const char *n)

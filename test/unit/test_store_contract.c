@@ -78,15 +78,7 @@ static const struct store_kind *K(const char *n)
 
 static cJSON *obj(const char *kind, const char *name, const char *spec_json)
 {
-	const struct store_kind *k = K(kind);
-	char buf[2048];
-	cJSON *o;
-	snprintf(
-	    buf, sizeof(buf),
-	    "{\"apiVersion\":\"%s\",\"kind\":\"%s\",\"metadata\":{\"name\":\"%s\"},\"spec\":%s}",
-	    k->api_version, k->kind, name, spec_json);
-	ck_assert_int_eq(json_parse_strict(buf, strlen(buf), &o, NULL), 0);
-	return o;
+	return tu_store_obj(kind, name, spec_json);
 }
 
 /* Valid specs (the API server checks them against the CRDs). */

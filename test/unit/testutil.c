@@ -1,5 +1,7 @@
 #include "testutil.h"
 
+#include <cjson/cJSON.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -11,6 +13,8 @@
 #include <unistd.h>
 
 #include "agent/config.h"
+#include "base/json.h"
+#include "store/store.h"
 
 const char *tu_mkdtemp(void)
 {
@@ -93,4 +97,18 @@ void tu_agent_layout(const char *root, struct agent_config *cfg)
 	         "{\"backends\":[{\"file\":{\"pool\":\"fpool\",\"directory\":\"%s/files\"}}]}",
 	         root);
 	ck_assert_msg(agent_config_parse(json, strlen(json), cfg, &e) == 0, "%s", e.msg);
+}
+
+void *tu_store_obj(const char *kind, const char *name, const char *spec_json)
+{
+	const struct store_kind *k = store_kind_lookup(kind);
+	char buf[2048];
+	cJSON *o = NULL;
+	ck_assert_ptr_nonnull(k);
+	snprintf(
+	    buf, sizeof(buf),
+	    "{\"apiVersion\":\"%s\",\"kind\":\"%s\",\"metadata\":{\"name\":\"%s\"},\"spec\":%s}",
+	    k->api_version, k->kind, name, spec_json);
+	ck_assert_int_eq(json_parse_strict(buf, strlen(buf), &o, NULL), 0);
+	return o;
 }

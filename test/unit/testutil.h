@@ -19,6 +19,9 @@ const char *tu_read(const char *dir, const char *name);
  * (pool "fpool" in root/files) parsed into *cfg (agent_config_clear).  Fails the test on error. */
 struct agent_config;
 void tu_agent_layout(const char *root, struct agent_config *cfg);
+/* A store object {apiVersion, kind, metadata{name}, spec} of kind (any name store_kind_lookup
+ * knows) with spec_json as its spec (a cJSON *, caller owns); fails the test on bad JSON. */
+void *tu_store_obj(const char *kind, const char *name, const char *spec_json);
 /* Runs a Check suite and returns the process exit status (0 when everything passed). */
 int tu_run(Suite *s);
 
