@@ -18,6 +18,7 @@ import hashlib  # noqa: E402
 import json  # noqa: E402
 import ssl  # noqa: E402
 import sys  # noqa: E402
+import time  # noqa: E402
 import uuid  # noqa: E402
 from urllib.parse import parse_qs, unquote  # noqa: E402
 
@@ -36,6 +37,9 @@ from store import Store, new_uid, now  # noqa: E402
 
 FLOWSCHEMA_UID = "32e460f4-6b5e-4b41-ade5-d084c00898f3"
 PRIORITY_UID = "582159a4-098f-41bd-9196-ec29309422cc"
+LIVE_TASKS = set()
+# PILLAR_KUBE_REQUEST_LOG=FILE: one line per request ("<time> <method> <path?query>")
+REQUEST_LOG = os.environ.get("PILLAR_KUBE_REQUEST_LOG")
 AGG = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-test+pillar", "gitCommit": "test",
            "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.5", "compiler": "gc",
@@ -52,6 +56,11 @@ def track_peer_certificates():
     run = tcp.TCPServer.run
 
     async def tracked(self):
+        # asyncio keeps tasks only weakly and hypercorn's TaskGroup holds its tasks in a WeakSet:
+        # a garbage collection could destroy a pending connection (every request and watch on it
+        # then answered 500 or vanished).  Hold each connection's task until it ends.
+        task = asyncio.current_task()
+        LIVE_TASKS.add(task)
         ssl_object = self.writer.get_extra_info("ssl_object")
         peer = self.writer.get_extra_info("peername")
         key = tuple(peer[:2]) if peer else None
@@ -63,6 +72,7 @@ def track_peer_certificates():
             await run(self)
         finally:
             PEER_CERTS.pop(key, None)
+            LIVE_TASKS.discard(task)
     tcp.TCPServer.run = tracked
 
 
@@ -121,6 +131,14 @@ class App:
     # ---- ASGI ---------------------------------------------------------------------------------
 
     async def __call__(self, scope, receive, send):
+        task = asyncio.current_task()  # held strongly while it runs (see tracked())
+        LIVE_TASKS.add(task)
+        try:
+            await self.handle(scope, receive, send)
+        finally:
+            LIVE_TASKS.discard(task)
+
+    async def handle(self, scope, receive, send):
         if scope["type"] == "lifespan":
             while True:
                 msg = await receive()
@@ -136,6 +154,10 @@ class App:
             if not msg.get("more_body"):
                 break
         req = Request(scope, body)
+        if REQUEST_LOG:  # benchmarks count the requests a client sends
+            with open(REQUEST_LOG, "a") as f:
+                q = scope.get("query_string", b"").decode()
+                f.write("%.3f %s %s%s\n" % (time.time(), scope["method"], scope["path"], "?" + q if q else ""))
         pf = True
         try:
             user = cert_user(PEER_CERTS.get(tuple(scope.get("client") or ())))
