@@ -54,21 +54,6 @@ START_TEST(test_kinds)
 }
 END_TEST
 
-static void expect_event(store_watch *w, enum store_event_type t, const char *name,
-                         const char *field)
-{
-	enum store_event_type got;
-	cJSON *o = NULL;
-	struct err e = {0};
-	int r = store_watch_next(w, 3000, &got, &o, &e);
-	ck_assert_msg(r == 1, "no event (r=%d %s) while waiting for %d %s", r, e.msg, t, name);
-	ck_assert_int_eq(got, t);
-	ck_assert_str_eq(store_meta_str(o, "name"), name);
-	if (field)
-		ck_assert_ptr_nonnull(cJSON_GetObjectItem(o, field));
-	cJSON_Delete(o);
-}
-
 START_TEST(test_watch_sees_other_process_and_expires)
 {
 	store *other;
@@ -83,9 +68,9 @@ START_TEST(test_watch_sees_other_process_and_expires)
 	                 "nvmeof-host-nqn\":\"nqn.x\"}}}";
 	json_parse_strict(cs, strlen(cs), &o, NULL);
 	ck_assert_int_eq(store_create(other, o, NULL, &e), 0);
-	expect_event(w, STORE_ADDED, "worker-1", NULL);
+	tu_expect_event(w, STORE_ADDED, "worker-1", NULL);
 	ck_assert_int_eq(store_delete(other, K("csinode"), NULL, "worker-1", NULL, NULL, &e), 0);
-	expect_event(w, STORE_DELETED, "worker-1", NULL);
+	tu_expect_event(w, STORE_DELETED, "worker-1", NULL);
 	store_watch_close(w);
 	cJSON_Delete(o);
 

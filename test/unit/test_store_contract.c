@@ -380,23 +380,6 @@ START_TEST(test_namespaced_kind)
 }
 END_TEST
 
-static void expect_event(store_watch *w, enum store_event_type t, const char *name,
-                         const char *field)
-{
-	enum store_event_type got;
-	cJSON *o = NULL;
-	struct err e = {0};
-	int r = store_watch_next(w, 5000, &got, &o, &e);
-	ck_assert_msg(r == 1, "no event (r=%d %s) while waiting for %d %s", r, e.msg, t, name);
-	ck_assert_msg(got == t, "event %d for %s, expected %d for %s", got,
-	              store_meta_str(o, "name"), t, name);
-	ck_assert_str_eq(store_meta_str(o, "name"), name);
-	ck_assert_ptr_nonnull(json_get_str(o, "kind"));
-	if (field)
-		ck_assert_ptr_nonnull(cJSON_GetObjectItem(o, field));
-	cJSON_Delete(o);
-}
-
 static void expect_quiet(store_watch *w, int ms)
 {
 	enum store_event_type t;
@@ -414,7 +397,7 @@ START_TEST(test_watch)
 	cJSON_Delete(o);
 	/* from 0: the current objects as ADDED */
 	ck_assert_int_eq(store_watch_open(st, K("pa"), 0, &w, NULL), 0);
-	expect_event(w, STORE_ADDED, "a1", NULL);
+	tu_expect_event(w, STORE_ADDED, "a1", NULL);
 	/* list + watch from the list's version: nothing missed, nothing repeated */
 	ck_assert_int_eq(store_list(st, K("pa"), NULL, NULL, &items, &rv, NULL), 0);
 	cJSON_Delete(items);
@@ -425,10 +408,10 @@ START_TEST(test_watch)
 	ck_assert_int_eq(store_create(st, o, NULL, NULL), 0); /* filtered out by kind */
 	cJSON_Delete(o);
 	ck_assert_int_eq(store_delete(st, K("pa"), NULL, "a1", NULL, NULL, NULL), 0);
-	expect_event(w, STORE_MODIFIED, "a1", "status");
-	expect_event(w, STORE_DELETED, "a1", "status");
-	expect_event(w2, STORE_MODIFIED, "a1", "status");
-	expect_event(w2, STORE_DELETED, "a1", NULL);
+	tu_expect_event(w, STORE_MODIFIED, "a1", "status");
+	tu_expect_event(w, STORE_DELETED, "a1", "status");
+	tu_expect_event(w2, STORE_MODIFIED, "a1", "status");
+	tu_expect_event(w2, STORE_DELETED, "a1", NULL);
 	expect_quiet(w, 100);
 	store_watch_close(w);
 	store_watch_close(w2);
@@ -446,12 +429,12 @@ START_TEST(test_watch_across_stream_ends)
 	ck_assert_int_eq(store_watch_open(st, K("pstr"), 0, &w, NULL), 0);
 	ck_assert_int_eq(store_create(st, o, NULL, NULL), 0);
 	cJSON_Delete(o);
-	expect_event(w, STORE_ADDED, "p1", NULL);
+	tu_expect_event(w, STORE_ADDED, "p1", NULL);
 	expect_quiet(w, 2500);
 	o = obj("PillarProtocol", "p2", PROTO_SPEC);
 	ck_assert_int_eq(store_create(st, o, NULL, NULL), 0);
 	cJSON_Delete(o);
-	expect_event(w, STORE_ADDED, "p2", NULL);
+	tu_expect_event(w, STORE_ADDED, "p2", NULL);
 	expect_quiet(w, 1500);
 	store_watch_close(w);
 }

@@ -112,3 +112,20 @@ void *tu_store_obj(const char *kind, const char *name, const char *spec_json)
 	ck_assert_int_eq(json_parse_strict(buf, strlen(buf), &o, NULL), 0);
 	return o;
 }
+
+void tu_expect_event(void *watch, int t, const char *name, const char *field)
+{
+	store_watch *w = watch;
+	enum store_event_type got;
+	cJSON *o = NULL;
+	struct err e = {0};
+	int r = store_watch_next(w, 5000, &got, &o, &e);
+	ck_assert_msg(r == 1, "no event (r=%d %s) while waiting for %d %s", r, e.msg, t, name);
+	ck_assert_msg((int)got == t, "event %d for %s, expected %d for %s", got,
+	              store_meta_str(o, "name"), t, name);
+	ck_assert_str_eq(store_meta_str(o, "name"), name);
+	ck_assert_ptr_nonnull(json_get_str(o, "kind"));
+	if (field)
+		ck_assert_ptr_nonnull(cJSON_GetObjectItem(o, field));
+	cJSON_Delete(o);
+}

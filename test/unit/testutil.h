@@ -22,6 +22,10 @@ void tu_agent_layout(const char *root, struct agent_config *cfg);
 /* A store object {apiVersion, kind, metadata{name}, spec} of kind (any name store_kind_lookup
  * knows) with spec_json as its spec (a cJSON *, caller owns); fails the test on bad JSON. */
 void *tu_store_obj(const char *kind, const char *name, const char *spec_json);
+/* Waits up to 5 s for the next event of a store_watch * and checks its type (enum
+ * store_event_type), metadata.name, that it has a kind and, when field is not NULL, that the
+ * object has that top-level field. */
+void tu_expect_event(void *watch, int t, const char *name, const char *field);
 /* Runs a Check suite and returns the process exit status (0 when everything passed). */
 int tu_run(Suite *s);
 

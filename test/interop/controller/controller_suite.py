@@ -182,6 +182,7 @@ class Env:
         self.agent_starts = 0
         self.fwd = None
         self.kubeconfig = None  # set: --store=kube on this API server
+        self.controller_args = []  # more controller flags (benchmarks)
 
     def store_args(self):
         if self.kubeconfig:
@@ -220,7 +221,8 @@ class Env:
         p = self.procs.start("controller", [BIN, "controller", "--csi-endpoint=unix://" + self.sock,
                                             *self.store_args(),
                                             "--health-probe-bind-address=127.0.0.1:0",
-                                            "--metrics-bind-address=127.0.0.1:0", "--v=5"],
+                                            "--metrics-bind-address=127.0.0.1:0", "--v=5",
+                                            *self.controller_args],
                              env=env)
         ok = wait_for(lambda: os.path.exists(self.sock) or p.poll() is not None, 10)
         return ok and p.poll() is None

@@ -1,0 +1,123 @@
+"""The controller on the kube store (issue 12): agent on a fake configfs root (file backend),
+controller with --store=kube against the test API server on a real etcd (test/kube/), N
+PillarVolumeStates of the agent created through the API (provisioning N volumes through CSI on
+this loaded machine takes about 1.7 s each; the resync reads the same objects either way).  Then, with PILLAR_RECONCILE_INTERVAL=1s,
+the API requests the controller sends per periodic resync pass (counted by the server's request
+log over PASSES passes, watches excluded as they are long-running), how many of them address
+one object, and the controller's resident memory.
+
+  bench.py DIR N PASSES
+"""
+import importlib.util
+import json
+import os
+import ssl
+import sys
+import time
+import urllib.request
+from concurrent import futures
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "interop", "controller"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "kube"))
+import controller_suite as cs  # noqa: E402
+from controller_suite import cond  # noqa: E402
+from cluster import Cluster  # noqa: E402
+# the controller benchmark's resident-memory reader (its module is also named bench)
+_spec = importlib.util.spec_from_file_location(
+    "controller_bench", os.path.join(HERE, "..", "controller", "bench.py"))
+_cb = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_cb)
+proc_rss_kib = _cb.proc_rss_kib
+
+
+def requests(log):
+    """The requests in the server's log: (method, path) pairs, watches left out."""
+    try:
+        with open(log) as f:
+            rows = [line.split(" ", 2) for line in f.read().splitlines()]
+    except OSError:
+        return []
+    return [(r[1], r[2]) for r in rows if len(r) == 3 and "watch=1" not in r[2] and
+            "watch=true" not in r[2]]
+
+
+def main():
+    base, n, passes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    log = os.path.join(base, "requests.log")
+    os.environ["PILLAR_KUBE_REQUEST_LOG"] = log
+    os.makedirs(os.path.join(base, "kube"), exist_ok=True)
+    with Cluster(directory=os.path.join(base, "kube")) as c:
+        env = cs.Env(base)
+        env.kubeconfig = c.kubeconfig
+        env.controller_args = ["--kube-api-qps=1000", "--kube-api-burst=1000"]
+        try:
+            run(env, log, n, passes, c.url, c.admin_token, c.ca)
+        finally:
+            env.procs.stop_all()
+
+
+def create_volumes(url, token, ca, n):
+    """N PillarVolumeStates of the agent, created with 8 concurrent API requests."""
+    ctx = ssl.create_default_context(cafile=ca)
+
+    def one(i):
+        name = "pvc-%08d-0000-4000-8000-000000000000" % i
+        body = {"apiVersion": cs.GROUP, "kind": "PillarVolumeState", "metadata": {
+            "name": name, "labels": {cs.P + "agent": cs.AGENT, cs.P + "store": cs.STORE}},
+            "spec": {"volumeID": "%s/nvmeof-tcp/file/%s/%s" % (cs.AGENT, cs.POOL, name),
+                     "agentVolumeID": "%s/%s" % (cs.POOL, name), "agentRef": cs.AGENT,
+                     "backendType": "file", "protocolType": "nvmeof-tcp", "capacityBytes": 1 << 20}}
+        req = urllib.request.Request(url + "/apis/pillar-csi.bhyoo.com/v1alpha1/pillarvolumestates",
+                                     data=json.dumps(body).encode(), method="POST", headers={
+                                         "Authorization": "Bearer " + token,
+                                         "Content-Type": "application/json"})
+        urllib.request.urlopen(req, context=ctx, timeout=60).read()
+    with futures.ThreadPoolExecutor(8) as ex:
+        list(ex.map(one, range(n)))
+
+
+def run(env, log, n, passes, c_url, token, ca):
+    if not env.start_agent() or not env.start_controller():
+        raise SystemExit("agent or controller did not start")
+    pid = env.procs.live["controller"].pid
+    rc, out, err = env.apply(cs.objects(env.agent_port))
+    if rc != 0:
+        raise SystemExit("apply: " + out + err)
+    if not cs.wait_for(lambda: cond(env.get("pa", cs.AGENT), "ExportsReady")[:2] ==
+                       ("True", "ExportsServing"), 60) or not cs.wait_for(
+                           lambda: env.get("sc", cs.PSC), 60):
+        raise SystemExit("the PillarAgent or the generated StorageClass never became ready")
+    t0 = time.monotonic()
+    create_volumes(c_url, token, ca, n)
+    print("created %d PillarVolumeStates on the agent through the API in %.1f s" % (
+        n, time.monotonic() - t0))
+    # the controller takes up the new volumes (events, status writes): wait until it is quiet
+    last, end = -1, time.monotonic() + 120
+    while time.monotonic() < end:
+        time.sleep(3)
+        now = len(requests(log))
+        if now - last <= 3 * 3:  # no more than the steady state's few requests a second
+            break
+        last = now
+    before = len(requests(log))
+    t = time.monotonic()
+    time.sleep(passes)  # PILLAR_RECONCILE_INTERVAL=1s: one periodic pass a second
+    window = requests(log)[before:]
+    secs = time.monotonic() - t
+    per_object = [r for r in window if "/pillarvolumestates/" in r[1]]
+    print("API requests per resync pass with %d volumes: %.1f (%d in %.1f s, %d passes at 1 s); "
+          "of them addressing one PillarVolumeState: %d" % (
+              n, len(window) / passes, len(window), secs, passes, len(per_object)))
+    kinds = {}
+    for m, p in window:
+        k = "%s %s" % (m, p.split("?")[0])
+        kinds[k] = kinds.get(k, 0) + 1
+    for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])[:8]:
+        print("    %5d  %s" % (v, k))
+    print("controller resident memory with %d volumes on the kube store: %.1f MiB" % (
+        n, proc_rss_kib(pid) / 1024.0))
+
+
+if __name__ == "__main__":
+    main()
