@@ -97,7 +97,7 @@ def split_top(s):
 
 
 def functions(text):
-    """(name, params, body, body_offset) of each function definition at file level."""
+    """(name, params, body, body_offset, is_static) of each function definition at file level."""
     out, i, n = [], 0, len(text)
     while i < n:
         if text[i] == "{":
@@ -107,7 +107,10 @@ def functions(text):
                 pass
             end = match_close(text, i, "{", "}")
             if m and not re.search(r"=\s*$", text[max(0, i - 5) : i]):
-                out.append((m.group(1), m.group(2), text[i:end], i))
+                window = text[max(0, i - 600) : i]
+                head = re.split(r"[;}]|^#.*$", window[: m.start(1)], flags=re.M)[-1]
+                static = re.search(r"\bstatic\b", head) is not None
+                out.append((m.group(1), m.group(2), text[i:end], i, static))
             i = end
             continue
         i += 1
@@ -193,30 +196,42 @@ def main():
                     with open(p, encoding="utf-8") as fh:
                         files[os.path.relpath(p, ROOT)] = strip_comments(fh.read())
     funcs = {p: functions(t) for p, t in files.items()}
-    wrappers = {"exec_run": 0}  # name -> index of its vector argument
+    # (scope, name) -> index of its vector argument; scope is the defining file for a static
+    # function (visible only there: two files may each have their own static `run`), else None.
+    wrappers = {(None, "exec_run"): 0}
+
+    def visible(path):
+        """name -> vector index of the wrappers a function in path can call."""
+        vis = {n: k for (sc, n), k in wrappers.items() if sc is None}
+        vis.update({n: k for (sc, n), k in wrappers.items() if sc == path})
+        return vis
+
     changed = True
     while changed:
         changed = False
-        for fl in funcs.values():
-            for name, params, body, _ in fl:
+        for path, fl in funcs.items():
+            for name, params, body, _, static in fl:
+                key = (path if static else None, name)
                 vp = vector_param(params)
-                if name in wrappers or not vp:
+                if key in wrappers or not vp:
                     continue
-                if any(args[wrappers[c]] == vp[1] for c, args, _ in calls(body, list(wrappers)) if len(args) > wrappers[c]):
-                    wrappers[name] = vp[0]
+                vis = visible(path)
+                if any(args[vis[c]] == vp[1] for c, args, _ in calls(body, list(vis)) if len(args) > vis[c]):
+                    wrappers[key] = vp[0]
                     changed = True
     programs, errors = {}, []
     for path, fl in sorted(funcs.items()):
         text = files[path]
-        for name, params, body, boff in fl:
+        vis = visible(path)
+        for name, params, body, boff, _ in fl:
             vp = vector_param(params)
             braces = brace_vectors(body)
-            for callee, args, off in calls(body, list(wrappers)):
+            for callee, args, off in calls(body, list(vis)):
                 where = "%s:%d" % (path, line_of(text, boff + off))
-                if name == callee or len(args) <= wrappers[callee]:
+                if name == callee or len(args) <= vis[callee]:
                     continue
-                arg = re.sub(r"^\([^()]*\)\s*", "", args[wrappers[callee]])
-                if name in wrappers and vp and arg == vp[1]:
+                arg = re.sub(r"^\([^()]*\)\s*", "", args[vis[callee]])
+                if name in vis and vp and arg == vp[1]:
                     continue  # a wrapper passing its own vector on
                 if not re.fullmatch(IDENT, arg):
                     errors.append("cannot tell what %s executes: vector %r" % (where, arg))
