@@ -112,7 +112,7 @@ GENERATED  := $(PB_H) $(CJSON_HDR) $(BUILDINFO)
 # Generated sources are kept (never treated as intermediate files to delete).
 .SECONDARY:
 
-.PHONY: all deps test unit interop bench demo fmt size clean FORCE
+.PHONY: all deps test unit interop crash bench demo fmt size clean FORCE
 all: $(BUILD)/pillar-csi
 
 # Build identity, rewritten only when it changes so that a rebuild stays incremental.
@@ -183,6 +183,13 @@ INTEROP_SUITES := $(sort $(wildcard test/interop/*/run.sh))
 interop: $(BUILD)/pillar-csi $(BUILD)/unit/test_store_contract
 	@PILLAR_BIN=$(abspath $(BUILD)/pillar-csi) BUILD=$(abspath $(BUILD)) \
 	  sh test/tools/run-suites.sh interop $(INTEROP_SUITES)
+
+# The controller crash suite's long run (`make interop` runs 10 rounds): make crash ROUNDS=60,
+# CRASH_SEED=N replays a run's random choices.
+ROUNDS ?= 60
+crash: $(BUILD)/pillar-csi
+	@PILLAR_BIN=$(abspath $(BUILD)/pillar-csi) BUILD=$(abspath $(BUILD)) CRASH_ROUNDS=$(ROUNDS) \
+	  sh test/interop/controller-crash/run.sh
 
 # The README's test command is `make deps test`: unit tests, a few seconds of every fuzz target,
 # interop suites, the fast real-kernel scenarios (test/e2e/e2e.mk) and the container image

@@ -11,7 +11,6 @@
 # Env: PILLAR_BIN, BUILD.  Prints PASS/FAIL per case and "controller interop: N passed, M failed".
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../../.." && pwd)
 : "${BUILD:?BUILD must be set}" "${PILLAR_BIN:?PILLAR_BIN must be set}"
 T=$BUILD/controller-test
 R=$T/run
@@ -28,13 +27,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-mkdir -p "$T/py"
-gen() { # gen DIR FILE: flat module names (csi_pb2, agent_pb2, health_pb2)
-	protoc -I"$1" --python_out="$T/py" --grpc_out="$T/py" \
-		--plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin "$1/$2"
-}
-if ! gen "$ROOT/proto" csi.proto || ! gen "$ROOT/proto/pillar_csi/agent/v1" agent.proto ||
-   ! gen "$ROOT/proto/grpc/health/v1" health.proto; then
+if ! sh "$HERE/stubs.sh"; then
 	echo "FAIL generating the grpcio stubs"; echo "controller interop: 0 passed, 1 failed"; exit 1
 fi
 pass=0
