@@ -364,9 +364,14 @@ static int create_existing(struct ctl *c, const Csi__V1__CreateVolumeRequest *re
 		    "volume \"%s\" already exists with capacity %lld bytes; requested "
 		    "%lld",
 		    req->name, (long long)cap, (long long)size);
-	if (strcmp(phase, "Provisioning") && strcmp(phase, "CreatePartial") && phase[0])
-		return respond(v, resp, gs); /* Ready (and later phases): fast path */
-	return csi_provision(c, v, pname, resp, gs);
+	if (!strcmp(phase, "Provisioning") || !strcmp(phase, "CreatePartial") || !phase[0])
+		return csi_provision(c, v, pname, resp, gs);
+	/* Ready (and later phases): fast path, after the success-recorded annotation, which a
+	 * controller killed right after recording Ready has not written yet */
+	int r = model_map_get(&v->meta.annotations, RULES_ANN_SUCCESS)
+	            ? GRPC_OK
+	            : record_success(c, pname, str(v->meta.uid), gs);
+	return r ? r : respond(v, resp, gs);
 }
 
 int csi_create_volume(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,

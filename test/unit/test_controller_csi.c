@@ -151,6 +151,30 @@ START_TEST(test_create_resume_after_export_failure)
 }
 END_TEST
 
+/* A controller killed between recording Ready and the success-recorded annotation (found by the
+ * controller crash suite): the retried CreateVolume answers from the fast path only after the
+ * annotation is there (crds.md §7.4: set before CreateVolume returns success). */
+START_TEST(test_create_retry_records_success)
+{
+	struct grpc_status gs = {0};
+	struct err e = {0};
+	make_vol();
+	cJSON *o = fx_get("PillarVolumeState", "pvc-1");
+	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(o, "metadata"), "annotations");
+	ck_assert_msg(store_update(fx_st, o, NULL, &e) == 0, "%s", e.msg);
+	cJSON_Delete(o);
+	ck_assert_int_eq(fx_create("pvc-1", PSC_PARAMS, false, NULL, 0, &gs), 0);
+	ck_assert_uint_eq(fake_agent_ncalls(fx_fa), 0);
+	o = fx_get("PillarVolumeState", "pvc-1");
+	ck_assert_str_eq(
+	    json_get_str(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "annotations"),
+	                 RULES_ANN_SUCCESS),
+	    "true");
+	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(o, "status"), "phase"), "Ready");
+	cJSON_Delete(o);
+}
+END_TEST
+
 /* Requests at the CSI level (names, capacity limits, content sources, mixed fs_types that
  * csi-provisioner never sends in our deployment): built by hand, as another CO could send them. */
 START_TEST(test_create_validation)
@@ -623,6 +647,7 @@ int main(void)
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, test_create_sequence_and_context);
 	tcase_add_test(t, test_create_resume_after_export_failure);
+	tcase_add_test(t, test_create_retry_records_success);
 	tcase_add_test(t, test_create_validation);
 	tcase_add_test(t, test_conflict_single_node_elsewhere);
 	tcase_add_test(t, test_conflict_rox_then_single);
