@@ -14,9 +14,10 @@ request (same name, volume ID, node) after a short backoff, as the sidecars do; 
 UNAVAILABLE, ABORTED, DEADLINE_EXCEEDED, CANCELLED, and FAILED_PRECONDITION "is published to
 another node" for the moving attachment.  Any other code is a violation.
 
-A round: the lanes run; the controller is SIGKILLed either after a random delay or at an agent
-RPC boundary chosen at random (the forwarder between controller and agent kills it when the
-request arrives — the request is still delivered, sometimes only after the new controller has
+A round: the lanes run; the controller is SIGKILLed after a random delay, right after its k-th
+PillarVolumeState write (k random; inotify on the embedded store's directory, no hook in the
+controller), or at an agent RPC boundary chosen at random (the forwarder between controller and
+agent kills it when the request arrives — the request is still delivered, sometimes only after the new controller has
 finished the retries, like a packet from a dead process — or after the agent answered, before the
 reply reaches the controller).  Every 6th round the agent is killed too while the controller is
 down, every 12th with an emptied kernel tree (storage reboot), so the restarted controller must
@@ -34,18 +35,22 @@ periodic resync pass, the invariants:
      grows, never exceeds its PillarVolumeState's publicationGeneration, belongs to its UID, and
      endedUIDs only grow; publicationGeneration never decreases;
   I5 identity: a volume's UID, volume ID and namespace uuid/nguid/serial never change (the
-     derived identity, agent-api.md §8.2); a Ready volume is exported and enabled;
+     derived identity, agent-api.md §8.2); a Ready volume is exported and enabled; a volume
+     whose CreateVolume succeeded carries success-recorded (crds.md §7.4);
   I6 liveness: every interrupted call completes after the restart; the file never shrinks.
 
 Usage: crash.py DIR ROUNDS (CRASH_SEED replays the random choices; thread timing is not
 replayed).  Prints PASS/FAIL lines and "(controller crash: N passed, M failed)".
 """
 import collections
+import ctypes
 import json
 import os
 import random
+import select
 import shutil
 import signal
+import struct
 import sys
 import threading
 import time
@@ -205,18 +210,123 @@ class Fwd(cs.Forwarder):
             fin.set()
         raise grpc.RpcError()  # the caller is dead; the answer goes nowhere
 
+    def wrote(self, avid):
+        """A PillarVolumeState write of the volume (StoreWatch)."""
+        with self.mu:
+            self.done[avid].append("write")
+
     def phase_of(self, avid, since):
         """Where a volume's agent calls are for a CSI call that started when done had `since`
-        entries: 'in M', 'after M' or 'before the agent'."""
+        entries: 'in M', 'after M', 'before the agent', each with the store writes since."""
         with self.mu:
             if self.inflight[avid]:
                 return "in " + self.inflight[avid][-1]
             d = self.done[avid][since:]
-            return ("after " + d[-1]) if d else "before the agent"
+        calls = [i for i, m in enumerate(d) if m != "write"]
+        w = len(d) - 1 - calls[-1] if calls else len(d)
+        return "%s%s" % (("after " + d[calls[-1]]) if calls else "before the agent",
+                         " +%dw" % w if w else "")
 
     def mark(self, avid):
         with self.mu:
             return len(self.done[avid])
+
+
+class StoreWatch(threading.Thread):
+    """Store-write kill points without a hook in the controller: inotify on the embedded store's
+    PillarVolumeState directory sees each object written (renamed into place) or deleted; armed
+    with k, the k-th such write kills the controller (it is then fsyncing the directory or just
+    past it, before its next step)."""
+
+    IN_MOVED_TO, IN_DELETE, IN_NONBLOCK, IN_CLOEXEC = 0x80, 0x200, 0o4000, 0o2000000
+
+    def __init__(self, path, fwd, killer):
+        super().__init__(daemon=True)
+        os.makedirs(path, exist_ok=True)
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self.libc.inotify_init1(self.IN_NONBLOCK | self.IN_CLOEXEC)
+        if self.fd < 0 or self.libc.inotify_add_watch(
+                self.fd, path.encode(), self.IN_MOVED_TO | self.IN_DELETE) < 0:
+            raise OSError(ctypes.get_errno(), "inotify on " + path)
+        self.fwd, self.killer, self.path = fwd, killer, path
+        self.left = 0
+        self.pred = None  # armed: kill after a write whose object satisfies pred(obj)
+        self.mu = threading.Lock()
+
+    def arm(self, k, pred=None):
+        with self.mu:
+            self.left, self.pred = k, pred
+
+    def _fires(self, name):
+        with self.mu:
+            pred, fire = self.pred, self.left == 1
+            self.left = max(self.left - 1, 0)
+        if not pred:
+            return fire
+        try:
+            with open(os.path.join(self.path, name)) as f:
+                obj = json.load(f)
+        except (OSError, ValueError):
+            return False  # deleted or replaced meanwhile
+        with self.mu:
+            if self.pred is pred and pred(obj):
+                self.pred = None
+                return True
+        return False
+
+    def run(self):
+        while True:
+            select.select([self.fd], [], [], 1)
+            try:
+                data = os.read(self.fd, 65536)
+            except BlockingIOError:
+                continue
+            off = 0
+            while off < len(data):
+                _, _, _, n = struct.unpack_from("iIII", data, off)
+                name = data[off + 16:off + 16 + n].rstrip(b"\0").decode()
+                off += 16 + n
+                if name.startswith(".") or not name.endswith(".json"):
+                    continue
+                self.fwd.wrote("%s/%s" % (cs.POOL, name[:-5]))
+                if self._fires(name):
+                    self.killer.kill("after a PillarVolumeState write")
+
+
+def _st(o):
+    return o.get("status") or {}
+
+
+def _pubs(o):
+    return _st(o).get("publishedNodes") or []
+
+
+# Targeted kill points, one per odd round in this order (the brief run covers the first five):
+# (label, "store", predicate on the PillarVolumeState just written) or
+# (label, "agent", method, "send"|"reply", deliver the request late).
+TARGETS = [
+    ("create: Ready recorded, success-recorded not yet", "store",
+     lambda o: _st(o).get("phase") == "Ready" and
+     cs.P + "success-recorded" not in (o["metadata"].get("annotations") or {})),
+    ("publish: AllowInitiator answered, reply lost", "agent", "AllowInitiator", "reply", False),
+    ("unpublish: revoking recorded, DenyInitiator not sent", "store",
+     lambda o: any(p.get("revoking") for p in _pubs(o))),
+    ("unpublish: DenyInitiator answered, reply lost", "agent", "DenyInitiator", "reply", False),
+    ("delete: deleting recorded", "store", lambda o: _st(o).get("deleting")),
+    ("delete: DeleteVolume answered, reply lost", "agent", "DeleteVolume", "reply", False),
+    ("create: CreatePartial recorded", "store", lambda o: _st(o).get("phase") == "CreatePartial"),
+    ("create: ExportVolume sent, delivered late", "agent", "ExportVolume", "send", True),
+    ("create: CreateVolume answered, reply lost", "agent", "CreateVolume", "reply", False),
+    ("publish: publication recorded", "store",
+     lambda o: any(not p.get("revoking") for p in _pubs(o))),
+    ("expand: ExpandVolume answered, reply lost", "agent", "ExpandVolume", "reply", False),
+    ("delete: UnexportVolume answered, reply lost", "agent", "UnexportVolume", "reply", False),
+    ("resync: ReconcileState sent, delivered late", "agent", "ReconcileState", "send", True),
+    ("create: Provisioning claimed", "store",
+     lambda o: _st(o).get("phase") == "Provisioning" and _st(o).get("publicationGeneration")),
+    ("publish: AllowInitiator sent, delivered late", "agent", "AllowInitiator", "send", True),
+    ("unpublish: DenyInitiator sent, delivered late", "agent", "DenyInitiator", "send", True),
+]
 
 
 # ---- the controller process and its kills --------------------------------------------------------
@@ -348,6 +458,7 @@ class Lane(threading.Thread):
         h.track(v)
         req = k8s.create_volume(csi, h.kube.caps, h.sc, pvc, cs.CLUSTER)
         r = self.retry("create", h.ctl.CreateVolume, req)
+        v["created"] = True
         if r.volume.volume_id != v["vid"] or r.volume.capacity_bytes != 16 * MiB:
             out.violation(h.round, "create %s answered %s" % (name, r.volume))
         v["pv"] = pv = k8s.pv_of(h.sc, pvc, req, r)
@@ -492,6 +603,10 @@ class Checker:
         if st.get("phase") != "Ready":
             bad("I6 %s: phase %s after CreateVolume succeeded" % (name, st.get("phase")))
             return
+        ann = (obj["metadata"].get("annotations") or {}).get(cs.P + "success-recorded")
+        if lane_vol and lane_vol.get("created") and ann != "true":
+            bad("I5 %s: CreateVolume succeeded without the success-recorded annotation "
+                "(crds.md §7.4)" % name)
         if nqn not in subs or (hosts or []) != want:
             bad("I2 %s: admitted %s, recorded publications %s" % (name, hosts, want))
         ns = self.env.sub(nqn, "namespaces", "1")
@@ -553,6 +668,7 @@ class Harness:
         self.fwd = None
         self.points = collections.defaultdict(collections.Counter)  # step -> phase -> kills
         self.modes = collections.Counter()
+        self.targets = collections.Counter()  # target label -> kills
         self.times = collections.defaultdict(list)  # figure -> seconds
 
     def track(self, v):
@@ -580,6 +696,9 @@ class Harness:
                          env.start_agent()):
             return False
         self.fwd = env.fwd = Fwd("127.0.0.1:%d" % env.agent_port, self.killer)
+        self.swatch = StoreWatch(os.path.join(env.store, "pillarvolumestates"), self.fwd,
+                                 self.killer)
+        self.swatch.start()
         start_controller(env)
         if not out.check("controller starts on the embedded store", serving(env) is not None):
             return False
@@ -596,17 +715,43 @@ class Harness:
         self.kube = cs.Kube(env, self.ctl, k8s.Caps(csi, csig.IdentityStub(ch), self.ctl))
         return True
 
+    def targeted(self, t):
+        """A SIGKILL at target t (TARGETS); a random delay when not reached within 8 s."""
+        self.modes["targeted"] += 1
+        if t[1] == "store":
+            self.swatch.arm(0, t[2])
+        else:
+            self.fwd.arm(t[2], t[3], t[4])
+        if self.killer.killed.wait(8):
+            self.targets[t[0]] += 1
+            return
+        self.swatch.arm(0)
+        self.fwd.disarm()
+        self.targets[t[0] + " (not reached in 8 s)"] += 0
+        self.killer.kill("%s: not reached in 8 s" % t[0])
+
     def kill(self):
-        """One SIGKILL: after a random delay or at an armed agent RPC boundary."""
+        """One SIGKILL: every odd round at the next target, else after a random delay, after
+        the k-th PillarVolumeState write or at a random agent RPC boundary."""
+        if self.round % 2 == 1:
+            return self.targeted(TARGETS[(self.round // 2) % len(TARGETS)])
         r = self.rng.random()
-        if r < 0.45:
+        if r < 0.3:
+            k = self.rng.randint(1, 8)
+            self.modes["PillarVolumeState write"] += 1
+            self.swatch.arm(k)
+            if not self.killer.killed.wait(6):
+                self.swatch.arm(0)
+                self.killer.kill("write %d not reached in 6 s" % k)
+            return
+        if r < 0.55:
             delay = self.rng.uniform(0.05, 1.5)
             self.modes["random delay"] += 1
             time.sleep(delay)
             self.killer.kill("after %.0f ms" % (delay * 1000))
             return
         method = self.rng.choice(MUTATING)
-        where = "reply" if r < 0.7 else "send"
+        where = "reply" if r < 0.78 else "send"
         hold = where == "send" and self.rng.random() < 0.5
         self.modes["agent %s %s%s" % (method, where, " (delivered late)" if hold else "")] += 1
         self.fwd.arm(method, where, hold)
@@ -743,6 +888,10 @@ class Harness:
             n = sum(self.points[step].values())
             print("      %-10s %3d  %s" % (step, n, ", ".join(
                 "%s %d" % kv for kv in sorted(self.points[step].items()))))
+        print("    targeted kill points reached: %d of %d targets" % (
+            sum(1 for k, n in self.targets.items() if n), len(TARGETS)))
+        for k, n in sorted(self.targets.items()):
+            print("      %-60s %d" % (k, n))
         late = collections.Counter("%s→%s" % x for x in self.killer.late)
         print("    requests of a dead controller delivered late: %s" % (dict(late) or "none"))
         for k, v in sorted(self.times.items()):
