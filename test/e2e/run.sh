@@ -89,6 +89,31 @@ image_disk() {
   QEMU+=(-drive "file=$1/image.ext4,format=raw,if=none,id=idisk,snapshot=on"
          -device virtio-blk-pci,drive=idisk,serial=e2e-image)
 }
+# kube_host DIR NAME : ("# e2e-kube: yes", topology a) the test API server on real etcd
+# (test/kube) for the VM, started in the background by kube-host.py (log DIR/kube/serve.log),
+# reached through a second NIC on qemu's user-mode network with restrict=on: the guest
+# reaches nothing but two forwards to 10.0.2.100, the API server (:6443, one relay process per
+# connection) and kube-host.py's rpc (:7071: its kubeconfigs, kubectl on the host); appended
+# to QEMU. The RBAC is the chart's own (test/interop/leader/rbac.sh). kube_host_stop ends it.
+KUBE_PID=""
+kube_host() {
+  [ "$(hdr "$HERE/scenarios/$2.sh" kube no)" = yes ] || return 0
+  local k=$1/kube rbac py="/usr/bin/python3 -I $HERE/kube-host.py"
+  rm -rf "$k"; mkdir -p "$k"
+  command -v etcd >/dev/null && command -v kubectl >/dev/null ||
+    { echo "@@HOST scenario $2 needs etcd and kubectl on the host (make deps installs them)"; return 1; }
+  rbac=$(BUILD=$ROOT/build sh "$ROOT/test/interop/leader/rbac.sh" "$ROOT" "$k" 2>> "$k/serve.log") ||
+    { echo "@@HOST rendering the chart's RBAC failed (see $k/serve.log)"; return 1; }
+  PILLAR_KUBE_REQUEST_LOG=$k/requests.log \
+    /usr/bin/python3 "$HERE/kube-host.py" serve "$k" "$rbac" >> "$k/serve.log" 2>&1 &
+  KUBE_PID=$!
+  QEMU+=(-netdev "user,id=k0,restrict=on,net=10.0.2.0/24,guestfwd=tcp:10.0.2.100:6443-cmd:$py relay $k,guestfwd=tcp:10.0.2.100:7071-cmd:$py rpc $k"
+         -device virtio-net-pci,netdev=k0,mac=52:54:00:e2:e0:0a,romfile=)
+}
+kube_host_stop() {
+  [ -n "$KUBE_PID" ] || return 0
+  kill -TERM "$KUBE_PID" 2>/dev/null; wait "$KUBE_PID" 2>/dev/null; KUBE_PID=""
+}
 # stamp T0 : prefix each line with seconds since T0 (host clock)
 stamp() {
   local line t0=${1/./}
@@ -114,8 +139,10 @@ run_a() {  # run_a NAME TIMEOUT -> log in $LOGS/NAME.log
   mkdir -p "$E2E_OUT/run/$name"; zfs_disk "$E2E_OUT/run/$name"
   : > "$log"
   image_disk "$E2E_OUT/run/$name" "$name" >> "$log" || return 0
+  kube_host "$E2E_OUT/run/$name" "$name" >> "$log" || return 0
   timeout --foreground -k 5 "$tmo" "${QEMU[@]}" < /dev/null 2>&1 | stamp "$t0" | follow "$log"
   local rc=${PIPESTATUS[0]}
+  kube_host_stop
   [ "$rc" = 124 ] && echo "@@HOST timeout: the VM was killed after ${tmo}s" >> "$log"
   VM_LOGS=("$log")
   BOOT_TIMES="boot $(boot_time "$log")s"
@@ -209,6 +236,7 @@ run_b() {  # run_b NAME TIMEOUT -> logs $LOGS/NAME-worker.log, $LOGS/NAME-storag
 CLEANUP_DIR=""
 cleanup() {
   local f p
+  kube_host_stop
   [ -n "$CLEANUP_DIR" ] || return 0
   for f in "$CLEANUP_DIR"/storage.pid "$CLEANUP_DIR"/worker.pid; do
     p=$(cat "$f" 2>/dev/null) || continue

@@ -1,0 +1,85 @@
+#!/bin/sh
+# e2e-topology: a
+# e2e-fast: yes
+# e2e-order: 32
+# e2e-timeout: 420
+# e2e-kube: yes
+# The `csi` flow (csi-body.inc) with the controller, the node and every `pillar-csi get/apply`
+# on the test API server on real etcd (test/kube, on the host: "# e2e-kube: yes" makes run.sh
+# start it with kube-host.py and give the VM a NIC that reaches it and nothing else) instead of
+# the embedded store. The controller and the node use tokens of their ServiceAccounts under the
+# chart's own RBAC; the CSINode they annotate is the one kubelet made. After the storage reboot
+# the operator page's (maintain-nodes.txt) kubectl lines run verbatim with the host's kubectl.
+. /e2e/lib/e2e.sh
+
+KAPI=10.0.2.100; KRPC_PORT=7071
+KDIR=/run/e2e/kube
+
+# kube_rpc ARG... : one request to kube-host.py on the host (one argument a line); prints its
+# output, returns its status
+kube_rpc() {
+  _kr=/tmp/kube-rpc.$$
+  { printf '%s\n' "$@"; echo @@END; } | timeout 90 nc "$KAPI" "$KRPC_PORT" > "$_kr" 2>&1
+  _krc=$(sed -n 's/^@@RC=//p' "$_kr" | tail -1)
+  sed '/^@@RC=/d' "$_kr"; rm -f "$_kr"
+  [ -n "$_krc" ] || { echo "kube_rpc: no answer from $KAPI:$KRPC_PORT" >&2; return 255; }
+  return "$_krc"
+}
+kubectl() { kube_rpc kubectl "$@"; }   # the host's kubectl, as an operator types it
+
+step "worker: a NIC to the test API server on the host (qemu user network, restrict=on)"
+modprobe virtio_pci && modprobe virtio_net || fail "virtio_net"
+wait_for 10 "eth0" sh_true '[ -e /sys/class/net/eth0 ]'
+ip addr add 10.0.2.15/24 dev eth0 && ip link set eth0 up || fail "eth0 up"
+mkdir -p "$KDIR"
+wait_for 90 "the host's kube-host.py answers (the test API server is up)" \
+  sh_true "kube_rpc kubeconfig admin > $KDIR/admin.kubeconfig 2>/dev/null"
+kube_rpc kubeconfig controller > "$KDIR/controller.kubeconfig" || fail "controller kubeconfig"
+kube_rpc kubeconfig node > "$KDIR/node.kubeconfig" || fail "node kubeconfig"
+assert_match "$(kubectl get csinode worker-1 -o jsonpath='{.spec.drivers[0].nodeID}')" '^worker-1$' \
+  "kubectl on the host sees the CSINode kubelet made"
+
+export POD_NAMESPACE=pillar-csi   # the chart's downward API
+CTL_STORE="--store=kube --kubeconfig=$KDIR/controller.kubeconfig"
+NODE_STORE="--store=kube --kubeconfig=$KDIR/node.kubeconfig"
+CLI_STORE="--store=kube --kubeconfig=$KDIR/admin.kubeconfig"
+STORE_WHAT="the test API server (--store=kube, ServiceAccount tokens)"
+
+# the PillarAgent's condition reasons, one line per change, from a kubectl watch on the host
+# (not {range}: with it kubectl 1.32 prints nothing for a watch's later events)
+kube_trail_start() {
+  kube_rpc kubectl-bg trail get pillaragent storage-1 --watch \
+    -o 'jsonpath={.status.conditions[*].reason}{"\n"}' >/dev/null ||
+    fail "kubectl --watch on the host"
+  wait_for 30 "the host's kubectl watch prints the PillarAgent" \
+    sh_true 'kube_rpc bg-output trail | grep -q ExportsServing'
+}
+kube_trail_stop() { kube_rpc bg-output trail | uniq > /run/e2e/trail; }
+CSI_TRAIL_START=kube_trail_start
+CSI_TRAIL_STOP=kube_trail_stop
+
+# maintain-nodes.txt "Reboot a storage node", steps 5 and 6, verbatim
+kube_after_restore() {
+  assert_eq "$(kubectl get pillaragent storage-1 \
+     -o jsonpath='{.status.conditions[?(@.type=="ExportsReady")].reason}')" ExportsServing \
+    "kubectl get pillaragent storage-1 -o jsonpath=...ExportsReady...reason"
+  _t=$(kubectl get pillaragent storage-1) || fail "kubectl get pillaragent: $_t"
+  log "kubectl get pillaragent storage-1: $(echo "$_t" | tr '\n' '|')"
+  assert_match "$(echo "$_t" | head -1)" '^NAME +' "kubectl get pillaragent: printer column header"
+  assert_match "$(echo "$_t" | sed -n 2p)" '^storage-1 +' "kubectl get pillaragent: the agent's row"
+  _t=$(kubectl get pvst -o custom-columns='NAME:.metadata.name,AGENT:.spec.agentRef,EXPORT:.status.conditions[?(@.type=="ExportReconciled")].reason') ||
+    fail "kubectl get pvst -o custom-columns: $_t"
+  assert_eq "$(echo "$_t" | tr -s ' ' | tr '\n' '|')" "NAME AGENT EXPORT|$NAME storage-1 Reconciled|" \
+    "kubectl get pvst -o custom-columns=...ExportReconciled..."
+}
+CSI_AFTER_RESTORE=kube_after_restore
+
+# the chart's RBAC sufficed: the API server refused none of the roles' requests
+kube_at_end() {
+  for r in controller node; do
+    assert_not grep -qi forbidden "$(role_home)/logs/$r.log"
+  done
+}
+CSI_AT_END=kube_at_end
+
+. /e2e/scenarios/csi-body.inc
