@@ -154,8 +154,11 @@ $(BUILD)/pillar-csi: $(REL_OBJ)
 	  grep -vE 'statically linked applications requires at runtime|: in function .(dlfcn_globallookup|BIO_lookup_ex|BIO_gethostbyname|DSO_dlfcn|h2_addr_parse|h2_)' || true
 	@test -x $@
 
-size: $(BUILD)/pillar-csi
-	@strip -o $(BUILD)/pillar-csi.stripped $(BUILD)/pillar-csi
+# The shipped binary (the image's /usr/bin/pillar-csi); build/pillar-csi keeps its symbols for debugging.
+$(BUILD)/pillar-csi.stripped: $(BUILD)/pillar-csi
+	$(Q)strip -o $@.tmp $< && mv $@.tmp $@
+
+size: $(BUILD)/pillar-csi.stripped
 	@bytes=$$(stat -c %s $(BUILD)/pillar-csi.stripped); \
 	  printf 'pillar-csi stripped: %d bytes (%.2f MiB; goal <= 8 MiB)\n' $$bytes \
 	    $$(echo "$$bytes" | awk '{printf "%.2f", $$1/1048576}'); \

@@ -3,8 +3,10 @@
 #   1. a Debian root filesystem made by mmdebstrap from this machine's Debian sources (main +
 #      contrib, for zfsutils-linux), holding exactly the packages whose programs the roles run;
 #      cached as a tar outside the clone, keyed by the exact package versions apt resolves;
-#   2. buildah: that tar as the base layer, build/pillar-csi with its three role symlinks as the
-#      second layer, OCI labels, committed to an oci-archive.
+#   2. buildah: that tar as the base layer, BIN (make passes build/pillar-csi.stripped: the image
+#      ships the stripped binary, build/pillar-csi keeps the symbols for debugging) as
+#      /usr/bin/pillar-csi with its three role symlinks as the second layer, OCI labels,
+#      committed to an oci-archive.
 # Usage: image/build.sh BIN OUT.oci.tar VERSION REVISION SOURCE
 # Env: PILLAR_IMAGE_CACHE (default /var/cache/pillar-csi/image; non-root ~/.cache/pillar-csi/image).
 # Prints the archive path on success.

@@ -11,8 +11,8 @@ GIT_REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 IMAGE_SOURCE ?= $(or $(shell git remote get-url origin 2>/dev/null),https://github.com/bhyoo/pillar-csi)
 
 .PHONY: image image-check image-e2e image-test
-image: $(BUILD)/pillar-csi
-	@bash image/build.sh $(BUILD)/pillar-csi $(IMAGE) '$(VERSION)' '$(GIT_REVISION)' '$(IMAGE_SOURCE)' >/dev/null
+image: $(BUILD)/pillar-csi.stripped
+	@bash image/build.sh $(BUILD)/pillar-csi.stripped $(IMAGE) '$(VERSION)' '$(GIT_REVISION)' '$(IMAGE_SOURCE)' >/dev/null
 
 image-check: image
 	@bash test/image/check.sh $(IMAGE) $(IMAGE_ROOT) '$(VERSION)' '$(GIT_REVISION)'

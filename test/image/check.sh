@@ -4,7 +4,7 @@
 #   1. the scan of the programs the roles execute (test/image/programs.py) on fixtures: a new
 #      exec'd program is listed, an exec whose program it cannot trace fails;
 #   2. the archive: blob digests, layers, labels (version, revision, source);
-#   3. /usr/bin/pillar-csi and its role symlinks; `pillar-csi version` run in ROOT;
+#   3. /usr/bin/pillar-csi (stripped) and its role symlinks; `pillar-csi version` run in ROOT;
 #   4. every program the scan finds in src/ and roles/ is in ROOT and runs there; mkfs.xfs,
 #      mkfs.ext4, resize2fs and blkid also do their work on a file;
 #   5. sizes: the archive, the unpacked root, the per-package share.
@@ -76,6 +76,12 @@ check "label org.opencontainers.image.source = $(label org.opencontainers.image.
 
 # ---- 4. the binary -------------------------------------------------------------------------------
 check "/usr/bin/pillar-csi is an executable file" [ -f "$ROOT/usr/bin/pillar-csi" -a -x "$ROOT/usr/bin/pillar-csi" ]
+# shipped stripped (no symbol table, no debug sections); build/pillar-csi keeps them for debugging
+if secs=$(readelf -S -W "$ROOT/usr/bin/pillar-csi" 2>&1); then
+	syms=$(echo "$secs" | grep -Eo '\.(symtab|strtab|debug_[a-z]+)' | sort -u | tr '\n' ' ')
+else syms="(readelf failed: $secs)"; fi
+check "/usr/bin/pillar-csi is stripped ($(stat -c %s "$ROOT/usr/bin/pillar-csi") bytes; symbol/debug sections: '${syms}')" \
+	[ -z "$syms" ]
 want="pillar-csi $VERSION (${REVISION:0:12})"
 got=$(in_root /usr/bin/pillar-csi version 2>&1 | head -1)
 check "pillar-csi version in the image: '$got'" [ "$got" = "$want" ]
