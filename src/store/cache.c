@@ -79,10 +79,21 @@ static size_t find(const struct ckind *ck, const char *key, bool *found)
 	return lo;
 }
 
-/* Takes obj (owned) into the map unless the map holds a newer version; deleted: remove. */
+/* An object with a deletionTimestamp and no finalizer left no longer exists: the update that
+ * removed its last finalizer returns it so.  Absorbed as a deletion, such a result cannot bring
+ * the object back when the watch's DELETED came first. */
+static bool gone(const cJSON *obj)
+{
+	const cJSON *fin = cJSON_GetObjectItem(cJSON_GetObjectItem(obj, "metadata"), "finalizers");
+	return store_meta_str(obj, "deletionTimestamp") && cJSON_GetArraySize(fin) == 0;
+}
+
+/* Takes obj (owned) into the map unless the map holds a newer version; deleted (or gone):
+ * remove. */
 static void absorb(struct ckind *ck, cJSON *obj, bool deleted)
 {
 	char key[KEY_MAX];
+	deleted = deleted || gone(obj);
 	const char *name = store_meta_str(obj, "name");
 	uint64_t rv = store_meta_rv(obj);
 	bool found;

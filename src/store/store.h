@@ -185,7 +185,7 @@ int store_kube_open(const struct store_open_opts *o, store **out, struct err *e)
  * read waits up to 10 s for its kind's first list; a get of a name the cache does not hold asks
  * backing (the answer and its NotFound message are backing's).  Writes and watches go to
  * backing; a write's result enters the cache at once (a later event never replaces a newer
- * version).  On success the cache owns backing (store_close closes both).  0, or -ENOMEM /
+ * version; a result with a deletionTimestamp and no finalizer left is the object's deletion).  On success the cache owns backing (store_close closes both).  0, or -ENOMEM /
  * -EAGAIN with e. */
 int store_cache_open(store *backing, const struct store_kind *const *kinds, store **out,
                      struct err *e);

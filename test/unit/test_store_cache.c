@@ -250,6 +250,39 @@ START_TEST(test_writes_visible_at_once_and_other_threads_read_through)
 }
 END_TEST
 
+/* The update that removes the last finalizer of a deleted object deletes it: the cache must not
+ * keep (or, when the watch's DELETED came first, bring back) the object that update returned. */
+START_TEST(test_last_finalizer_removed_is_gone)
+{
+	const struct store_kind *k = store_kind_lookup("pvst");
+	cJSON *o = pvst("pvc-1", "a"), *v = NULL, *got = NULL;
+	cJSON *fin = cJSON_CreateArray();
+	cJSON_AddItemToArray(fin, cJSON_CreateString("pillar-csi.bhyoo.com/test"));
+	cJSON_AddItemToObject(cJSON_GetObjectItem(o, "metadata"), "finalizers", fin);
+	open_cache();
+	store_cache_thread_reads(true);
+	ck_assert_int_eq(store_create(cache, o, NULL, NULL), 0);
+	ck_assert_int_eq(store_delete(other, k, NULL, "pvc-1", NULL, NULL, NULL), 0);
+	for (int i = 0; i < 300; i++) { /* the watch delivers the deletionTimestamp */
+		cJSON_Delete(v);
+		v = NULL;
+		ck_assert_int_eq(store_get(cache, k, NULL, "pvc-1", &v, NULL), 0);
+		if (store_meta_str(v, "deletionTimestamp"))
+			break;
+		usleep(10000);
+	}
+	ck_assert_ptr_nonnull(store_meta_str(v, "deletionTimestamp"));
+	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(v, "metadata"), "finalizers");
+	ck_assert_int_eq(store_update(cache, v, NULL, NULL), 0);
+	ck_assert_int_eq(store_get(cache, k, NULL, "pvc-1", &got, NULL), STORE_NOT_FOUND);
+	usleep(200000); /* and after the watch's DELETED */
+	ck_assert_int_eq(store_get(cache, k, NULL, "pvc-1", &got, NULL), STORE_NOT_FOUND);
+	store_cache_thread_reads(false);
+	cJSON_Delete(o);
+	cJSON_Delete(v);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("store cache");
@@ -259,6 +292,7 @@ int main(void)
 	tcase_add_test(t, test_reads_from_memory);
 	tcase_add_test(t, test_changes_elsewhere_arrive_by_watch);
 	tcase_add_test(t, test_writes_visible_at_once_and_other_threads_read_through);
+	tcase_add_test(t, test_last_finalizer_removed_is_gone);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
