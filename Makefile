@@ -112,7 +112,7 @@ GENERATED  := $(PB_H) $(CJSON_HDR) $(BUILDINFO)
 # Generated sources are kept (never treated as intermediate files to delete).
 .SECONDARY:
 
-.PHONY: all deps test unit interop crash bench demo fmt size clean FORCE
+.PHONY: all deps test unit interop crash rbac-mutations bench demo fmt size clean FORCE
 all: $(BUILD)/pillar-csi
 
 # Build identity, rewritten only when it changes so that a rebuild stays incremental.
@@ -193,6 +193,11 @@ ROUNDS ?= 60
 crash: $(BUILD)/pillar-csi
 	@PILLAR_BIN=$(abspath $(BUILD)/pillar-csi) BUILD=$(abspath $(BUILD)) CRASH_ROUNDS=$(ROUNDS) \
 	  sh test/interop/controller-crash/run.sh
+
+# RBAC proven by use with every used rule of the chart removed in turn (make interop: a sample).
+rbac-mutations: $(BUILD)/pillar-csi
+	@PILLAR_BIN=$(abspath $(BUILD)/pillar-csi) BUILD=$(abspath $(BUILD)) RBAC_MUTATIONS=all \
+	  sh test/interop/rbac/run.sh
 
 # The README's test command is `make deps test`: unit tests, a few seconds of every fuzz target,
 # interop suites, the fast real-kernel scenarios (test/e2e/e2e.mk) and the container image

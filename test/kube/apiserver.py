@@ -40,6 +40,9 @@ PRIORITY_UID = "582159a4-098f-41bd-9196-ec29309422cc"
 LIVE_TASKS = set()
 # PILLAR_KUBE_REQUEST_LOG=FILE: one line per request ("<time> <method> <path?query>")
 REQUEST_LOG = os.environ.get("PILLAR_KUBE_REQUEST_LOG")
+# PILLAR_KUBE_AUTHZ_LOG=FILE: one JSON line per authorization decision (verb, group, resource,
+# subresource, namespace, name or path; user; allowed)
+AUTHZ_LOG = os.environ.get("PILLAR_KUBE_AUTHZ_LOG")
 AGG = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-test+pillar", "gitCommit": "test",
            "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.5", "compiler": "gc",
@@ -221,7 +224,12 @@ class App:
 
     def authorize(self, req, attrs):
         objs = getattr(req, "rbac_objects", [])
-        if not self.authz.allowed(req.user, attrs, objs):
+        allowed = self.authz.allowed(req.user, attrs, objs)
+        if AUTHZ_LOG:  # test/interop/rbac: what each identity was allowed or refused
+            with open(AUTHZ_LOG, "a") as f:
+                f.write(json.dumps(dict({k: v for k, v in attrs.items() if k != "res"},
+                                        user=req.user.name, allowed=allowed, t=round(time.time(), 3))) + "\n")
+        if not allowed:
             res = attrs.get("res")
             if attrs.get("path") is not None:
                 raise errors.ApiError(403, "Forbidden", auth.forbidden_message(req.user, attrs, ""), {})

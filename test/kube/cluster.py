@@ -139,6 +139,22 @@ contexts:
 current-context: test
 """)
 
+    def sa_kubeconfig(self, ns, sa, path, create=True):
+        """A kubeconfig at path with a token of ServiceAccount ns/sa (TokenRequest, as the kubelet
+        mounts it), creating the ServiceAccount first when create."""
+        from client import Client
+        k = Client(self.port, self.ca, self.admin_token)
+        if create:
+            k.request("POST", f"/api/v1/namespaces/{ns}/serviceaccounts",
+                      {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa}})
+        st, _, raw, tr = k.request("POST", f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}/token",
+                                   {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                                    "spec": {"expirationSeconds": 3600}})
+        if st != 201:
+            raise RuntimeError(raw)
+        self.write_kubeconfig(path, tr["status"]["token"])
+        return path
+
     def __exit__(self, *exc):
         self.stop("apiserver")
         self.stop("etcd")

@@ -99,18 +99,8 @@ def namespace(c):
 
 
 def sa_kubeconfig(c, sa):
-    """A kubeconfig with a token of ServiceAccount NS/sa (TokenRequest, as the kubelet mounts)."""
-    k = Client(c.port, c.ca, c.admin_token)
-    k.request("POST", f"/api/v1/namespaces/{NS}/serviceaccounts",
-              {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa}})
-    st, _, raw, tr = k.request("POST", f"/api/v1/namespaces/{NS}/serviceaccounts/{sa}/token",
-                               {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                                "spec": {"expirationSeconds": 3600}})
-    if st != 201:
-        raise RuntimeError(raw)
-    path = os.path.join(WORK, sa + ".kubeconfig")
-    c.write_kubeconfig(path, tr["status"]["token"])
-    return path
+    """A kubeconfig with a token of ServiceAccount NS/sa."""
+    return c.sa_kubeconfig(NS, sa, os.path.join(WORK, sa + ".kubeconfig"))
 
 
 def controller(c, name, kubeconfig):

@@ -3,8 +3,8 @@
 # two `pillar-csi controller --store=kube --leader-elect` — only the Lease holder reconciles, SIGSTOP
 # of the holder hands over after the lease duration, on SIGCONT the old holder does not act,
 # SIGTERM releases the Lease; the controller's condition Events in `kubectl get events`; `pillar-csi
-# node` patching the host NQN/ID onto the CSINode kubelet creates, and DuplicateHostNQN.  When the
-# chart's RBAC templates exist the roles run with their ServiceAccounts' tokens under those rules.
+# node` patching the host NQN/ID onto the CSINode kubelet creates, and DuplicateHostNQN.  The
+# roles run with their ServiceAccounts' tokens under the chart's RBAC (rbac.sh).
 # Env: PILLAR_BIN, BUILD.  Prints PASS/FAIL per case and "leader interop: N passed, M failed".
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)

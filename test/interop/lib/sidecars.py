@@ -195,10 +195,19 @@ def pv_of(sc, pvc, req, resp):
         src["fsType"] = fstype
     spec = {"accessModes": list(pvc["spec"].get("accessModes") or []),
             "capacity": {"storage": str(resp.volume.capacity_bytes)},
-            "volumeMode": "Block" if block else "Filesystem", "csi": src}
+            "volumeMode": "Block" if block else "Filesystem", "csi": src,
+            "persistentVolumeReclaimPolicy": sc.get("reclaimPolicy") or "Delete"}
     if sc.get("mountOptions"):
         spec["mountOptions"] = list(sc["mountOptions"])
-    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": req.name},
+    if pvc["spec"].get("storageClassName"):  # GetPersistentVolumeClaimClass
+        spec["storageClassName"] = pvc["spec"]["storageClassName"]
+    meta = pvc.get("metadata") or {}
+    if meta.get("uid"):  # pre-bound to its claim
+        spec["claimRef"] = {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
+                            "namespace": meta.get("namespace"), "name": meta.get("name"),
+                            "uid": meta["uid"], "resourceVersion": meta.get("resourceVersion")}
+    return {"apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": req.name, "annotations": {"pv.kubernetes.io/provisioned-by": DRIVER}},
             "spec": spec}
 
 
