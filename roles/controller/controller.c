@@ -6,6 +6,7 @@
 
 #include "applets.h"
 #include "base/log.h"
+#include "base/mem.h"
 #include "controller/agentclient_grpc.h"
 #include "controller/csi.h"
 #include "controller/ctl.h"
@@ -228,6 +229,7 @@ int controller_main(int argc, char **argv)
 	struct err e = {0};
 
 	serve_block_signals();
+	(void)mem_tune(); /* before any thread: few malloc arenas (base/mem.h) */
 	int r = parse_opts(&o, argc, argv);
 	if (r >= 0)
 		return r;

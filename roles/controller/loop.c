@@ -11,14 +11,16 @@
 #include <time.h>
 
 #include "base/log.h"
+#include "base/mem.h"
 #include "base/time.h"
 #include "controller/agentmon.h"
 #include "controller/reconcile.h"
 #include "model/kube.h"
 
-#define KEY_MAX     320
-#define WATCH_WAIT  200
-#define MAX_WORKERS 2
+#define KEY_MAX        320
+#define WATCH_WAIT     200
+#define MAX_WORKERS    2
+#define MEM_RELEASE_MS 10000
 
 static const char *const watched[] = {
     "PillarAgent",       "PillarStore",  "PillarProtocol", "PillarStorageClass",
@@ -454,7 +456,7 @@ static void *timer_main(void *arg)
 {
 	struct controller_loop *l = arg;
 	int64_t t0 = time_mono_ms(), next_p = t0 + l->interval_ms, next_c = t0 + l->capacity_ms;
-	int64_t next_a = t0 + ABANDONED_PERIOD_MS;
+	int64_t next_a = t0 + ABANDONED_PERIOD_MS, next_m = t0 + MEM_RELEASE_MS;
 	store_cache_thread_reads(true); /* the periodic resync lists from the caches */
 	for (;;) {
 		int64_t t = time_mono_ms(), next = next_p < next_c ? next_p : next_c;
@@ -474,6 +476,10 @@ static void *timer_main(void *arg)
 		if (t >= next_a) {
 			enqueue(l, "abandoned", "all", 0);
 			next_a = t + ABANDONED_PERIOD_MS;
+		}
+		if (t >= next_m) { /* what passes and restores freed goes back (base/mem.h) */
+			mem_release();
+			next_m = t + MEM_RELEASE_MS;
 		}
 	}
 	return NULL;

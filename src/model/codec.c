@@ -31,8 +31,7 @@ static int dec_int(const cJSON *v, int64_t *out)
 	if (cJSON_IsNumber(v)) {
 		double d = v->valuedouble;
 		/* the range first: converting a double beyond int64_t is undefined */
-		if (!(d >= (double)-INT_EXACT && d <= (double)INT_EXACT) ||
-		    d != (double)(int64_t)d)
+		if (!(d >= (double)-INT_EXACT && d <= (double)INT_EXACT) || d != (double)(int64_t)d)
 			return -EINVAL;
 		*out = (int64_t)d;
 		return 0;
@@ -182,12 +181,41 @@ static int dec_field(const struct model_field *f, const cJSON *v, void *obj, con
 	return -EINVAL;
 }
 
+static bool typed(const struct model_type *t, const char *key)
+{
+	for (size_t i = 0; i < t->n_fields; i++)
+		if (!strcmp(t->fields[i].key, key))
+			return true;
+	return false;
+}
+
+/* What `rest` keeps of o: the members t does not type, whole; a typed member only as its place
+ * (false), or as it is when encoding looks at it (null stays null, an empty collection stays)
+ * — its value lives in the struct. */
+static cJSON *rest_of(const struct model_type *t, const cJSON *o)
+{
+	cJSON *rest = cJSON_CreateObject();
+	const cJSON *it;
+	cJSON_ArrayForEach(it, o)
+	{
+		bool keep = !typed(t, it->string) || cJSON_IsNull(it) ||
+		            ((cJSON_IsArray(it) || cJSON_IsObject(it)) && !it->child);
+		cJSON *v = keep ? cJSON_Duplicate(it, true) : cJSON_CreateFalse();
+		if (!rest || !v || !cJSON_AddItemToObject(rest, it->string, v)) {
+			cJSON_Delete(v);
+			cJSON_Delete(rest);
+			return NULL;
+		}
+	}
+	return rest;
+}
+
 static int decode_type(const struct model_type *t, const cJSON *o, void *obj, const char *path,
                        struct err *e)
 {
 	if (!cJSON_IsObject(o))
 		return type_err(e, path[0] ? path : t->name, "a mapping");
-	cJSON *rest = cJSON_Duplicate(o, true);
+	cJSON *rest = rest_of(t, o);
 	if (!rest)
 		return -ENOMEM;
 	*(void **)obj = rest;
@@ -359,14 +387,6 @@ void model_type_clear(const struct model_type *t, void *obj)
 		}
 	}
 	memset(obj, 0, t->size);
-}
-
-static bool typed(const struct model_type *t, const char *key)
-{
-	for (size_t i = 0; i < t->n_fields; i++)
-		if (!strcmp(t->fields[i].key, key))
-			return true;
-	return false;
 }
 
 size_t model_unknown_count(const struct model_type *t, const void *obj)

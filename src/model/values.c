@@ -371,44 +371,55 @@ void model_list_free(const struct model_kind *k, void *items, size_t n)
 	free(items);
 }
 
+struct listing {
+	const struct model_kind *k;
+	char *v;
+	size_t n, cap;
+	struct err *e;
+};
+
+/* Decodes one listed object into the growing array (store_each_fn). */
+static int list_one(cJSON *it, void *arg)
+{
+	struct listing *l = arg;
+	size_t sz = l->k->type->size;
+	struct err de = {0};
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		char *v = realloc(l->v, cap * sz);
+		if (!v)
+			return err_set(l->e, -ENOMEM, "out of memory");
+		l->v = v;
+		l->cap = cap;
+	}
+	memset(l->v + l->n * sz, 0, sz);
+	int d = model_decode(l->k, it, l->v + l->n * sz, &de);
+	if (d == -ENOMEM)
+		return err_set(l->e, d, "out of memory");
+	if (d < 0)
+		log_warnf("%s \"%s\" left out: %s", l->k->kind, store_meta_str(it, "name") ?: "",
+		          de.msg);
+	else
+		l->n++;
+	return 0;
+}
+
 int model_list(store *s, const struct model_kind *k, const char *ns, const char *selector,
                void **items, size_t *n, uint64_t *list_rv, struct err *e)
 {
 	const struct store_kind *sk = model_store_kind(k);
-	cJSON *arr = NULL;
+	struct listing l = {.k = k, .e = e};
 	*items = NULL;
 	*n = 0;
 	if (!sk)
 		return unknown_kind(k, e);
-	int r = store_list(s, sk, ns, selector, &arr, list_rv, e);
-	size_t cnt = r == 0 ? (size_t)cJSON_GetArraySize(arr) : 0;
-	char *v = cnt ? calloc(cnt, k->type->size) : NULL;
-	if (cnt && !v)
-		r = err_set(e, -ENOMEM, "out of memory");
-	const cJSON *it;
-	size_t i = 0;
-	if (r == 0)
-		cJSON_ArrayForEach(it, arr)
-		{
-			struct err de = {0};
-			int d = model_decode(k, it, v + i * k->type->size, &de);
-			if (d == -ENOMEM) {
-				r = err_set(e, d, "out of memory");
-				break;
-			}
-			if (d < 0)
-				log_warnf("%s \"%s\" left out: %s", k->kind,
-				          store_meta_str(it, "name") ?: "", de.msg);
-			else
-				i++;
-		}
-	cJSON_Delete(arr);
+	int r = store_list_each(s, sk, ns, selector, list_one, &l, list_rv, e);
 	if (r < 0) {
-		model_list_free(k, v, i);
+		model_list_free(k, l.v, l.n);
 		return r;
 	}
-	*items = v;
-	*n = i;
+	*items = l.v;
+	*n = l.n;
 	return 0;
 }
 

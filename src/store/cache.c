@@ -1,6 +1,9 @@
 /* store/cache — watch-fed caches over another store (store.h: store_cache_open).  One informer
  * thread per kind lists the kind once, then follows its watch, relisting only on STORE_EXPIRED
- * (or after the watch failed); get and list on a reading thread are answered from memory. */
+ * (or after the watch failed); get and list on a reading thread are answered from memory, and
+ * watches of a cached kind are served from the informer's own stream (one watch of backing per
+ * kind).  Objects are kept as their compact text (store/blob.h), several times smaller than
+ * their cJSON trees; readers take references under the lock and parse outside it. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -9,17 +12,25 @@
 
 #include "base/log.h"
 #include "base/time.h"
+#include "store/blob.h"
 #include "store/store.h"
 
 #define WATCH_WAIT_MS 200
 #define RETRY_MS      1000
 #define SYNC_WAIT_MS  10000 /* a read waits this long for a kind's first list, then reads through */
 #define KEY_MAX       512
+#define HIST          512 /* events of each kind kept for the cache's own watches */
 
 struct centry {
-	char key[KEY_MAX]; /* "namespace/name" or "name": the list order */
-	cJSON *obj;
+	char *key; /* "namespace/name" or "name": the list order */
+	struct store_blob *obj;
 	uint64_t rv;
+};
+
+struct cevent {
+	enum store_event_type type;
+	uint64_t rv;
+	struct store_blob *obj;
 };
 
 struct cstore;
@@ -32,6 +43,11 @@ struct ckind {
 	struct centry *v; /* sorted by key */
 	size_t n, cap;
 	uint64_t rv; /* the version the cache of this kind is consistent with */
+	/* the watch stream as received since the last list: hist[seq % HIST], seq in
+	 * [first_seq, next_seq); a watch from a version below floor_rv must relist */
+	struct cevent hist[HIST];
+	uint64_t first_seq, next_seq, floor_rv;
+	unsigned long gen; /* bumped by each relist: the cache's watches of the kind expire */
 };
 
 struct cstore {
@@ -43,6 +59,15 @@ struct cstore {
 	size_t nk;
 	struct ckind *kinds;
 	struct store_cache_stats stats;
+};
+
+struct cwatch {
+	store_watch base;
+	struct ckind *ck;
+	unsigned long gen;
+	uint64_t next_seq;
+	struct store_blob **initial; /* from_rv 0: the objects at the start, delivered as ADDED */
+	size_t n_initial, initial_idx;
 };
 
 static __thread bool reads_cached;
@@ -79,6 +104,35 @@ static size_t find(const struct ckind *ck, const char *key, bool *found)
 	return lo;
 }
 
+static void remove_at(struct ckind *ck, size_t i)
+{
+	free(ck->v[i].key);
+	store_blob_put(ck->v[i].obj);
+	memmove(&ck->v[i], &ck->v[i + 1], (ck->n - i - 1) * sizeof(ck->v[0]));
+	ck->n--;
+}
+
+static bool insert_at(struct ckind *ck, size_t i, const char *key)
+{
+	char *k = strdup(key);
+	if (k && ck->n == ck->cap) {
+		size_t cap = ck->cap ? ck->cap * 2 : 64;
+		struct centry *v = realloc(ck->v, cap * sizeof(*v));
+		if (!v) {
+			free(k);
+			return false;
+		}
+		ck->v = v;
+		ck->cap = cap;
+	}
+	if (!k)
+		return false;
+	memmove(&ck->v[i + 1], &ck->v[i], (ck->n - i) * sizeof(ck->v[0]));
+	ck->v[i] = (struct centry){.key = k};
+	ck->n++;
+	return true;
+}
+
 /* An object with a deletionTimestamp and no finalizer left no longer exists: the update that
  * removed its last finalizer returns it so.  Absorbed as a deletion, such a result cannot bring
  * the object back when the watch's DELETED came first. */
@@ -88,62 +142,50 @@ static bool gone(const cJSON *obj)
 	return store_meta_str(obj, "deletionTimestamp") && cJSON_GetArraySize(fin) == 0;
 }
 
-/* Takes obj (owned) into the map unless the map holds a newer version; deleted (or gone):
- * remove. */
-static void absorb(struct ckind *ck, cJSON *obj, bool deleted)
+/* Takes the version b (a reference) of obj into the map unless the map holds a newer one;
+ * deleted (or gone): removes it. */
+static void absorb(struct ckind *ck, const cJSON *obj, struct store_blob *b, bool deleted)
 {
 	char key[KEY_MAX];
 	deleted = deleted || gone(obj);
 	const char *name = store_meta_str(obj, "name");
 	uint64_t rv = store_meta_rv(obj);
 	bool found;
-	if (!name) {
-		cJSON_Delete(obj);
+	if (!name)
 		return;
-	}
 	key_of(store_meta_str(obj, "namespace"), name, key);
 	size_t i = find(ck, key, &found);
-	if (found && ck->v[i].rv > rv) {
-		cJSON_Delete(obj); /* an older event than a write already absorbed */
-		return;
-	}
+	if (found && ck->v[i].rv > rv)
+		return; /* an older event than a write already absorbed */
 	if (deleted) {
-		cJSON_Delete(obj);
-		if (found) {
-			cJSON_Delete(ck->v[i].obj);
-			memmove(&ck->v[i], &ck->v[i + 1], (ck->n - i - 1) * sizeof(ck->v[0]));
-			ck->n--;
-		}
+		if (found)
+			remove_at(ck, i);
 		return;
 	}
-	if (found) {
-		cJSON_Delete(ck->v[i].obj);
-		ck->v[i].obj = obj;
-		ck->v[i].rv = rv;
-		return;
-	}
-	if (ck->n == ck->cap) {
-		size_t cap = ck->cap ? ck->cap * 2 : 64;
-		struct centry *v = realloc(ck->v, cap * sizeof(*v));
-		if (!v) {
-			cJSON_Delete(obj); /* the next relist repairs it */
-			return;
-		}
-		ck->v = v;
-		ck->cap = cap;
-	}
-	memmove(&ck->v[i + 1], &ck->v[i], (ck->n - i) * sizeof(ck->v[0]));
-	memcpy(ck->v[i].key, key, KEY_MAX);
-	ck->v[i].obj = obj;
+	if (!found && !insert_at(ck, i, key))
+		return; /* out of memory: the next relist repairs it */
+	store_blob_put(ck->v[i].obj);
+	ck->v[i].obj = store_blob_ref(b);
 	ck->v[i].rv = rv;
-	ck->n++;
 }
 
 static void clear(struct ckind *ck)
 {
-	for (size_t i = 0; i < ck->n; i++)
-		cJSON_Delete(ck->v[i].obj);
-	ck->n = 0;
+	while (ck->n)
+		remove_at(ck, ck->n - 1);
+	while (ck->first_seq < ck->next_seq)
+		store_blob_put(ck->hist[ck->first_seq++ % HIST].obj);
+}
+
+/* Appends a received event to the kind's history, dropping the oldest beyond HIST. */
+static void hist_push(struct ckind *ck, enum store_event_type t, uint64_t rv, struct store_blob *b)
+{
+	if (ck->next_seq - ck->first_seq == HIST) {
+		struct cevent *old = &ck->hist[ck->first_seq++ % HIST];
+		ck->floor_rv = old->rv;
+		store_blob_put(old->obj);
+	}
+	ck->hist[ck->next_seq++ % HIST] = (struct cevent){t, rv, store_blob_ref(b)};
 }
 
 /* ---- informers --------------------------------------------------------------------------------- */
@@ -173,15 +215,43 @@ static int relist(struct ckind *ck)
 	}
 	pthread_mutex_lock(&s->mu);
 	clear(ck);
-	while (items->child && (it = cJSON_DetachItemViaPointer(items, items->child)) != NULL)
-		absorb(ck, it, false);
-	ck->rv = rv;
+	cJSON_ArrayForEach(it, items)
+	{
+		struct store_blob *b = store_blob_of(it);
+		if (b)
+			absorb(ck, it, b, false);
+		store_blob_put(b);
+	}
+	ck->rv = ck->floor_rv = rv;
+	ck->gen++;
 	ck->synced = true;
 	s->stats.lists++;
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 	cJSON_Delete(items);
 	return 0;
+}
+
+/* Absorbs one event of the watch and keeps it for the cache's own watches. */
+static void on_event(struct ckind *ck, enum store_event_type t, cJSON *obj)
+{
+	struct cstore *s = ck->s;
+	uint64_t rv = store_meta_rv(obj);
+	struct store_blob *b = store_blob_of(obj);
+	pthread_mutex_lock(&s->mu);
+	if (b) {
+		absorb(ck, obj, b, t == STORE_DELETED);
+		hist_push(ck, t, rv, b);
+	} else {
+		ck->gen++; /* out of memory: this event is lost to the cache's watches */
+	}
+	if (rv > ck->rv)
+		ck->rv = rv;
+	s->stats.events++;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	store_blob_put(b);
+	cJSON_Delete(obj);
 }
 
 /* Follows one watch until it fails or the cache stops; STORE_EXPIRED asks for a relist. */
@@ -195,15 +265,8 @@ static int follow(struct ckind *ck)
 		enum store_event_type t;
 		cJSON *obj = NULL;
 		rc = store_watch_next(w, WATCH_WAIT_MS, &t, &obj, &e);
-		if (rc != 1)
-			continue;
-		uint64_t rv = store_meta_rv(obj);
-		pthread_mutex_lock(&s->mu);
-		absorb(ck, obj, t == STORE_DELETED);
-		if (rv > ck->rv)
-			ck->rv = rv;
-		s->stats.events++;
-		pthread_mutex_unlock(&s->mu);
+		if (rc == 1)
+			on_event(ck, t, obj);
 	}
 	store_watch_close(w);
 	return rc;
@@ -230,16 +293,19 @@ static void *informer_main(void *arg)
 
 /* ---- reads ------------------------------------------------------------------------------------- */
 
-/* The kind's cache when this thread reads cached and the kind is synced (waiting for its first
- * list); NULL: read through.  Returns with s->mu held when not NULL. */
-static struct ckind *cached(struct cstore *s, const struct store_kind *k)
+static struct ckind *kind_cache(struct cstore *s, const struct store_kind *k)
 {
-	struct ckind *ck = NULL;
-	if (!reads_cached)
-		return NULL;
 	for (size_t i = 0; i < s->nk; i++)
 		if (s->kinds[i].k == k)
-			ck = &s->kinds[i];
+			return &s->kinds[i];
+	return NULL;
+}
+
+/* The kind's cache once synced (waiting for its first list); NULL: read through.  Returns with
+ * s->mu held when not NULL. */
+static struct ckind *synced(struct cstore *s, const struct store_kind *k)
+{
+	struct ckind *ck = kind_cache(s, k);
 	if (!ck)
 		return NULL;
 	struct timespec ts = time_after(CLOCK_MONOTONIC, SYNC_WAIT_MS);
@@ -252,11 +318,18 @@ static struct ckind *cached(struct cstore *s, const struct store_kind *k)
 	return NULL;
 }
 
+/* synced() for threads that read cached; NULL for the others. */
+static struct ckind *cached(struct cstore *s, const struct store_kind *k)
+{
+	return reads_cached ? synced(s, k) : NULL;
+}
+
 static int c_get(store *st, const struct store_kind *k, const char *ns, const char *name,
                  cJSON **out, struct err *e)
 {
 	struct cstore *s = (struct cstore *)st;
 	struct ckind *ck = name ? cached(s, k) : NULL;
+	struct store_blob *b = NULL;
 	char key[KEY_MAX];
 	bool found = false;
 	*out = NULL;
@@ -264,14 +337,75 @@ static int c_get(store *st, const struct store_kind *k, const char *ns, const ch
 		key_of(k->namespaced ? ns : NULL, name, key);
 		size_t i = find(ck, key, &found);
 		if (found)
-			*out = cJSON_Duplicate(ck->v[i].obj, 1);
+			b = store_blob_ref(ck->v[i].obj);
 		s->stats.hits += found;
 		pthread_mutex_unlock(&s->mu);
-		if (found)
-			return *out ? 0 : err_set(e, -ENOMEM, "out of memory");
+		if (found) {
+			int r = store_blob_parse(b, out, e);
+			store_blob_put(b);
+			return r;
+		}
 	}
 	/* not cached here, or not in the cache: the store answers (and names the error) */
 	return store_get(s->b, k, ns, name, out, e);
+}
+
+/* References to the kind's objects in namespace ns (NULL or "": all), in list order, with the
+ * cache's version; NULL with *n 0 when there are none or memory is short (*oom). */
+static struct store_blob **snapshot(struct cstore *s, struct ckind *ck, const char *ns, size_t *n,
+                                    uint64_t *rv, bool *oom)
+{
+	size_t nl = ns && *ns ? strlen(ns) : 0;
+	struct store_blob **v = ck->n ? malloc(ck->n * sizeof(*v)) : NULL;
+	*n = 0;
+	*oom = ck->n && !v;
+	for (size_t i = 0; v && i < ck->n; i++)
+		if (!nl || (!strncmp(ck->v[i].key, ns, nl) && ck->v[i].key[nl] == '/'))
+			v[(*n)++] = store_blob_ref(ck->v[i].obj);
+	*rv = ck->rv;
+	s->stats.hits++;
+	pthread_mutex_unlock(&s->mu);
+	return v;
+}
+
+static void put_all(struct store_blob **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		store_blob_put(v[i]);
+	free(v);
+}
+
+static int c_list_each(store *st, const struct store_kind *k, const char *ns, const char *selector,
+                       store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+{
+	struct cstore *s = (struct cstore *)st;
+	if (selector && store_selector_match(selector, NULL, e) < 0)
+		return STORE_INVALID;
+	struct ckind *ck = cached(s, k);
+	if (!ck)
+		return store_list_each(s->b, k, ns, selector, fn, arg, list_rv, e);
+	size_t n;
+	uint64_t rv;
+	bool oom;
+	struct store_blob **v = snapshot(s, ck, k->namespaced ? ns : NULL, &n, &rv, &oom);
+	int r = oom ? err_set(e, -ENOMEM, "out of memory") : 0;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		cJSON *o = NULL;
+		if ((r = store_blob_parse(v[i], &o, e)) == 0 &&
+		    (!selector || store_selector_match(selector, o, NULL) == 1))
+			r = fn(o, arg);
+		cJSON_Delete(o);
+	}
+	put_all(v, n);
+	if (r == 0 && list_rv)
+		*list_rv = rv;
+	return r;
+}
+
+static int add_to(cJSON *obj, void *arr)
+{
+	cJSON *d = cJSON_Duplicate(obj, 1);
+	return d && cJSON_AddItemToArray(arr, d) ? 0 : (cJSON_Delete(d), -ENOMEM);
 }
 
 static int c_list(store *st, const struct store_kind *k, const char *ns, const char *selector,
@@ -279,30 +413,15 @@ static int c_list(store *st, const struct store_kind *k, const char *ns, const c
 {
 	struct cstore *s = (struct cstore *)st;
 	*items = NULL;
-	if (selector && store_selector_match(selector, NULL, e) < 0)
-		return STORE_INVALID;
-	struct ckind *ck = cached(s, k);
-	if (!ck)
+	if (!reads_cached || !kind_cache(s, k))
 		return store_list(s->b, k, ns, selector, items, list_rv, e);
 	cJSON *arr = cJSON_CreateArray();
-	bool oom = !arr;
-	for (size_t i = 0; i < ck->n && !oom; i++) {
-		const cJSON *o = ck->v[i].obj;
-		const char *ons = store_meta_str(o, "namespace");
-		if (ns && *ns && (!ons || strcmp(ons, ns)))
-			continue;
-		if (selector && store_selector_match(selector, o, NULL) != 1)
-			continue;
-		cJSON *d = cJSON_Duplicate(o, 1);
-		oom = !d || !cJSON_AddItemToArray(arr, d);
-	}
-	if (list_rv)
-		*list_rv = ck->rv;
-	s->stats.hits++;
-	pthread_mutex_unlock(&s->mu);
-	if (oom) {
+	int r = arr ? c_list_each(st, k, ns, selector, add_to, arr, list_rv, e) : -ENOMEM;
+	if (r == -ENOMEM)
+		err_set(e, r, "out of memory");
+	if (r < 0) {
 		cJSON_Delete(arr);
-		return err_set(e, -ENOMEM, "out of memory");
+		return r;
 	}
 	*items = arr;
 	return 0;
@@ -313,13 +432,14 @@ static int c_list(store *st, const struct store_kind *k, const char *ns, const c
 static void absorb_result(struct cstore *s, cJSON *got, cJSON **out)
 {
 	const struct store_kind *k = got ? store_kind_of(got, NULL) : NULL;
-	cJSON *copy = NULL;
-	for (size_t i = 0; k && i < s->nk; i++)
-		if (s->kinds[i].k == k && (copy = cJSON_Duplicate(got, 1)) != NULL) {
-			pthread_mutex_lock(&s->mu);
-			absorb(&s->kinds[i], copy, false);
-			pthread_mutex_unlock(&s->mu);
-		}
+	struct ckind *ck = k ? kind_cache(s, k) : NULL;
+	struct store_blob *b = ck ? store_blob_of(got) : NULL;
+	if (b) {
+		pthread_mutex_lock(&s->mu);
+		absorb(ck, got, b, false);
+		pthread_mutex_unlock(&s->mu);
+		store_blob_put(b);
+	}
 	if (out)
 		*out = got;
 	else
@@ -361,11 +481,102 @@ static int c_remove(store *st, const struct store_kind *k, const char *ns, const
 	return store_delete(((struct cstore *)st)->b, k, ns, name, uid, rv, e);
 }
 
-static int c_watch(store *st, const struct store_kind *k, uint64_t from_rv, store_watch **w,
+/* ---- the cache's own watches ------------------------------------------------------------------ */
+
+static const struct store_ops cache_ops;
+
+/* A watch of a cached kind from the informer's stream; STORE_EXPIRED when from_rv is older than
+ * what the cache kept.  Other kinds: the store's own watch. */
+static int c_watch(store *st, const struct store_kind *k, uint64_t from_rv, store_watch **out,
                    struct err *e)
 {
-	return store_watch_open(((struct cstore *)st)->b, k, from_rv, w, e);
+	struct cstore *s = (struct cstore *)st;
+	struct ckind *ck = synced(s, k);
+	if (!ck)
+		return store_watch_open(s->b, k, from_rv, out, e);
+	struct cwatch *w = calloc(1, sizeof(*w));
+	int r = w ? 0 : err_set(e, -ENOMEM, "watch: out of memory");
+	if (r == 0 && from_rv && from_rv < ck->floor_rv)
+		r = err_set(e, STORE_EXPIRED, "too old resource version: %llu (%llu)",
+		            (unsigned long long)from_rv, (unsigned long long)ck->floor_rv);
+	if (r == 0) {
+		*w = (struct cwatch){.base.ops = &cache_ops, .ck = ck, .gen = ck->gen};
+		w->next_seq = ck->first_seq;
+		while (w->next_seq < ck->next_seq && ck->hist[w->next_seq % HIST].rv <= from_rv)
+			w->next_seq++;
+		if (!from_rv) { /* the current objects first, then what follows */
+			uint64_t rv;
+			bool oom;
+			w->next_seq = ck->next_seq;
+			w->initial = snapshot(s, ck, NULL, &w->n_initial, &rv, &oom);
+			if (!oom) {
+				*out = &w->base;
+				return 0;
+			}
+			free(w);
+			return err_set(e, -ENOMEM, "watch: out of memory");
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (r < 0)
+		free(w);
+	else
+		*out = &w->base;
+	return r;
 }
+
+/* The next event of w (s->mu held): 1 with *b (a reference), 0 when none yet, or an error. */
+static int next_locked(struct cwatch *w, enum store_event_type *type, struct store_blob **b,
+                       struct err *e)
+{
+	struct ckind *ck = w->ck;
+	if (w->gen != ck->gen || w->next_seq < ck->first_seq)
+		return err_set(e, STORE_EXPIRED, "watch fell behind the cache; relist");
+	if (w->next_seq == ck->next_seq)
+		return 0;
+	struct cevent *ev = &ck->hist[w->next_seq++ % HIST];
+	*type = ev->type;
+	*b = store_blob_ref(ev->obj);
+	return 1;
+}
+
+static int c_watch_next(store_watch *bw, int timeout_ms, enum store_event_type *type, cJSON **obj,
+                        struct err *e)
+{
+	struct cwatch *w = (struct cwatch *)bw;
+	struct cstore *s = w->ck->s;
+	struct store_blob *b = NULL;
+	struct timespec ts = time_after(CLOCK_MONOTONIC, timeout_ms);
+	int r;
+	*obj = NULL;
+	if (w->initial_idx < w->n_initial) {
+		*type = STORE_ADDED;
+		r = store_blob_parse(w->initial[w->initial_idx++], obj, e);
+		return r < 0 ? r : 1;
+	}
+	pthread_mutex_lock(&s->mu);
+	while ((r = next_locked(w, type, &b, e)) == 0 && !s->stop &&
+	       pthread_cond_timedwait(&s->cv, &s->mu, &ts) != ETIMEDOUT)
+		;
+	if (r == 0 && s->stop)
+		r = err_set(e, -ECANCELED, "watch closed");
+	pthread_mutex_unlock(&s->mu);
+	if (r == 1) {
+		int p = store_blob_parse(b, obj, e);
+		r = p < 0 ? p : 1;
+	}
+	store_blob_put(b);
+	return r;
+}
+
+static void c_watch_close(store_watch *bw)
+{
+	struct cwatch *w = (struct cwatch *)bw;
+	put_all(w->initial, w->n_initial);
+	free(w);
+}
+
+/* ---- lifecycle ----------------------------------------------------------------------------------- */
 
 static void c_close(store *st)
 {
@@ -387,15 +598,17 @@ static void c_close(store *st)
 	free(s);
 }
 
-/* Watches are the store's own: their ops point at it, never at the cache. */
 static const struct store_ops cache_ops = {
     .get = c_get,
     .list = c_list,
+    .list_each = c_list_each,
     .create = c_create,
     .update = c_update,
     .update_status = c_update_status,
     .remove = c_remove,
     .watch = c_watch,
+    .watch_next = c_watch_next,
+    .watch_close = c_watch_close,
     .close = c_close,
 };
 

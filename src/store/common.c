@@ -230,6 +230,25 @@ int store_list(store *s, const struct store_kind *k, const char *ns, const char 
 	return s->ops->list(s, k, ns, selector, items, list_rv, e);
 }
 
+int store_list_each(store *s, const struct store_kind *k, const char *ns, const char *selector,
+                    store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+{
+	if (s->ops->list_each)
+		return s->ops->list_each(s, k, ns, selector, fn, arg, list_rv, e);
+	return store_list_walk(s, k, ns, selector, fn, arg, list_rv, e);
+}
+
+int store_list_walk(store *s, const struct store_kind *k, const char *ns, const char *selector,
+                    store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+{
+	cJSON *items = NULL, *it;
+	int r = store_list(s, k, ns, selector, &items, list_rv, e);
+	for (it = r == 0 ? items->child : NULL; it && r == 0; it = it->next)
+		r = fn(it, arg);
+	cJSON_Delete(items);
+	return r;
+}
+
 int store_create(store *s, const cJSON *obj, cJSON **out, struct err *e)
 {
 	return s->ops->create(s, obj, out, e);

@@ -225,7 +225,7 @@ static int parse_entry(const struct ientry *en, cJSON **out, struct err *e)
 {
 	if (!en->obj)
 		return err_set(e, -EBADMSG, "%s", en->corrupt ? en->corrupt : "corrupt record");
-	return json_parse_strict(en->obj->text, en->obj->len, out, e);
+	return store_blob_parse(en->obj, out, e);
 }
 
 static int d_get(store *st, const struct store_kind *k, const char *ns, const char *name,
@@ -384,6 +384,112 @@ static int d_list(store *st, const struct store_kind *k, const char *ns, const c
 	return 0;
 }
 
+/* ---- list_each: one object at a time, outside the lock ---------------------------------------- */
+
+struct ref {
+	const char *ns, *name; /* in key, for the list order */
+	char *key;
+	struct store_blob *obj;
+};
+
+static int cmp_refs(const void *a, const void *b)
+{
+	const struct ref *x = a, *y = b;
+	/* namespaces without their '/', as cmp_names compares them ("a" before "a-b") */
+	size_t nx = x->name > x->ns ? (size_t)(x->name - x->ns) - 1 : 0;
+	size_t ny = y->name > y->ns ? (size_t)(y->name - y->ns) - 1 : 0;
+	int c = strncmp(x->ns, y->ns, nx < ny ? nx : ny);
+	if (c == 0 && nx != ny)
+		c = nx < ny ? -1 : 1;
+	return c ? c : strcmp(x->name, y->name);
+}
+
+static void refs_free(struct ref *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].key);
+		store_blob_put(v[i].obj);
+	}
+	free(v);
+}
+
+/* References to the kind's objects in ns (NULL: all), with mu held; an error names a corrupt
+ * file, as the list would. */
+static int refs_of(struct dstore *s, const struct store_kind *k, const char *ns, struct ref **out,
+                   size_t *n, struct err *e)
+{
+	char prefix[PATH_MAX];
+	int ki = dir_kind_index(k);
+	size_t plen = (size_t)snprintf(prefix, sizeof(prefix), "%s/%s/", k->plural, ns ? ns : "");
+	size_t cap = 0, skip = strlen(k->plural) + 1;
+	struct ref *v = NULL;
+	dir_catch_up(s, false);
+	*n = 0;
+	for (struct ientry *en = ki >= 0 ? s->kinds[ki] : NULL; en; en = en->knext) {
+		if (ns && strncmp(en->key, prefix, plen) != 0)
+			continue;
+		if (!en->obj) {
+			refs_free(v, *n);
+			return err_set(e, -EBADMSG, "%s",
+			               en->corrupt ? en->corrupt : "corrupt record");
+		}
+		if (*n == cap) {
+			struct ref *p = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*p));
+			if (!p) {
+				refs_free(v, *n);
+				return err_set(e, -ENOMEM, "list: out of memory");
+			}
+			v = p;
+		}
+		struct ref *r = &v[*n];
+		if (!(r->key = strdup(en->key))) {
+			refs_free(v, *n);
+			return err_set(e, -ENOMEM, "list: out of memory");
+		}
+		r->ns = r->key + skip;
+		r->name = k->namespaced ? strchr(r->ns, '/') + 1 : r->ns;
+		r->obj = store_blob_ref(en->obj);
+		(*n)++;
+	}
+	*out = v;
+	return 0;
+}
+
+static int d_list_each(store *st, const struct store_kind *k, const char *ns, const char *selector,
+                       store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+{
+	struct dstore *s = DS(st);
+	struct ref *v = NULL;
+	size_t n = 0;
+	uint64_t rv;
+	int r;
+	if (ns && (r = store_validate_name("namespace", ns, e)) < 0)
+		return r;
+	if ((r = store_selector_match(selector, NULL, e)) < 0)
+		return r;
+	pthread_mutex_lock(&s->mu);
+	if (!live(s)) {
+		pthread_mutex_unlock(&s->mu);
+		return store_list_walk(st, k, ns, selector, fn, arg, list_rv, e);
+	}
+	r = refs_of(s, k, k->namespaced ? ns : NULL, &v, &n, e);
+	rv = s->index_rv;
+	pthread_mutex_unlock(&s->mu);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_refs);
+	for (size_t i = 0; i < n && r == 0; i++) {
+		cJSON *o = NULL;
+		if ((r = store_blob_parse(v[i].obj, &o, e)) == 0 &&
+		    store_selector_match(selector, o, NULL) == 1)
+			r = fn(o, arg);
+		cJSON_Delete(o);
+	}
+	refs_free(v, n);
+	if (r == 0 && list_rv)
+		*list_rv = rv;
+	return r;
+}
+
 /* temp -> fsync -> rename -> fsync(directory) (file_write_atomic); *id the identity of what
  * was written, so that its own notification is recognised without reading the file. */
 static int write_durable(const char *path, const char *dir, const char *text, size_t len,
@@ -427,9 +533,9 @@ static int commit(struct dstore *s, struct opreq *q, const char *key, const char
 			return r;
 		cJSON *last = q->out && *q->out ? *q->out : (cJSON *)cur;
 		dir_meta_set_rv(last, rv);
-		struct blob *b = dir_blob_of(last);
+		struct store_blob *b = store_blob_of(last);
 		dir_ring_push(s, STORE_DELETED, q->kind, rv, b); /* NULL: out of memory, no copy */
-		dir_blob_put(b);
+		store_blob_put(b);
 		struct ientry *en = dir_index_find(s, key);
 		if (en)
 			dir_index_drop(s, en);
@@ -443,15 +549,15 @@ static int commit(struct dstore *s, struct opreq *q, const char *key, const char
 	text[len] = '\n'; /* the terminator becomes the file's final newline */
 	r = write_durable(path, dir, text, len + 1, &id, e);
 	free(text);
-	struct blob *b = r == 0 && s->indexed ? dir_blob_of(next) : NULL;
+	struct store_blob *b = r == 0 && s->indexed ? store_blob_of(next) : NULL;
 	if (r < 0 || !s->indexed)
 		return r;
 	if (!b || dir_index_set(s, key, q->kind, b, NULL, rv, &id) < 0) {
-		dir_blob_put(b); /* written; the index reloads it when its notification arrives */
+		store_blob_put(b); /* written; the index reloads it when its notification arrives */
 		return 0;
 	}
 	dir_ring_push(s, cur ? STORE_MODIFIED : STORE_ADDED, q->kind, rv, b);
-	dir_blob_put(b);
+	store_blob_put(b);
 	return 0;
 }
 
@@ -547,9 +653,19 @@ static void d_close(store *st)
 	free(s);
 }
 
-static const struct store_ops dir_ops = {d_get,           d_list,   d_create,  d_update,
-                                         d_update_status, d_remove, dir_watch, dir_watch_next,
-                                         dir_watch_close, d_close};
+static const struct store_ops dir_ops = {
+    .get = d_get,
+    .list = d_list,
+    .list_each = d_list_each,
+    .create = d_create,
+    .update = d_update,
+    .update_status = d_update_status,
+    .remove = d_remove,
+    .watch = dir_watch,
+    .watch_next = dir_watch_next,
+    .watch_close = dir_watch_close,
+    .close = d_close,
+};
 
 static int take_owner_lock(struct dstore *s, struct err *e)
 {

@@ -12,41 +12,6 @@
 #include "base/json.h"
 #include "store/dir_int.h"
 
-/* ---- blobs -------------------------------------------------------------------------------------- */
-
-struct blob *dir_blob_new(const char *text, size_t len)
-{
-	struct blob *b = malloc(sizeof(*b) + len + 1);
-	if (!b)
-		return NULL;
-	b->refs = 1;
-	b->len = len;
-	memcpy(b->text, text, len);
-	b->text[len] = '\0';
-	return b;
-}
-
-struct blob *dir_blob_of(const cJSON *obj)
-{
-	char *text = cJSON_PrintUnformatted(obj);
-	struct blob *b = text ? dir_blob_new(text, strlen(text)) : NULL;
-	free(text);
-	return b;
-}
-
-struct blob *dir_blob_ref(struct blob *b)
-{
-	if (b)
-		b->refs++;
-	return b;
-}
-
-void dir_blob_put(struct blob *b)
-{
-	if (b && --b->refs == 0)
-		free(b);
-}
-
 /* ---- index -------------------------------------------------------------------------------------- */
 
 static size_t hash(const char *k, size_t n)
@@ -109,16 +74,16 @@ static struct ientry *insert(struct dstore *s, const char *key, const struct sto
 	return en;
 }
 
-int dir_index_set(struct dstore *s, const char *key, const struct store_kind *k, struct blob *obj,
-                  const char *corrupt, uint64_t rv, const struct fident *id)
+int dir_index_set(struct dstore *s, const char *key, const struct store_kind *k,
+                  struct store_blob *obj, const char *corrupt, uint64_t rv, const struct fident *id)
 {
 	struct ientry *en = dir_index_find(s, key);
 	char *c = NULL;
 	if ((!en && !(en = insert(s, key, k))) || (corrupt && !(c = strdup(corrupt))))
 		return -ENOMEM;
-	dir_blob_put(en->obj);
+	store_blob_put(en->obj);
 	free(en->corrupt);
-	en->obj = dir_blob_ref(obj);
+	en->obj = store_blob_ref(obj);
 	en->corrupt = c;
 	en->rv = rv;
 	if (id)
@@ -143,7 +108,7 @@ void dir_index_drop(struct dstore *s, struct ientry *en)
 	if (en->knext)
 		en->knext->kprev = en->kprev;
 	s->count--;
-	dir_blob_put(en->obj);
+	store_blob_put(en->obj);
 	free(en->corrupt);
 	free(en->key);
 	free(en);
@@ -166,13 +131,13 @@ static void ring_drop_oldest(struct dstore *s)
 	struct event *ev = &s->ring[s->first_seq % RING_CAP];
 	s->floor_rv = ev->rv;
 	s->ring_bytes -= ev->obj ? ev->obj->len : 0;
-	dir_blob_put(ev->obj);
+	store_blob_put(ev->obj);
 	ev->obj = NULL;
 	s->first_seq++;
 }
 
 void dir_ring_push(struct dstore *s, enum store_event_type t, const struct store_kind *k,
-                   uint64_t rv, struct blob *obj)
+                   uint64_t rv, struct store_blob *obj)
 {
 	size_t len = obj ? obj->len : 0;
 	while (s->next_seq > s->first_seq &&
@@ -183,7 +148,7 @@ void dir_ring_push(struct dstore *s, enum store_event_type t, const struct store
 	ev->rv = rv;
 	ev->kind = k;
 	ev->type = t;
-	ev->obj = dir_blob_ref(obj);
+	ev->obj = store_blob_ref(obj);
 	s->ring_bytes += len;
 	if (rv > s->index_rv)
 		s->index_rv = rv;
@@ -223,7 +188,7 @@ struct change {
 	char *key;
 	const struct store_kind *kind;
 	struct fident id;
-	struct blob *obj;
+	struct store_blob *obj;
 	char *corrupt;
 };
 
@@ -247,7 +212,7 @@ static struct change *add_change(struct changes *c)
 }
 
 /* The object in path as a blob of its text and its version, or the corruption message. */
-static int load(const char *path, struct blob **obj, uint64_t *rv, char **corrupt)
+static int load(const char *path, struct store_blob **obj, uint64_t *rv, char **corrupt)
 {
 	struct err e = {0};
 	char *buf;
@@ -265,8 +230,8 @@ static int load(const char *path, struct blob **obj, uint64_t *rv, char **corrup
 		*corrupt = strdup(e.msg);
 	} else {
 		*rv = store_meta_rv(o);
-		*obj =
-		    dir_blob_of(o); /* compact: what the index keeps, whatever the file's layout */
+		*obj = store_blob_of(
+		    o); /* compact: what the index keeps, whatever the file's layout */
 	}
 	cJSON_Delete(o);
 	free(buf);
@@ -294,7 +259,7 @@ static void probe(struct dstore *s, const struct store_kind *k, const char *key,
 	}
 	if (en && same_ident(&en->id, &id))
 		return; /* unchanged (our own writes come back this way) */
-	struct blob *obj;
+	struct store_blob *obj;
 	char *corrupt;
 	uint64_t rv = 0;
 	if (load(path, &obj, &rv, &corrupt) < 0)
@@ -302,12 +267,12 @@ static void probe(struct dstore *s, const struct store_kind *k, const char *key,
 	if (en && obj && en->obj && en->rv == rv && en->obj->len == obj->len &&
 	    memcmp(en->obj->text, obj->text, obj->len) == 0) {
 		en->id = id; /* touched, not changed */
-		dir_blob_put(obj);
+		store_blob_put(obj);
 		return;
 	}
 	struct change *ch = add_change(c);
 	if (!ch) {
-		dir_blob_put(obj);
+		store_blob_put(obj);
 		free(corrupt);
 		return;
 	}
@@ -379,7 +344,7 @@ static void apply(struct dstore *s, struct changes *c, bool emit)
 				dir_ring_push(s, ch->type, ch->kind, ch->rv, ch->obj);
 			dir_index_set(s, ch->key, ch->kind, ch->obj, ch->corrupt, ch->rv, &ch->id);
 		}
-		dir_blob_put(ch->obj);
+		store_blob_put(ch->obj);
 		free(ch->corrupt);
 		free(ch->key);
 	}

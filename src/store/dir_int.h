@@ -1,6 +1,6 @@
 /* store/dir_int — internal to the embedded store.
  *   dir.c        paths, locks, the resourceVersion counter, durable writes and the operations;
- *   dir_index.c  the in-memory index (one entry per object: its JSON text, shared by reference),
+ *   dir_index.c  the in-memory index (one entry per object: its text, a store_blob shared by reference),
  *                the bounded event history, and bringing the index up to date with files;
  *   dir_watch.c  change notification (inotify) from other processes, its thread, and watches.
  * Everything in struct dstore below `mu` is protected by it. */
@@ -13,24 +13,14 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "store/blob.h"
 #include "store/store.h"
 
 /* The event history keeps at most RING_CAP events and RING_BYTES of object text (an event
  * shares the text of its object version with the index while that version is current). */
 #define RING_CAP   4096
-#define RING_BYTES (4u << 20)
+#define RING_BYTES (2u << 20)
 #define MAX_KINDS  16
-
-/* An object version's compact JSON text, immutable and reference counted (under mu). */
-struct blob {
-	unsigned refs;
-	size_t len;
-	char text[];
-};
-struct blob *dir_blob_new(const char *text, size_t len); /* refs 1, NULL: out of memory */
-struct blob *dir_blob_of(const cJSON *obj);              /* its compact text, or NULL */
-struct blob *dir_blob_ref(struct blob *b);
-void dir_blob_put(struct blob *b); /* NULL is a no-op */
 
 /* What identifies the file content an entry was read from (a changed file changes one). */
 struct fident {
@@ -45,8 +35,8 @@ struct ientry {
 	char *key;                    /* plural/name or plural/ns/name */
 	const struct store_kind *kind;
 	unsigned kidx;
-	struct blob *obj; /* NULL when the file is corrupt */
-	char *corrupt;    /* the error naming the file, when it is */
+	struct store_blob *obj; /* NULL when the file is corrupt */
+	char *corrupt;          /* the error naming the file, when it is */
 	uint64_t rv;
 	struct fident id;
 	bool seen; /* mark during a full rescan */
@@ -57,7 +47,7 @@ struct event {
 	uint64_t rv;
 	const struct store_kind *kind;
 	enum store_event_type type;
-	struct blob *obj;
+	struct store_blob *obj;
 };
 
 struct wdir { /* an inotify watch: a kind directory or a namespace directory under it */
@@ -99,7 +89,7 @@ struct dwatch {
 	struct dstore *s;
 	const struct store_kind *kind;
 	uint64_t next_seq;
-	struct blob **initial; /* delivered first as ADDED */
+	struct store_blob **initial; /* delivered first as ADDED */
 	size_t n_initial, initial_idx;
 	bool closed;
 };
@@ -131,13 +121,14 @@ int dir_kind_index(const struct store_kind *k);
 /* dir_index.c (with mu held) */
 struct ientry *dir_index_find(struct dstore *s, const char *key);
 /* Sets key's entry (creating it) to obj/corrupt at rv; takes a reference on obj. */
-int dir_index_set(struct dstore *s, const char *key, const struct store_kind *k, struct blob *obj,
-                  const char *corrupt, uint64_t rv, const struct fident *id);
+int dir_index_set(struct dstore *s, const char *key, const struct store_kind *k,
+                  struct store_blob *obj, const char *corrupt, uint64_t rv,
+                  const struct fident *id);
 void dir_index_drop(struct dstore *s, struct ientry *en);
 void dir_index_free(struct dstore *s);
 /* Appends an event (takes a reference on obj), dropping the oldest beyond the bounds. */
 void dir_ring_push(struct dstore *s, enum store_event_type t, const struct store_kind *k,
-                   uint64_t rv, struct blob *obj);
+                   uint64_t rv, struct store_blob *obj);
 void dir_ring_free(struct dstore *s);
 /* Compares the files named by keys (NULL, n 0: every file of kinds) with the index and applies
  * the differences, as events in resourceVersion order when emit.  Needs the operation lock. */

@@ -327,14 +327,14 @@ static int initial_of(struct dstore *s, struct dwatch *w, const struct store_kin
 		return -ENOMEM;
 	for (struct ientry *en = ki >= 0 ? s->kinds[ki] : NULL; en; en = en->knext)
 		if (en->obj)
-			w->initial[w->n_initial++] = dir_blob_ref(en->obj);
+			w->initial[w->n_initial++] = store_blob_ref(en->obj);
 	return 0;
 }
 
 static void watch_free(struct dwatch *w)
 {
 	for (size_t i = 0; i < w->n_initial; i++)
-		dir_blob_put(w->initial[i]);
+		store_blob_put(w->initial[i]);
 	free(w->initial);
 	free(w);
 }
@@ -384,11 +384,6 @@ int dir_watch(store *st, const struct store_kind *k, uint64_t from_rv, store_wat
 	return 0;
 }
 
-static int parse_blob(const struct blob *b, cJSON **obj, struct err *e)
-{
-	return json_parse_strict(b->text, b->len, obj, e);
-}
-
 int dir_watch_next(store_watch *bw, int timeout_ms, enum store_event_type *type, cJSON **obj,
                    struct err *e)
 {
@@ -401,7 +396,7 @@ int dir_watch_next(store_watch *bw, int timeout_ms, enum store_event_type *type,
 	pthread_mutex_lock(&s->mu);
 	if (w->initial_idx < w->n_initial) {
 		*type = STORE_ADDED;
-		r = parse_blob(w->initial[w->initial_idx++], obj, e);
+		r = store_blob_parse(w->initial[w->initial_idx++], obj, e);
 		pthread_mutex_unlock(&s->mu);
 		return r < 0 ? r : 1;
 	}
@@ -420,7 +415,7 @@ int dir_watch_next(store_watch *bw, int timeout_ms, enum store_event_type *type,
 			struct event *ev = &s->ring[w->next_seq % RING_CAP];
 			*type = ev->type;
 			w->next_seq++;
-			r = parse_blob(ev->obj, obj, e);
+			r = store_blob_parse(ev->obj, obj, e);
 			r = r < 0 ? r : 1;
 			break;
 		}

@@ -58,11 +58,18 @@ typedef struct store_watch store_watch;
 
 enum store_event_type { STORE_ADDED = 1, STORE_MODIFIED = 2, STORE_DELETED = 3 };
 
+/* Called by store_list_each for each object (borrowed: valid during the call); 0 goes on, a
+ * negative errno stops the list and is returned. */
+typedef int (*store_each_fn)(cJSON *obj, void *arg);
+
 struct store_ops {
 	int (*get)(store *s, const struct store_kind *k, const char *ns, const char *name,
 	           cJSON **out, struct err *e);
 	int (*list)(store *s, const struct store_kind *k, const char *ns, const char *selector,
 	            cJSON **items, uint64_t *list_rv, struct err *e);
+	/* optional (NULL: store_list_each lists, then walks the array) */
+	int (*list_each)(store *s, const struct store_kind *k, const char *ns, const char *selector,
+	                 store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
 	int (*create)(store *s, const cJSON *obj, cJSON **out, struct err *e);
 	int (*update)(store *s, const cJSON *obj, cJSON **out, struct err *e);
 	int (*update_status)(store *s, const cJSON *obj, cJSON **out, struct err *e);
@@ -97,6 +104,14 @@ int store_get(store *s, const struct store_kind *k, const char *ns, const char *
               struct err *e);
 int store_list(store *s, const struct store_kind *k, const char *ns, const char *selector,
                cJSON **items, uint64_t *list_rv, struct err *e);
+/* store_list's objects one at a time, in the same order, without holding them all: a store
+ * that keeps objects compact (the caches) hands each to fn as a tree of its own, freed after
+ * fn returns.  0, a store error, or fn's error. */
+int store_list_each(store *s, const struct store_kind *k, const char *ns, const char *selector,
+                    store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
+/* store_list_each by store_list and a walk of the array (for implementations). */
+int store_list_walk(store *s, const struct store_kind *k, const char *ns, const char *selector,
+                    store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
 int store_create(store *s, const cJSON *obj, cJSON **out, struct err *e);
 int store_update(store *s, const cJSON *obj, cJSON **out, struct err *e);
 int store_update_status(store *s, const cJSON *obj, cJSON **out, struct err *e);
@@ -183,10 +198,14 @@ int store_kube_open(const struct store_open_opts *o, store **out, struct err *e)
  * store_cache_thread_reads(true) (the controller's reconcilers); every other thread reads
  * through to backing, so the CSI handlers keep their uncached reads (crds.md §7.5).  A cached
  * read waits up to 10 s for its kind's first list; a get of a name the cache does not hold asks
- * backing (the answer and its NotFound message are backing's).  Writes and watches go to
- * backing; a write's result enters the cache at once (a later event never replaces a newer
- * version; a result with a deletionTimestamp and no finalizer left is the object's deletion).  On success the cache owns backing (store_close closes both).  0, or -ENOMEM /
- * -EAGAIN with e. */
+ * backing (the answer and its NotFound message are backing's).  Writes go to backing; a
+ * write's result enters the cache at once (a later event never replaces a newer version; a
+ * result with a deletionTimestamp and no finalizer left is the object's deletion).  A watch of
+ * a cached kind is served from that kind's informer (backing sees one watch per kind): the
+ * events after from_rv among the last 512 received (older: STORE_EXPIRED, relist), or from 0
+ * the cached objects as ADDED first; an event comes after the cache absorbed it.  Objects are
+ * kept as compact text.  On success the cache owns backing (store_close closes both).  0, or
+ * -ENOMEM / -EAGAIN with e. */
 int store_cache_open(store *backing, const struct store_kind *const *kinds, store **out,
                      struct err *e);
 /* Whether get/list on the calling thread are served from caches (default false). */

@@ -283,6 +283,62 @@ START_TEST(test_last_finalizer_removed_is_gone)
 }
 END_TEST
 
+/* Watches of a cached kind come from the informer's own stream: the store underneath sees one
+ * watch per kind however many watch through the cache; a watch from the cache's list version
+ * resumes after it, from 0 starts with every object, and one older than the cache kept is
+ * Expired (the watcher relists). */
+START_TEST(test_one_watch_per_kind)
+{
+	const struct store_kind *k = store_kind_lookup("pvst");
+	cJSON *o = pvst("pvc-0", "a"), *items = NULL, *first = NULL;
+	uint64_t rv = 0;
+	store_watch *w = NULL, *w0 = NULL;
+	struct err e = {0};
+	ck_assert_int_eq(store_create(other, o, &first, NULL), 0);
+	uint64_t rv0 = store_meta_rv(first);
+	cJSON_Delete(first);
+	cJSON_Delete(o);
+	o = pvst("pvc-00", "a");
+	ck_assert_int_eq(store_create(other, o, NULL, NULL), 0);
+	cJSON_Delete(o);
+	open_cache();
+	store_cache_thread_reads(true);
+	ck_assert_int_eq(store_list(cache, k, NULL, NULL, &items, &rv, NULL), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(items), 2);
+	cJSON_Delete(items);
+	ck_assert_uint_gt(rv, rv0);
+	ck_assert_int_eq(store_watch_open(cache, k, rv, &w, &e), 0);
+	ck_assert_int_eq(store_watch_open(cache, k, 0, &w0, &e), 0);
+	for (int i = 0, seen = 0; i < 2; i++) { /* the objects at the start, in any order */
+		enum store_event_type t;
+		ck_assert_int_eq(store_watch_next(w0, 5000, &t, &o, &e), 1);
+		ck_assert_int_eq(t, STORE_ADDED);
+		seen |= !strcmp(store_meta_str(o, "name"), "pvc-0") ? 1 : 2;
+		cJSON_Delete(o);
+		if (i == 1)
+			ck_assert_int_eq(seen, 3);
+	}
+	for (int i = 1; i <= 3; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "pvc-%d", i);
+		o = pvst(name, "b");
+		ck_assert_int_eq(store_create(other, o, NULL, NULL), 0);
+		cJSON_Delete(o);
+		tu_expect_event(w, STORE_ADDED, name, "spec");
+		tu_expect_event(w0, STORE_ADDED, name, "spec");
+	}
+	ck_assert_int_eq(store_delete(other, k, NULL, "pvc-2", NULL, NULL, NULL), 0);
+	tu_expect_event(w, STORE_DELETED, "pvc-2", NULL);
+	/* two kinds cached: two watches underneath, none for the two watches above */
+	ck_assert_int_eq(__atomic_load_n(&cnt->watches, __ATOMIC_SEQ_CST), 2);
+	store_watch_close(w);
+	store_watch_close(w0);
+	/* older than anything the cache kept: Expired, as the store would answer */
+	ck_assert_int_eq(store_watch_open(cache, k, rv0, &w, &e), STORE_EXPIRED);
+	store_cache_thread_reads(false);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("store cache");
@@ -293,6 +349,7 @@ int main(void)
 	tcase_add_test(t, test_changes_elsewhere_arrive_by_watch);
 	tcase_add_test(t, test_writes_visible_at_once_and_other_threads_read_through);
 	tcase_add_test(t, test_last_finalizer_removed_is_gone);
+	tcase_add_test(t, test_one_watch_per_kind);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }

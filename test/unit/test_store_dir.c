@@ -164,7 +164,7 @@ START_TEST(test_event_history_bounded_in_bytes)
 	cJSON *o;
 	enum store_event_type t;
 	ck_assert_int_eq(store_watch_open(st, PA(), 0, &w, &e), 0);
-	/* 60 versions of 100 KB: 6 MB of history, more than the 4 MiB bound, far fewer than the
+	/* 60 versions of 100 KB: 6 MB of history, more than the 2 MiB bound, far fewer than the
 	 * 4,096 events the old ring kept whole */
 	for (int i = 0; i < 60; i++) {
 		char name[16];
