@@ -112,8 +112,9 @@ MODULES="configfs nvmet nvmet-tcp nvme-core nvme-fabrics nvme-tcp loop
 TOOLS="/usr/sbin/mke2fs /usr/sbin/e2fsck /usr/sbin/resize2fs /usr/sbin/tune2fs
   /usr/sbin/mkfs.xfs /usr/sbin/xfs_growfs /usr/sbin/xfs_repair /usr/sbin/xfs_db
   /usr/sbin/lvm /usr/sbin/dmsetup /usr/sbin/blkid /usr/sbin/wipefs
-  /usr/sbin/losetup /usr/bin/findmnt /usr/bin/nsenter /usr/sbin/ip /usr/sbin/tc /usr/sbin/nvme"
-STAMP_IN=$( { cat "$0"; echo "$KV"; dpkg-query -W busybox-static e2fsprogs xfsprogs lvm2 iproute2 util-linux nvme-cli 2>/dev/null; } | sha256sum | cut -c1-16)
+  /usr/sbin/losetup /usr/bin/findmnt /usr/bin/nsenter /usr/sbin/ip /usr/sbin/tc /usr/sbin/nvme
+  /usr/bin/strace"
+STAMP_IN=$( { cat "$0"; echo "$KV"; dpkg-query -W busybox-static e2fsprogs xfsprogs lvm2 iproute2 util-linux nvme-cli strace 2>/dev/null; } | sha256sum | cut -c1-16)
 BASE=$OUT/base-$KV.cpio
 if [ ! -s "$BASE" ] || [ "$(cat "$BASE.stamp" 2>/dev/null)" != "$STAMP_IN" ]; then
   say "building base initramfs for $KV"

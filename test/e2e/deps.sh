@@ -13,6 +13,7 @@ set -euo pipefail
 #                  tools copied into the VMs (with their shared libraries)
 # xz-utils zstd    vmlinux extraction from vmlinuz, compressed modules
 # nvme-cli         diagnostics inside the VMs only (our binary uses libnvme)
+# strace           syscall counts of the agent inside the VM (scenario scale200)
 # gcc make binutils libelf1
 #                  OpenZFS's kernel modules (zfs-build.sh; libelf1 for the
 #                  headers' objtool); the headers are only unpacked, never installed
@@ -20,7 +21,7 @@ set -euo pipefail
 #                  libraries of zfs/zpool (zfsutils-linux, unpacked, not installed)
 #                  copied into the ZFS scenarios' VMs
 PKGS="qemu-system-x86 busybox-static kmod cpio e2fsprogs xfsprogs lvm2 iproute2
-      util-linux xz-utils zstd nvme-cli gcc make binutils libelf1 libtirpc3 libssl3 libudev1"
+      util-linux xz-utils zstd nvme-cli strace gcc make binutils libelf1 libtirpc3 libssl3 libudev1"
 
 missing=""
 for p in $PKGS; do
