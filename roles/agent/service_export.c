@@ -156,16 +156,33 @@ static int wait_addr(agent_service *a, const char *addr, struct grpc_status *st)
 	}
 }
 
-/* Phase 2 for one item: re-check the fence, link (caller holds the volume lock). */
-static int link_item(agent_service *a, struct item *it, struct grpc_status *st)
+/* The port a batch linked its last export to: later exports of the same batch with the same
+ * bind address and TCP port go to it without selecting it again (nvmet_export_link_known; the
+ * batch holds that export's lock until it ends, so its link keeps the port live). */
+struct port_hint {
+	const char *addr;
+	uint32_t port;
+	unsigned id;
+};
+
+/* Phase 2 for one item: re-check the fence, link (caller holds the volume lock).  hint is
+ * NULL outside a batch. */
+static int link_item(agent_service *a, struct item *it, struct port_hint *hint,
+                     struct grpc_status *st)
 {
 	struct err e = {0};
 	int code = svc_fence(a, it->v.id, it->fence, FENCE_GRANT, st);
 	if (code != GRPC_OK)
 		return code;
+	bool known = hint && hint->addr && hint->port == it->spec.port &&
+	             strcmp(hint->addr, it->spec.bind_address) == 0;
+	unsigned id = 0;
 	pthread_mutex_lock(&a->nv_mu);
-	int r = nvmet_export_link(a->nv, &it->spec, it->prep.relink, NULL, &e);
+	int r = known ? nvmet_export_link_known(a->nv, &it->spec, it->prep.relink, hint->id, &e)
+	              : nvmet_export_link(a->nv, &it->spec, it->prep.relink, &id, &e);
 	pthread_mutex_unlock(&a->nv_mu);
+	if (r == 0 && hint && !known)
+		*hint = (struct port_hint){it->spec.bind_address, it->spec.port, id};
 	if (r < 0)
 		return grpc_status_from_err(st, &e);
 	return GRPC_OK;
@@ -216,7 +233,7 @@ int agent_export_volume(agent_service *a, const PB(ExportVolumeRequest) * req,
 	if ((code = svc_fence(a, it.v.id, it.fence, FENCE_GRANT, st)) == GRPC_OK &&
 	    (code = prepare_item(a, &it, time_mono_ms() + a->device_wait_ms, st)) == GRPC_OK &&
 	    (code = wait_addr(a, it.spec.bind_address, st)) == GRPC_OK &&
-	    (code = link_item(a, &it, st)) == GRPC_OK) {
+	    (code = link_item(a, &it, NULL, st)) == GRPC_OK) {
 		resp->export_info = export_info(&it);
 		code = resp->export_info ? svc_ok(st) : grpc_status_oom(st);
 	}
@@ -425,8 +442,10 @@ static int run_batch(agent_service *a, struct item *items, size_t n)
 					fail_item(ord[j], &st);
 	}
 	qsort(ord, k, sizeof(*ord), by_link_order);
+	struct port_hint hint = {0};
 	for (size_t i = 0; i < k; i++)
-		if (ord[i]->prepared && !ord[i]->failed && link_item(a, ord[i], &st) != GRPC_OK)
+		if (ord[i]->prepared && !ord[i]->failed &&
+		    link_item(a, ord[i], &hint, &st) != GRPC_OK)
 			fail_item(ord[i], &st);
 	for (size_t i = 0; i < k; i++)
 		if (ord[i]->locked)

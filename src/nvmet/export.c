@@ -153,7 +153,8 @@ static int revoke_hosts(nvmet *nv, const char *nqn, const char *const *keep, siz
 	return r;
 }
 
-static int prepare_namespace(nvmet *nv, const struct nvmet_export_spec *s,
+/* new_subsys: the subsystem was just made, so its namespace is new and disabled. */
+static int prepare_namespace(nvmet *nv, const struct nvmet_export_spec *s, bool new_subsys,
                              struct nvmet_prepared *out, struct err *e)
 {
 	char rel[NVMET_PATH_MAX], ns[NVMET_PATH_MAX], en[16], cur[NVMET_PATH_MAX];
@@ -162,7 +163,8 @@ static int prepare_namespace(nvmet *nv, const struct nvmet_export_spec *s,
 	if ((r = nvmet_fs_mkdir(nv, ns, NULL, e)) < 0)
 		return r;
 	REL(rel, "%s/enable", ns);
-	if (nvmet_attr_read(nv, rel, en, sizeof(en), NULL) == 0 && strcmp(en, "1") == 0) {
+	if (!new_subsys && nvmet_attr_read(nv, rel, en, sizeof(en), NULL) == 0 &&
+	    strcmp(en, "1") == 0) {
 		REL(rel, "%s/device_path", ns);
 		if ((r = nvmet_attr_read(nv, rel, cur, sizeof(cur), e)) < 0)
 			return r;
@@ -181,20 +183,23 @@ static int prepare_namespace(nvmet *nv, const struct nvmet_export_spec *s,
 		return nvmet_attr_read(nv, rel, out->identity.nguid, sizeof(out->identity.nguid),
 		                       e);
 	}
-	/* Disabled: device and identity first (K3), enable last. */
+	/* Disabled: device and identity first (K3), enable last.  A new namespace holds the
+	 * kernel's defaults (no device, random UUID, zero NGUID, disabled): no read first. */
+	int (*set)(nvmet *, const char *, const char *, struct err *) =
+	    new_subsys ? nvmet_attr_write_new : nvmet_attr_write;
 	REL(rel, "%s/device_path", ns);
-	if ((r = nvmet_attr_write(nv, rel, s->device_path, e)) < 0)
+	if ((r = set(nv, rel, s->device_path, e)) < 0)
 		return r;
 	REL(rel, "%s/device_uuid", ns);
-	if ((r = nvmet_attr_write(nv, rel, s->identity.uuid, e)) < 0)
+	if ((r = set(nv, rel, s->identity.uuid, e)) < 0)
 		return r;
 	REL(rel, "%s/device_nguid", ns);
-	if ((r = nvmet_attr_write(nv, rel, s->identity.nguid, e)) < 0)
+	if ((r = set(nv, rel, s->identity.nguid, e)) < 0)
 		return r;
 	memcpy(out->identity.uuid, s->identity.uuid, sizeof(out->identity.uuid));
 	memcpy(out->identity.nguid, s->identity.nguid, sizeof(out->identity.nguid));
 	REL(rel, "%s/enable", ns);
-	return nvmet_attr_write(nv, rel, "1", e);
+	return set(nv, rel, "1", e);
 }
 
 int nvmet_export_prepare(nvmet *nv, const struct nvmet_export_spec *s, struct nvmet_prepared *out,
@@ -210,9 +215,12 @@ int nvmet_export_prepare(nvmet *nv, const struct nvmet_export_spec *s, struct nv
 		if ((r = rules_hostnqn_check(s->hosts[i], e)) < 0)
 			return r;
 	REL(sub, "subsystems/%s", s->nqn);
-	if ((r = nvmet_fs_mkdir(nv, sub, NULL, e)) < 0)
+	bool created;
+	if ((r = nvmet_fs_mkdir(nv, sub, &created, e)) < 0)
 		return r;
-	out->linked = nvmet_subsys_linked(nv, s->nqn);
+	/* A subsystem this call made has no port link, allowed host or namespace yet: what a
+	 * restore on an empty configfs does for every export, without scanning for them. */
+	out->linked = !created && nvmet_subsys_linked(nv, s->nqn);
 
 	/* ACL mode, final value first (K1, K2). */
 	REL(rel, "%s/attr_allow_any_host", sub);
@@ -229,7 +237,9 @@ int nvmet_export_prepare(nvmet *nv, const struct nvmet_export_spec *s, struct nv
 	/* Serial before any link (K4); a linked subsystem keeps its live serial. */
 	REL(rel, "%s/attr_serial", sub);
 	if (!out->linked) {
-		if ((r = nvmet_attr_write(nv, rel, s->identity.serial, e)) < 0)
+		/* a new subsystem's serial is the kernel's random one (K11) */
+		if ((r = (created ? nvmet_attr_write_new
+		                  : nvmet_attr_write)(nv, rel, s->identity.serial, e)) < 0)
 			return r;
 		memcpy(out->identity.serial, s->identity.serial, sizeof(out->identity.serial));
 	} else if ((r = nvmet_attr_read(nv, rel, out->identity.serial, sizeof(out->identity.serial),
@@ -241,7 +251,7 @@ int nvmet_export_prepare(nvmet *nv, const struct nvmet_export_spec *s, struct nv
 		for (size_t i = 0; i < s->n_hosts; i++)
 			if ((r = grant_host(nv, s->nqn, s->hosts[i], e)) < 0)
 				return r;
-		if (s->exact_hosts) {
+		if (s->exact_hosts && !created) {
 			if ((r = revoke_hosts(nv, s->nqn, s->hosts, s->n_hosts, false, &removed,
 			                      e)) < 0)
 				return r;
@@ -249,7 +259,7 @@ int nvmet_export_prepare(nvmet *nv, const struct nvmet_export_spec *s, struct nv
 		}
 	}
 
-	if ((r = prepare_namespace(nv, s, out, e)) < 0)
+	if ((r = prepare_namespace(nv, s, created, out, e)) < 0)
 		return r;
 
 	/* Verify (step 7). */
@@ -367,12 +377,38 @@ static int link_one(nvmet *nv, unsigned id, const char *nqn, struct err *e)
 	return 0;
 }
 
+/* Steps 5-7 of §5.2 on port id: the in-capsule rule when the port was already linked (live),
+ * the relink, the link and its read-back. */
+static int link_live(nvmet *nv, const struct nvmet_export_spec *s, const char *adrfam, unsigned id,
+                     bool live, bool relink, struct err *e)
+{
+	char rel[NVMET_PATH_MAX], cur[32];
+	int r;
+	if (live && s->icds > 0) {
+		REL(rel, "ports/%u/param_inline_data_size", id);
+		if ((r = nvmet_attr_read(nv, rel, cur, sizeof(cur), e)) < 0)
+			return r;
+		if (strtol(cur, NULL, 10) != s->icds || !*cur)
+			return err_set(
+			    e, -EBUSY,
+			    "param_inline_data_size is %s but the export requires %d (port %u, "
+			    "%s %u)",
+			    cur, (int)s->icds, id, adrfam, s->port);
+	}
+	if (relink) {
+		REL(rel, "ports/%u/subsystems/%s", id, s->nqn);
+		if ((r = nvmet_fs_unlink(nv, rel, e)) < 0)
+			return r;
+	}
+	return link_one(nv, id, s->nqn, e);
+}
+
 int nvmet_export_link(nvmet *nv, const struct nvmet_export_spec *s, bool relink, unsigned *port_id,
                       struct err *e)
 {
 	struct port_want w;
 	unsigned char buf[sizeof(struct in6_addr)];
-	char rel[NVMET_PATH_MAX], cur[32];
+	char rel[NVMET_PATH_MAX];
 	bool created;
 	unsigned id = 0;
 	int r;
@@ -397,31 +433,32 @@ int nvmet_export_link(nvmet *nv, const struct nvmet_export_spec *s, bool relink,
 	REL(rel, "ports/%u/subsystems", id);
 	if ((r = nvmet_fs_empty(nv, rel, e)) < 0) /* one directory block, not every link */
 		return r;
-	if (created || r == 1) {
-		/* Disabled port: every attribute may be (re)written (K5). */
-		if ((r = write_port_attrs(nv, id, &w, s->icds, e)) < 0)
-			return r;
-	} else if (s->icds > 0) {
-		REL(rel, "ports/%u/param_inline_data_size", id);
-		if ((r = nvmet_attr_read(nv, rel, cur, sizeof(cur), e)) < 0)
-			return r;
-		if (strtol(cur, NULL, 10) != s->icds || !*cur)
-			return err_set(
-			    e, -EBUSY,
-			    "param_inline_data_size is %s but the export requires %d (port %u, "
-			    "%s %u)",
-			    cur, (int)s->icds, id, w.adrfam, s->port);
-	}
-	if (relink) {
-		REL(rel, "ports/%u/subsystems/%s", id, s->nqn);
-		if ((r = nvmet_fs_unlink(nv, rel, e)) < 0)
-			return r;
-	}
-	if ((r = link_one(nv, id, s->nqn, e)) < 0)
+	bool live = !created && r == 0;
+	/* Disabled port: every attribute may be (re)written (K5). */
+	if (!live && (r = write_port_attrs(nv, id, &w, s->icds, e)) < 0)
+		return r;
+	if ((r = link_live(nv, s, w.adrfam, id, live, relink, e)) < 0)
 		return r;
 	if (port_id)
 		*port_id = id;
 	return 0;
+}
+
+int nvmet_export_link_known(nvmet *nv, const struct nvmet_export_spec *s, bool relink,
+                            unsigned port_id, struct err *e)
+{
+	char rel[NVMET_PATH_MAX];
+	unsigned char buf[sizeof(struct in6_addr)];
+	int r;
+	if ((r = need_tree(nv, e)) < 0 || (r = check_nqn(s->nqn, e)) < 0)
+		return r;
+	REL(rel, "ports/%u/subsystems", port_id);
+	if ((r = nvmet_fs_empty(nv, rel, e)) < 0)
+		return r;
+	if (r == 1) /* not the live port the caller saw: select and configure as usual */
+		return nvmet_export_link(nv, s, relink, NULL, e);
+	const char *fam = inet_pton(AF_INET, s->bind_address, buf) == 1 ? "ipv4" : "ipv6";
+	return link_live(nv, s, fam, port_id, true, relink, e);
 }
 
 /* ---- removal, hosts, resize, listing ----------------------------------------------------------- */

@@ -138,32 +138,40 @@ static void trim(char *s)
 		s[--n] = '\0';
 }
 
+/* Reads fd from offset 0 into buf (cap - 1 bytes at most), trimmed.  0 or -errno. */
+static int read_fd(int fd, char *buf, size_t cap)
+{
+	size_t n = 0;
+	/* A short read is the end: configfs returns an attribute's whole text from one show()
+	 * and a regular file (the fake) returns less than asked only at its end, so the read
+	 * that would return 0 is saved (one syscall of every attribute read). */
+	for (;;) {
+		size_t want = cap - 1 - n;
+		ssize_t r = pread(fd, buf + n, want, (off_t)n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		n += (size_t)r;
+		if ((size_t)r < want || n == cap - 1)
+			break;
+	}
+	buf[n] = '\0';
+	trim(buf);
+	return 0;
+}
+
 int nvmet_attr_read(nvmet *nv, const char *rel, char *buf, size_t cap, struct err *e)
 {
 	char p[NVMET_PATH_MAX + 256];
-	size_t n = 0;
 	if (nvmet_fs_path(nv, rel, p, sizeof(p)) < 0)
 		return err_set(e, -ENAMETOOLONG, "nvmet read %s: path too long", rel);
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return err_set(e, -errno, "nvmet read %s: %s", rel, nvmet_fs_errname(errno));
-	for (;;) {
-		ssize_t r = read(fd, buf + n, cap - 1 - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int er = -errno;
-			close(fd);
-			return err_set(e, er, "nvmet read %s: %s", rel, nvmet_fs_errname(er));
-		}
-		n += (size_t)r;
-		if (r == 0 || n == cap - 1)
-			break;
-	}
+	int r = read_fd(fd, buf, cap);
 	close(fd);
-	buf[n] = '\0';
-	trim(buf);
-	return 0;
+	return r < 0 ? err_set(e, r, "nvmet read %s: %s", rel, nvmet_fs_errname(r)) : 0;
 }
 
 static int raw_write(nvmet *nv, const char *rel, const char *value, struct err *e)
@@ -202,13 +210,11 @@ static bool same_value(const char *rel, const char *a, const char *b)
 	return is_uuid_attr(rel) ? strcasecmp(a, b) == 0 : strcmp(a, b) == 0;
 }
 
-int nvmet_attr_write(nvmet *nv, const char *rel, const char *value, struct err *e)
+/* Write, then read back and compare. */
+static int write_checked(nvmet *nv, const char *rel, const char *value, struct err *e)
 {
 	char cur[NVMET_PATH_MAX];
-	int r = nvmet_attr_read(nv, rel, cur, sizeof(cur), NULL);
-	if (r == 0 && same_value(rel, cur, value))
-		return 0;
-	r = raw_write(nv, rel, value, e);
+	int r = raw_write(nv, rel, value, e);
 	if (r < 0)
 		return r;
 	r = nvmet_attr_read(nv, rel, cur, sizeof(cur), e);
@@ -218,6 +224,20 @@ int nvmet_attr_write(nvmet *nv, const char *rel, const char *value, struct err *
 		return err_set(e, -EIO, "nvmet %s: wrote \"%s\" but read back \"%s\"", rel, value,
 		               cur);
 	return 0;
+}
+
+int nvmet_attr_write(nvmet *nv, const char *rel, const char *value, struct err *e)
+{
+	char cur[NVMET_PATH_MAX];
+	int r = nvmet_attr_read(nv, rel, cur, sizeof(cur), NULL);
+	if (r == 0 && same_value(rel, cur, value))
+		return 0;
+	return write_checked(nv, rel, value, e);
+}
+
+int nvmet_attr_write_new(nvmet *nv, const char *rel, const char *value, struct err *e)
+{
+	return write_checked(nv, rel, value, e);
 }
 
 int nvmet_fs_write_only(nvmet *nv, const char *rel, const char *value, struct err *e)

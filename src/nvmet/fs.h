@@ -51,6 +51,12 @@ void nvmet_hostrefs_free(struct nvmet_hostrefs *h);
 void nvmet_hostref_add(nvmet *nv, const char *host, const char *nqn);
 /* 1 when some subsystem links host, 0 when none does, a negative errno (listing failed). */
 int nvmet_hostref_used(nvmet *nv, const char *host, struct err *e);
+/* nvmet_attr_write for an attribute of an object this call just made (mkdir said created): its
+ * value is the kernel's default, known to differ from the wanted one (a random serial or UUID,
+ * an empty device path, enable 0), so the read that would skip a satisfied write is saved; the
+ * fresh open(O_WRONLY), the write and the read-back are unchanged (nvmet.md §3).  Returns as
+ * nvmet_attr_write. */
+int nvmet_attr_write_new(nvmet *nv, const char *rel, const char *value, struct err *e);
 /* Write without read-back, for write-only attributes (revalidate_size). */
 int nvmet_fs_write_only(nvmet *nv, const char *rel, const char *value, struct err *e);
 /* errno name ("EINVAL") for messages. */

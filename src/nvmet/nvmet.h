@@ -96,6 +96,13 @@ int nvmet_export_prepare(nvmet *nv, const struct nvmet_export_spec *spec,
  * link (relinking first when relink).  *port_id receives the port directory number. */
 int nvmet_export_link(nvmet *nv, const struct nvmet_export_spec *spec, bool relink,
                       unsigned *port_id, struct err *e);
+/* Phase 2 into port_id, the port an earlier nvmet_export_link of the same batch (same bind
+ * address and TCP port) linked, while the caller still holds that export's lock: skips the
+ * port selection and configuration of steps 2–4.  A port with a link keeps its attributes (K5)
+ * and cannot be removed, and the earlier link stays while its export is locked.  If the port
+ * has no link after all, this is nvmet_export_link.  Returns as nvmet_export_link. */
+int nvmet_export_link_known(nvmet *nv, const struct nvmet_export_spec *spec, bool relink,
+                            unsigned port_id, struct err *e);
 /* Removal order of §7 steps 1–6; a missing subsystem is success. */
 int nvmet_export_remove(nvmet *nv, const char *nqn, struct err *e);
 bool nvmet_subsys_exists(nvmet *nv, const char *nqn);

@@ -185,6 +185,24 @@ START_TEST(test_attr_write_readback_and_skip)
 }
 END_TEST
 
+/* For an attribute of an object just made: no read first (a satisfied value is written again),
+ * still read back. */
+START_TEST(test_attr_write_new)
+{
+	struct err e = {0};
+	char p[PATH_MAX + 64];
+	mkdir(strcat(strcpy((char[PATH_MAX + 16]){0}, root), "/nvmet/ports/9"), 0755);
+	ck_assert_int_eq(nvmet_attr_write_new(nv, "ports/9/addr_trsvcid", "4420", &e), 0);
+	ck_assert_int_eq(nvmet_attr_write_new(nv, "ports/9/addr_trsvcid", "4420", &e), 0);
+	ck_assert_int_eq(tn, 2);
+	ck_assert_str_eq(tu_read(root, "nvmet/ports/9/addr_trsvcid"), "4420\n");
+	snprintf(p, sizeof(p), "%s/nvmet/ports/9/addr_traddr", root);
+	ck_assert_int_eq(symlink("/dev/null", p), 0);
+	ck_assert_int_eq(nvmet_attr_write_new(nv, "ports/9/addr_traddr", "0.0.0.0", &e), -EIO);
+	ck_assert_str_eq(e.msg, "nvmet ports/9/addr_traddr: wrote \"0.0.0.0\" but read back \"\"");
+}
+END_TEST
+
 START_TEST(test_attr_readback_mismatch)
 {
 	struct err e = {0};
@@ -404,6 +422,44 @@ START_TEST(test_icds_rules_and_conflict)
 	ck_assert_str_eq(e.msg, "param_inline_data_size is 8192 but the export requires 16384 "
 	                        "(port 29188, ipv4 4420)");
 	ck_assert_str_eq(attr("ports/29188/param_inline_data_size"), "8192");
+}
+END_TEST
+
+/* A batch links its later exports into the port an earlier one selected: nothing of the port
+ * is written again, the in-capsule rule still holds, and a port that lost its links is
+ * selected and configured as usual. */
+START_TEST(test_link_known_port)
+{
+	struct nvmet_export_spec a = spec1(), b = spec1();
+	struct nvmet_prepared p;
+	struct err e = {0};
+	unsigned id = 0;
+	ck_assert_int_eq(nvmet_export_prepare(nv, &a, &p, &e), 0);
+	ck_assert_int_eq(nvmet_export_link(nv, &a, false, &id, &e), 0);
+	ck_assert_uint_eq(id, 29188);
+	b.nqn = NQN2;
+	b.device_path = "/dev/data-vg/x";
+	rules_ns_identity_derive(NQN2, &b.identity);
+	ck_assert_int_eq(nvmet_export_prepare(nv, &b, &p, &e), 0);
+	tn = 0;
+	ck_assert_msg(nvmet_export_link_known(nv, &b, false, id, &e) == 0, "%s", e.msg);
+	ck_assert_int_eq(tn, 1);
+	ck_assert_str_eq(tlog[0],
+	                 "symlink ports/29188/subsystems/" NQN2 " ../../../subsystems/" NQN2);
+	b.icds = 16384;
+	ck_assert_int_eq(nvmet_export_link_known(nv, &b, false, id, &e), -EBUSY);
+	ck_assert_str_eq(e.msg, "param_inline_data_size is -1 but the export requires 16384 "
+	                        "(port 29188, ipv4 4420)");
+	/* the port lost its links (and its attributes): configured again before the link */
+	b.icds = 0;
+	ck_assert_int_eq(nvmet_export_remove(nv, NQN1, &e), 0);
+	ck_assert_int_eq(nvmet_export_remove(nv, NQN2, &e), 0);
+	ck_assert(!exists("ports/29188"));
+	ck_assert_int_eq(nvmet_export_prepare(nv, &b, &p, &e), 0);
+	ck_assert_msg(nvmet_export_link_known(nv, &b, false, id, &e) == 0, "%s", e.msg);
+	ck_assert_str_eq(attr("ports/29188/addr_trsvcid"), "4420");
+	ck_assert_str_eq(attr("ports/29188/addr_adrfam"), "ipv4");
+	ck_assert(exists("ports/29188/subsystems/" NQN2));
 }
 END_TEST
 
@@ -696,6 +752,7 @@ int main(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_add_test(t, test_attr_write_readback_and_skip);
 	tcase_add_test(t, test_attr_readback_mismatch);
+	tcase_add_test(t, test_attr_write_new);
 	tcase_add_test(t, test_fake_completes_entries_after_kill);
 	tcase_add_test(t, test_prepare_write_order_acl_on);
 	tcase_add_test(t, test_acl_off_removes_links_first);
@@ -703,6 +760,7 @@ int main(void)
 	tcase_add_test(t, test_live_identity_wins);
 	tcase_add_test(t, test_icds_rules_and_conflict);
 	tcase_add_test(t, test_icds_default_port_conflicts_with_request);
+	tcase_add_test(t, test_link_known_port);
 	tcase_add_test(t, test_port_collision_and_ipv6);
 	tcase_add_test(t, test_port_left_unconfigured_is_reused);
 	tcase_add_test(t, test_allow_deny_and_relink);
