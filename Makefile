@@ -200,9 +200,9 @@ rbac-mutations: $(BUILD)/pillar-csi
 	  sh test/interop/rbac/run.sh
 
 # The README's test command is `make deps test`: unit tests, a few seconds of every fuzz target,
-# interop suites, the fast real-kernel scenarios (test/e2e/e2e.mk) and the container image
-# (image/image.mk).
-test: unit fuzz-brief interop e2e image-test
+# interop suites, the fast real-kernel scenarios (test/e2e/e2e.mk), the scale scenario (200
+# exports, storage reboot: e2e-scale) and the container image (image/image.mk).
+test: unit fuzz-brief interop e2e e2e-scale image-test
 
 # The README's main-job command is `make deps demo`: boots the real-kernel test bed (test/e2e,
 # topology a; it installs its own host packages and downloads Debian's kernel on first use), runs
