@@ -55,18 +55,6 @@ current-context: test
     os.rename(path + ".tmp", path)
 
 
-def sa_token(k, sa):
-    """A token of ServiceAccount NS/sa from a TokenRequest."""
-    k.request("POST", f"/api/v1/namespaces/{NS}/serviceaccounts",
-              {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa}})
-    st, _, raw, tr = k.request("POST", f"/api/v1/namespaces/{NS}/serviceaccounts/{sa}/token",
-                               {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                                "spec": {"expirationSeconds": 3600}})
-    if st != 201:
-        raise RuntimeError(f"TokenRequest for {sa}: {st} {raw}")
-    return tr["status"]["token"]
-
-
 def must(k, method, path, body):
     st, _, raw, obj = k.request(method, path, body)
     if st not in (200, 201):
@@ -88,7 +76,7 @@ def serve(d, rbac):
              {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
         ca_pem = open(c.ca, "rb").read()
         for sa, name in (("pillar-csi-controller", "controller"), ("pillar-csi-node", "node")):
-            tok = sa_token(k, sa) if rbac else c.admin_token
+            tok = c.service_account_token(NS, sa) if rbac else c.admin_token
             guest_kubeconfig(os.path.join(d, "guest", name + ".kubeconfig"), ca_pem, tok)
         guest_kubeconfig(os.path.join(d, "guest", "admin.kubeconfig"), ca_pem, c.admin_token)
         # what kubelet does for a worker running the node plugin: its Node, and the CSINode it

@@ -140,8 +140,13 @@ current-context: test
 """)
 
     def sa_kubeconfig(self, ns, sa, path, create=True):
-        """A kubeconfig at path with a token of ServiceAccount ns/sa (TokenRequest, as the kubelet
-        mounts it), creating the ServiceAccount first when create."""
+        """A kubeconfig at path with a token of ServiceAccount ns/sa (service_account_token)."""
+        self.write_kubeconfig(path, self.service_account_token(ns, sa, create))
+        return path
+
+    def service_account_token(self, ns, sa, create=True):
+        """A token of ServiceAccount ns/sa from a TokenRequest (as the kubelet mounts it), creating
+        the ServiceAccount first when create. Raises RuntimeError when the server refuses it."""
         from client import Client
         k = Client(self.port, self.ca, self.admin_token)
         if create:
@@ -152,8 +157,7 @@ current-context: test
                                     "spec": {"expirationSeconds": 3600}})
         if st != 201:
             raise RuntimeError(raw)
-        self.write_kubeconfig(path, tr["status"]["token"])
-        return path
+        return tr["status"]["token"]
 
     def __exit__(self, *exc):
         self.stop("apiserver")
