@@ -434,7 +434,10 @@ def _s_client(r, cmd):
     args = shlex.split(cmd.replace("<dir>/pki/ca.crt", r.c.ca).replace("<dir>/pki/admin.crt", os.path.join(r.c.dir, "admin.crt"))
                        .replace("<dir>/pki/admin.key", os.path.join(r.c.dir, "admin.key"))
                        .replace("127.0.0.1:6443", f"127.0.0.1:{r.c.port}"))
-    p = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=20)
+    # errors="replace": after an h2 handshake s_client may print the server's first HTTP/2 frames
+    # (SETTINGS: binary, e.g. 0xff), depending on whether they arrive before it quits
+    p = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace",
+                       timeout=20)
     out = p.stdout + p.stderr
     lines = {l.strip() for l in out.splitlines()}
     return p.returncode == 0 and "Cipher is (NONE)" not in out, lines
