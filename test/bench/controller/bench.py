@@ -18,10 +18,20 @@ For each N (volumes in the store, grown in one run so the growth with N is visib
     controller CPU percent, RSS growth.
 Every figure of three is printed as "median (min–max)".
 
+Latencies on a loaded machine are noisy, so each sampled CSI call and each reboot also prints its
+work, which the load does not change: store writes (resourceVersion delta), syscalls and fsyncs
+of the controller and of the agent (counted by `perf stat` on the syscall tracepoints; "n/a"
+where perf cannot count), controller CPU time, and agent RPCs by method (the agent's call log).
+Work started by a call (the change-triggered resync, status writes) counts as that call's: each
+phase is measured until the store has been quiet for half a second.
+
   bench.py DIR N1,N2,...      env BENCH_SAMPLE (default 100), BENCH_IDLE_S (10), BENCH_DOWN_S (45)
 """
+import collections
 import json
 import os
+import re
+import subprocess
 import shutil
 import signal
 import statistics
@@ -52,6 +62,90 @@ def proc_rss_kib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+PERF_EVENTS = ("raw_syscalls:sys_enter", "syscalls:sys_enter_fsync",
+               "syscalls:sys_enter_fdatasync")
+
+
+def perf_works():
+    try:
+        return subprocess.run(["perf", "stat", "-x,", "-e", ",".join(PERF_EVENTS), "true"],
+                              capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+PERF = perf_works()
+CALL_RE = re.compile(r'"GRPC call" method="/[^"]*/([A-Za-z]+)"')
+
+
+class PerfCount:
+    """perf stat on one process: its syscalls and fsyncs (+ fdatasyncs) until stop()."""
+
+    def __init__(self, pid, path):
+        self.path, self.p = path, None
+        if PERF:
+            self.p = subprocess.Popen(["perf", "stat", "-x,", "-o", path, "-e",
+                                       ",".join(PERF_EVENTS), "-p", str(pid)],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.3)  # attached
+
+    def stop(self):
+        """(syscalls, fsyncs), or None when perf could not count."""
+        if not self.p:
+            return None
+        self.p.send_signal(signal.SIGINT)
+        self.p.wait()
+        counts = {}
+        with open(self.path) as f:
+            for line in f:
+                parts = line.strip().split(",")
+                if len(parts) > 2 and parts[2] in PERF_EVENTS and parts[0].isdigit():
+                    counts[parts[2]] = int(parts[0])
+        if len(counts) != len(PERF_EVENTS):
+            return None
+        return counts[PERF_EVENTS[0]], counts[PERF_EVENTS[1]] + counts[PERF_EVENTS[2]]
+
+
+class Work:
+    """The work of one phase (see the module text), per operation."""
+
+    def __init__(self, bench, name):
+        self.b, env = bench, bench.env
+        bench.quiet(0.5)
+        self.log = os.path.join(env.base, "agent-%d.log" % env.agent_starts)
+        self.log_at = os.path.getsize(self.log)
+        self.rv, self.cpu = bench.store_rv(), proc_cpu_s(bench.ctl_pid)
+        self.ctl = PerfCount(bench.ctl_pid, os.path.join(env.base, name + "-ctl.perf"))
+        self.agent = PerfCount(env.procs.live["agent"].pid,
+                               os.path.join(env.base, name + "-agent.perf"))
+
+    def done(self, ops):
+        """Stops counting (after the store has been quiet for 0.5 s); a dict of per-op figures."""
+        rv = self.b.quiet(0.5)
+        ctl, agent = self.ctl.stop(), self.agent.stop()
+        calls = collections.Counter()
+        with open(self.log, errors="replace") as f:
+            f.seek(self.log_at)
+            for line in f:
+                m = CALL_RE.search(line)
+                if m and m.group(1) != "HealthCheck":  # agentmon's probes: time, not work
+                    calls[m.group(1)] += 1
+        per = lambda x: x / ops  # noqa: E731
+        return {"writes": per(rv - self.rv),
+                "cpu_ms": per(1000 * (proc_cpu_s(self.b.ctl_pid) - self.cpu)),
+                "ctl": ctl and (per(ctl[0]), per(ctl[1])),
+                "agent": agent and (per(agent[0]), per(agent[1])),
+                "rpcs": {k: per(v) for k, v in sorted(calls.items())}}
+
+
+def work_text(w):
+    """One line of a phase's work per operation."""
+    sc = lambda x: "n/a" if x is None else "%.0f syscalls, %.1f fsyncs" % x  # noqa: E731
+    rpcs = ", ".join("%s %.2f" % kv for kv in w["rpcs"].items()) or "none"
+    return ("%.2f store writes, controller %s, %.2f ms CPU; agent %s; agent RPCs: %s" % (
+        w["writes"], sc(w["ctl"]), w["cpu_ms"], sc(w["agent"]), rpcs))
 
 
 def fig(xs, unit="", fmt="%.2f"):
@@ -115,13 +209,16 @@ class Bench:
 
     def grow(self, n):
         """Creates volumes up to n; latencies (ms) of the last SAMPLE creates, then of SAMPLE
-        publish and unpublish calls on the newest volumes."""
-        lat = []
+        publish and unpublish calls on the newest volumes, and the work of each of the three."""
+        while self.n < n - SAMPLE:
+            self.create()
+        lat, pub, unpub = [], [], []
+        w = Work(self, "create-%d" % n)
+        k = n - self.n
         while self.n < n:
-            dt = self.create()
-            if self.n > n - SAMPLE:
-                lat.append(dt * 1000)
-        pub, unpub = [], []
+            lat.append(self.create() * 1000)
+        work = {"create": w.done(k)}
+        w = Work(self, "publish-%d" % n)
         for pv in self.pvs[-SAMPLE:]:
             t = time.monotonic()
             code, msg, _ = call(self.ctl.ControllerPublishVolume,
@@ -129,6 +226,8 @@ class Bench:
             pub.append((time.monotonic() - t) * 1000)
             if code != OK:
                 raise SystemExit("ControllerPublishVolume: %s %s" % (code, msg))
+        work["publish"] = w.done(len(pub))
+        w = Work(self, "unpublish-%d" % n)
         for pv in self.pvs[-SAMPLE:]:
             t = time.monotonic()
             code, msg, _ = call(self.ctl.ControllerUnpublishVolume,
@@ -136,7 +235,8 @@ class Bench:
             unpub.append((time.monotonic() - t) * 1000)
             if code != OK:
                 raise SystemExit("ControllerUnpublishVolume: %s %s" % (code, msg))
-        return lat, pub, unpub
+        work["unpublish"] = w.done(len(unpub))
+        return lat, pub, unpub, work
 
     # ---- observation ----
     def store_rv(self):
@@ -197,6 +297,7 @@ class Bench:
         rv0 = self.quiet(1)
         pa_rv0 = self.pa()["metadata"]["resourceVersion"]
         c0 = proc_cpu_s(self.ctl_pid)
+        pc = PerfCount(self.ctl_pid, os.path.join(self.env.base, "reboot-ctl.perf"))
         self.kill_agent(True)
         if not self.env.start_agent():
             raise SystemExit("agent did not restart")
@@ -216,7 +317,7 @@ class Bench:
             raise SystemExit("no ExportsServing within 180 s of the agent's restart")
         rv1 = self.quiet(1)
         cpu = proc_cpu_s(self.ctl_pid) - c0
-        return t_gate - t_accept, t_serving - t_accept, cpu, rv1 - rv0
+        return t_gate - t_accept, t_serving - t_accept, cpu, rv1 - rv0, pc.stop()
 
     def unreachable(self):
         """The agent down for DOWN_S: (store writes/min, controller CPU %, RSS growth KiB)."""
@@ -241,7 +342,7 @@ def run(base, ns):
         b.start()
         rows = {}
         for n in ns:
-            lat, pub, unpub = b.grow(n)
+            lat, pub, unpub, work = b.grow(n)
             k = len(lat) // 3 or 1
             batches = [lat[i * k:(i + 1) * k] for i in range(3)] if len(lat) >= 3 else [lat]
             idle = [b.idle() for _ in range(3)]
@@ -254,12 +355,16 @@ def run(base, ns):
                 "pub_p50": statistics.median(pub), "unpub_p50": statistics.median(unpub),
                 "idle": idle, "rss": rss, "rss_after": proc_rss_kib(b.ctl_pid) / 1024,
                 "gate": [x[0] for x in reb], "serving": [x[1] for x in reb],
-                "cpu": [x[2] for x in reb], "writes": [x[3] for x in reb], "down": down}
-            print("N=%d volumes" % n)
+                "cpu": [x[2] for x in reb], "writes": [x[3] for x in reb], "down": down,
+                "work": work}
+            sysc = [x[4] for x in reb if x[4]]
+            print("N=%d volumes (load average %.1f %.1f %.1f)" % ((n,) + os.getloadavg()))
             print("  CreateVolume p50 %s  p99 %s  (last %d creates, 3 batches)" % (
                 fig(r["create_p50"], " ms"), fig(r["create_p99"], " ms"), len(lat)))
             print("  ControllerPublishVolume p50 %.2f ms, ControllerUnpublishVolume p50 %.2f ms"
                   % (r["pub_p50"], r["unpub_p50"]))
+            for op in ("create", "publish", "unpublish"):
+                print("  work per %s: %s" % (op, work_text(work[op])))
             print("  controller RSS %.1f MiB (%.1f MiB after reboots and outage); idle CPU %s"
                   % (r["rss"], r["rss_after"], fig(idle, " %", "%.3f")))
             print("  reboot: agent port accepts → agent serving (gate open) %s" % fig(
@@ -269,6 +374,8 @@ def run(base, ns):
             print("  reboot: controller CPU %s, store writes %s (%.2f per volume)" % (
                 fig(r["cpu"], " s"), fig(r["writes"], "", "%d"),
                 statistics.median(r["writes"]) / n))
+            print("  reboot: controller syscalls %s, fsyncs %s" % (
+                fig([x[0] for x in sysc], "", "%d"), fig([x[1] for x in sysc], "", "%d")))
             print("  agent unreachable %d s: %.1f store writes/min, controller CPU %.2f %%, "
                   "RSS growth %d KiB" % (DOWN_S, down[0], down[1], down[2]))
             sys.stdout.flush()
@@ -284,6 +391,14 @@ def run(base, ns):
                       ratio(statistics.median(z["writes"]) / ns[-1],
                             statistics.median(a["writes"]) / ns[0]),
                       ratio(z["rss"], a["rss"])))
+            for op in ("create", "publish", "unpublish"):
+                wa, wz = a["work"][op], z["work"][op]
+                print("growth of the work per %s N=%d vs N=%d: store writes %.2fx, controller "
+                      "CPU %.2fx, controller syscalls %s, agent RPCs %.2fx" % (
+                          op, ns[-1], ns[0], ratio(wz["writes"], wa["writes"]),
+                          ratio(wz["cpu_ms"], wa["cpu_ms"]),
+                          "%.2fx" % ratio(wz["ctl"][0], wa["ctl"][0]) if wa["ctl"] and wz["ctl"]
+                          else "n/a", ratio(sum(wz["rpcs"].values()), sum(wa["rpcs"].values()))))
     finally:
         b.env.procs.stop_all()
 

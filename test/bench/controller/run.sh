@@ -18,7 +18,7 @@ for p in "proto csi.proto" "proto/pillar_csi/agent/v1 agent.proto" "proto/grpc/h
 done
 rm -rf "$R" && mkdir -p "$R"
 child=""
-trap '[ -n "$child" ] && kill "$child" 2>/dev/null; [ -f "$R/pids" ] && kill -9 $(cat "$R/pids") 2>/dev/null; true' EXIT
+trap 'set +e; [ -n "$child" ] && kill "$child" 2>/dev/null; [ -f "$R/pids" ] && kill -9 $(cat "$R/pids") 2>/dev/null; true' EXIT
 echo "controller benchmark (loopback; agent on a fake configfs, file backend; embedded store)"
 /usr/bin/python3 "$HERE/bench.py" "$R" "${BENCH_NS:-100,1000}" &
 child=$!
