@@ -45,17 +45,19 @@ int csi_claim(struct model_pvst *v, void *arg, struct grpc_status *gs)
 	return 0;
 }
 
-static int m_provisioning(struct model_pvst *v, void *arg, struct grpc_status *gs)
+/* The claim before the agent's CreateVolume (crds.md §7.5), in one write with the first status
+ * of a new object (phase Provisioning, generation 0, then the claim's +1): a crash after it
+ * leaves what a crash after a separate claim would. */
+static int m_claim_backend(struct model_pvst *v, void *arg, struct grpc_status *gs)
 {
-	(void)arg;
-	if (v->status.phase)
-		return PVST_SKIP;
-	if (model_str_set(&v->status.phase, "Provisioning") < 0 ||
-	    model_cond_set(&v->status.conditions, RULES_COND_READY, "False",
-	                   RULES_REASON_PROVISIONING, "volume is being provisioned", 1) < 0)
-		return grpc_status_oom(gs);
-	pvst_gen_set(v, 0);
-	return 0;
+	if (!v->status.phase) {
+		if (model_str_set(&v->status.phase, "Provisioning") < 0 ||
+		    model_cond_set(&v->status.conditions, RULES_COND_READY, "False",
+		                   RULES_REASON_PROVISIONING, "volume is being provisioned", 1) < 0)
+			return grpc_status_oom(gs);
+		pvst_gen_set(v, 0);
+	}
+	return csi_claim(v, arg, gs);
 }
 
 struct step_result {
@@ -66,6 +68,10 @@ struct step_result {
 	const char *device_path;
 	const struct model_pvst_export_spec *export_spec;
 	const PillarCsi__Agent__V1__ExportInfo *ei;
+	/* set: the claim before ExportVolume rides on the CreatePartial record (gen set, claimed
+	 * true), unless the volume is being deleted (then step 8 claims, and is refused) */
+	struct csi_claim *claim;
+	bool claimed;
 };
 
 /* status.partialFailure and the pending conditions of a failed step. */
@@ -132,12 +138,20 @@ static int step_ready(struct model_pvst *v, const struct step_result *s, int64_t
 
 static int m_step(struct model_pvst *v, void *arg, struct grpc_status *gs)
 {
-	const struct step_result *s = arg;
+	struct step_result *s = arg;
 	int64_t og = v->meta.generation;
 	int r = !s->ok   ? step_failed(v, s, og)
 	        : !s->ei ? step_backend(v, s, og)
 	                 : step_ready(v, s, og);
-	return r < 0 ? grpc_status_oom(gs) : 0;
+	if (r < 0)
+		return grpc_status_oom(gs);
+	s->claimed = false;
+	if (s->ok && !s->ei && s->claim && !pvst_deleting(v)) {
+		if ((r = csi_claim(v, s->claim, gs)) != 0)
+			return r;
+		s->claimed = true;
+	}
+	return 0;
 }
 
 /* The success-recorded annotation (a metadata update: the status subresource cannot carry it). */
@@ -274,13 +288,14 @@ static int new_pvst(struct model_pvst *v, struct resolve_out *ro, const char *vi
 	return r ? -ENOMEM : 0;
 }
 
-/* Steps 1–3: resolve, create the PillarVolumeState, phase Provisioning. */
+/* Steps 1–2: resolve, create the PillarVolumeState (its first status, phase Provisioning,
+ * is written with the claim before the agent's CreateVolume: m_claim_backend). */
 static int create_object(struct ctl *c, const Csi__V1__CreateVolumeRequest *req, bool block,
                          int64_t size, const char *pname, struct grpc_status *gs)
 {
 	struct resolve_out ro;
 	struct model_map params = {0};
-	struct model_pvst v = {0}, out;
+	struct model_pvst v = {0};
 	struct rules_volid id;
 	char vid[RULES_VOLID_CAP];
 	struct err e = {0};
@@ -306,7 +321,7 @@ static int create_object(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 	}
 	r = new_pvst(&v, &ro, vid, &id, size, pname);
 	resolve_out_clear(&ro);
-	r = r ? STORE_INVALID : model_create(c->st, &model_pvst_kind, &v, &out, &e);
+	r = r ? STORE_INVALID : model_create(c->st, &model_pvst_kind, &v, NULL, &e);
 	model_clear(&model_pvst_kind, &v);
 	if (r == STORE_ALREADY_EXISTS)
 		return GRPC_ALREADY_EXISTS; /* concurrent replica: re-read (gs untouched) */
@@ -314,9 +329,7 @@ static int create_object(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 		return grpc_status_set(gs, GRPC_UNAVAILABLE,
 		                       "creating PillarVolumeState \"%s\": %s", pname,
 		                       e.msg[0] ? e.msg : "out of memory");
-	r = pvst_update(c, pname, out.meta.uid, m_provisioning, NULL, NULL, gs);
-	model_clear(&model_pvst_kind, &out);
-	return r;
+	return 0;
 }
 
 static int respond(const struct model_pvst *v, Csi__V1__CreateVolumeResponse *resp,
@@ -427,6 +440,7 @@ struct prov {
 	char addr[300];
 	char dev[512];
 	struct model_pvst_export_spec es; /* what the export must look like */
+	struct csi_claim export_claim;    /* step 8's claim, once made (gen > 0) */
 };
 
 /* The recorded exportSpec, or a new one from spec.resolved and the agent's address. */
@@ -450,10 +464,10 @@ static int export_spec(struct prov *p)
 
 /* Records a step's outcome; the agent's failure wins over a failed record. */
 static int record_step(struct prov *p, int ar, const struct grpc_status *ast,
-                       const struct step_result *sr, struct model_pvst *out, struct grpc_status *gs)
+                       struct step_result *sr, struct model_pvst *out, struct grpc_status *gs)
 {
 	struct grpc_status ws = {0};
-	int w = pvst_update(p->c, p->pname, p->uid, m_step, (void *)sr, out, &ws);
+	int w = pvst_update(p->c, p->pname, p->uid, m_step, sr, out, &ws);
 	if (ar != GRPC_OK)
 		return agents_error(p->c, p->agent, ast, gs);
 	if (w)
@@ -461,11 +475,12 @@ static int record_step(struct prov *p, int ar, const struct grpc_status *ast,
 	return w;
 }
 
-/* Step 7: claim, agent CreateVolume, record CreatePartial (or the failure). */
+/* Step 7: claim, agent CreateVolume, record CreatePartial with step 8's claim (or the
+ * failure). */
 static int step_create_backend(struct prov *p, struct grpc_status *gs)
 {
 	struct csi_claim cl = {.name = p->pname};
-	int r = pvst_update(p->c, p->pname, p->uid, csi_claim, &cl, NULL, gs);
+	int r = pvst_update(p->c, p->pname, p->uid, m_claim_backend, &cl, NULL, gs);
 	if (r)
 		return r;
 	PillarCsi__Agent__V1__CreateVolumeRequest q =
@@ -489,20 +504,29 @@ static int step_create_backend(struct prov *p, struct grpc_status *gs)
 	                         .op = "CreateVolume",
 	                         .reason = "BackendCreateFailed",
 	                         .ast = &ast,
-	                         .export_spec = &p->es};
+	                         .export_spec = &p->es,
+	                         .claim = &p->export_claim};
 	if (ar == GRPC_OK) {
 		snprintf(p->dev, sizeof(p->dev), "%s", cr->device_path);
 		sr.device_path = p->dev;
 		protobuf_c_message_free_unpacked(&cr->base, NULL);
 	}
-	return record_step(p, ar, &ast, &sr, NULL, gs);
+	r = record_step(p, ar, &ast, &sr, NULL, gs);
+	if (r != GRPC_OK || !sr.claimed)
+		p->export_claim.gen = 0;
+	return r;
 }
 
-/* Step 8: claim, agent ExportVolume, record Ready (or the failure); *cur the result. */
+/* Step 8: claim (unless step 7 recorded it), agent ExportVolume, record Ready (or the
+ * failure); *cur the result. */
 static int step_export(struct prov *p, struct model_pvst *cur, struct grpc_status *gs)
 {
-	struct csi_claim cl = {.name = p->pname};
-	int r = pvst_update(p->c, p->pname, p->uid, csi_claim, &cl, NULL, gs);
+	struct csi_claim cl = p->export_claim;
+	int r = 0;
+	if (cl.gen == 0) {
+		cl.name = p->pname;
+		r = pvst_update(p->c, p->pname, p->uid, csi_claim, &cl, NULL, gs);
+	}
 	if (r)
 		return r;
 	PillarCsi__Agent__V1__ExportVolumeRequest q =
@@ -545,7 +569,7 @@ static int step_export(struct prov *p, struct model_pvst *cur, struct grpc_statu
 int csi_provision(struct ctl *c, const struct model_pvst *v, const char *pname,
                   Csi__V1__CreateVolumeResponse *resp, struct grpc_status *gs)
 {
-	struct prov p = {.c = c, .v = v, .pname = pname};
+	struct prov p = {.c = c, .v = v, .pname = pname, .export_claim = {.name = pname}};
 	struct model_pvst cur = {0};
 	const char *store_name = model_map_get(&v->meta.labels, RULES_LABEL_STORE);
 	p.agent = str(v->spec.agent_ref);

@@ -125,6 +125,50 @@ START_TEST(test_create_sequence_and_context)
 }
 END_TEST
 
+/* The write sequence of crds.md §7.5 in the fewest writes: each claim rides on the write
+ * before it (the first status, then CreatePartial), so a CreateVolume is five writes — create,
+ * Provisioning + claim, CreatePartial + claim, Ready, the success-recorded annotation — each
+ * one the store's watch shows, with the generation the agent call after it carries. */
+START_TEST(test_create_writes)
+{
+	static const struct {
+		const char *phase;
+		uint64_t gen;
+		bool annotated;
+	} want[] = {{NULL, 0, false},
+	            {"Provisioning", 1, false},
+	            {"CreatePartial", 2, false},
+	            {"Ready", 2, false},
+	            {"Ready", 2, true}};
+	struct grpc_status gs = {0};
+	cJSON *items = NULL, *o = NULL;
+	uint64_t rv = 0;
+	store_watch *w = NULL;
+	const struct store_kind *k = store_kind_lookup("PillarVolumeState");
+	ck_assert_int_eq(store_list(fx_st, k, NULL, NULL, &items, &rv, NULL), 0);
+	cJSON_Delete(items);
+	ck_assert_int_eq(store_watch_open(fx_st, k, rv, &w, NULL), 0);
+	ck_assert_msg(fx_create("pvc-1", PSC_PARAMS, false, NULL, 0, &gs) == 0, "%s", gs.msg);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		enum store_event_type type;
+		ck_assert_int_eq(store_watch_next(w, 1000, &type, &o, NULL), 1);
+		ck_assert_int_eq(type, i == 0 ? STORE_ADDED : STORE_MODIFIED);
+		const cJSON *st = cJSON_GetObjectItem(o, "status");
+		const char *phase = st ? json_get_str(st, "phase") : NULL;
+		ck_assert_msg(want[i].phase ? phase && !strcmp(phase, want[i].phase) : !phase,
+		              "write %zu: phase %s", i + 1, phase ? phase : "(none)");
+		ck_assert_uint_eq(pvst_generation(o), want[i].gen);
+		const cJSON *ann =
+		    cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "annotations");
+		ck_assert(!!json_get_str(ann, RULES_ANN_SUCCESS) == want[i].annotated);
+		cJSON_Delete(o);
+	}
+	ck_assert_int_eq(store_watch_next(w, 200, &(enum store_event_type){0}, &o, NULL), 0);
+	store_watch_close(w);
+	ck_assert_str_eq(fake_agent_log(fx_fa), "CreateVolume,ExportVolume");
+}
+END_TEST
+
 START_TEST(test_create_resume_after_export_failure)
 {
 	struct grpc_status gs = {0};
@@ -646,6 +690,7 @@ int main(void)
 	tcase_add_checked_fixture(t, setup, fx_teardown);
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, test_create_sequence_and_context);
+	tcase_add_test(t, test_create_writes);
 	tcase_add_test(t, test_create_resume_after_export_failure);
 	tcase_add_test(t, test_create_retry_records_success);
 	tcase_add_test(t, test_create_validation);

@@ -174,7 +174,7 @@ class Bench:
                                            "--store=dir:" + env.store,
                                            "--health-probe-bind-address=127.0.0.1:0",
                                            "--metrics-bind-address=127.0.0.1:0"])
-        if not cs.wait_for(lambda: os.path.exists(env.sock) or p.poll() is not None, 10):
+        if not cs.wait_for(lambda: os.path.exists(env.sock) or p.poll() is not None, 60):
             raise SystemExit("controller did not start")
         self.ctl_pid = p.pid
         rc, out, err = env.apply(cs.objects(env.agent_port))
