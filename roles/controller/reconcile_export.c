@@ -46,7 +46,9 @@ void reconcile_set_export_cond(struct ctl *c, const struct model_pvst *v, const 
 }
 
 /* ExportReconciled of a volume read under its lock: a write only when the condition differs
- * from that copy (which follows the change), so an unchanged outcome costs no store access. */
+ * from that copy (which follows the change), so an unchanged outcome costs no store access, and
+ * a changed one is written from that copy (conditional on its resourceVersion) without reading
+ * it again; only a conflict re-reads. */
 static void set_cond_if_changed(struct ctl *c, struct model_pvst *v, const char *reason,
                                 const char *msg)
 {
@@ -54,6 +56,8 @@ static void set_cond_if_changed(struct ctl *c, struct model_pvst *v, const char 
 	struct grpc_status gs = {0};
 	if (m_exportcond(v, &s, &gs) == PVST_SKIP)
 		return;
+	if (model_update_status(c->st, &model_pvst_kind, v, NULL, NULL) != STORE_CONFLICT)
+		return; /* written, or gone / unwritable: as pvst_update would leave it */
 	reconcile_set_export_cond(c, v, reason, msg);
 }
 
