@@ -156,15 +156,18 @@ static bool eligible(const struct model_pvst *v)
 	       strcmp(phase, "Provisioning");
 }
 
-/* The volumes to look at: PillarVolumeState `only`, or every volume of the agent. */
+/* The volumes to look at: PillarVolumeState `only`, or every volume of the agent, whose listed
+ * objects then stay in *items (*m of them; the caller frees them). */
 static int volume_names(struct ctl *c, const char *agent, const char *only,
-                        struct model_strs *names, struct grpc_status *gs)
+                        struct model_strs *names, struct model_pvst **items, size_t *m,
+                        struct grpc_status *gs)
 {
 	char sel[400];
 	struct err e = {0};
-	struct model_pvst *items = NULL;
 	size_t n = 0;
 	memset(names, 0, sizeof(*names));
+	*items = NULL;
+	*m = 0;
 	if (only) {
 		struct model_pvst one;
 		int g = model_get(c->st, &model_pvst_kind, NULL, only, &one, &e);
@@ -177,15 +180,14 @@ static int volume_names(struct ctl *c, const char *agent, const char *only,
 		return model_strs_add(names, only) < 0 ? grpc_status_oom(gs) : GRPC_OK;
 	}
 	snprintf(sel, sizeof(sel), RULES_LABEL_AGENT "=%s", agent);
-	if (model_list(c->st, &model_pvst_kind, NULL, sel, (void **)&items, &n, NULL, &e) < 0)
+	if (model_list(c->st, &model_pvst_kind, NULL, sel, (void **)items, &n, NULL, &e) < 0)
 		return grpc_status_set(gs, GRPC_UNAVAILABLE, "listing volumes of agent \"%s\": %s",
 		                       agent, e.msg);
-	int r = GRPC_OK;
-	for (size_t i = 0; r == GRPC_OK && i < n; i++)
-		if (model_strs_add(names, items[i].meta.name) < 0)
-			r = grpc_status_oom(gs);
-	model_list_free(&model_pvst_kind, items, n);
-	return r;
+	*m = n;
+	for (size_t i = 0; i < n; i++)
+		if (model_strs_add(names, (*items)[i].meta.name) < 0)
+			return grpc_status_oom(gs);
+	return GRPC_OK;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -214,11 +216,14 @@ static bool take(struct ctl *c, const char *agent, const char *only, struct rvol
 	return true;
 }
 
-/* Re-reads the named volumes under their locks and builds the eligible ones into v; *n of
- * them.  A whole agent's volumes are read in one list (names is sorted; a volume created since
- * names was listed is not locked and waits for the next pass). */
+/* Builds the eligible named volumes, read under their locks, into v; *n of them.  A whole
+ * agent's volumes are read in one list (names is sorted; a volume created since names was listed
+ * is not locked and waits for the next pass) — or are the m objects of that first list (items,
+ * freed here), when no lock was released since it was taken: then no operation on any of them
+ * ended in between, nor was one running (its lock would have had to be released to us). */
 static void collect(struct ctl *c, const char *agent, const char *only,
-                    const struct model_strs *names, struct rvol *v, size_t *n)
+                    const struct model_strs *names, struct rvol *v, size_t *n,
+                    struct model_pvst *items, size_t m)
 {
 	*n = 0;
 	if (only) {
@@ -228,10 +233,9 @@ static void collect(struct ctl *c, const char *agent, const char *only,
 		return;
 	}
 	char sel[400];
-	struct model_pvst *items = NULL;
-	size_t m = 0;
 	snprintf(sel, sizeof(sel), RULES_LABEL_AGENT "=%s", agent);
-	if (model_list(c->st, &model_pvst_kind, NULL, sel, (void **)&items, &m, NULL, NULL) < 0)
+	if (!items &&
+	    model_list(c->st, &model_pvst_kind, NULL, sel, (void **)&items, &m, NULL, NULL) < 0)
 		return;
 	for (size_t i = 0; i < m; i++) {
 		const char *key = items[i].meta.name;
@@ -313,7 +317,8 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
                       const struct reconcile_sent *sent, struct grpc_status *gs)
 {
 	struct model_strs names;
-	size_t n = 0;
+	struct model_pvst *listed = NULL;
+	size_t n = 0, nlisted = 0;
 	char akey[300];
 	struct keylock_hold ahold;
 	gs->code = GRPC_OK;
@@ -323,25 +328,27 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
 	 * lock, and no holder of a volume lock waits for it. */
 	snprintf(akey, sizeof(akey), "PillarAgent/%s", agent);
 	keylock_wait(&c->locks, &ahold, akey);
-	int r = volume_names(c, agent, only, &names, gs);
-	if (r != GRPC_OK) {
-		keylock_release(&c->locks, &ahold);
-		return r;
-	}
-	struct rvol *v = calloc(names.n ? names.n : 1, sizeof(*v));
-	struct keylock_hold *holds = calloc(names.n ? names.n : 1, sizeof(*holds));
-	if (!v || !holds) {
+	unsigned long released = keylock_releases(&c->locks);
+	int r = volume_names(c, agent, only, &names, &listed, &nlisted, gs);
+	struct rvol *v = r != GRPC_OK ? NULL : calloc(names.n ? names.n : 1, sizeof(*v));
+	struct keylock_hold *holds = !v ? NULL : calloc(names.n ? names.n : 1, sizeof(*holds));
+	if (!holds) {
+		model_list_free(&model_pvst_kind, listed, nlisted);
 		free(v);
-		free(holds);
 		model_strs_clear(&names);
 		keylock_release(&c->locks, &ahold);
-		return grpc_status_oom(gs);
+		return r != GRPC_OK ? r : grpc_status_oom(gs);
 	}
 	/* the per-volume locks in name order */
 	qsort(names.v, names.n, sizeof(char *), cmp_str);
 	for (size_t i = 0; i < names.n; i++)
 		keylock_wait(&c->locks, &holds[i], names.v[i]);
-	collect(c, agent, only, &names, v, &n);
+	if (keylock_releases(&c->locks) != released) { /* an operation ended: read again */
+		model_list_free(&model_pvst_kind, listed, nlisted);
+		listed = NULL;
+		nlisted = 0;
+	}
+	collect(c, agent, only, &names, v, &n, listed, nlisted);
 	r = reconcile_built(c, agent, addr, complete, noaddr, sent, v, n, gs);
 	for (size_t i = 0; i < n; i++) {
 		pvst_backend_params_free(&v[i].bb);

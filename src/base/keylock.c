@@ -9,6 +9,7 @@ void keylock_init(struct keylock *k)
 	pthread_mutex_init(&k->mu, NULL);
 	pthread_cond_init(&k->cv, NULL);
 	memset(k->held, 0, sizeof(k->held));
+	k->releases = 0;
 }
 
 void keylock_fini(struct keylock *k)
@@ -75,6 +76,15 @@ void keylock_release(struct keylock *k, struct keylock_hold *h)
 		h->next = NULL;
 		h->pprev = NULL;
 	}
+	k->releases++;
 	pthread_cond_broadcast(&k->cv);
 	pthread_mutex_unlock(&k->mu);
+}
+
+unsigned long keylock_releases(struct keylock *k)
+{
+	pthread_mutex_lock(&k->mu);
+	unsigned long n = k->releases;
+	pthread_mutex_unlock(&k->mu);
+	return n;
 }

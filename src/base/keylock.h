@@ -29,6 +29,7 @@ struct keylock {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct keylock_hold *held[KEYLOCK_BUCKETS];
+	unsigned long releases; /* keylock_release calls so far */
 };
 
 void keylock_init(struct keylock *k);
@@ -41,5 +42,9 @@ void keylock_wait(struct keylock *k, struct keylock_hold *h, const char *key);
 int keylock_try(struct keylock *k, struct keylock_hold *h, const char *key);
 /* Releases h (taken by keylock_wait or a successful keylock_try) and wakes the waiters. */
 void keylock_release(struct keylock *k, struct keylock_hold *h);
+/* How many holds have been released so far: equal before and after a span means that no hold
+ * ended within it (so every operation a held key stood for had ended before it, or is still
+ * running). */
+unsigned long keylock_releases(struct keylock *k);
 
 #endif

@@ -498,10 +498,13 @@ START_TEST(test_keylock_try)
 	ck_assert_int_eq(keylock_try(&k, &a, "pvc-1"), 0);
 	ck_assert_int_eq(keylock_try(&k, &b, "pvc-1"), -EBUSY);
 	ck_assert_int_eq(keylock_try(&k, &b, "pvc-2"), 0);
+	ck_assert_uint_eq(keylock_releases(&k), 0); /* taking and refusing release nothing */
 	keylock_release(&k, &a);
+	ck_assert_uint_eq(keylock_releases(&k), 1);
 	ck_assert_int_eq(keylock_try(&k, &c, "pvc-1"), 0);
 	keylock_release(&k, &b);
 	keylock_release(&k, &c);
+	ck_assert_uint_eq(keylock_releases(&k), 3);
 	for (int i = 0; i < KEYLOCK_BUCKETS; i++)
 		ck_assert_ptr_null(k.held[i]);
 	keylock_fini(&k);

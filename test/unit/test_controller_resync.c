@@ -3,6 +3,10 @@
  * PillarStorageClass and by the PVC backend document) and the per-volume export resync
  * (agent-api.md §12.3, §12.4): which volumes are sent, one-item and per-agent requests with
  * complete=false, and every row of the ExportReconciled mapping. */
+#include <errno.h>
+#include <pthread.h>
+#include <unistd.h>
+
 #include "controller/reconcile.h"
 #include "ctl_fixture.h"
 
@@ -203,6 +207,59 @@ START_TEST(test_volume_resync_and_mapping)
 }
 END_TEST
 
+/* A pass lists the agent's volumes, then waits for their locks.  When an operation that held
+ * one ends meanwhile, the pass sends the volume as that operation left it (read again after the
+ * locks), not as it was listed; when none ended, it sends what it listed. */
+static void *resync_main(void *arg)
+{
+	struct err e = {0};
+	*(int *)arg = reconcile_agent_resync(&fx_c, "storage-1", &e);
+	return NULL;
+}
+
+static uint64_t sent_generation(void)
+{
+	ck_assert_str_eq(fake_agent_log(fx_fa), "ReconcileState");
+	const PillarCsi__Agent__V1__ReconcileStateRequest *q =
+	    (const void *)fake_agent_call(fx_fa, 0)->req;
+	ck_assert_uint_eq(q->n_volumes, 1);
+	return q->volumes[0]->fence->generation;
+}
+
+START_TEST(test_resync_reads_after_waiting)
+{
+	struct keylock_hold op, probe;
+	pthread_t th;
+	int r = -1;
+	fx_put("PillarAgent", NULL, "storage-1", NULL, "{}",
+	       "{\"resolvedAddress\":\"10.0.0.5:9500\"}");
+	vol("v-a", "storage-1", "{\"phase\":\"Ready\",\"publicationGeneration\":3," ES "}");
+	keylock_wait(&fx_c.locks, &op, "v-a"); /* an operation on v-a is running */
+	ck_assert_int_eq(pthread_create(&th, NULL, resync_main, &r), 0);
+	/* the pass holds its agent's lock (and lists right after taking it) */
+	for (int i = 0; i < 1000 && keylock_try(&fx_c.locks, &probe, "PillarAgent/storage-1") == 0;
+	     i++) {
+		keylock_release(&fx_c.locks, &probe);
+		usleep(2000);
+	}
+	usleep(100000);
+	/* the operation records generation 4, then ends */
+	cJSON *o = fx_get("PillarVolumeState", "v-a");
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "status"), "publicationGeneration",
+	                          cJSON_CreateNumber(4));
+	ck_assert_int_eq(store_update_status(fx_st, o, NULL, NULL), 0);
+	cJSON_Delete(o);
+	keylock_release(&fx_c.locks, &op);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_eq(r, 0);
+	ck_assert_uint_eq(sent_generation(), 4);
+	/* nothing ended meanwhile: the listed state, the same */
+	fake_agent_reset_log(fx_fa);
+	resync_main(&r);
+	ck_assert_uint_eq(sent_generation(), 4);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("controller_resync");
@@ -211,6 +268,7 @@ int main(void)
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, test_file_backend_params);
 	tcase_add_test(t, test_volume_resync_and_mapping);
+	tcase_add_test(t, test_resync_reads_after_waiting);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
