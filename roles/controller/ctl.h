@@ -10,6 +10,7 @@
 #ifndef PILLAR_ROLES_CONTROLLER_CTL_H
 #define PILLAR_ROLES_CONTROLLER_CTL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -33,10 +34,25 @@ struct ctl {
 	/* Bumped whenever an agent's liveness or restore gate changed (the loop's kick): a resync
 	 * recording a failure stops, so that it never holds up the restore that follows. */
 	atomic_uint agents_epoch;
+	/* The last PillarAgent status version this controller wrote, per agent (ctl_own_*). */
+	pthread_mutex_t own_mu;
+	pthread_cond_t own_cv;
+	struct ctl_own *own;
 };
 
 void ctl_init(struct ctl *c, store *st, agentclient *ac);
 void ctl_fini(struct ctl *c);
+
+/* The PillarAgent status writes of this controller (its agent reconcile): ctl_own_begin before
+ * writing name's status, ctl_own_end after (rv: the version written, 0 when nothing was).
+ * ctl_own_event is true for the watch event of exactly the last version written — it carries
+ * nothing but the controller's own write, so the loop need not run the agent's pass again for
+ * it (a file pool's free space changes between any two passes: each pass would write, and each
+ * write queue the next).  An event that arrives while a write of name is in flight waits for
+ * it (at most 2 s).  Out of memory: not recorded (the event re-queues, as before). */
+void ctl_own_begin(struct ctl *c, const char *name);
+void ctl_own_end(struct ctl *c, const char *name, uint64_t rv);
+bool ctl_own_event(struct ctl *c, const char *name, uint64_t rv);
 
 /* true when the store answers (a list of PillarAgents succeeds): readiness (csi.md §1.1). */
 bool ctl_store_ready(struct ctl *c);

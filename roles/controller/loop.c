@@ -199,13 +199,18 @@ static void enqueue_agents_of_node(struct controller_loop *l, const char *node)
 	model_list_free(&model_pa_kind, items, n);
 }
 
-static void on_pillar_event(struct controller_loop *l, const char *kind, bool gone, const void *obj)
+static void on_pillar_event(struct controller_loop *l, const char *kind, enum store_event_type type,
+                            const void *obj)
 {
 	const char *name = MODEL_META(obj)->name;
+	bool gone = type == STORE_DELETED;
 	if (!strcmp(kind, "PillarAgent")) {
 		agentmon_set(l->mon, name,
 		             gone ? NULL : ((const struct model_pa *)obj)->status.resolved_address);
-		enqueue(l, "pa", name, 0);
+		/* not for the agent's own status write (ctl.h: ctl_own_event); its dependents do */
+		if (type != STORE_MODIFIED ||
+		    !ctl_own_event(l->c, name, model_meta_rv(MODEL_META(obj))))
+			enqueue(l, "pa", name, 0);
 		enqueue_where(l, REF_PST_AGENT, "pst", name);
 		enqueue_all(l, &model_pstr_kind, "pstr");
 	} else if (!strcmp(kind, "PillarStore")) {
@@ -237,7 +242,7 @@ static void on_event(struct controller_loop *l, const struct model_kind *k,
 	if (l->hooks.observe)
 		l->hooks.observe(l->hooks.observe_arg, k, type, obj);
 	if (!strncmp(kind, "Pillar", 6) && strcmp(kind, "PillarVolumeState")) {
-		on_pillar_event(l, kind, gone, obj);
+		on_pillar_event(l, kind, type, obj);
 	} else if (!strcmp(kind, "StorageClass")) {
 		if (type == STORE_MODIFIED)
 			enqueue(l, "psc", model_map_get(&m->labels, RULES_LABEL_PSC), 0);

@@ -310,7 +310,11 @@ static void dial(struct agent_pass *p)
 /* Writes the status when it changed since p->before, which then follows. */
 static int write_status(struct agent_pass *p, struct err *e)
 {
+	uint64_t rv = model_meta_rv(&p->pa.meta);
+	ctl_own_begin(p->c, p->name);
 	int r = reconcile_write_status(p->c, &model_pa_kind, &p->pa, p->before, e);
+	bool wrote = r == 0 && model_meta_rv(&p->pa.meta) != rv; /* its event is ours */
+	ctl_own_end(p->c, p->name, wrote ? model_meta_rv(&p->pa.meta) : 0);
 	if (r == 0) {
 		free(p->before);
 		p->before = model_encode_text(&model_pa_kind, &p->pa);

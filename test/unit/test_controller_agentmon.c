@@ -7,7 +7,9 @@
  *  - while an agent is unreachable the controller does not spin: after the state change, its
  *    PillarAgent and the volume's PillarVolumeState are not rewritten at all over a 3 s window
  *    with periodic passes every 300 ms (before issue 14: hundreds of writes a second, each
- *    message carrying the channel's "retrying in N ms" countdown). */
+ *    message carrying the channel's "retrying in N ms" countdown);
+ *  - an agent whose file pool's free space changes at every call has its status written at
+ *    most once per pass, not again for the event of its own write. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
@@ -23,11 +25,12 @@
 
 typedef PillarCsi__Agent__V1__HealthCheckResponse HcResp;
 
-struct mini {
+static struct mini {
 	struct grpc_server *srv;
 	atomic_bool pending;
-	atomic_int complete; /* complete ReconcileStates received */
-};
+	atomic_int complete;   /* complete ReconcileStates received */
+	atomic_int caps_calls; /* GetCapabilities answered */
+} mini;
 
 static int h_health(struct grpc_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                     void *ctx)
@@ -54,6 +57,19 @@ static int h_caps(struct grpc_call *call, const ProtobufCMessage *req, ProtobufC
 		return GRPC_RESOURCE_EXHAUSTED;
 	pillar_csi__agent__v1__get_capabilities_response__init(r);
 	r->agent_version = "mini";
+	/* a file pool: its free space is the host's, a little different at every call */
+	PillarCsi__Agent__V1__PoolInfo *p = grpc_call_alloc(call, sizeof(*p));
+	PillarCsi__Agent__V1__PoolInfo **pp = grpc_call_alloc(call, sizeof(*pp));
+	if (!p || !pp)
+		return GRPC_RESOURCE_EXHAUSTED;
+	pillar_csi__agent__v1__pool_info__init(p);
+	p->name = "files";
+	p->backend_type = PILLAR_CSI__AGENT__V1__BACKEND_TYPE__BACKEND_TYPE_FILE;
+	p->total_bytes = 100LL << 30;
+	p->available_bytes = (50LL << 30) - 4096 * atomic_fetch_add(&mini.caps_calls, 1);
+	pp[0] = p;
+	r->n_discovered_pools = 1;
+	r->discovered_pools = pp;
 	*resp = &r->base;
 	return GRPC_OK;
 }
@@ -96,7 +112,6 @@ static const struct grpc_method mini_methods[] = {
      NULL},
 };
 
-static struct mini mini;
 static struct grpc_service mini_svc = {"pillar_csi.agent.v1.AgentService", mini_methods, 3, &mini};
 
 static int free_port(void)
@@ -298,6 +313,33 @@ START_TEST(test_no_spin_while_agent_unreachable)
 }
 END_TEST
 
+/* A file pool's discoveredPools.available follows the host's free space, so every pass finds
+ * a new value and writes the status.  The watch event of that write must not queue the agent's
+ * pass again (it did: each write caused the next, the controller rewrote the PillarAgent as
+ * fast as it could): over 3 s with a pass a second, at most one write per pass. */
+START_TEST(test_file_pool_status_not_rewritten_by_its_own_event)
+{
+	int port = free_port();
+	mini_start(port, false);
+	agent_at(port);
+	struct controller_loop *l = start(1000);
+	ck_assert_int_ge(
+	    wait_reason("PillarAgent", "storage-1", "ExportsReady", "ExportsServing", 10000), 0);
+	time_sleep_us(500000);
+	uint64_t rv = store_rv_now();
+	int c0 = atomic_load(&mini.caps_calls);
+	time_sleep_us(3000000);
+	int caps = atomic_load(&mini.caps_calls) - c0;
+	int pa = writes_since("PillarAgent", rv);
+	controller_loop_stop(l);
+	ck_assert_msg(caps >= 2, "%d agent passes in 3 s: the periodic pass did not run", caps);
+	ck_assert_msg(pa >= 1, "the new free space was never written");
+	ck_assert_msg(pa <= 5,
+	              "%d PillarAgent writes in 3 s (%d passes): each write queued the next", pa,
+	              caps);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("controller_agentmon");
@@ -306,6 +348,7 @@ int main(void)
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, test_reboot_noticed_within_a_second);
 	tcase_add_test(t, test_no_spin_while_agent_unreachable);
+	tcase_add_test(t, test_file_pool_status_not_rewritten_by_its_own_event);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
