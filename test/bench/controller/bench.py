@@ -6,7 +6,8 @@ interval, and a grpcio CSI client building every call as the sidecars do (test/i
 For each N (volumes in the store, grown in one run so the growth with N is visible):
   - CreateVolume / ControllerPublishVolume / ControllerUnpublishVolume latency (p50, p99) of the
     calls that brought the store to N (the last SAMPLE creates), in three batches;
-  - controller RSS and idle CPU (percent of one core over IDLE_S seconds, nothing happening);
+  - controller RSS (sampled after each of three idle windows) and idle CPU (percent of one core
+    over IDLE_S seconds, nothing happening), with the load average;
   - three storage-node reboots (agent killed, fake nvmet tree emptied, agent started again):
       accept→serving  the agent's port accepts again → the agent's restore gate is open, i.e. the
                       controller's one complete ReconcileState went through (HealthCheck straight
@@ -365,8 +366,11 @@ def run(base, ns):
             lat, pub, unpub, work = b.grow(n)
             k = len(lat) // 3 or 1
             batches = [lat[i * k:(i + 1) * k] for i in range(3)] if len(lat) >= 3 else [lat]
-            idle = [b.idle() for _ in range(3)]
-            rss = proc_rss_kib(b.ctl_pid) / 1024
+            idle, rss_s = [], []
+            for _ in range(3):  # resident memory sampled after each idle window
+                idle.append(b.idle())
+                rss_s.append(proc_rss_kib(b.ctl_pid) / 1024)
+            rss, load = statistics.median(rss_s), os.getloadavg()[0]
             reb = [b.reboot() for _ in range(3)]
             down = b.unreachable()
             r = rows[n] = {
@@ -385,8 +389,9 @@ def run(base, ns):
                   % (r["pub_p50"], r["unpub_p50"]))
             for op in ("create", "publish", "unpublish"):
                 print("  work per %s: %s" % (op, work_text(work[op])))
-            print("  controller RSS %.1f MiB (%.1f MiB after reboots and outage); idle CPU %s"
-                  % (r["rss"], r["rss_after"], fig(idle, " %", "%.3f")))
+            print("  controller RSS %s (%.1f MiB after reboots and outage; load average %.2f);"
+                  " idle CPU %s" % (fig(rss_s, " MiB", "%.1f"), r["rss_after"], load,
+                                    fig(idle, " %", "%.3f")))
             print("  reboot: agent port accepts → agent serving (gate open) %s" % fig(
                 r["gate"], " s"))
             print("  reboot: agent port accepts → PillarAgent ExportsServing %s" % fig(

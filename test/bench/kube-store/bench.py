@@ -4,7 +4,8 @@ PillarVolumeStates of the agent created through the API (provisioning N volumes 
 this loaded machine takes about 1.7 s each; the resync reads the same objects either way).  Then, with PILLAR_RECONCILE_INTERVAL=1s,
 the API requests the controller sends per periodic resync pass (counted by the server's request
 log over PASSES passes, watches excluded as they are long-running), how many of them address
-one object, and the controller's resident memory.
+one object, and the controller's resident memory (median of three samples, with the load
+average).
 
   bench.py DIR N PASSES
 """
@@ -115,8 +116,13 @@ def run(env, log, n, passes, c_url, token, ca):
         kinds[k] = kinds.get(k, 0) + 1
     for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])[:8]:
         print("    %5d  %s" % (v, k))
-    print("controller resident memory with %d volumes on the kube store: %.1f MiB" % (
-        n, proc_rss_kib(pid) / 1024.0))
+    rss = []
+    for _ in range(3):  # three samples 2 s apart, the controller idle
+        rss.append(proc_rss_kib(pid) / 1024.0)
+        time.sleep(2)
+    print("controller resident memory with %d volumes on the kube store: %s, median of 3 "
+          "(min–max) 2 s apart; load average %.2f" % (
+              n, _cb.fig(rss, " MiB", "%.1f"), os.getloadavg()[0]))
 
 
 if __name__ == "__main__":
