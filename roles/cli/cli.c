@@ -430,10 +430,7 @@ static int get_objects(const struct model_kind *mk, const char *url, const char 
 		r = model_list(s, mk, NULL, selector, items, n, NULL, &e);
 	}
 	store_close(s);
-	if (r == STORE_NOT_FOUND)
-		fprintf(stderr, "Error from server (NotFound): %s%s \"%s\" not found\n", k->plural,
-		        group_suffix(k), name ? name : "");
-	else if (r < 0)
+	if (r < 0) /* both stores word NotFound as the API server does */
 		fprintf(stderr, "Error from server (%s): %s\n", store_reason(r), e.msg);
 	return r < 0 ? 1 : 0;
 }

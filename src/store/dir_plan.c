@@ -70,25 +70,40 @@ static void new_uid(char *out)
 	        b[14], b[15]);
 }
 
+/* The length of the kind's API group in k->api_version (0: the core group). */
+static int group_len(const struct store_kind *k)
+{
+	const char *slash = strchr(k->api_version, '/');
+	return slash ? (int)(slash - k->api_version) : 0;
+}
+
+/* kube-apiserver names the object in its messages by the qualified resource, "plural.group"
+ * (the core group: "plural"), and in delete preconditions by "Kind.group": both stores answer
+ * with its words (transcripts 02b, 02d, 05a, 06a, 06b). */
+#define QUAL_FMT         "%s%s%.*s"
+#define QUAL_ARGS(k, id) (id), group_len(k) ? "." : "", group_len(k), (k)->api_version
+
 static int conflict(const struct store_kind *k, const char *name, struct err *e)
 {
 	return err_set(e, STORE_CONFLICT,
-	               "Operation cannot be fulfilled on %s \"%s\": the object has been modified; "
+	               "Operation cannot be fulfilled on " QUAL_FMT
+	               " \"%s\": the object has been modified; "
 	               "please apply your changes to the latest version and try again",
-	               k->plural, name);
+	               QUAL_ARGS(k, k->plural), name);
 }
 
 int dir_not_found(const struct store_kind *k, const char *name, struct err *e)
 {
-	return err_set(e, STORE_NOT_FOUND, "%s \"%s\" not found", k->plural, name);
+	return err_set(e, STORE_NOT_FOUND, QUAL_FMT " \"%s\" not found", QUAL_ARGS(k, k->plural),
+	               name);
 }
 
 static int plan_create(struct opreq *q, const cJSON *cur, cJSON **next, struct err *e)
 {
 	const struct store_kind *k = q->kind;
 	if (cur)
-		return err_set(e, STORE_ALREADY_EXISTS, "%s \"%s\" already exists", k->plural,
-		               q->name);
+		return err_set(e, STORE_ALREADY_EXISTS, QUAL_FMT " \"%s\" already exists",
+		               QUAL_ARGS(k, k->plural), q->name);
 	if (store_meta_str(q->obj, "resourceVersion"))
 		return err_set(e, STORE_INVALID,
 		               "%s \"%s\": resourceVersion should not be set "
@@ -115,17 +130,23 @@ static int plan_delete(struct opreq *q, const cJSON *cur, cJSON **next, struct e
 		const char *uid = store_meta_str(cur, "uid");
 		if (!uid || strcmp(uid, q->uid_pre) != 0)
 			return err_set(e, STORE_CONFLICT,
-			               "Precondition failed: UID in precondition: %s, UID in "
-			               "object meta: %s",
-			               q->uid_pre, uid ? uid : "");
+			               "Operation cannot be fulfilled on " QUAL_FMT
+			               " \"%s\": the UID in the precondition (%s) does not match "
+			               "the UID in record (%s). The object might have been deleted "
+			               "and then recreated",
+			               QUAL_ARGS(q->kind, q->kind->kind), q->name, q->uid_pre,
+			               uid ? uid : "");
 	}
 	if (q->rv_pre && *q->rv_pre) {
 		const char *rv = store_meta_str(cur, "resourceVersion");
 		if (!rv || strcmp(rv, q->rv_pre) != 0)
 			return err_set(e, STORE_CONFLICT,
-			               "Precondition failed: ResourceVersion in precondition: "
-			               "%s, ResourceVersion in object meta: %s",
-			               q->rv_pre, rv ? rv : "");
+			               "Operation cannot be fulfilled on " QUAL_FMT
+			               " \"%s\": the ResourceVersion in the precondition (%s) does "
+			               "not match the ResourceVersion in record (%s). The object "
+			               "might have been modified",
+			               QUAL_ARGS(q->kind, q->kind->kind), q->name, q->rv_pre,
+			               rv ? rv : "");
 	}
 	if (!has_finalizers(cur))
 		return 0; /* remove */

@@ -130,10 +130,11 @@ START_TEST(test_create_get_and_errors)
 	cJSON_Delete(out);
 
 	ck_assert_int_eq(store_create(st, o, NULL, &e), STORE_ALREADY_EXISTS);
-	ck_assert_msg_ends(e.msg, "\"storage-1\" already exists");
+	ck_assert_str_eq(e.msg, "pillaragents.pillar-csi.bhyoo.com \"storage-1\" already exists");
 	ck_assert_str_eq(store_reason(STORE_ALREADY_EXISTS), "AlreadyExists");
 	ck_assert_int_eq(store_get(st, K("pa"), NULL, "nope", &got, &e), STORE_NOT_FOUND);
-	ck_assert_msg_ends(e.msg, "\"nope\" not found");
+	/* the API server's words (transcript 02d): the qualified resource, plural.group */
+	ck_assert_str_eq(e.msg, "pillaragents.pillar-csi.bhyoo.com \"nope\" not found");
 	ck_assert_ptr_null(got);
 	cJSON_Delete(o);
 
@@ -177,10 +178,10 @@ START_TEST(test_update_conflict_generation_status)
 
 	/* the stale copy conflicts, with the Kubernetes message */
 	ck_assert_int_eq(store_update(st, stale, NULL, &e), STORE_CONFLICT);
-	ck_assert_msg(!strncmp(e.msg, "Operation cannot be fulfilled on pillarstores", 45), "%s",
-	              e.msg);
-	ck_assert_msg_ends(e.msg, "\"tank\": the object has been modified; please apply your "
-	                          "changes to the latest version and try again");
+	ck_assert_str_eq(e.msg,
+	                 "Operation cannot be fulfilled on pillarstores.pillar-csi.bhyoo.com "
+	                 "\"tank\": the object has been modified; please apply your "
+	                 "changes to the latest version and try again");
 	ck_assert_int_eq(store_update_status(st, stale, NULL, &e), STORE_CONFLICT);
 
 	/* status update touches only status */
@@ -249,9 +250,21 @@ START_TEST(test_delete_finalizers_and_preconditions)
 
 	ck_assert_int_eq(store_delete(st, K("pst"), NULL, "tank", "wrong-uid", NULL, &e),
 	                 STORE_CONFLICT);
-	ck_assert_ptr_nonnull(strstr(e.msg, "wrong-uid"));
+	char want[512];
+	snprintf(want, sizeof(want),
+	         "Operation cannot be fulfilled on PillarStore.pillar-csi.bhyoo.com \"tank\": the "
+	         "UID in the precondition (wrong-uid) does not match the UID in record (%s). The "
+	         "object might have been deleted and then recreated",
+	         store_meta_str(v1, "uid"));
+	ck_assert_str_eq(e.msg, want);
 	ck_assert_int_eq(store_delete(st, K("pst"), NULL, "tank", NULL, "999999999", &e),
 	                 STORE_CONFLICT);
+	snprintf(want, sizeof(want),
+	         "Operation cannot be fulfilled on PillarStore.pillar-csi.bhyoo.com \"tank\": the "
+	         "ResourceVersion in the precondition (999999999) does not match the "
+	         "ResourceVersion in record (%s). The object might have been modified",
+	         store_meta_str(v1, "resourceVersion"));
+	ck_assert_str_eq(e.msg, want);
 	/* with a finalizer: only deletionTimestamp is set */
 	ck_assert_int_eq(
 	    store_delete(st, K("pst"), NULL, "tank", store_meta_str(v1, "uid"), NULL, &e), 0);
@@ -371,6 +384,8 @@ START_TEST(test_namespaced_kind)
 	ck_assert_str_eq(json_get_str(got, "kind"), "PersistentVolumeClaim");
 	cJSON_Delete(got);
 	ck_assert_int_eq(store_get(st, K("pvc"), "other", "data", &got, &e), STORE_NOT_FOUND);
+	/* a core kind has no group in the qualified resource */
+	ck_assert_str_eq(e.msg, "persistentvolumeclaims \"data\" not found");
 	ck_assert_int_eq(store_get(st, K("pvc"), NULL, "data", &got, &e), STORE_INVALID);
 	ck_assert_int_eq(store_list(st, K("pvc"), NULL, NULL, &items, NULL, &e), 0);
 	ck_assert_int_eq(cJSON_GetArraySize(items), 1);
