@@ -128,6 +128,11 @@ const char *kube_client_namespace(const struct kube_client *kc)
 	return kc->ns;
 }
 
+int64_t kube_client_timeout_ms(const struct kube_client *kc)
+{
+	return kc->timeout_ms;
+}
+
 unsigned kube_client_connections(const struct kube_client *kc)
 {
 	return h2_client_connections(kc->h2);
@@ -168,9 +173,9 @@ static int token_refresh(struct kube_client *kc, struct kube_status *st)
 	return e.code ? e.code : -EPERM;
 }
 
-int kube_stream_open(struct kube_client *kc, const char *method, const char *path,
-                     const char *content_type, const char *body, size_t len, struct h2_stream **out,
-                     int *http_status, struct kube_status *st)
+int kube_stream_start(struct kube_client *kc, const char *method, const char *path,
+                      const char *content_type, const char *body, size_t len,
+                      struct h2_stream **out, struct kube_status *st)
 {
 	struct h2_header h[5];
 	struct h2_request rq = {
@@ -199,18 +204,33 @@ int kube_stream_open(struct kube_client *kc, const char *method, const char *pat
 	if (content_type)
 		h[rq.n_headers++] = (struct h2_header){"content-type", content_type};
 	rc = h2_client_open(kc->h2, &rq, out, &e);
-	if (rc == 0) {
-		rc = h2_stream_head(*out, kc->timeout_ms, &e);
-		if (rc < 0) {
-			h2_stream_free(*out);
-			*out = NULL;
-		}
-	}
-	if (rc < 0) {
+	if (rc < 0)
+		kube_status_local(st, KUBE_SERVICE_UNAVAILABLE, "%s %s: %s", method, path, e.msg);
+	return rc;
+}
+
+int kube_stream_head(struct h2_stream *s, int64_t timeout_ms, const char *method, const char *path,
+                     struct kube_status *st)
+{
+	struct err e = {0};
+	int rc = h2_stream_head(s, timeout_ms, &e);
+	if (rc < 0)
 		kube_status_local(st, rc == -ETIMEDOUT ? KUBE_TIMEOUT : KUBE_SERVICE_UNAVAILABLE,
 		                  "%s %s: %s", method, path, e.msg);
-		return rc;
+	return rc;
+}
+
+int kube_stream_open(struct kube_client *kc, const char *method, const char *path,
+                     const char *content_type, const char *body, size_t len, struct h2_stream **out,
+                     int *http_status, struct kube_status *st)
+{
+	int rc = kube_stream_start(kc, method, path, content_type, body, len, out, st);
+	if (rc == 0 && (rc = kube_stream_head(*out, kc->timeout_ms, method, path, st)) < 0) {
+		h2_stream_free(*out);
+		*out = NULL;
 	}
+	if (rc < 0)
+		return rc;
 	*http_status = rc;
 	return 0;
 }

@@ -10,6 +10,18 @@
 int kube_stream_open(struct kube_client *kc, const char *method, const char *path,
                      const char *content_type, const char *body, size_t len, struct h2_stream **out,
                      int *http_status, struct kube_status *st);
+/* The per-request timeout (kube_client_opts.timeout_ms). */
+int64_t kube_client_timeout_ms(const struct kube_client *kc);
+/* kube_stream_open in two steps: the rate-limited, authenticated request is queued (0 with *out,
+ * or a negative errno with st filled) ... */
+int kube_stream_start(struct kube_client *kc, const char *method, const char *path,
+                      const char *content_type, const char *body, size_t len,
+                      struct h2_stream **out, struct kube_status *st);
+/* ... then its response headers are awaited: the HTTP status, or a negative errno with st filled
+ * (-ETIMEDOUT after timeout_ms, which may be retried; -ECANCELED after h2_stream_cancel).
+ * method and path only word the message. */
+int kube_stream_head(struct h2_stream *s, int64_t timeout_ms, const char *method, const char *path,
+                     struct kube_status *st);
 /* Appends "&key=value" (value percent-encoded) to the query in buf, "?" for the first. */
 int kube_query_add(char *buf, size_t size, const char *key, const char *value);
 /* The path of r's collection with the list options' query. */

@@ -78,18 +78,20 @@ int kube_watch_parser_next(struct kube_watch_parser *p, enum kube_event_type *ty
 struct kube_watch {
 	struct h2_stream *s;
 	struct kube_watch_parser p;
-	bool ended;
+	char *path; /* for messages */
+	bool ready, ended;
 };
 
-int kube_watch_open(struct kube_client *kc, const struct kube_resource *r, const char *ns,
-                    const struct kube_list_opts *o, int timeout_s, struct kube_watch **out,
-                    struct kube_status *st)
+int kube_watch_start(struct kube_client *kc, const struct kube_resource *r, const char *ns,
+                     const struct kube_list_opts *o, int timeout_s, struct kube_watch **out,
+                     struct kube_status *st)
 {
 	struct kube_list_opts lo = {0};
 	struct kube_watch *w;
 	char path[4096], secs[16];
-	int rc, code;
+	int rc;
 
+	*out = NULL;
 	kube_status_clear(st);
 	if (o) {
 		lo = *o;
@@ -109,20 +111,53 @@ int kube_watch_open(struct kube_client *kc, const struct kube_resource *r, const
 		return rc;
 	}
 	w = calloc(1, sizeof(*w));
-	if (!w) {
+	if (!w || !(w->path = strdup(path))) {
+		free(w);
 		kube_status_local(st, KUBE_UNKNOWN, "out of memory");
 		return -ENOMEM;
 	}
 	kube_watch_parser_init(&w->p, 0);
-	rc = kube_stream_open(kc, "GET", path, NULL, NULL, 0, &w->s, &code, st);
-	if (rc == 0 && (code < 200 || code >= 300)) {
+	rc = kube_stream_start(kc, "GET", path, NULL, NULL, 0, &w->s, st);
+	if (rc < 0) {
+		kube_watch_free(w);
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+int kube_watch_ready(struct kube_watch *w, int64_t timeout_ms, struct kube_status *st)
+{
+	kube_status_clear(st);
+	if (w->ready)
+		return 1;
+	int code = kube_stream_head(w->s, timeout_ms, "GET", w->path, st);
+	if (code == -ETIMEDOUT)
+		return 0;
+	if (code < 0)
+		return code;
+	if (code < 200 || code >= 300) {
 		char *b = NULL;
 		size_t n = 0;
 		h2_stream_read_all(w->s, &b, &n, 10000, NULL);
-		rc = kube_status_decode(st, code, b, n);
-		if (!rc)
-			rc = -EIO;
+		int rc = kube_status_decode(st, code, b, n);
 		free(b);
+		return rc ? rc : -EIO;
+	}
+	w->ready = true;
+	return 1;
+}
+
+int kube_watch_open(struct kube_client *kc, const struct kube_resource *r, const char *ns,
+                    const struct kube_list_opts *o, int timeout_s, struct kube_watch **out,
+                    struct kube_status *st)
+{
+	struct kube_watch *w = NULL;
+	int rc = kube_watch_start(kc, r, ns, o, timeout_s, &w, st);
+	if (rc == 0 && (rc = kube_watch_ready(w, kube_client_timeout_ms(kc), st)) == 0) {
+		kube_status_local(st, KUBE_TIMEOUT, "GET %s: no response within %lld ms", w->path,
+		                  (long long)kube_client_timeout_ms(kc));
+		rc = -ETIMEDOUT;
 	}
 	if (rc < 0) {
 		kube_watch_free(w);
@@ -188,6 +223,7 @@ void kube_watch_free(struct kube_watch *w)
 		return;
 	h2_stream_free(w->s);
 	kube_watch_parser_free(&w->p);
+	free(w->path);
 	free(w);
 }
 

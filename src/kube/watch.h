@@ -50,6 +50,17 @@ struct kube_watch;
 int kube_watch_open(struct kube_client *kc, const struct kube_resource *r, const char *ns,
                     const struct kube_list_opts *o, int timeout_s, struct kube_watch **out,
                     struct kube_status *st);
+/* kube_watch_open in two steps, so that a watch whose answer is slow to come can be cancelled
+ * (kube_watch_cancel) or waited for in slices: kube_watch_start queues the request and returns
+ * at once (0 with *out, or a negative errno with st) ... */
+int kube_watch_start(struct kube_client *kc, const struct kube_resource *r, const char *ns,
+                     const struct kube_list_opts *o, int timeout_s, struct kube_watch **out,
+                     struct kube_status *st);
+/* ... and kube_watch_ready waits up to timeout_ms for its answer: 1 when the watch is open (also
+ * on every later call), 0 when no answer came yet (call again), or a negative errno with st: the
+ * server's Status for an error answer (-ERANGE for 410 Expired), -ECANCELED after
+ * kube_watch_cancel, or the connection's failure.  kube_watch_next needs a ready watch. */
+int kube_watch_ready(struct kube_watch *w, int64_t timeout_ms, struct kube_status *st);
 /* 1 with the next event (an ERROR event is not returned: its Status fills st and its errno is
  * returned, -ERANGE for Expired), 0 when the server ended the stream, -ETIMEDOUT when nothing
  * arrived within timeout_ms (> 0), -ECANCELED after kube_watch_cancel. */

@@ -16,6 +16,8 @@
 
 /* a stream silent 30 s longer than its timeoutSeconds is taken for a dead connection */
 #define WATCH_GRACE_MS 30000LL
+/* a stream whose answer did not come within this long is given up (the request timeout) */
+#define OPEN_TIMEOUT_MS 30000LL
 
 struct kwatch {
 	store_watch base;
@@ -26,18 +28,21 @@ struct kwatch {
 	int watch_secs;
 	cJSON *pending; /* listed objects not yet delivered (from version 0) */
 	struct kube_watch *w;
-	int64_t last_ms; /* when the stream last delivered something */
+	bool ready;      /* w answered: its events are read; else its answer is awaited */
+	int64_t last_ms; /* when the stream was started or last delivered something */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool closed, busy;
 };
 
+/* Starts a stream from x->rv without waiting for its answer (step() awaits it in slices of the
+ * caller's timeout, and close can cancel it meanwhile). */
 static int reopen(struct kwatch *x, struct err *e)
 {
 	struct kube_list_opts lo = {.resource_version = x->rv};
 	struct kube_status ks;
 	struct kube_watch *w = NULL;
-	int rc = kube_watch_open(x->kc, &x->res.r, NULL, &lo, x->watch_secs, &w, &ks);
+	int rc = kube_watch_start(x->kc, &x->res.r, NULL, &lo, x->watch_secs, &w, &ks);
 	if (rc < 0)
 		return kstore_fail(rc, &ks, e);
 	pthread_mutex_lock(&x->mu);
@@ -47,6 +52,7 @@ static int reopen(struct kwatch *x, struct err *e)
 		return err_set(e, -ECANCELED, "watch closed");
 	}
 	x->w = w;
+	x->ready = false;
 	pthread_mutex_unlock(&x->mu);
 	x->last_ms = time_mono_ms();
 	return 0;
@@ -96,6 +102,28 @@ static enum store_event_type store_type(enum kube_event_type t)
 	return t == KUBE_ADDED ? STORE_ADDED : t == KUBE_MODIFIED ? STORE_MODIFIED : STORE_DELETED;
 }
 
+/* Waits up to wait_ms for the answer of a started stream: 2 when it is open, 0 when it has not
+ * answered yet, or a negative code (the stream is dropped; STORE_EXPIRED for 410). */
+static int await_answer(struct kwatch *x, int64_t wait_ms, struct err *e)
+{
+	struct kube_status ks;
+	int rc = kube_watch_ready(x->w, wait_ms > 0 ? wait_ms : 1, &ks);
+	if (rc == 0 && time_mono_ms() - x->last_ms < OPEN_TIMEOUT_MS)
+		return 0;
+	if (rc == 1) {
+		x->ready = true;
+		x->last_ms = time_mono_ms();
+		return 2;
+	}
+	drop_stream(x);
+	if (rc == 0)
+		return err_set(e, -ETIMEDOUT, "watch of %s: no answer within %lld ms", x->k->plural,
+		               OPEN_TIMEOUT_MS);
+	if (rc == -ECANCELED)
+		return err_set(e, -ECANCELED, "watch closed");
+	return kstore_fail(rc, &ks, e);
+}
+
 /* One step: 1 with an event, 0 when nothing arrived within wait_ms, 2 to go on (bookmark,
  * stream reopened), or a negative code. */
 static int step(struct kwatch *x, int64_t wait_ms, enum store_event_type *type, cJSON **obj,
@@ -106,6 +134,8 @@ static int step(struct kwatch *x, int64_t wait_ms, enum store_event_type *type, 
 	cJSON *o = NULL;
 	if (!x->w)
 		return reopen(x, e) < 0 ? e->code : 2;
+	if (!x->ready)
+		return await_answer(x, wait_ms, e);
 	int rc = kube_watch_next(x->w, &t, &o, wait_ms > 0 ? wait_ms : 1, &ks);
 	if (rc == 1) {
 		const char *rv = store_meta_str(o, "resourceVersion");

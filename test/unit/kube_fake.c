@@ -207,6 +207,8 @@ static void dispatch(struct kf_conn *kc, nghttp2_session *ng, int32_t sid, struc
 	pthread_mutex_unlock(&s->mu);
 	st->resp.status = 500;
 	s->fn(s->arg, &st->rq, &st->resp);
+	if (st->resp.silent)
+		return; /* the stream waits until the client cancels it */
 	snprintf(code, sizeof(code), "%d", st->resp.status);
 	nv[0] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)code, 7, strlen(code), 0};
 	if (!st->resp.ctype)
@@ -506,6 +508,27 @@ unsigned kf_connections(struct kf_server *s)
 	return n;
 }
 
+static void kubeconfig_text(struct kf_server *s, const struct kf_certs *c, const char *token,
+                            char *y, size_t cap)
+{
+	snprintf(y, cap,
+	         "current-context: t\ncontexts:\n- name: t\n  context: {cluster: c, user: u}\n"
+	         "clusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:%d\n"
+	         "    certificate-authority: %s\nusers:\n- name: u\n  user:\n    token: %s\n",
+	         kf_port(s), c->ca, token);
+}
+
+void kf_kubeconfig(struct kf_server *s, const struct kf_certs *c, const char *token,
+                   const char *path)
+{
+	char y[2048];
+	kubeconfig_text(s, c, token, y, sizeof(y));
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_ge(fputs(y, f), 0);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
 struct kube_client *kf_client(struct kf_server *s, const struct kf_certs *c, const char *token)
 {
 	char y[2048];
@@ -514,11 +537,7 @@ struct kube_client *kf_client(struct kf_server *s, const struct kf_certs *c, con
 	struct kube_client *kc = NULL;
 	struct err e = {0};
 
-	snprintf(y, sizeof(y),
-	         "current-context: t\ncontexts:\n- name: t\n  context: {cluster: c, user: u}\n"
-	         "clusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:%d\n"
-	         "    certificate-authority: %s\nusers:\n- name: u\n  user:\n    token: %s\n",
-	         kf_port(s), c->ca, token);
+	kubeconfig_text(s, c, token, y, sizeof(y));
 	ck_assert_msg(kube_config_from_yaml(&cfg, y, strlen(y), c->dir, NULL, &e) == 0, "%s", e.msg);
 	kube_client_opts_init(&ko);
 	ko.component = "pillar-csi-controller";

@@ -21,6 +21,7 @@ struct kf_resp {
 	char *chunks[KF_CHUNKS_MAX]; /* kf_resp_add copies */
 	size_t n_chunks;
 	bool hold;                       /* keep the stream open after the chunks (an idle watch) */
+	bool silent; /* answer nothing, not even headers (a server slow to answer) */
 	const char *retry_after, *ctype; /* headers (static strings): NULL for none / JSON */
 };
 
@@ -57,6 +58,10 @@ void kf_resp_add(struct kf_resp *r, const char *data, size_t len);
 void kf_resp_transcript(struct kf_resp *r, const char *name);
 /* The recorded request's body (JSON text, compact) or path of a transcript, malloc'd. */
 char *kf_transcript_request(const char *name, const char *what);
+
+/* Writes a kubeconfig for s (bearer token `token`) to path (for store_kube_open). */
+void kf_kubeconfig(struct kf_server *s, const struct kf_certs *c, const char *token,
+                   const char *path);
 
 struct kube_client;
 /* A src/kube client of s (bearer token `token`, component pillar-csi-controller, no rate

@@ -1,0 +1,166 @@
+/* The kube store's watches (store/kube_watch.c) against an in-process HTTPS/HTTP/2 server
+ * (kube_fake.h) that is slow to answer a watch: neither a watch still opening nor one reopening
+ * after the server ended its stream may hold store_watch_open, store_watch_next past its
+ * timeout, or store_watch_close (a stopping controller waited up to the 30 s request timeout). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/time.h"
+#include "kube_fake.h"
+#include "store/store.h"
+#include "testutil.h"
+
+#define WATCH_PATH                                                                                 \
+	"/apis/pillar-csi.bhyoo.com/v1alpha1/pillaragents?resourceVersion=7&watch=1&"              \
+	"allowWatchBookmarks=true&timeoutSeconds=300"
+
+static struct kf_certs certs;
+static struct kf_server *srv;
+static store *st;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static bool first_ends; /* the first watch answer ends at once (as after timeoutSeconds) */
+static int watches;     /* watch requests seen */
+
+static void handler(void *arg, const struct kf_req *rq, struct kf_resp *resp)
+{
+	(void)arg;
+	if (strcmp(rq->method, "GET") || strcmp(rq->path, WATCH_PATH)) {
+		resp->status = 404;
+		return;
+	}
+	pthread_mutex_lock(&mu);
+	int n = watches++;
+	pthread_mutex_unlock(&mu);
+	if (n == 0 && first_ends) {
+		resp->status = 200; /* headers, then the end of the stream: no event */
+		return;
+	}
+	resp->silent = true; /* no headers at all */
+}
+
+static int watch_requests(void)
+{
+	pthread_mutex_lock(&mu);
+	int n = watches;
+	pthread_mutex_unlock(&mu);
+	return n;
+}
+
+static void open_store(bool ends)
+{
+	char path[400];
+	struct store_open_opts o = {.qps = -1};
+	struct err e = {0};
+	first_ends = ends;
+	watches = 0;
+	kf_certs_make(&certs);
+	srv = kf_start(&certs, false, handler, NULL);
+	snprintf(path, sizeof(path), "%s/kubeconfig", certs.dir);
+	kf_kubeconfig(srv, &certs, "t0ken", path);
+	o.kubeconfig = path;
+	ck_assert_msg(store_kube_open(&o, &st, &e) == 0, "%s", e.msg);
+}
+
+static void close_store(void)
+{
+	store_close(st);
+	kf_stop(srv);
+	kf_certs_remove(&certs);
+}
+
+/* store_watch_next(w, ms): its result, and the time it took into *took_ms. */
+static int next_timed(store_watch *w, int ms, int64_t *took_ms)
+{
+	enum store_event_type t;
+	cJSON *obj = NULL;
+	struct err e = {0};
+	int64_t t0 = time_mono_ms();
+	int rc = store_watch_next(w, ms, &t, &obj, &e);
+	*took_ms = time_mono_ms() - t0;
+	cJSON_Delete(obj);
+	return rc;
+}
+
+START_TEST(test_watch_opening_does_not_block)
+{
+	store_watch *w = NULL;
+	struct err e = {0};
+	int64_t took;
+	open_store(false);
+	int64_t t0 = time_mono_ms();
+	ck_assert_msg(store_watch_open(st, store_kind_lookup("pa"), 7, &w, &e) == 0, "%s", e.msg);
+	took = time_mono_ms() - t0;
+	ck_assert_msg(took < 1000, "store_watch_open waited %lld ms for headers", (long long)took);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(next_timed(w, 200, &took), 0);
+		ck_assert_msg(took < 1000, "store_watch_next(200 ms) took %lld ms", (long long)took);
+	}
+	/* still the one request: the watch waits for its answer, it does not send another */
+	ck_assert_int_eq(watch_requests(), 1);
+	t0 = time_mono_ms();
+	store_watch_close(w);
+	took = time_mono_ms() - t0;
+	ck_assert_msg(took < 1000, "store_watch_close took %lld ms", (long long)took);
+	close_store();
+}
+END_TEST
+
+struct waiter {
+	store_watch *w;
+	int rc;
+	int64_t took_ms;
+};
+
+static void *wait_main(void *arg)
+{
+	struct waiter *wt = arg;
+	wt->rc = next_timed(wt->w, 20000, &wt->took_ms);
+	return NULL;
+}
+
+START_TEST(test_watch_reopening_close_wakes_waiter)
+{
+	store_watch *w = NULL;
+	struct err e = {0};
+	struct waiter wt = {0};
+	pthread_t th;
+	open_store(true);
+	ck_assert_msg(store_watch_open(st, store_kind_lookup("pa"), 7, &w, &e) == 0, "%s", e.msg);
+	wt.w = w;
+	ck_assert_int_eq(pthread_create(&th, NULL, wait_main, &wt), 0);
+	/* the first stream ends; the watch reopens from version 7 and the server stays silent */
+	for (int i = 0; i < 100 && watch_requests() < 2; i++)
+		usleep(20000);
+	ck_assert_int_eq(watch_requests(), 2);
+	usleep(200000);
+	int64_t t0 = time_mono_ms();
+	store_watch_close(w);
+	int64_t took = time_mono_ms() - t0;
+	pthread_join(th, NULL);
+	ck_assert_msg(took < 1000, "store_watch_close waited %lld ms for a reopening watch",
+	              (long long)took);
+	ck_assert_int_eq(wt.rc, -ECANCELED);
+	ck_assert_msg(wt.took_ms < 2000, "the waiter returned after %lld ms", (long long)wt.took_ms);
+	close_store();
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("store kube");
+	TCase *t = tcase_create("watch");
+	tcase_set_timeout(t, 90);
+	tcase_add_test(t, test_watch_opening_does_not_block);
+	tcase_add_test(t, test_watch_reopening_close_wakes_waiter);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run(suite());
+}
