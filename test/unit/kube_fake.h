@@ -20,7 +20,7 @@ struct kf_resp {
 	int status;
 	char *chunks[KF_CHUNKS_MAX]; /* kf_resp_add copies */
 	size_t n_chunks;
-	bool hold;                       /* keep the stream open after the chunks (an idle watch) */
+	bool hold;   /* keep the stream open after the chunks (an idle watch) */
 	bool silent; /* answer nothing, not even headers (a server slow to answer) */
 	const char *retry_after, *ctype; /* headers (static strings): NULL for none / JSON */
 };

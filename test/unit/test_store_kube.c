@@ -14,8 +14,8 @@
 #include "store/store.h"
 #include "testutil.h"
 
-#define WATCH_PATH                                                                                 \
-	"/apis/pillar-csi.bhyoo.com/v1alpha1/pillaragents?resourceVersion=7&watch=1&"              \
+#define WATCH_PATH                                                                    \
+	"/apis/pillar-csi.bhyoo.com/v1alpha1/pillaragents?resourceVersion=7&watch=1&" \
 	"allowWatchBookmarks=true&timeoutSeconds=300"
 
 static struct kf_certs certs;
@@ -97,7 +97,8 @@ START_TEST(test_watch_opening_does_not_block)
 	ck_assert_msg(took < 1000, "store_watch_open waited %lld ms for headers", (long long)took);
 	for (int i = 0; i < 3; i++) {
 		ck_assert_int_eq(next_timed(w, 200, &took), 0);
-		ck_assert_msg(took < 1000, "store_watch_next(200 ms) took %lld ms", (long long)took);
+		ck_assert_msg(took < 1000, "store_watch_next(200 ms) took %lld ms",
+		              (long long)took);
 	}
 	/* still the one request: the watch waits for its answer, it does not send another */
 	ck_assert_int_eq(watch_requests(), 1);
@@ -144,7 +145,8 @@ START_TEST(test_watch_reopening_close_wakes_waiter)
 	ck_assert_msg(took < 1000, "store_watch_close waited %lld ms for a reopening watch",
 	              (long long)took);
 	ck_assert_int_eq(wt.rc, -ECANCELED);
-	ck_assert_msg(wt.took_ms < 2000, "the waiter returned after %lld ms", (long long)wt.took_ms);
+	ck_assert_msg(wt.took_ms < 2000, "the waiter returned after %lld ms",
+	              (long long)wt.took_ms);
 	close_store();
 }
 END_TEST
