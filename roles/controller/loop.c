@@ -310,7 +310,10 @@ static int relist(struct watcher *w, bool initial, uint64_t *rv)
 	return 0;
 }
 
-/* Follows a watch until it ends (relist) or the loop stops. */
+/* Follows a watch until an event was lost (STORE_EXPIRED, or one dropped for want of memory:
+ * relist) or the loop stops.  Another failure (the API server unreachable) keeps the watch,
+ * which resumes from the last version it delivered, as client-go's reflector does: relisting
+ * would queue every object again each time the server could not be reached. */
 static void follow(struct watcher *w, store_watch *sw)
 {
 	struct controller_loop *l = w->l;
@@ -323,13 +326,12 @@ static void follow(struct watcher *w, store_watch *sw)
 		int r = model_watch_next(sw, WATCH_WAIT, w->k, &type, obj, &e);
 		if (r == 0)
 			continue;
-		if (r < 0) {
-			if (r != STORE_EXPIRED) {
-				log_warnf("watch of %s ended: %s", model_store_kind(w->k)->plural,
-				          e.msg);
-				nap(l, 200);
-			}
+		if (r == STORE_EXPIRED || r == -ENOMEM)
 			break; /* relist */
+		if (r < 0) {
+			log_warnf("watch of %s: %s", model_store_kind(w->k)->plural, e.msg);
+			nap(l, 500);
+			continue;
 		}
 		on_event(l, w->k, type, obj, false);
 		model_clear(w->k, obj);
