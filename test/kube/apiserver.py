@@ -43,6 +43,11 @@ REQUEST_LOG = os.environ.get("PILLAR_KUBE_REQUEST_LOG")
 # PILLAR_KUBE_AUTHZ_LOG=FILE: one JSON line per authorization decision (verb, group, resource,
 # subresource, namespace, name or path; user; allowed)
 AUTHZ_LOG = os.environ.get("PILLAR_KUBE_AUTHZ_LOG")
+# PILLAR_KUBE_INTERLOPER=FILE (fault tests): when FILE exists and its {"method", "path"} name the
+# request being served, another writer's JSON merge patch ("patch") is applied to that object
+# first and FILE is removed: the request meets a write made between the client's read and its
+# write (as a second client of kube-apiserver would make it).  The interloper is not logged.
+INTERLOPER = os.environ.get("PILLAR_KUBE_INTERLOPER")
 AGG = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-test+pillar", "gitCommit": "test",
            "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.5", "compiler": "gc",
@@ -170,6 +175,8 @@ class App:
                 pf = False
                 raise errors.ApiError(401, "Unauthorized", "Unauthorized")
             req.user = await self.impersonate(req, user)
+            if INTERLOPER:
+                await self.interlope(scope)
             reply = await self.route(req)
         except errors.ApiError as e:
             reply = handlers.Reply(e.code, e.status())
@@ -181,6 +188,25 @@ class App:
             reply = handlers.Reply(500, errors.ApiError(500, "InternalError", f"Internal error occurred: {e}",
                                                         {"causes": [{"message": str(e)}]}).status())
         await self.respond(send, reply, pf)
+
+    async def interlope(self, scope):
+        try:
+            with open(INTERLOPER) as f:
+                spec = json.load(f)
+        except OSError:
+            return
+        if spec.get("method") != scope["method"] or spec.get("path") != scope["path"]:
+            return
+        os.unlink(INTERLOPER)
+        target = scope["path"][:-len("/status")] if scope["path"].endswith("/status") else scope["path"]
+        other = {"type": "http", "method": "PATCH", "path": target, "query_string": b"",
+                 "headers": [(b"content-type", b"application/merge-patch+json"),
+                             (b"user-agent", b"interloper/v1.0 (linux/amd64)")]}
+        req = Request(other, json.dumps(spec["patch"]).encode())
+        req.user = auth.User("interloper", "", ["system:masters", "system:authenticated"])
+        reply = await self.route(req)
+        if reply.code != 200:
+            print(f"interloper: PATCH {target}: {reply.code}", file=sys.stderr, flush=True)
 
     async def respond(self, send, reply, pf=True):
         headers = [("audit-id", str(uuid.uuid4())), ("cache-control", "no-cache, private"),
