@@ -478,15 +478,16 @@ int cli_get_main(int argc, char **argv)
 	}
 	r = get_objects(mk, url, npos == 2 ? pos[1] : NULL, selector, &items, &n);
 	if (r == 0 && strcmp(out, "json") == 0) {
-		char *text = npos == 2 ? model_encode_pretty(mk, items)
-		                       : model_encode_list_pretty(mk, items, n);
-		if (text) {
-			printf("%s\n", text);
+		void *doc = model_kpath_doc(mk, items, n, npos == 2);
+		char *text = NULL;
+		if (doc && model_kpath_json(doc, &text) == 0) {
+			fputs(text, stdout);
 		} else {
 			fprintf(stderr, "error: out of memory\n");
 			r = 1;
 		}
 		free(text);
+		model_kpath_doc_free(doc);
 	} else if (r == 0 &&
 	           (!strncmp(out, "jsonpath=", 9) || !strncmp(out, "custom-columns=", 15))) {
 		r = print_kpath(mk, items, n, npos == 2, out);

@@ -83,39 +83,3 @@ void model_any_free(struct model_any *a, size_t n)
 	}
 	free(a);
 }
-
-static char *print(cJSON *j)
-{
-	char *t = j ? cJSON_Print(j) : NULL;
-	char *s = t ? strdup(t) : NULL;
-	cJSON_free(t);
-	cJSON_Delete(j);
-	return s;
-}
-
-char *model_encode_pretty(const struct model_kind *k, const void *obj)
-{
-	return print(model_encode(k, obj));
-}
-
-char *model_encode_list_pretty(const struct model_kind *k, const void *items, size_t n)
-{
-	cJSON *doc = cJSON_CreateObject(), *arr = cJSON_CreateArray();
-	bool ok = doc && arr && cJSON_AddStringToObject(doc, "apiVersion", "v1") &&
-	          cJSON_AddStringToObject(doc, "kind", "List");
-	if (ok)
-		cJSON_AddItemToObject(doc, "items", arr);
-	else
-		cJSON_Delete(arr);
-	for (size_t i = 0; ok && i < n; i++) {
-		cJSON *o = model_encode(k, (const char *)items + i * k->type->size);
-		ok = o && cJSON_AddItemToArray(arr, o);
-		if (!ok)
-			cJSON_Delete(o);
-	}
-	if (!ok) {
-		cJSON_Delete(doc);
-		return NULL;
-	}
-	return print(doc);
-}

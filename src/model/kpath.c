@@ -112,6 +112,49 @@ static void put_json(FILE *f, const cJSON *v)
 	}
 }
 
+static void put_indent(FILE *f, int depth)
+{
+	fputc('\n', f);
+	for (int i = 0; i < depth; i++)
+		fputs("    ", f);
+}
+
+/* JSON with sorted keys, indented by four spaces (json.MarshalIndent(v, "", "    "): kubectl's
+ * -o json); empty arrays and objects stay [] and {}. */
+static void put_json_indented(FILE *f, const cJSON *v, int depth)
+{
+	size_t n = 0;
+	if (cJSON_IsArray(v) && v->child) {
+		const cJSON *c;
+		fputc('[', f);
+		cJSON_ArrayForEach(c, v)
+		{
+			put_indent(f, depth + 1);
+			put_json_indented(f, c, depth + 1);
+			if (c->next)
+				fputc(',', f);
+		}
+		put_indent(f, depth);
+		fputc(']', f);
+	} else if (cJSON_IsObject(v) && v->child) {
+		const cJSON **m = sorted_members(v, &n);
+		fputc('{', f);
+		for (size_t i = 0; i < n; i++) {
+			put_indent(f, depth + 1);
+			put_json_string(f, m[i]->string);
+			fputs(": ", f);
+			put_json_indented(f, m[i], depth + 1);
+			if (i + 1 < n)
+				fputc(',', f);
+		}
+		put_indent(f, depth);
+		fputc('}', f);
+		free(m);
+	} else {
+		put_json(f, v);
+	}
+}
+
 /* Go's %v of a decoded JSON value (custom-columns cells): map[k:v ...], [a b], <nil>. */
 static void put_go(FILE *f, const cJSON *v)
 {
@@ -537,6 +580,33 @@ void *model_kpath_doc(const struct model_kind *k, const void *items, size_t n, b
 void model_kpath_doc_free(void *doc)
 {
 	cJSON_Delete(doc);
+}
+
+static void omit_managed_fields(cJSON *obj)
+{
+	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
+	                                        "managedFields");
+}
+
+int model_kpath_json(void *doc, char **out)
+{
+	cJSON *d = doc, *it;
+	size_t len = 0;
+	if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(d, "items")))
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(d, "items"))
+		    omit_managed_fields(it);
+	else
+		omit_managed_fields(d);
+	FILE *f = open_memstream(out, &len);
+	if (!f)
+		return -ENOMEM;
+	put_json_indented(f, d, 0);
+	fputc('\n', f);
+	if (fclose(f) == 0)
+		return 0;
+	free(*out);
+	*out = NULL;
+	return -ENOMEM;
 }
 
 #define MAX_COLS 32

@@ -27,6 +27,10 @@
 void *model_kpath_doc(const struct model_kind *k, const void *items, size_t n, bool single);
 void model_kpath_doc_free(void *doc);
 
+/* `-o json`: doc as kubectl prints it (json.MarshalIndent with four spaces, keys sorted, <, >
+ * and & escaped, a final newline), without metadata.managedFields (kubectl's default
+ * --show-managed-fields=false), which are removed from doc.  0 with *out, or -ENOMEM. */
+int model_kpath_json(void *doc, char **out);
 int model_kpath_template(const void *doc, const char *tmpl, char **out, struct err *e);
 /* One custom-columns cell: the results of path (".a.b", "a.b", "{.a.b}") on obj. */
 int model_kpath_cell(const void *obj, const char *path, char **out, struct err *e);

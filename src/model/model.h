@@ -230,11 +230,6 @@ struct model_any {
 int model_decode_file(const char *text, size_t len, struct model_any **out, size_t *n,
                       struct err *e);
 void model_any_free(struct model_any *a, size_t n);
-/* Formatted JSON text of an object, or of a List {"apiVersion":"v1","kind":"List","items":[…]}
- * (malloc'd); NULL when out of memory. */
-char *model_encode_pretty(const struct model_kind *k, const void *obj);
-char *model_encode_list_pretty(const struct model_kind *k, const void *items, size_t n);
-
 /* Evaluates the JSONPath subset of CRD printer columns (`.a.b`, `[N]`,
  * `[?(@.field=="value")]`) on obj (or on a JSON value, passed as a cJSON *) and formats the
  * result into buf: strings as they are, numbers as integers, other values as compact JSON;

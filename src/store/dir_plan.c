@@ -98,6 +98,43 @@ int dir_not_found(const struct store_kind *k, const char *name, struct err *e)
 	               name);
 }
 
+/* Only custom resources (our CRDs) have metadata.generation; kube-apiserver's built-in kinds
+ * the stores hold (core, storage.k8s.io, coordination.k8s.io, events.k8s.io) have none. */
+static bool custom_kind(const struct store_kind *k)
+{
+	return group_len(k) && !strstr(k->api_version, ".k8s.io/");
+}
+
+static cJSON *ensure_object(cJSON *parent, const char *key)
+{
+	cJSON *o = cJSON_GetObjectItemCaseSensitive(parent, key);
+	if (cJSON_IsObject(o))
+		return o;
+	cJSON_DeleteItemFromObjectCaseSensitive(parent, key);
+	return cJSON_AddObjectToObject(parent, key);
+}
+
+/* What kube-apiserver's strategies set on a created PersistentVolume (status.phase Pending since
+ * its creation, spec.volumeMode Filesystem) and PersistentVolumeClaim (the same without the
+ * transition time; its kubernetes.io/pvc-protection finalizer is not added: no controller
+ * removes it without Kubernetes). */
+static int volume_defaults(const struct store_kind *k, cJSON *n, const char *ts)
+{
+	bool pv = !strcmp(k->kind, "PersistentVolume");
+	if (!pv && strcmp(k->kind, "PersistentVolumeClaim"))
+		return 0;
+	cJSON *spec = ensure_object(n, "spec"), *st;
+	if (!spec || (!cJSON_GetObjectItemCaseSensitive(spec, "volumeMode") &&
+	              !cJSON_AddStringToObject(spec, "volumeMode", "Filesystem")))
+		return -ENOMEM;
+	cJSON_DeleteItemFromObjectCaseSensitive(n, "status");
+	if (!(st = cJSON_AddObjectToObject(n, "status")) ||
+	    (pv && !cJSON_AddStringToObject(st, "lastPhaseTransitionTime", ts)) ||
+	    !cJSON_AddStringToObject(st, "phase", "Pending"))
+		return -ENOMEM;
+	return 0;
+}
+
 static int plan_create(struct opreq *q, const cJSON *cur, cJSON **next, struct err *e)
 {
 	const struct store_kind *k = q->kind;
@@ -117,9 +154,14 @@ static int plan_create(struct opreq *q, const cJSON *cur, cJSON **next, struct e
 	meta_set_str(n, "creationTimestamp", ts);
 	meta_set_str(n, "deletionTimestamp", NULL);
 	cJSON_DeleteItemFromObjectCaseSensitive(meta_of(n), "generation");
-	cJSON_AddNumberToObject(meta_of(n), "generation", 1);
+	if (custom_kind(k))
+		cJSON_AddNumberToObject(meta_of(n), "generation", 1);
 	if (k->status_subresource)
 		cJSON_DeleteItemFromObjectCaseSensitive(n, "status");
+	if (volume_defaults(k, n, ts) < 0) {
+		cJSON_Delete(n);
+		return err_set(e, -ENOMEM, "out of memory");
+	}
 	*next = n;
 	return 0;
 }
@@ -194,7 +236,7 @@ static int plan_update(struct opreq *q, const cJSON *cur, cJSON **next)
 		copy_field(nm, cm, keep[i]);
 	if (q->kind->status_subresource)
 		copy_field(n, cur, "status");
-	if (spec_changed(n, cur)) {
+	if (spec_changed(n, cur) && cJSON_GetObjectItemCaseSensitive(cm, "generation")) {
 		int64_t g = 0;
 		json_get_int64(cm, "generation", &g);
 		cJSON_DeleteItemFromObjectCaseSensitive(nm, "generation");

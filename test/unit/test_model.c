@@ -10,6 +10,7 @@
 
 #include "base/json.h"
 #include "model/docs.h"
+#include "model/kpath.h"
 #include "model/kube.h"
 #include "model/pillar.h"
 #include "model_fixtures.h"
@@ -658,10 +659,18 @@ START_TEST(test_object_files)
 	ck_assert(a[2].has_status);
 	ck_assert(MODEL_META(a[2].obj)->has_finalizers);
 	ck_assert_uint_eq(MODEL_META(a[2].obj)->finalizers.n, 0);
-	char *t = model_encode_list_pretty(&model_pa_kind, a[2].obj, 1);
-	ck_assert_ptr_nonnull(strstr(t, "\"kind\":\t\"List\""));
-	ck_assert_ptr_nonnull(strstr(t, "\"finalizers\":\t[]"));
+	/* -o json as kubectl prints it: four-space indents, sorted keys, [] kept */
+	void *doc = model_kpath_doc(&model_pa_kind, a[2].obj, 1, false);
+	char *t = NULL;
+	ck_assert_int_eq(model_kpath_json(doc, &t), 0);
+	ck_assert_msg(
+	    !strncmp(t, "{\n    \"apiVersion\": \"v1\",\n    \"items\": [\n        {\n", 45), "%s",
+	    t);
+	ck_assert_ptr_nonnull(strstr(t, "\n                \"finalizers\": [],\n"));
+	ck_assert_ptr_nonnull(strstr(t, "\n    \"kind\": \"List\",\n    \"metadata\": {\n        "
+	                                "\"resourceVersion\": \"\"\n    }\n}\n"));
 	free(t);
+	model_kpath_doc_free(doc);
 	model_any_free(a, n);
 	const char *one = "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":"
 	                  "\"PillarStore\",\"spec\":{\"backend\":3}}";

@@ -77,8 +77,17 @@ def run(argv, env=None):
     return r.returncode, r.stdout, r.stderr
 
 
+# -o json: each object as kubectl prints it; the values each store makes up (uid, version,
+# creation time) are compared as placeholders, everything else (layout, key order, escaping,
+# managedFields left out) must match
+JSON_CMDS = ["kubectl get pillaragent storage-1 -o json", "kubectl get pvst -o json",
+             "kubectl get pv pvc-1 -o json", "kubectl get pa -o json"]
+MADE_UP = re.compile(r'^(\s*"(?:uid|resourceVersion|creationTimestamp)": )"[^"]+"(,?)$')
+
+
 def normalized(text):
-    return "\n".join(re.sub(r"\b(\d+[smhdy])+$", "<age>", line) for line in text.split("\n"))
+    return "\n".join(MADE_UP.sub(r'\1"<made-up>"\2', re.sub(r"\b(\d+[smhdy])+$", "<age>", line))
+                     for line in text.split("\n"))
 
 
 def load_kube(kubeconfig, d):
@@ -118,7 +127,7 @@ def main():
     with Cluster() as c:
         load_kube(c.kubeconfig, d)
         load_dir(store, d)
-        for cmd in cmds:
+        for cmd in cmds + JSON_CMDS:
             line = cmd.replace("<pv-name>", "pvc-1").replace("<name>", "storage-1")
             argv = shlex.split(line)
             k = run(argv, dict(os.environ, KUBECONFIG=c.kubeconfig))
