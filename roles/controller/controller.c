@@ -197,6 +197,7 @@ static int start(const struct opts *o, struct running *x, struct err *e)
 		return -1;
 	ctl_init(&x->c, x->st, x->ac);
 	x->ctl_ok = true;
+	x->c.kc = lo.kc;
 	x->c.agent_default_port = (int)o->agent_port;
 	grpc_server_opts_init(&go);
 	go.listen = addrs;

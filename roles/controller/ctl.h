@@ -22,8 +22,13 @@
 #include "rules/volid.h"
 #include "store/store.h"
 
+struct kube_client;
+
 struct ctl {
 	store *st;
+	/* The API client when the store is the API server (NULL for the embedded store): writes
+	 * the store interface does not carry, e.g. the Node label's merge patch.  Not owned. */
+	struct kube_client *kc;
 	agentclient *ac;
 	int agent_default_port;
 	struct keylock locks; /* per PillarVolumeState name: a second call waits (csi.md §4) */

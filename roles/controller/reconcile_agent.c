@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "controller/agents.h"
 #include "controller/reconcile.h"
+#include "kube/client.h"
 #include "model/kube.h"
 #include "rules/conditions.h"
 
@@ -190,6 +191,23 @@ static int node_shared(struct ctl *c, const struct model_pa *pa, const char *nod
 	return shared;
 }
 
+/* On the API server the label is set or removed with a JSON merge patch of the Node's labels
+ * alone (deploy.md §10 grants `patch` on nodes, not `update`), as `kubectl label` does: it
+ * cannot conflict with the Node's other writers.  A Node gone meanwhile is no error. */
+static int node_label_patch(struct kube_client *kc, const char *node, bool present, struct err *e)
+{
+	static const struct kube_resource nodes = {"", "v1", "nodes", false};
+	struct kube_status st = {0};
+	char body[160];
+	snprintf(body, sizeof(body), "{\"metadata\":{\"labels\":{\"%s\":%s}}}",
+	         RULES_LABEL_AGENT_NODE, present ? "\"true\"" : "null");
+	int r = kube_patch(kc, &nodes, NULL, node, KUBE_PATCH_MERGE, false, body, NULL, &st);
+	if (r < 0 && st.kind != KUBE_NOT_FOUND)
+		return err_set(e, r, "label Node \"%s\": %s", node,
+		               st.message[0] ? st.message : kube_reason_name(st.kind));
+	return 0;
+}
+
 /* crds.md §3.5 step 3 and §3.6: the agent DaemonSet's node selector label on the referenced
  * Node; removed (present=false) only when no other PillarAgent references the same Node.  A
  * missing Node is not an error (NodeExists reports it). */
@@ -209,9 +227,14 @@ static int node_label(struct ctl *c, const struct model_pa *pa, bool present, st
 	const char *v = model_map_get(&n.meta.labels, RULES_LABEL_AGENT_NODE);
 	int r = 0;
 	if ((v && !strcmp(v, "true")) != present) {
-		r = model_map_set(&n.meta.labels, RULES_LABEL_AGENT_NODE, present ? "true" : NULL);
-		if (r == 0)
-			r = model_update(c->st, &model_node_kind, &n, NULL, e);
+		if (c->kc) {
+			r = node_label_patch(c->kc, node, present, e);
+		} else {
+			r = model_map_set(&n.meta.labels, RULES_LABEL_AGENT_NODE,
+			                  present ? "true" : NULL);
+			if (r == 0)
+				r = model_update(c->st, &model_node_kind, &n, NULL, e);
+		}
 	}
 	model_clear(&model_node_kind, &n);
 	return r == STORE_NOT_FOUND ? 0 : r;

@@ -253,7 +253,8 @@ class Rendering(unittest.TestCase):
         self.assertTrue(allowed(ctl, "storage.k8s.io", "volumeattachments/status", "patch"))
         self.assertFalse(allowed(ctl, "", "secrets", "get"), "least privilege: no Secrets")
         self.assertFalse(allowed(ctl, "", "nodes", "delete"))
-        self.assertTrue(allowed(ctl, "", "nodes", "update"), "the agent-node label is a PUT of the Node")
+        self.assertTrue(allowed(ctl, "", "nodes", "patch"), "the agent-node label is a merge patch (deploy.md §10)")
+        self.assertFalse(allowed(ctl, "", "nodes", "update"), "a PUT of the Node is never needed")
         self.assertEqual(rules[node], [
             {"apiGroups": ["storage.k8s.io"], "resources": ["csinodes"], "verbs": ["list", "patch"]},
             {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
