@@ -25,6 +25,8 @@
  * after a reboot (boot ID differs) or when the ceiling file no longer matches, versions continue
  * above the persisted ceiling, so a version is never issued twice.  A write therefore costs two
  * fsyncs, plus two per RV_BLOCK writes.  A corrupt object file or counter is an error naming it.
+ * A process killed in the middle of a write leaves its temporary file (.<name>.json.tmp.XXXXXX)
+ * behind; the owner removes such files when it opens the store.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -692,6 +694,39 @@ static int take_owner_lock(struct dstore *s, struct err *e)
 	return 0;
 }
 
+/* Removes the temporary files (file_write_atomic's .<file>.tmp.XXXXXX) of writes that a killed
+ * process never finished, in dir and `depth` levels of directories below it. */
+static void sweep_temps(const char *dir, int depth)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char p[PATH_MAX];
+	if (!d)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		const char *n = de->d_name;
+		size_t len = strlen(n);
+		if (n[0] == '.' && strstr(n, ".tmp."))
+			unlinkat(dirfd(d), n, 0);
+		else if (n[0] != '.' && depth > 0 && (len < 5 || strcmp(n + len - 5, ".json")) &&
+		         snprintf(p, sizeof(p), "%s/%s", dir, n) < (int)sizeof(p))
+			sweep_temps(p, depth - 1);
+	}
+	closedir(d);
+}
+
+/* The owner's sweep at open: under the operation lock, which every writer holds for its whole
+ * write, a temporary file belongs to no write in progress. */
+static int sweep_unfinished(struct dstore *s, struct err *e)
+{
+	int fd = dir_oplock(s, LOCK_EX, e);
+	if (fd < 0)
+		return fd;
+	sweep_temps(s->path, 2); /* PATH, PATH/<plural>, PATH/<plural>/<namespace> */
+	dir_opunlock(fd);
+	return 0;
+}
+
 int store_dir_open(const char *path, bool owner, int poll_ms, store **out, struct err *e)
 {
 	struct dstore *s;
@@ -719,7 +754,7 @@ int store_dir_open(const char *path, bool owner, int poll_ms, store **out, struc
 		d_close(&s->base);
 		return err_set(e, -ENOMEM, "store: out of memory");
 	}
-	if (owner && (r = take_owner_lock(s, e)) < 0) {
+	if (owner && ((r = take_owner_lock(s, e)) < 0 || (r = sweep_unfinished(s, e)) < 0)) {
 		d_close(&s->base);
 		return r;
 	}
