@@ -9,7 +9,8 @@ Sidecars.  LANES threads each stand for csi-provisioner, csi-attacher and csi-re
 one volume at a time (test/interop/lib/sidecars.py builds every request as they do): claim →
 create → (publish to a node, maybe expand, unpublish; or move: publish to the other node while
 the first is unpublished, as the attacher retries a ReadWriteOnce volume's new attachment until
-the old one is gone, csi.md §4.3) × 1-3 → delete.  A failed call is retried with the identical
+the old one is gone, csi.md §4.3) × 1-3 → delete.  A publish that failed is given up in 30 % of
+the cases (the pod went away: the attacher unpublishes the half-attached volume instead).  A failed call is retried with the identical
 request (same name, volume ID, node) after a short backoff, as the sidecars do; retryable codes are
 UNAVAILABLE, ABORTED, DEADLINE_EXCEEDED, CANCELLED, and FAILED_PRECONDITION "is published to
 another node" for the moving attachment.  Any other code is a violation.
@@ -30,7 +31,8 @@ periodic resync pass, the invariants:
   I2 every admitted host has a recorded publication, and every publication is admitted
      (the sidecars' calls all completed), no entry is left `revoking`;
   I3 every subsystem and every backend volume file belongs to a PillarVolumeState; deleted
-     volumes leave neither behind;
+     volumes leave neither behind; no temporary file of a killed controller's store write is
+     left after its successor opened the store;
   I4 fencing generations never go back: each durable mark (state/generations/*.mark) only
      grows, never exceeds its PillarVolumeState's publicationGeneration, belongs to its UID, and
      endedUIDs only grow; publicationGeneration never decreases;
@@ -424,9 +426,9 @@ class Lane(threading.Thread):
             out.violation(self.h.round, "lane %d crashed: %r" % (self.i, e))
             self.parked.set()
 
-    def retry(self, step, fn, req, allow=()):
+    def retry(self, step, fn, req, allow=(), abandon=0.0):
         """Calls fn(req) until OK; returns the response.  `allow`: other retryable
-        (code, message part) pairs."""
+        (code, message part) pairs; `abandon`: the chance to give up after a failure (None)."""
         avid = self.vol["avid"]
         delay = 0.02
         while True:
@@ -444,6 +446,9 @@ class Lane(threading.Thread):
                                                                         msg))
             if self.stop:
                 raise SystemExit
+            if abandon and self.rng.random() < abandon:
+                self.steps[step + " abandoned"] += 1
+                return None
             time.sleep(delay)
             delay = min(delay * 2, 0.4)
 
@@ -464,10 +469,8 @@ class Lane(threading.Thread):
         v["pv"] = pv = k8s.pv_of(h.sc, pvc, req, r)
         for _ in range(self.rng.randint(1, 3)):
             self.boundary()
-            if not self.at:
-                self.at = self.rng.choice(NODES)
-                self.retry("publish", h.ctl.ControllerPublishVolume,
-                           k8s.attach(csi, h.kube.caps, pv, self.at, cs.CLUSTER))
+            if not self.at and not self.attach(pv, self.rng.choice(NODES)):
+                continue
             if self.rng.random() < 0.4:
                 self.boundary()
                 v["size"] += 8 * MiB
@@ -492,6 +495,19 @@ class Lane(threading.Thread):
         self.retry("delete", h.ctl.DeleteVolume, k8s.delete_volume(csi, pv))
         h.deleted(v)
         self.vol = None
+
+    def attach(self, pv, node):
+        """csi-attacher: ControllerPublishVolume until it succeeds — or, when the pod went away
+        after a failure (30 %), the VolumeAttachment is deleted and the attacher unpublishes
+        the half-attached volume instead (False)."""
+        h = self.h
+        if self.retry("publish", h.ctl.ControllerPublishVolume,
+                      k8s.attach(csi, h.kube.caps, pv, node, cs.CLUSTER), abandon=0.3):
+            self.at = node
+            return True
+        self.retry("unpublish", h.ctl.ControllerUnpublishVolume,
+                   k8s.detach(csi, pv, node, cs.CLUSTER))
+        return False
 
     def move(self, pv, node):
         """Unpublish from node while the new attachment on the other node retries."""
@@ -533,6 +549,7 @@ class Checker:
         self.fsize = {}     # file -> size
         self.live = {}      # name -> lane volume dict
         self.gone = {}      # name -> lane volume dict (DeleteVolume succeeded)
+        self.started = 0.0  # wall time of the last controller start
         self.mu = threading.Lock()
 
     def mark(self, avid):
@@ -574,7 +591,22 @@ class Checker:
                 bad("I4 %s: deleted, but its mark is %s (uid %s)" % (name, m,
                                                                      self.uid.get(name)))
         self.all_marks(bad)
+        self.temps(bad)
         return len(out.violations) - n0
+
+    def temps(self, bad):
+        """I3 for the store itself: no temporary file of a killed controller's write is left
+        once its successor has opened the store."""
+        for root, dirs, names in os.walk(self.env.store):
+            for n in names:
+                p = os.path.join(root, n)
+                try:
+                    old = os.stat(p).st_mtime < self.started
+                except OSError:
+                    continue  # renamed meanwhile: a write in progress
+                if n.startswith(".") and ".tmp." in n and old:
+                    bad("I3 %s: a killed controller's unfinished write is left in the store" %
+                        os.path.relpath(p, self.env.store))
 
     def volume(self, obj, lane_vol, subs, bad):
         name, uid = obj["metadata"]["name"], obj["metadata"]["uid"]
@@ -776,6 +808,7 @@ class Harness:
             if not env.start_agent():
                 out.violation(self.round, "the agent did not restart")
         t0 = time.monotonic()
+        self.check.started = time.time()
         start_controller(env)
         s = serving(env)
         if s is None:
