@@ -188,7 +188,7 @@ interop: $(BUILD)/pillar-csi $(BUILD)/unit/test_store_contract
 	  sh test/tools/run-suites.sh interop $(INTEROP_SUITES)
 
 # The controller crash suite's long run (`make interop` runs 10 rounds): make crash ROUNDS=60,
-# CRASH_SEED=N replays a run's random choices.
+# CRASH_SEED=N replays a run's random choices, CRASH_STORE=kube uses the test API server.
 ROUNDS ?= 60
 crash: $(BUILD)/pillar-csi
 	@PILLAR_BIN=$(abspath $(BUILD)/pillar-csi) BUILD=$(abspath $(BUILD)) CRASH_ROUNDS=$(ROUNDS) \

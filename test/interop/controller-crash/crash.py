@@ -41,8 +41,10 @@ periodic resync pass, the invariants:
      whose CreateVolume succeeded carries success-recorded (crds.md §7.4);
   I6 liveness: every interrupted call completes after the restart; the file never shrinks.
 
-Usage: crash.py DIR ROUNDS (CRASH_SEED replays the random choices; thread timing is not
-replayed).  Prints PASS/FAIL lines and "(controller crash: N passed, M failed)".
+With CRASH_STORE=kube the controller and the CLI use the test API server on a real etcd
+(test/kube/cluster.py) instead of the embedded store; store-write kill points are then replaced
+by random delays.  Usage: crash.py DIR ROUNDS (CRASH_SEED replays the random choices; thread
+timing is not replayed).  Prints PASS/FAIL lines and "(controller crash: N passed, M failed)".
 """
 import collections
 import ctypes
@@ -71,6 +73,10 @@ HOSTS = {"node-a": cs.HOST_A, "node-b": cs.HOST_B}
 MUTATING = ("CreateVolume", "ExportVolume", "AllowInitiator", "DenyInitiator", "UnexportVolume",
             "DeleteVolume", "ExpandVolume", "ReconcileState")
 LANES = int(os.environ.get("CRASH_LANES", "3"))
+ON_KUBE = os.environ.get("CRASH_STORE") == "kube"
+if ON_KUBE:
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "kube"))
+    from cluster import Cluster  # noqa: E402
 
 
 class Out:
@@ -591,7 +597,8 @@ class Checker:
                 bad("I4 %s: deleted, but its mark is %s (uid %s)" % (name, m,
                                                                      self.uid.get(name)))
         self.all_marks(bad)
-        self.temps(bad)
+        if not ON_KUBE:
+            self.temps(bad)
         return len(out.violations) - n0
 
     def temps(self, bad):
@@ -697,7 +704,7 @@ class Harness:
         self.killer.on_kill = self.pause_lanes
         self.check = Checker(self.env)
         self.lanes = []
-        self.fwd = None
+        self.fwd = self.swatch = None
         self.points = collections.defaultdict(collections.Counter)  # step -> phase -> kills
         self.modes = collections.Counter()
         self.targets = collections.Counter()  # target label -> kills
@@ -728,11 +735,14 @@ class Harness:
                          env.start_agent()):
             return False
         self.fwd = env.fwd = Fwd("127.0.0.1:%d" % env.agent_port, self.killer)
-        self.swatch = StoreWatch(os.path.join(env.store, "pillarvolumestates"), self.fwd,
-                                 self.killer)
-        self.swatch.start()
+        if not ON_KUBE:
+            self.swatch = StoreWatch(os.path.join(env.store, "pillarvolumestates"), self.fwd,
+                                     self.killer)
+            self.swatch.start()
         start_controller(env)
-        if not out.check("controller starts on the embedded store", serving(env) is not None):
+        if not out.check("controller starts on the %s" % (
+                "test API server (--store=kube)" if ON_KUBE else "embedded store"),
+                serving(env) is not None):
             return False
         rc, o, e = env.apply(cs.objects(self.fwd.port))
         ok = cs.wait_for(lambda: cs.exports_ready(env)[:2] == ("True", "ExportsServing"), 20)
@@ -750,6 +760,8 @@ class Harness:
     def targeted(self, t):
         """A SIGKILL at target t (TARGETS); a random delay when not reached within 8 s."""
         self.modes["targeted"] += 1
+        if t[1] == "store" and not self.swatch:
+            return self.random_kill()  # no store-write kill points on the API server
         if t[1] == "store":
             self.swatch.arm(0, t[2])
         else:
@@ -757,10 +769,17 @@ class Harness:
         if self.killer.killed.wait(8):
             self.targets[t[0]] += 1
             return
-        self.swatch.arm(0)
+        if self.swatch:
+            self.swatch.arm(0)
         self.fwd.disarm()
         self.targets[t[0] + " (not reached in 8 s)"] += 0
         self.killer.kill("%s: not reached in 8 s" % t[0])
+
+    def random_kill(self):
+        delay = self.rng.uniform(0.05, 1.5)
+        self.modes["random delay"] += 1
+        time.sleep(delay)
+        self.killer.kill("after %.0f ms" % (delay * 1000))
 
     def kill(self):
         """One SIGKILL: every odd round at the next target, else after a random delay, after
@@ -768,6 +787,8 @@ class Harness:
         if self.round % 2 == 1:
             return self.targeted(TARGETS[(self.round // 2) % len(TARGETS)])
         r = self.rng.random()
+        if r < 0.3 and not self.swatch:
+            r = 0.3  # the API server: a random delay instead of a store-write kill point
         if r < 0.3:
             k = self.rng.randint(1, 8)
             self.modes["PillarVolumeState write"] += 1
@@ -777,11 +798,7 @@ class Harness:
                 self.killer.kill("write %d not reached in 6 s" % k)
             return
         if r < 0.55:
-            delay = self.rng.uniform(0.05, 1.5)
-            self.modes["random delay"] += 1
-            time.sleep(delay)
-            self.killer.kill("after %.0f ms" % (delay * 1000))
-            return
+            return self.random_kill()
         method = self.rng.choice(MUTATING)
         where = "reply" if r < 0.78 else "send"
         hold = where == "send" and self.rng.random() < 0.5
@@ -913,8 +930,9 @@ class Harness:
                   % self.round, not out.violations,
                   "%d violations in rounds %s" % (len(out.violations),
                                                   sorted({r for r, _ in out.violations})))
-        print("    seed %d, %d lanes, %.1f s; calls completed: %s; volumes deleted %d" % (
-            self.seed, LANES, total, dict(steps), len(self.check.gone)))
+        print("    seed %d, %s store, %d lanes, %.1f s; calls completed: %s; volumes deleted %d" % (
+            self.seed, "kube" if ON_KUBE else "embedded", LANES, total, dict(steps),
+            len(self.check.gone)))
         print("    kill modes: %s" % dict(self.modes))
         print("    kill points hit per step (CSI call in flight → where its agent calls were):")
         for step in sorted(self.points):
@@ -939,7 +957,11 @@ def main():
     os.makedirs(base, exist_ok=True)
     signal.signal(signal.SIGTERM, lambda s, f: (_ for _ in ()).throw(SystemExit(130)))
     h = Harness(base, rounds, seed)
+    cluster = Cluster(directory=os.path.join(base, "kube")) if ON_KUBE else None
     try:
+        if cluster:
+            os.makedirs(cluster.dir, exist_ok=True)
+            h.env.kubeconfig = cluster.__enter__().kubeconfig
         h.run()
     except Exception as e:  # a crash of the suite is a failure, not a pass
         import traceback
@@ -951,6 +973,8 @@ def main():
             h.fwd.release_held(1)
             h.fwd.server.stop(0)
         h.env.procs.stop_all()
+        if cluster:
+            cluster.__exit__(None, None, None)
     print("(controller crash: %d passed, %d failed)" % (out.passed, out.failed))
 
 

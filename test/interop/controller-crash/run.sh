@@ -3,7 +3,8 @@
 # random points of create / publish / unpublish / expand / delete against a live agent (fake
 # configfs root, file backend), restarted, the sidecars' retries completed, the invariants checked
 # after each round (crash.py says which).  CRASH_ROUNDS rounds (default 10: the brief run of
-# `make interop`; `make crash ROUNDS=N` for the long run), CRASH_SEED replays a run's choices.
+# `make interop`; `make crash ROUNDS=N` for the long run), CRASH_SEED replays a run's choices,
+# CRASH_STORE=kube runs it on the test API server instead of the embedded store (slower).
 # Env: PILLAR_BIN, BUILD.  Prints "controller-crash interop: N passed, M failed"; exits 1 on failure.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
