@@ -44,7 +44,8 @@ periodic resync pass, the invariants:
 With CRASH_STORE=kube the controller and the CLI use the test API server on a real etcd
 (test/kube/cluster.py) instead of the embedded store; store-write kill points are then replaced
 by random delays.  Usage: crash.py DIR ROUNDS (CRASH_SEED replays the random choices; thread
-timing is not replayed).  Prints PASS/FAIL lines and "(controller crash: N passed, M failed)".
+timing is not replayed).  Prints PASS/FAIL lines and "controller-crash interop: N passed, M
+failed"; exits 1 on a failure.
 """
 import collections
 import ctypes
@@ -79,24 +80,13 @@ if ON_KUBE:
     from cluster import Cluster  # noqa: E402
 
 
-class Out:
-    """PASS/FAIL lines and the violations of the run."""
+class Out(cs.Report):
+    """PASS/FAIL lines (cs.Report) and the violations of the run."""
 
     def __init__(self):
-        self.passed = self.failed = 0
+        super().__init__()
         self.violations = []
         self.lock = threading.Lock()
-
-    def check(self, name, ok, why=""):
-        with self.lock:
-            if ok:
-                self.passed += 1
-                print("PASS " + name)
-            else:
-                self.failed += 1
-                print("FAIL %s%s" % (name, (": %s" % (why,)) if why != "" else ""))
-            sys.stdout.flush()
-        return ok
 
     def violation(self, rnd, what):
         with self.lock:
@@ -975,7 +965,8 @@ def main():
         h.env.procs.stop_all()
         if cluster:
             cluster.__exit__(None, None, None)
-    print("(controller crash: %d passed, %d failed)" % (out.passed, out.failed))
+    print("controller-crash interop: %d passed, %d failed" % (out.passed, out.failed))
+    sys.exit(1 if out.failed else 0)
 
 
 if __name__ == "__main__":

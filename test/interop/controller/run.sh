@@ -27,7 +27,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-if ! sh "$HERE/stubs.sh"; then
+if ! sh "$HERE/../lib/stubs.sh" "$BUILD/controller-test/py" csi agent health; then
 	echo "FAIL generating the grpcio stubs"; echo "controller interop: 0 passed, 1 failed"; exit 1
 fi
 pass=0

@@ -15,7 +15,8 @@ T=$BUILD/rbac-test
 rm -rf "$T"
 mkdir -p "$T"
 fail() { echo "FAIL $1"; echo "rbac interop: 0 passed, 1 failed"; exit 1; }
-sh "$ROOT/test/interop/controller/stubs.sh" || fail "generating the grpcio stubs"
+sh "$ROOT/test/interop/lib/stubs.sh" "$BUILD/controller-test/py" csi agent health ||
+	fail "generating the grpcio stubs"
 RBAC=$(sh "$ROOT/test/interop/leader/rbac.sh" "$ROOT" "$T") || fail "rendering the chart's RBAC"
 /usr/bin/python3 "$HERE/rbac_suite.py" "$T/run" "$RBAC" "${RBAC_MUTATIONS:-4}" > "$T/out" 2>&1
 rc=$?
