@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/hash.h"
 #include "base/time.h"
 #include "controller/reconcile.h"
 
@@ -34,14 +35,6 @@ struct workqueue {
 	int64_t tokens_at;
 	bool shutdown;
 };
-
-static uint64_t hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
 
 int workqueue_new(int base_ms, int max_ms, workqueue **out)
 {
@@ -89,8 +82,8 @@ static void grow(workqueue *q)
 		while (q->tab[b]) {
 			struct item *i = q->tab[b];
 			q->tab[b] = i->hnext;
-			i->hnext = t[hash(i->key) & (nb - 1)];
-			t[hash(i->key) & (nb - 1)] = i;
+			i->hnext = t[hash_fnv1a64(i->key) & (nb - 1)];
+			t[hash_fnv1a64(i->key) & (nb - 1)] = i;
 		}
 	free(q->tab);
 	q->tab = t;
@@ -99,7 +92,7 @@ static void grow(workqueue *q)
 
 static struct item *find(workqueue *q, const char *key, bool create)
 {
-	struct item **b = &q->tab[hash(key) & (q->nbuckets - 1)];
+	struct item **b = &q->tab[hash_fnv1a64(key) & (q->nbuckets - 1)];
 	for (struct item *i = *b; i; i = i->hnext)
 		if (!strcmp(i->key, key))
 			return i;
@@ -122,7 +115,8 @@ static void maybe_drop(workqueue *q, struct item *i)
 {
 	if (i->dirty || i->processing || i->waiting || i->failures)
 		return;
-	for (struct item **p = &q->tab[hash(i->key) & (q->nbuckets - 1)]; *p; p = &(*p)->hnext)
+	for (struct item **p = &q->tab[hash_fnv1a64(i->key) & (q->nbuckets - 1)]; *p;
+	     p = &(*p)->hnext)
 		if (*p == i) {
 			*p = i->hnext;
 			q->nitems--;

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base/hash.h"
+
 void keylock_init(struct keylock *k)
 {
 	pthread_mutex_init(&k->mu, NULL);
@@ -20,10 +22,7 @@ void keylock_fini(struct keylock *k)
 
 static struct keylock_hold **chain(struct keylock *k, const char *key)
 {
-	unsigned h = 2166136261u; /* FNV-1a */
-	for (const char *c = key; *c; c++)
-		h = (h ^ (unsigned char)*c) * 16777619u;
-	return &k->held[h % KEYLOCK_BUCKETS];
+	return &k->held[hash_fnv1a32(key) % KEYLOCK_BUCKETS];
 }
 
 static bool busy(struct keylock *k, const char *key)

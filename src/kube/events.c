@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/hash.h"
 #include "base/log.h"
 #include "base/str.h"
 #include "base/time.h"
@@ -102,14 +103,6 @@ static void *cache_take(struct kube_events *ev, struct cache *c, const char *key
 	return lru;
 }
 
-static uint64_t fnv(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 /* ---- correlation (client-go's EventCorrelator) --------------------------------------------- */
 
 static void key_of(const struct kube_events *ev, const struct item *it, bool with_reason, char *buf,
@@ -130,7 +123,7 @@ static void aggregate(struct kube_events *ev, struct item *it, uint64_t now, cha
 	if (!fresh && now - a->last_us > AGG_WINDOW_US)
 		a->n = 0;
 	a->last_us = now;
-	uint64_t h = fnv(it->message);
+	uint64_t h = hash_fnv1a64(it->message);
 	bool known = false;
 	for (size_t i = 0; i < a->n; i++)
 		known |= a->msgs[i] == h;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
 #include "nvmet/fs.h"
 
 #define HBUCKETS 256
@@ -22,10 +23,7 @@ struct nvmet_hostrefs {
 
 static unsigned bucket(const char *host)
 {
-	unsigned h = 2166136261u;
-	for (; *host; host++)
-		h = (h ^ (unsigned char)*host) * 16777619u;
-	return h % HBUCKETS;
+	return hash_fnv1a32(host) % HBUCKETS;
 }
 
 static struct href *find(struct nvmet_hostrefs *h, const char *host, bool create)

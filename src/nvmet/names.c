@@ -2,14 +2,12 @@
  * shared rules (rules/nqn.h). */
 #include <stdint.h>
 
+#include "base/hash.h"
 #include "nvmet/nvmet.h"
 
 uint32_t nvmet_port_hash(const char *bind_address, uint32_t port)
 {
-	uint32_t h = 0x811C9DC5u;
-	for (const unsigned char *p = (const unsigned char *)bind_address; *p; p++)
-		h = (h ^ *p) * 0x01000193u;
-	return (h ^ port) * 0x01000193u;
+	return (hash_fnv1a32(bind_address) ^ port) * HASH_FNV1A32_PRIME;
 }
 
 unsigned nvmet_port_preferred_id(const char *bind_address, uint32_t port)

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "base/file.h"
+#include "base/hash.h"
 #include "base/json.h"
 #include "store/dir_int.h"
 
@@ -16,10 +17,7 @@
 
 static size_t hash(const char *k, size_t n)
 {
-	size_t h = 14695981039346656037u;
-	for (; *k; k++)
-		h = (h ^ (unsigned char)*k) * 1099511628211u;
-	return h % n;
+	return (size_t)(hash_fnv1a64(k) % n);
 }
 
 struct ientry *dir_index_find(struct dstore *s, const char *key)

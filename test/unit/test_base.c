@@ -15,6 +15,7 @@
 #include "base/exec.h"
 #include "base/file.h"
 #include "base/flags.h"
+#include "base/hash.h"
 #include "base/json.h"
 #include "base/keylock.h"
 #include "base/log.h"
@@ -442,6 +443,18 @@ START_TEST(test_str_copy)
 }
 END_TEST
 
+/* The reference values of the FNV authors' test suite (fnv-1a, 32 and 64 bits). */
+START_TEST(test_hash_fnv1a)
+{
+	ck_assert_uint_eq(hash_fnv1a32(""), 0x811c9dc5u);
+	ck_assert_uint_eq(hash_fnv1a32("a"), 0xe40c292cu);
+	ck_assert_uint_eq(hash_fnv1a32("foobar"), 0xbf9cf968u);
+	ck_assert_uint_eq(hash_fnv1a64(""), 0xcbf29ce484222325ull);
+	ck_assert_uint_eq(hash_fnv1a64("a"), 0xaf63dc4c8601ec8cull);
+	ck_assert_uint_eq(hash_fnv1a64("foobar"), 0x85944171f73967e8ull);
+}
+END_TEST
+
 START_TEST(test_time_helpers)
 {
 	int64_t t0 = time_mono_ms();
@@ -606,6 +619,7 @@ int main(void)
 	suite_add_tcase(s, t);
 	t = tcase_create("str_time");
 	tcase_add_test(t, test_str_copy);
+	tcase_add_test(t, test_hash_fnv1a);
 	tcase_add_test(t, test_time_helpers);
 	tcase_add_test(t, test_stop_wait);
 	suite_add_tcase(s, t);
