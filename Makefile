@@ -176,7 +176,7 @@ $(BUILD)/unit/%: $(BUILD)/san/test/unit/%.o $(UNIT_HOBJ) $(SAN_OBJ)
 	$(Q)$(CC) -fsanitize=address,undefined $(UNIT_LDFLAGS) -o $@ $^ $(DYN_LIBS) $(CHECK_LIBS)
 
 # the allocation-failure sweep counts (and fails) allocations through wrappers of its own
-$(BUILD)/unit/test_allocfail: UNIT_LDFLAGS := \
+$(BUILD)/unit/test_allocfail $(BUILD)/unit/test_allocfail_ctl: UNIT_LDFLAGS := \
   -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup
 
 unit: $(UNIT_BIN) $(BUILD)/pillar-csi

@@ -5,8 +5,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/log.h"
+#include "base/stop.h"
 #include "base/time.h"
 
 enum mstate { M_UNKNOWN, M_DOWN, M_GATED, M_SERVING };
@@ -23,10 +24,10 @@ struct agentmon {
 	struct ctl *c;
 	void (*kick)(void *arg, const char *agent);
 	void *arg;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool stop;
+	pthread_mutex_t mu; /* guards agents */
+	struct stop stop;
 	struct magent *agents;
+	bool lost; /* an agentmon_set failed since the last agentmon_lost */
 	pthread_t th;
 };
 
@@ -37,10 +38,11 @@ static void magent_free(struct magent *a)
 	free(a);
 }
 
-void agentmon_set(struct agentmon *m, const char *agent, const char *addr)
+int agentmon_set(struct agentmon *m, const char *agent, const char *addr)
 {
+	int r = 0;
 	if (!m || !agent)
-		return;
+		return 0;
 	pthread_mutex_lock(&m->mu);
 	struct magent **p = &m->agents;
 	while (*p && strcmp((*p)->name, agent))
@@ -59,11 +61,31 @@ void agentmon_set(struct agentmon *m, const char *agent, const char *addr)
 				magent_free(*p);
 			}
 			*p = a;
-		} else if (a) {
-			magent_free(a);
+		} else {
+			if (a)
+				magent_free(a);
+			if (*p) { /* never probe the old address in its place */
+				a = *p;
+				*p = a->next;
+				magent_free(a);
+			}
+			m->lost = true;
+			r = -ENOMEM;
 		}
 	}
 	pthread_mutex_unlock(&m->mu);
+	return r;
+}
+
+bool agentmon_lost(struct agentmon *m)
+{
+	if (!m)
+		return false;
+	pthread_mutex_lock(&m->mu);
+	bool lost = m->lost;
+	m->lost = false;
+	pthread_mutex_unlock(&m->mu);
+	return lost;
 }
 
 /* Probes one agent (outside the lock); returns its state. */
@@ -105,8 +127,9 @@ static bool probe_one(struct agentmon *m, const char *name, const char *addr)
 	return changed;
 }
 
-/* One round over the agents known at its start. */
-static void round_once(struct agentmon *m)
+/* One round over the agents known at its start; -ENOMEM (nothing probed: the next tick tries
+ * again) or 0. */
+static int round_once(struct agentmon *m)
 {
 	pthread_mutex_lock(&m->mu);
 	size_t n = 0;
@@ -115,15 +138,17 @@ static void round_once(struct agentmon *m)
 	char **names = calloc(n ? n : 1, sizeof(char *)),
 	     **addrs = calloc(n ? n : 1, sizeof(char *));
 	size_t k = 0;
-	for (struct magent *a = m->agents; a && names && addrs; a = a->next) {
+	bool oom = !names || !addrs;
+	for (struct magent *a = m->agents; a && !oom; a = a->next) {
 		if (still_serving(m, a))
 			continue;
 		names[k] = strdup(a->name);
-		addrs[k++] = strdup(a->addr);
+		addrs[k] = strdup(a->addr);
+		oom = !names[k++] || !addrs[k - 1];
 	}
 	pthread_mutex_unlock(&m->mu);
-	for (size_t i = 0; i < k; i++)
-		if (names[i] && addrs[i] && probe_one(m, names[i], addrs[i]))
+	for (size_t i = 0; i < k && !oom; i++)
+		if (probe_one(m, names[i], addrs[i]))
 			m->kick(m->arg, names[i]);
 	for (size_t i = 0; i < k; i++) {
 		free(names[i]);
@@ -131,6 +156,7 @@ static void round_once(struct agentmon *m)
 	}
 	free(names);
 	free(addrs);
+	return oom ? -ENOMEM : 0;
 }
 
 static void *mon_main(void *arg)
@@ -138,15 +164,10 @@ static void *mon_main(void *arg)
 	struct agentmon *m = arg;
 	for (;;) {
 		int64_t t0 = time_mono_ms();
-		round_once(m);
+		if (round_once(m) < 0)
+			log_warn("agent monitor: out of memory; probing again at the next tick");
 		int64_t rest = AGENTMON_TICK_MS - (time_mono_ms() - t0);
-		struct timespec ts = time_after(CLOCK_MONOTONIC, rest > 0 ? rest : 0);
-		pthread_mutex_lock(&m->mu);
-		while (!m->stop && pthread_cond_timedwait(&m->cv, &m->mu, &ts) != ETIMEDOUT)
-			;
-		bool stop = m->stop;
-		pthread_mutex_unlock(&m->mu);
-		if (stop)
+		if (stop_wait_ms(&m->stop, rest > 0 ? rest : 0))
 			return NULL;
 	}
 }
@@ -162,9 +183,9 @@ int agentmon_start(struct ctl *c, void (*kick)(void *arg, const char *agent), vo
 	m->kick = kick;
 	m->arg = arg;
 	pthread_mutex_init(&m->mu, NULL);
-	time_cond_init_mono(&m->cv);
+	stop_init(&m->stop);
 	if (pthread_create(&m->th, NULL, mon_main, m) != 0) {
-		pthread_cond_destroy(&m->cv);
+		stop_fini(&m->stop);
 		pthread_mutex_destroy(&m->mu);
 		free(m);
 		return -EAGAIN;
@@ -177,17 +198,14 @@ void agentmon_stop(struct agentmon *m)
 {
 	if (!m)
 		return;
-	pthread_mutex_lock(&m->mu);
-	m->stop = true;
-	pthread_cond_broadcast(&m->cv);
-	pthread_mutex_unlock(&m->mu);
+	stop_set(&m->stop);
 	pthread_join(m->th, NULL);
 	while (m->agents) {
 		struct magent *a = m->agents;
 		m->agents = a->next;
 		magent_free(a);
 	}
-	pthread_cond_destroy(&m->cv);
+	stop_fini(&m->stop);
 	pthread_mutex_destroy(&m->mu);
 	free(m);
 }

@@ -33,7 +33,11 @@ int agentmon_start(struct ctl *c, void (*kick)(void *arg, const char *agent), vo
 /* Stops and joins the thread and frees everything.  NULL is a no-op. */
 void agentmon_stop(struct agentmon *m);
 /* The agent's address ("ip:port"), or NULL when it has none or is gone.  A new or changed
- * address starts in the unknown state (the next probe's result kicks). */
-void agentmon_set(struct agentmon *m, const char *agent, const char *addr);
+ * address starts in the unknown state (the next probe's result kicks).  0, or -ENOMEM: the agent
+ * is then not monitored (not at its old address either) until a later call succeeds; the loop
+ * calls again from the next periodic pass (agentmon_lost). */
+int agentmon_set(struct agentmon *m, const char *agent, const char *addr);
+/* Whether an agentmon_set failed since the previous call (which clears it).  NULL: false. */
+bool agentmon_lost(struct agentmon *m);
 
 #endif

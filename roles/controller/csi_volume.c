@@ -480,20 +480,23 @@ static int record_step(struct prov *p, int ar, const struct grpc_status *ast,
 static int step_create_backend(struct prov *p, struct grpc_status *gs)
 {
 	struct csi_claim cl = {.name = p->pname};
-	int r = pvst_update(p->c, p->pname, p->uid, m_claim_backend, &cl, NULL, gs);
-	if (r)
-		return r;
 	PillarCsi__Agent__V1__CreateVolumeRequest q =
 	    PILLAR_CSI__AGENT__V1__CREATE_VOLUME_REQUEST__INIT;
+	struct pvst_backend_buf bb;
+	int r = pvst_backend_params(&bb, p->v, &q.backend_params) < 0
+	            ? grpc_status_oom(gs)
+	            : pvst_update(p->c, p->pname, p->uid, m_claim_backend, &cl, NULL, gs);
+	if (r) {
+		pvst_backend_params_free(&bb);
+		return r;
+	}
 	PillarCsi__Agent__V1__FencingToken tok;
 	PillarCsi__Agent__V1__CreateVolumeResponse *cr = NULL;
-	struct pvst_backend_buf bb;
 	struct grpc_status ast = {0};
 	pvst_fence(&tok, p->v, cl.gen);
 	q.volume_id = (char *)p->avid;
 	q.capacity_bytes = p->v->spec.capacity_bytes;
 	q.backend_type = agents_backend_enum(str(p->v->spec.backend_type));
-	q.backend_params = pvst_backend_params(&bb, p->v);
 	q.access_type = p->v->spec.resolved.has_filesystem
 	                    ? PILLAR_CSI__AGENT__V1__VOLUME_ACCESS_TYPE__VOLUME_ACCESS_TYPE_MOUNT
 	                    : PILLAR_CSI__AGENT__V1__VOLUME_ACCESS_TYPE__VOLUME_ACCESS_TYPE_BLOCK;

@@ -205,8 +205,13 @@ static void on_pillar_event(struct controller_loop *l, const char *kind, enum st
 	const char *name = MODEL_META(obj)->name;
 	bool gone = type == STORE_DELETED;
 	if (!strcmp(kind, "PillarAgent")) {
-		agentmon_set(l->mon, name,
-		             gone ? NULL : ((const struct model_pa *)obj)->status.resolved_address);
+		if (agentmon_set(l->mon, name,
+		                 gone ? NULL
+		                      : ((const struct model_pa *)obj)->status.resolved_address))
+			log_warnf(
+			    "agent monitor: out of memory recording %s; the next periodic pass "
+			    "records it",
+			    name);
 		/* not for the agent's own status write (ctl.h: ctl_own_event); its dependents do */
 		if (type != STORE_MODIFIED ||
 		    !ctl_own_event(l->c, name, model_meta_rv(MODEL_META(obj))))
@@ -452,7 +457,11 @@ static void periodic(struct controller_loop *l)
 	enqueue_all(l, &model_psc_kind, "psc");
 	if (model_list(l->c->st, &model_pa_kind, NULL, NULL, (void **)&items, &n, NULL, NULL) < 0)
 		return;
+	bool heal = agentmon_lost(l->mon); /* a watch event's recording ran out of memory */
 	for (size_t i = 0; i < n; i++) {
+		if (heal &&
+		    agentmon_set(l->mon, items[i].meta.name, items[i].status.resolved_address))
+			log_warnf("agent monitor: out of memory recording %s", items[i].meta.name);
 		enqueue(l, "pa", items[i].meta.name, 0);
 		enqueue(l, "sync", items[i].meta.name, 0);
 	}

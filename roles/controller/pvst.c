@@ -75,17 +75,17 @@ void pvst_gen_set(struct model_pvst *v, uint64_t g)
 	v->status.publication_generation = (int64_t)g;
 }
 
-static void zfs_params(struct pvst_backend_buf *b, const struct model_zfs *z)
+static int zfs_params(struct pvst_backend_buf *b, const struct model_zfs *z)
 {
 	b->zfs.pool = z->pool ?: "";
 	b->zfs.parent_dataset = z->parent_dataset ?: "";
 	size_t n = z->properties.n;
 	if (n == 0)
-		return;
+		return 0;
 	b->props = calloc(n, sizeof(*b->props));
 	b->propp = calloc(n, sizeof(*b->propp));
 	if (!b->props || !b->propp)
-		return;
+		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		pillar_csi__agent__v1__zfs_volume_params__properties_entry__init(&b->props[i]);
 		b->props[i].key = z->properties.kv[i].key;
@@ -94,19 +94,22 @@ static void zfs_params(struct pvst_backend_buf *b, const struct model_zfs *z)
 	}
 	b->zfs.n_properties = n;
 	b->zfs.properties = b->propp;
+	return 0;
 }
 
-PillarCsi__Agent__V1__BackendParams *pvst_backend_params(struct pvst_backend_buf *b,
-                                                         const struct model_pvst *v)
+int pvst_backend_params(struct pvst_backend_buf *b, const struct model_pvst *v,
+                        PillarCsi__Agent__V1__BackendParams **out)
 {
 	const struct model_backend *bk = &v->spec.resolved.backend;
 	memset(b, 0, sizeof(*b));
+	*out = NULL;
 	pillar_csi__agent__v1__file_volume_params__init(&b->file);
 	pillar_csi__agent__v1__backend_params__init(&b->bp);
 	pillar_csi__agent__v1__zfs_volume_params__init(&b->zfs);
 	pillar_csi__agent__v1__lvm_volume_params__init(&b->lvm);
 	if (bk->has_zfs) {
-		zfs_params(b, &bk->zfs);
+		if (zfs_params(b, &bk->zfs) < 0)
+			return -ENOMEM;
 		b->bp.params_case = PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__PARAMS_ZFS;
 		b->bp.zfs = &b->zfs;
 	} else if (bk->has_lvm) {
@@ -122,9 +125,10 @@ PillarCsi__Agent__V1__BackendParams *pvst_backend_params(struct pvst_backend_buf
 		b->bp.params_case = PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__PARAMS_FILE;
 		b->bp.file = &b->file;
 	} else {
-		return NULL;
+		return 0;
 	}
-	return &b->bp;
+	*out = &b->bp;
+	return 0;
 }
 
 void pvst_backend_params_free(struct pvst_backend_buf *b)

@@ -42,8 +42,9 @@ int pvst_find(struct ctl *c, const char *volume_id, struct model_pvst *out, stru
 
 bool pvst_deleting(const struct model_pvst *v);
 
-/* The agent's BackendParams of a volume from spec.resolved.backend (pointers into v and b);
- * NULL when it has none of zfs, lvm, file.  pvst_backend_params_free(b) afterwards. */
+/* The agent's BackendParams of a volume from spec.resolved.backend (pointers into v and b) in
+ * *out, NULL when it has none of zfs, lvm, file.  0 or -ENOMEM; pvst_backend_params_free(b)
+ * afterwards either way. */
 struct pvst_backend_buf {
 	PillarCsi__Agent__V1__BackendParams bp;
 	PillarCsi__Agent__V1__ZfsVolumeParams zfs;
@@ -52,8 +53,8 @@ struct pvst_backend_buf {
 	PillarCsi__Agent__V1__ZfsVolumeParams__PropertiesEntry *props;
 	PillarCsi__Agent__V1__ZfsVolumeParams__PropertiesEntry **propp;
 };
-PillarCsi__Agent__V1__BackendParams *pvst_backend_params(struct pvst_backend_buf *b,
-                                                         const struct model_pvst *v);
+int pvst_backend_params(struct pvst_backend_buf *b, const struct model_pvst *v,
+                        PillarCsi__Agent__V1__BackendParams **out);
 void pvst_backend_params_free(struct pvst_backend_buf *b);
 
 /* The fencing token of a volume at generation gen (pointers into v). */

@@ -70,21 +70,25 @@ static int cmp_rvol(const void *a, const void *b)
 }
 
 /* The hosts a volume's export admits: publishedNodes that are not being revoked. */
-static void initiators(struct rvol *x)
+/* 0 or -ENOMEM. */
+static int initiators(struct rvol *x)
 {
 	const struct model_pvst *v = &x->v;
 	x->inits = calloc(v->status.n_published + 1, sizeof(char *));
-	for (size_t i = 0; x->inits && i < v->status.n_published; i++) {
+	if (!x->inits)
+		return -ENOMEM;
+	for (size_t i = 0; i < v->status.n_published; i++) {
 		const struct model_pvst_published *p = &v->status.published[i];
 		if (!(p->has_revoking && p->revoking) && p->initiator_id)
 			x->inits[x->eds.n_allowed_initiators++] = p->initiator_id;
 	}
 	x->eds.allowed_initiators = x->inits;
+	return 0;
 }
 
 /* Fills x from the PillarVolumeState in x->v, which has an exportSpec (agent-api.md §12.2
- * step 3). */
-static void build(struct rvol *x)
+ * step 3); 0 or -ENOMEM. */
+static int build(struct rvol *x)
 {
 	const struct model_pvst *v = &x->v;
 	const struct model_pvst_export_spec *es = &v->status.export_spec;
@@ -96,7 +100,8 @@ static void build(struct rvol *x)
 	pillar_csi__agent__v1__fencing_token__init(&x->tok);
 	x->vds.volume_id = v->spec.agent_volume_id ?: "";
 	x->vds.backend_type = agents_backend_enum(v->spec.backend_type ?: "");
-	x->vds.backend_params = pvst_backend_params(&x->bb, v);
+	if (pvst_backend_params(&x->bb, v, &x->vds.backend_params) < 0)
+		return -ENOMEM;
 	x->vds.device_path = v->status.backend_device_path ?: "";
 	x->tok.volume_uid = v->meta.uid ?: "";
 	x->tok.generation = pvst_gen(v);
@@ -110,10 +115,12 @@ static void build(struct rvol *x)
 	x->eds.protocol_type = PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP;
 	x->eds.export_params = &x->ep;
 	x->eds.acl_enabled = es->has_acl_enabled && es->acl_enabled;
-	initiators(x);
+	if (initiators(x) < 0)
+		return -ENOMEM;
 	x->edsp = &x->eds;
 	x->vds.n_exports = 1;
 	x->vds.exports = &x->edsp;
+	return 0;
 }
 
 /* The ExportReconciled reason and message of one volume after the RPC (§12.4). */
@@ -195,14 +202,14 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Builds x->v (read under its lock) when it is eligible; true when built.  Volumes without
- * exportSpec get ExportSpecMissing.  x->v is cleared when not built. */
-static bool take(struct ctl *c, const char *agent, const char *only, struct rvol *x)
+/* Builds x->v (read under its lock) when it is eligible; 1 when built, 0 when not, -ENOMEM.
+ * Volumes without exportSpec get ExportSpecMissing.  x is cleared when not built. */
+static int take(struct ctl *c, const char *agent, const char *only, struct rvol *x)
 {
 	const char *ref = x->v.spec.agent_ref;
 	if (!eligible(&x->v) || (only && (!ref || strcmp(ref, agent)))) {
 		model_clear(&model_pvst_kind, &x->v);
-		return false;
+		return 0;
 	}
 	if (!x->v.status.has_export_spec) {
 		set_cond_if_changed(
@@ -210,42 +217,55 @@ static bool take(struct ctl *c, const char *agent, const char *only, struct rvol
 		    "status.exportSpec is missing; the controller will not guess it "
 		    "(see operations.md §9)");
 		model_clear(&model_pvst_kind, &x->v);
-		return false;
+		return 0;
 	}
-	build(x);
-	return true;
+	if (build(x) < 0) {
+		pvst_backend_params_free(&x->bb);
+		free(x->inits);
+		x->inits = NULL;
+		model_clear(&model_pvst_kind, &x->v);
+		return -ENOMEM;
+	}
+	return 1;
 }
 
 /* Builds the eligible named volumes, read under their locks, into v; *n of them.  A whole
  * agent's volumes are read in one list (names is sorted; a volume created since names was listed
  * is not locked and waits for the next pass) — or are the m objects of that first list (items,
  * freed here), when no lock was released since it was taken: then no operation on any of them
- * ended in between, nor was one running (its lock would have had to be released to us). */
-static void collect(struct ctl *c, const char *agent, const char *only,
-                    const struct model_strs *names, struct rvol *v, size_t *n,
-                    struct model_pvst *items, size_t m)
+ * ended in between, nor was one running (its lock would have had to be released to us).
+ * GRPC_OK, or an error in gs: then no request may go out (one without a volume's initiators
+ * would revoke them, a complete one without a volume would leave it unexported). */
+static int collect(struct ctl *c, const char *agent, const char *only,
+                   const struct model_strs *names, struct rvol *v, size_t *n,
+                   struct model_pvst *items, size_t m, struct grpc_status *gs)
 {
+	struct err e = {0};
+	int r = 0;
 	*n = 0;
 	if (only) {
-		if (model_get(c->st, &model_pvst_kind, NULL, only, &v->v, NULL) == 0 &&
-		    take(c, agent, only, v))
-			*n = 1;
-		return;
+		if (model_get(c->st, &model_pvst_kind, NULL, only, &v->v, NULL) == 0)
+			r = take(c, agent, only, v);
+		*n = r > 0;
+		return r < 0 ? grpc_status_oom(gs) : GRPC_OK;
 	}
 	char sel[400];
 	snprintf(sel, sizeof(sel), RULES_LABEL_AGENT "=%s", agent);
 	if (!items &&
-	    model_list(c->st, &model_pvst_kind, NULL, sel, (void **)&items, &m, NULL, NULL) < 0)
-		return;
-	for (size_t i = 0; i < m; i++) {
+	    model_list(c->st, &model_pvst_kind, NULL, sel, (void **)&items, &m, NULL, &e) < 0)
+		return grpc_status_set(gs, GRPC_UNAVAILABLE, "listing volumes of agent \"%s\": %s",
+		                       agent, e.msg);
+	for (size_t i = 0; i < m && r >= 0; i++) {
 		const char *key = items[i].meta.name;
 		if (!key || !bsearch(&key, names->v, names->n, sizeof(char *), cmp_str))
 			continue;
 		v[*n].v = items[i];
 		memset(&items[i], 0, sizeof(items[i])); /* moved */
-		*n += take(c, agent, NULL, &v[*n]);
+		r = take(c, agent, NULL, &v[*n]);
+		*n += r > 0;
 	}
 	model_list_free(&model_pvst_kind, items, m);
+	return r < 0 ? grpc_status_oom(gs) : GRPC_OK;
 }
 
 /* Sends the request (or not: no address, nothing to resync); returns the RPC's code. */
@@ -348,8 +368,12 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
 		listed = NULL;
 		nlisted = 0;
 	}
-	collect(c, agent, only, &names, v, &n, listed, nlisted);
-	r = reconcile_built(c, agent, addr, complete, noaddr, sent, v, n, gs);
+	r = collect(c, agent, only, &names, v, &n, listed, nlisted, gs);
+	if (r == GRPC_OK)
+		r = reconcile_built(c, agent, addr, complete, noaddr, sent, v, n, gs);
+	else if (sent && sent->fn)
+		sent->fn(sent->arg, r,
+		         gs); /* nothing sent: a restore records ExportRestoreFailed */
 	for (size_t i = 0; i < n; i++) {
 		pvst_backend_params_free(&v[i].bb);
 		free(v[i].inits);

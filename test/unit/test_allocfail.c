@@ -17,11 +17,7 @@
  * a unix socket), and the agent's response builders (GetCapabilities, ListVolumes, HealthCheck:
  * RESOURCE_EXHAUSTED "out of memory", never an abort). */
 #include <errno.h>
-#include <limits.h>
-#include <sanitizer/common_interface_defs.h>
-#include <sanitizer/lsan_interface.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +27,7 @@
 #include "agent/fence.h"
 #include "agent/identity.h"
 #include "agent/service.h"
+#include "allocfail.h"
 #include "base/json.h"
 #include "csi.pb-c.h"
 #include "grpc/client.h"
@@ -44,120 +41,6 @@
 #include "node/record.h"
 #include "pbjson/pbjson.h"
 #include "testutil.h"
-
-/* ---- the wrappers ----------------------------------------------------------------------------- */
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t m, size_t n);
-void *__real_realloc(void *p, size_t n);
-char *__real_strdup(const char *s);
-char *__real_strndup(const char *s, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t m, size_t n);
-void *__wrap_realloc(void *p, size_t n);
-char *__wrap_strdup(const char *s);
-char *__wrap_strndup(const char *s, size_t n);
-
-static atomic_long af_left = -1; /* allocations to let through before one fails; < 0: off */
-static atomic_long af_seen;      /* allocations while armed */
-static int af_trace;
-
-static int af_take(void)
-{
-	if (atomic_load(&af_left) < 0)
-		return 1;
-	atomic_fetch_add(&af_seen, 1);
-	if (atomic_fetch_sub(&af_left, 1) != 0)
-		return 1;
-	if (af_trace) /* ALLOCFAIL_TRACE=<sweep name prefix>: where each failing allocation is */
-		__sanitizer_print_stack_trace();
-	return 0;
-}
-
-void *__wrap_malloc(size_t n)
-{
-	return af_take() ? __real_malloc(n) : NULL;
-}
-
-void *__wrap_calloc(size_t m, size_t n)
-{
-	return af_take() ? __real_calloc(m, n) : NULL;
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-	return af_take() ? __real_realloc(p, n) : NULL;
-}
-
-char *__wrap_strdup(const char *s)
-{
-	return af_take() ? __real_strdup(s) : NULL;
-}
-
-char *__wrap_strndup(const char *s, size_t n)
-{
-	return af_take() ? __real_strndup(s, n) : NULL;
-}
-
-/* ---- the sweep -------------------------------------------------------------------------------- */
-
-/* An operation: 0 with the reference result, -1 with a clean error; anything else (a wrong
- * result, an error without a message) is reported with its reason in why. */
-typedef int (*af_op)(void *arg, char *why, size_t cap);
-
-static void af_sweep(const char *what, af_op op, void *arg)
-{
-	char why[512] = "";
-	long n, errors = 0;
-	atomic_store(&af_seen, 0);
-	atomic_store(&af_left, LONG_MAX);
-	int r = op(arg, why, sizeof(why));
-	atomic_store(&af_left, -1);
-	n = atomic_load(&af_seen);
-	ck_assert_msg(r == 0, "%s: the reference run failed: %s", what, why);
-	ck_assert_msg(n > 0, "%s: no allocation seen: the wrappers are not in the path", what);
-	const char *t = getenv("ALLOCFAIL_TRACE");
-	af_trace = t && !strncmp(what, t, strlen(t));
-	for (long k = 0; k < n; k++) {
-		why[0] = 0;
-		if (af_trace)
-			fprintf(stderr, "---- %s: failing allocation %ld\n", what, k + 1);
-		atomic_store(&af_left, k);
-		r = op(arg, why, sizeof(why));
-		atomic_store(&af_left, -1);
-		ck_assert_msg(r == 0 || r == -1, "%s: allocation %ld of %ld failing: %s", what,
-		              k + 1, n, why);
-		errors += r == -1;
-		if (getenv("ALLOCFAIL_LEAKS_EACH")) /* debugging: which k leaks */
-			ck_assert_msg(__lsan_do_recoverable_leak_check() == 0,
-			              "%s: leaks after failing allocation %ld", what, k + 1);
-	}
-	af_trace = 0;
-	ck_assert_msg(op(arg, why, sizeof(why)) == 0, "%s: no recovery: %s", what, why);
-	ck_assert_msg(__lsan_do_recoverable_leak_check() == 0, "%s: leaks (see above)", what);
-	printf("allocfail %s: %ld allocations, %ld runs: %ld clean errors, %ld reference results\n",
-	       what, n, n, errors, n - errors);
-}
-
-/* -1 when e carries a message (a clean error), else 1 with why. */
-static int af_err(const struct err *e, int rc, char *why, size_t cap)
-{
-	if (e->msg[0]) {
-		snprintf(why, cap, "%s", e->msg); /* for a reference run that fails */
-		return -1;
-	}
-	snprintf(why, cap, "error %d without a message", rc);
-	return 1;
-}
-
-static int af_same(const char *got, const char *want, char *why, size_t cap)
-{
-	if (got && want && !strcmp(got, want))
-		return 0;
-	snprintf(why, cap, "result \"%.200s\" differs from the reference \"%.200s\"",
-	         got ? got : "(null)", want ? want : "(null)");
-	return 1;
-}
 
 /* ---- codecs ----------------------------------------------------------------------------------- */
 
