@@ -9,12 +9,7 @@ ROOT=$(cd "$HERE/../../.." && pwd)
 export BUILD PILLAR_BIN
 T=$BUILD/controller-test
 R=$BUILD/bench-kube-store
-mkdir -p "$T/py"
-for p in "proto csi.proto" "proto/pillar_csi/agent/v1 agent.proto" "proto/grpc/health/v1 health.proto"; do
-	set -- $p
-	protoc -I"$ROOT/$1" --python_out="$T/py" --grpc_out="$T/py" \
-		--plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin "$ROOT/$1/$2"
-done
+sh "$ROOT/test/interop/lib/stubs.sh" "$T/py" csi agent health
 rm -rf "$R" && mkdir -p "$R"
 child=""
 trap '[ -n "$child" ] && kill "$child" 2>/dev/null; [ -f "$R/pids" ] && kill -9 $(cat "$R/pids") 2>/dev/null; true' EXIT

@@ -15,11 +15,7 @@ export BUILD PILLAR_BIN
 child=""
 trap '[ -n "$child" ] && kill "$child" 2>/dev/null; wait 2>/dev/null' EXIT INT TERM
 
-mkdir -p "$T/py"
-if ! protoc -I"$ROOT/proto" --python_out="$T/py" --grpc_out="$T/py" \
-	--plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin "$ROOT/proto/csi.proto" ||
-   ! protoc -I"$ROOT/proto/grpc/health/v1" --python_out="$T/py" --grpc_out="$T/py" \
-	--plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin "$ROOT/proto/grpc/health/v1/health.proto"; then
+if ! sh "$ROOT/test/interop/lib/stubs.sh" "$T/py" csi health; then
 	echo "FAIL generating the grpcio stubs"; echo "node interop: 0 passed, 1 failed"; exit 1
 fi
 rm -rf "$R" && mkdir -p "$R"
