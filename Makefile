@@ -16,8 +16,8 @@
 
 # Debian packages.  BUILD_DEBS build the binary; TEST_DEBS run unit, interop and bench suites.
 BUILD_DEBS := gcc make libc6-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev \
-              libnghttp2-dev libmbedtls-dev libcjson-dev libnvme-dev libjson-c-dev libssl-dev \
-              libyaml-dev pkg-config dpkg-dev apt file binutils git ca-certificates
+              libnghttp2-dev libmbedtls-dev libcjson-dev libyaml-dev \
+              pkg-config dpkg-dev apt file binutils git ca-certificates
 TEST_DEBS  := check python3 python3-grpcio python3-protobuf protobuf-compiler \
               protobuf-compiler-grpc nghttp2-client curl libgrpc++-dev clang libclang-rt-14-dev \
               openssl valgrind jq iproute2 etcd-server python3-hypercorn python3-h2 python3-yaml python3-jwt \
@@ -60,9 +60,8 @@ CFLAGS_REL := $(STD) $(WARN) -O2 -g -fno-strict-aliasing -ffunction-sections -fd
               -fstack-protector-strong -D_FORTIFY_SOURCE=2 $(INC)
 CFLAGS_SAN := $(STD) $(WARN) -O1 -g -fno-omit-frame-pointer -fno-strict-aliasing \
               -fsanitize=address,undefined -fno-sanitize-recover=all $(INC) -DPILLAR_TEST
-STATIC_LIBS := -lprotobuf-c -lnghttp2 -lmbedtls -lmbedx509 -lmbedcrypto -lyaml \
-               -lnvme -ljson-c -lssl -lcrypto -lm -pthread -ldl
-DYN_LIBS   := -lprotobuf-c -lnghttp2 -lmbedtls -lmbedx509 -lmbedcrypto -lyaml -lnvme -lm -pthread
+STATIC_LIBS := -lprotobuf-c -lnghttp2 -lmbedtls -lmbedx509 -lmbedcrypto -lyaml -lm -pthread -ldl
+DYN_LIBS   := -lprotobuf-c -lnghttp2 -lmbedtls -lmbedx509 -lmbedcrypto -lyaml -lm -pthread
 CHECK_LIBS  = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm -pthread)
 
 # ---- generated protobuf code -------------------------------------------------------------

@@ -49,7 +49,7 @@ int node_new(const struct node_config *cfg, struct node **out, struct err *e)
 	n->sys = cfg->sys_ops ? cfg->sys_ops : &node_sys_ops_real;
 	n->nvme = (struct nvme_ctx){.sysfs_root = n->sysfs_root,
 	                            .dev_root = n->dev_root,
-	                            .ops = cfg->nvme_ops ? cfg->nvme_ops : &nvme_kernel_ops_libnvme,
+	                            .ops = cfg->nvme_ops ? cfg->nvme_ops : &nvme_kernel_ops_sys,
 	                            .dying_wait_ms = cfg->dying_wait_ms,
 	                            .device_wait_ms = cfg->device_wait_ms,
 	                            .delete_wait_ms = cfg->delete_wait_ms,

@@ -34,7 +34,7 @@ struct node_config {
 	const char *sysfs_root;   /* default /sys */
 	const char *dev_root;     /* default /dev (also where nvme-fabrics is looked for) */
 	const char *proc_root;    /* default /proc */
-	const struct nvme_kernel_ops *nvme_ops; /* default nvme_kernel_ops_libnvme */
+	const struct nvme_kernel_ops *nvme_ops; /* default nvme_kernel_ops_sys */
 	const struct node_sys_ops *sys_ops;     /* default node_sys_ops_real */
 	node_publish_identity_fn publish_identity;
 	void *publish_ctx;

@@ -2,10 +2,10 @@
 
 #include <mbedtls/version.h>
 #include <nghttp2/nghttp2.h>
-#include <nvme/util.h>
 #include <protobuf-c/protobuf-c.h>
 #include <stdlib.h>
 #include <string.h>
+#include <yaml.h>
 
 #include "applets.h"
 #include "base/json.h"
@@ -43,12 +43,12 @@ static void linked_versions(struct libver v[5])
 	v[1] = (struct libver){"nghttp2", ""};
 	v[2] = (struct libver){"mbedtls", ""};
 	v[3] = (struct libver){"cJSON", ""};
-	v[4] = (struct libver){"libnvme", ""};
+	v[4] = (struct libver){"libyaml", ""};
 	snprintf(v[0].version, sizeof(v[0].version), "%s", protobuf_c_version());
 	snprintf(v[1].version, sizeof(v[1].version), "%s", nghttp2_version(0)->version_str);
 	snprintf(v[2].version, sizeof(v[2].version), "%s", mbed);
 	snprintf(v[3].version, sizeof(v[3].version), "%s", json_lib_version());
-	snprintf(v[4].version, sizeof(v[4].version), "%s", nvme_get_version(NVME_VERSION_PROJECT));
+	snprintf(v[4].version, sizeof(v[4].version), "%s", yaml_get_version_string());
 }
 
 int version_main(int argc, char **argv)

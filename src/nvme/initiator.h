@@ -4,9 +4,9 @@
  * plain directory tree in tests) and device nodes go below ctx->dev_root ("/dev").  libnvme 1.3
  * (Debian 12) has its sysfs paths compiled in and does not read LIBNVME_SYSFS_PATH (added in
  * later releases) and hides the connect's errno, so the kernel calls sit behind
- * `struct nvme_kernel_ops`: the production table (nvme_kernel_ops_libnvme, a historical name)
- * connects by writing to /dev/nvme-fabrics itself (kernel.c) and deletes controllers through
- * sysfs; tests substitute fakes that add and remove entries in the fake sysfs tree.
+ * `struct nvme_kernel_ops`: the production table (nvme_kernel_ops_sys) connects by writing to
+ * /dev/nvme-fabrics itself (kernel.c), the interface libnvme uses inside, and deletes controllers
+ * through sysfs; libnvme is not linked at all; tests substitute fakes that add and remove entries in the fake sysfs tree.
  *
  * Error codes (negative errno, message in e), chosen so that a role maps them to CSI codes:
  *   -EAGAIN     the target or a dying controller is in the way: UNAVAILABLE (csi.md §7.2)
@@ -49,7 +49,7 @@ struct nvme_kernel_ops {
 	void *ctx;
 };
 
-extern const struct nvme_kernel_ops nvme_kernel_ops_libnvme;
+extern const struct nvme_kernel_ops nvme_kernel_ops_sys;
 
 struct nvme_ctx {
 	const char *sysfs_root; /* "/sys" */

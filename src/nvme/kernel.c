@@ -87,7 +87,7 @@ static int k_mknod(void *ctx, const char *path, unsigned major, unsigned minor, 
 	return 0;
 }
 
-const struct nvme_kernel_ops nvme_kernel_ops_libnvme = {
+const struct nvme_kernel_ops nvme_kernel_ops_sys = {
     .connect = k_connect,
     .disconnect = k_disconnect,
     .mknod_blk = k_mknod,

@@ -12,7 +12,7 @@ set -euo pipefail
 # e2fsprogs xfsprogs lvm2 iproute2 util-linux
 #                  tools copied into the VMs (with their shared libraries)
 # xz-utils zstd    vmlinux extraction from vmlinuz, compressed modules
-# nvme-cli         diagnostics inside the VMs only (our binary uses libnvme)
+# nvme-cli         diagnostics inside the VMs only (our binary speaks to /dev/nvme-fabrics itself)
 # strace           syscall counts of the agent inside the VM (scenario scale200)
 # gcc make binutils libelf1
 #                  OpenZFS's kernel modules (zfs-build.sh; libelf1 for the

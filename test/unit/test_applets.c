@@ -175,7 +175,7 @@ START_TEST(test_binary_version_json)
 	ck_assert_ptr_nonnull(json_get_str(v, "gitCommit"));
 	ck_assert_ptr_nonnull(json_get_str(v, "buildDate"));
 	const cJSON *libs = cJSON_GetObjectItemCaseSensitive(v, "libraries");
-	static const char *const names[] = {"protobuf-c", "nghttp2", "mbedtls", "cJSON", "libnvme"};
+	static const char *const names[] = {"protobuf-c", "nghttp2", "mbedtls", "cJSON", "libyaml"};
 	for (int i = 0; i < 5; i++) {
 		const char *ver = json_get_str(libs, names[i]);
 		ck_assert_msg(ver && ver[0] >= '0' && ver[0] <= '9', "%s version %s", names[i],

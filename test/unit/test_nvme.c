@@ -103,7 +103,7 @@ START_TEST(test_kernel_connect_errno_passes_through)
 	                              .subsysnqn = "nqn.2026-01.com.bhyoo.pillar-csi:tank.v",
 	                              .hostnqn = "nqn.2014-08.org.nvmexpress:uuid:h",
 	                              .hostid = "6f1c1a57-5a8e-4bb9-a7a4-0d1f2cfbd3a1"};
-	struct nvme_kernel_ops ops = nvme_kernel_ops_libnvme;
+	struct nvme_kernel_ops ops = nvme_kernel_ops_sys;
 	struct err e = {0};
 	char dir[4096], file[4200];
 	int inst = -1;
