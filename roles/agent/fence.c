@@ -139,7 +139,7 @@ static int write_mark(const char *state_dir, const char *path, const struct fenc
 		goto fail;
 	/* every member or none: a mark that lost an ended lifecycle would let it back in */
 	bool ok = json_add(o, "volumeUID", cJSON_CreateString(m->uid)) &&
-	          json_add(o, "generation", cJSON_CreateNumber((double)m->generation)) &&
+	          json_add(o, "generation", json_int64((int64_t)m->generation)) &&
 	          json_add(o, "ended", cJSON_CreateBool(m->ended));
 	for (size_t i = 0; ok && i < m->n_ended; i++)
 		ok = json_add(list, NULL, cJSON_CreateString(m->ended_uids[i]));
@@ -148,7 +148,7 @@ static int write_mark(const char *state_dir, const char *path, const struct fenc
 	else
 		cJSON_Delete(list);
 	list = NULL;
-	char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
+	char *text = ok ? json_dump(o) : NULL;
 	if (!text)
 		goto fail;
 	snprintf(gdir, sizeof(gdir), "%s/generations", state_dir);

@@ -128,7 +128,7 @@ int agent_identity_settle(const char *state_dir, const char *volume_id, const ch
 			id = NULL;
 		}
 		if (ok)
-			text = cJSON_PrintUnformatted(o); /* NULL when out of memory */
+			text = json_dump(o); /* NULL when out of memory */
 	}
 	cJSON_Delete(o);
 	cJSON_Delete(id);

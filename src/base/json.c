@@ -9,6 +9,163 @@
 #include "base/file.h"
 
 #define JSON_EXACT_MAX 9007199254740992.0 /* 2^53 */
+/* cJSON prints a number with 15 significant digits when that reads back within its relative
+ * epsilon: integers from 10^15 up would be stored changed, so they are printed here. */
+#define JSON_PRINT_EXACT_MIN 1e15
+#define JSON_INT64_LIMIT     9223372036854775808.0 /* 2^63 */
+
+/* ---- exact integers --------------------------------------------------------------------------
+ * A double holds integers exactly only up to 2^53, so a number item whose integer text has more
+ * than 15 digits keeps that text in valuestring (cJSON frees and duplicates it with the item and
+ * otherwise ignores it for numbers): json_int64_of reads it, json_print prints it. */
+
+struct numscan {
+	const char *p, *end;
+};
+
+/* The next number token after s->p (strings skipped), its length in *n and whether it is an
+ * integer (no fraction, no exponent); NULL when there is none.  The text is valid JSON. */
+static const char *next_number(struct numscan *s, size_t *n, bool *integral)
+{
+	const char *p = s->p;
+	while (p < s->end && *p != '-' && (*p < '0' || *p > '9')) {
+		if (*p++ != '"')
+			continue;
+		while (p < s->end && *p != '"')
+			p += *p == '\\' ? 2 : 1;
+		p++;
+	}
+	if (p >= s->end)
+		return NULL;
+	const char *t = p;
+	*integral = true;
+	for (p++; p < s->end; p++) {
+		bool digit = *p >= '0' && *p <= '9';
+		if (!digit && *p != '.' && *p != 'e' && *p != 'E' && *p != '+' && *p != '-')
+			break;
+		*integral &= digit;
+	}
+	s->p = p;
+	*n = (size_t)(p - t);
+	return t;
+}
+
+static bool long_integer(const char *t, size_t n, bool integral)
+{
+	return integral && n - (*t == '-') > 15;
+}
+
+/* Walks the items from it on in document order beside the text; 0 or -ENOMEM. */
+static int keep_texts(cJSON *it, struct numscan *s)
+{
+	for (; it; it = it->next) {
+		if (cJSON_IsNumber(it)) {
+			size_t n;
+			bool integral;
+			const char *t = next_number(s, &n, &integral);
+			if (t && long_integer(t, n, integral) && !(it->valuestring = strndup(t, n)))
+				return -ENOMEM;
+		} else if (cJSON_IsArray(it) || cJSON_IsObject(it)) {
+			if (keep_texts(it->child, s) < 0)
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static bool has_long_integer(const char *buf, size_t len)
+{
+	struct numscan s = {buf, buf + len};
+	size_t n;
+	bool integral;
+	for (const char *t; (t = next_number(&s, &n, &integral));)
+		if (long_integer(t, n, integral))
+			return true;
+	return false;
+}
+
+int json_int64_of(const cJSON *v, int64_t *out)
+{
+	const char *text = cJSON_IsRaw(v) || cJSON_IsNumber(v) ? v->valuestring : NULL;
+	if (text) {
+		char *end;
+		errno = 0;
+		long long x = strtoll(text, &end, 10);
+		if (errno || *end || end == text)
+			return -EINVAL;
+		*out = x;
+		return 0;
+	}
+	if (!cJSON_IsNumber(v))
+		return -EINVAL;
+	double d = v->valuedouble;
+	/* the range first: converting a double beyond int64_t is undefined */
+	if (!(d >= -JSON_EXACT_MAX && d <= JSON_EXACT_MAX) || d != floor(d))
+		return -EINVAL;
+	*out = (int64_t)d;
+	return 0;
+}
+
+cJSON *json_int64(int64_t x)
+{
+	cJSON *v = cJSON_CreateNumber((double)x);
+	char buf[24];
+	snprintf(buf, sizeof(buf), "%lld", (long long)x);
+	if (v && long_integer(buf, strlen(buf), true) && !(v->valuestring = strdup(buf))) {
+		cJSON_Delete(v);
+		return NULL;
+	}
+	return v;
+}
+
+static bool print_exact(const cJSON *v)
+{
+	double d = fabs(v->valuedouble);
+	return v->valuestring ||
+	       (d >= JSON_PRINT_EXACT_MIN && d < JSON_INT64_LIMIT && d == floor(d));
+}
+
+static bool needs_exact(const cJSON *it)
+{
+	for (; it; it = it->next)
+		if ((cJSON_IsNumber(it) && print_exact(it)) || needs_exact(it->child))
+			return true;
+	return false;
+}
+
+/* Turns the numbers print_exact selects into raw items carrying their digits; 0 or -ENOMEM. */
+static int to_raw(cJSON *it)
+{
+	for (; it; it = it->next) {
+		if (cJSON_IsNumber(it) && print_exact(it)) {
+			if (!it->valuestring) {
+				char buf[32];
+				snprintf(buf, sizeof(buf), "%.0f", it->valuedouble);
+				if (!(it->valuestring = strdup(buf)))
+					return -ENOMEM;
+			}
+			it->type = cJSON_Raw;
+		} else if (to_raw(it->child) < 0) {
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+char *json_print(const cJSON *v, bool pretty)
+{
+	cJSON *copy = NULL;
+	if (v && cJSON_IsNumber(v) ? print_exact(v) : needs_exact(v ? v->child : NULL)) {
+		if (!(copy = cJSON_Duplicate(v, true)) || to_raw(copy) < 0) {
+			cJSON_Delete(copy);
+			return NULL;
+		}
+		v = copy;
+	}
+	char *text = pretty ? cJSON_Print(v) : cJSON_PrintUnformatted(v);
+	cJSON_Delete(copy);
+	return text;
+}
 
 int json_parse_strict(const char *buf, size_t len, cJSON **out, struct err *e)
 {
@@ -31,6 +188,13 @@ int json_parse_strict(const char *buf, size_t len, cJSON **out, struct err *e)
 			cJSON_Delete(v);
 			return err_set(e, -EBADMSG, "invalid JSON: trailing data at byte %zu",
 			               (size_t)(p - buf));
+		}
+	}
+	if (has_long_integer(buf, len)) {
+		struct numscan s = {buf, buf + len};
+		if (cJSON_IsNumber(v) ? keep_texts(v, &s) : keep_texts(v->child, &s)) {
+			cJSON_Delete(v);
+			return err_set(e, -ENOMEM, "out of memory");
 		}
 	}
 	*out = v;
@@ -56,7 +220,7 @@ int json_read_file(const char *path, cJSON **out, struct err *e)
 
 int json_write_file(const char *path, const cJSON *v, mode_t mode, struct err *e)
 {
-	char *text = cJSON_Print(v);
+	char *text = json_print(v, true);
 	size_t n;
 	int r;
 
@@ -87,17 +251,9 @@ const char *json_get_str(const cJSON *obj, const char *key)
 int json_get_int64(const cJSON *obj, const char *key, int64_t *out)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-	double d;
-
 	if (!v || cJSON_IsNull(v))
 		return -ENOENT;
-	if (!cJSON_IsNumber(v))
-		return -EINVAL;
-	d = v->valuedouble;
-	if (!isfinite(d) || d != floor(d) || fabs(d) > JSON_EXACT_MAX)
-		return -EINVAL;
-	*out = (int64_t)d;
-	return 0;
+	return cJSON_IsNumber(v) ? json_int64_of(v, out) : -EINVAL;
 }
 
 int json_get_bool(const cJSON *obj, const char *key, bool *out)
@@ -113,7 +269,7 @@ int json_get_bool(const cJSON *obj, const char *key, bool *out)
 
 char *json_dump(const cJSON *v)
 {
-	return cJSON_PrintUnformatted(v);
+	return json_print(v, false);
 }
 
 const char *json_lib_version(void)

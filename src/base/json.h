@@ -1,8 +1,14 @@
 /* json — helpers over cJSON for records, configuration and Kubernetes-shaped objects.
  *
  * Parsing is strict: one JSON value filling the whole input (whitespace aside), so a
- * truncated or concatenated record is -EBADMSG, never half-read.  Integer getters refuse
- * fractions and values outside the range a double carries exactly (|v| <= 2^53).
+ * truncated or concatenated record is -EBADMSG, never half-read.
+ *
+ * Integers are exact over the whole int64_t range, both ways (Kubernetes' int64 fields, e.g.
+ * capacityBytes): a parsed integer of more than 15 digits keeps its text in the number item's
+ * valuestring (a double carries only 2^53 exactly), json_int64 creates such items, and
+ * json_print/json_dump/json_write_file print integers of 10^15 and more digit for digit (cJSON
+ * alone prints 15 significant digits).  Print through these, never cJSON_Print*, and read
+ * integers with json_int64_of/json_get_int64, never valuedouble.
  */
 #ifndef PILLAR_BASE_JSON_H
 #define PILLAR_BASE_JSON_H
@@ -31,6 +37,12 @@ const char *json_get_str(const cJSON *obj, const char *key);
 
 /* 0, -ENOENT (absent or null) or -EINVAL (not an exact integer in range). */
 int json_get_int64(const cJSON *obj, const char *key, int64_t *out);
+/* The integer of a number item, or of a raw item's text (a plain YAML scalar, base/yaml.h):
+ * 0, or -EINVAL when it is not an integer in int64_t's range (a number item without its text:
+ * only up to 2^53). */
+int json_int64_of(const cJSON *v, int64_t *out);
+/* A number item carrying x exactly (NULL when out of memory). */
+cJSON *json_int64(int64_t x);
 
 /* 0, -ENOENT or -EINVAL (not a boolean). */
 int json_get_bool(const cJSON *obj, const char *key, bool *out);
@@ -49,5 +61,8 @@ bool json_add(cJSON *o, const char *key, cJSON *item);
 
 /* Compact text (malloc'd, caller frees), or NULL when out of memory. */
 char *json_dump(const cJSON *v);
+/* cJSON_Print (pretty) or cJSON_PrintUnformatted with exact integers; NULL when out of
+ * memory. */
+char *json_print(const cJSON *v, bool pretty);
 
 #endif

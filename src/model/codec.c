@@ -22,32 +22,6 @@ static int type_err(struct err *e, const char *path, const char *what)
 	return err_set(e, -EINVAL, "%s must be %s", path, what);
 }
 
-/* Integers are exact in JSON (a double) up to 2^53: the range both spellings accept, so that
- * whatever decodes also encodes and decodes again (found by fuzz_model). */
-#define INT_EXACT 9007199254740992LL
-
-static int dec_int(const cJSON *v, int64_t *out)
-{
-	if (cJSON_IsNumber(v)) {
-		double d = v->valuedouble;
-		/* the range first: converting a double beyond int64_t is undefined */
-		if (!(d >= (double)-INT_EXACT && d <= (double)INT_EXACT) || d != (double)(int64_t)d)
-			return -EINVAL;
-		*out = (int64_t)d;
-		return 0;
-	}
-	if (cJSON_IsRaw(v) && v->valuestring) { /* a plain YAML scalar */
-		char *end;
-		errno = 0;
-		long long x = strtoll(v->valuestring, &end, 10);
-		if (errno || *end || end == v->valuestring || x > INT_EXACT || x < -INT_EXACT)
-			return -EINVAL;
-		*out = x;
-		return 0;
-	}
-	return -EINVAL;
-}
-
 static int dec_bool(const cJSON *v, bool *out)
 {
 	if (cJSON_IsBool(v)) {
@@ -70,7 +44,7 @@ static int dec_text(const cJSON *v, char **out)
 	const char *s = NULL;
 	if (cJSON_IsString(v) || (cJSON_IsRaw(v) && v->valuestring))
 		s = v->valuestring;
-	else if (cJSON_IsNumber(v) && dec_int(v, &i) == 0)
+	else if (cJSON_IsNumber(v) && json_int64_of(v, &i) == 0)
 		snprintf(buf, sizeof(buf), "%lld", (long long)i), s = buf;
 	else if (cJSON_IsBool(v))
 		s = cJSON_IsTrue(v) ? "true" : "false";
@@ -159,14 +133,15 @@ static int dec_field(const struct model_field *f, const cJSON *v, void *obj, con
 		char buf[32];
 		if (cJSON_IsString(v))
 			return model_str_set(AT(obj, f->off, char *), v->valuestring);
-		if (dec_int(v, &i) < 0 || !cJSON_IsNumber(v))
+		if (json_int64_of(v, &i) < 0 || !cJSON_IsNumber(v))
 			return type_err(e, path, "a quantity");
 		snprintf(buf, sizeof(buf), "%lld", (long long)i);
 		return model_str_set(AT(obj, f->off, char *), buf);
 	}
 	case MODEL_INT:
-		return dec_int(v, AT(obj, f->off, int64_t)) < 0 ? type_err(e, path, "an integer")
-		                                                : 0;
+		return json_int64_of(v, AT(obj, f->off, int64_t)) < 0
+		           ? type_err(e, path, "an integer")
+		           : 0;
 	case MODEL_BOOL:
 		return dec_bool(v, AT(obj, f->off, bool)) < 0 ? type_err(e, path, "true or false")
 		                                              : 0;
@@ -290,7 +265,7 @@ static cJSON *enc_field(const struct model_field *f, const void *obj, const cJSO
 		v = cJSON_CreateString(s);
 		break;
 	}
-	case MODEL_INT: v = cJSON_CreateNumber((double)*CAT(obj, f->off, int64_t)); break;
+	case MODEL_INT: v = json_int64(*CAT(obj, f->off, int64_t)); break;
 	case MODEL_BOOL: v = cJSON_CreateBool(*CAT(obj, f->off, bool)); break;
 	case MODEL_MAP:
 	case MODEL_TEXTMAP: {
@@ -527,7 +502,7 @@ char *model_type_encode_text(const struct model_type *t, const void *obj)
 char *model_type_encode_pretty(const struct model_type *t, const void *obj)
 {
 	cJSON *j = encode_type(t, obj);
-	char *p = j ? cJSON_Print(j) : NULL, *s = p ? strdup(p) : NULL;
+	char *p = j ? json_print(j, true) : NULL, *s = p ? strdup(p) : NULL;
 	cJSON_free(p);
 	cJSON_Delete(j);
 	return s;

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "model/model.h"
 
 static const cJSON *filter(const cJSON *arr, const char *key, const char *val)
@@ -58,10 +59,12 @@ void model_jsonpath_json(const void *json, const char *path, char *buf, size_t c
 		snprintf(buf, cap, "%s", cur->valuestring);
 	else if (cJSON_IsBool(cur))
 		snprintf(buf, cap, "%s", cJSON_IsTrue(cur) ? "true" : "false");
+	else if (cJSON_IsNumber(cur) && cur->valuestring) /* an exact integer (base/json.h) */
+		snprintf(buf, cap, "%s", cur->valuestring);
 	else if (cJSON_IsNumber(cur))
 		snprintf(buf, cap, "%.0f", cur->valuedouble);
 	else if (!cJSON_IsNull(cur)) {
-		char *s = cJSON_PrintUnformatted(cur);
+		char *s = json_dump(cur);
 		snprintf(buf, cap, "%s", s ? s : "");
 		cJSON_free(s);
 	}

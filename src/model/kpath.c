@@ -24,9 +24,12 @@ static void push(struct nodes *ns, const cJSON *v)
 
 /* ---- values as kubectl prints them ---------------------------------------------------------- */
 
-static void put_number(FILE *f, double d)
+static void put_number(FILE *f, const cJSON *v)
 {
-	if (d == floor(d) && fabs(d) < 1e18)
+	double d = v->valuedouble;
+	if (v->valuestring) /* an exact integer (base/json.h) */
+		fputs(v->valuestring, f);
+	else if (d == floor(d) && fabs(d) < 1e18)
 		fprintf(f, "%lld", (long long)d);
 	else
 		fprintf(f, "%g", d);
@@ -81,7 +84,7 @@ static void put_json(FILE *f, const cJSON *v)
 	if (cJSON_IsString(v)) {
 		put_json_string(f, v->valuestring);
 	} else if (cJSON_IsNumber(v)) {
-		put_number(f, v->valuedouble);
+		put_number(f, v);
 	} else if (cJSON_IsBool(v)) {
 		fputs(cJSON_IsTrue(v) ? "true" : "false", f);
 	} else if (cJSON_IsArray(v)) {

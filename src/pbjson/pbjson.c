@@ -146,16 +146,17 @@ static const ProtobufCFieldDescriptor *field_by_json_name(const ProtobufCMessage
 	return NULL;
 }
 
-static int get_int(const cJSON *v, double lo, double hi, long double *out)
+static int get_int(const cJSON *v, long double lo, long double hi, long double *out)
 {
-	if (cJSON_IsNumber(v)) {
+	if (cJSON_IsNumber(v) && !v->valuestring) {
 		double x = v->valuedouble;
 		if (x != floor(x) || x < lo || x > hi || fabs(x) > EXACT)
 			return -EINVAL;
 		*out = x;
 		return 0;
 	}
-	if (cJSON_IsString(v) && *v->valuestring) {
+	/* a decimal string, or a long integer's exact text (base/json.h) */
+	if ((cJSON_IsString(v) || cJSON_IsNumber(v)) && v->valuestring && *v->valuestring) {
 		char *end;
 		errno = 0;
 		if (v->valuestring[0] == '-') {
@@ -201,13 +202,13 @@ static int set_number(const ProtobufCFieldDescriptor *f, const cJSON *v, void *d
 	case PROTOBUF_C_TYPE_INT64:
 	case PROTOBUF_C_TYPE_SINT64:
 	case PROTOBUF_C_TYPE_SFIXED64:
-		if (get_int(v, -9223372036854775808.0, 9223372036854775807.0, &x) < 0)
+		if (get_int(v, -9223372036854775808.0L, 9223372036854775807.0L, &x) < 0)
 			return -EINVAL;
 		*(int64_t *)dst = (int64_t)x;
 		return 0;
 	case PROTOBUF_C_TYPE_UINT64:
 	case PROTOBUF_C_TYPE_FIXED64:
-		if (get_int(v, 0, 18446744073709551615.0, &x) < 0)
+		if (get_int(v, 0, 18446744073709551615.0L, &x) < 0)
 			return -EINVAL;
 		*(uint64_t *)dst = (uint64_t)x;
 		return 0;
@@ -654,7 +655,7 @@ char *pbjson_log_text(const ProtobufCMessage *m)
 		cJSON_Delete(j);
 		return NULL;
 	}
-	char *t = cJSON_PrintUnformatted(j);
+	char *t = json_dump(j);
 	cJSON_Delete(j);
 	return t;
 }
@@ -677,7 +678,7 @@ char *pbjson_text(const ProtobufCMessage *m, unsigned flags)
 	char *t = NULL;
 
 	if (j)
-		t = flags & PBJSON_PRETTY ? cJSON_Print(j) : cJSON_PrintUnformatted(j);
+		t = json_print(j, flags & PBJSON_PRETTY);
 	cJSON_Delete(j);
 	return t;
 }

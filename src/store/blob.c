@@ -20,7 +20,7 @@ struct store_blob *store_blob_new(const char *text, size_t len)
 
 struct store_blob *store_blob_of(const cJSON *obj)
 {
-	char *text = cJSON_PrintUnformatted(obj);
+	char *text = json_dump(obj); /* exact integers (base/json.h) */
 	struct store_blob *b = text ? store_blob_new(text, strlen(text)) : NULL;
 	free(text);
 	return b;

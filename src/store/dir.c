@@ -544,7 +544,7 @@ static int commit(struct dstore *s, struct opreq *q, const char *key, const char
 		return 0;
 	}
 	dir_meta_set_rv(next, rv);
-	char *text = cJSON_Print(next); /* the file stays readable: one field per line */
+	char *text = json_print(next, true); /* the file stays readable: one field per line */
 	if (!text)
 		return err_set(e, -ENOMEM, "encode %s: out of memory", path);
 	size_t len = strlen(text);

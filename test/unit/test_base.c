@@ -443,6 +443,72 @@ START_TEST(test_str_copy)
 }
 END_TEST
 
+/* Integers of 10^15 and more, up to int64_t's limits, survive parse → print → parse digit for
+ * digit (cJSON alone printed 15 significant digits: 1000000000000001 came back as 1e15, and a
+ * double cannot even hold 2^53+1), whether parsed, created with json_int64 or nested among
+ * strings that contain digits and escaped quotes. */
+START_TEST(test_json_exact_integers)
+{
+	static const char text[] =
+	    "{\"a\\\"1\":\"12345678901234567\",\"l\":[999999999999999,1000000000000001,"
+	    "9007199254740993,9223372036854775807,-9223372036854775808,-1000000000000001,12,1.5],"
+	    "\"o\":{\"c\":1125899906842625}}";
+	static const int64_t want[] = {999999999999999LL,
+	                               1000000000000001LL,
+	                               9007199254740993LL,
+	                               INT64_MAX,
+	                               INT64_MIN,
+	                               -1000000000000001LL,
+	                               12};
+	cJSON *v = NULL, *again = NULL;
+	struct err e = {0};
+	int64_t i;
+	ck_assert_int_eq(json_parse_strict(text, strlen(text), &v, &e), 0);
+	const cJSON *l = cJSON_GetObjectItem(v, "l");
+	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+		ck_assert_int_eq(json_int64_of(cJSON_GetArrayItem(l, (int)k), &i), 0);
+		ck_assert_int_eq(i, want[k]);
+	}
+	ck_assert_int_eq(json_int64_of(cJSON_GetArrayItem(l, 7), &i), -EINVAL);
+	ck_assert_int_eq(json_get_int64(cJSON_GetObjectItem(v, "o"), "c", &i), 0);
+	ck_assert_int_eq(i, 1125899906842625LL);
+	ck_assert_str_eq(json_get_str(v, "a\"1"), "12345678901234567");
+	char *t = json_dump(v);
+	ck_assert_str_eq(t, text);
+	free(t);
+	/* a subtree prints alone, pretty too */
+	t = json_print(cJSON_GetArrayItem(l, 3), true);
+	ck_assert_str_eq(t, "9223372036854775807");
+	free(t);
+	t = json_print(v, true);
+	ck_assert_int_eq(json_parse_strict(t, strlen(t), &again, &e), 0);
+	ck_assert_int_eq(json_int64_of(cJSON_GetArrayItem(cJSON_GetObjectItem(again, "l"), 4), &i),
+	                 0);
+	ck_assert_int_eq(i, INT64_MIN);
+	free(t);
+	cJSON_Delete(again);
+	cJSON_Delete(v);
+	/* created */
+	static const int64_t made[] = {INT64_MAX, INT64_MIN, 1000000000000001LL,
+	                               9007199254740993LL};
+	static const char *const printed[] = {"9223372036854775807", "-9223372036854775808",
+	                                      "1000000000000001", "9007199254740993"};
+	for (size_t k = 0; k < 4; k++) {
+		v = json_int64(made[k]);
+		t = json_dump(v);
+		ck_assert_str_eq(t, printed[k]);
+		ck_assert_int_eq(json_int64_of(v, &i), 0);
+		ck_assert_int_eq(i, made[k]);
+		free(t);
+		cJSON_Delete(v);
+	}
+	/* beyond int64_t */
+	ck_assert_int_eq(json_parse_strict("[9223372036854775808]", 21, &v, &e), 0);
+	ck_assert_int_eq(json_int64_of(v->child, &i), -EINVAL);
+	cJSON_Delete(v);
+}
+END_TEST
+
 /* The reference values of the FNV authors' test suite (fnv-1a, 32 and 64 bits). */
 START_TEST(test_hash_fnv1a)
 {
@@ -615,6 +681,7 @@ int main(void)
 	tcase_add_test(t, test_file_atomic_write_and_read);
 	tcase_add_test(t, test_file_failed_write_keeps_old);
 	tcase_add_test(t, test_json_strict_refuses_truncated_and_corrupt);
+	tcase_add_test(t, test_json_exact_integers);
 	tcase_add_test(t, test_err_helpers);
 	suite_add_tcase(s, t);
 	t = tcase_create("str_time");

@@ -258,6 +258,13 @@ START_TEST(test_int64_and_timestamps)
 	roundtrip(cv, "{\"capacityBytes\":1}", "{\"capacityBytes\":\"1\"}");
 	roundtrip(cv, "{\"capacity_bytes\":\"-9223372036854775808\"}",
 	          "{\"capacityBytes\":\"-9223372036854775808\"}");
+	/* numbers beyond 2^53 are read exactly too (base/json.h keeps their text) */
+	roundtrip(cv, "{\"capacityBytes\":9007199254740993}",
+	          "{\"capacityBytes\":\"9007199254740993\"}");
+	roundtrip(cv, "{\"capacityBytes\":9223372036854775807}",
+	          "{\"capacityBytes\":\"9223372036854775807\"}");
+	roundtrip(cv, "{\"capacityBytes\":9223372036854775808}", NULL);
+	roundtrip(cv, "{\"capacityBytes\":\"9223372036854775808\"}", NULL); /* was INT64_MIN */
 	roundtrip(hc, "{\"checkedAt\":\"1970-01-01T00:00:00Z\"}",
 	          "{\"checkedAt\":\"1970-01-01T00:00:00Z\"}");
 	roundtrip(hc, "{\"checked_at\":{\"seconds\":1796282654,\"nanos\":250000000}}",

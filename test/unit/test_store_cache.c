@@ -196,6 +196,33 @@ START_TEST(test_reads_from_memory)
 }
 END_TEST
 
+/* An int64 beyond 2^53 (capacityBytes, crds.md) is kept digit for digit by the embedded store
+ * and by the cache's compact texts (base/json.h; a cJSON print changed 8 PiB + 1). */
+START_TEST(test_integers_exact)
+{
+	const struct store_kind *k = store_kind_lookup("pvst");
+	cJSON *o = pvst("pvc-big", "a"), *got = NULL;
+	int64_t cap = 0;
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "spec"), "capacityBytes",
+	                          json_int64(9007199254740993LL));
+	ck_assert_int_eq(store_create(other, o, NULL, NULL), 0);
+	cJSON_Delete(o);
+	ck_assert_int_eq(store_get(other, k, NULL, "pvc-big", &got, NULL), 0);
+	ck_assert_int_eq(json_get_int64(cJSON_GetObjectItem(got, "spec"), "capacityBytes", &cap),
+	                 0);
+	ck_assert_int_eq(cap, 9007199254740993LL);
+	cJSON_Delete(got);
+	open_cache();
+	store_cache_thread_reads(true);
+	ck_assert_int_eq(store_get(cache, k, NULL, "pvc-big", &got, NULL), 0);
+	ck_assert_int_eq(json_get_int64(cJSON_GetObjectItem(got, "spec"), "capacityBytes", &cap),
+	                 0);
+	ck_assert_int_eq(cap, 9007199254740993LL);
+	cJSON_Delete(got);
+	store_cache_thread_reads(false);
+}
+END_TEST
+
 START_TEST(test_changes_elsewhere_arrive_by_watch)
 {
 	const struct store_kind *k = store_kind_lookup("pvst");
@@ -346,6 +373,7 @@ int main(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, test_reads_from_memory);
+	tcase_add_test(t, test_integers_exact);
 	tcase_add_test(t, test_changes_elsewhere_arrive_by_watch);
 	tcase_add_test(t, test_writes_visible_at_once_and_other_threads_read_through);
 	tcase_add_test(t, test_last_finalizer_removed_is_gone);
