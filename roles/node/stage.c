@@ -356,8 +356,13 @@ static int stage_record(struct node *n, const Csi__V1__NodeStageVolumeRequest *r
 	str_copy(rec.staging_path, sizeof(rec.staging_path), req->staging_target_path);
 	str_copy(rec.namespace_uuid, sizeof(rec.namespace_uuid), d->uuid);
 	str_copy(rec.namespace_nguid, sizeof(rec.namespace_nguid), d->nguid);
-	if (node_record_write(n->state_dir, &rec, &e) < 0)
-		return grpc_status_set(st, GRPC_INTERNAL, "write stage record: %s", e.msg);
+	int r = node_record_write(n->state_dir, &rec, &e);
+	if (r < 0) /* no space (or memory) is RESOURCE_EXHAUSTED, as everywhere (grpc/status.h) */
+		return grpc_status_set(st,
+		                       r == -ENOSPC || r == -EDQUOT || r == -ENOMEM
+		                           ? GRPC_RESOURCE_EXHAUSTED
+		                           : GRPC_INTERNAL,
+		                       "write stage record: %s", e.msg);
 	log_info("staged volume", "volume", req->volume_id, "device", d->name, "staging",
 	         req->staging_target_path);
 	return GRPC_OK;

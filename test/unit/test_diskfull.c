@@ -21,6 +21,7 @@
 #include "agent/identity.h"
 #include "base/json.h"
 #include "node/record.h"
+#include "node_fixture.h"
 #include "rules/nqn.h"
 #include "store/store.h"
 #include "testutil.h"
@@ -68,12 +69,12 @@ static void teardown(void)
 	rmdir(root);
 }
 
-/* Writes root/filler until the filesystem is full. */
-static void fill(void)
+/* Writes dir/filler until the filesystem is full. */
+static void fill_dir(const char *dir)
 {
-	char path[600], block[4096];
+	char path[PATH_MAX], block[4096];
 	memset(block, 'x', sizeof(block));
-	snprintf(path, sizeof(path), "%s/filler", root);
+	snprintf(path, sizeof(path), "%s/filler", dir);
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	ck_assert_int_ge(fd, 0);
 	ssize_t w;
@@ -83,11 +84,21 @@ static void fill(void)
 	close(fd);
 }
 
+static void unfill_dir(const char *dir)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/filler", dir);
+	ck_assert_int_eq(unlink(path), 0);
+}
+
+static void fill(void)
+{
+	fill_dir(root);
+}
+
 static void unfill(void)
 {
-	char path[600];
-	snprintf(path, sizeof(path), "%s/filler", root);
-	ck_assert_int_eq(unlink(path), 0);
+	unfill_dir(root);
 }
 
 /* The error names the file and ENOSPC. */
@@ -144,6 +155,37 @@ START_TEST(test_stage_record)
 	ck_assert_msg(node_record_write(state, &w, &e) == 0, "%s", e.msg);
 	ck_assert_int_eq(node_record_read(state, NVOL, &r, &e), 0);
 	ck_assert_str_eq(r.staging_path, "/var/lib/kubelet/second");
+}
+END_TEST
+
+/* NodeStageVolume whose stage record cannot be written for want of space: RESOURCE_EXHAUSTED
+ * naming the file and ENOSPC (it answered INTERNAL), and the retry once space is back records
+ * the volume (the mount is found and kept, csi.md §7.1 step 5). */
+START_TEST(test_node_stage_disk_full)
+{
+	struct env v;
+	struct sreq s;
+	struct grpc_status st;
+	char path[PATH_MAX];
+	struct err e = {0};
+	env_init(&v, 0);
+	ck_assert_msg(mount("tmpfs", v.state, "tmpfs", 0, "size=64k,mode=0700") == 0,
+	              "mount tmpfs: %s", strerror(errno));
+	fill_dir(v.state);
+	sreq_init(&s, &v, 0, NULL);
+	ck_assert_int_eq(stage(&v, &s, &st), GRPC_RESOURCE_EXHAUSTED);
+	ck_assert_int_eq(node_record_path(v.state, VOL, path, sizeof(path), &e), 0);
+	ck_assert_msg(strstr(st.msg, path) && strstr(st.msg, "No space left on device (ENOSPC)"),
+	              "%s", st.msg);
+	expect_no_temp(v.state);
+	unfill_dir(v.state);
+	ck_assert_msg(stage(&v, &s, &st) == GRPC_OK, "%s", st.msg);
+	ck_assert_int_eq(v.m.mounts, 1);
+	struct node_record r;
+	ck_assert_msg(node_record_read(v.state, VOL, &r, &e) == 0, "%s", e.msg);
+	ck_assert_str_eq(r.staging_path, v.staging);
+	ck_assert_int_eq(umount(v.state), 0);
+	env_done(&v);
 }
 END_TEST
 
@@ -270,6 +312,7 @@ int main(void)
 	TCase *tc = tcase_create("tmpfs");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_stage_record);
+	tcase_add_test(tc, test_node_stage_disk_full);
 	tcase_add_test(tc, test_fencing_mark);
 	tcase_add_test(tc, test_identity_pin);
 	tcase_add_test(tc, test_embedded_store);

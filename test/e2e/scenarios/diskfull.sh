@@ -49,7 +49,7 @@ step "stage-record directory full: NodeStageVolume fails naming the record and E
 fill "$NODE_STATE"
 mkdir -p "$(staging_of dfv)"
 REQ="{\"volume_id\":\"$(csi_vid dfv)\",\"staging_target_path\":\"$(staging_of dfv)\",\"volume_capability\":$(cap_json block),\"volume_context\":$(ctx_json dfv block 30 2)}"
-must_fail INTERNAL "write stage record: write $(record_of dfv): No space left on device \\(ENOSPC\\)\$" node_call NodeStageVolume "$REQ"
+must_fail RESOURCE_EXHAUSTED "write stage record: write $(record_of dfv): No space left on device \\(ENOSPC\\)\$" node_call NodeStageVolume "$REQ"
 assert_not [ -e "$(record_of dfv)" ]
 unfill "$NODE_STATE"
 must node_call NodeStageVolume "$REQ" >/dev/null
