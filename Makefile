@@ -174,9 +174,13 @@ $(BUILD)/unit/%: $(BUILD)/san/test/unit/%.o $(UNIT_HOBJ) $(SAN_OBJ)
 	@echo '  LD san  $@'
 	$(Q)$(CC) -fsanitize=address,undefined $(UNIT_LDFLAGS) -o $@ $^ $(DYN_LIBS) $(CHECK_LIBS)
 
-# the allocation-failure sweep counts (and fails) allocations through wrappers of its own
-$(BUILD)/unit/test_allocfail $(BUILD)/unit/test_allocfail_ctl: UNIT_LDFLAGS := \
+# the allocation-failure sweep counts (and fails) allocations through wrappers of its own; with
+# libyaml and mbedtls linked statically, --wrap reaches their allocations too
+ALLOCFAIL_BIN := $(BUILD)/unit/test_allocfail $(BUILD)/unit/test_allocfail_ctl $(BUILD)/unit/test_allocfail_tls
+$(ALLOCFAIL_BIN): UNIT_LDFLAGS := \
   -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup
+$(ALLOCFAIL_BIN): DYN_LIBS := -Wl,-Bstatic -lyaml \
+  -lmbedtls -lmbedx509 -lmbedcrypto -Wl,-Bdynamic -lprotobuf-c -lnghttp2 -lm -pthread
 
 unit: $(UNIT_BIN) $(BUILD)/pillar-csi
 	@PILLAR_BIN=$(abspath $(BUILD)/pillar-csi) sh test/tools/run-unit.sh $(UNIT_BIN)

@@ -70,8 +70,10 @@ static int parse_mark(const char *path, struct fence_mark *m, struct err *e)
 	memset(m, 0, sizeof(*m));
 	if (r == -ENOENT)
 		return -ENOENT;
-	if (r < 0)
+	if (r == -EBADMSG)
 		return corrupt(e, path, pe.msg);
+	if (r < 0) /* unreadable now (out of memory, EIO): not corrupt */
+		return err_set(e, r, "%s", pe.msg);
 	const cJSON *uid = cJSON_GetObjectItemCaseSensitive(root, "volumeUID");
 	const cJSON *ended = cJSON_GetObjectItemCaseSensitive(root, "ended");
 	const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "endedUIDs");

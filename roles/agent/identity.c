@@ -55,8 +55,10 @@ static int read_record(const char *path, char *uid, size_t uid_cap, struct rules
 	int r = json_read_file(path, &root, &pe);
 	if (r == -ENOENT)
 		return r;
-	if (r < 0)
+	if (r == -EBADMSG)
 		return err_set(e, -EBADMSG, "corrupt identity record %s: %s", path, pe.msg);
+	if (r < 0) /* unreadable now (out of memory, EIO): not corrupt */
+		return err_set(e, r, "%s", pe.msg);
 	const cJSON *ident = cJSON_GetObjectItemCaseSensitive(root, "identity");
 	const char *u = json_get_str(root, "volumeUID");
 	const char *uu = json_get_str(ident, "uuid"), *ng = json_get_str(ident, "nguid");

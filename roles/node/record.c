@@ -76,11 +76,12 @@ static int parse_file(const char *path, struct node_record *r, struct err *e)
 	rc = json_read_file(path, &root, e);
 	if (rc == -ENOENT)
 		return -ENOENT;
+	if (rc < 0 && rc != -EBADMSG)
+		return rc; /* unreadable now (out of memory, EIO), not corrupt: e says why */
 	if (rc < 0) {
 		char why[ERR_MSG_MAX];
 		str_copy(why, sizeof(why), e ? e->msg : "unreadable");
-		return err_set(e, rc == -EBADMSG ? -EBADMSG : rc, "corrupt stage record %s: %s",
-		               path, why);
+		return err_set(e, -EBADMSG, "corrupt stage record %s: %s", path, why);
 	}
 	rc = -EBADMSG;
 	if (!cJSON_IsObject(root)) {

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +168,25 @@ char *json_print(const cJSON *v, bool pretty)
 	return text;
 }
 
+/* cJSON answers a failed allocation like a syntax error; its allocations go through here so
+ * that a parse can tell them apart (an unreadable record is not a corrupt one). */
+static _Thread_local bool alloc_failed;
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+
+static void *json_alloc(size_t n)
+{
+	void *p = malloc(n);
+	if (!p)
+		alloc_failed = true;
+	return p;
+}
+
+static void hooks_init(void)
+{
+	cJSON_Hooks h = {json_alloc, free};
+	cJSON_InitHooks(&h);
+}
+
 int json_parse_strict(const char *buf, size_t len, cJSON **out, struct err *e)
 {
 	const char *end = NULL;
@@ -175,7 +195,11 @@ int json_parse_strict(const char *buf, size_t len, cJSON **out, struct err *e)
 	*out = NULL;
 	if (memchr(buf, '\0', len))
 		return err_set(e, -EBADMSG, "invalid JSON: contains a NUL byte");
+	pthread_once(&hooks_once, hooks_init);
+	alloc_failed = false;
 	v = cJSON_ParseWithLengthOpts(buf, len, &end, false);
+	if (!v && alloc_failed)
+		return err_set(e, -ENOMEM, "out of memory");
 	if (!v) {
 		size_t off = end && end >= buf ? (size_t)(end - buf) : 0;
 		if (off >= len)
@@ -213,8 +237,10 @@ int json_read_file(const char *path, cJSON **out, struct err *e)
 		return r;
 	r = json_parse_strict(buf, len, out, e);
 	free(buf);
-	if (r < 0)
+	if (r == -EBADMSG)
 		err_prefix(e, "%s is corrupt", path);
+	else if (r < 0)
+		err_prefix(e, "read %s", path);
 	return r;
 }
 

@@ -23,7 +23,8 @@
 
 #define JSON_FILE_MAX (16u << 20)
 
-/* 0 with *out set (caller owns, cJSON_Delete), or -EBADMSG / -ENOMEM. */
+/* 0 with *out set (caller owns, cJSON_Delete), or -EBADMSG (not one valid JSON value) /
+ * -ENOMEM (out of memory, whatever the text). */
 int json_parse_strict(const char *buf, size_t len, cJSON **out, struct err *e);
 
 /* Strict read of a JSON file: -ENOENT when missing, -EBADMSG when empty, truncated or corrupt. */

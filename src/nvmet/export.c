@@ -74,12 +74,13 @@ static int ports_linking(nvmet *nv, const char *nqn, unsigned **ids, size_t *n, 
 	return 0;
 }
 
-bool nvmet_subsys_linked(nvmet *nv, const char *nqn)
+int nvmet_subsys_linked(nvmet *nv, const char *nqn, struct err *e)
 {
 	unsigned *ids;
 	size_t n;
-	if (ports_linking(nv, nqn, &ids, &n, NULL) < 0)
-		return false;
+	int r = ports_linking(nv, nqn, &ids, &n, e);
+	if (r < 0)
+		return r;
 	free(ids);
 	return n > 0;
 }
@@ -219,8 +220,13 @@ int nvmet_export_prepare(nvmet *nv, const struct nvmet_export_spec *s, struct nv
 	if ((r = nvmet_fs_mkdir(nv, sub, &created, e)) < 0)
 		return r;
 	/* A subsystem this call made has no port link, allowed host or namespace yet: what a
-	 * restore on an empty configfs does for every export, without scanning for them. */
-	out->linked = !created && nvmet_subsys_linked(nv, s->nqn);
+	 * restore on an empty configfs does for every export, without scanning for them.  Not
+	 * knowing (out of memory) would rewrite a live subsystem's serial (K4). */
+	if (!created) {
+		if ((r = nvmet_subsys_linked(nv, s->nqn, e)) < 0)
+			return r;
+		out->linked = r;
+	}
 
 	/* ACL mode, final value first (K1, K2). */
 	REL(rel, "%s/attr_allow_any_host", sub);

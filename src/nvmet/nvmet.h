@@ -106,8 +106,8 @@ int nvmet_export_link_known(nvmet *nv, const struct nvmet_export_spec *spec, boo
 /* Removal order of §7 steps 1–6; a missing subsystem is success. */
 int nvmet_export_remove(nvmet *nv, const char *nqn, struct err *e);
 bool nvmet_subsys_exists(nvmet *nv, const char *nqn);
-/* Whether any port links the subsystem. */
-bool nvmet_subsys_linked(nvmet *nv, const char *nqn);
+/* Whether any port links the subsystem: 1, 0, or a negative errno (e says why). */
+int nvmet_subsys_linked(nvmet *nv, const char *nqn, struct err *e);
 /* §6.1; -ENOENT when the subsystem does not exist. */
 int nvmet_host_allow(nvmet *nv, const char *nqn, const char *hostnqn, struct err *e);
 /* §6.3 including the relink of step 3; a missing subsystem or host is success. */

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/err.h"
 #include "testutil.h"
@@ -81,10 +82,14 @@ char *__wrap_strndup(const char *s, size_t n)
  * result, an error without a message) is reported with its reason in why. */
 typedef int (*af_op)(void *arg, char *why, size_t cap);
 
-static inline void af_sweep(const char *what, af_op op, void *arg)
+/* af_sweep with at most max_runs failing runs: when the reference run makes more allocations,
+ * every stride-th one fails (stride = ceil(N / max_runs)), starting at an offset that changes
+ * from run to run (the process ID; printed, and ALLOCFAIL_OFFSET=o repeats it), so that
+ * successive runs of the suite cover different allocations.  ALLOCFAIL_FULL=1: all of them. */
+static inline void af_sweep_max(const char *what, af_op op, void *arg, long max_runs)
 {
 	char why[512] = "";
-	long n, errors = 0;
+	long n, errors = 0, runs = 0, stride = 1, offset = 0;
 	atomic_store(&af_seen, 0);
 	atomic_store(&af_left, LONG_MAX);
 	int r = op(arg, why, sizeof(why));
@@ -92,9 +97,16 @@ static inline void af_sweep(const char *what, af_op op, void *arg)
 	n = atomic_load(&af_seen);
 	ck_assert_msg(r == 0, "%s: the reference run failed: %s", what, why);
 	ck_assert_msg(n > 0, "%s: no allocation seen: the wrappers are not in the path", what);
+	if (getenv("ALLOCFAIL_VERBOSE"))
+		fprintf(stderr, "allocfail %s: the reference run makes %ld allocations\n", what, n);
+	if (n > max_runs && !getenv("ALLOCFAIL_FULL")) {
+		stride = (n + max_runs - 1) / max_runs;
+		offset = getenv("ALLOCFAIL_OFFSET") ? atol(getenv("ALLOCFAIL_OFFSET")) % stride
+		                                    : (long)getpid() % stride;
+	}
 	const char *t = getenv("ALLOCFAIL_TRACE");
 	af_trace = t && !strncmp(what, t, strlen(t));
-	for (long k = 0; k < n; k++) {
+	for (long k = offset; k < n; k += stride, runs++) {
 		why[0] = 0;
 		if (af_trace)
 			fprintf(stderr, "---- %s: failing allocation %ld\n", what, k + 1);
@@ -104,6 +116,9 @@ static inline void af_sweep(const char *what, af_op op, void *arg)
 		ck_assert_msg(r == 0 || r == -1, "%s: allocation %ld of %ld failing: %s", what,
 		              k + 1, n, why);
 		errors += r == -1;
+		if (af_trace && r == 0) /* a failure that changed nothing: is it really optional? */
+			fprintf(stderr, "---- %s: allocation %ld failed, reference result\n", what,
+			        k + 1);
 		if (getenv("ALLOCFAIL_LEAKS_EACH")) /* debugging: which k leaks */
 			ck_assert_msg(__lsan_do_recoverable_leak_check() == 0,
 			              "%s: leaks after failing allocation %ld", what, k + 1);
@@ -111,8 +126,17 @@ static inline void af_sweep(const char *what, af_op op, void *arg)
 	af_trace = 0;
 	ck_assert_msg(op(arg, why, sizeof(why)) == 0, "%s: no recovery: %s", what, why);
 	ck_assert_msg(__lsan_do_recoverable_leak_check() == 0, "%s: leaks (see above)", what);
-	printf("allocfail %s: %ld allocations, %ld runs: %ld clean errors, %ld reference results\n",
-	       what, n, n, errors, n - errors);
+	printf("allocfail %s: %ld allocations, %ld runs: %ld clean errors, %ld reference results",
+	       what, n, runs, errors, runs - errors);
+	if (stride > 1)
+		printf(" (every %ld-th from %ld: ALLOCFAIL_OFFSET=%ld)", stride, offset + 1,
+		       offset);
+	printf("\n");
+}
+
+static inline void af_sweep(const char *what, af_op op, void *arg)
+{
+	af_sweep_max(what, op, arg, LONG_MAX);
 }
 
 /* -1 when e carries a message (a clean error), else 1 with why. */

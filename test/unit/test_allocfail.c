@@ -4,18 +4,20 @@
  * with a clean error (a failure code and a message), never a crash; LeakSanitizer then finds no
  * leak, and the operation works again once memory is back.
  *
- * Injection: this program is linked with --wrap=malloc,calloc,realloc,strdup,strndup (Makefile),
- * so every allocation our code makes — cJSON is compiled into our objects, and nghttp2 and
- * protobuf-c allocate through malloc calls in our objects (h2/conn.h: h2_nghttp2_mem,
- * grpc/status.h: grpc_pb_allocator) — goes through the counting wrappers below, which call the
- * real (ASan) allocator.  Not covered: allocations made inside libc (getline, open_memstream,
- * realpath, asprintf), mbedtls and libyaml.
+ * Injection: this program is linked with --wrap=malloc,calloc,realloc,strdup,strndup and with
+ * libyaml and mbedtls statically (Makefile), so every allocation our code makes — cJSON is
+ * compiled into our objects, and nghttp2 and protobuf-c allocate through malloc calls in our
+ * objects (h2/conn.h: h2_nghttp2_mem, grpc/status.h: grpc_pb_allocator) — and every one libyaml
+ * and mbedtls make goes through the counting wrappers (allocfail.h), which call the real (ASan)
+ * allocator.  Not covered: allocations made inside libc (getline, open_memstream, realpath,
+ * asprintf).  mbedtls is swept in test_allocfail_tls, the controller in test_allocfail_ctl.
  *
  * Operations: the codecs (JSON, model object files and configuration documents, pbjson, the kube
  * Status and watch codecs, the agent's configuration, stage records, fencing marks, identity
  * pins), one gRPC call through our client and our server (HTTP/2 both ways, in one process over
- * a unix socket), and the agent's response builders (GetCapabilities, ListVolumes, HealthCheck:
- * RESOURCE_EXHAUSTED "out of memory", never an abort). */
+ * a unix socket), and the agent's handlers (GetCapabilities, ListVolumes, HealthCheck, and
+ * CreateVolume then ExportVolume of a file-backed volume: RESOURCE_EXHAUSTED "out of memory",
+ * never an abort). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -411,6 +413,56 @@ static int op_agent_list(void *arg, char *why, size_t cap)
 	return rc;
 }
 
+/* CreateVolume then ExportVolume of a new file-backed volume (a fresh name and lifecycle each
+ * run, so every run takes the same path as the reference): each answers OK or RESOURCE_EXHAUSTED
+ * "out of memory". */
+static int op_agent_create_export(void *arg, char *why, size_t cap)
+{
+	static int seq;
+	char id[64], uid[64];
+	snprintf(id, sizeof(id), "fpool/af-%d", ++seq);
+	snprintf(uid, sizeof(uid), "uid-af-%d", seq);
+	PB(FencingToken) tok = PILLAR_CSI__AGENT__V1__FENCING_TOKEN__INIT;
+	tok.volume_uid = uid;
+	tok.generation = 1;
+	PB(CreateVolumeRequest) cq = PILLAR_CSI__AGENT__V1__CREATE_VOLUME_REQUEST__INIT;
+	cq.volume_id = id;
+	cq.capacity_bytes = 1 << 20;
+	cq.backend_type = PILLAR_CSI__AGENT__V1__BACKEND_TYPE__BACKEND_TYPE_FILE;
+	cq.fence = &tok;
+	PB(CreateVolumeResponse) *cr = malloc(sizeof(*cr));
+	struct grpc_status st = {0};
+	if (!cr)
+		return -1;
+	pillar_csi__agent__v1__create_volume_response__init(cr);
+	int code = agent_create_volume(arg, &cq, cr, &st);
+	protobuf_c_message_free_unpacked(&cr->base, NULL);
+	if (code != GRPC_OK)
+		return agent_code(code, &st, why, cap);
+	PB(NvmeofTcpExportParams) tcp = PILLAR_CSI__AGENT__V1__NVMEOF_TCP_EXPORT_PARAMS__INIT;
+	PB(ExportParams) params = PILLAR_CSI__AGENT__V1__EXPORT_PARAMS__INIT;
+	PB(ExportVolumeRequest) eq = PILLAR_CSI__AGENT__V1__EXPORT_VOLUME_REQUEST__INIT;
+	tcp.bind_address = "127.0.0.1";
+	params.params_case = PILLAR_CSI__AGENT__V1__EXPORT_PARAMS__PARAMS_NVMEOF_TCP;
+	params.nvmeof_tcp = &tcp;
+	eq.volume_id = id;
+	eq.protocol_type = PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP;
+	eq.export_params = &params;
+	eq.acl_enabled = true;
+	eq.fence = &tok;
+	PB(ExportVolumeResponse) *er = malloc(sizeof(*er));
+	if (!er)
+		return -1;
+	pillar_csi__agent__v1__export_volume_response__init(er);
+	code = agent_export_volume(arg, &eq, er, &st);
+	int rc = code != GRPC_OK ? agent_code(code, &st, why, cap)
+	         : er->export_info && er->export_info->port == 4420
+	             ? af_same(er->export_info->address, "127.0.0.1", why, cap)
+	             : (snprintf(why, cap, "no export info"), 1);
+	protobuf_c_message_free_unpacked(&er->base, NULL);
+	return rc;
+}
+
 START_TEST(test_agent_out_of_memory)
 {
 	char root[400], cfs[480], state[480];
@@ -424,11 +476,26 @@ START_TEST(test_agent_out_of_memory)
 	struct agent_service_opts o = {.state_dir = state,
 	                               .configfs_root = cfs,
 	                               .version = "0.1.0-test",
-	                               .health_cache_ms = 1};
+	                               .health_cache_ms = 1,
+	                               .device_wait_ms = 300,
+	                               .create_wait_ms = 300,
+	                               .addr_wait_ms = 600,
+	                               .busy_retry_ms = 10,
+	                               .drain_wait_ms = 500};
 	ck_assert_msg(agent_service_new(&cfg, &o, &svc, &e) == 0, "%s", e.msg);
 	af_sweep("agent GetCapabilities", op_agent_caps, svc);
 	af_sweep("agent HealthCheck", op_agent_health, svc);
 	af_sweep("agent ListVolumes", op_agent_list, svc);
+	/* the restore gate opens with a complete ReconcileState (an empty one here) */
+	PB(ReconcileStateRequest) rq = PILLAR_CSI__AGENT__V1__RECONCILE_STATE_REQUEST__INIT;
+	PB(ReconcileStateResponse) *rr = malloc(sizeof(*rr));
+	struct grpc_status st = {0};
+	ck_assert_ptr_nonnull(rr);
+	pillar_csi__agent__v1__reconcile_state_response__init(rr);
+	rq.complete = true;
+	ck_assert_msg(agent_reconcile_state(svc, &rq, rr, &st) == GRPC_OK, "%s", st.msg);
+	protobuf_c_message_free_unpacked(&rr->base, NULL);
+	af_sweep("agent CreateVolume+ExportVolume", op_agent_create_export, svc);
 	agent_service_free(svc);
 	agent_config_clear(&cfg);
 	tu_rmtree(root);

@@ -289,7 +289,7 @@ START_TEST(test_prepare_write_order_acl_on)
 	ck_assert_str_eq(attr("ports/29188/addr_adrfam"), "ipv4");
 	ck_assert_str_eq(attr("ports/29188/addr_traddr"), "0.0.0.0");
 	ck_assert_str_eq(attr("ports/29188/addr_trsvcid"), "4420");
-	ck_assert(nvmet_subsys_linked(nv, NQN1));
+	ck_assert_int_eq(nvmet_subsys_linked(nv, NQN1, NULL), 1);
 	/* idempotent: a second run changes nothing */
 	tn = 0;
 	ck_assert_int_eq(nvmet_export_prepare(nv, &s, &p, &e), 0);
@@ -536,7 +536,7 @@ START_TEST(test_allow_deny_and_relink)
 	ck_assert_int_eq(tfind("unlink ports/"), -1); /* HOSTB remains: no relink */
 	ck_assert_int_eq(nvmet_host_deny(nv, NQN1, HOSTB, &e), 0);
 	ck_assert_int_ge(tfind("unlink ports/29188/subsystems/" NQN1), 0);
-	ck_assert(nvmet_subsys_linked(nv, NQN1));                  /* linked again */
+	ck_assert_int_eq(nvmet_subsys_linked(nv, NQN1, NULL), 1);  /* linked again */
 	ck_assert_int_eq(nvmet_host_deny(nv, NQN1, HOSTB, &e), 0); /* missing host = OK */
 	ck_assert_int_eq(nvmet_host_deny(nv, NQN2, HOSTB, &e), 0); /* missing export = OK */
 }
