@@ -195,6 +195,23 @@ static bool same_file(const struct stat *a, const struct stat *b)
 	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
+/* H2_TLS_RELOAD_MS, or PILLAR_TLS_RELOAD_MS when that is a number of milliseconds. */
+static uint64_t reload_default(void)
+{
+	const char *env = getenv("PILLAR_TLS_RELOAD_MS");
+	char *end;
+	if (!env || !*env)
+		return H2_TLS_RELOAD_MS;
+	errno = 0;
+	unsigned long long ms = strtoull(env, &end, 10);
+	if (errno || *end || *env == '-') {
+		log_warnf("PILLAR_TLS_RELOAD_MS \"%s\" is not a number of milliseconds; using %d",
+		          env, H2_TLS_RELOAD_MS);
+		return H2_TLS_RELOAD_MS;
+	}
+	return ms;
+}
+
 /* A cfg over a first generation; files: remember the names to re-read them. */
 static int cfg_new(struct h2_tls_cfg **out, bool server, const char *ca, const char *cert,
                    const char *key, bool pem, struct err *e)
@@ -206,7 +223,7 @@ static int cfg_new(struct h2_tls_cfg **out, bool server, const char *ca, const c
 		return err_set(e, -ENOMEM, "TLS: out of memory");
 	c->server = server;
 	c->files = !pem;
-	c->interval_ms = H2_TLS_RELOAD_MS;
+	c->interval_ms = reload_default();
 	pthread_mutex_init(&c->mu, NULL);
 	for (int i = 0; c->files && i < FILES; i++)
 		if (names[i] && !(c->path[i] = strdup(names[i]))) {

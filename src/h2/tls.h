@@ -32,7 +32,9 @@ void h2_tls_cfg_free(struct h2_tls_cfg *c);
 /* Rotation (deploy.md §9.5): a configuration made from file names re-reads its certificate,
  * key and CA when one of the files changed (inode, size or modification time), checked before
  * each new session at most every H2_TLS_RELOAD_MS; established sessions keep theirs.  A set of
- * files that does not load is logged and the current one kept.  Tests shorten the interval. */
+ * files that does not load is logged and the current one kept.  Tests shorten the interval:
+ * h2_tls_cfg_set_reload_interval, or for the running roles the environment variable
+ * PILLAR_TLS_RELOAD_MS (milliseconds), read when a configuration is made. */
 #define H2_TLS_RELOAD_MS 60000
 void h2_tls_cfg_set_reload_interval(struct h2_tls_cfg *c, uint64_t ms);
 

@@ -41,6 +41,7 @@ import agent_pb2 as apb  # noqa: E402
 import agent_pb2_grpc as apbg  # noqa: E402
 from klog import call_logs, duration_ok  # noqa: E402
 import sidecars as k8s  # noqa: E402
+from waits import free_port, wait_for  # noqa: E402,F401 (crash.py takes them from here too)
 
 ON_KUBE = os.environ.get("PILLAR_TEST_STORE") == "kube"
 if ON_KUBE:
@@ -97,29 +98,11 @@ def port_id_of(addr, port):  # nvmet.md §2.2
     return h % 65535 + 1
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
 def call(fn, req, timeout=30):
     try:
         return OK, "", fn(req, timeout=timeout)
     except grpc.RpcError as e:
         return e.code(), e.details() or "", None
-
-
-def wait_for(fn, timeout=15.0, step=0.05):
-    """Polls fn() until it returns a true value; returns that value or None at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v or time.monotonic() > deadline:
-            return v
-        time.sleep(step)
 
 
 # ---- processes ------------------------------------------------------------------------------------

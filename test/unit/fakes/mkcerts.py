@@ -2,7 +2,7 @@
 """Throwaway certificates for the TLS tests (ECDSA P-256): mkcerts.py DIR writes
 ca1/ca2 (CAs), srv1 (CA1, SAN IP 127.0.0.1 and DNS agent.test), srv2 (the same from CA2),
 srv-expired (CA1, validity ended yesterday), srv-noip (CA1, SAN DNS other.test only),
-cli1 (CA1, client auth); each as NAME.crt and NAME.key (PEM)."""
+cli1 (CA1, client auth), cli2 (the same from CA2); each as NAME.crt and NAME.key (PEM)."""
 import datetime
 import ipaddress
 import os
@@ -56,3 +56,4 @@ write("srv-expired", *make("agent", ca1, sans=ip, usage=srv,
                            end=NOW - datetime.timedelta(days=1)))
 write("srv-noip", *make("agent", ca1, sans=[x509.DNSName("other.test")], usage=srv))
 write("cli1", *make("controller", ca1, usage=[ExtendedKeyUsageOID.CLIENT_AUTH]))
+write("cli2", *make("controller", ca2, usage=[ExtendedKeyUsageOID.CLIENT_AUTH]))
