@@ -432,6 +432,7 @@ static int refs_of(struct dstore *s, const struct store_kind *k, const char *ns,
 			continue;
 		if (!en->obj) {
 			refs_free(v, *n);
+			*n = 0; /* the caller frees nothing */
 			return err_set(e, -EBADMSG, "%s",
 			               en->corrupt ? en->corrupt : "corrupt record");
 		}
@@ -439,6 +440,7 @@ static int refs_of(struct dstore *s, const struct store_kind *k, const char *ns,
 			struct ref *p = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*p));
 			if (!p) {
 				refs_free(v, *n);
+				*n = 0; /* the caller frees nothing */
 				return err_set(e, -ENOMEM, "list: out of memory");
 			}
 			v = p;
@@ -446,6 +448,7 @@ static int refs_of(struct dstore *s, const struct store_kind *k, const char *ns,
 		struct ref *r = &v[*n];
 		if (!(r->key = strdup(en->key))) {
 			refs_free(v, *n);
+			*n = 0; /* the caller frees nothing */
 			return err_set(e, -ENOMEM, "list: out of memory");
 		}
 		r->ns = r->key + skip;
