@@ -78,11 +78,11 @@ def run(argv, env=None):
 
 
 # -o json: each object as kubectl prints it; the values each store makes up (uid, version,
-# creation time) are compared as placeholders, everything else (layout, key order, escaping,
+# creation time, a PV's or PVC's first phase time) are compared as placeholders, everything else (layout, key order, escaping,
 # managedFields left out) must match
 JSON_CMDS = ["kubectl get pillaragent storage-1 -o json", "kubectl get pvst -o json",
              "kubectl get pv pvc-1 -o json", "kubectl get pa -o json"]
-MADE_UP = re.compile(r'^(\s*"(?:uid|resourceVersion|creationTimestamp)": )"[^"]+"(,?)$')
+MADE_UP = re.compile(r'^(\s*"(?:uid|resourceVersion|creationTimestamp|lastPhaseTransitionTime)": )"[^"]+"(,?)$')
 
 
 def normalized(text):
