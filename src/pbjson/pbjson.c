@@ -415,17 +415,46 @@ static int set_field(ProtobufCMessage *m, const ProtobufCFieldDescriptor *f, con
 	return set_scalar(f, v, base + f->offset, e);
 }
 
+/* Sets f once: a field given twice (its proto name and its JSON name are one field) or a second
+ * member of a oneof is refused, as protobuf's own JSON parser refuses them — a silent last-wins
+ * would also lose what the first one allocated. */
+static int set_once(ProtobufCMessage *m, unsigned char *seen, const ProtobufCFieldDescriptor *f,
+                    const cJSON *v, struct err *e)
+{
+	const ProtobufCMessageDescriptor *d = m->descriptor;
+	unsigned idx = (unsigned)(f - d->fields);
+	if (seen[idx])
+		return err_set(e, -EINVAL, "%s: field %s is given more than once", d->name,
+		               f->name);
+	if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
+		uint32_t set = *(const uint32_t *)((const char *)m + f->quantifier_offset);
+		const ProtobufCFieldDescriptor *other =
+		    set ? protobuf_c_message_descriptor_get_field(d, set) : NULL;
+		if (other)
+			return err_set(e, -EINVAL,
+			               "%s: fields %s and %s are members of one oneof; give one of them",
+			               d->name, other->name, f->name);
+	}
+	seen[idx] = 1;
+	return set_field(m, f, v, e);
+}
+
 int pbjson_to_message(const ProtobufCMessageDescriptor *d, const cJSON *j, ProtobufCMessage **out,
                       struct err *e)
 {
 	ProtobufCMessage *m;
+	unsigned char *seen;
 	const cJSON *it;
 	*out = NULL;
 	if (!cJSON_IsObject(j))
 		return err_set(e, -EINVAL, "%s: expected a JSON object", d->name);
 	m = calloc(1, d->sizeof_message);
-	if (!m)
+	seen = calloc(d->n_fields ? d->n_fields : 1, 1);
+	if (!m || !seen) {
+		free(m);
+		free(seen);
 		return err_set(e, -ENOMEM, "out of memory");
+	}
 	d->message_init(m);
 	cJSON_ArrayForEach(it, j)
 	{
@@ -433,16 +462,19 @@ int pbjson_to_message(const ProtobufCMessageDescriptor *d, const cJSON *j, Proto
 		int r;
 		if (!f) {
 			protobuf_c_message_free_unpacked(m, NULL);
+			free(seen);
 			return err_set(e, -EINVAL, "%s has no field \"%s\"", d->name, it->string);
 		}
 		if (cJSON_IsNull(it))
 			continue;
-		r = set_field(m, f, it, e);
+		r = set_once(m, seen, f, it, e);
 		if (r < 0) {
 			protobuf_c_message_free_unpacked(m, NULL);
+			free(seen);
 			return r;
 		}
 	}
+	free(seen);
 	*out = m;
 	return 0;
 }

@@ -292,6 +292,35 @@ START_TEST(test_int64_and_timestamps)
 }
 END_TEST
 
+/* A field given twice — by either spelling — or two members of one oneof are refused, as
+ * protobuf's own JSON parser refuses them (fuzz-brief found the first copy leaking in CI). */
+START_TEST(test_field_given_twice)
+{
+	const ProtobufCMessageDescriptor *cv =
+	    &pillar_csi__agent__v1__create_volume_request__descriptor;
+	static const char *const bad[] = {
+	    "{\"volume_id\":\"a\",\"volumeId\":\"b\"}",
+	    "{\"backendParams\":{\"file\":{}},\"backend_params\":{\"file\":{}}}",
+	    "{\"backendParams\":{\"zfs\":{\"pool\":\"t\"},\"lvm\":{}}}",
+	    "{\"backendParams\":{\"file\":{\"pool\":\"a\",\"pool\":\"b\"}}}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cJSON *j = cJSON_Parse(bad[i]);
+		ProtobufCMessage *m = (void *)1;
+		struct err e = {0};
+		ck_assert_ptr_nonnull(j);
+		ck_assert_int_eq(pbjson_to_message(cv, j, &m, &e), -EINVAL);
+		ck_assert_ptr_null(m);
+		ck_assert_msg(strstr(e.msg, "more than once") || strstr(e.msg, "one oneof"), "%s",
+		              e.msg);
+		cJSON_Delete(j);
+	}
+	/* a null member of a oneof is absent, so the other one may be given */
+	roundtrip(cv, "{\"backendParams\":{\"zfs\":null,\"file\":{\"pool\":\"p\"}}}",
+	          "{\"backendParams\":{\"file\":{\"pool\":\"p\"}}}");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("pbjson");
@@ -301,6 +330,7 @@ int main(void)
 	tcase_add_test(t, test_wrappers_are_bare_values);
 	tcase_add_test(t, test_json_names);
 	tcase_add_test(t, test_int64_and_timestamps);
+	tcase_add_test(t, test_field_given_twice);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
