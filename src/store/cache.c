@@ -39,6 +39,7 @@ struct ckind {
 	struct cstore *s;
 	const struct store_kind *k;
 	pthread_t th;
+	pthread_cond_t cv; /* an event or a relist of this kind (its watches wait here) */
 	bool started, synced;
 	struct centry *v; /* sorted by key */
 	size_t n, cap;
@@ -226,7 +227,8 @@ static int relist(struct ckind *ck)
 	ck->gen++;
 	ck->synced = true;
 	s->stats.lists++;
-	pthread_cond_broadcast(&s->cv);
+	pthread_cond_broadcast(&s->cv); /* synced() */
+	pthread_cond_broadcast(&ck->cv);
 	pthread_mutex_unlock(&s->mu);
 	cJSON_Delete(items);
 	return 0;
@@ -248,7 +250,7 @@ static void on_event(struct ckind *ck, enum store_event_type t, cJSON *obj)
 	if (rv > ck->rv)
 		ck->rv = rv;
 	s->stats.events++;
-	pthread_cond_broadcast(&s->cv);
+	pthread_cond_broadcast(&ck->cv); /* only this kind's watches */
 	pthread_mutex_unlock(&s->mu);
 	store_blob_put(b);
 	cJSON_Delete(obj);
@@ -556,7 +558,7 @@ static int c_watch_next(store_watch *bw, int timeout_ms, enum store_event_type *
 	}
 	pthread_mutex_lock(&s->mu);
 	while ((r = next_locked(w, type, &b, e)) == 0 && !s->stop &&
-	       pthread_cond_timedwait(&s->cv, &s->mu, &ts) != ETIMEDOUT)
+	       pthread_cond_timedwait(&w->ck->cv, &s->mu, &ts) != ETIMEDOUT)
 		;
 	if (r == 0 && s->stop)
 		r = err_set(e, -ECANCELED, "watch closed");
@@ -584,12 +586,15 @@ static void c_close(store *st)
 	pthread_mutex_lock(&s->mu);
 	s->stop = true;
 	pthread_cond_broadcast(&s->cv);
+	for (size_t i = 0; i < s->nk; i++)
+		pthread_cond_broadcast(&s->kinds[i].cv);
 	pthread_mutex_unlock(&s->mu);
 	for (size_t i = 0; i < s->nk; i++) {
 		if (s->kinds[i].started)
 			pthread_join(s->kinds[i].th, NULL);
 		clear(&s->kinds[i]);
 		free(s->kinds[i].v);
+		pthread_cond_destroy(&s->kinds[i].cv);
 	}
 	free(s->kinds);
 	store_close(s->b);
@@ -642,6 +647,8 @@ int store_cache_open(store *backing, const struct store_kind *const *kinds, stor
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->cv, &ca);
+	for (size_t i = 0; i < n; i++)
+		pthread_cond_init(&s->kinds[i].cv, &ca);
 	pthread_condattr_destroy(&ca);
 	for (size_t i = 0; i < n; i++) {
 		s->kinds[i].s = s;

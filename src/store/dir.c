@@ -653,6 +653,8 @@ static void d_close(store *st)
 	if (s->owner_fd >= 0)
 		close(s->owner_fd);
 	pthread_cond_destroy(&s->cv);
+	for (int i = 0; i < MAX_KINDS; i++)
+		pthread_cond_destroy(&s->kind_cv[i]);
 	pthread_mutex_destroy(&s->mu);
 	free(s->path);
 	free(s);
@@ -753,6 +755,8 @@ int store_dir_open(const char *path, bool owner, int poll_ms, store **out, struc
 	s->path = strdup(path);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
+	for (int i = 0; i < MAX_KINDS; i++)
+		pthread_cond_init(&s->kind_cv[i], NULL);
 	if (!s->path) {
 		d_close(&s->base);
 		return err_set(e, -ENOMEM, "store: out of memory");

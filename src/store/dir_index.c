@@ -127,7 +127,10 @@ void dir_index_free(struct dstore *s)
 static void ring_drop_oldest(struct dstore *s)
 {
 	struct event *ev = &s->ring[s->first_seq % RING_CAP];
+	int ki = ev->kind ? dir_kind_index(ev->kind) : -1;
 	s->floor_rv = ev->rv;
+	if (ki >= 0)
+		s->kind_lost[ki] = ev->seq + 1;
 	s->ring_bytes -= ev->obj ? ev->obj->len : 0;
 	store_blob_put(ev->obj);
 	ev->obj = NULL;
@@ -150,7 +153,9 @@ void dir_ring_push(struct dstore *s, enum store_event_type t, const struct store
 	s->ring_bytes += len;
 	if (rv > s->index_rv)
 		s->index_rv = rv;
-	pthread_cond_broadcast(&s->cv);
+	int ki = dir_kind_index(k); /* only that kind's watches wake */
+	if (ki >= 0)
+		pthread_cond_broadcast(&s->kind_cv[ki]);
 }
 
 void dir_ring_free(struct dstore *s)

@@ -63,7 +63,9 @@ struct dstore {
 	int poll_ms; /* the full-rescan interval used only when inotify is unavailable */
 	char boot_id[40];
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	pthread_cond_t cv; /* stop */
+	pthread_cond_t
+	    kind_cv[MAX_KINDS]; /* a new event of the kind (watches wait on their kind's) */
 	bool indexed;
 	/* index */
 	struct ientry **buckets;
@@ -74,7 +76,8 @@ struct dstore {
 	struct event ring[RING_CAP];
 	uint64_t first_seq, next_seq;
 	size_t ring_bytes;
-	uint64_t floor_rv; /* events with rv > floor_rv are all in the ring */
+	uint64_t floor_rv;             /* events with rv > floor_rv are all in the ring */
+	uint64_t kind_lost[MAX_KINDS]; /* 1 + the seq of the kind's newest event dropped from it */
 	/* change notification */
 	int ino_fd, wake_fd;
 	struct wdir *wds;

@@ -297,6 +297,8 @@ void dir_notify_stop(struct dstore *s)
 	pthread_mutex_lock(&s->mu);
 	s->stopping = true;
 	pthread_cond_broadcast(&s->cv);
+	for (int i = 0; i < MAX_KINDS; i++)
+		pthread_cond_broadcast(&s->kind_cv[i]);
 	pthread_mutex_unlock(&s->mu);
 	if (s->thread_running) {
 		uint64_t one = 1;
@@ -390,9 +392,11 @@ int dir_watch_next(store_watch *bw, int timeout_ms, enum store_event_type *type,
 	struct dwatch *w = (struct dwatch *)bw;
 	struct dstore *s = w->s;
 	struct timespec ts = time_after(CLOCK_REALTIME, timeout_ms);
-	int r = 0;
+	int r = 0, ki = dir_kind_index(w->kind);
 
 	*obj = NULL;
+	if (ki < 0)
+		return err_set(e, -EINVAL, "watch: unknown kind");
 	pthread_mutex_lock(&s->mu);
 	if (w->initial_idx < w->n_initial) {
 		*type = STORE_ADDED;
@@ -405,9 +409,13 @@ int dir_watch_next(store_watch *bw, int timeout_ms, enum store_event_type *type,
 			r = err_set(e, -ECANCELED, "watch closed");
 			break;
 		}
-		if (w->next_seq < s->first_seq) {
-			r = err_set(e, STORE_EXPIRED, "watch fell behind: too many events; relist");
-			break;
+		if (w->next_seq < s->first_seq) { /* lost only if an event of its kind went */
+			if (w->next_seq < s->kind_lost[ki]) {
+				r = err_set(e, STORE_EXPIRED,
+				            "watch fell behind: too many events; relist");
+				break;
+			}
+			w->next_seq = s->first_seq;
 		}
 		while (w->next_seq < s->next_seq && s->ring[w->next_seq % RING_CAP].kind != w->kind)
 			w->next_seq++;
@@ -419,7 +427,7 @@ int dir_watch_next(store_watch *bw, int timeout_ms, enum store_event_type *type,
 			r = r < 0 ? r : 1;
 			break;
 		}
-		if (pthread_cond_timedwait(&s->cv, &s->mu, &ts) == ETIMEDOUT) {
+		if (pthread_cond_timedwait(&s->kind_cv[ki], &s->mu, &ts) == ETIMEDOUT) {
 			r = 0;
 			break;
 		}

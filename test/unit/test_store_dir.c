@@ -163,7 +163,9 @@ START_TEST(test_event_history_bounded_in_bytes)
 	struct err e = {0};
 	cJSON *o;
 	enum store_event_type t;
+	store_watch *wsc;
 	ck_assert_int_eq(store_watch_open(st, PA(), 0, &w, &e), 0);
+	ck_assert_int_eq(store_watch_open(st, store_kind_lookup("sc"), 0, &wsc, &e), 0);
 	/* 60 versions of 100 KB: 6 MB of history, more than the 2 MiB bound, far fewer than the
 	 * 4,096 events the old ring kept whole */
 	for (int i = 0; i < 60; i++) {
@@ -173,6 +175,16 @@ START_TEST(test_event_history_bounded_in_bytes)
 	}
 	ck_assert_int_eq(store_watch_next(w, 1000, &t, &o, &e), STORE_EXPIRED);
 	store_watch_close(w);
+	/* a watch of another kind lost none of its events: it goes on (no relist), though it
+	 * was not read while they passed (watches wake only for their own kind) */
+	ck_assert_int_eq(store_watch_next(wsc, 100, &t, &o, &e), 0);
+	const char *sc = "{\"apiVersion\":\"storage.k8s.io/v1\",\"kind\":\"StorageClass\","
+	                 "\"metadata\":{\"name\":\"sc1\"},\"provisioner\":\"p\"}";
+	ck_assert_int_eq(json_parse_strict(sc, strlen(sc), &o, NULL), 0);
+	ck_assert_msg(store_create(st, o, NULL, &e) == 0, "%s", e.msg);
+	cJSON_Delete(o);
+	expect(wsc, STORE_ADDED, "sc1", 1000);
+	store_watch_close(wsc);
 	/* a watch from the list's version resumes with what follows */
 	cJSON *items;
 	uint64_t rv;
