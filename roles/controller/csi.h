@@ -61,8 +61,9 @@ struct csi_claim {
 };
 int csi_claim(struct model_pvst *v, void *arg, struct grpc_status *gs);
 /* CreateVolume steps 7–9 on an object in phase Provisioning or CreatePartial; on OK
- * resp->volume is set. */
-int csi_provision(struct ctl *c, const struct model_pvst *v, const char *pname,
+ * resp->volume is set.  claimed: the generation of the claim before the agent's CreateVolume
+ * when the caller wrote it with the object (0: step 7 claims). */
+int csi_provision(struct ctl *c, const struct model_pvst *v, const char *pname, uint64_t claimed,
                   Csi__V1__CreateVolumeResponse *resp, struct grpc_status *gs);
 
 /* Heap Volume message for a Ready PillarVolumeState. NULL when out of memory. */

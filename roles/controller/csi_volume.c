@@ -1,5 +1,9 @@
 /* csi_volume — CreateVolume (csi.md §4.1) with the PillarVolumeState write sequence of
- * crds.md §7.5: create the object, claim, create the backend, claim, export, record Ready. */
+ * crds.md §7.5: create the object, claim, create the backend, claim, export, record Ready.
+ * Each claim rides on the write before it, and Ready on the write of the success-recorded
+ * annotation; on the embedded store a write with status is one write (store.h
+ * store_*_with_status), so a CreateVolume is three writes there: the object with phase
+ * Provisioning and the first claim, CreatePartial with the second, Ready with the annotation. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +137,8 @@ static int step_ready(struct model_pvst *v, const struct step_result *s, int64_t
 	r |= model_cond_set(cs, RULES_COND_EXPORT_CREATED, "True", RULES_REASON_EXPORT_CREATED, "",
 	                    og) < 0;
 	r |= model_cond_set(cs, RULES_COND_READY, "True", RULES_REASON_VOLUME_READY, "", og) < 0;
+	/* crds.md §7.4: in the update that records Ready (pvst_update_all) */
+	r |= model_map_set(&v->meta.annotations, RULES_ANN_SUCCESS, "true");
 	return r ? -ENOMEM : 0;
 }
 
@@ -288,10 +294,11 @@ static int new_pvst(struct model_pvst *v, struct resolve_out *ro, const char *vi
 	return r ? -ENOMEM : 0;
 }
 
-/* Steps 1–2: resolve, create the PillarVolumeState (its first status, phase Provisioning,
- * is written with the claim before the agent's CreateVolume: m_claim_backend). */
+/* Steps 1–2: resolve, create the PillarVolumeState with its first status, phase Provisioning,
+ * and the claim before the agent's CreateVolume (m_claim_backend); *out the created object. */
 static int create_object(struct ctl *c, const Csi__V1__CreateVolumeRequest *req, bool block,
-                         int64_t size, const char *pname, struct grpc_status *gs)
+                         int64_t size, const char *pname, struct model_pvst *out,
+                         struct grpc_status *gs)
 {
 	struct resolve_out ro;
 	struct model_map params = {0};
@@ -319,9 +326,14 @@ static int create_object(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 		                       "volume ID \"%s\" would be malformed (agent or pool name)",
 		                       vid);
 	}
+	struct csi_claim cl = {.name = pname};
 	r = new_pvst(&v, &ro, vid, &id, size, pname);
 	resolve_out_clear(&ro);
-	r = r ? STORE_INVALID : model_create(c->st, &model_pvst_kind, &v, NULL, &e);
+	if (r == 0 && (r = m_claim_backend(&v, &cl, gs)) != 0) {
+		model_clear(&model_pvst_kind, &v);
+		return r;
+	}
+	r = r ? STORE_INVALID : model_create_with_status(c->st, &model_pvst_kind, &v, out, &e);
 	model_clear(&model_pvst_kind, &v);
 	if (r == STORE_ALREADY_EXISTS)
 		return GRPC_ALREADY_EXISTS; /* concurrent replica: re-read (gs untouched) */
@@ -378,7 +390,7 @@ static int create_existing(struct ctl *c, const Csi__V1__CreateVolumeRequest *re
 		    "%lld",
 		    req->name, (long long)cap, (long long)size);
 	if (!strcmp(phase, "Provisioning") || !strcmp(phase, "CreatePartial") || !phase[0])
-		return csi_provision(c, v, pname, resp, gs);
+		return csi_provision(c, v, pname, 0, resp, gs);
 	/* Ready (and later phases): fast path, after the success-recorded annotation, which a
 	 * controller killed right after recording Ready has not written yet */
 	int r = model_map_get(&v->meta.annotations, RULES_ANN_SUCCESS)
@@ -407,12 +419,13 @@ int csi_create_volume(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 		struct err e = {0};
 		r = model_get(c->st, &model_pvst_kind, NULL, pname, &v, &e);
 		if (r == STORE_NOT_FOUND) {
-			r = create_object(c, req, block, size, pname, gs);
+			r = create_object(c, req, block, size, pname, &v, gs);
 			if (r == GRPC_ALREADY_EXISTS && !gs->msg[0])
 				continue;
-			if (r)
-				break;
-			continue; /* re-read and go on at step 3 */
+			if (r == 0) /* step 3 on, the first claim made */
+				r = csi_provision(c, &v, pname, pvst_gen(&v), resp, gs);
+			model_clear(&model_pvst_kind, &v);
+			break;
 		}
 		if (r < 0) {
 			r = grpc_status_set(gs, GRPC_UNAVAILABLE,
@@ -437,6 +450,7 @@ struct prov {
 	struct ctl *c;
 	const struct model_pvst *v;
 	const char *pname, *agent, *uid, *avid;
+	uint64_t claimed; /* the generation of step 7's claim when the caller made it */
 	char addr[300];
 	char dev[512];
 	struct model_pvst_export_spec es; /* what the export must look like */
@@ -467,7 +481,8 @@ static int record_step(struct prov *p, int ar, const struct grpc_status *ast,
                        struct step_result *sr, struct model_pvst *out, struct grpc_status *gs)
 {
 	struct grpc_status ws = {0};
-	int w = pvst_update(p->c, p->pname, p->uid, m_step, sr, out, &ws);
+	int w = (sr->ok && sr->ei ? pvst_update_all : pvst_update)(p->c, p->pname, p->uid, m_step,
+	                                                           sr, out, &ws);
 	if (ar != GRPC_OK)
 		return agents_error(p->c, p->agent, ast, gs);
 	if (w)
@@ -479,13 +494,13 @@ static int record_step(struct prov *p, int ar, const struct grpc_status *ast,
  * failure). */
 static int step_create_backend(struct prov *p, struct grpc_status *gs)
 {
-	struct csi_claim cl = {.name = p->pname};
+	struct csi_claim cl = {.name = p->pname, .gen = p->claimed};
 	PillarCsi__Agent__V1__CreateVolumeRequest q =
 	    PILLAR_CSI__AGENT__V1__CREATE_VOLUME_REQUEST__INIT;
 	struct pvst_backend_buf bb;
-	int r = pvst_backend_params(&bb, p->v, &q.backend_params) < 0
-	            ? grpc_status_oom(gs)
-	            : pvst_update(p->c, p->pname, p->uid, m_claim_backend, &cl, NULL, gs);
+	int r = pvst_backend_params(&bb, p->v, &q.backend_params) < 0 ? grpc_status_oom(gs)
+	        : p->claimed                                          ? 0
+	                     : pvst_update(p->c, p->pname, p->uid, m_claim_backend, &cl, NULL, gs);
 	if (r) {
 		pvst_backend_params_free(&bb);
 		return r;
@@ -569,10 +584,11 @@ static int step_export(struct prov *p, struct model_pvst *cur, struct grpc_statu
 	return r;
 }
 
-int csi_provision(struct ctl *c, const struct model_pvst *v, const char *pname,
+int csi_provision(struct ctl *c, const struct model_pvst *v, const char *pname, uint64_t claimed,
                   Csi__V1__CreateVolumeResponse *resp, struct grpc_status *gs)
 {
-	struct prov p = {.c = c, .v = v, .pname = pname, .export_claim = {.name = pname}};
+	struct prov p = {
+	    .c = c, .v = v, .pname = pname, .claimed = claimed, .export_claim = {.name = pname}};
 	struct model_pvst cur = {0};
 	const char *store_name = model_map_get(&v->meta.labels, RULES_LABEL_STORE);
 	p.agent = str(v->spec.agent_ref);
@@ -594,7 +610,9 @@ int csi_provision(struct ctl *c, const struct model_pvst *v, const char *pname,
 	if ((strcmp(str(v->status.phase), "CreatePartial") || !p.dev[0]) &&
 	    (r = step_create_backend(&p, gs)))
 		goto out;
-	if ((r = step_export(&p, &cur, gs)) || (r = record_success(c, pname, p.uid, gs)))
+	if ((r = step_export(&p, &cur, gs)) ||
+	    (!model_map_get(&cur.meta.annotations, RULES_ANN_SUCCESS) &&
+	     (r = record_success(c, pname, p.uid, gs))))
 		goto out;
 	r = respond(&cur, resp, gs);
 out:

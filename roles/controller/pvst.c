@@ -14,7 +14,7 @@ static int lifecycle_changed(struct grpc_status *gs, const char *name, const cha
 
 /* One read-modify-write; -ESTALE (STORE_CONFLICT) asks for another try. */
 static int pvst_try(struct ctl *c, const char *name, const char *uid, pvst_fn fn, void *arg,
-                    struct model_pvst *out, struct grpc_status *gs)
+                    bool all, struct model_pvst *out, struct grpc_status *gs)
 {
 	struct model_pvst v, nv;
 	struct err e = {0};
@@ -35,7 +35,8 @@ static int pvst_try(struct ctl *c, const char *name, const char *uid, pvst_fn fn
 		return GRPC_OK;
 	}
 	if (r == 0)
-		r = model_update_status(c->st, &model_pvst_kind, &v, out ? &nv : NULL, &e);
+		r = (all ? model_update_with_status
+		         : model_update_status)(c->st, &model_pvst_kind, &v, out ? &nv : NULL, &e);
 	model_clear(&model_pvst_kind, &v);
 	if (r == 0 && out)
 		*out = nv;
@@ -49,18 +50,30 @@ static int pvst_try(struct ctl *c, const char *name, const char *uid, pvst_fn fn
 	                       e.msg);
 }
 
-int pvst_update(struct ctl *c, const char *name, const char *uid, pvst_fn fn, void *arg,
-                struct model_pvst *out, struct grpc_status *gs)
+static int update(struct ctl *c, const char *name, const char *uid, pvst_fn fn, void *arg, bool all,
+                  struct model_pvst *out, struct grpc_status *gs)
 {
 	if (out)
 		memset(out, 0, sizeof(*out));
 	for (int tries = 0; tries < 8; tries++) {
-		int r = pvst_try(c, name, uid, fn, arg, out, gs);
+		int r = pvst_try(c, name, uid, fn, arg, all, out, gs);
 		if (r != STORE_CONFLICT)
 			return r;
 	}
 	return grpc_status_set(gs, GRPC_ABORTED, "PillarVolumeState \"%s\" keeps changing; retry",
 	                       name);
+}
+
+int pvst_update(struct ctl *c, const char *name, const char *uid, pvst_fn fn, void *arg,
+                struct model_pvst *out, struct grpc_status *gs)
+{
+	return update(c, name, uid, fn, arg, false, out, gs);
+}
+
+int pvst_update_all(struct ctl *c, const char *name, const char *uid, pvst_fn fn, void *arg,
+                    struct model_pvst *out, struct grpc_status *gs)
+{
+	return update(c, name, uid, fn, arg, true, out, gs);
 }
 
 uint64_t pvst_gen(const struct model_pvst *v)

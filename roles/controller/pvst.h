@@ -21,6 +21,10 @@ typedef int (*pvst_fn)(struct model_pvst *v, void *arg, struct grpc_status *gs);
 /* *out (optional, zeroed or cleared) receives the written (or current) object. */
 int pvst_update(struct ctl *c, const char *name, const char *uid, pvst_fn fn, void *arg,
                 struct model_pvst *out, struct grpc_status *gs);
+/* pvst_update that writes fn's changes of metadata too, with the status in one write where the
+ * store can (model_update_with_status). */
+int pvst_update_all(struct ctl *c, const char *name, const char *uid, pvst_fn fn, void *arg,
+                    struct model_pvst *out, struct grpc_status *gs);
 
 /* Runs fn under the per-volume lock of the volume ID volume_id (csi.md §4: one call per volume
  * at a time) with the ID's parts and the PillarVolumeState name.  A malformed ID runs nothing:

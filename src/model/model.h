@@ -260,6 +260,12 @@ int model_create(store *s, const struct model_kind *k, const void *obj, void *ou
 int model_update(store *s, const struct model_kind *k, const void *obj, void *out, struct err *e);
 int model_update_status(store *s, const struct model_kind *k, const void *obj, void *out,
                         struct err *e);
+/* store_create_with_status / store_update_with_status (store.h): obj with its status in one
+ * write where the store can; validated as model_create / model_update. */
+int model_create_with_status(store *s, const struct model_kind *k, const void *obj, void *out,
+                             struct err *e);
+int model_update_with_status(store *s, const struct model_kind *k, const void *obj, void *out,
+                             struct err *e);
 /* store_watch_next with the object decoded into obj (zeroed or cleared; on 1 the caller clears
  * it).  An object that does not decode is skipped with a warning (returns 0, as a timeout). */
 int model_watch_next(store_watch *w, int timeout_ms, const struct model_kind *k,

@@ -474,7 +474,7 @@ static int write_obj(store *s, write_fn fn, const struct model_kind *k, const vo
 	cJSON *res = NULL;
 	if (out)
 		memset(out, 0, k->type->size);
-	int r = validate(s, k, obj, fn == store_update, e);
+	int r = validate(s, k, obj, fn == store_update || fn == store_update_with_status, e);
 	if (r < 0)
 		return r;
 	j = model_encode(k, obj);
@@ -502,6 +502,18 @@ int model_update_status(store *s, const struct model_kind *k, const void *obj, v
                         struct err *e)
 {
 	return write_obj(s, store_update_status, k, obj, out, e);
+}
+
+int model_create_with_status(store *s, const struct model_kind *k, const void *obj, void *out,
+                             struct err *e)
+{
+	return write_obj(s, store_create_with_status, k, obj, out, e);
+}
+
+int model_update_with_status(store *s, const struct model_kind *k, const void *obj, void *out,
+                             struct err *e)
+{
+	return write_obj(s, store_update_with_status, k, obj, out, e);
 }
 
 int model_watch_next(store_watch *w, int timeout_ms, const struct model_kind *k,

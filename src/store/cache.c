@@ -477,6 +477,12 @@ static int c_update_status(store *st, const cJSON *obj, cJSON **out, struct err 
 	return c_write(st, store_update_status, obj, out, e);
 }
 
+static int c_write_all(store *st, const cJSON *obj, bool create, cJSON **out, struct err *e)
+{
+	return c_write(st, create ? store_create_with_status : store_update_with_status, obj, out,
+	               e);
+}
+
 static int c_remove(store *st, const struct store_kind *k, const char *ns, const char *name,
                     const char *uid, const char *rv, struct err *e)
 {
@@ -610,6 +616,7 @@ static const struct store_ops cache_ops = {
     .create = c_create,
     .update = c_update,
     .update_status = c_update_status,
+    .write_all = c_write_all,
     .remove = c_remove,
     .watch = c_watch,
     .watch_next = c_watch_next,

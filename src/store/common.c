@@ -264,6 +264,56 @@ int store_update_status(store *s, const cJSON *obj, cJSON **out, struct err *e)
 	return s->ops->update_status(s, obj, out, e);
 }
 
+/* metadata.<field> of o set to value (replacing it); false when out of memory. */
+static bool meta_put(cJSON *o, const char *field, const char *value)
+{
+	cJSON *m = cJSON_GetObjectItem(o, "metadata");
+	if (!m || !value)
+		return false;
+	cJSON_DeleteItemFromObject(m, field);
+	return cJSON_AddStringToObject(m, field, value) != NULL;
+}
+
+/* The second call of a two-call write, pinned to the object and version the first wrote. */
+static int write_second(store *s, int (*op)(store *, const cJSON *, cJSON **, struct err *),
+                        const cJSON *obj, const cJSON *first, cJSON **out, struct err *e)
+{
+	cJSON *o = cJSON_Duplicate(obj, true);
+	int r = o && meta_put(o, "resourceVersion", store_meta_str(first, "resourceVersion")) &&
+	                meta_put(o, "uid", store_meta_str(first, "uid"))
+	            ? op(s, o, out, e)
+	            : err_set(e, -ENOMEM, "out of memory");
+	cJSON_Delete(o);
+	return r;
+}
+
+static int write_two(store *s, const cJSON *obj, bool create, cJSON **out, struct err *e)
+{
+	cJSON *first = NULL;
+	int r = create ? store_create(s, obj, &first, e) : store_update_status(s, obj, &first, e);
+	if (r == 0)
+		r = write_second(s, create ? store_update_status : store_update, obj, first, out,
+		                 e);
+	cJSON_Delete(first);
+	return r;
+}
+
+int store_create_with_status(store *s, const cJSON *obj, cJSON **out, struct err *e)
+{
+	if (out)
+		*out = NULL;
+	return s->ops->write_all ? s->ops->write_all(s, obj, true, out, e)
+	                         : write_two(s, obj, true, out, e);
+}
+
+int store_update_with_status(store *s, const cJSON *obj, cJSON **out, struct err *e)
+{
+	if (out)
+		*out = NULL;
+	return s->ops->write_all ? s->ops->write_all(s, obj, false, out, e)
+	                         : write_two(s, obj, false, out, e);
+}
+
 int store_delete(store *s, const struct store_kind *k, const char *ns, const char *name,
                  const char *uid_precondition, const char *rv_precondition, struct err *e)
 {

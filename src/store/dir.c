@@ -630,6 +630,13 @@ static int d_update_status(store *st, const cJSON *obj, cJSON **out, struct err 
 	return r < 0 ? r : d_write(DS(st), &q, e);
 }
 
+static int d_write_all(store *st, const cJSON *obj, bool create, cJSON **out, struct err *e)
+{
+	struct opreq q = {.op = create ? OP_CREATE : OP_UPDATE, .out = out, .with_status = true};
+	int r = prep_obj(&q, obj, e);
+	return r < 0 ? r : d_write(DS(st), &q, e);
+}
+
 static int d_remove(store *st, const struct store_kind *k, const char *ns, const char *name,
                     const char *uid_pre, const char *rv_pre, struct err *e)
 {
@@ -667,6 +674,7 @@ static const struct store_ops dir_ops = {
     .create = d_create,
     .update = d_update,
     .update_status = d_update_status,
+    .write_all = d_write_all,
     .remove = d_remove,
     .watch = dir_watch,
     .watch_next = dir_watch_next,

@@ -107,6 +107,7 @@ struct opreq {
 	const struct store_kind *kind;
 	const char *ns, *name;
 	const char *uid_pre, *rv_pre; /* delete */
+	bool with_status;             /* create/update: obj's status too (store_*_with_status) */
 	cJSON **out;
 };
 /* 0 with *next (NULL: remove the file), 1 when an update removed the last finalizer of a

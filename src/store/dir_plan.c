@@ -156,7 +156,7 @@ static int plan_create(struct opreq *q, const cJSON *cur, cJSON **next, struct e
 	cJSON_DeleteItemFromObjectCaseSensitive(meta_of(n), "generation");
 	if (custom_kind(k))
 		cJSON_AddNumberToObject(meta_of(n), "generation", 1);
-	if (k->status_subresource)
+	if (k->status_subresource && !q->with_status)
 		cJSON_DeleteItemFromObjectCaseSensitive(n, "status");
 	if (volume_defaults(k, n, ts) < 0) {
 		cJSON_Delete(n);
@@ -234,7 +234,7 @@ static int plan_update(struct opreq *q, const cJSON *cur, cJSON **next)
 	                                   "generation", "namespace",         "name"};
 	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
 		copy_field(nm, cm, keep[i]);
-	if (q->kind->status_subresource)
+	if (q->kind->status_subresource && !q->with_status)
 		copy_field(n, cur, "status");
 	if (spec_changed(n, cur) && cJSON_GetObjectItemCaseSensitive(cm, "generation")) {
 		int64_t g = 0;

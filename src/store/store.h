@@ -73,6 +73,9 @@ struct store_ops {
 	int (*create)(store *s, const cJSON *obj, cJSON **out, struct err *e);
 	int (*update)(store *s, const cJSON *obj, cJSON **out, struct err *e);
 	int (*update_status)(store *s, const cJSON *obj, cJSON **out, struct err *e);
+	/* optional (NULL: store_create_with_status / store_update_with_status make two calls):
+	 * create (create true) or update obj with its status, in one write */
+	int (*write_all)(store *s, const cJSON *obj, bool create, cJSON **out, struct err *e);
 	int (*remove)(store *s, const struct store_kind *k, const char *ns, const char *name,
 	              const char *uid_precondition, const char *rv_precondition, struct err *e);
 	int (*watch)(store *s, const struct store_kind *k, uint64_t from_rv, store_watch **w,
@@ -115,6 +118,14 @@ int store_list_walk(store *s, const struct store_kind *k, const char *ns, const 
 int store_create(store *s, const cJSON *obj, cJSON **out, struct err *e);
 int store_update(store *s, const cJSON *obj, cJSON **out, struct err *e);
 int store_update_status(store *s, const cJSON *obj, cJSON **out, struct err *e);
+/* A create, or an update, that also writes obj's status: one durable write where the store can
+ * (the embedded store), so a crash leaves either the old object or all of obj.  Where a
+ * status subresource makes it two requests (the API server), create then update_status, or
+ * update_status then update (metadata and spec), each on the version the first returned — the
+ * order the two separate calls have always been made in; a failed second call returns its
+ * error with the first one written.  *out (optional): the final object. */
+int store_create_with_status(store *s, const cJSON *obj, cJSON **out, struct err *e);
+int store_update_with_status(store *s, const cJSON *obj, cJSON **out, struct err *e);
 int store_delete(store *s, const struct store_kind *k, const char *ns, const char *name,
                  const char *uid_precondition, const char *rv_precondition, struct err *e);
 int store_watch_open(store *s, const struct store_kind *k, uint64_t from_rv, store_watch **w,

@@ -126,20 +126,19 @@ START_TEST(test_create_sequence_and_context)
 END_TEST
 
 /* The write sequence of crds.md §7.5 in the fewest writes: each claim rides on the write
- * before it (the first status, then CreatePartial), so a CreateVolume is five writes — create,
- * Provisioning + claim, CreatePartial + claim, Ready, the success-recorded annotation — each
- * one the store's watch shows, with the generation the agent call after it carries. */
+ * before it, and Ready on the success-recorded annotation (§7.4: "set in the same update that
+ * records Ready"); the embedded store writes an object with its status in one write, so a
+ * CreateVolume is three writes — the object with phase Provisioning and the first claim,
+ * CreatePartial with the second, Ready with the annotation — each one the store's watch shows,
+ * with the generation the agent call after it carries (five writes before: the object and its
+ * first status, and Ready and the annotation, were two writes each). */
 START_TEST(test_create_writes)
 {
 	static const struct {
 		const char *phase;
 		uint64_t gen;
 		bool annotated;
-	} want[] = {{NULL, 0, false},
-	            {"Provisioning", 1, false},
-	            {"CreatePartial", 2, false},
-	            {"Ready", 2, false},
-	            {"Ready", 2, true}};
+	} want[] = {{"Provisioning", 1, false}, {"CreatePartial", 2, false}, {"Ready", 2, true}};
 	struct grpc_status gs = {0};
 	cJSON *items = NULL, *o = NULL;
 	uint64_t rv = 0;

@@ -403,6 +403,59 @@ static void expect_quiet(store_watch *w, int ms)
 	ck_assert_ptr_null(o);
 }
 
+/* store_create_with_status / store_update_with_status: the object and its status both written
+ * (the embedded store in one write: one event; the API server in two requests), a stale
+ * version conflicts with nothing written. */
+START_TEST(test_writes_with_status)
+{
+	cJSON *o = obj("PillarStore", "tank", STORE_SPEC), *v1, *v2, *items;
+	struct err e = {0};
+	store_watch *w;
+	uint64_t rv;
+	ck_assert_int_eq(store_list(st, K("pst"), NULL, NULL, &items, &rv, NULL), 0);
+	cJSON_Delete(items);
+	ck_assert_int_eq(store_watch_open(st, K("pst"), rv, &w, NULL), 0);
+	cJSON_AddStringToObject(
+	    cJSON_AddObjectToObject(cJSON_AddObjectToObject(o, "status"), "capacity"), "total",
+	    "1Gi");
+	ck_assert_msg(store_create_with_status(st, o, &v1, &e) == 0, "%s", e.msg);
+	cJSON_Delete(o);
+	cJSON *cap = cJSON_GetObjectItem(cJSON_GetObjectItem(v1, "status"), "capacity");
+	ck_assert_str_eq(json_get_str(cap, "total"), "1Gi");
+	ck_assert_int_eq(generation(v1), 1);
+	tu_expect_event(w, STORE_ADDED, "tank", on_kube ? NULL : "status");
+	if (on_kube)
+		tu_expect_event(w, STORE_MODIFIED, "tank", "status");
+	expect_quiet(w, 100);
+
+	cJSON *u = cJSON_Duplicate(v1, 1), *stale = cJSON_Duplicate(v1, 1);
+	cJSON_AddStringToObject(
+	    cJSON_AddObjectToObject(cJSON_GetObjectItem(u, "metadata"), "annotations"),
+	    "pillar-csi.bhyoo.com/success-recorded", "true");
+	cJSON_ReplaceItemInObject(u, "status", cJSON_Parse("{\"capacity\":{\"total\":\"2Gi\"}}"));
+	ck_assert_msg(store_update_with_status(st, u, &v2, &e) == 0, "%s", e.msg);
+	cap = cJSON_GetObjectItem(cJSON_GetObjectItem(v2, "status"), "capacity");
+	ck_assert_str_eq(json_get_str(cap, "total"), "2Gi");
+	ck_assert_str_eq(
+	    json_get_str(cJSON_GetObjectItem(cJSON_GetObjectItem(v2, "metadata"), "annotations"),
+	                 "pillar-csi.bhyoo.com/success-recorded"),
+	    "true");
+	ck_assert_int_eq(generation(v2), 1);
+	tu_expect_event(w, STORE_MODIFIED, "tank", "status");
+	if (on_kube)
+		tu_expect_event(w, STORE_MODIFIED, "tank", "status");
+	expect_quiet(w, 100);
+	/* the stale copy conflicts and writes nothing */
+	ck_assert_int_eq(store_update_with_status(st, stale, NULL, &e), STORE_CONFLICT);
+	expect_quiet(w, 100);
+	store_watch_close(w);
+	cJSON_Delete(u);
+	cJSON_Delete(stale);
+	cJSON_Delete(v1);
+	cJSON_Delete(v2);
+}
+END_TEST
+
 START_TEST(test_watch)
 {
 	store_watch *w, *w2;
@@ -463,6 +516,7 @@ int main(void)
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, test_create_get_and_errors);
 	tcase_add_test(t, test_update_conflict_generation_status);
+	tcase_add_test(t, test_writes_with_status);
 	tcase_add_test(t, test_delete_finalizers_and_preconditions);
 	tcase_add_test(t, test_list_selectors_and_pages);
 	tcase_add_test(t, test_namespaced_kind);
