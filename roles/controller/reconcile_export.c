@@ -9,19 +9,8 @@
 #include "controller/agents.h"
 #include "controller/pvst.h"
 #include "controller/reconcile.h"
+#include "controller/xitem.h"
 #include "rules/conditions.h"
-
-struct rvol {
-	struct model_pvst v;
-	bool ics;
-	PillarCsi__Agent__V1__VolumeDesiredState vds;
-	PillarCsi__Agent__V1__ExportDesiredState eds, *edsp;
-	PillarCsi__Agent__V1__ExportParams ep;
-	PillarCsi__Agent__V1__NvmeofTcpExportParams np;
-	PillarCsi__Agent__V1__FencingToken tok;
-	struct pvst_backend_buf bb;
-	char **inits;
-};
 
 struct recon_set {
 	const char *reason, *message;
@@ -37,90 +26,37 @@ static int m_exportcond(struct model_pvst *v, void *arg, struct grpc_status *gs)
 	return r > 0 ? 0 : r == 0 ? PVST_SKIP : grpc_status_oom(gs);
 }
 
+static void set_export_cond(struct ctl *c, const char *name, const char *uid, const char *reason,
+                            const char *msg)
+{
+	struct recon_set s = {reason, msg ? msg : ""};
+	struct grpc_status gs = {0};
+	pvst_update(c, name, uid, m_exportcond, &s, NULL, &gs);
+}
+
 void reconcile_set_export_cond(struct ctl *c, const struct model_pvst *v, const char *reason,
                                const char *msg)
 {
-	struct recon_set s = {reason, msg ? msg : ""};
-	struct grpc_status gs = {0};
-	pvst_update(c, v->meta.name, v->meta.uid, m_exportcond, &s, NULL, &gs);
+	set_export_cond(c, v->meta.name, v->meta.uid, reason, msg);
 }
 
-/* ExportReconciled of a volume read under its lock: a write only when the condition differs
- * from that copy (which follows the change), so an unchanged outcome costs no store access, and
- * a changed one is written from that copy (conditional on its resourceVersion) without reading
- * it again; only a conflict re-reads. */
-static void set_cond_if_changed(struct ctl *c, struct model_pvst *v, const char *reason,
+/* ExportReconciled of a volume read under its lock (x): written only when the condition as read
+ * differs, so an unchanged outcome costs no store access; a changed one is written through
+ * pvst_update (pinned to the UID read). */
+static void set_cond_if_changed(struct ctl *c, const struct xitem *x, const char *reason,
                                 const char *msg)
 {
-	struct recon_set s = {reason, msg ? msg : ""};
-	struct grpc_status gs = {0};
-	if (m_exportcond(v, &s, &gs) == PVST_SKIP)
-		return;
-	if (model_update_status(c->st, &model_pvst_kind, v, NULL, NULL) != STORE_CONFLICT)
-		return; /* written, or gone / unwritable: as pvst_update would leave it */
-	reconcile_set_export_cond(c, v, reason, msg);
+	if (!xitem_cond_same(x, reason, msg))
+		set_export_cond(c, x->name, x->uid, reason, msg);
 }
 
-static int cmp_rvol(const void *a, const void *b)
+static int cmp_sent(const void *a, const void *b)
 {
-	const struct rvol *x = *(struct rvol *const *)a, *y = *(struct rvol *const *)b;
+	const struct xitem *x = *(const struct xitem *const *)a;
+	const struct xitem *y = *(const struct xitem *const *)b;
 	if (x->ics != y->ics)
 		return x->ics ? -1 : 1;
-	return strcmp(x->v.meta.name, y->v.meta.name);
-}
-
-/* The hosts a volume's export admits: publishedNodes that are not being revoked. */
-/* 0 or -ENOMEM. */
-static int initiators(struct rvol *x)
-{
-	const struct model_pvst *v = &x->v;
-	x->inits = calloc(v->status.n_published + 1, sizeof(char *));
-	if (!x->inits)
-		return -ENOMEM;
-	for (size_t i = 0; i < v->status.n_published; i++) {
-		const struct model_pvst_published *p = &v->status.published[i];
-		if (!(p->has_revoking && p->revoking) && p->initiator_id)
-			x->inits[x->eds.n_allowed_initiators++] = p->initiator_id;
-	}
-	x->eds.allowed_initiators = x->inits;
-	return 0;
-}
-
-/* Fills x from the PillarVolumeState in x->v, which has an exportSpec (agent-api.md §12.2
- * step 3); 0 or -ENOMEM. */
-static int build(struct rvol *x)
-{
-	const struct model_pvst *v = &x->v;
-	const struct model_pvst_export_spec *es = &v->status.export_spec;
-	x->ics = es->has_in_capsule_data_size && es->in_capsule_data_size > 0;
-	pillar_csi__agent__v1__volume_desired_state__init(&x->vds);
-	pillar_csi__agent__v1__export_desired_state__init(&x->eds);
-	pillar_csi__agent__v1__export_params__init(&x->ep);
-	pillar_csi__agent__v1__nvmeof_tcp_export_params__init(&x->np);
-	pillar_csi__agent__v1__fencing_token__init(&x->tok);
-	x->vds.volume_id = v->spec.agent_volume_id ?: "";
-	x->vds.backend_type = agents_backend_enum(v->spec.backend_type ?: "");
-	if (pvst_backend_params(&x->bb, v, &x->vds.backend_params) < 0)
-		return -ENOMEM;
-	x->vds.device_path = v->status.backend_device_path ?: "";
-	x->tok.volume_uid = v->meta.uid ?: "";
-	x->tok.generation = pvst_gen(v);
-	x->vds.fence = &x->tok;
-	x->np.bind_address = es->bind_address ?: "";
-	x->np.port = es->has_port ? (int32_t)es->port : 0;
-	x->np.in_capsule_data_size =
-	    es->has_in_capsule_data_size ? (int32_t)es->in_capsule_data_size : 0;
-	x->ep.params_case = PILLAR_CSI__AGENT__V1__EXPORT_PARAMS__PARAMS_NVMEOF_TCP;
-	x->ep.nvmeof_tcp = &x->np;
-	x->eds.protocol_type = PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP;
-	x->eds.export_params = &x->ep;
-	x->eds.acl_enabled = es->has_acl_enabled && es->acl_enabled;
-	if (initiators(x) < 0)
-		return -ENOMEM;
-	x->edsp = &x->eds;
-	x->vds.n_exports = 1;
-	x->vds.exports = &x->edsp;
-	return 0;
+	return strcmp(x->name, y->name);
 }
 
 /* The ExportReconciled reason and message of one volume after the RPC (§12.4). */
@@ -155,117 +91,75 @@ static void map_result(int r, const struct grpc_status *ast,
 	}
 }
 
-/* A volume the resync looks at: not deleting, past Provisioning (§12.3). */
-static bool eligible(const struct model_pvst *v)
-{
-	const char *phase = v->status.phase ?: "";
-	return !(v->status.has_deleting && v->status.deleting) && phase[0] &&
-	       strcmp(phase, "Provisioning");
-}
-
-/* The volumes to look at: PillarVolumeState `only`, or every volume of the agent, whose listed
- * objects then stay in *items (*m of them; the caller frees them). */
-static int volume_names(struct ctl *c, const char *agent, const char *only,
-                        struct model_strs *names, struct model_pvst **items, size_t *m,
-                        struct grpc_status *gs)
-{
-	char sel[400];
-	struct err e = {0};
-	size_t n = 0;
-	memset(names, 0, sizeof(*names));
-	*items = NULL;
-	*m = 0;
-	if (only) {
-		struct model_pvst one;
-		int g = model_get(c->st, &model_pvst_kind, NULL, only, &one, &e);
-		model_clear(&model_pvst_kind, &one);
-		if (g == STORE_NOT_FOUND)
-			return GRPC_OK; /* nothing to look at */
-		if (g < 0)
-			return grpc_status_set(gs, GRPC_UNAVAILABLE,
-			                       "reading PillarVolumeState \"%s\": %s", only, e.msg);
-		return model_strs_add(names, only) < 0 ? grpc_status_oom(gs) : GRPC_OK;
-	}
-	snprintf(sel, sizeof(sel), RULES_LABEL_AGENT "=%s", agent);
-	if (model_list(c->st, &model_pvst_kind, NULL, sel, (void **)items, &n, NULL, &e) < 0)
-		return grpc_status_set(gs, GRPC_UNAVAILABLE, "listing volumes of agent \"%s\": %s",
-		                       agent, e.msg);
-	*m = n;
-	for (size_t i = 0; i < n; i++)
-		if (model_strs_add(names, (*items)[i].meta.name) < 0)
-			return grpc_status_oom(gs);
-	return GRPC_OK;
-}
-
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Builds x->v (read under its lock) when it is eligible; 1 when built, 0 when not, -ENOMEM.
- * Volumes without exportSpec get ExportSpecMissing.  x is cleared when not built. */
-static int take(struct ctl *c, const char *agent, const char *only, struct rvol *x)
+/* The volumes of one pass as compact items (xitem.h): one decoded object at a time. */
+struct xlist {
+	struct xitem *v;
+	size_t n, cap;
+	const char *agent; /* checked against spec.agentRef (the one-volume pass), or NULL */
+	const char *const *locked; /* NULL, or only these names (sorted, nlocked) are taken */
+	size_t nlocked;
+};
+
+static void xlist_clear(struct xlist *l)
 {
-	const char *ref = x->v.spec.agent_ref;
-	if (!eligible(&x->v) || (only && (!ref || strcmp(ref, agent)))) {
-		model_clear(&model_pvst_kind, &x->v);
-		return 0;
-	}
-	if (!x->v.status.has_export_spec) {
-		set_cond_if_changed(
-		    c, &x->v, RULES_REASON_EXPORT_SPEC_MISSING,
-		    "status.exportSpec is missing; the controller will not guess it "
-		    "(see operations.md §9)");
-		model_clear(&model_pvst_kind, &x->v);
-		return 0;
-	}
-	if (build(x) < 0) {
-		pvst_backend_params_free(&x->bb);
-		free(x->inits);
-		x->inits = NULL;
-		model_clear(&model_pvst_kind, &x->v);
-		return -ENOMEM;
-	}
-	return 1;
+	for (size_t i = 0; i < l->n; i++)
+		xitem_clear(&l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = l->cap = 0;
 }
 
-/* Builds the eligible named volumes, read under their locks, into v; *n of them.  A whole
- * agent's volumes are read in one list (names is sorted; a volume created since names was listed
- * is not locked and waits for the next pass) — or are the m objects of that first list (items,
- * freed here), when no lock was released since it was taken: then no operation on any of them
- * ended in between, nor was one running (its lock would have had to be released to us).
- * GRPC_OK, or an error in gs: then no request may go out (one without a volume's initiators
- * would revoke them, a complete one without a volume would leave it unexported). */
-static int collect(struct ctl *c, const char *agent, const char *only,
-                   const struct model_strs *names, struct rvol *v, size_t *n,
-                   struct model_pvst *items, size_t m, struct grpc_status *gs)
+static int xlist_add(void *obj, void *arg)
+{
+	struct xlist *l = arg;
+	const struct model_pvst *v = obj;
+	const char *key = v->meta.name;
+	if (!key || (l->locked && !bsearch(&key, l->locked, l->nlocked, sizeof(char *), cmp_str)))
+		return 0; /* created since the names were listed: not locked, the next pass's */
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		struct xitem *nv = realloc(l->v, cap * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		l->v = nv;
+		l->cap = cap;
+	}
+	if (xitem_of(&l->v[l->n], v, l->agent) < 0)
+		return -ENOMEM;
+	l->n++;
+	return 0;
+}
+
+/* Reads the pass's volumes into l: PillarVolumeState `only`, or every volume of the agent.
+ * GRPC_OK, or an error in gs. */
+static int read_items(struct ctl *c, const char *agent, const char *only, struct xlist *l,
+                      struct grpc_status *gs)
 {
 	struct err e = {0};
-	int r = 0;
-	*n = 0;
 	if (only) {
-		if (model_get(c->st, &model_pvst_kind, NULL, only, &v->v, NULL) == 0)
-			r = take(c, agent, only, v);
-		*n = r > 0;
+		struct model_pvst one;
+		int g = model_get(c->st, &model_pvst_kind, NULL, only, &one, &e);
+		int r = g == 0 ? xlist_add(&one, l) : 0;
+		model_clear(&model_pvst_kind, &one);
+		if (g < 0 && g != STORE_NOT_FOUND)
+			return grpc_status_set(gs, GRPC_UNAVAILABLE,
+			                       "reading PillarVolumeState \"%s\": %s", only, e.msg);
 		return r < 0 ? grpc_status_oom(gs) : GRPC_OK;
 	}
 	char sel[400];
 	snprintf(sel, sizeof(sel), RULES_LABEL_AGENT "=%s", agent);
-	if (!items &&
-	    model_list(c->st, &model_pvst_kind, NULL, sel, (void **)&items, &m, NULL, &e) < 0)
+	int r = model_list_each(c->st, &model_pvst_kind, NULL, sel, xlist_add, l, NULL, &e);
+	if (r == -ENOMEM)
+		return grpc_status_oom(gs);
+	if (r < 0)
 		return grpc_status_set(gs, GRPC_UNAVAILABLE, "listing volumes of agent \"%s\": %s",
 		                       agent, e.msg);
-	for (size_t i = 0; i < m && r >= 0; i++) {
-		const char *key = items[i].meta.name;
-		if (!key || !bsearch(&key, names->v, names->n, sizeof(char *), cmp_str))
-			continue;
-		v[*n].v = items[i];
-		memset(&items[i], 0, sizeof(items[i])); /* moved */
-		r = take(c, agent, NULL, &v[*n]);
-		*n += r > 0;
-	}
-	model_list_free(&model_pvst_kind, items, m);
-	return r < 0 ? grpc_status_oom(gs) : GRPC_OK;
+	return GRPC_OK;
 }
 
 /* Sends the request (or not: no address, nothing to resync); returns the RPC's code. */
@@ -285,26 +179,58 @@ static int send(struct ctl *c, const char *agent, const char *addr, bool complet
 	return r;
 }
 
-/* One ReconcileState over the built volumes (sorted: in-capsule first, then by name) and
- * ExportReconciled from its results. */
+static void free_items(PillarCsi__Agent__V1__VolumeDesiredState **vols, size_t n)
+{
+	for (size_t i = 0; vols && i < n; i++)
+		pillar_csi__agent__v1__volume_desired_state__free_unpacked(vols[i], NULL);
+	free(vols);
+}
+
+/* The sent items in request order (in-capsule first, then by name, §12.2 step 4), unpacked for
+ * the request in *vols; *n of them.  0 or -ENOMEM. */
+static int request_items(const struct xlist *l, struct xitem ***order,
+                         PillarCsi__Agent__V1__VolumeDesiredState ***vols, size_t *n)
+{
+	*n = 0;
+	*vols = NULL;
+	*order = calloc(l->n ? l->n : 1, sizeof(**order));
+	if (!*order)
+		return -ENOMEM;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].what == XITEM_EXPORTED)
+			(*order)[(*n)++] = &l->v[i];
+	qsort(*order, *n, sizeof(**order), cmp_sent);
+	*vols = calloc(*n ? *n : 1, sizeof(**vols));
+	for (size_t i = 0; *vols && i < *n; i++)
+		if (!((*vols)[i] = xitem_item((*order)[i]))) {
+			free_items(*vols, i);
+			*vols = NULL;
+		}
+	return *vols ? 0 : -ENOMEM;
+}
+
+/* One ReconcileState over the exported items and ExportReconciled from its results; the items
+ * without exportSpec get ExportSpecMissing (§12.2 step 2). */
 static int reconcile_built(struct ctl *c, const char *agent, const char *addr, bool complete,
                            const struct grpc_status *noaddr, const struct reconcile_sent *sent,
-                           struct rvol *v, size_t n, struct grpc_status *gs)
+                           const struct xlist *l, struct grpc_status *gs)
 {
 	unsigned epoch = atomic_load(&c->agents_epoch);
-	/* sort pointers: the structs hold pointers into themselves */
-	struct rvol **order = calloc(n ? n : 1, sizeof(*order));
-	PillarCsi__Agent__V1__VolumeDesiredState **vols = calloc(n ? n : 1, sizeof(*vols));
+	struct xitem **order = NULL;
+	PillarCsi__Agent__V1__VolumeDesiredState **vols = NULL;
+	size_t n = 0;
 	int r;
-	if (!order || !vols) {
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].what == XITEM_NOSPEC)
+			set_cond_if_changed(c, &l->v[i], RULES_REASON_EXPORT_SPEC_MISSING,
+			                    "status.exportSpec is missing; the controller will not "
+			                    "guess it (see operations.md §9)");
+	if (request_items(l, &order, &vols, &n) < 0) {
 		r = grpc_status_oom(gs);
+		if (sent && sent->fn)
+			sent->fn(sent->arg, r, gs);
 		goto out;
 	}
-	for (size_t i = 0; i < n; i++)
-		order[i] = &v[i];
-	qsort(order, n, sizeof(*order), cmp_rvol);
-	for (size_t i = 0; i < n; i++)
-		vols[i] = &order[i]->vds;
 	PillarCsi__Agent__V1__ReconcileStateRequest q =
 	    PILLAR_CSI__AGENT__V1__RECONCILE_STATE_REQUEST__INIT;
 	PillarCsi__Agent__V1__ReconcileStateResponse *resp = NULL;
@@ -313,22 +239,49 @@ static int reconcile_built(struct ctl *c, const char *agent, const char *addr, b
 	q.n_volumes = n;
 	q.complete = complete;
 	r = send(c, agent, addr, complete, noaddr, &q, &resp, &ast);
+	free_items(vols, n); /* before the writes: the request's memory is not held across them */
+	vols = NULL;
 	if (sent && sent->fn)
 		sent->fn(sent->arg, r, &ast);
 	for (size_t i = 0; i < n; i++) {
 		const char *reason, *msg;
 		if (!complete && r != GRPC_OK && atomic_load(&c->agents_epoch) != epoch)
 			break; /* the agent changed meanwhile: its restore (or next pass) records them */
-		map_result(r, &ast, resp, v[i].vds.volume_id, &reason, &msg);
-		set_cond_if_changed(c, &v[i].v, reason, msg);
+		map_result(r, &ast, resp, order[i]->vid, &reason, &msg);
+		set_cond_if_changed(c, order[i], reason, msg);
 	}
 	if (resp)
 		protobuf_c_message_free_unpacked(&resp->base, NULL);
 	gs->code = r;
 	snprintf(gs->msg, sizeof(gs->msg), "%s", ast.msg);
 out:
-	free(vols);
 	free(order);
+	return r;
+}
+
+/* One pass of the agent with every volume of l locked: read again when an operation ended
+ * since l was read (then no operation on any of them ended in between, nor was one running:
+ * its lock would have had to be released to us), then the request.  names (sorted) are copies
+ * of l's names.  GRPC_OK, or an error in gs: then
+ * no request goes out (one without a volume's initiators would revoke them, a complete one
+ * without a volume would leave it unexported). */
+static int locked_pass(struct ctl *c, const char *agent, const char *addr, const char *only,
+                       bool complete, const struct grpc_status *noaddr,
+                       const struct reconcile_sent *sent, struct xlist *l, bool reread,
+                       const char *const *names, size_t nnames, struct grpc_status *gs)
+{
+	int r = GRPC_OK;
+	if (reread) {
+		xlist_clear(l);
+		l->locked = names;
+		l->nlocked = nnames;
+		r = read_items(c, agent, only, l, gs);
+	}
+	if (r == GRPC_OK)
+		return reconcile_built(c, agent, addr, complete, noaddr, sent, l, gs);
+	if (sent && sent->fn)
+		sent->fn(sent->arg, r,
+		         gs); /* nothing sent: a restore records ExportRestoreFailed */
 	return r;
 }
 
@@ -336,9 +289,7 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
                       bool complete, const struct grpc_status *noaddr,
                       const struct reconcile_sent *sent, struct grpc_status *gs)
 {
-	struct model_strs names;
-	struct model_pvst *listed = NULL;
-	size_t n = 0, nlisted = 0;
+	struct xlist l = {.agent = only ? agent : NULL};
 	char akey[300];
 	struct keylock_hold ahold;
 	gs->code = GRPC_OK;
@@ -349,42 +300,33 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
 	snprintf(akey, sizeof(akey), "PillarAgent/%s", agent);
 	keylock_wait(&c->locks, &ahold, akey);
 	unsigned long released = keylock_releases(&c->locks);
-	int r = volume_names(c, agent, only, &names, &listed, &nlisted, gs);
-	struct rvol *v = r != GRPC_OK ? NULL : calloc(names.n ? names.n : 1, sizeof(*v));
-	struct keylock_hold *holds = !v ? NULL : calloc(names.n ? names.n : 1, sizeof(*holds));
+	int r = read_items(c, agent, only, &l, gs);
+	/* the names are copied: l is read again under the locks when an operation ended */
+	struct model_strs names = {0};
+	for (size_t i = 0; r == GRPC_OK && i < l.n; i++)
+		if (model_strs_add(&names, l.v[i].name) < 0)
+			r = grpc_status_oom(gs);
+	struct keylock_hold *holds =
+	    r != GRPC_OK ? NULL : calloc(names.n ? names.n : 1, sizeof(*holds));
 	if (!holds) {
-		model_list_free(&model_pvst_kind, listed, nlisted);
-		free(v);
+		xlist_clear(&l);
 		model_strs_clear(&names);
 		keylock_release(&c->locks, &ahold);
 		return r != GRPC_OK ? r : grpc_status_oom(gs);
 	}
-	/* the per-volume locks in name order */
 	qsort(names.v, names.n, sizeof(char *), cmp_str);
+	/* the per-volume locks in name order */
 	for (size_t i = 0; i < names.n; i++)
 		keylock_wait(&c->locks, &holds[i], names.v[i]);
-	if (keylock_releases(&c->locks) != released) { /* an operation ended: read again */
-		model_list_free(&model_pvst_kind, listed, nlisted);
-		listed = NULL;
-		nlisted = 0;
-	}
-	r = collect(c, agent, only, &names, v, &n, listed, nlisted, gs);
-	if (r == GRPC_OK)
-		r = reconcile_built(c, agent, addr, complete, noaddr, sent, v, n, gs);
-	else if (sent && sent->fn)
-		sent->fn(sent->arg, r,
-		         gs); /* nothing sent: a restore records ExportRestoreFailed */
-	for (size_t i = 0; i < n; i++) {
-		pvst_backend_params_free(&v[i].bb);
-		free(v[i].inits);
-		model_clear(&model_pvst_kind, &v[i].v);
-	}
+	bool reread = keylock_releases(&c->locks) != released; /* an operation ended */
+	r = locked_pass(c, agent, addr, only, complete, noaddr, sent, &l, reread,
+	                (const char *const *)names.v, names.n, gs);
+	xlist_clear(&l);
 	for (size_t i = names.n; i > 0; i--)
 		keylock_release(&c->locks, &holds[i - 1]);
 	keylock_release(&c->locks, &ahold);
 	free(holds);
 	model_strs_clear(&names);
-	free(v);
 	return r;
 }
 
@@ -416,7 +358,7 @@ int reconcile_volume(struct ctl *c, const char *name, struct err *e)
 		return r;
 	char agent[254];
 	snprintf(agent, sizeof(agent), "%s", v.spec.agent_ref ?: "");
-	bool ok = eligible(&v) && agent[0];
+	bool ok = xitem_eligible(&v) && agent[0];
 	model_clear(&model_pvst_kind, &v);
 	if (!ok)
 		return 0;

@@ -251,6 +251,13 @@ int model_get(store *s, const struct model_kind *k, const char *ns, const char *
 int model_list(store *s, const struct model_kind *k, const char *ns, const char *selector,
                void **items, size_t *n, uint64_t *list_rv, struct err *e);
 void model_list_free(const struct model_kind *k, void *items, size_t n);
+/* model_list's objects one at a time, in the same order, never more than one decoded: fn gets
+ * each (borrowed: cleared after fn returns); 0 goes on, a negative errno stops the list and is
+ * returned.  Objects that do not decode are left out as model_list leaves them.  0, a store
+ * error, -ENOMEM, or fn's error. */
+typedef int (*model_each_fn)(void *obj, void *arg);
+int model_list_each(store *s, const struct model_kind *k, const char *ns, const char *selector,
+                    model_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
 /* out (optional) receives the stored object; it must be zeroed/cleared.  Every write runs the
  * kind's validation first (model_kind.validate; model_update also its transition rules against
  * the stored object, model_kind.validate_update): an object the CRD would reject is refused

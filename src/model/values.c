@@ -423,6 +423,45 @@ int model_list(store *s, const struct model_kind *k, const char *ns, const char 
 	return 0;
 }
 
+struct each {
+	const struct model_kind *k;
+	model_each_fn fn;
+	void *arg, *obj;
+	struct err *e;
+};
+
+/* Decodes one listed object into the one scratch struct, hands it on, clears it. */
+static int each_one(cJSON *it, void *arg)
+{
+	struct each *x = arg;
+	struct err de = {0};
+	int d = model_decode(x->k, it, x->obj, &de);
+	if (d == -ENOMEM)
+		return err_set(x->e, d, "out of memory");
+	if (d < 0) {
+		log_warnf("%s \"%s\" left out: %s", x->k->kind, store_meta_str(it, "name") ?: "",
+		          de.msg);
+		return 0;
+	}
+	d = x->fn(x->obj, x->arg);
+	model_clear(x->k, x->obj);
+	return d;
+}
+
+int model_list_each(store *s, const struct model_kind *k, const char *ns, const char *selector,
+                    model_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+{
+	const struct store_kind *sk = model_store_kind(k);
+	struct each x = {.k = k, .fn = fn, .arg = arg, .e = e};
+	if (!sk)
+		return unknown_kind(k, e);
+	if (!(x.obj = calloc(1, k->type->size)))
+		return err_set(e, -ENOMEM, "out of memory");
+	int r = store_list_each(s, sk, ns, selector, each_one, &x, list_rv, e);
+	free(x.obj);
+	return r;
+}
+
 typedef int (*write_fn)(store *s, const cJSON *obj, cJSON **out, struct err *e);
 
 /* The kind's transition rules against the stored object (none stored: nothing to check). */
