@@ -35,8 +35,8 @@ struct kube_client {
 	char ns[254];
 	int64_t timeout_ms;
 	struct kube_client_opts o;
-	pthread_mutex_t mu; /* limiter and token */
-	struct kube_ratelimit rl;
+	pthread_mutex_t mu; /* limiters and token */
+	struct kube_ratelimit rl[KUBE_BUDGETS];
 	char *token;      /* current bearer token, NULL: none */
 	char *token_file; /* followed, NULL: none */
 	struct stat token_st;
@@ -85,7 +85,8 @@ int kube_client_new(struct kube_client **out, const struct kube_config *cfg,
 	snprintf(kc->ua, sizeof(kc->ua), "%s/%s (linux/%s) pillar-csi/%s", o->component,
 	         o->version ? o->version : "v" PILLAR_VERSION, KUBE_ARCH, PILLAR_GIT_COMMIT);
 	snprintf(kc->ns, sizeof(kc->ns), "%s", cfg->ns);
-	kube_ratelimit_init(&kc->rl, o->qps, o->burst);
+	for (int b = 0; b < KUBE_BUDGETS; b++)
+		kube_ratelimit_init(&kc->rl[b], o->qps, o->burst);
 	pthread_mutex_init(&kc->mu, NULL);
 	rc = h2_tls_client_cfg_new_pem(&kc->tls, cfg->ca_pem, cfg->cert_pem, cfg->key_pem, e);
 	if (rc == 0 && cfg->token && !(kc->token = strdup(cfg->token)))
@@ -173,9 +174,9 @@ static int token_refresh(struct kube_client *kc, struct kube_status *st)
 	return e.code ? e.code : -EPERM;
 }
 
-int kube_stream_start(struct kube_client *kc, const char *method, const char *path,
-                      const char *content_type, const char *body, size_t len,
-                      struct h2_stream **out, struct kube_status *st)
+static int stream_start(struct kube_client *kc, enum kube_budget budget, const char *method,
+                        const char *path, const char *content_type, const char *body, size_t len,
+                        struct h2_stream **out, struct kube_status *st)
 {
 	struct h2_header h[5];
 	struct h2_request rq = {
@@ -187,7 +188,7 @@ int kube_stream_start(struct kube_client *kc, const char *method, const char *pa
 	int rc;
 
 	pthread_mutex_lock(&kc->mu);
-	wait = kube_ratelimit_reserve(&kc->rl, kc->o.now_us(kc->o.clock_arg));
+	wait = kube_ratelimit_reserve(&kc->rl[budget], kc->o.now_us(kc->o.clock_arg));
 	rc = token_refresh(kc, st);
 	has_auth = rc == 0 && kc->token;
 	if (has_auth)
@@ -220,11 +221,19 @@ int kube_stream_head(struct h2_stream *s, int64_t timeout_ms, const char *method
 	return rc;
 }
 
-int kube_stream_open(struct kube_client *kc, const char *method, const char *path,
-                     const char *content_type, const char *body, size_t len, struct h2_stream **out,
-                     int *http_status, struct kube_status *st)
+int kube_stream_start(struct kube_client *kc, const char *method, const char *path,
+                      const char *content_type, const char *body, size_t len,
+                      struct h2_stream **out, struct kube_status *st)
 {
-	int rc = kube_stream_start(kc, method, path, content_type, body, len, out, st);
+	return stream_start(kc, KUBE_BUDGET_OBJECTS, method, path, content_type, body, len, out,
+	                    st);
+}
+
+int kube_stream_open(struct kube_client *kc, enum kube_budget budget, const char *method,
+                     const char *path, const char *content_type, const char *body, size_t len,
+                     struct h2_stream **out, int *http_status, struct kube_status *st)
+{
+	int rc = stream_start(kc, budget, method, path, content_type, body, len, out, st);
 	if (rc == 0 && (rc = kube_stream_head(*out, kc->timeout_ms, method, path, st)) < 0) {
 		h2_stream_free(*out);
 		*out = NULL;
@@ -250,15 +259,15 @@ static int retry_after(struct h2_stream *s, int code)
 
 /* One attempt: the answer's status in *code and body in *b (malloc'd), *wait_s >= 0 when the
  * server asked for a retry. */
-static int request_once(struct kube_client *kc, const char *method, const char *path,
-                        const char *content_type, const char *body, size_t len, char **b, size_t *n,
-                        int *code, int *wait_s, struct kube_status *st)
+static int request_once(struct kube_client *kc, enum kube_budget budget, const char *method,
+                        const char *path, const char *content_type, const char *body, size_t len,
+                        char **b, size_t *n, int *code, int *wait_s, struct kube_status *st)
 {
 	struct h2_stream *s;
 	struct err e = {0};
 	int rc;
 
-	rc = kube_stream_open(kc, method, path, content_type, body, len, &s, code, st);
+	rc = kube_stream_open(kc, budget, method, path, content_type, body, len, &s, code, st);
 	if (rc < 0)
 		return rc;
 	*wait_s = retry_after(s, *code);
@@ -274,14 +283,22 @@ int kube_request(struct kube_client *kc, const char *method, const char *path,
                  const char *content_type, const char *body, size_t len, char **resp,
                  size_t *resp_len, struct kube_status *st)
 {
+	return kube_request_on(kc, KUBE_BUDGET_OBJECTS, method, path, content_type, body, len, resp,
+	                       resp_len, st);
+}
+
+int kube_request_on(struct kube_client *kc, enum kube_budget budget, const char *method,
+                    const char *path, const char *content_type, const char *body, size_t len,
+                    char **resp, size_t *resp_len, struct kube_status *st)
+{
 	char *b = NULL;
 	size_t n = 0;
 	int code = 0, wait_s = -1, rc;
 
 	kube_status_clear(st);
 	for (int attempt = 0;; attempt++) {
-		rc = request_once(kc, method, path, content_type, body, len, &b, &n, &code, &wait_s,
-		                  st);
+		rc = request_once(kc, budget, method, path, content_type, body, len, &b, &n, &code,
+		                  &wait_s, st);
 		if (rc < 0)
 			return rc;
 		if (wait_s < 0 || attempt == KUBE_RETRIES)

@@ -6,8 +6,12 @@
  * before the first `/` as the field manager), and `Authorization: Bearer` when the configuration
  * has a token.  A token file (in cluster: the service account's bound token, which the kubelet
  * rotates) is stat()ed before each request and re-read when it changed; if a re-read fails, the
- * last token read stays in use.  Every request first takes a token of the rate limiter
- * (kube/ratelimit.h) and may wait for it; watches take one when they open.
+ * last token read stays in use.  Every request first takes a token of a rate limiter
+ * (kube/ratelimit.h) and may wait for it; watches take one when they open.  The client has two
+ * limiters of the same qps and burst: one for objects (every request unless said otherwise) and
+ * one for Events (kube_request_on with KUBE_BUDGET_EVENTS), as a process with a separate event
+ * client has (kube-scheduler, kube-controller-manager), so that Events never delay object
+ * requests; the two share the connection.
  *
  * Operations return 0 on a 2xx answer, with the decoded object in *out when out is not NULL
  * (caller owns it).  Otherwise they return a negative errno and fill st: the
@@ -86,11 +90,18 @@ unsigned kube_client_connections(const struct kube_client *kc);
 int kube_path(char *buf, size_t size, const struct kube_resource *r, const char *ns,
               const char *name, const char *sub);
 
+/* Which token bucket a request takes its token from. */
+enum kube_budget { KUBE_BUDGET_OBJECTS, KUBE_BUDGET_EVENTS, KUBE_BUDGETS };
+
 /* One request: path with its query; body NULL for none.  On 2xx: 0, the body in *resp
  * (NUL-terminated, malloc'd; NULL allowed to discard) and its length. */
 int kube_request(struct kube_client *kc, const char *method, const char *path,
                  const char *content_type, const char *body, size_t len, char **resp,
                  size_t *resp_len, struct kube_status *st);
+/* kube_request limited by the given budget's bucket (kube_request: KUBE_BUDGET_OBJECTS). */
+int kube_request_on(struct kube_client *kc, enum kube_budget budget, const char *method,
+                    const char *path, const char *content_type, const char *body, size_t len,
+                    char **resp, size_t *resp_len, struct kube_status *st);
 
 int kube_get(struct kube_client *kc, const struct kube_resource *r, const char *ns,
              const char *name, cJSON **out, struct kube_status *st);

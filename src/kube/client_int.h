@@ -5,11 +5,12 @@
 #include "h2/client.h"
 #include "kube/client.h"
 
-/* Rate-limited, authenticated request; returns the open stream after its response headers:
- * 0 with *out and *http_status, or a negative errno with st filled (local failure). */
-int kube_stream_open(struct kube_client *kc, const char *method, const char *path,
-                     const char *content_type, const char *body, size_t len, struct h2_stream **out,
-                     int *http_status, struct kube_status *st);
+/* Authenticated request limited by the budget's token bucket; returns the open stream after its
+ * response headers: 0 with *out and *http_status, or a negative errno with st filled (local
+ * failure). */
+int kube_stream_open(struct kube_client *kc, enum kube_budget budget, const char *method,
+                     const char *path, const char *content_type, const char *body, size_t len,
+                     struct h2_stream **out, int *http_status, struct kube_status *st);
 /* The per-request timeout (kube_client_opts.timeout_ms). */
 int64_t kube_client_timeout_ms(const struct kube_client *kc);
 /* kube_stream_open in two steps: the rate-limited, authenticated request is queued (0 with *out,

@@ -221,8 +221,8 @@ static int post_event(struct kube_events *ev, const struct item *it, const struc
 	body = model_encode_text(&model_event_kind, &e); /* e borrows every string: no clear */
 	if (!body)
 		return -ENOMEM;
-	rc = kube_request(ev->kc, "POST", path, "application/json", body, strlen(body), NULL, NULL,
-	                  st);
+	rc = kube_request_on(ev->kc, KUBE_BUDGET_EVENTS, "POST", path, "application/json", body,
+	                     strlen(body), NULL, NULL, st);
 	free(body);
 	return rc;
 }
@@ -240,8 +240,9 @@ static int patch_event(struct kube_events *ev, const struct item *it, const stru
 	snprintf(body, sizeof(body),
 	         "{\"count\":%" PRId64 ",\"lastTimestamp\":\"%s\",\"message\":%s}", sn->count, now,
 	         msg);
-	return kube_request(ev->kc, "PATCH", path, "application/strategic-merge-patch+json", body,
-	                    strlen(body), NULL, NULL, st);
+	return kube_request_on(ev->kc, KUBE_BUDGET_EVENTS, "PATCH", path,
+	                       "application/strategic-merge-patch+json", body, strlen(body), NULL,
+	                       NULL, st);
 }
 
 /* Correlates and writes one event (on the sender thread). */

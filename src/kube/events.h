@@ -22,6 +22,8 @@
  * (RFC 3339, seconds), count 1, type Normal or Warning.  At most 1000 events wait; beyond that
  * new ones are dropped with a warning, as client-go's broadcaster does.  Writes that fail are
  * logged and dropped after one retry: events are best effort and never block the caller.
+ * Writes take their rate-limiter tokens from the client's Events budget (kube/client.h), so a
+ * burst of Events never delays the process's object requests.
  *
  * Functions return 0 or a negative errno (message in e).  Thread-safe.
  */

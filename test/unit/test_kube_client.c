@@ -12,6 +12,7 @@
 
 #include "base/json.h"
 #include "kube/client.h"
+#include "kube/events.h"
 #include "kube/watch.h"
 #include "kube_fake.h"
 #include "testutil.h"
@@ -556,6 +557,43 @@ START_TEST(test_rate_limited_requests)
 }
 END_TEST
 
+/* Events take their tokens from a bucket of their own: a burst of Events (a CreateVolume records
+ * ten) does not make the next object request wait. */
+START_TEST(test_events_own_budget)
+{
+	static const struct kube_event_ref obj = {"pillar-csi.bhyoo.com/v1alpha1",
+	                                          "PillarVolumeState", NULL, "pvc-1", "uid-1"};
+	struct kube_events_opts eo = {.component = "pillar-csi-controller"};
+	struct kube_events *ev = NULL;
+	struct kube_status st;
+	struct kube_client *kc;
+	struct err e = {0};
+
+	srv = kf_start(&certs, false, handler, NULL);
+	route_recorded("GET", "02c-pa-get-200.json");
+	route("POST", "/api/v1/namespaces/default/events", "02a-pa-create-201.json", NULL);
+	fake_now = 5000000;
+	n_slept = 0;
+	kc = client_with("    token: t\n", 4, limited); /* 4 qps, burst 2 */
+	ck_assert_msg(kube_events_new(&ev, kc, &eo, &e) == 0, "%s", e.msg);
+	kube_events_record(ev, &obj, KUBE_EVENT_NORMAL, "Provisioning", "one");
+	kube_events_record(ev, &obj, KUBE_EVENT_NORMAL, "BackendCreated", "two");
+	kube_events_record(ev, &obj, KUBE_EVENT_NORMAL, "ExportCreated", "three");
+	ck_assert(kube_events_flush(ev, 10000));
+	ck_assert_uint_eq(kf_requests(srv), 3);
+	ck_assert_int_eq(n_slept, 1); /* the third Event waited for its own bucket's token */
+	ck_assert_uint_eq(slept[0], 250000);
+	for (int i = 0; i < 2; i++) /* the objects' burst is untouched */
+		ck_assert_int_eq(kube_get(kc, &PA, NULL, "storage-1", NULL, &st), 0);
+	ck_assert_int_eq(n_slept, 1);
+	ck_assert_int_eq(kube_get(kc, &PA, NULL, "storage-1", NULL, &st), 0);
+	ck_assert_int_eq(n_slept, 2);
+	ck_assert_uint_eq(slept[1], 250000);
+	kube_events_free(ev);
+	kube_client_free(kc);
+}
+END_TEST
+
 START_TEST(test_retry_after)
 {
 	struct kube_client *kc;
@@ -601,6 +639,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_token_rotation);
 	tcase_add_test(t, test_client_certificate);
 	tcase_add_test(t, test_rate_limited_requests);
+	tcase_add_test(t, test_events_own_budget);
 	tcase_add_test(t, test_retry_after);
 	suite_add_tcase(s, t);
 	return s;

@@ -166,6 +166,7 @@ class Env:
         self.fwd = None
         self.kubeconfig = None  # set: --store=kube on this API server
         self.controller_args = []  # more controller flags (benchmarks)
+        self.reconcile_interval = "1s"  # PILLAR_RECONCILE_INTERVAL (benchmarks: the default)
 
     def store_args(self):
         if self.kubeconfig:
@@ -199,7 +200,7 @@ class Env:
 
     # -- controller --
     def start_controller(self):
-        env = dict(os.environ, PILLAR_RECONCILE_INTERVAL="1s")
+        env = dict(os.environ, PILLAR_RECONCILE_INTERVAL=self.reconcile_interval)
         # probes on loopback only (test servers never listen on other addresses)
         p = self.procs.start("controller", [BIN, "controller", "--csi-endpoint=unix://" + self.sock,
                                             *self.store_args(),
