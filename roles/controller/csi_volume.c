@@ -166,7 +166,13 @@ static int record_success(struct ctl *c, const char *name, const char *uid, stru
 	for (int i = 0; i < 8; i++) {
 		struct model_pvst v;
 		struct err e = {0};
-		int r = model_get(c->st, &model_pvst_kind, NULL, name, &v, &e);
+		/* first from the cache: the update is conditional on its resourceVersion, and the
+		 * annotation, once set, is never removed (pvst.h) */
+		int r = pvst_read(c, name, i == 0, &v, &e);
+		if (i == 0 && (r < 0 || strcmp(str(v.meta.uid), uid))) {
+			model_clear(&model_pvst_kind, &v);
+			continue;
+		}
 		if (r < 0 || strcmp(str(v.meta.uid), uid)) {
 			model_clear(&model_pvst_kind, &v);
 			return grpc_status_set(

@@ -12,13 +12,30 @@ static int lifecycle_changed(struct grpc_status *gs, const char *name, const cha
 	    uid ? uid : "");
 }
 
-/* One read-modify-write; -ESTALE (STORE_CONFLICT) asks for another try. */
-static int pvst_try(struct ctl *c, const char *name, const char *uid, pvst_fn fn, void *arg,
-                    bool all, struct model_pvst *out, struct grpc_status *gs)
+int pvst_read(struct ctl *c, const char *name, bool cached, struct model_pvst *v, struct err *e)
+{
+	if (cached)
+		return model_get_cached(c->st, &model_pvst_kind, NULL, name, v, e);
+	bool was = store_cache_thread_reads(false);
+	int r = model_get(c->st, &model_pvst_kind, NULL, name, v, e);
+	store_cache_thread_reads(was);
+	return r;
+}
+
+/* One read-modify-write; -ESTALE (STORE_CONFLICT) asks for another try, read through.  A copy
+ * from the cache is only ever written conditionally on its resourceVersion, so a stale one is
+ * refused (Conflict); with recheck, any other outcome decided on it (a missing object, another
+ * UID, fn's skip or error) is decided again on a read through. */
+static int pvst_try(struct ctl *c, const char *name, const char *uid, bool cached, bool recheck,
+                    pvst_fn fn, void *arg, bool all, struct model_pvst *out, struct grpc_status *gs)
 {
 	struct model_pvst v, nv;
 	struct err e = {0};
-	int r = model_get(c->st, &model_pvst_kind, NULL, name, &v, &e);
+	int r = pvst_read(c, name, cached, &v, &e);
+	if (recheck && (r < 0 || (uid && strcmp(v.meta.uid ?: "", uid)))) {
+		model_clear(&model_pvst_kind, &v);
+		return STORE_CONFLICT;
+	}
 	if (r == STORE_NOT_FOUND || (r == 0 && uid && strcmp(v.meta.uid ?: "", uid))) {
 		model_clear(&model_pvst_kind, &v);
 		return lifecycle_changed(gs, name, uid);
@@ -27,6 +44,10 @@ static int pvst_try(struct ctl *c, const char *name, const char *uid, pvst_fn fn
 		return grpc_status_set(gs, GRPC_UNAVAILABLE, "reading PillarVolumeState \"%s\": %s",
 		                       name, e.msg);
 	r = fn(&v, arg, gs);
+	if (recheck && r != 0) {
+		model_clear(&model_pvst_kind, &v);
+		return STORE_CONFLICT;
+	}
 	if (r == PVST_SKIP) {
 		if (out)
 			*out = v;
@@ -55,8 +76,15 @@ static int update(struct ctl *c, const char *name, const char *uid, pvst_fn fn, 
 {
 	if (out)
 		memset(out, 0, sizeof(*out));
-	for (int tries = 0; tries < 8; tries++) {
-		int r = pvst_try(c, name, uid, fn, arg, all, out, gs);
+	/* the first try from the cache: no read before the write (client-go's RetryOnConflict
+	 * over a lister's copy); a conflict reads through.  Threads that read from the caches
+	 * anyway (the reconcilers) take every decision of the first try on the cache's copy. */
+	bool thread_cached = store_cache_thread_reads(true);
+	store_cache_thread_reads(thread_cached);
+	for (int tries = 0; tries < 9; tries++) {
+		bool cached = tries == 0;
+		int r =
+		    pvst_try(c, name, uid, cached, cached && !thread_cached, fn, arg, all, out, gs);
 		if (r != STORE_CONFLICT)
 			return r;
 	}

@@ -1,10 +1,19 @@
 /* pvst — PillarVolumeState access shared by the CSI handlers and the reconcilers (crds.md §7).
  *
- * pvst_update is the compare-and-swap of crds.md §7.5 on the typed object: it re-reads the
+ * pvst_update is the compare-and-swap of crds.md §7.5 on the typed object: it reads the
  * object `name` (pinned to uid: a missing object or another UID → ABORTED "volume lifecycle of
  * ... changed"), calls fn on it; fn returns 0 to write the status, PVST_SKIP to stop without
  * writing (OK), or a gRPC code to fail.  Conflicts are retried.  Handler-style functions return
  * a gRPC code (0 = OK) with the message in gs.
+ *
+ * The first read is the watch-fed cache's copy (store_cache_open), as client-go controllers
+ * update from a lister's copy: the status write is conditional on that copy's resourceVersion,
+ * so a stale copy is refused with Conflict and the retry reads through to the store (an
+ * uncached API read, crds.md §7.5).  On threads that read through (the CSI handlers),
+ * outcomes that write nothing (a missing object, another UID, fn's PVST_SKIP or error) are never
+ * taken on a cached copy: they are decided again on a read through; the reconcilers, which read
+ * from the caches anyway, take them on the cache's copy as before.  On the kube store a status
+ * write thus costs one PUT, not a GET and a PUT.
  */
 #ifndef PILLAR_ROLES_CONTROLLER_PVST_H
 #define PILLAR_ROLES_CONTROLLER_PVST_H
@@ -17,6 +26,10 @@
 
 #define PVST_SKIP (-1)
 typedef int (*pvst_fn)(struct model_pvst *v, void *arg, struct grpc_status *gs);
+
+/* The PillarVolumeState `name`: the cache's copy when cached (see above; a name the cache does
+ * not hold is read through), else read through.  model_get's results. */
+int pvst_read(struct ctl *c, const char *name, bool cached, struct model_pvst *v, struct err *e);
 
 /* *out (optional, zeroed or cleared) receives the written (or current) object. */
 int pvst_update(struct ctl *c, const char *name, const char *uid, pvst_fn fn, void *arg,

@@ -245,6 +245,10 @@ const struct store_kind *model_store_kind(const struct model_kind *k);
 
 int model_get(store *s, const struct model_kind *k, const char *ns, const char *name, void *out,
               struct err *e);
+/* model_get answered from a watch-fed cache when s is one that holds the kind (as on a thread
+ * that reads cached, store_cache_thread_reads), whatever the calling thread's setting. */
+int model_get_cached(store *s, const struct model_kind *k, const char *ns, const char *name,
+                     void *out, struct err *e);
 /* *items: an array of *n structs (free with model_list_free).  An object that does not decode
  * (a wrong JSON type) is left out with a warning in the log, so one bad object never hides the
  * others. */

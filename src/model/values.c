@@ -364,6 +364,15 @@ int model_get(store *s, const struct model_kind *k, const char *ns, const char *
 	return r;
 }
 
+int model_get_cached(store *s, const struct model_kind *k, const char *ns, const char *name,
+                     void *out, struct err *e)
+{
+	bool was = store_cache_thread_reads(true);
+	int r = model_get(s, k, ns, name, out, e);
+	store_cache_thread_reads(was);
+	return r;
+}
+
 void model_list_free(const struct model_kind *k, void *items, size_t n)
 {
 	for (size_t i = 0; items && i < n; i++)
@@ -474,7 +483,14 @@ static int validate_update(store *s, const struct model_kind *k, const void *obj
 
 	if (!cur)
 		return err_set(e, -ENOMEM, "out of memory");
-	r = model_get(s, k, m->ns, m->name, cur, e);
+	/* the rules compare with the version the update is conditional on: a watch-fed cache
+	 * holding exactly that version answers without a request (store_cache_open) */
+	r = m->resource_version ? model_get_cached(s, k, m->ns, m->name, cur, e) : STORE_CONFLICT;
+	if (r != 0 || strcmp(MODEL_META(cur)->resource_version ?: "", m->resource_version)) {
+		model_clear(k, cur);
+		memset(cur, 0, k->type->size);
+		r = model_get(s, k, m->ns, m->name, cur, e);
+	}
 	if (r == 0)
 		r = k->validate_update(cur, obj, ve) < 0 ? 1 : 0;
 	else if (r == STORE_NOT_FOUND)

@@ -73,9 +73,11 @@ struct cwatch {
 
 static __thread bool reads_cached;
 
-void store_cache_thread_reads(bool on)
+bool store_cache_thread_reads(bool on)
 {
+	bool was = reads_cached;
 	reads_cached = on;
+	return was;
 }
 
 /* ---- the map of one kind (callers hold s->mu) ------------------------------------------------- */

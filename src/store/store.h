@@ -219,8 +219,9 @@ int store_kube_open(const struct store_open_opts *o, store **out, struct err *e)
  * -ENOMEM / -EAGAIN with e. */
 int store_cache_open(store *backing, const struct store_kind *const *kinds, store **out,
                      struct err *e);
-/* Whether get/list on the calling thread are served from caches (default false). */
-void store_cache_thread_reads(bool on);
+/* Whether get/list on the calling thread are served from caches (default false); returns the
+ * previous setting. */
+bool store_cache_thread_reads(bool on);
 
 struct store_cache_stats {
 	unsigned long lists;  /* lists of backing (each kind's first, and relists) */

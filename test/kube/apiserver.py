@@ -44,9 +44,10 @@ REQUEST_LOG = os.environ.get("PILLAR_KUBE_REQUEST_LOG")
 # subresource, namespace, name or path; user; allowed)
 AUTHZ_LOG = os.environ.get("PILLAR_KUBE_AUTHZ_LOG")
 # PILLAR_KUBE_INTERLOPER=FILE (fault tests): when FILE exists and its {"method", "path"} name the
-# request being served, another writer's JSON merge patch ("patch") is applied to that object
-# first and FILE is removed: the request meets a write made between the client's read and its
-# write (as a second client of kube-apiserver would make it).  The interloper is not logged.
+# request being served (and its optional "body_contains" occurs in the request's body), another
+# writer's JSON merge patch ("patch") is applied to that object first and FILE is removed: the
+# request meets a write made between the client's read and its write (as a second client of
+# kube-apiserver would make it).  The interloper is not logged.
 INTERLOPER = os.environ.get("PILLAR_KUBE_INTERLOPER")
 AGG = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-test+pillar", "gitCommit": "test",
@@ -176,7 +177,7 @@ class App:
                 raise errors.ApiError(401, "Unauthorized", "Unauthorized")
             req.user = await self.impersonate(req, user)
             if INTERLOPER:
-                await self.interlope(scope)
+                await self.interlope(scope, req.body)
             reply = await self.route(req)
         except errors.ApiError as e:
             reply = handlers.Reply(e.code, e.status())
@@ -189,13 +190,15 @@ class App:
                                                         {"causes": [{"message": str(e)}]}).status())
         await self.respond(send, reply, pf)
 
-    async def interlope(self, scope):
+    async def interlope(self, scope, body):
         try:
             with open(INTERLOPER) as f:
                 spec = json.load(f)
         except OSError:
             return
         if spec.get("method") != scope["method"] or spec.get("path") != scope["path"]:
+            return
+        if spec.get("body_contains") and spec["body_contains"].encode() not in (body or b""):
             return
         os.unlink(INTERLOPER)
         target = scope["path"][:-len("/status")] if scope["path"].endswith("/status") else scope["path"]

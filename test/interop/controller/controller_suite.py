@@ -391,6 +391,36 @@ class Kube:
         return call(self.ctl.DeleteVolume, k8s.delete_volume(csi, pv))
 
 
+def pvst_requests(name, t0, t1):
+    """The API requests addressing PillarVolumeState name between t0 and t1 (the API server's
+    log, --store=kube only): "GET", "POST", "PUT", "PUT status", "DELETE" in order."""
+    path = os.environ.get("PILLAR_KUBE_REQUEST_LOG")
+    if not ON_KUBE or not path:
+        return []
+    coll = "/apis/pillar-csi.bhyoo.com/v1alpha1/pillarvolumestates"
+    out = []
+    with open(path) as f:
+        for line in f.read().splitlines():
+            t, m, p = line.split(" ", 2)
+            p = p.split("?")[0]
+            if not t0 <= float(t) <= t1:
+                continue
+            if p == "%s/%s" % (coll, name) or (m == "POST" and p == coll):
+                out.append(m)
+            elif p == "%s/%s/status" % (coll, name):
+                out.append(m + " status")
+    return out
+
+
+def pvst_quiet(name, quiet=1.5, limit=30):
+    """Waits until no request has addressed PillarVolumeState name for `quiet` seconds."""
+    end = time.time() + limit
+    while time.time() < end:
+        if not pvst_requests(name, time.time() - quiet, time.time()):
+            return
+        time.sleep(0.2)
+
+
 def exports_ready(env):
     return cond(env.get("pa", AGENT), "ExportsReady")
 
@@ -419,6 +449,9 @@ def port_link(env, nqn, port_id):
 
 def run(base):
     env = Env(base)
+    if ON_KUBE:  # the test API server logs every request and can play another writer
+        os.environ["PILLAR_KUBE_REQUEST_LOG"] = os.path.join(base, "requests.log")
+        os.environ["PILLAR_KUBE_INTERLOPER"] = os.path.join(base, "interloper.json")
     cluster = Cluster(directory=os.path.join(base, "kube")) if ON_KUBE else None
     try:
         if cluster:
@@ -524,7 +557,9 @@ def csi_flow(env, fwd, kube, sc):
     pid = port_id_of("127.0.0.1", 4420)
 
     # ---- CreateVolume through the generated StorageClass's parameters --------------------------
+    t0 = time.time()
     code, msg, _, pv, r = kube.provision(sc, pvc)
+    pvst_reqs = pvst_requests(name, t0, time.time())
     if not rep.check("CreateVolume through the generated StorageClass (csi-provisioner's request)",
                      code == OK, "%s %s" % (code, msg)):
         return
@@ -555,8 +590,36 @@ def csi_flow(env, fwd, kube, sc):
               pvst["metadata"].get("annotations", {}).get(P + "success-recorded") == "true" and
               pvst["metadata"].get("labels", {}).get(P + "agent") == AGENT, json.dumps(pvst))
 
+    if ON_KUBE:
+        # crds.md §7.5's writes are conditional on resourceVersion: each is one PUT of the watch
+        # cache's copy, not a GET and a PUT (13 requests, 7 of them GETs, before)
+        rep.check("CreateVolume on the API: its PillarVolumeState requests are the existence GET, "
+                  "the POST, 3 status PUTs and the annotation PUT, no GET before a write",
+                  pvst_reqs == ["GET", "POST", "PUT status", "PUT status", "PUT status", "PUT"],
+                  pvst_reqs)
+
     # ---- publish to node-a, refuse node-b ---------------------------------------------------------
+    if ON_KUBE:  # another writer changes the object just before the publish's status write
+        pvst_quiet(name)  # the reconcilers are done with the new volume
+        with open(os.environ["PILLAR_KUBE_INTERLOPER"], "w") as f:
+            json.dump({"method": "PUT",
+                       "path": "/apis/pillar-csi.bhyoo.com/v1alpha1/pillarvolumestates/%s/status"
+                       % name, "body_contains": '"nodeID":"node-a"',
+                       "patch": {"metadata": {"annotations": {
+                           "example.com/other-writer": "was-here"}}}}, f)
+    t0 = time.time()
     code, msg, r = kube.attach(pv, "node-a")
+    pvst_reqs = pvst_requests(name, t0, time.time())
+    if ON_KUBE:
+        o = env.get("pvst", name) or {}
+        rep.check("ControllerPublishVolume meets another writer's change (409 Conflict): the "
+                  "write is retried from a fresh read and the object keeps both changes",
+                  code == OK and not os.path.exists(os.environ["PILLAR_KUBE_INTERLOPER"]) and
+                  o["metadata"].get("annotations", {}).get("example.com/other-writer") ==
+                  "was-here" and
+                  [n["nodeID"] for n in o["status"].get("publishedNodes", [])] == ["node-a"] and
+                  pvst_reqs == ["GET", "PUT status", "GET", "PUT status"],
+                  (code, msg, pvst_reqs, json.dumps(o)))
     rep.check("ControllerPublishVolume to node-a", code == OK and len(r.publish_context) == 0,
               "%s %s" % (code, msg))
     rep.check("nvmet tree: allowed_hosts/<node-a NQN> links to hosts/<node-a NQN>",
