@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,14 @@ static int write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
+static int write_failed(const char *path, int r, struct err *e)
+{
+	return err_set(e, r, "write %s: %s%s", path, strerror(-r),
+	               r == -ENOSPC   ? " (ENOSPC)"
+	               : r == -EDQUOT ? " (EDQUOT)"
+	                              : "");
+}
+
 int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e)
 {
 	return file_write_atomic_stat(path, data, len, mode, NULL, e);
@@ -89,12 +98,67 @@ int file_write_atomic_stat(const char *path, const void *data, size_t len, mode_
 		r = -errno;
 	if (r < 0) {
 		unlink(tmp); /* the old file, if any, is left whole */
-		return err_set(e, r, "write %s: %s%s", path, strerror(-r),
-		               r == -ENOSPC   ? " (ENOSPC)"
-		               : r == -EDQUOT ? " (EDQUOT)"
-		                              : "");
+		return write_failed(path, r, e);
 	}
 	return file_fsync_dir(dir, e);
+}
+
+/* The directory's spare opened for writing (a new file when there is none, or when another
+ * name links it); its old size in *size.  An fd or a negative errno. */
+static int spare_open(const char *spare, mode_t mode, off_t *size)
+{
+	struct stat sb;
+	int fd = open(spare, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_nlink == 1) {
+		*size = sb.st_size;
+		return fd;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (unlink(spare) < 0 && errno != ENOENT)
+		return -errno;
+	*size = 0;
+	fd = open(spare, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Keeps path's inode under prev while the rename replaces path: true when it was kept. */
+static bool keep_replaced(const char *path, const char *prev)
+{
+	if (link(path, prev) == 0)
+		return true;
+	return errno == EEXIST && unlink(prev) == 0 && link(path, prev) == 0;
+}
+
+int file_write_atomic_reuse(const char *path, const void *data, size_t len, mode_t mode,
+                            struct stat *st, struct err *e)
+{
+	char dir[PATH_MAX], spare[PATH_MAX + 32], prev[PATH_MAX + 32];
+	off_t old = 0;
+	if (dir_of(path, dir, sizeof(dir)) < 0)
+		return err_set(e, -ENAMETOOLONG, "path too long: %s", path);
+	snprintf(spare, sizeof(spare), "%s/" FILE_SPARE, dir);
+	snprintf(prev, sizeof(prev), "%s/" FILE_SPARE_PREV, dir);
+	int fd = spare_open(spare, mode, &old), r = fd < 0 ? fd : write_all(fd, data, len);
+	if (r == 0 && old > (off_t)len && ftruncate(fd, (off_t)len) < 0)
+		r = -errno;
+	if (r == 0 && (fchmod(fd, mode) < 0 || fsync(fd) < 0 || (st && fstat(fd, st) < 0)))
+		r = -errno;
+	if (fd >= 0 && close(fd) < 0 && r == 0)
+		r = -errno;
+	bool kept = r == 0 && keep_replaced(path, prev);
+	if (r == 0 && rename(spare, path) < 0)
+		r = -errno;
+	if (r < 0) {
+		if (kept)
+			unlink(prev); /* still path's inode: never a spare */
+		unlink(spare);        /* as file_write_atomic: no temporary file behind */
+		return write_failed(path, r, e);
+	}
+	r = file_fsync_dir(dir, e);
+	if (kept && rename(prev, spare) < 0)
+		unlink(prev); /* the next write makes a new spare */
+	return r;
 }
 
 int file_read_all(const char *path, size_t max, char **out, size_t *len, struct err *e)

@@ -495,16 +495,18 @@ static int d_list_each(store *st, const struct store_kind *k, const char *ns, co
 	return r;
 }
 
-/* temp -> fsync -> rename -> fsync(directory) (file_write_atomic); *id the identity of what
- * was written, so that its own notification is recognised without reading the file. */
+/* temp -> fsync -> rename -> fsync(directory), the temporary file being the inode an earlier
+ * write replaced (file_write_atomic_reuse: every writer holds the operation lock); *id the
+ * identity of what was written, so that its own notification is recognised without reading
+ * the file. */
 static int write_durable(const char *path, const char *dir, const char *text, size_t len,
                          struct fident *id, struct err *e)
 {
 	struct stat st;
 	struct err e2 = {0};
-	int r = file_write_atomic_stat(path, text, len, 0644, &st, &e2);
+	int r = file_write_atomic_reuse(path, text, len, 0644, &st, &e2);
 	if (r == -ENOENT && (r = file_mkdir_p(dir, 0755, e)) == 0) /* a new namespace */
-		r = file_write_atomic_stat(path, text, len, 0644, &st, &e2);
+		r = file_write_atomic_reuse(path, text, len, 0644, &st, &e2);
 	if (r < 0)
 		return e ? (*e = e2, r) : r;
 	*id = (struct fident){st.st_ino, st.st_size, st.st_mtim};
@@ -707,8 +709,9 @@ static int take_owner_lock(struct dstore *s, struct err *e)
 	return 0;
 }
 
-/* Removes the temporary files (file_write_atomic's .<file>.tmp.XXXXXX) of writes that a killed
- * process never finished, in dir and `depth` levels of directories below it. */
+/* Removes the temporary files (file_write_atomic's .<file>.tmp.XXXXXX, file_write_atomic_reuse's
+ * spares) of writes that a killed process never finished, in dir and `depth` levels of
+ * directories below it. */
 static void sweep_temps(const char *dir, int depth)
 {
 	DIR *d = opendir(dir);
@@ -719,7 +722,8 @@ static void sweep_temps(const char *dir, int depth)
 	while ((de = readdir(d)) != NULL) {
 		const char *n = de->d_name;
 		size_t len = strlen(n);
-		if (n[0] == '.' && strstr(n, ".tmp."))
+		if (n[0] == '.' &&
+		    (strstr(n, ".tmp.") || !strcmp(n, FILE_SPARE) || !strcmp(n, FILE_SPARE_PREV)))
 			unlinkat(dirfd(d), n, 0);
 		else if (n[0] != '.' && depth > 0 && (len < 5 || strcmp(n + len - 5, ".json")) &&
 		         snprintf(p, sizeof(p), "%s/%s", dir, n) < (int)sizeof(p))

@@ -275,6 +275,53 @@ START_TEST(test_file_atomic_write_and_read)
 }
 END_TEST
 
+/* file_write_atomic_reuse: the replaced file's inode is the next write's temporary file (no
+ * inode allocated for a write of an existing file), contents and modes are exact whatever the
+ * old size, and a spare that another name links is never written into. */
+START_TEST(test_file_atomic_write_reuses_inodes)
+{
+	const char *d = tu_mkdtemp();
+	char a[512], b[512], spare[512], prev[512], *buf;
+	struct stat st, s1;
+	snprintf(a, sizeof(a), "%s/a.json", d);
+	snprintf(b, sizeof(b), "%s/b.json", d);
+	snprintf(spare, sizeof(spare), "%s/.spare", d);
+	snprintf(prev, sizeof(prev), "%s/.spare.prev", d);
+	ck_assert_int_eq(file_write_atomic_reuse(a, "first version\n", 14, 0644, &s1, NULL), 0);
+	ck_assert_int_eq(
+	    file_write_atomic_reuse(a, "second, longer version\n", 23, 0644, &st, NULL), 0);
+	ck_assert_int_eq(file_write_atomic_reuse(a, "3\n", 2, 0600, &st, NULL), 0);
+	ck_assert_uint_eq(st.st_ino, s1.st_ino); /* the first version's inode came back */
+	ck_assert_int_eq(file_read_all(a, 1024, &buf, NULL, NULL), 0);
+	ck_assert_str_eq(buf, "3\n");
+	free(buf);
+	ck_assert_int_eq(stat(a, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0600);
+	ck_assert_uint_eq(st.st_nlink, 1);
+	/* a spare linked to a live file (never made so, but checked): b stays whole */
+	ck_assert_int_eq(file_write_atomic_reuse(b, "b\n", 2, 0644, NULL, NULL), 0);
+	unlink(spare);
+	ck_assert_int_eq(link(b, spare), 0);
+	ck_assert_int_eq(file_write_atomic_reuse(a, "four\n", 5, 0644, NULL, NULL), 0);
+	ck_assert_int_eq(file_read_all(b, 1024, &buf, NULL, NULL), 0);
+	ck_assert_str_eq(buf, "b\n");
+	free(buf);
+	/* a write killed after keeping the replaced inode left prev linked to a: the next write
+	 * of another file goes on, and a stays whole */
+	unlink(prev);
+	ck_assert_int_eq(link(a, prev), 0);
+	ck_assert_int_eq(file_write_atomic_reuse(b, "b2\n", 3, 0644, NULL, NULL), 0);
+	ck_assert_int_eq(file_write_atomic_reuse(b, "b3\n", 3, 0644, NULL, NULL), 0);
+	ck_assert_int_eq(file_read_all(a, 1024, &buf, NULL, NULL), 0);
+	ck_assert_str_eq(buf, "four\n");
+	free(buf);
+	ck_assert_int_eq(file_read_all(b, 1024, &buf, NULL, NULL), 0);
+	ck_assert_str_eq(buf, "b3\n");
+	free(buf);
+	tu_rmtree(d);
+}
+END_TEST
+
 START_TEST(test_file_failed_write_keeps_old)
 {
 	const char *d = tu_mkdtemp();
@@ -680,6 +727,7 @@ int main(void)
 	t = tcase_create("file");
 	tcase_add_test(t, test_file_atomic_write_and_read);
 	tcase_add_test(t, test_file_failed_write_keeps_old);
+	tcase_add_test(t, test_file_atomic_write_reuses_inodes);
 	tcase_add_test(t, test_json_strict_refuses_truncated_and_corrupt);
 	tcase_add_test(t, test_json_exact_integers);
 	tcase_add_test(t, test_err_helpers);

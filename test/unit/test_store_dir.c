@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/file.h"
 #include "base/json.h"
 #include "store/store.h"
 #include "testutil.h"
@@ -240,21 +241,22 @@ static bool exists(const char *name)
  * at every level of the layout; a non-owner's open leaves them to it. */
 START_TEST(test_owner_removes_unfinished_writes)
 {
-	static const char *const temps[] = {".resourceversion.tmp.a1B2c3",
-	                                    "pillaragents/.a.json.tmp.Zz9Yy8",
-	                                    "persistentvolumeclaims/default/.c.json.tmp.Qq7Ww6"};
+	static const char *const temps[] = {
+	    ".resourceversion.tmp.a1B2c3", "pillaragents/.a.json.tmp.Zz9Yy8",
+	    "persistentvolumeclaims/default/.c.json.tmp.Qq7Ww6", "pillaragents/" FILE_SPARE,
+	    "pillaragents/" FILE_SPARE_PREV};
 	store *other = NULL;
 	create(st, "a", 1);
 	store_close(st);
 	st = NULL;
-	for (size_t i = 0; i < 3; i++)
+	for (size_t i = 0; i < 5; i++)
 		tu_write(dir, temps[i], "{\"half\":");
 	ck_assert_int_eq(store_dir_open(dir, false, 60000, &other, NULL), 0);
 	store_close(other);
-	for (size_t i = 0; i < 3; i++)
+	for (size_t i = 0; i < 5; i++)
 		ck_assert_msg(exists(temps[i]), "a non-owner removed %s", temps[i]);
 	ck_assert_int_eq(store_dir_open(dir, true, 60000, &st, NULL), 0);
-	for (size_t i = 0; i < 3; i++)
+	for (size_t i = 0; i < 5; i++)
 		ck_assert_msg(!exists(temps[i]), "%s is left", temps[i]);
 	cJSON *o = NULL;
 	ck_assert_int_eq(store_get(st, PA(), NULL, "a", &o, NULL), 0);
