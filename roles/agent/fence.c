@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,8 +130,13 @@ int agent_fence_read(const char *state_dir, const char *volume_id, struct fence_
 	return r < 0 ? r : parse_mark(path, m, e);
 }
 
-/* Durability of §6.2: file_write_atomic (temp, fsync, rename, fsync generations/), then the
- * state directory. */
+/* Serialises the writes of generations/ (file_write_atomic_reuse's condition); marks of
+ * different volumes are otherwise written under their own volume locks. */
+static pthread_mutex_t marks_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Durability of §6.2: temp, fsync, rename, fsync generations/ (file_write_atomic_reuse: the
+ * temporary file is the inode of a replaced mark, so an ext4 without a journal does not scan
+ * its recently deleted inodes for a new one), then the state directory. */
 static int write_mark(const char *state_dir, const char *path, const struct fence_mark *m,
                       struct err *e)
 {
@@ -155,8 +161,11 @@ static int write_mark(const char *state_dir, const char *path, const struct fenc
 		goto fail;
 	snprintf(gdir, sizeof(gdir), "%s/generations", state_dir);
 	r = file_mkdir_p(gdir, 0750, e);
-	if (r == 0)
-		r = file_write_atomic(path, text, strlen(text), 0600, e);
+	if (r == 0) { /* one mark write at a time: its temporary file is the directory's spare */
+		pthread_mutex_lock(&marks_mu);
+		r = file_write_atomic_reuse(path, text, strlen(text), 0600, NULL, e);
+		pthread_mutex_unlock(&marks_mu);
+	}
 	if (r == 0)
 		r = file_fsync_dir(state_dir, e);
 	free(text);
