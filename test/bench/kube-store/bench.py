@@ -32,15 +32,20 @@ _spec.loader.exec_module(_cb)
 proc_rss_kib = _cb.proc_rss_kib
 
 
-def requests(log):
-    """The requests in the server's log: (method, path) pairs, watches left out."""
+def logged(log):
+    """The requests in the server's log: (time, method, path), watches left out."""
     try:
         with open(log) as f:
             rows = [line.split(" ", 2) for line in f.read().splitlines()]
     except OSError:
         return []
-    return [(r[1], r[2]) for r in rows if len(r) == 3 and "watch=1" not in r[2] and
+    return [(float(r[0]), r[1], r[2]) for r in rows if len(r) == 3 and "watch=1" not in r[2] and
             "watch=true" not in r[2]]
+
+
+def requests(log):
+    """The requests in the server's log: (method, path) pairs, watches left out."""
+    return [(m, p) for _, m, p in logged(log)]
 
 
 def main():
@@ -78,10 +83,11 @@ def create_volumes(url, token, ca, n):
         list(ex.map(one, range(n)))
 
 
-def run(env, log, n, passes, c_url, token, ca):
+def start(env):
+    """Agent and controller started, the objects applied, the PillarAgent serving and the
+    generated StorageClass present; returns the StorageClass."""
     if not env.start_agent() or not env.start_controller():
         raise SystemExit("agent or controller did not start")
-    pid = env.procs.live["controller"].pid
     rc, out, err = env.apply(cs.objects(env.agent_port))
     if rc != 0:
         raise SystemExit("apply: " + out + err)
@@ -89,6 +95,12 @@ def run(env, log, n, passes, c_url, token, ca):
                        ("True", "ExportsServing"), 60) or not cs.wait_for(
                            lambda: env.get("sc", cs.PSC), 60):
         raise SystemExit("the PillarAgent or the generated StorageClass never became ready")
+    return env.get("sc", cs.PSC)
+
+
+def run(env, log, n, passes, c_url, token, ca):
+    start(env)
+    pid = env.procs.live["controller"].pid
     t0 = time.monotonic()
     create_volumes(c_url, token, ca, n)
     print("created %d PillarVolumeStates on the agent through the API in %.1f s" % (

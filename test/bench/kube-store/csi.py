@@ -15,32 +15,18 @@ import os
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "interop", "controller"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "kube"))
-import controller_suite as cs  # noqa: E402
-from controller_suite import cond  # noqa: E402
-from cluster import Cluster  # noqa: E402
+import bench as kb  # this directory's bench.py: the same set-up and request log
+
+cs = kb.cs
 
 QUIET_S = 1.5  # no request for this long: the controller is done with a call (events included)
-
-
-def entries(log):
-    """(time, method, path) of each request in the server's log, watches left out."""
-    try:
-        with open(log) as f:
-            rows = [line.split(" ", 2) for line in f.read().splitlines()]
-    except OSError:
-        return []
-    return [(float(r[0]), r[1], r[2]) for r in rows if len(r) == 3 and
-            "watch=1" not in r[2] and "watch=true" not in r[2]]
 
 
 def quiet(log, limit=30):
     """Waits until no request has been logged for QUIET_S seconds."""
     end = time.monotonic() + limit
     while time.monotonic() < end:
-        rows = entries(log)
+        rows = kb.logged(log)
         if not rows or time.time() - rows[-1][0] >= QUIET_S:
             return
         time.sleep(0.2)
@@ -62,14 +48,13 @@ def measure(log, fn):
     secs = time.monotonic() - m0
     t1 = time.time()
     quiet(log)
-    rows = [r for r in entries(log) if r[0] >= t0]
+    rows = [r for r in kb.logged(log) if r[0] >= t0]
     during = [r for r in rows if r[0] <= t1]
     return res, secs, len(during), len(rows) - len(during), rows
 
 
 def fig(vals, unit="", fmt="%.0f"):
-    v = sorted(vals)
-    return ("%s%s (%s–%s)" % (fmt, unit, fmt, fmt)) % (v[len(v) // 2], v[0], v[-1])
+    return kb._cb.fig(vals, unit, fmt)
 
 
 def main():
@@ -77,7 +62,7 @@ def main():
     log = os.path.join(base, "requests.log")
     os.environ["PILLAR_KUBE_REQUEST_LOG"] = log
     os.makedirs(os.path.join(base, "kube"), exist_ok=True)
-    with Cluster(directory=os.path.join(base, "kube")) as c:
+    with kb.Cluster(directory=os.path.join(base, "kube")) as c:
         env = cs.Env(base)
         env.kubeconfig = c.kubeconfig
         env.reconcile_interval = "30s"  # the default: no periodic pass during a measurement
@@ -88,16 +73,7 @@ def main():
 
 
 def run(env, log, rounds):
-    if not env.start_agent() or not env.start_controller():
-        raise SystemExit("agent or controller did not start")
-    rc, out, err = env.apply(cs.objects(env.agent_port))
-    if rc != 0:
-        raise SystemExit("apply: " + out + err)
-    if not cs.wait_for(lambda: cond(env.get("pa", cs.AGENT), "ExportsReady")[:2] ==
-                       ("True", "ExportsServing"), 60) or not cs.wait_for(
-                           lambda: env.get("sc", cs.PSC), 60):
-        raise SystemExit("the PillarAgent or the generated StorageClass never became ready")
-    sc = env.get("sc", cs.PSC)
+    sc = kb.start(env)
     ch = cs.grpc.insecure_channel("unix://" + env.sock)
     ctl = cs.csig.ControllerStub(ch)
     kube = cs.Kube(env, ctl, cs.k8s.Caps(cs.csi, cs.csig.IdentityStub(ch), ctl))

@@ -1,7 +1,9 @@
 #!/bin/sh
 # Controller on the kube store (issue 12): API requests per resync pass and resident memory with
-# BENCH_KUBE_N volumes (default 1000) created through CSI.  See bench.py.  Env: BUILD, PILLAR_BIN;
-# BENCH_KUBE_N, BENCH_KUBE_PASSES (default 10).
+# BENCH_KUBE_N volumes (default 1000) created through CSI (bench.py); then CreateVolume, Publish,
+# Unpublish and DeleteVolume at the default --kube-api-qps 5: wall time and API requests per call
+# (csi.py).  Env: BUILD, PILLAR_BIN; BENCH_KUBE_N, BENCH_KUBE_PASSES (default 10),
+# BENCH_KUBE_CSI_ROUNDS (default 3).
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
@@ -17,6 +19,13 @@ echo "controller on the kube store (loopback; test API server on etcd; agent on 
 /usr/bin/python3 "$HERE/bench.py" "$R" "${BENCH_KUBE_N:-1000}" "${BENCH_KUBE_PASSES:-10}" &
 child=$!
 set +e
+wait "$child"
+rc=$?
+child=""
+[ "$rc" -eq 0 ] || exit "$rc"
+rm -rf "$R" && mkdir -p "$R"
+/usr/bin/python3 "$HERE/csi.py" "$R" "${BENCH_KUBE_CSI_ROUNDS:-3}" &
+child=$!
 wait "$child"
 rc=$?
 child=""
