@@ -3,6 +3,7 @@
 #include "controller/ctl.h"
 
 #include "base/time.h"
+#include "controller/xitem.h"
 #include "model/pillar.h"
 
 #include <errno.h>
@@ -18,6 +19,7 @@ void ctl_init(struct ctl *c, store *st, agentclient *ac)
 	c->agent_default_port = 9500;
 	keylock_init(&c->locks);
 	pthread_mutex_init(&c->own_mu, NULL);
+	pthread_mutex_init(&c->memo_mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -44,6 +46,9 @@ void ctl_fini(struct ctl *c)
 	}
 	pthread_cond_destroy(&c->own_cv);
 	pthread_mutex_destroy(&c->own_mu);
+	xmemo_free(c->memos);
+	c->memos = NULL;
+	pthread_mutex_destroy(&c->memo_mu);
 }
 
 /* The agent's entry (own_mu held), created when create; NULL when absent or out of memory. */

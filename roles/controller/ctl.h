@@ -23,6 +23,7 @@
 #include "store/store.h"
 
 struct kube_client;
+struct xmemo;
 
 struct ctl {
 	store *st;
@@ -43,6 +44,9 @@ struct ctl {
 	pthread_mutex_t own_mu;
 	pthread_cond_t own_cv;
 	struct ctl_own *own;
+	/* The items of each agent's last whole-agent export pass (xitem.h: xmemo_*). */
+	pthread_mutex_t memo_mu;
+	struct xmemo *memos;
 };
 
 void ctl_init(struct ctl *c, store *st, agentclient *ac);

@@ -59,20 +59,38 @@ static int cmp_sent(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* The ExportReconciled reason and message of one volume after the RPC (§12.4). */
+/* The result for volume_id: results[at] when it is that volume's (the agent answers in request
+ * order), else the first one that is; NULL when none. */
+static const PillarCsi__Agent__V1__VolumeReconcileResult *
+result_of(const PillarCsi__Agent__V1__ReconcileStateResponse *resp, const char *volume_id,
+          size_t at)
+{
+	const PillarCsi__Agent__V1__VolumeReconcileResult *res;
+	if (!resp)
+		return NULL;
+	if (at < resp->n_results && (res = resp->results[at])->volume_id &&
+	    !strcmp(res->volume_id, volume_id))
+		return res;
+	for (size_t k = 0; k < resp->n_results; k++)
+		if ((res = resp->results[k])->volume_id && !strcmp(res->volume_id, volume_id))
+			return res;
+	return NULL;
+}
+
+/* The ExportReconciled reason and message of the volume at position at of the request after the
+ * RPC (§12.4). */
 static void map_result(int r, const struct grpc_status *ast,
                        const PillarCsi__Agent__V1__ReconcileStateResponse *resp,
-                       const char *volume_id, const char **reason, const char **msg)
+                       const char *volume_id, size_t at, const char **reason, const char **msg)
 {
 	*reason = RULES_REASON_AGENT_UNAVAILABLE;
 	*msg = ast->msg;
 	if (r == GRPC_OK) {
 		*reason = RULES_REASON_RECONCILE_FAILED;
 		*msg = "the agent returned no result for this volume";
-		for (size_t k = 0; resp && k < resp->n_results; k++) {
-			const PillarCsi__Agent__V1__VolumeReconcileResult *res = resp->results[k];
-			if (!res->volume_id || strcmp(res->volume_id, volume_id))
-				continue;
+		const PillarCsi__Agent__V1__VolumeReconcileResult *res =
+		    result_of(resp, volume_id, at);
+		if (res) {
 			if (res->success) {
 				*reason = RULES_REASON_RECONCILED;
 				*msg = "";
@@ -84,7 +102,6 @@ static void map_result(int r, const struct grpc_status *ast,
 				              ? RULES_REASON_STALE_GENERATION
 				              : RULES_REASON_RECONCILE_FAILED;
 			}
-			break;
 		}
 	} else if (r != GRPC_UNAVAILABLE && r != GRPC_DEADLINE_EXCEEDED) {
 		*reason = RULES_REASON_RECONCILE_FAILED;
@@ -96,22 +113,78 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The volumes of one pass as compact items (xitem.h): one decoded object at a time. */
+/* The volumes of one pass as compact items (xitem.h): one decoded object at a time, and in a
+ * whole-agent pass none whose version the agent's last pass already made an item of. */
 struct xlist {
 	struct xitem *v;
 	size_t n, cap;
 	const char *agent; /* checked against spec.agentRef (the one-volume pass), or NULL */
+	const char *label; /* the whole-agent pass's agent: other labels are XITEM_OTHER */
 	const char *const *locked; /* NULL, or only these names (sorted, nlocked) are taken */
 	size_t nlocked;
+	struct xitem *memo; /* the last pass's items, sorted by name; reused ones are moved out */
+	size_t nmemo;
+	int err; /* out of memory while reusing */
 };
+
+static void items_free(struct xitem *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		xitem_clear(&v[i]);
+	free(v);
+}
 
 static void xlist_clear(struct xlist *l)
 {
-	for (size_t i = 0; i < l->n; i++)
-		xitem_clear(&l->v[i]);
-	free(l->v);
+	items_free(l->v, l->n);
 	l->v = NULL;
 	l->n = l->cap = 0;
+}
+
+/* Room for one more item; 0 or -ENOMEM. */
+static int xlist_grow(struct xlist *l)
+{
+	if (l->n < l->cap)
+		return 0;
+	size_t cap = l->cap ? l->cap * 2 : 16;
+	struct xitem *nv = realloc(l->v, cap * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	l->v = nv;
+	l->cap = cap;
+	return 0;
+}
+
+/* false when name is not taken by this pass (created since the names were listed: not
+ * locked, the next pass's). */
+static bool taken(const struct xlist *l, const char *name)
+{
+	return !l->locked || bsearch(&name, l->locked, l->nlocked, sizeof(char *), cmp_str);
+}
+
+static int cmp_item_name(const void *key, const void *it)
+{
+	return strcmp(key, ((const struct xitem *)it)->name);
+}
+
+/* store_skip_fn: the last pass's item of this version, moved into l (not decoded again). */
+static bool reuse(const char *ns, const char *name, uint64_t rv, void *arg)
+{
+	(void)ns;
+	struct xlist *l = arg;
+	struct xitem *m =
+	    l->nmemo ? bsearch(name, l->memo, l->nmemo, sizeof(*m), cmp_item_name) : NULL;
+	if (!m || !m->mem || !rv || m->rv != rv)
+		return false;
+	if (m->what != XITEM_OTHER && !taken(l, name))
+		return true;
+	if (xlist_grow(l) < 0) {
+		l->err = -ENOMEM;
+		return false;
+	}
+	l->v[l->n++] = *m;
+	m->mem = NULL; /* moved (its name stays readable for the search until l is done) */
+	return true;
 }
 
 static int xlist_add(void *obj, void *arg)
@@ -119,29 +192,37 @@ static int xlist_add(void *obj, void *arg)
 	struct xlist *l = arg;
 	const struct model_pvst *v = obj;
 	const char *key = v->meta.name;
-	if (!key || (l->locked && !bsearch(&key, l->locked, l->nlocked, sizeof(char *), cmp_str)))
-		return 0; /* created since the names were listed: not locked, the next pass's */
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		struct xitem *nv = realloc(l->v, cap * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		l->v = nv;
-		l->cap = cap;
-	}
-	if (xitem_of(&l->v[l->n], v, l->agent) < 0)
+	if (!key)
+		return 0;
+	const char *owner = l->label ? model_map_get(&v->meta.labels, RULES_LABEL_AGENT) : NULL;
+	bool other = l->label && (!owner || strcmp(owner, l->label));
+	if (!other && !taken(l, key))
+		return 0;
+	if (xlist_grow(l) < 0)
+		return -ENOMEM;
+	int r = other ? xitem_other(&l->v[l->n], key, model_meta_rv(&v->meta))
+	              : xitem_of(&l->v[l->n], v, l->agent);
+	if (r < 0)
 		return -ENOMEM;
 	l->n++;
 	return 0;
 }
 
-/* Reads the pass's volumes into l: PillarVolumeState `only`, or every volume of the agent.
- * GRPC_OK, or an error in gs. */
+static int cmp_items(const void *a, const void *b)
+{
+	return strcmp(((const struct xitem *)a)->name, ((const struct xitem *)b)->name);
+}
+
+/* Reads the pass's volumes into l: PillarVolumeState `only`, or every volume of the agent
+ * (reusing l->memo's items, which are freed here).  GRPC_OK, or an error in gs. */
 static int read_items(struct ctl *c, const char *agent, const char *only, struct xlist *l,
                       struct grpc_status *gs)
 {
 	struct err e = {0};
 	if (only) {
+		items_free(l->memo, l->nmemo); /* read again: one get, nothing to reuse */
+		l->memo = NULL;
+		l->nmemo = 0;
 		struct model_pvst one;
 		int g = model_get(c->st, &model_pvst_kind, NULL, only, &one, &e);
 		int r = g == 0 ? xlist_add(&one, l) : 0;
@@ -151,14 +232,20 @@ static int read_items(struct ctl *c, const char *agent, const char *only, struct
 			                       "reading PillarVolumeState \"%s\": %s", only, e.msg);
 		return r < 0 ? grpc_status_oom(gs) : GRPC_OK;
 	}
-	char sel[400];
-	snprintf(sel, sizeof(sel), RULES_LABEL_AGENT "=%s", agent);
-	int r = model_list_each(c->st, &model_pvst_kind, NULL, sel, xlist_add, l, NULL, &e);
+	l->label = agent;
+	l->err = 0;
+	int r = model_list_each_skip(c->st, &model_pvst_kind, NULL, reuse, xlist_add, l, NULL, &e);
+	items_free(l->memo, l->nmemo);
+	l->memo = NULL;
+	l->nmemo = 0;
+	if (r == 0 && l->err)
+		r = l->err;
 	if (r == -ENOMEM)
 		return grpc_status_oom(gs);
 	if (r < 0)
 		return grpc_status_set(gs, GRPC_UNAVAILABLE, "listing volumes of agent \"%s\": %s",
 		                       agent, e.msg);
+	qsort(l->v, l->n, sizeof(*l->v), cmp_items); /* reused ones came first: by name again */
 	return GRPC_OK;
 }
 
@@ -247,7 +334,7 @@ static int reconcile_built(struct ctl *c, const char *agent, const char *addr, b
 		const char *reason, *msg;
 		if (!complete && r != GRPC_OK && atomic_load(&c->agents_epoch) != epoch)
 			break; /* the agent changed meanwhile: its restore (or next pass) records them */
-		map_result(r, &ast, resp, order[i]->vid, &reason, &msg);
+		map_result(r, &ast, resp, order[i]->vid, i, &reason, &msg);
 		set_cond_if_changed(c, order[i], reason, msg);
 	}
 	if (resp)
@@ -271,8 +358,11 @@ static int locked_pass(struct ctl *c, const char *agent, const char *addr, const
                        const char *const *names, size_t nnames, struct grpc_status *gs)
 {
 	int r = GRPC_OK;
-	if (reread) {
-		xlist_clear(l);
+	if (reread) { /* what was read is the memo of the read again */
+		l->memo = l->v;
+		l->nmemo = l->n;
+		l->v = NULL;
+		l->n = l->cap = 0;
 		l->locked = names;
 		l->nlocked = nnames;
 		r = read_items(c, agent, only, l, gs);
@@ -300,11 +390,13 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
 	snprintf(akey, sizeof(akey), "PillarAgent/%s", agent);
 	keylock_wait(&c->locks, &ahold, akey);
 	unsigned long released = keylock_releases(&c->locks);
+	if (!only)
+		xmemo_take(c, agent, &l.memo, &l.nmemo);
 	int r = read_items(c, agent, only, &l, gs);
 	/* the names are copied: l is read again under the locks when an operation ended */
 	struct model_strs names = {0};
 	for (size_t i = 0; r == GRPC_OK && i < l.n; i++)
-		if (model_strs_add(&names, l.v[i].name) < 0)
+		if (l.v[i].what != XITEM_OTHER && model_strs_add(&names, l.v[i].name) < 0)
 			r = grpc_status_oom(gs);
 	struct keylock_hold *holds =
 	    r != GRPC_OK ? NULL : calloc(names.n ? names.n : 1, sizeof(*holds));
@@ -321,6 +413,11 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
 	bool reread = keylock_releases(&c->locks) != released; /* an operation ended */
 	r = locked_pass(c, agent, addr, only, complete, noaddr, sent, &l, reread,
 	                (const char *const *)names.v, names.n, gs);
+	if (!only) { /* what this pass read, for the next (a written outcome moves the version) */
+		xmemo_put(c, agent, l.v, l.n);
+		l.v = NULL;
+		l.n = 0;
+	}
 	xlist_clear(&l);
 	for (size_t i = names.n; i > 0; i--)
 		keylock_release(&c->locks, &holds[i - 1]);

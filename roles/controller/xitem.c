@@ -170,3 +170,74 @@ bool xitem_cond_same(const struct xitem *x, const char *reason, const char *msg)
 	return same(x->cst, st) && same(x->creas, reason) && same(x->cmsg, msg ? msg : "") &&
 	       x->c_has_og && x->c_og == x->gen;
 }
+
+int xitem_other(struct xitem *x, const char *name, uint64_t rv)
+{
+	memset(x, 0, sizeof(*x));
+	x->what = XITEM_OTHER;
+	x->rv = rv;
+	x->mem = strdup(name);
+	x->name = x->mem;
+	return x->mem ? 0 : -ENOMEM;
+}
+
+struct xmemo {
+	struct xmemo *next;
+	struct xitem *v;
+	size_t n;
+	char agent[];
+};
+
+static void items_free(struct xitem *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		xitem_clear(&v[i]);
+	free(v);
+}
+
+void xmemo_take(struct ctl *c, const char *agent, struct xitem **v, size_t *n)
+{
+	*v = NULL;
+	*n = 0;
+	pthread_mutex_lock(&c->memo_mu);
+	for (struct xmemo *m = c->memos; m; m = m->next)
+		if (!strcmp(m->agent, agent)) {
+			*v = m->v;
+			*n = m->n;
+			m->v = NULL;
+			m->n = 0;
+			break;
+		}
+	pthread_mutex_unlock(&c->memo_mu);
+}
+
+void xmemo_put(struct ctl *c, const char *agent, struct xitem *v, size_t n)
+{
+	pthread_mutex_lock(&c->memo_mu);
+	struct xmemo *m = c->memos;
+	while (m && strcmp(m->agent, agent))
+		m = m->next;
+	if (!m && (m = calloc(1, sizeof(*m) + strlen(agent) + 1)) != NULL) {
+		strcpy(m->agent, agent);
+		m->next = c->memos;
+		c->memos = m;
+	}
+	if (m) {
+		items_free(m->v, m->n);
+		m->v = v;
+		m->n = n;
+	}
+	pthread_mutex_unlock(&c->memo_mu);
+	if (!m)
+		items_free(v, n); /* out of memory: the next pass decodes them again */
+}
+
+void xmemo_free(struct xmemo *m)
+{
+	while (m) {
+		struct xmemo *next = m->next;
+		items_free(m->v, m->n);
+		free(m);
+		m = next;
+	}
+}

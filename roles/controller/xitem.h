@@ -18,13 +18,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "controller/ctl.h"
 #include "model/pillar.h"
 #include "pillar_csi/agent/v1/agent.pb-c.h"
 
 enum xitem_what {
-	XITEM_SKIP,    /* deleting, in phase Provisioning, or another agent's: not looked at */
-	XITEM_NOSPEC,  /* no status.exportSpec: ExportSpecMissing, not sent */
-	XITEM_EXPORTED /* sent */
+	XITEM_SKIP,     /* deleting, in phase Provisioning, or another agent's: not looked at */
+	XITEM_NOSPEC,   /* no status.exportSpec: ExportSpecMissing, not sent */
+	XITEM_EXPORTED, /* sent */
+	XITEM_OTHER     /* another agent's (labelled so): only name and rv are kept */
 };
 
 struct xitem {
@@ -53,5 +55,17 @@ PillarCsi__Agent__V1__VolumeDesiredState *xitem_item(const struct xitem *x);
 /* True when ExportReconciled as read already says reason/msg (status True exactly for
  * Reconciled) at the volume's generation: recording the outcome would change nothing. */
 bool xitem_cond_same(const struct xitem *x, const char *reason, const char *msg);
+
+/* An XITEM_OTHER item: volume name at resourceVersion rv.  0 or -ENOMEM. */
+int xitem_other(struct xitem *x, const char *name, uint64_t rv);
+
+/* The items of an agent's last whole-agent pass, kept for its next pass, which decodes again
+ * only the volumes whose resourceVersion moved (an unchanged version makes the same item).
+ * xmemo_take detaches the agent's items (*v NULL, *n 0 when none; the caller owns them);
+ * xmemo_put keeps v (n items sorted by name; ownership passes, freed on out of memory).  Both
+ * are called under the agent's lock (reconcile_export.c); xmemo_free frees a ctl's list. */
+void xmemo_take(struct ctl *c, const char *agent, struct xitem **v, size_t *n);
+void xmemo_put(struct ctl *c, const char *agent, struct xitem *v, size_t n);
+void xmemo_free(struct xmemo *m);
 
 #endif

@@ -434,6 +434,7 @@ int model_list(store *s, const struct model_kind *k, const char *ns, const char 
 
 struct each {
 	const struct model_kind *k;
+	store_skip_fn skip;
 	model_each_fn fn;
 	void *arg, *obj;
 	struct err *e;
@@ -457,18 +458,38 @@ static int each_one(cJSON *it, void *arg)
 	return d;
 }
 
-int model_list_each(store *s, const struct model_kind *k, const char *ns, const char *selector,
-                    model_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+static bool each_skip(const char *ns, const char *name, uint64_t rv, void *arg)
+{
+	struct each *x = arg;
+	return x->skip(ns, name, rv, x->arg);
+}
+
+static int each_list(store *s, const struct model_kind *k, const char *ns, const char *selector,
+                     store_skip_fn skip, model_each_fn fn, void *arg, uint64_t *list_rv,
+                     struct err *e)
 {
 	const struct store_kind *sk = model_store_kind(k);
-	struct each x = {.k = k, .fn = fn, .arg = arg, .e = e};
+	struct each x = {.k = k, .skip = skip, .fn = fn, .arg = arg, .e = e};
 	if (!sk)
 		return unknown_kind(k, e);
 	if (!(x.obj = calloc(1, k->type->size)))
 		return err_set(e, -ENOMEM, "out of memory");
-	int r = store_list_each(s, sk, ns, selector, each_one, &x, list_rv, e);
+	int r = skip ? store_list_each_skip(s, sk, ns, each_skip, each_one, &x, list_rv, e)
+	             : store_list_each(s, sk, ns, selector, each_one, &x, list_rv, e);
 	free(x.obj);
 	return r;
+}
+
+int model_list_each(store *s, const struct model_kind *k, const char *ns, const char *selector,
+                    model_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+{
+	return each_list(s, k, ns, selector, NULL, fn, arg, list_rv, e);
+}
+
+int model_list_each_skip(store *s, const struct model_kind *k, const char *ns, store_skip_fn skip,
+                         model_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+{
+	return each_list(s, k, ns, NULL, skip, fn, arg, list_rv, e);
 }
 
 typedef int (*write_fn)(store *s, const cJSON *obj, cJSON **out, struct err *e);

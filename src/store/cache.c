@@ -354,17 +354,31 @@ static int c_get(store *st, const struct store_kind *k, const char *ns, const ch
 	return store_get(s->b, k, ns, name, out, e);
 }
 
-/* References to the kind's objects in namespace ns (NULL or "": all), in list order, with the
- * cache's version; NULL with *n 0 when there are none or memory is short (*oom). */
-static struct store_blob **snapshot(struct cstore *s, struct ckind *ck, const char *ns, size_t *n,
-                                    uint64_t *rv, bool *oom)
+/* Asks skip about the object of entry ce (key "namespace/name" or "name"). */
+static bool skipped(const struct ckind *ck, const struct centry *ce, store_skip_fn skip, void *arg)
+{
+	char ns[KEY_MAX];
+	const char *slash = ck->k->namespaced ? strchr(ce->key, '/') : NULL;
+	if (!slash)
+		return skip(NULL, ce->key, ce->rv, arg);
+	snprintf(ns, sizeof(ns), "%.*s", (int)(slash - ce->key), ce->key);
+	return skip(ns, slash + 1, ce->rv, arg);
+}
+
+/* References to the kind's objects in namespace ns (NULL or "": all) that skip (optional) does
+ * not skip, in list order, with the cache's version; NULL with *n 0 when there are none or
+ * memory is short (*oom). */
+static struct store_blob **snapshot(struct cstore *s, struct ckind *ck, const char *ns,
+                                    store_skip_fn skip, void *arg, size_t *n, uint64_t *rv,
+                                    bool *oom)
 {
 	size_t nl = ns && *ns ? strlen(ns) : 0;
 	struct store_blob **v = ck->n ? malloc(ck->n * sizeof(*v)) : NULL;
 	*n = 0;
 	*oom = ck->n && !v;
 	for (size_t i = 0; v && i < ck->n; i++)
-		if (!nl || (!strncmp(ck->v[i].key, ns, nl) && ck->v[i].key[nl] == '/'))
+		if ((!nl || (!strncmp(ck->v[i].key, ns, nl) && ck->v[i].key[nl] == '/')) &&
+		    !(skip && skipped(ck, &ck->v[i], skip, arg)))
 			v[(*n)++] = store_blob_ref(ck->v[i].obj);
 	*rv = ck->rv;
 	s->stats.hits++;
@@ -379,19 +393,16 @@ static void put_all(struct store_blob **v, size_t n)
 	free(v);
 }
 
-static int c_list_each(store *st, const struct store_kind *k, const char *ns, const char *selector,
-                       store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+/* The cached objects one at a time (parsed outside the lock), those skip skips left out. */
+static int each_cached(struct cstore *s, struct ckind *ck, const char *ns, const char *selector,
+                       store_skip_fn skip, store_each_fn fn, void *arg, uint64_t *list_rv,
+                       struct err *e)
 {
-	struct cstore *s = (struct cstore *)st;
-	if (selector && store_selector_match(selector, NULL, e) < 0)
-		return STORE_INVALID;
-	struct ckind *ck = cached(s, k);
-	if (!ck)
-		return store_list_each(s->b, k, ns, selector, fn, arg, list_rv, e);
 	size_t n;
 	uint64_t rv;
 	bool oom;
-	struct store_blob **v = snapshot(s, ck, k->namespaced ? ns : NULL, &n, &rv, &oom);
+	struct store_blob **v =
+	    snapshot(s, ck, ck->k->namespaced ? ns : NULL, skip, arg, &n, &rv, &oom);
 	int r = oom ? err_set(e, -ENOMEM, "out of memory") : 0;
 	for (size_t i = 0; i < n && r == 0; i++) {
 		cJSON *o = NULL;
@@ -404,6 +415,29 @@ static int c_list_each(store *st, const struct store_kind *k, const char *ns, co
 	if (r == 0 && list_rv)
 		*list_rv = rv;
 	return r;
+}
+
+static int c_list_each(store *st, const struct store_kind *k, const char *ns, const char *selector,
+                       store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+{
+	struct cstore *s = (struct cstore *)st;
+	if (selector && store_selector_match(selector, NULL, e) < 0)
+		return STORE_INVALID;
+	struct ckind *ck = cached(s, k);
+	if (!ck)
+		return store_list_each(s->b, k, ns, selector, fn, arg, list_rv, e);
+	return each_cached(s, ck, ns, selector, NULL, fn, arg, list_rv, e);
+}
+
+static int c_list_each_skip(store *st, const struct store_kind *k, const char *ns,
+                            store_skip_fn skip, store_each_fn fn, void *arg, uint64_t *list_rv,
+                            struct err *e)
+{
+	struct cstore *s = (struct cstore *)st;
+	struct ckind *ck = cached(s, k);
+	if (!ck)
+		return store_list_each_skip(s->b, k, ns, skip, fn, arg, list_rv, e);
+	return each_cached(s, ck, ns, NULL, skip, fn, arg, list_rv, e);
 }
 
 static int add_to(cJSON *obj, void *arr)
@@ -518,7 +552,7 @@ static int c_watch(store *st, const struct store_kind *k, uint64_t from_rv, stor
 			uint64_t rv;
 			bool oom;
 			w->next_seq = ck->next_seq;
-			w->initial = snapshot(s, ck, NULL, &w->n_initial, &rv, &oom);
+			w->initial = snapshot(s, ck, NULL, NULL, NULL, &w->n_initial, &rv, &oom);
 			if (!oom) {
 				*out = &w->base;
 				return 0;
@@ -615,6 +649,7 @@ static const struct store_ops cache_ops = {
     .get = c_get,
     .list = c_list,
     .list_each = c_list_each,
+    .list_each_skip = c_list_each_skip,
     .create = c_create,
     .update = c_update,
     .update_status = c_update_status,

@@ -238,6 +238,30 @@ int store_list_each(store *s, const struct store_kind *k, const char *ns, const 
 	return store_list_walk(s, k, ns, selector, fn, arg, list_rv, e);
 }
 
+struct skipping {
+	store_skip_fn skip;
+	store_each_fn fn;
+	void *arg;
+};
+
+static int skip_then(cJSON *obj, void *arg)
+{
+	struct skipping *x = arg;
+	if (x->skip(store_meta_str(obj, "namespace"), store_meta_str(obj, "name") ?: "",
+	            store_meta_rv(obj), x->arg))
+		return 0;
+	return x->fn(obj, x->arg);
+}
+
+int store_list_each_skip(store *s, const struct store_kind *k, const char *ns, store_skip_fn skip,
+                         store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+{
+	struct skipping x = {skip, fn, arg};
+	if (s->ops->list_each_skip)
+		return s->ops->list_each_skip(s, k, ns, skip, fn, arg, list_rv, e);
+	return store_list_each(s, k, ns, NULL, skip_then, &x, list_rv, e);
+}
+
 int store_list_walk(store *s, const struct store_kind *k, const char *ns, const char *selector,
                     store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
 {

@@ -61,6 +61,9 @@ enum store_event_type { STORE_ADDED = 1, STORE_MODIFIED = 2, STORE_DELETED = 3 }
 /* Called by store_list_each for each object (borrowed: valid during the call); 0 goes on, a
  * negative errno stops the list and is returned. */
 typedef int (*store_each_fn)(cJSON *obj, void *arg);
+/* Asked by store_list_each_skip for each object before it is parsed: its namespace (NULL for a
+ * cluster-scoped kind), name and resourceVersion; true skips it (not parsed, not handed on). */
+typedef bool (*store_skip_fn)(const char *ns, const char *name, uint64_t rv, void *arg);
 
 struct store_ops {
 	int (*get)(store *s, const struct store_kind *k, const char *ns, const char *name,
@@ -70,6 +73,10 @@ struct store_ops {
 	/* optional (NULL: store_list_each lists, then walks the array) */
 	int (*list_each)(store *s, const struct store_kind *k, const char *ns, const char *selector,
 	                 store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
+	/* optional (NULL: store_list_each_skip parses every object, then asks) */
+	int (*list_each_skip)(store *s, const struct store_kind *k, const char *ns,
+	                      store_skip_fn skip, store_each_fn fn, void *arg, uint64_t *list_rv,
+	                      struct err *e);
 	int (*create)(store *s, const cJSON *obj, cJSON **out, struct err *e);
 	int (*update)(store *s, const cJSON *obj, cJSON **out, struct err *e);
 	int (*update_status)(store *s, const cJSON *obj, cJSON **out, struct err *e);
@@ -112,6 +119,13 @@ int store_list(store *s, const struct store_kind *k, const char *ns, const char 
  * fn returns.  0, a store error, or fn's error. */
 int store_list_each(store *s, const struct store_kind *k, const char *ns, const char *selector,
                     store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
+/* store_list_each without a selector, asking skip first for each object: a caller that kept
+ * what it made of an object's version does not pay for parsing it again.  A store that keeps
+ * objects compact (the caches) parses only the objects not skipped, and asks skip with its lock
+ * held (skip must not call the store); the others parse each object, then ask.  0, a store
+ * error, or fn's error. */
+int store_list_each_skip(store *s, const struct store_kind *k, const char *ns, store_skip_fn skip,
+                         store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
 /* store_list_each by store_list and a walk of the array (for implementations). */
 int store_list_walk(store *s, const struct store_kind *k, const char *ns, const char *selector,
                     store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);

@@ -217,6 +217,13 @@ static void *resync_main(void *arg)
 	return NULL;
 }
 
+static void *volume_main(void *arg)
+{
+	struct err e = {0};
+	*(int *)arg = reconcile_volume(&fx_c, "v-a", &e);
+	return NULL;
+}
+
 static uint64_t sent_generation(void)
 {
 	ck_assert_str_eq(fake_agent_log(fx_fa), "ReconcileState");
@@ -257,6 +264,78 @@ START_TEST(test_resync_reads_after_waiting)
 	fake_agent_reset_log(fx_fa);
 	resync_main(&r);
 	ck_assert_uint_eq(sent_generation(), 4);
+	/* the one-volume pass too (what it read first is dropped, not kept: no leak) */
+	fake_agent_reset_log(fx_fa);
+	keylock_wait(&fx_c.locks, &op, "v-a");
+	ck_assert_int_eq(pthread_create(&th, NULL, volume_main, &r), 0);
+	usleep(200000); /* it has read v-a and waits for its lock */
+	o = fx_get("PillarVolumeState", "v-a");
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "status"), "publicationGeneration",
+	                          cJSON_CreateNumber(5));
+	ck_assert_int_eq(store_update_status(fx_st, o, NULL, NULL), 0);
+	cJSON_Delete(o);
+	keylock_release(&fx_c.locks, &op);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_eq(r, 0);
+	ck_assert_uint_eq(sent_generation(), 5);
+}
+END_TEST
+
+/* A pass reuses the items of the agent's last pass only for volumes whose version did not move:
+ * a volume changed in between (new generation, initiator, no exportSpec, deleted, relabelled)
+ * is sent as it is now. */
+START_TEST(test_resync_reuses_only_unchanged)
+{
+	struct err e = {0};
+	fx_put("PillarAgent", NULL, "storage-1", NULL, "{}",
+	       "{\"resolvedAddress\":\"10.0.0.5:9500\"}");
+	vol("v-a", "storage-1", "{\"phase\":\"Ready\",\"publicationGeneration\":3," ES "}");
+	vol("v-b", "storage-1", "{\"phase\":\"Ready\",\"publicationGeneration\":1," ES "}");
+	vol("v-c", "storage-1", "{\"phase\":\"Ready\",\"publicationGeneration\":1," ES "}");
+	vol("v-x", "storage-2", "{\"phase\":\"Ready\"," ES "}");
+	ck_assert_int_eq(reconcile_agent_resync(&fx_c, "storage-1", &e), 0);
+	const PillarCsi__Agent__V1__ReconcileStateRequest *q =
+	    (const void *)fake_agent_call(fx_fa, 0)->req;
+	ck_assert_uint_eq(q->n_volumes, 3);
+	/* v-a: generation 4 and an initiator; v-b: exportSpec gone; v-c deleted */
+	cJSON *o = fx_get("PillarVolumeState", "v-a");
+	cJSON *st = cJSON_GetObjectItem(o, "status");
+	cJSON_ReplaceItemInObject(st, "publicationGeneration", cJSON_CreateNumber(4));
+	static const char pub[] = "[{\"nodeID\":\"a\",\"initiatorID\":\"nqn.a\"}]";
+	cJSON *pn = NULL;
+	ck_assert_int_eq(json_parse_strict(pub, strlen(pub), &pn, NULL), 0);
+	cJSON_AddItemToObject(st, "publishedNodes", pn);
+	ck_assert_int_eq(store_update_status(fx_st, o, NULL, &e), 0);
+	cJSON_Delete(o);
+	o = fx_get("PillarVolumeState", "v-b");
+	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(o, "status"), "exportSpec");
+	ck_assert_int_eq(store_update_status(fx_st, o, NULL, &e), 0);
+	cJSON_Delete(o);
+	ck_assert_int_eq(
+	    store_delete(fx_st, store_kind_lookup("pvst"), NULL, "v-c", NULL, NULL, &e), 0);
+	fake_agent_reset_log(fx_fa);
+	ck_assert_int_eq(reconcile_agent_resync(&fx_c, "storage-1", &e), 0);
+	q = (const void *)fake_agent_call(fx_fa, 0)->req;
+	ck_assert_uint_eq(q->n_volumes, 1);
+	ck_assert_str_eq(q->volumes[0]->volume_id, "tank/v-a");
+	ck_assert_int_eq(q->volumes[0]->fence->generation, 4);
+	ck_assert_uint_eq(q->volumes[0]->exports[0]->n_allowed_initiators, 1);
+	expect_export("v-b", "False", "ExportSpecMissing", NULL);
+	/* nothing changed: the same request again, v-b's condition not written again */
+	o = fx_get("PillarVolumeState", "v-b");
+	const char *rv = json_get_str(cJSON_GetObjectItem(o, "metadata"), "resourceVersion");
+	char before[32];
+	snprintf(before, sizeof(before), "%s", rv);
+	cJSON_Delete(o);
+	fake_agent_reset_log(fx_fa);
+	ck_assert_int_eq(reconcile_agent_resync(&fx_c, "storage-1", &e), 0);
+	q = (const void *)fake_agent_call(fx_fa, 0)->req;
+	ck_assert_uint_eq(q->n_volumes, 1);
+	ck_assert_int_eq(q->volumes[0]->fence->generation, 4);
+	o = fx_get("PillarVolumeState", "v-b");
+	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(o, "metadata"), "resourceVersion"),
+	                 before);
+	cJSON_Delete(o);
 }
 END_TEST
 
@@ -269,6 +348,7 @@ int main(void)
 	tcase_add_test(t, test_file_backend_params);
 	tcase_add_test(t, test_volume_resync_and_mapping);
 	tcase_add_test(t, test_resync_reads_after_waiting);
+	tcase_add_test(t, test_resync_reuses_only_unchanged);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
