@@ -18,9 +18,10 @@
 #include "model/kube.h"
 
 #define KEY_MAX        320
-#define WATCH_WAIT     200
+#define WATCH_WAIT     1000 /* how soon a watcher notices the loop stopping (each wake costs CPU) */
 #define MAX_WORKERS    2
 #define MEM_RELEASE_MS 10000
+#define WORKER_WAIT_MS 10000
 
 static const char *const watched[] = {
     "PillarAgent",       "PillarStore",  "PillarProtocol", "PillarStorageClass",
@@ -427,7 +428,8 @@ static void *worker_main(void *arg)
 	char key[KEY_MAX];
 	store_cache_thread_reads(true); /* reconcilers read from the store's caches */
 	for (;;) {
-		int r = workqueue_get(l->q, 500, key, sizeof(key));
+		/* a key, a due delayed key or the shutdown wakes it: the timeout is only a backstop */
+		int r = workqueue_get(l->q, WORKER_WAIT_MS, key, sizeof(key));
 		if (r < 0)
 			break;
 		if (r == 0)
@@ -473,12 +475,16 @@ static void *timer_main(void *arg)
 	struct controller_loop *l = arg;
 	int64_t t0 = time_mono_ms(), next_p = t0 + l->interval_ms, next_c = t0 + l->capacity_ms;
 	int64_t next_a = t0 + ABANDONED_PERIOD_MS, next_m = t0 + MEM_RELEASE_MS;
+	unsigned long released_at = 0;
 	store_cache_thread_reads(true); /* the periodic resync lists from the caches */
 	for (;;) {
 		int64_t t = time_mono_ms(), next = next_p < next_c ? next_p : next_c;
 		if (next_a < next)
 			next = next_a;
-		if (next > t && nap(l, (int)(next - t > 1000 ? 1000 : next - t)))
+		if (next_m < next)
+			next = next_m;
+		/* asleep until the next due time (a stop wakes it): no wake-up for nothing */
+		if (next > t && nap(l, (int)(next - t)))
 			break;
 		t = time_mono_ms();
 		if (t >= next_p) {
@@ -494,7 +500,10 @@ static void *timer_main(void *arg)
 			next_a = t + ABANDONED_PERIOD_MS;
 		}
 		if (t >= next_m) { /* what passes and restores freed goes back (base/mem.h) */
-			mem_release();
+			unsigned long p = controller_loop_passes(l);
+			if (p != released_at) /* nothing ran: nothing to give back, no heap walk */
+				mem_release();
+			released_at = p;
 			next_m = t + MEM_RELEASE_MS;
 		}
 	}

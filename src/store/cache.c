@@ -15,7 +15,7 @@
 #include "store/blob.h"
 #include "store/store.h"
 
-#define WATCH_WAIT_MS 200
+#define WATCH_WAIT_MS 1000 /* how soon an informer sees the cache closing (a wake costs CPU) */
 #define RETRY_MS      1000
 #define SYNC_WAIT_MS  10000 /* a read waits this long for a kind's first list, then reads through */
 #define KEY_MAX       512
