@@ -233,6 +233,21 @@ static uint64_t sent_generation(void)
 	return q->volumes[0]->fence->generation;
 }
 
+/* The operation holding v-a's lock records generation gen and ends; the pass (thread th, result
+ * *r) then sends gen. */
+static void op_ends(struct keylock_hold *op, pthread_t th, int *r, int gen)
+{
+	cJSON *o = fx_get("PillarVolumeState", "v-a");
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "status"), "publicationGeneration",
+	                          cJSON_CreateNumber(gen));
+	ck_assert_int_eq(store_update_status(fx_st, o, NULL, NULL), 0);
+	cJSON_Delete(o);
+	keylock_release(&fx_c.locks, op);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_eq(*r, 0);
+	ck_assert_uint_eq(sent_generation(), (uint64_t)gen);
+}
+
 START_TEST(test_resync_reads_after_waiting)
 {
 	struct keylock_hold op, probe;
@@ -251,15 +266,7 @@ START_TEST(test_resync_reads_after_waiting)
 	}
 	usleep(100000);
 	/* the operation records generation 4, then ends */
-	cJSON *o = fx_get("PillarVolumeState", "v-a");
-	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "status"), "publicationGeneration",
-	                          cJSON_CreateNumber(4));
-	ck_assert_int_eq(store_update_status(fx_st, o, NULL, NULL), 0);
-	cJSON_Delete(o);
-	keylock_release(&fx_c.locks, &op);
-	ck_assert_int_eq(pthread_join(th, NULL), 0);
-	ck_assert_int_eq(r, 0);
-	ck_assert_uint_eq(sent_generation(), 4);
+	op_ends(&op, th, &r, 4);
 	/* nothing ended meanwhile: the listed state, the same */
 	fake_agent_reset_log(fx_fa);
 	resync_main(&r);
@@ -269,15 +276,7 @@ START_TEST(test_resync_reads_after_waiting)
 	keylock_wait(&fx_c.locks, &op, "v-a");
 	ck_assert_int_eq(pthread_create(&th, NULL, volume_main, &r), 0);
 	usleep(200000); /* it has read v-a and waits for its lock */
-	o = fx_get("PillarVolumeState", "v-a");
-	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "status"), "publicationGeneration",
-	                          cJSON_CreateNumber(5));
-	ck_assert_int_eq(store_update_status(fx_st, o, NULL, NULL), 0);
-	cJSON_Delete(o);
-	keylock_release(&fx_c.locks, &op);
-	ck_assert_int_eq(pthread_join(th, NULL), 0);
-	ck_assert_int_eq(r, 0);
-	ck_assert_uint_eq(sent_generation(), 5);
+	op_ends(&op, th, &r, 5);
 }
 END_TEST
 
