@@ -119,7 +119,6 @@ struct xlist {
 	struct xitem *v;
 	size_t n, cap;
 	const char *agent; /* checked against spec.agentRef (the one-volume pass), or NULL */
-	const char *label; /* the whole-agent pass's agent: other labels are XITEM_OTHER */
 	const char *const *locked; /* NULL, or only these names (sorted, nlocked) are taken */
 	size_t nlocked;
 	struct xitem *memo; /* the last pass's items, sorted by name; reused ones are moved out */
@@ -176,7 +175,7 @@ static bool reuse(const char *ns, const char *name, uint64_t rv, void *arg)
 	    l->nmemo ? bsearch(name, l->memo, l->nmemo, sizeof(*m), cmp_item_name) : NULL;
 	if (!m || !m->mem || !rv || m->rv != rv)
 		return false;
-	if (m->what != XITEM_OTHER && !taken(l, name))
+	if (!taken(l, name))
 		return true;
 	if (xlist_grow(l) < 0) {
 		l->err = -ENOMEM;
@@ -194,15 +193,9 @@ static int xlist_add(void *obj, void *arg)
 	const char *key = v->meta.name;
 	if (!key)
 		return 0;
-	const char *owner = l->label ? model_map_get(&v->meta.labels, RULES_LABEL_AGENT) : NULL;
-	bool other = l->label && (!owner || strcmp(owner, l->label));
-	if (!other && !taken(l, key))
+	if (!taken(l, key))
 		return 0;
-	if (xlist_grow(l) < 0)
-		return -ENOMEM;
-	int r = other ? xitem_other(&l->v[l->n], key, model_meta_rv(&v->meta))
-	              : xitem_of(&l->v[l->n], v, l->agent);
-	if (r < 0)
+	if (xlist_grow(l) < 0 || xitem_of(&l->v[l->n], v, l->agent) < 0)
 		return -ENOMEM;
 	l->n++;
 	return 0;
@@ -232,9 +225,11 @@ static int read_items(struct ctl *c, const char *agent, const char *only, struct
 			                       "reading PillarVolumeState \"%s\": %s", only, e.msg);
 		return r < 0 ? grpc_status_oom(gs) : GRPC_OK;
 	}
-	l->label = agent;
+	char sel[400];
+	snprintf(sel, sizeof(sel), RULES_LABEL_AGENT "=%s", agent);
 	l->err = 0;
-	int r = model_list_each_skip(c->st, &model_pvst_kind, NULL, reuse, xlist_add, l, NULL, &e);
+	int r =
+	    model_list_each_skip(c->st, &model_pvst_kind, NULL, sel, reuse, xlist_add, l, NULL, &e);
 	items_free(l->memo, l->nmemo);
 	l->memo = NULL;
 	l->nmemo = 0;
@@ -396,7 +391,7 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
 	/* the names are copied: l is read again under the locks when an operation ended */
 	struct model_strs names = {0};
 	for (size_t i = 0; r == GRPC_OK && i < l.n; i++)
-		if (l.v[i].what != XITEM_OTHER && model_strs_add(&names, l.v[i].name) < 0)
+		if (model_strs_add(&names, l.v[i].name) < 0)
 			r = grpc_status_oom(gs);
 	struct keylock_hold *holds =
 	    r != GRPC_OK ? NULL : calloc(names.n ? names.n : 1, sizeof(*holds));

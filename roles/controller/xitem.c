@@ -171,16 +171,6 @@ bool xitem_cond_same(const struct xitem *x, const char *reason, const char *msg)
 	       x->c_has_og && x->c_og == x->gen;
 }
 
-int xitem_other(struct xitem *x, const char *name, uint64_t rv)
-{
-	memset(x, 0, sizeof(*x));
-	x->what = XITEM_OTHER;
-	x->rv = rv;
-	x->mem = strdup(name);
-	x->name = x->mem;
-	return x->mem ? 0 : -ENOMEM;
-}
-
 struct xmemo {
 	struct xmemo *next;
 	struct xitem *v;

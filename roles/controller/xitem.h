@@ -23,10 +23,9 @@
 #include "pillar_csi/agent/v1/agent.pb-c.h"
 
 enum xitem_what {
-	XITEM_SKIP,     /* deleting, in phase Provisioning, or another agent's: not looked at */
-	XITEM_NOSPEC,   /* no status.exportSpec: ExportSpecMissing, not sent */
-	XITEM_EXPORTED, /* sent */
-	XITEM_OTHER     /* another agent's (labelled so): only name and rv are kept */
+	XITEM_SKIP,    /* deleting, in phase Provisioning, or another agent's: not looked at */
+	XITEM_NOSPEC,  /* no status.exportSpec: ExportSpecMissing, not sent */
+	XITEM_EXPORTED /* sent */
 };
 
 struct xitem {
@@ -55,9 +54,6 @@ PillarCsi__Agent__V1__VolumeDesiredState *xitem_item(const struct xitem *x);
 /* True when ExportReconciled as read already says reason/msg (status True exactly for
  * Reconciled) at the volume's generation: recording the outcome would change nothing. */
 bool xitem_cond_same(const struct xitem *x, const char *reason, const char *msg);
-
-/* An XITEM_OTHER item: volume name at resourceVersion rv.  0 or -ENOMEM. */
-int xitem_other(struct xitem *x, const char *name, uint64_t rv);
 
 /* The items of an agent's last whole-agent pass, kept for its next pass, which decodes again
  * only the volumes whose resourceVersion moved (an unchanged version makes the same item).

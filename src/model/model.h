@@ -262,11 +262,11 @@ void model_list_free(const struct model_kind *k, void *items, size_t n);
 typedef int (*model_each_fn)(void *obj, void *arg);
 int model_list_each(store *s, const struct model_kind *k, const char *ns, const char *selector,
                     model_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
-/* model_list_each of every object (no selector) that skip does not skip (store.h:
- * store_list_each_skip): an object whose version the caller already made something of is not
- * parsed or decoded again. */
-int model_list_each_skip(store *s, const struct model_kind *k, const char *ns, store_skip_fn skip,
-                         model_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
+/* model_list_each of the objects skip does not skip (store.h: store_list_each_skip): an object
+ * whose version the caller already made something of is not parsed or decoded again. */
+int model_list_each_skip(store *s, const struct model_kind *k, const char *ns, const char *selector,
+                         store_skip_fn skip, model_each_fn fn, void *arg, uint64_t *list_rv,
+                         struct err *e);
 /* out (optional) receives the stored object; it must be zeroed/cleared.  Every write runs the
  * kind's validation first (model_kind.validate; model_update also its transition rules against
  * the stored object, model_kind.validate_update): an object the CRD would reject is refused

@@ -474,8 +474,9 @@ static int each_list(store *s, const struct model_kind *k, const char *ns, const
 		return unknown_kind(k, e);
 	if (!(x.obj = calloc(1, k->type->size)))
 		return err_set(e, -ENOMEM, "out of memory");
-	int r = skip ? store_list_each_skip(s, sk, ns, each_skip, each_one, &x, list_rv, e)
-	             : store_list_each(s, sk, ns, selector, each_one, &x, list_rv, e);
+	int r = skip
+	            ? store_list_each_skip(s, sk, ns, selector, each_skip, each_one, &x, list_rv, e)
+	            : store_list_each(s, sk, ns, selector, each_one, &x, list_rv, e);
 	free(x.obj);
 	return r;
 }
@@ -486,10 +487,11 @@ int model_list_each(store *s, const struct model_kind *k, const char *ns, const 
 	return each_list(s, k, ns, selector, NULL, fn, arg, list_rv, e);
 }
 
-int model_list_each_skip(store *s, const struct model_kind *k, const char *ns, store_skip_fn skip,
-                         model_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+int model_list_each_skip(store *s, const struct model_kind *k, const char *ns, const char *selector,
+                         store_skip_fn skip, model_each_fn fn, void *arg, uint64_t *list_rv,
+                         struct err *e)
 {
-	return each_list(s, k, ns, NULL, skip, fn, arg, list_rv, e);
+	return each_list(s, k, ns, selector, skip, fn, arg, list_rv, e);
 }
 
 typedef int (*write_fn)(store *s, const cJSON *obj, cJSON **out, struct err *e);

@@ -430,14 +430,16 @@ static int c_list_each(store *st, const struct store_kind *k, const char *ns, co
 }
 
 static int c_list_each_skip(store *st, const struct store_kind *k, const char *ns,
-                            store_skip_fn skip, store_each_fn fn, void *arg, uint64_t *list_rv,
-                            struct err *e)
+                            const char *selector, store_skip_fn skip, store_each_fn fn, void *arg,
+                            uint64_t *list_rv, struct err *e)
 {
 	struct cstore *s = (struct cstore *)st;
+	if (selector && store_selector_match(selector, NULL, e) < 0)
+		return STORE_INVALID;
 	struct ckind *ck = cached(s, k);
 	if (!ck)
-		return store_list_each_skip(s->b, k, ns, skip, fn, arg, list_rv, e);
-	return each_cached(s, ck, ns, NULL, skip, fn, arg, list_rv, e);
+		return store_list_each_skip(s->b, k, ns, selector, skip, fn, arg, list_rv, e);
+	return each_cached(s, ck, ns, selector, skip, fn, arg, list_rv, e);
 }
 
 static int add_to(cJSON *obj, void *arr)

@@ -253,13 +253,14 @@ static int skip_then(cJSON *obj, void *arg)
 	return x->fn(obj, x->arg);
 }
 
-int store_list_each_skip(store *s, const struct store_kind *k, const char *ns, store_skip_fn skip,
-                         store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+int store_list_each_skip(store *s, const struct store_kind *k, const char *ns, const char *selector,
+                         store_skip_fn skip, store_each_fn fn, void *arg, uint64_t *list_rv,
+                         struct err *e)
 {
 	struct skipping x = {skip, fn, arg};
 	if (s->ops->list_each_skip)
-		return s->ops->list_each_skip(s, k, ns, skip, fn, arg, list_rv, e);
-	return store_list_each(s, k, ns, NULL, skip_then, &x, list_rv, e);
+		return s->ops->list_each_skip(s, k, ns, selector, skip, fn, arg, list_rv, e);
+	return store_list_each(s, k, ns, selector, skip_then, &x, list_rv, e);
 }
 
 int store_list_walk(store *s, const struct store_kind *k, const char *ns, const char *selector,

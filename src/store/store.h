@@ -73,10 +73,10 @@ struct store_ops {
 	/* optional (NULL: store_list_each lists, then walks the array) */
 	int (*list_each)(store *s, const struct store_kind *k, const char *ns, const char *selector,
 	                 store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
-	/* optional (NULL: store_list_each_skip parses every object, then asks) */
+	/* optional (NULL: store_list_each_skip asks about each object listed) */
 	int (*list_each_skip)(store *s, const struct store_kind *k, const char *ns,
-	                      store_skip_fn skip, store_each_fn fn, void *arg, uint64_t *list_rv,
-	                      struct err *e);
+	                      const char *selector, store_skip_fn skip, store_each_fn fn, void *arg,
+	                      uint64_t *list_rv, struct err *e);
 	int (*create)(store *s, const cJSON *obj, cJSON **out, struct err *e);
 	int (*update)(store *s, const cJSON *obj, cJSON **out, struct err *e);
 	int (*update_status)(store *s, const cJSON *obj, cJSON **out, struct err *e);
@@ -119,13 +119,14 @@ int store_list(store *s, const struct store_kind *k, const char *ns, const char 
  * fn returns.  0, a store error, or fn's error. */
 int store_list_each(store *s, const struct store_kind *k, const char *ns, const char *selector,
                     store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
-/* store_list_each without a selector, asking skip first for each object: a caller that kept
- * what it made of an object's version does not pay for parsing it again.  A store that keeps
- * objects compact (the caches) parses only the objects not skipped, and asks skip with its lock
- * held (skip must not call the store); the others parse each object, then ask.  0, a store
- * error, or fn's error. */
-int store_list_each_skip(store *s, const struct store_kind *k, const char *ns, store_skip_fn skip,
-                         store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
+/* store_list_each, asking skip first: a caller that kept what it made of an object's version
+ * does not pay for parsing it again.  A store that keeps objects compact (the caches) asks about
+ * every object, with its lock held (skip must not call the store), and parses only the objects
+ * not skipped (then applies the selector); the others ask about each object the selector
+ * matches.  0, a store error, or fn's error. */
+int store_list_each_skip(store *s, const struct store_kind *k, const char *ns, const char *selector,
+                         store_skip_fn skip, store_each_fn fn, void *arg, uint64_t *list_rv,
+                         struct err *e);
 /* store_list_each by store_list and a walk of the array (for implementations). */
 int store_list_walk(store *s, const struct store_kind *k, const char *ns, const char *selector,
                     store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);

@@ -101,8 +101,9 @@ static int count_parsed(cJSON *obj, void *arg)
 	return 0;
 }
 
-/* store_list_each_skip: the cache asks before parsing, with each object's name and version, and
- * parses only what is not skipped; a store without the op parses, then asks (same result). */
+/* store_list_each_skip: the cache asks about every object before parsing, with its name and
+ * version, and parses only what is not skipped; a store without the op asks about each object
+ * the selector matches (same objects handed on). */
 START_TEST(test_list_skip)
 {
 	const char *dir = tu_mkdtemp();
@@ -121,11 +122,20 @@ START_TEST(test_list_skip)
 	for (int pass = 0; pass < 2; pass++) {
 		struct skips k = {0};
 		ck_assert_int_eq(store_list_each_skip(pass ? raw : st, store_kind_lookup("pvst"),
-		                                      NULL, skip_a, count_parsed, &k, NULL, &e),
+		                                      NULL, NULL, skip_a, count_parsed, &k, NULL,
+		                                      &e),
 		                 0);
 		ck_assert_int_eq(k.asked, 3);
 		ck_assert_int_eq(k.parsed, 2);
 		ck_assert_uint_eq(k.rv_a, rv);
+		/* with a selector: v-c (agent b) is not handed on either; the cache asked about it */
+		struct skips l = {0};
+		ck_assert_int_eq(store_list_each_skip(pass ? raw : st, store_kind_lookup("pvst"),
+		                                      NULL, "pillar-csi.bhyoo.com/agent=a", skip_a,
+		                                      count_parsed, &l, NULL, &e),
+		                 0);
+		ck_assert_int_eq(l.asked, pass ? 2 : 3);
+		ck_assert_int_eq(l.parsed, 1);
 	}
 	store_cache_thread_reads(false);
 	store_close(st);
