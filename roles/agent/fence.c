@@ -134,9 +134,17 @@ int agent_fence_read(const char *state_dir, const char *volume_id, struct fence_
  * different volumes are otherwise written under their own volume locks. */
 static pthread_mutex_t marks_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* generations/ made to exist durably (its entry in the state directory fsync'd) once per
+ * process, and again whenever it is made anew. */
+static struct file_dir_once marks_dir = FILE_DIR_ONCE_INIT;
+
 /* Durability of §6.2: temp, fsync, rename, fsync generations/ (file_write_atomic_reuse: the
  * temporary file is the inode of a replaced mark, so an ext4 without a journal does not scan
- * its recently deleted inodes for a new one), then the state directory. */
+ * its recently deleted inodes for a new one).  The state directory's fsync makes durable its
+ * one entry a mark write can depend on, generations/ itself: file_dir_once_ensure fsyncs it
+ * before the first mark of the process and whenever generations/ was created again, not
+ * after every mark (the state directory does not change when a mark is renamed inside
+ * generations/). */
 static int write_mark(const char *state_dir, const char *path, const struct fence_mark *m,
                       struct err *e)
 {
@@ -160,14 +168,12 @@ static int write_mark(const char *state_dir, const char *path, const struct fenc
 	if (!text)
 		goto fail;
 	snprintf(gdir, sizeof(gdir), "%s/generations", state_dir);
-	r = file_mkdir_p(gdir, 0750, e);
+	r = file_dir_once_ensure(&marks_dir, gdir, 0750, e);
 	if (r == 0) { /* one mark write at a time: its temporary file is the directory's spare */
 		pthread_mutex_lock(&marks_mu);
 		r = file_write_atomic_reuse(path, text, strlen(text), 0600, NULL, e);
 		pthread_mutex_unlock(&marks_mu);
 	}
-	if (r == 0)
-		r = file_fsync_dir(state_dir, e);
 	free(text);
 	cJSON_Delete(o);
 	return r;

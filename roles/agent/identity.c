@@ -107,6 +107,11 @@ int agent_identity_start(const char *state_dir, const char *volume_id, const cha
 	return file_remove_durable(path, e); /* another lifecycle's record: delete, ignore */
 }
 
+/* nvmet-identity/ made to exist durably (the state directory fsync'd after creating it) once
+ * per process and whenever it is made anew; a pin's write fsyncs the record and
+ * nvmet-identity/, the only directory a rename inside it changes. */
+static struct file_dir_once pins_dir = FILE_DIR_ONCE_INIT;
+
 int agent_identity_settle(const char *state_dir, const char *volume_id, const char *uid,
                           const char *nqn, const struct rules_ns_identity *result, struct err *e)
 {
@@ -137,11 +142,9 @@ int agent_identity_settle(const char *state_dir, const char *volume_id, const ch
 	if (!text)
 		return err_set(e, -ENOMEM, "write identity record %s: out of memory", path);
 	snprintf(dir, sizeof(dir), "%s/nvmet-identity", state_dir);
-	r = file_mkdir_p(dir, 0750, e);
+	r = file_dir_once_ensure(&pins_dir, dir, 0750, e);
 	if (r == 0)
 		r = file_write_atomic(path, text, strlen(text), 0600, e);
-	if (r == 0)
-		r = file_fsync_dir(state_dir, e);
 	free(text);
 	return r;
 }

@@ -24,8 +24,17 @@ static int dir_of(const char *path, char *dir, size_t cap)
 	return 0;
 }
 
+void (*file_fsync_observer)(const char *path);
+
+static void observe(const char *path)
+{
+	if (file_fsync_observer)
+		file_fsync_observer(path);
+}
+
 int file_fsync_dir(const char *dir, struct err *e)
 {
+	observe(dir);
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return err_set(e, -errno, "open directory %s: %s", dir, strerror(errno));
@@ -88,6 +97,8 @@ int file_write_atomic_stat(const char *path, const void *data, size_t len, mode_
 	r = write_all(fd, data, len);
 	if (r == 0 && fchmod(fd, mode) < 0)
 		r = -errno;
+	if (r == 0)
+		observe(path);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	if (r == 0 && st && fstat(fd, st) < 0)
@@ -142,6 +153,8 @@ int file_write_atomic_reuse(const char *path, const void *data, size_t len, mode
 	int fd = spare_open(spare, mode, &old), r = fd < 0 ? fd : write_all(fd, data, len);
 	if (r == 0 && old > (off_t)len && ftruncate(fd, (off_t)len) < 0)
 		r = -errno;
+	if (r == 0)
+		observe(path);
 	if (r == 0 && (fchmod(fd, mode) < 0 || fsync(fd) < 0 || (st && fstat(fd, st) < 0)))
 		r = -errno;
 	if (fd >= 0 && close(fd) < 0 && r == 0)
@@ -251,4 +264,33 @@ int file_mkdir_p(const char *path, mode_t mode, struct err *e)
 	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
 		return err_set(e, -ENOTDIR, "%s exists and is not a directory", path);
 	return 0;
+}
+
+int file_dir_once_ensure(struct file_dir_once *o, const char *path, mode_t mode, struct err *e)
+{
+	char parent[PATH_MAX];
+	struct stat st;
+	int r = 0;
+	pthread_mutex_lock(&o->mu);
+	bool same = o->durable && strcmp(o->path, path) == 0 && stat(path, &st) == 0 &&
+	            S_ISDIR(st.st_mode) && st.st_dev == o->dev && st.st_ino == o->ino;
+	if (!same) {
+		o->durable = false;
+		if (strlen(path) >= sizeof(o->path) || dir_of(path, parent, sizeof(parent)) < 0)
+			r = err_set(e, -ENAMETOOLONG, "bad directory path \"%s\"", path);
+		if (r == 0)
+			r = file_mkdir_p(path, mode, e);
+		if (r == 0)
+			r = file_fsync_dir(parent, e);
+		if (r == 0 && stat(path, &st) < 0)
+			r = err_set(e, -errno, "stat %s: %s", path, strerror(errno));
+		if (r == 0) {
+			snprintf(o->path, sizeof(o->path), "%s", path);
+			o->dev = st.st_dev;
+			o->ino = st.st_ino;
+			o->durable = true;
+		}
+	}
+	pthread_mutex_unlock(&o->mu);
+	return r;
 }

@@ -10,6 +10,9 @@
 #ifndef PILLAR_BASE_FILE_H
 #define PILLAR_BASE_FILE_H
 
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -51,5 +54,29 @@ int file_fsync_dir(const char *dir, struct err *e);
 
 /* mkdir -p with mode for every created component. */
 int file_mkdir_p(const char *path, mode_t mode, struct err *e);
+
+/* A directory of durable records that must itself exist durably (its entry in its parent
+ * fsync'd) before a record written in it is: file_dir_once_ensure creates path (file_mkdir_p)
+ * and fsyncs its parent the first time it is called for path in this process, and again
+ * whenever path is no longer the directory it made durable (missing, or another inode); an
+ * unchanged directory costs one stat and no fsync.  A record's own write then fsyncs only the
+ * directory it renames in.  Thread-safe (one mutex per object, held through the first call's
+ * fsync).  0, or a negative errno with e set (nothing is remembered then). */
+struct file_dir_once {
+	pthread_mutex_t mu;
+	bool durable;
+	dev_t dev;
+	ino_t ino;
+	char path[PATH_MAX];
+};
+#define FILE_DIR_ONCE_INIT                      \
+	{                                       \
+		.mu = PTHREAD_MUTEX_INITIALIZER \
+	}
+int file_dir_once_ensure(struct file_dir_once *o, const char *path, mode_t mode, struct err *e);
+
+/* Tests only: when set, called with the path of every file or directory this module fsyncs
+ * (file_fsync_dir, the file_write_atomic* family), before the fsync.  NULL by default. */
+extern void (*file_fsync_observer)(const char *path);
 
 #endif

@@ -2,6 +2,7 @@
  * file-name escaping, the JSON shape and modes, corrupt records, pin precedence. */
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 
 #include "agent/fence.h"
 #include "agent/identity.h"
+#include "base/file.h"
 #include "testutil.h"
 
 static char sd[512];
@@ -161,6 +163,57 @@ START_TEST(test_corrupt_marks)
 }
 END_TEST
 
+/* ---- fsyncs: what a mark or a pin write makes durable ---------------------------------------- */
+
+static char synced[8][PATH_MAX]; /* the paths fsync'd since expect_fsyncs last ran */
+static int n_synced;
+
+static void record_fsync(const char *path)
+{
+	if (n_synced < 8)
+		snprintf(synced[n_synced], sizeof(synced[0]), "%s", path);
+	n_synced++;
+}
+
+/* Asserts the fsyncs since the last call, by path relative to sd ("" for sd itself). */
+static void expect_fsyncs(int line, int n, ...)
+{
+	va_list ap;
+	va_start(ap, n);
+	ck_assert_msg(n_synced == n, "line %d: %d fsyncs, want %d", line, n_synced, n);
+	for (int i = 0; i < n; i++) {
+		char want[PATH_MAX];
+		const char *rel = va_arg(ap, const char *);
+		snprintf(want, sizeof(want), "%s%s%s", sd, *rel ? "/" : "", rel);
+		ck_assert_msg(strcmp(synced[i], want) == 0, "line %d: fsync %d is %s, want %s",
+		              line, i, synced[i], want);
+	}
+	va_end(ap);
+	n_synced = 0;
+}
+
+/* §6.2: the mark, then generations/; the state directory (whose entry generations/ is) before
+ * the first mark and whenever generations/ was created again, not after every mark. */
+START_TEST(test_mark_fsyncs)
+{
+	char p[PATH_MAX];
+	file_fsync_observer = record_fsync;
+	ck_assert_int_eq(check(U1, 1, FENCE_GRANT, NULL), 0);
+	expect_fsyncs(__LINE__, 3, "", MARK, "generations");
+	ck_assert_int_eq(check(U1, 2, FENCE_GRANT, NULL), 0);
+	expect_fsyncs(__LINE__, 2, MARK, "generations");
+	ck_assert_int_eq(check(U1, 2, FENCE_GRANT, NULL), 0); /* 7': nothing written */
+	expect_fsyncs(__LINE__, 0);
+	snprintf(p, sizeof(p), "%s/generations", sd);
+	tu_rmtree(p); /* made anew: durable in the state directory again */
+	ck_assert_int_eq(check(U1, 3, FENCE_GRANT, NULL), 0);
+	expect_fsyncs(__LINE__, 3, "", MARK, "generations");
+	ck_assert_int_eq(agent_fence_end(sd, VOL, NULL), 0);
+	expect_fsyncs(__LINE__, 2, MARK, "generations");
+	file_fsync_observer = NULL;
+}
+END_TEST
+
 /* ---- identity pins ------------------------------------------------------------------------- */
 
 #define NQN "nqn.2026-01.com.bhyoo.pillar-csi:tank.pvc-1"
@@ -201,6 +254,26 @@ START_TEST(test_pin_precedence)
 }
 END_TEST
 
+/* §8.3: a pin as a mark; nvmet-identity/ made durable in the state directory once. */
+START_TEST(test_pin_fsyncs)
+{
+	struct rules_ns_identity odd = {.uuid = "11111111-2222-4333-8444-555555555555",
+	                                .nguid = "66666666-2222-4333-8444-555555555555",
+	                                .serial = "0123456789abcdef"};
+	char p[PATH_MAX];
+	file_fsync_observer = record_fsync;
+	ck_assert_int_eq(agent_identity_settle(sd, VOL, U1, NQN, &odd, NULL), 0);
+	expect_fsyncs(__LINE__, 3, "", PIN, "nvmet-identity");
+	ck_assert_int_eq(agent_identity_settle(sd, VOL, U1, NQN, &odd, NULL), 0);
+	expect_fsyncs(__LINE__, 2, PIN, "nvmet-identity");
+	snprintf(p, sizeof(p), "%s/nvmet-identity", sd);
+	tu_rmtree(p);
+	ck_assert_int_eq(agent_identity_settle(sd, VOL, U1, NQN, &odd, NULL), 0);
+	expect_fsyncs(__LINE__, 3, "", PIN, "nvmet-identity");
+	file_fsync_observer = NULL;
+}
+END_TEST
+
 START_TEST(test_pin_corrupt)
 {
 	struct rules_ns_identity id;
@@ -227,6 +300,8 @@ int main(void)
 	tcase_add_test(t, test_rule4_other_lifecycle);
 	tcase_add_test(t, test_rules_5_6_8_lifecycle_end);
 	tcase_add_test(t, test_corrupt_marks);
+	tcase_add_test(t, test_mark_fsyncs);
+	tcase_add_test(t, test_pin_fsyncs);
 	tcase_add_test(t, test_pin_precedence);
 	tcase_add_test(t, test_pin_corrupt);
 	suite_add_tcase(s, t);

@@ -24,7 +24,8 @@ Every figure of three is printed as "median (min–max)".
 Latencies on a loaded machine are noisy, so each sampled CSI call and each reboot also prints its
 work, which the load does not change: store writes (resourceVersion delta), syscalls and fsyncs
 of the controller and of the agent (counted by `perf stat` on the syscall tracepoints; "n/a"
-where perf cannot count), controller CPU time, and agent RPCs by method (the agent's call log).
+where perf cannot count), controller and agent CPU time, and agent RPCs by method (the agent's
+call log).
 Work started by a call (the change-triggered resync, status writes) counts as that call's: each
 phase is measured until the store has been quiet for half a second.
 
@@ -61,6 +62,19 @@ def proc_cpu_s(pid):
     with open("/proc/%d/stat" % pid) as f:
         parts = f.read().rsplit(")", 1)[1].split()
     return (int(parts[11]) + int(parts[12])) / TICK
+
+
+def proc_run_s(pid):
+    """CPU time of pid's live threads (the agent's fixed pool), from schedstat: nanoseconds,
+    where /proc/PID/stat counts 10 ms ticks (about one agent create each)."""
+    total = 0
+    for t in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
+                total += int(f.read().split()[0])
+        except OSError:  # the thread ended
+            pass
+    return total / 1e9
 
 
 def proc_rss_kib(pid, field="VmRSS"):
@@ -149,10 +163,11 @@ class Work:
         bench.quiet(0.5)
         self.log = os.path.join(env.base, "agent-%d.log" % env.agent_starts)
         self.log_at = os.path.getsize(self.log)
+        self.agent_pid = env.procs.live["agent"].pid
         self.rv, self.cpu = bench.store_rv(), proc_cpu_s(bench.ctl_pid)
+        self.agent_cpu = proc_run_s(self.agent_pid)
         self.ctl = PerfCount(bench.ctl_pid, os.path.join(env.base, name + "-ctl.perf"))
-        self.agent = PerfCount(env.procs.live["agent"].pid,
-                               os.path.join(env.base, name + "-agent.perf"))
+        self.agent = PerfCount(self.agent_pid, os.path.join(env.base, name + "-agent.perf"))
 
     def done(self, ops):
         """Stops counting (after the store has been quiet for 0.5 s); a dict of per-op figures."""
@@ -168,6 +183,7 @@ class Work:
         per = lambda x: x / ops  # noqa: E731
         return {"writes": per(rv - self.rv),
                 "cpu_ms": per(1000 * (proc_cpu_s(self.b.ctl_pid) - self.cpu)),
+                "agent_cpu_ms": per(1000 * (proc_run_s(self.agent_pid) - self.agent_cpu)),
                 "ctl": ctl and (per(ctl[0]), per(ctl[1])),
                 "agent": agent and (per(agent[0]), per(agent[1])),
                 "rpcs": {k: per(v) for k, v in sorted(calls.items())}}
@@ -177,8 +193,9 @@ def work_text(w):
     """One line of a phase's work per operation."""
     sc = lambda x: "n/a" if x is None else "%.0f syscalls, %.1f fsyncs" % x  # noqa: E731
     rpcs = ", ".join("%s %.2f" % kv for kv in w["rpcs"].items()) or "none"
-    return ("%.2f store writes, controller %s, %.2f ms CPU; agent %s; agent RPCs: %s" % (
-        w["writes"], sc(w["ctl"]), w["cpu_ms"], sc(w["agent"]), rpcs))
+    return ("%.2f store writes, controller %s, %.2f ms CPU; agent %s, %.2f ms CPU; "
+            "agent RPCs: %s" % (w["writes"], sc(w["ctl"]), w["cpu_ms"], sc(w["agent"]),
+                                w["agent_cpu_ms"], rpcs))
 
 
 def fig(xs, unit="", fmt="%.2f"):
