@@ -137,6 +137,10 @@ static int step_ready(struct model_pvst *v, const struct step_result *s, int64_t
 	r |= model_cond_set(cs, RULES_COND_EXPORT_CREATED, "True", RULES_REASON_EXPORT_CREATED, "",
 	                    og) < 0;
 	r |= model_cond_set(cs, RULES_COND_READY, "True", RULES_REASON_VOLUME_READY, "", og) < 0;
+	/* the export was just built from exportSpec, and a volume being created has no
+	 * publications: the kernel matches both (crds.md §7.3), as a resync would now record */
+	r |= model_cond_set(cs, RULES_COND_EXPORT_RECONCILED, "True", RULES_REASON_RECONCILED, "",
+	                    og) < 0;
 	/* crds.md §7.4: in the update that records Ready (pvst_update_all) */
 	r |= model_map_set(&v->meta.annotations, RULES_ANN_SUCCESS, "true");
 	return r ? -ENOMEM : 0;
@@ -461,6 +465,7 @@ struct prov {
 	char dev[512];
 	struct model_pvst_export_spec es; /* what the export must look like */
 	struct csi_claim export_claim;    /* step 8's claim, once made (gen > 0) */
+	bool spec_recorded; /* this pass recorded exportSpec (step 7's CreatePartial write) */
 };
 
 /* The recorded exportSpec, or a new one from spec.resolved and the agent's address. */
@@ -536,6 +541,7 @@ static int step_create_backend(struct prov *p, struct grpc_status *gs)
 		protobuf_c_message_free_unpacked(&cr->base, NULL);
 	}
 	r = record_step(p, ar, &ast, &sr, NULL, gs);
+	p->spec_recorded = r == GRPC_OK && ar == GRPC_OK;
 	if (r != GRPC_OK || !sr.claimed)
 		p->export_claim.gen = 0;
 	return r;
@@ -616,10 +622,14 @@ int csi_provision(struct ctl *c, const struct model_pvst *v, const char *pname, 
 	if ((strcmp(str(v->status.phase), "CreatePartial") || !p.dev[0]) &&
 	    (r = step_create_backend(&p, gs)))
 		goto out;
-	if ((r = step_export(&p, &cur, gs)) ||
-	    (!model_map_get(&cur.meta.annotations, RULES_ANN_SUCCESS) &&
-	     (r = record_success(c, pname, p.uid, gs))))
+	if ((r = step_export(&p, &cur, gs)))
 		goto out;
+	if (!model_map_get(&cur.meta.annotations, RULES_ANN_SUCCESS)) {
+		if ((r = record_success(c, pname, p.uid, gs)))
+			goto out;
+	} else if (p.spec_recorded) { /* the resync step 7's record queued has nothing to do */
+		ctl_export_established(c, pname, model_meta_rv(&cur.meta));
+	}
 	r = respond(&cur, resp, gs);
 out:
 	model_type_clear(&model_pvst_export_spec_type, &p.es);

@@ -34,16 +34,22 @@ struct ctl_own {
 	char name[]; /* a PillarAgent */
 };
 
+static void own_list_free(struct ctl_own **l)
+{
+	while (*l) {
+		struct ctl_own *o = *l;
+		*l = o->next;
+		free(o);
+	}
+}
+
 void ctl_fini(struct ctl *c)
 {
 	if (!c)
 		return;
 	keylock_fini(&c->locks);
-	while (c->own) {
-		struct ctl_own *o = c->own;
-		c->own = o->next;
-		free(o);
-	}
+	own_list_free(&c->own);
+	own_list_free(&c->est);
 	pthread_cond_destroy(&c->own_cv);
 	pthread_mutex_destroy(&c->own_mu);
 	xmemo_free(c->memos);
@@ -51,18 +57,74 @@ void ctl_fini(struct ctl *c)
 	pthread_mutex_destroy(&c->memo_mu);
 }
 
-/* The agent's entry (own_mu held), created when create; NULL when absent or out of memory. */
-static struct ctl_own *own_find(struct ctl *c, const char *name, bool create)
+/* name's entry in list *l (own_mu held), created at the head when create; NULL when absent
+ * or out of memory. */
+static struct ctl_own *list_find(struct ctl_own **l, const char *name, bool create)
 {
-	struct ctl_own *o = c->own;
+	struct ctl_own *o = *l;
 	while (o && strcmp(o->name, name))
 		o = o->next;
 	if (!o && create && (o = calloc(1, sizeof(*o) + strlen(name) + 1)) != NULL) {
 		strcpy(o->name, name);
-		o->next = c->own;
-		c->own = o;
+		o->next = *l;
+		*l = o;
 	}
 	return o;
+}
+
+/* The agent's entry (own_mu held). */
+static struct ctl_own *own_find(struct ctl *c, const char *name, bool create)
+{
+	return list_find(&c->own, name, create);
+}
+
+/* Unlinks and frees volume's record (own_mu held); its version, 0 when there was none. */
+static uint64_t est_drop(struct ctl *c, const char *volume)
+{
+	for (struct ctl_own **p = &c->est; *p; p = &(*p)->next)
+		if (!strcmp((*p)->name, volume)) {
+			struct ctl_own *o = *p;
+			uint64_t rv = o->rv;
+			*p = o->next;
+			free(o);
+			c->n_est--;
+			return rv;
+		}
+	return 0;
+}
+
+void ctl_export_established(struct ctl *c, const char *volume, uint64_t rv)
+{
+	pthread_mutex_lock(&c->own_mu);
+	est_drop(c, volume);
+	struct ctl_own *o = rv ? list_find(&c->est, volume, true) : NULL;
+	if (o) {
+		o->rv = rv;
+		if (++c->n_est > CTL_EST_MAX) { /* the oldest is the last */
+			struct ctl_own **p = &c->est;
+			while ((*p)->next)
+				p = &(*p)->next;
+			free(*p);
+			*p = NULL;
+			c->n_est--;
+		}
+	}
+	pthread_mutex_unlock(&c->own_mu);
+}
+
+bool ctl_export_take(struct ctl *c, const char *volume, uint64_t seen)
+{
+	pthread_mutex_lock(&c->own_mu);
+	uint64_t rv = est_drop(c, volume);
+	pthread_mutex_unlock(&c->own_mu);
+	return rv && seen == rv;
+}
+
+void ctl_export_forget(struct ctl *c, const char *volume)
+{
+	pthread_mutex_lock(&c->own_mu);
+	est_drop(c, volume);
+	pthread_mutex_unlock(&c->own_mu);
 }
 
 void ctl_own_begin(struct ctl *c, const char *name)

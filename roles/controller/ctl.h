@@ -44,6 +44,9 @@ struct ctl {
 	pthread_mutex_t own_mu;
 	pthread_cond_t own_cv;
 	struct ctl_own *own;
+	/* Exports this controller's CreateVolume established (ctl_export_*), under own_mu. */
+	struct ctl_own *est;
+	size_t n_est;
 	/* The items of each agent's last whole-agent export pass (xitem.h: xmemo_*). */
 	pthread_mutex_t memo_mu;
 	struct xmemo *memos;
@@ -62,6 +65,20 @@ void ctl_fini(struct ctl *c);
 void ctl_own_begin(struct ctl *c, const char *name);
 void ctl_own_end(struct ctl *c, const char *name, uint64_t rv);
 bool ctl_own_event(struct ctl *c, const char *name, uint64_t rv);
+
+/* The exports this controller's CreateVolume established itself: the agent's ExportVolume
+ * succeeded and its result, with ExportReconciled True/Reconciled, was recorded at version rv.
+ * The per-volume resync that the recorded exportSpec queues (agent-api.md §12.3) would send
+ * the agent what it has just done; ctl_export_take tells it so: true, when the volume as read
+ * under its lock is still at version rv (`seen`; versions are compared for equality only, as
+ * resourceVersions must be: a cache that has not caught up sends the resync as before).  take
+ * forgets the record either way,
+ * as does ctl_export_forget (the volume is gone).  At most CTL_EST_MAX are kept (a replica
+ * whose loop does not run: the oldest go, and their resync is sent as before). */
+#define CTL_EST_MAX 1024
+void ctl_export_established(struct ctl *c, const char *volume, uint64_t rv);
+bool ctl_export_take(struct ctl *c, const char *volume, uint64_t seen);
+void ctl_export_forget(struct ctl *c, const char *volume);
 
 /* true when the store answers (a list of PillarAgents succeeds): readiness (csi.md §1.1). */
 bool ctl_store_ready(struct ctl *c);

@@ -264,6 +264,7 @@ static void on_event(struct controller_loop *l, const struct model_kind *k,
 	} else if (!strcmp(kind, "PillarVolumeState")) {
 		if (gone) {
 			vdigest_drop(l, name);
+			ctl_export_forget(l->c, name);
 			enqueue(l, "pa", model_map_get(&m->labels, RULES_LABEL_AGENT), 0);
 			enqueue(l, "pst", model_map_get(&m->labels, RULES_LABEL_STORE), 0);
 			enqueue(l, "psc", model_map_get(&m->labels, RULES_LABEL_PSC), 0);

@@ -362,6 +362,11 @@ static int locked_pass(struct ctl *c, const char *agent, const char *addr, const
 		l->nlocked = nnames;
 		r = read_items(c, agent, only, l, gs);
 	}
+	/* a change-triggered resync of an export this controller's CreateVolume has just built
+	 * and recorded, the volume unchanged since (ctl.h ctl_export_take) */
+	if (r == GRPC_OK && only && l->n == 1 && l->v[0].what == XITEM_EXPORTED &&
+	    ctl_export_take(c, only, l->v[0].rv))
+		return GRPC_OK;
 	if (r == GRPC_OK)
 		return reconcile_built(c, agent, addr, complete, noaddr, sent, l, gs);
 	if (sent && sent->fn)

@@ -738,7 +738,8 @@ static void ccall_result(struct ccall *c, const char *path,
 		snprintf(st->msg, sizeof(st->msg), "expected one response message from %s, got %d",
 		         path, c->n_msgs);
 	} else {
-		*resp = protobuf_c_message_unpack(resp_desc, &grpc_pb_allocator, c->resp_len, c->resp);
+		*resp =
+		    protobuf_c_message_unpack(resp_desc, &grpc_pb_allocator, c->resp_len, c->resp);
 		if (*resp)
 			status_set(st, GRPC_OK, NULL);
 		else {

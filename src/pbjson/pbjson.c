@@ -431,9 +431,10 @@ static int set_once(ProtobufCMessage *m, unsigned char *seen, const ProtobufCFie
 		const ProtobufCFieldDescriptor *other =
 		    set ? protobuf_c_message_descriptor_get_field(d, set) : NULL;
 		if (other)
-			return err_set(e, -EINVAL,
-			               "%s: fields %s and %s are members of one oneof; give one of them",
-			               d->name, other->name, f->name);
+			return err_set(
+			    e, -EINVAL,
+			    "%s: fields %s and %s are members of one oneof; give one of them",
+			    d->name, other->name, f->name);
 	}
 	seen[idx] = 1;
 	return set_field(m, f, v, e);

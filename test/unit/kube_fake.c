@@ -538,7 +538,8 @@ struct kube_client *kf_client(struct kf_server *s, const struct kf_certs *c, con
 	struct err e = {0};
 
 	kubeconfig_text(s, c, token, y, sizeof(y));
-	ck_assert_msg(kube_config_from_yaml(&cfg, y, strlen(y), c->dir, NULL, &e) == 0, "%s", e.msg);
+	ck_assert_msg(kube_config_from_yaml(&cfg, y, strlen(y), c->dir, NULL, &e) == 0, "%s",
+	              e.msg);
 	kube_client_opts_init(&ko);
 	ko.component = "pillar-csi-controller";
 	ko.qps = -1;
