@@ -15,6 +15,7 @@
 #include "base/time.h"
 #include "controller/agentmon.h"
 #include "controller/reconcile.h"
+#include "controller/vdigest.h"
 #include "model/kube.h"
 
 #define KEY_MAX        320
@@ -28,12 +29,6 @@ static const char *const watched[] = {
     "PillarVolumeState", "StorageClass", "Node",           "PersistentVolumeClaim",
     "PersistentVolume",  "CSINode"};
 #define NWATCH (sizeof(watched) / sizeof(watched[0]))
-
-struct vdigest {
-	struct vdigest *next;
-	char *name, *digest;
-	bool seen;
-};
 
 struct watcher {
 	struct controller_loop *l;
@@ -56,7 +51,7 @@ struct controller_loop {
 	pthread_t timer;
 	bool timer_started;
 	struct agentmon *mon;
-	struct vdigest *vd;                /* used only by the PillarVolumeState watcher thread */
+	struct vdigests vd;                /* used only by the PillarVolumeState watcher thread */
 	struct controller_loop_opts hooks; /* may_reconcile, observe */
 };
 
@@ -121,69 +116,6 @@ static void kick(void *arg, const char *agent)
 }
 
 /* ---- events ------------------------------------------------------------------------------------ */
-
-/* The part of a volume a resync depends on: exportSpec and publishedNodes, as text. */
-static char *vdigest_of(const struct model_pvst *v)
-{
-	const struct model_pvst_export_spec *es = &v->status.export_spec;
-	size_t cap = 256 + v->status.n_published * 600, o = 0;
-	char *d = malloc(cap);
-	if (!d)
-		return NULL;
-	o += (size_t)snprintf(d, cap, "%d|%s|%d:%lld|%d:%d|%d:%lld", v->status.has_export_spec,
-	                      es->bind_address ?: "-", es->has_port, (long long)es->port,
-	                      es->has_acl_enabled, es->acl_enabled, es->has_in_capsule_data_size,
-	                      (long long)es->in_capsule_data_size);
-	o += (size_t)snprintf(d + o, cap - o, "|%d", v->status.has_published);
-	for (size_t i = 0; i < v->status.n_published && o < cap; i++) {
-		const struct model_pvst_published *p = &v->status.published[i];
-		o += (size_t)snprintf(d + o, cap - o, "|%s,%s,%s,%d:%d,%d:%d", p->node_id ?: "-",
-		                      p->initiator_id ?: "-", p->access_mode ?: "-",
-		                      p->has_readonly, p->readonly, p->has_revoking, p->revoking);
-	}
-	return d;
-}
-
-/* Records the export digest of a volume; true when it changed (or is new). */
-static bool vdigest_update(struct controller_loop *l, const char *name,
-                           const struct model_pvst *obj)
-{
-	char *text = vdigest_of(obj);
-	if (!text)
-		return true;
-	struct vdigest *v;
-	for (v = l->vd; v; v = v->next)
-		if (!strcmp(v->name, name))
-			break;
-	if (!v) {
-		v = calloc(1, sizeof(*v));
-		if (!v || !(v->name = strdup(name))) {
-			free(v);
-			free(text);
-			return true;
-		}
-		v->next = l->vd;
-		l->vd = v;
-	}
-	v->seen = true;
-	bool changed = !v->digest || strcmp(v->digest, text);
-	free(v->digest);
-	v->digest = text;
-	return changed;
-}
-
-static void vdigest_drop(struct controller_loop *l, const char *name)
-{
-	for (struct vdigest **p = &l->vd; *p; p = &(*p)->next)
-		if (!strcmp((*p)->name, name)) {
-			struct vdigest *v = *p;
-			*p = v->next;
-			free(v->name);
-			free(v->digest);
-			free(v);
-			return;
-		}
-}
 
 /* The PillarAgents whose nodeRef names node. */
 static void enqueue_agents_of_node(struct controller_loop *l, const char *node)
@@ -263,12 +195,12 @@ static void on_event(struct controller_loop *l, const struct model_kind *k,
 			enqueue_all(l, &model_psc_kind, "psc");
 	} else if (!strcmp(kind, "PillarVolumeState")) {
 		if (gone) {
-			vdigest_drop(l, name);
+			vdigests_drop(&l->vd, name);
 			ctl_export_forget(l->c, name);
 			enqueue(l, "pa", model_map_get(&m->labels, RULES_LABEL_AGENT), 0);
 			enqueue(l, "pst", model_map_get(&m->labels, RULES_LABEL_STORE), 0);
 			enqueue(l, "psc", model_map_get(&m->labels, RULES_LABEL_PSC), 0);
-		} else if (vdigest_update(l, name, obj) && !initial) {
+		} else if (vdigests_update(&l->vd, name, obj) && !initial) {
 			enqueue(l, "vol", name, 0);
 		}
 	}
@@ -277,18 +209,7 @@ static void on_event(struct controller_loop *l, const struct model_kind *k,
 /* After a (re)list: volumes that vanished while the watch was down count as deleted. */
 static void relist_volumes_done(struct controller_loop *l)
 {
-	struct vdigest **p = &l->vd;
-	while (*p) {
-		struct vdigest *v = *p;
-		if (v->seen) {
-			p = &v->next;
-			continue;
-		}
-		*p = v->next;
-		free(v->name);
-		free(v->digest);
-		free(v);
-	}
+	vdigests_drop_unseen(&l->vd);
 	enqueue_all(l, &model_pa_kind, "pa");
 	enqueue_all(l, &model_pst_kind, "pst");
 	enqueue_all(l, &model_psc_kind, "psc");
@@ -307,8 +228,8 @@ static int relist(struct watcher *w, bool initial, uint64_t *rv)
 		log_warnf("listing %s: %s", model_store_kind(k)->plural, e.msg);
 		return -1;
 	}
-	for (struct vdigest *v = pvst ? l->vd : NULL; v; v = v->next)
-		v->seen = false;
+	if (pvst)
+		vdigests_unsee(&l->vd);
 	for (size_t i = 0; i < n; i++)
 		on_event(l, k, STORE_ADDED, (char *)items + i * k->type->size, initial);
 	model_list_free(k, items, n);
@@ -630,13 +551,7 @@ void controller_loop_stop(struct controller_loop *l)
 		l->c->restore_kick = NULL;
 		l->c->restore_kick_arg = NULL;
 	}
-	while (l->vd) {
-		struct vdigest *v = l->vd;
-		l->vd = v->next;
-		free(v->name);
-		free(v->digest);
-		free(v);
-	}
+	vdigests_free(&l->vd);
 	workqueue_free(l->q);
 	pthread_cond_destroy(&l->cv);
 	pthread_mutex_destroy(&l->mu);

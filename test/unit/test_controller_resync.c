@@ -207,6 +207,41 @@ START_TEST(test_volume_resync_and_mapping)
 }
 END_TEST
 
+/* CreateVolume records ExportReconciled=True/Reconciled with Ready, and the change-triggered
+ * resync that its exportSpec record queues sends nothing while the volume is as CreateVolume
+ * left it (ctl.h ctl_export_take): the agent's ExportVolume had just built that export.  The
+ * record is used once; a later change resyncs as before. */
+START_TEST(test_created_export_not_resynced)
+{
+	struct grpc_status gs = {0};
+	struct err e = {0};
+	char vid[300];
+	static const char *const fast[] = {"pillar-csi.bhyoo.com/storage-class", "fast", NULL};
+	fx_objects(false);
+	ck_assert_msg(fx_create("c1", fast, false, vid, sizeof(vid), &gs) == 0, "%s", gs.msg);
+	ck_assert_str_eq(fake_agent_log(fx_fa), "CreateVolume,ExportVolume");
+	expect_export("c1", "True", "Reconciled", "");
+	fake_agent_reset_log(fx_fa);
+	ck_assert_int_eq(reconcile_volume(&fx_c, "c1", &e), 0);
+	ck_assert_str_eq(fake_agent_log(fx_fa), "");
+	/* once: the next change-triggered resync is sent */
+	ck_assert_int_eq(reconcile_volume(&fx_c, "c1", &e), 0);
+	ck_assert_str_eq(fake_agent_log(fx_fa), "ReconcileState");
+	expect_export("c1", "True", "Reconciled", "");
+	/* a change after the create (here a publish) is resynced */
+	ck_assert_msg(fx_create("c2", fast, false, vid, sizeof(vid), &gs) == 0, "%s", gs.msg);
+	ck_assert_msg(fx_attach(vid, "node-a", &gs) == 0, "%s", gs.msg);
+	fake_agent_reset_log(fx_fa);
+	ck_assert_int_eq(reconcile_volume(&fx_c, "c2", &e), 0);
+	ck_assert_str_eq(fake_agent_log(fx_fa), "ReconcileState");
+	/* gone: its record goes with it */
+	ck_assert_msg(fx_create("c3", fast, false, vid, sizeof(vid), &gs) == 0, "%s", gs.msg);
+	ck_assert_uint_eq(fx_c.n_est, 1);
+	ctl_export_forget(&fx_c, "c3");
+	ck_assert_uint_eq(fx_c.n_est, 0);
+}
+END_TEST
+
 /* A pass lists the agent's volumes, then waits for their locks.  When an operation that held
  * one ends meanwhile, the pass sends the volume as that operation left it (read again after the
  * locks), not as it was listed; when none ended, it sends what it listed. */
@@ -346,6 +381,7 @@ int main(void)
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, test_file_backend_params);
 	tcase_add_test(t, test_volume_resync_and_mapping);
+	tcase_add_test(t, test_created_export_not_resynced);
 	tcase_add_test(t, test_resync_reads_after_waiting);
 	tcase_add_test(t, test_resync_reuses_only_unchanged);
 	suite_add_tcase(s, t);
