@@ -242,6 +242,15 @@ static int load(const char *path, struct store_blob **obj, uint64_t *rv, char **
 }
 
 /* Compares one file with its entry; a difference becomes a change. */
+bool dir_index_unchanged(struct dstore *s, const char *key)
+{
+	char path[PATH_MAX + 64];
+	struct fident id;
+	const struct ientry *en = dir_index_find(s, key);
+	snprintf(path, sizeof(path), "%s/%s.json", s->path, key);
+	return en && dir_fident(path, &id) == 0 && same_ident(&en->id, &id);
+}
+
 static void probe(struct dstore *s, const struct store_kind *k, const char *key, struct changes *c)
 {
 	char path[PATH_MAX + 64];
@@ -329,10 +338,14 @@ static const struct store_kind *kind_of_key(const char *key)
 static void apply(struct dstore *s, struct changes *c, bool emit)
 {
 	uint64_t now_rv = s->index_rv;
-	dir_rv_last(s, &now_rv, NULL);
+	bool read_rv = false; /* only a deletion needs it: reading it is eight system calls */
 	for (size_t i = 0; i < c->n; i++)
-		if (c->v[i].type == STORE_DELETED)
+		if (c->v[i].type == STORE_DELETED) {
+			if (!read_rv)
+				dir_rv_last(s, &now_rv, NULL);
+			read_rv = true;
 			c->v[i].rv = now_rv; /* its version is gone with the file: "now" */
+		}
 	if (c->n > 1)
 		qsort(c->v, c->n, sizeof(*c->v), cmp_change);
 	for (size_t i = 0; i < c->n; i++) {

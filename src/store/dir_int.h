@@ -136,6 +136,8 @@ void dir_ring_push(struct dstore *s, enum store_event_type t, const struct store
 void dir_ring_free(struct dstore *s);
 /* Compares the files named by keys (NULL, n 0: every file of kinds) with the index and applies
  * the differences, as events in resourceVersion order when emit.  Needs the operation lock. */
+/* True when key's file is the one the index holds (its identity unchanged; s->mu held). */
+bool dir_index_unchanged(struct dstore *s, const char *key);
 void dir_index_refresh(struct dstore *s, const struct store_kind *const *kinds, char *const *keys,
                        size_t n, bool emit);
 /* The file identity of path (0 / -errno). */

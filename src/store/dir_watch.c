@@ -207,6 +207,18 @@ static int cmp_key(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* True when every file of ks is the one the index holds (s->mu held): this process's own
+ * writes come back as notifications, and need neither the operation lock nor a read. */
+static bool all_unchanged(struct dstore *s, const struct keyset *ks)
+{
+	if (ks->overflow)
+		return false;
+	for (size_t i = 0; i < ks->n; i++)
+		if (!dir_index_unchanged(s, ks->v[i]))
+			return false;
+	return true;
+}
+
 void dir_catch_up(struct dstore *s, bool lock_held)
 {
 	struct keyset ks = {0};
@@ -216,8 +228,10 @@ void dir_catch_up(struct dstore *s, bool lock_held)
 		ks.overflow = true; /* no notification: compare everything */
 	else
 		drain(s, &ks);
-	if (!ks.overflow && ks.n == 0)
+	if (all_unchanged(s, &ks)) {
+		keyset_free(&ks);
 		return;
+	}
 	int fd = lock_held ? -1 : dir_oplock(s, LOCK_SH, NULL);
 	if (ks.overflow) {
 		dir_index_refresh(s, store_kinds(), NULL, 0, true);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,7 +19,7 @@
 #include "store/store.h"
 #include "testutil.h"
 
-static long readdirs, fsyncs;
+static long readdirs, fsyncs, shared_locks;
 
 struct dirent *readdir(DIR *d)
 {
@@ -36,6 +37,16 @@ int fsync(int fd)
 		*(void **)&real = dlsym(RTLD_NEXT, "fsync");
 	fsyncs++;
 	return real(fd);
+}
+
+int flock(int fd, int op)
+{
+	static int (*real)(int, int);
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "flock");
+	if ((op & ~LOCK_NB) == LOCK_SH)
+		__atomic_add_fetch(&shared_locks, 1, __ATOMIC_SEQ_CST);
+	return real(fd, op);
 }
 
 static char dir[512];
@@ -113,6 +124,35 @@ START_TEST(test_no_rescan_and_two_fsyncs_per_write)
 	readdirs = 0;
 	ck_assert_int_eq(store_delete(st, PA(), NULL, "a000", NULL, NULL, &e), 0);
 	ck_assert_int_eq(readdirs, 0);
+}
+END_TEST
+
+/* The notifications of the store's own writes cost a stat each: no operation lock (another
+ * process's writes take it), no read of the version counter. */
+START_TEST(test_own_writes_come_back_without_the_lock)
+{
+	struct err e = {0};
+	cJSON *o;
+	for (int i = 0; i < 5; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "own%d", i);
+		create(st, name, 10);
+	}
+	usleep(100 * 1000); /* the notifications have arrived */
+	__atomic_store_n(&shared_locks, 0, __ATOMIC_SEQ_CST);
+	ck_assert_int_eq(store_get(st, PA(), NULL, "own3", &o, &e), 0);
+	cJSON_Delete(o);
+	usleep(100 * 1000); /* the notification thread too */
+	ck_assert_int_eq(__atomic_load_n(&shared_locks, __ATOMIC_SEQ_CST), 0);
+	/* another process's write is still read under the lock */
+	store *other;
+	ck_assert_int_eq(store_dir_open(dir, false, 60000, &other, &e), 0);
+	create(other, "theirs", 10);
+	store_close(other);
+	usleep(100 * 1000);
+	ck_assert_int_eq(store_get(st, PA(), NULL, "theirs", &o, &e), 0);
+	cJSON_Delete(o);
+	ck_assert_int_ge(__atomic_load_n(&shared_locks, __ATOMIC_SEQ_CST), 1);
 }
 END_TEST
 
@@ -272,6 +312,7 @@ int main(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, test_no_rescan_and_two_fsyncs_per_write);
+	tcase_add_test(t, test_own_writes_come_back_without_the_lock);
 	tcase_add_test(t, test_other_process_changes_arrive_by_notification);
 	tcase_add_test(t, test_event_history_bounded_in_bytes);
 	tcase_add_test(t, test_versions_continue_above_the_ceiling_after_reboot);
