@@ -263,6 +263,15 @@ int store_list_each_skip(store *s, const struct store_kind *k, const char *ns, c
 	return store_list_each(s, k, ns, selector, skip_then, &x, list_rv, e);
 }
 
+int store_list_walk_skip(store *s, const struct store_kind *k, const char *ns, const char *selector,
+                         store_skip_fn skip, store_each_fn fn, void *arg, uint64_t *list_rv,
+                         struct err *e)
+{
+	struct skipping x = {skip, fn, arg};
+	return skip ? store_list_walk(s, k, ns, selector, skip_then, &x, list_rv, e)
+	            : store_list_walk(s, k, ns, selector, fn, arg, list_rv, e);
+}
+
 int store_list_walk(store *s, const struct store_kind *k, const char *ns, const char *selector,
                     store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
 {

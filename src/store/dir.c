@@ -392,6 +392,7 @@ struct ref {
 	const char *ns, *name; /* in key, for the list order */
 	char *key;
 	struct store_blob *obj;
+	uint64_t rv;
 };
 
 static int cmp_refs(const void *a, const void *b)
@@ -454,14 +455,27 @@ static int refs_of(struct dstore *s, const struct store_kind *k, const char *ns,
 		r->ns = r->key + skip;
 		r->name = k->namespaced ? strchr(r->ns, '/') + 1 : r->ns;
 		r->obj = store_blob_ref(en->obj);
+		r->rv = en->rv;
 		(*n)++;
 	}
 	*out = v;
 	return 0;
 }
 
-static int d_list_each(store *st, const struct store_kind *k, const char *ns, const char *selector,
-                       store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+/* skip's answer for ref r (its namespace apart from its name). */
+static bool asked_skip(const struct store_kind *k, const struct ref *r, store_skip_fn skip,
+                       void *arg)
+{
+	char ns[PATH_MAX];
+	if (!k->namespaced)
+		return skip(NULL, r->name, r->rv, arg);
+	snprintf(ns, sizeof(ns), "%.*s", (int)(r->name - r->ns - 1), r->ns);
+	return skip(ns, r->name, r->rv, arg);
+}
+
+/* The objects of a list in order; those skip (optional) skips are not parsed. */
+static int d_walk(store *st, const struct store_kind *k, const char *ns, const char *selector,
+                  store_skip_fn skip, store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
 {
 	struct dstore *s = DS(st);
 	struct ref *v = NULL;
@@ -475,7 +489,7 @@ static int d_list_each(store *st, const struct store_kind *k, const char *ns, co
 	pthread_mutex_lock(&s->mu);
 	if (!live(s)) {
 		pthread_mutex_unlock(&s->mu);
-		return store_list_walk(st, k, ns, selector, fn, arg, list_rv, e);
+		return store_list_walk_skip(st, k, ns, selector, skip, fn, arg, list_rv, e);
 	}
 	r = refs_of(s, k, k->namespaced ? ns : NULL, &v, &n, e);
 	rv = s->index_rv;
@@ -484,6 +498,8 @@ static int d_list_each(store *st, const struct store_kind *k, const char *ns, co
 		qsort(v, n, sizeof(*v), cmp_refs);
 	for (size_t i = 0; i < n && r == 0; i++) {
 		cJSON *o = NULL;
+		if (skip && asked_skip(k, &v[i], skip, arg))
+			continue;
 		if ((r = store_blob_parse(v[i].obj, &o, e)) == 0 &&
 		    store_selector_match(selector, o, NULL) == 1)
 			r = fn(o, arg);
@@ -493,6 +509,21 @@ static int d_list_each(store *st, const struct store_kind *k, const char *ns, co
 	if (r == 0 && list_rv)
 		*list_rv = rv;
 	return r;
+}
+
+static int d_list_each(store *st, const struct store_kind *k, const char *ns, const char *selector,
+                       store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+{
+	return d_walk(st, k, ns, selector, NULL, fn, arg, list_rv, e);
+}
+
+/* store_list_each_skip as the caches answer it: skip is asked about every object (before the
+ * selector), and only the objects it does not skip are parsed. */
+static int d_list_each_skip(store *st, const struct store_kind *k, const char *ns,
+                            const char *selector, store_skip_fn skip, store_each_fn fn, void *arg,
+                            uint64_t *list_rv, struct err *e)
+{
+	return d_walk(st, k, ns, selector, skip, fn, arg, list_rv, e);
 }
 
 /* temp -> fsync -> rename -> fsync(directory), the temporary file being the inode an earlier
@@ -673,6 +704,7 @@ static const struct store_ops dir_ops = {
     .get = d_get,
     .list = d_list,
     .list_each = d_list_each,
+    .list_each_skip = d_list_each_skip,
     .create = d_create,
     .update = d_update,
     .update_status = d_update_status,

@@ -130,6 +130,10 @@ int store_list_each_skip(store *s, const struct store_kind *k, const char *ns, c
 /* store_list_each by store_list and a walk of the array (for implementations). */
 int store_list_walk(store *s, const struct store_kind *k, const char *ns, const char *selector,
                     store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
+/* store_list_walk asking skip (NULL: none) about each object listed first. */
+int store_list_walk_skip(store *s, const struct store_kind *k, const char *ns, const char *selector,
+                         store_skip_fn skip, store_each_fn fn, void *arg, uint64_t *list_rv,
+                         struct err *e);
 int store_create(store *s, const cJSON *obj, cJSON **out, struct err *e);
 int store_update(store *s, const cJSON *obj, cJSON **out, struct err *e);
 int store_update_status(store *s, const cJSON *obj, cJSON **out, struct err *e);

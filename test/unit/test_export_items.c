@@ -101,13 +101,14 @@ static int count_parsed(cJSON *obj, void *arg)
 	return 0;
 }
 
-/* store_list_each_skip: the cache asks about every object before parsing, with its name and
- * version, and parses only what is not skipped; a store without the op asks about each object
- * the selector matches (same objects handed on). */
+/* store_list_each_skip: the cache and the embedded store's index ask about every object before
+ * parsing, with its name and version, and parse only what is not skipped; the embedded store
+ * without an index (another process's view) asks about each object the selector matches (same
+ * objects handed on). */
 START_TEST(test_list_skip)
 {
 	const char *dir = tu_mkdtemp();
-	store *raw = NULL, *st = NULL;
+	store *raw = NULL, *st = NULL, *cli = NULL;
 	struct err e = {0};
 	cJSON *got = NULL;
 	ck_assert_int_eq(store_dir_open(dir, true, 50, &raw, NULL), 0);
@@ -118,26 +119,28 @@ START_TEST(test_list_skip)
 	uint64_t rv = store_meta_rv(got);
 	cJSON_Delete(got);
 	ck_assert_int_eq(store_cache_open(raw, NULL, &st, &e), 0);
+	ck_assert_int_eq(store_dir_open(dir, false, 50, &cli, NULL), 0);
 	store_cache_thread_reads(true);
-	for (int pass = 0; pass < 2; pass++) {
+	for (int pass = 0; pass < 3; pass++) {
+		store *in = pass == 0 ? st : pass == 1 ? raw : cli;
 		struct skips k = {0};
-		ck_assert_int_eq(store_list_each_skip(pass ? raw : st, store_kind_lookup("pvst"),
-		                                      NULL, NULL, skip_a, count_parsed, &k, NULL,
-		                                      &e),
+		ck_assert_int_eq(store_list_each_skip(in, store_kind_lookup("pvst"), NULL, NULL,
+		                                      skip_a, count_parsed, &k, NULL, &e),
 		                 0);
 		ck_assert_int_eq(k.asked, 3);
 		ck_assert_int_eq(k.parsed, 2);
 		ck_assert_uint_eq(k.rv_a, rv);
-		/* with a selector: v-c (agent b) is not handed on either; the cache asked about it */
+		/* with a selector: v-c (agent b) is not handed on either; the indexes asked about it */
 		struct skips l = {0};
-		ck_assert_int_eq(store_list_each_skip(pass ? raw : st, store_kind_lookup("pvst"),
-		                                      NULL, "pillar-csi.bhyoo.com/agent=a", skip_a,
+		ck_assert_int_eq(store_list_each_skip(in, store_kind_lookup("pvst"), NULL,
+		                                      "pillar-csi.bhyoo.com/agent=a", skip_a,
 		                                      count_parsed, &l, NULL, &e),
 		                 0);
-		ck_assert_int_eq(l.asked, pass ? 2 : 3);
+		ck_assert_int_eq(l.asked, pass < 2 ? 3 : 2);
 		ck_assert_int_eq(l.parsed, 1);
 	}
 	store_cache_thread_reads(false);
+	store_close(cli);
 	store_close(st);
 	tu_rmtree(dir);
 }
