@@ -136,6 +136,14 @@ void dir_ring_push(struct dstore *s, enum store_event_type t, const struct store
 void dir_ring_free(struct dstore *s);
 /* Compares the files named by keys (NULL, n 0: every file of kinds) with the index and applies
  * the differences, as events in resourceVersion order when emit.  Needs the operation lock. */
+/* The index answers for this process (built, and told of other processes' changes). */
+bool dir_live(struct dstore *s);
+/* store_ops list_each and list_each_skip (dir_list.c). */
+int dir_list_each(store *st, const struct store_kind *k, const char *ns, const char *selector,
+                  store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
+int dir_list_each_skip(store *st, const struct store_kind *k, const char *ns, const char *selector,
+                       store_skip_fn skip, store_each_fn fn, void *arg, uint64_t *list_rv,
+                       struct err *e);
 /* True when key's file is the one the index holds (its identity unchanged; s->mu held). */
 bool dir_index_unchanged(struct dstore *s, const char *key);
 void dir_index_refresh(struct dstore *s, const struct store_kind *const *kinds, char *const *keys,

@@ -1,0 +1,148 @@
+/* dir_list — the embedded store's list_each and list_each_skip (store.h): the references to a
+ * kind's objects are taken from the index under the store's mutex, then each object is parsed
+ * and handed on outside it, one at a time, in list order. */
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/dir_int.h"
+
+struct ref {
+	const char *ns, *name; /* in key, for the list order */
+	char *key;
+	struct store_blob *obj;
+	uint64_t rv;
+};
+
+static int cmp_refs(const void *a, const void *b)
+{
+	const struct ref *x = a, *y = b;
+	/* namespaces without their '/', as cmp_names compares them ("a" before "a-b") */
+	size_t nx = x->name > x->ns ? (size_t)(x->name - x->ns) - 1 : 0;
+	size_t ny = y->name > y->ns ? (size_t)(y->name - y->ns) - 1 : 0;
+	int c = strncmp(x->ns, y->ns, nx < ny ? nx : ny);
+	if (c == 0 && nx != ny)
+		c = nx < ny ? -1 : 1;
+	return c ? c : strcmp(x->name, y->name);
+}
+
+static void refs_free(struct ref *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].key);
+		store_blob_put(v[i].obj);
+	}
+	free(v);
+}
+
+/* References to the kind's objects in ns (NULL: all), with mu held; an error names a corrupt
+ * file, as the list would. */
+static int refs_of(struct dstore *s, const struct store_kind *k, const char *ns, struct ref **out,
+                   size_t *n, struct err *e)
+{
+	char prefix[PATH_MAX];
+	int ki = dir_kind_index(k);
+	size_t plen = (size_t)snprintf(prefix, sizeof(prefix), "%s/%s/", k->plural, ns ? ns : "");
+	size_t cap = 0, skip = strlen(k->plural) + 1;
+	struct ref *v = NULL;
+	dir_catch_up(s, false);
+	*n = 0;
+	for (struct ientry *en = ki >= 0 ? s->kinds[ki] : NULL; en; en = en->knext) {
+		if (ns && strncmp(en->key, prefix, plen) != 0)
+			continue;
+		if (!en->obj) {
+			refs_free(v, *n);
+			*n = 0; /* the caller frees nothing */
+			return err_set(e, -EBADMSG, "%s",
+			               en->corrupt ? en->corrupt : "corrupt record");
+		}
+		if (*n == cap) {
+			struct ref *p = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*p));
+			if (!p) {
+				refs_free(v, *n);
+				*n = 0; /* the caller frees nothing */
+				return err_set(e, -ENOMEM, "list: out of memory");
+			}
+			v = p;
+		}
+		struct ref *r = &v[*n];
+		if (!(r->key = strdup(en->key))) {
+			refs_free(v, *n);
+			*n = 0; /* the caller frees nothing */
+			return err_set(e, -ENOMEM, "list: out of memory");
+		}
+		r->ns = r->key + skip;
+		r->name = k->namespaced ? strchr(r->ns, '/') + 1 : r->ns;
+		r->obj = store_blob_ref(en->obj);
+		r->rv = en->rv;
+		(*n)++;
+	}
+	*out = v;
+	return 0;
+}
+
+/* skip's answer for ref r (its namespace apart from its name). */
+static bool asked_skip(const struct store_kind *k, const struct ref *r, store_skip_fn skip,
+                       void *arg)
+{
+	char ns[PATH_MAX];
+	if (!k->namespaced)
+		return skip(NULL, r->name, r->rv, arg);
+	snprintf(ns, sizeof(ns), "%.*s", (int)(r->name - r->ns - 1), r->ns);
+	return skip(ns, r->name, r->rv, arg);
+}
+
+/* The objects of a list in order; those skip (optional) skips are not parsed. */
+static int d_walk(store *st, const struct store_kind *k, const char *ns, const char *selector,
+                  store_skip_fn skip, store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+{
+	struct dstore *s = DS(st);
+	struct ref *v = NULL;
+	size_t n = 0;
+	uint64_t rv;
+	int r;
+	if (ns && (r = store_validate_name("namespace", ns, e)) < 0)
+		return r;
+	if ((r = store_selector_match(selector, NULL, e)) < 0)
+		return r;
+	pthread_mutex_lock(&s->mu);
+	if (!dir_live(s)) {
+		pthread_mutex_unlock(&s->mu);
+		return store_list_walk_skip(st, k, ns, selector, skip, fn, arg, list_rv, e);
+	}
+	r = refs_of(s, k, k->namespaced ? ns : NULL, &v, &n, e);
+	rv = s->index_rv;
+	pthread_mutex_unlock(&s->mu);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_refs);
+	for (size_t i = 0; i < n && r == 0; i++) {
+		cJSON *o = NULL;
+		if (skip && asked_skip(k, &v[i], skip, arg))
+			continue;
+		if ((r = store_blob_parse(v[i].obj, &o, e)) == 0 &&
+		    store_selector_match(selector, o, NULL) == 1)
+			r = fn(o, arg);
+		cJSON_Delete(o);
+	}
+	refs_free(v, n);
+	if (r == 0 && list_rv)
+		*list_rv = rv;
+	return r;
+}
+
+int dir_list_each(store *st, const struct store_kind *k, const char *ns, const char *selector,
+                       store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+{
+	return d_walk(st, k, ns, selector, NULL, fn, arg, list_rv, e);
+}
+
+/* store_list_each_skip as the caches answer it: skip is asked about every object (before the
+ * selector), and only the objects it does not skip are parsed. */
+int dir_list_each_skip(store *st, const struct store_kind *k, const char *ns,
+                            const char *selector, store_skip_fn skip, store_each_fn fn, void *arg,
+                            uint64_t *list_rv, struct err *e)
+{
+	return d_walk(st, k, ns, selector, skip, fn, arg, list_rv, e);
+}
