@@ -253,26 +253,56 @@ int csi_controller_capabilities(struct ctl *c, const Csi__V1__ControllerGetCapab
 	return GRPC_OK;
 }
 
-/* The available bytes of the store a StorageClass names (0 when unknown). */
-static int64_t store_available(struct ctl *c, const char *psc, const char *sref)
+/* Reads the object a GetCapacity parameter names: 0, or INVALID_ARGUMENT when it does not exist
+ * (the CO asks about a class it believes is ours: an answer of 0 would read as a full pool) and
+ * UNAVAILABLE when the store cannot answer. */
+static int capacity_lookup(struct ctl *c, const struct model_kind *k, const char *name,
+                           const char *key, void *out, struct grpc_status *gs)
+{
+	struct err e = {0};
+	int r = model_get(c->st, k, NULL, name, out, &e);
+	if (r == STORE_NOT_FOUND || (r == STORE_INVALID && !*name))
+		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT,
+		                       "%s \"%s\" (named via %s) not found", k->kind, name, key);
+	if (r < 0)
+		return grpc_status_set(gs, GRPC_UNAVAILABLE, "reading %s \"%s\": %s", k->kind, name,
+		                       e.msg);
+	return 0;
+}
+
+/* The available bytes of the store a StorageClass names into *bytes (0 when the class names
+ * none, or its store is missing).  0 or a gRPC code. */
+static int store_available(struct ctl *c, const char *psc, const char *sref, int64_t *bytes,
+                           struct grpc_status *gs)
 {
 	char store_name[254] = "";
 	struct model_psc p;
 	struct model_pst st;
 	long long b = 0;
-	if (psc && model_get(c->st, &model_psc_kind, NULL, psc, &p, NULL) == 0) {
+	int r;
+	*bytes = 0;
+	if (psc) {
+		if ((r = capacity_lookup(c, &model_psc_kind, psc, RULES_KEY_PREFIX "storage-class",
+		                         &p, gs)))
+			return r;
 		snprintf(store_name, sizeof(store_name), "%s", p.spec.store_ref ?: "");
 		model_clear(&model_psc_kind, &p);
-	} else if (!psc && sref) {
-		snprintf(store_name, sizeof(store_name), "%s", sref);
+		if (!store_name[0] ||
+		    model_get(c->st, &model_pst_kind, NULL, store_name, &st, NULL))
+			return 0;
+	} else if (sref) {
+		if ((r = capacity_lookup(c, &model_pst_kind, sref, RULES_KEY_PREFIX "store-ref",
+		                         &st, gs)))
+			return r;
+	} else {
+		return 0;
 	}
-	if (store_name[0] && model_get(c->st, &model_pst_kind, NULL, store_name, &st, NULL) == 0) {
-		const char *q = st.status.capacity.available;
-		if (!q || model_quantity_parse(q, &b) < 0)
-			b = 0;
-		model_clear(&model_pst_kind, &st);
-	}
-	return b;
+	const char *q = st.status.capacity.available;
+	if (!q || model_quantity_parse(q, &b) < 0)
+		b = 0;
+	model_clear(&model_pst_kind, &st);
+	*bytes = b;
+	return 0;
 }
 
 int csi_get_capacity(struct ctl *c, const Csi__V1__GetCapacityRequest *req,
@@ -285,10 +315,9 @@ int csi_get_capacity(struct ctl *c, const Csi__V1__GetCapacityRequest *req,
 		else if (!strcmp(req->parameters[i]->key, RULES_KEY_PREFIX "store-ref"))
 			sref = req->parameters[i]->value;
 	}
-	resp->available_capacity = store_available(c, psc, sref);
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
-	return GRPC_OK;
+	return store_available(c, psc, sref, &resp->available_capacity, gs);
 }
 
 /* Why the capabilities do not fit the volume ("" when they do). */

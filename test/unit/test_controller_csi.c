@@ -673,7 +673,44 @@ START_TEST(test_expand_validate_capacity)
 	    0);
 	ck_assert_int_eq(gr->available_capacity, 10LL << 30);
 	protobuf_c_message_free_unpacked(&gr->base, NULL);
+	/* no class named: the whole of nothing, 0 */
+	gq.n_parameters = 0;
+	ck_assert_int_eq(
+	    FX_CALL(csi_get_capacity, &gq, &gr, &csi__v1__get_capacity_response__descriptor, &gs),
+	    0);
+	ck_assert_int_eq(gr->available_capacity, 0);
+	protobuf_c_message_free_unpacked(&gr->base, NULL);
+}
+END_TEST
+
+/* GetCapacity for a class or store that does not exist is an invalid argument naming it, not
+ * an empty answer the CO would read as a full pool. */
+START_TEST(test_capacity_unknown_class)
+{
+	struct grpc_status gs = {0};
+	Csi__V1__GetCapacityRequest gq = CSI__V1__GET_CAPACITY_REQUEST__INIT;
+	Csi__V1__GetCapacityRequest__ParametersEntry
+	    pe = CSI__V1__GET_CAPACITY_REQUEST__PARAMETERS_ENTRY__INIT,
+	    *pp = &pe;
+	Csi__V1__GetCapacityResponse *gr = NULL;
+	gq.n_parameters = 1;
+	gq.parameters = &pp;
+	pe.key = "pillar-csi.bhyoo.com/storage-class";
 	pe.value = "nope";
+	ck_assert_int_eq(
+	    FX_CALL(csi_get_capacity, &gq, &gr, &csi__v1__get_capacity_response__descriptor, &gs),
+	    GRPC_INVALID_ARGUMENT);
+	ck_assert_ptr_null(gr);
+	ck_assert_str_eq(gs.msg, "PillarStorageClass \"nope\" (named via "
+	                         "pillar-csi.bhyoo.com/storage-class) not found");
+	pe.key = "pillar-csi.bhyoo.com/store-ref";
+	pe.value = "missing";
+	ck_assert_int_eq(
+	    FX_CALL(csi_get_capacity, &gq, &gr, &csi__v1__get_capacity_response__descriptor, &gs),
+	    GRPC_INVALID_ARGUMENT);
+	ck_assert_str_eq(gs.msg, "PillarStore \"missing\" (named via "
+	                         "pillar-csi.bhyoo.com/store-ref) not found");
+	pe.value = "tank"; /* the fixture's store, no capacity recorded yet */
 	ck_assert_int_eq(
 	    FX_CALL(csi_get_capacity, &gq, &gr, &csi__v1__get_capacity_response__descriptor, &gs),
 	    0);
@@ -705,6 +742,7 @@ int main(void)
 	tcase_add_test(t, test_delete_agent_missing_and_retry);
 	tcase_add_test(t, test_identity_and_caps);
 	tcase_add_test(t, test_expand_validate_capacity);
+	tcase_add_test(t, test_capacity_unknown_class);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
