@@ -183,6 +183,7 @@ $(ALLOCFAIL_BIN): DYN_LIBS := -Wl,-Bstatic -lyaml \
   -lmbedtls -lmbedx509 -lmbedcrypto -Wl,-Bdynamic -lprotobuf-c -lnghttp2 -lm -pthread
 
 unit: $(UNIT_BIN) $(BUILD)/pillar-csi
+	@sh test/tools/layers.sh
 	@PILLAR_BIN=$(abspath $(BUILD)/pillar-csi) sh test/tools/run-unit.sh $(UNIT_BIN)
 
 INTEROP_SUITES := $(sort $(wildcard test/interop/*/run.sh))

@@ -12,7 +12,7 @@
  * with the uid its watch last delivered) too, so `kubectl describe pvc` and `kubectl describe pv`
  * show them.  The first version of an object seen after start is the baseline (no Event), so a
  * new leader does not repeat its predecessor's events.  Writing and aggregation are
- * kube/events.h's.
+ * cluster/events.h's.
  *
  * Runs only on the Lease holder (controller.c starts and stops it with the reconcilers).
  * Functions return 0 or a negative errno with a message in e.
@@ -21,7 +21,7 @@
 #define PILLAR_ROLES_CONTROLLER_EVENTS_H
 
 #include "base/err.h"
-#include "kube/events.h"
+#include "cluster/events.h"
 #include "model/model.h"
 #include "store/store.h"
 

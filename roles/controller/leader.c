@@ -9,8 +9,8 @@
 #include "base/log.h"
 #include "controller/events.h"
 #include "controller/loop.h"
-#include "kube/events.h"
-#include "kube/lease.h"
+#include "cluster/events.h"
+#include "cluster/lease.h"
 
 struct ctl_leader {
 	struct ctl *c;

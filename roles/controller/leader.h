@@ -3,7 +3,7 @@
  * With the embedded store its owner lock already makes this controller the only one: the
  * reconcile loop starts at once.  With the API as the store and --leader-elect, the loop and the
  * condition Events (controller/events.h) run only while this replica holds the Lease
- * `pillar-csi-controller` in POD_NAMESPACE (kube/lease.h): started when it is acquired, stopped
+ * `pillar-csi-controller` in POD_NAMESPACE (cluster/lease.h): started when it is acquired, stopped
  * when it is lost; in between every reconcile first checks that the Lease is still held within
  * its renew deadline, so a replica resumed after a stall (SIGSTOP) does not act before its
  * elector has noticed.  Without --leader-elect on the API they start at once.  The CSI services

@@ -35,7 +35,7 @@ struct controller_loop_opts {
 	int backoff_base_ms; /* first retry after a failure; 0: 5 (client-go) */
 	int backoff_max_ms;  /* 0: 1000000 (client-go's 1000 s) */
 	/* Asked before each reconcile of key ("pa/<name>", ...) when set: false skips it (leader
-	 * election: the Lease is no longer held, kube/lease.h). */
+	 * election: the Lease is no longer held, cluster/lease.h). */
 	bool (*may_reconcile)(void *arg, const char *key);
 	void *may_reconcile_arg;
 	/* Called (when set) with every object a watch delivers, on the watch's thread. */

@@ -18,7 +18,7 @@
 
 #include "base/err.h"
 #include "kube/client.h"
-#include "kube/events.h"
+#include "cluster/events.h"
 #include "nvme/host.h"
 #include "store/store.h"
 

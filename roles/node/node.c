@@ -7,7 +7,7 @@
 #include "applets.h"
 #include "base/log.h"
 #include "grpc/server.h"
-#include "kube/events.h"
+#include "cluster/events.h"
 #include "node/csinode.h"
 #include "node/grpc_service.h"
 #include "node/publish.h"

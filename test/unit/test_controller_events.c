@@ -1,5 +1,5 @@
 /* controller/events: condition changes of the pillar-csi objects as the Events the recorder
- * (kube/events.h) writes to an in-process API server (kube_fake.h): the first version seen is the
+ * (cluster/events.h) writes to an in-process API server (kube_fake.h): the first version seen is the
  * baseline, a changed status or reason is one Event (Warning when not True), an unchanged one
  * none, a message-only change none, a PillarVolumeState's Warning also on its PVC and PV (with
  * the PV's watched uid), a new partialFailure a Warning on all three, a deleted object

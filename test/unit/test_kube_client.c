@@ -12,7 +12,7 @@
 
 #include "base/json.h"
 #include "kube/client.h"
-#include "kube/events.h"
+#include "cluster/events.h"
 #include "kube/watch.h"
 #include "kube_fake.h"
 #include "testutil.h"

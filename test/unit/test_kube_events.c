@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "base/json.h"
-#include "kube/events.h"
+#include "cluster/events.h"
 #include "kube_fake.h"
 #include "testutil.h"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "base/json.h"
-#include "kube/lease.h"
+#include "cluster/lease.h"
 #include "kube_fake.h"
 #include "testutil.h"
 

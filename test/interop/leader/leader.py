@@ -1,5 +1,5 @@
 """Two controllers and a node on the test API server (test/kube: real etcd): leader election on the
-Lease (deploy.md §1.3), the controller's Events (kube/events.h, controller/events.h) and the
+Lease (deploy.md §1.3), the controller's Events (cluster/events.h, controller/events.h) and the
 node's CSINode annotations with the DuplicateHostNQN Event (csi.md §6.1, §10.3).
 
 Each controller runs `--store=kube --leader-elect` with short durations and `--v=4`, so that every

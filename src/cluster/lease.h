@@ -1,4 +1,4 @@
-/* kube/lease — leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection
+/* cluster/lease — leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection
  * package does it with a LeaseLock and ReleaseOnCancel (deploy.md §1.3: Lease
  * `pillar-csi-controller` in POD_NAMESPACE, lease duration 15 s, renew deadline 10 s, retry
  * period 2 s).

@@ -1,5 +1,5 @@
 /* kube/events — client-go's event recorder semantics over src/kube (events.h). */
-#include "kube/events.h"
+#include "cluster/events.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,5 +1,5 @@
 /* kube/lease — leader election on a Lease (lease.h). */
-#include "kube/lease.h"
+#include "cluster/lease.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,4 +1,4 @@
-/* kube/events — core/v1 Events written as client-go's record.EventRecorder writes them
+/* cluster/events — core/v1 Events written as client-go's record.EventRecorder writes them
  * (tools/record: EventCorrelator with its aggregator, logger and spam filter).
  *
  * kube_events_record queues an event and returns at once; a sender thread writes it.  Before a
