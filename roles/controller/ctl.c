@@ -3,7 +3,7 @@
 #include "controller/ctl.h"
 
 #include "base/time.h"
-#include "controller/xitem.h"
+#include "controller/reconcile_batch.h"
 #include "model/pillar.h"
 
 #include <errno.h>
@@ -52,7 +52,7 @@ void ctl_fini(struct ctl *c)
 	own_list_free(&c->est);
 	pthread_cond_destroy(&c->own_cv);
 	pthread_mutex_destroy(&c->own_mu);
-	xmemo_free(c->memos);
+	reconcile_batch_memos_free(c->memos);
 	c->memos = NULL;
 	pthread_mutex_destroy(&c->memo_mu);
 }

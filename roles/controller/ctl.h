@@ -23,7 +23,7 @@
 #include "store/store.h"
 
 struct kube_client;
-struct xmemo;
+struct batch_memo;
 
 struct ctl {
 	store *st;
@@ -47,9 +47,9 @@ struct ctl {
 	/* Exports this controller's CreateVolume established (ctl_export_*), under own_mu. */
 	struct ctl_own *est;
 	size_t n_est;
-	/* The items of each agent's last whole-agent export pass (xitem.h: xmemo_*). */
+	/* The items of each agent's last whole-agent export pass (reconcile_batch.h). */
 	pthread_mutex_t memo_mu;
-	struct xmemo *memos;
+	struct batch_memo *memos;
 };
 
 void ctl_init(struct ctl *c, store *st, agentclient *ac);

@@ -9,7 +9,7 @@
 #include "controller/agents.h"
 #include "controller/pvst.h"
 #include "controller/reconcile.h"
-#include "controller/xitem.h"
+#include "controller/reconcile_batch.h"
 #include "rules/conditions.h"
 
 struct recon_set {
@@ -43,20 +43,11 @@ void reconcile_set_export_cond(struct ctl *c, const struct model_pvst *v, const 
 /* ExportReconciled of a volume read under its lock (x): written only when the condition as read
  * differs, so an unchanged outcome costs no store access; a changed one is written through
  * pvst_update (pinned to the UID read). */
-static void set_cond_if_changed(struct ctl *c, const struct xitem *x, const char *reason,
+static void set_cond_if_changed(struct ctl *c, const struct batch_item *x, const char *reason,
                                 const char *msg)
 {
-	if (!xitem_cond_same(x, reason, msg))
+	if (!batch_item_cond_same(x, reason, msg))
 		set_export_cond(c, x->name, x->uid, reason, msg);
-}
-
-static int cmp_sent(const void *a, const void *b)
-{
-	const struct xitem *x = *(const struct xitem *const *)a;
-	const struct xitem *y = *(const struct xitem *const *)b;
-	if (x->ics != y->ics)
-		return x->ics ? -1 : 1;
-	return strcmp(x->name, y->name);
 }
 
 /* The result for volume_id: results[at] when it is that volume's (the agent answers in request
@@ -113,137 +104,6 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The volumes of one pass as compact items (xitem.h): one decoded object at a time, and in a
- * whole-agent pass none whose version the agent's last pass already made an item of. */
-struct xlist {
-	struct xitem *v;
-	size_t n, cap;
-	const char *agent; /* checked against spec.agentRef (the one-volume pass), or NULL */
-	const char *const *locked; /* NULL, or only these names (sorted, nlocked) are taken */
-	size_t nlocked;
-	struct xitem *memo; /* the last pass's items, sorted by name; reused ones are moved out */
-	size_t nmemo;
-	int err; /* out of memory while reusing */
-};
-
-static void items_free(struct xitem *v, size_t n)
-{
-	for (size_t i = 0; v && i < n; i++)
-		xitem_clear(&v[i]);
-	free(v);
-}
-
-static void xlist_clear(struct xlist *l)
-{
-	items_free(l->v, l->n);
-	l->v = NULL;
-	l->n = l->cap = 0;
-}
-
-/* Room for one more item; 0 or -ENOMEM. */
-static int xlist_grow(struct xlist *l)
-{
-	if (l->n < l->cap)
-		return 0;
-	size_t cap = l->cap ? l->cap * 2 : 16;
-	struct xitem *nv = realloc(l->v, cap * sizeof(*nv));
-	if (!nv)
-		return -ENOMEM;
-	l->v = nv;
-	l->cap = cap;
-	return 0;
-}
-
-/* false when name is not taken by this pass (created since the names were listed: not
- * locked, the next pass's). */
-static bool taken(const struct xlist *l, const char *name)
-{
-	return !l->locked || bsearch(&name, l->locked, l->nlocked, sizeof(char *), cmp_str);
-}
-
-static int cmp_item_name(const void *key, const void *it)
-{
-	return strcmp(key, ((const struct xitem *)it)->name);
-}
-
-/* store_skip_fn: the last pass's item of this version, moved into l (not decoded again). */
-static bool reuse(const char *ns, const char *name, uint64_t rv, void *arg)
-{
-	(void)ns;
-	struct xlist *l = arg;
-	struct xitem *m =
-	    l->nmemo ? bsearch(name, l->memo, l->nmemo, sizeof(*m), cmp_item_name) : NULL;
-	if (!m || !m->mem || !rv || m->rv != rv)
-		return false;
-	if (!taken(l, name))
-		return true;
-	if (xlist_grow(l) < 0) {
-		l->err = -ENOMEM;
-		return false;
-	}
-	l->v[l->n++] = *m;
-	m->mem = NULL; /* moved (its name stays readable for the search until l is done) */
-	return true;
-}
-
-static int xlist_add(void *obj, void *arg)
-{
-	struct xlist *l = arg;
-	const struct model_pvst *v = obj;
-	const char *key = v->meta.name;
-	if (!key)
-		return 0;
-	if (!taken(l, key))
-		return 0;
-	if (xlist_grow(l) < 0 || xitem_of(&l->v[l->n], v, l->agent) < 0)
-		return -ENOMEM;
-	l->n++;
-	return 0;
-}
-
-static int cmp_items(const void *a, const void *b)
-{
-	return strcmp(((const struct xitem *)a)->name, ((const struct xitem *)b)->name);
-}
-
-/* Reads the pass's volumes into l: PillarVolumeState `only`, or every volume of the agent
- * (reusing l->memo's items, which are freed here).  GRPC_OK, or an error in gs. */
-static int read_items(struct ctl *c, const char *agent, const char *only, struct xlist *l,
-                      struct grpc_status *gs)
-{
-	struct err e = {0};
-	if (only) {
-		items_free(l->memo, l->nmemo); /* read again: one get, nothing to reuse */
-		l->memo = NULL;
-		l->nmemo = 0;
-		struct model_pvst one;
-		int g = model_get(c->st, &model_pvst_kind, NULL, only, &one, &e);
-		int r = g == 0 ? xlist_add(&one, l) : 0;
-		model_clear(&model_pvst_kind, &one);
-		if (g < 0 && g != STORE_NOT_FOUND)
-			return grpc_status_set(gs, GRPC_UNAVAILABLE,
-			                       "reading PillarVolumeState \"%s\": %s", only, e.msg);
-		return r < 0 ? grpc_status_oom(gs) : GRPC_OK;
-	}
-	char sel[400];
-	snprintf(sel, sizeof(sel), RULES_LABEL_AGENT "=%s", agent);
-	l->err = 0;
-	int r =
-	    model_list_each_skip(c->st, &model_pvst_kind, NULL, sel, reuse, xlist_add, l, NULL, &e);
-	items_free(l->memo, l->nmemo);
-	l->memo = NULL;
-	l->nmemo = 0;
-	if (r == 0 && l->err)
-		r = l->err;
-	if (r == -ENOMEM)
-		return grpc_status_oom(gs);
-	if (r < 0)
-		return grpc_status_set(gs, GRPC_UNAVAILABLE, "listing volumes of agent \"%s\": %s",
-		                       agent, e.msg);
-	qsort(l->v, l->n, sizeof(*l->v), cmp_items); /* reused ones came first: by name again */
-	return GRPC_OK;
-}
-
 /* Sends the request (or not: no address, nothing to resync); returns the RPC's code. */
 static int send(struct ctl *c, const char *agent, const char *addr, bool complete,
                 const struct grpc_status *noaddr, PillarCsi__Agent__V1__ReconcileStateRequest *q,
@@ -261,53 +121,23 @@ static int send(struct ctl *c, const char *agent, const char *addr, bool complet
 	return r;
 }
 
-static void free_items(PillarCsi__Agent__V1__VolumeDesiredState **vols, size_t n)
-{
-	for (size_t i = 0; vols && i < n; i++)
-		pillar_csi__agent__v1__volume_desired_state__free_unpacked(vols[i], NULL);
-	free(vols);
-}
-
-/* The sent items in request order (in-capsule first, then by name, §12.2 step 4), unpacked for
- * the request in *vols; *n of them.  0 or -ENOMEM. */
-static int request_items(const struct xlist *l, struct xitem ***order,
-                         PillarCsi__Agent__V1__VolumeDesiredState ***vols, size_t *n)
-{
-	*n = 0;
-	*vols = NULL;
-	*order = calloc(l->n ? l->n : 1, sizeof(**order));
-	if (!*order)
-		return -ENOMEM;
-	for (size_t i = 0; i < l->n; i++)
-		if (l->v[i].what == XITEM_EXPORTED)
-			(*order)[(*n)++] = &l->v[i];
-	qsort(*order, *n, sizeof(**order), cmp_sent);
-	*vols = calloc(*n ? *n : 1, sizeof(**vols));
-	for (size_t i = 0; *vols && i < *n; i++)
-		if (!((*vols)[i] = xitem_item((*order)[i]))) {
-			free_items(*vols, i);
-			*vols = NULL;
-		}
-	return *vols ? 0 : -ENOMEM;
-}
-
 /* One ReconcileState over the exported items and ExportReconciled from its results; the items
  * without exportSpec get ExportSpecMissing (§12.2 step 2). */
 static int reconcile_built(struct ctl *c, const char *agent, const char *addr, bool complete,
                            const struct grpc_status *noaddr, const struct reconcile_sent *sent,
-                           const struct xlist *l, struct grpc_status *gs)
+                           const struct reconcile_batch *b, struct grpc_status *gs)
 {
 	unsigned epoch = atomic_load(&c->agents_epoch);
-	struct xitem **order = NULL;
+	struct batch_item **order = NULL;
 	PillarCsi__Agent__V1__VolumeDesiredState **vols = NULL;
 	size_t n = 0;
 	int r;
-	for (size_t i = 0; i < l->n; i++)
-		if (l->v[i].what == XITEM_NOSPEC)
-			set_cond_if_changed(c, &l->v[i], RULES_REASON_EXPORT_SPEC_MISSING,
+	for (size_t i = 0; i < b->n; i++)
+		if (b->items[i].state == BATCH_ITEM_NO_SPEC)
+			set_cond_if_changed(c, &b->items[i], RULES_REASON_EXPORT_SPEC_MISSING,
 			                    "status.exportSpec is missing; the controller will not "
 			                    "guess it (see operations.md §9)");
-	if (request_items(l, &order, &vols, &n) < 0) {
+	if (reconcile_batch_request(b, &order, &vols, &n) < 0) {
 		r = grpc_status_oom(gs);
 		if (sent && sent->fn)
 			sent->fn(sent->arg, r, gs);
@@ -321,7 +151,8 @@ static int reconcile_built(struct ctl *c, const char *agent, const char *addr, b
 	q.n_volumes = n;
 	q.complete = complete;
 	r = send(c, agent, addr, complete, noaddr, &q, &resp, &ast);
-	free_items(vols, n); /* before the writes: the request's memory is not held across them */
+	reconcile_batch_request_free(
+	    vols, n); /* before the writes: the request's memory is not held across them */
 	vols = NULL;
 	if (sent && sent->fn)
 		sent->fn(sent->arg, r, &ast);
@@ -329,7 +160,7 @@ static int reconcile_built(struct ctl *c, const char *agent, const char *addr, b
 		const char *reason, *msg;
 		if (!complete && r != GRPC_OK && atomic_load(&c->agents_epoch) != epoch)
 			break; /* the agent changed meanwhile: its restore (or next pass) records them */
-		map_result(r, &ast, resp, order[i]->vid, i, &reason, &msg);
+		map_result(r, &ast, resp, order[i]->volume_id, i, &reason, &msg);
 		set_cond_if_changed(c, order[i], reason, msg);
 	}
 	if (resp)
@@ -341,34 +172,27 @@ out:
 	return r;
 }
 
-/* One pass of the agent with every volume of l locked: read again when an operation ended
- * since l was read (then no operation on any of them ended in between, nor was one running:
+/* One pass of the agent with every volume of b locked: read again when an operation ended
+ * since b was read (then no operation on any of them ended in between, nor was one running:
  * its lock would have had to be released to us), then the request.  names (sorted) are copies
- * of l's names.  GRPC_OK, or an error in gs: then
+ * of b's names.  GRPC_OK, or an error in gs: then
  * no request goes out (one without a volume's initiators would revoke them, a complete one
  * without a volume would leave it unexported). */
 static int locked_pass(struct ctl *c, const char *agent, const char *addr, const char *only,
                        bool complete, const struct grpc_status *noaddr,
-                       const struct reconcile_sent *sent, struct xlist *l, bool reread,
+                       const struct reconcile_sent *sent, struct reconcile_batch *b, bool reread,
                        const char *const *names, size_t nnames, struct grpc_status *gs)
 {
 	int r = GRPC_OK;
-	if (reread) { /* what was read is the memo of the read again */
-		l->memo = l->v;
-		l->nmemo = l->n;
-		l->v = NULL;
-		l->n = l->cap = 0;
-		l->locked = names;
-		l->nlocked = nnames;
-		r = read_items(c, agent, only, l, gs);
-	}
+	if (reread)
+		r = reconcile_batch_reread(c, agent, only, b, names, nnames, gs);
 	/* a change-triggered resync of an export this controller's CreateVolume has just built
 	 * and recorded, the volume unchanged since (ctl.h ctl_export_take) */
-	if (r == GRPC_OK && only && l->n == 1 && l->v[0].what == XITEM_EXPORTED &&
-	    ctl_export_take(c, only, l->v[0].rv))
+	if (r == GRPC_OK && only && b->n == 1 && b->items[0].state == BATCH_ITEM_EXPORTED &&
+	    ctl_export_take(c, only, b->items[0].resource_version))
 		return GRPC_OK;
 	if (r == GRPC_OK)
-		return reconcile_built(c, agent, addr, complete, noaddr, sent, l, gs);
+		return reconcile_built(c, agent, addr, complete, noaddr, sent, b, gs);
 	if (sent && sent->fn)
 		sent->fn(sent->arg, r,
 		         gs); /* nothing sent: a restore records ExportRestoreFailed */
@@ -379,7 +203,7 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
                       bool complete, const struct grpc_status *noaddr,
                       const struct reconcile_sent *sent, struct grpc_status *gs)
 {
-	struct xlist l = {.agent = only ? agent : NULL};
+	struct reconcile_batch b = {.agent = only ? agent : NULL};
 	char akey[300];
 	struct keylock_hold ahold;
 	gs->code = GRPC_OK;
@@ -390,18 +214,16 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
 	snprintf(akey, sizeof(akey), "PillarAgent/%s", agent);
 	keylock_wait(&c->locks, &ahold, akey);
 	unsigned long released = keylock_releases(&c->locks);
-	if (!only)
-		xmemo_take(c, agent, &l.memo, &l.nmemo);
-	int r = read_items(c, agent, only, &l, gs);
-	/* the names are copied: l is read again under the locks when an operation ended */
+	int r = reconcile_batch_read(c, agent, only, &b, gs);
+	/* the names are copied: b is read again under the locks when an operation ended */
 	struct model_strs names = {0};
-	for (size_t i = 0; r == GRPC_OK && i < l.n; i++)
-		if (model_strs_add(&names, l.v[i].name) < 0)
+	for (size_t i = 0; r == GRPC_OK && i < b.n; i++)
+		if (model_strs_add(&names, b.items[i].name) < 0)
 			r = grpc_status_oom(gs);
 	struct keylock_hold *holds =
 	    r != GRPC_OK ? NULL : calloc(names.n ? names.n : 1, sizeof(*holds));
 	if (!holds) {
-		xlist_clear(&l);
+		reconcile_batch_clear(&b);
 		model_strs_clear(&names);
 		keylock_release(&c->locks, &ahold);
 		return r != GRPC_OK ? r : grpc_status_oom(gs);
@@ -411,14 +233,11 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
 	for (size_t i = 0; i < names.n; i++)
 		keylock_wait(&c->locks, &holds[i], names.v[i]);
 	bool reread = keylock_releases(&c->locks) != released; /* an operation ended */
-	r = locked_pass(c, agent, addr, only, complete, noaddr, sent, &l, reread,
+	r = locked_pass(c, agent, addr, only, complete, noaddr, sent, &b, reread,
 	                (const char *const *)names.v, names.n, gs);
-	if (!only) { /* what this pass read, for the next (a written outcome moves the version) */
-		xmemo_put(c, agent, l.v, l.n);
-		l.v = NULL;
-		l.n = 0;
-	}
-	xlist_clear(&l);
+	if (!only) /* what this pass read, for the next (a written outcome moves the version) */
+		reconcile_batch_keep(c, agent, &b);
+	reconcile_batch_clear(&b);
 	for (size_t i = names.n; i > 0; i--)
 		keylock_release(&c->locks, &holds[i - 1]);
 	keylock_release(&c->locks, &ahold);
@@ -455,7 +274,7 @@ int reconcile_volume(struct ctl *c, const char *name, struct err *e)
 		return r;
 	char agent[254];
 	snprintf(agent, sizeof(agent), "%s", v.spec.agent_ref ?: "");
-	bool ok = xitem_eligible(&v) && agent[0];
+	bool ok = batch_item_eligible(&v) && agent[0];
 	model_clear(&model_pvst_kind, &v);
 	if (!ok)
 		return 0;

@@ -1,7 +1,7 @@
 /* What a restore or resync holds while it builds its ReconcileState (issue 14: the controller's
  * memory peaked at twice its size at rest on every pass while it held every decoded volume):
  * model_list_each decodes the listed objects one at a time into one scratch struct, in list
- * order, leaving out what does not decode; an xitem keeps a volume's item (packed) and its
+ * order, leaving out what does not decode; a batch_item keeps a volume's item (packed) and its
  * ExportReconciled as read, and says when recording an outcome would change nothing. */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "base/json.h"
-#include "controller/xitem.h"
+#include "controller/reconcile_batch.h"
 #include "model/kube.h"
 #include "model/pillar.h"
 #include "testutil.h"
@@ -161,21 +161,21 @@ END_TEST
 	"\"conditions\":[{\"type\":\"ExportReconciled\",\"status\":\"False\",\"reason\":"          \
 	"\"AgentUnavailable\",\"message\":\"down\",\"observedGeneration\":2}]}}"
 
-START_TEST(test_xitem)
+START_TEST(test_batch_item)
 {
 	struct model_pvst v;
-	struct xitem x;
+	struct batch_item x;
 	struct err e = {0};
 	ck_assert_int_eq(model_decode_text(&model_pvst_kind, VOL, &v, &e), 0);
-	ck_assert_int_eq(xitem_of(&x, &v, "s-1"), 0);
+	ck_assert_int_eq(batch_item_of(&x, &v, "s-1"), 0);
 	model_clear(&model_pvst_kind, &v); /* the item owns copies */
-	ck_assert_int_eq(x.what, XITEM_EXPORTED);
-	ck_assert(x.ics);
+	ck_assert_int_eq(x.state, BATCH_ITEM_EXPORTED);
+	ck_assert(x.in_capsule);
 	ck_assert_str_eq(x.name, "v-1");
 	ck_assert_str_eq(x.uid, "u-1");
-	ck_assert_str_eq(x.vid, "tank/v-1");
-	ck_assert_uint_eq(x.rv, 17);
-	PillarCsi__Agent__V1__VolumeDesiredState *d = xitem_item(&x);
+	ck_assert_str_eq(x.volume_id, "tank/v-1");
+	ck_assert_uint_eq(x.resource_version, 17);
+	PillarCsi__Agent__V1__VolumeDesiredState *d = batch_item_unpack(&x);
 	ck_assert_ptr_nonnull(d);
 	ck_assert_str_eq(d->volume_id, "tank/v-1");
 	ck_assert_str_eq(d->fence->volume_uid, "u-1");
@@ -189,28 +189,28 @@ START_TEST(test_xitem)
 	ck_assert_str_eq(d->exports[0]->allowed_initiators[0], "nqn.a");
 	pillar_csi__agent__v1__volume_desired_state__free_unpacked(d, NULL);
 	/* the condition as read: same only with status, reason, message and generation */
-	ck_assert(xitem_cond_same(&x, "AgentUnavailable", "down"));
-	ck_assert(!xitem_cond_same(&x, "AgentUnavailable", "up"));
-	ck_assert(!xitem_cond_same(&x, "Reconciled", ""));
-	x.gen = 3;
-	ck_assert(!xitem_cond_same(&x, "AgentUnavailable", "down"));
-	xitem_clear(&x);
-	xitem_clear(NULL);
+	ck_assert(batch_item_cond_same(&x, "AgentUnavailable", "down"));
+	ck_assert(!batch_item_cond_same(&x, "AgentUnavailable", "up"));
+	ck_assert(!batch_item_cond_same(&x, "Reconciled", ""));
+	x.generation = 3;
+	ck_assert(!batch_item_cond_same(&x, "AgentUnavailable", "down"));
+	batch_item_clear(&x);
+	batch_item_clear(NULL);
 	/* another agent's volume, a deleting one, one without exportSpec */
 	ck_assert_int_eq(model_decode_text(&model_pvst_kind, VOL, &v, &e), 0);
-	ck_assert_int_eq(xitem_of(&x, &v, "s-2"), 0);
-	ck_assert_int_eq(x.what, XITEM_SKIP);
-	xitem_clear(&x);
+	ck_assert_int_eq(batch_item_of(&x, &v, "s-2"), 0);
+	ck_assert_int_eq(x.state, BATCH_ITEM_SKIPPED);
+	batch_item_clear(&x);
 	v.status.has_deleting = v.status.deleting = true;
-	ck_assert_int_eq(xitem_of(&x, &v, NULL), 0);
-	ck_assert_int_eq(x.what, XITEM_SKIP);
-	xitem_clear(&x);
+	ck_assert_int_eq(batch_item_of(&x, &v, NULL), 0);
+	ck_assert_int_eq(x.state, BATCH_ITEM_SKIPPED);
+	batch_item_clear(&x);
 	v.status.deleting = false;
 	v.status.has_export_spec = false;
-	ck_assert_int_eq(xitem_of(&x, &v, NULL), 0);
-	ck_assert_int_eq(x.what, XITEM_NOSPEC);
+	ck_assert_int_eq(batch_item_of(&x, &v, NULL), 0);
+	ck_assert_int_eq(x.state, BATCH_ITEM_NO_SPEC);
 	ck_assert_ptr_null(x.packed);
-	xitem_clear(&x);
+	batch_item_clear(&x);
 	model_clear(&model_pvst_kind, &v);
 }
 END_TEST
@@ -220,7 +220,7 @@ int main(void)
 	Suite *s = suite_create("export_items");
 	TCase *t = tcase_create("items");
 	tcase_add_test(t, test_list_each_one_at_a_time);
-	tcase_add_test(t, test_xitem);
+	tcase_add_test(t, test_batch_item);
 	tcase_add_test(t, test_list_skip);
 	suite_add_tcase(s, t);
 	return tu_run(s);
