@@ -15,6 +15,7 @@
 #include "base/exec.h"
 #include "base/time.h"
 #include "google/protobuf/timestamp.pb-c.h"
+#include "rules/size.h"
 
 #define PB(x) PillarCsi__Agent__V1__##x
 
@@ -208,6 +209,15 @@ int agent_health_check(agent_service *a, const PB(HealthCheckRequest) * req,
 
 /* ---- CreateVolume ------------------------------------------------------------------------------ */
 
+/* OUT_OF_RANGE for a size above RULES_CAPACITY_MAX: no backend's granule rounds it within
+ * int64_t, so it is refused before any arithmetic or any backend call. */
+static int size_refused(int64_t bytes, struct grpc_status *st)
+{
+	char why[200];
+	return grpc_status_set(st, GRPC_OUT_OF_RANGE, "%s",
+	                       rules_size_refusal(bytes, 0, why, sizeof(why)));
+}
+
 /* LVM rounds sizes up to whole extents: an LV up to one (4 MiB default) extent larger than
  * requested is "the same size" for an idempotent retry.  The zfs tool rounds a zvol's size up
  * to its volblocksize (a PVC of 1G, 10^9 bytes, is no multiple of 8 KiB): up to one block
@@ -312,6 +322,8 @@ int agent_create_volume(agent_service *a, const PB(CreateVolumeRequest) * req,
 			code = grpc_status_set(st, GRPC_INVALID_ARGUMENT,
 			                       "capacity_bytes must be positive, got %" PRId64,
 			                       (int64_t)req->capacity_bytes);
+		} else if (req->capacity_bytes > RULES_CAPACITY_MAX) {
+			code = size_refused(req->capacity_bytes, st);
 		} else {
 			struct keylock_hold hold;
 			keylock_wait(&a->locks, &hold, v.id);
@@ -413,6 +425,8 @@ static int do_expand(agent_service *a, backend *b, const struct volref *v,
 		r = b->ops->expand(b, v->name, req->requested_bytes, &e);
 		if (r == -ENOSPC)
 			return grpc_status_set(st, GRPC_RESOURCE_EXHAUSTED, "%s", e.msg);
+		if (r == -ERANGE)
+			return grpc_status_set(st, GRPC_OUT_OF_RANGE, "%s", e.msg);
 		if (r < 0)
 			return grpc_status_set(
 			    st, r == -ETIMEDOUT ? GRPC_UNAVAILABLE : GRPC_INTERNAL, "%s", e.msg);
@@ -444,6 +458,8 @@ int agent_expand_volume(agent_service *a, const PB(ExpandVolumeRequest) * req,
 			code = grpc_status_set(st, GRPC_INVALID_ARGUMENT,
 			                       "requested_bytes must be positive, got %" PRId64,
 			                       (int64_t)req->requested_bytes);
+		} else if (req->requested_bytes > RULES_CAPACITY_MAX) {
+			code = size_refused(req->requested_bytes, st);
 		} else {
 			struct keylock_hold hold;
 			keylock_wait(&a->locks, &hold, v.id);

@@ -7,8 +7,7 @@
 #include "controller/agents.h"
 #include "controller/csi.h"
 #include "controller/pvst.h"
-
-#define MiB (1024LL * 1024LL)
+#include "rules/size.h"
 
 static const char *str(const char *s)
 {
@@ -182,7 +181,11 @@ int csi_controller_expand(struct ctl *c, const Csi__V1__ControllerExpandVolumeRe
 	if (R <= 0)
 		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT,
 		                       "capacity_range.required_bytes must be positive");
-	int64_t size = (R + MiB - 1) / MiB * MiB;
+	int64_t size;
+	char why[200];
+	if (rules_size_round_up(R, RULES_SIZE_MIB, &size) < 0)
+		return grpc_status_set(gs, GRPC_OUT_OF_RANGE, "%s",
+		                       rules_size_refusal(R, RULES_SIZE_MIB, why, sizeof(why)));
 	if (L > 0 && size > L)
 		return grpc_status_set(gs, GRPC_OUT_OF_RANGE,
 		                       "capacity %lld bytes exceeds limit_bytes %lld",

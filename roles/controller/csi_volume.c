@@ -15,9 +15,9 @@
 #include "controller/resolve.h"
 #include "rules/conditions.h"
 #include "rules/mkfs.h"
+#include "rules/size.h"
 
-#define MiB (1024LL * 1024LL)
-#define GiB (1024LL * MiB)
+#define GiB (1024LL * RULES_SIZE_MIB)
 
 static const char *str(const char *s)
 {
@@ -362,7 +362,8 @@ static int respond(const struct model_pvst *v, Csi__V1__CreateVolumeResponse *re
 }
 
 /* The requested size (csi.md §4.1): required_bytes (1 GiB when unset, or the limit when
- * smaller) rounded up to a MiB, within limit_bytes.  0 or a gRPC code. */
+ * smaller) rounded up to a MiB, within limit_bytes and RULES_CAPACITY_MAX.  0 or a gRPC code;
+ * checked before anything is recorded. */
 static int create_size(const Csi__V1__CreateVolumeRequest *req, int64_t *size,
                        struct grpc_status *gs)
 {
@@ -372,9 +373,12 @@ static int create_size(const Csi__V1__CreateVolumeRequest *req, int64_t *size,
 		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT,
 		                       "capacity_range must not be negative");
 	int64_t s = R > 0 ? R : GiB;
+	char why[200];
 	if (R == 0 && L > 0 && s > L)
 		s = L;
-	s = (s + MiB - 1) / MiB * MiB;
+	if (rules_size_round_up(s, RULES_SIZE_MIB, &s) < 0)
+		return grpc_status_set(gs, GRPC_OUT_OF_RANGE, "%s",
+		                       rules_size_refusal(s, RULES_SIZE_MIB, why, sizeof(why)));
 	if (L > 0 && s > L)
 		return grpc_status_set(gs, GRPC_OUT_OF_RANGE,
 		                       "capacity %lld bytes exceeds limit_bytes %lld", (long long)s,

@@ -19,6 +19,7 @@
 #include "rules/keys.h"
 #include "rules/mkfs.h"
 #include "rules/nqn.h"
+#include "rules/size.h"
 #include "rules/volid.h"
 
 static const char *ctx_get(const Csi__V1__NodeStageVolumeRequest *req, const char *key)
@@ -489,6 +490,13 @@ int node_expand_volume(struct node *n, const Csi__V1__NodeExpandVolumeRequest *r
 	if ((code = node_require(st, "volume_id", req->volume_id, "volume_path", req->volume_path,
 	                         NULL)) != GRPC_OK)
 		return code;
+	if (req->capacity_range && (req->capacity_range->required_bytes < 0 ||
+	                            req->capacity_range->required_bytes > RULES_CAPACITY_MAX)) {
+		char why[200];
+		return grpc_status_set(
+		    st, GRPC_OUT_OF_RANGE, "%s",
+		    rules_size_refusal(req->capacity_range->required_bytes, 0, why, sizeof(why)));
+	}
 	if (n->sys->stat(n->sys->ctx, req->volume_path, &sb) < 0)
 		return grpc_status_set(st, GRPC_NOT_FOUND, "path %s does not exist",
 		                       req->volume_path);

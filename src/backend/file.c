@@ -71,7 +71,9 @@ static int file_expand(backend *b, const char *name, int64_t bytes, struct err *
 	/* A preallocated volume keeps being fully allocated; a sparse one stays sparse. */
 	if (r == 0)
 		r = grow(fd, bytes,
-		         b->cfg.preallocate || (st.st_blocks * 512 >= st.st_size && st.st_size > 0),
+		         b->cfg.preallocate ||
+		             (st.st_size > 0 &&
+		              st.st_blocks >= st.st_size / 512 + (st.st_size % 512 != 0)),
 		         p, e);
 	close(fd);
 	return r;
@@ -107,8 +109,11 @@ static int file_capacity(backend *b, int64_t *total, int64_t *avail, struct err 
 	struct statvfs sv;
 	if (statvfs(b->cfg.directory, &sv) < 0)
 		return err_set(e, -errno, "statvfs %s: %s", b->cfg.directory, strerror(errno));
-	*total = (int64_t)sv.f_blocks * (int64_t)sv.f_frsize;
-	*avail = (int64_t)sv.f_bavail * (int64_t)sv.f_frsize;
+	/* a file system larger than int64_t bytes reports INT64_MAX */
+	if (__builtin_mul_overflow(sv.f_blocks, sv.f_frsize, total))
+		*total = INT64_MAX;
+	if (__builtin_mul_overflow(sv.f_bavail, sv.f_frsize, avail))
+		*avail = INT64_MAX;
 	return 0;
 }
 

@@ -93,7 +93,7 @@ static int zfs_create(backend *b, const char *name, int64_t bytes,
 }
 
 /* zfs create rounds -V up to the volblocksize itself, zfs set volsize refuses a size that is no
- * multiple of it: the new size is rounded up here. */
+ * multiple of it: the new size is rounded up here (-ERANGE when that leaves int64_t). */
 static int zfs_expand(backend *b, const char *name, int64_t bytes, struct err *e)
 {
 	char ds[DS_MAX], prop[40];
@@ -103,8 +103,13 @@ static int zfs_expand(backend *b, const char *name, int64_t bytes, struct err *e
 	int r = zfs_granule(b, name, &g, e);
 	if (r < 0)
 		return r;
-	if (g > 0 && bytes % g)
-		bytes += g - bytes % g;
+	int64_t rounded = bytes;
+	if (g > 0 && bytes % g && __builtin_add_overflow(bytes, g - bytes % g, &rounded))
+		return err_set(e, -ERANGE,
+		               "capacity %lld bytes cannot be rounded up to a multiple of the "
+		               "volblocksize %lld of %s",
+		               (long long)bytes, (long long)g, ds);
+	bytes = rounded;
 	snprintf(prop, sizeof(prop), "volsize=%lld", (long long)bytes);
 	const char *argv[] = {"zfs", "set", prop, ds, NULL};
 	r = backend_run(b, argv, &res, e);
@@ -137,8 +142,8 @@ static int zfs_capacity(backend *b, int64_t *total, int64_t *avail, struct err *
 		if (!nl || backend_parse_i64((*nl = '\0', res.out), &used) < 0 ||
 		    backend_parse_i64(nl + 1, avail) < 0)
 			r = err_set(e, -EIO, "zfs get used,available %s: unexpected output", ds);
-		else
-			*total = used + *avail;
+		else if (__builtin_add_overflow(used, *avail, total))
+			*total = INT64_MAX; /* a pool larger than int64_t bytes */
 	}
 	exec_result_free(&res);
 	return r;

@@ -33,6 +33,16 @@ static const char *dur(int ms, char *buf, size_t cap)
 	return buf;
 }
 
+/* The bytes of a block device whose sysfs size is sectors (512-byte units), at most INT64_MAX:
+ * CSI carries sizes as int64, and no device is larger. */
+static uint64_t sectors_bytes(unsigned long long sectors)
+{
+	uint64_t b;
+	if (__builtin_mul_overflow(sectors, 512u, &b) || b > INT64_MAX)
+		return INT64_MAX;
+	return b;
+}
+
 int nvme_sysfs_read(const char *sysfs_root, const char *rel, char *buf, size_t cap)
 {
 	char path[PATH_MAX];
@@ -386,7 +396,7 @@ static int fill_dev(const struct nvme_ctx *c, const char *name, struct nvme_ns_d
 	snprintf(rel, sizeof(rel), "block/%s/size", name);
 	if (nvme_sysfs_read(c->sysfs_root, rel, val, sizeof(val)) == 0 &&
 	    sscanf(val, "%llu", &sectors) == 1)
-		out->size_bytes = (uint64_t)sectors * 512u;
+		out->size_bytes = sectors_bytes(sectors);
 	snprintf(out->path, sizeof(out->path), "%s/%s", c->dev_root, name);
 	if (lstat(out->path, &st) < 0) {
 		if (errno != ENOENT)
@@ -490,7 +500,7 @@ int nvme_ns_wait_size(const struct nvme_ctx *c, struct nvme_ns_dev *d, uint64_t 
 	for (;;) {
 		if (nvme_sysfs_read(c->sysfs_root, rel, val, sizeof(val)) == 0 &&
 		    sscanf(val, "%llu", &sectors) == 1)
-			d->size_bytes = (uint64_t)sectors * 512u;
+			d->size_bytes = sectors_bytes(sectors);
 		if (d->size_bytes >= bytes)
 			return 0;
 		if (time_mono_ms() >= end)

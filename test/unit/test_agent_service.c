@@ -463,6 +463,15 @@ START_TEST(test_expand_online)
 	ck_assert_int_eq(expand("fpool/v1", 2 << 20, &t, &st), GRPC_OUT_OF_RANGE);
 	ck_assert_str_eq(st.msg, "cannot shrink volume \"fpool/v1\" from 4194304 to 2097152 bytes");
 	ck_assert_int_eq(expand("fpool/none", 2 << 20, &t, &st), GRPC_NOT_FOUND);
+	/* a size no granule rounds within int64_t: OUT_OF_RANGE before the backend is asked */
+	ck_assert_int_eq(expand("fpool/v1", INT64_MAX, &t, &st), GRPC_OUT_OF_RANGE);
+	ck_assert_str_eq(st.msg, "capacity 9223372036854775807 bytes exceeds the largest size "
+	                         "accepted, 9223372035781033984 bytes");
+	ck_assert_int_eq(create("fpool/v2", INT64_MAX, &t, &st), GRPC_OUT_OF_RANGE);
+	ck_assert_str_eq(st.msg, "capacity 9223372036854775807 bytes exceeds the largest size "
+	                         "accepted, 9223372035781033984 bytes");
+	ck_assert_int_eq(create("fpool/v2", INT64_MAX - (1LL << 30) + 2, &t, &st),
+	                 GRPC_OUT_OF_RANGE);
 }
 END_TEST
 

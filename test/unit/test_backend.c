@@ -117,6 +117,12 @@ START_TEST(test_zfs_commands)
 	ck_assert_str_eq(log_text(), "zfs|get|-Hpo|value|volblocksize|tank/k8s/pvc-1|\n"
 	                             "zfs|set|volsize=150003712|tank/k8s/pvc-1|\n");
 	log_clear();
+	/* a size the volblocksize cannot round within int64_t: -ERANGE, volsize untouched */
+	ck_assert_int_eq(b->ops->expand(b, "pvc-1", INT64_MAX, &e), -ERANGE);
+	ck_assert_str_eq(e.msg, "capacity 9223372036854775807 bytes cannot be rounded up to a "
+	                        "multiple of the volblocksize 8192 of tank/k8s/pvc-1");
+	ck_assert_str_eq(log_text(), "zfs|get|-Hpo|value|volblocksize|tank/k8s/pvc-1|\n");
+	log_clear();
 	reply("zfs", "1000\n3000\n", "", 0);
 	ck_assert_int_eq(b->ops->capacity(b, &t, &a, &e), 0);
 	ck_assert_int_eq(t, 4000);

@@ -3,6 +3,7 @@
  * with its message, fail-closed fencing order (publication recorded before AllowInitiator,
  * removed only after DenyInitiator), DeleteVolume refused while published, identity. */
 #include "ctl_fixture.h"
+#include "rules/size.h"
 
 #define VID  "storage-1/nvmeof-tcp/zfs-zvol/tank/pvc-1"
 #define SNW  CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER
@@ -279,6 +280,54 @@ START_TEST(test_create_validation)
 	ck_assert_ptr_nonnull(pvst);
 	cJSON_Delete(pvst);
 	ck_assert_int_eq(fx_attach(vid, "node-a", &gs), 0);
+}
+END_TEST
+
+/* A size that cannot be rounded up to a MiB within int64_t (2^63-1) is OUT_OF_RANGE naming the
+ * largest size accepted, before anything is recorded or sent; the rounding used to overflow
+ * and record a negative capacity. */
+START_TEST(test_create_expand_size_overflow)
+{
+	struct grpc_status gs = {0};
+	struct fx_create f;
+	Csi__V1__CreateVolumeResponse *resp = NULL;
+	const char *want = "capacity 9223372036854775807 bytes cannot be rounded up to a multiple "
+	                   "of 1048576 bytes; the largest size accepted is 9223372035781033984 "
+	                   "bytes";
+	fx_create_init(&f, "pvc-big", INT64_MAX, false, PSC_PARAMS);
+	ck_assert_int_eq(FX_CALL(csi_create_volume, &f.req, &resp,
+	                         &csi__v1__create_volume_response__descriptor, &gs),
+	                 GRPC_OUT_OF_RANGE);
+	ck_assert_str_eq(gs.msg, want);
+	f.cr.limit_bytes = INT64_MAX;
+	ck_assert_int_eq(FX_CALL(csi_create_volume, &f.req, &resp,
+	                         &csi__v1__create_volume_response__descriptor, &gs),
+	                 GRPC_OUT_OF_RANGE);
+	ck_assert_str_eq(gs.msg, want);
+	ck_assert_ptr_null(fx_get("PillarVolumeState", "pvc-big"));
+	ck_assert_uint_eq(fake_agent_ncalls(fx_fa), 0);
+	/* the largest size accepted is accepted (the agent decides whether the pool holds it) */
+	fx_create_init(&f, "pvc-big", RULES_CAPACITY_MAX, false, PSC_PARAMS);
+	f.cr.limit_bytes = INT64_MAX;
+	ck_assert_int_eq(FX_CALL(csi_create_volume, &f.req, &resp,
+	                         &csi__v1__create_volume_response__descriptor, &gs),
+	                 0);
+	ck_assert_int_eq(resp->volume->capacity_bytes, RULES_CAPACITY_MAX);
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	/* ControllerExpandVolume */
+	make_vol();
+	Csi__V1__ControllerExpandVolumeRequest eq = CSI__V1__CONTROLLER_EXPAND_VOLUME_REQUEST__INIT;
+	Csi__V1__CapacityRange cr = CSI__V1__CAPACITY_RANGE__INIT;
+	Csi__V1__ControllerExpandVolumeResponse *er = NULL;
+	size_t calls = fake_agent_ncalls(fx_fa);
+	cr.required_bytes = INT64_MAX;
+	eq.volume_id = VID;
+	eq.capacity_range = &cr;
+	ck_assert_int_eq(FX_CALL(csi_controller_expand, &eq, &er,
+	                         &csi__v1__controller_expand_volume_response__descriptor, &gs),
+	                 GRPC_OUT_OF_RANGE);
+	ck_assert_str_eq(gs.msg, want);
+	ck_assert_uint_eq(fake_agent_ncalls(fx_fa), calls);
 }
 END_TEST
 
@@ -730,6 +779,7 @@ int main(void)
 	tcase_add_test(t, test_create_resume_after_export_failure);
 	tcase_add_test(t, test_create_retry_records_success);
 	tcase_add_test(t, test_create_validation);
+	tcase_add_test(t, test_create_expand_size_overflow);
 	tcase_add_test(t, test_conflict_single_node_elsewhere);
 	tcase_add_test(t, test_conflict_rox_then_single);
 	tcase_add_test(t, test_conflict_same_node);

@@ -595,7 +595,17 @@ START_TEST(test_expand)
 	ck_assert_ptr_nonnull(strstr(tu_read(v.root, "tools.log"), want));
 	cr.required_bytes = 4294967296;
 	ck_assert_int_eq(node_expand_volume(v.n, &r, &resp, &st), GRPC_DEADLINE_EXCEEDED);
+	/* a size beyond what any role accepts is refused at once, not waited for */
+	cr.required_bytes = INT64_MAX;
+	ck_assert_int_eq(node_expand_volume(v.n, &r, &resp, &st), GRPC_OUT_OF_RANGE);
+	ck_assert_str_eq(st.msg, "capacity 9223372036854775807 bytes exceeds the largest size "
+	                         "accepted, 9223372035781033984 bytes");
+	/* a sysfs size whose bytes leave 64 bits reads as the largest int64_t, never negative */
+	tu_write(v.sys, "block/nvme1n1/size", "18446744073709551615\n");
 	cr.required_bytes = 0;
+	ck_assert_int_eq(node_expand_volume(v.n, &r, &resp, &st), GRPC_OK);
+	ck_assert_int_eq(resp.capacity_bytes, INT64_MAX);
+	tu_write(v.sys, "block/nvme1n1/size", "4194304\n");
 	setenv("FAKE_TOOL_FAIL", "resize2fs", 1);
 	ck_assert_int_eq(node_expand_volume(v.n, &r, &resp, &st), GRPC_INTERNAL);
 	ck_assert_ptr_nonnull(strstr(st.msg, "resize2fs: fake failure"));

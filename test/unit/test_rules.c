@@ -7,6 +7,7 @@
 #include "rules/conditions.h"
 #include "rules/mkfs.h"
 #include "rules/nqn.h"
+#include "rules/size.h"
 #include "rules/volid.h"
 #include "testutil.h"
 
@@ -481,11 +482,51 @@ START_TEST(test_mkfs_non_strings_and_fstypes)
 }
 END_TEST
 
+/* Sizes round up to their granule with checked arithmetic; beyond RULES_CAPACITY_MAX nothing
+ * is rounded. */
+START_TEST(test_size_round_up)
+{
+	int64_t out = -1;
+	char buf[200];
+	ck_assert_int_eq(rules_size_round_up(1, RULES_SIZE_MIB, &out), 0);
+	ck_assert_int_eq(out, RULES_SIZE_MIB);
+	ck_assert_int_eq(rules_size_round_up(RULES_SIZE_MIB, RULES_SIZE_MIB, &out), 0);
+	ck_assert_int_eq(out, RULES_SIZE_MIB);
+	ck_assert_int_eq(rules_size_round_up(1000000000, 8192, &out), 0);
+	ck_assert_int_eq(out, 1000005632);
+	ck_assert_int_eq(rules_size_round_up(RULES_CAPACITY_MAX, 1LL << 30, &out), 0);
+	ck_assert_int_eq(out, RULES_CAPACITY_MAX);
+	ck_assert_int_eq(rules_size_round_up(RULES_CAPACITY_MAX - 5, 4LL << 20, &out), 0);
+	ck_assert_int_eq(out, RULES_CAPACITY_MAX);
+	ck_assert_int_eq(rules_size_round_up(7, 0, &out), 0);
+	ck_assert_int_eq(out, 7);
+	out = 42;
+	ck_assert_int_eq(rules_size_round_up(INT64_MAX, RULES_SIZE_MIB, &out), -ERANGE);
+	ck_assert_int_eq(rules_size_round_up(RULES_CAPACITY_MAX + 1, 1, &out), -ERANGE);
+	ck_assert_int_eq(rules_size_round_up(0, RULES_SIZE_MIB, &out), -ERANGE);
+	ck_assert_int_eq(rules_size_round_up(-1, RULES_SIZE_MIB, &out), -ERANGE);
+	ck_assert_int_eq(out, 42);
+	/* a granule that does not divide the bound (not a power of two, or above 1 GiB) */
+	ck_assert_int_eq(rules_size_largest(3), RULES_CAPACITY_MAX / 3 * 3);
+	ck_assert_int_eq(rules_size_round_up(rules_size_largest(3), 3, &out), 0);
+	ck_assert_int_eq(rules_size_round_up(rules_size_largest(3) + 1, 3, &out), -ERANGE);
+	ck_assert_int_eq(rules_size_largest(INT64_MAX), 0);
+	ck_assert_int_eq(rules_size_round_up(1, INT64_MAX, &out), -ERANGE);
+	ck_assert_str_eq(rules_size_refusal(INT64_MAX, RULES_SIZE_MIB, buf, sizeof(buf)),
+	                 "capacity 9223372036854775807 bytes cannot be rounded up to a multiple of "
+	                 "1048576 bytes; the largest size accepted is 9223372035781033984 bytes");
+	ck_assert_str_eq(rules_size_refusal(INT64_MAX, 0, buf, sizeof(buf)),
+	                 "capacity 9223372036854775807 bytes exceeds the largest size accepted, "
+	                 "9223372035781033984 bytes");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("rules");
 	TCase *t = tcase_create("volid");
 	tcase_add_test(t, test_volid_table);
+	tcase_add_test(t, test_size_round_up);
 	tcase_add_test(t, test_agent_volid_table);
 	tcase_add_test(t, test_volid_make_table);
 	tcase_add_test(t, test_volname_table);
