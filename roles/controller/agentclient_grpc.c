@@ -16,14 +16,14 @@ struct chan {
 	struct grpc_channel *ch;
 };
 
-struct gclient {
+struct grpc_agent_client {
 	agentclient base;
 	struct agentclient_grpc_opts o;
 	pthread_mutex_t mu;
 	struct chan *chans;
 };
 
-static struct grpc_channel *channel_for(struct gclient *g, const char *address,
+static struct grpc_channel *channel_for(struct grpc_agent_client *g, const char *address,
                                         struct grpc_status *st)
 {
 	struct grpc_channel *ch = NULL;
@@ -66,7 +66,7 @@ static int invoke(agentclient *c, const char *address, const char *method,
                   const ProtobufCMessage *req, const ProtobufCMessageDescriptor *resp_desc,
                   ProtobufCMessage **resp, int deadline_ms, struct grpc_status *st)
 {
-	struct gclient *g = (struct gclient *)c;
+	struct grpc_agent_client *g = (struct grpc_agent_client *)c;
 	char path[128];
 	struct grpc_channel *ch;
 
@@ -89,7 +89,7 @@ static int invoke(agentclient *c, const char *address, const char *method,
 
 static void gclose(agentclient *c)
 {
-	struct gclient *g = (struct gclient *)c;
+	struct grpc_agent_client *g = (struct grpc_agent_client *)c;
 	while (g->chans) {
 		struct chan *n = g->chans->next;
 		grpc_channel_free(g->chans->ch);
@@ -103,7 +103,7 @@ static void gclose(agentclient *c)
 
 static void greset_backoff(agentclient *c, const char *address)
 {
-	struct gclient *g = (struct gclient *)c;
+	struct grpc_agent_client *g = (struct grpc_agent_client *)c;
 	struct grpc_status st = {0};
 	struct grpc_channel *ch = channel_for(g, address, &st);
 	if (ch) /* channels live until gclose: safe to use outside the lock */
@@ -112,13 +112,13 @@ static void greset_backoff(agentclient *c, const char *address)
 
 static bool gmtls(agentclient *c)
 {
-	struct gclient *g = (struct gclient *)c;
+	struct grpc_agent_client *g = (struct grpc_agent_client *)c;
 	return g->o.tls_ca && *g->o.tls_ca;
 }
 
 static uint64_t gconn_id(agentclient *c, const char *address)
 {
-	struct gclient *g = (struct gclient *)c;
+	struct grpc_agent_client *g = (struct grpc_agent_client *)c;
 	struct grpc_status st = {0};
 	struct grpc_channel *ch = channel_for(g, address, &st);
 	return ch ? grpc_channel_conn_id(ch) : 0;
@@ -132,7 +132,7 @@ static const struct agentclient_ops gops = {.invoke = invoke,
 
 int agentclient_grpc_new(const struct agentclient_grpc_opts *o, agentclient **out, struct err *e)
 {
-	struct gclient *g = calloc(1, sizeof(*g));
+	struct grpc_agent_client *g = calloc(1, sizeof(*g));
 	if (!g)
 		return err_set(e, -ENOMEM, "agent client: out of memory");
 	g->base.ops = &gops;

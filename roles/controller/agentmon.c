@@ -12,8 +12,8 @@
 
 enum mstate { M_UNKNOWN, M_DOWN, M_GATED, M_SERVING };
 
-struct magent {
-	struct magent *next;
+struct monitored_agent {
+	struct monitored_agent *next;
 	char *name, *addr;
 	enum mstate state;
 	uint64_t conn;     /* the connection the last serving probe used */
@@ -26,12 +26,12 @@ struct agentmon {
 	void *arg;
 	pthread_mutex_t mu; /* guards agents */
 	struct stop stop;
-	struct magent *agents;
+	struct monitored_agent *agents;
 	bool lost; /* an agentmon_set failed since the last agentmon_lost */
 	pthread_t th;
 };
 
-static void magent_free(struct magent *a)
+static void monitored_agent_free(struct monitored_agent *a)
 {
 	free(a->name);
 	free(a->addr);
@@ -44,30 +44,30 @@ int agentmon_set(struct agentmon *m, const char *agent, const char *addr)
 	if (!m || !agent)
 		return 0;
 	pthread_mutex_lock(&m->mu);
-	struct magent **p = &m->agents;
+	struct monitored_agent **p = &m->agents;
 	while (*p && strcmp((*p)->name, agent))
 		p = &(*p)->next;
 	if (!addr || !*addr) {
 		if (*p) {
-			struct magent *a = *p;
+			struct monitored_agent *a = *p;
 			*p = a->next;
-			magent_free(a);
+			monitored_agent_free(a);
 		}
 	} else if (!*p || strcmp((*p)->addr, addr)) {
-		struct magent *a = calloc(1, sizeof(*a));
+		struct monitored_agent *a = calloc(1, sizeof(*a));
 		if (a && (a->name = strdup(agent)) && (a->addr = strdup(addr))) {
 			if (*p) { /* replace: the new address starts unknown */
 				a->next = (*p)->next;
-				magent_free(*p);
+				monitored_agent_free(*p);
 			}
 			*p = a;
 		} else {
 			if (a)
-				magent_free(a);
+				monitored_agent_free(a);
 			if (*p) { /* never probe the old address in its place */
 				a = *p;
 				*p = a->next;
-				magent_free(a);
+				monitored_agent_free(a);
 			}
 			m->lost = true;
 			r = -ENOMEM;
@@ -101,7 +101,7 @@ static enum mstate probe(struct agentmon *m, const char *addr)
 
 /* Whether a serving agent's connection is still the one its last probe used, and that probe
  * recent: then nothing can have changed (a restart drops the connection) and nothing is sent. */
-static bool still_serving(struct agentmon *m, const struct magent *a)
+static bool still_serving(struct agentmon *m, const struct monitored_agent *a)
 {
 	if (a->state != M_SERVING || !a->conn ||
 	    time_mono_ms() - a->probed_ms >= AGENTMON_REPROBE_MS)
@@ -116,7 +116,7 @@ static bool probe_one(struct agentmon *m, const char *name, const char *addr)
 	uint64_t conn = s == M_SERVING ? agentclient_conn_id(m->c->ac, addr) : 0;
 	bool changed = false;
 	pthread_mutex_lock(&m->mu);
-	for (struct magent *a = m->agents; a; a = a->next)
+	for (struct monitored_agent *a = m->agents; a; a = a->next)
 		if (!strcmp(a->name, name) && !strcmp(a->addr, addr)) {
 			changed = s != M_UNKNOWN && s != a->state;
 			a->state = s;
@@ -133,13 +133,13 @@ static int round_once(struct agentmon *m)
 {
 	pthread_mutex_lock(&m->mu);
 	size_t n = 0;
-	for (struct magent *a = m->agents; a; a = a->next)
+	for (struct monitored_agent *a = m->agents; a; a = a->next)
 		n++;
 	char **names = calloc(n ? n : 1, sizeof(char *)),
 	     **addrs = calloc(n ? n : 1, sizeof(char *));
 	size_t k = 0;
 	bool oom = !names || !addrs;
-	for (struct magent *a = m->agents; a && !oom; a = a->next) {
+	for (struct monitored_agent *a = m->agents; a && !oom; a = a->next) {
 		if (still_serving(m, a))
 			continue;
 		names[k] = strdup(a->name);
@@ -201,9 +201,9 @@ void agentmon_stop(struct agentmon *m)
 	stop_set(&m->stop);
 	pthread_join(m->th, NULL);
 	while (m->agents) {
-		struct magent *a = m->agents;
+		struct monitored_agent *a = m->agents;
 		m->agents = a->next;
-		magent_free(a);
+		monitored_agent_free(a);
 	}
 	stop_fini(&m->stop);
 	pthread_mutex_destroy(&m->mu);

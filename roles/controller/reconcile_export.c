@@ -12,14 +12,14 @@
 #include "controller/reconcile_batch.h"
 #include "rules/conditions.h"
 
-struct recon_set {
+struct cond_update {
 	const char *reason, *message;
 };
 
 static int m_exportcond(struct model_pvst *v, void *arg, struct grpc_status *gs)
 {
 	(void)gs;
-	struct recon_set *s = arg;
+	struct cond_update *s = arg;
 	bool ok = !strcmp(s->reason, RULES_REASON_RECONCILED);
 	int r = model_cond_set(&v->status.conditions, RULES_COND_EXPORT_RECONCILED,
 	                       ok ? "True" : "False", s->reason, s->message, v->meta.generation);
@@ -29,7 +29,7 @@ static int m_exportcond(struct model_pvst *v, void *arg, struct grpc_status *gs)
 static void set_export_cond(struct ctl *c, const char *name, const char *uid, const char *reason,
                             const char *msg)
 {
-	struct recon_set s = {reason, msg ? msg : ""};
+	struct cond_update s = {reason, msg ? msg : ""};
 	struct grpc_status gs = {0};
 	pvst_update(c, name, uid, m_exportcond, &s, NULL, &gs);
 }

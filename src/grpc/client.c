@@ -21,13 +21,13 @@
 #define BACKOFF_FIRST 200
 #define BACKOFF_MAX   10000
 
-struct cconn;
+struct client_conn;
 
-struct ccall {
+struct client_call {
 	struct grpc_channel *ch;
-	struct cconn *cc;
+	struct client_conn *cc;
 	int32_t sid;
-	struct ccall *next, *prev; /* pending list or cconn's active list */
+	struct client_call *next, *prev; /* pending list or client_conn's active list */
 	atomic_int refs;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -52,12 +52,12 @@ struct ccall {
 	char msg[GRPC_STATUS_MSG_MAX];
 };
 
-struct cconn {
+struct client_conn {
 	struct grpc_channel *ch;
 	struct h2_conn *h2;
 	bool ready;
 	uint64_t id; /* set when ready: ch->conn_ids */
-	struct ccall *calls;
+	struct client_call *calls;
 };
 
 struct grpc_channel {
@@ -66,11 +66,11 @@ struct grpc_channel {
 	struct h2_tls_cfg *tls;
 	char authority[300], verify[256];
 	size_t max_msg;
-	struct cconn *cur;
+	struct client_conn *cur;
 	atomic_int n_conns;
 	uint64_t backoff, retry_at, conn_ids;
 	char last_err[ERR_MSG_MAX];
-	struct ccall *pend_head, *pend_tail;
+	struct client_call *pend_head, *pend_tail;
 	bool closing;
 };
 
@@ -80,7 +80,7 @@ void grpc_channel_opts_init(struct grpc_channel_opts *o)
 	o->max_msg = GRPC_DEFAULT_MAX_MSG;
 }
 
-static void ccall_unref(struct ccall *c)
+static void client_call_unref(struct client_call *c)
 {
 	if (atomic_fetch_sub(&c->refs, 1) != 1)
 		return;
@@ -94,9 +94,9 @@ static void ccall_unref(struct ccall *c)
 	free(c);
 }
 
-static void set_local(struct ccall *c, int code, const char *fmt, ...)
+static void set_local(struct client_call *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static void set_local(struct ccall *c, int code, const char *fmt, ...)
+static void set_local(struct client_call *c, int code, const char *fmt, ...)
 {
 	va_list ap;
 	if (c->local_code >= 0)
@@ -108,7 +108,7 @@ static void set_local(struct ccall *c, int code, const char *fmt, ...)
 }
 
 /* Loop: the call is over for the loop; wake the caller and drop the loop's reference. */
-static void ccall_done(struct ccall *c, uint32_t h2err)
+static void client_call_done(struct client_call *c, uint32_t h2err)
 {
 	if (c->local_code < 0 && c->grpc_status < 0) {
 		if (c->http_status && c->http_status != 200)
@@ -124,10 +124,10 @@ static void ccall_done(struct ccall *c, uint32_t h2err)
 	c->done = true;
 	pthread_cond_signal(&c->cv);
 	pthread_mutex_unlock(&c->mu);
-	ccall_unref(c);
+	client_call_unref(c);
 }
 
-static void list_del(struct ccall **head, struct ccall **tail, struct ccall *c)
+static void list_del(struct client_call **head, struct client_call **tail, struct client_call *c)
 {
 	if (c->prev)
 		c->prev->next = c->next;
@@ -145,7 +145,7 @@ static void list_del(struct ccall **head, struct ccall **tail, struct ccall *c)
 static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
                      size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags, void *ud)
 {
-	struct ccall *c = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
+	struct client_call *c = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
 	(void)flags;
 	(void)ud;
 
@@ -170,7 +170,7 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t 
 
 static int on_msg(void *arg, const uint8_t *msg, size_t len)
 {
-	struct ccall *c = arg;
+	struct client_call *c = arg;
 	if (++c->n_msgs > 1)
 		return 0;
 	c->resp = malloc(len ? len : 1);
@@ -185,7 +185,7 @@ static int on_msg(void *arg, const uint8_t *msg, size_t len)
 static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t sid, const uint8_t *data,
                          size_t len, void *ud)
 {
-	struct ccall *c = nghttp2_session_get_stream_user_data(ng, sid);
+	struct client_call *c = nghttp2_session_get_stream_user_data(ng, sid);
 	int rc;
 	(void)flags;
 	(void)ud;
@@ -209,21 +209,21 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t sid, const 
 
 static int on_stream_close(nghttp2_session *ng, int32_t sid, uint32_t code, void *ud)
 {
-	struct cconn *cc = ud;
-	struct ccall *c = nghttp2_session_get_stream_user_data(ng, sid);
+	struct client_conn *cc = ud;
+	struct client_call *c = nghttp2_session_get_stream_user_data(ng, sid);
 
 	if (!c)
 		return 0;
 	nghttp2_session_set_stream_user_data(ng, sid, NULL);
 	list_del(&cc->calls, NULL, c);
 	c->cc = NULL;
-	ccall_done(c, code);
+	client_call_done(c, code);
 	return 0;
 }
 
 static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
 {
-	struct cconn *cc = ud;
+	struct client_conn *cc = ud;
 	(void)ng;
 
 	if (f->hd.type == NGHTTP2_GOAWAY && cc->ch->cur == cc)
@@ -233,7 +233,7 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
 
 /* ---- connection ----------------------------------------------------------------------------- */
 
-static void submit(struct cconn *cc, struct ccall *c)
+static void submit(struct client_conn *cc, struct client_call *c)
 {
 	struct grpc_channel *ch = cc->ch;
 	nghttp2_session *ng = h2_conn_session(cc->h2);
@@ -255,7 +255,7 @@ static void submit(struct cconn *cc, struct ccall *c)
 		uint64_t now = h2_now_ms();
 		if (now >= c->deadline_at) {
 			set_local(c, GRPC_DEADLINE_EXCEEDED, "deadline exceeded before sending");
-			ccall_done(c, 0);
+			client_call_done(c, 0);
 			return;
 		}
 		grpc_timeout_format((int64_t)(c->deadline_at - now), tmo, sizeof(tmo));
@@ -267,7 +267,7 @@ static void submit(struct cconn *cc, struct ccall *c)
 	sid = nghttp2_submit_request(ng, NULL, nv, n, &dp, c);
 	if (sid < 0) {
 		set_local(c, GRPC_INTERNAL, "cannot submit request: %s", nghttp2_strerror(sid));
-		ccall_done(c, 0);
+		client_call_done(c, 0);
 		return;
 	}
 	c->sid = sid;
@@ -288,7 +288,7 @@ static void cc_callbacks(nghttp2_session_callbacks *cb)
 
 static void cc_open(void *arg, struct h2_conn *h)
 {
-	struct cconn *cc = arg;
+	struct client_conn *cc = arg;
 	struct grpc_channel *ch = cc->ch;
 
 	if (h2_conn_client_session(h, cc_callbacks, cc) < 0)
@@ -297,7 +297,7 @@ static void cc_open(void *arg, struct h2_conn *h)
 	cc->id = ++ch->conn_ids;
 	ch->backoff = 0;
 	while (ch->cur == cc && ch->pend_head) {
-		struct ccall *c = ch->pend_head;
+		struct client_call *c = ch->pend_head;
 		list_del(&ch->pend_head, &ch->pend_tail, c);
 		submit(cc, c);
 	}
@@ -305,7 +305,7 @@ static void cc_open(void *arg, struct h2_conn *h)
 
 static void cc_close(void *arg, struct h2_conn *h, int err, const char *why)
 {
-	struct cconn *cc = arg;
+	struct client_conn *cc = arg;
 	struct grpc_channel *ch = cc->ch;
 	char msg[ERR_MSG_MAX];
 	(void)h;
@@ -321,25 +321,25 @@ static void cc_close(void *arg, struct h2_conn *h, int err, const char *why)
 			snprintf(ch->last_err, sizeof(ch->last_err), "%s", msg);
 		}
 		while (ch->pend_head) {
-			struct ccall *c = ch->pend_head;
+			struct client_call *c = ch->pend_head;
 			list_del(&ch->pend_head, &ch->pend_tail, c);
 			set_local(c, GRPC_UNAVAILABLE, "%s", msg);
-			ccall_done(c, 0);
+			client_call_done(c, 0);
 		}
 	}
 	(void)err;
 	while (cc->calls) {
-		struct ccall *c = cc->calls;
+		struct client_call *c = cc->calls;
 		list_del(&cc->calls, NULL, c);
 		c->cc = NULL;
 		set_local(c, GRPC_UNAVAILABLE, "%s", msg);
-		ccall_done(c, 0);
+		client_call_done(c, 0);
 	}
 	atomic_fetch_sub(&ch->n_conns, 1);
 	free(cc);
 }
 
-static const struct h2_conn_ops cconn_ops = {.on_open = cc_open, .on_close = cc_close};
+static const struct h2_conn_ops client_conn_ops = {.on_open = cc_open, .on_close = cc_close};
 
 static void reset_backoff_fn(void *arg)
 {
@@ -372,7 +372,7 @@ uint64_t grpc_channel_conn_id(struct grpc_channel *ch)
 }
 
 /* Holding the loop, on the caller's thread: read the connection itself while waiting. */
-static void read_myself(struct ccall *c, struct cconn *cc)
+static void read_myself(struct client_call *c, struct client_conn *cc)
 {
 	bool done;
 
@@ -392,7 +392,7 @@ static void read_myself(struct ccall *c, struct cconn *cc)
 
 static void start_fn(void *arg)
 {
-	struct ccall *c = arg;
+	struct client_call *c = arg;
 	struct grpc_channel *ch = c->ch;
 	struct err e = {0};
 	bool inprog;
@@ -400,29 +400,29 @@ static void start_fn(void *arg)
 
 	if (ch->closing) {
 		set_local(c, GRPC_UNAVAILABLE, "channel closed");
-		ccall_done(c, 0);
+		client_call_done(c, 0);
 		return;
 	}
 	if (ch->cur && ch->cur->ready) {
-		struct cconn *cc = ch->cur;
+		struct client_conn *cc = ch->cur;
 		submit(cc, c);
 		h2_conn_flush(cc->h2);
 		read_myself(c, cc);
 		return;
 	}
 	if (!ch->cur) {
-		struct cconn *cc;
+		struct client_conn *cc;
 		uint64_t now = h2_now_ms();
 		if (now < ch->retry_at) {
 			set_local(c, GRPC_UNAVAILABLE, "%s (retrying in %llu ms)", ch->last_err,
 			          (unsigned long long)(ch->retry_at - now));
-			ccall_done(c, 0);
+			client_call_done(c, 0);
 			return;
 		}
 		cc = calloc(1, sizeof(*cc));
 		if (!cc) {
 			set_local(c, GRPC_RESOURCE_EXHAUSTED, "client out of memory");
-			ccall_done(c, 0);
+			client_call_done(c, 0);
 			return;
 		}
 		cc->ch = ch;
@@ -431,7 +431,7 @@ static void start_fn(void *arg)
 			ch->cur = cc;
 			atomic_fetch_add(&ch->n_conns, 1);
 			if (h2_conn_new(&cc->h2, ch->loop, fd, inprog, ch->tls, ch->verify,
-			                &cconn_ops, cc, &e) < 0) {
+			                &client_conn_ops, cc, &e) < 0) {
 				atomic_fetch_sub(&ch->n_conns, 1);
 				ch->cur = NULL;
 				fd = -1;
@@ -444,13 +444,13 @@ static void start_fn(void *arg)
 			ch->retry_at = now + ch->backoff;
 			snprintf(ch->last_err, sizeof(ch->last_err), "%s", e.msg);
 			set_local(c, GRPC_UNAVAILABLE, "%s", e.msg);
-			ccall_done(c, 0);
+			client_call_done(c, 0);
 			return;
 		}
 	}
 	/* connecting (maybe already open: cc_open ran inside h2_conn_new) */
 	if (ch->cur && ch->cur->ready) {
-		struct cconn *cc = ch->cur;
+		struct client_conn *cc = ch->cur;
 		submit(cc, c);
 		h2_conn_flush(cc->h2);
 		read_myself(c, cc);
@@ -458,7 +458,7 @@ static void start_fn(void *arg)
 	}
 	if (!ch->cur) {
 		set_local(c, GRPC_UNAVAILABLE, "%s", ch->last_err);
-		ccall_done(c, 0);
+		client_call_done(c, 0);
 		return;
 	}
 	c->prev = ch->pend_tail;
@@ -472,7 +472,7 @@ static void start_fn(void *arg)
 
 static void reader_read_fn(void *arg)
 {
-	struct ccall *c = arg;
+	struct client_call *c = arg;
 
 	h2_conn_reader_read(c->rconn);
 	c->rgone = h2_conn_closing(c->rconn);
@@ -480,7 +480,7 @@ static void reader_read_fn(void *arg)
 
 static void reader_end_fn(void *arg)
 {
-	struct ccall *c = arg;
+	struct client_call *c = arg;
 
 	h2_conn_reader_end(c->rconn);
 	c->rconn = NULL;
@@ -488,7 +488,7 @@ static void reader_end_fn(void *arg)
 
 /* The caller reads its connection until its call is done, the connection closes or the deadline
  * passes; then input goes back to the loop. */
-static void read_own_response(struct ccall *c)
+static void read_own_response(struct client_call *c)
 {
 	for (;;) {
 		struct pollfd p = {.fd = c->rfd, .events = POLLIN};
@@ -517,7 +517,7 @@ static void read_own_response(struct ccall *c)
 
 static void cancel_fn(void *arg)
 {
-	struct ccall *c = arg;
+	struct client_call *c = arg;
 	bool done;
 
 	pthread_mutex_lock(&c->mu);
@@ -529,16 +529,16 @@ static void cancel_fn(void *arg)
 		h2_conn_flush(c->cc->h2);
 	} else if (!done) {
 		struct grpc_channel *ch = c->ch;
-		struct ccall *p;
+		struct client_call *p;
 		for (p = ch->pend_head; p && p != c; p = p->next)
 			;
 		if (p) {
 			list_del(&ch->pend_head, &ch->pend_tail, c);
 			set_local(c, GRPC_DEADLINE_EXCEEDED, "deadline exceeded while connecting");
-			ccall_done(c, 0);
+			client_call_done(c, 0);
 		}
 	}
-	ccall_unref(c);
+	client_call_unref(c);
 }
 
 /* ---- public API --------------------------------------------------------------------------- */
@@ -658,12 +658,12 @@ static int md_check(const struct grpc_md *md, struct grpc_status *st)
 
 /* A call with its framed request, two references (the caller's and the loop's); NULL when out
  * of memory. */
-static struct ccall *ccall_new(struct grpc_channel *ch, const char *path,
-                               const ProtobufCMessage *req, const struct grpc_md *md,
-                               int64_t timeout_ms)
+static struct client_call *client_call_new(struct grpc_channel *ch, const char *path,
+                                           const ProtobufCMessage *req, const struct grpc_md *md,
+                                           int64_t timeout_ms)
 {
 	size_t len = protobuf_c_message_get_packed_size(req);
-	struct ccall *c = calloc(1, sizeof(*c));
+	struct client_call *c = calloc(1, sizeof(*c));
 	if (!c || !(c->body = malloc(GRPC_PREFIX_LEN + len))) {
 		free(c);
 		return NULL;
@@ -700,7 +700,7 @@ static struct ccall *ccall_new(struct grpc_channel *ch, const char *path,
 
 /* Waits for the call to finish until its deadline; false (and the call cancelled, the caller's
  * reference dropped) when the deadline came first. */
-static bool ccall_wait(struct ccall *c)
+static bool client_call_wait(struct client_call *c)
 {
 	pthread_mutex_lock(&c->mu);
 	while (!c->done) {
@@ -719,15 +719,15 @@ static bool ccall_wait(struct ccall *c)
 		return true;
 	atomic_fetch_add(&c->refs, 1);
 	if (h2_loop_run(c->ch->loop, cancel_fn, c) < 0)
-		ccall_unref(c);
-	ccall_unref(c);
+		client_call_unref(c);
+	client_call_unref(c);
 	return false;
 }
 
 /* The outcome of a finished call (the loop is done with c: its fields are ours now). */
-static void ccall_result(struct ccall *c, const char *path,
-                         const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
-                         struct grpc_status *st)
+static void client_call_result(struct client_call *c, const char *path,
+                               const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
+                               struct grpc_status *st)
 {
 	if (c->local_code >= 0) {
 		status_set(st, c->local_code, c->msg);
@@ -754,32 +754,32 @@ int grpc_channel_call(struct grpc_channel *ch, const char *path, const ProtobufC
                       const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
                       int64_t timeout_ms, const struct grpc_md *md, struct grpc_status *st)
 {
-	struct ccall *c;
+	struct client_call *c;
 	int code;
 
 	*resp = NULL;
 	if ((code = md_check(md, st)) != GRPC_OK)
 		return code;
-	if (!(c = ccall_new(ch, path, req, md, timeout_ms))) {
+	if (!(c = client_call_new(ch, path, req, md, timeout_ms))) {
 		status_set(st, GRPC_RESOURCE_EXHAUSTED, "client out of memory");
 		return st->code;
 	}
 	if (h2_loop_run(ch->loop, start_fn, c) < 0) {
-		ccall_unref(c);
-		ccall_unref(c);
+		client_call_unref(c);
+		client_call_unref(c);
 		status_set(st, GRPC_RESOURCE_EXHAUSTED, "client out of memory");
 		return st->code;
 	}
 	if (c->rfd >= 0)
 		read_own_response(c);
-	if (!ccall_wait(c)) {
+	if (!client_call_wait(c)) {
 		snprintf(st->msg, sizeof(st->msg), "deadline exceeded after %lld ms calling %s",
 		         (long long)timeout_ms, path);
 		st->code = GRPC_DEADLINE_EXCEEDED;
 		return st->code;
 	}
-	ccall_result(c, path, resp_desc, resp, st);
+	client_call_result(c, path, resp_desc, resp, st);
 	code = st->code;
-	ccall_unref(c);
+	client_call_unref(c);
 	return code;
 }

@@ -9,8 +9,8 @@
 
 #define HBUCKETS 256
 
-struct href {
-	struct href *next;
+struct host_ref {
+	struct host_ref *next;
 	char *host;
 	char **nqns; /* subsystems seen linking host, newest last; some may be gone */
 	size_t n, cap;
@@ -18,7 +18,7 @@ struct href {
 };
 
 struct nvmet_hostrefs {
-	struct href *b[HBUCKETS];
+	struct host_ref *b[HBUCKETS];
 };
 
 static unsigned bucket(const char *host)
@@ -26,15 +26,15 @@ static unsigned bucket(const char *host)
 	return hash_fnv1a32(host) % HBUCKETS;
 }
 
-static struct href *find(struct nvmet_hostrefs *h, const char *host, bool create)
+static struct host_ref *find(struct nvmet_hostrefs *h, const char *host, bool create)
 {
-	struct href **head = &h->b[bucket(host)];
-	for (struct href *r = *head; r; r = r->next)
+	struct host_ref **head = &h->b[bucket(host)];
+	for (struct host_ref *r = *head; r; r = r->next)
 		if (strcmp(r->host, host) == 0)
 			return r;
 	if (!create)
 		return NULL;
-	struct href *r = calloc(1, sizeof(*r));
+	struct host_ref *r = calloc(1, sizeof(*r));
 	if (!r || !(r->host = strdup(host))) {
 		free(r);
 		return NULL;
@@ -44,7 +44,7 @@ static struct href *find(struct nvmet_hostrefs *h, const char *host, bool create
 	return r;
 }
 
-static void drop_nqns(struct href *r)
+static void drop_nqns(struct host_ref *r)
 {
 	for (size_t i = 0; i < r->n; i++)
 		free(r->nqns[i]);
@@ -61,7 +61,7 @@ void nvmet_hostrefs_free(struct nvmet_hostrefs *h)
 	if (!h)
 		return;
 	for (unsigned i = 0; i < HBUCKETS; i++)
-		for (struct href *r = h->b[i], *next; r; r = next) {
+		for (struct host_ref *r = h->b[i], *next; r; r = next) {
 			next = r->next;
 			drop_nqns(r);
 			free(r->nqns);
@@ -71,7 +71,7 @@ void nvmet_hostrefs_free(struct nvmet_hostrefs *h)
 	free(h);
 }
 
-static bool push(struct href *r, const char *nqn)
+static bool push(struct host_ref *r, const char *nqn)
 {
 	if (r->n == r->cap) {
 		size_t nc = r->cap ? r->cap * 2 : 4;
@@ -100,7 +100,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* Drops duplicates and links that are gone; amortised over the adds that doubled the list. */
-static void sweep(nvmet *nv, struct href *r)
+static void sweep(nvmet *nv, struct host_ref *r)
 {
 	size_t k = 0;
 	qsort(r->nqns, r->n, sizeof(*r->nqns), cmp_str);
@@ -118,7 +118,7 @@ static void sweep(nvmet *nv, struct href *r)
 void nvmet_hostref_add(nvmet *nv, const char *host, const char *nqn)
 {
 	struct nvmet_hostrefs *h = nvmet_fs_hostrefs(nv);
-	struct href *r = h ? find(h, host, true) : NULL;
+	struct host_ref *r = h ? find(h, host, true) : NULL;
 	if (!r || !push(r, nqn))
 		return;
 	if (r->n > 2 * r->swept + 16)
@@ -126,7 +126,7 @@ void nvmet_hostref_add(nvmet *nv, const char *host, const char *nqn)
 }
 
 /* Every subsystem's allowed_hosts/<host>: the full scan of nvmet.md §7 step 5. */
-static int scan(nvmet *nv, struct href *r, const char *host, struct err *e)
+static int scan(nvmet *nv, struct host_ref *r, const char *host, struct err *e)
 {
 	char **subs;
 	size_t n, found = 0;
@@ -149,7 +149,7 @@ static int scan(nvmet *nv, struct href *r, const char *host, struct err *e)
 int nvmet_hostref_used(nvmet *nv, const char *host, struct err *e)
 {
 	struct nvmet_hostrefs *h = nvmet_fs_hostrefs(nv);
-	struct href *r = h ? find(h, host, true) : NULL;
+	struct host_ref *r = h ? find(h, host, true) : NULL;
 	while (r && r->n > 0) {
 		if (link_exists(nv, r->nqns[r->n - 1], host))
 			return 1;

@@ -21,50 +21,50 @@
 #define KEY_MAX       512
 #define HIST          512 /* events of each kind kept for the cache's own watches */
 
-struct centry {
+struct cache_entry {
 	char *key; /* "namespace/name" or "name": the list order */
 	struct store_blob *obj;
 	uint64_t rv;
 };
 
-struct cevent {
+struct cache_event {
 	enum store_event_type type;
 	uint64_t rv;
 	struct store_blob *obj;
 };
 
-struct cstore;
+struct cache_store;
 
-struct ckind {
-	struct cstore *s;
+struct cache_kind {
+	struct cache_store *s;
 	const struct store_kind *k;
 	pthread_t th;
 	pthread_cond_t cv; /* an event or a relist of this kind (its watches wait here) */
 	bool started, synced;
-	struct centry *v; /* sorted by key */
+	struct cache_entry *v; /* sorted by key */
 	size_t n, cap;
 	uint64_t rv; /* the version the cache of this kind is consistent with */
 	/* the watch stream as received since the last list: hist[seq % HIST], seq in
 	 * [first_seq, next_seq); a watch from a version below floor_rv must relist */
-	struct cevent hist[HIST];
+	struct cache_event hist[HIST];
 	uint64_t first_seq, next_seq, floor_rv;
 	unsigned long gen; /* bumped by each relist: the cache's watches of the kind expire */
 };
 
-struct cstore {
+struct cache_store {
 	store base;
 	store *b;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool stop;
 	size_t nk;
-	struct ckind *kinds;
+	struct cache_kind *kinds;
 	struct store_cache_stats stats;
 };
 
-struct cwatch {
+struct cache_watch {
 	store_watch base;
-	struct ckind *ck;
+	struct cache_kind *ck;
 	unsigned long gen;
 	uint64_t next_seq;
 	struct store_blob **initial; /* from_rv 0: the objects at the start, delivered as ADDED */
@@ -88,7 +88,7 @@ static void key_of(const char *ns, const char *name, char *key)
 }
 
 /* The index of key, or where it would go (*found false). */
-static size_t find(const struct ckind *ck, const char *key, bool *found)
+static size_t find(const struct cache_kind *ck, const char *key, bool *found)
 {
 	size_t lo = 0, hi = ck->n;
 	while (lo < hi) {
@@ -107,7 +107,7 @@ static size_t find(const struct ckind *ck, const char *key, bool *found)
 	return lo;
 }
 
-static void remove_at(struct ckind *ck, size_t i)
+static void remove_at(struct cache_kind *ck, size_t i)
 {
 	free(ck->v[i].key);
 	store_blob_put(ck->v[i].obj);
@@ -115,12 +115,12 @@ static void remove_at(struct ckind *ck, size_t i)
 	ck->n--;
 }
 
-static bool insert_at(struct ckind *ck, size_t i, const char *key)
+static bool insert_at(struct cache_kind *ck, size_t i, const char *key)
 {
 	char *k = strdup(key);
 	if (k && ck->n == ck->cap) {
 		size_t cap = ck->cap ? ck->cap * 2 : 64;
-		struct centry *v = realloc(ck->v, cap * sizeof(*v));
+		struct cache_entry *v = realloc(ck->v, cap * sizeof(*v));
 		if (!v) {
 			free(k);
 			return false;
@@ -131,7 +131,7 @@ static bool insert_at(struct ckind *ck, size_t i, const char *key)
 	if (!k)
 		return false;
 	memmove(&ck->v[i + 1], &ck->v[i], (ck->n - i) * sizeof(ck->v[0]));
-	ck->v[i] = (struct centry){.key = k};
+	ck->v[i] = (struct cache_entry){.key = k};
 	ck->n++;
 	return true;
 }
@@ -147,7 +147,7 @@ static bool gone(const cJSON *obj)
 
 /* Takes the version b (a reference) of obj into the map unless the map holds a newer one;
  * deleted (or gone): removes it. */
-static void absorb(struct ckind *ck, const cJSON *obj, struct store_blob *b, bool deleted)
+static void absorb(struct cache_kind *ck, const cJSON *obj, struct store_blob *b, bool deleted)
 {
 	char key[KEY_MAX];
 	deleted = deleted || gone(obj);
@@ -172,7 +172,7 @@ static void absorb(struct ckind *ck, const cJSON *obj, struct store_blob *b, boo
 	ck->v[i].rv = rv;
 }
 
-static void clear(struct ckind *ck)
+static void clear(struct cache_kind *ck)
 {
 	while (ck->n)
 		remove_at(ck, ck->n - 1);
@@ -181,19 +181,20 @@ static void clear(struct ckind *ck)
 }
 
 /* Appends a received event to the kind's history, dropping the oldest beyond HIST. */
-static void hist_push(struct ckind *ck, enum store_event_type t, uint64_t rv, struct store_blob *b)
+static void hist_push(struct cache_kind *ck, enum store_event_type t, uint64_t rv,
+                      struct store_blob *b)
 {
 	if (ck->next_seq - ck->first_seq == HIST) {
-		struct cevent *old = &ck->hist[ck->first_seq++ % HIST];
+		struct cache_event *old = &ck->hist[ck->first_seq++ % HIST];
 		ck->floor_rv = old->rv;
 		store_blob_put(old->obj);
 	}
-	ck->hist[ck->next_seq++ % HIST] = (struct cevent){t, rv, store_blob_ref(b)};
+	ck->hist[ck->next_seq++ % HIST] = (struct cache_event){t, rv, store_blob_ref(b)};
 }
 
 /* ---- informers --------------------------------------------------------------------------------- */
 
-static bool stopping(struct cstore *s, int nap_ms)
+static bool stopping(struct cache_store *s, int nap_ms)
 {
 	struct timespec ts = time_after(CLOCK_MONOTONIC, nap_ms);
 	pthread_mutex_lock(&s->mu);
@@ -205,9 +206,9 @@ static bool stopping(struct cstore *s, int nap_ms)
 }
 
 /* Lists the kind into the map; 0 or a negative code. */
-static int relist(struct ckind *ck)
+static int relist(struct cache_kind *ck)
 {
-	struct cstore *s = ck->s;
+	struct cache_store *s = ck->s;
 	cJSON *items = NULL, *it;
 	uint64_t rv = 0;
 	struct err e = {0};
@@ -237,9 +238,9 @@ static int relist(struct ckind *ck)
 }
 
 /* Absorbs one event of the watch and keeps it for the cache's own watches. */
-static void on_event(struct ckind *ck, enum store_event_type t, cJSON *obj)
+static void on_event(struct cache_kind *ck, enum store_event_type t, cJSON *obj)
 {
-	struct cstore *s = ck->s;
+	struct cache_store *s = ck->s;
 	uint64_t rv = store_meta_rv(obj);
 	struct store_blob *b = store_blob_of(obj);
 	pthread_mutex_lock(&s->mu);
@@ -259,9 +260,9 @@ static void on_event(struct ckind *ck, enum store_event_type t, cJSON *obj)
 }
 
 /* Follows one watch until it fails or the cache stops; STORE_EXPIRED asks for a relist. */
-static int follow(struct ckind *ck)
+static int follow(struct cache_kind *ck)
 {
-	struct cstore *s = ck->s;
+	struct cache_store *s = ck->s;
 	store_watch *w = NULL;
 	struct err e = {0};
 	int rc = store_watch_open(s->b, ck->k, ck->rv, &w, &e);
@@ -278,7 +279,7 @@ static int follow(struct ckind *ck)
 
 static void *informer_main(void *arg)
 {
-	struct ckind *ck = arg;
+	struct cache_kind *ck = arg;
 	bool listed = false;
 	while (!stopping(ck->s, 0)) {
 		if (!listed && relist(ck) < 0) {
@@ -297,7 +298,7 @@ static void *informer_main(void *arg)
 
 /* ---- reads ------------------------------------------------------------------------------------- */
 
-static struct ckind *kind_cache(struct cstore *s, const struct store_kind *k)
+static struct cache_kind *kind_cache(struct cache_store *s, const struct store_kind *k)
 {
 	for (size_t i = 0; i < s->nk; i++)
 		if (s->kinds[i].k == k)
@@ -307,9 +308,9 @@ static struct ckind *kind_cache(struct cstore *s, const struct store_kind *k)
 
 /* The kind's cache once synced (waiting for its first list); NULL: read through.  Returns with
  * s->mu held when not NULL. */
-static struct ckind *synced(struct cstore *s, const struct store_kind *k)
+static struct cache_kind *synced(struct cache_store *s, const struct store_kind *k)
 {
-	struct ckind *ck = kind_cache(s, k);
+	struct cache_kind *ck = kind_cache(s, k);
 	if (!ck)
 		return NULL;
 	struct timespec ts = time_after(CLOCK_MONOTONIC, SYNC_WAIT_MS);
@@ -323,7 +324,7 @@ static struct ckind *synced(struct cstore *s, const struct store_kind *k)
 }
 
 /* synced() for threads that read cached; NULL for the others. */
-static struct ckind *cached(struct cstore *s, const struct store_kind *k)
+static struct cache_kind *cached(struct cache_store *s, const struct store_kind *k)
 {
 	return reads_cached ? synced(s, k) : NULL;
 }
@@ -331,8 +332,8 @@ static struct ckind *cached(struct cstore *s, const struct store_kind *k)
 static int c_get(store *st, const struct store_kind *k, const char *ns, const char *name,
                  cJSON **out, struct err *e)
 {
-	struct cstore *s = (struct cstore *)st;
-	struct ckind *ck = name ? cached(s, k) : NULL;
+	struct cache_store *s = (struct cache_store *)st;
+	struct cache_kind *ck = name ? cached(s, k) : NULL;
 	struct store_blob *b = NULL;
 	char key[KEY_MAX];
 	bool found = false;
@@ -355,7 +356,8 @@ static int c_get(store *st, const struct store_kind *k, const char *ns, const ch
 }
 
 /* Asks skip about the object of entry ce (key "namespace/name" or "name"). */
-static bool skipped(const struct ckind *ck, const struct centry *ce, store_skip_fn skip, void *arg)
+static bool skipped(const struct cache_kind *ck, const struct cache_entry *ce, store_skip_fn skip,
+                    void *arg)
 {
 	char ns[KEY_MAX];
 	const char *slash = ck->k->namespaced ? strchr(ce->key, '/') : NULL;
@@ -368,7 +370,7 @@ static bool skipped(const struct ckind *ck, const struct centry *ce, store_skip_
 /* References to the kind's objects in namespace ns (NULL or "": all) that skip (optional) does
  * not skip, in list order, with the cache's version; NULL with *n 0 when there are none or
  * memory is short (*oom). */
-static struct store_blob **snapshot(struct cstore *s, struct ckind *ck, const char *ns,
+static struct store_blob **snapshot(struct cache_store *s, struct cache_kind *ck, const char *ns,
                                     store_skip_fn skip, void *arg, size_t *n, uint64_t *rv,
                                     bool *oom)
 {
@@ -394,9 +396,9 @@ static void put_all(struct store_blob **v, size_t n)
 }
 
 /* The cached objects one at a time (parsed outside the lock), those skip skips left out. */
-static int each_cached(struct cstore *s, struct ckind *ck, const char *ns, const char *selector,
-                       store_skip_fn skip, store_each_fn fn, void *arg, uint64_t *list_rv,
-                       struct err *e)
+static int each_cached(struct cache_store *s, struct cache_kind *ck, const char *ns,
+                       const char *selector, store_skip_fn skip, store_each_fn fn, void *arg,
+                       uint64_t *list_rv, struct err *e)
 {
 	size_t n;
 	uint64_t rv;
@@ -420,10 +422,10 @@ static int each_cached(struct cstore *s, struct ckind *ck, const char *ns, const
 static int c_list_each(store *st, const struct store_kind *k, const char *ns, const char *selector,
                        store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
 {
-	struct cstore *s = (struct cstore *)st;
+	struct cache_store *s = (struct cache_store *)st;
 	if (selector && store_selector_match(selector, NULL, e) < 0)
 		return STORE_INVALID;
-	struct ckind *ck = cached(s, k);
+	struct cache_kind *ck = cached(s, k);
 	if (!ck)
 		return store_list_each(s->b, k, ns, selector, fn, arg, list_rv, e);
 	return each_cached(s, ck, ns, selector, NULL, fn, arg, list_rv, e);
@@ -433,10 +435,10 @@ static int c_list_each_skip(store *st, const struct store_kind *k, const char *n
                             const char *selector, store_skip_fn skip, store_each_fn fn, void *arg,
                             uint64_t *list_rv, struct err *e)
 {
-	struct cstore *s = (struct cstore *)st;
+	struct cache_store *s = (struct cache_store *)st;
 	if (selector && store_selector_match(selector, NULL, e) < 0)
 		return STORE_INVALID;
-	struct ckind *ck = cached(s, k);
+	struct cache_kind *ck = cached(s, k);
 	if (!ck)
 		return store_list_each_skip(s->b, k, ns, selector, skip, fn, arg, list_rv, e);
 	return each_cached(s, ck, ns, selector, skip, fn, arg, list_rv, e);
@@ -451,7 +453,7 @@ static int add_to(cJSON *obj, void *arr)
 static int c_list(store *st, const struct store_kind *k, const char *ns, const char *selector,
                   cJSON **items, uint64_t *list_rv, struct err *e)
 {
-	struct cstore *s = (struct cstore *)st;
+	struct cache_store *s = (struct cache_store *)st;
 	*items = NULL;
 	if (!reads_cached || !kind_cache(s, k))
 		return store_list(s->b, k, ns, selector, items, list_rv, e);
@@ -469,10 +471,10 @@ static int c_list(store *st, const struct store_kind *k, const char *ns, const c
 
 /* ---- writes: through to the store, the result absorbed (read your writes) --------------------- */
 
-static void absorb_result(struct cstore *s, cJSON *got, cJSON **out)
+static void absorb_result(struct cache_store *s, cJSON *got, cJSON **out)
 {
 	const struct store_kind *k = got ? store_kind_of(got, NULL) : NULL;
-	struct ckind *ck = k ? kind_cache(s, k) : NULL;
+	struct cache_kind *ck = k ? kind_cache(s, k) : NULL;
 	struct store_blob *b = ck ? store_blob_of(got) : NULL;
 	if (b) {
 		pthread_mutex_lock(&s->mu);
@@ -489,7 +491,7 @@ static void absorb_result(struct cstore *s, cJSON *got, cJSON **out)
 static int c_write(store *st, int (*op)(store *, const cJSON *, cJSON **, struct err *),
                    const cJSON *obj, cJSON **out, struct err *e)
 {
-	struct cstore *s = (struct cstore *)st;
+	struct cache_store *s = (struct cache_store *)st;
 	cJSON *got = NULL;
 	if (out)
 		*out = NULL;
@@ -524,7 +526,7 @@ static int c_write_all(store *st, const cJSON *obj, bool create, cJSON **out, st
 static int c_remove(store *st, const struct store_kind *k, const char *ns, const char *name,
                     const char *uid, const char *rv, struct err *e)
 {
-	return store_delete(((struct cstore *)st)->b, k, ns, name, uid, rv, e);
+	return store_delete(((struct cache_store *)st)->b, k, ns, name, uid, rv, e);
 }
 
 /* ---- the cache's own watches ------------------------------------------------------------------ */
@@ -536,17 +538,17 @@ static const struct store_ops cache_ops;
 static int c_watch(store *st, const struct store_kind *k, uint64_t from_rv, store_watch **out,
                    struct err *e)
 {
-	struct cstore *s = (struct cstore *)st;
-	struct ckind *ck = synced(s, k);
+	struct cache_store *s = (struct cache_store *)st;
+	struct cache_kind *ck = synced(s, k);
 	if (!ck)
 		return store_watch_open(s->b, k, from_rv, out, e);
-	struct cwatch *w = calloc(1, sizeof(*w));
+	struct cache_watch *w = calloc(1, sizeof(*w));
 	int r = w ? 0 : err_set(e, -ENOMEM, "watch: out of memory");
 	if (r == 0 && from_rv && from_rv < ck->floor_rv)
 		r = err_set(e, STORE_EXPIRED, "too old resource version: %llu (%llu)",
 		            (unsigned long long)from_rv, (unsigned long long)ck->floor_rv);
 	if (r == 0) {
-		*w = (struct cwatch){.base.ops = &cache_ops, .ck = ck, .gen = ck->gen};
+		*w = (struct cache_watch){.base.ops = &cache_ops, .ck = ck, .gen = ck->gen};
 		w->next_seq = ck->first_seq;
 		while (w->next_seq < ck->next_seq && ck->hist[w->next_seq % HIST].rv <= from_rv)
 			w->next_seq++;
@@ -572,15 +574,15 @@ static int c_watch(store *st, const struct store_kind *k, uint64_t from_rv, stor
 }
 
 /* The next event of w (s->mu held): 1 with *b (a reference), 0 when none yet, or an error. */
-static int next_locked(struct cwatch *w, enum store_event_type *type, struct store_blob **b,
+static int next_locked(struct cache_watch *w, enum store_event_type *type, struct store_blob **b,
                        struct err *e)
 {
-	struct ckind *ck = w->ck;
+	struct cache_kind *ck = w->ck;
 	if (w->gen != ck->gen || w->next_seq < ck->first_seq)
 		return err_set(e, STORE_EXPIRED, "watch fell behind the cache; relist");
 	if (w->next_seq == ck->next_seq)
 		return 0;
-	struct cevent *ev = &ck->hist[w->next_seq++ % HIST];
+	struct cache_event *ev = &ck->hist[w->next_seq++ % HIST];
 	*type = ev->type;
 	*b = store_blob_ref(ev->obj);
 	return 1;
@@ -589,8 +591,8 @@ static int next_locked(struct cwatch *w, enum store_event_type *type, struct sto
 static int c_watch_next(store_watch *bw, int timeout_ms, enum store_event_type *type, cJSON **obj,
                         struct err *e)
 {
-	struct cwatch *w = (struct cwatch *)bw;
-	struct cstore *s = w->ck->s;
+	struct cache_watch *w = (struct cache_watch *)bw;
+	struct cache_store *s = w->ck->s;
 	struct store_blob *b = NULL;
 	struct timespec ts = time_after(CLOCK_MONOTONIC, timeout_ms);
 	int r;
@@ -617,7 +619,7 @@ static int c_watch_next(store_watch *bw, int timeout_ms, enum store_event_type *
 
 static void c_watch_close(store_watch *bw)
 {
-	struct cwatch *w = (struct cwatch *)bw;
+	struct cache_watch *w = (struct cache_watch *)bw;
 	put_all(w->initial, w->n_initial);
 	free(w);
 }
@@ -626,7 +628,7 @@ static void c_watch_close(store_watch *bw)
 
 static void c_close(store *st)
 {
-	struct cstore *s = (struct cstore *)st;
+	struct cache_store *s = (struct cache_store *)st;
 	pthread_mutex_lock(&s->mu);
 	s->stop = true;
 	pthread_cond_broadcast(&s->cv);
@@ -665,7 +667,7 @@ static const struct store_ops cache_ops = {
 
 void store_cache_stats(store *st, struct store_cache_stats *out)
 {
-	struct cstore *s = (struct cstore *)st;
+	struct cache_store *s = (struct cache_store *)st;
 	pthread_mutex_lock(&s->mu);
 	*out = s->stats;
 	pthread_mutex_unlock(&s->mu);
@@ -674,7 +676,7 @@ void store_cache_stats(store *st, struct store_cache_stats *out)
 int store_cache_open(store *backing, const struct store_kind *const *kinds, store **out,
                      struct err *e)
 {
-	struct cstore *s = calloc(1, sizeof(*s));
+	struct cache_store *s = calloc(1, sizeof(*s));
 	size_t n = 0;
 	*out = NULL;
 	if (!kinds)

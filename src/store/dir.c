@@ -69,12 +69,12 @@ static int obj_key(const struct store_kind *k, const char *ns, const char *name,
 	return r < 0 || (size_t)r >= cap ? err_set(e, STORE_INVALID, "name too long") : 0;
 }
 
-static void obj_path(struct dstore *s, const char *key, char *out, size_t cap)
+static void obj_path(struct dir_store *s, const char *key, char *out, size_t cap)
 {
 	snprintf(out, cap, "%s/%s.json", s->path, key);
 }
 
-static int obj_dir(struct dstore *s, const struct store_kind *k, const char *ns, char *out,
+static int obj_dir(struct dir_store *s, const struct store_kind *k, const char *ns, char *out,
                    size_t cap)
 {
 	int n = ns ? snprintf(out, cap, "%s/%s/%s", s->path, k->plural, ns)
@@ -87,7 +87,7 @@ static int obj_dir(struct dstore *s, const struct store_kind *k, const char *ns,
 #define RV_BLOCK 1024
 
 /* The persisted ceiling (0 when the store is new). */
-static int rv_ceiling_read(struct dstore *s, uint64_t *rv, struct err *e)
+static int rv_ceiling_read(struct dir_store *s, uint64_t *rv, struct err *e)
 {
 	char p[PATH_MAX], *buf, *end;
 	int r;
@@ -112,7 +112,7 @@ static int rv_ceiling_read(struct dstore *s, uint64_t *rv, struct err *e)
 
 /* The last issued version and the ceiling, from .oplock (fd) when it belongs to this boot and
  * this ceiling, else both the ceiling. */
-static int rv_state(struct dstore *s, int fd, uint64_t *last, uint64_t *ceil, struct err *e)
+static int rv_state(struct dir_store *s, int fd, uint64_t *last, uint64_t *ceil, struct err *e)
 {
 	char buf[128], boot[40];
 	unsigned long long l, c;
@@ -130,7 +130,7 @@ static int rv_state(struct dstore *s, int fd, uint64_t *last, uint64_t *ceil, st
 	return 0;
 }
 
-int dir_rv_last(struct dstore *s, uint64_t *rv, struct err *e)
+int dir_rv_last(struct dir_store *s, uint64_t *rv, struct err *e)
 {
 	char p[PATH_MAX];
 	uint64_t ceil;
@@ -143,7 +143,7 @@ int dir_rv_last(struct dstore *s, uint64_t *rv, struct err *e)
 }
 
 /* Issues the next version (operation lock held through fd): persisted before use. */
-static int rv_issue(struct dstore *s, int fd, uint64_t *rv, struct err *e)
+static int rv_issue(struct dir_store *s, int fd, uint64_t *rv, struct err *e)
 {
 	char p[PATH_MAX], text[128];
 	uint64_t last, ceil;
@@ -167,7 +167,7 @@ static int rv_issue(struct dstore *s, int fd, uint64_t *rv, struct err *e)
 }
 
 /* The kernel's ID of this boot ("" when unreadable: then no last version is trusted). */
-static void read_boot_id(struct dstore *s)
+static void read_boot_id(struct dir_store *s)
 {
 	char buf[64];
 	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
@@ -190,7 +190,7 @@ int dir_kind_index(const struct store_kind *k)
 
 /* ---- locks ------------------------------------------------------------------------------------- */
 
-int dir_oplock(struct dstore *s, int how, struct err *e)
+int dir_oplock(struct dir_store *s, int how, struct err *e)
 {
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/.oplock", s->path);
@@ -218,12 +218,12 @@ void dir_opunlock(int fd)
 /* ---- operations ------------------------------------------------------------------------------ */
 
 /* The index answers for this process: built, and told of other processes' changes. */
-bool dir_live(struct dstore *s)
+bool dir_live(struct dir_store *s)
 {
 	return s->indexed && s->ino_fd >= 0;
 }
 
-static int parse_entry(const struct ientry *en, cJSON **out, struct err *e)
+static int parse_entry(const struct index_entry *en, cJSON **out, struct err *e)
 {
 	if (!en->obj)
 		return err_set(e, -EBADMSG, "%s", en->corrupt ? en->corrupt : "corrupt record");
@@ -233,7 +233,7 @@ static int parse_entry(const struct ientry *en, cJSON **out, struct err *e)
 static int d_get(store *st, const struct store_kind *k, const char *ns, const char *name,
                  cJSON **out, struct err *e)
 {
-	struct dstore *s = DS(st);
+	struct dir_store *s = DS(st);
 	char key[PATH_MAX], path[PATH_MAX + 64];
 	int r;
 	*out = NULL;
@@ -242,7 +242,7 @@ static int d_get(store *st, const struct store_kind *k, const char *ns, const ch
 	pthread_mutex_lock(&s->mu);
 	if (dir_live(s)) {
 		dir_catch_up(s, false);
-		struct ientry *en = dir_index_find(s, key);
+		struct index_entry *en = dir_index_find(s, key);
 		r = en ? parse_entry(en, out, e) : dir_not_found(k, name, e);
 		pthread_mutex_unlock(&s->mu);
 		return r;
@@ -325,14 +325,14 @@ static int list_dir(const char *dir, const char *selector, struct objvec *ov, bo
 }
 
 /* The kind's entries in namespace ns (NULL: all) from the index; *rv the index's version. */
-static int list_index(struct dstore *s, const struct store_kind *k, const char *ns,
+static int list_index(struct dir_store *s, const struct store_kind *k, const char *ns,
                       const char *selector, struct objvec *ov, uint64_t *rv, struct err *e)
 {
 	char prefix[PATH_MAX];
 	int r = 0, ki = dir_kind_index(k);
 	size_t plen = (size_t)snprintf(prefix, sizeof(prefix), "%s/%s/", k->plural, ns ? ns : "");
 	dir_catch_up(s, false);
-	for (struct ientry *en = ki >= 0 ? s->kinds[ki] : NULL; en && r == 0; en = en->knext) {
+	for (struct index_entry *en = ki >= 0 ? s->kinds[ki] : NULL; en && r == 0; en = en->knext) {
 		cJSON *obj;
 		if (ns && strncmp(en->key, prefix, plen) != 0)
 			continue;
@@ -346,7 +346,7 @@ static int list_index(struct dstore *s, const struct store_kind *k, const char *
 static int d_list(store *st, const struct store_kind *k, const char *ns, const char *selector,
                   cJSON **items, uint64_t *list_rv, struct err *e)
 {
-	struct dstore *s = DS(st);
+	struct dir_store *s = DS(st);
 	char dir[PATH_MAX];
 	struct objvec ov = {0};
 	uint64_t rv = 0;
@@ -391,7 +391,7 @@ static int d_list(store *st, const struct store_kind *k, const char *ns, const c
  * identity of what was written, so that its own notification is recognised without reading
  * the file. */
 static int write_durable(const char *path, const char *dir, const char *text, size_t len,
-                         struct fident *id, struct err *e)
+                         struct file_identity *id, struct err *e)
 {
 	struct stat st;
 	struct err e2 = {0};
@@ -400,17 +400,18 @@ static int write_durable(const char *path, const char *dir, const char *text, si
 		r = file_write_atomic_reuse(path, text, len, 0644, &st, &e2);
 	if (r < 0)
 		return e ? (*e = e2, r) : r;
-	*id = (struct fident){st.st_ino, st.st_size, st.st_mtim};
+	*id = (struct file_identity){st.st_ino, st.st_size, st.st_mtim};
 	return 0;
 }
 
 /* The stored object now: from the index (after catching up) or from its file. */
-static int current(struct dstore *s, const char *key, const char *path, cJSON **cur, struct err *e)
+static int current(struct dir_store *s, const char *key, const char *path, cJSON **cur,
+                   struct err *e)
 {
 	*cur = NULL;
 	if (s->indexed) {
 		dir_catch_up(s, true);
-		struct ientry *en = dir_index_find(s, key);
+		struct index_entry *en = dir_index_find(s, key);
 		return en ? parse_entry(en, cur, e) : 0;
 	}
 	int r = json_read_file(path, cur, e);
@@ -418,11 +419,11 @@ static int current(struct dstore *s, const char *key, const char *path, cJSON **
 }
 
 /* Stores next (NULL: removes the file) at rv; the event and the index follow. */
-static int commit(struct dstore *s, struct opreq *q, const char *key, const char *path,
+static int commit(struct dir_store *s, struct opreq *q, const char *key, const char *path,
                   const cJSON *cur, cJSON *next, uint64_t rv, struct err *e)
 {
 	char dir[PATH_MAX];
-	struct fident id;
+	struct file_identity id;
 	int r;
 	if (obj_dir(s, q->kind, q->kind->namespaced ? q->ns : NULL, dir, sizeof(dir)) < 0)
 		return err_set(e, -ENAMETOOLONG, "path too long");
@@ -434,7 +435,7 @@ static int commit(struct dstore *s, struct opreq *q, const char *key, const char
 		struct store_blob *b = store_blob_of(last);
 		dir_ring_push(s, STORE_DELETED, q->kind, rv, b); /* NULL: out of memory, no copy */
 		store_blob_put(b);
-		struct ientry *en = dir_index_find(s, key);
+		struct index_entry *en = dir_index_find(s, key);
 		if (en)
 			dir_index_drop(s, en);
 		return 0;
@@ -459,7 +460,7 @@ static int commit(struct dstore *s, struct opreq *q, const char *key, const char
 	return 0;
 }
 
-static int d_write(struct dstore *s, struct opreq *q, struct err *e)
+static int d_write(struct dir_store *s, struct opreq *q, struct err *e)
 {
 	char key[PATH_MAX], path[PATH_MAX + 64];
 	cJSON *cur = NULL, *next = NULL;
@@ -546,7 +547,7 @@ static int d_remove(store *st, const struct store_kind *k, const char *ns, const
 
 static void d_close(store *st)
 {
-	struct dstore *s = DS(st);
+	struct dir_store *s = DS(st);
 	dir_notify_stop(s);
 	dir_ring_free(s);
 	dir_index_free(s);
@@ -576,7 +577,7 @@ static const struct store_ops dir_ops = {
     .close = d_close,
 };
 
-static int take_owner_lock(struct dstore *s, struct err *e)
+static int take_owner_lock(struct dir_store *s, struct err *e)
 {
 	char p[PATH_MAX], pid[32];
 	snprintf(p, sizeof(p), "%s/.lock", s->path);
@@ -626,7 +627,7 @@ static void sweep_temps(const char *dir, int depth)
 
 /* The owner's sweep at open: under the operation lock, which every writer holds for its whole
  * write, a temporary file belongs to no write in progress. */
-static int sweep_unfinished(struct dstore *s, struct err *e)
+static int sweep_unfinished(struct dir_store *s, struct err *e)
 {
 	int fd = dir_oplock(s, LOCK_EX, e);
 	if (fd < 0)
@@ -638,7 +639,7 @@ static int sweep_unfinished(struct dstore *s, struct err *e)
 
 int store_dir_open(const char *path, bool owner, int poll_ms, store **out, struct err *e)
 {
-	struct dstore *s;
+	struct dir_store *s;
 	uint64_t rv;
 	int r;
 

@@ -20,25 +20,25 @@ static size_t hash(const char *k, size_t n)
 	return (size_t)(hash_fnv1a64(k) % n);
 }
 
-struct ientry *dir_index_find(struct dstore *s, const char *key)
+struct index_entry *dir_index_find(struct dir_store *s, const char *key)
 {
 	if (!s->nbuckets)
 		return NULL;
-	for (struct ientry *en = s->buckets[hash(key, s->nbuckets)]; en; en = en->hnext)
+	for (struct index_entry *en = s->buckets[hash(key, s->nbuckets)]; en; en = en->hnext)
 		if (strcmp(en->key, key) == 0)
 			return en;
 	return NULL;
 }
 
 /* Doubles the table when the load passes 1 (amortised O(1) per insert). */
-static void grow(struct dstore *s)
+static void grow(struct dir_store *s)
 {
 	size_t nb = s->nbuckets ? s->nbuckets * 2 : 1024;
-	struct ientry **b = calloc(nb, sizeof(*b));
+	struct index_entry **b = calloc(nb, sizeof(*b));
 	if (!b)
 		return; /* longer chains, still correct */
 	for (size_t i = 0; i < s->nbuckets; i++)
-		for (struct ientry *en = s->buckets[i], *next; en; en = next) {
+		for (struct index_entry *en = s->buckets[i], *next; en; en = next) {
 			next = en->hnext;
 			size_t h = hash(en->key, nb);
 			en->hnext = b[h];
@@ -49,12 +49,12 @@ static void grow(struct dstore *s)
 	s->nbuckets = nb;
 }
 
-static struct ientry *insert(struct dstore *s, const char *key, const struct store_kind *k)
+static struct index_entry *insert(struct dir_store *s, const char *key, const struct store_kind *k)
 {
 	int ki = dir_kind_index(k);
 	if (s->count >= s->nbuckets)
 		grow(s);
-	struct ientry *en = calloc(1, sizeof(*en));
+	struct index_entry *en = calloc(1, sizeof(*en));
 	if (!en || ki < 0 || !s->nbuckets || !(en->key = strdup(key))) {
 		free(en);
 		return NULL;
@@ -72,10 +72,11 @@ static struct ientry *insert(struct dstore *s, const char *key, const struct sto
 	return en;
 }
 
-int dir_index_set(struct dstore *s, const char *key, const struct store_kind *k,
-                  struct store_blob *obj, const char *corrupt, uint64_t rv, const struct fident *id)
+int dir_index_set(struct dir_store *s, const char *key, const struct store_kind *k,
+                  struct store_blob *obj, const char *corrupt, uint64_t rv,
+                  const struct file_identity *id)
 {
-	struct ientry *en = dir_index_find(s, key);
+	struct index_entry *en = dir_index_find(s, key);
 	char *c = NULL;
 	if ((!en && !(en = insert(s, key, k))) || (corrupt && !(c = strdup(corrupt))))
 		return -ENOMEM;
@@ -92,9 +93,9 @@ int dir_index_set(struct dstore *s, const char *key, const struct store_kind *k,
 	return 0;
 }
 
-void dir_index_drop(struct dstore *s, struct ientry *en)
+void dir_index_drop(struct dir_store *s, struct index_entry *en)
 {
-	struct ientry **pp = &s->buckets[hash(en->key, s->nbuckets)];
+	struct index_entry **pp = &s->buckets[hash(en->key, s->nbuckets)];
 	while (*pp && *pp != en)
 		pp = &(*pp)->hnext;
 	if (*pp)
@@ -112,7 +113,7 @@ void dir_index_drop(struct dstore *s, struct ientry *en)
 	free(en);
 }
 
-void dir_index_free(struct dstore *s)
+void dir_index_free(struct dir_store *s)
 {
 	for (size_t i = 0; i < s->nbuckets; i++)
 		while (s->buckets[i])
@@ -124,7 +125,7 @@ void dir_index_free(struct dstore *s)
 
 /* ---- event history ----------------------------------------------------------------------------- */
 
-static void ring_drop_oldest(struct dstore *s)
+static void ring_drop_oldest(struct dir_store *s)
 {
 	struct event *ev = &s->ring[s->first_seq % RING_CAP];
 	int ki = ev->kind ? dir_kind_index(ev->kind) : -1;
@@ -137,7 +138,7 @@ static void ring_drop_oldest(struct dstore *s)
 	s->first_seq++;
 }
 
-void dir_ring_push(struct dstore *s, enum store_event_type t, const struct store_kind *k,
+void dir_ring_push(struct dir_store *s, enum store_event_type t, const struct store_kind *k,
                    uint64_t rv, struct store_blob *obj)
 {
 	size_t len = obj ? obj->len : 0;
@@ -158,7 +159,7 @@ void dir_ring_push(struct dstore *s, enum store_event_type t, const struct store
 		pthread_cond_broadcast(&s->kind_cv[ki]);
 }
 
-void dir_ring_free(struct dstore *s)
+void dir_ring_free(struct dir_store *s)
 {
 	while (s->first_seq < s->next_seq)
 		ring_drop_oldest(s);
@@ -166,7 +167,7 @@ void dir_ring_free(struct dstore *s)
 
 /* ---- refresh from files -------------------------------------------------------------------------- */
 
-int dir_fident(const char *path, struct fident *id)
+int dir_fident(const char *path, struct file_identity *id)
 {
 	struct stat st;
 	if (stat(path, &st) < 0)
@@ -179,7 +180,7 @@ int dir_fident(const char *path, struct fident *id)
 	return 0;
 }
 
-static bool same_ident(const struct fident *a, const struct fident *b)
+static bool same_ident(const struct file_identity *a, const struct file_identity *b)
 {
 	return a->ino == b->ino && a->size == b->size && a->mtime.tv_sec == b->mtime.tv_sec &&
 	       a->mtime.tv_nsec == b->mtime.tv_nsec;
@@ -190,7 +191,7 @@ struct change {
 	enum store_event_type type; /* 0: the file is corrupt (no event) */
 	char *key;
 	const struct store_kind *kind;
-	struct fident id;
+	struct file_identity id;
 	struct store_blob *obj;
 	char *corrupt;
 };
@@ -242,20 +243,21 @@ static int load(const char *path, struct store_blob **obj, uint64_t *rv, char **
 }
 
 /* Compares one file with its entry; a difference becomes a change. */
-bool dir_index_unchanged(struct dstore *s, const char *key)
+bool dir_index_unchanged(struct dir_store *s, const char *key)
 {
 	char path[PATH_MAX + 64];
-	struct fident id;
-	const struct ientry *en = dir_index_find(s, key);
+	struct file_identity id;
+	const struct index_entry *en = dir_index_find(s, key);
 	snprintf(path, sizeof(path), "%s/%s.json", s->path, key);
 	return en && dir_fident(path, &id) == 0 && same_ident(&en->id, &id);
 }
 
-static void probe(struct dstore *s, const struct store_kind *k, const char *key, struct changes *c)
+static void probe(struct dir_store *s, const struct store_kind *k, const char *key,
+                  struct changes *c)
 {
 	char path[PATH_MAX + 64];
-	struct fident id;
-	struct ientry *en = dir_index_find(s, key);
+	struct file_identity id;
+	struct index_entry *en = dir_index_find(s, key);
 	snprintf(path, sizeof(path), "%s/%s.json", s->path, key);
 	int r = dir_fident(path, &id);
 	if (en)
@@ -292,7 +294,7 @@ static void probe(struct dstore *s, const struct store_kind *k, const char *key,
 	    rv, obj ? (en ? STORE_MODIFIED : STORE_ADDED) : 0, strdup(key), k, id, obj, corrupt};
 }
 
-static void scan_dir(struct dstore *s, const struct store_kind *k, const char *prefix,
+static void scan_dir(struct dir_store *s, const struct store_kind *k, const char *prefix,
                      struct changes *c)
 {
 	char dir[PATH_MAX], key[PATH_MAX];
@@ -335,7 +337,7 @@ static const struct store_kind *kind_of_key(const char *key)
 	return NULL;
 }
 
-static void apply(struct dstore *s, struct changes *c, bool emit)
+static void apply(struct dir_store *s, struct changes *c, bool emit)
 {
 	uint64_t now_rv = s->index_rv;
 	bool read_rv = false; /* only a deletion needs it: reading it is eight system calls */
@@ -350,7 +352,7 @@ static void apply(struct dstore *s, struct changes *c, bool emit)
 		qsort(c->v, c->n, sizeof(*c->v), cmp_change);
 	for (size_t i = 0; i < c->n; i++) {
 		struct change *ch = &c->v[i];
-		struct ientry *en = ch->key ? dir_index_find(s, ch->key) : NULL;
+		struct index_entry *en = ch->key ? dir_index_find(s, ch->key) : NULL;
 		if (ch->type == STORE_DELETED && en) {
 			if (en->obj && emit)
 				dir_ring_push(s, STORE_DELETED, ch->kind, ch->rv, en->obj);
@@ -367,18 +369,18 @@ static void apply(struct dstore *s, struct changes *c, bool emit)
 	free(c->v);
 }
 
-void dir_index_refresh(struct dstore *s, const struct store_kind *const *kinds, char *const *keys,
-                       size_t n, bool emit)
+void dir_index_refresh(struct dir_store *s, const struct store_kind *const *kinds,
+                       char *const *keys, size_t n, bool emit)
 {
 	struct changes c = {0};
 	if (!keys) { /* everything: also what vanished */
 		for (size_t i = 0; i < s->nbuckets; i++)
-			for (struct ientry *en = s->buckets[i]; en; en = en->hnext)
+			for (struct index_entry *en = s->buckets[i]; en; en = en->hnext)
 				en->seen = false;
 		for (const struct store_kind *const *k = kinds; *k; k++)
 			scan_dir(s, *k, (*k)->plural, &c);
 		for (size_t i = 0; i < s->nbuckets; i++)
-			for (struct ientry *en = s->buckets[i]; en; en = en->hnext) {
+			for (struct index_entry *en = s->buckets[i]; en; en = en->hnext) {
 				struct change *ch;
 				if (!en->seen && (ch = add_change(&c))) {
 					ch->type = STORE_DELETED;

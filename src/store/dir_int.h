@@ -3,7 +3,7 @@
  *   dir_index.c  the in-memory index (one entry per object: its text, a store_blob shared by reference),
  *                the bounded event history, and bringing the index up to date with files;
  *   dir_watch.c  change notification (inotify) from other processes, its thread, and watches.
- * Everything in struct dstore below `mu` is protected by it. */
+ * Everything in struct dir_store below `mu` is protected by it. */
 #ifndef PILLAR_STORE_DIR_INT_H
 #define PILLAR_STORE_DIR_INT_H
 
@@ -23,22 +23,22 @@
 #define MAX_KINDS  16
 
 /* What identifies the file content an entry was read from (a changed file changes one). */
-struct fident {
+struct file_identity {
 	ino_t ino;
 	off_t size;
 	struct timespec mtime;
 };
 
-struct ientry {
-	struct ientry *hnext;         /* hash chain */
-	struct ientry *kprev, *knext; /* the kind's list */
-	char *key;                    /* plural/name or plural/ns/name */
+struct index_entry {
+	struct index_entry *hnext;         /* hash chain */
+	struct index_entry *kprev, *knext; /* the kind's list */
+	char *key;                         /* plural/name or plural/ns/name */
 	const struct store_kind *kind;
 	unsigned kidx;
 	struct store_blob *obj; /* NULL when the file is corrupt */
 	char *corrupt;          /* the error naming the file, when it is */
 	uint64_t rv;
-	struct fident id;
+	struct file_identity id;
 	bool seen; /* mark during a full rescan */
 };
 
@@ -56,7 +56,7 @@ struct wdir { /* an inotify watch: a kind directory or a namespace directory und
 	char *prefix; /* plural or plural/ns: the key prefix of files there */
 };
 
-struct dstore {
+struct dir_store {
 	store base;
 	char *path;
 	int owner_fd;
@@ -68,9 +68,9 @@ struct dstore {
 	    kind_cv[MAX_KINDS]; /* a new event of the kind (watches wait on their kind's) */
 	bool indexed;
 	/* index */
-	struct ientry **buckets;
+	struct index_entry **buckets;
 	size_t nbuckets, count;
-	struct ientry *kinds[MAX_KINDS];
+	struct index_entry *kinds[MAX_KINDS];
 	uint64_t index_rv; /* the highest version the index reflects */
 	/* event history: ring[seq % RING_CAP] for seq in [first_seq, next_seq) */
 	struct event ring[RING_CAP];
@@ -87,9 +87,9 @@ struct dstore {
 	int watchers;
 };
 
-struct dwatch {
+struct dir_store_watch {
 	store_watch base;
-	struct dstore *s;
+	struct dir_store *s;
 	const struct store_kind *kind;
 	uint64_t next_seq;
 	struct store_blob **initial; /* delivered first as ADDED */
@@ -97,7 +97,7 @@ struct dwatch {
 	bool closed;
 };
 
-#define DS(s) ((struct dstore *)(s))
+#define DS(s) ((struct dir_store *)(s))
 
 /* dir_plan.c: the object an operation stores, from the request and the stored object. */
 enum dir_op { OP_CREATE, OP_UPDATE, OP_STATUS, OP_DELETE };
@@ -117,27 +117,27 @@ int dir_not_found(const struct store_kind *k, const char *name, struct err *e);
 void dir_meta_set_rv(cJSON *obj, uint64_t rv);
 
 /* dir.c */
-int dir_rv_last(struct dstore *s, uint64_t *rv, struct err *e); /* the last issued version */
-int dir_oplock(struct dstore *s, int how, struct err *e);
+int dir_rv_last(struct dir_store *s, uint64_t *rv, struct err *e); /* the last issued version */
+int dir_oplock(struct dir_store *s, int how, struct err *e);
 void dir_opunlock(int fd);
 int dir_kind_index(const struct store_kind *k);
 
 /* dir_index.c (with mu held) */
-struct ientry *dir_index_find(struct dstore *s, const char *key);
+struct index_entry *dir_index_find(struct dir_store *s, const char *key);
 /* Sets key's entry (creating it) to obj/corrupt at rv; takes a reference on obj. */
-int dir_index_set(struct dstore *s, const char *key, const struct store_kind *k,
+int dir_index_set(struct dir_store *s, const char *key, const struct store_kind *k,
                   struct store_blob *obj, const char *corrupt, uint64_t rv,
-                  const struct fident *id);
-void dir_index_drop(struct dstore *s, struct ientry *en);
-void dir_index_free(struct dstore *s);
+                  const struct file_identity *id);
+void dir_index_drop(struct dir_store *s, struct index_entry *en);
+void dir_index_free(struct dir_store *s);
 /* Appends an event (takes a reference on obj), dropping the oldest beyond the bounds. */
-void dir_ring_push(struct dstore *s, enum store_event_type t, const struct store_kind *k,
+void dir_ring_push(struct dir_store *s, enum store_event_type t, const struct store_kind *k,
                    uint64_t rv, struct store_blob *obj);
-void dir_ring_free(struct dstore *s);
+void dir_ring_free(struct dir_store *s);
 /* Compares the files named by keys (NULL, n 0: every file of kinds) with the index and applies
  * the differences, as events in resourceVersion order when emit.  Needs the operation lock. */
 /* The index answers for this process (built, and told of other processes' changes). */
-bool dir_live(struct dstore *s);
+bool dir_live(struct dir_store *s);
 /* store_ops list_each and list_each_skip (dir_list.c). */
 int dir_list_each(store *st, const struct store_kind *k, const char *ns, const char *selector,
                   store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
@@ -145,19 +145,19 @@ int dir_list_each_skip(store *st, const struct store_kind *k, const char *ns, co
                        store_skip_fn skip, store_each_fn fn, void *arg, uint64_t *list_rv,
                        struct err *e);
 /* True when key's file is the one the index holds (its identity unchanged; s->mu held). */
-bool dir_index_unchanged(struct dstore *s, const char *key);
-void dir_index_refresh(struct dstore *s, const struct store_kind *const *kinds, char *const *keys,
-                       size_t n, bool emit);
+bool dir_index_unchanged(struct dir_store *s, const char *key);
+void dir_index_refresh(struct dir_store *s, const struct store_kind *const *kinds,
+                       char *const *keys, size_t n, bool emit);
 /* The file identity of path (0 / -errno). */
-int dir_fident(const char *path, struct fident *id);
+int dir_fident(const char *path, struct file_identity *id);
 
 /* dir_watch.c */
 /* Builds the index and starts change notification (mu held).  0 or a negative errno. */
-int dir_index_start(struct dstore *s, struct err *e);
+int dir_index_start(struct dir_store *s, struct err *e);
 /* Applies the changes other processes made so far (mu held; takes the operation lock shared
  * unless lock_held). */
-void dir_catch_up(struct dstore *s, bool lock_held);
-void dir_notify_stop(struct dstore *s);
+void dir_catch_up(struct dir_store *s, bool lock_held);
+void dir_notify_stop(struct dir_store *s);
 int dir_watch(store *st, const struct store_kind *k, uint64_t from_rv, store_watch **out,
               struct err *e);
 int dir_watch_next(store_watch *w, int timeout_ms, enum store_event_type *type, cJSON **obj,

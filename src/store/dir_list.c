@@ -39,8 +39,8 @@ static void refs_free(struct ref *v, size_t n)
 
 /* References to the kind's objects in ns (NULL: all), with mu held; an error names a corrupt
  * file, as the list would. */
-static int refs_of(struct dstore *s, const struct store_kind *k, const char *ns, struct ref **out,
-                   size_t *n, struct err *e)
+static int refs_of(struct dir_store *s, const struct store_kind *k, const char *ns,
+                   struct ref **out, size_t *n, struct err *e)
 {
 	char prefix[PATH_MAX];
 	int ki = dir_kind_index(k);
@@ -49,7 +49,7 @@ static int refs_of(struct dstore *s, const struct store_kind *k, const char *ns,
 	struct ref *v = NULL;
 	dir_catch_up(s, false);
 	*n = 0;
-	for (struct ientry *en = ki >= 0 ? s->kinds[ki] : NULL; en; en = en->knext) {
+	for (struct index_entry *en = ki >= 0 ? s->kinds[ki] : NULL; en; en = en->knext) {
 		if (ns && strncmp(en->key, prefix, plen) != 0)
 			continue;
 		if (!en->obj) {
@@ -98,7 +98,7 @@ static bool asked_skip(const struct store_kind *k, const struct ref *r, store_sk
 static int d_walk(store *st, const struct store_kind *k, const char *ns, const char *selector,
                   store_skip_fn skip, store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
 {
-	struct dstore *s = DS(st);
+	struct dir_store *s = DS(st);
 	struct ref *v = NULL;
 	size_t n = 0;
 	uint64_t rv;
@@ -133,16 +133,16 @@ static int d_walk(store *st, const struct store_kind *k, const char *ns, const c
 }
 
 int dir_list_each(store *st, const struct store_kind *k, const char *ns, const char *selector,
-                       store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+                  store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
 {
 	return d_walk(st, k, ns, selector, NULL, fn, arg, list_rv, e);
 }
 
 /* store_list_each_skip as the caches answer it: skip is asked about every object (before the
  * selector), and only the objects it does not skip are parsed. */
-int dir_list_each_skip(store *st, const struct store_kind *k, const char *ns,
-                            const char *selector, store_skip_fn skip, store_each_fn fn, void *arg,
-                            uint64_t *list_rv, struct err *e)
+int dir_list_each_skip(store *st, const struct store_kind *k, const char *ns, const char *selector,
+                       store_skip_fn skip, store_each_fn fn, void *arg, uint64_t *list_rv,
+                       struct err *e)
 {
 	return d_walk(st, k, ns, selector, skip, fn, arg, list_rv, e);
 }

@@ -32,7 +32,7 @@
 
 /* ---- inotify watches ------------------------------------------------------------------------- */
 
-static int add_wdir(struct dstore *s, const struct store_kind *k, const char *prefix)
+static int add_wdir(struct dir_store *s, const struct store_kind *k, const char *prefix)
 {
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s/%s", s->path, prefix);
@@ -57,7 +57,7 @@ static int add_wdir(struct dstore *s, const struct store_kind *k, const char *pr
 	return 0;
 }
 
-static struct wdir *find_wdir(struct dstore *s, int wd)
+static struct wdir *find_wdir(struct dir_store *s, int wd)
 {
 	for (size_t i = 0; i < s->nwds; i++)
 		if (s->wds[i].wd == wd)
@@ -65,14 +65,14 @@ static struct wdir *find_wdir(struct dstore *s, int wd)
 	return NULL;
 }
 
-static void drop_wdir(struct dstore *s, struct wdir *w)
+static void drop_wdir(struct dir_store *s, struct wdir *w)
 {
 	free(w->prefix);
 	*w = s->wds[--s->nwds];
 }
 
 /* Watches every kind directory (created here) and the namespace directories that exist. */
-static int watch_all(struct dstore *s)
+static int watch_all(struct dir_store *s)
 {
 	char dir[PATH_MAX];
 	int r = 0;
@@ -134,7 +134,7 @@ static void keyset_free(struct keyset *ks)
 }
 
 /* A namespace directory appeared: watch it, then look at what it already holds. */
-static void new_ns_dir(struct dstore *s, const struct store_kind *k, const char *prefix,
+static void new_ns_dir(struct dir_store *s, const struct store_kind *k, const char *prefix,
                        struct keyset *ks)
 {
 	char dir[PATH_MAX + 256];
@@ -154,7 +154,7 @@ static void new_ns_dir(struct dstore *s, const struct store_kind *k, const char 
 		closedir(d);
 }
 
-static void one_event(struct dstore *s, const struct inotify_event *ev, struct keyset *ks)
+static void one_event(struct dir_store *s, const struct inotify_event *ev, struct keyset *ks)
 {
 	struct wdir *w = find_wdir(s, ev->wd);
 	if (ev->mask & IN_Q_OVERFLOW) {
@@ -185,7 +185,7 @@ static void one_event(struct dstore *s, const struct inotify_event *ev, struct k
 }
 
 /* Reads every pending notification (the fd is non-blocking). */
-static void drain(struct dstore *s, struct keyset *ks)
+static void drain(struct dir_store *s, struct keyset *ks)
 {
 	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
 	for (;;) {
@@ -209,7 +209,7 @@ static int cmp_key(const void *a, const void *b)
 
 /* True when every file of ks is the one the index holds (s->mu held): this process's own
  * writes come back as notifications, and need neither the operation lock nor a read. */
-static bool all_unchanged(struct dstore *s, const struct keyset *ks)
+static bool all_unchanged(struct dir_store *s, const struct keyset *ks)
 {
 	if (ks->overflow)
 		return false;
@@ -219,7 +219,7 @@ static bool all_unchanged(struct dstore *s, const struct keyset *ks)
 	return true;
 }
 
-void dir_catch_up(struct dstore *s, bool lock_held)
+void dir_catch_up(struct dir_store *s, bool lock_held)
 {
 	struct keyset ks = {0};
 	if (!s->indexed)
@@ -253,7 +253,7 @@ void dir_catch_up(struct dstore *s, bool lock_held)
 
 /* ---- the index's start, its thread and its end ----------------------------------------------- */
 
-int dir_index_start(struct dstore *s, struct err *e)
+int dir_index_start(struct dir_store *s, struct err *e)
 {
 	if (s->indexed)
 		return 0;
@@ -278,7 +278,7 @@ int dir_index_start(struct dstore *s, struct err *e)
 
 static void *notify_main(void *arg)
 {
-	struct dstore *s = arg;
+	struct dir_store *s = arg;
 	pthread_mutex_lock(&s->mu);
 	while (!s->stopping) {
 		struct pollfd p[2] = {{.fd = s->wake_fd, .events = POLLIN},
@@ -294,7 +294,7 @@ static void *notify_main(void *arg)
 	return NULL;
 }
 
-static int start_thread_locked(struct dstore *s)
+static int start_thread_locked(struct dir_store *s)
 {
 	if (s->thread_running)
 		return 0;
@@ -306,7 +306,7 @@ static int start_thread_locked(struct dstore *s)
 	return 0;
 }
 
-void dir_notify_stop(struct dstore *s)
+void dir_notify_stop(struct dir_store *s)
 {
 	pthread_mutex_lock(&s->mu);
 	s->stopping = true;
@@ -332,22 +332,22 @@ void dir_notify_stop(struct dstore *s)
 
 /* ---- watches ----------------------------------------------------------------------------------- */
 
-static int initial_of(struct dstore *s, struct dwatch *w, const struct store_kind *k)
+static int initial_of(struct dir_store *s, struct dir_store_watch *w, const struct store_kind *k)
 {
 	int ki = dir_kind_index(k);
 	size_t n = 0;
-	for (struct ientry *en = ki >= 0 ? s->kinds[ki] : NULL; en; en = en->knext)
+	for (struct index_entry *en = ki >= 0 ? s->kinds[ki] : NULL; en; en = en->knext)
 		n += en->obj != NULL;
 	w->initial = calloc(n ? n : 1, sizeof(*w->initial));
 	if (!w->initial)
 		return -ENOMEM;
-	for (struct ientry *en = ki >= 0 ? s->kinds[ki] : NULL; en; en = en->knext)
+	for (struct index_entry *en = ki >= 0 ? s->kinds[ki] : NULL; en; en = en->knext)
 		if (en->obj)
 			w->initial[w->n_initial++] = store_blob_ref(en->obj);
 	return 0;
 }
 
-static void watch_free(struct dwatch *w)
+static void watch_free(struct dir_store_watch *w)
 {
 	for (size_t i = 0; i < w->n_initial; i++)
 		store_blob_put(w->initial[i]);
@@ -358,8 +358,8 @@ static void watch_free(struct dwatch *w)
 int dir_watch(store *st, const struct store_kind *k, uint64_t from_rv, store_watch **out,
               struct err *e)
 {
-	struct dstore *s = DS(st);
-	struct dwatch *w = calloc(1, sizeof(*w));
+	struct dir_store *s = DS(st);
+	struct dir_store_watch *w = calloc(1, sizeof(*w));
 	int r = 0;
 
 	*out = NULL;
@@ -403,8 +403,8 @@ int dir_watch(store *st, const struct store_kind *k, uint64_t from_rv, store_wat
 int dir_watch_next(store_watch *bw, int timeout_ms, enum store_event_type *type, cJSON **obj,
                    struct err *e)
 {
-	struct dwatch *w = (struct dwatch *)bw;
-	struct dstore *s = w->s;
+	struct dir_store_watch *w = (struct dir_store_watch *)bw;
+	struct dir_store *s = w->s;
 	struct timespec ts = time_after(CLOCK_REALTIME, timeout_ms);
 	int r = 0, ki = dir_kind_index(w->kind);
 
@@ -452,8 +452,8 @@ int dir_watch_next(store_watch *bw, int timeout_ms, enum store_event_type *type,
 
 void dir_watch_close(store_watch *bw)
 {
-	struct dwatch *w = (struct dwatch *)bw;
-	struct dstore *s = w->s;
+	struct dir_store_watch *w = (struct dir_store_watch *)bw;
+	struct dir_store *s = w->s;
 	pthread_mutex_lock(&s->mu);
 	s->watchers--;
 	watch_free(w);

@@ -17,7 +17,7 @@
 #define WATCH_SECS      300
 #define UPDATE_ATTEMPTS 5 /* unconditional updates: get, put, retry on Conflict */
 
-struct kstore {
+struct kube_store {
 	store base;
 	struct kube_client *kc;
 	int page, watch_secs;
@@ -25,14 +25,14 @@ struct kstore {
 
 /* ---- errors ---------------------------------------------------------------------------------- */
 
-int kstore_fail(int rc, const struct kube_status *st, struct err *e)
+int kube_store_fail(int rc, const struct kube_status *st, struct err *e)
 {
 	if (rc == -ERANGE || st->kind == KUBE_GONE || st->kind == KUBE_EXPIRED)
 		rc = STORE_EXPIRED;
 	return err_set(e, rc, "%s", st->message[0] ? st->message : kube_reason_name(st->kind));
 }
 
-void kstore_resource(const struct store_kind *k, struct kstore_res *out)
+void kube_store_resource(const struct store_kind *k, struct kube_store_res *out)
 {
 	const char *slash = strchr(k->api_version, '/');
 	memset(out, 0, sizeof(*out));
@@ -66,16 +66,16 @@ static int check_target(const struct store_kind *k, const char *ns, const char *
 
 /* check_target, then the kind's REST address into res. */
 static int target(const struct store_kind *k, const char *ns, const char *name,
-                  struct kstore_res *res, struct err *e)
+                  struct kube_store_res *res, struct err *e)
 {
 	if (check_target(k, ns, name, e) < 0)
 		return STORE_INVALID;
-	kstore_resource(k, res);
+	kube_store_resource(k, res);
 	return 0;
 }
 
 /* Items of a list answer lack apiVersion and kind for built-in kinds: give them back. */
-void kstore_typed(cJSON *obj, const struct store_kind *k)
+void kube_store_typed(cJSON *obj, const struct store_kind *k)
 {
 	if (!cJSON_GetObjectItemCaseSensitive(obj, "kind"))
 		cJSON_AddStringToObject(obj, "kind", k->kind);
@@ -88,15 +88,15 @@ void kstore_typed(cJSON *obj, const struct store_kind *k)
 static int k_get(store *st, const struct store_kind *k, const char *ns, const char *name,
                  cJSON **out, struct err *e)
 {
-	struct kstore_res res;
+	struct kube_store_res res;
 	struct kube_status ks;
 	*out = NULL;
 	if (target(k, ns, name, &res, e) < 0)
 		return STORE_INVALID;
-	int rc = kube_get(((struct kstore *)st)->kc, &res.r, ns, name, out, &ks);
+	int rc = kube_get(((struct kube_store *)st)->kc, &res.r, ns, name, out, &ks);
 	if (rc < 0)
-		return kstore_fail(rc, &ks, e);
-	kstore_typed(*out, k);
+		return kube_store_fail(rc, &ks, e);
+	kube_store_typed(*out, k);
 	return 0;
 }
 
@@ -113,7 +113,7 @@ static int take_page(cJSON *page, const struct store_kind *k, cJSON *arr, uint64
 	if (cJSON_IsString(v))
 		*rv = strtoull(v->valuestring, NULL, 10);
 	while (items && (it = cJSON_DetachItemViaPointer(items, items->child)) != NULL) {
-		kstore_typed(it, k);
+		kube_store_typed(it, k);
 		cJSON_AddItemToArray(arr, it);
 	}
 	cJSON_Delete(items);
@@ -122,14 +122,14 @@ static int take_page(cJSON *page, const struct store_kind *k, cJSON *arr, uint64
 
 /* Every page of a list; a continue token that expired restarts the list (as client-go's
  * pager falls back to a full list). */
-static int list_pages(struct kstore *s, const struct store_kind *k, const char *ns,
+static int list_pages(struct kube_store *s, const struct store_kind *k, const char *ns,
                       const char *selector, cJSON **out, uint64_t *rv, struct err *e)
 {
-	struct kstore_res res;
+	struct kube_store_res res;
 	struct kube_status ks;
 	char cont[4096] = "";
 	int restarts = 0;
-	kstore_resource(k, &res);
+	kube_store_resource(k, &res);
 	*out = cJSON_CreateArray();
 	if (!*out)
 		return err_set(e, -ENOMEM, "out of memory");
@@ -151,7 +151,7 @@ static int list_pages(struct kstore *s, const struct store_kind *k, const char *
 		if (rc < 0) {
 			cJSON_Delete(*out);
 			*out = NULL;
-			return kstore_fail(rc, &ks, e);
+			return kube_store_fail(rc, &ks, e);
 		}
 		take_page(page, k, *out, rv, cont, sizeof(cont));
 		cJSON_Delete(page);
@@ -170,7 +170,7 @@ static int k_list(store *st, const struct store_kind *k, const char *ns, const c
 	/* the selector is checked here, with the dir store's rules and messages */
 	if (selector && store_selector_match(selector, NULL, e) < 0)
 		return STORE_INVALID;
-	int rc = list_pages((struct kstore *)st, k, ns, selector, items, &rv, e);
+	int rc = list_pages((struct kube_store *)st, k, ns, selector, items, &rv, e);
 	if (rc == 0 && list_rv)
 		*list_rv = rv;
 	return rc;
@@ -193,10 +193,10 @@ static int write_target(const cJSON *obj, const struct store_kind **k, const cha
 
 static int k_create(store *st, const cJSON *obj, cJSON **out, struct err *e)
 {
-	struct kstore *s = (struct kstore *)st;
+	struct kube_store *s = (struct kube_store *)st;
 	const struct store_kind *k;
 	const char *ns, *name;
-	struct kstore_res res;
+	struct kube_store_res res;
 	struct kube_status ks;
 	cJSON *got = NULL;
 	if (out)
@@ -208,11 +208,11 @@ static int k_create(store *st, const cJSON *obj, cJSON **out, struct err *e)
 		    e, STORE_INVALID,
 		    "%s \"%s\": resourceVersion should not be set on objects to be created",
 		    k->plural, name);
-	kstore_resource(k, &res);
+	kube_store_resource(k, &res);
 	int rc = kube_create(s->kc, &res.r, ns, obj, &got, &ks);
 	if (rc < 0)
-		return kstore_fail(rc, &ks, e);
-	kstore_typed(got, k);
+		return kube_store_fail(rc, &ks, e);
+	kube_store_typed(got, k);
 	if (out)
 		*out = got;
 	else
@@ -223,11 +223,11 @@ static int k_create(store *st, const cJSON *obj, cJSON **out, struct err *e)
 /* PUT of obj (status: to the status subresource).  Without metadata.resourceVersion the
  * update is unconditional, as in the dir store: the current version is read and the PUT
  * retried on Conflict. */
-static int put(struct kstore *s, const cJSON *obj, bool status, cJSON **out, struct err *e)
+static int put(struct kube_store *s, const cJSON *obj, bool status, cJSON **out, struct err *e)
 {
 	const struct store_kind *k;
 	const char *ns, *name;
-	struct kstore_res res;
+	struct kube_store_res res;
 	struct kube_status ks;
 	cJSON *got = NULL;
 	int rc;
@@ -235,13 +235,13 @@ static int put(struct kstore *s, const cJSON *obj, bool status, cJSON **out, str
 		*out = NULL;
 	if (write_target(obj, &k, &ns, &name, e) < 0)
 		return STORE_INVALID;
-	kstore_resource(k, &res);
+	kube_store_resource(k, &res);
 	bool pinned = store_meta_str(obj, "resourceVersion") != NULL;
 	for (int attempt = 0;; attempt++) {
 		cJSON *send = (cJSON *)obj, *cur = NULL;
 		if (!pinned) {
 			if ((rc = kube_get(s->kc, &res.r, ns, name, &cur, &ks)) < 0)
-				return kstore_fail(rc, &ks, e);
+				return kube_store_fail(rc, &ks, e);
 			send = cJSON_Duplicate(obj, 1);
 			cJSON *md =
 			    send ? cJSON_GetObjectItemCaseSensitive(send, "metadata") : NULL;
@@ -261,10 +261,10 @@ static int put(struct kstore *s, const cJSON *obj, bool status, cJSON **out, str
 		if (rc == STORE_CONFLICT && !pinned && attempt + 1 < UPDATE_ATTEMPTS)
 			continue;
 		if (rc < 0)
-			return kstore_fail(rc, &ks, e);
+			return kube_store_fail(rc, &ks, e);
 		break;
 	}
-	kstore_typed(got, k);
+	kube_store_typed(got, k);
 	if (out)
 		*out = got;
 	else
@@ -274,28 +274,28 @@ static int put(struct kstore *s, const cJSON *obj, bool status, cJSON **out, str
 
 static int k_update(store *st, const cJSON *obj, cJSON **out, struct err *e)
 {
-	return put((struct kstore *)st, obj, false, out, e);
+	return put((struct kube_store *)st, obj, false, out, e);
 }
 
 static int k_update_status(store *st, const cJSON *obj, cJSON **out, struct err *e)
 {
-	return put((struct kstore *)st, obj, true, out, e);
+	return put((struct kube_store *)st, obj, true, out, e);
 }
 
 static int k_remove(store *st, const struct store_kind *k, const char *ns, const char *name,
                     const char *uid, const char *rv, struct err *e)
 {
-	struct kstore_res res;
+	struct kube_store_res res;
 	struct kube_status ks;
 	if (target(k, ns, name, &res, e) < 0)
 		return STORE_INVALID;
-	int rc = kube_delete(((struct kstore *)st)->kc, &res.r, ns, name, uid, rv, NULL, &ks);
-	return rc < 0 ? kstore_fail(rc, &ks, e) : 0;
+	int rc = kube_delete(((struct kube_store *)st)->kc, &res.r, ns, name, uid, rv, NULL, &ks);
+	return rc < 0 ? kube_store_fail(rc, &ks, e) : 0;
 }
 
 static void k_close(store *st)
 {
-	struct kstore *s = (struct kstore *)st;
+	struct kube_store *s = (struct kube_store *)st;
 	kube_client_free(s->kc);
 	free(s);
 }
@@ -307,23 +307,23 @@ static const struct store_ops kube_ops = {
     .update = k_update,
     .update_status = k_update_status,
     .remove = k_remove,
-    .watch = kstore_watch,
-    .watch_next = kstore_watch_next,
-    .watch_close = kstore_watch_close,
+    .watch = kube_store_watch,
+    .watch_next = kube_store_watch_next,
+    .watch_close = kube_store_watch_close,
     .close = k_close,
 };
 
-struct kube_client *kstore_client(store *st, int *watch_secs)
+struct kube_client *kube_store_client(store *st, int *watch_secs)
 {
-	*watch_secs = ((struct kstore *)st)->watch_secs;
-	return ((struct kstore *)st)->kc;
+	*watch_secs = ((struct kube_store *)st)->watch_secs;
+	return ((struct kube_store *)st)->kc;
 }
 
 int store_kube_open(const struct store_open_opts *o, store **out, struct err *e)
 {
 	struct kube_config *cfg = NULL;
 	struct kube_client_opts ko;
-	struct kstore *s;
+	struct kube_store *s;
 	int rc;
 	*out = NULL;
 	if ((rc = kube_config_load(&cfg, o ? o->kubeconfig : NULL, e)) < 0) {
@@ -362,5 +362,5 @@ bool store_is_kube(const store *st)
 
 struct kube_client *store_kube_client(store *st)
 {
-	return store_is_kube(st) ? ((struct kstore *)st)->kc : NULL;
+	return store_is_kube(st) ? ((struct kube_store *)st)->kc : NULL;
 }

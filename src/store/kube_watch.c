@@ -19,11 +19,11 @@
 /* a stream whose answer did not come within this long is given up (the request timeout) */
 #define OPEN_TIMEOUT_MS 30000LL
 
-struct kwatch {
+struct kube_store_watcher {
 	store_watch base;
 	struct kube_client *kc;
 	const struct store_kind *k;
-	struct kstore_res res;
+	struct kube_store_res res;
 	char rv[32];
 	int watch_secs;
 	cJSON *pending; /* listed objects not yet delivered (from version 0) */
@@ -37,14 +37,14 @@ struct kwatch {
 
 /* Starts a stream from x->rv without waiting for its answer (step() awaits it in slices of the
  * caller's timeout, and close can cancel it meanwhile). */
-static int reopen(struct kwatch *x, struct err *e)
+static int reopen(struct kube_store_watcher *x, struct err *e)
 {
 	struct kube_list_opts lo = {.resource_version = x->rv};
 	struct kube_status ks;
 	struct kube_watch *w = NULL;
 	int rc = kube_watch_start(x->kc, &x->res.r, NULL, &lo, x->watch_secs, &w, &ks);
 	if (rc < 0)
-		return kstore_fail(rc, &ks, e);
+		return kube_store_fail(rc, &ks, e);
 	pthread_mutex_lock(&x->mu);
 	if (x->closed) {
 		pthread_mutex_unlock(&x->mu);
@@ -58,7 +58,7 @@ static int reopen(struct kwatch *x, struct err *e)
 	return 0;
 }
 
-static void drop_stream(struct kwatch *x)
+static void drop_stream(struct kube_store_watcher *x)
 {
 	pthread_mutex_lock(&x->mu);
 	struct kube_watch *w = x->w;
@@ -67,18 +67,18 @@ static void drop_stream(struct kwatch *x)
 	kube_watch_free(w);
 }
 
-int kstore_watch(store *st, const struct store_kind *k, uint64_t from_rv, store_watch **out,
-                 struct err *e)
+int kube_store_watch(store *st, const struct store_kind *k, uint64_t from_rv, store_watch **out,
+                     struct err *e)
 {
-	struct kwatch *x = calloc(1, sizeof(*x));
+	struct kube_store_watcher *x = calloc(1, sizeof(*x));
 	int rc;
 	*out = NULL;
 	if (!x)
 		return err_set(e, -ENOMEM, "out of memory");
 	x->base.ops = st->ops;
-	x->kc = kstore_client(st, &x->watch_secs);
+	x->kc = kube_store_client(st, &x->watch_secs);
 	x->k = k;
-	kstore_resource(k, &x->res);
+	kube_store_resource(k, &x->res);
 	pthread_mutex_init(&x->mu, NULL);
 	pthread_cond_init(&x->cv, NULL);
 	if (from_rv == 0) {
@@ -93,7 +93,7 @@ int kstore_watch(store *st, const struct store_kind *k, uint64_t from_rv, store_
 	*out = &x->base;
 	return 0;
 fail:
-	kstore_watch_close(&x->base);
+	kube_store_watch_close(&x->base);
 	return rc;
 }
 
@@ -104,7 +104,7 @@ static enum store_event_type store_type(enum kube_event_type t)
 
 /* Waits up to wait_ms for the answer of a started stream: 2 when it is open, 0 when it has not
  * answered yet, or a negative code (the stream is dropped; STORE_EXPIRED for 410). */
-static int await_answer(struct kwatch *x, int64_t wait_ms, struct err *e)
+static int await_answer(struct kube_store_watcher *x, int64_t wait_ms, struct err *e)
 {
 	struct kube_status ks;
 	int rc = kube_watch_ready(x->w, wait_ms > 0 ? wait_ms : 1, &ks);
@@ -121,13 +121,13 @@ static int await_answer(struct kwatch *x, int64_t wait_ms, struct err *e)
 		               OPEN_TIMEOUT_MS);
 	if (rc == -ECANCELED)
 		return err_set(e, -ECANCELED, "watch closed");
-	return kstore_fail(rc, &ks, e);
+	return kube_store_fail(rc, &ks, e);
 }
 
 /* One step: 1 with an event, 0 when nothing arrived within wait_ms, 2 to go on (bookmark,
  * stream reopened), or a negative code. */
-static int step(struct kwatch *x, int64_t wait_ms, enum store_event_type *type, cJSON **obj,
-                struct err *e)
+static int step(struct kube_store_watcher *x, int64_t wait_ms, enum store_event_type *type,
+                cJSON **obj, struct err *e)
 {
 	enum kube_event_type t;
 	struct kube_status ks;
@@ -146,7 +146,7 @@ static int step(struct kwatch *x, int64_t wait_ms, enum store_event_type *type, 
 			cJSON_Delete(o);
 			return 2;
 		}
-		kstore_typed(o, x->k);
+		kube_store_typed(o, x->k);
 		*type = store_type(t);
 		*obj = o;
 		return 1;
@@ -157,14 +157,14 @@ static int step(struct kwatch *x, int64_t wait_ms, enum store_event_type *type, 
 	if (rc == -ECANCELED)
 		return err_set(e, -ECANCELED, "watch closed");
 	if (rc < 0 && (rc == -ERANGE || ks.kind == KUBE_EXPIRED || ks.kind == KUBE_GONE))
-		return kstore_fail(rc, &ks, e);
+		return kube_store_fail(rc, &ks, e);
 	/* the stream ended (timeoutSeconds), fell silent or broke: resume from x->rv */
 	drop_stream(x);
 	return reopen(x, e) < 0 ? e->code : 2;
 }
 
-static int next_event(struct kwatch *x, int timeout_ms, enum store_event_type *type, cJSON **obj,
-                      struct err *e)
+static int next_event(struct kube_store_watcher *x, int timeout_ms, enum store_event_type *type,
+                      cJSON **obj, struct err *e)
 {
 	int64_t deadline = time_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	if (x->pending && x->pending->child) {
@@ -181,10 +181,10 @@ static int next_event(struct kwatch *x, int timeout_ms, enum store_event_type *t
 	}
 }
 
-int kstore_watch_next(store_watch *w, int timeout_ms, enum store_event_type *type, cJSON **obj,
-                      struct err *e)
+int kube_store_watch_next(store_watch *w, int timeout_ms, enum store_event_type *type, cJSON **obj,
+                          struct err *e)
 {
-	struct kwatch *x = (struct kwatch *)w;
+	struct kube_store_watcher *x = (struct kube_store_watcher *)w;
 	struct err local = {0};
 	*obj = NULL;
 	if (!e)
@@ -204,9 +204,9 @@ int kstore_watch_next(store_watch *w, int timeout_ms, enum store_event_type *typ
 	return rc;
 }
 
-void kstore_watch_close(store_watch *w)
+void kube_store_watch_close(store_watch *w)
 {
-	struct kwatch *x = (struct kwatch *)w;
+	struct kube_store_watcher *x = (struct kube_store_watcher *)w;
 	pthread_mutex_lock(&x->mu);
 	x->closed = true;
 	if (x->w)
