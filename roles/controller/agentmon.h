@@ -1,5 +1,5 @@
-/* agentmon — notices an agent restart, a storage-node reboot or an outage within a second
- * (issue 14), instead of at the next periodic PillarAgent pass.
+/* agentmon — notices an agent restart, a storage-node reboot or an outage within a second,
+ * not only at the next periodic PillarAgent pass.
  *
  * One thread looks at every known agent each AGENTMON_TICK_MS.  A serving agent whose connection
  * is still the one of its last probe (agentclient_conn_id; a restart drops it) costs nothing

@@ -176,8 +176,8 @@ static int start(const struct opts *o, struct running *x, struct err *e)
 		return -1;
 	/* reconcilers read from watch-fed caches; CSI handlers read through (store.h).  The
 	 * embedded store needs none: it answers get, list and watch from its own index in memory,
-	 * which every write updates before it returns (a cache over it was a second copy of every
-	 * object, a thread per kind, and a parse of every event twice) */
+	 * which every write updates before it returns (a cache over it would be a second copy of
+	 * every object, a thread per kind, and a parse of every event twice) */
 	if (!store_kube_client(raw))
 		x->st = raw;
 	else if (store_cache_open(raw, cached_kinds(), &x->st, e) < 0) {

@@ -61,7 +61,7 @@ void ctl_fini(struct ctl *c);
  * nothing but the controller's own write, so the loop need not run the agent's pass again for
  * it (a file pool's free space changes between any two passes: each pass would write, and each
  * write queue the next).  An event that arrives while a write of name is in flight waits for
- * it (at most 2 s).  Out of memory: not recorded (the event re-queues, as before). */
+ * it (at most 2 s).  Out of memory: not recorded (the event then re-queues the pass). */
 void ctl_own_begin(struct ctl *c, const char *name);
 void ctl_own_end(struct ctl *c, const char *name, uint64_t rv);
 bool ctl_own_event(struct ctl *c, const char *name, uint64_t rv);
@@ -71,10 +71,9 @@ bool ctl_own_event(struct ctl *c, const char *name, uint64_t rv);
  * The per-volume resync that the recorded exportSpec queues (agent-api.md §12.3) would send
  * the agent what it has just done; ctl_export_take tells it so: true, when the volume as read
  * under its lock is still at version rv (`seen`; versions are compared for equality only, as
- * resourceVersions must be: a cache that has not caught up sends the resync as before).  take
- * forgets the record either way,
- * as does ctl_export_forget (the volume is gone).  At most CTL_EST_MAX are kept (a replica
- * whose loop does not run: the oldest go, and their resync is sent as before). */
+ * resourceVersions must be: a cache that has not caught up sends the resync).  take forgets the
+ * record either way, as does ctl_export_forget (the volume is gone).  At most CTL_EST_MAX are
+ * kept (a replica whose loop does not run: the oldest go, and their resync is sent). */
 #define CTL_EST_MAX 1024
 void ctl_export_established(struct ctl *c, const char *volume, uint64_t rv);
 bool ctl_export_take(struct ctl *c, const char *volume, uint64_t seen);

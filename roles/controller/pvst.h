@@ -12,7 +12,7 @@
  * uncached API read, crds.md §7.5).  On threads that read through (the CSI handlers),
  * outcomes that write nothing (a missing object, another UID, fn's PVST_SKIP or error) are never
  * taken on a cached copy: they are decided again on a read through; the reconcilers, which read
- * from the caches anyway, take them on the cache's copy as before.  On the kube store a status
+ * from the caches anyway, take them on the cache's copy.  On the kube store a status
  * write thus costs one PUT, not a GET and a PUT.
  */
 #ifndef PILLAR_ROLES_CONTROLLER_PVST_H

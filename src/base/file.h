@@ -32,7 +32,7 @@ int file_write_atomic_stat(const char *path, const void *data, size_t len, mode_
  * temporary file is then not a new inode but the one the directory's previous write replaced
  * (<dir>/FILE_SPARE, kept as <dir>/FILE_SPARE_PREV while the rename replaces it), so writing
  * an existing file allocates and frees no inode (on ext4 without a journal, allocating one
- * scans the group's recently deleted inodes: 0.2-0.3 ms each on this project's test machines).
+ * scans the group's recently deleted inodes, a cost paid on every write otherwise).
  * The same durability: the new content is written and fsync'd before the rename, the
  * directory after it; the same failures (the old file whole, no temporary file behind).  The
  * spare is used only when no other name links it (st_nlink 1), so one left by a killed process

@@ -6,7 +6,7 @@
  * in-stream as an ERROR event carrying the same object.  Callers match on the reason and the
  * causes, never on the message text.  Decoding never fails: a body that is not a Status (a
  * proxy's text page, truncated JSON) gives the reason its HTTP code implies and the body's first
- * line as the message.  Parsers accept any bytes (fuzzed by issue 15).
+ * line as the message.  Parsers accept any bytes (test/fuzz/fuzz_kube.c).
  */
 #ifndef PILLAR_KUBE_STATUS_H
 #define PILLAR_KUBE_STATUS_H

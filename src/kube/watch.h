@@ -5,7 +5,7 @@
  *
  * A watch answer is HTTP 200 with one JSON event per line, `{"type":T,"object":{...}}\n`; chunk
  * boundaries do not follow events, so the parser reassembles lines.  The parser accepts any
- * bytes (fuzzed by issue 15): a line that is not an event is -EBADMSG and is skipped.
+ * bytes (test/fuzz/fuzz_kube.c): a line that is not an event is -EBADMSG and is skipped.
  * Functions return 0 (or 1 for "an event") or a negative errno with st / e filled.
  */
 #ifndef PILLAR_KUBE_WATCH_H

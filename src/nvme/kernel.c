@@ -3,10 +3,10 @@
  *
  * Connect is csi.md §7.2 steps 2-3 done directly: one write(2) of the spec's line
  * (nvme_connect_string) to /dev/nvme-fabrics opened read-write, then the kernel's answer
- * "instance=<N>,cntlid=<M>" read from the same descriptor.  libnvme 1.3's nvmf_add_ctrl was used
- * before and folded every write(2) failure but three into ENVME_CONNECT_WRITE, so a worker that
- * could not reach the target reported EIO instead of ETIMEDOUT or EHOSTUNREACH (csi.md §7.2 step
- * 4 wants the errno's name); the write's errno is now returned as the kernel gave it.
+ * "instance=<N>,cntlid=<M>" read from the same descriptor.  The write's errno is returned as the
+ * kernel gave it (ETIMEDOUT, EHOSTUNREACH, …: csi.md §7.2 step 4 reports the errno's name), which
+ * is why the fabrics device is written directly rather than through a library that folds
+ * failures into one code.
  * ctx, when set, is the fabrics device's path (tests); NULL is /dev/nvme-fabrics.
  */
 #include <errno.h>

@@ -15,12 +15,12 @@
  * Durability and fsyncs.  An object is written temp -> fsync -> rename -> fsync(directory):
  * the two fsyncs are the least that makes a rename-replaced file survive a power loss (without
  * the first, the renamed file may be empty; without the second, the rename itself may be lost),
- * and a delete is unlink -> fsync(directory).  The resourceVersion counter used to be a second
- * such file per write (four fsyncs in all, measured 4.0 ms per write on this machine's disk at
- * 100 objects).  It now persists a ceiling instead: PATH/resourceversion holds a version that no
- * issued one exceeds, rewritten durably only when a block of RV_BLOCK versions is used up; the
- * exact last issued version lives in PATH/.oplock next to the machine's boot ID, written under
- * the operation lock by whichever process issues a version.  Page-cache contents survive any
+ * and a delete is unlink -> fsync(directory).  The resourceVersion counter is not a second such
+ * file per write (that would double the fsyncs of every write); it persists a ceiling:
+ * PATH/resourceversion holds a version that no issued one exceeds, rewritten durably only when
+ * a block of RV_BLOCK versions is used up; the exact last issued version lives in PATH/.oplock
+ * next to the machine's boot ID, written under the operation lock by whichever process issues a
+ * version.  Page-cache contents survive any
  * process crash, so while the boot ID matches that value is exact and shared by all processes;
  * after a reboot (boot ID differs) or when the ceiling file no longer matches, versions continue
  * above the persisted ceiling, so a version is never issued twice.  A write therefore costs two
