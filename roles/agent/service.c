@@ -297,6 +297,13 @@ int svc_layout(agent_service *a, backend *b, const struct volref *v, const PB(Ba
 	return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "unsupported backend params");
 }
 
+int svc_state_failed(struct grpc_status *st, const struct err *e)
+{
+	int code = grpc_code_from_errno(e->code);
+	return grpc_status_set(st, code == GRPC_RESOURCE_EXHAUSTED ? code : GRPC_INTERNAL, "%s",
+	                       e->msg[0] ? e->msg : "internal error");
+}
+
 int svc_fence(agent_service *a, const char *volume_id, const PB(FencingToken) * t,
               enum fence_class cls, struct grpc_status *st)
 {
@@ -306,7 +313,7 @@ int svc_fence(agent_service *a, const char *volume_id, const PB(FencingToken) * 
 	if (r == 0)
 		return GRPC_OK;
 	if (r == -EBADMSG)
-		return grpc_status_set(st, GRPC_INTERNAL, "%s", e.msg);
+		return svc_state_failed(st, &e);
 	return grpc_status_from_err(st, &e);
 }
 

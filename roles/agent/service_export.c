@@ -107,14 +107,14 @@ static int prepare_item(agent_service *a, struct item *it, int64_t deadline, str
 		return code;
 	const char *uid = it->fence ? it->fence->volume_uid : NULL;
 	if (agent_identity_start(a->state_dir, it->v.id, uid, it->nqn, &it->spec.identity, &e) < 0)
-		return grpc_status_set(st, GRPC_INTERNAL, "%s", e.msg);
+		return svc_state_failed(st, &e);
 	pthread_mutex_lock(&a->nv_mu);
 	int r = nvmet_export_prepare(a->nv, &it->spec, &it->prep, &e);
 	pthread_mutex_unlock(&a->nv_mu);
 	if (r < 0)
 		return grpc_status_from_err(st, &e);
 	if (agent_identity_settle(a->state_dir, it->v.id, uid, it->nqn, &it->prep.identity, &e) < 0)
-		return grpc_status_set(st, GRPC_INTERNAL, "%s", e.msg);
+		return svc_state_failed(st, &e);
 	it->prepared = true;
 	return GRPC_OK;
 }
@@ -590,7 +590,7 @@ int agent_drain(agent_service *a, const PB(DrainRequest) * req, PB(DrainResponse
 	snprintf(text, sizeof(text), "{\"drainedAt\":\"%s\"}\n", when);
 	snprintf(path, sizeof(path), "%s/.drained", a->state_dir);
 	if (file_write_atomic(path, text, strlen(text), 0600, &e) < 0)
-		return grpc_status_set(st, GRPC_INTERNAL, "%s", e.msg);
+		return svc_state_failed(st, &e);
 	resp->was_already_drained = false;
 	return svc_ok(st);
 }

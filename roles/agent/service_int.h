@@ -71,6 +71,11 @@ int svc_route(agent_service *a, const struct volref *v, int backend_type, backen
 int svc_layout(agent_service *a, backend *b, const struct volref *v,
                const PillarCsi__Agent__V1__BackendParams *p, struct backend_create_opts *o,
                struct grpc_status *st);
+/* The status of a failed write (or read) of the agent's own state (fencing marks, identity
+ * pins, the drain mark): RESOURCE_EXHAUSTED when its file system or quota is full or memory
+ * ran out (grpc_code_from_errno), else INTERNAL; e's message names the file.  Returns the
+ * code. */
+int svc_state_failed(struct grpc_status *st, const struct err *e);
 int svc_fence(agent_service *a, const char *volume_id, const PillarCsi__Agent__V1__FencingToken *t,
               enum fence_class cls, struct grpc_status *st);
 /* Bounded wait for a backing device, with one LVM activation (nvmet.md §10.1).  deadline_ms is

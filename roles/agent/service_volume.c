@@ -375,7 +375,7 @@ static int do_delete(agent_service *a, backend *b, const struct volref *v,
 	}
 	if (agent_fence_end(a->state_dir, v->id, &e) < 0 ||
 	    agent_identity_forget(a->state_dir, v->id, &e) < 0)
-		return grpc_status_set(st, GRPC_INTERNAL, "%s", e.msg);
+		return svc_state_failed(st, &e);
 	return svc_ok(st);
 }
 

@@ -22,7 +22,7 @@ static int delete_object(struct ctl *c, const char *pname, const char *uid, int 
 	int d = store_delete(c->st, model_store_kind(&model_pvst_kind), NULL, pname, uid, NULL, &e);
 	if (d == 0 || d == STORE_NOT_FOUND)
 		return GRPC_OK;
-	return grpc_status_set(gs, d == STORE_CONFLICT ? conflict_code : GRPC_UNAVAILABLE,
+	return grpc_status_set(gs, d == STORE_CONFLICT ? conflict_code : ctl_store_code(d),
 	                       "deleting PillarVolumeState \"%s\": %s", pname, e.msg);
 }
 

@@ -194,7 +194,7 @@ static int record_success(struct ctl *c, const char *name, const char *uid, stru
 		if (r == 0)
 			return GRPC_OK;
 		if (r != STORE_CONFLICT)
-			return grpc_status_set(gs, GRPC_UNAVAILABLE,
+			return grpc_status_set(gs, ctl_store_code(r),
 			                       "annotating PillarVolumeState \"%s\": %s", name,
 			                       e.msg);
 	}
@@ -343,12 +343,12 @@ static int create_object(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 		model_clear(&model_pvst_kind, &v);
 		return r;
 	}
-	r = r ? STORE_INVALID : model_create_with_status(c->st, &model_pvst_kind, &v, out, &e);
+	r = r ? -ENOMEM : model_create_with_status(c->st, &model_pvst_kind, &v, out, &e);
 	model_clear(&model_pvst_kind, &v);
 	if (r == STORE_ALREADY_EXISTS)
 		return GRPC_ALREADY_EXISTS; /* concurrent replica: re-read (gs untouched) */
 	if (r < 0)
-		return grpc_status_set(gs, GRPC_UNAVAILABLE,
+		return grpc_status_set(gs, ctl_store_code(r),
 		                       "creating PillarVolumeState \"%s\": %s", pname,
 		                       e.msg[0] ? e.msg : "out of memory");
 	return 0;

@@ -161,6 +161,12 @@ bool ctl_own_event(struct ctl *c, const char *name, uint64_t rv)
 	return own;
 }
 
+int ctl_store_code(int r)
+{
+	return grpc_code_from_errno(r) == GRPC_RESOURCE_EXHAUSTED ? GRPC_RESOURCE_EXHAUSTED
+	                                                          : GRPC_UNAVAILABLE;
+}
+
 bool ctl_store_ready(struct ctl *c)
 {
 	void *items = NULL;

@@ -82,4 +82,10 @@ void ctl_export_forget(struct ctl *c, const char *volume);
 /* true when the store answers (a list of PillarAgents succeeds): readiness (csi.md §1.1). */
 bool ctl_store_ready(struct ctl *c);
 
+/* The gRPC code of a failed store call r (a negative errno): RESOURCE_EXHAUSTED when the
+ * store's file system or quota is full or memory ran out (grpc_code_from_errno: -ENOSPC,
+ * -EDQUOT, -ENOMEM; the embedded store's message names the file), else UNAVAILABLE: the
+ * store may answer again. */
+int ctl_store_code(int r);
+
 #endif

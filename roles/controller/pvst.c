@@ -67,7 +67,7 @@ static int pvst_try(struct ctl *c, const char *name, const char *uid, bool cache
 		return grpc_status_set(
 		    gs, GRPC_ABORTED, "volume lifecycle of PillarVolumeState \"%s\" changed; retry",
 		    name);
-	return grpc_status_set(gs, GRPC_UNAVAILABLE, "updating PillarVolumeState \"%s\": %s", name,
+	return grpc_status_set(gs, ctl_store_code(r), "updating PillarVolumeState \"%s\": %s", name,
 	                       e.msg);
 }
 

@@ -17,16 +17,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/config.h"
 #include "agent/fence.h"
 #include "agent/identity.h"
+#include "agent/service.h"
 #include "base/json.h"
+#include "ctl_fixture.h"
 #include "node/record.h"
 #include "node_fixture.h"
 #include "rules/nqn.h"
 #include "store/store.h"
 #include "testutil.h"
 
-static char root[512];
+static char root[400];
 
 static void write_proc(const char *path, const char *text)
 {
@@ -306,6 +309,104 @@ START_TEST(test_embedded_store)
 }
 END_TEST
 
+static const char *const PSC_PARAMS[] = {"pillar-csi.bhyoo.com/storage-class", "fast", NULL};
+
+/* CreateVolume whose PillarVolumeState cannot be written to the full embedded store:
+ * RESOURCE_EXHAUSTED naming the store's file and ENOSPC (it answered UNAVAILABLE), nothing
+ * recorded and the agent not called; once space is back the same request provisions. */
+START_TEST(test_controller_create_disk_full)
+{
+	struct grpc_status gs = {0};
+	char vid[256];
+	snprintf(fx_dir, sizeof(fx_dir), "%s/store", root);
+	ck_assert_int_eq(mkdir(fx_dir, 0700), 0);
+	ck_assert_int_eq(store_dir_open(fx_dir, true, 50, &fx_st, NULL), 0);
+	fx_fa = fake_agent_new();
+	ctl_init(&fx_c, fx_st, fake_agent_client(fx_fa));
+	fx_objects(true);
+	fill();
+	ck_assert_int_eq(fx_create("pvc-1", PSC_PARAMS, false, vid, sizeof(vid), &gs),
+	                 GRPC_RESOURCE_EXHAUSTED);
+	ck_assert_msg(strstr(gs.msg, fx_dir) && strstr(gs.msg, "(ENOSPC)"), "%s", gs.msg);
+	ck_assert_ptr_null(fx_get("PillarVolumeState", "pvc-1"));
+	ck_assert_uint_eq(fake_agent_ncalls(fx_fa), 0);
+	unfill();
+	ck_assert_msg(fx_create("pvc-1", PSC_PARAMS, false, vid, sizeof(vid), &gs) == 0, "%s",
+	              gs.msg);
+	ctl_fini(&fx_c);
+	fake_agent_free(fx_fa);
+	store_close(fx_st);
+}
+END_TEST
+
+/* The agent's own state on a full file system: the fencing mark DeleteVolume ends and the
+ * drain mark answer RESOURCE_EXHAUSTED naming the file (they answered INTERNAL); the delete
+ * is retried once space is back. */
+START_TEST(test_agent_state_disk_full)
+{
+	char dir[600], mark[800];
+	struct agent_config cfg;
+	agent_service *svc = NULL;
+	struct grpc_status st;
+	struct err e = {0};
+	/* configfs and the volumes' files elsewhere: only the agent's state is on the tmpfs */
+	snprintf(dir, sizeof(dir), "%s", tu_mkdtemp());
+	tu_agent_layout(dir, &cfg);
+	char cfs[700], state[700];
+	snprintf(cfs, sizeof(cfs), "%s/cfs", dir);
+	snprintf(state, sizeof(state), "%s/agent", root);
+	struct agent_service_opts o = {.state_dir = state,
+	                               .configfs_root = cfs,
+	                               .version = "0.1.0-test",
+	                               .device_wait_ms = 300,
+	                               .create_wait_ms = 300,
+	                               .addr_wait_ms = 300,
+	                               .busy_retry_ms = 10,
+	                               .drain_wait_ms = 100};
+	ck_assert_msg(agent_service_new(&cfg, &o, &svc, &e) == 0, "%s", e.msg);
+	PillarCsi__Agent__V1__FencingToken t = PILLAR_CSI__AGENT__V1__FENCING_TOKEN__INIT;
+	t.volume_uid = "uid-1";
+	t.generation = 1;
+	PillarCsi__Agent__V1__CreateVolumeRequest cq =
+	    PILLAR_CSI__AGENT__V1__CREATE_VOLUME_REQUEST__INIT;
+	PillarCsi__Agent__V1__CreateVolumeResponse cr =
+	    PILLAR_CSI__AGENT__V1__CREATE_VOLUME_RESPONSE__INIT;
+	cq.volume_id = "fpool/pvc-1";
+	cq.capacity_bytes = 1 << 20;
+	cq.backend_type = 6; /* FILE */
+	cq.fence = &t;
+	ck_assert_msg(agent_create_volume(svc, &cq, &cr, &st) == 0, "%s", st.msg);
+	free(cr.device_path);
+	PillarCsi__Agent__V1__ReconcileStateRequest rq =
+	    PILLAR_CSI__AGENT__V1__RECONCILE_STATE_REQUEST__INIT;
+	PillarCsi__Agent__V1__ReconcileStateResponse *rr = malloc(sizeof(*rr));
+	pillar_csi__agent__v1__reconcile_state_response__init(rr);
+	rq.complete = true;
+	ck_assert_int_eq(agent_reconcile_state(svc, &rq, rr, &st), 0); /* the gate opens */
+	protobuf_c_message_free_unpacked(&rr->base, NULL);
+	fill();
+	/* DeleteVolume ends the volume's fencing mark: that write fails */
+	PillarCsi__Agent__V1__DeleteVolumeRequest dq =
+	    PILLAR_CSI__AGENT__V1__DELETE_VOLUME_REQUEST__INIT;
+	dq.volume_id = "fpool/pvc-1";
+	dq.backend_type = 6;
+	dq.fence = &t;
+	snprintf(mark, sizeof(mark), "%s/generations/fpool_2Fpvc-1.mark", state);
+	ck_assert_int_eq(agent_delete_volume(svc, &dq, NULL, &st), GRPC_RESOURCE_EXHAUSTED);
+	ck_assert_msg(strstr(st.msg, mark) && strstr(st.msg, "(ENOSPC)"), "%s", st.msg);
+	unfill();
+	ck_assert_msg(agent_delete_volume(svc, &dq, NULL, &st) == 0, "%s", st.msg);
+	fill();
+	PillarCsi__Agent__V1__DrainResponse dr = PILLAR_CSI__AGENT__V1__DRAIN_RESPONSE__INIT;
+	ck_assert_int_eq(agent_drain(svc, NULL, &dr, &st), GRPC_RESOURCE_EXHAUSTED);
+	ck_assert_msg(strstr(st.msg, "/.drained") && strstr(st.msg, "(ENOSPC)"), "%s", st.msg);
+	unfill();
+	agent_service_free(svc);
+	agent_config_clear(&cfg);
+	tu_rmtree(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("diskfull");
@@ -316,6 +417,8 @@ int main(void)
 	tcase_add_test(tc, test_fencing_mark);
 	tcase_add_test(tc, test_identity_pin);
 	tcase_add_test(tc, test_embedded_store);
+	tcase_add_test(tc, test_controller_create_disk_full);
+	tcase_add_test(tc, test_agent_state_disk_full);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }
