@@ -6,12 +6,13 @@
 
 #include "applets.h"
 #include "base/log.h"
-#include "grpc/server.h"
 #include "cluster/events.h"
+#include "grpc/server.h"
 #include "node/csinode.h"
 #include "node/grpc_service.h"
 #include "node/publish.h"
 #include "node/service.h"
+#include "nvme/initiator.h"
 #include "rules/keys.h"
 #include "serve.h"
 #include "store/store.h"
@@ -20,13 +21,15 @@
 #define NODE_SHUTDOWN_WAIT_MS 5000 /* deploy.md §1.3: NOT_SERVING, wait 5 s, stop */
 
 /* TESTING ONLY: --host-root; empty (the default) keeps node_new's production paths.  paths holds
- * four PATH_MAX buffers.  0, or -1 with the message printed. */
-static int host_root_paths(const char *host_root, struct node_config *cfg, char paths[4][PATH_MAX])
+ * five PATH_MAX buffers; the connect line goes to <host-root>/dev/nvme-fabrics, never to the
+ * machine's.  0, or -1 with the message printed. */
+static int host_root_paths(const char *host_root, struct node_config *cfg, char paths[5][PATH_MAX])
 {
-	static const char *const sub[4] = {"etc/nvme", "sys", "dev", "proc"};
+	static const char *const sub[5] = {"etc/nvme", "sys", "dev", "proc", "dev/nvme-fabrics"};
+	static struct nvme_kernel_ops fake_fabrics;
 	if (!*host_root)
 		return 0;
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		if (snprintf(paths[i], PATH_MAX, "%s/%s", host_root, sub[i]) >= PATH_MAX) {
 			fprintf(stderr, "pillar-csi node: --host-root: path too long\n");
 			return -1;
@@ -35,6 +38,9 @@ static int host_root_paths(const char *host_root, struct node_config *cfg, char 
 	cfg->sysfs_root = paths[1];
 	cfg->dev_root = paths[2];
 	cfg->proc_root = paths[3];
+	fake_fabrics = nvme_kernel_ops_sys;
+	fake_fabrics.ctx = paths[4];
+	cfg->nvme_ops = &fake_fabrics;
 	log_warn("using a fake host tree (testing only)", "hostRoot", host_root);
 	return 0;
 }
@@ -131,10 +137,12 @@ int node_main(int argc, char **argv)
 	    STORE_FLAG_DEFS(&sf),
 	    /* TESTING ONLY (test/interop/node): a fake host tree instead of the machine's. */
 	    {"host-root", FLAG_STRING, &host_root,
-	     "(testing) read etc/nvme, sys, dev and proc under this directory instead of /", false},
+	     "(testing) read etc/nvme, sys, dev and proc and write dev/nvme-fabrics under this "
+	     "directory instead of /",
+	     false},
 	};
 	struct node_config cfg = {0};
-	char paths[4][PATH_MAX];
+	char paths[5][PATH_MAX];
 	struct node *n = NULL;
 	struct objects ob = {0};
 	struct err e = {0};

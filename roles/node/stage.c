@@ -1,4 +1,6 @@
 /* NodeStageVolume, NodeUnstageVolume and NodeExpandVolume (csi.md §7, §8, §9.3). */
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -31,6 +33,69 @@ static const char *ctx_get(const Csi__V1__NodeStageVolumeRequest *req, const cha
 	return NULL;
 }
 
+/* "-"? digits and nothing else (strtol also takes blanks and "+"). */
+static bool decimal_text(const char *v)
+{
+	v += *v == '-';
+	if (!*v)
+		return false;
+	for (; *v; v++)
+		if (!isdigit((unsigned char)*v))
+			return false;
+	return true;
+}
+
+/* RFC 1123 host name: dot-separated labels of 1..63 letters, digits and "-", neither first nor
+ * last in a label, 253 bytes at most. */
+static bool dns_name(const char *v)
+{
+	size_t n = strlen(v), label = 0;
+	if (n == 0 || n > 253)
+		return false;
+	for (size_t i = 0; i <= n; i++) {
+		if (v[i] == '.' || v[i] == '\0') {
+			if (label == 0 || label > 63 || v[i - 1] == '-')
+				return false;
+			label = 0;
+		} else if (isalnum((unsigned char)v[i]) || (v[i] == '-' && label > 0)) {
+			label++;
+		} else {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* What the node writes into the kernel's fabrics option line (csi.md §7.2) carries none of its
+ * separators: target_id in the NQN grammar (rules/nqn.h), address an IPv4 or IPv6 address or a
+ * DNS name, port a decimal 1..65535.  GRPC_OK or INVALID_ARGUMENT naming the key. */
+static int ctx_target_values(const char *nqn, const char *addr, const char *port,
+                             struct grpc_status *st)
+{
+	unsigned char ip[sizeof(struct in6_addr)];
+	struct err e = {0};
+	char *end;
+	long p;
+	if (rules_nqn_check(nqn, &e) < 0)
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+		                       "volume_context \"%s\" is not a subsystem NQN (%s): \"%s\"",
+		                       RULES_CTX_TARGET_ID, e.msg, nqn);
+	if (inet_pton(AF_INET, addr, ip) != 1 && inet_pton(AF_INET6, addr, ip) != 1 &&
+	    !dns_name(addr))
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+		                       "volume_context \"%s\" must be an IPv4 or IPv6 address or a "
+		                       "DNS name, not \"%s\"",
+		                       RULES_CTX_ADDRESS, addr);
+	errno = 0;
+	p = strtol(port, &end, 10);
+	if (*port == '-' || !decimal_text(port) || *end || errno || p < 1 || p > 65535)
+		return grpc_status_set(
+		    st, GRPC_INVALID_ARGUMENT,
+		    "volume_context \"%s\" must be a TCP port from 1 to 65535, not \"%s\"",
+		    RULES_CTX_PORT, port);
+	return GRPC_OK;
+}
+
 /* Optional integer context value in [lo, hi]: 0 absent, 1 set, -1 invalid (st set). */
 static int ctx_int(const Csi__V1__NodeStageVolumeRequest *req, const char *key, long lo, long hi,
                    int *out, struct grpc_status *st)
@@ -42,7 +107,7 @@ static int ctx_int(const Csi__V1__NodeStageVolumeRequest *req, const char *key, 
 		return 0;
 	errno = 0;
 	x = strtol(v, &end, 10);
-	if (!*v || *end || errno || x < lo || x > hi) {
+	if (!*v || *end || errno || x < lo || x > hi || !decimal_text(v)) {
 		if (hi < INT_MAX)
 			grpc_status_set(
 			    st, GRPC_INVALID_ARGUMENT,
@@ -218,6 +283,8 @@ static int plan_target(const Csi__V1__NodeStageVolumeRequest *req, struct stage_
 		                       !p->nqn || !*p->nqn     ? RULES_CTX_TARGET_ID
 		                       : !p->addr || !*p->addr ? RULES_CTX_ADDRESS
 		                                               : RULES_CTX_PORT);
+	if (ctx_target_values(p->nqn, p->addr, p->port, st) != GRPC_OK)
+		return st->code;
 	*a = (struct nvme_connect_args){.traddr = p->addr, .trsvcid = p->port, .subsysnqn = p->nqn};
 	if ((r = ctx_int(req, RULES_CTX_MAX_QUEUE_SIZE, RULES_MAX_QUEUE_SIZE_MIN,
 	                 RULES_MAX_QUEUE_SIZE_MAX, &a->queue_size, st)) < 0)

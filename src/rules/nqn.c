@@ -56,6 +56,23 @@ int rules_hostnqn_check(const char *hostnqn, struct err *e)
 	return 0;
 }
 
+int rules_nqn_check(const char *nqn, struct err *e)
+{
+	size_t n = strlen(nqn);
+	if (strncmp(nqn, "nqn.", 4) != 0 || n < 5 || n > RULES_NQN_MAX)
+		return err_set(e, -EINVAL,
+		               "a subsystem NQN starts with \"nqn.\" and is at most 223 bytes");
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)nqn[i];
+		if (c <= ' ' || c >= 0x7f)
+			return err_set(e, -EINVAL,
+			               "a subsystem NQN is printable ASCII without spaces");
+		if (c == '/' || c == ',' || c == '=')
+			return err_set(e, -EINVAL, "a subsystem NQN has no '%c'", c);
+	}
+	return 0;
+}
+
 /* Namespace UUID of agent-api.md §8.2: 3c6e0b8a-6a0f-5c1d-9f5e-8d2b7a4e1c90. */
 static const unsigned char ident_ns[16] = {0x3c, 0x6e, 0x0b, 0x8a, 0x6a, 0x0f, 0x5c, 0x1d,
                                            0x9f, 0x5e, 0x8d, 0x2b, 0x7a, 0x4e, 0x1c, 0x90};

@@ -30,6 +30,12 @@ int rules_volume_of_nqn(const char *nqn, char *out, size_t cap);
  * 0 or -EINVAL `invalid initiator id "<nqn>": ...`. */
 int rules_hostnqn_check(const char *hostnqn, struct err *e);
 
+/* A subsystem NQN as the node writes it into the kernel's fabrics option line
+ * (`…,nqn=<nqn>,…`, csi.md §7.2): starts with "nqn.", 5..223 bytes, printable ASCII without
+ * space, "/", "," or "=" (the option line's separators).  0 or -EINVAL with the reason in e
+ * (`a subsystem NQN starts with "nqn." and is at most 223 bytes`, `… has the character ','`). */
+int rules_nqn_check(const char *nqn, struct err *e);
+
 struct rules_ns_identity {
 	char uuid[37];  /* canonical lowercase 8-4-4-4-12 */
 	char nguid[37]; /* UUID text form */
