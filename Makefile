@@ -263,7 +263,7 @@ $(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/obj/test/fuzz/fuzz_%.o $(FUZZ_HOBJ) $(BUILD)
 	$(Q)$(FUZZ_CC) -fsanitize=fuzzer,address,undefined $(FUZZ_LDFLAGS) -o $@ $^ $(DYN_LIBS)
 
 # the node's target confines the node's file changes to its scratch directory (its header says why)
-$(BUILD)/fuzz/fuzz_csi_node: FUZZ_LDFLAGS := -Wl,--wrap=open,--wrap=mkdir,--wrap=rmdir,--wrap=unlink,--wrap=rename
+$(BUILD)/fuzz/fuzz_csi_node: FUZZ_LDFLAGS := -Wl,--wrap=open,--wrap=mkdir,--wrap=rmdir,--wrap=unlink,--wrap=rename,--wrap=openat,--wrap=mkdirat,--wrap=unlinkat
 
 .PHONY: fuzz fuzz-brief
 fuzz: $(FUZZ_BIN)

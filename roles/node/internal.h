@@ -11,6 +11,7 @@
 
 struct node {
 	char *node_id, *state_dir, *etc_nvme_dir, *sysfs_root, *dev_root, *proc_root;
+	char *kubelet_dir; /* staging and target paths live below it (node/paths.h) */
 	const struct node_sys_ops *sys;
 	struct nvme_ctx nvme;
 	struct nvme_host_identity id;

@@ -125,6 +125,7 @@ int node_main(int argc, char **argv)
 	const char *endpoint = "unix:///var/lib/kubelet/plugins/" RULES_DRIVER_NAME "/csi.sock";
 	const char *node_id = NULL, *state_dir = "/var/lib/pillar-csi/node", *store_url = NULL;
 	const char *host_root = ""; /* testing only: "" = the real /etc/nvme, /sys, /dev, /proc */
+	const char *kubelet_dir = "/var/lib/kubelet";
 	struct store_flags sf = STORE_FLAGS_INIT;
 	struct store_open_opts so;
 	const struct flag_def defs[] = {
@@ -132,6 +133,10 @@ int node_main(int argc, char **argv)
 	    {"node-id", FLAG_STRING, &node_id,
 	     "Kubernetes node name (default: the NODE_NAME environment variable)", false},
 	    {"state-dir", FLAG_STRING, &state_dir, "stage records of staged volumes", false},
+	    {"kubelet-dir", FLAG_STRING, &kubelet_dir,
+	     "kubelet's root directory: staging and target paths must be kubelet's own paths "
+	     "below it",
+	     false},
 	    {"store", FLAG_STRING, &store_url,
 	     "object store: kube, or dir:PATH for the embedded store", false},
 	    STORE_FLAG_DEFS(&sf),
@@ -169,6 +174,7 @@ int node_main(int argc, char **argv)
 	}
 	cfg.node_id = node_id;
 	cfg.state_dir = state_dir;
+	cfg.kubelet_dir = kubelet_dir;
 	if (objects_open(&ob, store_url, &so, node_id, &cfg, &e) < 0) {
 		fprintf(stderr, "pillar-csi node: %s\n", e.msg);
 		objects_close(&ob);

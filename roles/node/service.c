@@ -15,6 +15,7 @@
 #include "base/file.h"
 #include "base/log.h"
 #include "node/internal.h"
+#include "node/paths.h"
 #include "version/version.h"
 
 static char *dup_or(const char *v, const char *dflt)
@@ -41,9 +42,17 @@ int node_new(const struct node_config *cfg, struct node **out, struct err *e)
 	n->sysfs_root = dup_or(cfg->sysfs_root, "/sys");
 	n->dev_root = dup_or(cfg->dev_root, "/dev");
 	n->proc_root = dup_or(cfg->proc_root, "/proc");
+	n->kubelet_dir = dup_or(cfg->kubelet_dir, "/var/lib/kubelet");
 	if (!n->node_id || !n->state_dir || !n->etc_nvme_dir || !n->sysfs_root || !n->dev_root ||
-	    !n->proc_root) {
+	    !n->proc_root || !n->kubelet_dir) {
 		r = err_set(e, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (node_kubelet_dir_check(n->kubelet_dir) < 0) {
+		r = err_set(
+		    e, -EINVAL,
+		    "--kubelet-dir must be an absolute, normalised path other than /: \"%s\"",
+		    n->kubelet_dir);
 		goto fail;
 	}
 	n->sys = cfg->sys_ops ? cfg->sys_ops : &node_sys_ops_real;
@@ -84,6 +93,7 @@ void node_free(struct node *n)
 	free(n->sysfs_root);
 	free(n->dev_root);
 	free(n->proc_root);
+	free(n->kubelet_dir);
 	keylock_fini(&n->locks);
 	free(n);
 }
@@ -355,167 +365,7 @@ int node_get_capabilities(struct node *n, const Csi__V1__NodeGetCapabilitiesRequ
 	return GRPC_OK;
 }
 
-/* ---- Node: publish, unpublish, stats -------------------------------------------------------- */
-
-static int ensure_file(const char *path, mode_t mode)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, mode);
-	if (fd < 0)
-		return -errno;
-	close(fd);
-	return 0;
-}
-
-static int parent_mkdir(const char *path, struct err *e)
-{
-	char dir[PATH_MAX];
-	char *slash;
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
-		return 0;
-	*slash = '\0';
-	return file_mkdir_p(dir, 0750, e);
-}
-
-/* Creates the target (a file for a block volume, a directory otherwise) and bind-mounts src on
- * it, read-only when ro (csi.md §9.1). */
-static int publish_bind(struct node *n, const char *target, const char *src, bool block, bool ro,
-                        struct grpc_status *st)
-{
-	struct err e = {0};
-	int r;
-	if (block) {
-		r = parent_mkdir(target, &e);
-		if (r == 0)
-			r = ensure_file(target, 0640);
-	} else {
-		r = file_mkdir_p(target, 0750, &e);
-	}
-	if (r < 0)
-		return grpc_status_set(st, GRPC_INTERNAL, "create target path %s: %s", target,
-		                       e.msg[0] ? e.msg : strerror(-r));
-	r = n->sys->mount(n->sys->ctx, src, target, NULL, MS_BIND, NULL);
-	if (r == 0 && ro)
-		r = n->sys->mount(n->sys->ctx, NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY,
-		                  NULL);
-	if (r < 0) {
-		if (ro) /* do not leave a writable bind behind */
-			n->sys->umount(n->sys->ctx, target);
-		return grpc_status_set(st, GRPC_INTERNAL, "bind mount %s on %s: %s", src, target,
-		                       strerror(-r));
-	}
-	return GRPC_OK;
-}
-
-int node_publish_volume(struct node *n, const Csi__V1__NodePublishVolumeRequest *req,
-                        Csi__V1__NodePublishVolumeResponse *resp, struct grpc_status *st)
-{
-	struct node_record rec;
-	struct node_mount sm, tm;
-	char src[PATH_MAX];
-	bool block, ro;
-	int r, code;
-	(void)resp;
-
-	if ((code = node_require(st, "volume_id", req->volume_id, "staging_target_path",
-	                         req->staging_target_path, "target_path", req->target_path,
-	                         NULL)) != GRPC_OK)
-		return code;
-	if ((code = node_require_capability(req->volume_capability, st)) != GRPC_OK)
-		return code;
-	struct keylock_hold hold;
-	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != GRPC_OK)
-		return code;
-	code = node_load_record(n, req->volume_id, &rec, st);
-	if (code == GRPC_NOT_FOUND)
-		code = grpc_status_set(st, GRPC_FAILED_PRECONDITION,
-		                       "volume \"%s\" is not staged on this node", req->volume_id);
-	if (code != GRPC_OK)
-		goto out;
-	block = req->volume_capability->access_type_case ==
-	        CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;
-	if (!rec.legacy && strcmp(rec.access_type, block ? "block" : "filesystem") != 0) {
-		code = grpc_status_set(st, GRPC_ALREADY_EXISTS,
-		                       "volume \"%s\" is staged as %s but %s access was requested",
-		                       req->volume_id, rec.access_type,
-		                       block ? "block" : "filesystem");
-		goto out;
-	}
-	ro = req->readonly || node_mode_read_only(req->volume_capability);
-	snprintf(src, sizeof(src), block ? "%s/device" : "%s", req->staging_target_path);
-	r = node_is_mounted(n, req->target_path, &tm);
-	if (r < 0) {
-		code = grpc_status_set(st, GRPC_INTERNAL, "probe mount point %s: %s",
-		                       req->target_path, strerror(-r));
-		goto out;
-	}
-	if (r == 1) {
-		if (node_is_mounted(n, src, &sm) == 1 && sm.major == tm.major &&
-		    sm.minor == tm.minor && !strcmp(sm.root, tm.root)) {
-			code = tm.read_only == ro
-			           ? GRPC_OK
-			           : grpc_status_set(st, GRPC_ALREADY_EXISTS,
-			                             "target path %s is already published %s",
-			                             req->target_path,
-			                             tm.read_only ? "read-only" : "read-write");
-			goto out;
-		}
-		code = grpc_status_set(st, GRPC_ALREADY_EXISTS,
-		                       "target path %s is already a mount of something else",
-		                       req->target_path);
-		goto out;
-	}
-	if ((code = publish_bind(n, req->target_path, src, block, ro, st)) != GRPC_OK)
-		goto out;
-	log_info("published volume", "volume", req->volume_id, "target", req->target_path,
-	         "readonly", ro ? "true" : "false");
-	code = GRPC_OK;
-out:
-	keylock_release(&n->locks, &hold);
-	return code;
-}
-
-int node_unpublish_volume(struct node *n, const Csi__V1__NodeUnpublishVolumeRequest *req,
-                          Csi__V1__NodeUnpublishVolumeResponse *resp, struct grpc_status *st)
-{
-	struct stat sb;
-	int r, code, guard;
-	(void)resp;
-	if ((code = node_require(st, "volume_id", req->volume_id, "target_path", req->target_path,
-	                         NULL)) != GRPC_OK)
-		return code;
-	struct keylock_hold hold;
-	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != GRPC_OK)
-		return code;
-	code = GRPC_OK;
-	for (guard = 0; guard < 8; guard++) { /* stacked mounts: unmount until none is left */
-		r = node_is_mounted(n, req->target_path, NULL);
-		if (r < 0) {
-			code = grpc_status_set(st, GRPC_INTERNAL, "probe mount point %s: %s",
-			                       req->target_path, strerror(-r));
-			goto out;
-		}
-		if (r == 0)
-			break;
-		r = n->sys->umount(n->sys->ctx, req->target_path);
-		if (r < 0 && r != -EINVAL) {
-			code =
-			    grpc_status_set(st, GRPC_INTERNAL, "unmount %s: %s", req->target_path,
-			                    r == -EBUSY ? "target is busy" : strerror(-r));
-			goto out;
-		}
-	}
-	if (lstat(req->target_path, &sb) == 0) {
-		r = S_ISDIR(sb.st_mode) ? rmdir(req->target_path) : unlink(req->target_path);
-		if (r < 0 && errno != ENOENT)
-			code = grpc_status_set(st, GRPC_INTERNAL, "remove %s: %s", req->target_path,
-			                       strerror(errno));
-	}
-out:
-	keylock_release(&n->locks, &hold);
-	return code;
-}
+/* ---- Node: stats ------------------------------------------------------------------------------ */
 
 static Csi__V1__VolumeUsage *usage(int unit, int64_t total, int64_t avail, int64_t used)
 {

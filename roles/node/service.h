@@ -34,6 +34,7 @@ struct node_config {
 	const char *sysfs_root;   /* default /sys */
 	const char *dev_root;     /* default /dev (also where nvme-fabrics is looked for) */
 	const char *proc_root;    /* default /proc */
+	const char *kubelet_dir;  /* default /var/lib/kubelet (node/paths.h) */
 	const struct nvme_kernel_ops *nvme_ops; /* default nvme_kernel_ops_sys */
 	const struct node_sys_ops *sys_ops;     /* default node_sys_ops_real */
 	node_publish_identity_fn publish_identity;
@@ -43,7 +44,8 @@ struct node_config {
 
 struct node;
 
-/* Start-up (csi.md §6.1): ensures the host identity (an invalid existing value is fatal:
+/* Start-up (csi.md §6.1): checks the kubelet directory (-EINVAL `--kubelet-dir must be an
+ * absolute, normalised path other than /: "<dir>"`), ensures the host identity (an invalid existing value is fatal:
  * -EINVAL with the spec's message), checks it for a shared identity (logged; Probe then answers
  * not ready), and sweeps stale stage records.  0 or a negative errno. */
 int node_new(const struct node_config *cfg, struct node **out, struct err *e);

@@ -11,12 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base/file.h"
 #include "base/log.h"
 #include "base/str.h"
 #include "model/model.h"
 #include "node/fs.h"
 #include "node/internal.h"
+#include "node/paths.h"
 #include "rules/bounds.h"
 #include "rules/keys.h"
 #include "rules/mkfs.h"
@@ -225,13 +225,13 @@ out:
 	return code;
 }
 
-static int stage_block(struct node *n, const char *staging, const struct nvme_ns_dev *d, bool ro,
-                       struct grpc_status *st)
+static int stage_block(struct node *n, int staging_fd, const char *staging,
+                       const struct nvme_ns_dev *d, bool ro, struct grpc_status *st)
 {
 	char file[PATH_MAX];
 	int fd, r;
 	snprintf(file, sizeof(file), "%s/device", staging);
-	fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	fd = openat(staging_fd, "device", O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return grpc_status_set(st, GRPC_INTERNAL, "create %s: %s", file, strerror(errno));
 	close(fd);
@@ -384,26 +384,28 @@ static int stage_mount(struct node *n, const Csi__V1__NodeStageVolumeRequest *re
 {
 	char mpath[PATH_MAX];
 	struct node_mount m;
-	struct err e = {0};
-	int r;
-	if (file_mkdir_p(req->staging_target_path, 0750, &e) < 0)
-		return grpc_status_set(st, GRPC_INTERNAL, "create staging path: %s", e.msg);
+	int r, fd, code;
+	if ((r = node_path_open_dir(n->kubelet_dir, req->staging_target_path, true, &fd)) < 0)
+		return node_path_status(r, n->kubelet_dir, "staging_target_path",
+		                        req->staging_target_path, "create", st);
 	snprintf(mpath, sizeof(mpath), p->block ? "%s/device" : "%s", req->staging_target_path);
 	if ((r = node_is_mounted(n, mpath, &m)) < 0)
-		return grpc_status_set(st, GRPC_INTERNAL, "probe mount point %s: %s", mpath,
+		code = grpc_status_set(st, GRPC_INTERNAL, "probe mount point %s: %s", mpath,
 		                       strerror(-r));
-	if (r == 1 && !mount_is_dev(&m, d, p->block))
-		return grpc_status_set(st, GRPC_INTERNAL,
+	else if (r == 1 && !mount_is_dev(&m, d, p->block))
+		code = grpc_status_set(st, GRPC_INTERNAL,
 		                       "staging path %s is a mount of another device", mpath);
-	if (r == 1) {
+	else if (r == 1) {
 		log_info(
 		    "staging path already mounted from the volume's device; rewriting the record",
 		    "volume", req->volume_id, "path", mpath);
-		return GRPC_OK;
-	}
-	if (p->block)
-		return stage_block(n, req->staging_target_path, d, p->ro, st);
-	return stage_fs(n, req, d, p->fs, p->ro, st);
+		code = GRPC_OK;
+	} else if (p->block)
+		code = stage_block(n, fd, req->staging_target_path, d, p->ro, st);
+	else
+		code = stage_fs(n, req, d, p->fs, p->ro, st);
+	close(fd);
+	return code;
 }
 
 /* Stage record (§7.5). */
@@ -436,6 +438,18 @@ static int stage_record(struct node *n, const Csi__V1__NodeStageVolumeRequest *r
 	return GRPC_OK;
 }
 
+/* The staging directory opens below the kubelet directory without a symlink (made when
+ * missing), checked before the kernel is asked to connect. */
+static int stage_path_usable(struct node *n, const char *staging, struct grpc_status *st)
+{
+	int fd, r = node_path_open_dir(n->kubelet_dir, staging, true, &fd);
+	if (r < 0)
+		return node_path_status(r, n->kubelet_dir, "staging_target_path", staging, "create",
+		                        st);
+	close(fd);
+	return GRPC_OK;
+}
+
 /* csi.md §7.1: plan → attach → format and mount → record, under the volume's lock. */
 int node_stage_volume(struct node *n, const Csi__V1__NodeStageVolumeRequest *req,
                       Csi__V1__NodeStageVolumeResponse *resp, struct grpc_status *st)
@@ -450,11 +464,14 @@ int node_stage_volume(struct node *n, const Csi__V1__NodeStageVolumeRequest *req
 	if ((code = node_require(st, "volume_id", req->volume_id, "staging_target_path",
 	                         req->staging_target_path, NULL)) != GRPC_OK)
 		return code;
-	if ((code = node_require_capability(req->volume_capability, st)) != GRPC_OK)
+	if ((code = node_require_capability(req->volume_capability, st)) != GRPC_OK ||
+	    (code = node_path_check(n->kubelet_dir, NODE_PATH_STAGING, "staging_target_path",
+	                            req->staging_target_path, st)) != GRPC_OK)
 		return code;
 	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != GRPC_OK)
 		return code;
 	if ((code = stage_plan(req, &plan, st)) == GRPC_OK &&
+	    (code = stage_path_usable(n, req->staging_target_path, st)) == GRPC_OK &&
 	    (code = stage_already(n, req, &plan, &done, st)) == GRPC_OK && !done &&
 	    (code = stage_attach(n, &plan, &d, st)) == GRPC_OK &&
 	    (code = stage_mount(n, req, &plan, &d, st)) == GRPC_OK)
@@ -480,66 +497,96 @@ static int unmount_if(struct node *n, const char *path, const char *staging, str
 	return GRPC_OK;
 }
 
+/* No record (csi.md §8 step 2): OK unless the staging path or its device file is still mounted. */
+static int unstage_unrecorded(struct node *n, const char *id, const char *staging,
+                              const char *dev_file, struct grpc_status *st)
+{
+	int r1 = node_is_mounted(n, staging, NULL), r2 = node_is_mounted(n, dev_file, NULL);
+	if (r1 < 0 || r2 < 0)
+		return grpc_status_set(st, GRPC_INTERNAL, "probe mount point %s: %s", staging,
+		                       strerror(r1 < 0 ? -r1 : -r2));
+	if (r1 == 1 || r2 == 1)
+		return grpc_status_set(st, GRPC_INTERNAL,
+		                       "stage state for \"%s\" is missing but \"%s\" is still "
+		                       "mounted; refusing to report the volume unstaged",
+		                       id, r2 == 1 ? dev_file : staging);
+	return GRPC_OK;
+}
+
+/* Block (csi.md §8 step 3): unmounts <staging>/device and removes the file stage created — a
+ * regular file, reached below the kubelet directory without a symlink. */
+static int unstage_device_file(struct node *n, const char *staging, const char *dev_file,
+                               struct grpc_status *st)
+{
+	struct stat sb;
+	int code, fd, r;
+	if ((code = unmount_if(n, dev_file, staging, st)) != GRPC_OK)
+		return code;
+	r = node_path_open_dir(n->kubelet_dir, staging, false, &fd);
+	if (r == -ENOENT)
+		return GRPC_OK;
+	if (r < 0)
+		return node_path_status(r, n->kubelet_dir, "staging_target_path", staging, "open",
+		                        st);
+	r = 0;
+	if (fstatat(fd, "device", &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode) &&
+	    unlinkat(fd, "device", 0) < 0 && errno != ENOENT)
+		r = -errno;
+	close(fd);
+	if (r < 0)
+		return grpc_status_set(st, GRPC_INTERNAL, "remove %s: %s", dev_file, strerror(-r));
+	return GRPC_OK;
+}
+
+/* Unmount, disconnect, forget (csi.md §8 steps 3-6) for a volume with a record. */
+static int unstage_recorded(struct node *n, const char *id, const struct node_record *rec,
+                            const char *staging, struct grpc_status *st)
+{
+	char dev_file[PATH_MAX];
+	struct err e = {0};
+	int code, r;
+	if (rec->staging_path[0] && strcmp(rec->staging_path, staging) != 0)
+		return grpc_status_set(st, GRPC_FAILED_PRECONDITION,
+		                       "volume \"%s\" is staged at %s on this node, not at %s", id,
+		                       rec->staging_path, staging);
+	snprintf(dev_file, sizeof(dev_file), "%s/device", staging);
+	if ((rec->legacy || !strcmp(rec->access_type, "block")) &&
+	    (code = unstage_device_file(n, staging, dev_file, st)) != GRPC_OK)
+		return code;
+	if ((rec->legacy || strcmp(rec->access_type, "block") != 0) &&
+	    (code = unmount_if(n, staging, staging, st)) != GRPC_OK)
+		return code;
+	if ((r = nvme_detach_subsys(&n->nvme, rec->subsys_nqn, &e)) < 0)
+		return node_status_from_nvme(r, &e, st);
+	if ((r = node_record_delete(n->state_dir, id, &e)) < 0)
+		return grpc_status_set(st, GRPC_INTERNAL, "delete stage record: %s", e.msg);
+	log_info("unstaged volume", "volume", id);
+	return GRPC_OK;
+}
+
 int node_unstage_volume(struct node *n, const Csi__V1__NodeUnstageVolumeRequest *req,
                         Csi__V1__NodeUnstageVolumeResponse *resp, struct grpc_status *st)
 {
 	char dev_file[PATH_MAX];
 	struct node_record rec;
-	struct err e = {0};
-	int code, r1, r2;
+	int code;
 	(void)resp;
 
 	if ((code = node_require(st, "volume_id", req->volume_id, "staging_target_path",
-	                         req->staging_target_path, NULL)) != GRPC_OK)
+	                         req->staging_target_path, NULL)) != GRPC_OK ||
+	    (code = node_path_check(n->kubelet_dir, NODE_PATH_STAGING, "staging_target_path",
+	                            req->staging_target_path, st)) != GRPC_OK)
 		return code;
 	struct keylock_hold hold;
 	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != GRPC_OK)
 		return code;
 	snprintf(dev_file, sizeof(dev_file), "%s/device", req->staging_target_path);
 	code = node_load_record(n, req->volume_id, &rec, st);
-	if (code == GRPC_NOT_FOUND) {
-		r1 = node_is_mounted(n, req->staging_target_path, NULL);
-		r2 = node_is_mounted(n, dev_file, NULL);
-		if (r1 < 0 || r2 < 0)
-			code =
-			    grpc_status_set(st, GRPC_INTERNAL, "probe mount point %s: %s",
-			                    req->staging_target_path, strerror(r1 < 0 ? -r1 : -r2));
-		else if (r1 == 1 || r2 == 1)
-			code = grpc_status_set(
-			    st, GRPC_INTERNAL,
-			    "stage state for \"%s\" is missing but \"%s\" is still "
-			    "mounted; refusing to report the volume unstaged",
-			    req->volume_id, r2 == 1 ? dev_file : req->staging_target_path);
-		else
-			code = GRPC_OK;
-		goto out;
-	}
-	if (code != GRPC_OK)
-		goto out;
-	if (rec.legacy || !strcmp(rec.access_type, "block")) {
-		if ((code = unmount_if(n, dev_file, req->staging_target_path, st)) != GRPC_OK)
-			goto out;
-		if (unlink(dev_file) < 0 && errno != ENOENT && errno != EISDIR) {
-			code = grpc_status_set(st, GRPC_INTERNAL, "remove %s: %s", dev_file,
-			                       strerror(errno));
-			goto out;
-		}
-	}
-	if (rec.legacy || strcmp(rec.access_type, "block") != 0)
-		if ((code = unmount_if(n, req->staging_target_path, req->staging_target_path,
-		                       st)) != GRPC_OK)
-			goto out;
-	if ((r1 = nvme_detach_subsys(&n->nvme, rec.subsys_nqn, &e)) < 0) {
-		code = node_status_from_nvme(r1, &e, st);
-		goto out;
-	}
-	if ((r1 = node_record_delete(n->state_dir, req->volume_id, &e)) < 0) {
-		code = grpc_status_set(st, GRPC_INTERNAL, "delete stage record: %s", e.msg);
-		goto out;
-	}
-	log_info("unstaged volume", "volume", req->volume_id);
-	code = GRPC_OK;
-out:
+	if (code == GRPC_NOT_FOUND)
+		code =
+		    unstage_unrecorded(n, req->volume_id, req->staging_target_path, dev_file, st);
+	else if (code == GRPC_OK)
+		code = unstage_recorded(n, req->volume_id, &rec, req->staging_target_path, st);
 	keylock_release(&n->locks, &hold);
 	return code;
 }

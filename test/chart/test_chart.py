@@ -171,7 +171,8 @@ class Rendering(unittest.TestCase):
                          (["/usr/bin/pillar-csi"], ["modprobe", "nvme_fabrics", "nvme_tcp"]))
         node = container(ds, "node")
         self.assertEqual(node["args"], ["node", "--csi-endpoint=unix:///var/lib/kubelet/plugins/pillar-csi.bhyoo.com/"
-                                        "csi.sock", "--node-id=$(NODE_NAME)", "--v=2"])
+                                        "csi.sock", "--node-id=$(NODE_NAME)",
+                                        "--kubelet-dir=/var/lib/kubelet", "--v=2"])
         self.assertEqual(node["securityContext"], {"privileged": True, "runAsUser": 0})
         self.assertEqual(node["lifecycle"]["preStop"], {"sleep": {"seconds": 5}})
         vols = {v["name"]: v["hostPath"] for v in pod["volumes"]}

@@ -7,9 +7,12 @@
  * The handlers act on the paths a request names (mkdir, open, unlink, rmdir) and this runs as
  * whoever runs the tests: this target is linked with --wrap for those calls (Makefile) and the
  * wrappers below refuse, with EACCES, every change outside the scratch directory or through a
- * path with "..", so a fuzzed target_path cannot touch the machine. */
+ * path with "..", so a fuzzed target_path cannot touch the machine.  The kubelet directory is
+ * <scratch>/kubelet; the node walks below it with openat/mkdirat/unlinkat, wrapped the same way
+ * (the directory a descriptor names must be inside the scratch directory). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,11 +31,17 @@ int __real_mkdir(const char *path, mode_t mode);
 int __real_rmdir(const char *path);
 int __real_unlink(const char *path);
 int __real_rename(const char *from, const char *to);
+int __real_openat(int dirfd, const char *path, int flags, ...);
+int __real_mkdirat(int dirfd, const char *path, mode_t mode);
+int __real_unlinkat(int dirfd, const char *path, int flags);
 int __wrap_open(const char *path, int flags, ...);
 int __wrap_mkdir(const char *path, mode_t mode);
 int __wrap_rmdir(const char *path);
 int __wrap_unlink(const char *path);
 int __wrap_rename(const char *from, const char *to);
+int __wrap_openat(int dirfd, const char *path, int flags, ...);
+int __wrap_mkdirat(int dirfd, const char *path, mode_t mode);
+int __wrap_unlinkat(int dirfd, const char *path, int flags);
 
 static int inside(const char *path)
 {
@@ -81,6 +90,49 @@ int __wrap_unlink(const char *path)
 int __wrap_rename(const char *from, const char *to)
 {
 	return inside(from) && inside(to) ? __real_rename(from, to) : -1;
+}
+
+/* path relative to the directory open as dirfd, resolved by name (/proc/self/fd), inside the
+ * scratch directory; a single component only (the node walks one component at a time). */
+static int inside_at(int dirfd, const char *path)
+{
+	char link[64], dir[PATH_MAX + 1], full[2 * PATH_MAX + 2];
+	ssize_t n;
+	if (dirfd == AT_FDCWD || (path && path[0] == '/'))
+		return inside(path);
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
+	n = readlink(link, dir, sizeof(dir) - 1);
+	if (n <= 0 || !path || strchr(path, '/')) {
+		errno = EACCES;
+		return 0;
+	}
+	dir[n] = '\0';
+	snprintf(full, sizeof(full), "%s/%s", dir, path);
+	return inside(full);
+}
+
+int __wrap_openat(int dirfd, const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	if (flags & O_CREAT) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = (mode_t)va_arg(ap, int);
+		va_end(ap);
+	}
+	if ((flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)) && !inside_at(dirfd, path))
+		return -1;
+	return __real_openat(dirfd, path, flags, mode);
+}
+
+int __wrap_mkdirat(int dirfd, const char *path, mode_t mode)
+{
+	return inside_at(dirfd, path) ? __real_mkdirat(dirfd, path, mode) : -1;
+}
+
+int __wrap_unlinkat(int dirfd, const char *path, int flags)
+{
+	return inside_at(dirfd, path) ? __real_unlinkat(dirfd, path, flags) : -1;
 }
 
 /* ---- fakes ------------------------------------------------------------------------------------ */
@@ -146,9 +198,9 @@ static struct grpc_service identity, nodesvc;
 static void node_start(void)
 {
 	char p[7][300];
-	static const char *const sub[] = {"state", "etc", "sys", "dev", "proc", "bin"};
+	static const char *const sub[] = {"state", "etc", "sys", "dev", "proc", "bin", "kubelet"};
 	struct err e = {0};
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 7; i++)
 		snprintf(p[i], sizeof(p[i]), "%s/%s", fuzz_dir(), sub[i]);
 	fuzz_write("etc/hostnqn",
 	           "nqn.2014-08.org.nvmexpress:uuid:6f1c1a57-5a8e-4bb9-a7a4-0d1f2cfbd3a1\n", 69);
@@ -157,6 +209,7 @@ static void node_start(void)
 	fuzz_write("dev/nvme-fabrics", "", 0);
 	fuzz_write("sys/module/nvme_tcp/refcnt", "0\n", 2);
 	fuzz_write("bin/.keep", "", 0);
+	fuzz_write("kubelet/pods/.keep", "", 0);
 	setenv("PATH", p[5], 1);
 	struct node_config cfg = {.node_id = "worker-1",
 	                          .state_dir = p[0],
@@ -164,6 +217,7 @@ static void node_start(void)
 	                          .sysfs_root = p[2],
 	                          .dev_root = p[3],
 	                          .proc_root = p[4],
+	                          .kubelet_dir = p[6],
 	                          .nvme_ops = &kops,
 	                          .sys_ops = &sops,
 	                          .dying_wait_ms = 1,

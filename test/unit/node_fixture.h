@@ -22,7 +22,7 @@
 
 struct env {
 	char root[4096], sys[4200], dev[4200], proc[4200], etc[4200], state[4200], log[4200];
-	char staging[4200], target[4200];
+	char staging[4200], target[4200], kubelet[4200];
 	struct fk_kernel k;
 	struct fk_mounts m;
 	struct nvme_kernel_ops kops;
@@ -44,11 +44,15 @@ static inline void env_init(struct env *v, int multipath)
 	SUB(etc, "etc/nvme");
 	SUB(state, "state");
 	SUB(log, "tools.log");
-	SUB(staging, "kubelet/staging/pv1/globalmount");
-	SUB(target, "kubelet/pods/uid1/volumes/pv1/mount");
+	SUB(kubelet, "kubelet");
+	SUB(staging,
+	    "kubelet/plugins/kubernetes.io/csi/pillar-csi.bhyoo.com/"
+	    "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0/globalmount");
+	SUB(target, "kubelet/pods/uid1/volumes/kubernetes.io~csi/pv1/mount");
 #undef SUB
 	tu_write(v->root, "proc/self/mountinfo", "");
 	tu_write(v->root, "dev/nvme-fabrics", "");
+	tu_write(v->root, "kubelet/.keep", "");
 	tu_write(v->root, "sys/module/nvme_tcp/refcnt", "0\n");
 	tu_write(v->root, "etc/nvme/hostnqn",
 	         "nqn.2014-08.org.nvmexpress:uuid:6f1c1a57-5a8e-4bb9-a7a4-0d1f2cfbd3a1\n");
@@ -78,6 +82,7 @@ static inline void env_init(struct env *v, int multipath)
 	                           .sysfs_root = v->sys,
 	                           .dev_root = v->dev,
 	                           .proc_root = v->proc,
+	                           .kubelet_dir = v->kubelet,
 	                           .nvme_ops = &v->kops,
 	                           .sys_ops = &v->sops,
 	                           .dying_wait_ms = 200,

@@ -9,6 +9,7 @@ Nothing here mounts or connects: stage/publish against a kernel target belong to
 
   node_suite.py DIR     prints PASS/FAIL per case and "(node sanity: N passed, M failed)"
 """
+import hashlib
 import json
 import os
 import shutil
@@ -91,6 +92,7 @@ def make_host(root):
 class Node:
     def __init__(self, base, host, state):
         self.base, self.host, self.state = base, host, state
+        self.kubelet = os.path.join(base, "kubelet")
         self.sock = os.path.join(base, "csi.sock")
         self.proc = None
         self.channel = None
@@ -99,7 +101,7 @@ class Node:
         self.log = os.path.join(self.base, "node-%d.log" % time.monotonic_ns())
         args = [os.environ["PILLAR_BIN"], "node", "--csi-endpoint=unix://" + self.sock,
                 "--node-id=" + node_id, "--state-dir=" + self.state, "--host-root=" + self.host,
-                "--v=3"]
+                "--kubelet-dir=" + self.kubelet, "--v=3"]
         with open(self.log, "wb") as lf:
             self.proc = subprocess.Popen(args, stdout=lf, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
@@ -139,6 +141,12 @@ class Node:
         return self.proc.returncode if self.proc else None
 
 
+def staging_of(base, vol):
+    """kubelet's staging path of a volume below the suite's kubelet directory."""
+    return os.path.join(base, "kubelet", "plugins", "kubernetes.io", "csi", DRIVER,
+                        hashlib.sha256(vol.encode()).hexdigest(), "globalmount")
+
+
 def plant_record(state, staging):
     """A stage record in the spec's format (csi.md §7.5), as a previous node process left it."""
     os.makedirs(state, mode=0o700, exist_ok=True)
@@ -161,7 +169,7 @@ def main(base):
     state = os.path.join(base, "state")
     os.makedirs(base, exist_ok=True)
     host_uuid = make_host(host)
-    staging = os.path.join(base, "staging", "pvc-sanity")
+    staging = staging_of(base, VOL)
     os.makedirs(staging)
     record = plant_record(state, staging)
     os.makedirs(os.path.join(base, "stale-staging"))
@@ -253,7 +261,8 @@ def run(R, n, base, host, state, staging, record, host_uuid):
                 c == INVALID, "%s %s" % (c, m))
 
     # ---- missing arguments → INVALID_ARGUMENT "<field> is required" ----
-    tgt = os.path.join(base, "target", "pvc-sanity")
+    tgt = os.path.join(base, "kubelet", "pods", "pod-sanity-uid", "volumes", "kubernetes.io~csi",
+                       "pvc-sanity", "mount")
     full = {
         "NodeStageVolume": (n.node.NodeStageVolume, csi.NodeStageVolumeRequest, dict(
             volume_id=VOL, staging_target_path=staging, volume_capability=mount_cap()),
@@ -291,8 +300,8 @@ def run(R, n, base, host, state, staging, record, host_uuid):
     ctx = {"target_id": NQN, "address": "192.0.2.10", "port": "4420",
            "pillar-csi.bhyoo.com/protocol-type": "nvmeof-tcp",
            "pillar-csi.bhyoo.com/volume-ref": "1"}
-    stage2 = os.path.join(base, "staging", "pvc-two")
     vol2 = "storage-1/nvmeof-tcp/file/fp/pvc-two"
+    stage2 = staging_of(base, vol2)
     for key in ("target_id", "address", "port"):
         c, m, _ = call(n.node.NodeStageVolume, csi.NodeStageVolumeRequest(
             volume_id=vol2, staging_target_path=stage2, volume_capability=mount_cap(),
@@ -341,6 +350,15 @@ def run(R, n, base, host, state, staging, record, host_uuid):
         volume_id=vol2, target_path=tgt))
     R.check("NodeUnpublishVolume of an unmounted target directory: OK, directory removed",
             c == OK and not os.path.exists(tgt), "%s %r" % (c, m))
+    outside = os.path.join(base, "outside")
+    os.makedirs(outside, exist_ok=True)
+    for bad in (outside, os.path.relpath(outside), tgt + "/../../../../../../outside"):
+        c, m, _ = call(n.node.NodeUnpublishVolume, csi.NodeUnpublishVolumeRequest(
+            volume_id=vol2, target_path=bad))
+        R.check("NodeUnpublishVolume of %s (not below --kubelet-dir): INVALID_ARGUMENT naming "
+                "the field, directory left in place" % bad,
+                c == INVALID and m.startswith('target_path "%s" ' % bad) and
+                os.path.isdir(outside), "%s %r" % (c, m))
     missing = os.path.join(base, "no", "such", "path")
     for rpc, fn, Req in (("NodeGetVolumeStats", n.node.NodeGetVolumeStats,
                           csi.NodeGetVolumeStatsRequest),
