@@ -53,3 +53,15 @@ seed fuzz_csi_node 7 stats $S.NodeGetVolumeStatsRequest "$NVID volume_path: \"/t
 seed fuzz_csi_node 8 expand $S.NodeExpandVolumeRequest "$NVID volume_path: \"/tmp/pillar-fuzz-x/target\" capacity_range {required_bytes: 2147483648}" $CP
 seed fuzz_csi_node 10 info $S.NodeGetInfoRequest '' $CP
 
+
+# hostile paths and volume_context values (issue 24 #1, #6): each must be refused with nothing
+# touched outside the kubelet directory and nothing written to the fabrics device
+K=/tmp/pillar-fuzz-x/kubelet
+seed fuzz_csi_node 6 unpublish-relative $S.NodeUnpublishVolumeRequest "$NVID target_path: \"../../etc/passwd\"" $CP
+seed fuzz_csi_node 6 unpublish-dotdot $S.NodeUnpublishVolumeRequest "$NVID target_path: \"$K/pods/u1/volumes/kubernetes.io~csi/pv1/../../../../../etc/passwd\"" $CP
+seed fuzz_csi_node 6 unpublish-socket $S.NodeUnpublishVolumeRequest "$NVID target_path: \"$K/plugins/pillar-csi.bhyoo.com/csi.sock\"" $CP
+seed fuzz_csi_node 6 unpublish-layout $S.NodeUnpublishVolumeRequest "$NVID target_path: \"$K/pods/u1/volumes/kubernetes.io~csi/pv1/mount\"" $CP
+seed fuzz_csi_node 4 unstage-slashes $S.NodeUnstageVolumeRequest "$NVID staging_target_path: \"$K//plugins/kubernetes.io/csi/pv/pv1/globalmount/\"" $CP
+seed fuzz_csi_node 5 publish-outside $S.NodePublishVolumeRequest "$NVID staging_target_path: \"$K/plugins/kubernetes.io/csi/pv/pv1/globalmount\" target_path: \"/etc/pillar-fuzz\" volume_capability {mount {} access_mode {mode: SINGLE_NODE_WRITER}}" $CP
+seed fuzz_csi_node 3 stage-inject-address $S.NodeStageVolumeRequest "$NVID volume_context {key: \"target_id\" value: \"nqn.2026-01.com.bhyoo.pillar-csi:tank.pvc-abc123\"} volume_context {key: \"address\" value: \"1.2.3.4,nr_io_queues=1\"} volume_context {key: \"port\" value: \"4420\"} staging_target_path: \"$K/plugins/kubernetes.io/csi/pv/pv1/globalmount\" volume_capability {mount {fs_type: \"ext4\"} access_mode {mode: SINGLE_NODE_WRITER}}" $CP
+seed fuzz_csi_node 3 stage-inject-nqn $S.NodeStageVolumeRequest "$NVID volume_context {key: \"target_id\" value: \"nqn.2026-01.com.bhyoo.pillar-csi:tank.x,hostnqn=evil\"} volume_context {key: \"address\" value: \"10.0.0.5\"} volume_context {key: \"port\" value: \"4420,queue_size=1\"} staging_target_path: \"$K/plugins/kubernetes.io/csi/pv/pv1/globalmount\" volume_capability {block {} access_mode {mode: SINGLE_NODE_WRITER}}" $CP

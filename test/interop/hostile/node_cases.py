@@ -99,21 +99,118 @@ class Node:
         return self.proc.returncode if self.proc else None
 
 
+DRIVER = "pillar-csi.bhyoo.com"
+VOL = "storage-1/nvmeof-tcp/file/fp/pvc-hostile"
+NQN = "nqn.2026-01.com.bhyoo.pillar-csi:fp.pvc-hostile"
+INVALID = grpc.StatusCode.INVALID_ARGUMENT
+
+
+def mount_cap():
+    return csi.VolumeCapability(
+        mount=csi.VolumeCapability.MountVolume(fs_type="ext4"),
+        access_mode=csi.VolumeCapability.AccessMode(
+            mode=csi.VolumeCapability.AccessMode.SINGLE_NODE_WRITER))
+
+
+def unpublish_cases(n, kubelet, cwd):
+    """Issue 24 #1: NodeUnpublishVolume of paths the node never created."""
+    sock = n.sock
+    layout = os.path.join(kubelet, "pods", "u1", "volumes", "kubernetes.io~csi", "pv1")
+    os.makedirs(layout)
+    cases = [
+        ("a file outside the kubelet directory", os.path.join(SENT, "passwd")),
+        ("etc/passwd outside the kubelet directory", os.path.join(SENT, "etc", "passwd")),
+        ("relative ../../…/etc/passwd from the node's working directory",
+         os.path.relpath(os.path.join(SENT, "etc", "passwd"), cwd)),
+        ("an empty directory outside", os.path.join(SENT, "empty-dir")),
+        ("a mount point outside", os.path.join(SENT, "mnt")),
+        ("a symlink outside", os.path.join(SENT, "link")),
+        ("kubelet's layout with .. out of it",
+         os.path.join(layout, "mount", *[".."] * 12) + os.path.join(SENT, "passwd")),
+        ("the node's own socket", sock),
+    ]
+    for what, path in cases:
+        c, m, _ = call(n.node.NodeUnpublishVolume, csi.NodeUnpublishVolumeRequest(
+            volume_id=VOL, target_path=path))
+        check("NodeUnpublishVolume of %s: INVALID_ARGUMENT naming target_path" % what,
+              c == INVALID and m.startswith("target_path \""), "%s %r" % (c, m))
+        check("  ... and the node's socket is still there", os.path.exists(sock))
+    # a directory of kubelet's layout that is a symlink to the sentinel directory
+    evil = os.path.join(kubelet, "pods", "u2", "volumes", "kubernetes.io~csi")
+    os.makedirs(evil)
+    os.symlink(SENT, os.path.join(evil, "pv1"))
+    c, m, _ = call(n.node.NodeUnpublishVolume, csi.NodeUnpublishVolumeRequest(
+        volume_id=VOL, target_path=os.path.join(evil, "pv1", "mount")))
+    check("NodeUnpublishVolume through a symlink out of the kubelet directory: INVALID_ARGUMENT",
+          c == INVALID and "symlink" in m, "%s %r" % (c, m))
+    # kubelet's layout, but a file with content the node never created
+    with open(os.path.join(layout, "mount"), "w") as f:
+        f.write("not the node's")
+    c, m, _ = call(n.node.NodeUnpublishVolume, csi.NodeUnpublishVolumeRequest(
+        volume_id=VOL, target_path=os.path.join(layout, "mount")))
+    check("NodeUnpublishVolume of a file with content on kubelet's path: OK, left in place",
+          c == grpc.StatusCode.OK and os.path.isfile(os.path.join(layout, "mount")),
+          "%s %r" % (c, m))
+
+
+def stage_cases(n, kubelet, fabrics):
+    """Issue 24 #6 and the staging path: nothing reaches the kernel's fabrics device."""
+    staging = os.path.join(kubelet, "plugins", "kubernetes.io", "csi", "pv", "pvc-hostile",
+                           "globalmount")
+    ctx = {"target_id": NQN, "address": "192.0.2.10", "port": "4420"}
+    bad = [("address", "192.0.2.10,nr_io_queues=1"), ("address", "192.0.2.10\nnqn=x"),
+           ("target_id", NQN + ",hostnqn=nqn.evil"), ("target_id", NQN + "=1"),
+           ("port", "4420,queue_size=1"), ("port", "0"), ("port", "65536"),
+           ("pillar-csi.bhyoo.com/nvmeof-ctrl-loss-tmo", "5,nr_io_queues=1")]
+    for key, val in bad:
+        c, m, _ = call(n.node.NodeStageVolume, csi.NodeStageVolumeRequest(
+            volume_id=VOL, staging_target_path=staging, volume_capability=mount_cap(),
+            volume_context=dict(ctx, **{key: val})))
+        check("NodeStageVolume with %s=%r: INVALID_ARGUMENT naming the key" % (key, val),
+              c == INVALID and ('volume_context "%s"' % key) in m, "%s %r" % (c, m))
+        check("  ... nothing written to the fabrics device", os.path.getsize(fabrics) == 0)
+    pv = os.path.join(kubelet, "plugins", "kubernetes.io", "csi", "pv")
+    os.makedirs(pv, exist_ok=True)
+    os.symlink(SENT, os.path.join(pv, "pvc-evil"))
+    for what, path in (("through a symlink out of the kubelet directory",
+                        os.path.join(pv, "pvc-evil", "globalmount")),
+                       ("outside the kubelet directory", os.path.join(SENT, "globalmount")),
+                       ("relative", "plugins/kubernetes.io/csi/pv/x/globalmount")):
+        c, m, _ = call(n.node.NodeStageVolume, csi.NodeStageVolumeRequest(
+            volume_id=VOL, staging_target_path=path, volume_capability=mount_cap(),
+            volume_context=ctx))
+        check("NodeStageVolume with a staging path %s: INVALID_ARGUMENT before any connect"
+              % what, c == INVALID and os.path.getsize(fabrics) == 0, "%s %r" % (c, m))
+    for what, path in (("outside the kubelet directory", os.path.join(SENT, "empty-dir")),
+                       ("through a symlink", os.path.join(pv, "pvc-evil", "mount"))):
+        c, m, _ = call(n.node.NodeUnstageVolume, csi.NodeUnstageVolumeRequest(
+            volume_id=VOL, staging_target_path=path))
+        check("NodeUnstageVolume with a staging path %s: INVALID_ARGUMENT" % what,
+              c == INVALID, "%s %r" % (c, m))
+
+
 def main():
     n = Node(os.path.join(TMP, "node"))
+    kubelet = os.path.join(TMP, "node", "kubelet")
+    n.sock = os.path.join(kubelet, "plugins", DRIVER, "csi.sock")
+    os.makedirs(os.path.dirname(n.sock))
     cwd = os.path.join(TMP, "node", "cwd", "a", "b")
     os.makedirs(cwd)
-    if not n.start(cwd):
+    if not n.start(cwd, ["--kubelet-dir=" + kubelet]):
         check("node starts with every root inside HOSTILE_TMP", False,
               open(n.log, errors="replace").read()[-1500:])
         return 1
     check("node starts with every root inside HOSTILE_TMP", True)
-    c, m, pr = call(n.ids.Probe, csi.ProbeRequest())
-    check("Probe on the fake host tree: ready", c == grpc.StatusCode.OK and pr.ready.value,
-          "%s %r" % (c, m))
-    check("node exits 0 on SIGTERM", n.stop() == 0)
     check("the sentinel directory is outside HOSTILE_TMP",
           not os.path.realpath(SENT).startswith(os.path.realpath(TMP) + os.sep))
+    try:
+        unpublish_cases(n, kubelet, cwd)
+        stage_cases(n, kubelet, os.path.join(n.host, "dev", "nvme-fabrics"))
+        c, m, pr = call(n.ids.Probe, csi.ProbeRequest())
+        check("the node still answers Probe", c == grpc.StatusCode.OK and pr.ready.value,
+              "%s %r" % (c, m))
+    finally:
+        check("node exits 0 on SIGTERM", n.stop() == 0)
     return 1 if failed else 0
 
 

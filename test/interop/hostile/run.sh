@@ -13,8 +13,9 @@
 # the only place it creates roots in), HOSTILE_SENTINEL_DIR (read-only for it: the targets its
 # hostile inputs aim at, see the layout below) and HOSTILE_PY (grpcio stubs csi, agent, health);
 # it prints one "ok - <what>" or "not ok - <what>" line per check and exits non-zero if any check
-# failed.  Sentinel layout: passwd (a file with content), etc/passwd and etc/shadow, empty-dir/,
-# dir/keep, link -> passwd, mnt/ (a tmpfs mount point holding mnt/inside).
+# failed.  Sentinel layout: passwd (a file with content), etc/passwd and etc/shadow, empty-dir/
+# and mount/ (empty directories), dir/keep, link -> passwd, mnt/ (a tmpfs mount point holding
+# mnt/inside).  Cases use /usr/bin/python3 (Debian's python3-grpcio).
 # Env: PILLAR_BIN, BUILD; optional HOSTILE_CASES (names, e.g. "node ctl") to run some cases only,
 # HOSTILE_CASE_DIR (the folder of the case scripts; this one by default).
 # Prints each case's lines and "hostile: N passed, M failed" (checks), exits 1 on any failure.
@@ -44,7 +45,7 @@ fi
 
 plant() {
 	printf 'root:x:0:0:root:/root:/bin/sh\nsentinel:x:1:1::/:/bin/false\n' > "$S/passwd"
-	mkdir -p "$S/etc" "$S/empty-dir" "$S/dir" "$S/mnt"
+	mkdir -p "$S/etc" "$S/empty-dir" "$S/mount" "$S/dir" "$S/mnt"
 	cp "$S/passwd" "$S/etc/passwd"
 	printf 'root:*:19000:0:99999:7:::\n' > "$S/etc/shadow"
 	echo keep > "$S/dir/keep"
