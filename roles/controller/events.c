@@ -7,10 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/log.h"
 #include "model/kube.h"
 #include "model/pillar.h"
+#include "rules/bounds.h"
+#include "rules/conditions.h"
 
 #define DIGEST_MAX 2048
 
@@ -28,13 +31,24 @@ static const struct kind_conds kinds[] = {
 };
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 
+/* What the storage-node outage Events of a PillarVolumeState need from its last version. */
+struct vol_outage {
+	char *agent;                             /* spec.agentRef */
+	char *claim_ns, *claim_name, *claim_uid; /* spec.claimRef (all set, or none) */
+	bool published;                          /* publishedNodes is not empty */
+	int64_t ctrl_loss_tmo;                   /* effective: resolved, or the kernel's default */
+	bool tmo_default;                        /* nothing set it */
+};
+
 /* The last version seen of one object: its conditions as "type\x1fstatus\x1freason\n"... */
 struct seen {
 	struct seen *next;
 	const struct model_kind *k;
 	char *name;
 	char *digest;
-	char *failed_at; /* PillarVolumeState partialFailure.failedAt */
+	char *failed_at;       /* PillarVolumeState partialFailure.failedAt */
+	struct vol_outage vol; /* PillarVolumeState */
+	char *outage_since;    /* PillarAgent: unreachable since (RFC 3339), NULL while reachable */
 };
 
 struct ctl_events {
@@ -60,12 +74,46 @@ static struct seen **find(struct ctl_events *x, const struct model_kind *k, cons
 	return p;
 }
 
+static void vol_outage_clear(struct vol_outage *o)
+{
+	free(o->agent);
+	free(o->claim_ns);
+	free(o->claim_name);
+	free(o->claim_uid);
+	*o = (struct vol_outage){0};
+}
+
 static void seen_free(struct seen *s)
 {
 	free(s->name);
 	free(s->digest);
 	free(s->failed_at);
+	vol_outage_clear(&s->vol);
+	free(s->outage_since);
 	free(s);
+}
+
+/* crds.md §3.3, §5.2, §6.2, §7.3: a False condition with one of these reasons is a step of normal
+ * progress (provisioning, deletion, a restore after an agent restart, start-up order), not
+ * something to act on: its Event is Normal and stays on the object.  A failure behind a pending
+ * step is reported by its own Warning (a volume's partialFailure, the agent's HealthCheckFailed). */
+static const char *const progress_reasons[] = {
+    RULES_REASON_PROVISIONING,
+    RULES_REASON_CREATE_PARTIAL,
+    RULES_REASON_DELETING,
+    RULES_REASON_BACKEND_PENDING,
+    RULES_REASON_EXPORT_PENDING,
+    RULES_REASON_EXPORT_RESTORE_PENDING,
+    RULES_REASON_WAITING_FOR_AGENT_DATA,
+    RULES_REASON_WAITING_FOR_STORE,
+};
+
+static bool progress(const char *reason)
+{
+	for (size_t i = 0; i < sizeof(progress_reasons) / sizeof(progress_reasons[0]); i++)
+		if (!strcmp(reason, progress_reasons[i]))
+			return true;
+	return false;
 }
 
 /* The line of condition c in a digest ("" when digest lacks it). */
@@ -164,11 +212,13 @@ static void emit_changes(struct ctl_events *x, const struct kind_conds *kc, cons
 		         c->reason);
 		if (strcmp(line_of(old, c->type, was, sizeof(was)), now) == 0)
 			continue;
-		bool ok = c->status && strcmp(c->status, "True") == 0;
+		bool ok = (c->status && strcmp(c->status, "True") == 0) || progress(c->reason);
 		const char *type = ok ? KUBE_EVENT_NORMAL : KUBE_EVENT_WARNING;
+		/* an unreachable agent is told on the claim by the outage Event (outage_begin) */
+		bool copy = !ok && strcmp(c->reason, RULES_REASON_AGENT_UNAVAILABLE) != 0;
 		if (c->message && *c->message) {
 			kube_events_record(x->rec, &r, type, c->reason, "%s", c->message);
-			for (size_t j = 0; j < n_more && !ok; j++)
+			for (size_t j = 0; j < n_more && copy; j++)
 				kube_events_record(x->rec, &more[j], type, c->reason, "%s",
 				                   c->message);
 		} else {
@@ -200,6 +250,144 @@ static void emit_partial_failure(struct ctl_events *x, const struct model_pvst *
 	for (size_t j = 0; j < n_more; j++)
 		kube_events_record(x->rec, &more[j], KUBE_EVENT_WARNING, pf->reason, "%s",
 		                   pf->message ? pf->message : "");
+}
+
+/* ---- storage-node outages on the claims of published volumes ------------------------------- */
+
+/* Under x->mu: what v's outage Events need (a claim left out when out of memory: the volume then
+ * gets none). */
+static void track_volume(struct seen *s, const struct model_pvst *v)
+{
+	struct vol_outage *o = &s->vol;
+	const struct model_resolved *rs = &v->spec.resolved;
+	bool set = v->spec.has_resolved && rs->has_protocol && rs->protocol.has_nvmeof_tcp &&
+	           rs->protocol.nvmeof_tcp.has_ctrl_loss_tmo;
+
+	vol_outage_clear(o);
+	o->published = v->status.n_published > 0;
+	o->ctrl_loss_tmo = set ? rs->protocol.nvmeof_tcp.ctrl_loss_tmo : RULES_KERNEL_CTRL_LOSS_TMO;
+	o->tmo_default = !set;
+	o->agent = v->spec.agent_ref ? strdup(v->spec.agent_ref) : NULL;
+	if (!v->spec.has_claim_ref || !v->spec.claim_ref.ns || !v->spec.claim_ref.name)
+		return;
+	o->claim_ns = strdup(v->spec.claim_ref.ns);
+	o->claim_name = strdup(v->spec.claim_ref.name);
+	o->claim_uid = strdup(v->spec.claim_ref.uid ? v->spec.claim_ref.uid : "");
+	if (!o->claim_ns || !o->claim_name || !o->claim_uid) {
+		free(o->claim_ns);
+		free(o->claim_name);
+		free(o->claim_uid);
+		o->claim_ns = o->claim_name = o->claim_uid = NULL;
+	}
+}
+
+/* "workers' kernels give up ... at <since + ctrlLossTmo>" for one volume. */
+static void give_up_text(const char *since, const char *volume, const struct vol_outage *o,
+                         char *buf, size_t cap)
+{
+	const char *dflt = o->tmo_default ? ", the kernel default" : "";
+	struct tm tm = {0}, at_tm;
+	const char *end = strptime(since, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	char at[32] = "";
+
+	if (o->ctrl_loss_tmo < 0) {
+		snprintf(buf, cap,
+		         "workers' kernels retry volume \"%s\" for ever (ctrlLossTmo %lld)", volume,
+		         (long long)o->ctrl_loss_tmo);
+		return;
+	}
+	time_t t = end && !*end ? timegm(&tm) + (time_t)o->ctrl_loss_tmo : (time_t)-1;
+	if (t != (time_t)-1 && gmtime_r(&t, &at_tm))
+		strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &at_tm);
+	snprintf(buf, cap,
+	         "workers' kernels give up on volume \"%s\" at %s (ctrlLossTmo %lld s%s) unless "
+	         "its exports are restored by then",
+	         volume, at[0] ? at : "the end of ctrlLossTmo", (long long)o->ctrl_loss_tmo, dflt);
+}
+
+static void node_text(const struct model_pa *a, char *buf, size_t cap)
+{
+	if (a->spec.has_node_ref && a->spec.node_ref.name)
+		snprintf(buf, cap, "storage node \"%s\" (PillarAgent \"%s\")",
+		         a->spec.node_ref.name, a->meta.name);
+	else
+		snprintf(buf, cap, "the storage node of PillarAgent \"%s\" (%s)", a->meta.name,
+		         a->status.resolved_address ? a->status.resolved_address : "no address");
+}
+
+/* Under x->mu: one Event on the claim of each published volume of agent a: the Warning that its
+ * storage node is unreachable since `since`, or (restored) the Normal that it is back.  A full
+ * pass over the volumes seen, once per outage. */
+static void outage_each(struct ctl_events *x, const struct model_pa *a, const char *since,
+                        bool restored)
+{
+	char node[640], when[600];
+	node_text(a, node, sizeof(node));
+	for (const struct seen *s = x->seen; s; s = s->next) {
+		const struct vol_outage *o = &s->vol;
+		if (s->k != &model_pvst_kind || !o->published || !o->claim_name || !o->agent ||
+		    strcmp(o->agent, a->meta.name) != 0)
+			continue;
+		struct kube_event_ref r = {"v1", "PersistentVolumeClaim", o->claim_ns,
+		                           o->claim_name, o->claim_uid};
+		if (restored) {
+			kube_events_record(
+			    x->rec, &r, KUBE_EVENT_NORMAL, RULES_EVENT_STORAGE_NODE_RESTORED,
+			    "the exports of %s are restored; it was unreachable since %s", node,
+			    since);
+			continue;
+		}
+		give_up_text(since, s->name, o, when, sizeof(when));
+		kube_events_record(x->rec, &r, KUBE_EVENT_WARNING,
+		                   RULES_EVENT_STORAGE_NODE_UNREACHABLE,
+		                   "%s is unreachable since %s; %s", node, since, when);
+	}
+}
+
+static bool cond_is(const struct model_cond *c, const char *status)
+{
+	return c && c->status && !strcmp(c->status, status);
+}
+
+/* Under x->mu: an agent's outage begins when AgentConnected turns False because the agent did
+ * not answer (HealthCheckFailed, TLSHandshakeFailed) and ends when it is connected and its
+ * ExportsReady is True again.  A baseline only records an outage in progress (its Warnings were
+ * a predecessor's), so that its end is still told. */
+static void outage_observe(struct ctl_events *x, struct seen *s, const struct model_pa *a,
+                           bool baseline)
+{
+	const struct model_conds *cs = &a->status.conditions;
+	const struct model_cond *conn = model_cond_get(cs, RULES_COND_AGENT_CONNECTED);
+	const struct model_cond *exports = model_cond_get(cs, RULES_COND_EXPORTS_READY);
+	bool down = cond_is(conn, "False") && conn->reason &&
+	            (!strcmp(conn->reason, RULES_REASON_HEALTH_CHECK_FAILED) ||
+	             !strcmp(conn->reason, RULES_REASON_TLS_HANDSHAKE_FAILED));
+	char now[32];
+
+	if (down && !s->outage_since) {
+		const char *since = conn->last_transition_time;
+		if (!since || !*since) {
+			store_timestamp(now, sizeof(now));
+			since = now;
+		}
+		s->outage_since = strdup(since);
+		if (!baseline && s->outage_since)
+			outage_each(x, a, s->outage_since, false);
+	} else if (s->outage_since && cond_is(conn, "True") && cond_is(exports, "True")) {
+		if (!baseline)
+			outage_each(x, a, s->outage_since, true);
+		free(s->outage_since);
+		s->outage_since = NULL;
+	}
+}
+
+/* Under x->mu: what a kind's own bookkeeping takes from each version (baseline or not). */
+static void track(struct ctl_events *x, struct seen *s, const void *obj, bool baseline)
+{
+	if (s->k == &model_pvst_kind)
+		track_volume(s, obj);
+	else if (s->k == &model_pa_kind)
+		outage_observe(x, s, obj, baseline);
 }
 
 void ctl_events_observe(void *arg, const struct model_kind *k, enum store_event_type type,
@@ -241,6 +429,7 @@ void ctl_events_observe(void *arg, const struct model_kind *k, enum store_event_
 				                   : NULL;
 			}
 			*p = s;
+			track(x, s, obj, true);
 		} else if (s) {
 			seen_free(s);
 		}
@@ -257,6 +446,7 @@ void ctl_events_observe(void *arg, const struct model_kind *k, enum store_event_
 	}
 	if (k == &model_pvst_kind)
 		emit_partial_failure(x, obj, s);
+	track(x, s, obj, false);
 	pthread_mutex_unlock(&x->mu);
 }
 

@@ -5,14 +5,27 @@
  * The reconcile loop's watches hand every object over (controller_loop_opts.observe).  Each
  * pillar-csi object's conditions are compared with the last version seen: each condition whose
  * status or reason changed becomes one Event on the object (reason = the condition's reason,
- * message = its message or "<Type> is <Status>"; type Warning when the status is not True, else
- * Normal).  A PillarVolumeState's Warning events, and a new partialFailure (reason
+ * message = its message or "<Type> is <Status>").  Its type is Normal when the status is True or
+ * the reason is a step of normal progress (Provisioning, CreatePartial, Deleting, BackendPending,
+ * ExportPending, ExportRestorePending, WaitingForAgentData, WaitingForStore), else Warning: a
+ * normal provisioning records no Warning.  A PillarVolumeState's Warning events (except
+ * AgentUnavailable, which the outage Events below stand for), and a new partialFailure (reason
  * BackendCreateFailed, ExportPending or AgentRPCFailed with its message), are recorded on its
  * PersistentVolumeClaim (spec.claimRef) and on its PersistentVolume (the PV named as the volume,
  * with the uid its watch last delivered) too, so `kubectl describe pvc` and `kubectl describe pv`
- * show them.  The first version of an object seen after start is the baseline (no Event), so a
- * new leader does not repeat its predecessor's events.  Writing and aggregation are
- * cluster/events.h's.
+ * show them.
+ *
+ * Storage-node outages: when a PillarAgent's AgentConnected turns False because the agent does
+ * not answer (HealthCheckFailed, TLSHandshakeFailed), each PVC of the agent's published volumes
+ * gets one Warning StorageNodeUnreachable naming the storage node, since when (the condition's
+ * lastTransitionTime) and when the workers' kernels give up (since + the volume's effective
+ * ctrlLossTmo: spec.resolved, or the kernel's 600 s); when the agent is connected with
+ * ExportsReady True again, each gets one Normal StorageNodeRestored.  They are Events only (no
+ * object is written), from what the watches delivered: one pass over the volumes per outage.
+ *
+ * The first version of an object seen after start is the baseline (no Event), so a new leader
+ * does not repeat its predecessor's events; a baseline agent that is unreachable still gets its
+ * StorageNodeRestored Events.  Writing, the rate budget and aggregation are cluster/events.h's.
  *
  * Runs only on the Lease holder (controller.c starts and stops it with the reconcilers).
  * Functions return 0 or a negative errno with a message in e.

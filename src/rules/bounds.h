@@ -16,4 +16,9 @@
 #define RULES_RECONNECT_DELAY_MIN      1 /* the kernel refuses 0 (crds.md §4.1) */
 #define RULES_RECONNECT_DELAY_MAX      INT_MAX
 
+/* What the Linux kernel uses when the connect string names no ctrl_loss_tmo / reconnect_delay
+ * (operations.md OPS-05). */
+#define RULES_KERNEL_CTRL_LOSS_TMO   600
+#define RULES_KERNEL_RECONNECT_DELAY 10
+
 #endif

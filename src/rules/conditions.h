@@ -89,4 +89,8 @@
 #define RULES_REASON_RECONCILE_FAILED    "ReconcileFailed"
 #define RULES_REASON_STALE_GENERATION    "StaleGeneration"
 
+/* Event reasons that are no condition's (roles/controller/events.h). */
+#define RULES_EVENT_STORAGE_NODE_UNREACHABLE "StorageNodeUnreachable"
+#define RULES_EVENT_STORAGE_NODE_RESTORED    "StorageNodeRestored"
+
 #endif

@@ -1,9 +1,11 @@
 /* controller/events: condition changes of the pillar-csi objects as the Events the recorder
  * (cluster/events.h) writes to an in-process API server (kube_fake.h): the first version seen is the
- * baseline, a changed status or reason is one Event (Warning when not True), an unchanged one
- * none, a message-only change none, a PillarVolumeState's Warning also on its PVC and PV (with
- * the PV's watched uid), a new partialFailure a Warning on all three, a deleted object
- * forgotten. */
+ * baseline, a changed status or reason is one Event (Warning when not True and not a step of
+ * progress), an unchanged one none, a message-only change none, a PillarVolumeState's Warning
+ * also on its PVC and PV (with the PV's watched uid), a new partialFailure a Warning on all
+ * three, a deleted object forgotten; a normal provisioning (the real CreateVolume, its versions
+ * as the store's watch delivers them) records exactly its Normal Events; a storage-node outage
+ * one Warning and its end one Normal on each claim of the agent's published volumes. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 
 #include "base/json.h"
 #include "controller/events.h"
+#include "ctl_fixture.h"
 #include "kube_fake.h"
 #include "model/kube.h"
 #include "model/pillar.h"
@@ -126,15 +129,15 @@ START_TEST(test_volume_events_on_the_claim)
 	model_str_set(&pv.meta.uid, "pv-uid-1");
 	ctl_events_observe(x, &model_pv_kind, STORE_ADDED, &pv); /* the loop watches PVs too */
 	model_cond_set(&v.status.conditions, RULES_COND_EXPORT_RECONCILED, "False",
-	               RULES_REASON_AGENT_UNAVAILABLE, "agent \"storage-1\" is not reachable", 1);
+	               RULES_REASON_RECONCILE_FAILED, "backing device is not available", 1);
 	ctl_events_observe(x, &model_pvst_kind, STORE_MODIFIED, &v);
 	ck_assert_int_eq(flushed(), 3);
-	ck_assert_str_eq(posted[0], "default PillarVolumeState/pvc-1 Warning AgentUnavailable: "
-	                            "agent \"storage-1\" is not reachable");
-	ck_assert_str_eq(posted[1], "apps PersistentVolumeClaim/data Warning AgentUnavailable: "
-	                            "agent \"storage-1\" is not reachable");
-	ck_assert_str_eq(posted[2], "default PersistentVolume/pvc-1 Warning AgentUnavailable: "
-	                            "agent \"storage-1\" is not reachable");
+	ck_assert_str_eq(posted[0], "default PillarVolumeState/pvc-1 Warning ReconcileFailed: "
+	                            "backing device is not available");
+	ck_assert_str_eq(posted[1], "apps PersistentVolumeClaim/data Warning ReconcileFailed: "
+	                            "backing device is not available");
+	ck_assert_str_eq(posted[2], "default PersistentVolume/pvc-1 Warning ReconcileFailed: "
+	                            "backing device is not available");
 	ck_assert_str_eq(uids[2], "pv-uid-1");
 	v.status.has_partial_failure = true;
 	model_str_set(&v.status.partial_failure.failed_at, "2026-12-03T11:00:00Z");
@@ -152,8 +155,214 @@ START_TEST(test_volume_events_on_the_claim)
 	               1);
 	ctl_events_observe(x, &model_pvst_kind, STORE_MODIFIED, &v);
 	ck_assert_int_eq(flushed(), 8);
+	/* an unreachable agent: on the volume only (the outage Events tell the claim) */
+	model_cond_set(&v.status.conditions, RULES_COND_EXPORT_RECONCILED, "False",
+	               RULES_REASON_AGENT_UNAVAILABLE, "agent \"storage-1\" is not reachable", 1);
+	ctl_events_observe(x, &model_pvst_kind, STORE_MODIFIED, &v);
+	ck_assert_int_eq(flushed(), 9);
+	ck_assert_str_eq(posted[8], "default PillarVolumeState/pvc-1 Warning AgentUnavailable: "
+	                            "agent \"storage-1\" is not reachable");
 	model_clear(&model_pv_kind, &pv);
 	model_clear(&model_pvst_kind, &v);
+}
+END_TEST
+
+/* The real CreateVolume on the embedded store, each version of its PillarVolumeState as the
+ * store's watch delivers it to the loop: the exact Events, none of them a Warning. */
+START_TEST(test_normal_provisioning_has_no_warning)
+{
+	static const char *const params[] = {"pillar-csi.bhyoo.com/storage-class", "fast", NULL};
+	struct grpc_status gs = {0};
+	struct err e = {0};
+	store_watch *w = NULL;
+
+	fx_setup();
+	fx_objects(false);
+	ck_assert_int_eq(store_watch_open(fx_st, store_kind_lookup("PillarVolumeState"), 0, &w, &e),
+	                 0);
+	ck_assert_msg(fx_create("pvc-1", params, false, NULL, 0, &gs) == 0, "%s", gs.msg);
+	enum store_event_type type;
+	cJSON *obj = NULL;
+	int versions = 0;
+	while (store_watch_next(w, 200, &type, &obj, &e) == 1) {
+		struct model_pvst v;
+		if (versions == 0) { /* the API server's create, before the status (store.h) */
+			cJSON *bare = cJSON_Duplicate(obj, true);
+			cJSON_DeleteItemFromObject(bare, "status");
+			ck_assert_msg(model_decode(&model_pvst_kind, bare, &v, &e) == 0, "%s",
+			              e.msg);
+			ctl_events_observe(x, &model_pvst_kind, type, &v);
+			model_clear(&model_pvst_kind, &v);
+			cJSON_Delete(bare);
+			type = STORE_MODIFIED;
+		}
+		ck_assert_msg(model_decode(&model_pvst_kind, obj, &v, &e) == 0, "%s", e.msg);
+		ctl_events_observe(x, &model_pvst_kind, type, &v);
+		model_clear(&model_pvst_kind, &v);
+		cJSON_Delete(obj);
+		versions++;
+	}
+	store_watch_close(w);
+	ck_assert_int_ge(versions, 3); /* Provisioning, CreatePartial, Ready */
+	ck_assert_int_eq(flushed(), 7);
+	static const char *const want[] = {
+	    "default PillarVolumeState/pvc-1 Normal Provisioning: volume is being provisioned",
+	    "default PillarVolumeState/pvc-1 Normal CreatePartial: export not yet created",
+	    "default PillarVolumeState/pvc-1 Normal BackendCreated: BackendCreated is True",
+	    "default PillarVolumeState/pvc-1 Normal ExportPending: backend exists, export not yet "
+	    "created",
+	    "default PillarVolumeState/pvc-1 Normal VolumeReady: Ready is True",
+	    "default PillarVolumeState/pvc-1 Normal ExportCreated: ExportCreated is True",
+	    "default PillarVolumeState/pvc-1 Normal Reconciled: ExportReconciled is True",
+	};
+	for (int i = 0; i < 7; i++)
+		ck_assert_str_eq(posted[i], want[i]);
+	fx_teardown();
+}
+END_TEST
+
+/* A volume of agent `agent` with a claim apps/<claim>, published when `published`, with
+ * ctrlLossTmo tmo (< -1: unset). */
+static void outage_volume(struct model_pvst *v, const char *name, const char *agent,
+                          const char *claim, bool published, long long tmo)
+{
+	*v = (struct model_pvst){0};
+	model_str_set(&v->meta.name, name);
+	model_str_set(&v->spec.agent_ref, agent);
+	v->spec.has_claim_ref = true;
+	model_str_set(&v->spec.claim_ref.ns, "apps");
+	model_str_set(&v->spec.claim_ref.name, claim);
+	model_str_set(&v->spec.claim_ref.uid, claim);
+	v->spec.has_resolved = v->spec.resolved.has_protocol = true;
+	v->spec.resolved.protocol.has_nvmeof_tcp = true;
+	if (tmo >= -1) {
+		v->spec.resolved.protocol.nvmeof_tcp.has_ctrl_loss_tmo = true;
+		v->spec.resolved.protocol.nvmeof_tcp.ctrl_loss_tmo = tmo;
+	}
+	if (published) {
+		v->status.has_published = true;
+		v->status.n_published = 1;
+		v->status.published = calloc(1, sizeof(*v->status.published));
+		model_str_set(&v->status.published[0].node_id, "worker-1");
+	}
+	ctl_events_observe(x, &model_pvst_kind, STORE_ADDED, v);
+}
+
+static void set_cond(struct model_pa *a, const char *type, const char *status, const char *reason,
+                     const char *at)
+{
+	model_cond_set(&a->status.conditions, type, status, reason, "", 1);
+	struct model_cond *c = (struct model_cond *)model_cond_get(&a->status.conditions, type);
+	model_str_set(&c->last_transition_time, at);
+}
+
+START_TEST(test_storage_node_outage_on_the_claims)
+{
+	struct model_pvst v[5];
+	struct model_pa a = {0};
+	model_str_set(&a.meta.name, "storage-1");
+	a.spec.has_node_ref = true;
+	model_str_set(&a.spec.node_ref.name, "stor-a");
+	set_cond(&a, RULES_COND_AGENT_CONNECTED, "True", RULES_REASON_DIALED,
+	         "2026-12-03T10:00:00Z");
+	set_cond(&a, RULES_COND_EXPORTS_READY, "True", RULES_REASON_EXPORTS_SERVING,
+	         "2026-12-03T10:00:00Z");
+	ctl_events_observe(x, &model_pa_kind, STORE_ADDED, &a);
+	outage_volume(&v[0], "pvc-a", "storage-1", "short", true, 30);
+	outage_volume(&v[1], "pvc-b", "storage-1", "unset", true, -2);
+	outage_volume(&v[2], "pvc-c", "storage-1", "idle", false, 30);   /* not published */
+	outage_volume(&v[3], "pvc-d", "storage-2", "other", true, 30);   /* another agent */
+	outage_volume(&v[4], "pvc-e", "storage-1", "forever", true, -1); /* never gives up */
+	ck_assert_int_eq(flushed(), 0);
+
+	set_cond(&a, RULES_COND_AGENT_CONNECTED, "False", RULES_REASON_HEALTH_CHECK_FAILED,
+	         "2026-12-03T11:00:00Z");
+	set_cond(&a, RULES_COND_EXPORTS_READY, "Unknown", RULES_REASON_AGENT_NOT_CONNECTED,
+	         "2026-12-03T11:00:00Z");
+	ctl_events_observe(x, &model_pa_kind, STORE_MODIFIED, &a);
+	ctl_events_observe(x, &model_pa_kind, STORE_MODIFIED, &a); /* still down: nothing more */
+	int n = flushed(); /* the agent's own condition Events, then one per published claim */
+	ck_assert_int_eq(n, 2 + 3);
+	static const char *const down[] = {
+	    "apps PersistentVolumeClaim/short Warning StorageNodeUnreachable: storage node "
+	    "\"stor-a\" (PillarAgent \"storage-1\") is unreachable since 2026-12-03T11:00:00Z; "
+	    "workers' kernels give up on volume \"pvc-a\" at 2026-12-03T11:00:30Z (ctrlLossTmo 30 "
+	    "s) unless its exports are restored by then",
+	    "apps PersistentVolumeClaim/unset Warning StorageNodeUnreachable: storage node "
+	    "\"stor-a\" (PillarAgent \"storage-1\") is unreachable since 2026-12-03T11:00:00Z; "
+	    "workers' kernels give up on volume \"pvc-b\" at 2026-12-03T11:10:00Z (ctrlLossTmo 600 "
+	    "s, the kernel default) unless its exports are restored by then",
+	    "apps PersistentVolumeClaim/forever Warning StorageNodeUnreachable: storage node "
+	    "\"stor-a\" (PillarAgent \"storage-1\") is unreachable since 2026-12-03T11:00:00Z; "
+	    "workers' kernels retry volume \"pvc-e\" for ever (ctrlLossTmo -1)",
+	};
+	int found = 0;
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < 3; j++)
+			found += !strcmp(posted[i], down[j]);
+	ck_assert_int_eq(found, 3);
+	for (int i = 0; i < n; i++)
+		if (strstr(posted[i], "PersistentVolumeClaim/short"))
+			ck_assert_str_eq(uids[i], "short");
+
+	/* connected again, exports still being restored: not yet */
+	set_cond(&a, RULES_COND_AGENT_CONNECTED, "True", RULES_REASON_DIALED,
+	         "2026-12-03T11:05:00Z");
+	set_cond(&a, RULES_COND_EXPORTS_READY, "False", RULES_REASON_EXPORT_RESTORE_PENDING,
+	         "2026-12-03T11:05:00Z");
+	ctl_events_observe(x, &model_pa_kind, STORE_MODIFIED, &a);
+	int m = flushed();
+	for (int i = n; i < m; i++)
+		ck_assert_ptr_null(strstr(posted[i], "PersistentVolumeClaim"));
+	set_cond(&a, RULES_COND_EXPORTS_READY, "True", RULES_REASON_EXPORTS_SERVING,
+	         "2026-12-03T11:05:02Z");
+	ctl_events_observe(x, &model_pa_kind, STORE_MODIFIED, &a);
+	ctl_events_observe(x, &model_pa_kind, STORE_MODIFIED, &a);
+	int k = flushed();
+	found = 0;
+	for (int i = m; i < k; i++)
+		if (strstr(posted[i], "PersistentVolumeClaim")) {
+			ck_assert_msg(strstr(posted[i],
+			                     " Normal StorageNodeRestored: the exports of "
+			                     "storage node \"stor-a\" (PillarAgent "
+			                     "\"storage-1\") are restored; it was "
+			                     "unreachable since 2026-12-03T11:00:00Z"),
+			              "%s", posted[i]);
+			found++;
+		}
+	ck_assert_int_eq(found, 3);
+	for (int i = 0; i < 5; i++)
+		model_clear(&model_pvst_kind, &v[i]);
+	model_clear(&model_pa_kind, &a);
+}
+END_TEST
+
+/* A controller that starts during an outage (a new leader) records no Warning for it, and still
+ * tells its end. */
+START_TEST(test_outage_seen_from_a_baseline)
+{
+	struct model_pvst v;
+	struct model_pa a = {0};
+	model_str_set(&a.meta.name, "storage-1");
+	set_cond(&a, RULES_COND_AGENT_CONNECTED, "False", RULES_REASON_TLS_HANDSHAKE_FAILED,
+	         "2026-12-03T11:00:00Z");
+	ctl_events_observe(x, &model_pa_kind, STORE_ADDED, &a);
+	outage_volume(&v, "pvc-a", "storage-1", "data", true, 30);
+	ck_assert_int_eq(flushed(), 0);
+	set_cond(&a, RULES_COND_AGENT_CONNECTED, "True", RULES_REASON_DIALED,
+	         "2026-12-03T11:01:00Z");
+	set_cond(&a, RULES_COND_EXPORTS_READY, "True", RULES_REASON_EXPORTS_SERVING,
+	         "2026-12-03T11:01:00Z");
+	ctl_events_observe(x, &model_pa_kind, STORE_MODIFIED, &a);
+	int n = flushed(), found = 0;
+	for (int i = 0; i < n; i++)
+		found +=
+		    strstr(posted[i], "apps PersistentVolumeClaim/data Normal StorageNodeRestored: "
+		                      "the exports of the storage node of PillarAgent "
+		                      "\"storage-1\" (no address) are restored") != NULL;
+	ck_assert_int_eq(found, 1);
+	model_clear(&model_pvst_kind, &v);
+	model_clear(&model_pa_kind, &a);
 }
 END_TEST
 
@@ -166,6 +375,9 @@ static Suite *suite(void)
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, test_agent_condition_changes);
 	tcase_add_test(t, test_volume_events_on_the_claim);
+	tcase_add_test(t, test_normal_provisioning_has_no_warning);
+	tcase_add_test(t, test_storage_node_outage_on_the_claims);
+	tcase_add_test(t, test_outage_seen_from_a_baseline);
 	suite_add_tcase(s, t);
 	return s;
 }
