@@ -6,6 +6,7 @@
 
 #include "base/keylock.h"
 
+#include "node/health.h"
 #include "node/record.h"
 #include "node/service.h"
 
@@ -18,7 +19,8 @@ struct node {
 	bool shared_identity;
 	node_publish_identity_fn publish_identity;
 	void *publish_ctx;
-	struct keylock locks; /* volume IDs with an operation in flight */
+	struct keylock locks;      /* volume IDs with an operation in flight */
+	struct node_health health; /* NodeGetVolumeStats' volume conditions */
 };
 
 /* Per-volume operation lock (csi.md §7.1 step 2): GRPC_OK holding id through h (release with

@@ -14,6 +14,7 @@
 
 #include "base/file.h"
 #include "base/log.h"
+#include "base/time.h"
 #include "node/internal.h"
 #include "node/paths.h"
 #include "version/version.h"
@@ -36,6 +37,7 @@ int node_new(const struct node_config *cfg, struct node **out, struct err *e)
 	if (!n)
 		return err_set(e, -ENOMEM, "out of memory");
 	keylock_init(&n->locks);
+	node_health_init(&n->health);
 	n->node_id = strdup(cfg->node_id);
 	n->state_dir = dup_or(cfg->state_dir, "/var/lib/pillar-csi/node");
 	n->etc_nvme_dir = dup_or(cfg->etc_nvme_dir, "/etc/nvme");
@@ -95,6 +97,7 @@ void node_free(struct node *n)
 	free(n->proc_root);
 	free(n->kubelet_dir);
 	keylock_fini(&n->locks);
+	node_health_fini(&n->health);
 	free(n);
 }
 
@@ -340,6 +343,7 @@ int node_get_capabilities(struct node *n, const Csi__V1__NodeGetCapabilitiesRequ
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__EXPAND_VOLUME,
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__GET_VOLUME_STATS,
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__SINGLE_NODE_MULTI_WRITER,
+	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_CONDITION,
 	};
 	size_t i, cnt = sizeof(types) / sizeof(types[0]);
 	(void)n;
@@ -380,11 +384,78 @@ static Csi__V1__VolumeUsage *usage(int unit, int64_t total, int64_t avail, int64
 	return u;
 }
 
+/* csi.md §9.4 steps 3-4: the usage of the staged or published path (stat'ed as sb). */
+static int stats_usage(struct node *n, const char *path, const struct stat *sb,
+                       Csi__V1__NodeGetVolumeStatsResponse *resp, struct grpc_status *st)
+{
+	int r;
+	resp->usage = calloc(2, sizeof(*resp->usage));
+	if (!resp->usage)
+		return grpc_status_oom(st);
+	if (S_ISBLK(sb->st_mode)) {
+		uint64_t bytes = 0;
+		r = n->sys->blk_size(n->sys->ctx, path, &bytes);
+		if (r < 0)
+			return grpc_status_set(st, GRPC_INTERNAL, "BLKGETSIZE64 %s: %s", path,
+			                       strerror(-r));
+		resp->usage[0] = usage(CSI__V1__VOLUME_USAGE__UNIT__BYTES, (int64_t)bytes, 0, 0);
+		if (!resp->usage[0])
+			return grpc_status_oom(st);
+		resp->n_usage = 1;
+		return GRPC_OK;
+	}
+	if (S_ISDIR(sb->st_mode)) {
+		struct statfs sf;
+		int64_t fr;
+		if (statfs(path, &sf) < 0)
+			return grpc_status_set(st, GRPC_INTERNAL, "statfs %s: %s", path,
+			                       strerror(errno));
+		fr = sf.f_frsize ? (int64_t)sf.f_frsize : (int64_t)sf.f_bsize;
+		resp->usage[0] =
+		    usage(CSI__V1__VOLUME_USAGE__UNIT__BYTES, (int64_t)sf.f_blocks * fr,
+		          (int64_t)sf.f_bavail * fr, (int64_t)(sf.f_blocks - sf.f_bfree) * fr);
+		if (resp->usage[0])
+			resp->n_usage = 1;
+		resp->usage[1] = usage(CSI__V1__VOLUME_USAGE__UNIT__INODES, (int64_t)sf.f_files,
+		                       (int64_t)sf.f_ffree, (int64_t)(sf.f_files - sf.f_ffree));
+		if (!resp->usage[0] || !resp->usage[1])
+			return grpc_status_oom(st);
+		resp->n_usage = 2;
+		return GRPC_OK;
+	}
+	return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+	                       "volume_path %s is neither a directory nor a block device", path);
+}
+
+/* VOLUME_CONDITION (node/health.h) into resp; *abnormal.  GRPC_OK (no condition when sysfs could
+ * not be read: logged) or out of memory. */
+static int stats_condition(struct node *n, const struct node_record *rec,
+                           Csi__V1__NodeGetVolumeStatsResponse *resp, bool *abnormal,
+                           struct grpc_status *st)
+{
+	struct node_volume_health vh;
+	struct err e = {0};
+	*abnormal = false;
+	if (node_health_check(&n->health, &n->nvme, rec, time_mono_ms(), time(NULL), &vh, &e) < 0) {
+		log_warnf("volume condition of %s: %s", rec->volume_id, e.msg);
+		return GRPC_OK;
+	}
+	Csi__V1__VolumeCondition *c = malloc(sizeof(*c));
+	if (!c)
+		return grpc_status_oom(st);
+	csi__v1__volume_condition__init(c);
+	resp->volume_condition = c;
+	c->abnormal = *abnormal = vh.abnormal;
+	c->message = strdup(vh.message);
+	return c->message ? GRPC_OK : grpc_status_oom(st);
+}
+
 int node_get_volume_stats(struct node *n, const Csi__V1__NodeGetVolumeStatsRequest *req,
                           Csi__V1__NodeGetVolumeStatsResponse *resp, struct grpc_status *st)
 {
 	struct node_record rec;
 	struct stat sb;
+	bool abnormal;
 	int r, code;
 
 	if ((code = node_require(st, "volume_id", req->volume_id, "volume_path", req->volume_path,
@@ -403,41 +474,14 @@ int node_get_volume_stats(struct node *n, const Csi__V1__NodeGetVolumeStatsReque
 		                       "volume \"%s\" is not staged on this node", req->volume_id);
 	if (code != GRPC_OK)
 		return code;
-	resp->usage = calloc(2, sizeof(*resp->usage));
-	if (!resp->usage)
-		return grpc_status_oom(st);
-	if (S_ISBLK(sb.st_mode)) {
-		uint64_t bytes = 0;
-		r = n->sys->blk_size(n->sys->ctx, req->volume_path, &bytes);
-		if (r < 0)
-			return grpc_status_set(st, GRPC_INTERNAL, "BLKGETSIZE64 %s: %s",
-			                       req->volume_path, strerror(-r));
-		resp->usage[0] = usage(CSI__V1__VOLUME_USAGE__UNIT__BYTES, (int64_t)bytes, 0, 0);
-		if (!resp->usage[0])
-			return grpc_status_oom(st);
-		resp->n_usage = 1;
+	if ((code = stats_condition(n, &rec, resp, &abnormal, st)) != GRPC_OK)
+		return code;
+	code = stats_usage(n, req->volume_path, &sb, resp, st);
+	if (code != GRPC_OK && code != GRPC_RESOURCE_EXHAUSTED && abnormal) {
+		/* a dead device has no usage to report; its condition says why */
+		log_infof("volume %s: no usage while abnormal: %s", req->volume_id, st->msg);
+		*st = (struct grpc_status){0};
 		return GRPC_OK;
 	}
-	if (S_ISDIR(sb.st_mode)) {
-		struct statfs sf;
-		int64_t fr;
-		if (statfs(req->volume_path, &sf) < 0)
-			return grpc_status_set(st, GRPC_INTERNAL, "statfs %s: %s", req->volume_path,
-			                       strerror(errno));
-		fr = sf.f_frsize ? (int64_t)sf.f_frsize : (int64_t)sf.f_bsize;
-		resp->usage[0] =
-		    usage(CSI__V1__VOLUME_USAGE__UNIT__BYTES, (int64_t)sf.f_blocks * fr,
-		          (int64_t)sf.f_bavail * fr, (int64_t)(sf.f_blocks - sf.f_bfree) * fr);
-		if (resp->usage[0])
-			resp->n_usage = 1;
-		resp->usage[1] = usage(CSI__V1__VOLUME_USAGE__UNIT__INODES, (int64_t)sf.f_files,
-		                       (int64_t)sf.f_ffree, (int64_t)(sf.f_files - sf.f_ffree));
-		if (!resp->usage[0] || !resp->usage[1])
-			return grpc_status_oom(st);
-		resp->n_usage = 2;
-		return GRPC_OK;
-	}
-	return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
-	                       "volume_path %s is neither a directory nor a block device",
-	                       req->volume_path);
+	return code;
 }

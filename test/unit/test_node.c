@@ -149,7 +149,7 @@ START_TEST(test_node_info_and_capabilities)
 	ck_assert_ptr_null(info.accessible_topology);
 	node_response_clear(&info.base);
 	ck_assert_int_eq(node_get_capabilities(v.n, NULL, &caps, &st), GRPC_OK);
-	ck_assert_uint_eq(caps.n_capabilities, 4);
+	ck_assert_uint_eq(caps.n_capabilities, 5);
 	ck_assert_int_eq(caps.capabilities[0]->rpc->type,
 	                 CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__STAGE_UNSTAGE_VOLUME);
 	ck_assert_int_eq(caps.capabilities[1]->rpc->type,
@@ -158,6 +158,8 @@ START_TEST(test_node_info_and_capabilities)
 	                 CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__GET_VOLUME_STATS);
 	ck_assert_int_eq(caps.capabilities[3]->rpc->type,
 	                 CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__SINGLE_NODE_MULTI_WRITER);
+	ck_assert_int_eq(caps.capabilities[4]->rpc->type,
+	                 CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_CONDITION);
 	node_response_clear(&caps.base);
 	env_done(&v);
 }

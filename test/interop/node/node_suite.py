@@ -243,12 +243,13 @@ def run(R, n, base, host, state, staging, record, host_uuid):
     T = csi.NodeServiceCapability.RPC
     caps = sorted(x.rpc.type for x in nc.capabilities) if nc else []
     want = sorted([T.STAGE_UNSTAGE_VOLUME, T.EXPAND_VOLUME, T.GET_VOLUME_STATS,
-                   T.SINGLE_NODE_MULTI_WRITER])
+                   T.SINGLE_NODE_MULTI_WRITER, T.VOLUME_CONDITION])
     R.check("NodeGetCapabilities: STAGE_UNSTAGE_VOLUME, EXPAND_VOLUME, GET_VOLUME_STATS, "
-            "SINGLE_NODE_MULTI_WRITER (csi.md §6.2)", c == OK and caps == want,
+            "SINGLE_NODE_MULTI_WRITER (csi.md §6.2), VOLUME_CONDITION (volume health)",
+            c == OK and caps == want,
             [csi.NodeServiceCapability.RPC.Type.Name(x) for x in caps])
     # consistency: every advertised RPC is implemented (answers something other than
-    # UNIMPLEMENTED to an empty request), VOLUME_CONDITION is not advertised and not reported
+    # UNIMPLEMENTED to an empty request)
     for name, fn, req in (("NodeStageVolume", n.node.NodeStageVolume, csi.NodeStageVolumeRequest),
                           ("NodeUnstageVolume", n.node.NodeUnstageVolume,
                            csi.NodeUnstageVolumeRequest),
@@ -387,8 +388,34 @@ def run(R, n, base, host, state, staging, record, host_uuid):
             abs(b.used - (sv.f_blocks - sv.f_bfree) * sv.f_frsize) <= 64 << 20 and
             i.used == i.total - i.available and 0 < i.available <= i.total,
             "%s %r %s" % (c, m, vs))
-    R.check("NodeGetVolumeStats: no volume condition (VOLUME_CONDITION not advertised)",
-            vs is not None and not vs.HasField("volume_condition"))
+    # the planted record's subsystem has no controller in the host's sysfs: the kernel removed it
+    vc = vs.volume_condition if vs is not None and vs.HasField("volume_condition") else None
+    R.check("NodeGetVolumeStats: no controller left → abnormal, restart the workload",
+            vc is not None and vc.abnormal and vc.message ==
+            "the kernel removed the NVMe controller of %s (its ctrl_loss_tmo ran out, or it was "
+            "deleted); the volume no longer works on this node: restart the workload so that "
+            "the volume is staged on a new connection" % NQN, vc)
+    ctrl = os.path.join(host, "sys/class/nvme/nvme7")
+    os.makedirs(ctrl)
+    for name, value in (("subsysnqn", NQN), ("state", "connecting"), ("ctrl_loss_tmo", "120"),
+                        ("address", "traddr=192.0.2.10,trsvcid=4420")):
+        with open(os.path.join(ctrl, name), "w") as f:
+            f.write(value + "\n")
+    c, m, vs = call(n.node.NodeGetVolumeStats, csi.NodeGetVolumeStatsRequest(
+        volume_id=VOL, volume_path=staging))
+    vc = vs.volume_condition if vs is not None else None
+    R.check("NodeGetVolumeStats: controller connecting → abnormal with the time left",
+            c == OK and vc.abnormal and vc.message.startswith(
+                "NVMe controller nvme7 of %s is connecting since " % NQN) and
+            "the kernel removes it in at most 120 s (ctrl_loss_tmo 120 s)" in vc.message, vc)
+    with open(os.path.join(ctrl, "state"), "w") as f:
+        f.write("live\n")
+    c, m, vs = call(n.node.NodeGetVolumeStats, csi.NodeGetVolumeStatsRequest(
+        volume_id=VOL, volume_path=staging))
+    R.check("NodeGetVolumeStats: controller live → healthy",
+            c == OK and not vs.volume_condition.abnormal and
+            vs.volume_condition.message == "NVMe controller nvme7 of %s is live" % NQN, vs)
+    shutil.rmtree(ctrl)
 
     # ---- the per-call log lines (src/grpc/calllog.h) at --v=3 ----
     log = n.log_text()

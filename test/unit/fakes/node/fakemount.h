@@ -19,6 +19,7 @@ struct fk_mounts {
 	char blk_paths[4][4200]; /* paths stat reports as block devices */
 	int mounts, umounts, blk_ro;
 	int umount_rc;
+	int blk_size_err; /* fm_blk_size's answer when not 0 (a device that is gone: -EIO) */
 	char last_data[512];
 	unsigned long last_flags;
 };
@@ -124,10 +125,10 @@ static inline int fm_blk_ro(void *ctx, const char *dev)
 
 static inline int fm_blk_size(void *ctx, const char *path, uint64_t *bytes)
 {
-	(void)ctx;
+	struct fk_mounts *m = ctx;
 	(void)path;
 	*bytes = 1073741824ull;
-	return 0;
+	return m->blk_size_err;
 }
 
 static inline int fm_stat(void *ctx, const char *path, struct stat *st)

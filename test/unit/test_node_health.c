@@ -1,0 +1,171 @@
+/* node/health: the volume condition NodeGetVolumeStats reports (VOLUME_CONDITION) on the fake
+ * sysfs tree: healthy while the volume's controller is live; abnormal with the state, the first
+ * sighting and the seconds left before ctrl_loss_tmo (sysfs value, "off", or the kernel's 600 s
+ * when the attribute is missing) while it is connecting/resetting/deleting; after the kernel
+ * removed it, abnormal with the instruction to restart the workload (and no usage needed). */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/file.h"
+#include "node/health.h"
+#include "node_fixture.h"
+
+static Csi__V1__NodeGetVolumeStatsResponse stats(struct env *v, int code)
+{
+	Csi__V1__NodeGetVolumeStatsRequest r = CSI__V1__NODE_GET_VOLUME_STATS_REQUEST__INIT;
+	Csi__V1__NodeGetVolumeStatsResponse resp = CSI__V1__NODE_GET_VOLUME_STATS_RESPONSE__INIT;
+	struct grpc_status st = {0};
+	r.volume_id = (char *)VOL;
+	r.volume_path = v->staging;
+	ck_assert_msg(node_get_volume_stats(v->n, &r, &resp, &st) == code, "%s", st.msg);
+	return resp;
+}
+
+static void staged(struct env *v)
+{
+	struct sreq s;
+	struct grpc_status st;
+	env_init(v, 1);
+	sreq_init(&s, v, 0, NULL);
+	ck_assert_int_eq(stage(v, &s, &st), GRPC_OK);
+}
+
+START_TEST(test_live_is_healthy)
+{
+	struct env v;
+	staged(&v);
+	Csi__V1__NodeGetVolumeStatsResponse resp = stats(&v, GRPC_OK);
+	ck_assert_ptr_nonnull(resp.volume_condition);
+	ck_assert(!resp.volume_condition->abnormal);
+	ck_assert_str_eq(resp.volume_condition->message,
+	                 "NVMe controller nvme3 of " NQN " is live");
+	ck_assert_uint_eq(resp.n_usage, 2);
+	node_response_clear(&resp.base);
+	env_done(&v);
+}
+END_TEST
+
+START_TEST(test_path_down_then_back)
+{
+	static const char *const states[] = {"connecting", "resetting", "deleting"};
+	struct env v;
+	staged(&v);
+	tu_write(v.sys, "class/nvme/nvme3/ctrl_loss_tmo", "30\n");
+	for (int i = 0; i < 3; i++) {
+		char state[64];
+		snprintf(state, sizeof(state), "%s\n", states[i]);
+		tu_write(v.sys, "class/nvme/nvme3/state", state);
+		Csi__V1__NodeGetVolumeStatsResponse resp = stats(&v, GRPC_OK);
+		ck_assert(resp.volume_condition->abnormal);
+		const char *m = resp.volume_condition->message;
+		char want[256];
+		snprintf(want, sizeof(want), "NVMe controller nvme3 of " NQN " is %s since ",
+		         states[i]);
+		ck_assert_msg(!strncmp(m, want, strlen(want)), "%s", m);
+		ck_assert_msg(strstr(m,
+		                     "(first seen by the node plugin); I/O stalls; the kernel "
+		                     "removes it in at most 30 s (ctrl_loss_tmo 30 s) unless the "
+		                     "target returns") ||
+		                  strstr(m, "in at most 29 s (ctrl_loss_tmo 30 s)"),
+		              "%s", m);
+		ck_assert_uint_eq(resp.n_usage, 2); /* usage still reported */
+		node_response_clear(&resp.base);
+	}
+	tu_write(v.sys, "class/nvme/nvme3/ctrl_loss_tmo", "off\n");
+	Csi__V1__NodeGetVolumeStatsResponse resp = stats(&v, GRPC_OK);
+	ck_assert_msg(strstr(resp.volume_condition->message,
+	                     "I/O stalls; the kernel retries for ever (ctrl_loss_tmo off)"),
+	              "%s", resp.volume_condition->message);
+	node_response_clear(&resp.base);
+	fk_rm(v.sys, "class/nvme/nvme3/ctrl_loss_tmo"); /* a kernel without the attribute */
+	resp = stats(&v, GRPC_OK);
+	ck_assert_msg(
+	    strstr(resp.volume_condition->message, "(ctrl_loss_tmo 600 s, the kernel default)"),
+	    "%s", resp.volume_condition->message);
+	node_response_clear(&resp.base);
+	tu_write(v.sys, "class/nvme/nvme3/state", "live\n");
+	resp = stats(&v, GRPC_OK);
+	ck_assert(!resp.volume_condition->abnormal);
+	node_response_clear(&resp.base);
+	env_done(&v);
+}
+END_TEST
+
+START_TEST(test_removed_controller_says_restart)
+{
+	struct env v;
+	staged(&v);
+	fk_rm(v.sys, "class/nvme/nvme3");
+	snprintf(v.m.blk_paths[0], sizeof(v.m.blk_paths[0]), "%s", v.staging);
+	v.m.blk_size_err = -EIO; /* the device is gone */
+	Csi__V1__NodeGetVolumeStatsResponse resp = stats(&v, GRPC_OK);
+	ck_assert(resp.volume_condition->abnormal);
+	ck_assert_str_eq(
+	    resp.volume_condition->message,
+	    "the kernel removed the NVMe controller of " NQN " (its ctrl_loss_tmo ran "
+	    "out, or it was deleted); the volume no longer works on this node: restart "
+	    "the workload so that the volume is staged on a new connection");
+	ck_assert_uint_eq(resp.n_usage, 0);
+	node_response_clear(&resp.base);
+	env_done(&v);
+}
+END_TEST
+
+/* The seconds left count from the first sighting, which is kept until the volume is live. */
+START_TEST(test_seconds_left_from_first_sighting)
+{
+	struct env v;
+	struct node_health h;
+	struct node_volume_health out;
+	struct node_record r = {0};
+	struct err e = {0};
+	staged(&v);
+	snprintf(r.subsys_nqn, sizeof(r.subsys_nqn), "%s", NQN);
+	snprintf(r.volume_id, sizeof(r.volume_id), "%s", VOL);
+	struct nvme_ctx c = {.sysfs_root = v.sys, .dev_root = v.dev};
+	node_health_init(&h);
+	tu_write(v.sys, "class/nvme/nvme3/ctrl_loss_tmo", "600\n");
+	tu_write(v.sys, "class/nvme/nvme3/state", "connecting\n");
+	ck_assert_int_eq(node_health_check(&h, &c, &r, 1000000, 1764759600, &out, &e), 0);
+	ck_assert_msg(strstr(out.message,
+	                     "is connecting since 2025-12-03T11:00:00Z (first seen by "
+	                     "the node plugin); I/O stalls; the kernel removes it in at "
+	                     "most 600 s (ctrl_loss_tmo 600 s)"),
+	              "%s", out.message);
+	ck_assert_int_eq(node_health_check(&h, &c, &r, 1000000 + 250500, 1764759850, &out, &e), 0);
+	ck_assert_msg(strstr(out.message, "since 2025-12-03T11:00:00Z (first seen by the node "
+	                                  "plugin); I/O stalls; the kernel removes it in at most "
+	                                  "350 s"),
+	              "%s", out.message);
+	ck_assert_int_eq(node_health_check(&h, &c, &r, 1000000 + 700000, 1764760300, &out, &e), 0);
+	ck_assert_msg(strstr(out.message, "in at most 0 s"), "%s", out.message);
+	tu_write(v.sys, "class/nvme/nvme3/state", "live\n"); /* back: the sighting is forgotten */
+	ck_assert_int_eq(node_health_check(&h, &c, &r, 2000000, 1764761000, &out, &e), 0);
+	ck_assert(!out.abnormal);
+	tu_write(v.sys, "class/nvme/nvme3/state", "resetting\n");
+	ck_assert_int_eq(node_health_check(&h, &c, &r, 2000000, 1764761000, &out, &e), 0);
+	ck_assert_msg(strstr(out.message, "is resetting since 2025-12-03T11:23:20Z"), "%s",
+	              out.message);
+	ck_assert_msg(strstr(out.message, "in at most 600 s"), "%s", out.message);
+	node_health_fini(&h);
+	env_done(&v);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("node_health");
+	TCase *tc = tcase_create("health");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_live_is_healthy);
+	tcase_add_test(tc, test_path_down_then_back);
+	tcase_add_test(tc, test_removed_controller_says_restart);
+	tcase_add_test(tc, test_seconds_left_from_first_sighting);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run(suite());
+}
