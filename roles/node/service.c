@@ -465,9 +465,6 @@ int node_get_volume_stats(struct node *n, const Csi__V1__NodeGetVolumeStatsReque
 	if (r == -ENOENT)
 		return grpc_status_set(st, GRPC_NOT_FOUND, "path %s does not exist",
 		                       req->volume_path);
-	if (r < 0)
-		return grpc_status_set(st, GRPC_INTERNAL, "stat %s: %s", req->volume_path,
-		                       strerror(-r));
 	code = node_load_record(n, req->volume_id, &rec, st);
 	if (code == GRPC_NOT_FOUND)
 		return grpc_status_set(st, GRPC_NOT_FOUND,
@@ -476,7 +473,11 @@ int node_get_volume_stats(struct node *n, const Csi__V1__NodeGetVolumeStatsReque
 		return code;
 	if ((code = stats_condition(n, &rec, resp, &abnormal, st)) != GRPC_OK)
 		return code;
-	code = stats_usage(n, req->volume_path, &sb, resp, st);
+	if (r < 0)
+		code = grpc_status_set(st, GRPC_INTERNAL, "stat %s: %s", req->volume_path,
+		                       strerror(-r));
+	else
+		code = stats_usage(n, req->volume_path, &sb, resp, st);
 	if (code != GRPC_OK && code != GRPC_RESOURCE_EXHAUSTED && abnormal) {
 		/* a dead device has no usage to report; its condition says why */
 		log_infof("volume %s: no usage while abnormal: %s", req->volume_id, st->msg);
