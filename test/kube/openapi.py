@@ -7,6 +7,8 @@ import json
 
 import builtin
 
+OBJECT_META_DESCRIPTION = ("Standard object's metadata. More info: "
+                           "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata")
 PARAMS = [{"in": "query", "name": n, "schema": {"type": "string", "uniqueItems": True}}
           for n in ("dryRun", "fieldManager", "fieldValidation")]
 
@@ -39,7 +41,10 @@ def document(registry, group, version):
             continue
         if r.crd is not None:
             s = json.loads(json.dumps(r.schema))
+            # as kube-apiserver's CRD OpenAPI builder: a reference to ObjectMeta with the
+            # description of PartialObjectMetadata's metadata field
             s.setdefault("properties", {})["metadata"] = {
+                "description": OBJECT_META_DESCRIPTION,
                 "allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}]}
             s["x-kubernetes-group-version-kind"] = gvk
             comps[name] = s
