@@ -15,6 +15,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "grpc/server.h"
+#include "httpserve.h"
 #include "serve.h"
 #include "version/version.h"
 
@@ -45,13 +46,18 @@ struct agent_tls {
 /* Serves the agent API on listen until a signal, drains, waits grace_ms and stops
  * (agent-api.md §10).  0, or 1 with the message printed. */
 static int agent_serve(agent_service *a, const char *listen, const struct agent_tls *tls,
-                       int64_t grace_ms)
+                       int64_t grace_ms, const char *metrics_addr)
 {
 	struct grpc_server_opts go;
 	struct grpc_service svc;
 	struct grpc_server *srv = NULL;
+	struct httpserve *metrics = NULL;
 	struct err e = {0};
 	const char *addrs[] = {listen, NULL};
+	if (role_metrics_start(metrics_addr, &metrics, &e) < 0) {
+		fprintf(stderr, "pillar-csi agent: --metrics-bind-address: %s\n", e.msg);
+		return 1;
+	}
 	grpc_server_opts_init(&go);
 	go.listen = addrs;
 	go.max_msg = AGENT_MAX_MSG;
@@ -67,6 +73,7 @@ static int agent_serve(agent_service *a, const char *listen, const struct agent_
 	    grpc_server_start(srv, &e) < 0) {
 		fprintf(stderr, "pillar-csi agent: %s\n", e.msg);
 		grpc_server_free(srv);
+		httpserve_stop(metrics);
 		return 1;
 	}
 	log_info("agent serving", "address", listen, "version", version_string(), "tls",
@@ -91,6 +98,7 @@ static int agent_serve(agent_service *a, const char *listen, const struct agent_
 	serve_sleep_or_signal(grace_ms);
 	grpc_server_shutdown(srv, 5000);
 	grpc_server_free(srv);
+	httpserve_stop(metrics);
 	return 0;
 }
 
@@ -100,6 +108,7 @@ int agent_main(int argc, char **argv)
 	const char *state_dir = "/var/lib/pillar-csi/agent";
 	const char *host_root = ""; /* testing only: "" = the real /dev and /sys */
 	struct agent_tls tls = {"", "", "", false};
+	const char *metrics_addr = "0";
 	int64_t grace_ms = 5000;
 	const struct flag_def defs[] = {
 	    {"listen-address", FLAG_STRING, &listen, "gRPC listen address ([host]:port)", false},
@@ -116,6 +125,8 @@ int agent_main(int argc, char **argv)
 	    {"tls-key", FLAG_STRING, &tls.key, "server private key (PEM) for mutual TLS", false},
 	    {"tls-ca", FLAG_STRING, &tls.ca, "CA (PEM) that client certificates must chain to",
 	     false},
+	    {"metrics-bind-address", FLAG_STRING, &metrics_addr,
+	     "/metrics in Prometheus text format ([host]:port); 0 disables", false},
 	    /* TESTING ONLY (test/interop/agent): a fake host tree instead of the machine's. */
 	    {"host-root", FLAG_STRING, &host_root,
 	     "(testing) look for /dev/zfs, /dev/mapper/control and /sys/module/nvmet_tcp "
@@ -165,7 +176,7 @@ int agent_main(int argc, char **argv)
 		return 1;
 	}
 	consume_drained_marker(state_dir);
-	r = agent_serve(a, listen, &tls, grace_ms);
+	r = agent_serve(a, listen, &tls, grace_ms, metrics_addr);
 	agent_service_free(a);
 	agent_config_clear(&cfg);
 	if (r == 0)

@@ -1,12 +1,13 @@
 /* probes — the controller's plain-HTTP endpoints (deploy.md §1.3): /healthz (the process is
  * alive) and /readyz (the object store answers) on --health-probe-bind-address, and /metrics in
  * Prometheus text format on --metrics-bind-address ("0" disables it).  One small thread per
- * listener; requests are read with a timeout and answered with Connection: close. */
+ * listener (roles/httpserve). */
 #ifndef PILLAR_ROLES_CONTROLLER_PROBES_H
 #define PILLAR_ROLES_CONTROLLER_PROBES_H
 
 #include "base/err.h"
 #include "controller/ctl.h"
+#include "metrics/metrics.h"
 
 struct probes;
 
@@ -18,7 +19,7 @@ int probes_port(const struct probes *p, int i);
 void probes_stop(struct probes *p); /* NULL is a no-op */
 
 /* The response for one request path: fills status (200, 404, 503) and a body. */
-void probes_answer(struct ctl *c, bool metrics, const char *path, int *status, char *body,
-                   size_t cap);
+void probes_answer(struct ctl *c, bool metrics, const char *path, int *status,
+                   struct metrics_text *body);
 
 #endif

@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "cluster/events.h"
 #include "grpc/server.h"
+#include "httpserve.h"
 #include "node/csinode.h"
 #include "node/grpc_service.h"
 #include "node/publish.h"
@@ -48,13 +49,18 @@ static int host_root_paths(const char *host_root, struct node_config *cfg, char 
 /* Serves the Identity and Node services on endpoint until a signal, then shuts down
  * (deploy.md §1.3).  0, or 1 with the message printed. */
 static int node_serve(struct node *n, const char *endpoint, const char *node_id,
-                      const char *state_dir)
+                      const char *state_dir, const char *metrics_addr)
 {
 	struct grpc_server_opts go;
 	struct grpc_service ids, nodes;
 	struct grpc_server *srv = NULL;
+	struct httpserve *metrics = NULL;
 	struct err e = {0};
 	const char *addrs[] = {endpoint, NULL};
+	if (role_metrics_start(metrics_addr, &metrics, &e) < 0) {
+		fprintf(stderr, "pillar-csi node: --metrics-bind-address: %s\n", e.msg);
+		return 1;
+	}
 	grpc_server_opts_init(&go);
 	go.listen = addrs;
 	node_grpc_identity_service(n, &ids);
@@ -63,10 +69,11 @@ static int node_serve(struct node *n, const char *endpoint, const char *node_id,
 	    grpc_server_add_service(srv, &nodes, &e) < 0 || grpc_server_start(srv, &e) < 0) {
 		fprintf(stderr, "pillar-csi node: %s\n", e.msg);
 		grpc_server_free(srv);
+		httpserve_stop(metrics);
 		return 1;
 	}
 	log_info("node plugin serving", "endpoint", endpoint, "node", node_id, "stateDir",
-	         state_dir);
+	         state_dir, "metrics", metrics_addr);
 	serve_wait_signal();
 	serve_exit_on_second_signal();
 	grpc_server_set_serving(srv, "", false);
@@ -74,6 +81,7 @@ static int node_serve(struct node *n, const char *endpoint, const char *node_id,
 	serve_sleep_or_signal(NODE_SHUTDOWN_WAIT_MS);
 	grpc_server_shutdown(srv, 5000);
 	grpc_server_free(srv);
+	httpserve_stop(metrics);
 	return 0;
 }
 
@@ -126,6 +134,7 @@ int node_main(int argc, char **argv)
 	const char *node_id = NULL, *state_dir = "/var/lib/pillar-csi/node", *store_url = NULL;
 	const char *host_root = ""; /* testing only: "" = the real /etc/nvme, /sys, /dev, /proc */
 	const char *kubelet_dir = "/var/lib/kubelet";
+	const char *metrics_addr = "0";
 	struct store_flags sf = STORE_FLAGS_INIT;
 	struct store_open_opts so;
 	const struct flag_def defs[] = {
@@ -140,6 +149,8 @@ int node_main(int argc, char **argv)
 	    {"store", FLAG_STRING, &store_url,
 	     "object store: kube, or dir:PATH for the embedded store", false},
 	    STORE_FLAG_DEFS(&sf),
+	    {"metrics-bind-address", FLAG_STRING, &metrics_addr,
+	     "/metrics in Prometheus text format ([host]:port); 0 disables", false},
 	    /* TESTING ONLY (test/interop/node): a fake host tree instead of the machine's. */
 	    {"host-root", FLAG_STRING, &host_root,
 	     "(testing) read etc/nvme, sys, dev and proc and write dev/nvme-fabrics under this "
@@ -188,7 +199,7 @@ int node_main(int argc, char **argv)
 	}
 	if (node_publish_identity(n, &e) < 0)
 		log_error("host identity not published", "node", node_id, "error", e.msg);
-	r = node_serve(n, endpoint, node_id, state_dir);
+	r = node_serve(n, endpoint, node_id, state_dir, metrics_addr);
 	objects_close(&ob);
 	node_free(n);
 	if (r == 0)

@@ -172,7 +172,7 @@ class Rendering(unittest.TestCase):
         node = container(ds, "node")
         self.assertEqual(node["args"], ["node", "--csi-endpoint=unix:///var/lib/kubelet/plugins/pillar-csi.bhyoo.com/"
                                         "csi.sock", "--node-id=$(NODE_NAME)",
-                                        "--kubelet-dir=/var/lib/kubelet", "--v=2"])
+                                        "--kubelet-dir=/var/lib/kubelet", "--metrics-bind-address=:9810", "--v=2"])
         self.assertEqual(node["securityContext"], {"privileged": True, "runAsUser": 0})
         self.assertEqual(node["lifecycle"]["preStop"], {"sleep": {"seconds": 5}})
         vols = {v["name"]: v["hostPath"] for v in pod["volumes"]}
@@ -192,6 +192,8 @@ class Rendering(unittest.TestCase):
         self.assertEqual(vols[[m for m in reg["volumeMounts"] if m["mountPath"] == "/registration"][0]["name"]],
                          {"path": "/var/lib/kubelet/plugins_registry", "type": "Directory"})
         self.assertIn("--health-port=9808", container(ds, "liveness-probe")["args"])
+        node = container(ds, "node")
+        self.assertIn({"name": "metrics", "containerPort": 9810, "protocol": "TCP"}, node["ports"])
 
     def test_agent(self):
         objs = objects()
@@ -203,8 +205,12 @@ class Rendering(unittest.TestCase):
         self.assertEqual(container(ds, "modprobe", init=True)["args"], ["modprobe", "nvmet", "nvmet_tcp"])
         agent = container(ds, "agent")
         self.assertEqual(agent["args"], ["agent", "--listen-address=:9500", "--config=/etc/pillar-csi/agent/config.json",
-                                         "--shutdown-grace-period=5s", "--v=2"])
-        self.assertEqual(agent["ports"], [{"name": "grpc", "containerPort": 9500, "hostPort": 9500, "protocol": "TCP"}])
+                                         "--shutdown-grace-period=5s", "--metrics-bind-address=:9501", "--v=2"])
+        self.assertEqual(agent["ports"], [{"name": "grpc", "containerPort": 9500, "hostPort": 9500, "protocol": "TCP"},
+                                          {"name": "metrics", "containerPort": 9501, "protocol": "TCP"}])
+        off = container(find(objects(["--set", "agent.metricsPort=0"]), "DaemonSet", "pillar-csi-agent"), "agent")
+        self.assertIn("--metrics-bind-address=0", off["args"])
+        self.assertEqual([p["name"] for p in off["ports"]], ["grpc"])
         self.assertEqual(agent["livenessProbe"], {"tcpSocket": {"port": "grpc"}, "initialDelaySeconds": 10,
                                                   "periodSeconds": 10, "failureThreshold": 6})
         self.assertEqual(agent["securityContext"]["capabilities"], {"add": ["SYS_ADMIN"]})

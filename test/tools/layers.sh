@@ -5,7 +5,7 @@
 # lower rank, never a higher one (a layer never includes a role's header):
 #
 #   0 base
-#   1 h2 nvme backend rules pbjson
+#   1 h2 nvme backend rules pbjson metrics
 #   2 grpc kube nvmet
 #   3 store
 #   4 model
@@ -26,7 +26,7 @@ cd "$root" || exit 2
 rank_of() {
 	case $1 in
 	base) echo 0 ;;
-	h2 | nvme | backend | rules | pbjson) echo 1 ;;
+	h2 | nvme | backend | rules | pbjson | metrics) echo 1 ;;
 	grpc | kube | nvmet) echo 2 ;;
 	store) echo 3 ;;
 	model) echo 4 ;;

@@ -29,7 +29,7 @@ START_TEST(test_endpoints)
 {
 	struct probes *p;
 	struct err e = {0};
-	char buf[4096];
+	char buf[16384];
 	ck_assert_int_eq(probes_start(&fx_c, "127.0.0.1:0", "127.0.0.1:0", &p, &e), 0);
 	int hp = probes_port(p, 0), mp = probes_port(p, 1);
 	ck_assert_int_gt(hp, 0);
@@ -44,6 +44,8 @@ START_TEST(test_endpoints)
 	get(mp, "GET /metrics HTTP/1.1\r\n\r\n", buf, sizeof(buf));
 	ck_assert_ptr_nonnull(strstr(buf, "pillar_csi_build_info{version=\""));
 	ck_assert_ptr_nonnull(strstr(buf, "pillar_csi_store_ready 1\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "\nprocess_resident_memory_bytes "));
+	ck_assert_ptr_nonnull(strstr(buf, "\nprocess_open_fds "));
 	get(mp, "POST / HTTP/1.1\r\n\r\n", buf, sizeof(buf));
 	ck_assert_msg(strncmp(buf, "HTTP/1.1 400", 12) == 0, "%s", buf);
 	probes_stop(p);
@@ -62,7 +64,7 @@ END_TEST
 START_TEST(test_readyz_when_store_broken)
 {
 	int status;
-	char body[1024];
+	struct metrics_text body = {0};
 	/* a corrupt PillarAgent makes the store unreadable for lists */
 	fx_put("PillarAgent", NULL, "a1", NULL, "{}", NULL);
 	char path[700];
@@ -70,12 +72,15 @@ START_TEST(test_readyz_when_store_broken)
 	FILE *f = fopen(path, "w");
 	fputs("{\"trunc", f);
 	fclose(f);
-	probes_answer(&fx_c, false, "/readyz", &status, body, sizeof(body));
+	probes_answer(&fx_c, false, "/readyz", &status, &body);
 	ck_assert_int_eq(status, 503);
-	probes_answer(&fx_c, false, "/healthz", &status, body, sizeof(body));
+	metrics_text_free(&body);
+	probes_answer(&fx_c, false, "/healthz", &status, &body);
 	ck_assert_int_eq(status, 200);
-	probes_answer(&fx_c, true, "/metrics", &status, body, sizeof(body));
-	ck_assert_ptr_nonnull(strstr(body, "pillar_csi_store_ready 0\n"));
+	metrics_text_free(&body);
+	probes_answer(&fx_c, true, "/metrics", &status, &body);
+	ck_assert_ptr_nonnull(strstr(body.buf, "pillar_csi_store_ready 0\n"));
+	metrics_text_free(&body);
 }
 END_TEST
 

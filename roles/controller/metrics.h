@@ -1,0 +1,13 @@
+/* controller/metrics — the controller's own families on /metrics (docs/metrics.md): what is read
+ * from the object store at scrape time (store readiness, volumes by state, agents), and the
+ * families the controller's code updates as it works. */
+#ifndef PILLAR_ROLES_CONTROLLER_METRICS_H
+#define PILLAR_ROLES_CONTROLLER_METRICS_H
+
+#include "controller/ctl.h"
+#include "metrics/metrics.h"
+
+/* Writes the families read from c's store at scrape time. */
+void ctl_metrics_collect(struct ctl *c, struct metrics_text *t);
+
+#endif
