@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/time.h"
 #include "grpc/calllog.h"
+#include "grpc/metrics.h"
 
 #define SEND_HIGH (1u << 20) /* a streaming sender waits while this much is unsent */
 
@@ -172,7 +174,10 @@ int grpc_call_send(struct grpc_call *c, const ProtobufCMessage *msg)
 		return -EINVAL;
 	if (msg->descriptor != c->method->resp)
 		return -EINVAL;
-	return send_msg(c, msg, c->srv->o.workers > 0, true);
+	int rc = send_msg(c, msg, c->srv->o.workers > 0, true);
+	if (rc == 0)
+		grpc_metrics_server_sent(server_method_metrics(c));
+	return rc;
 }
 
 void call_run(void *arg)
@@ -183,9 +188,13 @@ void call_run(void *arg)
 	char msg[GRPC_STATUS_MSG_MAX];
 	int code;
 
+	struct grpc_method_metrics *mm = server_method_metrics(c);
+	uint64_t t_start = time_mono_ns();
+	grpc_metrics_server_started(mm);
 	req = protobuf_c_message_unpack(m->req, &grpc_pb_allocator, c->req_len, c->req);
 	if (!req) {
 		snprintf(msg, sizeof(msg), "cannot parse the request as %s", m->req->name);
+		grpc_metrics_server_handled(mm, GRPC_INTERNAL, (time_mono_ns() - t_start) / 1e9);
 		call_finish(c, GRPC_INTERNAL, msg);
 		call_unref(c);
 		return;
@@ -194,6 +203,7 @@ void call_run(void *arg)
 	if (atomic_load(&c->cancelled)) {
 		code = grpc_call_deadline_ms(c) <= 0 ? GRPC_DEADLINE_EXCEEDED : GRPC_CANCELLED;
 		calllog_result(c->path, req, NULL, code, "call ended before the handler ran", t0);
+		grpc_metrics_server_handled(mm, code, (time_mono_ns() - t_start) / 1e9);
 		call_finish(c, code, "call ended before the handler ran");
 	} else if (m->unary) {
 		code = m->unary(c, req, &resp, c->svc->ctx);
@@ -214,16 +224,20 @@ void call_run(void *arg)
 			} else if (rc == -ENOMEM) {
 				code = GRPC_RESOURCE_EXHAUSTED;
 				grpc_call_set_status_msg(c, "server out of memory");
+			} else if (rc == 0) {
+				grpc_metrics_server_sent(mm);
 			}
 		}
 		calllog_result(c->path, req, code == GRPC_OK ? resp : NULL, code, c->handler_msg,
 		               t0);
 		if (resp && m->resp_free)
 			m->resp_free(resp, c->svc->ctx);
+		grpc_metrics_server_handled(mm, code, (time_mono_ns() - t_start) / 1e9);
 		call_finish(c, code, code == GRPC_OK ? NULL : c->handler_msg);
 	} else {
 		code = m->server_stream(c, req, c->svc->ctx);
 		calllog_result(c->path, req, NULL, code, c->handler_msg, t0);
+		grpc_metrics_server_handled(mm, code, (time_mono_ns() - t_start) / 1e9);
 		call_finish(c, code, code == GRPC_OK ? NULL : c->handler_msg);
 	}
 	protobuf_c_message_free_unpacked(req, NULL);

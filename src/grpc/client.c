@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/time.h"
+#include "grpc/metrics.h"
 #include "h2/conn.h"
 #include "h2/net.h"
 #include "h2/tls.h"
@@ -750,9 +752,9 @@ static void client_call_result(struct client_call *c, const char *path,
 	}
 }
 
-int grpc_channel_call(struct grpc_channel *ch, const char *path, const ProtobufCMessage *req,
-                      const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
-                      int64_t timeout_ms, const struct grpc_md *md, struct grpc_status *st)
+static int channel_call(struct grpc_channel *ch, const char *path, const ProtobufCMessage *req,
+                        const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
+                        int64_t timeout_ms, const struct grpc_md *md, struct grpc_status *st)
 {
 	struct client_call *c;
 	int code;
@@ -781,5 +783,17 @@ int grpc_channel_call(struct grpc_channel *ch, const char *path, const ProtobufC
 	client_call_result(c, path, resp_desc, resp, st);
 	code = st->code;
 	client_call_unref(c);
+	return code;
+}
+
+int grpc_channel_call(struct grpc_channel *ch, const char *path, const ProtobufCMessage *req,
+                      const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
+                      int64_t timeout_ms, const struct grpc_md *md, struct grpc_status *st)
+{
+	uint64_t t0 = time_mono_ns();
+	int code = channel_call(ch, path, req, resp_desc, resp, timeout_ms, md, st);
+	/* UNAVAILABLE: no connection, so the request was not sent (metrics only) */
+	grpc_metrics_client_call(path, code, (time_mono_ns() - t0) / 1e9, code != GRPC_UNAVAILABLE,
+	                         code == GRPC_OK);
 	return code;
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "grpc/metrics.h"
 #include "h2/net.h"
 
 void grpc_server_opts_init(struct grpc_server_opts *o)
@@ -233,6 +234,23 @@ fail:
 	return rc;
 }
 
+static void free_method_metrics(struct grpc_method_metrics **mm, size_t n)
+{
+	for (size_t i = 0; mm && i < n; i++)
+		grpc_metrics_method_free(mm[i]);
+	free(mm);
+}
+
+struct grpc_method_metrics *server_method_metrics(const struct grpc_call *c)
+{
+	const struct grpc_server *s = c->srv;
+	for (size_t i = 0; i < s->n_svcs; i++)
+		if (s->svcs[i] == c->svc && c->method >= c->svc->methods &&
+		    c->method < c->svc->methods + c->svc->n_methods)
+			return s->metrics[i][c->method - c->svc->methods];
+	return NULL;
+}
+
 int grpc_server_add_service(struct grpc_server *s, const struct grpc_service *svc, struct err *e)
 {
 	const struct grpc_service **ns;
@@ -246,9 +264,20 @@ int grpc_server_add_service(struct grpc_server *s, const struct grpc_service *sv
 			return err_set(e, -EINVAL, "service %s: method %zu is incomplete",
 			               svc->name, i);
 	}
-	ns = realloc(s->svcs, (s->n_svcs + 1) * sizeof(*ns));
-	if (!ns)
+	struct grpc_method_metrics ***nm = realloc(s->metrics, (s->n_svcs + 1) * sizeof(*nm));
+	if (!nm)
 		return err_set(e, -ENOMEM, "out of memory");
+	s->metrics = nm;
+	if (!(nm[s->n_svcs] = calloc(svc->n_methods ? svc->n_methods : 1, sizeof(**nm))))
+		return err_set(e, -ENOMEM, "out of memory");
+	for (i = 0; i < svc->n_methods; i++)
+		nm[s->n_svcs][i] = grpc_metrics_server_method(
+		    svc->name, svc->methods[i].name, svc->methods[i].server_stream != NULL);
+	ns = realloc(s->svcs, (s->n_svcs + 1) * sizeof(*ns));
+	if (!ns) {
+		free_method_metrics(nm[s->n_svcs], svc->n_methods);
+		return err_set(e, -ENOMEM, "out of memory");
+	}
 	s->svcs = ns;
 	s->svcs[s->n_svcs++] = svc;
 	grpc_server_set_serving(s, svc->name, true);
@@ -373,6 +402,9 @@ void grpc_server_free(struct grpc_server *s)
 	h2_tls_cfg_free(s->tls);
 	server_health_free(s);
 	pthread_mutex_destroy(&s->health_mu);
+	for (i = 0; i < s->n_svcs; i++)
+		free_method_metrics(s->metrics[i], s->svcs[i]->n_methods);
+	free(s->metrics);
 	free(s->svcs);
 	free(s->lfds);
 	free(s->ports);

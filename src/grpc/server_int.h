@@ -83,6 +83,7 @@ struct grpc_server {
 	struct h2_jobs *jobs;
 	struct h2_tls_cfg *tls;
 	const struct grpc_service **svcs;
+	struct grpc_method_metrics ***metrics; /* per service, per method (grpc/metrics.h) */
 	size_t n_svcs;
 	struct h2_addr *listen_addrs;
 	int *lfds;
@@ -94,6 +95,9 @@ struct grpc_server {
 	pthread_mutex_t health_mu;
 	struct health_ent *health;
 };
+
+/* server.c: the metrics of c's method (NULL: not counted). */
+struct grpc_method_metrics *server_method_metrics(const struct grpc_call *c);
 
 /* call.c */
 struct grpc_call *call_new(struct grpc_server *s);

@@ -13,9 +13,11 @@
 
 #include "csi.pb-c.h"
 #include "grpc/client.h"
+#include "grpc/metrics.h"
 #include "grpc/server.h"
 #include "grpc/status.h"
 #include "h2/conn.h"
+#include "metrics/metrics.h"
 #include "testutil.h"
 
 /* ---- pure helpers ------------------------------------------------------------------------ */
@@ -615,6 +617,58 @@ START_TEST(test_channel_reconnect)
 }
 END_TEST
 
+/* The go-grpc-prometheus families, server and client side, with Go's code names. */
+START_TEST(test_grpc_metrics)
+{
+	const char *dir = tu_mkdtemp();
+	char url[512];
+	struct grpc_server *s;
+	struct grpc_channel *ch;
+	struct grpc_status st;
+	struct err e = {0};
+	struct metrics_text t = {0};
+
+	snprintf(url, sizeof(url), "unix://%s/g.sock", dir);
+	start_server(&s, url);
+	ck_assert_int_eq(grpc_channel_new(&ch, url, NULL, &e), 0);
+	ck_assert_int_eq(info_call(ch, &st), GRPC_OK);
+	ck_assert_int_eq(info_call(ch, &st), GRPC_OK);
+	ck_assert_int_eq(who_call(ch, "fail", 5000, &st), GRPC_FAILED_PRECONDITION);
+	metrics_write(&t);
+	if (getenv("SHOW_METRICS"))
+		fputs(t.buf, stderr);
+	const char *want[] = {
+	    "\ngrpc_server_started_total{grpc_type=\"unary\",grpc_service=\"csi.v1.Identity\","
+	    "grpc_method=\"GetPluginInfo\"} 3\n",
+	    "\ngrpc_server_handled_total{grpc_type=\"unary\",grpc_service=\"csi.v1.Identity\","
+	    "grpc_method=\"GetPluginInfo\",grpc_code=\"OK\"} 2\n",
+	    "\ngrpc_server_handled_total{grpc_type=\"unary\",grpc_service=\"csi.v1.Identity\","
+	    "grpc_method=\"GetPluginInfo\",grpc_code=\"FailedPrecondition\"} 1\n",
+	    "\ngrpc_server_msg_received_total{grpc_type=\"unary\",grpc_service=\"csi.v1.Identity\","
+	    "grpc_method=\"GetPluginInfo\"} 3\n",
+	    "\ngrpc_server_msg_sent_total{grpc_type=\"unary\",grpc_service=\"csi.v1.Identity\","
+	    "grpc_method=\"GetPluginInfo\"} 2\n",
+	    "\ngrpc_server_handling_seconds_count{grpc_type=\"unary\",grpc_service=\"csi.v1."
+	    "Identity\",grpc_method=\"GetPluginInfo\"} 3\n",
+	    "grpc_method=\"GetPluginInfo\",le=\"0.005\"} ",
+	    "\ngrpc_client_handled_total{grpc_type=\"unary\",grpc_service=\"csi.v1.Identity\","
+	    "grpc_method=\"GetPluginInfo\",grpc_code=\"FailedPrecondition\"} 1\n",
+	    "\ngrpc_client_started_total{grpc_type=\"unary\",grpc_service=\"csi.v1.Identity\","
+	    "grpc_method=\"GetPluginInfo\"} 3\n",
+	    "# TYPE grpc_client_handling_seconds histogram\n",
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		ck_assert_msg(strstr(t.buf, want[i]), "missing %s", want[i]);
+	metrics_text_free(&t);
+	ck_assert_str_eq(grpc_code_go_name(GRPC_DEADLINE_EXCEEDED), "DeadlineExceeded");
+	ck_assert_str_eq(grpc_code_go_name(GRPC_CANCELLED), "Canceled");
+	ck_assert_str_eq(grpc_code_go_name(99), "Unknown");
+	grpc_channel_free(ch);
+	grpc_server_free(s);
+	tu_rmtree(dir);
+}
+END_TEST
+
 /* ---- callers that read their own responses --------------------------------------------------- */
 
 struct burst {
@@ -744,6 +798,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_server_health);
 	tcase_add_test(t, test_server_header_limit_and_garbage);
 	tcase_add_test(t, test_channel_reconnect);
+	tcase_add_test(t, test_grpc_metrics);
 	tcase_add_test(t, test_channel_concurrent_callers);
 	tcase_add_test(t, test_channel_caller_reads_itself);
 	suite_add_tcase(s, t);
