@@ -1,7 +1,6 @@
 /* Fencing marks: decision rules and durable records (agent-api.md §6). */
 #include "agent/fence.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -11,7 +10,7 @@
 #include <string.h>
 
 #include "base/file.h"
-#include "base/json.h"
+#include "model/records.h"
 
 int agent_fence_escape(const char *id, char *out, size_t cap)
 {
@@ -64,10 +63,9 @@ static int corrupt(struct err *e, const char *path, const char *reason)
 
 static int parse_mark(const char *path, struct fence_mark *m, struct err *e)
 {
-	cJSON *root = NULL;
+	struct model_fence_mark mark;
 	struct err pe = {0};
-	int64_t gen;
-	int r = json_read_file(path, &root, &pe);
+	int r = model_fence_mark_read(path, &mark, &pe);
 	memset(m, 0, sizeof(*m));
 	if (r == -ENOENT)
 		return -ENOENT;
@@ -75,50 +73,15 @@ static int parse_mark(const char *path, struct fence_mark *m, struct err *e)
 		return corrupt(e, path, pe.msg);
 	if (r < 0) /* unreadable now (out of memory, EIO): not corrupt */
 		return err_set(e, r, "%s", pe.msg);
-	const cJSON *uid = cJSON_GetObjectItemCaseSensitive(root, "volumeUID");
-	const cJSON *ended = cJSON_GetObjectItemCaseSensitive(root, "ended");
-	const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "endedUIDs");
-	if (!cJSON_IsObject(root))
-		r = corrupt(e, path, "not a JSON object");
-	else if (!cJSON_IsString(uid) || !uid->valuestring[0] ||
-	         strlen(uid->valuestring) >= sizeof(m->uid))
-		r = corrupt(e, path, "volumeUID is not a non-empty string");
-	else if (json_get_int64(root, "generation", &gen) < 0 || gen < 0 ||
-	         (uint64_t)gen > FENCE_GENERATION_MAX)
-		r = corrupt(e, path, "generation is not an integer in 0..2^53");
-	else if (!cJSON_IsBool(ended))
-		r = corrupt(e, path, "ended is not a boolean");
-	else if (!cJSON_IsArray(list))
-		r = corrupt(e, path, "endedUIDs is not an array");
-	if (r < 0)
-		goto out;
-	snprintf(m->uid, sizeof(m->uid), "%s", uid->valuestring);
-	m->generation = (uint64_t)gen;
-	m->ended = cJSON_IsTrue(ended);
-	size_t n = (size_t)cJSON_GetArraySize(list);
-	m->ended_uids = calloc(n ? n : 1, sizeof(char *));
-	if (!m->ended_uids) {
-		r = err_set(e, -ENOMEM, "out of memory");
-		goto out;
-	}
-	const cJSON *it;
-	cJSON_ArrayForEach(it, list)
-	{
-		if (!cJSON_IsString(it)) {
-			r = corrupt(e, path, "endedUIDs holds a non-string");
-			break;
-		}
-		if (!(m->ended_uids[m->n_ended] = strdup(it->valuestring))) {
-			r = err_set(e, -ENOMEM, "out of memory");
-			break;
-		}
-		m->n_ended++;
-	}
-out:
-	cJSON_Delete(root);
-	if (r < 0)
-		agent_fence_mark_clear(m);
-	return r;
+	snprintf(m->uid, sizeof(m->uid), "%s", mark.volume_uid);
+	m->generation = (uint64_t)mark.generation;
+	m->ended = mark.ended;
+	m->n_ended = mark.ended_uids.n; /* the list moves over */
+	m->ended_uids = mark.ended_uids.v;
+	mark.ended_uids.n = 0;
+	mark.ended_uids.v = NULL;
+	model_type_clear(&model_fence_mark_type, &mark);
+	return 0;
 }
 
 int agent_fence_read(const char *state_dir, const char *volume_id, struct fence_mark *m,
@@ -149,38 +112,29 @@ static int write_mark(const char *state_dir, const char *path, const struct fenc
                       struct err *e)
 {
 	char gdir[PATH_MAX];
-	int r = -ENOMEM;
-	cJSON *o = cJSON_CreateObject(), *list = cJSON_CreateArray();
-	if (!o || !list)
-		goto fail;
-	/* every member or none: a mark that lost an ended lifecycle would let it back in */
-	bool ok = json_add(o, "volumeUID", cJSON_CreateString(m->uid)) &&
-	          json_add(o, "generation", json_int64((int64_t)m->generation)) &&
-	          json_add(o, "ended", cJSON_CreateBool(m->ended));
-	for (size_t i = 0; ok && i < m->n_ended; i++)
-		ok = json_add(list, NULL, cJSON_CreateString(m->ended_uids[i]));
-	if (ok)
-		ok = json_add(o, "endedUIDs", list);
-	else
-		cJSON_Delete(list);
-	list = NULL;
-	char *text = ok ? json_dump(o) : NULL;
+	/* every member always: a mark that lost an ended lifecycle would let it back in; the
+	 * struct borrows m's strings */
+	struct model_fence_mark mark = {
+	    .volume_uid = (char *)m->uid,
+	    .has_generation = true,
+	    .generation = (int64_t)m->generation,
+	    .has_ended = true,
+	    .ended = m->ended,
+	    .has_ended_uids = true,
+	    .ended_uids = {m->n_ended, m->ended_uids},
+	};
+	char *text = model_type_encode_text(&model_fence_mark_type, &mark);
 	if (!text)
-		goto fail;
+		return err_set(e, -ENOMEM, "write fencing mark %s: out of memory", path);
 	snprintf(gdir, sizeof(gdir), "%s/generations", state_dir);
-	r = file_dir_once_ensure(&marks_dir, gdir, 0750, e);
+	int r = file_dir_once_ensure(&marks_dir, gdir, 0750, e);
 	if (r == 0) { /* one mark write at a time: its temporary file is the directory's spare */
 		pthread_mutex_lock(&marks_mu);
 		r = file_write_atomic_reuse(path, text, strlen(text), 0600, NULL, e);
 		pthread_mutex_unlock(&marks_mu);
 	}
 	free(text);
-	cJSON_Delete(o);
 	return r;
-fail:
-	cJSON_Delete(o);
-	cJSON_Delete(list);
-	return err_set(e, r, "write fencing mark %s: out of memory", path);
 }
 
 static int stale(struct err *e, const char *uid, uint64_t gen, const char *id, const char *reason,

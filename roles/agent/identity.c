@@ -1,7 +1,6 @@
 /* Pinned namespace identities (agent-api.md §8.3–§8.4). */
 #include "agent/identity.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -10,7 +9,7 @@
 
 #include "agent/fence.h"
 #include "base/file.h"
-#include "base/json.h"
+#include "model/records.h"
 
 static int record_path(const char *state_dir, const char *volume_id, char *out, size_t cap,
                        struct err *e)
@@ -24,65 +23,23 @@ static int record_path(const char *state_dir, const char *volume_id, char *out, 
 	return 0;
 }
 
-static bool is_uuid(const char *s)
-{
-	if (strlen(s) != 36)
-		return false;
-	for (int i = 0; i < 36; i++) {
-		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-		if (dash ? s[i] != '-' : !strchr("0123456789abcdefABCDEF", s[i]))
-			return false;
-	}
-	return true;
-}
-
-static bool is_serial(const char *s)
-{
-	size_t n = strlen(s);
-	if (n < 1 || n > 20)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (s[i] < 0x20 || s[i] > 0x7e)
-			return false;
-	return true;
-}
-
 static int read_record(const char *path, char *uid, size_t uid_cap, struct rules_ns_identity *id,
                        struct err *e)
 {
-	cJSON *root = NULL;
+	struct model_identity_pin pin;
 	struct err pe = {0};
-	int r = json_read_file(path, &root, &pe);
+	int r = model_identity_pin_read(path, &pin, &pe);
 	if (r == -ENOENT)
 		return r;
 	if (r == -EBADMSG)
 		return err_set(e, -EBADMSG, "corrupt identity record %s: %s", path, pe.msg);
 	if (r < 0) /* unreadable now (out of memory, EIO): not corrupt */
 		return err_set(e, r, "%s", pe.msg);
-	const cJSON *ident = cJSON_GetObjectItemCaseSensitive(root, "identity");
-	const char *u = json_get_str(root, "volumeUID");
-	const char *uu = json_get_str(ident, "uuid"), *ng = json_get_str(ident, "nguid");
-	const char *se = json_get_str(ident, "serial");
-	const char *why = NULL;
-	if (!u || !*u || strlen(u) >= uid_cap)
-		why = "volumeUID is not a non-empty string";
-	else if (!cJSON_IsObject(ident))
-		why = "identity is not an object";
-	else if (!uu || !is_uuid(uu))
-		why = "identity.uuid is not a UUID";
-	else if (!ng || !is_uuid(ng))
-		why = "identity.nguid is not in UUID form";
-	else if (!se || !is_serial(se))
-		why = "identity.serial is not 1..20 printable characters";
-	if (why) {
-		cJSON_Delete(root);
-		return err_set(e, -EBADMSG, "corrupt identity record %s: %s", path, why);
-	}
-	snprintf(uid, uid_cap, "%s", u);
-	snprintf(id->uuid, sizeof(id->uuid), "%s", uu);
-	snprintf(id->nguid, sizeof(id->nguid), "%s", ng);
-	snprintf(id->serial, sizeof(id->serial), "%s", se);
-	cJSON_Delete(root);
+	snprintf(uid, uid_cap, "%s", pin.volume_uid);
+	snprintf(id->uuid, sizeof(id->uuid), "%s", pin.identity.uuid);
+	snprintf(id->nguid, sizeof(id->nguid), "%s", pin.identity.nguid);
+	snprintf(id->serial, sizeof(id->serial), "%s", pin.identity.serial);
+	model_type_clear(&model_identity_pin_type, &pin);
 	return 0;
 }
 
@@ -123,22 +80,15 @@ int agent_identity_settle(const char *state_dir, const char *volume_id, const ch
 	rules_ns_identity_derive(nqn, &derived);
 	if (rules_ns_identity_equal(&derived, result))
 		return file_remove_durable(path, e);
-	cJSON *o = cJSON_CreateObject(), *id = cJSON_CreateObject();
-	char *text = NULL;
-	if (o && id) {
-		bool ok = json_add(id, "uuid", cJSON_CreateString(result->uuid)) &&
-		          json_add(id, "nguid", cJSON_CreateString(result->nguid)) &&
-		          json_add(id, "serial", cJSON_CreateString(result->serial)) &&
-		          json_add(o, "volumeUID", cJSON_CreateString(uid ? uid : ""));
-		if (ok) {
-			ok = json_add(o, "identity", id); /* o owns id, or id was freed */
-			id = NULL;
-		}
-		if (ok)
-			text = json_dump(o); /* NULL when out of memory */
-	}
-	cJSON_Delete(o);
-	cJSON_Delete(id);
+	struct model_identity_pin pin = {
+	    /* borrows every string */
+	    .volume_uid = (char *)(uid ? uid : ""),
+	    .has_identity = true,
+	    .identity = {.uuid = (char *)result->uuid,
+	                 .nguid = (char *)result->nguid,
+	                 .serial = (char *)result->serial},
+	};
+	char *text = model_type_encode_text(&model_identity_pin_type, &pin);
 	if (!text)
 		return err_set(e, -ENOMEM, "write identity record %s: out of memory", path);
 	snprintf(dir, sizeof(dir), "%s/nvmet-identity", state_dir);

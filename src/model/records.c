@@ -1,0 +1,137 @@
+/* model/records — fencing marks and identity pins (records.h). */
+#include "model/records.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "model/codec.h"
+
+#define T struct model_fence_mark
+static const struct model_field fence_mark_fields[] = {
+    MODEL_F_STR("volumeUID", volume_uid),
+    MODEL_F_INT("generation", generation),
+    MODEL_F_BOOL("ended", ended),
+    MODEL_F_STRS_HAS("endedUIDs", ended_uids),
+};
+#undef T
+MODEL_TYPE(model_fence_mark_type, struct model_fence_mark, fence_mark_fields);
+
+#define T struct model_identity
+static const struct model_field identity_fields[] = {
+    MODEL_F_STR("uuid", uuid),
+    MODEL_F_STR("nguid", nguid),
+    MODEL_F_STR("serial", serial),
+};
+#undef T
+MODEL_TYPE(model_identity_type, struct model_identity, identity_fields);
+
+#define T struct model_identity_pin
+static const struct model_field identity_pin_fields[] = {
+    MODEL_F_STR("volumeUID", volume_uid),
+    MODEL_F_OBJ_HAS("identity", identity, &model_identity_type),
+};
+#undef T
+MODEL_TYPE(model_identity_pin_type, struct model_identity_pin, identity_pin_fields);
+
+static bool uid_ok(const char *uid)
+{
+	return uid && uid[0] && strlen(uid) <= MODEL_RECORD_UID_MAX;
+}
+
+const char *model_fence_mark_check(const struct model_fence_mark *mark)
+{
+	if (!uid_ok(mark->volume_uid))
+		return "volumeUID is not a non-empty string";
+	if (!mark->has_generation || mark->generation < 0 ||
+	    (uint64_t)mark->generation > MODEL_FENCE_GENERATION_MAX)
+		return "generation is not an integer in 0..2^53";
+	if (!mark->has_ended)
+		return "ended is not a boolean";
+	if (!mark->has_ended_uids)
+		return "endedUIDs is not an array";
+	return NULL;
+}
+
+static bool is_uuid(const char *s)
+{
+	if (!s || strlen(s) != 36)
+		return false;
+	for (int i = 0; i < 36; i++) {
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+		if (dash ? s[i] != '-' : !strchr("0123456789abcdefABCDEF", s[i]))
+			return false;
+	}
+	return true;
+}
+
+static bool is_serial(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n < 1 || n > 20)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			return false;
+	return true;
+}
+
+const char *model_identity_pin_check(const struct model_identity_pin *pin)
+{
+	if (!uid_ok(pin->volume_uid))
+		return "volumeUID is not a non-empty string";
+	if (!pin->has_identity)
+		return "identity is not an object";
+	if (!is_uuid(pin->identity.uuid))
+		return "identity.uuid is not a UUID";
+	if (!is_uuid(pin->identity.nguid))
+		return "identity.nguid is not in UUID form";
+	if (!is_serial(pin->identity.serial))
+		return "identity.serial is not 1..20 printable characters";
+	return NULL;
+}
+
+/* The record at path as a struct of type t, checked.  model_*_read's contract. */
+static int record_read(const struct model_type *t, const char *path, void *obj,
+                       const char *(*check)(const void *obj), struct err *e)
+{
+	cJSON *root = NULL;
+	const char *why = NULL;
+	memset(obj, 0, t->size);
+	int r = json_read_file(path, &root, e);
+	if (r < 0)
+		return r;
+	if (!cJSON_IsObject(root))
+		r = err_set(e, -EBADMSG, "not a JSON object");
+	else if ((r = model_type_decode(t, root, obj, e)) == -EINVAL)
+		r = -EBADMSG; /* a member of the wrong JSON type: e names it */
+	else if (r == -ENOMEM)
+		r = err_set(e, -ENOMEM, "out of memory");
+	else if (r == 0 && (why = check(obj)) != NULL)
+		r = err_set(e, -EBADMSG, "%s", why);
+	cJSON_Delete(root);
+	if (r < 0)
+		model_type_clear(t, obj);
+	return r;
+}
+
+static const char *fence_mark_check(const void *obj)
+{
+	return model_fence_mark_check(obj);
+}
+
+static const char *identity_pin_check(const void *obj)
+{
+	return model_identity_pin_check(obj);
+}
+
+int model_fence_mark_read(const char *path, struct model_fence_mark *mark, struct err *e)
+{
+	return record_read(&model_fence_mark_type, path, mark, fence_mark_check, e);
+}
+
+int model_identity_pin_read(const char *path, struct model_identity_pin *pin, struct err *e)
+{
+	return record_read(&model_identity_pin_type, path, pin, identity_pin_check, e);
+}

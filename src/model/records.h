@@ -1,0 +1,62 @@
+/* model/records — the records the agent keeps in its state directory, described for the codec
+ * (model.h): fencing marks (agent-api.md §6.1) and identity pins (§8.3).
+ *
+ * A record file is one JSON object; model_fence_mark_read / model_identity_pin_read decode it into the record's struct and
+ * runs the record's rules.  Each rule broken has one reason, the text the agent reports after
+ * `corrupt fencing mark <path>: ` or `corrupt identity record <path>: ` (the spec's form); the
+ * rules of each record live in its check function here and nowhere else.  Members this version
+ * does not type are kept in `rest` on reading; the agent writes a record from a fresh struct, so
+ * a written record holds exactly the typed members, in the order of the tables.
+ */
+#ifndef PILLAR_MODEL_RECORDS_H
+#define PILLAR_MODEL_RECORDS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model/model.h"
+
+/* The longest volumeUID a record holds, in bytes. */
+#define MODEL_RECORD_UID_MAX 255
+/* The largest fencing generation: JSON readers keep integers exact up to 2^53. */
+#define MODEL_FENCE_GENERATION_MAX (UINT64_C(1) << 53)
+
+/* A fencing mark: {"volumeUID","generation","ended","endedUIDs":[...]}, every member present. */
+struct model_fence_mark {
+	void *rest;
+	char *volume_uid;
+	bool has_generation;
+	int64_t generation;
+	bool has_ended, ended;
+	bool has_ended_uids;
+	struct model_strs ended_uids;
+};
+extern const struct model_type model_fence_mark_type;
+/* The reason mark breaks a rule (volumeUID non-empty and at most MODEL_RECORD_UID_MAX bytes,
+ * generation in 0..2^53, ended and endedUIDs present), NULL when it keeps them all. */
+const char *model_fence_mark_check(const struct model_fence_mark *mark);
+
+/* An identity pin: {"volumeUID","identity":{"uuid","nguid","serial"}}. */
+struct model_identity {
+	void *rest;
+	char *uuid, *nguid, *serial;
+};
+struct model_identity_pin {
+	void *rest;
+	char *volume_uid;
+	bool has_identity;
+	struct model_identity identity;
+};
+extern const struct model_type model_identity_pin_type;
+/* The reason pin breaks a rule (volumeUID as for marks, uuid a UUID, nguid in UUID form, serial
+ * 1..20 printable ASCII characters), NULL when it keeps them all. */
+const char *model_identity_pin_check(const struct model_identity_pin *pin);
+
+/* Read the record file at path into *mark / *pin (cleared on error) and check its rules.  0;
+ * -ENOENT when the file is missing; -EBADMSG when it is not one JSON object of the record's
+ * shape or breaks a rule, with the reason alone in e; -ENOMEM or the read's errno (the file is
+ * not known to be corrupt) with the error in e. */
+int model_fence_mark_read(const char *path, struct model_fence_mark *mark, struct err *e);
+int model_identity_pin_read(const char *path, struct model_identity_pin *pin, struct err *e);
+
+#endif
