@@ -19,14 +19,31 @@ static long long ts_of(const char *ts)
 	return (long long)timegm(&tm);
 }
 
-/* true when a PVC with this uid exists (any namespace), or the list cannot be read */
+static void unreadable_claim(void *arg, const struct store_kind *k, const char *ns,
+                             const char *name, const char *error)
+{
+	(void)k;
+	(void)ns;
+	(void)name;
+	(void)error;
+	*(bool *)arg = true;
+}
+
+/* true when a PVC with this uid exists (any namespace), or the list cannot be read, or it
+ * left out a claim it could not read (that one may be it) */
 static bool claim_exists(struct ctl *c, const char *uid)
 {
 	struct model_pvc *items = NULL;
 	size_t n = 0;
-	bool found = false;
-	if (model_list(c->st, &model_pvc_kind, NULL, NULL, (void **)&items, &n, NULL, NULL) < 0)
+	bool found = false, unreadable = false;
+	struct store_unreadable catch = {unreadable_claim, &unreadable}, prev;
+	store_unreadable_catch(&catch, &prev);
+	int r = model_list(c->st, &model_pvc_kind, NULL, NULL, (void **)&items, &n, NULL, NULL);
+	store_unreadable_catch(&prev, NULL);
+	if (r < 0 || unreadable) {
+		model_list_free(&model_pvc_kind, items, n);
 		return true; /* unknown: never delete on a guess */
+	}
 	for (size_t i = 0; i < n; i++)
 		found |= items[i].meta.uid && strcmp(items[i].meta.uid, uid) == 0;
 	model_list_free(&model_pvc_kind, items, n);

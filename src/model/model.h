@@ -250,8 +250,9 @@ int model_get(store *s, const struct model_kind *k, const char *ns, const char *
 int model_get_cached(store *s, const struct model_kind *k, const char *ns, const char *name,
                      void *out, struct err *e);
 /* *items: an array of *n structs (free with model_list_free).  An object that does not decode
- * (a wrong JSON type) is left out with a warning in the log, so one bad object never hides the
- * others. */
+ * (a wrong JSON type) is left out and reported as the store reports an object it cannot read
+ * (store.h: store_unreadable_report, a warning in the log unless the thread catches it), so
+ * one bad object never hides the others. */
 int model_list(store *s, const struct model_kind *k, const char *ns, const char *selector,
                void **items, size_t *n, uint64_t *list_rv, struct err *e);
 void model_list_free(const struct model_kind *k, void *items, size_t n);

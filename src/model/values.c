@@ -406,8 +406,8 @@ static int list_one(cJSON *it, void *arg)
 	if (d == -ENOMEM)
 		return err_set(l->e, d, "out of memory");
 	if (d < 0)
-		log_warnf("%s \"%s\" left out: %s", l->k->kind, store_meta_str(it, "name") ?: "",
-		          de.msg);
+		store_unreadable_report(model_store_kind(l->k), store_meta_str(it, "namespace"),
+		                        store_meta_str(it, "name") ?: "", de.msg);
 	else
 		l->n++;
 	return 0;
@@ -449,8 +449,8 @@ static int each_one(cJSON *it, void *arg)
 	if (d == -ENOMEM)
 		return err_set(x->e, d, "out of memory");
 	if (d < 0) {
-		log_warnf("%s \"%s\" left out: %s", x->k->kind, store_meta_str(it, "name") ?: "",
-		          de.msg);
+		store_unreadable_report(model_store_kind(x->k), store_meta_str(it, "namespace"),
+		                        store_meta_str(it, "name") ?: "", de.msg);
 		return 0;
 	}
 	d = x->fn(x->obj, x->arg);

@@ -8,9 +8,29 @@
 #include <strings.h>
 #include <time.h>
 
+#include "base/log.h"
 #include "rules/keys.h"
 #include "rules/volid.h"
 #include "store/store.h"
+
+static _Thread_local struct store_unreadable unreadable_receiver;
+
+void store_unreadable_catch(const struct store_unreadable *set, struct store_unreadable *prev)
+{
+	if (prev)
+		*prev = unreadable_receiver;
+	unreadable_receiver = set ? *set : (struct store_unreadable){0};
+}
+
+void store_unreadable_report(const struct store_kind *k, const char *ns, const char *name,
+                             const char *error)
+{
+	if (unreadable_receiver.fn)
+		unreadable_receiver.fn(unreadable_receiver.arg, k, ns, name, error);
+	else
+		log_warnf("%s %s%s\"%s\" left out of a list: %s", k->kind, ns ? ns : "",
+		          ns ? "/" : "", name, error);
+}
 
 static const struct store_kind kinds[] = {
     {"PillarAgent", RULES_API_VERSION, "pillaragents", "pillaragent", "pa", false, true},

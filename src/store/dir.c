@@ -290,8 +290,10 @@ static int keep(struct objvec *ov, cJSON *obj, const char *selector, struct err 
 	return 0;
 }
 
-static int list_dir(const char *dir, const char *selector, struct objvec *ov, bool recurse,
-                    struct err *e)
+/* The objects of the kind's directory dir (recurse: its namespaces' directories; ns: the
+ * namespace dir is, else NULL); a file that cannot be read is reported (store.h). */
+static int list_dir(const struct store_kind *k, const char *dir, const char *ns,
+                    const char *selector, struct objvec *ov, bool recurse, struct err *e)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -306,22 +308,45 @@ static int list_dir(const char *dir, const char *selector, struct objvec *ov, bo
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (recurse) {
-			r = list_dir(path, selector, ov, false, e);
+			r = list_dir(k, path, de->d_name, selector, ov, false, e);
 			continue;
 		}
 		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
 			continue;
 		cJSON *obj;
-		r = json_read_file(path, &obj, e);
+		struct err oe = {0};
+		r = json_read_file(path, &obj, &oe);
 		if (r == -ENOENT) { /* deleted meanwhile */
 			r = 0;
 			continue;
 		}
-		if (r == 0)
-			r = keep(ov, obj, selector, e);
+		if (r == -ENOMEM) {
+			err_set(e, r, "%s", oe.msg);
+			break;
+		}
+		if (r < 0) { /* this object's own error */
+			char name[NAME_MAX + 1];
+			snprintf(name, sizeof(name), "%.*s", (int)(len - 5), de->d_name);
+			store_unreadable_report(k, ns, name, oe.msg);
+			r = 0;
+			continue;
+		}
+		r = keep(ov, obj, selector, e);
 	}
 	closedir(d);
 	return r;
+}
+
+/* A corrupt file of the index reported in its place (its key: <plural>/[<ns>/]<name>). */
+static void report_corrupt(const struct store_kind *k, const struct index_entry *en)
+{
+	char ns[PATH_MAX];
+	const char *rest = en->key + strlen(k->plural) + 1, *slash = strchr(rest, '/');
+	if (k->namespaced && slash)
+		snprintf(ns, sizeof(ns), "%.*s", (int)(slash - rest), rest);
+	store_unreadable_report(k, k->namespaced && slash ? ns : NULL,
+	                        k->namespaced && slash ? slash + 1 : rest,
+	                        en->corrupt ? en->corrupt : "corrupt record");
 }
 
 /* The kind's entries in namespace ns (NULL: all) from the index; *rv the index's version. */
@@ -336,6 +361,10 @@ static int list_index(struct dir_store *s, const struct store_kind *k, const cha
 		cJSON *obj;
 		if (ns && strncmp(en->key, prefix, plen) != 0)
 			continue;
+		if (!en->obj) {
+			report_corrupt(k, en);
+			continue;
+		}
 		if ((r = parse_entry(en, &obj, e)) == 0)
 			r = keep(ov, obj, selector, e);
 	}
@@ -365,7 +394,7 @@ static int d_list(store *st, const struct store_kind *k, const char *ns, const c
 		if (obj_dir(s, k, ns, dir, sizeof(dir)) < 0)
 			r = err_set(e, -ENAMETOOLONG, "path too long");
 		else
-			r = list_dir(dir, selector, &ov, k->namespaced && !ns, e);
+			r = list_dir(k, dir, ns, selector, &ov, k->namespaced && !ns, e);
 	}
 	pthread_mutex_unlock(&s->mu);
 	if (r == 0 && !(*items = cJSON_CreateArray()))

@@ -1,6 +1,7 @@
 /* dir_list — the embedded store's list_each and list_each_skip (store.h): the references to a
  * kind's objects are taken from the index under the store's mutex, then each object is parsed
- * and handed on outside it, one at a time, in list order. */
+ * and handed on outside it, one at a time, in list order; a corrupt file is reported in its
+ * place (store_unreadable_report) and the list goes on. */
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -12,7 +13,8 @@
 struct ref {
 	const char *ns, *name; /* in key, for the list order */
 	char *key;
-	struct store_blob *obj;
+	struct store_blob *obj; /* NULL: the file is corrupt */
+	char *corrupt;          /* then: the error naming it */
 	uint64_t rv;
 };
 
@@ -32,13 +34,15 @@ static void refs_free(struct ref *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		free(v[i].key);
-		store_blob_put(v[i].obj);
+		free(v[i].corrupt);
+		if (v[i].obj)
+			store_blob_put(v[i].obj);
 	}
 	free(v);
 }
 
-/* References to the kind's objects in ns (NULL: all), with mu held; an error names a corrupt
- * file, as the list would. */
+/* References to the kind's objects in ns (NULL: all), with mu held; a corrupt file's reference
+ * carries its error instead of an object. */
 static int refs_of(struct dir_store *s, const struct store_kind *k, const char *ns,
                    struct ref **out, size_t *n, struct err *e)
 {
@@ -52,12 +56,6 @@ static int refs_of(struct dir_store *s, const struct store_kind *k, const char *
 	for (struct index_entry *en = ki >= 0 ? s->kinds[ki] : NULL; en; en = en->knext) {
 		if (ns && strncmp(en->key, prefix, plen) != 0)
 			continue;
-		if (!en->obj) {
-			refs_free(v, *n);
-			*n = 0; /* the caller frees nothing */
-			return err_set(e, -EBADMSG, "%s",
-			               en->corrupt ? en->corrupt : "corrupt record");
-		}
 		if (*n == cap) {
 			struct ref *p = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*p));
 			if (!p) {
@@ -68,14 +66,19 @@ static int refs_of(struct dir_store *s, const struct store_kind *k, const char *
 			v = p;
 		}
 		struct ref *r = &v[*n];
-		if (!(r->key = strdup(en->key))) {
+		r->corrupt = NULL;
+		r->obj = NULL;
+		if (!(r->key = strdup(en->key)) ||
+		    (!en->obj &&
+		     !(r->corrupt = strdup(en->corrupt ? en->corrupt : "corrupt record")))) {
+			free(r->key);
 			refs_free(v, *n);
 			*n = 0; /* the caller frees nothing */
 			return err_set(e, -ENOMEM, "list: out of memory");
 		}
 		r->ns = r->key + skip;
 		r->name = k->namespaced ? strchr(r->ns, '/') + 1 : r->ns;
-		r->obj = store_blob_ref(en->obj);
+		r->obj = en->obj ? store_blob_ref(en->obj) : NULL;
 		r->rv = en->rv;
 		(*n)++;
 	}
@@ -83,15 +86,13 @@ static int refs_of(struct dir_store *s, const struct store_kind *k, const char *
 	return 0;
 }
 
-/* skip's answer for ref r (its namespace apart from its name). */
-static bool asked_skip(const struct store_kind *k, const struct ref *r, store_skip_fn skip,
-                       void *arg)
+/* r's namespace apart from its name into buf (NULL for a cluster-scoped kind). */
+static const char *ref_ns(const struct store_kind *k, const struct ref *r, char *buf, size_t cap)
 {
-	char ns[PATH_MAX];
 	if (!k->namespaced)
-		return skip(NULL, r->name, r->rv, arg);
-	snprintf(ns, sizeof(ns), "%.*s", (int)(r->name - r->ns - 1), r->ns);
-	return skip(ns, r->name, r->rv, arg);
+		return NULL;
+	snprintf(buf, cap, "%.*s", (int)(r->name - r->ns - 1), r->ns);
+	return buf;
 }
 
 /* The objects of a list in order; those skip (optional) skips are not parsed. */
@@ -119,7 +120,13 @@ static int d_walk(store *st, const struct store_kind *k, const char *ns, const c
 		qsort(v, n, sizeof(*v), cmp_refs);
 	for (size_t i = 0; i < n && r == 0; i++) {
 		cJSON *o = NULL;
-		if (skip && asked_skip(k, &v[i], skip, arg))
+		char nsb[PATH_MAX];
+		const char *ons = ref_ns(k, &v[i], nsb, sizeof(nsb));
+		if (!v[i].obj) {
+			store_unreadable_report(k, ons, v[i].name, v[i].corrupt);
+			continue;
+		}
+		if (skip && skip(ons, v[i].name, v[i].rv, arg))
 			continue;
 		if ((r = store_blob_parse(v[i].obj, &o, e)) == 0 &&
 		    store_selector_match(selector, o, NULL) == 1)

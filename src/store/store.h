@@ -158,6 +158,28 @@ int store_watch_next(store_watch *w, int timeout_ms, enum store_event_type *type
                      struct err *e);
 void store_watch_close(store_watch *w);
 
+/* ---- unreadable objects ----------------------------------------------------------------------
+ *
+ * A list yields every object it can read.  An object it cannot read — a corrupt or unreadable
+ * file of the embedded store (whatever the selector: its labels cannot be read either), an
+ * object the model's codec cannot decode (model.h) — is left out of the list and reported to
+ * the receiver the calling thread set, or, with none set, logged as a warning.  The error is
+ * that object's own: a get of it fails with the same message, the other objects are listed.
+ * A receiver is called during the list, possibly with the store's lock held: it must not call
+ * the store. */
+typedef void (*store_unreadable_fn)(void *arg, const struct store_kind *k, const char *ns,
+                                    const char *name, const char *error);
+struct store_unreadable {
+	store_unreadable_fn fn; /* NULL: none (log) */
+	void *arg;
+};
+/* Sets the calling thread's receiver to *set (NULL: none); *prev (optional) gets the one
+ * before, to be set again when the caller is done. */
+void store_unreadable_catch(const struct store_unreadable *set, struct store_unreadable *prev);
+/* Reports one unreadable object (ns NULL when cluster-scoped; error names it, e.g. its file). */
+void store_unreadable_report(const struct store_kind *k, const char *ns, const char *name,
+                             const char *error);
+
 /* ---- helpers shared by implementations and callers ------------------------------------------ */
 
 /* Validates a Kubernetes object name (DNS subdomain: lowercase alphanumerics, '-' and '.', at

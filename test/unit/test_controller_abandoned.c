@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "controller/csi.h"
 #include "controller/reconcile.h"
@@ -69,6 +70,14 @@ START_TEST(test_abandoned_attempts)
 	ck_assert_int_eq(deleted, 0);
 	ck_assert_int_eq(store_delete(fx_st, store_kind_lookup("pv"), NULL, live, NULL, NULL, NULL),
 	                 0);
+	/* a claim whose record cannot be read may be this one: never deleted on that guess */
+	char broken[700];
+	tu_write(fx_dir, "persistentvolumeclaims/apps/broken.json", "{\"kind\":\"Persist");
+	ck_assert_int_eq(reconcile_abandoned(&fx_c, now + 660, &deleted, NULL), 0);
+	ck_assert_int_eq(deleted, 0);
+	ck_assert_str_eq(phase_of(live), "CreatePartial");
+	snprintf(broken, sizeof(broken), "%s/persistentvolumeclaims/apps/broken.json", fx_dir);
+	ck_assert_int_eq(unlink(broken), 0);
 	ck_assert_int_eq(reconcile_abandoned(&fx_c, now + 660, &deleted, NULL), 0);
 	ck_assert_int_eq(deleted, 1);
 	ck_assert_str_eq(phase_of(live), "(gone)");

@@ -61,17 +61,34 @@ START_TEST(test_endpoints)
 }
 END_TEST
 
+/* A store that cannot answer a list (a lost API server, an unreadable store directory). */
+static int broken_list(store *s, const struct store_kind *k, const char *ns, const char *selector,
+                       cJSON **items, uint64_t *list_rv, struct err *e)
+{
+	(void)s, (void)k, (void)ns, (void)selector, (void)list_rv;
+	*items = NULL;
+	return err_set(e, -EIO, "store unreachable");
+}
+
 START_TEST(test_readyz_when_store_broken)
 {
 	int status;
 	struct metrics_text body = {0};
-	/* a corrupt PillarAgent makes the store unreadable for lists */
+	/* one corrupt PillarAgent is that object's problem: the store still answers */
 	fx_put("PillarAgent", NULL, "a1", NULL, "{}", NULL);
 	char path[700];
 	snprintf(path, sizeof(path), "%s/pillaragents/a1.json", fx_dir);
 	FILE *f = fopen(path, "w");
 	fputs("{\"trunc", f);
 	fclose(f);
+	probes_answer(&fx_c, false, "/readyz", &status, &body);
+	ck_assert_int_eq(status, 200);
+	metrics_text_free(&body);
+	/* a store that cannot list is not ready */
+	static const struct store_ops broken_ops = {.list = broken_list};
+	struct store broken = {&broken_ops};
+	store *good = fx_c.st;
+	fx_c.st = &broken;
 	probes_answer(&fx_c, false, "/readyz", &status, &body);
 	ck_assert_int_eq(status, 503);
 	metrics_text_free(&body);
@@ -81,6 +98,7 @@ START_TEST(test_readyz_when_store_broken)
 	probes_answer(&fx_c, true, "/metrics", &status, &body);
 	ck_assert_ptr_nonnull(strstr(body.buf, "pillar_csi_store_ready 0\n"));
 	metrics_text_free(&body);
+	fx_c.st = good;
 }
 END_TEST
 

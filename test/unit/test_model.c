@@ -561,6 +561,16 @@ START_TEST(test_transition_rules)
 }
 END_TEST
 
+/* Records the first unreadable object a list reported into arg (char[512]). */
+static void note_unreadable(void *arg, const struct store_kind *k, const char *ns, const char *name,
+                            const char *error)
+{
+	(void)ns;
+	char *seen = arg;
+	if (!seen[0])
+		snprintf(seen, 512, "%s %s: %s", k->kind, name, error);
+}
+
 /* Typed store operations on the embedded store keep unknown fields through the store too. */
 START_TEST(test_store_ops)
 {
@@ -597,6 +607,24 @@ START_TEST(test_store_ops)
 	struct model_pst *l = items;
 	ck_assert_str_eq(l[0].spec.backend.zfs.pool, "tank");
 	model_list_free(&model_pst_kind, items, n);
+	/* an object the codec cannot decode (as the API server may hold one) is left out of the
+	 * list and reported, the others listed */
+	cJSON *bad = NULL;
+	const char *bad_text = "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":"
+	                       "\"PillarStore\",\"metadata\":{\"name\":\"bad\"},\"spec\":{"
+	                       "\"agentRef\":5}}";
+	ck_assert_int_eq(json_parse_strict(bad_text, strlen(bad_text), &bad, NULL), 0);
+	ck_assert_int_eq(store_create(st, bad, NULL, &e), 0);
+	cJSON_Delete(bad);
+	char seen[512] = "";
+	struct store_unreadable catch = {note_unreadable, seen};
+	store_unreadable_catch(&catch, NULL);
+	ck_assert_int_eq(model_list(st, &model_pst_kind, NULL, NULL, &items, &n, NULL, &e), 0);
+	store_unreadable_catch(NULL, NULL);
+	ck_assert_uint_eq(n, 1);
+	model_list_free(&model_pst_kind, items, n);
+	ck_assert_msg(!strncmp(seen, "PillarStore bad: ", 17) && strstr(seen, "agentRef"), "%s",
+	              seen);
 	ck_assert_int_eq(model_get(st, &model_pst_kind, NULL, "nope", &got, &e), STORE_NOT_FOUND);
 	ck_assert_int_eq(model_get(st, &model_lease_kind, NULL, "x", &got, &e), STORE_INVALID);
 	model_clear(&model_pst_kind, &in);

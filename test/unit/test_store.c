@@ -100,8 +100,10 @@ START_TEST(test_corrupt_files_are_errors)
 	tu_write(dir, "pillaragents/a1.json", "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1al");
 	ck_assert_int_eq(store_get(st, K("pa"), NULL, "a1", &got, &e), -EBADMSG);
 	ck_assert_ptr_nonnull(strstr(e.msg, "pillaragents/a1.json is corrupt"));
-	ck_assert_int_eq(store_list(st, K("pa"), NULL, NULL, &items, NULL, &e), -EBADMSG);
-	ck_assert_ptr_null(items);
+	/* a list leaves it out (reported: store.h), as it is that object's own error */
+	ck_assert_int_eq(store_list(st, K("pa"), NULL, NULL, &items, NULL, &e), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(items), 0);
+	cJSON_Delete(items);
 	/* an update over a corrupt record is refused too: no guessing */
 	o = obj("PillarAgent", "a1", "{}");
 	ck_assert_int_eq(store_update(st, o, NULL, &e), -EBADMSG);

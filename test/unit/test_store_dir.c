@@ -305,6 +305,73 @@ START_TEST(test_owner_removes_unfinished_writes)
 }
 END_TEST
 
+/* What a list reported as unreadable: "name: error" lines. */
+static char reported[4096];
+
+static void report(void *arg, const struct store_kind *k, const char *ns, const char *name,
+                   const char *error)
+{
+	(void)arg;
+	size_t n = strlen(reported);
+	snprintf(reported + n, sizeof(reported) - n, "%s%s%s: %s\n", k->kind, ns ? "/" : " ", name,
+	         error);
+}
+
+static int count_each(cJSON *obj, void *arg)
+{
+	(void)obj;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* Lists of store s with b's file corrupt: every other object, b reported with the error naming
+ * its file (list, list_each, list_each_skip, with and without a selector); a get of b fails with
+ * the same error. */
+static void expect_list_around_corrupt(store *s, const char *file)
+{
+	struct store_unreadable catch = {report, NULL};
+	struct err e = {0};
+	cJSON *items = NULL, *o = NULL;
+	int n = 0;
+	char want[1200];
+	snprintf(want, sizeof(want), "PillarAgent b: %s is corrupt", file);
+	store_unreadable_catch(&catch, NULL);
+	reported[0] = 0;
+	ck_assert_msg(store_list(s, PA(), NULL, NULL, &items, NULL, &e) == 0, "%s", e.msg);
+	ck_assert_int_eq(cJSON_GetArraySize(items), 2);
+	ck_assert_str_eq(store_meta_str(cJSON_GetArrayItem(items, 1), "name"), "c");
+	cJSON_Delete(items);
+	ck_assert_msg(strstr(reported, want) && !strchr(strchr(reported, '\n') + 1, '\n'), "%s",
+	              reported);
+	reported[0] = 0;
+	ck_assert_int_eq(store_list_each(s, PA(), NULL, "!missing", count_each, &n, NULL, &e), 0);
+	ck_assert_int_eq(n, 2);
+	ck_assert_msg(strstr(reported, want), "%s", reported);
+	store_unreadable_catch(NULL, NULL);
+	ck_assert_int_eq(store_get(s, PA(), NULL, "b", &o, &e), -EBADMSG);
+	ck_assert_msg(strstr(e.msg, file), "%s", e.msg);
+}
+
+START_TEST(test_list_leaves_out_a_corrupt_file)
+{
+	char file[700];
+	store *other = NULL;
+	create(st, "a", 1);
+	create(st, "b", 1);
+	create(st, "c", 1);
+	store_close(st);
+	st = NULL;
+	snprintf(file, sizeof(file), "%s/pillaragents/b.json", dir);
+	ck_assert_int_eq(truncate(file, 40), 0);
+	/* the owner (its index built from the files) and another process (reading the files) */
+	ck_assert_int_eq(store_dir_open(dir, true, 60000, &st, NULL), 0);
+	expect_list_around_corrupt(st, file);
+	ck_assert_int_eq(store_dir_open(dir, false, 60000, &other, NULL), 0);
+	expect_list_around_corrupt(other, file);
+	store_close(other);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("store_dir");
@@ -317,6 +384,7 @@ int main(void)
 	tcase_add_test(t, test_event_history_bounded_in_bytes);
 	tcase_add_test(t, test_versions_continue_above_the_ceiling_after_reboot);
 	tcase_add_test(t, test_owner_removes_unfinished_writes);
+	tcase_add_test(t, test_list_leaves_out_a_corrupt_file);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
