@@ -54,6 +54,8 @@ void ctl_fini(struct ctl *c)
 	pthread_mutex_destroy(&c->own_mu);
 	reconcile_batch_memos_free(c->memos);
 	c->memos = NULL;
+	free(c->unreadable);
+	c->unreadable = NULL;
 	pthread_mutex_destroy(&c->memo_mu);
 }
 

@@ -50,6 +50,9 @@ struct ctl {
 	/* The items of each agent's last whole-agent export pass (reconcile_batch.h). */
 	pthread_mutex_t memo_mu;
 	struct batch_memo *memos;
+	/* The PillarVolumeStates the last whole-agent pass could not read (reconcile_batch.h:
+	 * reconcile_batch_unreadable), NULL when none; under memo_mu. */
+	char *unreadable;
 };
 
 void ctl_init(struct ctl *c, store *st, agentclient *ac);

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "controller/agents.h"
 #include "controller/reconcile.h"
+#include "controller/reconcile_batch.h"
 #include "kube/client.h"
 #include "model/kube.h"
 #include "rules/conditions.h"
@@ -345,6 +346,29 @@ static int write_status(struct agent_pass *p, struct err *e)
 	return r;
 }
 
+/* VolumeStatesReadable from the last whole-agent pass: False naming each record that could not
+ * be read and its repair; True again (once it was set) when every record reads. */
+static void readable_cond(struct agent_pass *p)
+{
+	struct model_conds *cs = &p->pa.status.conditions;
+	char text[2048], msg[2600];
+	reconcile_batch_unreadable(p->c, text, sizeof(text));
+	if (text[0]) {
+		snprintf(
+		    msg, sizeof(msg),
+		    "%s; left out of the export restore, any export of theirs is left as it is. "
+		    "Repair each record: restore its file from a backup or rewrite it "
+		    "(`pillar-csi get pvst NAME` reads it again; on a cluster `kubectl edit "
+		    "pvst NAME`), see docs/troubleshooting.md",
+		    text);
+		model_cond_set(cs, RULES_COND_VOLUME_STATES_READABLE, "False",
+		               RULES_REASON_UNREADABLE_VOLUME_STATE, msg, p->og);
+	} else if (model_cond_get(cs, RULES_COND_VOLUME_STATES_READABLE)) {
+		model_cond_set(cs, RULES_COND_VOLUME_STATES_READABLE, "True",
+		               RULES_REASON_VOLUME_STATES_READABLE, "", p->og);
+	}
+}
+
 /* The restore RPC returned: ExportsReady and Ready are written at once, before the volumes'
  * outcomes (which may be many writes). */
 static void restored(void *arg, int code, const struct grpc_status *rs)
@@ -364,6 +388,7 @@ static void restored(void *arg, int code, const struct grpc_status *rs)
 	}
 	set_ready(cs, p->deleting ? p->blocked : NULL, true, p->conn_reason, p->exports_reason,
 	          p->og);
+	readable_cond(p);
 	p->restored_r = write_status(p, &p->restored_e);
 }
 
@@ -427,6 +452,7 @@ static int agent_status(struct agent_pass *p, int *requeue_ms, struct err *e)
 		p->exports_reason = RULES_REASON_EXPORTS_SERVING;
 		model_cond_set(cs, RULES_COND_EXPORTS_READY, "True", RULES_REASON_EXPORTS_SERVING,
 		               "", p->og);
+		readable_cond(p);
 		return 0;
 	}
 	return restore(p, requeue_ms, e);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "controller/agents.h"
 #include "controller/pvst.h"
 #include "rules/conditions.h"
@@ -324,6 +325,64 @@ static int cmp_items(const void *a, const void *b)
 	return strcmp(((const struct batch_item *)a)->name, ((const struct batch_item *)b)->name);
 }
 
+/* The unreadable records of one list, as reconcile_batch_unreadable gives them. */
+struct unreadable {
+	char *text;
+	size_t len;
+};
+
+#define UNREADABLE_MAX 2048
+
+static void note_unreadable(void *arg, const struct store_kind *k, const char *ns, const char *name,
+                            const char *error)
+{
+	struct unreadable *u = arg;
+	char one[UNREADABLE_MAX];
+	(void)ns;
+	int n =
+	    snprintf(one, sizeof(one), "%s%s \"%s\": %s", u->len ? "; " : "", k->kind, name, error);
+	if (n < 0 || u->len + (size_t)n >= UNREADABLE_MAX)
+		return; /* the first ones fill the message; the others show in a list */
+	char *t = realloc(u->text, u->len + (size_t)n + 1);
+	if (!t)
+		return;
+	memcpy(t + u->len, one, (size_t)n + 1);
+	u->text = t;
+	u->len += (size_t)n;
+}
+
+void reconcile_batch_unreadable(struct ctl *c, char *buf, size_t cap)
+{
+	pthread_mutex_lock(&c->memo_mu);
+	snprintf(buf, cap, "%s", c->unreadable ? c->unreadable : "");
+	pthread_mutex_unlock(&c->memo_mu);
+}
+
+/* A whole-agent list: the agent's volumes into b, the records it could not read noted in c. */
+static int list_agent(struct ctl *c, const char *agent, struct reconcile_batch *b, struct err *e)
+{
+	char sel[400];
+	struct unreadable u = {0};
+	struct store_unreadable catch = {note_unreadable, &u}, prev;
+	snprintf(sel, sizeof(sel), RULES_LABEL_AGENT "=%s", agent);
+	store_unreadable_catch(&catch, &prev);
+	int r =
+	    model_list_each_skip(c->st, &model_pvst_kind, NULL, sel, reuse, batch_add, b, NULL, e);
+	store_unreadable_catch(&prev, NULL);
+	if (r == 0) {
+		if (u.text)
+			log_warnf("agent %s: left out of its export pass (unreadable): %s", agent,
+			          u.text);
+		pthread_mutex_lock(&c->memo_mu);
+		free(c->unreadable);
+		c->unreadable = u.text;
+		pthread_mutex_unlock(&c->memo_mu);
+	} else {
+		free(u.text);
+	}
+	return r;
+}
+
 /* Reads the pass's volumes into b: PillarVolumeState `only`, or every volume of the agent
  * (reusing b->last's items, which are freed here).  GRPC_OK, or an error in gs. */
 static int read_items(struct ctl *c, const char *agent, const char *only, struct reconcile_batch *b,
@@ -341,11 +400,8 @@ static int read_items(struct ctl *c, const char *agent, const char *only, struct
 			                       "reading PillarVolumeState \"%s\": %s", only, e.msg);
 		return r < 0 ? grpc_status_oom(gs) : GRPC_OK;
 	}
-	char sel[400];
-	snprintf(sel, sizeof(sel), RULES_LABEL_AGENT "=%s", agent);
 	b->err = 0;
-	int r =
-	    model_list_each_skip(c->st, &model_pvst_kind, NULL, sel, reuse, batch_add, b, NULL, &e);
+	int r = list_agent(c, agent, b, &e);
 	last_free(b);
 	if (r == 0 && b->err)
 		r = b->err;

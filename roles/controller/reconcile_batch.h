@@ -90,6 +90,12 @@ void reconcile_batch_request_free(PillarCsi__Agent__V1__VolumeDesiredState **vol
  * lock (reconcile_export.c), as reconcile_batch_read of a whole-agent pass is. */
 void reconcile_batch_keep(struct ctl *c, const char *agent, struct reconcile_batch *b);
 void reconcile_batch_clear(struct reconcile_batch *b);
+/* The PillarVolumeStates the last whole-agent pass (of any agent) could not read and left out —
+ * `PillarVolumeState "<name>": <error naming its file>`, joined by "; " — into buf ("" when it
+ * read every record).  A record that cannot be read has no readable agent label either: every
+ * agent's pass reports it, and its export, if any, is never touched (agent-api.md §7.2: the
+ * agent keeps exports a complete list leaves out). */
+void reconcile_batch_unreadable(struct ctl *c, char *buf, size_t cap);
 /* Frees the kept items of a ctl (ctl_fini). */
 void reconcile_batch_memos_free(struct batch_memo *m);
 

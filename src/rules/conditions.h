@@ -29,6 +29,12 @@
 #define RULES_REASON_AGENT_NOT_CONNECTED    "AgentNotConnected"
 #define RULES_REASON_AGENT_CONNECTED        "AgentConnected"
 #define RULES_REASON_DELETION_BLOCKED       "DeletionBlocked"
+/* VolumeStatesReadable: present once a PillarVolumeState could not be read (False, the records
+ * and their repair in the message), True again when every record reads (controller Decision,
+ * issue 24 #5). */
+#define RULES_COND_VOLUME_STATES_READABLE    "VolumeStatesReadable"
+#define RULES_REASON_UNREADABLE_VOLUME_STATE "UnreadableVolumeState"
+#define RULES_REASON_VOLUME_STATES_READABLE  "VolumeStatesReadable"
 
 /* PillarProtocol (crds.md §4.2); NodeTopology is a Decision of the controller (reconcile_class.c), not part of Ready. */
 #define RULES_COND_NODE_TOPOLOGY         "NodeTopology"

@@ -108,6 +108,12 @@ static inline const char *cond_reason(const cJSON *obj, const char *type)
 	return c ? (json_get_str(c, "reason") ?: "") : "";
 }
 
+static inline const char *cond_message(const cJSON *obj, const char *type)
+{
+	const cJSON *c = cond_get(cJSON_GetObjectItemCaseSensitive(obj, "status"), type);
+	return c ? (json_get_str(c, "message") ?: "") : "";
+}
+
 static inline uint64_t pvst_generation(const cJSON *obj)
 {
 	int64_t g = 0;

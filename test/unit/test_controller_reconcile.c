@@ -5,6 +5,7 @@
  * ExportsServing and a volume without exportSpec ends at ExportSpecMissing; a failed restore
  * gives ExportRestoreFailed with a 5 s retry; status is written only when it changed; the work
  * queue de-duplicates and backs off. */
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "controller/reconcile.h"
@@ -152,6 +153,59 @@ START_TEST(test_restore_once_then_serving)
 	pa = fx_get("PillarAgent", "storage-1");
 	ck_assert_uint_eq(store_meta_rv(pa), rv);
 	cJSON_Delete(pa);
+}
+END_TEST
+
+/* Truncates PillarVolumeState name's file to its first 40 bytes (a torn write, a bad disk). */
+static void truncate_record(const char *name, char *path, size_t cap)
+{
+	snprintf(path, cap, "%s/pillarvolumestates/%s.json", fx_dir, name);
+	ck_assert_int_eq(truncate(path, 40), 0);
+}
+
+/* The controller restarts on its store (the index is built from the files again). */
+static void restart_controller(void)
+{
+	ctl_fini(&fx_c);
+	store_close(fx_st);
+	ck_assert_int_eq(store_dir_open(fx_dir, true, 50, &fx_st, NULL), 0);
+	ctl_init(&fx_c, fx_st, fake_agent_client(fx_fa));
+}
+
+/* One truncated record: the restore still sends every readable volume (the agent keeps an
+ * export the complete list leaves out, agent-api.md §7.2), opens the gate, and the PillarAgent
+ * names the record's file and its repair; the record itself is left as it is. */
+START_TEST(test_restore_with_unreadable_record)
+{
+	struct err e = {0};
+	char path[1024];
+	int requeue;
+	volumes();
+	truncate_record("vol-a", path, sizeof(path));
+	restart_controller();
+	fake_agent_set_health(fx_fa, true, true, NULL, NULL);
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	ck_assert_uint_eq(fake_agent_count(fx_fa, "ReconcileState"), 1);
+	const PillarCsi__Agent__V1__ReconcileStateRequest *q =
+	    (const void *)fake_agent_call(fx_fa, 2)->req;
+	ck_assert(q->complete);
+	ck_assert_int_eq(q->n_volumes, 1);
+	ck_assert_str_eq(q->volumes[0]->volume_id, "tank/vol-b");
+	cJSON *pa = fx_get("PillarAgent", "storage-1");
+	ck_assert_str_eq(cond_reason(pa, "ExportsReady"), "ExportsServing");
+	ck_assert_str_eq(cond_status(pa, "VolumeStatesReadable"), "False");
+	ck_assert_str_eq(cond_reason(pa, "VolumeStatesReadable"), "UnreadableVolumeState");
+	const char *msg = cond_message(pa, "VolumeStatesReadable");
+	char want[1200];
+	snprintf(want, sizeof(want), "PillarVolumeState \"vol-a\": %s is corrupt", path);
+	ck_assert_msg(strstr(msg, want) && strstr(msg, "pillar-csi get pvst"), "%s", msg);
+	cJSON_Delete(pa);
+	struct stat st;
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_size, 40);
+	cJSON *b = fx_get("PillarVolumeState", "vol-b");
+	ck_assert_str_eq(cond_reason(b, "ExportReconciled"), "Reconciled");
+	cJSON_Delete(b);
 }
 END_TEST
 
@@ -340,6 +394,7 @@ int main(void)
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, test_restore_once_then_serving);
 	tcase_add_test(t, test_restore_failure_and_item_results);
+	tcase_add_test(t, test_restore_with_unreadable_record);
 	tcase_add_test(t, test_agent_unreachable_degraded_and_deletion);
 	tcase_add_test(t, test_agent_mtls_reasons);
 	tcase_add_test(t, test_workqueue);
