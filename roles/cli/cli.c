@@ -323,7 +323,52 @@ static size_t headers(const struct store_kind *k, const struct kind_columns *kc,
 }
 
 /* The table of the items: 0, or 1 after "error: out of memory" (the rows printed so far stay). */
-static int print_table(const struct model_kind *mk, const void *items, size_t nrow, bool wide)
+/* The objects a list could not read (store.h), as name and error pairs in v. */
+struct unreadable_rows {
+	char **v;
+	size_t n; /* strings: twice the objects */
+	bool oom;
+};
+
+static void note_row(void *arg, const struct store_kind *k, const char *ns, const char *name,
+                     const char *error)
+{
+	struct unreadable_rows *u = arg;
+	(void)k;
+	(void)ns;
+	char **p = realloc(u->v, (u->n + 2) * sizeof(*p));
+	if (!p) {
+		u->oom = true;
+		return;
+	}
+	u->v = p;
+	p[u->n] = strdup(name);
+	p[u->n + 1] = strdup(error);
+	if (!p[u->n] || !p[u->n + 1]) {
+		free(p[u->n]);
+		free(p[u->n + 1]);
+		u->oom = true;
+		return;
+	}
+	u->n += 2;
+}
+
+static void rows_free(struct unreadable_rows *u)
+{
+	for (size_t i = 0; i < u->n; i++)
+		free(u->v[i]);
+	free(u->v);
+}
+
+/* The error rows of a table: the name, then "error: <why>" across the other columns. */
+static void print_unreadable(const struct unreadable_rows *bad, size_t *width)
+{
+	for (size_t i = 0; i < bad->n; i += 2)
+		printf("%-*s   error: %s\n", (int)width[0], bad->v[i], bad->v[i + 1]);
+}
+
+static int print_table(const struct model_kind *mk, const void *items, size_t nrow, bool wide,
+                       const struct unreadable_rows *bad)
 {
 	const struct store_kind *k = model_store_kind(mk);
 	const struct kind_columns *kc = NULL;
@@ -338,10 +383,15 @@ static int print_table(const struct model_kind *mk, const void *items, size_t nr
 	size_t ncol = headers(k, kc, wide, hdr);
 	for (size_t c = 0; c < ncol; c++)
 		width[c] = strlen(hdr[c]);
-	if (nrow == 0) {
+	for (size_t i = 0; i < bad->n; i += 2)
+		if (strlen(bad->v[i]) > width[0])
+			width[0] = strlen(bad->v[i]);
+	if (nrow == 0 && bad->n == 0) {
 		fprintf(stderr, "No resources found\n");
 		return 0;
 	}
+	if (nrow == 0)
+		print_row((char *const *)hdr, width, ncol);
 	bool oom = false;
 	for (size_t start = 0; start < nrow && !oom; start += 64) {
 		size_t n = nrow - start < 64 ? nrow - start : 64;
@@ -363,6 +413,8 @@ static int print_table(const struct model_kind *mk, const void *items, size_t nr
 				free(cells[r][c]);
 		}
 	}
+	if (!oom)
+		print_unreadable(bad, width);
 	if (oom)
 		fprintf(stderr, "error: out of memory\n");
 	return oom ? 1 : 0;
@@ -409,9 +461,10 @@ static int get_args(int argc, char **argv, char **pos, int *npos, const char **o
 	return -1;
 }
 
-/* Reads the one object or the list; prints the error of the store. */
+/* Reads the one object or the list (what it could not read into *bad); prints the error of
+ * the store. */
 static int get_objects(const struct model_kind *mk, const char *url, const char *name,
-                       const char *selector, void **items, size_t *n)
+                       const char *selector, void **items, size_t *n, struct unreadable_rows *bad)
 {
 	const struct store_kind *k = model_store_kind(mk);
 	struct err e = {0};
@@ -427,7 +480,10 @@ static int get_objects(const struct model_kind *mk, const char *url, const char 
 		           : err_set(&e, -ENOMEM, "out of memory");
 		*n = r == 0;
 	} else {
+		struct store_unreadable catch = {note_row, bad}, prev;
+		store_unreadable_catch(&catch, &prev);
 		r = model_list(s, mk, NULL, selector, items, n, NULL, &e);
+		store_unreadable_catch(&prev, NULL);
 	}
 	store_close(s);
 	if (r < 0) /* both stores word NotFound as the API server does */
@@ -476,7 +532,8 @@ int cli_get_main(int argc, char **argv)
 		free(pos);
 		return 1;
 	}
-	r = get_objects(mk, url, npos == 2 ? pos[1] : NULL, selector, &items, &n);
+	struct unreadable_rows bad = {0};
+	r = get_objects(mk, url, npos == 2 ? pos[1] : NULL, selector, &items, &n, &bad);
 	if (r == 0 && strcmp(out, "json") == 0) {
 		void *doc = model_kpath_doc(mk, items, n, npos == 2);
 		char *text = NULL;
@@ -492,8 +549,18 @@ int cli_get_main(int argc, char **argv)
 	           (!strncmp(out, "jsonpath=", 9) || !strncmp(out, "custom-columns=", 15))) {
 		r = print_kpath(mk, items, n, npos == 2, out);
 	} else if (r == 0) {
-		r = print_table(mk, items, n, strcmp(out, "wide") == 0);
+		r = print_table(mk, items, n, strcmp(out, "wide") == 0, &bad);
 	}
+	/* a list that left objects out prints the others and fails, as kubectl does with
+	 * partial errors; a table has them as error rows, other formats on standard error */
+	if (r == 0 && (bad.n || bad.oom)) {
+		for (size_t i = 0; (*out && strcmp(out, "wide")) && i < bad.n; i += 2)
+			fprintf(stderr, "error: %s \"%s\": %s\n", k->kind, bad.v[i], bad.v[i + 1]);
+		if (bad.oom)
+			fprintf(stderr, "error: out of memory\n");
+		r = 1;
+	}
+	rows_free(&bad);
 	model_list_free(mk, items, n);
 	free(pos);
 	return r;

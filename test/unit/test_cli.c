@@ -165,6 +165,22 @@ START_TEST(test_verbs_through_the_binary)
 	ck_assert_int_eq(run(&r, nostore), 1);
 	ck_assert_ptr_nonnull(strstr(r.err, "pass --store=dir:PATH"));
 	exec_result_free(&r);
+	/* a corrupt record is an error row of the listing, the other objects are listed; the
+	 * command fails, as kubectl does when it could not read everything */
+	char broken[700], want[900];
+	tu_write(d, "store/pillaragents/broken.json", "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1");
+	snprintf(broken, sizeof(broken), "%s/store/pillaragents/broken.json", d);
+	const char *getpa[] = {bin(), "get", "pa", storeflag, NULL};
+	ck_assert_int_eq(run(&r, getpa), 1);
+	snprintf(want, sizeof(want), "\nbroken   error: %s is corrupt", broken);
+	ck_assert_msg(strstr(r.out, want) && strstr(r.out, "\nok "), "got:\n%s", r.out);
+	exec_result_free(&r);
+	const char *getpajson[] = {bin(), "get", "pa", "-o", "json", storeflag, NULL};
+	ck_assert_int_eq(run(&r, getpajson), 1);
+	ck_assert_ptr_nonnull(strstr(r.out, "\"name\": \"ok\""));
+	snprintf(want, sizeof(want), "error: PillarAgent \"broken\": %s is corrupt", broken);
+	ck_assert_msg(strstr(r.err, want), "got:\n%s", r.err);
+	exec_result_free(&r);
 	tu_rmtree(d);
 }
 END_TEST
