@@ -32,9 +32,11 @@ KINDS = {
 DROP = ("description", "x-kubernetes-patch-strategy", "x-kubernetes-patch-merge-key")
 
 
-def strip(s):
+def strip(s, names=False):
+    """s without the keywords in DROP; names: s is a "properties" map, whose keys are field names
+    (a field may be called "description", as JSONSchemaProps' is) and are all kept."""
     if isinstance(s, dict):
-        return {k: strip(v) for k, v in s.items() if k not in DROP}
+        return {k: strip(v, k == "properties" and not names) for k, v in s.items() if names or k not in DROP}
     if isinstance(s, list):
         return [strip(x) for x in s]
     return s
