@@ -191,6 +191,16 @@ backend *svc_find_pool(agent_service *a, const char *pool)
 	return NULL;
 }
 
+void svc_backend_kinds(const agent_service *a, bool *zfs, bool *lvm, bool *file)
+{
+	*zfs = *lvm = *file = false;
+	for (size_t i = 0; i < a->n_backends; i++) {
+		*zfs |= a->backends[i]->cfg.kind == BACKEND_ZFS;
+		*lvm |= a->backends[i]->cfg.kind == BACKEND_LVM;
+		*file |= a->backends[i]->cfg.kind == BACKEND_FILE;
+	}
+}
+
 static bool type_supported(int t)
 {
 	return t == BACKEND_ZFS || t == BACKEND_LVM || t == BACKEND_FILE;
@@ -390,11 +400,7 @@ int agent_get_capabilities(agent_service *a, const PB(GetCapabilitiesRequest) * 
 	(void)req;
 	if (svc_enter(a, st))
 		return st->code;
-	for (size_t i = 0; i < a->n_backends; i++) {
-		zfs |= a->backends[i]->cfg.kind == BACKEND_ZFS;
-		lvm |= a->backends[i]->cfg.kind == BACKEND_LVM;
-		file |= a->backends[i]->cfg.kind == BACKEND_FILE;
-	}
+	svc_backend_kinds(a, &zfs, &lvm, &file);
 	static const char *const zv[] = {"zfs", "version", NULL}, *const lv[] = {"lvm", "version",
 	                                                                         NULL};
 	zfs = zfs && host_path_exists(a, "/dev/zfs") && tool_ok(zv);

@@ -63,6 +63,8 @@ int svc_gate(agent_service *a, const char *rpc, struct grpc_status *st);
 int svc_parse_volume_id(const char *id, struct volref *v, struct grpc_status *st);
 /* FAILED_PRECONDITION `pool "<p>" is not configured on this agent` (code may be overridden). */
 backend *svc_find_pool(agent_service *a, const char *pool);
+/* Which backend kinds the agent's configuration has pools of. */
+void svc_backend_kinds(const agent_service *a, bool *zfs, bool *lvm, bool *file);
 /* Backend for a request: pool configured (FAILED_PRECONDITION), type supported and matching
  * (INVALID_ARGUMENT). */
 int svc_route(agent_service *a, const struct volref *v, int backend_type, backend **out,

@@ -153,11 +153,7 @@ int agent_health_check(agent_service *a, const PB(HealthCheckRequest) * req,
 	(void)req;
 	if (svc_enter(a, st))
 		return st->code;
-	for (size_t i = 0; i < a->n_backends; i++) {
-		zfs |= a->backends[i]->cfg.kind == BACKEND_ZFS;
-		lvm |= a->backends[i]->cfg.kind == BACKEND_LVM;
-		file |= a->backends[i]->cfg.kind == BACKEND_FILE;
-	}
+	svc_backend_kinds(a, &zfs, &lvm, &file);
 	resp->healthy = true;
 	resp->subsystems = calloc(6, sizeof(*resp->subsystems));
 	if (!resp->subsystems) {
@@ -308,31 +304,51 @@ wait:
 	return resp->device_path ? svc_ok(st) : grpc_status_oom(st);
 }
 
-int agent_create_volume(agent_service *a, const PB(CreateVolumeRequest) * req,
-                        PB(CreateVolumeResponse) * resp, struct grpc_status *st)
+/* A step of CreateVolume or ExpandVolume under the volume's lock (req and resp are the RPC's). */
+typedef int (*sized_step)(agent_service *a, backend *b, const struct volref *v, const void *req,
+                          void *resp, struct grpc_status *st);
+
+/* The common frame of CreateVolume and ExpandVolume: the volume ID, its backend, the size the
+ * request names (`what`, `bytes`: positive and at most RULES_CAPACITY_MAX), then step under the
+ * volume's lock.  Returns the gRPC code (st filled). */
+static int sized_call(agent_service *a, const char *volume_id, int backend_type, const char *what,
+                      int64_t bytes, sized_step step, const void *req, void *resp,
+                      struct grpc_status *st)
 {
 	struct volref v;
 	backend *b;
 	int code;
 	if (svc_enter(a, st))
 		return st->code;
-	if ((code = svc_parse_volume_id(req->volume_id, &v, st)) == GRPC_OK &&
-	    (code = svc_route(a, &v, (int)req->backend_type, &b, st)) == GRPC_OK) {
-		if (req->capacity_bytes <= 0) {
+	if ((code = svc_parse_volume_id(volume_id, &v, st)) == GRPC_OK &&
+	    (code = svc_route(a, &v, backend_type, &b, st)) == GRPC_OK) {
+		if (bytes <= 0) {
 			code = grpc_status_set(st, GRPC_INVALID_ARGUMENT,
-			                       "capacity_bytes must be positive, got %" PRId64,
-			                       (int64_t)req->capacity_bytes);
-		} else if (req->capacity_bytes > RULES_CAPACITY_MAX) {
-			code = size_refused(req->capacity_bytes, st);
+			                       "%s must be positive, got %" PRId64, what, bytes);
+		} else if (bytes > RULES_CAPACITY_MAX) {
+			code = size_refused(bytes, st);
 		} else {
 			struct keylock_hold hold;
 			keylock_wait(&a->locks, &hold, v.id);
-			code = do_create(a, b, &v, req, resp, st);
+			code = step(a, b, &v, req, resp, st);
 			keylock_release(&a->locks, &hold);
 		}
 	}
 	svc_leave(a);
 	return code;
+}
+
+static int create_step(agent_service *a, backend *b, const struct volref *v, const void *req,
+                       void *resp, struct grpc_status *st)
+{
+	return do_create(a, b, v, req, resp, st);
+}
+
+int agent_create_volume(agent_service *a, const PB(CreateVolumeRequest) * req,
+                        PB(CreateVolumeResponse) * resp, struct grpc_status *st)
+{
+	return sized_call(a, req->volume_id, (int)req->backend_type, "capacity_bytes",
+	                  (int64_t)req->capacity_bytes, create_step, req, resp, st);
 }
 
 /* ---- DeleteVolume -------------------------------------------------------------------------------- */
@@ -444,29 +460,15 @@ static int do_expand(agent_service *a, backend *b, const struct volref *v,
 	return svc_ok(st);
 }
 
+static int expand_step(agent_service *a, backend *b, const struct volref *v, const void *req,
+                       void *resp, struct grpc_status *st)
+{
+	return do_expand(a, b, v, req, resp, st);
+}
+
 int agent_expand_volume(agent_service *a, const PB(ExpandVolumeRequest) * req,
                         PB(ExpandVolumeResponse) * resp, struct grpc_status *st)
 {
-	struct volref v;
-	backend *b;
-	int code;
-	if (svc_enter(a, st))
-		return st->code;
-	if ((code = svc_parse_volume_id(req->volume_id, &v, st)) == GRPC_OK &&
-	    (code = svc_route(a, &v, (int)req->backend_type, &b, st)) == GRPC_OK) {
-		if (req->requested_bytes <= 0) {
-			code = grpc_status_set(st, GRPC_INVALID_ARGUMENT,
-			                       "requested_bytes must be positive, got %" PRId64,
-			                       (int64_t)req->requested_bytes);
-		} else if (req->requested_bytes > RULES_CAPACITY_MAX) {
-			code = size_refused(req->requested_bytes, st);
-		} else {
-			struct keylock_hold hold;
-			keylock_wait(&a->locks, &hold, v.id);
-			code = do_expand(a, b, &v, req, resp, st);
-			keylock_release(&a->locks, &hold);
-		}
-	}
-	svc_leave(a);
-	return code;
+	return sized_call(a, req->volume_id, (int)req->backend_type, "requested_bytes",
+	                  (int64_t)req->requested_bytes, expand_step, req, resp, st);
 }

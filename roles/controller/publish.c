@@ -171,6 +171,34 @@ static int host_nqn(struct ctl *c, const char *node, char *nqn, size_t cap, stru
 	return r;
 }
 
+/* AllowInitiator (allow) or DenyInitiator of initiator on obj's NVMe-oF/TCP export, with obj's
+ * fencing token at generation gen: the RPC's code, the agent's status in ast. */
+static int initiator_rpc(struct ctl *c, const char *addr, bool allow, const struct model_pvst *obj,
+                         uint64_t gen, const char *initiator, struct grpc_status *ast)
+{
+	PillarCsi__Agent__V1__AllowInitiatorRequest aq =
+	    PILLAR_CSI__AGENT__V1__ALLOW_INITIATOR_REQUEST__INIT;
+	PillarCsi__Agent__V1__DenyInitiatorRequest dq =
+	    PILLAR_CSI__AGENT__V1__DENY_INITIATOR_REQUEST__INIT;
+	PillarCsi__Agent__V1__FencingToken tok;
+	pvst_fence(&tok, obj, gen);
+	char *volume_id = (char *)str(obj->spec.agent_volume_id);
+	const PillarCsi__Agent__V1__ProtocolType proto =
+	    PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP;
+	if (allow) {
+		aq.volume_id = volume_id;
+		aq.protocol_type = proto;
+		aq.initiator_id = (char *)initiator;
+		aq.fence = &tok;
+		return agentclient_allow_initiator(c->ac, addr, &aq, ast);
+	}
+	dq.volume_id = volume_id;
+	dq.protocol_type = proto;
+	dq.initiator_id = (char *)initiator;
+	dq.fence = &tok;
+	return agentclient_deny_initiator(c->ac, addr, &dq, ast);
+}
+
 /* AllowInitiator for a recorded publication (ACL exports only). */
 static int allow(struct ctl *c, const struct rules_volid *v, const struct model_pvst *obj,
                  const struct pub *p, struct grpc_status *gs)
@@ -179,16 +207,8 @@ static int allow(struct ctl *c, const struct rules_volid *v, const struct model_
 	int r = agents_address_of_volume(c, v->agent, addr, sizeof(addr), gs);
 	if (r)
 		return r;
-	PillarCsi__Agent__V1__AllowInitiatorRequest q =
-	    PILLAR_CSI__AGENT__V1__ALLOW_INITIATOR_REQUEST__INIT;
-	PillarCsi__Agent__V1__FencingToken tok;
 	struct grpc_status ast = {0};
-	pvst_fence(&tok, obj, p->gen);
-	q.volume_id = (char *)str(obj->spec.agent_volume_id);
-	q.protocol_type = PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP;
-	q.initiator_id = (char *)p->nqn;
-	q.fence = &tok;
-	if (agentclient_allow_initiator(c->ac, addr, &q, &ast) != GRPC_OK)
+	if (initiator_rpc(c, addr, true, obj, p->gen, p->nqn, &ast) != GRPC_OK)
 		return agents_error(c, v->agent, &ast, gs); /* the entry stays: fail closed */
 	return 0;
 }
@@ -307,16 +327,8 @@ static int deny(struct ctl *c, const struct rules_volid *v, const struct model_p
 		const struct model_pvst_published *e = &fenced->status.published[i];
 		if (!targeted(u, e))
 			continue;
-		PillarCsi__Agent__V1__DenyInitiatorRequest q =
-		    PILLAR_CSI__AGENT__V1__DENY_INITIATOR_REQUEST__INIT;
-		PillarCsi__Agent__V1__FencingToken tok;
 		struct grpc_status ast = {0};
-		pvst_fence(&tok, fenced, u->gen);
-		q.volume_id = (char *)str(fenced->spec.agent_volume_id);
-		q.protocol_type = PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP;
-		q.initiator_id = (char *)str(e->initiator_id);
-		q.fence = &tok;
-		int ar = agentclient_deny_initiator(c->ac, addr, &q, &ast);
+		int ar = initiator_rpc(c, addr, false, fenced, u->gen, str(e->initiator_id), &ast);
 		if (ar != GRPC_OK && ar != GRPC_NOT_FOUND)
 			return agents_error(c, v->agent, &ast, gs); /* stays revoking */
 	}

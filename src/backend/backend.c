@@ -133,6 +133,40 @@ int backend_parse_i64(const char *s, int64_t *out)
 	return 0;
 }
 
+int backend_vol_list_add(struct backend_vol_list *l, const char *name, int64_t size, struct err *e)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 8;
+		struct backend_vol *nv = realloc(l->v, cap * sizeof(*nv));
+		if (!nv)
+			return err_set(e, -ENOMEM, "out of memory");
+		l->v = nv;
+		l->cap = cap;
+	}
+	snprintf(l->v[l->n].name, sizeof(l->v[l->n].name), "%s", name);
+	l->v[l->n++].size = size;
+	return 0;
+}
+
+int backend_vol_list_add_text(struct backend_vol_list *l, const char *name, const char *size,
+                              struct err *e)
+{
+	int64_t bytes;
+	return backend_parse_i64(size, &bytes) == 0 ? backend_vol_list_add(l, name, bytes, e) : 0;
+}
+
+int backend_vol_list_finish(struct backend_vol_list *l, int r, struct backend_vol **out, size_t *n)
+{
+	if (r < 0) {
+		free(l->v);
+		*l = (struct backend_vol_list){0};
+		return r;
+	}
+	*out = l->v;
+	*n = l->n;
+	return 0;
+}
+
 static int device_ok(const char *path, bool allow_regular)
 {
 	struct stat st;

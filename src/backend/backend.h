@@ -103,4 +103,18 @@ int backend_run(backend *b, const char *const argv[], struct exec_result *res, s
 /* Parses a decimal int64 (trimmed); -EIO on garbage. */
 int backend_parse_i64(const char *s, int64_t *out);
 
+/* The volumes a backend's list operation has found so far. */
+struct backend_vol_list {
+	struct backend_vol *v;
+	size_t n, cap;
+};
+/* Appends volume name (cut to the name's room) of size bytes: 0, or -ENOMEM with e set. */
+int backend_vol_list_add(struct backend_vol_list *l, const char *name, int64_t size, struct err *e);
+/* The same with the size as a command printed it: a size that does not parse
+ * (backend_parse_i64) leaves the volume out. */
+int backend_vol_list_add_text(struct backend_vol_list *l, const char *name, const char *size,
+                              struct err *e);
+/* Ends a list operation: r < 0 frees the list and returns r; 0 hands it to *out and *n. */
+int backend_vol_list_finish(struct backend_vol_list *l, int r, struct backend_vol **out, size_t *n);
+
 #endif

@@ -119,9 +119,9 @@ static int file_capacity(backend *b, int64_t *total, int64_t *avail, struct err 
 
 static int file_list(backend *b, struct backend_vol **out, size_t *n, struct err *e)
 {
-	struct backend_vol *v = NULL;
-	size_t cnt = 0, cap = 0;
+	struct backend_vol_list l = {0};
 	struct dirent *de;
+	int r = 0;
 	*out = NULL;
 	*n = 0;
 	DIR *d = opendir(b->cfg.directory);
@@ -130,30 +130,19 @@ static int file_list(backend *b, struct backend_vol **out, size_t *n, struct err
 	while ((de = readdir(d))) {
 		size_t len = strlen(de->d_name);
 		int64_t size;
-		if (len <= 4 || len - 4 >= sizeof(v->name) ||
+		if (len <= 4 || len - 4 >= sizeof(l.v->name) ||
 		    strcmp(de->d_name + len - 4, ".img") != 0 || de->d_name[0] == '.')
 			continue;
-		char name[sizeof(v->name)];
+		char name[sizeof(l.v->name)];
 		memcpy(name, de->d_name, len - 4);
 		name[len - 4] = '\0';
 		if (file_size(b, name, &size, NULL) < 0)
 			continue;
-		if (cnt == cap) {
-			struct backend_vol *nv = realloc(v, (cap = cap ? cap * 2 : 8) * sizeof(*v));
-			if (!nv) {
-				closedir(d);
-				free(v);
-				return err_set(e, -ENOMEM, "out of memory");
-			}
-			v = nv;
-		}
-		memcpy(v[cnt].name, name, len - 3);
-		v[cnt++].size = size;
+		if ((r = backend_vol_list_add(&l, name, size, e)) < 0)
+			break;
 	}
 	closedir(d);
-	*out = v;
-	*n = cnt;
-	return 0;
+	return backend_vol_list_finish(&l, r, out, n);
 }
 
 static int file_device_path(const backend *b, const char *name, char *out, size_t cap)

@@ -153,8 +153,7 @@ static int lvm_capacity(backend *b, int64_t *total, int64_t *avail, struct err *
 static int lvm_list(backend *b, struct backend_vol **out, size_t *n, struct err *e)
 {
 	struct exec_result res;
-	struct backend_vol *v = NULL;
-	size_t cnt = 0, cap = 0;
+	struct backend_vol_list l = {0};
 	*out = NULL;
 	*n = 0;
 	const char *argv[] = {"lvs",
@@ -176,26 +175,11 @@ static int lvm_list(backend *b, struct backend_vol **out, size_t *n, struct err 
 		if (!name || !size || name[0] == '[' ||
 		    (b->cfg.thin_pool && strcmp(name, b->cfg.thin_pool) == 0))
 			continue;
-		if (cnt == cap) {
-			struct backend_vol *nv = realloc(v, (cap = cap ? cap * 2 : 8) * sizeof(*v));
-			if (!nv) {
-				r = err_set(e, -ENOMEM, "out of memory");
-				break;
-			}
-			v = nv;
-		}
-		snprintf(v[cnt].name, sizeof(v[cnt].name), "%s", name);
-		if (backend_parse_i64(size, &v[cnt].size) == 0)
-			cnt++;
+		if ((r = backend_vol_list_add_text(&l, name, size, e)) < 0)
+			break;
 	}
 	exec_result_free(&res);
-	if (r < 0) {
-		free(v);
-		return r;
-	}
-	*out = v;
-	*n = cnt;
-	return 0;
+	return backend_vol_list_finish(&l, r, out, n);
 }
 
 static int lvm_device_path(const backend *b, const char *name, char *out, size_t cap)

@@ -153,8 +153,8 @@ static int zfs_list(backend *b, struct backend_vol **out, size_t *n, struct err 
 {
 	char ds[DS_MAX];
 	struct exec_result res;
-	size_t cnt = 0, cap = 0, blen;
-	struct backend_vol *v = NULL;
+	size_t blen;
+	struct backend_vol_list l = {0};
 	*out = NULL;
 	*n = 0;
 	if (base_ds(b, ds, sizeof(ds)) < 0)
@@ -169,26 +169,11 @@ static int zfs_list(backend *b, struct backend_vol **out, size_t *n, struct err 
 		if (!tab || strncmp(line, ds, blen) != 0 || line[blen] != '/')
 			continue;
 		*tab = '\0';
-		if (cnt == cap) {
-			struct backend_vol *nv = realloc(v, (cap = cap ? cap * 2 : 8) * sizeof(*v));
-			if (!nv) {
-				r = err_set(e, -ENOMEM, "out of memory");
-				break;
-			}
-			v = nv;
-		}
-		snprintf(v[cnt].name, sizeof(v[cnt].name), "%s", line + blen + 1);
-		if (backend_parse_i64(tab + 1, &v[cnt].size) == 0)
-			cnt++;
+		if ((r = backend_vol_list_add_text(&l, line + blen + 1, tab + 1, e)) < 0)
+			break;
 	}
 	exec_result_free(&res);
-	if (r < 0) {
-		free(v);
-		return r;
-	}
-	*out = v;
-	*n = cnt;
-	return 0;
+	return backend_vol_list_finish(&l, r, out, n);
 }
 
 static int zfs_device_path(const backend *b, const char *name, char *out, size_t cap)

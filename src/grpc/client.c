@@ -392,6 +392,18 @@ static void read_myself(struct client_call *c, struct client_conn *cc)
 		c->rconn = cc->h2;
 }
 
+/* Sends c on its channel's current connection when that one is ready: true when sent. */
+static bool send_if_ready(struct client_call *c)
+{
+	struct client_conn *cc = c->ch->cur;
+	if (!cc || !cc->ready)
+		return false;
+	submit(cc, c);
+	h2_conn_flush(cc->h2);
+	read_myself(c, cc);
+	return true;
+}
+
 static void start_fn(void *arg)
 {
 	struct client_call *c = arg;
@@ -405,13 +417,8 @@ static void start_fn(void *arg)
 		client_call_done(c, 0);
 		return;
 	}
-	if (ch->cur && ch->cur->ready) {
-		struct client_conn *cc = ch->cur;
-		submit(cc, c);
-		h2_conn_flush(cc->h2);
-		read_myself(c, cc);
+	if (send_if_ready(c))
 		return;
-	}
 	if (!ch->cur) {
 		struct client_conn *cc;
 		uint64_t now = h2_now_ms();
@@ -451,13 +458,8 @@ static void start_fn(void *arg)
 		}
 	}
 	/* connecting (maybe already open: cc_open ran inside h2_conn_new) */
-	if (ch->cur && ch->cur->ready) {
-		struct client_conn *cc = ch->cur;
-		submit(cc, c);
-		h2_conn_flush(cc->h2);
-		read_myself(c, cc);
+	if (send_if_ready(c))
 		return;
-	}
 	if (!ch->cur) {
 		set_local(c, GRPC_UNAVAILABLE, "%s", ch->last_err);
 		client_call_done(c, 0);
