@@ -1,6 +1,6 @@
-/* The agent's durable records as files: fencing marks (agent-api.md §6) and identity pins
- * (§8.3) read and written byte for byte as the fixtures under test/unit/fixtures/records/ hold
- * them.  The fixtures were written by the agent's code; whatever codec writes the records, a
+/* Durable records as files: the agent's fencing marks (agent-api.md §6) and identity pins
+ * (§8.3), the node's stage records (csi.md §7.5), read and written byte for byte as the fixtures under test/unit/fixtures/records/ hold
+ * them.  The fixtures were written by the roles' code; whatever codec writes the records, a
  * file an older agent left must read the same and a write must produce the same bytes. */
 #include <errno.h>
 #include <limits.h>
@@ -10,6 +10,7 @@
 
 #include "agent/fence.h"
 #include "agent/identity.h"
+#include "node/record.h"
 #include "testutil.h"
 
 #define FIXTURES "test/unit/fixtures/records/"
@@ -136,6 +137,75 @@ START_TEST(test_pin_write_and_read)
 }
 END_TEST
 
+#define NVOL    "storage-node-1/nvmeof-tcp/zfs-zvol/tank/pvc-abc123"
+#define NRECORD "storage-node-1_nvmeof-tcp_zfs-zvol_tank_pvc-abc123.json"
+
+static void stage_record(struct node_record *r, const char *access)
+{
+	memset(r, 0, sizeof(*r));
+	snprintf(r->protocol_type, sizeof(r->protocol_type), "nvmeof-tcp");
+	snprintf(r->access_type, sizeof(r->access_type), "%s", access);
+	snprintf(r->fs_type, sizeof(r->fs_type), "xfs");
+	snprintf(r->subsys_nqn, sizeof(r->subsys_nqn), "nqn.2026-01.com.bhyoo.pillar-csi:tank.x");
+	snprintf(r->address, sizeof(r->address), "fd00::5");
+	snprintf(r->port, sizeof(r->port), "4420");
+	snprintf(r->volume_id, sizeof(r->volume_id), NVOL);
+	snprintf(
+	    r->staging_path, sizeof(r->staging_path),
+	    "/var/lib/kubelet/plugins/kubernetes.io/csi/pillar-csi.bhyoo.com/\"q\"/globalmount");
+	snprintf(r->namespace_uuid, sizeof(r->namespace_uuid),
+	         "11111111-2222-4333-8444-555555555555");
+	snprintf(r->namespace_nguid, sizeof(r->namespace_nguid),
+	         "66666666-2222-4333-8444-555555555555");
+	snprintf(r->staged_at, sizeof(r->staged_at), "2026-12-06T13:00:00Z");
+}
+
+static void expect_stage_record(const struct node_record *got, const struct node_record *want)
+{
+	ck_assert(got->legacy == want->legacy);
+	ck_assert_str_eq(got->protocol_type, want->protocol_type);
+	ck_assert_str_eq(got->access_type, want->access_type);
+	ck_assert_str_eq(got->fs_type, want->fs_type);
+	ck_assert_str_eq(got->subsys_nqn, want->subsys_nqn);
+	ck_assert_str_eq(got->address, want->address);
+	ck_assert_str_eq(got->port, want->port);
+	ck_assert_str_eq(got->volume_id, want->volume_id);
+	ck_assert_str_eq(got->staging_path, want->staging_path);
+	ck_assert_str_eq(got->namespace_uuid, want->namespace_uuid);
+	ck_assert_str_eq(got->namespace_nguid, want->namespace_nguid);
+	ck_assert_str_eq(got->staged_at, want->staged_at);
+}
+
+/* A filesystem record, a block one (no fs_type), and the legacy flat form read as NVMe/TCP. */
+START_TEST(test_stage_records)
+{
+	struct node_record w, r, legacy = {.legacy = true};
+	struct err e = {0};
+	stage_record(&w, "filesystem");
+	ck_assert_msg(node_record_write(sd, &w, &e) == 0, "%s", e.msg);
+	expect_file(NRECORD, "stage_filesystem.json");
+	ck_assert_msg(node_record_read(sd, NVOL, &r, &e) == 0, "%s", e.msg);
+	expect_stage_record(&r, &w);
+	stage_record(&w, "block");
+	ck_assert_msg(node_record_write(sd, &w, &e) == 0, "%s", e.msg);
+	expect_file(NRECORD, "stage_block.json");
+	w.fs_type[0] = 0;
+	ck_assert_msg(node_record_read(sd, NVOL, &r, &e) == 0, "%s", e.msg);
+	expect_stage_record(&r, &w);
+	/* the fixtures read back, and the legacy form */
+	tu_write(sd, NRECORD, fixture("stage_filesystem.json"));
+	stage_record(&w, "filesystem");
+	ck_assert_msg(node_record_read(sd, NVOL, &r, &e) == 0, "%s", e.msg);
+	expect_stage_record(&r, &w);
+	tu_write(sd, NRECORD, fixture("stage_legacy.json"));
+	ck_assert_msg(node_record_read(sd, NVOL, &r, &e) == 0, "%s", e.msg);
+	snprintf(legacy.protocol_type, sizeof(legacy.protocol_type), "nvmeof-tcp");
+	snprintf(legacy.subsys_nqn, sizeof(legacy.subsys_nqn),
+	         "nqn.2026-01.com.bhyoo.pillar-csi:old");
+	expect_stage_record(&r, &legacy);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("record_files");
@@ -144,6 +214,7 @@ int main(void)
 	tcase_add_test(t, test_mark_writes);
 	tcase_add_test(t, test_mark_reads);
 	tcase_add_test(t, test_pin_write_and_read);
+	tcase_add_test(t, test_stage_records);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
