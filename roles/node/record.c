@@ -11,10 +11,10 @@
 #include <time.h>
 
 #include "base/file.h"
-#include "base/json.h"
 #include "base/log.h"
 #include "base/str.h"
 #include "grpc/status.h"
+#include "model/records.h"
 #include "rules/volid.h"
 
 int node_volume_id_parse(const char *id, char *protocol, size_t protocol_cap, struct err *e)
@@ -43,106 +43,51 @@ int node_record_path(const char *state_dir, const char *id, char *buf, size_t ca
 	return 0;
 }
 
-/* A required string member; NULL (and e set) when absent or not a string. */
-static const char *req_str(const cJSON *o, const char *key, const char *path, struct err *e)
+/* Copies the decoded record into r's fields (a member absent stays ""). */
+static void record_copy(struct node_record *r, const struct model_stage_record *rec)
 {
-	const char *v = json_get_str(o, key);
-	if (!v || !*v)
-		err_set(e, -EBADMSG, "corrupt stage record %s: \"%s\" is missing or not a string",
-		        path, key);
-	return v && *v ? v : NULL;
-}
-
-static int opt_str(const cJSON *o, const char *key, char *dst, size_t cap, const char *path,
-                   struct err *e)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-	if (!it)
-		return 0;
-	if (!cJSON_IsString(it))
-		return err_set(e, -EBADMSG, "corrupt stage record %s: \"%s\" is not a string", path,
-		               key);
-	str_copy(dst, cap, it->valuestring);
-	return 0;
+	const struct {
+		char *dst;
+		size_t cap;
+		const char *src;
+	} m[] = {{r->protocol_type, sizeof(r->protocol_type), rec->protocol_type},
+	         {r->access_type, sizeof(r->access_type), rec->access_type},
+	         {r->fs_type, sizeof(r->fs_type), rec->fs_type},
+	         {r->subsys_nqn, sizeof(r->subsys_nqn), rec->nvmeof.subsys_nqn},
+	         {r->address, sizeof(r->address), rec->nvmeof.address},
+	         {r->port, sizeof(r->port), rec->nvmeof.port},
+	         {r->volume_id, sizeof(r->volume_id), rec->volume_id},
+	         {r->staging_path, sizeof(r->staging_path), rec->staging_path},
+	         {r->namespace_uuid, sizeof(r->namespace_uuid), rec->namespace_uuid},
+	         {r->namespace_nguid, sizeof(r->namespace_nguid), rec->namespace_nguid},
+	         {r->staged_at, sizeof(r->staged_at), rec->staged_at}};
+	memset(r, 0, sizeof(*r));
+	if (rec->legacy) {
+		r->legacy = true;
+		str_copy(r->protocol_type, sizeof(r->protocol_type), "nvmeof-tcp");
+		str_copy(r->subsys_nqn, sizeof(r->subsys_nqn), rec->subsys_nqn);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+		if (m[i].src && (m[i].dst != r->fs_type || !strcmp(rec->access_type, "filesystem")))
+			str_copy(m[i].dst, m[i].cap, m[i].src);
 }
 
 static int parse_file(const char *path, struct node_record *r, struct err *e)
 {
-	cJSON *root = NULL, *nv;
-	const char *s;
-	int rc;
-
+	struct model_stage_record rec;
+	struct err pe = {0};
 	memset(r, 0, sizeof(*r));
-	rc = json_read_file(path, &root, e);
+	int rc = model_stage_record_read(path, &rec, &pe);
 	if (rc == -ENOENT)
 		return -ENOENT;
-	if (rc < 0 && rc != -EBADMSG)
-		return rc; /* unreadable now (out of memory, EIO), not corrupt: e says why */
-	if (rc < 0) {
-		char why[ERR_MSG_MAX];
-		str_copy(why, sizeof(why), e ? e->msg : "unreadable");
-		return err_set(e, -EBADMSG, "corrupt stage record %s: %s", path, why);
-	}
-	rc = -EBADMSG;
-	if (!cJSON_IsObject(root)) {
-		err_set(e, rc, "corrupt stage record %s: not a JSON object", path);
-		goto out;
-	}
-	if (cJSON_GetArraySize(root) == 1 && cJSON_GetObjectItemCaseSensitive(root, "subsys_nqn")) {
-		if (!(s = req_str(root, "subsys_nqn", path, e)))
-			goto out;
-		r->legacy = true;
-		str_copy(r->protocol_type, sizeof(r->protocol_type), "nvmeof-tcp");
-		str_copy(r->subsys_nqn, sizeof(r->subsys_nqn), s);
-		rc = 0;
-		goto out;
-	}
-	if (!(s = req_str(root, "protocol_type", path, e)))
-		goto out;
-	str_copy(r->protocol_type, sizeof(r->protocol_type), s);
-	if (strcmp(s, "nvmeof-tcp") != 0) {
-		err_set(e, rc, "corrupt stage record %s: unknown protocol_type \"%s\"", path, s);
-		goto out;
-	}
-	if (!(s = req_str(root, "access_type", path, e)))
-		goto out;
-	if (strcmp(s, "filesystem") && strcmp(s, "block")) {
-		err_set(e, rc, "corrupt stage record %s: unknown access_type \"%s\"", path, s);
-		goto out;
-	}
-	str_copy(r->access_type, sizeof(r->access_type), s);
-	if (!strcmp(s, "filesystem")) {
-		if (!(s = req_str(root, "fs_type", path, e)))
-			goto out;
-		str_copy(r->fs_type, sizeof(r->fs_type), s);
-	}
-	nv = cJSON_GetObjectItemCaseSensitive(root, "nvmeof");
-	if (!cJSON_IsObject(nv)) {
-		err_set(e, rc, "corrupt stage record %s: \"nvmeof\" is missing or not an object",
-		        path);
-		goto out;
-	}
-	if (!(s = req_str(nv, "subsys_nqn", path, e)))
-		goto out;
-	str_copy(r->subsys_nqn, sizeof(r->subsys_nqn), s);
-	if (!(s = req_str(nv, "address", path, e)))
-		goto out;
-	str_copy(r->address, sizeof(r->address), s);
-	if (!(s = req_str(nv, "port", path, e)))
-		goto out;
-	str_copy(r->port, sizeof(r->port), s);
-	if (opt_str(root, "volume_id", r->volume_id, sizeof(r->volume_id), path, e) < 0 ||
-	    opt_str(root, "staging_path", r->staging_path, sizeof(r->staging_path), path, e) < 0 ||
-	    opt_str(root, "namespace_uuid", r->namespace_uuid, sizeof(r->namespace_uuid), path, e) <
-	        0 ||
-	    opt_str(root, "namespace_nguid", r->namespace_nguid, sizeof(r->namespace_nguid), path,
-	            e) < 0 ||
-	    opt_str(root, "staged_at", r->staged_at, sizeof(r->staged_at), path, e) < 0)
-		goto out;
-	rc = 0;
-out:
-	cJSON_Delete(root);
-	return rc;
+	if (rc == -EBADMSG)
+		return err_set(e, -EBADMSG, "corrupt stage record %s: %s", path, pe.msg);
+	if (rc < 0) /* unreadable now (out of memory, EIO), not corrupt */
+		return err_set(e, rc, "%s", pe.msg);
+	record_copy(r, &rec);
+	model_type_clear(&model_stage_record_type, &rec);
+	return 0;
 }
 
 int node_record_read(const char *state_dir, const char *id, struct node_record *r, struct err *e)
@@ -161,7 +106,6 @@ int node_record_read(const char *state_dir, const char *id, struct node_record *
 int node_record_write(const char *state_dir, struct node_record *r, struct err *e)
 {
 	char path[PATH_MAX];
-	cJSON *root, *nv;
 	int rc;
 
 	if ((rc = node_record_path(state_dir, r->volume_id, path, sizeof(path), e)) < 0)
@@ -174,37 +118,25 @@ int node_record_write(const char *state_dir, struct node_record *r, struct err *
 	}
 	if ((rc = file_mkdir_p(state_dir, 0700, e)) < 0)
 		return rc;
-	root = cJSON_CreateObject();
-	nv = cJSON_CreateObject();
 	bool fs = !strcmp(r->access_type, "filesystem");
-	const struct {
-		cJSON *o;
-		const char *key, *value;
-	} m[] = {{root, "protocol_type", r->protocol_type},
-	         {root, "access_type", r->access_type},
-	         {root, "fs_type", fs ? r->fs_type : NULL},
-	         {nv, "subsys_nqn", r->subsys_nqn},
-	         {nv, "address", r->address},
-	         {nv, "port", r->port},
-	         {root, "volume_id", r->volume_id},
-	         {root, "staging_path", r->staging_path},
-	         {root, "namespace_uuid", r->namespace_uuid},
-	         {root, "namespace_nguid", r->namespace_nguid},
-	         {root, "staged_at", r->staged_at}};
-	bool ok = root && nv;
-	for (size_t i = 0; ok && i < sizeof(m) / sizeof(m[0]); i++)
-		ok = !m[i].value || json_add(m[i].o, m[i].key, cJSON_CreateString(m[i].value));
-	if (ok)
-		ok = json_add(root, "nvmeof", nv);
-	else
-		cJSON_Delete(nv);
-	nv = NULL; /* in root, or freed */
-	if (!ok) { /* never a record with a member missing */
-		cJSON_Delete(root);
+	struct model_stage_record rec = {
+	    /* borrows r's strings; fs_type for filesystems only */
+	    .protocol_type = r->protocol_type,
+	    .access_type = r->access_type,
+	    .fs_type = fs ? r->fs_type : NULL,
+	    .volume_id = r->volume_id,
+	    .staging_path = r->staging_path,
+	    .namespace_uuid = r->namespace_uuid,
+	    .namespace_nguid = r->namespace_nguid,
+	    .staged_at = r->staged_at,
+	    .has_nvmeof = true,
+	    .nvmeof = {.subsys_nqn = r->subsys_nqn, .address = r->address, .port = r->port},
+	};
+	char *text = model_stage_record_text(&rec);
+	if (!text) /* never a record with a member missing */
 		return err_set(e, -ENOMEM, "write stage record %s: out of memory", path);
-	}
-	rc = json_write_file(path, root, 0600, e);
-	cJSON_Delete(root);
+	rc = file_write_atomic(path, text, strlen(text), 0600, e);
+	free(text);
 	if (rc == 0)
 		r->legacy = false;
 	return rc;

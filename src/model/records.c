@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/json.h"
@@ -34,6 +35,31 @@ static const struct model_field identity_pin_fields[] = {
 };
 #undef T
 MODEL_TYPE(model_identity_pin_type, struct model_identity_pin, identity_pin_fields);
+
+#define T struct model_stage_nvmeof
+static const struct model_field stage_nvmeof_fields[] = {
+    MODEL_F_STR("subsys_nqn", subsys_nqn),
+    MODEL_F_STR("address", address),
+    MODEL_F_STR("port", port),
+};
+#undef T
+MODEL_TYPE(model_stage_nvmeof_type, struct model_stage_nvmeof, stage_nvmeof_fields);
+
+#define T struct model_stage_record
+static const struct model_field stage_record_fields[] = {
+    MODEL_F_STR("protocol_type", protocol_type),
+    MODEL_F_STR("access_type", access_type),
+    MODEL_F_STR("fs_type", fs_type),
+    MODEL_F_STR("volume_id", volume_id),
+    MODEL_F_STR("staging_path", staging_path),
+    MODEL_F_STR("namespace_uuid", namespace_uuid),
+    MODEL_F_STR("namespace_nguid", namespace_nguid),
+    MODEL_F_STR("staged_at", staged_at),
+    MODEL_F_OBJ_HAS("nvmeof", nvmeof, &model_stage_nvmeof_type),
+    MODEL_F_STR("subsys_nqn", subsys_nqn),
+};
+#undef T
+MODEL_TYPE(model_stage_record_type, struct model_stage_record, stage_record_fields);
 
 static bool uid_ok(const char *uid)
 {
@@ -134,4 +160,76 @@ int model_fence_mark_read(const char *path, struct model_fence_mark *mark, struc
 int model_identity_pin_read(const char *path, struct model_identity_pin *pin, struct err *e)
 {
 	return record_read(&model_identity_pin_type, path, pin, identity_pin_check, e);
+}
+
+static bool set(const char *s)
+{
+	return s && s[0];
+}
+
+/* The rules of a decoded stage record (records.h); rec->legacy set.  0 or -EBADMSG (e). */
+static int stage_record_check(struct model_stage_record *rec, struct err *e)
+{
+	static const char missing[] = "\"%s\" is missing or not a string";
+	const char *s;
+	if (cJSON_GetArraySize(rec->rest) == 1 && rec->subsys_nqn) {
+		if (!set(rec->subsys_nqn))
+			return err_set(e, -EBADMSG, missing, "subsys_nqn");
+		rec->legacy = true;
+		return 0;
+	}
+	if (!set(s = rec->protocol_type))
+		return err_set(e, -EBADMSG, missing, "protocol_type");
+	if (strcmp(s, "nvmeof-tcp") != 0)
+		return err_set(e, -EBADMSG, "unknown protocol_type \"%s\"", s);
+	if (!set(s = rec->access_type))
+		return err_set(e, -EBADMSG, missing, "access_type");
+	if (strcmp(s, "filesystem") && strcmp(s, "block"))
+		return err_set(e, -EBADMSG, "unknown access_type \"%s\"", s);
+	if (!strcmp(s, "filesystem") && !set(rec->fs_type))
+		return err_set(e, -EBADMSG, missing, "fs_type");
+	if (!rec->has_nvmeof)
+		return err_set(e, -EBADMSG, "\"nvmeof\" is missing or not an object");
+	if (!set(rec->nvmeof.subsys_nqn))
+		return err_set(e, -EBADMSG, missing, "subsys_nqn");
+	if (!set(rec->nvmeof.address))
+		return err_set(e, -EBADMSG, missing, "address");
+	if (!set(rec->nvmeof.port))
+		return err_set(e, -EBADMSG, missing, "port");
+	return 0;
+}
+
+int model_stage_record_read(const char *path, struct model_stage_record *rec, struct err *e)
+{
+	cJSON *root = NULL;
+	memset(rec, 0, sizeof(*rec));
+	int r = json_read_file(path, &root, e);
+	if (r < 0)
+		return r;
+	if (!cJSON_IsObject(root))
+		r = err_set(e, -EBADMSG, "not a JSON object");
+	else if ((r = model_type_decode(&model_stage_record_type, root, rec, e)) == -EINVAL)
+		r = -EBADMSG; /* a member of the wrong JSON type: e names it */
+	else if (r == -ENOMEM)
+		r = err_set(e, -ENOMEM, "out of memory");
+	else if (r == 0)
+		r = stage_record_check(rec, e);
+	cJSON_Delete(root);
+	if (r < 0)
+		model_type_clear(&model_stage_record_type, rec);
+	return r;
+}
+
+char *model_stage_record_text(const struct model_stage_record *rec)
+{
+	char *text = model_type_encode_pretty(&model_stage_record_type, rec);
+	size_t n = text ? strlen(text) : 0;
+	char *t = text ? realloc(text, n + 2) : NULL;
+	if (!t) {
+		free(text);
+		return NULL;
+	}
+	t[n] = '\n';
+	t[n + 1] = '\0';
+	return t;
 }
