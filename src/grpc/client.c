@@ -414,8 +414,7 @@ static void start_fn(void *arg)
 
 	if (ch->closing) {
 		set_local(c, GRPC_UNAVAILABLE, "channel closed");
-		client_call_done(c, 0);
-		return;
+		goto fail;
 	}
 	if (send_if_ready(c))
 		return;
@@ -425,14 +424,12 @@ static void start_fn(void *arg)
 		if (now < ch->retry_at) {
 			set_local(c, GRPC_UNAVAILABLE, "%s (retrying in %llu ms)", ch->last_err,
 			          (unsigned long long)(ch->retry_at - now));
-			client_call_done(c, 0);
-			return;
+			goto fail;
 		}
 		cc = calloc(1, sizeof(*cc));
 		if (!cc) {
 			set_local(c, GRPC_RESOURCE_EXHAUSTED, "client out of memory");
-			client_call_done(c, 0);
-			return;
+			goto fail;
 		}
 		cc->ch = ch;
 		fd = h2_connect_start(&ch->addr, &inprog, &e);
@@ -453,8 +450,7 @@ static void start_fn(void *arg)
 			ch->retry_at = now + ch->backoff;
 			snprintf(ch->last_err, sizeof(ch->last_err), "%s", e.msg);
 			set_local(c, GRPC_UNAVAILABLE, "%s", e.msg);
-			client_call_done(c, 0);
-			return;
+			goto fail;
 		}
 	}
 	/* connecting (maybe already open: cc_open ran inside h2_conn_new) */
@@ -462,8 +458,7 @@ static void start_fn(void *arg)
 		return;
 	if (!ch->cur) {
 		set_local(c, GRPC_UNAVAILABLE, "%s", ch->last_err);
-		client_call_done(c, 0);
-		return;
+		goto fail;
 	}
 	c->prev = ch->pend_tail;
 	c->next = NULL;
@@ -472,6 +467,9 @@ static void start_fn(void *arg)
 	else
 		ch->pend_head = c;
 	ch->pend_tail = c;
+	return;
+fail: /* c's local status is set */
+	client_call_done(c, 0);
 }
 
 static void reader_read_fn(void *arg)
