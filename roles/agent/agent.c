@@ -9,6 +9,7 @@
 
 #include "agent/config.h"
 #include "agent/grpc_service.h"
+#include "agent/metrics.h"
 #include "agent/service.h"
 #include "applets.h"
 #include "base/file.h"
@@ -54,8 +55,10 @@ static int agent_serve(agent_service *a, const char *listen, const struct agent_
 	struct httpserve *metrics = NULL;
 	struct err e = {0};
 	const char *addrs[] = {listen, NULL};
+	agent_metrics_register(a);
 	if (role_metrics_start(metrics_addr, &metrics, &e) < 0) {
 		fprintf(stderr, "pillar-csi agent: --metrics-bind-address: %s\n", e.msg);
+		metrics_unregister_collector(agent_metrics_collect, a);
 		return 1;
 	}
 	grpc_server_opts_init(&go);
@@ -74,6 +77,7 @@ static int agent_serve(agent_service *a, const char *listen, const struct agent_
 		fprintf(stderr, "pillar-csi agent: %s\n", e.msg);
 		grpc_server_free(srv);
 		httpserve_stop(metrics);
+		metrics_unregister_collector(agent_metrics_collect, a);
 		return 1;
 	}
 	log_info("agent serving", "address", listen, "version", version_string(), "tls",
@@ -99,6 +103,7 @@ static int agent_serve(agent_service *a, const char *listen, const struct agent_
 	grpc_server_shutdown(srv, 5000);
 	grpc_server_free(srv);
 	httpserve_stop(metrics);
+	metrics_unregister_collector(agent_metrics_collect, a);
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "agent/identity.h"
+#include "agent/metrics.h"
 #include "agent/service_int.h"
 #include "base/file.h"
 #include "base/log.h"
@@ -491,6 +492,7 @@ static void log_batch(const struct item *items, const PB(ReconcileStateRequest) 
 	snprintf(n, sizeof(n), "%zu", req->n_volumes);
 	snprintf(failed, sizeof(failed), "%zu", k);
 	snprintf(secs, sizeof(secs), "%.3f", (double)us / 1e6);
+	agent_metrics_reconcile(req->complete, (double)us / 1e6);
 	log_info("ReconcileState done", "volumes", n, "failed", failed, "complete",
 	         req->complete ? "true" : "false", "seconds", secs);
 }

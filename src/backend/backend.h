@@ -96,6 +96,9 @@ extern const struct backend_ops backend_zfs_ops;
 extern const struct backend_ops backend_lvm_ops;
 extern const struct backend_ops backend_file_ops;
 
+/* Registers pillar_csi_agent_backend_command_duration_seconds{backend,command}, which
+ * backend_run observes for every command it runs. */
+void backend_metrics_register(void);
 /* Runs argv; 0 with *res filled when the command exited 0; otherwise the errno above with
  * `<argv0>: <stderr summary>`.  Caller frees res (exec_result_free) in every case. */
 struct exec_result;
