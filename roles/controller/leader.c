@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "controller/events.h"
-#include "controller/loop.h"
 #include "cluster/events.h"
 #include "cluster/lease.h"
+#include "controller/events.h"
+#include "controller/loop.h"
 
 struct ctl_leader {
 	struct ctl *c;

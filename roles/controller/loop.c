@@ -490,6 +490,7 @@ int controller_loop_start(struct ctl *c, const struct controller_loop_opts *o,
 		free(l);
 		return err_set(e, r, "controller loop: out of memory");
 	}
+	workqueue_metrics(l->q, "pillar-csi-controller");
 	pthread_mutex_init(&l->mu, NULL);
 	time_cond_init_mono(&l->cv);
 	c->restore_kick_arg = l;

@@ -7,7 +7,13 @@
 #include "controller/ctl.h"
 #include "metrics/metrics.h"
 
-/* Writes the families read from c's store at scrape time. */
+/* Writes the families read from c's store at scrape time: store readiness, volumes by phase,
+ * unreconciled exports per agent, each agent's connection and ExportsReady. */
 void ctl_metrics_collect(struct ctl *c, struct metrics_text *t);
+
+/* Registers the families the controller updates as it works. */
+void ctl_metrics_register(void);
+/* A complete restore of agent sent volumes exports and took seconds. */
+void ctl_metrics_restore(const char *agent, size_t volumes, double seconds);
 
 #endif

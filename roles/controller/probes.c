@@ -52,6 +52,7 @@ int probes_start(struct ctl *c, const char *health_addr, const char *metrics_add
 		return err_set(e, -ENOMEM, "probes: out of memory");
 	p->c = c;
 	role_metrics_register();
+	ctl_metrics_register();
 	if ((r = httpserve_start(health_addr, answer_health, c, &p->l[0], e)) < 0 ||
 	    (r = httpserve_start(metrics_addr, answer_metrics, c, &p->l[1], e)) < 0) {
 		err_prefix(e, "probes");

@@ -131,6 +131,9 @@ typedef struct workqueue workqueue;
 /* 0 or -ENOMEM. */
 int workqueue_new(int base_ms, int max_ms, workqueue **out);
 void workqueue_free(workqueue *q); /* NULL is a no-op */
+/* Counts q in client-go's workqueue_* families under the label name="<name>" (a static
+ * string); at most 8 queues at a time.  Call once, before the queue is used. */
+void workqueue_metrics(workqueue *q, const char *name);
 /* Adds key, due after delay_ms (client-go Add / AddAfter, not rate limited); a key already
  * queued keeps the earlier due time. */
 void workqueue_add(workqueue *q, const char *key, int delay_ms);

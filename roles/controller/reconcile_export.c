@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/time.h"
 #include "controller/agents.h"
+#include "controller/metrics.h"
 #include "controller/pvst.h"
 #include "controller/reconcile.h"
 #include "controller/reconcile_batch.h"
@@ -191,6 +193,15 @@ static int locked_pass(struct ctl *c, const char *agent, const char *addr, const
 	if (r == GRPC_OK && only && b->n == 1 && b->items[0].state == BATCH_ITEM_EXPORTED &&
 	    ctl_export_take(c, only, b->items[0].resource_version))
 		return GRPC_OK;
+	if (r == GRPC_OK && complete && !only) {
+		uint64_t t0 = time_mono_ns();
+		r = reconcile_built(c, agent, addr, complete, noaddr, sent, b, gs);
+		size_t exported = 0;
+		for (size_t i = 0; i < b->n; i++)
+			exported += b->items[i].state == BATCH_ITEM_EXPORTED;
+		ctl_metrics_restore(agent, exported, (double)(time_mono_ns() - t0) / 1e9);
+		return r;
+	}
 	if (r == GRPC_OK)
 		return reconcile_built(c, agent, addr, complete, noaddr, sent, b, gs);
 	if (sent && sent->fn)

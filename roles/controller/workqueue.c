@@ -12,11 +12,13 @@
 #include "base/hash.h"
 #include "base/time.h"
 #include "controller/reconcile.h"
+#include "metrics/metrics.h"
 
 struct item {
 	struct item *hnext, *qnext;
 	int64_t due_ms;
-	size_t heap_at; /* index in the heap while waiting */
+	uint64_t added_ns, started_ns; /* client-go's metrics: queued since, processed since */
+	size_t heap_at;                /* index in the heap while waiting */
 	bool dirty, processing, waiting;
 	int failures;
 	char key[];
@@ -34,7 +36,96 @@ struct workqueue {
 	double tokens; /* the overall token bucket */
 	int64_t tokens_at;
 	bool shutdown;
+	const char *name; /* the label of client-go's workqueue_* families */
 };
+
+/* client-go's workqueue metrics (k8s.io/client-go/util/workqueue, its Prometheus provider in
+ * component-base): the same names, the label `name`, and the duration buckets 10 ns .. 10 s in
+ * powers of ten. */
+static const char *const name_label[] = {"name", NULL};
+static const double duration_buckets[] = {1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3,
+                                          1e-2, 1e-1, 1,    10,   -1};
+#define QUEUES_MAX 8
+static struct metrics_family adds =
+    METRICS_FAMILY("workqueue_adds_total", "Total number of adds handled by workqueue",
+                   METRICS_COUNTER, name_label, NULL, QUEUES_MAX);
+static struct metrics_family retries =
+    METRICS_FAMILY("workqueue_retries_total", "Total number of retries handled by workqueue",
+                   METRICS_COUNTER, name_label, NULL, QUEUES_MAX);
+static struct metrics_family depth = METRICS_FAMILY("workqueue_depth", "Current depth of workqueue",
+                                                    METRICS_GAUGE, name_label, NULL, QUEUES_MAX);
+static struct metrics_family queue_seconds =
+    METRICS_FAMILY("workqueue_queue_duration_seconds",
+                   "How long in seconds an item stays in workqueue before being requested.",
+                   METRICS_HISTOGRAM, name_label, duration_buckets, QUEUES_MAX);
+static struct metrics_family work_seconds =
+    METRICS_FAMILY("workqueue_work_duration_seconds",
+                   "How long in seconds processing an item from workqueue takes.",
+                   METRICS_HISTOGRAM, name_label, duration_buckets, QUEUES_MAX);
+
+static pthread_mutex_t queues_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct workqueue *queues[QUEUES_MAX];
+
+/* workqueue_unfinished_work_seconds and workqueue_longest_running_processor_seconds: computed
+ * from the items being processed when scraped. */
+static void collect_running(struct metrics_text *t, void *arg)
+{
+	(void)arg;
+	static const char *const names[2] = {"workqueue_unfinished_work_seconds",
+	                                     "workqueue_longest_running_processor_seconds"};
+	static const char *const helps[2] = {
+	    "How many seconds of work has done that is in progress and hasn't been observed by "
+	    "work_duration. Large values indicate stuck threads. One can deduce the number of "
+	    "stuck threads by observing the rate at which this increases.",
+	    "How many seconds has the longest running processor for workqueue been running."};
+	pthread_mutex_lock(&queues_mu);
+	for (int k = 0; k < 2; k++) {
+		metrics_text_header(t, names[k], helps[k], METRICS_GAUGE);
+		for (int j = 0; j < QUEUES_MAX; j++) {
+			struct workqueue *q = queues[j];
+			if (!q)
+				continue;
+			double sum = 0, longest = 0;
+			uint64_t now = time_mono_ns();
+			pthread_mutex_lock(&q->mu);
+			for (size_t b = 0; b < q->nbuckets; b++)
+				for (struct item *i = q->tab[b]; i; i = i->hnext)
+					if (i->processing) {
+						double d = (double)(now - i->started_ns) / 1e9;
+						sum += d;
+						longest = d > longest ? d : longest;
+					}
+			pthread_mutex_unlock(&q->mu);
+			const char *labels[] = {"name", q->name, NULL};
+			metrics_text_sample(t, names[k], labels, k == 0 ? sum : longest);
+		}
+	}
+	pthread_mutex_unlock(&queues_mu);
+}
+
+void workqueue_metrics(workqueue *q, const char *name)
+{
+	q->name = name;
+	metrics_register(&depth);
+	metrics_register(&adds);
+	metrics_register(&queue_seconds);
+	metrics_register(&work_seconds);
+	metrics_register(&retries);
+	metrics_register_collector(collect_running, NULL);
+	pthread_mutex_lock(&queues_mu);
+	for (int j = 0; j < QUEUES_MAX; j++)
+		if (!queues[j]) {
+			queues[j] = q;
+			break;
+		}
+	pthread_mutex_unlock(&queues_mu);
+}
+
+static void set_depth(workqueue *q)
+{
+	if (q->name)
+		metrics_set(&depth, (const char *[]){q->name}, (int64_t)q->nready);
+}
 
 int workqueue_new(int base_ms, int max_ms, workqueue **out)
 {
@@ -59,6 +150,11 @@ void workqueue_free(workqueue *q)
 {
 	if (!q)
 		return;
+	pthread_mutex_lock(&queues_mu);
+	for (int j = 0; j < QUEUES_MAX; j++)
+		if (queues[j] == q)
+			queues[j] = NULL;
+	pthread_mutex_unlock(&queues_mu);
 	for (size_t b = 0; b < q->nbuckets; b++)
 		while (q->tab[b]) {
 			struct item *n = q->tab[b]->hnext;
@@ -176,6 +272,10 @@ static void add_now(workqueue *q, struct item *i)
 	if (i->dirty)
 		return;
 	i->dirty = true;
+	if (q->name) {
+		metrics_inc(&adds, (const char *[]){q->name}, 1);
+		i->added_ns = time_mono_ns();
+	}
 	if (i->processing)
 		return;
 	i->qnext = NULL;
@@ -185,6 +285,7 @@ static void add_now(workqueue *q, struct item *i)
 		q->head = i;
 	q->tail = i;
 	q->nready++;
+	set_depth(q);
 }
 
 /* client-go AddAfter: waits in the heap; a waiting key keeps the earlier due time. */
@@ -260,6 +361,8 @@ int workqueue_add_rate_limited(workqueue *q, const char *key)
 	if (i) {
 		delay = (int)rate_limited_delay(q, i);
 		add_after(q, i, delay);
+		if (q->name)
+			metrics_inc(&retries, (const char *[]){q->name}, 1);
 	}
 	pthread_cond_broadcast(&q->cv);
 	pthread_mutex_unlock(&q->mu);
@@ -288,6 +391,12 @@ int workqueue_get(workqueue *q, int timeout_ms, char *key, size_t cap)
 			q->nready--;
 			i->dirty = false;
 			i->processing = true;
+			if (q->name) {
+				set_depth(q);
+				i->started_ns = time_mono_ns();
+				metrics_observe(&queue_seconds, (const char *[]){q->name},
+				                (double)(i->started_ns - i->added_ns) / 1e9);
+			}
 			snprintf(key, cap, "%s", i->key);
 			pthread_mutex_unlock(&q->mu);
 			return 1;
@@ -310,10 +419,15 @@ int workqueue_done(workqueue *q, const char *key, bool ok)
 	struct item *i = find(q, key, false);
 	if (i && i->processing) {
 		i->processing = false;
+		if (q->name)
+			metrics_observe(&work_seconds, (const char *[]){q->name},
+			                (double)(time_mono_ns() - i->started_ns) / 1e9);
 		if (ok)
 			i->failures = 0; /* Forget */
 		else
 			delay = (int)rate_limited_delay(q, i);
+		if (!ok && q->name)
+			metrics_inc(&retries, (const char *[]){q->name}, 1);
 		if (i->dirty) { /* added while it ran: run again now */
 			i->dirty = false;
 			add_now(q, i);

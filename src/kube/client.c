@@ -17,6 +17,7 @@
 #include "kube/client_int.h"
 #include "kube/codec.h"
 #include "kube/ratelimit.h"
+#include "metrics/metrics.h"
 
 #define TOKEN_MAX (64u << 10)
 
@@ -41,7 +42,34 @@ struct kube_client {
 	char *token_file; /* followed, NULL: none */
 	struct stat token_st;
 	bool token_read;
+	char host[300]; /* the `host` label of the rest_client_* families */
 };
+
+/* client-go's request metrics (k8s.io/client-go/tools/metrics, registered by component-base):
+ * the same names, labels and buckets.  Label sets: the verbs and codes this binary sees, for
+ * one API server. */
+static const char *const requests_labels[] = {"code", "method", "host", NULL};
+static const char *const verb_labels[] = {"verb", "host", NULL};
+static const double latency_buckets[] = {0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, -1};
+static struct metrics_family requests_total =
+    METRICS_FAMILY("rest_client_requests_total",
+                   "Number of HTTP requests, partitioned by status code, method, and host.",
+                   METRICS_COUNTER, requests_labels, NULL, 128);
+static struct metrics_family request_seconds =
+    METRICS_FAMILY("rest_client_request_duration_seconds",
+                   "Request latency in seconds. Broken down by verb, and host.", METRICS_HISTOGRAM,
+                   verb_labels, latency_buckets, 32);
+static struct metrics_family limiter_seconds =
+    METRICS_FAMILY("rest_client_rate_limiter_duration_seconds",
+                   "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+                   METRICS_HISTOGRAM, verb_labels, latency_buckets, 32);
+
+void kube_metrics_register(void)
+{
+	metrics_register(&requests_total);
+	metrics_register(&request_seconds);
+	metrics_register(&limiter_seconds);
+}
 
 void kube_client_opts_init(struct kube_client_opts *o)
 {
@@ -85,6 +113,8 @@ int kube_client_new(struct kube_client **out, const struct kube_config *cfg,
 	snprintf(kc->ua, sizeof(kc->ua), "%s/%s (linux/%s) pillar-csi/%s", o->component,
 	         o->version ? o->version : "v" PILLAR_VERSION, KUBE_ARCH, PILLAR_GIT_COMMIT);
 	snprintf(kc->ns, sizeof(kc->ns), "%s", cfg->ns);
+	snprintf(kc->host, sizeof(kc->host), "%s", cfg->target);
+	kube_metrics_register();
 	for (int b = 0; b < KUBE_BUDGETS; b++)
 		kube_ratelimit_init(&kc->rl[b], o->qps, o->burst);
 	pthread_mutex_init(&kc->mu, NULL);
@@ -198,6 +228,7 @@ static int stream_start(struct kube_client *kc, enum kube_budget budget, const c
 		return rc;
 	if (wait)
 		kc->o.sleep_us(kc->o.clock_arg, wait);
+	metrics_observe(&limiter_seconds, (const char *[]){method, kc->host}, (double)wait / 1e6);
 	h[rq.n_headers++] = (struct h2_header){"accept", "application/json"};
 	h[rq.n_headers++] = (struct h2_header){"user-agent", kc->ua};
 	if (has_auth)
@@ -265,14 +296,21 @@ static int request_once(struct kube_client *kc, enum kube_budget budget, const c
 {
 	struct h2_stream *s;
 	struct err e = {0};
+	char code_text[16];
+	uint64_t t0 = time_mono_ns();
 	int rc;
 
 	rc = kube_stream_open(kc, budget, method, path, content_type, body, len, &s, code, st);
+	snprintf(code_text, sizeof(code_text), "%d", *code);
+	metrics_inc(&requests_total,
+	            (const char *[]){rc < 0 ? "<error>" : code_text, method, kc->host}, 1);
 	if (rc < 0)
 		return rc;
 	*wait_s = retry_after(s, *code);
 	rc = h2_stream_read_all(s, b, n, kc->timeout_ms, &e);
 	h2_stream_free(s);
+	metrics_observe(&request_seconds, (const char *[]){method, kc->host},
+	                (double)(time_mono_ns() - t0) / 1e9);
 	if (rc < 0)
 		kube_status_local(st, rc == -ETIMEDOUT ? KUBE_TIMEOUT : KUBE_SERVICE_UNAVAILABLE,
 		                  "%s %s: reading the response: %s", method, path, e.msg);

@@ -126,4 +126,10 @@ int kube_delete(struct kube_client *kc, const struct kube_resource *r, const cha
                 const char *name, const char *uid, const char *resource_version, cJSON **out,
                 struct kube_status *st);
 
+/* Registers client-go's rest_client_requests_total{code,method,host},
+ * rest_client_request_duration_seconds{verb,host} and
+ * rest_client_rate_limiter_duration_seconds{verb,host}, which every client counts into
+ * (kube_client_new registers them). */
+void kube_metrics_register(void);
+
 #endif

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "controller/metrics.h"
 #include "controller/reconcile.h"
 #include "ctl_fixture.h"
 
@@ -107,6 +108,27 @@ START_TEST(test_restore_once_then_serving)
 	ck_assert_int_eq(q->volumes[1]->fence->generation, 4);
 	ck_assert_str_eq(q->volumes[1]->backend_params->zfs->pool, "tank");
 	ck_assert_int_eq(requeue, RECONCILE_INTERVAL_MS);
+	/* the restore's size and duration, and the scrape-time families of the store */
+	struct metrics_text t = {0};
+	ctl_metrics_register();
+	metrics_write(&t);
+	ctl_metrics_collect(&fx_c, &t);
+	if (getenv("SHOW_METRICS"))
+		fputs(t.buf, stderr);
+	ck_assert_ptr_nonnull(
+	    strstr(t.buf, "\npillar_csi_restore_last_volumes{agent=\"storage-1\"} 2\n"));
+	ck_assert_ptr_nonnull(strstr(t.buf, "\npillar_csi_restore_duration_seconds_count 1\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(t.buf, "\npillar_csi_agent_connected{agent=\"storage-1\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(
+	    t.buf,
+	    "\npillar_csi_agent_exports_ready{agent=\"storage-1\",reason=\"ExportsServing\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(t.buf, "\npillar_csi_volumes{phase=\"Ready\"} 5\n"));
+	/* vol-a, vol-b, vol-d have an exportSpec and no ExportReconciled True yet */
+	ck_assert_msg(
+	    strstr(t.buf, "\npillar_csi_volumes_export_unreconciled{agent=\"storage-1\"} "),
+	    "no unreconciled gauge");
+	metrics_text_free(&t);
 
 	cJSON *pa = fx_get("PillarAgent", "storage-1");
 	ck_assert_str_eq(cond_status(pa, "ExportsReady"), "True");
@@ -386,6 +408,43 @@ START_TEST(test_workqueue)
 }
 END_TEST
 
+/* client-go's workqueue_* families for one named queue. */
+START_TEST(test_workqueue_metrics)
+{
+	workqueue *q;
+	char key[64];
+	struct metrics_text t = {0};
+	ck_assert_int_eq(workqueue_new(20, 80, &q), 0);
+	workqueue_metrics(q, "test-queue");
+	workqueue_add(q, "a", 0);
+	workqueue_add(q, "a", 0); /* de-duplicated: not an add */
+	workqueue_add(q, "b", 0);
+	ck_assert_int_eq(workqueue_get(q, 10, key, sizeof(key)), 1);
+	metrics_write(&t);
+	ck_assert_ptr_nonnull(strstr(t.buf, "\nworkqueue_depth{name=\"test-queue\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(t.buf, "\nworkqueue_adds_total{name=\"test-queue\"} 2\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(t.buf, "\nworkqueue_queue_duration_seconds_count{name=\"test-queue\"} 1\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(t.buf, "\nworkqueue_unfinished_work_seconds{name=\"test-queue\"} "));
+	ck_assert_ptr_nonnull(
+	    strstr(t.buf, "\nworkqueue_longest_running_processor_seconds{name=\"test-queue\"} "));
+	metrics_text_free(&t);
+	ck_assert_int_eq(workqueue_done(q, key, false), 20);
+	metrics_write(&t);
+	ck_assert_ptr_nonnull(strstr(t.buf, "\nworkqueue_retries_total{name=\"test-queue\"} 1\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(t.buf, "\nworkqueue_work_duration_seconds_count{name=\"test-queue\"} 1\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(t.buf, "\nworkqueue_unfinished_work_seconds{name=\"test-queue\"} 0\n"));
+	metrics_text_free(&t);
+	workqueue_free(q);
+	metrics_write(&t); /* a freed queue is no longer read */
+	ck_assert_ptr_null(strstr(t.buf, "\nworkqueue_unfinished_work_seconds{"));
+	metrics_text_free(&t);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("controller_reconcile");
@@ -398,6 +457,7 @@ int main(void)
 	tcase_add_test(t, test_agent_unreachable_degraded_and_deletion);
 	tcase_add_test(t, test_agent_mtls_reasons);
 	tcase_add_test(t, test_workqueue);
+	tcase_add_test(t, test_workqueue_metrics);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
