@@ -17,8 +17,8 @@
 #define PILLAR_ROLES_NODE_CSINODE_H
 
 #include "base/err.h"
-#include "kube/client.h"
 #include "cluster/events.h"
+#include "kube/client.h"
 #include "nvme/host.h"
 #include "store/store.h"
 

@@ -115,6 +115,8 @@ static void path_down(const struct nvme_ctx *c, const struct nvme_ctrl_info *ci,
 		    "target returns",
 		    tmo > gone ? tmo - gone : 0, tmo, known ? "" : ", the kernel default");
 	out->abnormal = true;
+	out->down_seconds = (double)(now_ms - since_ms) / 1000.0;
+	out->ctrl_loss_tmo = tmo;
 	snprintf(out->message, sizeof(out->message),
 	         "NVMe controller %s of %s is %s since %s (first seen by the node plugin); I/O "
 	         "stalls; %s",
@@ -135,11 +137,13 @@ int node_health_check(struct node_health *h, const struct nvme_ctx *c, const str
 	*out = (struct node_volume_health){0};
 	if (live < n) {
 		forget(h, r->volume_id);
+		out->live = true;
 		snprintf(out->message, sizeof(out->message), "NVMe controller %s of %s is live",
 		         cs[live].name, r->subsys_nqn);
 	} else if (n == 0) {
 		forget(h, r->volume_id);
 		out->abnormal = true;
+		out->removed = true;
 		snprintf(
 		    out->message, sizeof(out->message),
 		    "the kernel removed the NVMe controller of %s (its ctrl_loss_tmo ran out, or "

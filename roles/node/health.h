@@ -44,6 +44,12 @@ struct node_health {
 struct node_volume_health {
 	bool abnormal;
 	char message[1024];
+	/* The same as figures (node/metrics.h): the path is live; the kernel removed every
+	 * controller; seconds since the path was first seen down (0 while live or removed); the
+	 * controller's ctrl_loss_tmo (-1: off; the kernel's default when unreadable). */
+	bool live, removed;
+	double down_seconds;
+	long long ctrl_loss_tmo;
 };
 
 void node_health_init(struct node_health *h);

@@ -11,6 +11,7 @@
 #include "httpserve.h"
 #include "node/csinode.h"
 #include "node/grpc_service.h"
+#include "node/metrics.h"
 #include "node/publish.h"
 #include "node/service.h"
 #include "nvme/initiator.h"
@@ -57,8 +58,10 @@ static int node_serve(struct node *n, const char *endpoint, const char *node_id,
 	struct httpserve *metrics = NULL;
 	struct err e = {0};
 	const char *addrs[] = {endpoint, NULL};
+	node_metrics_register(n);
 	if (role_metrics_start(metrics_addr, &metrics, &e) < 0) {
 		fprintf(stderr, "pillar-csi node: --metrics-bind-address: %s\n", e.msg);
+		metrics_unregister_collector(node_metrics_collect, n);
 		return 1;
 	}
 	grpc_server_opts_init(&go);
@@ -70,6 +73,7 @@ static int node_serve(struct node *n, const char *endpoint, const char *node_id,
 		fprintf(stderr, "pillar-csi node: %s\n", e.msg);
 		grpc_server_free(srv);
 		httpserve_stop(metrics);
+		metrics_unregister_collector(node_metrics_collect, n);
 		return 1;
 	}
 	log_info("node plugin serving", "endpoint", endpoint, "node", node_id, "stateDir",
@@ -82,6 +86,7 @@ static int node_serve(struct node *n, const char *endpoint, const char *node_id,
 	grpc_server_shutdown(srv, 5000);
 	grpc_server_free(srv);
 	httpserve_stop(metrics);
+	metrics_unregister_collector(node_metrics_collect, n);
 	return 0;
 }
 

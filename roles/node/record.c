@@ -185,3 +185,28 @@ int node_records_sweep(const char *state_dir, struct err *e)
 	closedir(d);
 	return removed;
 }
+
+int node_records_each(const char *state_dir, void (*fn)(const struct node_record *r, void *arg),
+                      void *arg)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	struct node_record r;
+	int n = 0;
+	DIR *d = opendir(state_dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d)) != NULL) {
+		size_t l = strlen(de->d_name);
+		if (de->d_name[0] == '.' || l < 6 || strcmp(de->d_name + l - 5, ".json"))
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", state_dir, de->d_name) >=
+		        (int)sizeof(path) ||
+		    parse_file(path, &r, NULL) < 0)
+			continue;
+		fn(&r, arg);
+		n++;
+	}
+	closedir(d);
+	return n;
+}

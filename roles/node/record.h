@@ -52,4 +52,9 @@ int node_record_delete(const char *state_dir, const char *id, struct err *e);
  * records and corrupt ones are left alone (logged).  Returns how many were deleted, or -errno. */
 int node_records_sweep(const char *state_dir, struct err *e);
 
+/* Calls fn with every readable stage record in state_dir (corrupt ones are skipped).  Returns
+ * how many fn saw, or -errno when the directory cannot be read. */
+int node_records_each(const char *state_dir, void (*fn)(const struct node_record *r, void *arg),
+                      void *arg);
+
 #endif

@@ -13,9 +13,11 @@
 
 #include "base/log.h"
 #include "base/str.h"
+#include "base/time.h"
 #include "model/model.h"
 #include "node/fs.h"
 #include "node/internal.h"
+#include "node/metrics.h"
 #include "node/paths.h"
 #include "rules/bounds.h"
 #include "rules/keys.h"
@@ -365,9 +367,13 @@ static int stage_attach(struct node *n, struct stage_plan *p, struct nvme_ns_dev
 		return grpc_status_set(st, GRPC_INTERNAL, "read host identity: %s", e.msg);
 	p->conn.hostnqn = hid.hostnqn;
 	p->conn.hostid = hid.hostid;
+	uint64_t t0 = time_mono_ns();
 	if ((r = nvme_attach(&n->nvme, &p->conn, NULL, &e)) < 0 ||
-	    (r = nvme_ns_wait(&n->nvme, p->nqn, d, &e)) < 0)
+	    (r = nvme_ns_wait(&n->nvme, p->nqn, d, &e)) < 0) {
+		node_metrics_connect(false, (double)(time_mono_ns() - t0) / 1e9);
 		return node_status_from_nvme(r, &e, st);
+	}
+	node_metrics_connect(true, (double)(time_mono_ns() - t0) / 1e9);
 	rules_ns_identity_derive(p->nqn, &derived);
 	if ((d->uuid[0] && strcasecmp(d->uuid, derived.uuid)) ||
 	    (d->nguid[0] && strcasecmp(d->nguid, derived.nguid)))

@@ -8,6 +8,7 @@
 
 #include "base/file.h"
 #include "node/health.h"
+#include "node/metrics.h"
 #include "node_fixture.h"
 
 static Csi__V1__NodeGetVolumeStatsResponse stats(struct env *v, int code)
@@ -152,6 +153,45 @@ START_TEST(test_seconds_left_from_first_sighting)
 }
 END_TEST
 
+/* /metrics: the staged volume's path as the same sysfs reading sees it, and the connect. */
+START_TEST(test_metrics_follow_the_path)
+{
+	struct env v;
+	struct metrics_text t = {0};
+	staged(&v);
+	node_metrics_register(v.n);
+	const char *lab = "{volume_id=\"" VOL "\"} ";
+	char want[512];
+	metrics_write(&t);
+	ck_assert_ptr_nonnull(strstr(t.buf, "\npillar_csi_node_staged_volumes 1\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(t.buf, "\npillar_csi_node_connects_total{result=\"success\"} 1\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(t.buf, "\npillar_csi_node_connect_duration_seconds_count 1\n"));
+	snprintf(want, sizeof(want), "\npillar_csi_node_volume_path_live%s1\n", lab);
+	ck_assert_msg(strstr(t.buf, want), "%s", want);
+	metrics_text_free(&t);
+	tu_write(v.sys, "class/nvme/nvme3/ctrl_loss_tmo", "30\n");
+	tu_write(v.sys, "class/nvme/nvme3/state", "connecting\n");
+	metrics_write(&t);
+	snprintf(want, sizeof(want), "\npillar_csi_node_volume_path_live%s0\n", lab);
+	ck_assert_msg(strstr(t.buf, want), "%s", want);
+	snprintf(want, sizeof(want), "\npillar_csi_node_volume_ctrl_loss_tmo_seconds%s30\n", lab);
+	ck_assert_msg(strstr(t.buf, want), "%s", want);
+	snprintf(want, sizeof(want), "\npillar_csi_node_volume_path_down_seconds%s", lab);
+	ck_assert_msg(strstr(t.buf, want), "%s", want);
+	metrics_text_free(&t);
+	fk_rm(v.sys, "class/nvme/nvme3");
+	metrics_write(&t);
+	snprintf(want, sizeof(want), "\npillar_csi_node_volume_controller_removed%s1\n", lab);
+	ck_assert_msg(strstr(t.buf, want), "%s", want);
+	ck_assert_ptr_null(strstr(t.buf, "\npillar_csi_node_volume_ctrl_loss_tmo_seconds{"));
+	metrics_text_free(&t);
+	metrics_unregister_collector(node_metrics_collect, v.n);
+	env_done(&v);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("node_health");
@@ -161,6 +201,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_path_down_then_back);
 	tcase_add_test(tc, test_removed_controller_says_restart);
 	tcase_add_test(tc, test_seconds_left_from_first_sighting);
+	tcase_add_test(tc, test_metrics_follow_the_path);
 	suite_add_tcase(s, tc);
 	return s;
 }
