@@ -792,7 +792,6 @@ int grpc_channel_call(struct grpc_channel *ch, const char *path, const ProtobufC
 {
 	uint64_t t0 = time_mono_ns();
 	int code = channel_call(ch, path, req, resp_desc, resp, timeout_ms, md, st);
-	/* UNAVAILABLE: no connection, so the request was not sent (metrics only) */
 	grpc_metrics_client_call(path, code, (time_mono_ns() - t0) / 1e9, code != GRPC_UNAVAILABLE,
 	                         code == GRPC_OK);
 	return code;

@@ -39,7 +39,8 @@ void grpc_metrics_server_sent(struct grpc_method_metrics *mm);
 void grpc_metrics_server_handled(struct grpc_method_metrics *mm, int code, double seconds);
 
 /* A unary client call of path ("/pkg.Service/Method") ended with code after seconds; sent and
- * received say whether the request and a response message went over the wire. */
+ * received say whether the request and a response message went over the wire (grpc/client
+ * counts a call that ended UNAVAILABLE as not sent: it found no connection). */
 void grpc_metrics_client_call(const char *path, int code, double seconds, bool sent, bool received);
 
 #endif
