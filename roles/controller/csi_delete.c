@@ -154,9 +154,7 @@ static int expand_locked(struct ctl *c, const struct rules_volid *v, const char 
 	const char *volume_id = x->volume_id;
 	struct model_pvst obj;
 	(void)pname;
-	int r = pvst_find(c, volume_id, &obj, gs);
-	if (r == GRPC_NOT_FOUND)
-		return grpc_status_set(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", volume_id);
+	int r = pvst_find_existing(c, volume_id, &obj, gs);
 	if (r)
 		return r;
 	if (pvst_deleting(&obj))

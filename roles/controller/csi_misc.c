@@ -383,10 +383,7 @@ int csi_validate_capabilities(struct ctl *c, const Csi__V1__ValidateVolumeCapabi
 	if (req->n_volume_capabilities == 0)
 		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT,
 		                       "volume_capabilities is required");
-	int r = pvst_find(c, req->volume_id, &obj, gs);
-	if (r == GRPC_NOT_FOUND)
-		return grpc_status_set(gs, GRPC_NOT_FOUND, "volume \"%s\" not found",
-		                       req->volume_id);
+	int r = pvst_find_existing(c, req->volume_id, &obj, gs);
 	if (r)
 		return r;
 	char why[GRPC_STATUS_MSG_MAX] = "";

@@ -231,10 +231,7 @@ static int publish_locked(struct ctl *c, const struct rules_volid *v, const char
 	const Csi__V1__ControllerPublishVolumeRequest *req = arg;
 	struct model_pvst obj;
 	char nqn[256];
-	int r = pvst_find(c, req->volume_id, &obj, gs);
-	if (r == GRPC_NOT_FOUND)
-		return grpc_status_set(gs, GRPC_NOT_FOUND, "volume \"%s\" not found",
-		                       req->volume_id);
+	int r = pvst_find_existing(c, req->volume_id, &obj, gs);
 	if (r)
 		return r;
 	if (pvst_deleting(&obj))

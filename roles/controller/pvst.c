@@ -214,6 +214,15 @@ int pvst_find(struct ctl *c, const char *volume_id, struct model_pvst *out, stru
 	return GRPC_OK;
 }
 
+int pvst_find_existing(struct ctl *c, const char *volume_id, struct model_pvst *out,
+                       struct grpc_status *gs)
+{
+	int r = pvst_find(c, volume_id, out, gs);
+	if (r == GRPC_NOT_FOUND)
+		return grpc_status_set(gs, GRPC_NOT_FOUND, "volume \"%s\" not found", volume_id);
+	return r;
+}
+
 int pvst_locked(struct ctl *c, const char *volume_id, bool absent_ok, pvst_locked_fn fn, void *arg,
                 struct grpc_status *gs)
 {

@@ -56,6 +56,10 @@ void pvst_gen_set(struct model_pvst *v, uint64_t g);
  * GRPC_NOT_FOUND when none (or its spec.volumeID differs), GRPC_UNAVAILABLE on a store error
  * (message in gs). */
 int pvst_find(struct ctl *c, const char *volume_id, struct model_pvst *out, struct grpc_status *gs);
+/* pvst_find for a call whose volume must exist: GRPC_NOT_FOUND comes with the message
+ * `volume "<id>" not found` in gs. */
+int pvst_find_existing(struct ctl *c, const char *volume_id, struct model_pvst *out,
+                       struct grpc_status *gs);
 
 bool pvst_deleting(const struct model_pvst *v);
 
