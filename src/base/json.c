@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/file.h"
+#include "base/str.h"
 
 #define JSON_EXACT_MAX 9007199254740992.0 /* 2^53 */
 /* cJSON prints a number with 15 significant digits when that reads back within its relative
@@ -187,6 +188,126 @@ static void hooks_init(void)
 	cJSON_InitHooks(&h);
 }
 
+/* ---- strings as sent -------------------------------------------------------------------------
+ * cJSON decodes the escape \u0000 into a NUL byte (the C string then ends there) and copies
+ * bytes that are not UTF-8 as they are: the text is checked beside the parsed value. */
+
+#define PATH_DEPTH 64 /* levels named in a message; deeper ones are left out */
+
+struct jframe {
+	bool object;
+	const char *key; /* the member's raw text (escapes as written) */
+	size_t key_len, index;
+};
+
+struct jscan {
+	struct jframe f[PATH_DEPTH];
+	size_t depth; /* may exceed PATH_DEPTH */
+	bool want_key;
+};
+
+/* The path of the value being scanned: "spec.pools[0].name", "(root)" for the document itself;
+ * bytes of a key that are not printable ASCII show as '?'. */
+static void scan_path(const struct jscan *s, char *buf, size_t cap)
+{
+	size_t n = 0, levels = s->depth < PATH_DEPTH ? s->depth : PATH_DEPTH;
+	buf[0] = '\0';
+	for (size_t i = 0; i < levels && n + 1 < cap; i++) {
+		const struct jframe *f = &s->f[i];
+		const char *k = f->key;
+		size_t kn = f->key_len;
+		if (!f->object) {
+			n += (size_t)snprintf(buf + n, cap - n, "[%zu]", f->index);
+			continue;
+		}
+		if (!k)
+			break;
+		if (n && n + 1 < cap)
+			buf[n++] = '.';
+		for (size_t j = 0; j < kn && n + 1 < cap; j++)
+			buf[n++] = k[j] > 0x20 && k[j] < 0x7f ? k[j] : '?';
+		buf[n < cap ? n : cap - 1] = '\0';
+	}
+	if (n >= cap)
+		buf[cap - 1] = '\0';
+	if (!buf[0])
+		snprintf(buf, cap, "(root)");
+}
+
+/* The string token whose content starts at p (after its quote): its end (the closing quote) in
+ * *end, and its first fault with the fault's offset. */
+static enum str_fault scan_string(const char *p, const char *limit, const char **end, size_t *at)
+{
+	const char *q = p;
+	enum str_fault f = STR_OK;
+	while (q < limit && *q != '"') {
+		if (*q == '\\' && q + 1 < limit) {
+			if (!f && q + 5 < limit && !memcmp(q + 1, "u0000", 5))
+				f = STR_NUL, *at = (size_t)(q - p);
+			q += 2;
+		} else {
+			q++;
+		}
+	}
+	size_t bad;
+	if (str_check(p, (size_t)(q - p), &bad) == STR_UTF8 && (!f || bad < *at))
+		f = STR_UTF8, *at = bad;
+	*end = q;
+	return f;
+}
+
+static void scan_open(struct jscan *s, bool object)
+{
+	if (s->depth < PATH_DEPTH)
+		s->f[s->depth] = (struct jframe){object, NULL, 0, 0};
+	s->depth++;
+	s->want_key = object;
+}
+
+int json_check_strings(const char *buf, size_t len, struct err *e)
+{
+	const char *p = buf, *limit = buf + len;
+	if (str_check(buf, len, NULL) == STR_OK && !memmem(buf, len, "\\u0000", 6))
+		return 0;
+	struct jscan s = {.depth = 0};
+	for (; p < limit; p++) {
+		struct jframe *top = s.depth && s.depth <= PATH_DEPTH ? &s.f[s.depth - 1] : NULL;
+		switch (*p) {
+		case '{': scan_open(&s, true); break;
+		case '[': scan_open(&s, false); break;
+		case '}':
+		case ']': s.depth -= s.depth > 0; break;
+		case ',':
+			if (top && !top->object)
+				top->index++;
+			s.want_key = top && top->object;
+			break;
+		case ':': s.want_key = false; break;
+		case '"': {
+			const char *end;
+			size_t at = 0;
+			bool key = s.want_key && top && top->object;
+			enum str_fault f = scan_string(p + 1, limit, &end, &at);
+			if (key)
+				top->key = p + 1, top->key_len = (size_t)(end - p - 1);
+			if (f) {
+				char path[256];
+				if (key) /* named by the object that holds it */
+					top->key = NULL;
+				scan_path(&s, path, sizeof(path));
+				return err_set(e, -EBADMSG, "%s %s %s (byte %zu)",
+				               key ? "a key of" : "field", path, str_fault_text(f),
+				               (size_t)(p + 1 - buf) + at);
+			}
+			p = end;
+			break;
+		}
+		default: break;
+		}
+	}
+	return 0;
+}
+
 int json_parse_strict(const char *buf, size_t len, cJSON **out, struct err *e)
 {
 	const char *end = NULL;
@@ -220,6 +341,11 @@ int json_parse_strict(const char *buf, size_t len, cJSON **out, struct err *e)
 			cJSON_Delete(v);
 			return err_set(e, -ENOMEM, "out of memory");
 		}
+	}
+	int r = json_check_strings(buf, len, e);
+	if (r < 0) {
+		cJSON_Delete(v);
+		return r;
 	}
 	*out = v;
 	return 0;

@@ -23,9 +23,16 @@
 
 #define JSON_FILE_MAX (16u << 20)
 
-/* 0 with *out set (caller owns, cJSON_Delete), or -EBADMSG (not one valid JSON value) /
- * -ENOMEM (out of memory, whatever the text). */
+/* 0 with *out set (caller owns, cJSON_Delete), or -EBADMSG (not one valid JSON value, or a
+ * string json_check_strings refuses) / -ENOMEM (out of memory, whatever the text). */
 int json_parse_strict(const char *buf, size_t len, cJSON **out, struct err *e);
+
+/* Every string of the JSON text (member names too) is the bytes that were sent: no NUL byte
+ * (the escape \u0000, which cJSON would turn into the end of the string) and UTF-8 (RFC 8259
+ * §8.1).  The text must be valid JSON (cJSON parsed it); json_parse_strict runs this check.
+ * 0, or -EBADMSG with "field spec.pools[0].name contains a NUL byte (byte N)" / "a key of
+ * metadata.labels is not valid UTF-8 (byte N)". */
+int json_check_strings(const char *buf, size_t len, struct err *e);
 
 /* Strict read of a JSON file: -ENOENT when missing, -EBADMSG when empty, truncated or corrupt. */
 int json_read_file(const char *path, cJSON **out, struct err *e);

@@ -1,4 +1,4 @@
-/* str — bounded string copy. */
+/* str — bounded string copy and the check of a string's bytes. */
 #include "base/str.h"
 
 #include <string.h>
@@ -12,4 +12,55 @@ bool str_copy(char *dst, size_t cap, const char *src)
 	memcpy(dst, src, n);
 	dst[n] = '\0';
 	return whole;
+}
+
+/* Length of the well-formed UTF-8 sequence at p (at most n bytes), or 0 (RFC 3629 §4). */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t len;
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		len = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		len = 3, lo = p[0] == 0xe0 ? 0xa0 : 0x80, hi = p[0] == 0xed ? 0x9f : 0xbf;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		len = 4, lo = p[0] == 0xf0 ? 0x90 : 0x80, hi = p[0] == 0xf4 ? 0x8f : 0xbf;
+	else
+		return 0;
+	if (n < len || p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+enum str_fault str_check(const char *s, size_t n, size_t *at)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+	enum str_fault f = STR_OK;
+	while (i < n) {
+		size_t len = p[i] ? utf8_seq(p + i, n - i) : 0;
+		if (!len) {
+			f = p[i] ? STR_UTF8 : STR_NUL;
+			break;
+		}
+		i += len;
+	}
+	if (at)
+		*at = i;
+	return f;
+}
+
+const char *str_fault_text(enum str_fault f)
+{
+	switch (f) {
+	case STR_OK: return "";
+	case STR_NUL: return "contains a NUL byte";
+	case STR_UTF8: return "is not valid UTF-8";
+	}
+	return "";
 }

@@ -1,8 +1,14 @@
-/* str — bounded string copy.
+/* str — bounded string copy, and the check of the bytes a string was sent as.
  *
  * str_copy copies src into dst of cap bytes (cap >= 1), cutting it to cap-1 bytes, and always
  * NUL-terminates.  It returns true when src fitted whole, so a caller that must not cut can
  * refuse.
+ *
+ * A string that crosses a boundary (a gRPC request, a JSON or YAML document) is the bytes that
+ * were sent: str_check tells whether those bytes are a string the program can hold — no NUL
+ * byte (a C string would end there and name another object) and well-formed UTF-8 (RFC 3629:
+ * no overlong forms, no surrogates, nothing above U+10FFFF), as proto3 requires of `string`
+ * fields and RFC 8259 of JSON text.
  */
 #ifndef PILLAR_BASE_STR_H
 #define PILLAR_BASE_STR_H
@@ -11,5 +17,18 @@
 #include <stddef.h>
 
 bool str_copy(char *dst, size_t cap, const char *src);
+
+enum str_fault {
+	STR_OK = 0,
+	STR_NUL,  /* holds a NUL byte */
+	STR_UTF8, /* not well-formed UTF-8 */
+};
+
+/* The first fault of the n bytes at s, and its byte offset in *at (when not NULL; n when
+ * STR_OK). */
+enum str_fault str_check(const char *s, size_t n, size_t *at);
+/* "contains a NUL byte" / "is not valid UTF-8" ("" for STR_OK): the end of a message that
+ * names the string ("field volume_id contains a NUL byte"). */
+const char *str_fault_text(enum str_fault f);
 
 #endif

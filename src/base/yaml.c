@@ -61,6 +61,9 @@ static int check_props(struct ctx *c, const yaml_event_t *ev)
 	case YAML_SCALAR_EVENT:
 		anchor = ev->data.scalar.anchor;
 		tag = ev->data.scalar.tag;
+		/* "\0" in a double-quoted scalar: the string would end there */
+		if (memchr(ev->data.scalar.value, '\0', ev->data.scalar.length))
+			return bad(c, &ev->start_mark, "a string contains a NUL byte");
 		break;
 	case YAML_SEQUENCE_START_EVENT:
 		anchor = ev->data.sequence_start.anchor;
@@ -116,8 +119,10 @@ static int map_key(struct ctx *c, const cJSON *obj, yaml_event_t *k, char *key, 
 	if (r >= 0 && k->type != YAML_SCALAR_EVENT)
 		r = bad(c, &k->start_mark, "mapping keys must be scalars");
 	if (r >= 0) {
-		snprintf(key, cap, "%s", (const char *)k->data.scalar.value);
-		if (cJSON_GetObjectItemCaseSensitive(obj, key)) {
+		if (k->data.scalar.length >= cap) {
+			r = bad(c, &k->start_mark, "mapping key too long");
+		} else if (snprintf(key, cap, "%s", (const char *)k->data.scalar.value),
+		           cJSON_GetObjectItemCaseSensitive(obj, key)) {
 			char why[320];
 			snprintf(why, sizeof(why), "duplicate key \"%s\"", key);
 			r = bad(c, &k->start_mark, why);

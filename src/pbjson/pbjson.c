@@ -699,6 +699,7 @@ int pbjson_parse_text(const ProtobufCMessageDescriptor *d, const char *text, siz
 	cJSON *j = NULL;
 	int r = json_parse_strict(text, len, &j, e);
 
+	*out = NULL;
 	if (r == 0)
 		r = pbjson_to_message(d, j, out, e);
 	cJSON_Delete(j);

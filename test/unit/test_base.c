@@ -22,6 +22,7 @@
 #include "base/stop.h"
 #include "base/str.h"
 #include "base/time.h"
+#include "base/yaml.h"
 #include "testutil.h"
 
 /* ---- log ---------------------------------------------------------------------------------- */
@@ -476,6 +477,101 @@ END_TEST
 
 /* ---- str, time ------------------------------------------------------------------------------ */
 
+/* A string is the bytes that were sent: NUL and malformed UTF-8 are faults, with their offset. */
+START_TEST(test_str_check)
+{
+	static const struct {
+		const char *s;
+		size_t n;
+		enum str_fault f;
+		size_t at;
+	} cases[] = {
+	    {"", 0, STR_OK, 0},
+	    {"pvc-1", 5, STR_OK, 5},
+	    {"pvc-1\0junk", 10, STR_NUL, 5},
+	    {"\xc3\xa9t\xc3\xa9", 5, STR_OK, 5},            /* été */
+	    {"\xe2\x82\xac\xf0\x9f\x98\x80", 7, STR_OK, 7}, /* € and an emoji */
+	    {"ab\xff", 3, STR_UTF8, 2},
+	    {"a\xc0\xaf", 3, STR_UTF8, 1},        /* overlong '/' */
+	    {"\xe0\x80\xaf", 3, STR_UTF8, 0},     /* overlong, 3 bytes */
+	    {"\xed\xa0\x80", 3, STR_UTF8, 0},     /* a surrogate */
+	    {"\xf4\x90\x80\x80", 4, STR_UTF8, 0}, /* above U+10FFFF */
+	    {"x\xe2\x82", 3, STR_UTF8, 1},        /* cut short */
+	    {"\xc3\xa9\x80", 3, STR_UTF8, 2},     /* a lone continuation byte */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t at = 99;
+		ck_assert_msg(str_check(cases[i].s, cases[i].n, &at) == cases[i].f, "case %zu", i);
+		ck_assert_uint_eq(at, cases[i].at);
+	}
+	ck_assert_str_eq(str_fault_text(STR_NUL), "contains a NUL byte");
+	ck_assert_str_eq(str_fault_text(STR_UTF8), "is not valid UTF-8");
+}
+END_TEST
+
+/* cJSON turns \u0000 into the end of the C string: {"name":"a\u0000b"} would read as "a". */
+START_TEST(test_json_strings_as_sent)
+{
+	static const struct {
+		const char *text, *msg;
+	} bad[] = {
+	    {"{\"metadata\":{\"name\":\"pvc-1\\u0000junk\"}}",
+	     "field metadata.name contains a NUL byte (byte 26)"},
+	    {"{\"spec\":{\"pools\":[{\"name\":\"a\"},{\"name\":\"b\\u0000\"}]}}",
+	     "field spec.pools[1].name contains a NUL byte"},
+	    {"{\"a\":[1,[2,\"\\u0000\"]]}", "field a[1][1] contains a NUL byte"},
+	    {"\"x\\u0000\"", "field (root) contains a NUL byte"},
+	    {"{\"labels\":{\"a\\u0000b\":\"v\"}}", "a key of labels contains a NUL byte"},
+	    {"{\"x\":\"\xff\"}", "field x is not valid UTF-8 (byte 6)"},
+	    {"{\"k\\u00e9\xc3\":1}", "a key of (root) is not valid UTF-8"},
+	    {"{\"x\":\"\\ud800\\udc00\\u0000\"}", "field x contains a NUL byte"},
+	};
+	static const char *const good[] = {
+	    "{\"x\":\"\\\\u0000\"}", /* a backslash, then the text u0000 */
+	    "{\"x\":\"\\u0001\\u00e9\xc3\xa9\"}",
+	    "{\"x\\\"y\":\"a\\\"\",\"z\":[\"\\u0020\"]}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cJSON *v = (cJSON *)1;
+		struct err e = {0};
+		ck_assert_int_eq(json_parse_strict(bad[i].text, strlen(bad[i].text), &v, &e),
+		                 -EBADMSG);
+		ck_assert_ptr_null(v);
+		ck_assert_msg(strstr(e.msg, bad[i].msg), "case %zu: %s", i, e.msg);
+	}
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		cJSON *v = NULL;
+		struct err e = {0};
+		ck_assert_msg(json_parse_strict(good[i], strlen(good[i]), &v, &e) == 0, "%s",
+		              e.msg);
+		cJSON_Delete(v);
+	}
+}
+END_TEST
+
+/* YAML's "\0" escape would end the string the same way; keys are never cut to fit. */
+START_TEST(test_yaml_strings_as_sent)
+{
+	cJSON *v = NULL;
+	struct err e = {0};
+	const char *y = "a: \"pool\\0x\"\n";
+	ck_assert_int_eq(yaml_doc_parse(y, strlen(y), &v, &e), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(e.msg, "a string contains a NUL byte at line 1"));
+	y = "\"k\\0\": 1\n";
+	ck_assert_int_eq(yaml_doc_parse(y, strlen(y), &v, &e), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(e.msg, "NUL byte"));
+	char big[400];
+	memset(big, 'k', 300);
+	snprintf(big + 300, sizeof(big) - 300, ": 1\n");
+	ck_assert_int_eq(yaml_doc_parse(big, strlen(big), &v, &e), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(e.msg, "mapping key too long"));
+	y = "a: \"p\\x01\xc3\xa9\"\n";
+	ck_assert_int_eq(yaml_doc_parse(y, strlen(y), &v, &e), 0);
+	ck_assert_str_eq(cJSON_GetObjectItem(v, "a")->valuestring, "p\x01\xc3\xa9");
+	cJSON_Delete(v);
+}
+END_TEST
+
 START_TEST(test_str_copy)
 {
 	char b[4];
@@ -734,6 +830,9 @@ int main(void)
 	suite_add_tcase(s, t);
 	t = tcase_create("str_time");
 	tcase_add_test(t, test_str_copy);
+	tcase_add_test(t, test_str_check);
+	tcase_add_test(t, test_json_strings_as_sent);
+	tcase_add_test(t, test_yaml_strings_as_sent);
 	tcase_add_test(t, test_hash_fnv1a);
 	tcase_add_test(t, test_time_helpers);
 	tcase_add_test(t, test_stop_wait);

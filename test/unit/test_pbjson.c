@@ -321,6 +321,28 @@ START_TEST(test_field_given_twice)
 }
 END_TEST
 
+/* `pillar-csi call ... '{"volumeId":"v\u0000x"}'` must not send volume "v". */
+START_TEST(test_string_as_sent)
+{
+	const ProtobufCMessageDescriptor *dv = &csi__v1__delete_volume_request__descriptor;
+	static const struct {
+		const char *text, *msg;
+	} bad[] = {
+	    {"{\"volumeId\":\"fp/v1\\u0000junk\"}", "field volumeId contains a NUL byte"},
+	    {"{\"secrets\":{\"k\":\"\xfe\"}}", "field secrets.k is not valid UTF-8"},
+	    {"{\"secrets\":{\"k\\u0000\":\"v\"}}", "a key of secrets contains a NUL byte"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ProtobufCMessage *m = (void *)1;
+		struct err e = {0};
+		ck_assert_int_eq(pbjson_parse_text(dv, bad[i].text, strlen(bad[i].text), &m, &e),
+		                 -EBADMSG);
+		ck_assert_ptr_null(m);
+		ck_assert_msg(strstr(e.msg, bad[i].msg), "%zu: %s", i, e.msg);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("pbjson");
@@ -331,6 +353,7 @@ int main(void)
 	tcase_add_test(t, test_json_names);
 	tcase_add_test(t, test_int64_and_timestamps);
 	tcase_add_test(t, test_field_given_twice);
+	tcase_add_test(t, test_string_as_sent);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
