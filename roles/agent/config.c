@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/file.h"
+#include "base/json.h"
 
 void agent_config_clear(struct agent_config *c)
 {
@@ -202,6 +203,11 @@ int agent_config_parse(const char *buf, size_t len, struct agent_config *out, st
 			off = ep && ep >= buf && ep <= buf + len ? (size_t)(ep - buf) : 0;
 		}
 		return err_set(e, -EINVAL, "config: invalid JSON near byte %zu", off);
+	}
+	if (json_check_strings(buf, len, e) < 0) { /* a pool "p\u0000x" would name pool "p" */
+		cJSON_Delete(root);
+		err_prefix(e, "config");
+		return -EINVAL;
 	}
 	const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "backends");
 	if (!cJSON_IsObject(root))

@@ -291,6 +291,11 @@ START_TEST(test_config_rules)
 	ck_assert_str_eq(cfg_err("{\"backends\":[{\"type\":\"zfs\"}]}"),
 	                 "config: unknown field \"backends[0].type\"");
 	ck_assert_str_eq(cfg_err("{\"backends\":{}}"), "config: backends: expected array");
+	/* a pool name is the bytes written: "tank\u0000x" must not serve pool "tank" */
+	ck_assert_str_eq(cfg_err("{\"backends\":[{\"zfs\":{\"pool\":\"tank\\u0000x\"}}]}"),
+	                 "config: field backends[0].zfs.pool contains a NUL byte (byte 33)");
+	ck_assert_str_eq(cfg_err("{\"backends\":[{\"lvm\":{\"volumeGroup\":\"vg\xff\"}}]}"),
+	                 "config: field backends[0].lvm.volumeGroup is not valid UTF-8 (byte 38)");
 	ck_assert_str_eq(cfg_err("{\"backends\":[{\"zfs\":{\"pool\":7}}]}"),
 	                 "config: backends[0].zfs.pool: expected string");
 	ck_assert_str_eq(cfg_err("{\"backends\":[{}]}"),
