@@ -8,9 +8,11 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/str.h"
 #include "base/time.h"
 #include "grpc/calllog.h"
 #include "grpc/metrics.h"
+#include "grpc/strcheck.h"
 
 #define SEND_HIGH (1u << 20) /* a streaming sender waits while this much is unsent */
 
@@ -180,6 +182,15 @@ int grpc_call_send(struct grpc_call *c, const ProtobufCMessage *msg)
 	return rc;
 }
 
+/* A request whose strings are not the bytes that were sent is refused before its handler runs
+ * (grpc/strcheck.h): INVALID_ARGUMENT naming the field, else GRPC_OK. */
+static int request_strings(const struct grpc_call *c, char *msg, size_t cap)
+{
+	if (grpc_strcheck(c->method->req, c->req, c->req_len, msg, cap) < 0)
+		return GRPC_INVALID_ARGUMENT;
+	return GRPC_OK;
+}
+
 void call_run(void *arg)
 {
 	struct grpc_call *c = arg;
@@ -205,6 +216,11 @@ void call_run(void *arg)
 		calllog_result(c->path, req, NULL, code, "call ended before the handler ran", t0);
 		grpc_metrics_server_handled(mm, code, (time_mono_ns() - t_start) / 1e9);
 		call_finish(c, code, "call ended before the handler ran");
+	} else if ((code = request_strings(c, msg, sizeof(msg))) != GRPC_OK) {
+		/* not req: its strings end where the sender's did not */
+		calllog_result(c->path, NULL, NULL, code, msg, t0);
+		grpc_metrics_server_handled(mm, code, (time_mono_ns() - t_start) / 1e9);
+		call_finish(c, code, msg);
 	} else if (m->unary) {
 		code = m->unary(c, req, &resp, c->svc->ctx);
 		if (code == GRPC_OK && !resp) {
@@ -357,7 +373,7 @@ void server_health_free(struct grpc_server *s)
 }
 
 /* HealthCheckRequest { string service = 1; } decoded by hand: the protocol is tiny and fixed. */
-static int health_decode(const uint8_t *p, size_t len, char *svc, size_t cap)
+static int health_decode(const uint8_t *p, size_t len, char *svc, size_t cap, enum str_fault *bad)
 {
 	size_t i = 0;
 
@@ -386,6 +402,8 @@ static int health_decode(const uint8_t *p, size_t len, char *svc, size_t cap)
 			if (v > len - i)
 				return -EINVAL;
 			if (key >> 3 == 1) {
+				if ((*bad = str_check((const char *)p + i, v, NULL)) != STR_OK)
+					return -EILSEQ;
 				if (v >= cap)
 					return -EINVAL;
 				memcpy(svc, p + i, v);
@@ -408,7 +426,14 @@ void call_health(struct grpc_call *c)
 	char svc[256], msg[300];
 	int st = -1;
 
-	if (health_decode(c->req, c->req_len, svc, sizeof(svc)) < 0) {
+	enum str_fault bad = STR_OK;
+	int r = health_decode(c->req, c->req_len, svc, sizeof(svc), &bad);
+	if (r == -EILSEQ) { /* as grpc_strcheck words it for every other request */
+		snprintf(msg, sizeof(msg), "field service %s", str_fault_text(bad));
+		call_finish(c, GRPC_INVALID_ARGUMENT, msg);
+		return;
+	}
+	if (r < 0) {
 		call_finish(c, GRPC_INTERNAL,
 		            "cannot parse the request as grpc.health.v1.HealthCheckRequest");
 		return;
