@@ -8,8 +8,8 @@
 #include "base/json.h"
 #include "model/model.h"
 
-/* One item of the file into a. */
-static int decode_one(const cJSON *o, struct model_any *a)
+/* One item of the file into a (o is pruned of what strict field validation refuses). */
+static int decode_one(cJSON *o, struct model_any *a)
 {
 	struct err e = {0};
 	const struct store_kind *sk = store_kind_of(o, &e);
@@ -18,6 +18,7 @@ static int decode_one(const cJSON *o, struct model_any *a)
 		snprintf(a->err, sizeof(a->err), "%s", e.msg[0] ? e.msg : "unknown kind");
 		return 0;
 	}
+	model_strict_fields(k, o, true, a->fields, sizeof(a->fields));
 	if (!(a->obj = calloc(1, k->type->size)))
 		return -ENOMEM;
 	int r = model_decode(k, o, a->obj, &e);
@@ -45,7 +46,7 @@ int model_decode_file(const char *text, size_t len, struct model_any **out, size
 	int r = json_parse_strict(text, len, &doc, e);
 	if (r < 0)
 		return r;
-	const cJSON *items = doc, *it;
+	cJSON *items = doc, *it;
 	if (cJSON_IsObject(doc)) {
 		const char *kind = json_get_str(doc, "kind");
 		items = kind && !strcmp(kind, "List")

@@ -222,14 +222,27 @@ struct model_any {
 	void *obj;                  /* a struct of kind k */
 	bool has_status;            /* the input carries a status object */
 	char err[ERR_MSG_MAX];
+	/* What strict field validation refuses in the input (model_strict_fields), one a line
+	 * ("" when nothing); obj holds the object without them, as the API server stores it. */
+	char fields[ERR_MSG_MAX];
 };
 /* Decodes an object file: one object, a JSON array of objects or a List
  * ({"kind":"List","items":[...]}).  Each object's kind and apiVersion are checked
- * (store_kind_of) and it is decoded into its struct; a refused object has k NULL and its
- * reason in err.  0 with *out (model_any_free), or -EBADMSG (not one JSON value) / -ENOMEM. */
+ * (store_kind_of), its fields are checked (model_strict_fields, pruned) and it is decoded into
+ * its struct; a refused object has k NULL and its reason in err.  0 with *out
+ * (model_any_free), or -EBADMSG (not one JSON value) / -ENOMEM. */
 int model_decode_file(const char *text, size_t len, struct model_any **out, size_t *n,
                       struct err *e);
 void model_any_free(struct model_any *a, size_t n);
+/* Strict field validation of an object of kind k (a cJSON object, as void *), as the API
+ * server's fieldValidation=Strict and kubectl's default --validate=strict apply it: members the
+ * kind does not know and members given twice in one object, each appended to out (cap bytes,
+ * one a line, in document order) as `unknown field "spec.bogus"` / `duplicate field
+ * "metadata.name"`.  The pillar-csi kinds are checked whole (the model types their CRDs'
+ * schemas); Kubernetes' own kinds, which the model types in part, for duplicates only.  With
+ * prune they are also removed as the API server does under Warn and Ignore: unknown members
+ * dropped, only the last of duplicates kept.  Returns how many were found. */
+int model_strict_fields(const struct model_kind *k, void *json, bool prune, char *out, size_t cap);
 /* Evaluates the JSONPath subset of CRD printer columns (`.a.b`, `[N]`,
  * `[?(@.field=="value")]`) on obj (or on a JSON value, passed as a cJSON *) and formats the
  * result into buf: strings as they are, numbers as integers, other values as compact JSON;

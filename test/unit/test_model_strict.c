@@ -1,0 +1,219 @@
+/* Strict field validation of object files (model_strict_fields; `pillar-csi apply
+ * --validate`): unknown and duplicate fields with the API server's paths, pruning as the API
+ * server stores such an object, and the CRDs' schemas against the model's types — a field a CRD
+ * declares is never called unknown. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/file.h"
+#include "base/json.h"
+#include "base/yaml.h"
+#include "model/kube.h"
+#include "model/model.h"
+#include "model/pillar.h"
+#include "testutil.h"
+
+static cJSON *parse(const char *s)
+{
+	cJSON *j = NULL;
+	struct err e = {0};
+	ck_assert_msg(json_parse_strict(s, strlen(s), &j, &e) == 0, "%s", e.msg);
+	return j;
+}
+
+#define PA "\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":\"PillarAgent\""
+
+START_TEST(test_unknown_and_duplicate)
+{
+	char out[512];
+	cJSON *o = parse("{" PA ",\"metadata\":{\"name\":\"s1\",\"managedFields\":[{\"x\":1}],"
+	                 "\"labels\":{\"a\":\"1\",\"a\":\"2\"}},\"spec\":{\"nodeRef\":{\"name\":"
+	                 "\"n\",\"bogus\":1},\"bogus\":{\"deeper\":1}},\"status\":{"
+	                 "\"discoveredPools\":[{\"name\":\"p\"},{\"name\":\"q\",\"size\":1}]}}");
+	ck_assert_int_eq(model_strict_fields(&model_pa_kind, o, false, out, sizeof(out)), 4);
+	ck_assert_str_eq(out, "duplicate field \"metadata.labels.a\"\n"
+	                      "unknown field \"spec.bogus\"\n"
+	                      "unknown field \"spec.nodeRef.bogus\"\n"
+	                      "unknown field \"status.discoveredPools[1].size\"");
+	cJSON_Delete(o);
+
+	/* a key given twice: found, and under pruning the last one stays (as the API server keeps
+	 * it); unknown members are dropped */
+	o = parse("{" PA ",\"metadata\":{\"name\":\"first\",\"name\":\"last\"},\"spec\":{"
+	          "\"external\":{\"address\":\"10.0.0.1\",\"port\":1,\"bogus\":true}}}");
+	ck_assert_int_eq(model_strict_fields(&model_pa_kind, o, true, out, sizeof(out)), 2);
+	ck_assert_str_eq(out, "duplicate field \"metadata.name\"\n"
+	                      "unknown field \"spec.external.bogus\"");
+	char *text = json_dump(o);
+	ck_assert_str_eq(text, "{" PA ",\"metadata\":{\"name\":\"last\"},\"spec\":{\"external\":{"
+	                       "\"address\":\"10.0.0.1\",\"port\":1}}}");
+	free(text);
+	ck_assert_int_eq(model_strict_fields(&model_pa_kind, o, false, out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "");
+	cJSON_Delete(o);
+
+	/* a protocol member this version does not know yet (crds.md: dhchap comes later) */
+	o = parse("{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":\"PillarProtocol\","
+	          "\"metadata\":{\"name\":\"tcp\"},\"spec\":{\"protocol\":{\"nvmeofTcp\":{"
+	          "\"port\":4420,\"dhchap\":{\"secret\":\"s\"}}}}}");
+	ck_assert_int_eq(model_strict_fields(&model_pstr_kind, o, false, out, sizeof(out)), 1);
+	ck_assert_str_eq(out, "unknown field \"spec.protocol.nvmeofTcp.dhchap\"");
+	cJSON_Delete(o);
+
+	/* Kubernetes' own kinds, typed in part: duplicates only */
+	o = parse(
+	    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n\"},"
+	    "\"spec\":{\"podCIDR\":\"10.0.0.0/24\",\"taints\":[{\"key\":\"k\",\"key\":\"j\"}]}}");
+	ck_assert_int_eq(model_strict_fields(&model_node_kind, o, false, out, sizeof(out)), 1);
+	ck_assert_str_eq(out, "duplicate field \"spec.taints[0].key\"");
+	cJSON_Delete(o);
+}
+END_TEST
+
+/* Many findings: all are counted, the text ends at the buffer and stays terminated. */
+START_TEST(test_many_findings)
+{
+	char out[64];
+	char text[8192];
+	size_t n = (size_t)snprintf(text, sizeof(text), "{" PA ",\"spec\":{");
+	for (int i = 0; i < 100; i++)
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "%s\"bogus%d\":%d", i ? "," : "",
+		                      i, i);
+	snprintf(text + n, sizeof(text) - n, "}}");
+	cJSON *o = parse(text);
+	ck_assert_int_eq(model_strict_fields(&model_pa_kind, o, true, out, sizeof(out)), 100);
+	ck_assert_uint_lt(strlen(out), sizeof(out));
+	ck_assert(!strncmp(out, "unknown field \"spec.bogus0\"\n", 28));
+	ck_assert_ptr_null(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "spec"), "bogus99"));
+	cJSON_Delete(o);
+}
+END_TEST
+
+/* An object of the CRD's schema with every property present: objects as {...} of their
+ * properties, arrays as one element; scalars as 0. */
+static cJSON *skeleton(const cJSON *schema)
+{
+	const char *type = json_get_str(schema, "type");
+	const cJSON *props = cJSON_GetObjectItem(schema, "properties");
+	if (type && !strcmp(type, "array"))
+		return cJSON_CreateArray();
+	if (!props)
+		return cJSON_CreateNumber(0);
+	cJSON *o = cJSON_CreateObject();
+	const cJSON *p;
+	cJSON_ArrayForEach(p, props)
+	{
+		const char *pt = json_get_str(p, "type");
+		cJSON *v;
+		if (pt && !strcmp(pt, "array")) {
+			v = cJSON_CreateArray();
+			cJSON_AddItemToArray(v, skeleton(cJSON_GetObjectItem(p, "items")));
+		} else {
+			v = skeleton(p);
+		}
+		cJSON_AddItemToObject(o, p->string, v);
+	}
+	return o;
+}
+
+/* The CRDs name a few leaf schemas with anchors (`total: &quantity {...}`, `available:
+ * *quantity`), which yaml_doc_parse refuses: the anchor is dropped and an alias becomes {} — a
+ * leaf either way, and only property names matter here. */
+static void without_anchors(char *text)
+{
+	char *w = text, before[2] = {0, 0}; /* the two bytes read last (w may have overwritten) */
+	for (const char *r = text; *r;) {
+		if (before[0] == ':' && before[1] == ' ' && (*r == '&' || *r == '*')) {
+			bool alias = *r == '*';
+			do
+				r++;
+			while (*r && *r != ' ' && *r != '\n');
+			if (alias)
+				*w++ = '{', *w++ = '}';
+			else if (*r == ' ')
+				r++;
+			before[0] = 0;
+			continue;
+		}
+		before[0] = before[1];
+		before[1] = *r;
+		*w++ = *r++;
+	}
+	*w = '\0';
+}
+
+START_TEST(test_crd_fields_are_known)
+{
+	static const struct {
+		const char *file;
+		const struct model_kind *k;
+	} crds[] = {
+	    {"pillaragents.yaml", &model_pa_kind},
+	    {"pillarprotocols.yaml", &model_pstr_kind},
+	    {"pillarstores.yaml", &model_pst_kind},
+	    {"pillarstorageclasses.yaml", &model_psc_kind},
+	    {"pillarvolumestates.yaml", &model_pvst_kind},
+	};
+	for (size_t i = 0; i < sizeof(crds) / sizeof(crds[0]); i++) {
+		char path[256], *text, out[512];
+		size_t len;
+		cJSON *crd;
+		struct err e = {0};
+		snprintf(path, sizeof(path), "charts/pillar-csi/files/crds/%s", crds[i].file);
+		ck_assert_msg(file_read_all(path, 1u << 20, &text, &len, &e) == 0, "%s", e.msg);
+		without_anchors(text);
+		ck_assert_msg(yaml_doc_parse(text, strlen(text), &crd, &e) == 0, "%s: %s", path,
+		              e.msg);
+		free(text);
+		const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(crd, "spec"), "versions");
+		const cJSON *schema = cJSON_GetObjectItem(
+		    cJSON_GetObjectItem(cJSON_GetArrayItem(v, 0), "schema"), "openAPIV3Schema");
+		ck_assert_ptr_nonnull(schema);
+		cJSON *obj = skeleton(schema);
+		int n = model_strict_fields(crds[i].k, obj, false, out, sizeof(out));
+		ck_assert_msg(n == 0, "%s: the model does not know %s", crds[i].file, out);
+		ck_assert_ptr_nonnull(cJSON_GetObjectItem(obj, "spec"));
+		cJSON_Delete(obj);
+		cJSON_Delete(crd);
+	}
+}
+END_TEST
+
+/* An object file: what validation found is kept per item, and the item decoded without it. */
+START_TEST(test_object_file_items)
+{
+	const char *text = "[{" PA ",\"metadata\":{\"name\":\"a\"},\"spec\":{\"nodeRef\":{\"name\":"
+	                   "\"n\"},\"bogus\":1}},{" PA ",\"metadata\":{\"name\":\"b\"},\"spec\":{"
+	                   "\"nodeRef\":{\"name\":\"n\"}}}]";
+	struct model_any *a;
+	size_t n;
+	struct err e = {0};
+	ck_assert_int_eq(model_decode_file(text, strlen(text), &a, &n, &e), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(a[0].fields, "unknown field \"spec.bogus\"");
+	ck_assert_str_eq(a[1].fields, "");
+	char *back = model_encode_text(a[0].k, a[0].obj);
+	ck_assert_ptr_null(strstr(back, "bogus"));
+	free(back);
+	model_any_free(a, n);
+	/* a name with a NUL byte is refused before anything is decoded */
+	text = "{" PA ",\"metadata\":{\"name\":\"a\\u0000b\"}}";
+	ck_assert_int_eq(model_decode_file(text, strlen(text), &a, &n, &e), -EBADMSG);
+	ck_assert_str_eq(e.msg, "field metadata.name contains a NUL byte (byte 88)");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("model_strict");
+	TCase *t = tcase_create("model_strict");
+	tcase_add_test(t, test_unknown_and_duplicate);
+	tcase_add_test(t, test_many_findings);
+	tcase_add_test(t, test_crd_fields_are_known);
+	tcase_add_test(t, test_object_file_items);
+	suite_add_tcase(s, t);
+	return tu_run(s);
+}
