@@ -103,6 +103,59 @@ static int server_error(int code, const struct err *e)
 
 /* ---- apply ----------------------------------------------------------------------------------- */
 
+/* --validate, as kubectl names its levels: strict (or true) refuses an object with unknown or
+ * duplicate fields; warn and false apply it without them, with a warning each; ignore applies it
+ * without them silently. */
+enum validate { VALIDATE_STRICT, VALIDATE_WARN, VALIDATE_IGNORE };
+
+static enum validate apply_validate = VALIDATE_STRICT;
+static const char *apply_file = "";
+
+static int validate_mode(const char *v)
+{
+	if (!strcmp(v, "strict") || !strcmp(v, "true"))
+		apply_validate = VALIDATE_STRICT;
+	else if (!strcmp(v, "warn") || !strcmp(v, "false"))
+		apply_validate = VALIDATE_WARN;
+	else if (!strcmp(v, "ignore"))
+		apply_validate = VALIDATE_IGNORE;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* What strict field validation found in the object (model_any.fields): under strict it is
+ * refused with the API server's message for the request kubectl would send (verb "creating"
+ * or "patching"); under warn each finding is a warning, as kubectl prints the server's.
+ * 1 when refused. */
+static int check_fields(const struct model_any *a, const char *verb)
+{
+	const char *line = a->fields, *nl;
+	if (!*line || apply_validate == VALIDATE_IGNORE)
+		return 0;
+	if (apply_validate == VALIDATE_WARN) {
+		for (; *line; line = *nl ? nl + 1 : nl) {
+			nl = strchrnul(line, '\n');
+			fprintf(stderr, "Warning: %.*s\n", (int)(nl - line), line);
+		}
+		return 0;
+	}
+	char list[2 * ERR_MSG_MAX];
+	size_t n = 0;
+	for (; *line && n + 3 < sizeof(list); line++)
+		if (*line == '\n')
+			list[n++] = ',', list[n++] = ' ';
+		else
+			list[n++] = *line;
+	list[n] = '\0';
+	const char *kind = a->k->kind, *slash = strrchr(a->k->api_version, '/');
+	fprintf(stderr,
+	        "Error from server (BadRequest): error when %s \"%s\": %s in version \"%s\" cannot "
+	        "be handled as a %s: strict decoding error: %s\n",
+	        verb, apply_file, kind, slash ? slash + 1 : a->k->api_version, kind, list);
+	return 1;
+}
+
 /* A refused object of the file, or one whose kind the store does not hold. */
 static const struct store_kind *kind_of_item(const struct model_any *a)
 {
@@ -136,6 +189,13 @@ static int apply_one(store *s, const struct model_any *a)
 	int r =
 	    cur ? model_get(s, mk, m->ns, m->name, cur, &e) : err_set(&e, -ENOMEM, "out of memory");
 	const char *verb = "created";
+	if ((r == STORE_NOT_FOUND || r == 0) &&
+	    check_fields(a, r == STORE_NOT_FOUND ? "creating" : "patching")) {
+		if (r == 0)
+			model_clear(mk, cur);
+		free(cur);
+		return 1;
+	}
 	if (r == STORE_NOT_FOUND) {
 		r = model_create(s, mk, a->obj, NULL, &e);
 	} else if (r == 0) {
@@ -186,6 +246,11 @@ static int apply_status(store *s, const struct model_any *a)
 	void *cur = calloc(2, mk->type->size), *out = cur ? (char *)cur + mk->type->size : NULL;
 	int r =
 	    cur ? model_get(s, mk, m->ns, m->name, cur, &e) : err_set(&e, -ENOMEM, "out of memory");
+	if (r == 0 && check_fields(a, "patching")) {
+		model_clear(mk, cur);
+		free(cur);
+		return 1;
+	}
 	char *before = r == 0 ? model_encode_text(mk, cur) : NULL;
 	if (r == 0)
 		r = model_update_status(s, mk, a->obj, out, &e);
@@ -221,9 +286,13 @@ static int read_input(const char *file, char **text, size_t *len, struct err *e)
 
 int cli_apply_main(int argc, char **argv)
 {
-	const char *file = NULL, *url = default_store(), *sub = "";
+	const char *file = NULL, *url = default_store(), *sub = "", *validate = "strict";
 	const struct flag_def defs[] = {
 	    {"f", FLAG_STRING, &file, "file with a JSON object, array or List (- for stdin)", true},
+	    {"validate", FLAG_STRING, &validate,
+	     "unknown or duplicate fields: strict (or true) refuses the object; warn (or false) "
+	     "drops them with a warning, ignore silently (default strict)",
+	     false},
 	    {"store", FLAG_STRING, &url,
 	     "object store: dir:PATH or kube (default $PILLAR_CSI_STORE)", false},
 	    STORE_FLAG_DEFS(&cli_sf),
@@ -250,6 +319,15 @@ int cli_apply_main(int argc, char **argv)
 		        sub);
 		return 1;
 	}
+	if (validate_mode(validate) < 0) {
+		fprintf(
+		    stderr,
+		    "error: invalid - validate option \"%s\"; must be one of: strict (or true), "
+		    "warn (or false), ignore\n",
+		    validate);
+		return 1;
+	}
+	apply_file = file;
 	int (*one)(store *, const struct model_any *) = *sub ? apply_status : apply_one;
 	r = read_input(file, &text, &len, &e);
 	if (r == 0)

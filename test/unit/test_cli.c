@@ -185,6 +185,81 @@ START_TEST(test_verbs_through_the_binary)
 }
 END_TEST
 
+/* apply --validate (kubectl's levels): strict, the default, refuses unknown and duplicate
+ * fields with the API server's message and stores nothing; warn and false apply the object
+ * without them with a warning each; ignore silently.  A NUL byte in a string is refused
+ * whatever the level. */
+START_TEST(test_apply_validate)
+{
+	char d[512], storeflag[600], file[600];
+	struct exec_result r;
+	snprintf(d, sizeof(d), "%s", tu_mkdtemp());
+	snprintf(storeflag, sizeof(storeflag), "--store=dir:%s/store", d);
+	snprintf(file, sizeof(file), "%s/pa.json", d);
+	tu_write(d, "pa.json",
+	         "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":\"PillarAgent\","
+	         "\"metadata\":{\"name\":\"s1\"},\"spec\":{\"nodeRef\":{\"name\":\"n1\",\"name\":"
+	         "\"n2\"},\"bogus\":true}}");
+	const char *strict[] = {bin(), "apply", "-f", file, storeflag, NULL};
+	const char *get[] = {bin(), "get", "pa", "s1", "-o", "json", storeflag, NULL};
+	ck_assert_int_eq(run(&r, strict), 1);
+	char want[1024];
+	snprintf(want, sizeof(want),
+	         "Error from server (BadRequest): error when creating \"%s\": PillarAgent in "
+	         "version \"v1alpha1\" cannot be handled as a PillarAgent: strict decoding error: "
+	         "unknown field \"spec.bogus\", duplicate field \"spec.nodeRef.name\"\n",
+	         file);
+	ck_assert_str_eq(r.err, want);
+	ck_assert_str_eq(r.out, "");
+	exec_result_free(&r);
+	ck_assert_int_eq(run(&r, get), 1); /* nothing stored */
+	exec_result_free(&r);
+
+	const char *warn[] = {bin(), "apply", "-f", file, storeflag, "--validate=warn", NULL};
+	ck_assert_int_eq(run(&r, warn), 0);
+	ck_assert_str_eq(r.err, "Warning: unknown field \"spec.bogus\"\n"
+	                        "Warning: duplicate field \"spec.nodeRef.name\"\n");
+	ck_assert_str_eq(r.out, "pillaragent.pillar-csi.bhyoo.com/s1 created\n");
+	exec_result_free(&r);
+	ck_assert_int_eq(run(&r, get),
+	                 0); /* stored as the API server stores it: pruned, last wins */
+	ck_assert_ptr_null(strstr(r.out, "bogus"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\"name\": \"n2\""));
+	exec_result_free(&r);
+
+	/* an update is refused the same way under strict (the request is then a patch) */
+	ck_assert_int_eq(run(&r, strict), 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "error when patching"));
+	exec_result_free(&r);
+	const char *off[] = {bin(), "apply", "-f", file, storeflag, "--validate=false", NULL};
+	ck_assert_int_eq(run(&r, off), 0);
+	ck_assert_ptr_nonnull(strstr(r.err, "Warning: unknown field \"spec.bogus\"\n"));
+	ck_assert_str_eq(r.out, "pillaragent.pillar-csi.bhyoo.com/s1 unchanged\n");
+	exec_result_free(&r);
+	const char *ignore[] = {bin(), "apply", "-f", file, storeflag, "--validate=ignore", NULL};
+	ck_assert_int_eq(run(&r, ignore), 0);
+	ck_assert_str_eq(r.err, "");
+	exec_result_free(&r);
+	const char *bad[] = {bin(), "apply", "-f", file, storeflag, "--validate=maybe", NULL};
+	ck_assert_int_eq(run(&r, bad), 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "invalid - validate option \"maybe\""));
+	exec_result_free(&r);
+
+	/* "s1\u0000x" must not name s1, at any level */
+	tu_write(d, "pa.json",
+	         "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":\"PillarAgent\","
+	         "\"metadata\":{\"name\":\"s1\\u0000x\"},\"spec\":{\"external\":{\"address\":"
+	         "\"10.0.0.1\",\"port\":9}}}");
+	ck_assert_int_eq(run(&r, ignore), 1);
+	ck_assert_ptr_nonnull(strstr(r.err, ": field metadata.name contains a NUL byte"));
+	exec_result_free(&r);
+	ck_assert_int_eq(run(&r, get), 0);
+	ck_assert_ptr_null(strstr(r.out, "10.0.0.1"));
+	exec_result_free(&r);
+	tu_rmtree(d);
+}
+END_TEST
+
 /* apply --subresource=status replaces only the status of an existing object, with the file's uid
  * and resourceVersion as preconditions (the standalone form of the ExportSpecMissing repair of
  * operations.md §9); kinds without a status subresource and other subresources are refused. */
@@ -286,6 +361,7 @@ int main(void)
 	tcase_add_test(t, test_age);
 	tcase_add_test(t, test_verbs_through_the_binary);
 	tcase_add_test(t, test_apply_status_subresource);
+	tcase_add_test(t, test_apply_validate);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
