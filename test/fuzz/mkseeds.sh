@@ -25,6 +25,9 @@ seed fuzz_agent_rpc 9 unexport $A.UnexportVolumeRequest "$V protocol_type: PROTO
 seed fuzz_agent_rpc 10 allow $A.AllowInitiatorRequest "$V protocol_type: PROTOCOL_TYPE_NVMEOF_TCP initiator_id: \"nqn.2014-08.org.nvmexpress:uuid:host-1\" $F" $AP
 seed fuzz_agent_rpc 12 reconcile $A.ReconcileStateRequest "volumes {$V backend_type: BACKEND_TYPE_FILE backend_params {file {}} exports {protocol_type: PROTOCOL_TYPE_NVMEOF_TCP export_params {nvmeof_tcp {bind_address: \"127.0.0.1\" port: 4420}} allowed_initiators: \"nqn.2014-08.org.nvmexpress:uuid:host-1\"} $F} complete: true" $AP
 seed fuzz_agent_rpc 13 drain $A.DrainRequest '' $AP
+# strings that are not the bytes a C string holds: refused before any handler (grpc/strcheck.h)
+seed fuzz_agent_rpc 6 delete-nul $A.DeleteVolumeRequest 'volume_id: "fpool/pvc-1\000junk" fence {volume_uid: "uid-1\000x" generation: 3}' $AP
+seed fuzz_agent_rpc 5 create-not-utf8 $A.CreateVolumeRequest "volume_id: \"fpool/pvc-\\377\" capacity_bytes: 1048576 backend_type: BACKEND_TYPE_FILE backend_params {file {pool: \"fpool\\000\"}} $F" $AP 2>/dev/null
 
 S=csi.v1
 CP=proto/csi.proto
@@ -39,6 +42,9 @@ seed fuzz_csi_controller 5 publish $S.ControllerPublishVolumeRequest "$VID node_
 seed fuzz_csi_controller 6 unpublish $S.ControllerUnpublishVolumeRequest "$VID node_id: \"node-a\"" $CP
 seed fuzz_csi_controller 7 expand $S.ControllerExpandVolumeRequest "$VID capacity_range {required_bytes: 2147483648}" $CP
 seed fuzz_csi_controller 8 validate $S.ValidateVolumeCapabilitiesRequest "$VID $CAP" $CP
+seed fuzz_csi_controller 4 delete-nul $S.DeleteVolumeRequest 'volume_id: "storage-1/nvmeof-tcp/zfs-zvol/tank/pvc-1111\000junk"' $CP
+seed fuzz_csi_controller 3 create-nul $S.CreateVolumeRequest "name: \"n\\000x\" $CAP parameters {key: \"pillar-csi.bhyoo.com/pillar-storage-class\" value: \"fast\\000\"}" $CP
+seed fuzz_csi_controller 5 publish-nul $S.ControllerPublishVolumeRequest "$VID node_id: \"node-a\\000junk\" volume_capability {mount {} access_mode {mode: SINGLE_NODE_WRITER}}" $CP
 seed fuzz_csi_controller 9 capacity $S.GetCapacityRequest "parameters {key: \"pillar-csi.bhyoo.com/pillar-storage-class\" value: \"fast\"}" $CP
 
 NVID='volume_id: "storage-node-1/nvmeof-tcp/zfs-zvol/tank/pvc-abc123"'
@@ -52,6 +58,7 @@ seed fuzz_csi_node 6 unpublish $S.NodeUnpublishVolumeRequest "$NVID target_path:
 seed fuzz_csi_node 7 stats $S.NodeGetVolumeStatsRequest "$NVID volume_path: \"/tmp/pillar-fuzz-x/target\"" $CP
 seed fuzz_csi_node 8 expand $S.NodeExpandVolumeRequest "$NVID volume_path: \"/tmp/pillar-fuzz-x/target\" capacity_range {required_bytes: 2147483648}" $CP
 seed fuzz_csi_node 10 info $S.NodeGetInfoRequest '' $CP
+seed fuzz_csi_node 6 unpublish-nul $S.NodeUnpublishVolumeRequest "$NVID target_path: \"/tmp/pillar-fuzz-x/target\\000/../../etc\"" $CP
 
 
 # hostile paths and volume_context values (issue 24 #1, #6): each must be refused with nothing
