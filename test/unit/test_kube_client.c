@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "base/json.h"
-#include "kube/client.h"
 #include "cluster/events.h"
+#include "kube/client.h"
 #include "kube/watch.h"
 #include "kube_fake.h"
 #include "testutil.h"
@@ -56,6 +56,15 @@ static void handler(void *arg, const struct kf_req *rq, struct kf_resp *resp)
 			resp->retry_after = "1";
 			resp->ctype = "text/plain; charset=utf-8";
 			kf_resp_add(resp, txt, strlen(txt));
+		} else if (strcmp(r->files[k], "NUL") == 0) {
+			/* what a server holding "storage-1\u0000x" would answer */
+			static const char obj[] =
+			    "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\","
+			    "\"kind\":\"PillarAgent\",\"metadata\":{\"name\":"
+			    "\"storage-1\\u0000x\"}}";
+			resp->status = 200;
+			resp->ctype = "application/json";
+			kf_resp_add(resp, obj, strlen(obj));
 		} else {
 			kf_resp_transcript(resp, r->files[k]);
 		}
@@ -172,6 +181,12 @@ START_TEST(test_get_and_errors)
 	ck_assert_ptr_eq(strstr(rq->ua, "pillar-csi-controller/v"), rq->ua);
 	ck_assert_ptr_nonnull(strstr(rq->ua, " (linux/amd64) pillar-csi/"));
 	ck_assert_str_eq(rq->ua, kube_client_user_agent(kc));
+	/* an object whose name holds a NUL byte is refused, never read as "storage-1" */
+	route("GET", BASE "/odd", "NUL", NULL);
+	ck_assert_int_eq(kube_get(kc, &PA, NULL, "odd", &o, &st), -EBADMSG);
+	ck_assert_ptr_null(o);
+	ck_assert_msg(strstr(st.message, "field metadata.name contains a NUL byte"), "%s",
+	              st.message);
 	kube_client_free(kc);
 }
 END_TEST
