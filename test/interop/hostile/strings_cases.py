@@ -156,8 +156,11 @@ def node_cases():
     open(os.path.join(host, "dev/nvme-fabrics"), "w").close()
     sock = os.path.join(base, "csi.sock")
     p = cs.Procs(base)
+    kubelet = os.path.join(base, "kubelet")
+    os.makedirs(kubelet, exist_ok=True)
     p.start("node", [cs.BIN, "node", "--csi-endpoint=unix://" + sock, "--node-id=worker-1",
-                     "--state-dir=" + os.path.join(base, "state"), "--host-root=" + host])
+                     "--state-dir=" + os.path.join(base, "state"), "--host-root=" + host,
+                     "--kubelet-dir=" + kubelet])
     try:
         if not check("node starts on a fake host root",
                      cs.wait_for(lambda: os.path.exists(sock), 10)):
