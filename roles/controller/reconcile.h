@@ -104,6 +104,11 @@ int reconcile_names_where(struct ctl *c, enum reconcile_ref ref, const char *val
                           struct model_strs *out);
 int reconcile_names_labeled(struct ctl *c, const struct model_kind *k, const char *label,
                             const char *value, struct model_strs *out);
+/* A store_unreadable receiver (arg: a struct model_strs) for a list of dependents: an object the
+ * list could not read may be one, so its name ("<ns>/<name>" when namespaced) is added and the
+ * deletion waits for its repair rather than guess.  Both functions above use it. */
+void reconcile_unreadable_dependent(void *arg, const struct store_kind *k, const char *ns,
+                                    const char *name, const char *error);
 /* update_status of obj unless its status is still the one of `before` (model_encode_text of
  * obj taken before the changes); obj's resourceVersion follows the write.  0 or negative
  * errno. */

@@ -505,7 +505,11 @@ static void psc_dependents(struct ctl *c, const char *name, const char *scname,
 	struct model_pvc *claims = NULL;
 	struct model_pv *pvs = NULL;
 	size_t n = 0;
-	if (model_list(c->st, &model_pvc_kind, NULL, NULL, (void **)&claims, &n, NULL, NULL) == 0)
+	struct store_unreadable catch = {reconcile_unreadable_dependent, &pvcs}, prev;
+	store_unreadable_catch(&catch, &prev);
+	int l = model_list(c->st, &model_pvc_kind, NULL, NULL, (void **)&claims, &n, NULL, NULL);
+	store_unreadable_catch(&prev, NULL);
+	if (l == 0)
 		for (size_t i = 0; i < n; i++) {
 			char nn[520];
 			if (!str_eq(claims[i].spec.storage_class_name, scname))
@@ -516,7 +520,11 @@ static void psc_dependents(struct ctl *c, const char *name, const char *scname,
 		}
 	model_list_free(&model_pvc_kind, claims, n);
 	reconcile_names_labeled(c, &model_pvst_kind, RULES_LABEL_PSC, name, &vols);
-	if (model_list(c->st, &model_pv_kind, NULL, NULL, (void **)&pvs, &n, NULL, NULL) == 0)
+	catch.arg = &vols;
+	store_unreadable_catch(&catch, &prev);
+	l = model_list(c->st, &model_pv_kind, NULL, NULL, (void **)&pvs, &n, NULL, NULL);
+	store_unreadable_catch(&prev, NULL);
+	if (l == 0)
 		for (size_t i = 0; i < n; i++)
 			if (str_eq(pvs[i].spec.storage_class_name, scname))
 				add_unique_sorted(&vols, pvs[i].meta.name);

@@ -40,6 +40,16 @@ static const char *ref_of(enum reconcile_ref ref, const void *obj)
 	return NULL;
 }
 
+void reconcile_unreadable_dependent(void *arg, const struct store_kind *k, const char *ns,
+                                    const char *name, const char *error)
+{
+	char nn[520];
+	(void)k;
+	(void)error;
+	snprintf(nn, sizeof(nn), "%s%s%s", ns ? ns : "", ns ? "/" : "", name);
+	model_strs_add(arg, nn);
+}
+
 static int names_of(struct ctl *c, const struct model_kind *k, const char *sel,
                     enum reconcile_ref ref, const char *value, struct model_strs *out)
 {
@@ -47,7 +57,11 @@ static int names_of(struct ctl *c, const struct model_kind *k, const char *sel,
 	size_t n = 0;
 	int r = 0;
 	memset(out, 0, sizeof(*out));
-	if (model_list(c->st, k, NULL, sel, &items, &n, NULL, NULL) < 0)
+	struct store_unreadable catch = {reconcile_unreadable_dependent, out}, prev;
+	store_unreadable_catch(&catch, &prev);
+	int l = model_list(c->st, k, NULL, sel, &items, &n, NULL, NULL);
+	store_unreadable_catch(&prev, NULL);
+	if (l < 0)
 		return 0;
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		const void *it = (const char *)items + i * k->type->size;
