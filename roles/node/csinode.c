@@ -105,6 +105,29 @@ static void *publish_main(void *arg)
 	return NULL;
 }
 
+void node_csinode_report_lost(void *ctx, const char *node_id, const char *lost_json)
+{
+	struct node_csinode *c = ctx;
+	struct model_csinode cn = {0};
+	struct kube_status st = {0};
+	char path[512], *body = NULL;
+	int rc = kube_path(path, sizeof(path), &csinodes, NULL, node_id, NULL);
+
+	if (rc == 0 && model_map_set(&cn.meta.annotations, RULES_ANN_LOST_VOLUMES, lost_json) == 0)
+		body = model_encode_text(&model_csinode_kind, &cn);
+	model_clear(&model_csinode_kind, &cn);
+	if (body)
+		rc = kube_request(c->o.kc, "PATCH", path, "application/merge-patch+json", body,
+		                  strlen(body), NULL, NULL, &st);
+	free(body);
+	if (rc < 0 || !body)
+		log_error("lost volumes not reported on the CSINode", "node", node_id, "error",
+		          rc < 0 && st.message[0] ? st.message : "out of memory or invalid name");
+	else
+		log_info("lost volumes reported on the CSINode", "node", node_id, "volumes",
+		         lost_json);
+}
+
 int node_csinode_publish(void *ctx, const char *node_id, const struct nvme_host_identity *id,
                          struct err *e)
 {

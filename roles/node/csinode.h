@@ -40,6 +40,10 @@ int node_csinode_new(struct node_csinode **out, const struct node_csinode_opts *
 /* A node_publish_identity_fn: starts the publishing thread (once). */
 int node_csinode_publish(void *ctx, const char *node_id, const struct nvme_host_identity *id,
                          struct err *e);
+/* A node_health_report_fn with ctx = struct node_csinode *: merge-patches the annotation
+ * pillar-csi.bhyoo.com/nvmeof-lost-volumes of CSINode node_id (a failure is logged; the next
+ * change reports the whole set again). */
+void node_csinode_report_lost(void *ctx, const char *node_id, const char *lost_json);
 /* Stops the thread.  NULL is a no-op. */
 void node_csinode_free(struct node_csinode *c);
 

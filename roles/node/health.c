@@ -17,60 +17,90 @@ struct node_health_seen {
 
 void node_health_init(struct node_health *h)
 {
+	*h = (struct node_health){0};
 	pthread_mutex_init(&h->mu, NULL);
-	h->seen = NULL;
-	h->n = 0;
+	pthread_mutex_init(&h->report_mu, NULL);
+}
+
+static void list_free(struct node_health_seen *s)
+{
+	while (s) {
+		struct node_health_seen *next = s->next;
+		free(s);
+		s = next;
+	}
 }
 
 void node_health_fini(struct node_health *h)
 {
-	while (h->seen) {
-		struct node_health_seen *s = h->seen;
-		h->seen = s->next;
-		free(s);
-	}
+	list_free(h->seen);
+	list_free(h->lost);
 	pthread_mutex_destroy(&h->mu);
+	pthread_mutex_destroy(&h->report_mu);
 }
 
-/* Under h->mu: forgets the sighting of id. */
-static void forget(struct node_health *h, const char *id)
+/* Under h->mu: removes id from a list; true when it was there. */
+static bool forget(struct node_health_seen **list, size_t *n, const char *id)
 {
-	for (struct node_health_seen **p = &h->seen; *p; p = &(*p)->next)
+	for (struct node_health_seen **p = list; *p; p = &(*p)->next)
 		if (!strcmp((*p)->volume_id, id)) {
 			struct node_health_seen *s = *p;
 			*p = s->next;
 			free(s);
-			h->n--;
-			return;
+			(*n)--;
+			return true;
 		}
+	return false;
 }
 
-/* Under h->mu: the first sighting of id down, recorded now when there is none; *since_ms and
- * *since_s (now's when out of memory). */
-static void sighting(struct node_health *h, const char *id, int64_t now_ms, time_t now_s,
-                     int64_t *since_ms, time_t *since_s)
+/* Under h->mu: the entry of id in a list, added now when there is none (at most
+ * NODE_HEALTH_MAX: the oldest goes); *added.  NULL when out of memory. */
+static struct node_health_seen *sighting(struct node_health_seen **list, size_t *n, const char *id,
+                                         int64_t now_ms, time_t now_s, bool *added)
 {
-	struct node_health_seen *s = h->seen;
+	struct node_health_seen *s = *list;
+	*added = false;
 	for (; s; s = s->next)
 		if (!strcmp(s->volume_id, id))
-			break;
-	if (!s && (s = calloc(1, sizeof(*s)))) {
-		snprintf(s->volume_id, sizeof(s->volume_id), "%s", id);
-		s->since_ms = now_ms;
-		s->since_s = now_s;
-		s->next = h->seen;
-		h->seen = s;
-		if (++h->n > NODE_HEALTH_MAX) { /* drop the oldest (the list's last) */
-			struct node_health_seen **p = &h->seen;
-			while ((*p)->next)
-				p = &(*p)->next;
-			free(*p);
-			*p = NULL;
-			h->n--;
-		}
+			return s;
+	if (!(s = calloc(1, sizeof(*s))))
+		return NULL;
+	snprintf(s->volume_id, sizeof(s->volume_id), "%s", id);
+	s->since_ms = now_ms;
+	s->since_s = now_s;
+	s->next = *list;
+	*list = s;
+	*added = true;
+	if (++*n > NODE_HEALTH_MAX) { /* drop the oldest (the list's last) */
+		struct node_health_seen **p = list;
+		while ((*p)->next)
+			p = &(*p)->next;
+		free(*p);
+		*p = NULL;
+		(*n)--;
 	}
-	*since_ms = s ? s->since_ms : now_ms;
-	*since_s = s ? s->since_s : now_s;
+	return s;
+}
+
+/* Under h->mu: the lost set as {"<volume ID>":"<RFC 3339>",...} (volume IDs and times need no
+ * escaping: the ID grammar has no quote or backslash), or NULL when out of memory. */
+static char *lost_json(const struct node_health *h)
+{
+	size_t cap = 3 + h->n_lost * (NODE_REC_STR + 40), o = 0;
+	char *buf = malloc(cap);
+	if (!buf)
+		return NULL;
+	buf[o++] = '{';
+	for (const struct node_health_seen *s = h->lost; s; s = s->next) {
+		char at[32] = "";
+		struct tm tm;
+		if (gmtime_r(&s->since_s, &tm))
+			strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		o += (size_t)snprintf(buf + o, cap - o, "%s\"%s\":\"%s\"", o > 1 ? "," : "",
+		                      s->volume_id, at);
+	}
+	snprintf(buf + o, cap - o, "}");
+	return buf;
 }
 
 /* The controller's ctrl_loss_tmo in seconds (-1: off), the kernel's default when unreadable;
@@ -128,20 +158,25 @@ int node_health_check(struct node_health *h, const struct nvme_ctx *c, const str
 {
 	struct nvme_ctrl_info *cs = NULL;
 	size_t n = 0, live = 0;
+	bool changed = false;
+	char *report = NULL;
 	int rc = nvme_ctrls_of_subsys(c, r->subsys_nqn, &cs, &n, e);
 	if (rc < 0)
 		return rc;
 	while (live < n && strcmp(cs[live].state, "live") != 0)
 		live++;
+	pthread_mutex_lock(&h->report_mu);
 	pthread_mutex_lock(&h->mu);
 	*out = (struct node_volume_health){0};
 	if (live < n) {
-		forget(h, r->volume_id);
+		forget(&h->seen, &h->n, r->volume_id);
+		changed = forget(&h->lost, &h->n_lost, r->volume_id);
 		out->live = true;
 		snprintf(out->message, sizeof(out->message), "NVMe controller %s of %s is live",
 		         cs[live].name, r->subsys_nqn);
 	} else if (n == 0) {
-		forget(h, r->volume_id);
+		forget(&h->seen, &h->n, r->volume_id);
+		sighting(&h->lost, &h->n_lost, r->volume_id, now_ms, now_s, &changed);
 		out->abnormal = true;
 		out->removed = true;
 		snprintf(
@@ -151,12 +186,19 @@ int node_health_check(struct node_health *h, const struct nvme_ctx *c, const str
 		    "workload so that the volume is staged on a new connection",
 		    r->subsys_nqn);
 	} else {
-		int64_t since_ms;
-		time_t since_s;
-		sighting(h, r->volume_id, now_ms, now_s, &since_ms, &since_s);
-		path_down(c, &cs[0], r->subsys_nqn, now_ms, since_ms, since_s, out);
+		bool added;
+		struct node_health_seen *s =
+		    sighting(&h->seen, &h->n, r->volume_id, now_ms, now_s, &added);
+		path_down(c, &cs[0], r->subsys_nqn, now_ms, s ? s->since_ms : now_ms,
+		          s ? s->since_s : now_s, out);
 	}
+	if (changed && h->report)
+		report = lost_json(h);
 	pthread_mutex_unlock(&h->mu);
+	if (report)
+		h->report(h->report_ctx, h->node_id, report);
+	pthread_mutex_unlock(&h->report_mu);
+	free(report);
 	free(cs);
 	return 0;
 }

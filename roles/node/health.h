@@ -17,7 +17,15 @@
  *    must be restarted so that the volume is staged on a new connection.
  * First sightings are kept in memory per volume, forgotten when the volume is live again or its
  * controller is gone, at most NODE_HEALTH_MAX of them (the oldest goes first); a restarted node
- * plugin starts counting again.  Thread-safe.
+ * plugin starts counting again.
+ *
+ * Lost volumes (the second case) are kept too, with the time the node plugin first saw the
+ * controller gone, until the volume is live again (restaged on a new connection); whenever that
+ * set changes, report(report_ctx, json) is called with it as a JSON object
+ * {"<volume ID>":"<RFC 3339>",...} ("{}" when empty) — in a cluster the node plugin writes it to
+ * its CSINode's annotation pillar-csi.bhyoo.com/nvmeof-lost-volumes, from which the controller's
+ * opt-in recovery (roles/controller/recovery.h) learns which pods lost their volume.  Reports are
+ * serialised, so the last one written is the current set.  Thread-safe.
  */
 #ifndef PILLAR_ROLES_NODE_HEALTH_H
 #define PILLAR_ROLES_NODE_HEALTH_H
@@ -35,10 +43,18 @@
 
 struct node_health_seen;
 
+typedef void (*node_health_report_fn)(void *ctx, const char *node_id, const char *lost_json);
+
 struct node_health {
 	pthread_mutex_t mu;
 	struct node_health_seen *seen; /* newest first */
 	size_t n;
+	struct node_health_seen *lost; /* volumes whose controller is gone */
+	size_t n_lost;
+	pthread_mutex_t report_mu;    /* one report at a time, in the order of the changes */
+	node_health_report_fn report; /* NULL: none */
+	void *report_ctx;
+	const char *node_id; /* handed to report */
 };
 
 struct node_volume_health {

@@ -120,6 +120,8 @@ static int objects_open(struct objects *ob, const char *url, const struct store_
 	if (!(kc = store_kube_client(ob->st))) {
 		cfg->publish_identity = node_publish_identity_store;
 		cfg->publish_ctx = ob->st;
+		cfg->report_lost = node_report_lost_store;
+		cfg->report_ctx = ob->st;
 		return 0;
 	}
 	struct kube_events_opts eo = {.component = "pillar-csi-node", .host = node_id};
@@ -130,6 +132,8 @@ static int objects_open(struct objects *ob, const char *url, const struct store_
 		return r;
 	cfg->publish_identity = node_csinode_publish;
 	cfg->publish_ctx = ob->cn;
+	cfg->report_lost = node_csinode_report_lost;
+	cfg->report_ctx = ob->cn;
 	return 0;
 }
 

@@ -56,6 +56,29 @@ static int upsert(store *s, const char *node_id, const struct nvme_host_identity
 	return err_set(e, STORE_CONFLICT, "CSINode \"%s\": too many concurrent updates", node_id);
 }
 
+void node_report_lost_store(void *ctx, const char *node_id, const char *lost_json)
+{
+	store *s = ctx;
+	struct err e = {0};
+	int r = STORE_CONFLICT;
+	for (int attempt = 0; attempt < 5 && r == STORE_CONFLICT; attempt++) {
+		struct model_csinode cur = {0};
+		r = model_get(s, &model_csinode_kind, NULL, node_id, &cur, &e);
+		if (r == 0 && (r = model_map_set(&cur.meta.annotations, RULES_ANN_LOST_VOLUMES,
+		                                 lost_json)) == 0)
+			r = model_update(s, &model_csinode_kind, &cur, NULL, &e);
+		else if (r == -ENOMEM)
+			err_set(&e, r, "out of memory");
+		model_clear(&model_csinode_kind, &cur);
+	}
+	if (r < 0)
+		log_error("lost volumes not reported on the CSINode", "node", node_id, "error",
+		          e.msg);
+	else
+		log_info("lost volumes reported on the CSINode", "node", node_id, "volumes",
+		         lost_json);
+}
+
 int node_identity_check_duplicates(store *s, const char *node_id,
                                    const struct nvme_host_identity *id, struct err *e)
 {

@@ -22,4 +22,9 @@ int node_publish_identity_store(void *ctx, const char *node_id, const struct nvm
 int node_identity_check_duplicates(store *s, const char *node_id,
                                    const struct nvme_host_identity *id, struct err *e);
 
+/* A node_health_report_fn with ctx = store *: the lost volumes into the annotation
+ * pillar-csi.bhyoo.com/nvmeof-lost-volumes of CSINode node_id (retrying on Conflict; a missing
+ * CSINode or a failure is logged). */
+void node_report_lost_store(void *ctx, const char *node_id, const char *lost_json);
+
 #endif

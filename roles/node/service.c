@@ -67,6 +67,9 @@ int node_new(const struct node_config *cfg, struct node **out, struct err *e)
 	                            .size_wait_ms = cfg->size_wait_ms};
 	n->publish_identity = cfg->publish_identity;
 	n->publish_ctx = cfg->publish_ctx;
+	n->health.report = cfg->report_lost;
+	n->health.report_ctx = cfg->report_ctx;
+	n->health.node_id = n->node_id;
 	if ((r = nvme_host_identity_ensure(n->etc_nvme_dir, &n->id, e)) < 0)
 		goto fail;
 	if (nvme_host_identity_check(&n->id, &ce) < 0) {

@@ -18,6 +18,7 @@
 #include "base/err.h"
 #include "csi.pb-c.h"
 #include "grpc/status.h"
+#include "node/health.h"
 #include "node/sys.h"
 #include "nvme/host.h"
 #include "nvme/initiator.h"
@@ -39,6 +40,9 @@ struct node_config {
 	const struct node_sys_ops *sys_ops;     /* default node_sys_ops_real */
 	node_publish_identity_fn publish_identity;
 	void *publish_ctx;
+	node_health_report_fn
+	    report_lost; /* the lost volumes (node/health.h); NULL: not reported */
+	void *report_ctx;
 	int dying_wait_ms, device_wait_ms, delete_wait_ms, size_wait_ms; /* 0: the spec's */
 };
 

@@ -22,7 +22,10 @@
 #define RULES_ANN_HOST_ID       RULES_KEY_PREFIX "nvmeof-host-id"
 #define RULES_ANN_SC_CARRY_OVER RULES_KEY_PREFIX "storage-class-carry-over"
 #define RULES_ANN_SUCCESS       RULES_KEY_PREFIX "success-recorded"
-#define RULES_LABEL_MANAGED_BY  "app.kubernetes.io/managed-by"
+/* CSINode: {"<volume ID>":"<RFC 3339>",...}, the volumes staged on the node whose NVMe
+ * controller the kernel removed, and when the node plugin saw it (roles/node/health.h). */
+#define RULES_ANN_LOST_VOLUMES RULES_KEY_PREFIX "nvmeof-lost-volumes"
+#define RULES_LABEL_MANAGED_BY "app.kubernetes.io/managed-by"
 
 /* Finalizers (crds.md §14). */
 #define RULES_FINALIZER_AGENT    RULES_KEY_PREFIX "pillar-agent-protection"

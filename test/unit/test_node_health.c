@@ -192,6 +192,49 @@ START_TEST(test_metrics_follow_the_path)
 }
 END_TEST
 
+static char reported[4][1024];
+static int n_reported;
+
+static void report(void *ctx, const char *node_id, const char *json)
+{
+	(void)ctx;
+	if (n_reported < 4)
+		snprintf(reported[n_reported++], sizeof(reported[0]), "%s %s", node_id, json);
+}
+
+/* The lost set goes to the reporter when it changes: the removal adds the volume with the time
+ * the node plugin first saw it gone, a repeat reports nothing, the volume live again empties it. */
+START_TEST(test_lost_volumes_reported)
+{
+	struct env v;
+	struct node_health h;
+	struct node_volume_health out;
+	struct node_record r = {0};
+	struct err e = {0};
+	staged(&v);
+	snprintf(r.subsys_nqn, sizeof(r.subsys_nqn), "%s", NQN);
+	snprintf(r.volume_id, sizeof(r.volume_id), "%s", VOL);
+	struct nvme_ctx c = {.sysfs_root = v.sys, .dev_root = v.dev};
+	node_health_init(&h);
+	h.report = report;
+	h.node_id = "worker-1";
+	n_reported = 0;
+	ck_assert_int_eq(node_health_check(&h, &c, &r, 1000, 1764759600, &out, &e), 0);
+	ck_assert_int_eq(n_reported, 0); /* live: nothing to report */
+	fk_rm(v.sys, "class/nvme/nvme3");
+	ck_assert_int_eq(node_health_check(&h, &c, &r, 2000, 1764759601, &out, &e), 0);
+	ck_assert_int_eq(node_health_check(&h, &c, &r, 3000, 1764759602, &out, &e), 0);
+	ck_assert_int_eq(n_reported, 1);
+	ck_assert_str_eq(reported[0], "worker-1 {\"" VOL "\":\"2025-12-03T11:00:01Z\"}");
+	fk_ctrl(v.sys, 4, NQN, "live", "10.0.0.5", "4420"); /* restaged on a new connection */
+	ck_assert_int_eq(node_health_check(&h, &c, &r, 4000, 1764759700, &out, &e), 0);
+	ck_assert_int_eq(n_reported, 2);
+	ck_assert_str_eq(reported[1], "worker-1 {}");
+	node_health_fini(&h);
+	env_done(&v);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("node_health");
@@ -202,6 +245,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_removed_controller_says_restart);
 	tcase_add_test(tc, test_seconds_left_from_first_sighting);
 	tcase_add_test(tc, test_metrics_follow_the_path);
+	tcase_add_test(tc, test_lost_volumes_reported);
 	suite_add_tcase(s, tc);
 	return s;
 }
