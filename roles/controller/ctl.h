@@ -22,6 +22,8 @@
 #include "rules/volid.h"
 #include "store/store.h"
 
+struct kube_events;
+
 struct kube_client;
 struct batch_memo;
 
@@ -30,6 +32,8 @@ struct ctl {
 	/* The API client when the store is the API server (NULL for the embedded store): writes
 	 * the store interface does not carry, e.g. the Node label's merge patch.  Not owned. */
 	struct kube_client *kc;
+	/* The Event recorder of the reconcilers (leader.c; NULL: none, e.g. the embedded store). */
+	struct kube_events *rec;
 	agentclient *ac;
 	int agent_default_port;
 	struct keylock locks; /* per PillarVolumeState name: a second call waits (csi.md §4) */

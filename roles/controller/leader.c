@@ -40,6 +40,7 @@ static void run(void *arg)
 	struct err e = {0};
 
 	pthread_mutex_lock(&l->mu);
+	l->c->rec = l->rec;
 	if (l->rec && !l->events && ctl_events_new(l->rec, &l->events, &e) < 0)
 		log_error("events not recorded", "error", e.msg);
 	if (l->events) {
@@ -116,6 +117,7 @@ void ctl_leader_stop(struct ctl_leader *l)
 	if (l->lease)
 		kube_lease_free(l->lease); /* stopped() (= halt) first, then the release */
 	halt(l);
+	l->c->rec = NULL;
 	kube_events_free(l->rec);
 	pthread_mutex_destroy(&l->mu);
 	free(l);

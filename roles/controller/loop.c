@@ -1,5 +1,6 @@
 /* loop — watches, work queue, workers and the periodic resync of the controller (loop.h). */
 #include "controller/loop.h"
+#include "controller/recovery.h"
 
 #include "base/flags.h"
 
@@ -190,6 +191,8 @@ static void on_event(struct controller_loop *l, const struct model_kind *k,
 		enqueue_agents_of_node(l, name);
 	} else if (!strcmp(kind, "CSINode")) {
 		enqueue_all(l, &model_pstr_kind, "pstr"); /* NodeTopology */
+		if (!gone && model_map_get(&m->annotations, RULES_ANN_LOST_VOLUMES))
+			enqueue(l, "lost", name, 0); /* recovery.h */
 	} else if (!strcmp(kind, "PersistentVolumeClaim") || !strcmp(kind, "PersistentVolume")) {
 		if (gone)
 			enqueue_all(l, &model_psc_kind, "psc");
@@ -330,6 +333,8 @@ static bool dispatch(struct controller_loop *l, const char *key, int *requeue_ms
 		r = reconcile_volume(c, name, &e);
 	} else if (IS("sync")) {
 		r = reconcile_agent_resync(c, name, &e);
+	} else if (IS("lost")) {
+		r = reconcile_lost(c, name, &e);
 	} else if (IS("abandoned")) {
 		r = reconcile_abandoned(c, (long long)time(NULL), NULL, &e);
 	}

@@ -136,6 +136,8 @@ int resolve_base_protocol(struct resolve_conf *c, const struct model_pstr *pstr,
 	/* port and acl are always recorded; the tunables only when set */
 	*o = (struct model_nvmeof_tcp){.has_port = true, .port = port, .has_acl = true};
 	o->acl = n->has_acl && n->acl;
+	if (n->has_delete_pods_after_ctrl_loss && n->delete_pods_after_ctrl_loss) /* only when on */
+		o->has_delete_pods_after_ctrl_loss = o->delete_pods_after_ctrl_loss = true;
 	for (int i = 0; i < MODEL_TUNABLES; i++) {
 		const struct model_tunable *t = &model_tunables[i];
 		*(bool *)((char *)o + t->has_off) = *(const bool *)((const char *)n + t->has_off);
@@ -268,10 +270,12 @@ int resolve_apply_protocol(struct resolve_conf *c, const struct model_protocol *
 	if (!doc->has_nvmeof_tcp)
 		return 0;
 	const struct model_nvmeof_tcp *n = &doc->nvmeof_tcp;
-	if (n->has_port || n->has_acl)
+	if (n->has_port || n->has_acl || n->has_delete_pods_after_ctrl_loss)
 		return cfail(c, RULES_REASON_PROTOCOL_OVERRIDE_MISMATCH,
 		             "%snvmeofTcp.%s is structural and cannot be set per volume", p,
-		             n->has_port ? "port" : "acl");
+		             n->has_port  ? "port"
+		             : n->has_acl ? "acl"
+		                          : "deletePodsAfterCtrlLoss");
 	if ((u = model_unknown_first(&model_nvmeof_tcp_type, n)))
 		return cfail(c, RULES_REASON_PROTOCOL_OVERRIDE_MISMATCH,
 		             "%sunknown field \"nvmeofTcp.%s\"", p, u);

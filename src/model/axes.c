@@ -49,6 +49,7 @@ MODEL_TYPE(model_backend_type, struct model_backend, backend_fields);
 static const struct model_field nvmeof_tcp_fields[] = {
     MODEL_F_INT("port", port),
     MODEL_F_BOOL("acl", acl),
+    MODEL_F_BOOL("deletePodsAfterCtrlLoss", delete_pods_after_ctrl_loss),
     MODEL_F_INT("maxQueueSize", max_queue_size),
     MODEL_F_INT("inCapsuleDataSize", in_capsule_data_size),
     MODEL_F_INT("ctrlLossTmo", ctrl_loss_tmo),

@@ -222,6 +222,37 @@ static const struct model_field csinode_fields[] = {
 #undef T
 TOP(model_csinode_kind, struct model_csinode, "CSINode", "storage.k8s.io/v1", csinode_fields);
 
+/* ---- Pod ----------------------------------------------------------------------------------- */
+
+#define T SUB(struct model_pod_volume, pvc)
+static const struct model_field pod_pvc_fields[] = {MODEL_F_STR("claimName", claim_name)};
+#undef T
+SUBTYPE(pod_pvc_type, struct model_pod_volume, pvc, pod_pvc_fields);
+
+#define T struct model_pod_volume
+static const struct model_field pod_volume_fields[] = {
+    MODEL_F_STR("name", name),
+    MODEL_F_OBJ_HAS("persistentVolumeClaim", pvc, &pod_pvc_type),
+};
+#undef T
+static MODEL_TYPE(pod_volume_type, struct model_pod_volume, pod_volume_fields);
+
+#define T SUB(struct model_pod, spec)
+static const struct model_field pod_spec_fields[] = {
+    MODEL_F_STR("nodeName", node_name),
+    MODEL_F_LIST("volumes", volumes, n_volumes, &pod_volume_type),
+};
+#undef T
+SUBTYPE(pod_spec_type, struct model_pod, spec, pod_spec_fields);
+
+#define T struct model_pod
+static const struct model_field pod_fields[] = {
+    MODEL_F_META(),
+    MODEL_F_OBJ("spec", spec, &pod_spec_type),
+};
+#undef T
+TOP(model_pod_kind, struct model_pod, "Pod", "v1", pod_fields);
+
 /* ---- VolumeAttachment ---------------------------------------------------------------------- */
 
 #define T SUB(struct model_va, spec.source)

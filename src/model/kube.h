@@ -147,6 +147,28 @@ struct model_csinode {
 };
 extern const struct model_kind model_csinode_kind;
 
+/* Pod: what the controller's opt-in recovery reads (roles/controller/recovery.h). */
+struct model_pod_volume {
+	void *rest;
+	char *name;
+	bool has_pvc;
+	struct {
+		void *rest;
+		char *claim_name;
+	} pvc; /* persistentVolumeClaim */
+};
+struct model_pod {
+	void *rest;
+	struct model_meta meta;
+	struct {
+		void *rest;
+		char *node_name;
+		size_t n_volumes;
+		struct model_pod_volume *volumes;
+	} spec;
+};
+extern const struct model_kind model_pod_kind;
+
 /* storage.k8s.io/v1 VolumeAttachment. */
 struct model_va_error {
 	void *rest;

@@ -44,12 +44,16 @@ struct model_backend {
 	struct model_file file;
 };
 
-/* nvmeofTcp: port and acl are structural; the four tunables are absent unless set. */
+/* nvmeofTcp: port, acl and deletePodsAfterCtrlLoss are structural (PillarProtocol only); the
+ * four tunables are absent unless set. */
 struct model_nvmeof_tcp {
 	void *rest;
 	bool has_port, has_acl;
 	int64_t port; /* default 4420 (model_nvmeof_tcp_port) */
 	bool acl;     /* default false */
+	/* default false: delete the controller-owned pods of a volume whose NVMe controller a
+	 * worker's kernel removed (roles/controller/recovery.h) */
+	bool has_delete_pods_after_ctrl_loss, delete_pods_after_ctrl_loss;
 	bool has_max_queue_size, has_in_capsule_data_size, has_ctrl_loss_tmo, has_reconnect_delay;
 	int64_t max_queue_size, in_capsule_data_size, ctrl_loss_tmo, reconnect_delay;
 };

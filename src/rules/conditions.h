@@ -98,5 +98,8 @@
 /* Event reasons that are no condition's (roles/controller/events.h). */
 #define RULES_EVENT_STORAGE_NODE_UNREACHABLE "StorageNodeUnreachable"
 #define RULES_EVENT_STORAGE_NODE_RESTORED    "StorageNodeRestored"
+#define RULES_EVENT_POD_DELETED              "PodDeletedAfterCtrlLoss"
+#define RULES_EVENT_POD_NOT_DELETED          "PodNotDeletedAfterCtrlLoss"
+#define RULES_EVENT_POD_RECOVERY_FORBIDDEN   "PodRecoveryForbidden"
 
 #endif

@@ -46,6 +46,7 @@ static const struct store_kind kinds[] = {
      true},
     {"PersistentVolume", "v1", "persistentvolumes", "persistentvolume", "pv", false, true},
     {"Node", "v1", "nodes", "node", "no", false, true},
+    {"Pod", "v1", "pods", "pod", "po", true, true},
     {"VolumeAttachment", "storage.k8s.io/v1", "volumeattachments", "volumeattachment", NULL, false,
      true},
 };

@@ -241,6 +241,11 @@ START_TEST(test_rejections)
 	       "pillar-csi.bhyoo.com/protocol: nvmeofTcp.acl is structural and cannot be set per "
 	       "volume");
 	expect(refs, false,
+	       "{\"pillar-csi.bhyoo.com/protocol\":\"nvmeofTcp: {deletePodsAfterCtrlLoss: true}\"}",
+	       GRPC_INVALID_ARGUMENT,
+	       "pillar-csi.bhyoo.com/protocol: nvmeofTcp.deletePodsAfterCtrlLoss is structural and "
+	       "cannot be set per volume");
+	expect(refs, false,
 	       "{\"pillar-csi.bhyoo.com/protocol\":\"nvmeofTcp: {ctrlLossTimeout: 5}\"}",
 	       GRPC_INVALID_ARGUMENT,
 	       "pillar-csi.bhyoo.com/protocol: unknown field \"nvmeofTcp.ctrlLossTimeout\"");

@@ -204,6 +204,7 @@ class Flow:
         ctl = csig.ControllerStub(ch)
         caps = k8s.Caps(csi, csig.IdentityStub(ch), ctl)
         self.volume(ctl, caps)
+        self.recovery(ctl, caps)
         self.duplicate_identity()
         self.step("controller: renews the Lease (renewTime advanced, same holder)",
                   self.wait(lambda: self.lease().get("renewTime", "") > lease.get("renewTime", "")
@@ -294,6 +295,86 @@ class Flow:
         evs = self.wait(lambda: self.events(**{"source.component": "pillar-csi-controller"}))
         self.step("controller: condition changes recorded as Events", evs,
                   [(e["reason"], e["involvedObject"]["name"]) for e in self.events()])
+
+    def recovery(self, ctl, caps):
+        """Opt-in recovery after ctrlLossTmo (roles/controller/recovery.h): the node reports a volume
+        whose NVMe controller is gone on its CSINode (its NodeGetVolumeStats finds none in the fake
+        sysfs), and the controller deletes the claim's pod a ReplicaSet owns, never the bare pod."""
+        self.create({"apiVersion": GROUP, "kind": "PillarProtocol", "metadata": {"name": "recover"},
+                     "spec": {"protocol": {"nvmeofTcp": {"port": 4420, "deletePodsAfterCtrlLoss": True}}}})
+        self.create({"apiVersion": GROUP, "kind": "PillarStorageClass", "metadata": {"name": "recovering"},
+                     "spec": {"storeRef": cs.STORE, "protocolRef": "recover"}})
+        sc = self.wait(lambda: self.get("/apis/storage.k8s.io/v1/storageclasses/recovering"))
+        pvc = self.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                           "metadata": {"name": "lost", "namespace": "default"},
+                           "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "recovering",
+                                    "resources": {"requests": {"storage": "32Mi"}}}})
+        cluster = self.sidecar_cluster()
+        req = k8s.create_volume(csi, caps, sc, pvc, cluster)
+        code, msg, r = cs.call(ctl.CreateVolume, req)
+        pv = self.create(dict(k8s.pv_of(sc, pvc, req, r), apiVersion="v1", kind="PersistentVolume")) \
+            if code == cs.OK else None
+        code2, msg2, _ = cs.call(ctl.ControllerPublishVolume, k8s.attach(csi, caps, pv, "node-a", cluster)) \
+            if pv else (None, None, None)
+        self.step("recovery: a volume of a protocol with deletePodsAfterCtrlLoss, published to node-a",
+                  code == cs.OK and code2 == cs.OK, f"{code} {msg} {code2} {msg2}")
+        vid = r.volume.volume_id
+        pods = {}
+        for name, owner in (("web-0", [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8",
+                                        "uid": "b1e4c7a0-0000-4000-8000-000000000001", "controller": True}]),
+                            ("bare", None)):
+            meta = {"name": name, "namespace": "default"}
+            if owner:
+                meta["ownerReferences"] = owner
+            pods[name] = self.create({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {
+                "nodeName": "node-a", "containers": [{"name": "app", "image": "app"}],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "lost"}}]}})
+        time.sleep(1.1)  # the node's report must come after the pods' creationTimestamp (seconds)
+        # the node plugin's stage record of the volume, as NodeStageVolume left it
+        state = f"{self.work}/node-state-node-a"
+        staging = os.path.join(self.work, "staging-lost")
+        os.makedirs(staging, exist_ok=True)
+        os.makedirs(state, mode=0o700, exist_ok=True)
+        with open(os.path.join(state, vid.replace("/", "_") + ".json"), "w") as f:
+            json.dump({"protocol_type": "nvmeof-tcp", "access_type": "filesystem", "fs_type": "ext4",
+                       "nvmeof": {"subsys_nqn": cs.nqn_of(f"{cs.POOL}/{req.name}"), "address": "127.0.0.1",
+                                  "port": "4420"}, "volume_id": vid, "staging_path": staging,
+                       "staged_at": "2026-01-01T00:00:00Z"}, f)
+        nch = cs.grpc.insecure_channel(f"unix://{self.work}/node-node-a.sock")
+        code, msg, st = cs.call(csig.NodeStub(nch).NodeGetVolumeStats,
+                                csi.NodeGetVolumeStatsRequest(volume_id=vid, volume_path=staging))
+        self.step("recovery: node-a's NodeGetVolumeStats reports the volume abnormal (controller gone)",
+                  code == cs.OK and st.volume_condition.abnormal, f"{code} {msg} {st}")
+
+        def reported():
+            o = self.get("/apis/storage.k8s.io/v1/csinodes/node-a") or {}
+            return vid in o.get("metadata", {}).get("annotations", {}).get(P + "nvmeof-lost-volumes", "")
+        self.step("recovery: node-a reports it on its CSINode", self.wait(reported),
+                  self.get("/apis/storage.k8s.io/v1/csinodes/node-a"))
+        self.step("recovery: the controller deletes the pod a ReplicaSet owns",
+                  self.wait(lambda: self.get("/api/v1/namespaces/default/pods/web-0") is None),
+                  self.get("/api/v1/namespaces/default/pods/web-0"))
+        evs = self.wait(lambda: self.events(reason="PodNotDeletedAfterCtrlLoss",
+                                            **{"involvedObject.name": "bare"}))
+        self.step("recovery: the bare pod stays, with a Warning that says to restart it by hand",
+                  evs and self.get("/api/v1/namespaces/default/pods/bare") and
+                  self.events(reason="PodDeletedAfterCtrlLoss", **{"involvedObject.name": "web-0"}),
+                  [(e["reason"], e["involvedObject"]["name"]) for e in self.events()])
+        self.req("DELETE", "/api/v1/namespaces/default/pods/bare")
+        cs.call(ctl.ControllerUnpublishVolume, k8s.detach(csi, pv, "node-a", cluster))
+        code, msg, _ = cs.call(ctl.DeleteVolume, k8s.delete_volume(csi, pv))
+        for path in ("/api/v1/persistentvolumes/" + pv["metadata"]["name"],
+                     "/api/v1/namespaces/default/persistentvolumeclaims/lost",
+                     f"/apis/{GROUP}/pillarstorageclasses/recovering", f"/apis/{GROUP}/pillarprotocols/recover"):
+            self.req("DELETE", path)
+            if path.endswith("/lost"):  # kube-controller-manager's pvc-protection: no pod uses it
+                claim = self.req("GET", path)
+                claim["metadata"]["finalizers"] = []
+                self.req("PUT", path, claim)
+        self.step("recovery: volume, claim, class and protocol removed",
+                  code == cs.OK and self.wait(lambda: self.pillar("pillarprotocols", "recover") is None),
+                  (code, msg, conds(self.pillar("pillarstorageclasses", "recovering")),
+                   conds(self.pillar("pillarprotocols", "recover"))))
 
     def duplicate_identity(self):
         """A clone of node-a (same /etc/nvme) registers as node-b: DuplicateHostNQN on its Node."""
