@@ -106,6 +106,12 @@ static void collect_running(struct metrics_text *t, void *arg)
 void workqueue_metrics(workqueue *q, const char *name)
 {
 	q->name = name;
+	/* every family of the queue from the start, as client-go creates them with the queue */
+	metrics_child(&adds, (const char *[]){name});
+	metrics_child(&retries, (const char *[]){name});
+	metrics_child(&depth, (const char *[]){name});
+	metrics_child(&queue_seconds, (const char *[]){name});
+	metrics_child(&work_seconds, (const char *[]){name});
 	metrics_register(&depth);
 	metrics_register(&adds);
 	metrics_register(&queue_seconds);

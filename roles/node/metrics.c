@@ -25,6 +25,9 @@ void node_metrics_connect(bool ok, double seconds)
 void node_metrics_register(struct node *n)
 {
 	metrics_register(&connects);
+	/* both results from the start, so a rate() sees the first failure */
+	metrics_child(&connects, (const char *[]){"success"});
+	metrics_child(&connects, (const char *[]){"failure"});
 	metrics_register(&connect_seconds);
 	metrics_register_collector(node_metrics_collect, n);
 }

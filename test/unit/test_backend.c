@@ -12,6 +12,7 @@
 #include "agent/config.h"
 #include "agent/service.h"
 #include "backend/backend.h"
+#include "metrics/metrics.h"
 #include "testutil.h"
 
 #define LVMCFG                                                                         \
@@ -149,6 +150,17 @@ START_TEST(test_zfs_commands)
 	reply("zfs", "", "cannot destroy 'tank/k8s/x': dataset is busy\n", 1);
 	ck_assert_int_eq(b->ops->destroy(b, "x", &e), -EBUSY);
 	backend_free(b);
+	/* every command observed by backend and tool (zfs by subcommand), failures included */
+	struct metrics_text mt = {0};
+	backend_metrics_register();
+	metrics_write(&mt);
+	ck_assert_ptr_nonnull(strstr(
+	    mt.buf, "\npillar_csi_agent_backend_command_duration_seconds_count{backend=\"zfs\","
+	            "command=\"zfs get\"} "));
+	ck_assert_ptr_nonnull(strstr(
+	    mt.buf, "\npillar_csi_agent_backend_command_duration_seconds_count{backend=\"zfs\","
+	            "command=\"zfs create\"} "));
+	metrics_text_free(&mt);
 }
 END_TEST
 
