@@ -305,6 +305,17 @@ static int store_available(struct ctl *c, const char *psc, const char *sref, int
 	return 0;
 }
 
+/* Whether a topology segment (none: every node) includes the nodes that reach our volumes. */
+static bool topology_reaches(const Csi__V1__Topology *t)
+{
+	if (!t || !t->n_segments)
+		return true;
+	for (size_t i = 0; i < t->n_segments; i++)
+		if (!strcmp(t->segments[i]->key, RULES_TOPOLOGY_KEY))
+			return !strcmp(t->segments[i]->value, "true");
+	return false;
+}
+
 int csi_get_capacity(struct ctl *c, const Csi__V1__GetCapacityRequest *req,
                      Csi__V1__GetCapacityResponse *resp, struct grpc_status *gs)
 {
@@ -317,7 +328,22 @@ int csi_get_capacity(struct ctl *c, const Csi__V1__GetCapacityRequest *req,
 	}
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
-	return store_available(c, psc, sref, &resp->available_capacity, gs);
+	int r = store_available(c, psc, sref, &resp->available_capacity, gs);
+	if (r || (!psc && !sref))
+		return r;
+	/* A volume lands where its class's store is, reachable from every node with the NVMe/TCP
+	 * topology key: a segment without it can hold nothing. */
+	if (!topology_reaches(req->accessible_topology))
+		resp->available_capacity = 0;
+	/* One store per class: the largest volume it can take is what its pool has free (the
+	 * scheduler compares a claim with this before it falls back to available_capacity). */
+	Google__Protobuf__Int64Value *max = malloc(sizeof(*max));
+	if (!max)
+		return grpc_status_oom(gs);
+	google__protobuf__int64_value__init(max);
+	max->value = resp->available_capacity;
+	resp->maximum_volume_size = max;
+	return GRPC_OK;
 }
 
 /* Why the capabilities do not fit the volume ("" when they do). */

@@ -721,13 +721,43 @@ START_TEST(test_expand_validate_capacity)
 	    FX_CALL(csi_get_capacity, &gq, &gr, &csi__v1__get_capacity_response__descriptor, &gs),
 	    0);
 	ck_assert_int_eq(gr->available_capacity, 10LL << 30);
+	ck_assert_ptr_nonnull(gr->maximum_volume_size);
+	ck_assert_int_eq(gr->maximum_volume_size->value, 10LL << 30);
 	protobuf_c_message_free_unpacked(&gr->base, NULL);
+	/* the pool fills up: maximum_volume_size follows what the store has left */
+	s = fx_get("PillarStore", "tank");
+	cJSON_ReplaceItemInObject(s, "status", fx_parse("{\"capacity\":{\"available\":\"1Gi\"}}"));
+	ck_assert_int_eq(store_update_status(fx_st, s, NULL, NULL), 0);
+	cJSON_Delete(s);
+	Csi__V1__Topology topo = CSI__V1__TOPOLOGY__INIT;
+	Csi__V1__Topology__SegmentsEntry seg = CSI__V1__TOPOLOGY__SEGMENTS_ENTRY__INIT,
+	                                 *segp = &seg;
+	seg.key = "pillar-csi.bhyoo.com/nvmeof";
+	seg.value = "true";
+	topo.n_segments = 1;
+	topo.segments = &segp;
+	gq.accessible_topology = &topo; /* the segment of the nodes with NVMe/TCP */
+	ck_assert_int_eq(
+	    FX_CALL(csi_get_capacity, &gq, &gr, &csi__v1__get_capacity_response__descriptor, &gs),
+	    0);
+	ck_assert_int_eq(gr->available_capacity, 1LL << 30);
+	ck_assert_int_eq(gr->maximum_volume_size->value, 1LL << 30);
+	protobuf_c_message_free_unpacked(&gr->base, NULL);
+	seg.key = "topology.kubernetes.io/zone"; /* a segment our volumes do not reach */
+	ck_assert_int_eq(
+	    FX_CALL(csi_get_capacity, &gq, &gr, &csi__v1__get_capacity_response__descriptor, &gs),
+	    0);
+	ck_assert_int_eq(gr->available_capacity, 0);
+	ck_assert_int_eq(gr->maximum_volume_size->value, 0);
+	protobuf_c_message_free_unpacked(&gr->base, NULL);
+	gq.accessible_topology = NULL;
 	/* no class named: the whole of nothing, 0 */
 	gq.n_parameters = 0;
 	ck_assert_int_eq(
 	    FX_CALL(csi_get_capacity, &gq, &gr, &csi__v1__get_capacity_response__descriptor, &gs),
 	    0);
 	ck_assert_int_eq(gr->available_capacity, 0);
+	ck_assert_ptr_null(gr->maximum_volume_size);
 	protobuf_c_message_free_unpacked(&gr->base, NULL);
 }
 END_TEST
