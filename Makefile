@@ -21,7 +21,7 @@ BUILD_DEBS := gcc make libc6-dev libprotobuf-c-dev protobuf-c-compiler libprotob
 TEST_DEBS  := check python3 python3-grpcio python3-protobuf protobuf-compiler \
               protobuf-compiler-grpc nghttp2-client curl libgrpc++-dev clang libclang-rt-14-dev \
               openssl valgrind jq iproute2 etcd-server python3-hypercorn python3-h2 python3-yaml python3-jwt \
-              python3-cryptography strace linux-perf $(KUBECTL_DEB) $(CHART_DEBS)
+              python3-cryptography strace linux-perf prometheus $(KUBECTL_DEB) $(CHART_DEBS)
 # test/chart's renderer: Go's text/template with Sprig, built offline from Debian's Go packages.
 CHART_DEBS := golang-go golang-github-masterminds-sprig-dev golang-github-ghodss-yaml-dev \
               golang-github-xeipuuv-gojsonschema-dev

@@ -47,6 +47,9 @@ def openapi_dir():
 
 
 CERT_MANAGER_CRDS = os.path.join(HERE, "cert-manager-crds.yaml")
+PROMETHEUS_OPERATOR_CRDS = os.path.join(HERE, "prometheus-operator-crds.yaml")
+MONITORING = ["--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.podMonitor.enabled=true",
+              "--set", "metrics.prometheusRule.enabled=true"]
 NS = "pillar-system"
 MODES = {
     "default": [],
@@ -55,6 +58,7 @@ MODES = {
     "mtls-certmanager-issuer": ["--set", "mtls.enabled=true", "--set", "mtls.certManager.enabled=true",
                                 "--set", "mtls.certManager.issuerRef.name=corp-ca",
                                 "--set", "mtls.certManager.issuerRef.kind=ClusterIssuer"],
+    "monitoring": MONITORING,
 }
 _values_file = None
 
@@ -147,7 +151,8 @@ class Rendering(unittest.TestCase):
         self.assertEqual([e["name"] for e in c["env"]], ["POD_NAME", "POD_NAMESPACE", "PILLAR_RECONCILE_INTERVAL"])
         leader = ["--leader-election", "--leader-election-namespace=$(POD_NAMESPACE)", "--timeout=60s"]
         base = ["--csi-address=/csi/csi.sock", "--v=2"]
-        sidecars = {"csi-provisioner": ("csi-provisioner:v6.3.0", base + ["--extra-create-metadata"] + leader),
+        capacity = ["--enable-capacity", "--capacity-ownerref-level=2"]
+        sidecars = {"csi-provisioner": ("csi-provisioner:v6.3.0", base + ["--extra-create-metadata"] + capacity + leader),
                     "csi-attacher": ("csi-attacher:v4.12.0", base + leader),
                     "csi-resizer": ("csi-resizer:v2.2.1", base + leader),
                     "liveness-probe": ("livenessprobe:v2.19.0", base + ["--health-port=9809"])}
@@ -195,6 +200,34 @@ class Rendering(unittest.TestCase):
         node = container(ds, "node")
         self.assertIn({"name": "metrics", "containerPort": 9810, "protocol": "TCP"}, node["ports"])
 
+    def test_monitoring(self):
+        """The Prometheus Operator objects: none by default; with their values, a ServiceMonitor
+        for the controller's Service, a PodMonitor each for agent and node, and the alerts of
+        files/alerts.yaml in a PrometheusRule."""
+        kinds = ("ServiceMonitor", "PodMonitor", "PrometheusRule")
+        self.assertEqual([o for o in objects() if o["kind"] in kinds], [])
+        objs = objects(MONITORING)
+        sm = find(objs, "ServiceMonitor", "pillar-csi-controller")
+        svc = find(objs, "Service", "pillar-csi-controller-metrics")
+        self.assertEqual(sm["spec"]["selector"]["matchLabels"], svc["spec"]["selector"])
+        self.assertEqual(sm["spec"]["endpoints"], [{"port": "metrics", "path": "/metrics", "interval": "30s"}])
+        for comp in ("agent", "node"):
+            pm = find(objs, "PodMonitor", f"pillar-csi-{comp}")
+            ds = find(objs, "DaemonSet", f"pillar-csi-{comp}")
+            self.assertEqual(pm["spec"]["selector"]["matchLabels"], ds["spec"]["selector"]["matchLabels"])
+            self.assertEqual(pm["spec"]["podMetricsEndpoints"][0]["port"], "metrics")
+            self.assertIn("metrics", [p["name"] for p in container(ds, comp)["ports"]])
+        rule = find(objs, "PrometheusRule", "pillar-csi-alerts")
+        with open(os.path.join(CHART, "files", "alerts.yaml")) as f:
+            self.assertEqual(rule["spec"], yaml.safe_load(f))
+        self.assertEqual(sorted(r["alert"] for r in rule["spec"]["groups"][0]["rules"]),
+                         ["PillarCSIExportRestorePending", "PillarCSIExportsUnreconciled", "PillarCSIPoolAlmostFull",
+                          "PillarCSIStorageNodeUnreachable", "PillarCSIVolumePathDown"])
+        # a role whose metrics are off gets no monitor
+        objs = objects(MONITORING + ["--set", "node.metricsPort=0", "--set", "controller.metricsPort=0"])
+        self.assertEqual(sorted(o["metadata"]["name"] for o in objs if o["kind"] in kinds),
+                         ["pillar-csi-agent", "pillar-csi-alerts"])
+
     def test_agent(self):
         objs = objects()
         ds = find(objs, "DaemonSet", "pillar-csi-agent")
@@ -240,7 +273,31 @@ class Rendering(unittest.TestCase):
     def test_csidriver(self):
         d = find(objects(), "CSIDriver", "pillar-csi.bhyoo.com")
         self.assertEqual(d["spec"], {"attachRequired": True, "podInfoOnMount": True, "fsGroupPolicy": "File",
-                                     "volumeLifecycleModes": ["Persistent"], "storageCapacity": False})
+                                     "volumeLifecycleModes": ["Persistent"], "storageCapacity": True})
+
+    def test_capacity_tracking(self):
+        """external-provisioner's capacity tracking: --enable-capacity with the Deployment as owner
+        (Pod -> ReplicaSet -> Deployment: --capacity-ownerref-level=2), POD_NAME and NAMESPACE
+        from the downward API, and in the release namespace its CSIStorageCapacity objects and
+        the ReplicaSet lookup; all of it gone with csiDriver.storageCapacity=false."""
+        objs = objects()
+        prov = container(find(objs, "Deployment", "pillar-csi-controller"), "csi-provisioner")
+        self.assertIn("--enable-capacity", prov["args"])
+        self.assertIn("--capacity-ownerref-level=2", prov["args"])
+        env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in prov["env"]}
+        self.assertEqual((env["POD_NAME"], env["NAMESPACE"]), ("metadata.name", "metadata.namespace"))
+        rules = find(objs, "Role", "pillar-csi-controller")["rules"]
+        self.assertIn({"apiGroups": ["storage.k8s.io"], "resources": ["csistoragecapacities"],
+                       "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}, rules)
+        self.assertIn({"apiGroups": ["apps"], "resources": ["replicasets"], "verbs": ["get"]}, rules)
+        cr = {r["metadata"]["name"]: r["rules"] for r in find(objs, "ClusterRole")}["pillar-csi-controller"]
+        self.assertTrue(any("" in r["apiGroups"] and "pods" in r["resources"] and "get" in r["verbs"] for r in cr))
+        off = objects(["--set", "csiDriver.storageCapacity=false"])
+        self.assertIs(find(off, "CSIDriver", "pillar-csi.bhyoo.com")["spec"]["storageCapacity"], False)
+        prov = container(find(off, "Deployment", "pillar-csi-controller"), "csi-provisioner")
+        self.assertNotIn("--enable-capacity", prov["args"])
+        self.assertNotIn("NAMESPACE", [e["name"] for e in prov["env"]])
+        self.assertEqual(len(find(off, "Role", "pillar-csi-controller")["rules"]), 1)
 
     def test_rbac(self):
         objs = objects()
@@ -267,8 +324,8 @@ class Rendering(unittest.TestCase):
             {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
             {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}])
         role = find(objs, "Role", ctl)
-        self.assertEqual(role["rules"], [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-                                          "verbs": ["get", "list", "watch", "create", "update", "delete"]}])
+        self.assertEqual(role["rules"][0], {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                                            "verbs": ["get", "list", "watch", "create", "update", "delete"]})
         subjects = {b["metadata"]["name"]: b["subjects"] for b in find(objs, "ClusterRoleBinding")}
         self.assertEqual(subjects[node], [{"kind": "ServiceAccount", "name": node, "namespace": NS}])
         self.assertFalse([o for o in objects(["--set", "rbac.create=false"])
@@ -526,9 +583,10 @@ class OpenAPI(unittest.TestCase):
         docs = openapi_dir()
         cls.schemas = kubeschema.Schemas.from_documents(docs) if docs else kubeschema.Schemas.from_extract(EXTRACT)
         print(f"OpenAPI v3 schemas from {docs or EXTRACT}", file=sys.stderr)
-        with open(CERT_MANAGER_CRDS) as f:
-            for crd in yaml.safe_load_all(f):
-                cls.schemas.add_crd(crd)
+        for path in (CERT_MANAGER_CRDS, PROMETHEUS_OPERATOR_CRDS):
+            with open(path) as f:
+                for crd in yaml.safe_load_all(f):
+                    cls.schemas.add_crd(crd)
 
     def test_extract_is_the_documents(self):
         """test/kube/builtin-schemas.json (the fallback of a clone without ../shared) is exactly what
@@ -637,7 +695,7 @@ class ApiServer(unittest.TestCase):
     """Each mode's objects created on the test API server (test/kube) with fieldValidation=Strict."""
 
     def install(self, args):
-        with Cluster(crds=[CERT_MANAGER_CRDS]) as c:
+        with Cluster(crds=[CERT_MANAGER_CRDS, PROMETHEUS_OPERATOR_CRDS]) as c:
             cl = Client(c.port, c.ca, c.admin_token)
             st = cl.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                            "metadata": {"name": NS}})[0]

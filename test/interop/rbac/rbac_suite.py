@@ -50,6 +50,10 @@ SIDECARS = {
     ("storage.k8s.io", "volumeattachments/status"): {"patch"},
     ("storage.k8s.io", "volumeattributesclasses"): {"get", "list", "watch"},
     ("coordination.k8s.io", "leases"): {"get", "list", "watch", "create", "update", "delete"},
+    # capacity tracking (--enable-capacity, --capacity-ownerref-level=2): pods get is above
+    ("storage.k8s.io", "csistoragecapacities"): {"get", "list", "watch", "create", "update", "patch",
+                                                 "delete"},
+    ("apps", "replicasets"): {"get"},
 }
 failed = passed = 0
 
