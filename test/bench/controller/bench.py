@@ -36,7 +36,9 @@ import collections
 import json
 import os
 import re
+import socket
 import subprocess
+import urllib.request
 import shutil
 import signal
 import statistics
@@ -235,14 +237,30 @@ class Bench:
         self.n = 0
         self.pvs = []
 
+    def scrape_ms(self, rounds=20):
+        """Milliseconds per GET /metrics of the controller (each a new connection, as Prometheus'
+        scrapes are after an idle interval), over rounds scrapes: median, min, max; and the
+        body's size."""
+        times, size = [], 0
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.metrics_port, timeout=30) as r:
+                size = len(r.read())
+            times.append((time.perf_counter() - t0) * 1000)
+        return statistics.median(times), min(times), max(times), size
+
     def start(self):
         env = self.env
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        self.metrics_port = s.getsockname()[1]
+        s.close()
         if not env.start_agent():
             raise SystemExit("agent did not start")
         p = env.procs.start("controller", [cs.BIN, "controller", "--csi-endpoint=unix://" + env.sock,
                                            "--store=dir:" + env.store,
                                            "--health-probe-bind-address=127.0.0.1:0",
-                                           "--metrics-bind-address=127.0.0.1:0"])
+                                           "--metrics-bind-address=127.0.0.1:%d" % self.metrics_port])
         if not cs.wait_for(lambda: os.path.exists(env.sock) or p.poll() is not None, 60):
             raise SystemExit("controller did not start")
         self.ctl_pid = p.pid
@@ -413,6 +431,9 @@ def run(base, ns):
         rows = {}
         for n in ns:
             lat, pub, unpub, work = b.grow(n)
+            scrape = b.scrape_ms()
+            print("N=%d: GET /metrics of the controller %.1f ms median (%.1f–%.1f) over 20 scrapes, "
+                  "%d bytes" % ((n,) + scrape), flush=True)
             k = len(lat) // 3 or 1
             batches = [lat[i * k:(i + 1) * k] for i in range(3)] if len(lat) >= 3 else [lat]
             idle, rss_s = [], []
