@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/file.h"
 #include "base/str.h"
@@ -349,6 +350,78 @@ int json_parse_strict(const char *buf, size_t len, cJSON **out, struct err *e)
 	}
 	*out = v;
 	return 0;
+}
+
+/* ---- the API server's answers ---------------------------------------------------------------- */
+
+#define MARK_UTF8 "\xef\xbf\xbf" /* JSON_NUL_MARK in UTF-8 */
+
+/* Whether the text may already hold U+FFFF (raw, or escaped in either case; an escaped
+ * backslash before "uffff" counts too: such text is only refused as a whole). */
+static bool holds_mark(const char *buf, size_t len)
+{
+	if (memmem(buf, len, MARK_UTF8, 3))
+		return true;
+	for (const char *p = buf; (p = memchr(p, '\\', (size_t)(buf + len - p))); p++)
+		if (buf + len - p >= 6 && p[1] == 'u' && !strncasecmp(p + 2, "ffff", 4))
+			return true;
+	return false;
+}
+
+/* A copy of the text with every escape \u0000 inside a string turned into \uffff. */
+static char *mark_nuls(const char *buf, size_t len)
+{
+	char *t = malloc(len ? len : 1);
+	bool in_string = false;
+	if (!t)
+		return NULL;
+	memcpy(t, buf, len);
+	for (size_t i = 0; i < len; i++) {
+		if (!in_string) {
+			in_string = t[i] == '"';
+		} else if (t[i] == '"') {
+			in_string = false;
+		} else if (t[i] == '\\' && i + 1 < len) {
+			if (len - i >= 6 && !memcmp(t + i + 1, "u0000", 5))
+				memcpy(t + i + 2, "ffff", 4);
+			i++;
+		}
+	}
+	return t;
+}
+
+int json_parse_marked(const char *buf, size_t len, cJSON **out, struct err *e)
+{
+	*out = NULL;
+	if (memchr(buf, '\0', len) || !memmem(buf, len, "\\u0000", 6) ||
+	    str_check(buf, len, NULL) != STR_OK || holds_mark(buf, len))
+		return json_parse_strict(buf, len, out, e);
+	char *t = mark_nuls(buf, len);
+	if (!t)
+		return err_set(e, -ENOMEM, "out of memory");
+	int r = json_parse_strict(t, len, out, e);
+	free(t);
+	return r;
+}
+
+bool json_marked(const cJSON *v, char *path, size_t cap)
+{
+	size_t i = 0;
+	for (const cJSON *it = v ? v->child : NULL; it; it = it->next, i++) {
+		char p[512];
+		if (cJSON_IsArray(v))
+			snprintf(p, sizeof(p), "%s[%zu]", path, i);
+		else
+			snprintf(p, sizeof(p), "%s%s%s", path, *path ? "." : "",
+			         it->string && !strstr(it->string, MARK_UTF8) ? it->string : "?");
+		if ((it->string && strstr(it->string, MARK_UTF8)) ||
+		    (cJSON_IsString(it) && strstr(it->valuestring, MARK_UTF8)) ||
+		    json_marked(it, p, sizeof(p))) {
+			snprintf(path, cap, "%s", p);
+			return true;
+		}
+	}
+	return false;
 }
 
 int json_read_file(const char *path, cJSON **out, struct err *e)

@@ -34,6 +34,18 @@ int json_parse_strict(const char *buf, size_t len, cJSON **out, struct err *e);
  * metadata.labels is not valid UTF-8 (byte N)". */
 int json_check_strings(const char *buf, size_t len, struct err *e);
 
+/* json_parse_strict for the answers of a server whose objects are each checked on their own
+ * (the API server's lists and watch events): an escape \u0000 in a string does not refuse the
+ * whole text but becomes U+FFFF, which json_marked finds and model_decode refuses for the one
+ * object that holds it — an object any user can write (a claim's annotation) never hides the
+ * others, and is never read as another.  Text that already holds U+FFFF, or is not UTF-8, is
+ * refused as json_parse_strict refuses it. */
+int json_parse_marked(const char *buf, size_t len, cJSON **out, struct err *e);
+/* Whether a string or member name in v (at any depth) holds what json_parse_marked put for a
+ * NUL byte; its path relative to v is then written to path (cap bytes; it must hold v's own
+ * path, "" for none, on entry). */
+bool json_marked(const cJSON *v, char *path, size_t cap);
+
 /* Strict read of a JSON file: -ENOENT when missing, -EBADMSG when empty, truncated or corrupt. */
 int json_read_file(const char *path, cJSON **out, struct err *e);
 

@@ -472,7 +472,7 @@ static int json_call(struct kube_client *kc, const char *method, const char *pat
 	                  out ? &resp : NULL, &n, st);
 	if (rc < 0 || !out)
 		return rc;
-	rc = json_parse_strict(resp, n, out, &e);
+	rc = json_parse_marked(resp, n, out, &e); /* a NUL byte is its object's problem */
 	free(resp);
 	if (rc < 0)
 		kube_status_local(st, KUBE_INTERNAL_ERROR, "%s %s: the answer is not JSON: %s",

@@ -97,7 +97,7 @@ int kube_codec_event_decode(const char *line, size_t len, enum kube_event_type *
 {
 	cJSON *ev = NULL, *o;
 	const char *t;
-	int rc = json_parse_strict(line, len, &ev, e);
+	int rc = json_parse_marked(line, len, &ev, e); /* a NUL byte is its object's problem */
 
 	if (rc < 0)
 		return -EBADMSG;

@@ -388,6 +388,9 @@ int model_decode(const struct model_kind *k, const void *json, void *obj, struct
 	memset(obj, 0, k->type->size);
 	if (kind && strcmp(kind, k->kind))
 		return err_set(e, -EINVAL, "object is a %s, not a %s", kind, k->kind);
+	char path[512] = "";
+	if (json_marked(o, path, sizeof(path))) /* a NUL byte in an API server's object */
+		return err_set(e, -EINVAL, "field %s contains a NUL byte", path);
 	int r = decode_type(k->type, o, obj, "", e);
 	if (r < 0)
 		model_clear(k, obj);

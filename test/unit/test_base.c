@@ -549,6 +549,52 @@ START_TEST(test_json_strings_as_sent)
 }
 END_TEST
 
+/* The API server's answers: a NUL byte is its own object's problem (json_parse_marked). */
+START_TEST(test_json_marked)
+{
+	const char *list =
+	    "{\"items\":[{\"metadata\":{\"name\":\"a\"}},{\"metadata\":{\"name\":"
+	    "\"b\\u0000x\",\"annotations\":{\"k\":\"v\"}}},{\"metadata\":{\"labels\":"
+	    "{\"k\\u0000\":\"\\\\u0000\"}}}]}";
+	cJSON *v = NULL;
+	struct err e = {0};
+	char path[128];
+	ck_assert_msg(json_parse_marked(list, strlen(list), &v, &e) == 0, "%s", e.msg);
+	const cJSON *items = cJSON_GetObjectItem(v, "items");
+	path[0] = '\0';
+	ck_assert(!json_marked(cJSON_GetArrayItem(items, 0), path, sizeof(path)));
+	ck_assert(json_marked(cJSON_GetArrayItem(items, 1), path, sizeof(path)));
+	ck_assert_str_eq(path, "metadata.name");
+	path[0] = '\0';
+	ck_assert(json_marked(cJSON_GetArrayItem(items, 2), path, sizeof(path)));
+	ck_assert_str_eq(path, "metadata.labels.?");
+	path[0] = '\0';
+	ck_assert(json_marked(v, path, sizeof(path)));
+	ck_assert_str_eq(path, "items[1].metadata.name");
+	/* the escaped backslash before u0000 is text, not a NUL */
+	ck_assert_str_eq(
+	    json_get_str(
+	        cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(items, 2), "metadata"),
+	                            "labels"),
+	        "k\xef\xbf\xbf"),
+	    "\\u0000");
+	cJSON_Delete(v);
+	/* text that holds U+FFFF already, or bytes that are not UTF-8: refused as a whole */
+	static const char *const whole[] = {"{\"a\":\"\\u0000\",\"b\":\"\\uFFFF\"}",
+	                                    "{\"a\":\"\\u0000\",\"b\":\"\xef\xbf\xbf\"}",
+	                                    "{\"a\":\"\\u0000\",\"b\":\"\xff\"}"};
+	for (size_t i = 0; i < sizeof(whole) / sizeof(whole[0]); i++) {
+		ck_assert_int_eq(json_parse_marked(whole[i], strlen(whole[i]), &v, &e), -EBADMSG);
+		ck_assert_ptr_null(v);
+	}
+	/* without a NUL it is json_parse_strict */
+	ck_assert_int_eq(json_parse_marked("{\"a\":1}", 7, &v, &e), 0);
+	path[0] = '\0';
+	ck_assert(!json_marked(v, path, sizeof(path)));
+	cJSON_Delete(v);
+}
+END_TEST
+
 /* YAML's "\0" escape would end the string the same way; keys are never cut to fit. */
 START_TEST(test_yaml_strings_as_sent)
 {
@@ -833,6 +879,7 @@ int main(void)
 	tcase_add_test(t, test_str_check);
 	tcase_add_test(t, test_json_strings_as_sent);
 	tcase_add_test(t, test_yaml_strings_as_sent);
+	tcase_add_test(t, test_json_marked);
 	tcase_add_test(t, test_hash_fnv1a);
 	tcase_add_test(t, test_time_helpers);
 	tcase_add_test(t, test_stop_wait);

@@ -206,6 +206,28 @@ START_TEST(test_object_file_items)
 }
 END_TEST
 
+/* An API server's object holding a NUL byte (json_parse_marked) is refused by the model, alone:
+ * the other objects of the same answer decode. */
+START_TEST(test_marked_object_refused)
+{
+	const char *list =
+	    "{\"items\":[{" PA ",\"metadata\":{\"name\":\"a\"},\"spec\":{\"nodeRef\":"
+	    "{\"name\":\"n\"}}},{" PA ",\"metadata\":{\"name\":\"b\",\"annotations\":"
+	    "{\"note\":\"x\\u0000y\"}}}]}";
+	cJSON *v = NULL;
+	struct err e = {0};
+	struct model_pa pa;
+	ck_assert_int_eq(json_parse_marked(list, strlen(list), &v, &e), 0);
+	const cJSON *items = cJSON_GetObjectItem(v, "items");
+	ck_assert_int_eq(model_decode(&model_pa_kind, cJSON_GetArrayItem(items, 0), &pa, &e), 0);
+	model_clear(&model_pa_kind, &pa);
+	ck_assert_int_eq(model_decode(&model_pa_kind, cJSON_GetArrayItem(items, 1), &pa, &e),
+	                 -EINVAL);
+	ck_assert_str_eq(e.msg, "field metadata.annotations.note contains a NUL byte");
+	cJSON_Delete(v);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("model_strict");
@@ -214,6 +236,7 @@ int main(void)
 	tcase_add_test(t, test_many_findings);
 	tcase_add_test(t, test_crd_fields_are_known);
 	tcase_add_test(t, test_object_file_items);
+	tcase_add_test(t, test_marked_object_refused);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
