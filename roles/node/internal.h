@@ -3,6 +3,7 @@
 #define PILLAR_ROLES_NODE_INTERNAL_H
 
 #include <stdbool.h>
+#include <sys/stat.h>
 
 #include "base/keylock.h"
 
@@ -44,6 +45,24 @@ int node_status_from_nvme(int r, const struct err *e, struct grpc_status *st);
 int node_is_mounted(const struct node *n, const char *path, struct node_mount *m);
 
 bool node_mode_read_only(const Csi__V1__VolumeCapability *cap);
+
+/* The record's staging path, when it has one, is staging: GRPC_OK, or code with `volume "<id>"
+ * is staged at <recorded> on this node, not at <staging>`.  A legacy record has none. */
+int node_staged_at(const char *id, const struct node_record *rec, const char *staging, int code,
+                   struct grpc_status *st);
+
+/* NodeGetVolumeStats' and NodeExpandVolume's paths (csi.md §9.3, §9.4; node/paths.h):
+ * volume_path one of kubelet's staging or publish paths, staging (when non-empty) a staging
+ * path, and volume_path reached below the kubelet directory without a symlink, then stat'ed into
+ * *sb.  GRPC_OK (*stat_err 0, or the negative errno of another failure to reach or stat it),
+ * INVALID_ARGUMENT, or NOT_FOUND `path <p> does not exist`. */
+int node_volume_path(struct node *n, const char *volume_path, const char *staging, struct stat *sb,
+                     int *stat_err, struct grpc_status *st);
+
+/* The volume of rec is staged at staging (when non-empty) and at volume_path when that is a
+ * staging path (node_staged_at with code); a publish path is not compared. */
+int node_volume_at(struct node *n, const char *id, const struct node_record *rec,
+                   const char *volume_path, const char *staging, int code, struct grpc_status *st);
 
 /* Reads the record; GRPC_OK, GRPC_NOT_FOUND (no record, st untouched) or GRPC_INTERNAL. */
 int node_load_record(struct node *n, const char *id, struct node_record *r, struct grpc_status *st);

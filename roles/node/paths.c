@@ -64,12 +64,26 @@ static bool layout_match(const char *const layout[MAX_DEPTH], const char *rel)
 	return false;
 }
 
+/* path below kubelet_dir in one of the layouts of kind. */
+static bool in_layouts(const char *kubelet_dir, enum node_path_kind kind, const char *path)
+{
+	size_t kl = strlen(kubelet_dir), i;
+	if (strncmp(path, kubelet_dir, kl) != 0 || path[kl] != '/')
+		return false;
+	if (kind != NODE_PATH_TARGET)
+		for (i = 0; i < sizeof(staging_layouts) / sizeof(staging_layouts[0]); i++)
+			if (layout_match(staging_layouts[i], path + kl + 1))
+				return true;
+	if (kind != NODE_PATH_STAGING)
+		for (i = 0; i < sizeof(target_layouts) / sizeof(target_layouts[0]); i++)
+			if (layout_match(target_layouts[i], path + kl + 1))
+				return true;
+	return false;
+}
+
 int node_path_check(const char *kubelet_dir, enum node_path_kind kind, const char *field,
                     const char *path, struct grpc_status *st)
 {
-	size_t kl = strlen(kubelet_dir), i, n;
-	const char *const(*layouts)[MAX_DEPTH] =
-	    kind == NODE_PATH_STAGING ? staging_layouts : target_layouts;
 	if (path[0] != '/')
 		return grpc_status_set(
 		    st, GRPC_INVALID_ARGUMENT,
@@ -82,12 +96,8 @@ int node_path_check(const char *kubelet_dir, enum node_path_kind kind, const cha
 		    "%s \"%s\" must be a normalised path: no \".\", \"..\" or empty "
 		    "components, no trailing \"/\", no control characters",
 		    field, path);
-	n = kind == NODE_PATH_STAGING ? sizeof(staging_layouts) / sizeof(staging_layouts[0])
-	                              : sizeof(target_layouts) / sizeof(target_layouts[0]);
-	if (strncmp(path, kubelet_dir, kl) == 0 && path[kl] == '/')
-		for (i = 0; i < n; i++)
-			if (layout_match(layouts[i], path + kl + 1))
-				return GRPC_OK;
+	if (in_layouts(kubelet_dir, kind, path))
+		return GRPC_OK;
 	if (kind == NODE_PATH_STAGING)
 		return grpc_status_set(
 		    st, GRPC_INVALID_ARGUMENT,
@@ -97,6 +107,17 @@ int node_path_check(const char *kubelet_dir, enum node_path_kind kind, const cha
 		    "directory is "
 		    "set with --kubelet-dir)",
 		    field, path, kubelet_dir, RULES_DRIVER_NAME, kubelet_dir);
+	if (kind == NODE_PATH_VOLUME)
+		return grpc_status_set(
+		    st, GRPC_INVALID_ARGUMENT,
+		    "%s \"%s\" is not one of kubelet's staging or publish paths: "
+		    "%s/plugins/kubernetes.io/csi/%s/<volume hash>/globalmount, "
+		    "%s/plugins/kubernetes.io/csi/volumeDevices/staging/<pv>, "
+		    "%s/pods/<pod uid>/volumes/kubernetes.io~csi/<pv>/mount or "
+		    "%s/plugins/kubernetes.io/csi/volumeDevices/publish/<pv>/<pod uid> (the "
+		    "kubelet directory is set with --kubelet-dir)",
+		    field, path, kubelet_dir, RULES_DRIVER_NAME, kubelet_dir, kubelet_dir,
+		    kubelet_dir);
 	return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
 	                       "%s \"%s\" is not one of kubelet's publish paths: "
 	                       "%s/pods/<pod uid>/volumes/kubernetes.io~csi/<pv>/mount or "
@@ -171,6 +192,20 @@ int node_path_open_dir(const char *kubelet_dir, const char *path, bool create, i
 		return r;
 	*fd = r;
 	return 0;
+}
+
+int node_path_lookup(const char *kubelet_dir, const char *path)
+{
+	struct stat sb;
+	const char *leaf;
+	int dfd, r = node_path_open_parent(kubelet_dir, path, false, &dfd, &leaf);
+	if (r < 0)
+		return r;
+	r = fstatat(dfd, leaf, &sb, AT_SYMLINK_NOFOLLOW) < 0 ? -errno
+	    : S_ISLNK(sb.st_mode)                            ? -ELOOP
+	                                                     : 0;
+	close(dfd);
+	return r;
 }
 
 int node_path_status(int r, const char *kubelet_dir, const char *field, const char *path,

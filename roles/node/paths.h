@@ -11,8 +11,9 @@
  *   target_path          <k>/pods/<pod uid>/volumes/kubernetes.io~csi/<pv>/mount
  *                        <k>/plugins/kubernetes.io/csi/volumeDevices/publish/<pv>/<pod uid>
  *                        <k>/plugins/kubernetes.io/csi/volumeDevices/publish/<pv>  (older kubelets)
- * where <driver> is this driver's name.  The directories are then opened one component at a
- * time from the kubelet directory with O_NOFOLLOW, so no symlink below it is ever followed. */
+ * where <driver> is this driver's name.  NodeGetVolumeStats' and NodeExpandVolume's volume_path
+ * is either kind.  The directories are then opened one component at a time from the kubelet
+ * directory with O_NOFOLLOW, so no symlink below it is ever followed. */
 #ifndef PILLAR_ROLES_NODE_PATHS_H
 #define PILLAR_ROLES_NODE_PATHS_H
 
@@ -20,7 +21,11 @@
 
 #include "grpc/status.h"
 
-enum node_path_kind { NODE_PATH_STAGING, NODE_PATH_TARGET };
+enum node_path_kind {
+	NODE_PATH_STAGING,
+	NODE_PATH_TARGET,
+	NODE_PATH_VOLUME, /* a staging or a target path */
+};
 
 /* An acceptable --kubelet-dir: absolute, normalised, not "/".  0 or -EINVAL. */
 int node_kubelet_dir_check(const char *dir);
@@ -40,6 +45,10 @@ int node_path_open_parent(const char *kubelet_dir, const char *path, bool create
 /* node_path_open_parent, then the last component itself as a directory (made 0750 with
  * create).  0 with *fd open or a negative errno as above. */
 int node_path_open_dir(const char *kubelet_dir, const char *path, bool create, int *fd);
+
+/* Whether path (past node_path_check) exists, reached from the kubelet directory without a
+ * symlink, itself not one.  0, or a negative errno: -ENOENT, -ELOOP (a symlink), -ENOTDIR. */
+int node_path_lookup(const char *kubelet_dir, const char *path);
 
 /* The status of a failed open above for field: INVALID_ARGUMENT for -ELOOP/-ENOTDIR (`<field>
  * "<p>" passes through a symlink or a file below the kubelet directory <k>`), INTERNAL

@@ -464,15 +464,16 @@ int node_get_volume_stats(struct node *n, const Csi__V1__NodeGetVolumeStatsReque
 	if ((code = node_require(st, "volume_id", req->volume_id, "volume_path", req->volume_path,
 	                         NULL)) != GRPC_OK)
 		return code;
-	r = n->sys->stat(n->sys->ctx, req->volume_path, &sb);
-	if (r == -ENOENT)
-		return grpc_status_set(st, GRPC_NOT_FOUND, "path %s does not exist",
-		                       req->volume_path);
+	if ((code = node_volume_path(n, req->volume_path, req->staging_target_path, &sb, &r, st)) !=
+	    GRPC_OK)
+		return code;
 	code = node_load_record(n, req->volume_id, &rec, st);
 	if (code == GRPC_NOT_FOUND)
 		return grpc_status_set(st, GRPC_NOT_FOUND,
 		                       "volume \"%s\" is not staged on this node", req->volume_id);
-	if (code != GRPC_OK)
+	if (code != GRPC_OK ||
+	    (code = node_volume_at(n, req->volume_id, &rec, req->volume_path,
+	                           req->staging_target_path, GRPC_NOT_FOUND, st)) != GRPC_OK)
 		return code;
 	if ((code = stats_condition(n, &rec, resp, &abnormal, st)) != GRPC_OK)
 		return code;

@@ -551,10 +551,8 @@ static int unstage_recorded(struct node *n, const char *id, const struct node_re
 	char dev_file[PATH_MAX];
 	struct err e = {0};
 	int code, r;
-	if (rec->staging_path[0] && strcmp(rec->staging_path, staging) != 0)
-		return grpc_status_set(st, GRPC_FAILED_PRECONDITION,
-		                       "volume \"%s\" is staged at %s on this node, not at %s", id,
-		                       rec->staging_path, staging);
+	if ((code = node_staged_at(id, rec, staging, GRPC_FAILED_PRECONDITION, st)) != GRPC_OK)
+		return code;
 	snprintf(dev_file, sizeof(dev_file), "%s/device", staging);
 	if ((rec->legacy || !strcmp(rec->access_type, "block")) &&
 	    (code = unstage_device_file(n, staging, dev_file, st)) != GRPC_OK)
@@ -617,9 +615,12 @@ int node_expand_volume(struct node *n, const Csi__V1__NodeExpandVolumeRequest *r
 		    st, GRPC_OUT_OF_RANGE, "%s",
 		    rules_size_refusal(req->capacity_range->required_bytes, 0, why, sizeof(why)));
 	}
-	if (n->sys->stat(n->sys->ctx, req->volume_path, &sb) < 0)
-		return grpc_status_set(st, GRPC_NOT_FOUND, "path %s does not exist",
-		                       req->volume_path);
+	if ((code = node_volume_path(n, req->volume_path, req->staging_target_path, &sb, &r, st)) !=
+	    GRPC_OK)
+		return code;
+	if (r < 0)
+		return node_path_status(r, n->kubelet_dir, "volume_path", req->volume_path, "stat",
+		                        st);
 	struct keylock_hold hold;
 	if ((code = node_lock_volume(n, &hold, req->volume_id, st)) != GRPC_OK)
 		return code;
@@ -627,7 +628,9 @@ int node_expand_volume(struct node *n, const Csi__V1__NodeExpandVolumeRequest *r
 	if (code == GRPC_NOT_FOUND)
 		code = grpc_status_set(st, GRPC_NOT_FOUND,
 		                       "volume \"%s\" is not staged on this node", req->volume_id);
-	if (code != GRPC_OK)
+	if (code != GRPC_OK || (code = node_volume_at(n, req->volume_id, &rec, req->volume_path,
+	                                              req->staging_target_path,
+	                                              GRPC_FAILED_PRECONDITION, st)) != GRPC_OK)
 		goto out;
 	if ((r = nvme_rescan_subsys(&n->nvme, rec.subsys_nqn, &e)) < 0 ||
 	    (r = nvme_ns_wait(&n->nvme, rec.subsys_nqn, &d, &e)) < 0) {

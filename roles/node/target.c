@@ -59,14 +59,48 @@ static int publish_bind(struct node *n, const char *target, const char *src, boo
 	return GRPC_OK;
 }
 
-/* The record's staging path, when it has one, is the only one its volume is published from. */
-static int staged_here(const char *id, const struct node_record *rec, const char *staging,
-                       struct grpc_status *st)
+int node_staged_at(const char *id, const struct node_record *rec, const char *staging, int code,
+                   struct grpc_status *st)
 {
 	if (rec->staging_path[0] && strcmp(rec->staging_path, staging) != 0)
-		return grpc_status_set(st, GRPC_FAILED_PRECONDITION,
+		return grpc_status_set(st, code,
 		                       "volume \"%s\" is staged at %s on this node, not at %s", id,
 		                       rec->staging_path, staging);
+	return GRPC_OK;
+}
+
+int node_volume_path(struct node *n, const char *volume_path, const char *staging, struct stat *sb,
+                     int *stat_err, struct grpc_status *st)
+{
+	int code, r;
+	*stat_err = 0;
+	if ((code = node_path_check(n->kubelet_dir, NODE_PATH_VOLUME, "volume_path", volume_path,
+	                            st)) != GRPC_OK ||
+	    (staging && *staging &&
+	     (code = node_path_check(n->kubelet_dir, NODE_PATH_STAGING, "staging_target_path",
+	                             staging, st)) != GRPC_OK))
+		return code;
+	r = node_path_lookup(n->kubelet_dir, volume_path);
+	if (r == 0)
+		r = n->sys->stat(n->sys->ctx, volume_path, sb);
+	if (r == -ENOENT)
+		return grpc_status_set(st, GRPC_NOT_FOUND, "path %s does not exist", volume_path);
+	if (r == -ELOOP || r == -ENOTDIR)
+		return node_path_status(r, n->kubelet_dir, "volume_path", volume_path, "stat", st);
+	*stat_err = r;
+	return GRPC_OK;
+}
+
+int node_volume_at(struct node *n, const char *id, const struct node_record *rec,
+                   const char *volume_path, const char *staging, int code, struct grpc_status *st)
+{
+	struct grpc_status ignored = {0};
+	int r;
+	if (staging && *staging && (r = node_staged_at(id, rec, staging, code, st)) != GRPC_OK)
+		return r;
+	if (node_path_check(n->kubelet_dir, NODE_PATH_STAGING, "volume_path", volume_path,
+	                    &ignored) == GRPC_OK)
+		return node_staged_at(id, rec, volume_path, code, st);
 	return GRPC_OK;
 }
 
@@ -106,7 +140,8 @@ int node_publish_volume(struct node *n, const Csi__V1__NodePublishVolumeRequest 
 		code = grpc_status_set(st, GRPC_FAILED_PRECONDITION,
 		                       "volume \"%s\" is not staged on this node", req->volume_id);
 	if (code != GRPC_OK ||
-	    (code = staged_here(req->volume_id, &rec, req->staging_target_path, st)) != GRPC_OK)
+	    (code = node_staged_at(req->volume_id, &rec, req->staging_target_path,
+	                           GRPC_FAILED_PRECONDITION, st)) != GRPC_OK)
 		goto out;
 	block = req->volume_capability->access_type_case ==
 	        CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;

@@ -69,6 +69,30 @@ static int unstage_at(struct env *v, const char *staging, struct grpc_status *st
 	return node_unstage_volume(v->n, &r, &resp, st);
 }
 
+static int stats_at(struct env *v, const char *path, const char *staging, struct grpc_status *st)
+{
+	Csi__V1__NodeGetVolumeStatsRequest r = CSI__V1__NODE_GET_VOLUME_STATS_REQUEST__INIT;
+	Csi__V1__NodeGetVolumeStatsResponse resp = CSI__V1__NODE_GET_VOLUME_STATS_RESPONSE__INIT;
+	r.volume_id = (char *)VOL;
+	r.volume_path = (char *)path;
+	r.staging_target_path = (char *)staging;
+	memset(st, 0, sizeof(*st));
+	int code = node_get_volume_stats(v->n, &r, &resp, st);
+	node_response_clear(&resp.base);
+	return code;
+}
+
+static int expand_at(struct env *v, const char *path, const char *staging, struct grpc_status *st)
+{
+	Csi__V1__NodeExpandVolumeRequest r = CSI__V1__NODE_EXPAND_VOLUME_REQUEST__INIT;
+	Csi__V1__NodeExpandVolumeResponse resp = CSI__V1__NODE_EXPAND_VOLUME_RESPONSE__INIT;
+	r.volume_id = (char *)VOL;
+	r.volume_path = (char *)path;
+	r.staging_target_path = (char *)staging;
+	memset(st, 0, sizeof(*st));
+	return node_expand_volume(v->n, &r, &resp, st);
+}
+
 static const char *at(const struct env *v, const char *rel)
 {
 	static char buf[4][4400];
@@ -324,6 +348,101 @@ START_TEST(test_stage_publish_paths)
 }
 END_TEST
 
+/* NodeGetVolumeStats and NodeExpandVolume of a staged volume at paths that are not its own:
+ * refused before anything is read, rescanned or resized. */
+START_TEST(test_stats_expand_paths)
+{
+	struct env v;
+	struct sreq s;
+	struct grpc_status st;
+	char cwd[PATH_MAX], other[4400];
+	env_init(&v, 1);
+	plant(&v);
+	sreq_init(&s, &v, 0, NULL);
+	ck_assert_int_eq(stage(&v, &s, &st), GRPC_OK);
+	const char *const refused[] = {
+	    at(&v, "outside/passwd"),
+	    at(&v, "outside/empty"),
+	    at(&v, "kubelet/plugins/" RULES_DRIVER_NAME "/csi.sock"),
+	    at(&v, "kubelet/pods/u1/volumes/kubernetes.io~csi/pv1/../../../../../outside/empty"),
+	    "../../outside/passwd",
+	    "../../outside/empty",
+	};
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	ck_assert_int_eq(mkdir(at(&v, "a"), 0755), 0);
+	ck_assert_int_eq(mkdir(at(&v, "a/b"), 0755), 0);
+	ck_assert_int_eq(chdir(at(&v, "a/b")), 0); /* the relative paths resolve to the sentinels */
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		ck_assert_int_eq(stats_at(&v, refused[i], NULL, &st), GRPC_INVALID_ARGUMENT);
+		ck_assert_msg(strstr(st.msg, "volume_path \"") == st.msg, "%s", st.msg);
+		ck_assert_int_eq(expand_at(&v, refused[i], NULL, &st), GRPC_INVALID_ARGUMENT);
+		ck_assert_msg(strstr(st.msg, "volume_path \"") == st.msg, "%s", st.msg);
+		ck_assert_int_eq(expand_at(&v, v.staging, refused[i], &st), GRPC_INVALID_ARGUMENT);
+		ck_assert_msg(strstr(st.msg, "staging_target_path \"") == st.msg, "%s", st.msg);
+	}
+	ck_assert_int_eq(chdir(cwd), 0);
+	stats_at(&v, "/etc/passwd", NULL, &st);
+	ck_assert_str_eq(
+	    st.msg,
+	    fmt("volume_path \"/etc/passwd\" is not one of kubelet's staging or publish paths: "
+	        "%s/plugins/kubernetes.io/csi/" RULES_DRIVER_NAME "/<volume hash>/globalmount, "
+	        "%s/plugins/kubernetes.io/csi/volumeDevices/staging/<pv>, "
+	        "%s/pods/<pod uid>/volumes/kubernetes.io~csi/<pv>/mount or "
+	        "%s/plugins/kubernetes.io/csi/volumeDevices/publish/<pv>/<pod uid> (the kubelet "
+	        "directory is set with --kubelet-dir)",
+	        v.kubelet, v.kubelet, v.kubelet, v.kubelet));
+
+	/* a pod directory that is a symlink out, a publish path that is one */
+	ck_assert_int_eq(mkdir(at(&v, "outside/pod"), 0755), 0);
+	tu_write(v.root, "outside/pod/volumes/kubernetes.io~csi/pv1/mount/.keep", "");
+	tu_write(v.root, "kubelet/pods/u2/volumes/kubernetes.io~csi/pv1/.keep", "");
+	ck_assert_int_eq(symlink("../../outside/pod", at(&v, "kubelet/pods/evil")), 0);
+	ck_assert_int_eq(symlink(at(&v, "outside/empty"),
+	                         at(&v, "kubelet/pods/u2/volumes/kubernetes.io~csi/pv1/mount")),
+	                 0);
+	const char *const links[] = {
+	    at(&v, "kubelet/pods/evil/volumes/kubernetes.io~csi/pv1/mount"),
+	    at(&v, "kubelet/pods/u2/volumes/kubernetes.io~csi/pv1/mount"),
+	};
+	for (size_t i = 0; i < 2; i++) {
+		ck_assert_int_eq(stats_at(&v, links[i], NULL, &st), GRPC_INVALID_ARGUMENT);
+		ck_assert_ptr_nonnull(strstr(st.msg, "passes through a symlink"));
+		ck_assert_int_eq(expand_at(&v, links[i], v.staging, &st), GRPC_INVALID_ARGUMENT);
+		ck_assert_ptr_nonnull(strstr(st.msg, "passes through a symlink"));
+	}
+
+	/* kubelet's layout, but another staging path than the volume's */
+	snprintf(other, sizeof(other), "%s",
+	         at(&v, "kubelet/plugins/kubernetes.io/csi/pv/another/globalmount"));
+	ck_assert_int_eq(mkdir(at(&v, "kubelet/plugins/kubernetes.io/csi/pv"), 0755), 0);
+	ck_assert_int_eq(mkdir(at(&v, "kubelet/plugins/kubernetes.io/csi/pv/another"), 0755), 0);
+	ck_assert_int_eq(mkdir(other, 0755), 0);
+	const char *mismatch =
+	    fmt("volume \"%s\" is staged at %s on this node, not at %s", VOL, v.staging, other);
+	ck_assert_int_eq(stats_at(&v, other, NULL, &st), GRPC_NOT_FOUND);
+	ck_assert_str_eq(st.msg, mismatch);
+	ck_assert_int_eq(stats_at(&v, v.staging, other, &st), GRPC_NOT_FOUND);
+	ck_assert_int_eq(expand_at(&v, other, NULL, &st), GRPC_FAILED_PRECONDITION);
+	ck_assert_str_eq(st.msg, mismatch);
+	ck_assert_int_eq(expand_at(&v, v.staging, other, &st), GRPC_FAILED_PRECONDITION);
+	const char *missing = at(&v, "kubelet/pods/u3/volumes/kubernetes.io~csi/pv1/mount");
+	ck_assert_int_eq(stats_at(&v, missing, NULL, &st), GRPC_NOT_FOUND);
+	ck_assert_str_eq(st.msg, fmt("path %s does not exist", missing));
+	ck_assert_int_eq(expand_at(&v, missing, NULL, &st), GRPC_NOT_FOUND);
+
+	/* nothing was rescanned or resized, nothing outside changed */
+	ck_assert_str_eq(tu_read(v.sys, "class/nvme/nvme3/rescan_controller"), "");
+	ck_assert_ptr_null(strstr(tu_read(v.root, "tools.log"), "resize2fs"));
+	ck_assert(exists(at(&v, "outside/pod/volumes/kubernetes.io~csi/pv1/mount")));
+	sentinels_intact(&v);
+	/* the volume's own paths still work */
+	ck_assert_int_eq(stats_at(&v, v.staging, v.staging, &st), GRPC_OK);
+	ck_assert_int_eq(expand_at(&v, v.staging, v.staging, &st), GRPC_OK);
+	ck_assert_ptr_nonnull(strstr(tu_read(v.root, "tools.log"), "resize2fs"));
+	env_done(&v);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("node_paths");
@@ -333,6 +452,7 @@ int main(void)
 	tcase_add_test(t, test_unpublish_touches_nothing_outside);
 	tcase_add_test(t, test_unpublish_leaves_foreign_mounts);
 	tcase_add_test(t, test_stage_publish_paths);
+	tcase_add_test(t, test_stats_expand_paths);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }

@@ -5,6 +5,7 @@ The node runs with every root inside HOSTILE_TMP: --host-root (a fake /etc/nvme,
 regular file for /dev/nvme-fabrics), --state-dir and its socket.  Each check prints
 "ok - <what>" or "not ok - <what>: <why>"; the harness (run.sh) checks the sentinels.
 """
+import json
 import os
 import signal
 import socket
@@ -103,6 +104,7 @@ DRIVER = "pillar-csi.bhyoo.com"
 VOL = "storage-1/nvmeof-tcp/file/fp/pvc-hostile"
 NQN = "nqn.2026-01.com.bhyoo.pillar-csi:fp.pvc-hostile"
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
+STATS_VOL = "storage-1/nvmeof-tcp/file/fp/pvc-hostile-stats"
 
 
 def mount_cap():
@@ -153,6 +155,73 @@ def unpublish_cases(n, kubelet, cwd):
           "%s %r" % (c, m))
 
 
+def plant_record(state, staging):
+    """A stage record of STATS_VOL at staging (csi.md §7.5), as an earlier node process left it."""
+    os.makedirs(state, mode=0o700, exist_ok=True)
+    os.makedirs(staging)
+    rec = {"protocol_type": "nvmeof-tcp", "access_type": "filesystem", "fs_type": "ext4",
+           "nvmeof": {"subsys_nqn": NQN + "-stats", "address": "192.0.2.10", "port": "4420"},
+           "volume_id": STATS_VOL, "staging_path": staging,
+           "namespace_uuid": "0b661a8a-9925-5917-b52c-a5719096bc2b",
+           "staged_at": "2026-01-01T00:00:00Z"}
+    p = os.path.join(state, STATS_VOL.replace("/", "_") + ".json")
+    with open(p, "w") as f:
+        json.dump(rec, f)
+    os.chmod(p, 0o600)
+
+
+def stats_expand_cases(n, kubelet, cwd, staging):
+    """NodeGetVolumeStats and NodeExpandVolume of a staged volume at paths it does not own."""
+    pods = os.path.join(kubelet, "pods")
+    through = os.path.join(pods, "u3", "volumes", "kubernetes.io~csi")
+    os.makedirs(through)
+    os.symlink(SENT, os.path.join(through, "pv1"))  # pv1/mount is the sentinel mount/
+    leaf = os.path.join(pods, "u4", "volumes", "kubernetes.io~csi", "pv1")
+    os.makedirs(leaf)
+    os.symlink(os.path.join(SENT, "empty-dir"), os.path.join(leaf, "mount"))
+    cases = [
+        ("a file outside the kubelet directory", os.path.join(SENT, "passwd"), "volume_path \""),
+        ("a directory outside", os.path.join(SENT, "empty-dir"), "volume_path \""),
+        ("a mount point outside", os.path.join(SENT, "mnt"), "volume_path \""),
+        ("a symlink outside", os.path.join(SENT, "link"), "volume_path \""),
+        ("relative ../../… from the node's working directory",
+         os.path.relpath(os.path.join(SENT, "empty-dir"), cwd), "volume_path \""),
+        ("kubelet's layout with .. out of it",
+         os.path.join(pods, "u1", "volumes", "kubernetes.io~csi", "pv1", "mount",
+                      *[".."] * 12) + os.path.join(SENT, "empty-dir"), "volume_path \""),
+        ("a pod volume directory that is a symlink out",
+         os.path.join(through, "pv1", "mount"), "symlink"),
+        ("a publish path that is a symlink out", os.path.join(leaf, "mount"), "symlink"),
+    ]
+    for what, path, want in cases:
+        c, m, _ = call(n.node.NodeGetVolumeStats, csi.NodeGetVolumeStatsRequest(
+            volume_id=STATS_VOL, volume_path=path))
+        check("NodeGetVolumeStats at %s: INVALID_ARGUMENT (%s)" % (what, want.strip('"')),
+              c == INVALID and want in m, "%s %r" % (c, m))
+        c, m, _ = call(n.node.NodeExpandVolume, csi.NodeExpandVolumeRequest(
+            volume_id=STATS_VOL, volume_path=path, staging_target_path=staging))
+        check("NodeExpandVolume at %s: INVALID_ARGUMENT (%s)" % (what, want.strip('"')),
+              c == INVALID and want in m, "%s %r" % (c, m))
+        c, m, _ = call(n.node.NodeExpandVolume, csi.NodeExpandVolumeRequest(
+            volume_id=STATS_VOL, volume_path=staging, staging_target_path=path))
+        check("NodeExpandVolume with staging_target_path at %s: INVALID_ARGUMENT" % what,
+              c == INVALID and ("staging_target_path \"" in m or "symlink" in m),
+              "%s %r" % (c, m))
+    other = os.path.join(kubelet, "plugins", "kubernetes.io", "csi", "pv", "pvc-other",
+                         "globalmount")
+    os.makedirs(other)
+    want = 'volume "%s" is staged at %s on this node, not at %s' % (STATS_VOL, staging, other)
+    c, m, _ = call(n.node.NodeGetVolumeStats, csi.NodeGetVolumeStatsRequest(
+        volume_id=STATS_VOL, volume_path=other))
+    check("NodeGetVolumeStats at another volume's staging path: NOT_FOUND (csi.md §9.4)",
+          c == grpc.StatusCode.NOT_FOUND and m == want, "%s %r" % (c, m))
+    c, m, _ = call(n.node.NodeExpandVolume, csi.NodeExpandVolumeRequest(
+        volume_id=STATS_VOL, volume_path=other, staging_target_path=other))
+    check("NodeExpandVolume at another volume's staging path: FAILED_PRECONDITION, no rescan",
+          c == grpc.StatusCode.FAILED_PRECONDITION and m == want, "%s %r" % (c, m))
+    check("  ... that staging path is still an empty directory", os.listdir(other) == [])
+
+
 def stage_cases(n, kubelet, fabrics):
     """Issue 24 #6 and the staging path: nothing reaches the kernel's fabrics device."""
     staging = os.path.join(kubelet, "plugins", "kubernetes.io", "csi", "pv", "pvc-hostile",
@@ -196,6 +265,9 @@ def main():
     os.makedirs(os.path.dirname(n.sock))
     cwd = os.path.join(TMP, "node", "cwd", "a", "b")
     os.makedirs(cwd)
+    staging = os.path.join(kubelet, "plugins", "kubernetes.io", "csi", "pv", "pvc-stats",
+                           "globalmount")
+    plant_record(n.state, staging)
     if not n.start(cwd, ["--kubelet-dir=" + kubelet]):
         check("node starts with every root inside HOSTILE_TMP", False,
               open(n.log, errors="replace").read()[-1500:])
@@ -206,6 +278,7 @@ def main():
     try:
         unpublish_cases(n, kubelet, cwd)
         stage_cases(n, kubelet, os.path.join(n.host, "dev", "nvme-fabrics"))
+        stats_expand_cases(n, kubelet, cwd, staging)
         c, m, pr = call(n.ids.Probe, csi.ProbeRequest())
         check("the node still answers Probe", c == grpc.StatusCode.OK and pr.ready.value,
               "%s %r" % (c, m))

@@ -360,7 +360,8 @@ def run(R, n, base, host, state, staging, record, host_uuid):
                 "the field, directory left in place" % bad,
                 c == INVALID and m.startswith('target_path "%s" ' % bad) and
                 os.path.isdir(outside), "%s %r" % (c, m))
-    missing = os.path.join(base, "no", "such", "path")
+    missing = os.path.join(base, "kubelet", "pods", "no-such-pod", "volumes",
+                           "kubernetes.io~csi", "pv0", "mount")
     for rpc, fn, Req in (("NodeGetVolumeStats", n.node.NodeGetVolumeStats,
                           csi.NodeGetVolumeStatsRequest),
                          ("NodeExpandVolume", n.node.NodeExpandVolume,
@@ -492,7 +493,8 @@ def run(R, n, base, host, state, staging, record, host_uuid):
         f.write("bogus-nqn\n")
     out = subprocess.run([os.environ["PILLAR_BIN"], "node", "--csi-endpoint=unix://" +
                           os.path.join(base, "x.sock"), "--node-id=" + NODE_ID,
-                          "--state-dir=" + state, "--host-root=" + host],
+                          "--state-dir=" + state, "--host-root=" + host,
+                          "--kubelet-dir=" + os.path.join(base, "kubelet")],
                          capture_output=True, text=True, timeout=10)
     R.check("invalid existing hostnqn: exit 1 with '/etc/nvme/hostnqn: invalid host NQN'",
             out.returncode == 1 and 'invalid host NQN "bogus-nqn"' in out.stderr,
