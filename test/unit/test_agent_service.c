@@ -33,6 +33,7 @@ static void make_service(void (*hook)(void *))
 {
 	struct agent_service_opts o = {.state_dir = state,
 	                               .configfs_root = cfs,
+	                               .host_root = root, /* never the machine's /dev, /sys */
 	                               .version = "0.1.0-test",
 	                               .device_wait_ms = 300,
 	                               .create_wait_ms = 300,

@@ -475,6 +475,7 @@ START_TEST(test_agent_out_of_memory)
 	tu_agent_layout(root, &cfg);
 	struct agent_service_opts o = {.state_dir = state,
 	                               .configfs_root = cfs,
+	                               .host_root = root, /* never the machine's /dev, /sys */
 	                               .version = "0.1.0-test",
 	                               .health_cache_ms = 1,
 	                               .device_wait_ms = 300,

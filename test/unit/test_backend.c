@@ -480,6 +480,7 @@ START_TEST(test_zfs_rounded_size_is_the_same)
 	o.state_dir = state;
 	o.configfs_root = cfs;
 	o.dev_root = dev;
+	o.host_root = dir; /* never the machine's /dev, /sys */
 	o.create_wait_ms = 300;
 	ck_assert_int_eq(agent_service_new(&c, &o, &a, NULL), 0);
 	reply("zfs", "100007936\n", "", 0); /* volsize: the volume exists, rounded up */

@@ -357,6 +357,7 @@ START_TEST(test_agent_state_disk_full)
 	snprintf(state, sizeof(state), "%s/agent", root);
 	struct agent_service_opts o = {.state_dir = state,
 	                               .configfs_root = cfs,
+	                               .host_root = dir, /* never the machine's /dev, /sys */
 	                               .version = "0.1.0-test",
 	                               .device_wait_ms = 300,
 	                               .create_wait_ms = 300,

@@ -113,6 +113,7 @@ START_TEST(test_probe_not_ready_with_shared_identity)
 	                           .sysfs_root = v.sys,
 	                           .dev_root = v.dev,
 	                           .proc_root = v.proc,
+	                           .kubelet_dir = v.kubelet,
 	                           .nvme_ops = &v.kops,
 	                           .sys_ops = &v.sops};
 	ck_assert_int_eq(node_new(&cfg, &n2, &e), 0);

@@ -338,7 +338,10 @@ def mtls(base, certs):
     ag = Agent(base, grace="0s", tls=tls)
     try:
         out = subprocess.run([os.environ["PILLAR_BIN"], "agent", "--config=" +
-                              os.path.join(ag.base, "config.json"), "--tls-cert=" + tls["cert"]],
+                              os.path.join(ag.base, "config.json"), "--tls-cert=" + tls["cert"],
+                              "--state-dir=" + os.path.join(ag.base, "tls-state"),
+                              "--configfs-root=" + os.path.join(ag.base, "tls-cfs"),
+                              "--host-root=" + os.path.join(ag.base, "tls-host")],
                              capture_output=True, text=True, timeout=10)
         R.check("--tls-cert alone: exit 1 '--tls-cert, --tls-key and --tls-ca must be set "
                 "together'", out.returncode == 1 and out.stderr.strip() ==

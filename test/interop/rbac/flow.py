@@ -97,7 +97,8 @@ class Flow:
         return self.env.procs.start("node-" + name, [
             cs.BIN, "node", "--store=kube", "--kubeconfig=" + kubeconfig,
             f"--csi-endpoint=unix://{self.work}/node-{name}.sock",
-            f"--state-dir={self.work}/node-state-{name}", f"--host-root={host}", "--v=2"], env=env)
+            f"--state-dir={self.work}/node-state-{name}", f"--host-root={host}",
+            f"--kubelet-dir={self.work}/kubelet-{name}", "--v=2"], env=env)
 
     # ---- the cluster ------------------------------------------------------------------------------
     def fake_host(self):
@@ -332,7 +333,8 @@ class Flow:
         time.sleep(1.1)  # the node's report must come after the pods' creationTimestamp (seconds)
         # the node plugin's stage record of the volume, as NodeStageVolume left it
         state = f"{self.work}/node-state-node-a"
-        staging = os.path.join(self.work, "staging-lost")
+        staging = os.path.join(self.work, "kubelet-node-a", "plugins", "kubernetes.io", "csi",
+                               "pv", "lost", "globalmount")  # kubelet's layout (--kubelet-dir)
         os.makedirs(staging, exist_ok=True)
         os.makedirs(state, mode=0o700, exist_ok=True)
         with open(os.path.join(state, vid.replace("/", "_") + ".json"), "w") as f:
