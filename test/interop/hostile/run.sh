@@ -34,9 +34,12 @@ if [ "$(id -u)" = 0 ] && [ -z "${HOSTILE_IN_NS:-}" ]; then
 	echo "# unshare --mount failed: running without a private mount namespace"
 fi
 
-T=$BUILD/hostile-test
+# A short directory of its own: the roles' unix sockets live under each case's HOSTILE_TMP and a
+# socket path has at most 107 bytes, whatever the length of the clone's path.
+T=$(mktemp -d "${TMPDIR:-/tmp}/hostile.XXXXXX") || exit 1
 S=$T/sentinel
-rm -rf "$T" && mkdir -p "$T/cases" "$S"
+mkdir -p "$T/cases" "$S"
+echo "# scratch directory $T (removed when every check passed)"
 if [ -n "${HOSTILE_IN_NS:-}" ] && mount -t tmpfs -o size=4m,mode=0755 hostile-sentinel "$S"; then
 	echo "# private mount namespace; sentinels on a tmpfs at $S"
 else
@@ -119,4 +122,8 @@ for c in "${HOSTILE_CASE_DIR:-$HERE}"/case_*.sh; do
 	failed=$((failed + bad))
 done
 echo "hostile: $passed passed, $failed failed"
+if [ "$failed" -eq 0 ]; then
+	umount "$S" 2>/dev/null
+	rm -rf "$T"
+fi
 [ "$failed" -eq 0 ]
