@@ -10,7 +10,13 @@
 
 #include "base/log.h"
 
-enum { ST_CONNECTING, ST_HANDSHAKE, ST_OPEN, ST_DEAD };
+/* An accepted connection goes ST_WAIT (nothing received yet) -> ST_HANDSHAKE (with TLS) ->
+ * ST_PREFACE (reading the client preface) -> ST_OPEN; a dialled one ST_CONNECTING ->
+ * ST_HANDSHAKE (with TLS) -> ST_OPEN. */
+enum { ST_CONNECTING, ST_WAIT, ST_HANDSHAKE, ST_PREFACE, ST_OPEN, ST_DEAD };
+
+static const uint8_t client_magic[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+#define MAGIC_LEN (sizeof(client_magic) - 1)
 
 #define OUT_HIGH    (256 * 1024)
 #define READ_BUDGET (1024 * 1024)
@@ -36,6 +42,15 @@ struct h2_conn {
 	bool in_io;
 	int readers;    /* an external reader waits for input itself (0 or 1) */
 	bool destroyed; /* torn down; the fd and this struct wait for the reader's end */
+	bool server;    /* accepted: waits for the client preface before on_open */
+	bool was_open;
+	struct h2_conn_limits lim;
+	struct h2_timer deadline;  /* handshake and preface */
+	struct h2_timer keepalive; /* next keepalive check */
+	bool ping_out;             /* a keepalive PING waits for an answer */
+	uint64_t ping_at;
+	uint8_t preface[MAGIC_LEN];
+	size_t preface_len;
 };
 
 static void conn_io(void *arg, uint32_t ev);
@@ -52,10 +67,17 @@ static void set_events(struct h2_conn *c, uint32_t ev)
 	h2_loop_mod_fd(c->loop, c->fd, ev, conn_io, c);
 }
 
+static void cancel_timers(struct h2_conn *c)
+{
+	h2_timer_cancel(c->loop, &c->deadline);
+	h2_timer_cancel(c->loop, &c->keepalive);
+}
+
 void h2_conn_destroy(struct h2_conn *c)
 {
 	if (c->destroyed)
 		return;
+	cancel_timers(c);
 	if (c->fd >= 0)
 		h2_loop_del_fd(c->loop, c->fd);
 	if (c->ops->on_close)
@@ -117,6 +139,7 @@ void h2_conn_close(struct h2_conn *c, int err, const char *why)
 	if (c->state == ST_DEAD)
 		return;
 	c->state = ST_DEAD;
+	cancel_timers(c);
 	c->close_err = err;
 	snprintf(c->close_why, sizeof(c->close_why), "%s", why ? why : "");
 	if (c->fd >= 0) {
@@ -129,6 +152,11 @@ void h2_conn_close(struct h2_conn *c, int err, const char *why)
 			h2_loop_post_embedded(c->loop, &c->destroy_post, destroy_fn, c);
 		}
 	}
+}
+
+bool h2_conn_was_open(const struct h2_conn *c)
+{
+	return c->was_open;
 }
 
 bool h2_conn_closing(const struct h2_conn *c)
@@ -259,44 +287,127 @@ const uint8_t *h2_conn_take(struct h2_conn *c, size_t *len)
 	return p;
 }
 
+/* Bytes read (> 0), -EAGAIN, or 0 / a negative errno after closing the connection. */
+static ssize_t read_some(struct h2_conn *c, uint8_t *buf, size_t len)
+{
+	ssize_t n;
+
+	if (c->tls)
+		n = h2_tls_read(c->tls, buf, len);
+	else {
+		n = recv(c->fd, buf, len, 0);
+		if (n < 0)
+			n = (errno == EAGAIN || errno == EINTR) ? -EAGAIN : -errno;
+	}
+	if (n == 0)
+		h2_conn_close(c, 0, "peer closed the connection");
+	else if (n < 0 && n != -EAGAIN)
+		h2_conn_close(c, (int)n, "read failed");
+	return n;
+}
+
 static void do_read(struct h2_conn *c)
 {
 	uint8_t buf[65536];
 	size_t total = 0;
 
 	while (c->state == ST_OPEN && total < READ_BUDGET) {
-		ssize_t n;
-		if (c->tls)
-			n = h2_tls_read(c->tls, buf, sizeof(buf));
-		else {
-			n = recv(c->fd, buf, sizeof(buf), 0);
-			if (n < 0)
-				n = (errno == EAGAIN || errno == EINTR) ? -EAGAIN : -errno;
-		}
-		if (n == -EAGAIN)
+		ssize_t n = read_some(c, buf, sizeof(buf));
+		if (n <= 0)
 			break;
-		if (n == 0) {
-			h2_conn_close(c, 0, "peer closed the connection");
-			return;
-		}
-		if (n < 0) {
-			h2_conn_close(c, (int)n, "read failed");
-			return;
-		}
 		total += (size_t)n;
 		if (h2_conn_feed(c, buf, (size_t)n) < 0)
 			return;
 	}
 }
 
+static void keepalive_fn(void *arg);
+
+/* "10s" or "250ms", as the duration flags are written. */
+static const char *ms_text(uint64_t ms, char *buf, size_t cap)
+{
+	if (ms % 1000 == 0)
+		snprintf(buf, cap, "%llus", (unsigned long long)(ms / 1000));
+	else
+		snprintf(buf, cap, "%llums", (unsigned long long)ms);
+	return buf;
+}
+
 static void become_open(struct h2_conn *c)
 {
 	c->state = ST_OPEN;
+	c->was_open = true;
 	c->last_activity = h2_now_ms();
+	h2_timer_cancel(c->loop, &c->deadline);
+	if (c->lim.keepalive_ms)
+		h2_timer_arm(c->loop, &c->keepalive, c->last_activity + c->lim.keepalive_ms,
+		             keepalive_fn, c);
 	if (c->ops->on_open)
 		c->ops->on_open(c->arg, c);
 	if (c->state == ST_OPEN)
 		h2_conn_flush(c);
+}
+
+/* Accepted connection: collects the client preface, then opens and hands it to the session
+ * with whatever followed it.  Bytes that cannot be a preface open the connection at once, so
+ * that the session answers them as it answers any protocol error. */
+static void read_preface(struct h2_conn *c)
+{
+	while (c->state == ST_PREFACE && c->preface_len < MAGIC_LEN) {
+		ssize_t n = read_some(c, c->preface + c->preface_len, MAGIC_LEN - c->preface_len);
+		if (n == -EAGAIN) {
+			set_events(c, EPOLLIN);
+			return;
+		}
+		if (n <= 0)
+			return;
+		c->preface_len += (size_t)n;
+		if (memcmp(c->preface, client_magic, c->preface_len) != 0)
+			break;
+	}
+	if (c->state != ST_PREFACE)
+		return;
+	become_open(c);
+	if (c->state == ST_OPEN && h2_conn_feed(c, c->preface, c->preface_len) == 0) {
+		do_read(c); /* TLS may hold more than the socket shows */
+		h2_conn_flush(c);
+	}
+}
+
+/* The keepalive timer: a PING after keepalive_ms without input, a close when nothing arrived
+ * within keepalive_timeout_ms of it.  Any input answers (a PING's ACK is input). */
+static void keepalive_fn(void *arg)
+{
+	struct h2_conn *c = arg;
+	uint64_t now = h2_now_ms(), at;
+
+	if (c->state != ST_OPEN || !c->ng)
+		return;
+	if (c->ping_out && c->last_activity < c->ping_at) {
+		if (now >= c->ping_at + c->lim.keepalive_timeout_ms) {
+			char why[96];
+			snprintf(why, sizeof(why), "no answer to a keepalive PING within %s",
+			         ms_text(c->lim.keepalive_timeout_ms, (char[32]){0}, 32));
+			h2_conn_close(c, -ETIMEDOUT, why);
+			return;
+		}
+		at = c->ping_at + c->lim.keepalive_timeout_ms;
+	} else if (now >= c->last_activity + c->lim.keepalive_ms) {
+		if (nghttp2_submit_ping(c->ng, NGHTTP2_FLAG_NONE, NULL) != 0) {
+			h2_conn_close(c, -ENOMEM, "out of memory");
+			return;
+		}
+		c->ping_out = true;
+		c->ping_at = now;
+		at = now + c->lim.keepalive_timeout_ms;
+		h2_conn_flush(c);
+		if (c->state != ST_OPEN)
+			return;
+	} else {
+		c->ping_out = false;
+		at = c->last_activity + c->lim.keepalive_ms;
+	}
+	h2_timer_arm(c->loop, &c->keepalive, at, keepalive_fn, c);
 }
 
 static void do_handshake(struct h2_conn *c)
@@ -310,7 +421,10 @@ static void do_handshake(struct h2_conn *c)
 		set_events(c, EPOLLOUT);
 	else if (r < 0)
 		h2_conn_close(c, r, e.msg);
-	else
+	else if (c->server) {
+		c->state = ST_PREFACE;
+		read_preface(c);
+	} else
 		become_open(c);
 }
 
@@ -330,6 +444,29 @@ static void start_tls_or_open(struct h2_conn *c)
 	do_handshake(c);
 }
 
+/* The first input of an accepted connection: only now a TLS session or the preface.  A peer
+ * that closes without a byte (a port probe) is an orderly close, not a failed handshake. */
+static void first_input(struct h2_conn *c)
+{
+	uint8_t b;
+	ssize_t n;
+
+	if (!c->tls_cfg) {
+		c->state = ST_PREFACE;
+		read_preface(c);
+		return;
+	}
+	n = recv(c->fd, &b, 1, MSG_PEEK);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		h2_conn_close(c, n < 0 ? -errno : 0,
+		              n < 0 ? "read failed" : "peer closed the connection");
+		return;
+	}
+	start_tls_or_open(c);
+}
+
 static void conn_io(void *arg, uint32_t ev)
 {
 	struct h2_conn *c = arg;
@@ -346,7 +483,9 @@ static void conn_io(void *arg, uint32_t ev)
 		start_tls_or_open(c);
 		return;
 	}
+	case ST_WAIT: first_input(c); return;
 	case ST_HANDSHAKE: do_handshake(c); return;
+	case ST_PREFACE: read_preface(c); return;
 	case ST_OPEN:
 		/* with an external reader only it reads (this event may predate its start) */
 		if ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->readers)
@@ -378,6 +517,7 @@ int h2_conn_new(struct h2_conn **out, struct h2_loop *l, int fd, bool connecting
 	*out = c;
 	if (fd < 0) {
 		c->state = ST_OPEN;
+		c->was_open = true;
 		c->last_activity = h2_now_ms();
 		return 0;
 	}
@@ -392,6 +532,53 @@ int h2_conn_new(struct h2_conn **out, struct h2_loop *l, int fd, bool connecting
 	}
 	if (!connecting)
 		start_tls_or_open(c);
+	return 0;
+}
+
+static void deadline_fn(void *arg)
+{
+	struct h2_conn *c = arg;
+	char why[96];
+
+	if (c->state == ST_OPEN || c->state == ST_DEAD)
+		return;
+	snprintf(why, sizeof(why), "%s not completed within %s",
+	         c->state == ST_PREFACE || !c->tls_cfg ? "HTTP/2 client preface" : "TLS handshake",
+	         ms_text(c->lim.handshake_ms, (char[32]){0}, 32));
+	h2_conn_close(c, -ETIMEDOUT, why);
+}
+
+int h2_conn_new_server(struct h2_conn **out, struct h2_loop *l, int fd, struct h2_tls_cfg *tls,
+                       const struct h2_conn_limits *lim, const struct h2_conn_ops *ops, void *arg,
+                       struct err *e)
+{
+	struct h2_conn *c = calloc(1, sizeof(*c));
+	int rc;
+
+	if (!c) {
+		close(fd);
+		return err_set(e, -ENOMEM, "connection: out of memory");
+	}
+	c->loop = l;
+	c->fd = fd;
+	c->tls_cfg = tls;
+	c->ops = ops;
+	c->arg = arg;
+	c->server = true;
+	if (lim)
+		c->lim = *lim;
+	c->state = ST_WAIT;
+	c->events = EPOLLIN;
+	rc = h2_loop_add_fd(l, fd, c->events, conn_io, c);
+	if (rc < 0) {
+		close(fd);
+		free(c);
+		*out = NULL;
+		return err_set(e, rc, "event loop: cannot watch socket: %s", strerror(-rc));
+	}
+	if (c->lim.handshake_ms)
+		h2_timer_arm(l, &c->deadline, h2_now_ms() + c->lim.handshake_ms, deadline_fn, c);
+	*out = c;
 	return 0;
 }
 

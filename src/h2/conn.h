@@ -40,6 +40,26 @@ nghttp2_mem *h2_nghttp2_mem(void);
 int h2_conn_new(struct h2_conn **out, struct h2_loop *l, int fd, bool connecting,
                 struct h2_tls_cfg *tls, const char *verify_name, const struct h2_conn_ops *ops,
                 void *arg, struct err *e);
+
+/* The time limits of an accepted connection; 0 turns one off. */
+struct h2_conn_limits {
+	/* From accept to the TLS handshake done (with tls) and the 24-byte HTTP/2 client preface
+	 * read; then the connection is closed with -ETIMEDOUT. */
+	uint64_t handshake_ms;
+	/* Keepalive of an open connection: nothing received for keepalive_ms sends a PING;
+	 * nothing received for keepalive_timeout_ms after it closes with -ETIMEDOUT. */
+	uint64_t keepalive_ms, keepalive_timeout_ms;
+};
+
+/* An accepted connection (fd >= 0, owned from now on).  Until its first byte arrives it holds
+ * no TLS session and no buffers; ops->on_open runs once the TLS handshake is done and the client
+ * preface has arrived (the owner creates its server session then, and the preface is fed to it
+ * right after), so a peer that sends nothing costs the connection's own struct only. */
+int h2_conn_new_server(struct h2_conn **out, struct h2_loop *l, int fd, struct h2_tls_cfg *tls,
+                       const struct h2_conn_limits *lim, const struct h2_conn_ops *ops, void *arg,
+                       struct err *e);
+/* True once the connection has been open (an accepted one: handshake and preface done). */
+bool h2_conn_was_open(const struct h2_conn *c);
 void h2_conn_set_session(struct h2_conn *c, nghttp2_session *s);
 nghttp2_session *h2_conn_session(const struct h2_conn *c);
 /* Sends what the session has queued (and closes when the session is done). */
