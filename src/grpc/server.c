@@ -2,6 +2,7 @@
  * connection: grpc/stream.c). */
 #include "grpc/server_int.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/mem.h"
 #include "grpc/metrics.h"
 #include "h2/net.h"
 
@@ -24,18 +26,33 @@ void grpc_server_opts_init(struct grpc_server_opts *o)
 	o->max_streams = 100;
 	o->max_conns = 1024;
 	o->max_header_list = 16384;
-	o->idle_timeout_ms = 3600000;
+	o->max_conns_per_peer = 64;
+	o->handshake_timeout_ms = 10000;
+	o->idle_timeout_ms = 300000;
+	o->keepalive_ms = 120000;
+	o->keepalive_timeout_ms = 20000;
+	o->conn_log_interval_ms = 10000;
 	o->workers = 8;
 }
 
+/* The events of the rate-limited connection log (h2/connlog.h): message texts users grep for
+ * (docs/troubleshooting.md). */
+static const char LOG_REFUSED[] = "gRPC connection refused";
+static const char LOG_TIMEOUT[] = "gRPC connection timed out";
+static const char LOG_TLS[] = "TLS handshake failed";
+
 /* ---- connections ---------------------------------------------------------------------------- */
 
+/* Closes the connection once it has had no call for idle_timeout_ms (keepalive PINGs and their
+ * answers do not count as use). */
 static void idle_fn(void *arg)
 {
 	struct sconn *sc = arg;
-	uint64_t now = h2_now_ms(), last = h2_conn_last_activity(sc->h2);
+	uint64_t now = h2_now_ms(), last = sc->idle_since;
 	uint64_t idle = sc->srv->o.idle_timeout_ms;
 
+	if (sc->n_calls > 0)
+		last = now;
 	if (sc->n_calls == 0 && now - last >= idle) {
 		nghttp2_session *ng = h2_conn_session(sc->h2);
 		nghttp2_submit_goaway(ng, NGHTTP2_FLAG_NONE,
@@ -81,21 +98,38 @@ static void sc_open(void *arg, struct h2_conn *h)
 	nghttp2_session_set_local_window_size(ng, NGHTTP2_FLAG_NONE, 0, 16 << 20);
 	if (s->draining)
 		nghttp2_submit_goaway(ng, NGHTTP2_FLAG_NONE, 0, NGHTTP2_NO_ERROR, NULL, 0);
+	sc->idle_since = h2_now_ms();
 	if (s->o.idle_timeout_ms)
-		h2_timer_arm(s->loop, &sc->idle, h2_now_ms() + s->o.idle_timeout_ms, idle_fn, sc);
+		h2_timer_arm(s->loop, &sc->idle, sc->idle_since + s->o.idle_timeout_ms, idle_fn,
+		             sc);
 	return;
 fail:
 	h2_conn_close(h, -ENOMEM, "out of memory");
+}
+
+/* After a flood of connections has drained, the heap pages they held go back to the kernel
+ * (their structs are small and scattered, so malloc would keep the pages resident). */
+static void conns_trim(struct grpc_server *s, int now)
+{
+	if (now > s->conns_peak)
+		s->conns_peak = now;
+	else if (s->conns_peak >= 128 && now <= s->conns_peak / 8) {
+		mem_release();
+		s->conns_peak = now;
+	}
 }
 
 static void sc_close(void *arg, struct h2_conn *h, int err, const char *why)
 {
 	struct sconn *sc = arg;
 	struct grpc_server *s = sc->srv;
-	(void)h;
 
-	if (err && err != -ECONNRESET)
-		log_v(2, "gRPC connection closed", "reason", why);
+	if (err == -ETIMEDOUT)
+		h2_connlog_event(&s->connlog, LOG_TIMEOUT, sc->peer.text, why);
+	else if (err && !h2_conn_was_open(h) && s->tls && err != -ECONNRESET)
+		h2_connlog_event(&s->connlog, LOG_TLS, sc->peer.text, why);
+	else if (err && err != -ECONNRESET)
+		log_v(2, "gRPC connection closed", "peer", sc->peer.text, "reason", why);
 	while (sc->calls)
 		server_call_detach(sc, sc->calls);
 	h2_timer_cancel(s->loop, &sc->idle);
@@ -105,13 +139,14 @@ static void sc_close(void *arg, struct h2_conn *h, int err, const char *why)
 		s->conns = sc->next;
 	if (sc->next)
 		sc->next->prev = sc->prev;
-	atomic_fetch_sub(&s->n_conns, 1);
 	free(sc);
+	conns_trim(s, atomic_fetch_sub(&s->n_conns, 1) - 1);
 }
 
 static const struct h2_conn_ops sconn_ops = {.on_open = sc_open, .on_close = sc_close};
 
-static int add_conn(struct grpc_server *s, int fd, struct h2_conn **out, struct err *e)
+static int add_conn(struct grpc_server *s, int fd, const struct speer *peer, struct h2_conn **out,
+                    struct err *e)
 {
 	struct sconn *sc = calloc(1, sizeof(*sc));
 	int rc;
@@ -122,12 +157,22 @@ static int add_conn(struct grpc_server *s, int fd, struct h2_conn **out, struct 
 		return err_set(e, -ENOMEM, "out of memory");
 	}
 	sc->srv = s;
+	if (peer)
+		sc->peer = *peer;
+	else
+		snprintf(sc->peer.text, sizeof(sc->peer.text), "memory");
 	sc->next = s->conns;
 	if (s->conns)
 		s->conns->prev = sc;
 	s->conns = sc;
-	atomic_fetch_add(&s->n_conns, 1);
-	rc = h2_conn_new(&sc->h2, s->loop, fd, false, s->tls, NULL, &sconn_ops, sc, e);
+	conns_trim(s, atomic_fetch_add(&s->n_conns, 1) + 1);
+	if (fd >= 0) {
+		struct h2_conn_limits lim = {.handshake_ms = s->o.handshake_timeout_ms,
+		                             .keepalive_ms = s->o.keepalive_ms,
+		                             .keepalive_timeout_ms = s->o.keepalive_timeout_ms};
+		rc = h2_conn_new_server(&sc->h2, s->loop, fd, s->tls, &lim, &sconn_ops, sc, e);
+	} else
+		rc = h2_conn_new(&sc->h2, s->loop, fd, false, s->tls, NULL, &sconn_ops, sc, e);
 	if (rc < 0) {
 		s->conns = sc->next;
 		if (sc->next)
@@ -145,30 +190,137 @@ static int add_conn(struct grpc_server *s, int fd, struct h2_conn **out, struct 
 
 int grpc_server_mem_conn(struct grpc_server *s, struct h2_conn **out, struct err *e)
 {
-	return add_conn(s, -1, out, e);
+	return add_conn(s, -1, NULL, out, e);
+}
+
+/* The peer of an accepted socket. */
+static void peer_of(int fd, const struct sockaddr_storage *sa, struct speer *p)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	memset(p, 0, sizeof(*p));
+	if (sa->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+		memcpy(p->ip, &in->sin_addr, 4);
+		p->ip_len = 4;
+	} else if (sa->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+			memcpy(p->ip, in6->sin6_addr.s6_addr + 12, 4);
+			p->ip_len = 4;
+		} else {
+			memcpy(p->ip, &in6->sin6_addr, 16);
+			p->ip_len = 16;
+		}
+	} else {
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+			snprintf(p->text, sizeof(p->text), "unix:pid=%ld", (long)cred.pid);
+		else
+			snprintf(p->text, sizeof(p->text), "unix");
+		return;
+	}
+	inet_ntop(p->ip_len == 4 ? AF_INET : AF_INET6, p->ip, host, sizeof(host));
+	snprintf(p->text, sizeof(p->text), "%s", host);
+}
+
+/* Connections from the same IP address (a unix socket's peers have none and count only
+ * against max_conns). */
+static unsigned peer_conns(const struct grpc_server *s, const struct speer *p)
+{
+	unsigned n = 0;
+
+	for (const struct sconn *sc = s->conns; sc; sc = sc->next)
+		n += sc->peer.ip_len == p->ip_len && memcmp(sc->peer.ip, p->ip, p->ip_len) == 0;
+	return n;
+}
+
+/* Why an accepted connection is refused, or NULL to take it. */
+static const char *refusal(const struct grpc_server *s, const struct speer *p, char *buf,
+                           size_t cap)
+{
+	if ((unsigned)atomic_load(&s->n_conns) >= s->o.max_conns) {
+		snprintf(buf, cap, "too many connections (limit %u)", s->o.max_conns);
+		return buf;
+	}
+	if (p->ip_len && s->o.max_conns_per_peer && peer_conns(s, p) >= s->o.max_conns_per_peer) {
+		snprintf(buf, cap, "too many connections from this peer (limit %u)",
+		         s->o.max_conns_per_peer);
+		return buf;
+	}
+	return NULL;
+}
+
+static void accept_io(void *arg, uint32_t ev);
+
+static void accept_resume(void *arg)
+{
+	struct grpc_server *s = arg;
+
+	for (size_t i = 0; i < s->n_listen && !s->draining; i++)
+		if (s->lfds[i] >= 0)
+			h2_loop_mod_fd(s->loop, s->lfds[i], EPOLLIN, accept_io, s);
+}
+
+/* Out of descriptors (or kernel memory): the pending connection stays in the backlog and the
+ * listeners rest for a moment instead of waking the loop at once again. */
+static void accept_pause(struct grpc_server *s, int err)
+{
+	char why[128];
+
+	for (size_t i = 0; i < s->n_listen; i++)
+		if (s->lfds[i] >= 0)
+			h2_loop_mod_fd(s->loop, s->lfds[i], 0, accept_io, s);
+	h2_timer_arm(s->loop, &s->accept_pause, h2_now_ms() + 100, accept_resume, s);
+	snprintf(why, sizeof(why), "accept: %s", strerror(err));
+	h2_connlog_event(&s->connlog, LOG_REFUSED, "any", why);
+}
+
+static void accept_one(struct grpc_server *s, int fd, const struct sockaddr_storage *sa)
+{
+	struct speer p;
+	char buf[96];
+	const char *why;
+	int one = 1;
+
+	if (s->draining) {
+		close(fd);
+		return;
+	}
+	peer_of(fd, sa, &p);
+	why = refusal(s, &p, buf, sizeof(buf));
+	if (why) {
+		h2_connlog_event(&s->connlog, LOG_REFUSED, p.text, why);
+		close(fd);
+		return;
+	}
+	if (p.ip_len)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	add_conn(s, fd, &p, NULL, NULL);
 }
 
 static void accept_io(void *arg, uint32_t ev)
 {
 	struct grpc_server *s = arg;
-	int lfd = -1, one = 1;
-	size_t i;
 	(void)ev;
 
 	/* find which listener fired: the registration arg is the server, so try them all */
-	for (i = 0; i < s->n_listen; i++) {
-		lfd = s->lfds[i];
-		for (int k = 0; k < 64 && lfd >= 0; k++) {
-			int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-			if (fd < 0)
+	for (size_t i = 0; i < s->n_listen; i++) {
+		for (int k = 0; k < 64 && s->lfds[i] >= 0; k++) {
+			struct sockaddr_storage sa;
+			socklen_t len = sizeof(sa);
+			int fd = accept4(s->lfds[i], (struct sockaddr *)&sa, &len,
+			                 SOCK_NONBLOCK | SOCK_CLOEXEC);
+			if (fd < 0) {
+				if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+				    errno == ENOMEM) {
+					accept_pause(s, errno);
+					return;
+				}
 				break;
-			if ((unsigned)atomic_load(&s->n_conns) >= s->o.max_conns || s->draining) {
-				log_v(2, "gRPC connection refused: too many connections");
-				close(fd);
-				continue;
 			}
-			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-			add_conn(s, fd, NULL, NULL);
+			accept_one(s, fd, &sa);
 		}
 	}
 }
@@ -199,6 +351,8 @@ int grpc_server_new(struct grpc_server **out, const struct grpc_server_opts *o, 
 		rc = err_set(e, -ENOMEM, "gRPC server: no event loop");
 		goto fail;
 	}
+	h2_connlog_init(&s->connlog, s->loop,
+	                s->o.conn_log_interval_ms ? s->o.conn_log_interval_ms : 10000);
 	while (o->listen && o->listen[n])
 		n++;
 	s->lfds = calloc(n + 1, sizeof(int));
@@ -340,6 +494,7 @@ static void drain_fn(void *arg)
 	size_t i;
 
 	s->draining = true;
+	h2_timer_cancel(s->loop, &s->accept_pause);
 	for (i = 0; i < s->n_listen; i++) {
 		if (s->lfds[i] >= 0) {
 			h2_loop_del_fd(s->loop, s->lfds[i]);
@@ -369,6 +524,12 @@ static void kill_fn(void *arg)
 		h2_conn_close(sc->h2, 0, "server shut down");
 }
 
+static void connlog_stop_fn(void *arg)
+{
+	struct grpc_server *s = arg;
+	h2_connlog_stop(&s->connlog);
+}
+
 static void wait_conns(struct grpc_server *s, uint64_t until)
 {
 	while (atomic_load(&s->n_conns) > 0 && h2_now_ms() < until)
@@ -385,6 +546,7 @@ void grpc_server_shutdown(struct grpc_server *s, uint64_t grace_ms)
 	wait_conns(s, h2_now_ms() + grace_ms);
 	h2_loop_run_sync(s->loop, kill_fn, s);
 	wait_conns(s, h2_now_ms() + 10000);
+	h2_loop_run_sync(s->loop, connlog_stop_fn, s);
 }
 
 void grpc_server_free(struct grpc_server *s)
@@ -395,6 +557,8 @@ void grpc_server_free(struct grpc_server *s)
 		return;
 	if (s->started)
 		grpc_server_shutdown(s, 0);
+	else if (s->loop)
+		h2_loop_run_sync(s->loop, connlog_stop_fn, s);
 	h2_jobs_free(s->jobs); /* waits for running handlers */
 	for (i = 0; i < s->n_listen; i++)
 		if (s->lfds[i] >= 0)

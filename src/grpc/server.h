@@ -60,9 +60,16 @@ struct grpc_server_opts {
 	unsigned max_streams;     /* concurrent streams per connection; default 100 */
 	unsigned max_conns;       /* default 1024 */
 	unsigned max_header_list; /* bytes of request headers; default 16 KiB */
-	uint64_t idle_timeout_ms; /* close connections idle this long; default 1 h */
-	unsigned workers;         /* handler threads; default 8; 0 runs handlers on the loop */
-	struct h2_loop *loop;     /* default h2_loop_default() */
+	/* Connection limits (0 turns one off); refusals and timeouts are logged rate-limited,
+	 * at most one line per event and peer per conn_log_interval_ms (default 10 s). */
+	unsigned max_conns_per_peer;   /* connections from one IP address; default 64 */
+	uint64_t handshake_timeout_ms; /* accept to TLS handshake and HTTP/2 preface; 10 s */
+	uint64_t idle_timeout_ms;      /* close connections without calls this long; 5 min */
+	uint64_t keepalive_ms;         /* PING after this long without input; 2 min */
+	uint64_t keepalive_timeout_ms; /* close when the PING gets no answer; 20 s */
+	uint64_t conn_log_interval_ms;
+	unsigned workers;     /* handler threads; default 8; 0 runs handlers on the loop */
+	struct h2_loop *loop; /* default h2_loop_default() */
 };
 
 void grpc_server_opts_init(struct grpc_server_opts *o);

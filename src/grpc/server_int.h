@@ -8,6 +8,7 @@
 
 #include "grpc/server.h"
 #include "h2/conn.h"
+#include "h2/connlog.h"
 #include "h2/net.h"
 #include "h2/tls.h"
 
@@ -26,13 +27,23 @@ struct arena_blk {
 	max_align_t data[];
 };
 
+/* The remote end of a connection: its IP address (an IPv4-mapped IPv6 address counts as the
+ * IPv4 one) and the address as text for log lines. */
+struct speer {
+	uint8_t ip[16];
+	uint8_t ip_len; /* 4, 16, or 0 for a unix socket */
+	char text[64];
+};
+
 /* One connection of the server (loop only). */
 struct sconn {
 	struct grpc_server *srv;
 	struct h2_conn *h2;
 	struct grpc_call *calls;
 	unsigned n_calls;
+	uint64_t idle_since; /* when n_calls last became 0 */
 	struct h2_timer idle;
+	struct speer peer;
 	struct sconn *next, *prev;
 };
 
@@ -91,6 +102,9 @@ struct grpc_server {
 	size_t n_listen;
 	struct sconn *conns;
 	atomic_int n_conns;
+	int conns_peak; /* the most connections since the heap was last trimmed (loop only) */
+	struct h2_connlog connlog;
+	struct h2_timer accept_pause; /* accepting resumes after running out of descriptors */
 	bool started, draining, shut;
 	pthread_mutex_t health_mu;
 	struct health_ent *health;

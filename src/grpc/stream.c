@@ -435,7 +435,8 @@ void server_call_detach(struct sconn *sc, struct grpc_call *c)
 	if (c->cnext)
 		c->cnext->cprev = c->cprev;
 	c->cnext = c->cprev = NULL;
-	sc->n_calls--;
+	if (--sc->n_calls == 0)
+		sc->idle_since = h2_now_ms();
 	h2_timer_cancel(c->loop, &c->deadline_timer);
 	pthread_mutex_lock(&c->mu);
 	c->stream_closed = true;

@@ -441,6 +441,9 @@ int h2_tls_handshake(struct h2_tls *t, struct err *e)
 		return H2_TLS_WANT_WRITE;
 	if (r) {
 		uint32_t flags = mbedtls_ssl_get_verify_result(&t->ssl);
+		if (r == MBEDTLS_ERR_SSL_NO_CLIENT_CERTIFICATE)
+			return err_set(e, -EACCES,
+			               "TLS handshake: peer certificate refused: no client certificate");
 		if (r == MBEDTLS_ERR_X509_CERT_VERIFY_FAILED && flags != (uint32_t)-1 && flags) {
 			char buf[256];
 			int n = mbedtls_x509_crt_verify_info(buf, sizeof(buf), "", flags);

@@ -4,7 +4,7 @@
 #   echo_server.rel, echo_client.rel  our side, -O2 like the shipped binary
 #   py/                            grpcio stubs generated from echo.proto and health.proto
 # Our programs are compiled from the library sources they need (src/base/err.c, log.c, time.c,
-# keylock.c, hash.c, str.c, src/h2/*.c, src/grpc/*.c, src/metrics/*.c) with the Makefile's warning flags, plus the protoc-c code
+# keylock.c, hash.c, str.c, mem.c, src/h2/*.c, src/grpc/*.c, src/metrics/*.c) with the Makefile's warning flags, plus the protoc-c code
 # of echo.proto.
 set -eu
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -20,7 +20,7 @@ protoc-c -I"$ROOT/proto/grpc/health/v1" --c_out="$T/gen" "$ROOT/proto/grpc/healt
 protoc -I"$ROOT/test/interop/grpc" -I"$ROOT/proto/grpc/health/v1" --python_out="$T/py" \
 	--grpc_out="$T/py" --plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin \
 	"$ROOT/test/interop/grpc/echo.proto" "$ROOT/proto/grpc/health/v1/health.proto"
-SRCS="$ROOT/src/base/err.c $ROOT/src/base/log.c $ROOT/src/base/str.c $ROOT/src/base/time.c $ROOT/src/base/keylock.c $ROOT/src/base/hash.c $(ls "$ROOT"/src/h2/*.c "$ROOT"/src/grpc/*.c "$ROOT"/src/metrics/*.c) $T/gen/echo.pb-c.c $T/gen/health.pb-c.c"
+SRCS="$ROOT/src/base/err.c $ROOT/src/base/log.c $ROOT/src/base/str.c $ROOT/src/base/time.c $ROOT/src/base/keylock.c $ROOT/src/base/hash.c $ROOT/src/base/mem.c $(ls "$ROOT"/src/h2/*.c "$ROOT"/src/grpc/*.c "$ROOT"/src/metrics/*.c) $T/gen/echo.pb-c.c $T/gen/health.pb-c.c"
 INC="-I$ROOT/src -I$T/gen"
 newer() { # newer OUT SRC... : true when OUT is missing or older than a source
 	out=$1; shift

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """HTTP/2 facts of our server checked with raw frames (no HTTP/2 library in between):
-SETTINGS sent at once, PING answered, idle connections closed with GOAWAY, the connection limit.
+nothing sent before the client preface and SETTINGS at once after it, PING answered, idle connections closed with GOAWAY, the connection limit.
 Usage: h2_raw.py HOST PORT IDLE_MS   (the server runs with --idle-ms IDLE_MS --max-conns 2)"""
 import socket
 import struct
@@ -50,7 +50,15 @@ def conn():
 
 def settings_at_once():
     s = conn()
-    t, fl, body = read_frame(s)  # before we send anything
+    s.settimeout(0.3)  # a connection that has not spoken yet costs the server nothing
+    try:
+        early = s.recv(1)
+    except socket.timeout:
+        early = None
+    assert early is None, "server sent %r before the client preface" % early
+    s.settimeout(5)
+    s.sendall(PREFACE)  # the preface alone: the server's SETTINGS must not wait for ours
+    t, fl, body = read_frame(s)
     assert t == 4 and fl == 0, (t, fl)
     ids = {struct.unpack(">H", body[i:i + 2])[0]: struct.unpack(">I", body[i + 2:i + 6])[0]
            for i in range(0, len(body), 6)}
@@ -116,7 +124,7 @@ def conn_limit():
     c.close()
 
 
-case("SETTINGS sent at once (MAX_CONCURRENT_STREAMS 100, MAX_HEADER_LIST_SIZE)", settings_at_once)
+case("nothing before the client preface, SETTINGS at once after it (MAX_CONCURRENT_STREAMS 100, MAX_HEADER_LIST_SIZE)", settings_at_once)
 case("PING answered with ACK", ping)
 case("idle connection closed with GOAWAY after the idle timeout", idle_close)
 case("connection limit: a connection beyond max is closed", conn_limit)

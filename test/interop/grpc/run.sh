@@ -115,7 +115,7 @@ run_h2load() {
 check "h2load 100000 requests, 100 concurrent streams, ASan server: no failures" run_h2load 100000 "$PLAIN_PORT"
 
 start limits "$SRV" --listen 127.0.0.1:0 --idle-ms 800 --max-conns 2
-check "raw HTTP/2: SETTINGS at once, PING, idle close, connection limit" $PY "$HERE/h2_raw.py" 127.0.0.1 "$port" 800
+check "raw HTTP/2: SETTINGS after the preface, PING, idle close, connection limit" $PY "$HERE/h2_raw.py" 127.0.0.1 "$port" 800
 stop limits
 
 # graceful shutdown: a call in flight when SIGTERM arrives still completes
