@@ -15,6 +15,7 @@
 #include "base/file.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "connflags.h"
 #include "grpc/server.h"
 #include "httpserve.h"
 #include "serve.h"
@@ -44,12 +45,22 @@ struct agent_tls {
 	bool on;
 };
 
+/* Sets tls->on; -1 (with the message printed) when only some of the three are set. */
+static int agent_tls_check(struct agent_tls *tls)
+{
+	tls->on = *tls->cert && *tls->key && *tls->ca;
+	if ((*tls->cert || *tls->key || *tls->ca) && !tls->on) {
+		fprintf(stderr, "--tls-cert, --tls-key and --tls-ca must be set together\n");
+		return -1;
+	}
+	return 0;
+}
+
 /* Serves the agent API on listen until a signal, drains, waits grace_ms and stops
  * (agent-api.md §10).  0, or 1 with the message printed. */
-static int agent_serve(agent_service *a, const char *listen, const struct agent_tls *tls,
-                       int64_t grace_ms, const char *metrics_addr)
+static int agent_serve(agent_service *a, struct grpc_server_opts go, const char *listen,
+                       const struct agent_tls *tls, int64_t grace_ms, const char *metrics_addr)
 {
-	struct grpc_server_opts go;
 	struct grpc_service svc;
 	struct grpc_server *srv = NULL;
 	struct httpserve *metrics = NULL;
@@ -61,11 +72,13 @@ static int agent_serve(agent_service *a, const char *listen, const struct agent_
 		metrics_unregister_collector(agent_metrics_collect, a);
 		return 1;
 	}
-	grpc_server_opts_init(&go);
+	if (!tls->on)
+		log_warn(
+		    "agent gRPC is serving without TLS; set --tls-cert, --tls-key and --tls-ca to "
+		    "require mutual TLS");
 	go.listen = addrs;
 	go.max_msg = AGENT_MAX_MSG;
 	go.max_streams = 100;
-	go.idle_timeout_ms = 3600 * 1000;
 	if (tls->on) {
 		go.tls_cert = tls->cert;
 		go.tls_key = tls->key;
@@ -114,6 +127,8 @@ int agent_main(int argc, char **argv)
 	const char *host_root = ""; /* testing only: "" = the real /dev and /sys */
 	struct agent_tls tls = {"", "", "", false};
 	const char *metrics_addr = "0";
+	struct conn_flags cf = CONN_FLAGS_INIT;
+	struct grpc_server_opts go;
 	int64_t grace_ms = 5000;
 	const struct flag_def defs[] = {
 	    {"listen-address", FLAG_STRING, &listen, "gRPC listen address ([host]:port)", false},
@@ -132,6 +147,7 @@ int agent_main(int argc, char **argv)
 	     false},
 	    {"metrics-bind-address", FLAG_STRING, &metrics_addr,
 	     "/metrics in Prometheus text format ([host]:port); 0 disables", false},
+	    CONN_FLAG_DEFS(&cf),
 	    /* TESTING ONLY (test/interop/agent): a fake host tree instead of the machine's. */
 	    {"host-root", FLAG_STRING, &host_root,
 	     "(testing) look for /dev/zfs, /dev/mapper/control and /sys/module/nvmet_tcp "
@@ -154,20 +170,17 @@ int agent_main(int argc, char **argv)
 	    defs, sizeof(defs) / sizeof(defs[0]), argc, argv);
 	if (r >= 0)
 		return r;
-	tls.on = *tls.cert && *tls.key && *tls.ca;
-	if ((*tls.cert || *tls.key || *tls.ca) && !tls.on) {
-		fprintf(stderr, "--tls-cert, --tls-key and --tls-ca must be set together\n");
-		return 1;
+	if (conn_flags_opts(&cf, &go, &e) < 0) {
+		fprintf(stderr, "pillar-csi agent: %s\n", e.msg);
+		return 2;
 	}
+	if (agent_tls_check(&tls) < 0)
+		return 1;
 	if (agent_config_load(config, &cfg, &e) < 0 || agent_config_check_dirs(&cfg, &e) < 0) {
 		fprintf(stderr, "%s\n", e.msg);
 		agent_config_clear(&cfg);
 		return 1;
 	}
-	if (!tls.on)
-		log_warn(
-		    "agent gRPC is serving without TLS; set --tls-cert, --tls-key and --tls-ca to "
-		    "require mutual TLS");
 	so.state_dir = state_dir;
 	so.configfs_root = configfs;
 	so.version = version_string();
@@ -181,7 +194,7 @@ int agent_main(int argc, char **argv)
 		return 1;
 	}
 	consume_drained_marker(state_dir);
-	r = agent_serve(a, listen, &tls, grace_ms, metrics_addr);
+	r = agent_serve(a, go, listen, &tls, grace_ms, metrics_addr);
 	agent_service_free(a);
 	agent_config_clear(&cfg);
 	if (r == 0)

@@ -7,6 +7,7 @@
 #include "applets.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "connflags.h"
 #include "controller/agentclient_grpc.h"
 #include "controller/csi.h"
 #include "controller/ctl.h"
@@ -30,6 +31,8 @@ struct opts {
 	int64_t agent_port;
 	struct store_flags sf;
 	struct store_open_opts so;
+	struct conn_flags cf;
+	struct grpc_server_opts go; /* the CSI server's, from cf */
 };
 
 /* Parses and checks the flags; -1 to go on, else the exit status. */
@@ -61,6 +64,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	    {"store", FLAG_STRING, &o->store_url,
 	     "object store: kube (in a cluster), or dir:PATH for the embedded store", false},
 	    STORE_FLAG_DEFS(&o->sf),
+	    CONN_FLAG_DEFS(&o->cf),
 	};
 	int r = role_parse_flags("pillar-csi controller",
 	                         "CSI controller service and reconcilers: records every volume, "
@@ -91,7 +95,8 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		return 2;
 	}
 	struct err e = {0};
-	if (store_flags_opts(&o->sf, "pillar-csi-controller", &o->so, &e) < 0) {
+	if (store_flags_opts(&o->sf, "pillar-csi-controller", &o->so, &e) < 0 ||
+	    conn_flags_opts(&o->cf, &o->go, &e) < 0) {
 		fprintf(stderr, "pillar-csi controller: %s\n", e.msg);
 		return 2;
 	}
@@ -204,7 +209,7 @@ static int start(const struct opts *o, struct running *x, struct err *e)
 	x->ctl_ok = true;
 	x->c.kc = lo.kc;
 	x->c.agent_default_port = (int)o->agent_port;
-	grpc_server_opts_init(&go);
+	go = o->go;
 	go.listen = addrs;
 	controller_grpc_identity_service(&x->c, &ids);
 	controller_grpc_controller_service(&x->c, &ctrl);
@@ -230,7 +235,8 @@ int controller_main(int argc, char **argv)
 	                 .renew_d = "10s",
 	                 .retry_d = "2s",
 	                 .agent_port = 9500,
-	                 .sf = STORE_FLAGS_INIT};
+	                 .sf = STORE_FLAGS_INIT,
+	                 .cf = CONN_FLAGS_INIT};
 	struct running x = {0};
 	struct err e = {0};
 

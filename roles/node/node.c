@@ -7,6 +7,7 @@
 #include "applets.h"
 #include "base/log.h"
 #include "cluster/events.h"
+#include "connflags.h"
 #include "grpc/server.h"
 #include "httpserve.h"
 #include "node/csinode.h"
@@ -49,10 +50,9 @@ static int host_root_paths(const char *host_root, struct node_config *cfg, char 
 
 /* Serves the Identity and Node services on endpoint until a signal, then shuts down
  * (deploy.md §1.3).  0, or 1 with the message printed. */
-static int node_serve(struct node *n, const char *endpoint, const char *node_id,
-                      const char *state_dir, const char *metrics_addr)
+static int node_serve(struct node *n, struct grpc_server_opts go, const char *endpoint,
+                      const char *node_id, const char *state_dir, const char *metrics_addr)
 {
-	struct grpc_server_opts go;
 	struct grpc_service ids, nodes;
 	struct grpc_server *srv = NULL;
 	struct httpserve *metrics = NULL;
@@ -64,7 +64,6 @@ static int node_serve(struct node *n, const char *endpoint, const char *node_id,
 		metrics_unregister_collector(node_metrics_collect, n);
 		return 1;
 	}
-	grpc_server_opts_init(&go);
 	go.listen = addrs;
 	node_grpc_identity_service(n, &ids);
 	node_grpc_node_service(n, &nodes);
@@ -137,6 +136,27 @@ static int objects_open(struct objects *ob, const char *url, const struct store_
 	return 0;
 }
 
+/* The node id (default: $NODE_NAME) and the store and connection flags; -1 to go on, or the
+ * exit status with the message printed. */
+static int flags_check(const char **node_id, const struct store_flags *sf,
+                       struct store_open_opts *so, const struct conn_flags *cf,
+                       struct grpc_server_opts *go)
+{
+	struct err e = {0};
+	if (!*node_id || !**node_id)
+		*node_id = getenv("NODE_NAME");
+	if (!*node_id || !**node_id) {
+		fprintf(stderr, "pillar-csi node: no node id: set --node-id or NODE_NAME\n");
+		return 1;
+	}
+	if (store_flags_opts(sf, "pillar-csi-node", so, &e) < 0 ||
+	    conn_flags_opts(cf, go, &e) < 0) {
+		fprintf(stderr, "pillar-csi node: %s\n", e.msg);
+		return 2;
+	}
+	return -1;
+}
+
 int node_main(int argc, char **argv)
 {
 	const char *endpoint = "unix:///var/lib/kubelet/plugins/" RULES_DRIVER_NAME "/csi.sock";
@@ -146,6 +166,8 @@ int node_main(int argc, char **argv)
 	const char *metrics_addr = "0";
 	struct store_flags sf = STORE_FLAGS_INIT;
 	struct store_open_opts so;
+	struct conn_flags cf = CONN_FLAGS_INIT;
+	struct grpc_server_opts go;
 	const struct flag_def defs[] = {
 	    {"csi-endpoint", FLAG_STRING, &endpoint, "CSI socket (unix:///path)", false},
 	    {"node-id", FLAG_STRING, &node_id,
@@ -160,6 +182,7 @@ int node_main(int argc, char **argv)
 	    STORE_FLAG_DEFS(&sf),
 	    {"metrics-bind-address", FLAG_STRING, &metrics_addr,
 	     "/metrics in Prometheus text format ([host]:port); 0 disables", false},
+	    CONN_FLAG_DEFS(&cf),
 	    /* TESTING ONLY (test/interop/node): a fake host tree instead of the machine's. */
 	    {"host-root", FLAG_STRING, &host_root,
 	     "(testing) read etc/nvme, sys, dev and proc and write dev/nvme-fabrics under this "
@@ -182,16 +205,8 @@ int node_main(int argc, char **argv)
 	    defs, sizeof(defs) / sizeof(defs[0]), argc, argv);
 	if (r >= 0)
 		return r;
-	if (!node_id || !*node_id)
-		node_id = getenv("NODE_NAME");
-	if (!node_id || !*node_id) {
-		fprintf(stderr, "pillar-csi node: no node id: set --node-id or NODE_NAME\n");
-		return 1;
-	}
-	if (store_flags_opts(&sf, "pillar-csi-node", &so, &e) < 0) {
-		fprintf(stderr, "pillar-csi node: %s\n", e.msg);
-		return 2;
-	}
+	if ((r = flags_check(&node_id, &sf, &so, &cf, &go)) >= 0)
+		return r;
 	cfg.node_id = node_id;
 	cfg.state_dir = state_dir;
 	cfg.kubelet_dir = kubelet_dir;
@@ -208,7 +223,7 @@ int node_main(int argc, char **argv)
 	}
 	if (node_publish_identity(n, &e) < 0)
 		log_error("host identity not published", "node", node_id, "error", e.msg);
-	r = node_serve(n, endpoint, node_id, state_dir, metrics_addr);
+	r = node_serve(n, go, endpoint, node_id, state_dir, metrics_addr);
 	objects_close(&ob);
 	node_free(n);
 	if (r == 0)
