@@ -123,7 +123,7 @@ for c in "${HOSTILE_CASE_DIR:-$HERE}"/case_*.sh; do
 done
 echo "hostile: $passed passed, $failed failed"
 if [ "$failed" -eq 0 ]; then
-	umount "$S" 2>/dev/null
+	umount -R "$S" 2>/dev/null
 	rm -rf "$T"
 fi
 [ "$failed" -eq 0 ]
