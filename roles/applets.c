@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "call/call.h"
 #include "cli/cli.h"
+#include "cli/outage.h"
 #include "controller/controller.h"
 #include "modprobe/modprobe.h"
 #include "node/node.h"
@@ -23,6 +24,12 @@ static const struct applet applets[] = {
     {"delete", NULL, cli_delete_main, "delete an object from the store"},
     {"call", NULL, call_main, "one gRPC call with a JSON request (agents, CSI endpoints)"},
     {"modprobe", NULL, modprobe_main, "load kernel modules (init containers); always exits 0"},
+    {"outage-plan", NULL, cli_outage_plan_main,
+     "what an outage of a storage node means: volumes, pods, owners, budget"},
+    {"outage-status", NULL, cli_outage_status_main,
+     "how far a storage node's outage has come: time left per volume, restore"},
+    {"kubectl-pillar", "kubectl-pillar", cli_kubectl_pillar_main,
+     "the kubectl plugin: kubectl pillar outage-plan|outage-status"},
 };
 #define N_APPLETS (sizeof(applets) / sizeof(applets[0]))
 
@@ -69,7 +76,8 @@ static void usage(FILE *out)
 
 static const char *accepted(void)
 {
-	return "accepted: controller, node, agent, version, apply, get, delete, call, modprobe";
+	return "accepted: controller, node, agent, version, apply, get, delete, call, modprobe, "
+	       "outage-plan, outage-status, kubectl-pillar";
 }
 
 int applet_dispatch(int argc, char **argv)

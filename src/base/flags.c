@@ -30,13 +30,47 @@ static int accepted_list(char *buf, size_t cap, const struct flag_def *defs, siz
 	return 0;
 }
 
-int flags_parse_duration(const char *s, int64_t *ms)
+/* One "<decimal>[.<fraction>]<unit>" element of a Go duration at *p, added to *ns (Go's
+ * time.ParseDuration units; the fraction is exact to the nanosecond).  0 or -EINVAL. */
+static int duration_element(const char **p, int64_t *ns)
 {
 	static const struct {
 		const char *unit;
-		int64_t ms;
-	} units[] = {{"ms", 1}, {"h", 3600000}, {"m", 60000}, {"s", 1000}};
-	int64_t total = 0;
+		int64_t ns;
+	} units[] = {{"ns", 1},           {"us", 1000},     {"\xc2\xb5s", 1000},
+	             {"\xce\xbcs", 1000}, {"ms", 1000000},  {"h", 3600000000000},
+	             {"m", 60000000000},  {"s", 1000000000}};
+	const char *q = *p;
+	int64_t whole = 0, frac = 0, scale = 1;
+	bool digits = false;
+	for (; *q >= '0' && *q <= '9'; q++, digits = true) {
+		if (whole > (INT64_MAX - 9) / 10)
+			return -EINVAL;
+		whole = whole * 10 + (*q - '0');
+	}
+	if (*q == '.')
+		for (q++; *q >= '0' && *q <= '9'; q++, digits = true)
+			if (scale < 1000000000) /* nine digits: the rest is below 4 µs of an hour */
+				frac = frac * 10 + (*q - '0'), scale *= 10;
+	if (!digits)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		size_t ul = strlen(units[i].unit);
+		if (strncmp(q, units[i].unit, ul) != 0)
+			continue;
+		int64_t u = units[i].ns, part = frac * (u / scale) + (frac * (u % scale)) / scale;
+		if (whole > (INT64_MAX - *ns) / u || part > INT64_MAX - *ns - whole * u)
+			return -EINVAL;
+		*ns += whole * u + part;
+		*p = q + ul;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int flags_parse_duration(const char *s, int64_t *ms)
+{
+	int64_t ns = 0;
 	const char *p = s;
 
 	if (!s || !*s)
@@ -49,34 +83,16 @@ int flags_parse_duration(const char *s, int64_t *ms)
 		char *end;
 		errno = 0;
 		long long v = strtoll(s, &end, 10);
-		if (*end == '\0' && errno == 0 && v >= 0 && v <= INT64_MAX / 1000) {
+		if (*s >= '0' && *s <= '9' && *end == '\0' && errno == 0 && v >= 0 &&
+		    v <= INT64_MAX / 1000) {
 			*ms = (int64_t)v * 1000;
 			return 0;
 		}
 	}
-	while (*p) {
-		char *end;
-		size_t i;
-		if (*p < '0' || *p > '9')
+	while (*p)
+		if (duration_element(&p, &ns) < 0)
 			return -EINVAL;
-		errno = 0;
-		long long v = strtoll(p, &end, 10);
-		if (errno || end == p)
-			return -EINVAL;
-		for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-			size_t ul = strlen(units[i].unit);
-			if (strncmp(end, units[i].unit, ul) == 0) {
-				if (v > (INT64_MAX - total) / units[i].ms)
-					return -EINVAL;
-				total += (int64_t)v * units[i].ms;
-				p = end + ul;
-				break;
-			}
-		}
-		if (i == sizeof(units) / sizeof(units[0]))
-			return -EINVAL;
-	}
-	*ms = total;
+	*ms = ns / 1000000;
 	return 0;
 }
 

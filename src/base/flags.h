@@ -16,10 +16,11 @@
 #include "base/err.h"
 
 enum flag_type {
-	FLAG_BOOL,   /* bool *; --x, --x=true|false */
-	FLAG_STRING, /* const char **; points into argv or stays the default */
-	FLAG_INT,    /* int64_t * */
-	FLAG_DURATION, /* int64_t * milliseconds; "1h2m3s", "500ms", "5s"; plain numbers are seconds */
+	FLAG_BOOL,     /* bool *; --x, --x=true|false */
+	FLAG_STRING,   /* const char **; points into argv or stays the default */
+	FLAG_INT,      /* int64_t * */
+	FLAG_DURATION, /* int64_t * milliseconds: Go's duration syntax ("1h2m3s", "1.5h", "500ms";
+	                * units h m s ms us µs ns, no sign); plain numbers are seconds */
 };
 
 struct flag_def {
@@ -52,7 +53,8 @@ int flags_parse_mixed(const char *prog, const struct flag_def *defs, size_t n, i
 void flags_usage(FILE *out, const char *prog, const char *summary, const struct flag_def *defs,
                  size_t n);
 
-/* Parses a duration as FLAG_DURATION does; 0 or -EINVAL. */
+/* Parses a duration as FLAG_DURATION does (below a millisecond rounds down); 0, or -EINVAL for
+ * anything else, a sign or more than 2^63-1 ns (292 years, Go's limit too). */
 int flags_parse_duration(const char *s, int64_t *ms);
 
 #endif

@@ -1,9 +1,12 @@
-/* yaml — one document: libyaml event stream to JSON, strictly (base/yaml.h). */
+/* yaml — one document: libyaml event stream to JSON, strictly, and back (base/yaml.h). */
 #include "base/yaml.h"
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <yaml.h>
 
 #define MAX_DEPTH 32
@@ -250,4 +253,132 @@ out:
 	cJSON_Delete(root);
 	yaml_parser_delete(&c.p);
 	return r;
+}
+
+/* ---- emitting --------------------------------------------------------------------------------- */
+
+/* true when a plain scalar s would read back as something other than a string (YAML 1.1 and
+ * 1.2 core: booleans, null, numbers), so it must be quoted. */
+static bool plain_ambiguous(const char *s)
+{
+	static const char *const words[] = {"true", "false", "yes", "no",   "on",
+	                                    "off",  "y",     "n",   "null", "~"};
+	if (!*s)
+		return true;
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (!strcasecmp(s, words[i]))
+			return true;
+	const char *p = s + (*s == '-' || *s == '+');
+	bool digit = (*p >= '0' && *p <= '9') || (*p == '.' && p[1] >= '0' && p[1] <= '9');
+	return (digit && strspn(p, "0123456789._eExXoObB+-:abcdefABCDEF") == strlen(p)) ||
+	       !strcasecmp(p, ".inf") || !strcasecmp(p, ".nan");
+}
+
+static int emit_scalar(yaml_emitter_t *em, const char *text, bool string)
+{
+	yaml_event_t ev;
+	bool plain = !string || !plain_ambiguous(text);
+	if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)text, (int)strlen(text),
+	                                  plain, 1, YAML_ANY_SCALAR_STYLE))
+		return -ENOMEM;
+	return yaml_emitter_emit(em, &ev) ? 0 : -ENOMEM;
+}
+
+static int cmp_keys(const void *a, const void *b)
+{
+	return strcmp((*(const cJSON *const *)a)->string, (*(const cJSON *const *)b)->string);
+}
+
+static int emit_value(yaml_emitter_t *em, const cJSON *v, int depth)
+{
+	yaml_event_t ev;
+	char num[32];
+	if (depth > MAX_DEPTH)
+		return -EINVAL;
+	if (cJSON_IsString(v))
+		return emit_scalar(em, v->valuestring, true);
+	if (cJSON_IsBool(v))
+		return emit_scalar(em, cJSON_IsTrue(v) ? "true" : "false", false);
+	if (cJSON_IsNumber(v)) {
+		if (v->valuestring) /* an exact integer of base/json.h */
+			return emit_scalar(em, v->valuestring, false);
+		snprintf(num, sizeof(num), "%.17g", v->valuedouble);
+		return emit_scalar(em, num, false);
+	}
+	if (cJSON_IsRaw(v))
+		return emit_scalar(em, v->valuestring, false);
+	if (!cJSON_IsArray(v) && !cJSON_IsObject(v))
+		return emit_scalar(em, "null", false);
+	int n = cJSON_GetArraySize(v), r = 0;
+	const cJSON **items = calloc((size_t)n + 1, sizeof(*items)), *c;
+	if (!items)
+		return -ENOMEM;
+	n = 0;
+	cJSON_ArrayForEach(c, v) items[n++] = c;
+	if (cJSON_IsObject(v)) {
+		qsort(items, (size_t)n, sizeof(*items), cmp_keys);
+		r = yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1,
+		                                        YAML_ANY_MAPPING_STYLE) &&
+		            yaml_emitter_emit(em, &ev)
+		        ? 0
+		        : -ENOMEM;
+		for (int i = 0; i < n && r == 0; i++)
+			if ((r = emit_scalar(em, items[i]->string, true)) == 0)
+				r = emit_value(em, items[i], depth + 1);
+		if (r == 0 &&
+		    !(yaml_mapping_end_event_initialize(&ev) && yaml_emitter_emit(em, &ev)))
+			r = -ENOMEM;
+	} else {
+		r = yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1,
+		                                         YAML_ANY_SEQUENCE_STYLE) &&
+		            yaml_emitter_emit(em, &ev)
+		        ? 0
+		        : -ENOMEM;
+		for (int i = 0; i < n && r == 0; i++)
+			r = emit_value(em, items[i], depth + 1);
+		if (r == 0 &&
+		    !(yaml_sequence_end_event_initialize(&ev) && yaml_emitter_emit(em, &ev)))
+			r = -ENOMEM;
+	}
+	free(items);
+	return r;
+}
+
+static int write_text(void *data, unsigned char *buf, size_t size)
+{
+	return fwrite(buf, 1, size, data) == size;
+}
+
+char *yaml_emit(const cJSON *v)
+{
+	yaml_emitter_t em;
+	yaml_event_t ev;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+	if (!mem || !yaml_emitter_initialize(&em)) {
+		if (mem)
+			fclose(mem);
+		free(text);
+		return NULL;
+	}
+	yaml_emitter_set_output(&em, write_text, mem);
+	yaml_emitter_set_unicode(&em, 1);
+	yaml_emitter_set_width(&em, -1);
+	int r = yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING) &&
+	                yaml_emitter_emit(&em, &ev) &&
+	                yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1) &&
+	                yaml_emitter_emit(&em, &ev)
+	            ? emit_value(&em, v, 0)
+	            : -ENOMEM;
+	if (r == 0 && !(yaml_document_end_event_initialize(&ev, 1) && yaml_emitter_emit(&em, &ev) &&
+	                yaml_stream_end_event_initialize(&ev) && yaml_emitter_emit(&em, &ev)))
+		r = -ENOMEM;
+	yaml_emitter_delete(&em);
+	fclose(mem);
+	if (r < 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
 }

@@ -22,4 +22,10 @@
 
 int yaml_doc_parse(const char *text, size_t len, cJSON **out, struct err *e);
 
+/* v as one YAML document (malloc'd text), as kubectl -o yaml prints objects: block style, keys
+ * sorted, sequences in mappings not indented, strings plain unless they would read back as
+ * something else (true, null, 600, "") or need quotes; NULL when out of memory or nested
+ * deeper than 32. */
+char *yaml_emit(const cJSON *v);
+
 #endif

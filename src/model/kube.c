@@ -245,10 +245,16 @@ static const struct model_field pod_spec_fields[] = {
 #undef T
 SUBTYPE(pod_spec_type, struct model_pod, spec, pod_spec_fields);
 
+#define T SUB(struct model_pod, status)
+static const struct model_field pod_status_fields[] = {MODEL_F_STR("phase", phase)};
+#undef T
+SUBTYPE(pod_status_type, struct model_pod, status, pod_status_fields);
+
 #define T struct model_pod
 static const struct model_field pod_fields[] = {
     MODEL_F_META(),
     MODEL_F_OBJ("spec", spec, &pod_spec_type),
+    MODEL_F_OBJ("status", status, &pod_status_type),
 };
 #undef T
 TOP(model_pod_kind, struct model_pod, "Pod", "v1", pod_fields);

@@ -147,7 +147,8 @@ struct model_csinode {
 };
 extern const struct model_kind model_csinode_kind;
 
-/* Pod: what the controller's opt-in recovery reads (roles/controller/recovery.h). */
+/* Pod: what the controller's opt-in recovery (roles/controller/recovery.h) and outage-plan
+ * (roles/cli/outage.c) read. */
 struct model_pod_volume {
 	void *rest;
 	char *name;
@@ -166,6 +167,10 @@ struct model_pod {
 		size_t n_volumes;
 		struct model_pod_volume *volumes;
 	} spec;
+	struct {
+		void *rest;
+		char *phase; /* outage-plan leaves out pods that are over */
+	} status;
 };
 extern const struct model_kind model_pod_kind;
 
@@ -226,5 +231,27 @@ struct model_event {
 	} source;
 };
 extern const struct model_kind model_event_kind;
+
+/* ---- read-only: the workloads that use volumes (outage-plan, roles/cli/outage.c) ----------- */
+
+/* apps/v1 Deployment, StatefulSet and ReplicaSet: spec.replicas (absent means 1, the API
+ * server's default) and status.replicas; a ReplicaSet's Deployment is in meta.owner_refs. */
+struct model_workload {
+	void *rest;
+	struct model_meta meta;
+	struct {
+		void *rest;
+		bool has_replicas;
+		int64_t replicas;
+	} spec;
+	struct {
+		void *rest;
+		bool has_replicas;
+		int64_t replicas;
+	} status;
+};
+extern const struct model_kind model_deployment_kind, model_statefulset_kind, model_replicaset_kind;
+/* spec.replicas, or 1 when absent. */
+int64_t model_workload_replicas(const struct model_workload *w);
 
 #endif

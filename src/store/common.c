@@ -49,6 +49,10 @@ static const struct store_kind kinds[] = {
     {"Pod", "v1", "pods", "pod", "po", true, true},
     {"VolumeAttachment", "storage.k8s.io/v1", "volumeattachments", "volumeattachment", NULL, false,
      true},
+    /* read by outage-plan only (roles/cli/outage.c) */
+    {"Deployment", "apps/v1", "deployments", "deployment", "deploy", true, true},
+    {"StatefulSet", "apps/v1", "statefulsets", "statefulset", "sts", true, true},
+    {"ReplicaSet", "apps/v1", "replicasets", "replicaset", "rs", true, true},
 };
 #define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
 

@@ -20,7 +20,7 @@
  * shares the text of its object version with the index while that version is current). */
 #define RING_CAP   4096
 #define RING_BYTES (2u << 20)
-#define MAX_KINDS  16
+#define MAX_KINDS  24
 
 /* What identifies the file content an entry was read from (a changed file changes one). */
 struct file_identity {

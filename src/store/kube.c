@@ -326,7 +326,13 @@ int store_kube_open(const struct store_open_opts *o, store **out, struct err *e)
 	struct kube_store *s;
 	int rc;
 	*out = NULL;
-	if ((rc = kube_config_load(&cfg, o ? o->kubeconfig : NULL, e)) < 0) {
+	if (o && o->context && *o->context && !(o->kubeconfig && *o->kubeconfig))
+		rc = err_set(e, -EINVAL, "--context needs a kubeconfig file (--kubeconfig)");
+	else if (o && o->context && *o->context)
+		rc = kube_config_from_file(&cfg, o->kubeconfig, o->context, e);
+	else
+		rc = kube_config_load(&cfg, o ? o->kubeconfig : NULL, e);
+	if (rc < 0) {
 		err_prefix(e, "--store=kube");
 		return rc;
 	}

@@ -222,6 +222,7 @@ struct store_open_opts {
 	int burst;      /* --kube-api-burst; 0: KUBE_DEFAULT_BURST (10) */
 	int list_page;  /* kube: objects per list request; 0: 500 (tests use less) */
 	int watch_secs; /* kube: timeoutSeconds of each watch stream; 0: 300 */
+	const char *context; /* kube: the kubeconfig's context to use; NULL: its current-context */
 };
 
 /* Opens the store named by a --store flag value: "dir:PATH" (the embedded store; owner as for

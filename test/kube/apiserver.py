@@ -31,6 +31,7 @@ import fields  # noqa: E402
 import handlers  # noqa: E402
 import openapi  # noqa: E402
 import pb  # noqa: E402
+import scale  # noqa: E402
 from etcd import Etcd  # noqa: E402
 from registry import Registry  # noqa: E402
 from store import Store, new_uid, now  # noqa: E402
@@ -348,6 +349,8 @@ class App:
             return await self.review(req, res)
         if verb == "create" and sub == "token":
             return await self.token_request(req, res, ns, name)
+        if sub == "scale" and verb in ("get", "update", "patch"):
+            return await scale.handle(h, req, res, ns, name, verb)
         if verb in ("get", "list", "watch") and req.method == "GET":
             if verb == "get":
                 return self.sorted(res, await h.get(req, res, ns, name))

@@ -136,11 +136,14 @@ class Registry:
             items.append(e)
             for s in r.subresources:
                 verbs = ["create"] if s == "token" else ["get", "patch", "update"]
-                kind = "TokenRequest" if s == "token" else r.kind
+                kind = {"token": "TokenRequest", "scale": "Scale"}.get(s, r.kind)
                 sub = {"name": f"{r.plural}/{s}", "singularName": "", "namespaced": r.namespaced,
                        "kind": kind, "verbs": verbs}
                 if s == "token":
                     sub.update(group="authentication.k8s.io", version="v1")
+                if s == "scale":
+                    sub = {"name": f"{r.plural}/{s}", "singularName": "", "namespaced": r.namespaced,
+                           "group": "autoscaling", "version": "v1", "kind": kind, "verbs": verbs}
                 items.append(sub)
         if group:
             return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}",
@@ -185,6 +188,8 @@ class Registry:
                 for s in r.subresources:
                     if s == "token":
                         subs.append({"subresource": s, "responseKind": {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}, "verbs": ["create"]})
+                    elif s == "scale":
+                        subs.append({"subresource": s, "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"}, "verbs": ["get", "patch", "update"]})
                     else:
                         subs.append({"subresource": s, "responseKind": rk, "verbs": ["get", "patch", "update"]})
                 if subs:

@@ -225,6 +225,34 @@ START_TEST(test_flags_durations)
 	ck_assert_int_eq(flags_parse_duration("5x", &ms), -EINVAL);
 	ck_assert_int_eq(flags_parse_duration("", &ms), -EINVAL);
 	ck_assert_int_eq(flags_parse_duration("s", &ms), -EINVAL);
+	/* Go's time.ParseDuration syntax: fractions, every unit, elements in any order */
+	ck_assert_int_eq(flags_parse_duration("1h30m", &ms), 0);
+	ck_assert_int_eq(ms, 5400000);
+	ck_assert_int_eq(flags_parse_duration("1.5h", &ms), 0);
+	ck_assert_int_eq(ms, 5400000);
+	ck_assert_int_eq(flags_parse_duration("10m", &ms), 0);
+	ck_assert_int_eq(ms, 600000);
+	ck_assert_int_eq(flags_parse_duration(".5s", &ms), 0);
+	ck_assert_int_eq(ms, 500);
+	ck_assert_int_eq(flags_parse_duration("2m0.25s", &ms), 0);
+	ck_assert_int_eq(ms, 120250);
+	ck_assert_int_eq(flags_parse_duration("1500000us", &ms), 0);
+	ck_assert_int_eq(ms, 1500);
+	ck_assert_int_eq(flags_parse_duration("3000000ns", &ms), 0);
+	ck_assert_int_eq(ms, 3);
+	ck_assert_int_eq(flags_parse_duration("2\xc2\xb5s", &ms), 0); /* 2µs */
+	ck_assert_int_eq(ms, 0);
+	ck_assert_int_eq(flags_parse_duration("0.333333333333h", &ms), 0);
+	ck_assert_int_eq(ms, 1199999);
+	ck_assert_int_eq(flags_parse_duration("2562047h", &ms), 0); /* Go's largest whole hours */
+	ck_assert_int_eq(flags_parse_duration("2562048h", &ms), -EINVAL);
+	ck_assert_int_eq(flags_parse_duration("1.h", &ms), 0);
+	ck_assert_int_eq(ms, 3600000);
+	ck_assert_int_eq(flags_parse_duration(".s", &ms), -EINVAL);
+	ck_assert_int_eq(flags_parse_duration("1h 30m", &ms), -EINVAL);
+	ck_assert_int_eq(flags_parse_duration("+5s", &ms), -EINVAL);
+	ck_assert_int_eq(flags_parse_duration("10", &ms), 0); /* a plain number: seconds */
+	ck_assert_int_eq(ms, 10000);
 }
 END_TEST
 
