@@ -5,8 +5,8 @@
 #      cached as a tar outside the clone, keyed by the exact package versions apt resolves;
 #   2. buildah: that tar as the base layer, BIN (make passes build/pillar-csi.stripped: the image
 #      ships the stripped binary, build/pillar-csi keeps the symbols for debugging) as
-#      /usr/bin/pillar-csi with its three role symlinks as the second layer, OCI labels,
-#      committed to an oci-archive.
+#      /usr/bin/pillar-csi with its three role symlinks and kubectl-pillar (the kubectl plugin)
+#      as the second layer, OCI labels, committed to an oci-archive.
 # Usage: image/build.sh BIN OUT.oci.tar VERSION REVISION SOURCE
 # Env: PILLAR_IMAGE_CACHE (default /var/cache/pillar-csi/image; non-root ~/.cache/pillar-csi/image).
 # Prints the archive path on success.
@@ -121,6 +121,7 @@ BA=(--storage-driver=vfs --root="$CACHE/buildah/root" --runroot="$CACHE/buildah/
 mkdir -p "$WORK/bin/usr/bin"
 install -m 0755 "$BIN" "$WORK/bin/usr/bin/pillar-csi"
 for r in controller node agent; do ln -s pillar-csi "$WORK/bin/usr/bin/pillar-$r"; done
+ln -s pillar-csi "$WORK/bin/usr/bin/kubectl-pillar" # the kubectl plugin (docs/cli.md)
 tar -C "$WORK/bin" --owner=0 --group=0 --numeric-owner -cf "$WORK/bin.tar" usr
 
 created=$(date -u -d "@$(git -C "$HERE" log -1 --format=%ct 2>/dev/null || date +%s)" +%Y-%m-%dT%H:%M:%SZ)

@@ -32,7 +32,10 @@ struct kind_columns {
 	}
 static const struct kind_columns printer[] = {
     {"PillarAgent",
-     {{"ADDRESS", ".status.resolvedAddress"}, {"AGENT", ".status.agentVersion"}, READY_COL}},
+     {{"ADDRESS", ".status.resolvedAddress"},
+      {"AGENT", ".status.agentVersion"},
+      READY_COL,
+      {"BUDGET", ".status.outageBudgetSeconds"}}},
     {"PillarStore",
      {{"TARGET", ".spec.agentRef"}, {"AVAILABLE", ".status.capacity.available"}, READY_COL}},
     {"PillarProtocol", {{"BINDINGS", ".status.storageClassCount"}, READY_COL}},

@@ -172,6 +172,8 @@ int cli_kubectl_pillar_main(int argc, char **argv)
 		return outage_main("kubectl pillar outage-plan", true, argc - 1, argv + 1);
 	if (!strcmp(cmd, "outage-status"))
 		return outage_main("kubectl pillar outage-status", false, argc - 1, argv + 1);
+	if (!strcmp(cmd, "--version"))
+		return applet_dispatch(2, (char *[]){"pillar-csi", "--version", NULL});
 	bool help = !strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help");
 	fprintf(help ? stdout : stderr,
 	        "%s%s%sUsage: kubectl pillar COMMAND AGENT [flags]\n\n"

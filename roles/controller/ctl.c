@@ -3,6 +3,7 @@
 #include "controller/ctl.h"
 
 #include "base/time.h"
+#include "controller/reconcile.h"
 #include "controller/reconcile_batch.h"
 #include "model/pillar.h"
 
@@ -56,6 +57,8 @@ void ctl_fini(struct ctl *c)
 	c->memos = NULL;
 	free(c->unreadable);
 	c->unreadable = NULL;
+	reconcile_agent_tallies_free(c->tallies);
+	c->tallies = NULL;
 	pthread_mutex_destroy(&c->memo_mu);
 }
 

@@ -26,6 +26,7 @@ struct kube_events;
 
 struct kube_client;
 struct batch_memo;
+struct agent_tally;
 
 struct ctl {
 	store *st;
@@ -57,6 +58,9 @@ struct ctl {
 	/* The PillarVolumeStates the last whole-agent pass could not read (reconcile_batch.h:
 	 * reconcile_batch_unreadable), NULL when none; under memo_mu. */
 	char *unreadable;
+	/* Each agent's volumes as its last status count saw them (agent_counts.c), under
+	 * memo_mu. */
+	struct agent_tally *tallies;
 };
 
 void ctl_init(struct ctl *c, store *st, agentclient *ac);

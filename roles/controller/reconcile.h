@@ -26,6 +26,15 @@
 
 int reconcile_agent(struct ctl *c, const char *name, int *requeue_ms, struct err *e);
 
+/* The PillarAgent's status counts (volumes, publishedVolumes, connectedHosts,
+ * outageBudgetSeconds: model/outage.h) from the volumes labeled with its name, set in pa's
+ * status for the pass's one status write.  A volume whose resourceVersion the agent's last
+ * count saw is not read again (ctl.tallies).  0, or a store error / -ENOMEM with e (the counts
+ * are then left as they were). */
+int reconcile_agent_counts(struct ctl *c, struct model_pa *pa, struct err *e);
+struct agent_tally;
+void reconcile_agent_tallies_free(struct agent_tally *t);
+
 /* Called once the ReconcileState RPC has returned (code, message), before any volume's outcome
  * is recorded: the restore records the PillarAgent's ExportsReady there, so that it does not wait
  * for the volume writes. */

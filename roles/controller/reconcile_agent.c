@@ -498,6 +498,9 @@ int reconcile_agent(struct ctl *c, const char *name, int *requeue_ms, struct err
 	p.og = p.pa.meta.generation;
 	p.before = model_encode_text(&model_pa_kind, &p.pa);
 	r = agent_status(&p, requeue_ms, e);
+	struct err ce = {0};
+	if (r == 0 && reconcile_agent_counts(c, &p.pa, &ce) < 0)
+		log_warnf("PillarAgent %s: counting its volumes: %s", name, ce.msg);
 	if (r == 0) {
 		set_ready(&p.pa.status.conditions, p.deleting ? p.blocked : NULL, p.connected,
 		          p.conn_reason, p.exports_reason, p.og);

@@ -65,6 +65,10 @@ static const struct model_field pa_status_fields[] = {
     MODEL_F_STR("agentVersion", agent_version),
     MODEL_F_OBJ_HAS("capabilities", capabilities, &pa_caps_type),
     MODEL_F_LIST("discoveredPools", pools, n_pools, &pa_pool_type),
+    MODEL_F_INT("volumes", volumes),
+    MODEL_F_INT("publishedVolumes", published_volumes),
+    MODEL_F_INT("connectedHosts", connected_hosts),
+    MODEL_F_INT("outageBudgetSeconds", outage_budget_seconds),
     MODEL_F_CONDS("conditions", conditions),
 };
 #undef T

@@ -149,6 +149,10 @@ struct model_pa {
 		struct model_pa_caps capabilities;
 		size_t n_pools;
 		struct model_pa_pool *pools; /* discoveredPools */
+		/* what an outage of the node touches (model/outage.h; docs/objects.md) */
+		bool has_volumes, has_published_volumes, has_connected_hosts,
+		    has_outage_budget_seconds;
+		int64_t volumes, published_volumes, connected_hosts, outage_budget_seconds;
 		struct model_conds conditions;
 	} status;
 };

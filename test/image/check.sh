@@ -4,7 +4,7 @@
 #   1. the scan of the programs the roles execute (test/image/programs.py) on fixtures: a new
 #      exec'd program is listed, an exec whose program it cannot trace fails;
 #   2. the archive: blob digests, layers, labels (version, revision, source);
-#   3. /usr/bin/pillar-csi (stripped) and its role symlinks; `pillar-csi version` run in ROOT;
+#   3. /usr/bin/pillar-csi (stripped), its role symlinks and kubectl-pillar; `pillar-csi version` run in ROOT;
 #   4. every program the scan finds in src/ and roles/ is in ROOT and runs there; mkfs.xfs,
 #      mkfs.ext4, resize2fs and blkid also do their work on a file;
 #   5. sizes: the archive, the unpacked root, the per-package share.
@@ -90,6 +90,9 @@ for r in controller node agent; do
 	got=$(in_root "/usr/bin/pillar-$r" --version 2>&1 | head -1)
 	check "pillar-$r --version in the image selects the role: '$got'" [ "$got" = "$want" ]
 done
+check "/usr/bin/kubectl-pillar -> pillar-csi" [ "$(readlink "$ROOT/usr/bin/kubectl-pillar")" = pillar-csi ]
+got=$(in_root /usr/bin/kubectl-pillar --version 2>&1 | head -1)
+check "kubectl-pillar --version in the image: '$got'" [ "$got" = "$want" ]
 
 # ---- 5. every program the roles execute ----------------------------------------------------------
 # how to ask each for its version (ARGS|EXIT STATUSES|ERE of the output); others: --version|0|.

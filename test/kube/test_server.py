@@ -236,7 +236,7 @@ class Kubectl(unittest.TestCase):
         rc, out, err = kubectl("get", "pillaragent", "storage-9")
         self.assertEqual(rc, 0, err)
         lines = out.splitlines()
-        self.assertEqual(lines[0].split(), ["NAME", "ADDRESS", "AGENT", "READY", "AGE"])
+        self.assertEqual(lines[0].split(), ["NAME", "ADDRESS", "AGENT", "READY", "BUDGET", "AGE"])
         self.assertEqual(lines[1].split()[:4], ["storage-9", "10.0.0.9:9500", "0.1.0", "True"])
         rc, out, err = kubectl("get", "pa")
         self.assertEqual(rc, 0, err)
@@ -527,7 +527,7 @@ class Crds(unittest.TestCase):
     def test_printer_columns_of_every_kind(self):
         want = {"pst": ["NAME", "TARGET", "AVAILABLE", "READY", "AGE"], "pstr": ["NAME", "BINDINGS", "READY", "AGE"],
                 "psc": ["NAME", "POOL", "PROTOCOL", "STORAGECLASS", "READY", "AGE"],
-                "pvst": ["NAME", "PHASE", "TARGET", "BACKEND", "PROTOCOL", "AGE"], "pa": ["NAME", "ADDRESS", "AGENT", "READY", "AGE"]}
+                "pvst": ["NAME", "PHASE", "TARGET", "BACKEND", "PROTOCOL", "AGE"], "pa": ["NAME", "ADDRESS", "AGENT", "READY", "BUDGET", "AGE"]}
         self.create("pillarstores", obj("PillarStore", "pst-cols", {"agentRef": "a", "backend": {"lvm": {"volumeGroup": "vg"}}}))
         self.create("pillarprotocols", obj("PillarProtocol", "tcp-cols", {"protocol": {"nvmeofTcp": {}}}))
         self.create("pillarstorageclasses", obj("PillarStorageClass", "psc-cols", {"storeRef": "s", "protocolRef": "p"}))

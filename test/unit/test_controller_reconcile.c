@@ -139,6 +139,13 @@ START_TEST(test_restore_once_then_serving)
 	cJSON *st = cJSON_GetObjectItem(pa, "status");
 	ck_assert_str_eq(json_get_str(st, "resolvedAddress"), "10.0.0.5:9500");
 	ck_assert_str_eq(json_get_str(st, "agentVersion"), "0.1.0");
+	/* the counts: vol-a..d are storage-1's, vol-a is published (to node-a and node-b), and
+	 * nothing sets its ctrlLossTmo (the kernel's 600 s) */
+	int64_t x = -1;
+	ck_assert(json_get_int64(st, "volumes", &x) == 0 && x == 4);
+	ck_assert(json_get_int64(st, "publishedVolumes", &x) == 0 && x == 1);
+	ck_assert(json_get_int64(st, "connectedHosts", &x) == 0 && x == 2);
+	ck_assert(json_get_int64(st, "outageBudgetSeconds", &x) == 0 && x == 600);
 	ck_assert_str_eq(
 	    json_get_str(cJSON_GetArrayItem(cJSON_GetObjectItem(st, "discoveredPools"), 0),
 	                 "available"),
@@ -228,6 +235,91 @@ START_TEST(test_restore_with_unreadable_record)
 	cJSON *b = fx_get("PillarVolumeState", "vol-b");
 	ck_assert_str_eq(cond_reason(b, "ExportReconciled"), "Reconciled");
 	cJSON_Delete(b);
+}
+END_TEST
+
+/* Volume `name` of storage-1 with ctrlLossTmo tmo (< 0: unset) published to node (or none). */
+static void counted(const char *name, int tmo, const char *node)
+{
+	char spec[600], status[300], nvme[64] = "";
+	if (tmo >= 0)
+		snprintf(nvme, sizeof(nvme), "\"ctrlLossTmo\":%d", tmo);
+	snprintf(spec, sizeof(spec),
+	         "{\"volumeID\":\"storage-1/nvmeof-tcp/zfs-zvol/tank/%s\",\"agentRef\":"
+	         "\"storage-1\",\"backendType\":\"zfs-zvol\",\"protocolType\":\"nvmeof-tcp\","
+	         "\"resolved\":{\"protocol\":{\"nvmeofTcp\":{%s}}}}",
+	         name, nvme);
+	snprintf(status, sizeof(status), "{\"phase\":\"Ready\",\"publishedNodes\":[%s%s%s]}",
+	         node ? "{\"nodeID\":\"" : "", node ? node : "",
+	         node ? "\",\"accessMode\":\"SINGLE_NODE_WRITER\"}" : "");
+	fx_put("PillarVolumeState", NULL, name,
+	       "\"labels\":{\"pillar-csi.bhyoo.com/agent\":\"storage-1\"}", spec, status);
+}
+
+static int64_t pa_status_int(const char *field)
+{
+	cJSON *pa = fx_get("PillarAgent", "storage-1");
+	int64_t x = -1;
+	if (json_get_int64(cJSON_GetObjectItem(pa, "status"), field, &x) < 0)
+		x = -1;
+	cJSON_Delete(pa);
+	return x;
+}
+
+/* The status counts follow the volumes: a volume changed since the last pass is read again, a
+ * deleted one leaves the counts; an unchanged pass writes nothing. */
+START_TEST(test_agent_counts)
+{
+	struct err e = {0};
+	int requeue;
+	fake_agent_set_health(fx_fa, true, false, NULL, NULL);
+	counted("v120", 120, "node-a");
+	counted("v1800", 1800, "node-b");
+	counted("vunset", -1, "node-a");
+	counted("vidle", 30, NULL); /* not published: no kernel gives it up */
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	ck_assert_int_eq(pa_status_int("volumes"), 4);
+	ck_assert_int_eq(pa_status_int("publishedVolumes"), 3);
+	ck_assert_int_eq(pa_status_int("connectedHosts"), 2);
+	ck_assert_int_eq(pa_status_int("outageBudgetSeconds"), 120);
+	cJSON *pa = fx_get("PillarAgent", "storage-1");
+	uint64_t rv = store_meta_rv(pa);
+	cJSON_Delete(pa);
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	pa = fx_get("PillarAgent", "storage-1");
+	ck_assert_uint_eq(store_meta_rv(pa), rv); /* nothing changed: no write */
+	cJSON_Delete(pa);
+
+	/* v120 loses its node and vidle gains one: read again although the others are carried */
+	cJSON *v = fx_get("PillarVolumeState", "v120");
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(v, "status"), "publishedNodes",
+	                          cJSON_CreateArray());
+	ck_assert_int_eq(store_update_status(fx_st, v, NULL, &e), 0);
+	cJSON_Delete(v);
+	v = fx_get("PillarVolumeState", "vidle");
+	cJSON_ReplaceItemInObject(
+	    cJSON_GetObjectItem(v, "status"), "publishedNodes",
+	    fx_parse("[{\"nodeID\":\"node-c\",\"accessMode\":\"SINGLE_NODE_WRITER\"}]"));
+	ck_assert_int_eq(store_update_status(fx_st, v, NULL, &e), 0);
+	cJSON_Delete(v);
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	ck_assert_int_eq(pa_status_int("publishedVolumes"), 3);
+	ck_assert_int_eq(pa_status_int("connectedHosts"), 3);
+	ck_assert_int_eq(pa_status_int("outageBudgetSeconds"), 30);
+
+	/* deleted volumes leave the counts */
+	const struct store_kind *k = store_kind_lookup("pvst");
+	ck_assert_int_eq(store_delete(fx_st, k, NULL, "vidle", NULL, NULL, &e), 0);
+	ck_assert_int_eq(store_delete(fx_st, k, NULL, "vunset", NULL, NULL, &e), 0);
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	ck_assert_int_eq(pa_status_int("volumes"), 2);
+	ck_assert_int_eq(pa_status_int("publishedVolumes"), 1);
+	ck_assert_int_eq(pa_status_int("connectedHosts"), 1);
+	ck_assert_int_eq(pa_status_int("outageBudgetSeconds"), 1800);
+	ck_assert_int_eq(store_delete(fx_st, k, NULL, "v1800", NULL, NULL, &e), 0);
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	ck_assert_int_eq(pa_status_int("publishedVolumes"), 0);
+	ck_assert_int_eq(pa_status_int("outageBudgetSeconds"), -1); /* absent: no budget */
 }
 END_TEST
 
@@ -458,6 +550,7 @@ int main(void)
 	tcase_add_test(t, test_agent_mtls_reasons);
 	tcase_add_test(t, test_workqueue);
 	tcase_add_test(t, test_workqueue_metrics);
+	tcase_add_test(t, test_agent_counts);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }

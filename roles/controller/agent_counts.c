@@ -1,0 +1,204 @@
+/* agent_counts — the PillarAgent's status counts (reconcile.h: reconcile_agent_counts).
+ *
+ * Each pass lists the agent's volumes (label pillar-csi.bhyoo.com/agent) once, but a volume
+ * whose resourceVersion equals the one the agent's previous pass recorded is neither parsed nor
+ * decoded: its entry of that pass is carried over (model_list_each_skip), so an idle controller
+ * does not decode every volume every 30 s. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/reconcile.h"
+#include "model/outage.h"
+
+/* What one volume adds to the counts. */
+struct tally_entry {
+	char *name;
+	uint64_t rv;
+	struct model_nvmeof_tcp tmo; /* only has_ctrl_loss_tmo / ctrl_loss_tmo */
+	struct model_strs nodes;     /* publishedNodes[].nodeID */
+};
+
+struct agent_tally {
+	struct agent_tally *next;
+	struct tally_entry *v; /* sorted by name */
+	size_t n;
+	char agent[];
+};
+
+/* One pass: the previous entries (old, sorted; carried ones are moved out) and the new. */
+struct tally_pass {
+	const char *agent;
+	struct tally_entry *old, *v;
+	size_t n_old, n, cap;
+	int err;
+};
+
+static void entry_clear(struct tally_entry *t)
+{
+	free(t->name);
+	model_strs_clear(&t->nodes);
+	memset(t, 0, sizeof(*t));
+}
+
+static void entries_free(struct tally_entry *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		entry_clear(&v[i]);
+	free(v);
+}
+
+void reconcile_agent_tallies_free(struct agent_tally *t)
+{
+	while (t) {
+		struct agent_tally *next = t->next;
+		entries_free(t->v, t->n);
+		free(t);
+		t = next;
+	}
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const char *x = ((const struct tally_entry *)a)->name,
+	           *y = ((const struct tally_entry *)b)->name;
+	return strcmp(x ? x : "", y ? y : "");
+}
+
+static struct tally_entry *grow(struct tally_pass *p)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 64;
+		struct tally_entry *v = realloc(p->v, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		p->v = v;
+		p->cap = cap;
+	}
+	memset(&p->v[p->n], 0, sizeof(p->v[0]));
+	return &p->v[p->n];
+}
+
+/* A volume the previous pass saw at this version: its entry moves into the new list. */
+static bool carried(const char *ns, const char *name, uint64_t rv, void *arg)
+{
+	struct tally_pass *p = arg;
+	struct tally_entry key = {.name = (char *)name}, *t;
+	(void)ns;
+	if (rv == 0 || !name || p->err || !p->n_old ||
+	    !(t = bsearch(&key, p->old, p->n_old, sizeof(*t), cmp_entry)) || t->rv != rv)
+		return false;
+	struct tally_entry *slot = grow(p);
+	if (!slot) {
+		p->err = -ENOMEM;
+		return false;
+	}
+	*slot = *t;
+	memset(t, 0, sizeof(*t)); /* moved: its name is gone, so it is never found again */
+	t->name = NULL;
+	p->n++;
+	return true;
+}
+
+static int fresh(void *obj, void *arg)
+{
+	struct tally_pass *p = arg;
+	const struct model_pvst *v = obj;
+	if (!v->meta.name || !v->spec.agent_ref || strcmp(v->spec.agent_ref, p->agent))
+		return 0;
+	struct tally_entry *t = grow(p);
+	if (!t || !(t->name = strdup(v->meta.name)))
+		return -ENOMEM;
+	p->n++;
+	t->rv = model_meta_rv(&v->meta);
+	const struct model_nvmeof_tcp *n = model_pvst_nvmeof_tcp(v);
+	t->tmo.has_ctrl_loss_tmo = n && n->has_ctrl_loss_tmo;
+	t->tmo.ctrl_loss_tmo = n ? n->ctrl_loss_tmo : 0;
+	for (size_t i = 0; i < v->status.n_published; i++)
+		if (v->status.published[i].node_id &&
+		    model_strs_add(&t->nodes, v->status.published[i].node_id) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+static void memo_swap(struct ctl *c, const char *agent, struct tally_entry **v, size_t *n)
+{
+	pthread_mutex_lock(&c->memo_mu);
+	struct agent_tally *t = c->tallies;
+	while (t && strcmp(t->agent, agent))
+		t = t->next;
+	if (!t && *v && (t = calloc(1, sizeof(*t) + strlen(agent) + 1)) != NULL) {
+		strcpy(t->agent, agent);
+		t->next = c->tallies;
+		c->tallies = t;
+	}
+	struct tally_entry *old = t ? t->v : NULL;
+	size_t n_old = t ? t->n : 0;
+	if (t) {
+		t->v = *v;
+		t->n = *n;
+	} else {
+		entries_free(*v, *n); /* out of memory: the next pass reads every volume */
+	}
+	pthread_mutex_unlock(&c->memo_mu);
+	*v = old;
+	*n = n_old;
+}
+
+/* The counts of the entries into pa's status. */
+static int apply_counts(struct model_pa *pa, const struct tally_entry *v, size_t n)
+{
+	struct model_agent_counts counts = {0};
+	int r = 0;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		struct model_pvst one = {0};
+		struct model_pvst_published *pub = calloc(v[i].nodes.n + 1, sizeof(*pub));
+		if (!pub)
+			return -ENOMEM;
+		for (size_t k = 0; k < v[i].nodes.n; k++)
+			pub[k].node_id = v[i].nodes.v[k];
+		one.status.published = pub;
+		one.status.n_published = v[i].nodes.n;
+		r = model_agent_counts_add(&counts, &one, &v[i].tmo);
+		free(pub);
+	}
+	__typeof__(pa->status) *st = &pa->status;
+	if (r == 0) {
+		st->has_volumes = st->has_published_volumes = st->has_connected_hosts = true;
+		st->volumes = counts.volumes;
+		st->published_volumes = counts.published;
+		st->connected_hosts = (int64_t)counts.hosts.n;
+		st->has_outage_budget_seconds = counts.has_budget;
+		st->outage_budget_seconds = counts.has_budget ? counts.budget : 0;
+	}
+	model_agent_counts_clear(&counts);
+	return r;
+}
+
+int reconcile_agent_counts(struct ctl *c, struct model_pa *pa, struct err *e)
+{
+	const char *agent = pa->meta.name ? pa->meta.name : "";
+	struct tally_pass p = {.agent = agent};
+	char sel[400];
+	memo_swap(c, agent, &p.old, &p.n_old); /* takes the memo (NULL, 0 in its place) */
+	snprintf(sel, sizeof(sel), RULES_LABEL_AGENT "=%s", agent);
+	int r =
+	    model_list_each_skip(c->st, &model_pvst_kind, NULL, sel, carried, fresh, &p, NULL, e);
+	if (r == 0 && p.err)
+		r = err_set(e, p.err, "out of memory");
+	entries_free(p.old, p.n_old);
+	if (r == 0) {
+		if (p.n)
+			qsort(p.v, p.n, sizeof(*p.v), cmp_entry);
+		if ((r = apply_counts(pa, p.v, p.n)) < 0)
+			err_set(e, r, "out of memory");
+	}
+	if (r < 0) {
+		entries_free(p.v, p.n);
+		return r;
+	}
+	memo_swap(c, agent, &p.v, &p.n); /* the memo was taken: nothing comes back */
+	entries_free(p.v, p.n);
+	return 0;
+}
