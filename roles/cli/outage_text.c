@@ -169,9 +169,10 @@ static void plan_duration(FILE *f, const struct model_outage *o)
 
 static void plan_text(FILE *f, const struct model_outage *o)
 {
-	fprintf(f, "PillarAgent %s: %lld volumes, %lld published, %lld connected hosts\n", o->agent,
-	        (long long)o->volume_count, (long long)o->published_volumes,
-	        (long long)o->connected_hosts);
+	fprintf(f, "PillarAgent %s: %lld volume%s, %lld published, %lld connected host%s\n",
+	        o->agent, (long long)o->volume_count, o->volume_count == 1 ? "" : "s",
+	        (long long)o->published_volumes, (long long)o->connected_hosts,
+	        o->connected_hosts == 1 ? "" : "s");
 	if (o->has_budget)
 		fprintf(f,
 		        "Outage budget: %llds (the smallest ctrlLossTmo of a published volume)\n\n",

@@ -8,6 +8,12 @@
 #   ```sh runnable            the block must exit 0
 #   ```sh runnable exit=1     the block must exit 1 (run in a subshell: its variables are lost)
 #   ```sh runnable teardown   runs after every other block (stops what the pages started)
+#   ```sh kubectl             runs with the real kubectl (and kubectl-pillar on PATH) against the
+#                             test API server (test/kube) holding the objects of the try-it.md
+#                             setup (kubectl-fixture.sh), after the other blocks, in one session
+#                             of their own; <storage-node>, <name>, <pv-name>, <worker>, <uid>,
+#                             <resourceVersion>, <ip>, <port> and <true|false> are replaced by
+#                             values of that setup first; exit=N as for runnable blocks
 #   ```output                 right after a runnable block (blank lines between are allowed):
 #                             its combined stdout and stderr, line by line; "…" in an expected
 #                             line stands for any text; trailing blanks are ignored
@@ -76,14 +82,14 @@ for p in README.md $pages; do
 		indent = match(line, /[^ ]/) - 1
 		m = split(info, w, " ")
 		kind = "plain"
-		if (w[1] == "sh" && m >= 2 && w[2] == "runnable") {
-			kind = "run"; n++; ex = 0; td = 0
+		if (w[1] == "sh" && m >= 2 && (w[2] == "runnable" || w[2] == "kubectl")) {
+			kind = "run"; n++; ex = 0; td = 0; kube = w[2] == "kubectl"
 			for (k = 3; k <= m; k++) {
 				if (w[k] ~ /^exit=[0-9]+$/) ex = substr(w[k], 6) + 0
 				else if (w[k] == "teardown") td = 1
 				else { printf "bad runnable option \"%s\" at %s:%d\n", w[k], page, NR > "/dev/stderr"; bad = 1 }
 			}
-			printf "%s:%d %d %d\n", page, NR, ex, td > (dir "/" n ".meta")
+			printf "%s:%d %d %d %d\n", page, NR, ex, td, kube > (dir "/" n ".meta")
 			printf "" > (dir "/" n ".sh")
 		} else if (w[1] == "output") {
 			if (pending == 0) { printf "output block without a runnable block before it at %s:%d\n", page, NR > "/dev/stderr"; bad = 1 }
@@ -121,7 +127,7 @@ S=$W/session.sh
 		i=1
 		while [ "$i" -le "$n" ]; do
 			set -- $(cat "$W/blocks/$i.meta")
-			if [ "$3" = "$pass_" ]; then
+			if [ "$3" = "$pass_" ] && [ "$4" = 0 ]; then
 				echo "echo $i > '$W/current'"
 				if [ "$2" = 0 ]; then
 					echo "{ . '$W/blocks/$i.sh'; } > '$W/out/$i' 2>&1"
@@ -136,7 +142,8 @@ S=$W/session.sh
 } > "$S"
 
 BIN_DIR=$W/bin
-mkdir -p "$BIN_DIR" && ln -sf "$PILLAR_BIN" "$BIN_DIR/pillar-csi"
+mkdir -p "$BIN_DIR" && ln -sf "$PILLAR_BIN" "$BIN_DIR/pillar-csi" &&
+	ln -sf "$PILLAR_BIN" "$BIN_DIR/kubectl-pillar"
 start=$(date +%s)
 env -u PILLAR_CSI_STORE PATH="$BIN_DIR:$PATH" TMPDIR="$W/tmp" HOME="$W/home" \
 	setsid timeout -k 5 ${DOCS_TIMEOUT:-120} sh "$S" < /dev/null > "$W/session.out" 2>&1 &
@@ -146,6 +153,44 @@ src=$?
 # whatever the pages left running (daemons started with &) goes with the session
 kill -TERM -- "-$sid" 2>/dev/null && sleep 1
 kill -KILL -- "-$sid" 2>/dev/null
+
+# ---- the kubectl blocks, against the test API server --------------------------------------------
+K=$W/kube
+KS=$W/kube-session.sh
+i=1
+{
+	echo 'set -e'
+	echo "cd '$W/home'"
+	echo ". '$HERE/kubectl-fixture.sh'"
+	while [ "$i" -le "$n" ]; do
+		set -- $(cat "$W/blocks/$i.meta")
+		if [ "$4" = 1 ]; then
+			echo "echo $i > '$W/kube-current'"
+			echo "docs_placeholders '$W/blocks/$i.sh' > '$W/blocks/$i.kube.sh'"
+			echo "set +e; ( set -e; . '$W/blocks/$i.kube.sh' ) > '$W/out/$i' 2>&1; echo \$? > '$W/rc/$i'; set -e"
+		fi
+		i=$((i + 1))
+	done
+} > "$KS"
+if grep -q docs_placeholders "$KS"; then
+	mkdir -p "$K"
+	/usr/bin/python3 "$ROOT/test/kube/cluster.py" "$K/cluster" > "$K/cluster.out" 2>&1 &
+	kpid=$!
+	t=0
+	while [ ! -s "$K/cluster/cluster.env" ] && [ "$t" -lt 600 ] && kill -0 "$kpid" 2>/dev/null; do
+		sleep 0.1; t=$((t + 1))
+	done
+	if [ -s "$K/cluster/cluster.env" ]; then
+		env -u PILLAR_CSI_STORE PATH="$BIN_DIR:$PATH" TMPDIR="$W/tmp" HOME="$W/home" \
+			sh -c ". '$K/cluster/cluster.env' && exec timeout -k 5 ${DOCS_TIMEOUT:-120} sh '$KS'" \
+			< /dev/null > "$W/kube-session.out" 2>&1
+	else
+		fail "the test API server did not start for the kubectl blocks:"
+		sed 's/^/    | /' "$K/cluster.out"
+	fi
+	kill -TERM "$kpid" 2>/dev/null
+	wait "$kpid" 2>/dev/null
+fi
 
 # ---- verdicts ---------------------------------------------------------------------------------
 # match WANT GOT: line-by-line comparison, "…" matching any text within a line
@@ -195,5 +240,6 @@ while [ "$i" -le "$n" ]; do
 	i=$((i + 1))
 done
 [ -s "$W/session.out" ] && { echo "session output outside the blocks:"; sed 's/^/    | /' "$W/session.out"; }
+[ -s "$W/kube-session.out" ] && { echo "kubectl session output outside the blocks:"; sed 's/^/    | /' "$W/kube-session.out"; }
 echo "(docs: $n blocks in $(($(date +%s) - start)) s)"
 finish
