@@ -25,6 +25,11 @@ UNARY(deny_initiator, DenyInitiatorRequest, DenyInitiatorResponse, P(DENY_INITIA
 UNARY(reconcile_state, ReconcileStateRequest, ReconcileStateResponse,
       P(RECONCILE_STATE_RESPONSE__INIT))
 UNARY(drain, DrainRequest, DrainResponse, P(DRAIN_RESPONSE__INIT))
+UNARY(create_snapshot, CreateSnapshotRequest, CreateSnapshotResponse,
+      P(CREATE_SNAPSHOT_RESPONSE__INIT))
+UNARY(delete_snapshot, DeleteSnapshotRequest, DeleteSnapshotResponse,
+      P(DELETE_SNAPSHOT_RESPONSE__INIT))
+UNARY(list_snapshots, ListSnapshotsRequest, ListSnapshotsResponse, P(LIST_SNAPSHOTS_RESPONSE__INIT))
 
 static int h_send_volume(struct grpc_call *call, const ProtobufCMessage *req, void *ctx)
 {
@@ -55,6 +60,9 @@ static const struct grpc_method methods[] = {
     M("DenyInitiator", deny_initiator, deny_initiator_request, deny_initiator_response),
     M("ReconcileState", reconcile_state, reconcile_state_request, reconcile_state_response),
     M("Drain", drain, drain_request, drain_response),
+    M("CreateSnapshot", create_snapshot, create_snapshot_request, create_snapshot_response),
+    M("DeleteSnapshot", delete_snapshot, delete_snapshot_request, delete_snapshot_response),
+    M("ListSnapshots", list_snapshots, list_snapshots_request, list_snapshots_response),
     {"SendVolume", NULL, h_send_volume, &pillar_csi__agent__v1__send_volume_request__descriptor,
      &pillar_csi__agent__v1__send_volume_chunk__descriptor, NULL},
 };

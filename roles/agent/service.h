@@ -89,6 +89,16 @@ int agent_reconcile_state(agent_service *a, const PillarCsi__Agent__V1__Reconcil
 int agent_drain(agent_service *a, const PillarCsi__Agent__V1__DrainRequest *req,
                 PillarCsi__Agent__V1__DrainResponse *resp, struct grpc_status *st);
 
+/* Snapshot RPCs (docs/snapshots.md "Agent API"; not gated: snapshots are never exported). */
+int agent_create_snapshot(agent_service *a, const PillarCsi__Agent__V1__CreateSnapshotRequest *req,
+                          PillarCsi__Agent__V1__CreateSnapshotResponse *resp,
+                          struct grpc_status *st);
+int agent_delete_snapshot(agent_service *a, const PillarCsi__Agent__V1__DeleteSnapshotRequest *req,
+                          PillarCsi__Agent__V1__DeleteSnapshotResponse *resp,
+                          struct grpc_status *st);
+int agent_list_snapshots(agent_service *a, const PillarCsi__Agent__V1__ListSnapshotsRequest *req,
+                         PillarCsi__Agent__V1__ListSnapshotsResponse *resp, struct grpc_status *st);
+
 /* SendVolume / ReceiveVolume: UNIMPLEMENTED. */
 int agent_unimplemented(const char *rpc, struct grpc_status *st);
 

@@ -347,6 +347,8 @@ static int create_step(agent_service *a, backend *b, const struct volref *v, con
 int agent_create_volume(agent_service *a, const PB(CreateVolumeRequest) * req,
                         PB(CreateVolumeResponse) * resp, struct grpc_status *st)
 {
+	if (req->content_source)
+		return grpc_status_set(st, GRPC_UNIMPLEMENTED, "snapshots: not built yet");
 	return sized_call(a, req->volume_id, (int)req->backend_type, "capacity_bytes",
 	                  (int64_t)req->capacity_bytes, create_step, req, resp, st);
 }
