@@ -24,28 +24,40 @@ mkdir -p "$OUT"
 say() { echo "e2e-build: $*" >&2; }
 
 # ---- 1. kernel: ask apt which image linux-image-amd64 resolves to -----------
+# E2E_KERNEL selects the series: "default" (bookworm's linux-image-amd64, 6.1: every scenario
+# unless its header says otherwise) or "backports" (bookworm-backports' linux-image-amd64,
+# linux-image-6.12.*+deb12-amd64: NVME_AUTH=m, NVME_HOST_AUTH=y, NVME_TARGET_AUTH=y, for the
+# authentication scenarios; deps.sh adds the backports source). Each series has its own
+# download cache; the unpacked kernels live side by side under kernel/<KV>.
+E2E_KERNEL=${E2E_KERNEL:-default}
+case $E2E_KERNEL in
+  default)   KSUITE=""; DL=$OUT/dl; KSERIES='^[0-9.]+-[0-9]+-amd64$' ;;
+  backports) KSUITE=/bookworm-backports; DL=$OUT/dl-backports; KSERIES='^6\.12\.[0-9]+\+deb12-amd64$' ;;
+  *) say "E2E_KERNEL=$E2E_KERNEL: want default or backports"; exit 1 ;;
+esac
 resolve_kpkg() {
-  apt-cache depends linux-image-amd64 2>/dev/null |
-    awk '/Depends: linux-image-[0-9].*-amd64$/{print $2; exit}'
+  apt-cache depends "linux-image-amd64$KSUITE" 2>/dev/null |
+    awk '/Depends: linux-image-[0-9].*-amd64$/{print $2; exit}' |
+    { read -r p && [[ ${p#linux-image-} =~ $KSERIES ]] && echo "$p"; true; }
 }
 KPKG=${E2E_KPKG:-$(resolve_kpkg)}
 if [ -z "$KPKG" ]; then
-  # a cached kernel is good enough when apt knows nothing (no lists yet)
-  KPKG=$(ls "$OUT/kernel" 2>/dev/null | sort -V | tail -1 || true)
+  # a cached kernel of the series is good enough when apt knows nothing (no lists yet)
+  KPKG=$(ls "$OUT/kernel" 2>/dev/null | grep -E "$KSERIES" | sort -V | tail -1 || true)
   KPKG=${KPKG:+linux-image-$KPKG}
 fi
 if [ -z "$KPKG" ]; then
-  say "apt does not resolve linux-image-amd64; running apt-get update"
+  say "apt does not resolve linux-image-amd64$KSUITE; running apt-get update"
   apt-get update -q >&2
   KPKG=$(resolve_kpkg)
 fi
-[ -n "$KPKG" ] || { say "cannot resolve linux-image-amd64 via apt-cache depends"; exit 1; }
+[ -n "$KPKG" ] || { say "cannot resolve linux-image-amd64$KSUITE via apt-cache depends (E2E_KERNEL=$E2E_KERNEL; test/e2e/deps.sh adds bookworm-backports)"; exit 1; }
 KV=${KPKG#linux-image-}
 KROOT=$OUT/kernel/$KV
-download() { (cd "$OUT/dl" && apt-get download -q -o APT::Sandbox::User=root "$KPKG" >&2); }
+download() { (cd "$DL" && apt-get download -q -o APT::Sandbox::User=root "$KPKG" >&2); }
 if [ ! -f "$KROOT/.complete" ]; then
-  mkdir -p "$OUT/dl"
-  deb=$(ls "$OUT"/dl/"${KPKG}"_*.deb 2>/dev/null | tail -1 || true)
+  mkdir -p "$DL"
+  deb=$(ls "$DL"/"${KPKG}"_*.deb 2>/dev/null | tail -1 || true)
   if [ -z "$deb" ]; then
     say "downloading $KPKG (apt-get download; not installed)"
     if ! download; then
@@ -56,7 +68,7 @@ if [ ! -f "$KROOT/.complete" ]; then
       KV=${KPKG#linux-image-}; KROOT=$OUT/kernel/$KV
       download
     fi
-    deb=$(ls "$OUT"/dl/"${KPKG}"_*.deb | tail -1)
+    deb=$(ls "$DL"/"${KPKG}"_*.deb | tail -1)
   fi
   say "unpacking $(basename "$deb")"
   rm -rf "$KROOT" "$KROOT.tmp"; mkdir -p "$KROOT.tmp"
@@ -65,8 +77,8 @@ if [ ! -f "$KROOT/.complete" ]; then
   depmod -b "$KROOT.tmp" "$KV"
   mv "$KROOT.tmp" "$KROOT"
   touch "$KROOT/.complete"
-  # keep only the newest download
-  for f in "$OUT"/dl/*.deb; do [ "$f" = "$deb" ] || rm -f "$f"; done
+  # keep only the newest download of this series
+  for f in "$DL"/*.deb; do [ "$f" = "$deb" ] || rm -f "$f"; done
 fi
 MODDIR=$KROOT/lib/modules/$KV
 
@@ -106,7 +118,10 @@ copy_libs() {
 MODULES="configfs nvmet nvmet-tcp nvme-core nvme-fabrics nvme-tcp loop
   ext4 xfs dm-mod dm-thin-pool dm-snapshot veth sch_netem
   virtio_pci virtio_net virtio_blk virtio-rng
-  crc32c_generic crc32c-intel crct10dif_generic crct10dif-pclmul crc64_rocksoft_generic"
+  crc32c_generic crc32c-intel crct10dif_generic crct10dif-pclmul crc64_rocksoft_generic
+  nvme-auth dh_generic hmac sha256_generic sha512_generic"
+# (nvme-auth and the DH-HMAC-CHAP digests and groups exist only where the kernel has
+# NVME_AUTH, i.e. the backports series; a module a kernel lacks is skipped here.)
 # Host tools copied with their shared libraries: what our binary execs plus
 # the scenario library's needs. Installed under /usr/sbin in the VM.
 TOOLS="/usr/sbin/mke2fs /usr/sbin/e2fsck /usr/sbin/resize2fs /usr/sbin/tune2fs
@@ -226,11 +241,14 @@ else
 fi
 (cd "$O" && find . -print0 | cpio --null -o -H newc --quiet) > "$OUT/overlay.cpio"
 rm -rf "$O"
-# qemu takes one -initrd file
-cat "$BASE" "$OUT/overlay.cpio" > "$OUT/initrd.cpio"
+# qemu takes one -initrd file (the backports series has its own, so that both can be used
+# in one run)
+INITRD=$OUT/initrd.cpio
+[ "$E2E_KERNEL" = default ] || INITRD=$OUT/initrd-$KV.cpio
+cat "$BASE" "$OUT/overlay.cpio" > "$INITRD"
 [ -z "$INITRD_ZFS" ] || cat "$BASE" "$ZCPIO" "$OUT/overlay.cpio" > "$INITRD_ZFS"
 
 echo "KV=$KV"
 echo "VMLINUX=$VMLINUX"
-echo "INITRD=$OUT/initrd.cpio"
+echo "INITRD=$INITRD"
 echo "INITRD_ZFS=$INITRD_ZFS"

@@ -23,6 +23,28 @@ set -euo pipefail
 PKGS="qemu-system-x86 busybox-static kmod cpio e2fsprogs xfsprogs lvm2 iproute2
       util-linux xz-utils zstd nvme-cli strace gcc make binutils libelf1 libtirpc3 libssl3 libudev1"
 
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+
+# bookworm-backports: the 6.12 kernel of the authentication scenarios (`# e2e-kernel:
+# backports`, build.sh) is only downloaded from it, never installed. Its default pin (100)
+# keeps every other package on bookworm. Added once, in a file of its own; the lists are
+# refreshed when the file is new or apt has no backports lists yet.
+BACKPORTS_LIST=/etc/apt/sources.list.d/pillar-csi-backports.list
+BACKPORTS_LINE="deb http://deb.debian.org/debian bookworm-backports main"
+backports_update=""
+if ! grep -qsxF "$BACKPORTS_LINE" "$BACKPORTS_LIST"; then
+  echo "e2e-deps: adding $BACKPORTS_LIST (bookworm-backports, for the 6.12 test kernel)"
+  echo "$BACKPORTS_LINE" | $SUDO tee "$BACKPORTS_LIST.tmp" >/dev/null
+  $SUDO mv "$BACKPORTS_LIST.tmp" "$BACKPORTS_LIST"
+  backports_update=1
+fi
+ls /var/lib/apt/lists/*bookworm-backports_main_binary-amd64_Packages* >/dev/null 2>&1 ||
+  backports_update=1
+if [ -n "$backports_update" ]; then
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 update -q
+fi
+
 missing=""
 for p in $PKGS; do
   s=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
@@ -33,8 +55,6 @@ if [ -z "$missing" ]; then
   exit 0
 fi
 
-SUDO=""
-[ "$(id -u)" = 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
 APT_OPTS=(-y -q --no-install-recommends -o Dpkg::Use-Pty=0)
 echo "e2e-deps: installing:$missing"

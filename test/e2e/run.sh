@@ -47,12 +47,33 @@ needs_zfs() {
 E2E_ZFS=${E2E_ZFS:-}
 for name in "$@"; do needs_zfs "$name" && E2E_ZFS=1; done
 export E2E_ZFS
+# The kernel series a scenario boots: E2E_KERNEL for every scenario, else its header
+# "# e2e-kernel: backports" (bookworm-backports' 6.12, with NVMe authentication), else the
+# default (bookworm's linux-image-amd64). build.sh runs once per series in use; ZFS is built
+# for the default series only.
+kernel_of() {
+  if [ -n "${E2E_KERNEL:-}" ]; then echo "$E2E_KERNEL"; return; fi
+  local f=$HERE/scenarios/$1.sh
+  if [ -f "$f" ]; then hdr "$f" kernel default; else echo default; fi
+}
+declare -A K_KV K_VMLINUX K_INITRD K_INITRD_ZFS
 T_BUILD=$EPOCHREALTIME
-if ! BUILD_OUT=$(bash "$HERE/build.sh"); then
-  echo "e2e: building the VM images failed"; echo "e2e: 0 passed, 1 failed"; exit 1
-fi
-eval "$BUILD_OUT"   # KV VMLINUX INITRD INITRD_ZFS
-echo "e2e: kernel $KV, images ready in $(secs "$T_BUILD" "$EPOCHREALTIME")s"
+KERNELS=$(if [ $# -eq 0 ]; then echo "${E2E_KERNEL:-default}"; fi
+          for name in "$@"; do kernel_of "$name"; done | sort -u)
+for k in $KERNELS; do
+  zfs=""; [ "$k" = default ] && zfs=$E2E_ZFS
+  if ! BUILD_OUT=$(E2E_KERNEL=$k E2E_ZFS=$zfs bash "$HERE/build.sh"); then
+    echo "e2e: building the VM images failed (kernel series $k)"; echo "e2e: 0 passed, 1 failed"; exit 1
+  fi
+  eval "$BUILD_OUT"   # KV VMLINUX INITRD INITRD_ZFS
+  K_KV[$k]=$KV; K_VMLINUX[$k]=$VMLINUX; K_INITRD[$k]=$INITRD; K_INITRD_ZFS[$k]=$INITRD_ZFS
+  echo "e2e: kernel $KV ($k), images ready in $(secs "$T_BUILD" "$EPOCHREALTIME")s"
+done
+# use_kernel SERIES : the kernel and initramfs qemu_cmd boots from now on
+use_kernel() {
+  KV=${K_KV[$1]}; VMLINUX=${K_VMLINUX[$1]}; INITRD=${K_INITRD[$1]}; INITRD_ZFS=${K_INITRD_ZFS[$1]}
+}
+use_kernel "$(echo "$KERNELS" | head -1)"
 QBOOT=/usr/share/qemu/qboot.rom
 
 # qemu_cmd NAME SMP MEM APPEND... : the common command line (into array QEMU)
@@ -265,10 +286,11 @@ for name in "$@"; do
     echo "FAIL $name: no such scenario ($f)"; failed=$((failed + 1)); continue
   fi
   topo=$(hdr "$f" topology a); tmo=$(hdr "$f" timeout 300)
-  echo "---- $name (topology $topo, timeout ${tmo}s)"
+  echo "---- $name (topology $topo, kernel series $(kernel_of "$name"), timeout ${tmo}s)"
   t=$EPOCHREALTIME
   VM_LOGS=(); BOOT_TIMES=""
   ZFS_VM=""; needs_zfs "$name" && ZFS_VM=1
+  use_kernel "$(kernel_of "$name")"
   case $topo in
     a) run_a "$name" "$tmo" ;;
     b) run_b "$name" "$tmo" ;;
