@@ -16,7 +16,8 @@
 
 # Debian packages.  BUILD_DEBS build the binary; TEST_DEBS run unit, interop and bench suites.
 BUILD_DEBS := gcc make libc6-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev \
-              libnghttp2-dev libmbedtls-dev libcjson-dev libyaml-dev \
+              libnghttp2-dev libmbedtls-dev libcjson-dev libyaml-dev libnvme-dev libjson-c-dev \
+              libssl-dev \
               pkg-config dpkg-dev apt file binutils git ca-certificates
 TEST_DEBS  := check python3 python3-grpcio python3-protobuf protobuf-compiler \
               protobuf-compiler-grpc nghttp2-client curl libgrpc++-dev clang libclang-rt-14-dev \
@@ -60,8 +61,11 @@ CFLAGS_REL := $(STD) $(WARN) -O2 -g -fno-strict-aliasing -ffunction-sections -fd
               -fstack-protector-strong -D_FORTIFY_SOURCE=2 $(INC)
 CFLAGS_SAN := $(STD) $(WARN) -O1 -g -fno-omit-frame-pointer -fno-strict-aliasing \
               -fsanitize=address,undefined -fno-sanitize-recover=all $(INC) -DPILLAR_TEST
-STATIC_LIBS := -lprotobuf-c -lnghttp2 -lmbedtls -lmbedx509 -lmbedcrypto -lyaml -lm -pthread -ldl
-DYN_LIBS   := -lprotobuf-c -lnghttp2 -lmbedtls -lmbedx509 -lmbedcrypto -lyaml -lm -pthread
+# libnvme (host NQN/ID files, DH-HMAC-CHAP keys): Debian's libnvme-dev ships libnvme.a, which
+# needs libjson-c.a (libjson-c-dev) and libcrypto.a (libssl-dev) after it.
+STATIC_LIBS := -lprotobuf-c -lnghttp2 -lmbedtls -lmbedx509 -lmbedcrypto -lyaml -lnvme -ljson-c \
+               -lcrypto -lm -pthread -ldl
+DYN_LIBS   := -lprotobuf-c -lnghttp2 -lmbedtls -lmbedx509 -lmbedcrypto -lyaml -lnvme -lm -pthread
 CHECK_LIBS  = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm -pthread)
 
 # ---- generated protobuf code -------------------------------------------------------------
@@ -180,7 +184,7 @@ ALLOCFAIL_BIN := $(BUILD)/unit/test_allocfail $(BUILD)/unit/test_allocfail_ctl $
 $(ALLOCFAIL_BIN): UNIT_LDFLAGS := \
   -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup
 $(ALLOCFAIL_BIN): DYN_LIBS := -Wl,-Bstatic -lyaml \
-  -lmbedtls -lmbedx509 -lmbedcrypto -Wl,-Bdynamic -lprotobuf-c -lnghttp2 -lm -pthread
+  -lmbedtls -lmbedx509 -lmbedcrypto -Wl,-Bdynamic -lprotobuf-c -lnghttp2 -lnvme -lm -pthread
 
 unit: $(UNIT_BIN) $(BUILD)/pillar-csi
 	@sh test/tools/layers.sh

@@ -2,6 +2,7 @@
 
 #include <mbedtls/version.h>
 #include <nghttp2/nghttp2.h>
+#include <nvme/util.h>
 #include <protobuf-c/protobuf-c.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,9 @@ struct libver {
 	char version[32];
 };
 
-static void linked_versions(struct libver v[5])
+#define LIBRARIES 6
+
+static void linked_versions(struct libver v[LIBRARIES])
 {
 	char mbed[18] = {0};
 	mbedtls_version_get_string(mbed);
@@ -44,11 +47,13 @@ static void linked_versions(struct libver v[5])
 	v[2] = (struct libver){"mbedtls", ""};
 	v[3] = (struct libver){"cJSON", ""};
 	v[4] = (struct libver){"libyaml", ""};
+	v[5] = (struct libver){"libnvme", ""};
 	snprintf(v[0].version, sizeof(v[0].version), "%s", protobuf_c_version());
 	snprintf(v[1].version, sizeof(v[1].version), "%s", nghttp2_version(0)->version_str);
 	snprintf(v[2].version, sizeof(v[2].version), "%s", mbed);
 	snprintf(v[3].version, sizeof(v[3].version), "%s", json_lib_version());
 	snprintf(v[4].version, sizeof(v[4].version), "%s", yaml_get_version_string());
+	snprintf(v[5].version, sizeof(v[5].version), "%s", nvme_get_version(NVME_VERSION_PROJECT));
 }
 
 int version_main(int argc, char **argv)
@@ -57,7 +62,7 @@ int version_main(int argc, char **argv)
 	const struct flag_def defs[] = {
 	    {"output", FLAG_STRING, &output, "output format: text or json", false},
 	};
-	struct libver v[5];
+	struct libver v[LIBRARIES];
 	int r = role_parse_flags("pillar-csi version",
 	                         "Print the version, the git commit, the build date and the "
 	                         "versions of the libraries linked into this binary.",
@@ -72,7 +77,7 @@ int version_main(int argc, char **argv)
 		int ok = model_str_set(&d.version, PILLAR_VERSION) == 0 &&
 		         model_str_set(&d.git_commit, PILLAR_GIT_COMMIT) == 0 &&
 		         model_str_set(&d.build_date, PILLAR_BUILD_DATE) == 0;
-		for (int i = 0; ok && i < 5; i++)
+		for (int i = 0; ok && i < LIBRARIES; i++)
 			ok = model_map_set(&d.libraries, v[i].name, v[i].version) == 0;
 		if (ok && (s = model_type_encode_pretty(&model_version_type, &d)))
 			printf("%s\n", s);
@@ -88,7 +93,7 @@ int version_main(int argc, char **argv)
 	}
 	version_print_line(stdout);
 	printf("build date: %s\n", PILLAR_BUILD_DATE);
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < LIBRARIES; i++)
 		printf("%s: %s\n", v[i].name, v[i].version);
 	return 0;
 }

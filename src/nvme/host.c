@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include <nvme/fabrics.h>
+
 #include "base/file.h"
 #include "base/str.h"
 
@@ -96,6 +98,27 @@ static int read_trimmed(const char *path, char *buf, size_t cap, struct err *e)
 	return r;
 }
 
+/* libnvme 1.3 reads the host identity at the paths compiled into it (the files nvme-cli uses:
+ * NVME_HOST_ETC_LIBNVME/hostnqn and /hostid), with no directory parameter, answers NULL for a
+ * missing, empty and unreadable file alike, and cuts a value at its buffer size (222 bytes of an
+ * NQN, 36 of an ID).  So in that directory the node's value is libnvme's, and our own reader
+ * (which reads the tests' temporary directories too) tells the failures apart and confirms that
+ * libnvme saw the whole value: an unreadable file is an error and is never replaced. */
+static int read_value(const char *etc_dir, const char *path, bool nqn, char *buf, size_t cap,
+                      struct err *e)
+{
+	int r = read_trimmed(path, buf, cap, e);
+	char *v;
+	if (r < 0 || strcmp(etc_dir, NVME_HOST_ETC_LIBNVME) != 0)
+		return r;
+	v = nqn ? nvmf_hostnqn_from_file() : nvmf_hostid_from_file();
+	if (!v || strcmp(v, buf) != 0)
+		r = err_set(e, -EINVAL, "libnvme reads %s as \"%s\", not the whole value \"%s\"",
+		            path, v ? v : "", buf);
+	free(v);
+	return r;
+}
+
 static int write_line(const char *path, const char *value, struct err *e)
 {
 	char buf[512];
@@ -139,11 +162,14 @@ static int load(const char *etc_dir, bool generate, struct nvme_host_identity *o
 	    snprintf(id_path, sizeof(id_path), "%s/hostid", etc_dir) >= (int)sizeof(id_path))
 		return err_set(e, -ENAMETOOLONG, "host identity directory too long: %s", etc_dir);
 
-	r = read_trimmed(nqn_path, val, sizeof(val), e);
+	r = read_value(etc_dir, nqn_path, true, val, sizeof(val), e);
 	if (r == -ENOENT) {
 		char uuid[NVME_UUID_STR];
 		if (!generate)
 			return err_set(e, -ENOENT, "%s is missing or empty", nqn_path);
+		/* Not libnvme's nvmf_hostnqn_generate: in 1.3 it derives the NQN from the DMI
+		 * product UUID, which cloned VMs and boards with a default SMBIOS UUID share;
+		 * csi.md §6.1 asks for the host ID's UUID or a random UUIDv4 instead. */
 		if ((r = nqn_uuid_for(id_path, uuid)) < 0)
 			return err_set(e, r, "generate host NQN: getrandom: %s", strerror(-r));
 		snprintf(val, sizeof(val), "nqn.2014-08.org.nvmexpress:uuid:%s", uuid);
@@ -158,7 +184,7 @@ static int load(const char *etc_dir, bool generate, struct nvme_host_identity *o
 		return err_set(e, -EINVAL, "%s: invalid host NQN \"%s\"", nqn_path, val);
 	str_copy(out->hostnqn, sizeof(out->hostnqn), val);
 
-	r = read_trimmed(id_path, val, sizeof(val), e);
+	r = read_value(etc_dir, id_path, false, val, sizeof(val), e);
 	if (r == -ENOENT) {
 		const char *u = nqn_uuid(out->hostnqn);
 		if (!generate)

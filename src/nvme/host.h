@@ -1,9 +1,9 @@
 /* nvme/host — the worker's NVMe host identity (/etc/nvme/hostnqn, /etc/nvme/hostid).
  *
  * csi.md §6.1: missing or empty files are generated (host NQN
- * `nqn.2014-08.org.nvmexpress:uuid:<UUIDv4>` — the existing host ID's UUID when there is a valid
- * unshared one, so that a generated pair always passes the check below — host ID = the NQN's
- * uuid part, else a UUIDv4), mode
+ * `nqn.2014-08.org.nvmexpress:uuid:<UUID>` — the existing host ID's UUID when there is a valid
+ * unshared one, so that a generated pair always passes the check below, else a random UUIDv4 —
+ * host ID = the NQN's uuid part, else a UUIDv4), mode
  * 0644, trailing newline, written durably; existing values are never rewritten.  The directory is
  * a parameter ("/etc/nvme" in production, a temporary directory in tests).
  *
@@ -22,6 +22,11 @@
 
 #define NVME_HOSTNQN_MAX 223 /* bytes, NVMe base spec */
 #define NVME_UUID_STR    37  /* 36 characters and NUL */
+
+/* The directory libnvme 1.3 reads the host identity from (its compiled-in SYSCONFDIR/nvme):
+ * with this etc_dir, reading goes through libnvme (nvmf_hostnqn_from_file, nvmf_hostid_from_file),
+ * so the node uses the very files nvme-cli does. */
+#define NVME_HOST_ETC_LIBNVME "/etc/nvme"
 
 struct nvme_host_identity {
 	char hostnqn[NVME_HOSTNQN_MAX + 1];

@@ -176,8 +176,9 @@ START_TEST(test_binary_version_json)
 	ck_assert_ptr_nonnull(json_get_str(v, "gitCommit"));
 	ck_assert_ptr_nonnull(json_get_str(v, "buildDate"));
 	const cJSON *libs = cJSON_GetObjectItemCaseSensitive(v, "libraries");
-	static const char *const names[] = {"protobuf-c", "nghttp2", "mbedtls", "cJSON", "libyaml"};
-	for (int i = 0; i < 5; i++) {
+	static const char *const names[] = {"protobuf-c", "nghttp2", "mbedtls",
+	                                    "cJSON",      "libyaml", "libnvme"};
+	for (int i = 0; i < 6; i++) {
 		const char *ver = json_get_str(libs, names[i]);
 		ck_assert_msg(ver && ver[0] >= '0' && ver[0] <= '9', "%s version %s", names[i],
 		              ver ? ver : "(missing)");
@@ -189,6 +190,7 @@ START_TEST(test_binary_version_json)
 	ck_assert_int_eq(run(&r, text), 0);
 	ck_assert_msg(strncmp(r.out, line, strlen(line)) == 0, "version printed %s", r.out);
 	ck_assert_ptr_nonnull(strstr(r.out, "\nnghttp2: "));
+	ck_assert_ptr_nonnull(strstr(r.out, "\nlibnvme: 1."));
 	exec_result_free(&r);
 	cJSON_Delete(v);
 	ck_assert_int_eq(run(&r, bad), 2);
