@@ -49,6 +49,10 @@ static const struct kind_columns printer[] = {
       {"TARGET", ".spec.agentRef"},
       {"BACKEND", ".spec.backendType"},
       {"PROTOCOL", ".spec.protocolType"}}},
+    {"PillarSnapshot",
+     {{"SOURCE", ".spec.sourceVolumeState"},
+      {"SIZE", ".status.sizeBytes"},
+      {"READY", ".status.readyToUse"}}},
     /* kube-apiserver's Table columns for VolumeAttachment */
     {"VolumeAttachment",
      {{"ATTACHER", ".spec.attacher"},
@@ -522,7 +526,7 @@ static int get_args(int argc, char **argv, char **pos, int *npos, const char **o
 	if (r == FLAGS_HELP) {
 		flags_usage(stdout, "pillar-csi get",
 		            "Print objects: pillar-csi get KIND [NAME] [-o wide|json].  KIND is a "
-		            "plural, singular or short name (pa, pst, pstr, psc, pvst).",
+		            "plural, singular or short name (pa, pst, pstr, psc, pvst, psnap).",
 		            defs, sizeof(defs) / sizeof(defs[0]));
 		return 0;
 	}

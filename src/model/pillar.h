@@ -305,6 +305,13 @@ struct model_pvst {
 		} claim_ref;
 		bool has_resolved;
 		struct model_resolved resolved;
+		/* where the volume's first content came from (docs/snapshots.md): one of a
+		 * snapshot ID or a volume ID; absent for a blank volume */
+		bool has_content_source;
+		struct {
+			void *rest;
+			char *snapshot_id, *volume_id;
+		} content_source;
 	} spec;
 	struct {
 		void *rest;

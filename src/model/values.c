@@ -12,6 +12,7 @@
 #include "model/kube.h"
 #include "model/model.h"
 #include "model/pillar.h"
+#include "model/snapshot.h"
 
 /* ---- strings, maps, lists ------------------------------------------------------------------ */
 
@@ -617,12 +618,12 @@ int model_watch_next(store_watch *w, int timeout_ms, const struct model_kind *k,
 const struct model_kind *model_kind_find(const char *kind)
 {
 	static const struct model_kind *const all[] = {
-	    &model_pa_kind,          &model_pst_kind,       &model_pstr_kind,
-	    &model_psc_kind,         &model_pvst_kind,      &model_sc_kind,
-	    &model_pv_kind,          &model_pvc_kind,       &model_node_kind,
-	    &model_csinode_kind,     &model_va_kind,        &model_lease_kind,
-	    &model_event_kind,       &model_pod_kind,       &model_deployment_kind,
-	    &model_statefulset_kind, &model_replicaset_kind};
+	    &model_pa_kind,          &model_pst_kind,        &model_pstr_kind,
+	    &model_psc_kind,         &model_pvst_kind,       &model_sc_kind,
+	    &model_pv_kind,          &model_pvc_kind,        &model_node_kind,
+	    &model_csinode_kind,     &model_va_kind,         &model_lease_kind,
+	    &model_event_kind,       &model_pod_kind,        &model_deployment_kind,
+	    &model_statefulset_kind, &model_replicaset_kind, &model_psnap_kind};
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		if (!strcmp(all[i]->kind, kind))
 			return all[i];

@@ -17,6 +17,14 @@ static const struct model_field claim_fields[] = {
 #undef T
 static MODEL_TYPE(claim_type, __typeof__(((PVST *)0)->spec.claim_ref), claim_fields);
 
+#define T __typeof__(((PVST *)0)->spec.content_source)
+static const struct model_field source_fields[] = {
+    MODEL_F_STR("snapshotID", snapshot_id),
+    MODEL_F_STR("volumeID", volume_id),
+};
+#undef T
+static MODEL_TYPE(source_type, __typeof__(((PVST *)0)->spec.content_source), source_fields);
+
 #define T __typeof__(((PVST *)0)->spec)
 static const struct model_field spec_fields[] = {
     MODEL_F_STR("volumeID", volume_id),
@@ -27,6 +35,7 @@ static const struct model_field spec_fields[] = {
     MODEL_F_INT("capacityBytes", capacity_bytes),
     MODEL_F_OBJ_HAS("claimRef", claim_ref, &claim_type),
     MODEL_F_OBJ_HAS("resolved", resolved, &model_resolved_type),
+    MODEL_F_OBJ_HAS("contentSource", content_source, &source_type),
 };
 #undef T
 static MODEL_TYPE(spec_type, __typeof__(((PVST *)0)->spec), spec_fields);
@@ -159,6 +168,11 @@ int model_pvst_validate(const struct model_pvst *p, struct err *e)
 		return err_set(e, -EINVAL, "spec.protocolType must be nvmeof-tcp");
 	if (p->spec.has_claim_ref && (!p->spec.claim_ref.uid || !*p->spec.claim_ref.uid))
 		return err_set(e, -EINVAL, "spec.claimRef.uid is required");
+	if (p->spec.has_content_source && (p->spec.content_source.snapshot_id == NULL) ==
+	                                      (p->spec.content_source.volume_id == NULL))
+		return err_set(
+		    e, -EINVAL,
+		    "spec.contentSource must name exactly one of snapshotID and volumeID");
 	if (p->status.phase && !in(p->status.phase, phases))
 		return err_set(e, -EINVAL, "status.phase \"%s\" is not a known phase",
 		               p->status.phase);

@@ -40,6 +40,8 @@ static const struct store_kind kinds[] = {
      false, true},
     {"PillarVolumeState", RULES_API_VERSION, "pillarvolumestates", "pillarvolumestate", "pvst",
      false, true},
+    {"PillarSnapshot", RULES_API_VERSION, "pillarsnapshots", "pillarsnapshot", "psnap", false,
+     true},
     {"CSINode", "storage.k8s.io/v1", "csinodes", "csinode", NULL, false, false},
     {"StorageClass", "storage.k8s.io/v1", "storageclasses", "storageclass", "sc", false, false},
     {"PersistentVolumeClaim", "v1", "persistentvolumeclaims", "persistentvolumeclaim", "pvc", true,

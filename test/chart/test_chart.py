@@ -115,7 +115,8 @@ class Rendering(unittest.TestCase):
         objs = objects()
         got = sorted((o["kind"], o["metadata"]["name"]) for o in objs)
         crds = [("CustomResourceDefinition", f"{p}.pillar-csi.bhyoo.com") for p in
-                ("pillaragents", "pillarprotocols", "pillarstorageclasses", "pillarstores", "pillarvolumestates")]
+                ("pillaragents", "pillarprotocols", "pillarsnapshots", "pillarstorageclasses", "pillarstores",
+                 "pillarvolumestates")]
         want = sorted(crds + [
             ("CSIDriver", "pillar-csi.bhyoo.com"), ("ClusterRole", "pillar-csi-controller"),
             ("ClusterRole", "pillar-csi-node"), ("ClusterRoleBinding", "pillar-csi-controller"),
@@ -155,6 +156,7 @@ class Rendering(unittest.TestCase):
         sidecars = {"csi-provisioner": ("csi-provisioner:v6.3.0", base + ["--extra-create-metadata"] + capacity + leader),
                     "csi-attacher": ("csi-attacher:v4.12.0", base + leader),
                     "csi-resizer": ("csi-resizer:v2.2.1", base + leader),
+                    "csi-snapshotter": ("csi-snapshotter:v8.5.0", base + ["--extra-create-metadata"] + leader),
                     "liveness-probe": ("livenessprobe:v2.19.0", base + ["--health-port=9809"])}
         for name, (image, args) in sidecars.items():
             s = container(d, name)
@@ -299,6 +301,25 @@ class Rendering(unittest.TestCase):
         self.assertNotIn("NAMESPACE", [e["name"] for e in prov["env"]])
         self.assertEqual(len(find(off, "Role", "pillar-csi-controller")["rules"]), 1)
 
+    def test_snapshots(self):
+        """docs/snapshots.md: the csi-snapshotter sidecar and its RBAC with snapshots.enabled (the
+        default), none of it without; the example VolumeSnapshotClass only when asked for."""
+        self.assertEqual(find(objects(), "VolumeSnapshotClass"), [])
+        off = objects(["--set", "snapshots.enabled=false"])
+        names = [c["name"] for c in find(off, "Deployment", "pillar-csi-controller")["spec"]["template"]["spec"]["containers"]]
+        self.assertNotIn("csi-snapshotter", names)
+        self.assertIn("csi-resizer", names)
+        rules = {r["metadata"]["name"]: r["rules"] for r in find(off, "ClusterRole")}["pillar-csi-controller"]
+        self.assertFalse(any("snapshot.storage.k8s.io" in r["apiGroups"] for r in rules))
+        objs = objects(["--set", "snapshots.volumeSnapshotClass.create=true",
+                        "--set", "snapshots.volumeSnapshotClass.default=true"])
+        vsc = find(objs, "VolumeSnapshotClass", "pillar-csi-snapshot")
+        self.assertEqual((vsc["apiVersion"], vsc["driver"], vsc["deletionPolicy"]),
+                         ("snapshot.storage.k8s.io/v1", "pillar-csi.bhyoo.com", "Delete"))
+        self.assertEqual(vsc["metadata"]["annotations"], {"snapshot.storage.kubernetes.io/is-default-class": "true"})
+        self.assertNotIn("annotations", find(objects(["--set", "snapshots.volumeSnapshotClass.create=true"]),
+                                             "VolumeSnapshotClass", "pillar-csi-snapshot")["metadata"])
+
     def test_rbac(self):
         objs = objects()
         rules = {r["metadata"]["name"]: r["rules"] for r in find(objs, "ClusterRole")}
@@ -313,7 +334,17 @@ class Rendering(unittest.TestCase):
             self.assertTrue(allowed(ctl, "pillar-csi.bhyoo.com", res + "/status", "update"))
             self.assertFalse(allowed(ctl, "pillar-csi.bhyoo.com", res + "/status", "patch"))
             self.assertFalse(allowed(ctl, "pillar-csi.bhyoo.com", res + "/finalizers", "update"))
-            self.assertEqual(allowed(ctl, "pillar-csi.bhyoo.com", res, "delete"), res == "pillarvolumestates")
+            self.assertEqual(allowed(ctl, "pillar-csi.bhyoo.com", res, "delete"),
+                             res in ("pillarvolumestates", "pillarsnapshots"))
+        # csi-snapshotter's own RBAC (external-snapshotter's rbac-csi-snapshotter.yaml)
+        snap = "snapshot.storage.k8s.io"
+        for res, verbs in (("volumesnapshotclasses", ("get", "list", "watch")),
+                           ("volumesnapshotcontents", ("get", "list", "watch", "update", "patch")),
+                           ("volumesnapshotcontents/status", ("update", "patch"))):
+            for verb in verbs:
+                self.assertTrue(allowed(ctl, snap, res, verb), (res, verb))
+        self.assertTrue(allowed(ctl, "", "events", "create") and allowed(ctl, "", "events", "patch"))
+        self.assertFalse(allowed(ctl, snap, "volumesnapshotcontents", "delete"))
         self.assertTrue(allowed(ctl, "storage.k8s.io", "volumeattachments/status", "patch"))
         self.assertFalse(allowed(ctl, "", "secrets", "get"), "least privilege: no Secrets")
         self.assertFalse(allowed(ctl, "", "nodes", "delete"))
@@ -650,7 +681,7 @@ def undescribed(schema, path=""):
 
 
 class CrdDescriptions(unittest.TestCase):
-    """Every field of the five kinds carries a description, so `kubectl explain` documents it."""
+    """Every field of the six kinds carries a description, so `kubectl explain` documents it."""
 
     CRDS = os.path.join(CHART, "files", "crds")
 
@@ -666,7 +697,7 @@ class CrdDescriptions(unittest.TestCase):
         for kind, schema in self.schemas():
             kinds += 1
             self.assertEqual(undescribed(schema), [], kind)
-        self.assertEqual(kinds, 5)
+        self.assertEqual(kinds, 6)
 
     def test_a_missing_description_is_found(self):
         kind, schema = next(self.schemas())
@@ -746,7 +777,7 @@ class ApiServer(unittest.TestCase):
             self.assertEqual(st, want, f"{'controller' if tok == ctl else 'node'} {method} {path}: {raw[:300]!r}")
 
     def test_default(self):
-        self.assertEqual(self.install(MODES["default"]), 20)
+        self.assertEqual(self.install(MODES["default"]), 21)
 
     def test_kubectl_create(self):
         """kubectl (client-side schema checks from the server's /openapi/v3, then fieldValidation=Strict)
@@ -764,13 +795,13 @@ class ApiServer(unittest.TestCase):
             self.assertIn("deployment.apps/pillar-csi-controller created", k.stdout)
 
     def test_mtls_secrets(self):
-        self.assertEqual(self.install(MODES["mtls-secrets"]), 20)
+        self.assertEqual(self.install(MODES["mtls-secrets"]), 21)
 
     def test_mtls_cert_manager(self):
-        self.assertEqual(self.install(MODES["mtls-certmanager"]), 25)
+        self.assertEqual(self.install(MODES["mtls-certmanager"]), 26)
 
     def test_mtls_cert_manager_issuer(self):
-        self.assertEqual(self.install(MODES["mtls-certmanager-issuer"]), 22)
+        self.assertEqual(self.install(MODES["mtls-certmanager-issuer"]), 23)
 
 
 if __name__ == "__main__":

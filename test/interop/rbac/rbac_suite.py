@@ -33,8 +33,9 @@ from flow import Cluster  # noqa: E402
 
 SA = "system:serviceaccount:pillar-csi:"
 # What the sidecars in the controller Pod (same ServiceAccount) request: kubernetes-csi's
-# external-provisioner, external-attacher and external-resizer deploy/kubernetes/rbac.yaml
-# (leader election on Leases in the release namespace for all three).
+# external-provisioner, external-attacher, external-resizer deploy/kubernetes/rbac.yaml and
+# external-snapshotter deploy/kubernetes/csi-snapshotter/rbac-csi-snapshotter.yaml (leader
+# election on Leases in the release namespace for all four).
 SIDECARS = {
     ("", "persistentvolumes"): {"get", "list", "watch", "create", "delete", "patch", "update"},
     ("", "persistentvolumeclaims"): {"get", "list", "watch", "update"},
@@ -54,6 +55,11 @@ SIDECARS = {
     ("storage.k8s.io", "csistoragecapacities"): {"get", "list", "watch", "create", "update", "patch",
                                                  "delete"},
     ("apps", "replicasets"): {"get"},
+    # csi-snapshotter; the provisioner reads the VolumeSnapshot a claim's dataSource names
+    ("snapshot.storage.k8s.io", "volumesnapshotclasses"): {"get", "list", "watch"},
+    ("snapshot.storage.k8s.io", "volumesnapshotcontents"): {"get", "list", "watch", "update", "patch"},
+    ("snapshot.storage.k8s.io", "volumesnapshotcontents/status"): {"update", "patch"},
+    ("snapshot.storage.k8s.io", "volumesnapshots"): {"get", "list"},
 }
 failed = passed = 0
 
