@@ -6,6 +6,7 @@ newline-terminated JSON events.
 """
 import asyncio
 import copy
+import datetime
 import json
 
 import yaml
@@ -26,6 +27,22 @@ def _without_nulls(doc):
     if isinstance(doc, dict):
         return {k: _without_nulls(v) for k, v in doc.items() if v is not None}
     return doc
+
+
+def _pod_grace(res, obj, opts):
+    """The grace period of deleting obj when it is a pod, as kube-apiserver's pod strategy decides:
+    DeleteOptions.gracePeriodSeconds, else spec.terminationGracePeriodSeconds (defaulted to 30 at
+    creation); 0 for a pod no node runs (no spec.nodeName) or one that has finished (phase
+    Succeeded or Failed).  0 for any other kind: deleted at once."""
+    if res.group or res.plural != "pods":
+        return 0
+    spec, phase = obj.get("spec") or {}, (obj.get("status") or {}).get("phase")
+    if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+        return 0
+    grace = opts.get("gracePeriodSeconds")
+    if grace is None:
+        grace = spec.get("terminationGracePeriodSeconds", 30)
+    return max(int(grace), 0)
 
 
 class Reply:
@@ -365,6 +382,9 @@ class Handlers:
             raise errors.ApiError(409, "Conflict", f'Operation cannot be fulfilled on {what} "{name}": the ResourceVersion '
                                   f'in the precondition ({pre["resourceVersion"]}) does not match the ResourceVersion in '
                                   f'record ({md["resourceVersion"]}). The object might have been modified', det)
+        grace = _pod_grace(res, old, opts or {})
+        if grace:
+            return await self._delete_gracefully(res, old, grace)
         if md.get("finalizers"):
             if md.get("deletionTimestamp"):
                 return Reply(200, old)
@@ -379,6 +399,19 @@ class Handlers:
             return Reply(200, old)
         return Reply(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                            "details": {"name": name, "group": res.group, "kind": res.plural, "uid": md["uid"]}})
+
+    async def _delete_gracefully(self, res, old, grace):
+        """A pod's graceful deletion: deletionTimestamp = now + grace, deletionGracePeriodSeconds =
+        grace; the object stays until its kubelet deletes it with grace 0.  A later DELETE may only
+        shorten the period; a longer or equal one answers the terminating pod unchanged."""
+        md = old["metadata"]
+        if md.get("deletionTimestamp") and md.get("deletionGracePeriodSeconds", 0) <= grace:
+            return Reply(200, old)
+        new = copy.deepcopy(old)
+        at = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=grace)
+        new["metadata"]["deletionTimestamp"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+        new["metadata"]["deletionGracePeriodSeconds"] = grace
+        return Reply(200, await self.store.put(res, old, new))
 
     async def delete_collection(self, req, res, ns):
         match = self._selectors(req, res)

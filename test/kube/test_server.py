@@ -189,6 +189,36 @@ class Core(unittest.TestCase):
         self.assertEqual(n["metadata"]["labels"], {"pillar-csi.bhyoo.com/agent-node": "true"})
         self.assertEqual(n["spec"], {"taints": [{"key": "k", "effect": "NoSchedule"}]})
 
+    def test_pod_graceful_deletion(self):
+        """kube-apiserver's pod strategy: a pod a node runs stays, terminating, until its kubelet
+        deletes it with grace 0 (and the UID precondition); an unscheduled pod goes at once."""
+        pods = "/api/v1/namespaces/default/pods"
+
+        def pod(name, **spec):
+            return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                    "spec": dict(containers=[{"name": "app", "image": "app"}], **spec)}
+        _, _, _, p = K.request("POST", pods, pod("grace-1", nodeName="worker-1"))
+        before = time.time()
+        st, _, _, d = K.request("DELETE", f"{pods}/grace-1", {"preconditions": {"uid": p["metadata"]["uid"]}})
+        self.assertEqual((st, d["metadata"]["deletionGracePeriodSeconds"]), (200, 30))
+        at = time.mktime(time.strptime(d["metadata"]["deletionTimestamp"], "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+        self.assertTrue(before + 28 <= at <= time.time() + 31, (before, at))
+        st, _, _, again = K.request("DELETE", f"{pods}/grace-1")
+        self.assertEqual((st, again["metadata"]["resourceVersion"]), (200, d["metadata"]["resourceVersion"]))
+        self.assertEqual(K.request("GET", f"{pods}/grace-1")[0], 200)
+        self.assertEqual(K.request("DELETE", f"{pods}/grace-1", {"gracePeriodSeconds": 5})[3]["metadata"]
+                         ["deletionGracePeriodSeconds"], 5)
+        wrong = {"gracePeriodSeconds": 0, "preconditions": {"uid": "0000"}}
+        self.assertEqual(K.request("DELETE", f"{pods}/grace-1", wrong)[0], 409)
+        kubelet = {"gracePeriodSeconds": 0, "preconditions": {"uid": p["metadata"]["uid"]}}
+        self.assertEqual(K.request("DELETE", f"{pods}/grace-1", kubelet)[0], 200)
+        self.assertEqual(K.request("GET", f"{pods}/grace-1")[0], 404)
+        K.request("POST", pods, pod("grace-2", nodeName="worker-1", terminationGracePeriodSeconds=0))
+        K.request("POST", pods, pod("grace-3"))
+        for name in ("grace-2", "grace-3"):
+            self.assertEqual(K.request("DELETE", f"{pods}/{name}")[0], 200)
+            self.assertEqual(K.request("GET", f"{pods}/{name}")[0], 404, name)
+
     def test_namespace_must_exist(self):
         lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "x"}, "spec": {}}
         st, _, _, e = K.request("POST", "/apis/coordination.k8s.io/v1/namespaces/nowhere/leases", lease)

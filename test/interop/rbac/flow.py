@@ -353,8 +353,10 @@ class Flow:
             return vid in o.get("metadata", {}).get("annotations", {}).get(P + "nvmeof-lost-volumes", "")
         self.step("recovery: node-a reports it on its CSINode", self.wait(reported),
                   self.get("/apis/storage.k8s.io/v1/csinodes/node-a"))
+        # a pod a node runs is deleted gracefully: it stays, terminating, until its kubelet is done
         self.step("recovery: the controller deletes the pod a ReplicaSet owns",
-                  self.wait(lambda: self.get("/api/v1/namespaces/default/pods/web-0") is None),
+                  self.wait(lambda: "deletionTimestamp" in
+                            (self.get("/api/v1/namespaces/default/pods/web-0") or {}).get("metadata", {})),
                   self.get("/api/v1/namespaces/default/pods/web-0"))
         evs = self.wait(lambda: self.events(reason="PodNotDeletedAfterCtrlLoss",
                                             **{"involvedObject.name": "bare"}))
