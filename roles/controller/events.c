@@ -96,7 +96,9 @@ static void seen_free(struct seen *s)
 /* crds.md §3.3, §5.2, §6.2, §7.3: a False condition with one of these reasons is a step of normal
  * progress (provisioning, deletion, a restore after an agent restart, start-up order), not
  * something to act on: its Event is Normal and stays on the object.  A failure behind a pending
- * step is reported by its own Warning (a volume's partialFailure, the agent's HealthCheckFailed). */
+ * step is reported by its own Warning (a volume's partialFailure, the agent's HealthCheckFailed):
+ * so is an agent's, behind a PillarStore's AgentNotReady (which a store applied together with its
+ * agent passes through before the agent's first contact). */
 static const char *const progress_reasons[] = {
     RULES_REASON_PROVISIONING,
     RULES_REASON_CREATE_PARTIAL,
@@ -106,6 +108,7 @@ static const char *const progress_reasons[] = {
     RULES_REASON_EXPORT_RESTORE_PENDING,
     RULES_REASON_WAITING_FOR_AGENT_DATA,
     RULES_REASON_WAITING_FOR_STORE,
+    RULES_REASON_AGENT_NOT_READY,
 };
 
 static bool progress(const char *reason)

@@ -115,6 +115,31 @@ START_TEST(test_agent_condition_changes)
 }
 END_TEST
 
+/* A PillarStore applied with its PillarAgent waits for the agent's first contact: start-up order,
+ * a Normal Event.  An agent that fails tells it by its own Warning (HealthCheckFailed). */
+START_TEST(test_store_waiting_for_its_agent_is_normal)
+{
+	struct model_pst st = {0};
+	model_str_set(&st.meta.name, "files");
+	model_str_set(&st.meta.uid, "u-2");
+	ctl_events_observe(x, &model_pst_kind, STORE_ADDED, &st); /* created without a status */
+	model_cond_set(&st.status.conditions, RULES_COND_AGENT_READY, "False",
+	               RULES_REASON_AGENT_NOT_READY, "PillarAgent \"storage-1\" is not Ready yet",
+	               1);
+	ctl_events_observe(x, &model_pst_kind, STORE_MODIFIED, &st);
+	ck_assert_int_eq(flushed(), 1);
+	ck_assert_str_eq(posted[0], "default PillarStore/files Normal AgentNotReady: PillarAgent "
+	                            "\"storage-1\" is not Ready yet");
+	model_cond_set(&st.status.conditions, RULES_COND_AGENT_READY, "True",
+	               RULES_REASON_AGENT_READY, "", 1);
+	ctl_events_observe(x, &model_pst_kind, STORE_MODIFIED, &st);
+	ck_assert_int_eq(flushed(), 2);
+	ck_assert_str_eq(posted[1],
+	                 "default PillarStore/files Normal AgentReady: AgentReady is True");
+	model_clear(&model_pst_kind, &st);
+}
+END_TEST
+
 START_TEST(test_volume_events_on_the_claim)
 {
 	struct model_pvst v = {0};
@@ -374,6 +399,7 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, test_agent_condition_changes);
+	tcase_add_test(t, test_store_waiting_for_its_agent_is_normal);
 	tcase_add_test(t, test_volume_events_on_the_claim);
 	tcase_add_test(t, test_normal_provisioning_has_no_warning);
 	tcase_add_test(t, test_storage_node_outage_on_the_claims);
