@@ -16,6 +16,10 @@ guest reaches nothing but the forwards below).
           kubectl ARGS...           kubectl (the admin kubeconfig) as an operator types it
           kubectl-bg TAG ARGS...    the same in the background (e.g. a watch), output kept
           bg-output TAG             what that background kubectl printed so far
+          api METHOD PATH [BODY]    one request to the API server as the admin (what a stand-in
+                                    for kubelet or a workload controller sends, e.g. a DELETE with
+                                    a UID precondition, which kubectl cannot send): the response
+                                    body, status 0 for a 2xx answer, else 1
 """
 import base64
 import os
@@ -87,6 +91,8 @@ def serve(d, rbac):
               "metadata": {"name": NODE, "ownerReferences": [
                   {"apiVersion": "v1", "kind": "Node", "name": NODE, "uid": node["metadata"]["uid"]}]},
               "spec": {"drivers": [{"name": P, "nodeID": NODE, "topologyKeys": [f"{P}/nvmeof"]}]}})
+        with open(os.path.join(d, "admin-token"), "w") as f:
+            f.write(c.admin_token)
         with open(os.path.join(d, "port"), "w") as f:
             f.write(str(c.port))
         with open(os.path.join(d, "kubeconfig"), "w") as f:
@@ -164,6 +170,12 @@ def rpc_answer(d, args):
         return b"", 0
     if len(args) == 2 and args[0] == "bg-output" and args[1].isalnum():
         return open(os.path.join(d, "bg", args[1] + ".out"), "rb").read(), 0
+    if len(args) in (3, 4) and args[0] == "api" and args[2].startswith("/"):
+        from client import Client
+        port = int(open(os.path.join(d, "port")).read())
+        k = Client(port, os.path.join(d, "cluster", "ca.crt"), open(os.path.join(d, "admin-token")).read().strip())
+        st, _, raw, _ = k.request(args[1], args[2], args[3] if len(args) == 4 else None)
+        return raw, 0 if 200 <= st < 300 else 1
     return f"kube-host rpc: unknown request {args!r}\n".encode(), 2
 
 

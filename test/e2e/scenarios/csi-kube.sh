@@ -12,37 +12,8 @@
 # the operator page's (maintain-nodes.txt) kubectl lines run verbatim with the host's kubectl.
 . /e2e/lib/e2e.sh
 
-KAPI=10.0.2.100; KRPC_PORT=7071
-KDIR=/run/e2e/kube
-
-# kube_rpc ARG... : one request to kube-host.py on the host (one argument a line); prints its
-# output, returns its status
-kube_rpc() {
-  _kr=/tmp/kube-rpc.$$
-  { printf '%s\n' "$@"; echo @@END; } | timeout 90 nc "$KAPI" "$KRPC_PORT" > "$_kr" 2>&1
-  _krc=$(sed -n 's/^@@RC=//p' "$_kr" | tail -1)
-  sed '/^@@RC=/d' "$_kr"; rm -f "$_kr"
-  [ -n "$_krc" ] || { echo "kube_rpc: no answer from $KAPI:$KRPC_PORT" >&2; return 255; }
-  return "$_krc"
-}
-kubectl() { kube_rpc kubectl "$@"; }   # the host's kubectl, as an operator types it
-
-step "worker: a NIC to the test API server on the host (qemu user network, restrict=on)"
-modprobe virtio_pci && modprobe virtio_net || fail "virtio_net"
-wait_for 10 "eth0" sh_true '[ -e /sys/class/net/eth0 ]'
-ip addr add 10.0.2.15/24 dev eth0 && ip link set eth0 up || fail "eth0 up"
-mkdir -p "$KDIR"
-wait_for 90 "the host's kube-host.py answers (the test API server is up)" \
-  sh_true "kube_rpc kubeconfig admin > $KDIR/admin.kubeconfig 2>/dev/null"
-kube_rpc kubeconfig controller > "$KDIR/controller.kubeconfig" || fail "controller kubeconfig"
-kube_rpc kubeconfig node > "$KDIR/node.kubeconfig" || fail "node kubeconfig"
-assert_match "$(kubectl get csinode worker-1 -o jsonpath='{.spec.drivers[0].nodeID}')" '^worker-1$' \
-  "kubectl on the host sees the CSINode kubelet made"
-
-export POD_NAMESPACE=pillar-csi   # the chart's downward API
-CTL_STORE="--store=kube --kubeconfig=$KDIR/controller.kubeconfig"
-NODE_STORE="--store=kube --kubeconfig=$KDIR/node.kubeconfig"
-CLI_STORE="--store=kube --kubeconfig=$KDIR/admin.kubeconfig"
+. /e2e/scenarios/kube-lib.inc
+kube_up
 STORE_WHAT="the test API server (--store=kube, ServiceAccount tokens)"
 
 # the PillarAgent's condition reasons, one line per change, from a kubectl watch on the host
