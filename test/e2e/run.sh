@@ -26,6 +26,13 @@ hdr() {  # hdr FILE KEY DEFAULT : "# e2e-KEY: value" from a scenario's header
   local v; v=$(sed -n "s/^# e2e-$2: *//p" "$1" | head -1); echo "${v:-$3}"
 }
 
+# nvmet_by NAME : who loads nvmet and nvmet_tcp on the scenario's storage side at each boot:
+# "harness" (storage_on_boot, the default) or "scenario" ("# e2e-nvmet: scenario": its own boot
+# hook does, e.g. image's run of the chart's init container)
+nvmet_by() {
+  if [ -f "$HERE/scenarios/$1.sh" ]; then hdr "$HERE/scenarios/$1.sh" nvmet harness; else echo harness; fi
+}
+
 # ---- host packages, kernel, images ----------------------------------------------
 if [ -z "${E2E_SKIP_DEPS:-}" ]; then
   bash "$HERE/deps.sh" || { echo "e2e: installing host packages failed"; echo "e2e: 0 passed, 1 failed"; exit 1; }
@@ -156,7 +163,7 @@ follow() {
 # ---- topology a: one VM ---------------------------------------------------------------
 run_a() {  # run_a NAME TIMEOUT -> log in $LOGS/NAME.log
   local name=$1 tmo=$2 log=$LOGS/$1.log t0=$EPOCHREALTIME
-  qemu_cmd "e2e-$name" 2 1024 "E2E_ROLE=single E2E_TOPO=a E2E_SCENARIO=$name"
+  qemu_cmd "e2e-$name" 2 1024 "E2E_ROLE=single E2E_TOPO=a E2E_SCENARIO=$name E2E_NVMET=$(nvmet_by "$name")"
   mkdir -p "$E2E_OUT/run/$name"; zfs_disk "$E2E_OUT/run/$name"
   : > "$log"
   image_disk "$E2E_OUT/run/$name" "$name" >> "$log" || return 0
@@ -181,7 +188,7 @@ run_b() {  # run_b NAME TIMEOUT -> logs $LOGS/NAME-worker.log, $LOGS/NAME-storag
   mkfifo "$d/ctl.in" "$d/ctl.out"
   local pw=$((20000 + RANDOM % 20000)); local ps=$((pw + 1))
   local sboots=0 spid="" sstart=()
-  qemu_cmd "e2e-$name-storage" 1 768 "E2E_ROLE=storage E2E_TOPO=b"
+  qemu_cmd "e2e-$name-storage" 1 768 "E2E_ROLE=storage E2E_TOPO=b E2E_NVMET=$(nvmet_by "$name")"
   sstart=("${QEMU[@]}"
     -netdev "socket,id=n0,udp=127.0.0.1:$pw,localaddr=127.0.0.1:$ps"
     -device virtio-net-pci,netdev=n0,mac=52:54:00:e2:e0:02,romfile=

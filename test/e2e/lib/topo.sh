@@ -171,15 +171,16 @@ link_heal() {
 
 # ---- storage side ------------------------------------------------------------------
 # storage_on_boot : what happens when the storage node (re)boots: count the
-# boot, load nvmet, run $E2E_STATE/e2e/boot-hook if any, restart enabled
-# roles, and - when no agent role is enabled - replay the recorded nvmet
-# exports (standing in for the agent's own restore).
+# boot, load nvmet (unless the scenario's header says "# e2e-nvmet: scenario":
+# E2E_NVMET, then its boot hook does), run $E2E_STATE/e2e/boot-hook if any,
+# restart enabled roles, and - when no agent role is enabled - replay the
+# recorded nvmet exports (standing in for the agent's own restore).
 storage_on_boot() {
   mkdir -p "$E2E_STATE/e2e"
   _b=$(( $(cat "$E2E_STATE/e2e/boots" 2>/dev/null || echo 0) + 1 ))
   echo "$_b" > "$E2E_STATE/e2e/boots.tmp" && mv "$E2E_STATE/e2e/boots.tmp" "$E2E_STATE/e2e/boots"
   state_sync
-  nvmet_load
+  [ "${E2E_NVMET:-harness}" = scenario ] || nvmet_load
   # the node's own boot work before the roles start (a scenario may record it,
   # e.g. attaching a disk); a failing hook is reported, the boot goes on
   if [ -f "$E2E_STATE/e2e/boot-hook" ]; then

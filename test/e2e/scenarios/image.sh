@@ -4,6 +4,7 @@
 # e2e-timeout: 480
 # e2e-image: yes
 # e2e-backends: file lvm zfs
+# e2e-nvmet: scenario
 # The container image on the real kernel (`make image-e2e`, part of `make test`): the csi
 # scenario (csi-body.inc: agent, controller and node, storage reboot while mounted) with every
 # role - and every `pillar-csi call`/`apply` of the CO - run chrooted in the unpacked image of
@@ -12,6 +13,10 @@
 # The host paths a pod would mount (deploy.md §5: /dev, /sys, /proc, /lib/modules, /etc/nvme,
 # the kubelet and state directories) are bind mounts with shared propagation, so the node's
 # mounts inside the image appear at the same paths outside.  Backend: $E2E_BACKEND, default lvm.
+# The harness loads no nvmet here ("# e2e-nvmet: scenario"): on every boot of the storage side,
+# before the agent starts, the chart's agent init container runs from the image - the same
+# command and args as charts/pillar-csi/templates/agent-daemonset.yaml renders with the default
+# values (test/chart's test_agent pins them) - and nvmet, nvmet_tcp must be loaded after it.
 . /e2e/lib/e2e.sh
 
 IMG=/image
@@ -52,6 +57,25 @@ image_roots() {
     log "role $_r (pid $_p) runs chrooted in $IMG"
   done
 }
+# the agent DaemonSet's init container "modprobe": command [/usr/bin/pillar-csi],
+# args [modprobe, nvmet, nvmet_tcp], /lib/modules of the host mounted
+INIT_MODPROBE="chroot $IMG /usr/bin/pillar-csi modprobe nvmet nvmet_tcp"
+step "storage: nvmet is not loaded until the agent's init container runs from the image"
+assert_eq "$(on_storage 'grep -cE "^nvmet(_tcp)? " /proc/modules || true')" 0 "nvmet modules before the init step"
+assert_not on_storage '[ -e /sys/module/nvmet ] || [ -e /sys/module/nvmet_tcp ]'
+# what the kubelet does at each boot of the storage node: the init container, then the agent
+on_storage "printf '%s\n' 'echo \"@@ [\$(up)] agent init container: $INIT_MODPROBE\" >&2' \
+  '$INIT_MODPROBE || exit 1' 'echo x >> \$E2E_STATE/e2e/init-steps' > \$E2E_STATE/e2e/boot-hook &&
+  state_sync" || fail "storage: boot hook"
+on_storage ". \$E2E_STATE/e2e/boot-hook" || fail "the agent's init container from the image failed"
+init_step_done() {
+  assert_eq "$(on_storage 'grep -E "^nvmet(_tcp)? " /proc/modules | cut -d" " -f1 | sort | tr "\n" " "')" \
+    "nvmet nvmet_tcp " "modules loaded after the init step (/proc/modules)"
+  assert on_storage '[ -d /sys/module/nvmet ] && [ -d /sys/module/nvmet_tcp ] && [ -d $NVMET ]'
+  assert_eq "$(on_storage 'wc -l < $E2E_STATE/e2e/init-steps')" "$1" "init container runs on the storage side"
+}
+init_step_done 1
 CSI_BACKEND=${E2E_BACKEND:-lvm}
 CSI_AFTER_START=image_roots
+CSI_AFTER_RESTORE="init_step_done 2"   # the storage reboot: modules unloaded, the init step again
 . /e2e/scenarios/csi-body.inc
