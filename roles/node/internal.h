@@ -8,6 +8,7 @@
 #include "base/keylock.h"
 
 #include "node/health.h"
+#include "node/readiness.h"
 #include "node/record.h"
 #include "node/service.h"
 
@@ -20,8 +21,9 @@ struct node {
 	bool shared_identity;
 	node_publish_identity_fn publish_identity;
 	void *publish_ctx;
-	struct keylock locks;      /* volume IDs with an operation in flight */
-	struct node_health health; /* NodeGetVolumeStats' volume conditions */
+	struct keylock locks;            /* volume IDs with an operation in flight */
+	struct node_health health;       /* NodeGetVolumeStats' volume conditions */
+	struct node_readiness readiness; /* Probe's answer */
 };
 
 /* Per-volume operation lock (csi.md §7.1 step 2): GRPC_OK holding id through h (release with

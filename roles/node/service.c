@@ -81,6 +81,9 @@ int node_new(const struct node_config *cfg, struct node **out, struct err *e)
 		goto fail;
 	if ((r = node_records_sweep(n->state_dir, e)) < 0)
 		goto fail;
+	if ((r = node_readiness_start(&n->readiness, n->dev_root, n->state_dir, n->shared_identity,
+	                              e)) < 0)
+		goto fail;
 	*out = n;
 	return 0;
 fail:
@@ -92,6 +95,7 @@ void node_free(struct node *n)
 {
 	if (!n)
 		return;
+	node_readiness_stop(&n->readiness); /* first: its thread reads the paths */
 	free(n->node_id);
 	free(n->state_dir);
 	free(n->etc_nvme_dir);
@@ -276,27 +280,12 @@ int node_get_plugin_capabilities(struct node *n, const Csi__V1__GetPluginCapabil
 int node_probe(struct node *n, const Csi__V1__ProbeRequest *req, Csi__V1__ProbeResponse *resp,
                struct grpc_status *st)
 {
-	char path[PATH_MAX];
-	struct stat sb;
-	bool ready = true;
 	(void)req;
-	snprintf(path, sizeof(path), "%s/nvme-fabrics", n->dev_root);
-	if (stat(path, &sb) < 0) {
-		log_v(2, "probe: not ready", "reason", "no /dev/nvme-fabrics (load nvme_fabrics)");
-		ready = false;
-	}
-	if (access(n->state_dir, W_OK) < 0) {
-		log_v(2, "probe: not ready", "reason", "state directory not writable", "path",
-		      n->state_dir);
-		ready = false;
-	}
-	if (n->shared_identity)
-		ready = false;
 	resp->ready = malloc(sizeof(*resp->ready));
 	if (!resp->ready)
 		return grpc_status_oom(st);
 	google__protobuf__bool_value__init(resp->ready);
-	resp->ready->value = ready;
+	resp->ready->value = node_readiness_ready(&n->readiness);
 	return GRPC_OK;
 }
 

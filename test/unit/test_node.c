@@ -60,6 +60,22 @@ static const char *record_text(struct env *v)
 
 /* ---- Identity ------------------------------------------------------------------------------ */
 
+/* Probe's answer turns to want within 10 s (the readiness thread sees the change). */
+static bool probe_becomes(struct node *n, bool want)
+{
+	for (int i = 0; i < 1000; i++) {
+		Csi__V1__ProbeResponse probe = CSI__V1__PROBE_RESPONSE__INIT;
+		struct grpc_status st = {0};
+		ck_assert_int_eq(node_probe(n, NULL, &probe, &st), GRPC_OK);
+		bool ready = probe.ready->value;
+		node_response_clear(&probe.base);
+		if (ready == want)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
 START_TEST(test_identity_service)
 {
 	struct env v;
@@ -87,11 +103,12 @@ START_TEST(test_identity_service)
 	ck_assert_int_eq(node_probe(v.n, NULL, &probe, &st), GRPC_OK);
 	ck_assert(probe.ready->value);
 	node_response_clear(&probe.base);
-	/* no /dev/nvme-fabrics → not ready */
+	/* no /dev/nvme-fabrics → not ready, noticed off the call path (inotify) */
 	fk_rm(v.root, "dev/nvme-fabrics");
-	ck_assert_int_eq(node_probe(v.n, NULL, &probe, &st), GRPC_OK);
-	ck_assert(!probe.ready->value);
-	node_response_clear(&probe.base);
+	ck_assert(probe_becomes(v.n, false));
+	/* back → ready again */
+	tu_write(v.root, "dev/nvme-fabrics", "");
+	ck_assert(probe_becomes(v.n, true));
 	env_done(&v);
 }
 END_TEST
