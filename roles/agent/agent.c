@@ -61,7 +61,7 @@ static int agent_tls_check(struct agent_tls *tls)
 static int agent_serve(agent_service *a, struct grpc_server_opts go, const char *listen,
                        const struct agent_tls *tls, int64_t grace_ms, const char *metrics_addr)
 {
-	struct grpc_service svc;
+	struct grpc_service svc = {0};
 	struct grpc_server *srv = NULL;
 	struct httpserve *metrics = NULL;
 	struct err e = {0};

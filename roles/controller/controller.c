@@ -174,7 +174,7 @@ static int start(const struct opts *o, struct running *x, struct err *e)
 	struct agentclient_grpc_opts ao = {
 	    .tls_cert = o->cert, .tls_key = o->key, .tls_ca = o->ca, .server_name = o->server_name};
 	struct grpc_server_opts go;
-	struct grpc_service ids, ctrl;
+	struct grpc_service ids = {0}, ctrl = {0};
 	const char *addrs[] = {o->endpoint, NULL};
 	store *raw = NULL;
 	if (store_open(o->store_url, true, &o->so, &raw, e) < 0)

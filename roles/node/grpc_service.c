@@ -51,12 +51,19 @@ static const struct grpc_method node_methods[] = {
     M("NodeGetInfo", get_info, node_get_info_request, node_get_info_response),
 };
 
+/* Handlers that touch no file and wait for nothing (Probe reads node/readiness' flag): they run
+ * on the thread that read the request (grpc/server.h). */
+static const char *const identity_nonblocking[] = {"GetPluginInfo", "GetPluginCapabilities",
+                                                   "Probe", NULL};
+static const char *const node_nonblocking[] = {"NodeGetCapabilities", NULL};
+
 void node_grpc_identity_service(struct node *n, struct grpc_service *out)
 {
 	out->name = "csi.v1.Identity";
 	out->methods = identity_methods;
 	out->n_methods = sizeof(identity_methods) / sizeof(identity_methods[0]);
 	out->ctx = n;
+	out->nonblocking = identity_nonblocking;
 }
 
 void node_grpc_node_service(struct node *n, struct grpc_service *out)
@@ -65,4 +72,5 @@ void node_grpc_node_service(struct node *n, struct grpc_service *out)
 	out->methods = node_methods;
 	out->n_methods = sizeof(node_methods) / sizeof(node_methods[0]);
 	out->ctx = n;
+	out->nonblocking = node_nonblocking;
 }

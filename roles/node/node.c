@@ -53,7 +53,7 @@ static int host_root_paths(const char *host_root, struct node_config *cfg, char 
 static int node_serve(struct node *n, struct grpc_server_opts go, const char *endpoint,
                       const char *node_id, const char *state_dir, const char *metrics_addr)
 {
-	struct grpc_service ids, nodes;
+	struct grpc_service ids = {0}, nodes = {0};
 	struct grpc_server *srv = NULL;
 	struct httpserve *metrics = NULL;
 	struct err e = {0};

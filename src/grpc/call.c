@@ -86,6 +86,8 @@ void call_kick(struct grpc_call *c)
 {
 	bool post;
 
+	if (c->on_loop)
+		return; /* dispatch() responds when the handler returns */
 	pthread_mutex_lock(&c->mu);
 	post = !c->kick_pending && !c->stream_closed;
 	if (post) {

@@ -405,6 +405,33 @@ struct grpc_method_metrics *server_method_metrics(const struct grpc_call *c)
 	return NULL;
 }
 
+/* Per method of svc: listed in svc->nonblocking.  A name that is no unary method of svc is
+ * refused (a streaming handler may wait for flow control). */
+static int nonblocking_flags(const struct grpc_service *svc, bool **out, struct err *e)
+{
+	bool *flags = calloc(svc->n_methods ? svc->n_methods : 1, sizeof(*flags));
+
+	if (!flags)
+		return err_set(e, -ENOMEM, "out of memory");
+	for (const char *const *name = svc->nonblocking; name && *name; name++) {
+		size_t i = 0;
+		while (i < svc->n_methods && strcmp(svc->methods[i].name, *name) != 0)
+			i++;
+		if (i == svc->n_methods || !svc->methods[i].unary) {
+			free(flags);
+			return err_set(e, -EINVAL,
+			               i == svc->n_methods
+			                   ? "service %s: nonblocking method %s does not exist"
+			                   : "service %s: method %s: only a unary method can be "
+			                     "nonblocking",
+			               svc->name, *name);
+		}
+		flags[i] = true;
+	}
+	*out = flags;
+	return 0;
+}
+
 int grpc_server_add_service(struct grpc_server *s, const struct grpc_service *svc, struct err *e)
 {
 	const struct grpc_service **ns;
@@ -418,24 +445,35 @@ int grpc_server_add_service(struct grpc_server *s, const struct grpc_service *sv
 			return err_set(e, -EINVAL, "service %s: method %zu is incomplete",
 			               svc->name, i);
 	}
+	bool *flags = NULL, **nf;
+	int rc = nonblocking_flags(svc, &flags, e);
+	if (rc < 0)
+		return rc;
+	if (!(nf = realloc(s->nonblocking, (s->n_svcs + 1) * sizeof(*nf))))
+		goto oom;
+	s->nonblocking = nf;
 	struct grpc_method_metrics ***nm = realloc(s->metrics, (s->n_svcs + 1) * sizeof(*nm));
 	if (!nm)
-		return err_set(e, -ENOMEM, "out of memory");
+		goto oom;
 	s->metrics = nm;
 	if (!(nm[s->n_svcs] = calloc(svc->n_methods ? svc->n_methods : 1, sizeof(**nm))))
-		return err_set(e, -ENOMEM, "out of memory");
+		goto oom;
 	for (i = 0; i < svc->n_methods; i++)
 		nm[s->n_svcs][i] = grpc_metrics_server_method(
 		    svc->name, svc->methods[i].name, svc->methods[i].server_stream != NULL);
 	ns = realloc(s->svcs, (s->n_svcs + 1) * sizeof(*ns));
 	if (!ns) {
 		free_method_metrics(nm[s->n_svcs], svc->n_methods);
-		return err_set(e, -ENOMEM, "out of memory");
+		goto oom;
 	}
 	s->svcs = ns;
+	s->nonblocking[s->n_svcs] = flags;
 	s->svcs[s->n_svcs++] = svc;
 	grpc_server_set_serving(s, svc->name, true);
 	return 0;
+oom:
+	free(flags);
+	return err_set(e, -ENOMEM, "out of memory");
 }
 
 struct start_arg {
@@ -568,6 +606,9 @@ void grpc_server_free(struct grpc_server *s)
 	pthread_mutex_destroy(&s->health_mu);
 	for (i = 0; i < s->n_svcs; i++)
 		free_method_metrics(s->metrics[i], s->svcs[i]->n_methods);
+	for (i = 0; i < s->n_svcs; i++)
+		free(s->nonblocking[i]);
+	free(s->nonblocking);
 	free(s->metrics);
 	free(s->svcs);
 	free(s->lfds);

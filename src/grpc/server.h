@@ -1,10 +1,12 @@
 /* grpc/server — a gRPC server over HTTP/2 (nghttp2) with optional TLS/mTLS (mbedtls).
  *
  * Services are tables of methods (name, handler, protobuf-c request/response descriptors).
- * Connections and streams live on the event loop (h2/loop); each request, once complete, runs
- * its handler as a job of the server's group (opts.workers threads of the loop; 0: inline on the
- * loop, for tests): on the thread that read the request, which also sends the response, while
- * another thread keeps polling — so a slow handler delays nothing else.  Early errors (unknown
+ * Connections and streams live on the event loop (h2/loop).  A request of a method listed as
+ * nonblocking runs its handler on the loop as soon as it is complete, and the responses of every
+ * request read in one turn leave in one write per connection.  Any other request runs its handler
+ * as a job of the server's group (opts.workers threads of the loop; 0: inline on the loop, for
+ * tests): on the thread that read the request, which also sends the response, while another
+ * thread keeps polling — so a slow handler delays nothing else.  Early errors (unknown
  * method, oversize or compressed message, bad headers) are answered on the loop as Trailers-Only
  * responses.  `grpc.health.v1.Health/Check` is built in: "" and every added service start
  * SERVING; grpc_server_set_serving() changes one.
@@ -49,6 +51,11 @@ struct grpc_service {
 	const struct grpc_method *methods;
 	size_t n_methods;
 	void *ctx; /* passed to every handler */
+	/* NULL or a NULL-terminated list of the names of unary methods whose handler never blocks
+	 * (no file or network I/O, no waiting for a lock held for long, no sleep).  Such a
+	 * handler runs at once on the thread that read the request, holding the event loop, and
+	 * its response leaves with that connection's next write: no hand-off between threads. */
+	const char *const *nonblocking;
 };
 
 struct grpc_server_opts {

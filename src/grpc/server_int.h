@@ -74,6 +74,8 @@ struct grpc_call {
 	size_t req_len;
 	int n_msgs;
 	bool early, dispatched;
+	bool nonblocking; /* the method's handler runs on the loop (grpc_service.nonblocking) */
+	bool on_loop; /* a nonblocking handler is running on the loop: its dispatcher responds */
 	struct h2_timer deadline_timer;
 
 	/* response, under mu */
@@ -95,6 +97,7 @@ struct grpc_server {
 	struct h2_tls_cfg *tls;
 	const struct grpc_service **svcs;
 	struct grpc_method_metrics ***metrics; /* per service, per method (grpc/metrics.h) */
+	bool **nonblocking; /* per service, per method: listed in the service's nonblocking */
 	size_t n_svcs;
 	struct h2_addr *listen_addrs;
 	int *lfds;

@@ -239,8 +239,10 @@ static void route(struct grpc_call *c)
 				continue;
 			c->svc = sv;
 			for (j = 0; j < sv->n_methods; j++)
-				if (strcmp(sv->methods[j].name, slash + 1) == 0)
+				if (strcmp(sv->methods[j].name, slash + 1) == 0) {
 					c->method = &sv->methods[j];
+					c->nonblocking = s->nonblocking[i][j];
+				}
 			if (!c->method) {
 				early_status(c, 200, GRPC_UNIMPLEMENTED,
 				             "unknown method %s for service %.*s", slash + 1,
@@ -271,6 +273,16 @@ static void dispatch(struct grpc_call *c)
 	c->dispatched = true;
 	if (c->health) {
 		call_health(c);
+		respond(c);
+		return;
+	}
+	if (c->nonblocking) {
+		/* on this thread, holding the loop: the connection's flush after this read sends
+		 * the response (together with the others this read completed) */
+		c->on_loop = true;
+		call_ref(c);
+		call_run(c);
+		c->on_loop = false;
 		respond(c);
 		return;
 	}

@@ -112,7 +112,10 @@ static const struct grpc_method mini_methods[] = {
      NULL},
 };
 
-static struct grpc_service mini_svc = {"pillar_csi.agent.v1.AgentService", mini_methods, 3, &mini};
+static struct grpc_service mini_svc = {.name = "pillar_csi.agent.v1.AgentService",
+                                       .methods = mini_methods,
+                                       .n_methods = 3,
+                                       .ctx = &mini};
 
 static int free_port(void)
 {
