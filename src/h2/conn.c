@@ -318,6 +318,10 @@ static void do_read(struct h2_conn *c)
 		total += (size_t)n;
 		if (h2_conn_feed(c, buf, (size_t)n) < 0)
 			return;
+		/* a short read emptied the socket: what arrives later wakes the (level-triggered)
+		 * loop again, so no read just to see EAGAIN; TLS may hold decrypted bytes back */
+		if (!c->tls && (size_t)n < sizeof(buf))
+			break;
 	}
 }
 
