@@ -2,13 +2,19 @@
 // test/interop/grpc/echo_server.c, and the same bench client loop as echo_client.c.
 //   cpp_peer server ADDR            prints "ready"; serves until killed
 //   cpp_peer client ADDR N CONC SIZE  prints "p50_us= p99_us= rps="
+//   cpp_peer call ADDR PATH N CONC    the same loop calling PATH (e.g. /csi.v1.Identity/Probe)
+//                                     with an empty request message, through the generic stub
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,33 +50,24 @@ static int server(const std::string &addr)
 	return 0;
 }
 
-static int client(const std::string &addr, long n, int conc, int size)
+static uint64_t now_us()
 {
-	auto ch = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
-	auto stub = Echo::NewStub(ch);
+	return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+	                                 std::chrono::steady_clock::now().time_since_epoch())
+	                                 .count());
+}
+
+// Runs one_call n times from conc threads (after one warm-up call) and prints the figures.
+static int bench(long n, int conc, const std::function<bool()> &one_call)
+{
 	std::vector<uint64_t> lat(static_cast<size_t>(n));
 	std::atomic<long> next{0};
-	auto now_us = [] {
-		return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-		                                 std::chrono::steady_clock::now().time_since_epoch())
-		                                 .count());
-	};
 	auto work = [&](bool warm) {
-		EchoRequest rq;
-		rq.set_payload(std::string(static_cast<size_t>(size), '\0'));
-		rq.set_response_size(size);
 		long i;
 		while ((i = warm ? (next++ < 1 ? 0 : n) : next++) < n) {
-			grpc::ClientContext ctx;
-			ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-			EchoResponse r;
 			uint64_t t0 = now_us();
-			grpc::Status st = stub->Unary(&ctx, rq, &r);
-			if (!st.ok()) {
-				std::fprintf(stderr, "call failed: %d %s\n", st.error_code(),
-				             st.error_message().c_str());
+			if (!one_call())
 				std::exit(1);
-			}
 			if (!warm)
 				lat[static_cast<size_t>(i)] = now_us() - t0;
 		}
@@ -92,12 +89,66 @@ static int client(const std::string &addr, long n, int conc, int size)
 	return 0;
 }
 
+static int client(const std::string &addr, long n, int conc, int size)
+{
+	auto ch = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
+	auto stub = Echo::NewStub(ch);
+	return bench(n, conc, [&] {
+		EchoRequest rq;
+		rq.set_payload(std::string(static_cast<size_t>(size), '\0'));
+		rq.set_response_size(size);
+		grpc::ClientContext ctx;
+		ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+		EchoResponse r;
+		grpc::Status st = stub->Unary(&ctx, rq, &r);
+		if (!st.ok())
+			std::fprintf(stderr, "call failed: %d %s\n", st.error_code(),
+			             st.error_message().c_str());
+		return st.ok();
+	});
+}
+
+// One call of path with an empty request, through the generic stub (no generated code).
+static bool generic_call(grpc::GenericStub &stub, const std::string &path)
+{
+	grpc::ClientContext ctx;
+	ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+	grpc::Slice empty;
+	grpc::ByteBuffer rq(&empty, 1), r; /* a default ByteBuffer is no message at all */
+	std::mutex mu;
+	std::condition_variable cv;
+	bool done = false;
+	grpc::Status st;
+	stub.UnaryCall(&ctx, path, grpc::StubOptions(), &rq, &r, [&](grpc::Status s) {
+		std::lock_guard<std::mutex> g(mu);
+		st = s;
+		done = true;
+		cv.notify_one();
+	});
+	std::unique_lock<std::mutex> g(mu);
+	cv.wait(g, [&] { return done; });
+	if (!st.ok())
+		std::fprintf(stderr, "call failed: %d %s\n", st.error_code(),
+		             st.error_message().c_str());
+	return st.ok();
+}
+
+static int call(const std::string &addr, const std::string &path, long n, int conc)
+{
+	auto ch = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
+	grpc::GenericStub stub(ch);
+	return bench(n, conc, [&] { return generic_call(stub, path); });
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && std::string(argv[1]) == "server")
 		return server(argv[2]);
 	if (argc >= 6 && std::string(argv[1]) == "client")
 		return client(argv[2], std::atol(argv[3]), std::atoi(argv[4]), std::atoi(argv[5]));
-	std::fprintf(stderr, "usage: cpp_peer server ADDR | client ADDR N CONC SIZE\n");
+	if (argc >= 6 && std::string(argv[1]) == "call")
+		return call(argv[2], argv[3], std::atol(argv[4]), std::atoi(argv[5]));
+	std::fprintf(stderr,
+	             "usage: cpp_peer server ADDR | client ADDR N CONC SIZE | call ADDR PATH N CONC\n");
 	return 2;
 }
