@@ -76,6 +76,23 @@ int agentclient_create_volume(agentclient *c, const char *addr,
 	            AGENT_DEADLINE_BACKEND_MS, st);
 }
 
+int agentclient_create_snapshot(agentclient *c, const char *addr,
+                                const PillarCsi__Agent__V1__CreateSnapshotRequest *req,
+                                PillarCsi__Agent__V1__CreateSnapshotResponse **resp,
+                                struct grpc_status *st)
+{
+	return call(c, addr, "CreateSnapshot", req, D(create_snapshot_response), (void **)resp,
+	            AGENT_DEADLINE_BACKEND_MS, st);
+}
+
+int agentclient_delete_snapshot(agentclient *c, const char *addr,
+                                const PillarCsi__Agent__V1__DeleteSnapshotRequest *req,
+                                struct grpc_status *st)
+{
+	return call(c, addr, "DeleteSnapshot", req, D(delete_snapshot_response), NULL,
+	            AGENT_DEADLINE_BACKEND_MS, st);
+}
+
 int agentclient_delete_volume(agentclient *c, const char *addr,
                               const PillarCsi__Agent__V1__DeleteVolumeRequest *req,
                               struct grpc_status *st)

@@ -114,6 +114,14 @@ int agentclient_get_capacity(agentclient *c, const char *addr,
                              const PillarCsi__Agent__V1__GetCapacityRequest *req,
                              PillarCsi__Agent__V1__GetCapacityResponse **resp,
                              struct grpc_status *st);
+/* Snapshots (docs/snapshots.md "Agent API"): the deadline of a backend operation. */
+int agentclient_create_snapshot(agentclient *c, const char *addr,
+                                const PillarCsi__Agent__V1__CreateSnapshotRequest *req,
+                                PillarCsi__Agent__V1__CreateSnapshotResponse **resp,
+                                struct grpc_status *st);
+int agentclient_delete_snapshot(agentclient *c, const char *addr,
+                                const PillarCsi__Agent__V1__DeleteSnapshotRequest *req,
+                                struct grpc_status *st);
 int agentclient_list_exports(agentclient *c, const char *addr,
                              const PillarCsi__Agent__V1__ListExportsRequest *req,
                              PillarCsi__Agent__V1__ListExportsResponse **resp,

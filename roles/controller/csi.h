@@ -40,6 +40,13 @@ int csi_validate_capabilities(struct ctl *c, const Csi__V1__ValidateVolumeCapabi
                               struct grpc_status *gs);
 int csi_get_capacity(struct ctl *c, const Csi__V1__GetCapacityRequest *req,
                      Csi__V1__GetCapacityResponse *resp, struct grpc_status *gs);
+/* Snapshots (docs/snapshots.md): csi_snapshot.c, csi_snapshot_list.c. */
+int csi_create_snapshot(struct ctl *c, const Csi__V1__CreateSnapshotRequest *req,
+                        Csi__V1__CreateSnapshotResponse *resp, struct grpc_status *gs);
+int csi_delete_snapshot(struct ctl *c, const Csi__V1__DeleteSnapshotRequest *req,
+                        Csi__V1__DeleteSnapshotResponse *resp, struct grpc_status *gs);
+int csi_list_snapshots(struct ctl *c, const Csi__V1__ListSnapshotsRequest *req,
+                       Csi__V1__ListSnapshotsResponse *resp, struct grpc_status *gs);
 int csi_controller_capabilities(struct ctl *c, const Csi__V1__ControllerGetCapabilitiesRequest *req,
                                 Csi__V1__ControllerGetCapabilitiesResponse *resp,
                                 struct grpc_status *gs);

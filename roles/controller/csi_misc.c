@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "controller/csi.h"
+#include "controller/csi_source.h"
 #include "controller/pvst.h"
 #include "controller/resolve.h"
 #include "version/version.h"
@@ -117,6 +118,8 @@ Csi__V1__Volume *csi_volume_of(const struct model_pvst *pvst)
 	}
 	if (add_topology(v) < 0)
 		goto fail;
+	if (pvst->spec.has_content_source && !(v->content_source = csi_source_csi(pvst)))
+		goto fail;
 	model_map_clear(&ctx);
 	return v;
 fail:
@@ -228,7 +231,10 @@ int csi_controller_capabilities(struct ctl *c, const Csi__V1__ControllerGetCapab
 	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_UNPUBLISH_VOLUME,
 	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__EXPAND_VOLUME,
 	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__GET_CAPACITY,
-	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__SINGLE_NODE_MULTI_WRITER};
+	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__SINGLE_NODE_MULTI_WRITER,
+	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CREATE_DELETE_SNAPSHOT,
+	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__LIST_SNAPSHOTS,
+	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CLONE_VOLUME};
 	const size_t n = sizeof(types) / sizeof(types[0]);
 	r->capabilities = calloc(n, sizeof(*r->capabilities));
 	for (size_t i = 0; r->capabilities && i < n; i++) {

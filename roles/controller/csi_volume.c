@@ -11,6 +11,7 @@
 
 #include "controller/agents.h"
 #include "controller/csi.h"
+#include "controller/csi_source.h"
 #include "controller/pvst.h"
 #include "controller/resolve.h"
 #include "rules/conditions.h"
@@ -259,9 +260,6 @@ static int validate_create(const Csi__V1__CreateVolumeRequest *req, bool *block,
 	int r = validate_caps(req, block, gs);
 	if (r)
 		return r;
-	if (req->volume_content_source)
-		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT,
-		                       "volume_content_source is not supported");
 	if (req->n_mutable_parameters)
 		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT,
 		                       "mutable_parameters are not supported");
@@ -304,11 +302,28 @@ static int new_pvst(struct model_pvst *v, struct resolve_out *ro, const char *vi
 	return r ? -ENOMEM : 0;
 }
 
+/* A volume made from a source lives where the source lives (csi_source.h): its agent, store,
+ * pool and backend settings replace what the StorageClass resolved to. */
+static int source_place(struct resolve_out *ro, const struct csi_source *src,
+                        struct grpc_status *gs)
+{
+	snprintf(ro->agent, sizeof(ro->agent), "%s", src->where.agent);
+	snprintf(ro->backend_type, sizeof(ro->backend_type), "%.15s", src->where.backend);
+	snprintf(ro->pool, sizeof(ro->pool), "%s", src->where.pool);
+	if (src->store[0])
+		snprintf(ro->store, sizeof(ro->store), "%s", src->store);
+	model_type_clear(&model_backend_type, &ro->resolved.backend);
+	ro->resolved.has_backend = true;
+	if (model_type_copy(&model_backend_type, &ro->resolved.backend, &src->backend) < 0)
+		return grpc_status_oom(gs);
+	return 0;
+}
+
 /* Steps 1–2: resolve, create the PillarVolumeState with its first status, phase Provisioning,
  * and the claim before the agent's CreateVolume (m_claim_backend); *out the created object. */
 static int create_object(struct ctl *c, const Csi__V1__CreateVolumeRequest *req, bool block,
-                         int64_t size, const char *pname, struct model_pvst *out,
-                         struct grpc_status *gs)
+                         int64_t size, const struct csi_source *src, const char *pname,
+                         struct model_pvst *out, struct grpc_status *gs)
 {
 	struct resolve_out ro;
 	struct model_map params = {0};
@@ -322,8 +337,12 @@ static int create_object(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 	r = r ? grpc_status_oom(gs)
 	      : resolve_volume(c->st, &params, block, create_fstype(req), &ro, gs);
 	model_map_clear(&params);
-	if (r)
+	if (r == 0 && src->set)
+		r = source_place(&ro, src, gs);
+	if (r) {
+		resolve_out_clear(&ro);
 		return r;
+	}
 	if (ro.resolved.has_filesystem && ro.resolved.filesystem.fs_type &&
 	    !strcmp(ro.resolved.filesystem.fs_type, "xfs") && size < RULES_XFS_MIN_BYTES) {
 		resolve_out_clear(&ro);
@@ -337,7 +356,7 @@ static int create_object(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 		                       vid);
 	}
 	struct csi_claim cl = {.name = pname};
-	r = new_pvst(&v, &ro, vid, &id, size, pname);
+	r = new_pvst(&v, &ro, vid, &id, size, pname) | csi_source_record(&v, src);
 	resolve_out_clear(&ro);
 	if (r == 0 && (r = m_claim_backend(&v, &cl, gs)) != 0) {
 		model_clear(&model_pvst_kind, &v);
@@ -364,8 +383,8 @@ static int respond(const struct model_pvst *v, Csi__V1__CreateVolumeResponse *re
 /* The requested size (csi.md §4.1): required_bytes (1 GiB when unset, or the limit when
  * smaller) rounded up to a MiB, within limit_bytes and RULES_CAPACITY_MAX.  0 or a gRPC code;
  * checked before anything is recorded. */
-static int create_size(const Csi__V1__CreateVolumeRequest *req, int64_t *size,
-                       struct grpc_status *gs)
+static int create_size(const Csi__V1__CreateVolumeRequest *req, const struct csi_source *src,
+                       int64_t *size, struct grpc_status *gs)
 {
 	int64_t R = req->capacity_range ? req->capacity_range->required_bytes : 0;
 	int64_t L = req->capacity_range ? req->capacity_range->limit_bytes : 0;
@@ -376,6 +395,16 @@ static int create_size(const Csi__V1__CreateVolumeRequest *req, int64_t *size,
 	char why[200];
 	if (R == 0 && L > 0 && s > L)
 		s = L;
+	/* a restore or clone holds the whole source: unset, it gets the source's size */
+	if (src->set && R == 0 && s < src->size)
+		s = src->size;
+	if (src->set && s < src->size)
+		return grpc_status_set(
+		    gs, GRPC_OUT_OF_RANGE,
+		    "requested capacity %lld bytes is smaller than the %s \"%s\" "
+		    "(%lld bytes); request at least its size",
+		    (long long)s, src->snapshot ? "snapshot" : "source volume", src->id,
+		    (long long)src->size);
 	if (rules_size_round_up(s, RULES_SIZE_MIB, &s) < 0)
 		return grpc_status_set(gs, GRPC_OUT_OF_RANGE, "%s",
 		                       rules_size_refusal(s, RULES_SIZE_MIB, why, sizeof(why)));
@@ -389,8 +418,9 @@ static int create_size(const Csi__V1__CreateVolumeRequest *req, int64_t *size,
 
 /* An existing object: refused, answered (Ready) or provisioned on. */
 static int create_existing(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
-                           struct model_pvst *v, int64_t size, const char *pname,
-                           Csi__V1__CreateVolumeResponse *resp, struct grpc_status *gs)
+                           struct model_pvst *v, int64_t size, const struct csi_source *src,
+                           const char *pname, Csi__V1__CreateVolumeResponse *resp,
+                           struct grpc_status *gs)
 {
 	const char *phase = str(v->status.phase);
 	int64_t cap = v->spec.capacity_bytes;
@@ -403,6 +433,10 @@ static int create_existing(struct ctl *c, const Csi__V1__CreateVolumeRequest *re
 		    "volume \"%s\" already exists with capacity %lld bytes; requested "
 		    "%lld",
 		    req->name, (long long)cap, (long long)size);
+	if (!csi_source_same(v, src))
+		return grpc_status_set(gs, GRPC_ALREADY_EXISTS,
+		                       "volume \"%s\" already exists with another content source",
+		                       req->name);
 	if (!strcmp(phase, "Provisioning") || !strcmp(phase, "CreatePartial") || !phase[0])
 		return csi_provision(c, v, pname, 0, resp, gs);
 	/* Ready (and later phases): fast path, after the success-recorded annotation, which a
@@ -423,8 +457,14 @@ int csi_create_volume(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 
 	gs->code = GRPC_OK;
 	gs->msg[0] = 0;
-	if ((r = validate_create(req, &block, gs)) || (r = create_size(req, &size, gs)))
+	struct csi_source src;
+	if ((r = validate_create(req, &block, gs)) ||
+	    (r = csi_source_resolve(c, req->volume_content_source, &src, gs)))
 		return r;
+	if ((r = create_size(req, &src, &size, gs))) {
+		csi_source_clear(&src);
+		return r;
+	}
 	rules_pvst_name(req->name, pname, sizeof(pname));
 	struct keylock_hold hold;
 	keylock_wait(&c->locks, &hold, pname);
@@ -433,7 +473,7 @@ int csi_create_volume(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 		struct err e = {0};
 		r = model_get(c->st, &model_pvst_kind, NULL, pname, &v, &e);
 		if (r == STORE_NOT_FOUND) {
-			r = create_object(c, req, block, size, pname, &v, gs);
+			r = create_object(c, req, block, size, &src, pname, &v, gs);
 			if (r == GRPC_ALREADY_EXISTS && !gs->msg[0])
 				continue;
 			if (r == 0) /* step 3 on, the first claim made */
@@ -446,7 +486,7 @@ int csi_create_volume(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 			                    "reading PillarVolumeState \"%s\": %s", pname, e.msg);
 			break;
 		}
-		r = create_existing(c, req, &v, size, pname, resp, gs);
+		r = create_existing(c, req, &v, size, &src, pname, resp, gs);
 		model_clear(&model_pvst_kind, &v);
 		break;
 	}
@@ -454,6 +494,7 @@ int csi_create_volume(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 		r = grpc_status_set(gs, GRPC_ABORTED, "volume \"%s\" keeps changing; retry",
 		                    req->name);
 	keylock_release(&c->locks, &hold);
+	csi_source_clear(&src);
 	return r;
 }
 
@@ -531,6 +572,10 @@ static int step_create_backend(struct prov *p, struct grpc_status *gs)
 	                    ? PILLAR_CSI__AGENT__V1__VOLUME_ACCESS_TYPE__VOLUME_ACCESS_TYPE_MOUNT
 	                    : PILLAR_CSI__AGENT__V1__VOLUME_ACCESS_TYPE__VOLUME_ACCESS_TYPE_BLOCK;
 	q.fence = &tok;
+	PillarCsi__Agent__V1__VolumeContentSource cs;
+	char source_id[RULES_VOLID_CAP];
+	if (csi_source_agent(p->v, &cs, source_id, sizeof(source_id)) > 0)
+		q.content_source = &cs;
 	int ar = agentclient_create_volume(p->c->ac, p->addr, &q, &cr, &ast);
 	pvst_backend_params_free(&bb);
 	struct step_result sr = {.ok = ar == GRPC_OK,

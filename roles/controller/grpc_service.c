@@ -27,6 +27,12 @@ UNARY(controller_expand, ControllerExpandVolumeRequest, ControllerExpandVolumeRe
 UNARY(validate_capabilities, ValidateVolumeCapabilitiesRequest, ValidateVolumeCapabilitiesResponse,
       CSI__V1__VALIDATE_VOLUME_CAPABILITIES_RESPONSE__INIT)
 UNARY(get_capacity, GetCapacityRequest, GetCapacityResponse, CSI__V1__GET_CAPACITY_RESPONSE__INIT)
+UNARY(create_snapshot, CreateSnapshotRequest, CreateSnapshotResponse,
+      CSI__V1__CREATE_SNAPSHOT_RESPONSE__INIT)
+UNARY(delete_snapshot, DeleteSnapshotRequest, DeleteSnapshotResponse,
+      CSI__V1__DELETE_SNAPSHOT_RESPONSE__INIT)
+UNARY(list_snapshots, ListSnapshotsRequest, ListSnapshotsResponse,
+      CSI__V1__LIST_SNAPSHOTS_RESPONSE__INIT)
 
 static const struct grpc_method identity_methods[] = {
     M("GetPluginInfo", get_plugin_info, get_plugin_info_request, get_plugin_info_response),
@@ -49,6 +55,9 @@ static const struct grpc_method controller_methods[] = {
     M("GetCapacity", get_capacity, get_capacity_request, get_capacity_response),
     M("ControllerGetCapabilities", controller_capabilities, controller_get_capabilities_request,
       controller_get_capabilities_response),
+    M("CreateSnapshot", create_snapshot, create_snapshot_request, create_snapshot_response),
+    M("DeleteSnapshot", delete_snapshot, delete_snapshot_request, delete_snapshot_response),
+    M("ListSnapshots", list_snapshots, list_snapshots_request, list_snapshots_response),
 };
 
 void controller_grpc_identity_service(struct ctl *c, struct grpc_service *out)

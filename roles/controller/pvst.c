@@ -141,7 +141,12 @@ static int zfs_params(struct pvst_backend_buf *b, const struct model_zfs *z)
 int pvst_backend_params(struct pvst_backend_buf *b, const struct model_pvst *v,
                         PillarCsi__Agent__V1__BackendParams **out)
 {
-	const struct model_backend *bk = &v->spec.resolved.backend;
+	return pvst_backend_params_of(b, &v->spec.resolved.backend, out);
+}
+
+int pvst_backend_params_of(struct pvst_backend_buf *b, const struct model_backend *bk,
+                           PillarCsi__Agent__V1__BackendParams **out)
+{
 	memset(b, 0, sizeof(*b));
 	*out = NULL;
 	pillar_csi__agent__v1__file_volume_params__init(&b->file);

@@ -76,6 +76,9 @@ struct pvst_backend_buf {
 };
 int pvst_backend_params(struct pvst_backend_buf *b, const struct model_pvst *v,
                         PillarCsi__Agent__V1__BackendParams **out);
+/* The same of a backend member (a PillarSnapshot's spec.backend). */
+int pvst_backend_params_of(struct pvst_backend_buf *b, const struct model_backend *bk,
+                           PillarCsi__Agent__V1__BackendParams **out);
 void pvst_backend_params_free(struct pvst_backend_buf *b);
 
 /* The fencing token of a volume at generation gen (pointers into v). */

@@ -116,6 +116,28 @@ int rules_volid_make(const char *agent, const char *backend, const char *pool, c
 	return 0;
 }
 
+int rules_snapid_parse(const char *id, struct rules_volid *v)
+{
+	int r = rules_volid_parse(id, v);
+	if (r == -EPROTONOSUPPORT && !strcmp(v->protocol, RULES_SNAPID_TAG))
+		return 0;
+	memset(v, 0, sizeof(*v));
+	return -EINVAL;
+}
+
+int rules_snapid_make(const char *agent, const char *backend, const char *pool, const char *name,
+                      char *id, size_t cap, struct rules_volid *v)
+{
+	int r = rules_volid_make(agent, backend, pool, name, id, cap, v);
+	if (r < 0)
+		return r;
+	int n = snprintf(id, cap, "%s/%s/%s/%s/%s", agent, RULES_SNAPID_TAG, backend, pool, name);
+	if (n < 0 || (size_t)n >= cap)
+		return -EINVAL;
+	snprintf(v->protocol, sizeof(v->protocol), "%s", RULES_SNAPID_TAG);
+	return 0;
+}
+
 void rules_pvst_name(const char *csi_name, char *out, size_t cap)
 {
 	size_t len = strlen(csi_name);

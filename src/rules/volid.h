@@ -46,6 +46,16 @@ int rules_agent_volid_parse(const char *id, char *pool, size_t pool_cap, char *n
 int rules_volid_make(const char *agent, const char *backend, const char *pool, const char *name,
                      char *id, size_t cap, struct rules_volid *v);
 
+/* Snapshot IDs (docs/snapshots.md): `<agent>/snapshot/<backend>/<pool>/<name>`, the grammar of a
+ * volume ID with the literal `snapshot` in place of the protocol: a snapshot lives on its source
+ * volume's agent and pool, and no snapshot ID is a volume ID or the other way round.
+ * agent_volume_id holds the agent's snapshot ID `<pool>/<name>`.  0 or -EINVAL, as
+ * rules_volid_parse / rules_volid_make. */
+#define RULES_SNAPID_TAG "snapshot"
+int rules_snapid_parse(const char *id, struct rules_volid *v);
+int rules_snapid_make(const char *agent, const char *backend, const char *pool, const char *name,
+                      char *id, size_t cap, struct rules_volid *v);
+
 /* true when name matches ^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$ (csi.md §2.2). */
 bool rules_volname_valid(const char *name);
 

@@ -28,6 +28,7 @@ struct fake_agent {
 	} items[FAKE_MAX_ITEMS];
 	size_t nitems;
 	bool healthy, pending, mtls;
+	long long snapshot_size; /* CreateSnapshot's size_bytes */
 	char sub_name[64], sub_msg[256];
 	ProtobufCMessage *caps;
 	char *(*hook)(void *, const char *);
@@ -68,6 +69,22 @@ static ProtobufCMessage *answer(struct fake_agent *f, const char *method,
 		snprintf(dev, sizeof(dev), "/dev/zvol/%s", r->volume_id);
 		o.device_path = dev;
 		o.capacity_bytes = r->capacity_bytes;
+		return clone_msg(&o.base);
+	}
+	if (!strcmp(method, "CreateSnapshot")) {
+		const PillarCsi__Agent__V1__CreateSnapshotRequest *r = (const void *)req;
+		PillarCsi__Agent__V1__CreateSnapshotResponse o =
+		    PILLAR_CSI__AGENT__V1__CREATE_SNAPSHOT_RESPONSE__INIT;
+		PillarCsi__Agent__V1__SnapshotInfo si = PILLAR_CSI__AGENT__V1__SNAPSHOT_INFO__INIT;
+		Google__Protobuf__Timestamp ts = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
+		ts.seconds = FAKE_SNAPSHOT_TIME;
+		ts.nanos = 250000000;
+		si.snapshot_id = r->snapshot_id;
+		si.source_volume_id = r->source_volume_id;
+		si.size_bytes = f->snapshot_size;
+		si.creation_time = &ts;
+		si.ready_to_use = true;
+		o.snapshot = &si;
 		return clone_msg(&o.base);
 	}
 	if (!strcmp(method, "ExpandVolume")) {
@@ -246,6 +263,7 @@ fake_agent *fake_agent_new(void)
 	f->base.ops = &fake_ops;
 	pthread_mutex_init(&f->mu, NULL);
 	f->healthy = true;
+	f->snapshot_size = 1LL << 30;
 	return f;
 }
 
@@ -407,4 +425,11 @@ const char *fake_agent_log(const fake_agent *f)
 		                      f->calls[i].method);
 	pthread_mutex_unlock(&m->mu);
 	return m->logbuf;
+}
+
+void fake_agent_set_snapshot_size(fake_agent *f, long long bytes)
+{
+	pthread_mutex_lock(&f->mu);
+	f->snapshot_size = bytes;
+	pthread_mutex_unlock(&f->mu);
 }

@@ -5,7 +5,9 @@
  * store looked like when the agent was called).  Results: one-shot scripted failures per method
  * (fake_agent_fail), else a default success answer derived from the request (CreateVolume echoes
  * the size with a device path, ExportVolume echoes the endpoint with NQN
- * nqn.2026-01.com.bhyoo.pillar-csi:<pool>.<name>, ReconcileState reports every item successful
+ * nqn.2026-01.com.bhyoo.pillar-csi:<pool>.<name>, CreateSnapshot echoes the IDs with
+ * size_bytes (1 GiB unless set), creation_time FAKE_SNAPSHOT_TIME.250 and ready_to_use,
+ * ReconcileState reports every item successful
  * unless fake_agent_item_error names it).  Self-contained: links into every unit test.
  */
 #ifndef PILLAR_TEST_UNIT_FAKE_AGENT_H
@@ -32,6 +34,9 @@ agentclient *fake_agent_client(fake_agent *f);
 
 /* The next call of method fails with code and msg (queued, one per call). */
 void fake_agent_fail(fake_agent *f, const char *method, int code, const char *msg);
+/* CreateSnapshot's size_bytes from now on. */
+void fake_agent_set_snapshot_size(fake_agent *f, long long bytes);
+#define FAKE_SNAPSHOT_TIME 1796572800LL /* 2026-12-06T16:00:00Z */
 /* Whether the transport the fake stands for is mutual TLS (agentclient_mtls). */
 void fake_agent_set_mtls(fake_agent *f, bool on);
 /* HealthCheck answer. */

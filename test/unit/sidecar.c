@@ -417,7 +417,7 @@ static Csi__V1__CreateVolumeRequest__ParametersEntry *param(struct arena *a, con
 	return e;
 }
 
-static long long quantity(const char *q)
+long long sidecar_quantity(const char *q)
 {
 	char *end;
 	long long v = strtoll(q ? q : "0", &end, 10);
@@ -464,7 +464,8 @@ sidecar_create_volume(const struct sidecar_caps *c, const char *sc_json, const c
 	}
 	q->capacity_range = a_alloc(&a, sizeof(*q->capacity_range));
 	csi__v1__capacity_range__init(q->capacity_range);
-	q->capacity_range->required_bytes = quantity(gets(pvc, "spec.resources.requests.storage"));
+	q->capacity_range->required_bytes =
+	    sidecar_quantity(gets(pvc, "spec.resources.requests.storage"));
 	if (c->topology && requirements(&a, c, cl, name, selected_node,
 	                                &q->accessibility_requirements, err, errcap) < 0)
 		goto done;

@@ -33,6 +33,24 @@
  *  capacity_range.required_bytes = the PVC's new request, volume_capability from the PV as the
  *  attacher builds it.
  * kube-controller-manager / provisioner Delete: DeleteVolume{volume_id = volumeHandle}.
+ * csi-provisioner dataSource (controller.go getVolumeContentSource): a VolumeSnapshot bound to a
+ *  content with status.snapshotHandle and readyToUse, restoreSize not above the request →
+ *  volume_content_source.snapshot{snapshot_id = snapshotHandle}; a PVC bound to a PV of the
+ *  driver with a capacity not above the request → volume{volume_id = volumeHandle}.
+ * csi-snapshotter v8 (pkg/sidecar-controller snapshot_controller.go createSnapshotWrapper,
+ *  csi_handler.go; pkg/utils RemovePrefixedParameters), sidecar_snapshot.c:
+ *  - CreateSnapshot name = --snapshot-name-prefix ("snapshot") + "-" + the VolumeSnapshot's UID
+ *    (content spec.volumeSnapshotRef.uid; --snapshot-name-uuid-length -1: the whole UID);
+ *    source_volume_id = content spec.source.volumeHandle;
+ *  - parameters = the VolumeSnapshotClass parameters minus the reserved keys
+ *    csi.storage.k8s.io/{snapshotter,snapshotter-list,group-snapshotter}-secret-{name,namespace}
+ *    (another csi.storage.k8s.io/ key fails), plus with --extra-create-metadata
+ *    csi.storage.k8s.io/volumesnapshot/name, /volumesnapshot/namespace and
+ *    /volumesnapshotcontent/name;
+ *  - secrets = the data of the Secret the class's snapshotter-secret-name/namespace names;
+ *  - DeleteSnapshot and the readiness check (ListSnapshots{snapshot_id}) use the content's
+ *    status.snapshotHandle, else spec.source.snapshotHandle (a pre-provisioned content); a
+ *    dynamic content that is not ready yet gets CreateSnapshot again.
  *
  * Every builder returns a message decoded from its wire bytes (free with
  * protobuf_c_message_free_unpacked), or NULL with err filled when the component itself would
@@ -91,5 +109,26 @@ Csi__V1__ControllerUnpublishVolumeRequest *sidecar_detach(const cJSON *pv, const
 Csi__V1__ControllerExpandVolumeRequest *sidecar_expand(const struct sidecar_caps *c,
                                                        const cJSON *pv, long long bytes, char *err,
                                                        size_t errcap);
+
+/* "1Gi" and the like as the provisioner reads a request (Ki..Ti or bytes). */
+long long sidecar_quantity(const char *q);
+
+/* csi-snapshotter's CreateSnapshot for VolumeSnapshotContent content_json of VolumeSnapshotClass
+ * class_json; secret_json: the Secret the class names (its base64 data), or NULL. */
+Csi__V1__CreateSnapshotRequest *sidecar_create_snapshot(const char *class_json,
+                                                        const char *content_json,
+                                                        const char *secret_json,
+                                                        bool extra_metadata, char *err, size_t cap);
+Csi__V1__DeleteSnapshotRequest *
+sidecar_delete_snapshot(const char *content_json, const char *secret_json, char *err, size_t cap);
+/* The readiness check of a content (ListSnapshots by its snapshot handle). */
+Csi__V1__ListSnapshotsRequest *sidecar_snapshot_status(const char *content_json, char *err,
+                                                       size_t cap);
+/* Sets req->volume_content_source from the claim's dataSource: source_json is the
+ * VolumeSnapshot (content_json its bound VolumeSnapshotContent) or the source PVC (content_json
+ * its bound PV).  0, or -1 with err when the provisioner refuses. */
+int sidecar_content_source(Csi__V1__CreateVolumeRequest *req, const char *pvc_json,
+                           const char *source_json, const char *content_json, char *err,
+                           size_t cap);
 
 #endif

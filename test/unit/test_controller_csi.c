@@ -238,7 +238,7 @@ START_TEST(test_create_validation)
 	ck_assert_int_eq(FX_CALL(csi_create_volume, &f.req, &resp,
 	                         &csi__v1__create_volume_response__descriptor, &gs),
 	                 GRPC_INVALID_ARGUMENT);
-	ck_assert_str_eq(gs.msg, "volume_content_source is not supported");
+	ck_assert_str_eq(gs.msg, "volume_content_source must name a snapshot or a volume");
 	fx_create_init(&f, "pvc-2", 0, false, PSC_PARAMS);
 	f.cr.limit_bytes = 1000;
 	ck_assert_int_eq(FX_CALL(csi_create_volume, &f.req, &resp,
@@ -646,7 +646,7 @@ START_TEST(test_identity_and_caps)
 	ck_assert_int_eq(FX_CALL(csi_controller_capabilities, NULL, &cc,
 	                         &csi__v1__controller_get_capabilities_response__descriptor, &gs),
 	                 0);
-	ck_assert_int_eq(cc->n_capabilities, 5);
+	ck_assert_int_eq(cc->n_capabilities, 8); /* with snapshots and clones */
 	protobuf_c_message_free_unpacked(&cc->base, NULL);
 	Csi__V1__ProbeResponse *pr = NULL;
 	ck_assert_int_eq(FX_CALL(csi_probe, NULL, &pr, &csi__v1__probe_response__descriptor, &gs),

@@ -49,6 +49,8 @@ if ON_KUBE:
     from cluster import Cluster  # noqa: E402
 
 BIN = os.environ["PILLAR_BIN"]
+# the agent's binary (default PILLAR_BIN): a suite can meet an agent of another build
+AGENT_BIN = os.environ.get("PILLAR_AGENT_BIN") or BIN
 GROUP = "pillar-csi.bhyoo.com/v1alpha1"
 P = "pillar-csi.bhyoo.com/"
 AGENT, STORE, PROTO, PSC, POOL = "storage-1", "files", "tcp", "fast", "fp"
@@ -176,7 +178,7 @@ class Env:
     # -- agent --
     def start_agent(self):
         self.agent_starts += 1
-        args = [BIN, "agent", "--listen-address=127.0.0.1:%d" % self.agent_port,
+        args = [AGENT_BIN, "agent", "--listen-address=127.0.0.1:%d" % self.agent_port,
                 "--config=" + self.config, "--configfs-root=" + self.cfs,
                 "--state-dir=" + self.state, "--host-root=" + os.path.join(self.base, "host"),
                 "--shutdown-grace-period=0s", "--v=3"]

@@ -7,10 +7,14 @@ request.
   csi-provisioner 5.2   create_volume(), pv_of(), delete_volume()
   csi-attacher 4.8      attach(), detach()
   csi-resizer 1.13      expand()
+  csi-snapshotter 8     create_snapshot(), delete_snapshot(), snapshot_status()
+  csi-provisioner       content_source() (a claim's dataSource: restore or clone)
 
 Each takes the generated csi_pb2 module as `csi`.  A component that would refuse before calling
 the driver raises Refused with the component's own message.
 """
+
+import base64
 
 DRIVER = "pillar-csi.bhyoo.com"
 PREFIX = "csi.storage.k8s.io/"
@@ -255,3 +259,97 @@ def expand(csi, caps, pv, new_bytes):
         volume_id=pv["spec"]["csi"]["volumeHandle"],
         capacity_range=csi.CapacityRange(required_bytes=new_bytes),
         volume_capability=pv_capability(csi, caps, pv))
+
+
+# ---- csi-snapshotter v8 (test/unit/sidecar.h lists the facts and their source files) ----------
+
+SNAPSHOT_KNOWN_PREFIXED = {PREFIX + k for k in (
+    "snapshotter-secret-name", "snapshotter-secret-namespace", "snapshotter-list-secret-name",
+    "snapshotter-list-secret-namespace", "group-snapshotter-secret-name",
+    "group-snapshotter-secret-namespace")}
+
+
+def create_snapshot(csi, vsclass, content, secret=None, extra_metadata=True):
+    """createSnapshotWrapper: name = "snapshot-" + the VolumeSnapshot's UID; parameters = the
+    class's minus the reserved keys (another reserved key fails) plus, with
+    --extra-create-metadata, the VolumeSnapshot's name and namespace and the content's name;
+    secrets = the data of the Secret the class names (decoded)."""
+    ref = content["spec"].get("volumeSnapshotRef", {})
+    if not ref.get("uid"):
+        raise Refused("cannot create snapshot. Snapshot content %s not bound to a snapshot"
+                      % content["metadata"]["name"])
+    handle = content["spec"].get("source", {}).get("volumeHandle")
+    if handle is None:
+        raise Refused("cannot create snapshot. Volume handle not found in snapshot content %s"
+                      % content["metadata"]["name"])
+    params = {}
+    for k, v in (vsclass.get("parameters") or {}).items():
+        if k.startswith(PREFIX):
+            if k not in SNAPSHOT_KNOWN_PREFIXED:
+                raise Refused("failed to remove CSI Parameters of prefixed keys: found unknown "
+                              "parameter key \"%s\" with reserved namespace %s" % (k, PREFIX))
+            continue
+        params[k] = v
+    if extra_metadata:
+        params[PREFIX + "volumesnapshot/name"] = ref.get("name", "")
+        params[PREFIX + "volumesnapshot/namespace"] = ref.get("namespace", "")
+        params[PREFIX + "volumesnapshotcontent/name"] = content["metadata"]["name"]
+    secrets = {k: base64.b64decode(v).decode() for k, v in ((secret or {}).get("data") or {}).items()}
+    return csi.CreateSnapshotRequest(name="snapshot-" + ref["uid"], source_volume_id=handle,
+                                     parameters=params, secrets=secrets)
+
+
+def _snapshot_handle(content):
+    return (content.get("status") or {}).get("snapshotHandle") or \
+        content["spec"].get("source", {}).get("snapshotHandle")
+
+
+def delete_snapshot(csi, content, secret=None):
+    h = _snapshot_handle(content)
+    if not h:
+        raise Refused("failed to delete snapshot content %s: snapshotHandle is missing"
+                      % content["metadata"]["name"])
+    secrets = {k: base64.b64decode(v).decode() for k, v in ((secret or {}).get("data") or {}).items()}
+    return csi.DeleteSnapshotRequest(snapshot_id=h, secrets=secrets)
+
+
+def snapshot_status(csi, content):
+    """GetSnapshotStatus: ListSnapshots by the content's snapshot handle."""
+    h = _snapshot_handle(content)
+    if not h:
+        raise Refused("failed to list snapshot for content %s: snapshotHandle is missing"
+                      % content["metadata"]["name"])
+    return csi.ListSnapshotsRequest(snapshot_id=h)
+
+
+def content_source(csi, req, pvc, source, bound):
+    """The claim's dataSource on a CreateVolumeRequest built by create_volume(): a VolumeSnapshot
+    (bound: its VolumeSnapshotContent) or a PVC (bound: its PV)."""
+    kind = pvc["spec"]["dataSource"]["kind"]
+    want = req.capacity_range.required_bytes
+    name = source["metadata"]["name"]
+    if kind == "VolumeSnapshot":
+        st = source.get("status") or {}
+        handle = (bound.get("status") or {}).get("snapshotHandle")
+        if not st.get("boundVolumeSnapshotContentName") or not handle:
+            raise Refused("snapshot %s not bound" % name)
+        if not st.get("readyToUse"):
+            raise Refused("snapshot %s is not Ready" % name)
+        size = quantity(st.get("restoreSize", "0"))
+        if size > want:
+            raise Refused("requested volume size %d is less than the size %d for the source "
+                          "snapshot %s" % (want, size, name))
+        req.volume_content_source.snapshot.snapshot_id = handle
+    elif kind == "PersistentVolumeClaim":
+        spec = bound.get("spec", {})
+        if spec.get("csi", {}).get("driver") != DRIVER:
+            raise Refused("the source PVC %s is not bound to a PV of this driver" % name)
+        size = quantity(spec.get("capacity", {}).get("storage", "0"))
+        if size > want:
+            raise Refused("error getting handle for DataSource Type PersistentVolumeClaim by "
+                          "Name %s: requested PV size %d is less than source PVC size %d"
+                          % (name, want, size))
+        req.volume_content_source.volume.volume_id = spec["csi"]["volumeHandle"]
+    else:
+        raise Refused("unsupported dataSource kind \"%s\"" % kind)
+    return req
