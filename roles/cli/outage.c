@@ -15,6 +15,7 @@ struct gather {
 	struct model_outage *o;
 	struct model_outage_workload *owners; /* every owner met (plan), the doc keeps the used */
 	size_t n_owners;
+	bool agent_unavailable; /* model_pa_exports_unavailable of the agent */
 	struct err *e;
 };
 
@@ -64,7 +65,8 @@ static int volume_of(struct gather *g, const struct model_pvst *v, struct model_
 	for (size_t i = 0; i < v->status.n_published; i++)
 		if (v->status.published[i].node_id)
 			r |= model_strs_add(&out->published_nodes, v->status.published[i].node_id);
-	const char *reason = model_cond_reason(&v->status.conditions, RULES_COND_EXPORT_RECONCILED);
+	const char *status, *reason;
+	model_pvst_export_reconciled(v, g->agent_unavailable, &status, &reason);
 	if (*reason)
 		r |= model_str_set(&out->export_reconciled, reason);
 	out->has_pods = !g->q->status;
@@ -434,6 +436,7 @@ int outage_gather(store *s, const struct outage_query *q, struct model_outage *o
 	int r = model_get(s, &model_pa_kind, NULL, q->agent, &pa, e);
 	if (r < 0)
 		return r;
+	g.agent_unavailable = model_pa_exports_unavailable(&pa);
 	if (model_str_set(&out->kind, q->status ? "OutageStatus" : "OutagePlan") < 0 ||
 	    model_str_set(&out->agent, q->agent) < 0)
 		r = oom(e);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "model/model.h"
+#include "model/outage.h"
 #include "model/pillar.h"
 #include "rules/conditions.h"
 
@@ -74,7 +75,25 @@ static void tally_clear(struct tally *t)
 
 struct volume_counts {
 	struct tally phases, unreconciled;
+	struct tally available; /* 1 for each agent whose exports can be reconciled now */
 };
+
+static bool tally_has(const struct tally *t, const char *key)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (strcmp(t->e[i].key, key) == 0)
+			return t->e[i].v != 0;
+	return false;
+}
+
+static int note_agent(void *obj, void *arg)
+{
+	const struct model_pa *pa = obj;
+	struct volume_counts *vc = arg;
+	if (pa->meta.name)
+		tally_add(&vc->available, pa->meta.name, !model_pa_exports_unavailable(pa));
+	return 0;
+}
 
 static int count_volume(void *obj, void *arg)
 {
@@ -83,10 +102,13 @@ static int count_volume(void *obj, void *arg)
 	const char *agent = v->spec.agent_ref ? v->spec.agent_ref : "";
 	tally_add(&vc->phases, v->status.phase && *v->status.phase ? v->status.phase : "Unknown",
 	          1);
-	/* every agent gets a sample, 0 when all its exports are reconciled */
-	bool open = v->status.has_export_spec &&
-	            strcmp(model_cond_status(&v->status.conditions, RULES_COND_EXPORT_RECONCILED),
-	                   "True") != 0;
+	/* every agent gets a sample, 0 when all its exports are reconciled; ExportReconciled as
+	 * derived from the agent's (model/outage.h), a PillarAgent not listed counting as
+	 * unavailable */
+	const char *status, *reason;
+	model_pvst_export_reconciled(v, *agent && !tally_has(&vc->available, agent), &status,
+	                             &reason);
+	bool open = v->status.has_export_spec && strcmp(status, "True") != 0;
 	if (*agent)
 		tally_add(&vc->unreconciled, agent, open ? 1 : 0);
 	return 0;
@@ -95,8 +117,9 @@ static int count_volume(void *obj, void *arg)
 static void collect_volumes(struct ctl *c, struct metrics_text *t)
 {
 	struct volume_counts vc = {0};
-	if (model_list_each(c->st, &model_pvst_kind, NULL, NULL, count_volume, &vc, NULL, NULL) ==
-	    0) {
+	if (model_list_each(c->st, &model_pa_kind, NULL, NULL, note_agent, &vc, NULL, NULL) == 0 &&
+	    model_list_each(c->st, &model_pvst_kind, NULL, NULL, count_volume, &vc, NULL, NULL) ==
+	        0) {
 		metrics_text_header(t, "pillar_csi_volumes",
 		                    "Volumes (PillarVolumeStates) by phase.", METRICS_GAUGE);
 		tally_write(t, &vc.phases, "pillar_csi_volumes", "phase");
@@ -109,6 +132,7 @@ static void collect_volumes(struct ctl *c, struct metrics_text *t)
 	}
 	tally_clear(&vc.phases);
 	tally_clear(&vc.unreconciled);
+	tally_clear(&vc.available);
 }
 
 struct agent_states {

@@ -53,8 +53,10 @@ int reconcile_agent_restore(struct ctl *c, const char *agent, const char *addr,
  * PillarVolumeState `only`; volumes deleting or in phase Provisioning are skipped, volumes
  * without exportSpec get ExportSpecMissing and are left out; every sent volume gets
  * ExportReconciled from its result (agent-api.md §12.4).  complete=false with no eligible volume
- * sends nothing.  addr NULL: nothing is sent and the volumes get AgentUnavailable with the
- * message of *noaddr.  The volumes' outcomes are written only where they changed; a failed
+ * sends nothing.  addr NULL: nothing is sent (the RPC's code is UNAVAILABLE with the message
+ * of *noaddr).  An RPC that fails UNAVAILABLE or past its deadline (AgentUnavailable) writes
+ * nothing on the volumes: readers derive that from the PillarAgent (model/outage.h), so an
+ * outage costs no write per volume.  The other outcomes are written only where they changed; a failed
  * resync (complete=false) stops recording when ctl.agents_epoch moves.  Returns the RPC's gRPC
  * code (message in gs).  sent may be NULL. */
 int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const char *only,

@@ -163,7 +163,10 @@ static int reconcile_built(struct ctl *c, const char *agent, const char *addr, b
 		if (!complete && r != GRPC_OK && atomic_load(&c->agents_epoch) != epoch)
 			break; /* the agent changed meanwhile: its restore (or next pass) records them */
 		map_result(r, &ast, resp, order[i]->volume_id, i, &reason, &msg);
-		set_cond_if_changed(c, order[i], reason, msg);
+		/* an agent that cannot be reached is its PillarAgent's condition, which readers
+		 * derive each volume's from (model/outage.h): nothing is written per volume */
+		if (strcmp(reason, RULES_REASON_AGENT_UNAVAILABLE) != 0)
+			set_cond_if_changed(c, order[i], reason, msg);
 	}
 	if (resp)
 		protobuf_c_message_free_unpacked(&resp->base, NULL);

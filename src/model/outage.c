@@ -9,6 +9,7 @@
 #include "base/yaml.h"
 #include "model/codec.h"
 #include "model/kpath.h"
+#include "rules/conditions.h"
 #include "rules/keys.h"
 
 int64_t model_ctrl_loss_tmo(const struct model_nvmeof_tcp *n, bool *kernel_default)
@@ -177,4 +178,26 @@ char *model_outage_print(const struct model_outage *o, bool yaml)
 	cJSON_Delete(doc);
 	free(text);
 	return out;
+}
+
+bool model_pa_exports_unavailable(const struct model_pa *pa)
+{
+	const struct model_conds *cs = &pa->status.conditions;
+	return strcmp(model_cond_status(cs, RULES_COND_AGENT_CONNECTED), "True") != 0 ||
+	       strcmp(model_cond_status(cs, RULES_COND_EXPORTS_READY), "True") != 0;
+}
+
+void model_pvst_export_reconciled(const struct model_pvst *v, bool agent_unavailable,
+                                  const char **status, const char **reason)
+{
+	const struct model_conds *cs = &v->status.conditions;
+	*status = model_cond_status(cs, RULES_COND_EXPORT_RECONCILED);
+	*reason = model_cond_reason(cs, RULES_COND_EXPORT_RECONCILED);
+	bool eligible = v->status.has_export_spec &&
+	                !(v->status.has_deleting && v->status.deleting) &&
+	                strcmp(v->status.phase ? v->status.phase : "", "Provisioning") != 0;
+	if (agent_unavailable && eligible && strcmp(*reason, RULES_REASON_EXPORT_SPEC_MISSING)) {
+		*status = "False";
+		*reason = RULES_REASON_AGENT_UNAVAILABLE;
+	}
 }

@@ -43,6 +43,26 @@ int model_agent_counts_add(struct model_agent_counts *c, const struct model_pvst
                            const struct model_nvmeof_tcp *n);
 void model_agent_counts_clear(struct model_agent_counts *c);
 
+/* ---- ExportReconciled during an outage -------------------------------------------------------
+ *
+ * An agent that cannot reconcile its exports (unreachable, restore gate closed, restore failed)
+ * is one fact, recorded once on its PillarAgent; it is not written again on each of its volumes
+ * (an outage costs O(1) store writes, whatever the number of volumes).  Readers derive each
+ * volume's ExportReconciled from the two: while the agent's AgentConnected or ExportsReady is
+ * not True, every volume the resyncs send (status.exportSpec recorded, not deleting, phase not
+ * Provisioning) whose recorded ExportReconciled is not ExportSpecMissing (a repair by hand,
+ * whatever the agent does) reads False/AgentUnavailable; otherwise the volume's recorded
+ * condition holds. */
+
+/* Whether pa's status says its exports cannot be reconciled now (AgentConnected or
+ * ExportsReady not True, or either absent). */
+bool model_pa_exports_unavailable(const struct model_pa *pa);
+/* The ExportReconciled status and reason of v as derived above ("" for both when v has none
+ * and is not derived); agent_unavailable from model_pa_exports_unavailable of v's
+ * agent (true also when the PillarAgent does not exist). */
+void model_pvst_export_reconciled(const struct model_pvst *v, bool agent_unavailable,
+                                  const char **status, const char **reason);
+
 /* ---- the documents (docs/cli.md "outage-plan -o json") ------------------------------------ */
 
 struct model_outage_ref {

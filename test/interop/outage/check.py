@@ -153,7 +153,7 @@ def check_outputs(name, pre, env=None, post=()):
     rc, out, err = cmd_run(["outage-status", "storage-2"], env)
     check(rc == 0 and out.startswith("PillarAgent storage-2: reachable (AgentConnected=True Dialed)\n"
                                       "ExportsReady: True ExportsServing\n") and
-          "default/other   pvc-z   worker-1   30s             -                 AgentUnavailable" in out,
+          "default/other   pvc-z   worker-1   30s             -                 Reconciled" in out,
           f"{name}: outage-status of a reachable agent", out + err)
     rc, out, err = cmd_run(["outage-plan", "storage-9"], env)
     check(rc == 1 and err == 'Error from server (NotFound): pillaragents.pillar-csi.bhyoo.com "storage-9" not found\n',

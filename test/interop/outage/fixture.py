@@ -27,7 +27,10 @@ def pvst(name, agent, ns, claim, nvme, nodes, since):
             "status": {"phase": "Ready",
                        "publishedNodes": [{"nodeID": n, "initiatorID": "nqn.2014-08.org.nvmexpress:uuid:" + n,
                                            "accessMode": "SINGLE_NODE_WRITER"} for n in nodes],
-                       "conditions": [cond("ExportReconciled", "False", "AgentUnavailable", since)]}}
+                       "exportSpec": {"bindAddress": "10.0.0.1", "port": 4420, "aclEnabled": True},
+                       # the controller leaves the last outcome during an outage: the readers
+                       # derive AgentUnavailable from the PillarAgent (src/model/outage.h)
+                       "conditions": [cond("ExportReconciled", "True", "Reconciled", since)]}}
 
 
 def pv(name, ns, claim, size):
