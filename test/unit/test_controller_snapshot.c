@@ -5,6 +5,7 @@
  * ListSnapshots by ID, by source and paginated, CreateVolume from a snapshot and from a
  * volume, and every refusal with its code and message. */
 #include "controller/psnap.h"
+#include "controller/reconcile.h"
 #include "ctl_fixture.h"
 
 #define VID   "storage-1/nvmeof-tcp/zfs-zvol/tank/pvc-1"
@@ -531,6 +532,42 @@ START_TEST(test_restore_refusals)
 }
 END_TEST
 
+/* Volumes made from a snapshot or a volume are volumes: the storage-node restore (one complete
+ * ReconcileState) carries them with every other export, and the PillarAgent's outage counts
+ * (outage-plan's figures) count them. */
+START_TEST(test_restore_batch_and_counts)
+{
+	struct grpc_status gs = {0};
+	struct err e = {0};
+	Csi__V1__CreateSnapshotResponse *sr = NULL;
+	Csi__V1__CreateVolumeResponse *resp = NULL;
+	ck_assert_int_eq(create_snapshot(UID1, VID, &sr, &gs), 0);
+	protobuf_c_message_free_unpacked(&sr->base, NULL);
+	ck_assert_int_eq(restore(PVC_R, "1Gi", "VolumeSnapshot", SNAP1, &resp, &gs), 0);
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	ck_assert_int_eq(restore("pvc-c", "1Gi", "PersistentVolumeClaim", VID2, &resp, &gs), 0);
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	fake_agent_reset_log(fx_fa);
+	ck_assert_msg(reconcile_agent_restore(&fx_c, "storage-1", "10.0.0.5:9500", NULL, &gs) == 0,
+	              "%s", gs.msg);
+	ck_assert_str_eq(fake_agent_log(fx_fa), "ReconcileState");
+	const PillarCsi__Agent__V1__ReconcileStateRequest *q =
+	    (const void *)fake_agent_call(fx_fa, 0)->req;
+	ck_assert(q->complete);
+	ck_assert_uint_eq(q->n_volumes, 4);
+	int seen = 0;
+	for (size_t i = 0; i < q->n_volumes; i++)
+		seen += !strcmp(q->volumes[i]->volume_id, "tank/" PVC_R) ||
+		        !strcmp(q->volumes[i]->volume_id, "tank/pvc-c");
+	ck_assert_int_eq(seen, 2);
+	struct model_pa pa = {0};
+	ck_assert_int_eq(model_get(fx_st, &model_pa_kind, NULL, "storage-1", &pa, &e), 0);
+	ck_assert_int_eq(reconcile_agent_counts(&fx_c, &pa, &e), 0);
+	ck_assert_int_eq(pa.status.volumes, 4);
+	model_clear(&model_pa_kind, &pa);
+}
+END_TEST
+
 START_TEST(test_time_format)
 {
 	char t[64];
@@ -565,6 +602,7 @@ int main(void)
 	tcase_add_test(t, test_list);
 	tcase_add_test(t, test_restore_and_clone);
 	tcase_add_test(t, test_restore_refusals);
+	tcase_add_test(t, test_restore_batch_and_counts);
 	tcase_add_test(t, test_time_format);
 	suite_add_tcase(s, t);
 	return tu_run(s);
