@@ -97,8 +97,9 @@ static void seen_free(struct seen *s)
  * progress (provisioning, deletion, a restore after an agent restart, start-up order), not
  * something to act on: its Event is Normal and stays on the object.  A failure behind a pending
  * step is reported by its own Warning (a volume's partialFailure, the agent's HealthCheckFailed):
- * so is an agent's, behind a PillarStore's AgentNotReady (which a store applied together with its
- * agent passes through before the agent's first contact). */
+ * so is an agent's behind a PillarStore's AgentNotReady, and a store's behind a
+ * PillarStorageClass's PoolNotReady (which objects applied together pass through before the
+ * agent's first contact). */
 static const char *const progress_reasons[] = {
     RULES_REASON_PROVISIONING,
     RULES_REASON_CREATE_PARTIAL,
@@ -109,6 +110,7 @@ static const char *const progress_reasons[] = {
     RULES_REASON_WAITING_FOR_AGENT_DATA,
     RULES_REASON_WAITING_FOR_STORE,
     RULES_REASON_AGENT_NOT_READY,
+    RULES_REASON_POOL_NOT_READY,
 };
 
 static bool progress(const char *reason)

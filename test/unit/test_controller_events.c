@@ -140,6 +140,30 @@ START_TEST(test_store_waiting_for_its_agent_is_normal)
 }
 END_TEST
 
+/* A PillarStorageClass applied with its PillarStore waits for the store to be Ready: start-up
+ * order, a Normal Event.  A store that fails tells it by its own Warning. */
+START_TEST(test_class_waiting_for_its_store_is_normal)
+{
+	struct model_psc psc = {0};
+	model_str_set(&psc.meta.name, "plain");
+	model_str_set(&psc.meta.uid, "u-3");
+	ctl_events_observe(x, &model_psc_kind, STORE_ADDED, &psc);
+	model_cond_set(&psc.status.conditions, RULES_COND_STORE_READY, "False",
+	               RULES_REASON_POOL_NOT_READY, "PillarStore \"files\" is not Ready yet", 1);
+	ctl_events_observe(x, &model_psc_kind, STORE_MODIFIED, &psc);
+	ck_assert_int_eq(flushed(), 1);
+	ck_assert_str_eq(posted[0], "default PillarStorageClass/plain Normal PoolNotReady: "
+	                            "PillarStore \"files\" is not Ready yet");
+	model_cond_set(&psc.status.conditions, RULES_COND_STORE_READY, "False",
+	               RULES_REASON_POOL_NOT_FOUND, "PillarStore \"files\" not found", 1);
+	ctl_events_observe(x, &model_psc_kind, STORE_MODIFIED, &psc);
+	ck_assert_int_eq(flushed(), 2);
+	ck_assert_str_eq(posted[1], "default PillarStorageClass/plain Warning PoolNotFound: "
+	                            "PillarStore \"files\" not found");
+	model_clear(&model_psc_kind, &psc);
+}
+END_TEST
+
 START_TEST(test_volume_events_on_the_claim)
 {
 	struct model_pvst v = {0};
@@ -400,6 +424,7 @@ static Suite *suite(void)
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, test_agent_condition_changes);
 	tcase_add_test(t, test_store_waiting_for_its_agent_is_normal);
+	tcase_add_test(t, test_class_waiting_for_its_store_is_normal);
 	tcase_add_test(t, test_volume_events_on_the_claim);
 	tcase_add_test(t, test_normal_provisioning_has_no_warning);
 	tcase_add_test(t, test_storage_node_outage_on_the_claims);
