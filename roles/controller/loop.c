@@ -218,24 +218,34 @@ static void relist_volumes_done(struct controller_loop *l)
 	enqueue_all(l, &model_psc_kind, "psc");
 }
 
-/* One list: every object as ADDED; the list's resourceVersion in *rv. */
+struct relisting {
+	struct controller_loop *l;
+	const struct model_kind *k;
+	bool initial;
+};
+
+static int relisted(void *obj, void *arg)
+{
+	struct relisting *x = arg;
+	on_event(x->l, x->k, STORE_ADDED, obj, x->initial);
+	return 0;
+}
+
+/* One list: every object as ADDED; the list's resourceVersion in *rv.  One object decoded at a
+ * time (model_list_each): a start or a relist never holds the whole kind decoded. */
 static int relist(struct watcher *w, bool initial, uint64_t *rv)
 {
 	struct controller_loop *l = w->l;
 	const struct model_kind *k = w->k;
 	bool pvst = k == &model_pvst_kind;
-	void *items = NULL;
-	size_t n = 0;
+	struct relisting x = {l, k, initial};
 	struct err e = {0};
-	if (model_list(l->c->st, k, NULL, NULL, &items, &n, rv, &e) < 0) {
+	if (pvst)
+		vdigests_unsee(&l->vd);
+	if (model_list_each(l->c->st, k, NULL, NULL, relisted, &x, rv, &e) < 0) {
 		log_warnf("listing %s: %s", model_store_kind(k)->plural, e.msg);
 		return -1;
 	}
-	if (pvst)
-		vdigests_unsee(&l->vd);
-	for (size_t i = 0; i < n; i++)
-		on_event(l, k, STORE_ADDED, (char *)items + i * k->type->size, initial);
-	model_list_free(k, items, n);
 	if (pvst && !initial)
 		relist_volumes_done(l);
 	return 0;

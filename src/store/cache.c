@@ -205,27 +205,49 @@ static bool stopping(struct cache_store *s, int nap_ms)
 	return stop;
 }
 
-/* Lists the kind into the map; 0 or a negative code. */
+/* One listed object into the map being built (arg: a struct cache_kind holding only it). */
+static int relist_one(cJSON *obj, void *arg)
+{
+	struct store_blob *b = store_blob_of(obj);
+	if (!b)
+		return -ENOMEM;
+	absorb(arg, obj, b, false);
+	store_blob_put(b);
+	return 0;
+}
+
+static void drop_map(struct cache_kind *m)
+{
+	while (m->n)
+		remove_at(m, m->n - 1);
+	free(m->v);
+	m->v = NULL;
+	m->cap = 0;
+}
+
+/* Lists the kind into the map; 0 or a negative code.  The list is taken one object at a time
+ * (store_list_each) into a new map of compact texts, which replaces the old one under the lock:
+ * the kind's objects are never all held as trees at once (the peak memory of a start or a
+ * relist). */
 static int relist(struct cache_kind *ck)
 {
 	struct cache_store *s = ck->s;
-	cJSON *items = NULL, *it;
+	struct cache_kind fresh = {0};
 	uint64_t rv = 0;
 	struct err e = {0};
-	int rc = store_list(s->b, ck->k, NULL, NULL, &items, &rv, &e);
+	int rc = store_list_each(s->b, ck->k, NULL, NULL, relist_one, &fresh, &rv, &e);
 	if (rc < 0) {
-		log_warnf("store cache: listing %s: %s", ck->k->plural, e.msg);
+		drop_map(&fresh);
+		log_warnf("store cache: listing %s: %s", ck->k->plural,
+		          rc == -ENOMEM && !e.msg[0] ? "out of memory" : e.msg);
 		return rc;
 	}
 	pthread_mutex_lock(&s->mu);
 	clear(ck);
-	cJSON_ArrayForEach(it, items)
-	{
-		struct store_blob *b = store_blob_of(it);
-		if (b)
-			absorb(ck, it, b, false);
-		store_blob_put(b);
-	}
+	free(ck->v);
+	ck->v = fresh.v;
+	ck->n = fresh.n;
+	ck->cap = fresh.cap;
 	ck->rv = ck->floor_rv = rv;
 	ck->gen++;
 	ck->synced = true;
@@ -233,7 +255,6 @@ static int relist(struct cache_kind *ck)
 	pthread_cond_broadcast(&s->cv); /* synced() */
 	pthread_cond_broadcast(&ck->cv);
 	pthread_mutex_unlock(&s->mu);
-	cJSON_Delete(items);
 	return 0;
 }
 
