@@ -309,47 +309,74 @@ int json_check_strings(const char *buf, size_t len, struct err *e)
 	return 0;
 }
 
-int json_parse_strict(const char *buf, size_t len, cJSON **out, struct err *e)
+/* The one JSON value of buf.  0 with *out; -EBADMSG with *at the offset where the text stops
+ * being that value and *trailing when a value ended before it; -ENOMEM. */
+static int parse_value(const char *buf, size_t len, cJSON **out, size_t *at, bool *trailing)
 {
 	const char *end = NULL;
 	cJSON *v;
 
 	*out = NULL;
-	if (memchr(buf, '\0', len))
-		return err_set(e, -EBADMSG, "invalid JSON: contains a NUL byte");
+	*trailing = false;
 	pthread_once(&hooks_once, hooks_init);
 	alloc_failed = false;
 	v = cJSON_ParseWithLengthOpts(buf, len, &end, false);
 	if (!v && alloc_failed)
-		return err_set(e, -ENOMEM, "out of memory");
+		return -ENOMEM;
 	if (!v) {
-		size_t off = end && end >= buf ? (size_t)(end - buf) : 0;
-		if (off >= len)
-			return err_set(e, -EBADMSG,
-			               "invalid JSON: unexpected end of input at byte %zu", len);
-		return err_set(e, -EBADMSG, "invalid JSON at byte %zu", off);
+		*at = end && end >= buf ? (size_t)(end - buf) : 0;
+		return -EBADMSG;
 	}
 	for (const char *p = end; p < buf + len; p++) {
 		if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t') {
 			cJSON_Delete(v);
-			return err_set(e, -EBADMSG, "invalid JSON: trailing data at byte %zu",
-			               (size_t)(p - buf));
+			*at = (size_t)(p - buf);
+			*trailing = true;
+			return -EBADMSG;
 		}
 	}
 	if (has_long_integer(buf, len)) {
 		struct numscan s = {buf, buf + len};
 		if (cJSON_IsNumber(v) ? keep_texts(v, &s) : keep_texts(v->child, &s)) {
 			cJSON_Delete(v);
-			return err_set(e, -ENOMEM, "out of memory");
+			return -ENOMEM;
 		}
-	}
-	int r = json_check_strings(buf, len, e);
-	if (r < 0) {
-		cJSON_Delete(v);
-		return r;
 	}
 	*out = v;
 	return 0;
+}
+
+int json_parse_value(const char *buf, size_t len, cJSON **out, size_t *at)
+{
+	bool trailing;
+	*at = 0;
+	return parse_value(buf, len, out, at, &trailing);
+}
+
+int json_parse_strict(const char *buf, size_t len, cJSON **out, struct err *e)
+{
+	size_t at = 0;
+	bool trailing;
+
+	*out = NULL;
+	if (memchr(buf, '\0', len))
+		return err_set(e, -EBADMSG, "invalid JSON: contains a NUL byte");
+	int r = parse_value(buf, len, out, &at, &trailing);
+	if (r == -ENOMEM)
+		return err_set(e, -ENOMEM, "out of memory");
+	if (r < 0 && trailing)
+		return err_set(e, -EBADMSG, "invalid JSON: trailing data at byte %zu", at);
+	if (r < 0 && at >= len)
+		return err_set(e, -EBADMSG, "invalid JSON: unexpected end of input at byte %zu",
+		               len);
+	if (r < 0)
+		return err_set(e, -EBADMSG, "invalid JSON at byte %zu", at);
+	r = json_check_strings(buf, len, e);
+	if (r < 0) {
+		cJSON_Delete(*out);
+		*out = NULL;
+	}
+	return r;
 }
 
 /* ---- the API server's answers ---------------------------------------------------------------- */

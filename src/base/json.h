@@ -27,6 +27,12 @@
  * string json_check_strings refuses) / -ENOMEM (out of memory, whatever the text). */
 int json_parse_strict(const char *buf, size_t len, cJSON **out, struct err *e);
 
+/* The same without its messages and without the string check, for a reader that words its own
+ * (the agent's configuration file): 0 with *out; -EBADMSG with *at the offset of the first
+ * byte that is not part of the value (the end of the value, or of the text, when it is cut
+ * short); -ENOMEM. */
+int json_parse_value(const char *buf, size_t len, cJSON **out, size_t *at);
+
 /* Every string of the JSON text (member names too) is the bytes that were sent: no NUL byte
  * (the escape \u0000, which cJSON would turn into the end of the string) and UTF-8 (RFC 8259
  * §8.1).  The text must be valid JSON (cJSON parsed it); json_parse_strict runs this check.

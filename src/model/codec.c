@@ -11,15 +11,38 @@
 #define AT(obj, off, T)  ((T *)((char *)(obj) + (off)))
 #define CAT(obj, off, T) ((const T *)((const char *)(obj) + (off)))
 
+/* How a decode reads (model.h): lax (model_decode: null is absent, members the type does not
+ * know are kept) or strict (model_type_decode_strict); by_rule tells a type's rules' error. */
+struct reading {
+	struct err *e;
+	bool strict, by_rule;
+};
+
 static int decode_type(const struct model_type *t, const cJSON *o, void *obj, const char *path,
-                       struct err *e);
+                       struct reading *rd, const void *earlier, size_t index);
 static cJSON *encode_type(const struct model_type *t, const void *obj);
 
 /* ---- scalars ------------------------------------------------------------------------------ */
 
-static int type_err(struct err *e, const char *path, const char *what)
+enum want { WANT_STRING, WANT_QTY, WANT_INT, WANT_BOOL, WANT_MAP, WANT_STRS, WANT_LIST, WANT_OBJ };
+
+static int type_err(struct reading *rd, const char *path, enum want w)
 {
-	return err_set(e, -EINVAL, "%s must be %s", path, what);
+	static const char *const lax[] = {"a string",
+	                                  "a quantity",
+	                                  "an integer",
+	                                  "true or false",
+	                                  "a mapping of strings",
+	                                  "a list of strings",
+	                                  "a list",
+	                                  "a mapping"};
+	static const char *const strict[] = {
+	    "string", "string or integer", "integer", "boolean", "object", "array", "array",
+	    "object"};
+	if (rd->strict)
+		return err_set(rd->e, -EINVAL, "%s: expected %s", path[0] ? path : "(root)",
+		               strict[w]);
+	return err_set(rd->e, -EINVAL, "%s must be %s", path, lax[w]);
 }
 
 static int dec_bool(const cJSON *v, bool *out)
@@ -54,19 +77,29 @@ static int dec_text(const cJSON *v, char **out)
 	return *out ? 0 : -ENOMEM;
 }
 
-static int dec_map(const cJSON *v, struct model_map *m, bool text, const char *path, struct err *e)
+/* path.key (a path too long is shortened, never cut unseen) */
+static void member_path(char *p, size_t cap, const char *path, const char *key)
+{
+	if (snprintf(p, cap, "%s%s%s", path, path[0] ? "." : "", key) >= (int)cap)
+		p[cap - 2] = '~';
+}
+
+static int dec_map(const cJSON *v, struct model_map *m, bool text, const char *path,
+                   struct reading *rd)
 {
 	const cJSON *it;
 	if (!cJSON_IsObject(v))
-		return type_err(e, path, "a mapping of strings");
+		return type_err(rd, path, WANT_MAP);
 	cJSON_ArrayForEach(it, v)
 	{
-		char *s = NULL;
+		char *s = NULL, p[512];
 		int r = text ? dec_text(it, &s)
 		             : (cJSON_IsString(it) ? ((s = strdup(it->valuestring)) ? 0 : -ENOMEM)
 		                                   : -EINVAL);
-		if (r == -EINVAL)
-			return err_set(e, -EINVAL, "%s.%s must be a string", path, it->string);
+		if (r == -EINVAL) {
+			member_path(p, sizeof(p), path, it->string);
+			return type_err(rd, p, WANT_STRING);
+		}
 		if (r == 0)
 			r = model_map_set(m, it->string, s);
 		free(s);
@@ -76,26 +109,34 @@ static int dec_map(const cJSON *v, struct model_map *m, bool text, const char *p
 	return 0;
 }
 
-static int dec_strs(const cJSON *v, struct model_strs *l, const char *path, struct err *e)
+static int dec_strs(const cJSON *v, struct model_strs *l, const char *path, struct reading *rd)
 {
 	const cJSON *it;
+	size_t i = 0;
 	if (!cJSON_IsArray(v))
-		return type_err(e, path, "a list of strings");
+		return type_err(rd, path, WANT_STRS);
 	cJSON_ArrayForEach(it, v)
 	{
-		if (!cJSON_IsString(it))
-			return type_err(e, path, "a list of strings");
+		char p[512];
+		if (!cJSON_IsString(it) && !rd->strict)
+			return type_err(rd, path, WANT_STRS);
+		if (!cJSON_IsString(it)) {
+			if (snprintf(p, sizeof(p), "%s[%zu]", path, i) >= (int)sizeof(p))
+				p[sizeof(p) - 2] = '~';
+			return type_err(rd, p, WANT_STRING);
+		}
 		if (model_strs_add(l, it->valuestring) < 0)
 			return -ENOMEM;
+		i++;
 	}
 	return 0;
 }
 
 static int dec_list(const struct model_field *f, const cJSON *v, void *obj, const char *path,
-                    struct err *e)
+                    struct reading *rd)
 {
 	if (!cJSON_IsArray(v))
-		return type_err(e, path, "a list");
+		return type_err(rd, path, WANT_LIST);
 	size_t n = (size_t)cJSON_GetArraySize(v), i = 0;
 	if (n == 0)
 		return 0;
@@ -110,7 +151,7 @@ static int dec_list(const struct model_field *f, const cJSON *v, void *obj, cons
 		if (snprintf(p, sizeof(p), "%s[%zu]", path, i) >= (int)sizeof(p))
 			p[sizeof(p) - 2] =
 			    '~'; /* a path that long is shortened, never cut unseen */
-		int r = decode_type(f->sub, it, arr + i * f->sub->size, p, e);
+		int r = decode_type(f->sub, it, arr + i * f->sub->size, p, rd, arr, i);
 		*AT(obj, f->n_off, size_t) = ++i; /* cleared by the caller on error */
 		if (r < 0)
 			return r;
@@ -119,14 +160,14 @@ static int dec_list(const struct model_field *f, const cJSON *v, void *obj, cons
 }
 
 static int dec_field(const struct model_field *f, const cJSON *v, void *obj, const char *path,
-                     struct err *e)
+                     struct reading *rd)
 {
 	if (f->has_off != MODEL_NONE)
 		*AT(obj, f->has_off, bool) = true;
 	switch (f->type) {
 	case MODEL_STR:
 		if (!cJSON_IsString(v))
-			return type_err(e, path, "a string");
+			return type_err(rd, path, WANT_STRING);
 		return model_str_set(AT(obj, f->off, char *), v->valuestring);
 	case MODEL_QTY: {
 		int64_t i;
@@ -134,46 +175,51 @@ static int dec_field(const struct model_field *f, const cJSON *v, void *obj, con
 		if (cJSON_IsString(v))
 			return model_str_set(AT(obj, f->off, char *), v->valuestring);
 		if (json_int64_of(v, &i) < 0 || !cJSON_IsNumber(v))
-			return type_err(e, path, "a quantity");
+			return type_err(rd, path, WANT_QTY);
 		snprintf(buf, sizeof(buf), "%lld", (long long)i);
 		return model_str_set(AT(obj, f->off, char *), buf);
 	}
 	case MODEL_INT:
-		return json_int64_of(v, AT(obj, f->off, int64_t)) < 0
-		           ? type_err(e, path, "an integer")
-		           : 0;
+		return json_int64_of(v, AT(obj, f->off, int64_t)) < 0 ? type_err(rd, path, WANT_INT)
+		                                                      : 0;
 	case MODEL_BOOL:
-		return dec_bool(v, AT(obj, f->off, bool)) < 0 ? type_err(e, path, "true or false")
-		                                              : 0;
+		return dec_bool(v, AT(obj, f->off, bool)) < 0 ? type_err(rd, path, WANT_BOOL) : 0;
 	case MODEL_MAP:
 	case MODEL_TEXTMAP:
 		return dec_map(v, AT(obj, f->off, struct model_map), f->type == MODEL_TEXTMAP, path,
-		               e);
-	case MODEL_STRS: return dec_strs(v, AT(obj, f->off, struct model_strs), path, e);
-	case MODEL_OBJ: return decode_type(f->sub, v, AT(obj, f->off, char), path, e);
-	case MODEL_LIST: return dec_list(f, v, obj, path, e);
+		               rd);
+	case MODEL_STRS: return dec_strs(v, AT(obj, f->off, struct model_strs), path, rd);
+	case MODEL_OBJ: return decode_type(f->sub, v, AT(obj, f->off, char), path, rd, NULL, 0);
+	case MODEL_LIST: return dec_list(f, v, obj, path, rd);
+	case MODEL_ANY: return 0;
 	}
 	return -EINVAL;
 }
 
-static bool typed(const struct model_type *t, const char *key)
+static const struct model_field *field_of(const struct model_type *t, const char *key)
 {
 	for (size_t i = 0; i < t->n_fields; i++)
 		if (!strcmp(t->fields[i].key, key))
-			return true;
-	return false;
+			return &t->fields[i];
+	return NULL;
 }
 
-/* What `rest` keeps of o: the members t does not type, whole; a typed member only as its place
- * (false), or as it is when encoding looks at it (null stays null, an empty collection stays)
- * — its value lives in the struct. */
+static bool typed(const struct model_type *t, const char *key)
+{
+	return field_of(t, key) != NULL;
+}
+
+/* What `rest` keeps of o: the members t does not type (or types as MODEL_ANY), whole; a typed
+ * member only as its place (false), or as it is when encoding looks at it (null stays null, an
+ * empty collection stays) — its value lives in the struct. */
 static cJSON *rest_of(const struct model_type *t, const cJSON *o)
 {
 	cJSON *rest = cJSON_CreateObject();
 	const cJSON *it;
 	cJSON_ArrayForEach(it, o)
 	{
-		bool keep = !typed(t, it->string) || cJSON_IsNull(it) ||
+		const struct model_field *f = field_of(t, it->string);
+		bool keep = !f || f->type == MODEL_ANY || cJSON_IsNull(it) ||
 		            ((cJSON_IsArray(it) || cJSON_IsObject(it)) && !it->child);
 		cJSON *v = keep ? cJSON_Duplicate(it, true) : cJSON_CreateFalse();
 		if (!rest || !v || !cJSON_AddItemToObject(rest, it->string, v)) {
@@ -185,28 +231,53 @@ static cJSON *rest_of(const struct model_type *t, const cJSON *o)
 	return rest;
 }
 
-static int decode_type(const struct model_type *t, const cJSON *o, void *obj, const char *path,
-                       struct err *e)
+/* Strict reading of o's members before their values: each a field of t (in document order,
+ * the first fault is the error), each given field's has flag set, then the rules on which are
+ * given. */
+static int strict_members(const struct model_type *t, const cJSON *o, void *obj, const char *path,
+                          struct reading *rd)
 {
+	const cJSON *it;
+	cJSON_ArrayForEach(it, o)
+	{
+		const struct model_field *f = field_of(t, it->string);
+		char p[512];
+		member_path(p, sizeof(p), path, it->string);
+		if (!f)
+			return err_set(rd->e, -EINVAL, "unknown field \"%s\"", p);
+		if (f->has_off != MODEL_NONE)
+			*AT(obj, f->has_off, bool) = true;
+	}
+	if (t->rules && t->rules->given && t->rules->given(obj, path, rd->e) < 0)
+		return rd->by_rule = true, -EINVAL;
+	return 0;
+}
+
+static int decode_type(const struct model_type *t, const cJSON *o, void *obj, const char *path,
+                       struct reading *rd, const void *earlier, size_t index)
+{
+	int r;
 	if (!cJSON_IsObject(o))
-		return type_err(e, path[0] ? path : t->name, "a mapping");
+		return type_err(rd, path[0] || rd->strict ? path : t->name, WANT_OBJ);
 	cJSON *rest = rest_of(t, o);
 	if (!rest)
 		return -ENOMEM;
 	*(void **)obj = rest;
+	if (rd->strict && (r = strict_members(t, o, obj, path, rd)) < 0)
+		return r;
 	for (size_t i = 0; i < t->n_fields; i++) {
 		const struct model_field *f = &t->fields[i];
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, f->key);
 		char p[512];
-		if (!v || cJSON_IsNull(v))
+		if (!v || (cJSON_IsNull(v) && !rd->strict))
 			continue;
-		if (snprintf(p, sizeof(p), "%s%s%s", path, path[0] ? "." : "", f->key) >=
-		    (int)sizeof(p))
-			p[sizeof(p) - 2] = '~';
-		int r = dec_field(f, v, obj, p, e);
-		if (r < 0)
-			return r == -ENOMEM ? err_set(e, -ENOMEM, "out of memory") : r;
+		member_path(p, sizeof(p), path, f->key);
+		if ((r = dec_field(f, v, obj, p, rd)) < 0)
+			return r == -ENOMEM ? err_set(rd->e, -ENOMEM, "out of memory") : r;
 	}
+	if (rd->strict && t->rules && t->rules->check &&
+	    t->rules->check(obj, path, earlier, index, rd->e) < 0)
+		return rd->by_rule = true, -EINVAL;
 	return 0;
 }
 
@@ -312,6 +383,7 @@ static cJSON *enc_field(const struct model_field *f, const void *obj, const cJSO
 		}
 		break;
 	}
+	case MODEL_ANY: return NULL;
 	}
 	if (!v)
 		*oom = true;
@@ -324,7 +396,8 @@ static cJSON *encode_type(const struct model_type *t, const void *obj)
 	cJSON *o = rest ? cJSON_Duplicate(rest, true) : cJSON_CreateObject();
 	bool oom = false;
 	for (size_t i = 0; o && !oom && i < t->n_fields; i++)
-		if (!put(o, t->fields[i].key, enc_field(&t->fields[i], obj, rest, &oom)))
+		if (t->fields[i].type != MODEL_ANY && /* its value stays in rest */
+		    !put(o, t->fields[i].key, enc_field(&t->fields[i], obj, rest, &oom)))
 			oom = true;
 	if (oom) {
 		cJSON_Delete(o);
@@ -358,7 +431,8 @@ void model_type_clear(const struct model_type *t, void *obj)
 			break;
 		}
 		case MODEL_INT:
-		case MODEL_BOOL: break;
+		case MODEL_BOOL:
+		case MODEL_ANY: break;
 		}
 	}
 	memset(obj, 0, t->size);
@@ -391,7 +465,8 @@ int model_decode(const struct model_kind *k, const void *json, void *obj, struct
 	char path[512] = "";
 	if (json_marked(o, path, sizeof(path))) /* a NUL byte in an API server's object */
 		return err_set(e, -EINVAL, "field %s contains a NUL byte", path);
-	int r = decode_type(k->type, o, obj, "", e);
+	struct reading rd = {.e = e};
+	int r = decode_type(k->type, o, obj, "", &rd, NULL, 0);
 	if (r < 0)
 		model_clear(k, obj);
 	return r;
@@ -476,8 +551,9 @@ int model_same(const struct model_kind *k, const void *obj, const char *text, co
 
 int model_type_decode(const struct model_type *t, const void *json, void *obj, struct err *e)
 {
+	struct reading rd = {.e = e};
 	memset(obj, 0, t->size);
-	int r = decode_type(t, json, obj, "", e);
+	int r = decode_type(t, json, obj, "", &rd, NULL, 0);
 	if (r < 0)
 		model_type_clear(t, obj);
 	return r;
@@ -517,9 +593,34 @@ int model_type_copy(const struct model_type *t, void *dst, const void *src)
 	memset(dst, 0, t->size);
 	if (!j)
 		return -ENOMEM;
-	int r = decode_type(t, j, dst, "", NULL);
+	struct reading rd = {0};
+	int r = decode_type(t, j, dst, "", &rd, NULL, 0);
 	if (r < 0)
 		model_type_clear(t, dst);
 	cJSON_Delete(j);
+	return r;
+}
+
+int model_type_decode_strict(const struct model_type *t, const char *text, size_t len,
+                             const char *prefix, void *obj, struct err *e)
+{
+	struct reading rd = {.e = e, .strict = true};
+	cJSON *j = NULL;
+	size_t at;
+	memset(obj, 0, t->size);
+	int r = json_parse_value(text, len, &j, &at);
+	if (r == -EBADMSG)
+		r = err_set(e, -EINVAL, "invalid JSON near byte %zu", at);
+	else if (r < 0)
+		r = err_set(e, -ENOMEM, "out of memory");
+	else if ((r = json_check_strings(text, len, e)) < 0)
+		r = -EINVAL;
+	else if ((r = decode_type(t, j, obj, "", &rd, NULL, 0)) == -ENOMEM)
+		r = err_set(e, -ENOMEM, "out of memory");
+	cJSON_Delete(j);
+	if (r < 0 && prefix && !rd.by_rule)
+		err_prefix(e, "%s", prefix);
+	if (r < 0)
+		model_type_clear(t, obj);
 	return r;
 }

@@ -1,7 +1,7 @@
 /* model/codec — the table macros the codec files of src/model use to describe a struct.
  *
  * Inside a table, T is #defined to the struct being described.  MODEL_F_INT and MODEL_F_BOOL
- * need a `bool has_<member>` next to the member; the *_HAS variants of MODEL_F_OBJ and
+ * and MODEL_F_ANY need a `bool has_<member>` next to the member; the *_HAS variants of MODEL_F_OBJ and
  * MODEL_F_STRS need one too (presence matters: `[]` clears an inherited list).  Not for use
  * outside src/model.
  */
@@ -30,11 +30,17 @@
 #define MODEL_F_LIST(k, m, n, sub) MODEL_F_(k, MODEL_LIST, m, MODEL_NONE, offsetof(T, n), sub)
 #define MODEL_F_LIST_HAS(k, m, n, sub) \
 	MODEL_F_(k, MODEL_LIST, m, offsetof(T, has_##m), offsetof(T, n), sub)
+#define MODEL_F_ANY(k, m)   MODEL_F_(k, MODEL_ANY, rest, offsetof(T, has_##m), 0, NULL)
 #define MODEL_F_CONDS(k, m) MODEL_F_LIST(k, m.v, m.n, &model_cond_type)
 #define MODEL_F_META()      MODEL_F_OBJ("metadata", meta, &model_meta_type)
 
-#define MODEL_TYPE(var, S, fields) \
-	const struct model_type var = {#S, sizeof(S), fields, sizeof(fields) / sizeof(fields[0])}
+#define MODEL_TYPE_RULES(var, S, table, rules_)                                      \
+	const struct model_type var = {.name = #S,                                   \
+	                               .size = sizeof(S),                            \
+	                               .fields = table,                              \
+	                               .n_fields = sizeof(table) / sizeof(table[0]), \
+	                               .rules = (rules_)}
+#define MODEL_TYPE(var, S, table) MODEL_TYPE_RULES(var, S, table, NULL)
 
 extern const struct model_type model_meta_type, model_cond_type, model_owner_ref_type;
 

@@ -135,6 +135,7 @@ enum model_ftype {
 	MODEL_OBJ,     /* an embedded struct of type `sub` (+ optional has flag) */
 	MODEL_LIST,    /* size_t count at n_off, pointer to an array of `sub` structs at off */
 	MODEL_QTY,     /* char *: a Kubernetes Quantity, a string or (on input) an integer */
+	MODEL_ANY,     /* any value, kept as it is in rest; only its presence is typed (has flag) */
 };
 
 #define MODEL_NONE ((size_t)-1)
@@ -150,12 +151,27 @@ struct model_field {
 	const struct model_type *sub;
 };
 
+/* The rules of a struct type that strict decoding (model_type_decode_strict) runs on each
+ * object of the type as it is decoded; either may be NULL.  Each returns 0, or -EINVAL with its
+ * message in e (returned as it is); path names the object ("" for the root). */
+struct model_rules {
+	/* Which members are given, before any value is decoded: the has_* flags are set, the
+	 * values are not. */
+	int (*given)(const void *obj, const char *path, struct err *e);
+	/* The values, once the object's members are decoded.  For an element of a list, earlier
+	 * points to the list's first element and index counts the elements before this one, all
+	 * decoded and checked; otherwise earlier is NULL and index 0. */
+	int (*check)(const void *obj, const char *path, const void *earlier, size_t index,
+	             struct err *e);
+};
+
 /* A struct type: its size and fields.  Every such struct starts with `void *rest`. */
 struct model_type {
 	const char *name;
 	size_t size;
 	const struct model_field *fields;
 	size_t n_fields;
+	const struct model_rules *rules; /* NULL when none */
 };
 
 /* A top-level kind: apiVersion/kind and the struct type (which starts with rest and meta). */
@@ -208,6 +224,18 @@ char *model_type_encode_text(const struct model_type *t, const void *obj);
 /* Formatted (indented) JSON text of obj, malloc'd; NULL when out of memory. */
 char *model_type_encode_pretty(const struct model_type *t, const void *obj);
 int model_type_copy(const struct model_type *t, void *dst, const void *src);
+
+/* Strict decoding, for a file a user writes (the agent's configuration: agent_config.h): the
+ * text (len bytes) must be one JSON value and every string in it the bytes sent
+ * (json_check_strings); every member of an object must be a field of its type and of the
+ * field's JSON type, null included (a member given twice: the first is read).  The first fault
+ * found, in document order, is the error: `invalid JSON near byte <n>`, json_check_strings'
+ * messages, `unknown field "<path>"`, `<path>: expected <string|boolean|integer|object|array>` (the
+ * root's path is "(root)"), each after "<prefix>: " when prefix is not NULL; or the message of
+ * a type's rules (model_rules), as it is, which run on each object as it is decoded.  0,
+ * -EINVAL, or -ENOMEM ("out of memory", prefixed too); obj is cleared on error. */
+int model_type_decode_strict(const struct model_type *t, const char *text, size_t len,
+                             const char *prefix, void *obj, struct err *e);
 
 /* Decodes / encodes JSON text (tests, the CLI): 0 or -EBADMSG/-EINVAL/-ENOMEM. */
 int model_decode_text(const struct model_kind *k, const char *text, void *obj, struct err *e);

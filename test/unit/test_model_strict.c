@@ -11,9 +11,11 @@
 #include "base/file.h"
 #include "base/json.h"
 #include "base/yaml.h"
+#include "model/agent_config.h"
 #include "model/kube.h"
 #include "model/model.h"
 #include "model/pillar.h"
+#include "model/records.h"
 #include "testutil.h"
 
 static cJSON *parse(const char *s)
@@ -228,6 +230,70 @@ START_TEST(test_marked_object_refused)
 }
 END_TEST
 
+/* The codec's strict mode (model_type_decode_strict) on a type without rules: the messages of
+ * the file's syntax and shape, with and without a prefix. */
+static const char *strict_err(const char *text, const char *prefix)
+{
+	static struct err e;
+	struct model_fence_mark m;
+	memset(&e, 0, sizeof(e));
+	if (model_type_decode_strict(&model_fence_mark_type, text, strlen(text), prefix, &m, &e) ==
+	    0) {
+		model_type_clear(&model_fence_mark_type, &m);
+		return "";
+	}
+	ck_assert_ptr_null(m.rest);
+	return e.msg;
+}
+
+START_TEST(test_strict_decoding)
+{
+	struct model_fence_mark m;
+	struct err e = {0};
+	const char *ok = "{\"volumeUID\":\"u\",\"generation\":3,\"ended\":true,"
+	                 "\"endedUIDs\":[\"a\",\"b\"]}";
+	ck_assert_int_eq(
+	    model_type_decode_strict(&model_fence_mark_type, ok, strlen(ok), NULL, &m, &e), 0);
+	ck_assert_str_eq(m.volume_uid, "u");
+	ck_assert_int_eq(m.generation, 3);
+	ck_assert(m.ended && m.has_ended_uids);
+	ck_assert_uint_eq(m.ended_uids.n, 2);
+	model_type_clear(&model_fence_mark_type, &m);
+	ck_assert_str_eq(strict_err("{\"volumeUID\":\"u\",\"bogus\":1}", NULL),
+	                 "unknown field \"bogus\"");
+	ck_assert_str_eq(strict_err("{\"volumeUID\":null}", "mark"),
+	                 "mark: volumeUID: expected string");
+	ck_assert_str_eq(strict_err("{\"generation\":\"3\"}", NULL),
+	                 "generation: expected integer");
+	ck_assert_str_eq(strict_err("{\"ended\":1}", NULL), "ended: expected boolean");
+	ck_assert_str_eq(strict_err("{\"endedUIDs\":{}}", NULL), "endedUIDs: expected array");
+	ck_assert_str_eq(strict_err("{\"endedUIDs\":[\"a\",2]}", NULL),
+	                 "endedUIDs[1]: expected string");
+	ck_assert_str_eq(strict_err("[]", "mark"), "mark: (root): expected object");
+	ck_assert_str_eq(strict_err("{\"volumeUID\":", "mark"), "mark: invalid JSON near byte 12");
+	ck_assert_str_eq(strict_err("{} {}", NULL), "invalid JSON near byte 3");
+	ck_assert_str_eq(strict_err("{\"volumeUID\":\"a\\u0000\"}", NULL),
+	                 "field volumeUID contains a NUL byte (byte 15)");
+}
+END_TEST
+
+/* A MODEL_ANY member is typed by its presence only: its value stays as it was given. */
+START_TEST(test_any_member_kept)
+{
+	struct model_agent_config c;
+	const char *text = "{\"backends\":[{\"zfs\":{\"pool\":\"a\",\"properties\":{\"x\":[1]}}},"
+	                   "{\"zfs\":{\"pool\":\"b\"}}]}";
+	ck_assert_int_eq(model_type_decode_text(&model_agent_config_type, text, &c, NULL), 0);
+	ck_assert_uint_eq(c.n_backends, 2);
+	ck_assert(c.backends[0].zfs.has_properties);
+	ck_assert(!c.backends[1].zfs.has_properties);
+	char *out = model_type_encode_text(&model_agent_config_type, &c);
+	ck_assert_str_eq(out, text);
+	free(out);
+	model_type_clear(&model_agent_config_type, &c);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("model_strict");
@@ -237,6 +303,8 @@ int main(void)
 	tcase_add_test(t, test_crd_fields_are_known);
 	tcase_add_test(t, test_object_file_items);
 	tcase_add_test(t, test_marked_object_refused);
+	tcase_add_test(t, test_strict_decoding);
+	tcase_add_test(t, test_any_member_kept);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
