@@ -231,9 +231,9 @@ static cJSON *rest_of(const struct model_type *t, const cJSON *o)
 	return rest;
 }
 
-/* Strict reading of o's members before their values: each a field of t (in document order,
- * the first fault is the error), each given field's has flag set, then the rules on which are
- * given. */
+/* Strict reading of o's members before their values: each a field of t and given once (in
+ * document order, the first fault is the error), each given field's has flag set, then the
+ * rules on which are given. */
 static int strict_members(const struct model_type *t, const cJSON *o, void *obj, const char *path,
                           struct reading *rd)
 {
@@ -245,6 +245,8 @@ static int strict_members(const struct model_type *t, const cJSON *o, void *obj,
 		member_path(p, sizeof(p), path, it->string);
 		if (!f)
 			return err_set(rd->e, -EINVAL, "unknown field \"%s\"", p);
+		if (cJSON_GetObjectItemCaseSensitive(o, it->string) != it)
+			return err_set(rd->e, -EINVAL, "duplicate field \"%s\"", p);
 		if (f->has_off != MODEL_NONE)
 			*AT(obj, f->has_off, bool) = true;
 	}

@@ -227,10 +227,10 @@ int model_type_copy(const struct model_type *t, void *dst, const void *src);
 
 /* Strict decoding, for a file a user writes (the agent's configuration: agent_config.h): the
  * text (len bytes) must be one JSON value and every string in it the bytes sent
- * (json_check_strings); every member of an object must be a field of its type and of the
- * field's JSON type, null included (a member given twice: the first is read).  The first fault
- * found, in document order, is the error: `invalid JSON near byte <n>`, json_check_strings'
- * messages, `unknown field "<path>"`, `<path>: expected <string|boolean|integer|object|array>` (the
+ * (json_check_strings); every member of an object must be a field of its type, given once, and
+ * of the field's JSON type, null included.  The first fault found, in document order, is the
+ * error: `invalid JSON near byte <n>`, json_check_strings' messages, `unknown field "<path>"`,
+ * `duplicate field "<path>"`, `<path>: expected <string|boolean|integer|object|array>` (the
  * root's path is "(root)"), each after "<prefix>: " when prefix is not NULL; or the message of
  * a type's rules (model_rules), as it is, which run on each object as it is decoded.  0,
  * -EINVAL, or -ENOMEM ("out of memory", prefixed too); obj is cleared on error. */

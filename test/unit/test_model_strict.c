@@ -261,6 +261,8 @@ START_TEST(test_strict_decoding)
 	model_type_clear(&model_fence_mark_type, &m);
 	ck_assert_str_eq(strict_err("{\"volumeUID\":\"u\",\"bogus\":1}", NULL),
 	                 "unknown field \"bogus\"");
+	ck_assert_str_eq(strict_err("{\"volumeUID\":\"u\",\"volumeUID\":\"v\"}", "mark"),
+	                 "mark: duplicate field \"volumeUID\"");
 	ck_assert_str_eq(strict_err("{\"volumeUID\":null}", "mark"),
 	                 "mark: volumeUID: expected string");
 	ck_assert_str_eq(strict_err("{\"generation\":\"3\"}", NULL),
