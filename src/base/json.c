@@ -346,11 +346,37 @@ static int parse_value(const char *buf, size_t len, cJSON **out, size_t *at, boo
 	return 0;
 }
 
+/* The offset of the first byte JSON does not allow where it stands (RFC 8259 §2, §7): a control
+ * character inside a string, or one other than tab, LF and CR between tokens — cJSON takes
+ * them for text and whitespace, a NUL byte included.  len when there is none. */
+static size_t first_control(const char *buf, size_t len)
+{
+	bool in_string = false;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)buf[i];
+		if (c < 0x20 && (in_string || (c != '\t' && c != '\n' && c != '\r')))
+			return i;
+		if (in_string && c == '\\')
+			i++;
+		else if (c == '"')
+			in_string = !in_string;
+	}
+	return len;
+}
+
 int json_parse_value(const char *buf, size_t len, cJSON **out, size_t *at)
 {
 	bool trailing;
+	size_t bad = first_control(buf, len);
 	*at = 0;
-	return parse_value(buf, len, out, at, &trailing);
+	int r = parse_value(buf, len, out, at, &trailing);
+	if (bad < len && (r == 0 || (r == -EBADMSG && bad < *at))) {
+		cJSON_Delete(*out);
+		*out = NULL;
+		*at = bad;
+		return -EBADMSG;
+	}
+	return r;
 }
 
 int json_parse_strict(const char *buf, size_t len, cJSON **out, struct err *e)

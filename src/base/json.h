@@ -28,9 +28,10 @@
 int json_parse_strict(const char *buf, size_t len, cJSON **out, struct err *e);
 
 /* The same without its messages and without the string check, for a reader that words its own
- * (the agent's configuration file): 0 with *out; -EBADMSG with *at the offset of the first
- * byte that is not part of the value (the end of the value, or of the text, when it is cut
- * short); -ENOMEM. */
+ * (the agent's configuration file), and stricter: a control character (a NUL byte too) inside a
+ * string or between tokens, other than tab, LF and CR, is refused.  0 with *out; -EBADMSG with
+ * *at the offset of the first byte that is not part of the value (the end of the value, or of
+ * the text, when it is cut short); -ENOMEM. */
 int json_parse_value(const char *buf, size_t len, cJSON **out, size_t *at);
 
 /* Every string of the JSON text (member names too) is the bytes that were sent: no NUL byte
