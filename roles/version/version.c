@@ -45,7 +45,7 @@ static void linked_versions(struct libver v[LIBRARIES])
 	v[0] = (struct libver){"protobuf-c", ""};
 	v[1] = (struct libver){"nghttp2", ""};
 	v[2] = (struct libver){"mbedtls", ""};
-	v[3] = (struct libver){"cJSON", ""};
+	v[3] = (struct libver){json_lib_name(), ""};
 	v[4] = (struct libver){"libyaml", ""};
 	v[5] = (struct libver){"libnvme", ""};
 	snprintf(v[0].version, sizeof(v[0].version), "%s", protobuf_c_version());

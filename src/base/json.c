@@ -550,6 +550,11 @@ char *json_dump(const cJSON *v)
 	return json_print(v, false);
 }
 
+const char *json_lib_name(void)
+{
+	return "cJSON";
+}
+
 const char *json_lib_version(void)
 {
 	return cJSON_Version();

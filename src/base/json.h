@@ -78,7 +78,8 @@ int json_get_bool(const cJSON *obj, const char *key, bool *out);
  * absent or not a string): 0 or json_read_file's errors (buf is then ""). */
 int json_file_get_str(const char *path, const char *key, char *buf, size_t cap, struct err *e);
 
-/* The version of the linked cJSON library ("1.7.18"). */
+/* The name and the version of the linked JSON library ("cJSON", "1.7.18"). */
+const char *json_lib_name(void);
 const char *json_lib_version(void);
 
 /* Adds item under key to the object o (key NULL: appends it to the array o).  false when out of
