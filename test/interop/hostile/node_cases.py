@@ -5,19 +5,15 @@ The node runs with every root inside HOSTILE_TMP: --host-root (a fake /etc/nvme,
 regular file for /dev/nvme-fabrics), --state-dir and its socket.  Each check prints
 "ok - <what>" or "not ok - <what>: <why>"; the harness (run.sh) checks the sentinels.
 """
-import json
 import os
-import signal
-import socket
-import subprocess
 import sys
-import time
-import uuid
 
 sys.path.insert(0, os.environ["HOSTILE_PY"])
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import grpc  # noqa: E402
 import csi_pb2 as csi  # noqa: E402
 import csi_pb2_grpc as csig  # noqa: E402
+import nodehost  # noqa: E402
 
 TMP = os.environ["HOSTILE_TMP"]
 SENT = os.environ["HOSTILE_SENTINEL_DIR"]
@@ -41,63 +37,24 @@ def call(fn, req, timeout=10):
         return e.code(), e.details() or "", None
 
 
-def make_host(root):
-    u = str(uuid.uuid4())
-    for d in ("etc/nvme", "dev", "sys/module/nvme_tcp", "sys/class/nvme",
-              "sys/class/nvme-subsystem", "sys/block"):
-        os.makedirs(os.path.join(root, d), exist_ok=True)
-    with open(os.path.join(root, "etc/nvme/hostnqn"), "w") as f:
-        f.write("nqn.2014-08.org.nvmexpress:uuid:%s\n" % u)
-    with open(os.path.join(root, "etc/nvme/hostid"), "w") as f:
-        f.write(u + "\n")
-    open(os.path.join(root, "dev/nvme-fabrics"), "w").close()
-    os.symlink("/proc", os.path.join(root, "proc"))
-
-
-class Node:
+class Node(nodehost.NodeProcess):
     def __init__(self, base):
+        super().__init__(os.path.join(base, "csi.sock"))
         self.base = base
         self.host = os.path.join(base, "host")
         self.state = os.path.join(base, "state")
-        self.sock = os.path.join(base, "csi.sock")
         self.log = os.path.join(base, "node.log")
-        self.proc = self.channel = None
-        make_host(self.host)
+        nodehost.make_host(self.host)
 
     def start(self, cwd, extra=()):
         args = [os.environ["PILLAR_BIN"], "node", "--csi-endpoint=unix://" + self.sock,
                 "--node-id=worker-hostile-1", "--state-dir=" + self.state,
                 "--host-root=" + self.host] + list(extra)
-        with open(self.log, "ab") as lf:
-            self.proc = subprocess.Popen(args, stdout=lf, stderr=subprocess.STDOUT, cwd=cwd)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            try:
-                s = socket.socket(socket.AF_UNIX)
-                s.connect(self.sock)
-                s.close()
-                break
-            except OSError:
-                time.sleep(0.02)
-        else:
+        if not super().start(args, self.log, "ab", cwd):
             return False
-        self.channel = grpc.insecure_channel("unix://" + self.sock,
-                                             options=[("grpc.enable_retries", 0)])
         self.node = csig.NodeStub(self.channel)
         self.ids = csig.IdentityStub(self.channel)
         return True
-
-    def stop(self):
-        if self.channel:
-            self.channel.close()
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                return self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                return self.proc.wait()
-        return self.proc.returncode if self.proc else None
 
 
 DRIVER = "pillar-csi.bhyoo.com"
@@ -157,17 +114,10 @@ def unpublish_cases(n, kubelet, cwd):
 
 def plant_record(state, staging):
     """A stage record of STATS_VOL at staging (csi.md §7.5), as an earlier node process left it."""
-    os.makedirs(state, mode=0o700, exist_ok=True)
     os.makedirs(staging)
-    rec = {"protocol_type": "nvmeof-tcp", "access_type": "filesystem", "fs_type": "ext4",
-           "nvmeof": {"subsys_nqn": NQN + "-stats", "address": "192.0.2.10", "port": "4420"},
-           "volume_id": STATS_VOL, "staging_path": staging,
-           "namespace_uuid": "0b661a8a-9925-5917-b52c-a5719096bc2b",
-           "staged_at": "2026-01-01T00:00:00Z"}
-    p = os.path.join(state, STATS_VOL.replace("/", "_") + ".json")
-    with open(p, "w") as f:
-        json.dump(rec, f)
-    os.chmod(p, 0o600)
+    rec = nodehost.stage_record(STATS_VOL, staging, NQN + "-stats")
+    del rec["namespace_nguid"]
+    nodehost.plant_record(state, rec)
 
 
 def stats_expand_cases(n, kubelet, cwd, staging):

@@ -14,6 +14,8 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import nodehost  # noqa: E402
 BIN = os.environ["PILLAR_BIN"]
 NQN = "nqn.2026-01.com.bhyoo.pillar-csi:files.pvc-staged"
 STAGED = "storage-1/nvmeof-tcp/file/files/pvc-staged"
@@ -121,15 +123,8 @@ def cli(*args, stdin=None):
 
 
 def fake_host(root, host_uuid):
-    for d in ("etc/nvme", "dev", "sys/module/nvme_tcp", "sys/class/nvme", "sys/class/nvme-subsystem",
-              "sys/block"):
-        os.makedirs(os.path.join(root, d), exist_ok=True)
-    with open(os.path.join(root, "etc/nvme/hostnqn"), "w") as f:
-        f.write("nqn.2014-08.org.nvmexpress:uuid:%s\n" % host_uuid)
-    with open(os.path.join(root, "etc/nvme/hostid"), "w") as f:
-        f.write(host_uuid + "\n")
-    open(os.path.join(root, "dev/nvme-fabrics"), "w").close()
-    os.symlink("/proc", os.path.join(root, "proc"))
+    """The node's fake host tree with one live controller of NQN (sys/class/nvme/nvme9999)."""
+    nodehost.make_host(root, host_uuid)
     ctrl = os.path.join(root, "sys/class/nvme/nvme9999")
     os.makedirs(ctrl)
     for k, v in (("subsysnqn", NQN), ("state", "live"), ("ctrl_loss_tmo", "120"),
@@ -140,17 +135,7 @@ def fake_host(root, host_uuid):
 
 
 def plant_record(state, staging):
-    os.makedirs(state, mode=0o700, exist_ok=True)
-    rec = {"protocol_type": "nvmeof-tcp", "access_type": "filesystem", "fs_type": "ext4",
-           "nvmeof": {"subsys_nqn": NQN, "address": "127.0.0.1", "port": "4420"},
-           "volume_id": STAGED, "staging_path": staging,
-           "namespace_uuid": "0b661a8a-9925-5917-b52c-a5719096bc2b",
-           "namespace_nguid": "2018eb84-7e27-542a-9b2a-11dd7855c3b3",
-           "staged_at": "2026-01-01T00:00:00Z"}
-    p = os.path.join(state, STAGED.replace("/", "_") + ".json")
-    with open(p, "w") as f:
-        json.dump(rec, f)
-    os.chmod(p, 0o600)
+    nodehost.plant_record(state, nodehost.stage_record(STAGED, staging, NQN, "127.0.0.1"))
 
 
 def objects(host_uuid):

@@ -10,11 +10,9 @@ Nothing here mounts or connects: stage/publish against a kernel target belong to
   node_suite.py DIR     prints PASS/FAIL per case and "(node sanity: N passed, M failed)"
 """
 import hashlib
-import json
 import os
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -30,6 +28,8 @@ import csi_pb2_grpc as csig  # noqa: E402
 import health_pb2  # noqa: E402
 import health_pb2_grpc  # noqa: E402
 from klog import call_logs, duration_ok  # noqa: E402
+import nodehost  # noqa: E402
+from nodehost import make_host  # noqa: E402
 
 DRIVER = "pillar-csi.bhyoo.com"
 TOPO = "pillar-csi.bhyoo.com/nvmeof"
@@ -84,50 +84,19 @@ def block_cap():
                                     mode=csi.VolumeCapability.AccessMode.SINGLE_NODE_WRITER))
 
 
-def make_host(root):
-    """The fake host tree; returns the host UUID written to etc/nvme."""
-    u = str(uuid.uuid4())
-    for d in ("etc/nvme", "dev", "sys/module/nvme_tcp", "sys/class/nvme",
-              "sys/class/nvme-subsystem", "sys/block"):
-        os.makedirs(os.path.join(root, d), exist_ok=True)
-    with open(os.path.join(root, "etc/nvme/hostnqn"), "w") as f:
-        f.write("nqn.2014-08.org.nvmexpress:uuid:%s\n" % u)
-    with open(os.path.join(root, "etc/nvme/hostid"), "w") as f:
-        f.write(u + "\n")
-    open(os.path.join(root, "dev/nvme-fabrics"), "w").close()  # a regular file: nothing connects
-    if not os.path.islink(os.path.join(root, "proc")):
-        os.symlink("/proc", os.path.join(root, "proc"))  # mountinfo of the node process itself
-    return u
-
-
-class Node:
+class Node(nodehost.NodeProcess):
     def __init__(self, base, host, state):
+        super().__init__(os.path.join(base, "csi.sock"))
         self.base, self.host, self.state = base, host, state
         self.kubelet = os.path.join(base, "kubelet")
-        self.sock = os.path.join(base, "csi.sock")
-        self.proc = None
-        self.channel = None
 
     def start(self, node_id=NODE_ID):
         self.log = os.path.join(self.base, "node-%d.log" % time.monotonic_ns())
         args = [os.environ["PILLAR_BIN"], "node", "--csi-endpoint=unix://" + self.sock,
                 "--node-id=" + node_id, "--state-dir=" + self.state, "--host-root=" + self.host,
                 "--kubelet-dir=" + self.kubelet, "--v=3"]
-        with open(self.log, "wb") as lf:
-            self.proc = subprocess.Popen(args, stdout=lf, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            try:
-                s = socket.socket(socket.AF_UNIX)
-                s.connect(self.sock)
-                s.close()
-                break
-            except OSError:
-                time.sleep(0.02)
-        else:
+        if not super().start(args, self.log):
             return False
-        self.channel = grpc.insecure_channel("unix://" + self.sock,
-                                             options=[("grpc.enable_retries", 0)])
         self.ids = csig.IdentityStub(self.channel)
         self.node = csig.NodeStub(self.channel)
         self.health = health_pb2_grpc.HealthStub(self.channel)
@@ -136,20 +105,6 @@ class Node:
     def log_text(self):
         with open(self.log, errors="replace") as f:
             return f.read()
-
-    def stop(self, sig=signal.SIGTERM, timeout=20):
-        if self.channel:
-            self.channel.close()
-            self.channel = None
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                return self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                return None
-        return self.proc.returncode if self.proc else None
 
 
 def staging_of(base, vol):
@@ -160,18 +115,7 @@ def staging_of(base, vol):
 
 def plant_record(state, staging):
     """A stage record in the spec's format (csi.md §7.5), as a previous node process left it."""
-    os.makedirs(state, mode=0o700, exist_ok=True)
-    rec = {"protocol_type": "nvmeof-tcp", "access_type": "filesystem", "fs_type": "ext4",
-           "nvmeof": {"subsys_nqn": NQN, "address": "192.0.2.10", "port": "4420"},
-           "volume_id": VOL, "staging_path": staging,
-           "namespace_uuid": "0b661a8a-9925-5917-b52c-a5719096bc2b",
-           "namespace_nguid": "2018eb84-7e27-542a-9b2a-11dd7855c3b3",
-           "staged_at": "2026-01-01T00:00:00Z"}
-    p = os.path.join(state, VOL.replace("/", "_") + ".json")
-    with open(p, "w") as f:
-        json.dump(rec, f)
-    os.chmod(p, 0o600)
-    return p
+    return nodehost.plant_record(state, nodehost.stage_record(VOL, staging, NQN))
 
 
 def main(base):
