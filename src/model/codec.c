@@ -527,12 +527,17 @@ int model_decode_text(const struct model_kind *k, const char *text, void *obj, s
 	return r;
 }
 
-char *model_encode_text(const struct model_kind *k, const void *obj)
+/* The compact text of j (NULL when j is NULL or out of memory); j is freed. */
+static char *text_of(cJSON *j)
 {
-	cJSON *j = model_encode(k, obj);
 	char *s = j ? json_dump(j) : NULL;
 	cJSON_Delete(j);
 	return s;
+}
+
+char *model_encode_text(const struct model_kind *k, const void *obj)
+{
+	return text_of(model_encode(k, obj));
 }
 
 int model_same(const struct model_kind *k, const void *obj, const char *text, const char *part)
@@ -574,10 +579,7 @@ int model_type_decode_text(const struct model_type *t, const char *text, void *o
 
 char *model_type_encode_text(const struct model_type *t, const void *obj)
 {
-	cJSON *j = encode_type(t, obj);
-	char *s = j ? json_dump(j) : NULL;
-	cJSON_Delete(j);
-	return s;
+	return text_of(encode_type(t, obj));
 }
 
 char *model_type_encode_pretty(const struct model_type *t, const void *obj)
