@@ -46,4 +46,35 @@ static inline void glue_resp_free(ProtobufCMessage *m, void *ctx)
 		mname, fn, NULL, &reqdesc, &respdesc, glue_resp_free \
 	}
 
+/* The service of a method table (an array, not a pointer) with ctx for its handlers. */
+#define GLUE_SERVICE(name_, methods_, ctx_)                                           \
+	((struct grpc_service){.name = (name_),                                       \
+	                       .methods = (methods_),                                 \
+	                       .n_methods = sizeof(methods_) / sizeof((methods_)[0]), \
+	                       .ctx = (ctx_)})
+
+/* The CSI Identity service's methods (csi.v1.Identity: GetPluginInfo, GetPluginCapabilities,
+ * Probe) as the method table glue_identity_methods, served by the handlers
+ * <prefix>get_plugin_info, <prefix>get_plugin_capabilities and <prefix>probe on a Ctx — the
+ * same for every role that serves CSI.  Needs csi.pb-c.h. */
+#define GLUE_CSI_IDENTITY(prefix, Ctx)                                                            \
+	GLUE_UNARY(glue_get_plugin_info, prefix##get_plugin_info, Ctx,                            \
+	           Csi__V1__GetPluginInfoRequest, Csi__V1__GetPluginInfoResponse,                 \
+	           CSI__V1__GET_PLUGIN_INFO_RESPONSE__INIT)                                       \
+	GLUE_UNARY(glue_get_plugin_capabilities, prefix##get_plugin_capabilities, Ctx,            \
+	           Csi__V1__GetPluginCapabilitiesRequest, Csi__V1__GetPluginCapabilitiesResponse, \
+	           CSI__V1__GET_PLUGIN_CAPABILITIES_RESPONSE__INIT)                               \
+	GLUE_UNARY(glue_probe, prefix##probe, Ctx, Csi__V1__ProbeRequest, Csi__V1__ProbeResponse, \
+	           CSI__V1__PROBE_RESPONSE__INIT)                                                 \
+	static const struct grpc_method glue_identity_methods[] = {                               \
+	    GLUE_METHOD("GetPluginInfo", glue_get_plugin_info,                                    \
+	                csi__v1__get_plugin_info_request__descriptor,                             \
+	                csi__v1__get_plugin_info_response__descriptor),                           \
+	    GLUE_METHOD("GetPluginCapabilities", glue_get_plugin_capabilities,                    \
+	                csi__v1__get_plugin_capabilities_request__descriptor,                     \
+	                csi__v1__get_plugin_capabilities_response__descriptor),                   \
+	    GLUE_METHOD("Probe", glue_probe, csi__v1__probe_request__descriptor,                  \
+	                csi__v1__probe_response__descriptor),                                     \
+	}
+
 #endif

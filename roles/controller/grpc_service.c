@@ -7,11 +7,7 @@
 #define M(name, fn, req, resp) \
 	GLUE_METHOD(name, h_##fn, csi__v1__##req##__descriptor, csi__v1__##resp##__descriptor)
 
-UNARY(get_plugin_info, GetPluginInfoRequest, GetPluginInfoResponse,
-      CSI__V1__GET_PLUGIN_INFO_RESPONSE__INIT)
-UNARY(get_plugin_capabilities, GetPluginCapabilitiesRequest, GetPluginCapabilitiesResponse,
-      CSI__V1__GET_PLUGIN_CAPABILITIES_RESPONSE__INIT)
-UNARY(probe, ProbeRequest, ProbeResponse, CSI__V1__PROBE_RESPONSE__INIT)
+GLUE_CSI_IDENTITY(csi_, struct ctl);
 UNARY(controller_capabilities, ControllerGetCapabilitiesRequest, ControllerGetCapabilitiesResponse,
       CSI__V1__CONTROLLER_GET_CAPABILITIES_RESPONSE__INIT)
 UNARY(create_volume, CreateVolumeRequest, CreateVolumeResponse,
@@ -34,13 +30,6 @@ UNARY(delete_snapshot, DeleteSnapshotRequest, DeleteSnapshotResponse,
 UNARY(list_snapshots, ListSnapshotsRequest, ListSnapshotsResponse,
       CSI__V1__LIST_SNAPSHOTS_RESPONSE__INIT)
 
-static const struct grpc_method identity_methods[] = {
-    M("GetPluginInfo", get_plugin_info, get_plugin_info_request, get_plugin_info_response),
-    M("GetPluginCapabilities", get_plugin_capabilities, get_plugin_capabilities_request,
-      get_plugin_capabilities_response),
-    M("Probe", probe, probe_request, probe_response),
-};
-
 static const struct grpc_method controller_methods[] = {
     M("CreateVolume", create_volume, create_volume_request, create_volume_response),
     M("DeleteVolume", delete_volume, delete_volume_request, delete_volume_response),
@@ -62,16 +51,10 @@ static const struct grpc_method controller_methods[] = {
 
 void controller_grpc_identity_service(struct ctl *c, struct grpc_service *out)
 {
-	out->name = "csi.v1.Identity";
-	out->methods = identity_methods;
-	out->n_methods = sizeof(identity_methods) / sizeof(identity_methods[0]);
-	out->ctx = c;
+	*out = GLUE_SERVICE("csi.v1.Identity", glue_identity_methods, c);
 }
 
 void controller_grpc_controller_service(struct ctl *c, struct grpc_service *out)
 {
-	out->name = "csi.v1.Controller";
-	out->methods = controller_methods;
-	out->n_methods = sizeof(controller_methods) / sizeof(controller_methods[0]);
-	out->ctx = c;
+	*out = GLUE_SERVICE("csi.v1.Controller", controller_methods, c);
 }

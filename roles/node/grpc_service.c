@@ -7,11 +7,7 @@
 #define M(name, fn, req, resp) \
 	GLUE_METHOD(name, h_##fn, csi__v1__##req##__descriptor, csi__v1__##resp##__descriptor)
 
-UNARY(get_plugin_info, GetPluginInfoRequest, GetPluginInfoResponse,
-      CSI__V1__GET_PLUGIN_INFO_RESPONSE__INIT)
-UNARY(get_plugin_capabilities, GetPluginCapabilitiesRequest, GetPluginCapabilitiesResponse,
-      CSI__V1__GET_PLUGIN_CAPABILITIES_RESPONSE__INIT)
-UNARY(probe, ProbeRequest, ProbeResponse, CSI__V1__PROBE_RESPONSE__INIT)
+GLUE_CSI_IDENTITY(node_, struct node);
 UNARY(stage_volume, NodeStageVolumeRequest, NodeStageVolumeResponse,
       CSI__V1__NODE_STAGE_VOLUME_RESPONSE__INIT)
 UNARY(unstage_volume, NodeUnstageVolumeRequest, NodeUnstageVolumeResponse,
@@ -27,13 +23,6 @@ UNARY(expand_volume, NodeExpandVolumeRequest, NodeExpandVolumeResponse,
 UNARY(get_capabilities, NodeGetCapabilitiesRequest, NodeGetCapabilitiesResponse,
       CSI__V1__NODE_GET_CAPABILITIES_RESPONSE__INIT)
 UNARY(get_info, NodeGetInfoRequest, NodeGetInfoResponse, CSI__V1__NODE_GET_INFO_RESPONSE__INIT)
-
-static const struct grpc_method identity_methods[] = {
-    M("GetPluginInfo", get_plugin_info, get_plugin_info_request, get_plugin_info_response),
-    M("GetPluginCapabilities", get_plugin_capabilities, get_plugin_capabilities_request,
-      get_plugin_capabilities_response),
-    M("Probe", probe, probe_request, probe_response),
-};
 
 static const struct grpc_method node_methods[] = {
     M("NodeStageVolume", stage_volume, node_stage_volume_request, node_stage_volume_response),
@@ -59,18 +48,12 @@ static const char *const node_nonblocking[] = {"NodeGetCapabilities", NULL};
 
 void node_grpc_identity_service(struct node *n, struct grpc_service *out)
 {
-	out->name = "csi.v1.Identity";
-	out->methods = identity_methods;
-	out->n_methods = sizeof(identity_methods) / sizeof(identity_methods[0]);
-	out->ctx = n;
+	*out = GLUE_SERVICE("csi.v1.Identity", glue_identity_methods, n);
 	out->nonblocking = identity_nonblocking;
 }
 
 void node_grpc_node_service(struct node *n, struct grpc_service *out)
 {
-	out->name = "csi.v1.Node";
-	out->methods = node_methods;
-	out->n_methods = sizeof(node_methods) / sizeof(node_methods[0]);
-	out->ctx = n;
+	*out = GLUE_SERVICE("csi.v1.Node", node_methods, n);
 	out->nonblocking = node_nonblocking;
 }
