@@ -5,6 +5,7 @@
 #define PILLAR_TEST_UNIT_NODE_FIXTURE_H
 
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,20 @@
 #define NQN   "nqn.2026-01.com.bhyoo.pillar-csi:tank.pvc-abc123"
 #define VOL   "storage-node-1/nvmeof-tcp/zfs-zvol/tank/pvc-abc123"
 #define UUID1 "0b661a8a-9925-5917-b52c-a5719096bc2b"
+
+/* printf into one of a few rotating static buffers (for assertions). */
+static inline const char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static inline const char *fmt(const char *f, ...)
+{
+	static char buf[4][4800];
+	static int i;
+	va_list ap;
+	i = (i + 1) % 4;
+	va_start(ap, f);
+	vsnprintf(buf[i], sizeof(buf[i]), f, ap);
+	va_end(ap);
+	return buf[i];
+}
 
 /* ---- fixture ---------------------------------------------------------------------------------- */
 

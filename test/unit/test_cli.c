@@ -79,13 +79,20 @@ static int run(struct exec_result *r, const char *const *argv)
 	return r->exit_code;
 }
 
+/* A fresh scratch directory d, the --store flag of an embedded store in it, and the path of
+ * the file name in it. */
+static void scratch(char d[512], char storeflag[600], char file[600], const char *name)
+{
+	snprintf(d, 512, "%s", tu_mkdtemp());
+	snprintf(storeflag, 600, "--store=dir:%s/store", d);
+	snprintf(file, 600, "%s/%s", d, name);
+}
+
 START_TEST(test_verbs_through_the_binary)
 {
 	char d[512], storeflag[600], file[600];
 	struct exec_result r;
-	snprintf(d, sizeof(d), "%s", tu_mkdtemp());
-	snprintf(storeflag, sizeof(storeflag), "--store=dir:%s/store", d);
-	snprintf(file, sizeof(file), "%s/objs.json", d);
+	scratch(d, storeflag, file, "objs.json");
 	tu_write(d, "objs.json",
 	         "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":["
 	         "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":\"PillarAgent\","
@@ -193,9 +200,7 @@ START_TEST(test_apply_validate)
 {
 	char d[512], storeflag[600], file[600];
 	struct exec_result r;
-	snprintf(d, sizeof(d), "%s", tu_mkdtemp());
-	snprintf(storeflag, sizeof(storeflag), "--store=dir:%s/store", d);
-	snprintf(file, sizeof(file), "%s/pa.json", d);
+	scratch(d, storeflag, file, "pa.json");
 	tu_write(d, "pa.json",
 	         "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":\"PillarAgent\","
 	         "\"metadata\":{\"name\":\"s1\"},\"spec\":{\"nodeRef\":{\"name\":\"n1\",\"name\":"
@@ -267,9 +272,7 @@ START_TEST(test_apply_status_subresource)
 {
 	char d[512], storeflag[600], file[600];
 	struct exec_result r;
-	snprintf(d, sizeof(d), "%s", tu_mkdtemp());
-	snprintf(storeflag, sizeof(storeflag), "--store=dir:%s/store", d);
-	snprintf(file, sizeof(file), "%s/o.json", d);
+	scratch(d, storeflag, file, "o.json");
 #define PVST_HEAD                                                                           \
 	"{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":\"PillarVolumeState\"," \
 	"\"metadata\":{\"name\":\"pvc-1\"%s},\"spec\":{\"agentRef\":\"storage-1\"}%s}"

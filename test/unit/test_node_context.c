@@ -2,7 +2,6 @@
  * the kernel's fabrics device (csi.md §7.1 step 4, §7.2): a value holding the line's separators
  * would add kernel options.  The real connect (nvme_kernel_ops_sys) writes to a fake fabrics
  * file, which must stay empty for every refused value. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,19 +11,6 @@
 #include "node_fixture.h"
 #include "nvme/initiator.h"
 #include "testutil.h"
-
-/* printf into one of a few rotating static buffers (for assertions). */
-static const char *fmt(const char *f, ...)
-{
-	static char buf[4][4800];
-	static int i;
-	va_list ap;
-	i = (i + 1) % 4;
-	va_start(ap, f);
-	vsnprintf(buf[i], sizeof(buf[i]), f, ap);
-	va_end(ap);
-	return buf[i];
-}
 
 /* Nothing reaches the fabrics device for a value that would add kernel options. */
 START_TEST(test_context_injection_writes_nothing)

@@ -31,6 +31,18 @@ static void staged(struct env *v)
 	ck_assert_int_eq(stage(v, &s, &st), GRPC_OK);
 }
 
+/* A staged volume, its record and the sysfs it is read from, and a fresh node_health. */
+static void health_staged(struct env *v, struct node_health *h, struct node_record *r,
+                          struct nvme_ctx *c)
+{
+	staged(v);
+	memset(r, 0, sizeof(*r));
+	snprintf(r->subsys_nqn, sizeof(r->subsys_nqn), "%s", NQN);
+	snprintf(r->volume_id, sizeof(r->volume_id), "%s", VOL);
+	*c = (struct nvme_ctx){.sysfs_root = v->sys, .dev_root = v->dev};
+	node_health_init(h);
+}
+
 START_TEST(test_live_is_healthy)
 {
 	struct env v;
@@ -118,13 +130,10 @@ START_TEST(test_seconds_left_from_first_sighting)
 	struct env v;
 	struct node_health h;
 	struct node_volume_health out;
-	struct node_record r = {0};
+	struct node_record r;
+	struct nvme_ctx c;
 	struct err e = {0};
-	staged(&v);
-	snprintf(r.subsys_nqn, sizeof(r.subsys_nqn), "%s", NQN);
-	snprintf(r.volume_id, sizeof(r.volume_id), "%s", VOL);
-	struct nvme_ctx c = {.sysfs_root = v.sys, .dev_root = v.dev};
-	node_health_init(&h);
+	health_staged(&v, &h, &r, &c);
 	tu_write(v.sys, "class/nvme/nvme3/ctrl_loss_tmo", "600\n");
 	tu_write(v.sys, "class/nvme/nvme3/state", "connecting\n");
 	ck_assert_int_eq(node_health_check(&h, &c, &r, 1000000, 1764759600, &out, &e), 0);
@@ -209,13 +218,10 @@ START_TEST(test_lost_volumes_reported)
 	struct env v;
 	struct node_health h;
 	struct node_volume_health out;
-	struct node_record r = {0};
+	struct node_record r;
+	struct nvme_ctx c;
 	struct err e = {0};
-	staged(&v);
-	snprintf(r.subsys_nqn, sizeof(r.subsys_nqn), "%s", NQN);
-	snprintf(r.volume_id, sizeof(r.volume_id), "%s", VOL);
-	struct nvme_ctx c = {.sysfs_root = v.sys, .dev_root = v.dev};
-	node_health_init(&h);
+	health_staged(&v, &h, &r, &c);
 	h.report = report;
 	h.node_id = "worker-1";
 	n_reported = 0;

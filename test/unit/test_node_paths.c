@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,19 +21,6 @@
 #include "testutil.h"
 
 #define PASSWD "root:x:0:0:root:/root:/bin/sh\n"
-
-/* printf into one of a few rotating static buffers (for assertions). */
-static const char *fmt(const char *f, ...)
-{
-	static char buf[4][4800];
-	static int i;
-	va_list ap;
-	i = (i + 1) % 4;
-	va_start(ap, f);
-	vsnprintf(buf[i], sizeof(buf[i]), f, ap);
-	va_end(ap);
-	return buf[i];
-}
 
 static int unpublish_at(struct env *v, const char *target, struct grpc_status *st)
 {
@@ -100,6 +86,40 @@ static const char *at(const struct env *v, const char *rel)
 	i = (i + 1) % 4;
 	ck_assert(snprintf(buf[i], sizeof(buf[i]), "%s/%s", v->root, rel) < (int)sizeof(buf[i]));
 	return buf[i];
+}
+
+/* The paths a hostile caller names: the sentinels outside every root, the node's own socket, a
+ * path that climbs out of kubelet's tree to the sentinel outside/<climb_to>, and the sentinels
+ * relative to the working directory, which hostile_enter moves to root/a/b so that they
+ * resolve; hostile_leave moves it back. */
+#define HOSTILE_PATHS 6
+struct hostile {
+	char path[HOSTILE_PATHS][4400];
+	char cwd[PATH_MAX];
+};
+
+static void hostile_enter(const struct env *v, const char *climb_to, struct hostile *h)
+{
+	const char *const own[] = {
+	    "outside/passwd",
+	    "outside/empty",
+	    "kubelet/plugins/" RULES_DRIVER_NAME "/csi.sock",
+	    fmt("kubelet/pods/u1/volumes/kubernetes.io~csi/pv1/../../../../../outside/%s",
+	        climb_to),
+	};
+	for (size_t i = 0; i < 4; i++)
+		snprintf(h->path[i], sizeof(h->path[i]), "%s", at(v, own[i]));
+	snprintf(h->path[4], sizeof(h->path[4]), "../../outside/passwd");
+	snprintf(h->path[5], sizeof(h->path[5]), "../../outside/empty");
+	ck_assert_ptr_nonnull(getcwd(h->cwd, sizeof(h->cwd)));
+	ck_assert_int_eq(mkdir(at(v, "a"), 0755), 0);
+	ck_assert_int_eq(mkdir(at(v, "a/b"), 0755), 0);
+	ck_assert_int_eq(chdir(at(v, "a/b")), 0);
+}
+
+static void hostile_leave(const struct hostile *h)
+{
+	ck_assert_int_eq(chdir(h->cwd), 0);
 }
 
 static bool exists(const char *path)
@@ -211,27 +231,16 @@ START_TEST(test_unpublish_touches_nothing_outside)
 {
 	struct env v;
 	struct grpc_status st;
-	char cwd[PATH_MAX];
 	env_init(&v, 0);
 	plant(&v);
-	const char *const refused[] = {
-	    at(&v, "outside/passwd"),
-	    at(&v, "outside/empty"),
-	    at(&v, "kubelet/plugins/" RULES_DRIVER_NAME "/csi.sock"),
-	    at(&v, "kubelet/pods/u1/volumes/kubernetes.io~csi/pv1/../../../../../outside/passwd"),
-	    "../../outside/passwd",
-	    "../../outside/empty",
-	};
-	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
-	ck_assert_int_eq(mkdir(at(&v, "a"), 0755), 0);
-	ck_assert_int_eq(mkdir(at(&v, "a/b"), 0755), 0);
-	ck_assert_int_eq(chdir(at(&v, "a/b")), 0); /* the relative paths resolve to the sentinels */
-	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
-		ck_assert_int_eq(unpublish_at(&v, refused[i], &st), GRPC_INVALID_ARGUMENT);
+	struct hostile h;
+	hostile_enter(&v, "passwd", &h);
+	for (size_t i = 0; i < HOSTILE_PATHS; i++) {
+		ck_assert_int_eq(unpublish_at(&v, h.path[i], &st), GRPC_INVALID_ARGUMENT);
 		ck_assert_ptr_nonnull(strstr(st.msg, "target_path \""));
 		sentinels_intact(&v);
 	}
-	ck_assert_int_eq(chdir(cwd), 0);
+	hostile_leave(&h);
 	ck_assert_int_eq(v.m.umounts, 0);
 
 	/* a pod directory that is a symlink out of the kubelet directory */
@@ -355,32 +364,22 @@ START_TEST(test_stats_expand_paths)
 	struct env v;
 	struct sreq s;
 	struct grpc_status st;
-	char cwd[PATH_MAX], other[4400];
+	char other[4400];
 	env_init(&v, 1);
 	plant(&v);
 	sreq_init(&s, &v, 0, NULL);
 	ck_assert_int_eq(stage(&v, &s, &st), GRPC_OK);
-	const char *const refused[] = {
-	    at(&v, "outside/passwd"),
-	    at(&v, "outside/empty"),
-	    at(&v, "kubelet/plugins/" RULES_DRIVER_NAME "/csi.sock"),
-	    at(&v, "kubelet/pods/u1/volumes/kubernetes.io~csi/pv1/../../../../../outside/empty"),
-	    "../../outside/passwd",
-	    "../../outside/empty",
-	};
-	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
-	ck_assert_int_eq(mkdir(at(&v, "a"), 0755), 0);
-	ck_assert_int_eq(mkdir(at(&v, "a/b"), 0755), 0);
-	ck_assert_int_eq(chdir(at(&v, "a/b")), 0); /* the relative paths resolve to the sentinels */
-	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
-		ck_assert_int_eq(stats_at(&v, refused[i], NULL, &st), GRPC_INVALID_ARGUMENT);
+	struct hostile h;
+	hostile_enter(&v, "empty", &h);
+	for (size_t i = 0; i < HOSTILE_PATHS; i++) {
+		ck_assert_int_eq(stats_at(&v, h.path[i], NULL, &st), GRPC_INVALID_ARGUMENT);
 		ck_assert_msg(strstr(st.msg, "volume_path \"") == st.msg, "%s", st.msg);
-		ck_assert_int_eq(expand_at(&v, refused[i], NULL, &st), GRPC_INVALID_ARGUMENT);
+		ck_assert_int_eq(expand_at(&v, h.path[i], NULL, &st), GRPC_INVALID_ARGUMENT);
 		ck_assert_msg(strstr(st.msg, "volume_path \"") == st.msg, "%s", st.msg);
-		ck_assert_int_eq(expand_at(&v, v.staging, refused[i], &st), GRPC_INVALID_ARGUMENT);
+		ck_assert_int_eq(expand_at(&v, v.staging, h.path[i], &st), GRPC_INVALID_ARGUMENT);
 		ck_assert_msg(strstr(st.msg, "staging_target_path \"") == st.msg, "%s", st.msg);
 	}
-	ck_assert_int_eq(chdir(cwd), 0);
+	hostile_leave(&h);
 	stats_at(&v, "/etc/passwd", NULL, &st);
 	ck_assert_str_eq(
 	    st.msg,
