@@ -1,17 +1,34 @@
 #!/bin/sh
-# gRPC benchmark: unary p50/p99 latency and requests/s at 1 and 16 concurrent calls, on a unix
-# socket and on TCP loopback, same 100-byte payload both ways:
-#   servers: our echo_server vs the C++ gRPC server, both driven by the C++ gRPC client;
-#   clients: our echo_client vs the C++ gRPC client, both against the C++ gRPC server.
+# gRPC benchmark: our servers and client against Debian's C++ gRPC (libgrpc++) in alternating
+# rounds on the same machine, so that both sides of every ratio see the same load.
+#
+# Pairs (ours : C++), each at 1 and 16 calls in flight, BENCH_ROUNDS rounds (default 3) of
+# ours, C++, ours, C++, ...; every figure is the median of the rounds with min–max:
+#   probe      the node's CSI Probe (pillar-csi node, fake host tree) : the C++ server's Echo Unary,
+#              both called with an empty request by the C++ generic client, unix socket
+#   echo-nb    echo_server with Unary listed nonblocking : the C++ server, 100 B each way, unix
+#   echo       echo_server, Unary on its worker threads  : the C++ server, 100 B each way, unix
+#   echo-tcp   echo-nb over TCP loopback
+#   client     our echo_client : the C++ client, both against the C++ server, unix
+# For each: p50 latency, requests/s, and the server's CPU time per call (utime+stime from
+# /proc/<pid>/stat around the run; for `client`, the C++ server's under either client).  The raw unix-socket
+# ping-pong floor (pingpong.c: one read and one write a side, no protocol) is measured in every
+# round too, and p50 at 1 in flight is given as a multiple of it.  Then one run per server under
+# `strace -c -f` counts syscalls (and futex calls) per call.  The load average is printed with
+# every round.
 # Peers are built here into $BUILD/grpc-test (ours -O2 from the library sources; C++ from
-# cpp_peer.cc with Debian's libgrpc++).  Env: BUILD; BENCH_N (calls per run, default 20000).
+# cpp_peer.cc with Debian's libgrpc++).  Env: BUILD, PILLAR_BIN (default $BUILD/pillar-csi);
+# BENCH_N (calls per run, default 20000), BENCH_ROUNDS (default 3), BENCH_PAIRS (a subset of
+# the pairs above), BENCH_STRACE=0 skips the syscall counts.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
 : "${BUILD:?BUILD must be set}"
+PILLAR_BIN=${PILLAR_BIN:-$BUILD/pillar-csi}
 T=$BUILD/grpc-test
 R=$T/bench
 N=${BENCH_N:-20000}
+ROUNDS=${BENCH_ROUNDS:-3}
 SIZE=100
 sh "$ROOT/test/interop/grpc/build.sh"
 mkdir -p "$R/cpp"
@@ -21,39 +38,156 @@ if [ ! -x "$T/cpp_peer" ] || [ "$HERE/cpp_peer.cc" -nt "$T/cpp_peer" ]; then
 	g++ -std=c++17 -O2 -I"$R/cpp" -o "$T/cpp_peer" "$HERE/cpp_peer.cc" "$R/cpp/echo.pb.cc" \
 		"$R/cpp/echo.grpc.pb.cc" $(pkg-config --cflags --libs grpc++ protobuf) -pthread
 fi
+if [ ! -x "$T/pingpong" ] || [ "$HERE/pingpong.c" -nt "$T/pingpong" ]; then
+	gcc -std=c11 -O2 -Wall -Wextra -Werror -o "$T/pingpong" "$HERE/pingpong.c"
+fi
 pids=""
 trap 'for p in $pids; do kill $p 2>/dev/null; done' EXIT
-waitready() { i=0; while [ $i -lt 100 ] && ! grep -q ready "$1"; do sleep 0.1; i=$((i + 1)); done; }
+waitready() { i=0; while [ $i -lt 100 ] && ! grep -q "$2" "$1" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done; }
 
-rm -f "$R"/*.sock
-"$T/echo_server.rel" --listen "unix://$R/ours.sock" --listen 127.0.0.1:0 > "$R/ours.out" 2>&1 &
+rm -rf "$R/node" "$R"/*.sock
+mkdir -p "$R/node/host/dev" "$R/node/host/etc/nvme" "$R/node/host/sys" "$R/node/host/proc" \
+	"$R/node/state" "$R/node/kubelet"
+: > "$R/node/host/dev/nvme-fabrics"
+"$PILLAR_BIN" node --csi-endpoint="unix://$R/node.sock" --node-id=bench --state-dir="$R/node/state" \
+	--host-root="$R/node/host" --kubelet-dir="$R/node/kubelet" > "$R/node.out" 2>&1 &
+NODE_PID=$!
 pids="$pids $!"
-waitready "$R/ours.out"
-OURS_TCP=127.0.0.1:$(awk '/ready/ {print $2}' "$R/ours.out")
-CPP_PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$T/echo_server.rel" --listen "unix://$R/ours.sock" > "$R/ours.out" 2>&1 &
+ECHO_PID=$!
+pids="$pids $!"
+"$T/echo_server.rel" --listen "unix://$R/ours-nb.sock" --listen 127.0.0.1:0 \
+	--nonblocking Unary > "$R/ours-nb.out" 2>&1 &
+NB_PID=$!
+pids="$pids $!"
 "$T/cpp_peer" server "unix://$R/cpp.sock" > "$R/cpp_unix.out" 2>&1 &
+CPP_PID=$!
 pids="$pids $!"
+CPP_PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$T/cpp_peer" server "127.0.0.1:$CPP_PORT" > "$R/cpp_tcp.out" 2>&1 &
+CPP_TCP_PID=$!
 pids="$pids $!"
-waitready "$R/cpp_unix.out"
-waitready "$R/cpp_tcp.out"
+waitready "$R/node.out" "node plugin serving"
+for f in ours ours-nb cpp_unix cpp_tcp; do waitready "$R/$f.out" ready; done
+NB_TCP=127.0.0.1:$(awk '/ready/ {print $2}' "$R/ours-nb.out")
 
-# run LABEL CMD... -> "p50 p99 rps"
-measure() { "$@" | sed -E 's/p50_us=([0-9]+) p99_us=([0-9]+) rps=([0-9]+)/\1 \2 \3/'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
-row() { # row WHAT SOCK CONC OURS(p50 p99 rps) CPP(p50 p99 rps)
-	set -- "$1" "$2" "$3" $4 $5
-	printf '%-7s %-5s c=%-3s ours: p50 %6s us p99 %6s us %7s req/s | C++: p50 %6s us p99 %6s us %7s req/s | p50 ratio %s, req/s ratio %s\n' \
-		"$1" "$2" "$3" "$4" "$5" "$6" "$7" "$8" "$9" "$(ratio "$4" "$7")" "$(ratio "$6" "$9")"
+ticks=$(getconf CLK_TCK)
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+load() { cut -d' ' -f1 /proc/loadavg; }
+
+# One timed run: SERVER_PID, then the client command.  Appends "p50 rps cpu_us_per_call load"
+# to the file $OUT.
+run() {
+	spid=$1
+	shift
+	before=$(cpu_ticks "$spid")
+	line=$("$@")
+	after=$(cpu_ticks "$spid")
+	echo "$line" | awk -v b="$before" -v a="$after" -v t="$ticks" -v n="$N" -v l="$(load)" '{
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		printf "%s %s %.2f %s\n", v["p50_us"], v["rps"], (a - b) * 1e6 / t / n, l
+	}' >> "$OUT"
 }
-echo "gRPC unary benchmark: $N calls per run, ${SIZE}-byte payload each way (ratios: ours / C++)"
-for sock in unix tcp; do
-	if [ $sock = unix ]; then ours="unix://$R/ours.sock" cpp="unix://$R/cpp.sock"; else ours=$OURS_TCP cpp=127.0.0.1:$CPP_PORT; fi
+
+# The client command of a pair's side: WHO (ours|cpp) PAIR CONC
+client_cmd() {
+	case "$2" in
+	probe) if [ "$1" = ours ]; then echo "$T/cpp_peer call unix://$R/node.sock /csi.v1.Identity/Probe $N $3"
+		else echo "$T/cpp_peer call unix://$R/cpp.sock /pillar.test.v1.Echo/Unary $N $3"; fi ;;
+	echo-nb) if [ "$1" = ours ]; then echo "$T/cpp_peer client unix://$R/ours-nb.sock $N $3 $SIZE"
+		else echo "$T/cpp_peer client unix://$R/cpp.sock $N $3 $SIZE"; fi ;;
+	echo) if [ "$1" = ours ]; then echo "$T/cpp_peer client unix://$R/ours.sock $N $3 $SIZE"
+		else echo "$T/cpp_peer client unix://$R/cpp.sock $N $3 $SIZE"; fi ;;
+	echo-tcp) if [ "$1" = ours ]; then echo "$T/cpp_peer client $NB_TCP $N $3 $SIZE"
+		else echo "$T/cpp_peer client 127.0.0.1:$CPP_PORT $N $3 $SIZE"; fi ;;
+	client) if [ "$1" = ours ]; then echo "$T/echo_client.rel unix://$R/cpp.sock --bench $N --conc $3 --size $SIZE"
+		else echo "$T/cpp_peer client unix://$R/cpp.sock $N $3 $SIZE"; fi ;;
+	esac
+}
+# The process whose CPU a side's run is charged to: WHO PAIR
+server_pid() {
+	case "$1:$2" in
+	ours:probe) echo "$NODE_PID" ;;
+	ours:echo-nb | ours:echo-tcp) echo "$NB_PID" ;;
+	ours:echo) echo "$ECHO_PID" ;;
+	cpp:echo-tcp) echo "$CPP_TCP_PID" ;;
+	*) echo "$CPP_PID" ;;
+	esac
+}
+
+PAIRS=${BENCH_PAIRS:-probe echo-nb echo echo-tcp client}
+echo "gRPC unary benchmark: $N calls per run, $ROUNDS alternating rounds (ours, C++, ours, C++, ...), $(nproc) CPUs"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+rm -f "$R"/res.*
+for round in $(seq 1 "$ROUNDS"); do
+	OUT=$R/res.floor
+	line=$("$T/pingpong" "$N" "$SIZE")
+	echo "$line" | awk -v l="$(load)" '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		printf "%s %s 0 %s\n", v["p50_us"], v["rps"], l }' >> "$OUT"
+	for pair in $PAIRS; do
+		for c in 1 16; do
+			for who in ours cpp; do
+				OUT=$R/res.$pair.$c.$who
+				# shellcheck disable=SC2046
+				run "$(server_pid $who $pair)" $(client_cmd $who $pair $c)
+			done
+		done
+	done
+	echo "round $round done, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+done
+
+# median and min–max of column COL of FILE
+stat_of() { sort -g -k"$2" "$1" | awk -v c="$2" '{ v[NR] = $c } END {
+	m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+	printf "%g (%g–%g)", m, v[1], v[NR] }'; }
+# per-round ratios ours/C++ of column COL: median (min–max)
+ratio_of() { paste -d' ' "$1" "$2" | awk -v c="$3" '{ print ($(c + 4) > 0 ? $c / $(c + 4) : 0) }' |
+	sort -g | awk '{ v[NR] = $1 } END {
+	m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+	printf "%.2f× (%.2f–%.2f)", m, v[1], v[NR] }'; }
+floor_p50=$(sort -g -k1 "$R/res.floor" | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+echo
+echo "unix-socket ping-pong floor (${SIZE} B each way): p50 $(stat_of "$R/res.floor" 1) us, $(stat_of "$R/res.floor" 2) round trips/s"
+for pair in $PAIRS; do
 	for c in 1 16; do
-		s_ours=$(measure "$T/cpp_peer" client "$ours" "$N" "$c" "$SIZE")
-		s_cpp=$(measure "$T/cpp_peer" client "$cpp" "$N" "$c" "$SIZE")
-		row server $sock $c "$s_ours" "$s_cpp"
-		c_ours=$(measure "$T/echo_client.rel" "$cpp" --bench "$N" --conc "$c" --size "$SIZE")
-		row client $sock $c "$c_ours" "$s_cpp"
+		o=$R/res.$pair.$c.ours p=$R/res.$pair.$c.cpp
+		echo "$pair c=$c (load $(stat_of "$o" 4)):"
+		echo "  p50 us      ours $(stat_of "$o" 1)  C++ $(stat_of "$p" 1)  ratio $(ratio_of "$o" "$p" 1)"
+		echo "  req/s       ours $(stat_of "$o" 2)  C++ $(stat_of "$p" 2)  ratio $(ratio_of "$o" "$p" 2)"
+		if [ "$pair" = client ]; then
+			echo "  the C++ server's CPU us/call  with our client $(stat_of "$o" 3)  with the C++ client $(stat_of "$p" 3)"
+		else
+			echo "  server CPU us/call  ours $(stat_of "$o" 3)  C++ $(stat_of "$p" 3)  ratio $(ratio_of "$o" "$p" 3)"
+		fi
+		if [ "$c" = 1 ]; then
+			echo "  p50 / floor ours $(sort -g -k1 "$o" | awk -v f="$floor_p50" '{ v[NR] = $1 } END { printf "%.1f×", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / f }')  C++ $(sort -g -k1 "$p" | awk -v f="$floor_p50" '{ v[NR] = $1 } END { printf "%.1f×", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / f }')"
+		fi
+	done
+done
+
+[ "${BENCH_STRACE:-1}" = 0 ] && exit 0
+command -v strace > /dev/null || { echo "syscalls per call: strace not installed, skipped"; exit 0; }
+# syscalls (and futex calls) per call of one server process: strace -c -f during one run
+count() { # PID CLIENT... -> "total futex"
+	spid=$1
+	shift
+	strace -c -f -p "$spid" -o "$R/strace.out" 2> /dev/null &
+	st=$!
+	sleep 0.5
+	"$@" > /dev/null
+	kill -INT $st
+	wait $st 2> /dev/null || true
+	awk -v n="$N" '$NF == "total" { t = $4 } $NF == "futex" { f = $4 }
+		END { printf "%.1f (futex %.1f)", t / n, f / n }' "$R/strace.out"
+}
+echo
+echo "syscalls per call on the server (strace -c -f, one run of $N calls each, load $(load)):"
+for pair in probe echo-nb echo; do
+	for c in 1 16; do
+		# shellcheck disable=SC2046
+		o=$(count "$(server_pid ours $pair)" $(client_cmd ours $pair $c))
+		# shellcheck disable=SC2046
+		p=$(count "$(server_pid cpp $pair)" $(client_cmd cpp $pair $c))
+		echo "  $pair c=$c: ours $o  C++ $p"
 	done
 done

@@ -1,7 +1,7 @@
 /* Our side of the gRPC interop and bench suites: the pillar.test.v1.Echo service on src/grpc.
  *
  *   echo_server --listen ADDR [--listen ADDR]... [--cert F --key F [--ca F]] [--workers N]
- *               [--max-msg N] [--max-conns N] [--idle-ms N]
+ *               [--max-msg N] [--max-conns N] [--idle-ms N] [--nonblocking METHOD]...
  * Prints "ready <port of the first TCP listener or 0>" once listening; SIGTERM/SIGINT shut it down
  * gracefully (GOAWAY, 2 s grace) and it exits 0.  Built by run.sh from the library sources. */
 #include <errno.h>
@@ -158,8 +158,10 @@ static const struct grpc_method methods[] = {
      .req = &pillar__test__v1__echo_request__descriptor,
      .resp = &pillar__test__v1__echo_response__descriptor},
 };
-static const struct grpc_service echo_svc = {
-    .name = "pillar.test.v1.Echo", .methods = methods, .n_methods = 3};
+/* --nonblocking NAME adds NAME here (the bench's Unary never sleeps: it asks for no delay) */
+static const char *nonblocking[4];
+static struct grpc_service echo_svc = {
+    .name = "pillar.test.v1.Echo", .methods = methods, .n_methods = 3, .nonblocking = nonblocking};
 /* registered only to show a NOT_SERVING health status */
 static const struct grpc_service unhealthy_svc = {
     .name = "pillar.test.v1.Unhealthy", .methods = methods, .n_methods = 1};
@@ -177,7 +179,7 @@ int main(int argc, char **argv)
 	struct grpc_server_opts o;
 	struct grpc_server *s;
 	struct err e = {0};
-	size_t nl = 0;
+	size_t nl = 0, n_nonblocking = 0;
 	int i;
 
 	grpc_server_opts_init(&o);
@@ -199,6 +201,8 @@ int main(int argc, char **argv)
 			o.max_conns = (unsigned)atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--idle-ms"))
 			o.idle_timeout_ms = (uint64_t)atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--nonblocking") && n_nonblocking < 3)
+			nonblocking[n_nonblocking++] = argv[i + 1];
 		else {
 			fprintf(stderr, "echo_server: unknown option %s\n", argv[i]);
 			return 2;
