@@ -16,8 +16,8 @@
 
 #define SEND_HIGH (1u << 20) /* a streaming sender waits while this much is unsent */
 
-struct health_ent {
-	struct health_ent *next;
+struct health_entry {
+	struct health_entry *next;
 	bool serving;
 	char name[];
 };
@@ -28,7 +28,7 @@ struct grpc_call *call_new(struct grpc_server *s)
 
 	if (!c)
 		return NULL;
-	c->srv = s;
+	c->server = s;
 	c->loop = s->loop;
 	atomic_init(&c->refs, 1);
 	atomic_init(&c->cancelled, false);
@@ -44,7 +44,7 @@ void call_ref(struct grpc_call *c)
 	atomic_fetch_add(&c->refs, 1);
 }
 
-static void md_free(struct md *m, size_t n)
+static void md_free(struct metadata_entry *m, size_t n)
 {
 	size_t i;
 	for (i = 0; i < n; i++) {
@@ -56,15 +56,15 @@ static void md_free(struct md *m, size_t n)
 
 void call_unref(struct grpc_call *c)
 {
-	struct arena_blk *a;
+	struct arena_block *a;
 
 	if (atomic_fetch_sub(&c->refs, 1) != 1)
 		return;
 	md_free(c->req_md, c->n_req_md);
 	md_free(c->resp_md, c->n_resp_md);
-	while (c->oq_head) {
-		struct outmsg *m = c->oq_head;
-		c->oq_head = m->next;
+	while (c->out_head) {
+		struct out_message *m = c->out_head;
+		c->out_head = m->next;
 		free(m);
 	}
 	while ((a = c->arena)) {
@@ -123,7 +123,7 @@ void call_finish(struct grpc_call *c, int code, const char *msg)
 
 int call_queue_bytes(struct grpc_call *c, const uint8_t *msg, size_t len)
 {
-	struct outmsg *m = malloc(sizeof(*m) + GRPC_PREFIX_LEN + len);
+	struct out_message *m = malloc(sizeof(*m) + GRPC_PREFIX_LEN + len);
 
 	if (!m)
 		return -ENOMEM;
@@ -133,12 +133,12 @@ int call_queue_bytes(struct grpc_call *c, const uint8_t *msg, size_t len)
 	grpc_prefix_write(m->data, false, (uint32_t)len);
 	if (len)
 		memcpy(m->data + GRPC_PREFIX_LEN, msg, len);
-	if (c->oq_tail)
-		c->oq_tail->next = m;
+	if (c->out_tail)
+		c->out_tail->next = m;
 	else
-		c->oq_head = m;
-	c->oq_tail = m;
-	c->oq_bytes += m->len;
+		c->out_head = m;
+	c->out_tail = m;
+	c->out_bytes += m->len;
 	return 0;
 }
 
@@ -151,14 +151,14 @@ static int send_msg(struct grpc_call *c, const ProtobufCMessage *msg, bool wait,
 	uint8_t *buf;
 	int rc;
 
-	if (len > c->srv->o.max_msg)
+	if (len > c->server->o.max_msg)
 		return -EMSGSIZE;
 	buf = malloc(len ? len : 1);
 	if (!buf)
 		return -ENOMEM;
 	protobuf_c_message_pack(msg, buf);
 	pthread_mutex_lock(&c->mu);
-	while (wait && c->oq_bytes > SEND_HIGH && !c->finished && !c->stream_closed &&
+	while (wait && c->out_bytes > SEND_HIGH && !c->finished && !c->stream_closed &&
 	       !atomic_load(&c->cancelled))
 		pthread_cond_wait(&c->cv, &c->mu);
 	if (c->finished || c->stream_closed || atomic_load(&c->cancelled))
@@ -178,7 +178,7 @@ int grpc_call_send(struct grpc_call *c, const ProtobufCMessage *msg)
 		return -EINVAL;
 	if (msg->descriptor != c->method->resp)
 		return -EINVAL;
-	int rc = send_msg(c, msg, c->srv->o.workers > 0, true);
+	int rc = send_msg(c, msg, c->server->o.workers > 0, true);
 	if (rc == 0)
 		grpc_metrics_server_sent(server_method_metrics(c));
 	return rc;
@@ -238,7 +238,7 @@ void call_run(void *arg)
 				code = GRPC_RESOURCE_EXHAUSTED;
 				grpc_call_set_status_msg(
 				    c, "response larger than max (%zu vs. %zu)",
-				    protobuf_c_message_get_packed_size(resp), c->srv->o.max_msg);
+				    protobuf_c_message_get_packed_size(resp), c->server->o.max_msg);
 			} else if (rc == -ENOMEM) {
 				code = GRPC_RESOURCE_EXHAUSTED;
 				grpc_call_set_status_msg(c, "server out of memory");
@@ -292,13 +292,13 @@ const char *grpc_call_metadata(const struct grpc_call *c, const char *key)
 
 int grpc_call_add_metadata(struct grpc_call *c, const char *key, const char *value)
 {
-	struct md *nm;
+	struct metadata_entry *nm;
 	int rc = 0;
 
 	if (!grpc_md_key_valid(key) || !value || !grpc_md_value_valid(key, value, strlen(value)))
 		return -EINVAL;
 	pthread_mutex_lock(&c->mu);
-	if (c->headers_sent || c->oq_head || c->finished) {
+	if (c->headers_sent || c->out_head || c->finished) {
 		rc = -EALREADY;
 	} else if (!(nm = realloc(c->resp_md, (c->n_resp_md + 1) * sizeof(*nm)))) {
 		rc = -ENOMEM;
@@ -328,7 +328,7 @@ void grpc_call_set_status_msg(struct grpc_call *c, const char *fmt, ...)
 
 void *grpc_call_alloc(struct grpc_call *c, size_t n)
 {
-	struct arena_blk *a = calloc(1, sizeof(*a) + n);
+	struct arena_block *a = calloc(1, sizeof(*a) + n);
 	if (!a)
 		return NULL;
 	a->next = c->arena;
@@ -349,7 +349,7 @@ char *grpc_call_strdup(struct grpc_call *c, const char *s)
 
 void grpc_server_set_serving(struct grpc_server *s, const char *service, bool serving)
 {
-	struct health_ent *h;
+	struct health_entry *h;
 
 	pthread_mutex_lock(&s->health_mu);
 	for (h = s->health; h; h = h->next)
@@ -368,7 +368,7 @@ void grpc_server_set_serving(struct grpc_server *s, const char *service, bool se
 void server_health_free(struct grpc_server *s)
 {
 	while (s->health) {
-		struct health_ent *h = s->health;
+		struct health_entry *h = s->health;
 		s->health = h->next;
 		free(h);
 	}
@@ -423,8 +423,8 @@ static int health_decode(const uint8_t *p, size_t len, char *svc, size_t cap, en
 
 void call_health(struct grpc_call *c)
 {
-	struct grpc_server *s = c->srv;
-	struct health_ent *h;
+	struct grpc_server *s = c->server;
+	struct health_entry *h;
 	char svc[256], msg[300];
 	int st = -1;
 

@@ -23,11 +23,11 @@
 #define BACKOFF_FIRST 200
 #define BACKOFF_MAX   10000
 
-struct client_conn;
+struct client_connection;
 
 struct client_call {
 	struct grpc_channel *ch;
-	struct client_conn *cc;
+	struct client_connection *cc;
 	int32_t sid;
 	struct client_call *next, *prev; /* pending list or client_conn's active list */
 	atomic_int refs;
@@ -54,7 +54,7 @@ struct client_call {
 	char msg[GRPC_STATUS_MSG_MAX];
 };
 
-struct client_conn {
+struct client_connection {
 	struct grpc_channel *ch;
 	struct h2_conn *h2;
 	bool ready;
@@ -68,7 +68,7 @@ struct grpc_channel {
 	struct h2_tls_cfg *tls;
 	char authority[300], verify[256];
 	size_t max_msg;
-	struct client_conn *cur;
+	struct client_connection *cur;
 	atomic_int n_conns;
 	uint64_t backoff, retry_at, conn_ids;
 	char last_err[ERR_MSG_MAX];
@@ -211,7 +211,7 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t sid, const 
 
 static int on_stream_close(nghttp2_session *ng, int32_t sid, uint32_t code, void *ud)
 {
-	struct client_conn *cc = ud;
+	struct client_connection *cc = ud;
 	struct client_call *c = nghttp2_session_get_stream_user_data(ng, sid);
 
 	if (!c)
@@ -225,7 +225,7 @@ static int on_stream_close(nghttp2_session *ng, int32_t sid, uint32_t code, void
 
 static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
 {
-	struct client_conn *cc = ud;
+	struct client_connection *cc = ud;
 	(void)ng;
 
 	if (f->hd.type == NGHTTP2_GOAWAY && cc->ch->cur == cc)
@@ -235,7 +235,7 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
 
 /* ---- connection ----------------------------------------------------------------------------- */
 
-static void submit(struct client_conn *cc, struct client_call *c)
+static void submit(struct client_connection *cc, struct client_call *c)
 {
 	struct grpc_channel *ch = cc->ch;
 	nghttp2_session *ng = h2_conn_session(cc->h2);
@@ -290,7 +290,7 @@ static void cc_callbacks(nghttp2_session_callbacks *cb)
 
 static void cc_open(void *arg, struct h2_conn *h)
 {
-	struct client_conn *cc = arg;
+	struct client_connection *cc = arg;
 	struct grpc_channel *ch = cc->ch;
 
 	if (h2_conn_client_session(h, cc_callbacks, cc) < 0)
@@ -307,7 +307,7 @@ static void cc_open(void *arg, struct h2_conn *h)
 
 static void cc_close(void *arg, struct h2_conn *h, int err, const char *why)
 {
-	struct client_conn *cc = arg;
+	struct client_connection *cc = arg;
 	struct grpc_channel *ch = cc->ch;
 	char msg[ERR_MSG_MAX];
 	(void)h;
@@ -355,26 +355,26 @@ void grpc_channel_reset_backoff(struct grpc_channel *ch)
 	h2_loop_run_sync(ch->loop, reset_backoff_fn, ch);
 }
 
-struct conn_id_q {
+struct connection_id_queue {
 	struct grpc_channel *ch;
 	uint64_t id;
 };
 
 static void conn_id_fn(void *arg)
 {
-	struct conn_id_q *q = arg;
+	struct connection_id_queue *q = arg;
 	q->id = q->ch->cur && q->ch->cur->ready ? q->ch->cur->id : 0;
 }
 
 uint64_t grpc_channel_conn_id(struct grpc_channel *ch)
 {
-	struct conn_id_q q = {ch, 0};
+	struct connection_id_queue q = {ch, 0};
 	h2_loop_run_sync(ch->loop, conn_id_fn, &q);
 	return q.id;
 }
 
 /* Holding the loop, on the caller's thread: read the connection itself while waiting. */
-static void read_myself(struct client_call *c, struct client_conn *cc)
+static void read_myself(struct client_call *c, struct client_connection *cc)
 {
 	bool done;
 
@@ -395,7 +395,7 @@ static void read_myself(struct client_call *c, struct client_conn *cc)
 /* Sends c on its channel's current connection when that one is ready: true when sent. */
 static bool send_if_ready(struct client_call *c)
 {
-	struct client_conn *cc = c->ch->cur;
+	struct client_connection *cc = c->ch->cur;
 	if (!cc || !cc->ready)
 		return false;
 	submit(cc, c);
@@ -419,7 +419,7 @@ static void start_fn(void *arg)
 	if (send_if_ready(c))
 		return;
 	if (!ch->cur) {
-		struct client_conn *cc;
+		struct client_connection *cc;
 		uint64_t now = h2_now_ms();
 		if (now < ch->retry_at) {
 			set_local(c, GRPC_UNAVAILABLE, "%s (retrying in %llu ms)", ch->last_err,

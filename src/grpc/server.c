@@ -47,28 +47,29 @@ static const char LOG_TLS[] = "TLS handshake failed";
  * answers do not count as use). */
 static void idle_fn(void *arg)
 {
-	struct sconn *sc = arg;
-	uint64_t now = h2_now_ms(), last = sc->idle_since;
-	uint64_t idle = sc->srv->o.idle_timeout_ms;
+	struct server_connection *connection = arg;
+	uint64_t now = h2_now_ms(), last = connection->idle_since;
+	uint64_t idle = connection->server->o.idle_timeout_ms;
 
-	if (sc->n_calls > 0)
+	if (connection->n_calls > 0)
 		last = now;
-	if (sc->n_calls == 0 && now - last >= idle) {
-		nghttp2_session *ng = h2_conn_session(sc->h2);
+	if (connection->n_calls == 0 && now - last >= idle) {
+		nghttp2_session *ng = h2_conn_session(connection->h2);
 		nghttp2_submit_goaway(ng, NGHTTP2_FLAG_NONE,
 		                      nghttp2_session_get_last_proc_stream_id(ng), NGHTTP2_NO_ERROR,
 		                      (const uint8_t *)"idle", 4);
-		h2_conn_flush(sc->h2);
-		h2_conn_close(sc->h2, 0, "idle");
+		h2_conn_flush(connection->h2);
+		h2_conn_close(connection->h2, 0, "idle");
 		return;
 	}
-	h2_timer_arm(sc->srv->loop, &sc->idle, (last > now ? last : now) + idle, idle_fn, sc);
+	h2_timer_arm(connection->server->loop, &connection->idle, (last > now ? last : now) + idle,
+	             idle_fn, connection);
 }
 
-static void sc_open(void *arg, struct h2_conn *h)
+static void connection_open(void *arg, struct h2_conn *h)
 {
-	struct sconn *sc = arg;
-	struct grpc_server *s = sc->srv;
+	struct server_connection *connection = arg;
+	struct grpc_server *s = connection->server;
 	nghttp2_session_callbacks *cb;
 	nghttp2_option *opt;
 	nghttp2_session *ng = NULL;
@@ -86,7 +87,7 @@ static void sc_open(void *arg, struct h2_conn *h)
 		goto fail;
 	}
 	nghttp2_option_set_max_send_header_block_length(opt, 65536);
-	if (nghttp2_session_server_new3(&ng, cb, sc, opt, h2_nghttp2_mem()) != 0)
+	if (nghttp2_session_server_new3(&ng, cb, connection, opt, h2_nghttp2_mem()) != 0)
 		ng = NULL;
 	nghttp2_option_del(opt);
 	nghttp2_session_callbacks_del(cb);
@@ -98,10 +99,10 @@ static void sc_open(void *arg, struct h2_conn *h)
 	nghttp2_session_set_local_window_size(ng, NGHTTP2_FLAG_NONE, 0, 16 << 20);
 	if (s->draining)
 		nghttp2_submit_goaway(ng, NGHTTP2_FLAG_NONE, 0, NGHTTP2_NO_ERROR, NULL, 0);
-	sc->idle_since = h2_now_ms();
+	connection->idle_since = h2_now_ms();
 	if (s->o.idle_timeout_ms)
-		h2_timer_arm(s->loop, &sc->idle, sc->idle_since + s->o.idle_timeout_ms, idle_fn,
-		             sc);
+		h2_timer_arm(s->loop, &connection->idle,
+		             connection->idle_since + s->o.idle_timeout_ms, idle_fn, connection);
 	return;
 fail:
 	h2_conn_close(h, -ENOMEM, "out of memory");
@@ -119,72 +120,75 @@ static void conns_trim(struct grpc_server *s, int now)
 	}
 }
 
-static void sc_close(void *arg, struct h2_conn *h, int err, const char *why)
+static void connection_close(void *arg, struct h2_conn *h, int err, const char *why)
 {
-	struct sconn *sc = arg;
-	struct grpc_server *s = sc->srv;
+	struct server_connection *connection = arg;
+	struct grpc_server *s = connection->server;
 
 	if (err == -ETIMEDOUT)
-		h2_connlog_event(&s->connlog, LOG_TIMEOUT, sc->peer.text, why);
+		h2_connlog_event(&s->connlog, LOG_TIMEOUT, connection->peer.text, why);
 	else if (err && !h2_conn_was_open(h) && s->tls && err != -ECONNRESET)
-		h2_connlog_event(&s->connlog, LOG_TLS, sc->peer.text, why);
+		h2_connlog_event(&s->connlog, LOG_TLS, connection->peer.text, why);
 	else if (err && err != -ECONNRESET)
-		log_v(2, "gRPC connection closed", "peer", sc->peer.text, "reason", why);
-	while (sc->calls)
-		server_call_detach(sc, sc->calls);
-	h2_timer_cancel(s->loop, &sc->idle);
-	if (sc->prev)
-		sc->prev->next = sc->next;
+		log_v(2, "gRPC connection closed", "peer", connection->peer.text, "reason", why);
+	while (connection->calls)
+		server_call_detach(connection, connection->calls);
+	h2_timer_cancel(s->loop, &connection->idle);
+	if (connection->prev)
+		connection->prev->next = connection->next;
 	else
-		s->conns = sc->next;
-	if (sc->next)
-		sc->next->prev = sc->prev;
-	free(sc);
+		s->conns = connection->next;
+	if (connection->next)
+		connection->next->prev = connection->prev;
+	free(connection);
 	conns_trim(s, atomic_fetch_sub(&s->n_conns, 1) - 1);
 }
 
-static const struct h2_conn_ops sconn_ops = {.on_open = sc_open, .on_close = sc_close};
+static const struct h2_conn_ops server_connection_ops = {.on_open = connection_open,
+                                                         .on_close = connection_close};
 
-static int add_conn(struct grpc_server *s, int fd, const struct speer *peer, struct h2_conn **out,
-                    struct err *e)
+static int add_conn(struct grpc_server *s, int fd, const struct peer_address *peer,
+                    struct h2_conn **out, struct err *e)
 {
-	struct sconn *sc = calloc(1, sizeof(*sc));
+	struct server_connection *connection = calloc(1, sizeof(*connection));
 	int rc;
 
-	if (!sc) {
+	if (!connection) {
 		if (fd >= 0)
 			close(fd);
 		return err_set(e, -ENOMEM, "out of memory");
 	}
-	sc->srv = s;
+	connection->server = s;
 	if (peer)
-		sc->peer = *peer;
+		connection->peer = *peer;
 	else
-		snprintf(sc->peer.text, sizeof(sc->peer.text), "memory");
-	sc->next = s->conns;
+		snprintf(connection->peer.text, sizeof(connection->peer.text), "memory");
+	connection->next = s->conns;
 	if (s->conns)
-		s->conns->prev = sc;
-	s->conns = sc;
+		s->conns->prev = connection;
+	s->conns = connection;
 	conns_trim(s, atomic_fetch_add(&s->n_conns, 1) + 1);
 	if (fd >= 0) {
 		struct h2_conn_limits lim = {.handshake_ms = s->o.handshake_timeout_ms,
 		                             .keepalive_ms = s->o.keepalive_ms,
 		                             .keepalive_timeout_ms = s->o.keepalive_timeout_ms};
-		rc = h2_conn_new_server(&sc->h2, s->loop, fd, s->tls, &lim, &sconn_ops, sc, e);
+		rc = h2_conn_new_server(&connection->h2, s->loop, fd, s->tls, &lim,
+		                        &server_connection_ops, connection, e);
 	} else
-		rc = h2_conn_new(&sc->h2, s->loop, fd, false, s->tls, NULL, &sconn_ops, sc, e);
+		rc = h2_conn_new(&connection->h2, s->loop, fd, false, s->tls, NULL,
+		                 &server_connection_ops, connection, e);
 	if (rc < 0) {
-		s->conns = sc->next;
-		if (sc->next)
-			sc->next->prev = NULL;
+		s->conns = connection->next;
+		if (connection->next)
+			connection->next->prev = NULL;
 		atomic_fetch_sub(&s->n_conns, 1);
-		free(sc);
+		free(connection);
 		return rc;
 	}
 	if (fd < 0)
-		sc_open(sc, sc->h2);
+		connection_open(connection, connection->h2);
 	if (out)
-		*out = sc->h2;
+		*out = connection->h2;
 	return 0;
 }
 
@@ -194,7 +198,7 @@ int grpc_server_mem_conn(struct grpc_server *s, struct h2_conn **out, struct err
 }
 
 /* The peer of an accepted socket. */
-static void peer_of(int fd, const struct sockaddr_storage *sa, struct speer *p)
+static void peer_of(int fd, const struct sockaddr_storage *sa, struct peer_address *p)
 {
 	char host[INET6_ADDRSTRLEN] = "?";
 
@@ -227,17 +231,19 @@ static void peer_of(int fd, const struct sockaddr_storage *sa, struct speer *p)
 
 /* Connections from the same IP address (a unix socket's peers have none and count only
  * against max_conns). */
-static unsigned peer_conns(const struct grpc_server *s, const struct speer *p)
+static unsigned peer_conns(const struct grpc_server *s, const struct peer_address *p)
 {
 	unsigned n = 0;
 
-	for (const struct sconn *sc = s->conns; sc; sc = sc->next)
-		n += sc->peer.ip_len == p->ip_len && memcmp(sc->peer.ip, p->ip, p->ip_len) == 0;
+	for (const struct server_connection *connection = s->conns; connection;
+	     connection = connection->next)
+		n += connection->peer.ip_len == p->ip_len &&
+		     memcmp(connection->peer.ip, p->ip, p->ip_len) == 0;
 	return n;
 }
 
 /* Why an accepted connection is refused, or NULL to take it. */
-static const char *refusal(const struct grpc_server *s, const struct speer *p, char *buf,
+static const char *refusal(const struct grpc_server *s, const struct peer_address *p, char *buf,
                            size_t cap)
 {
 	if ((unsigned)atomic_load(&s->n_conns) >= s->o.max_conns) {
@@ -279,7 +285,7 @@ static void accept_pause(struct grpc_server *s, int err)
 
 static void accept_one(struct grpc_server *s, int fd, const struct sockaddr_storage *sa)
 {
-	struct speer p;
+	struct peer_address p;
 	char buf[96];
 	const char *why;
 	int one = 1;
@@ -397,7 +403,7 @@ static void free_method_metrics(struct grpc_method_metrics **mm, size_t n)
 
 struct grpc_method_metrics *server_method_metrics(const struct grpc_call *c)
 {
-	const struct grpc_server *s = c->srv;
+	const struct grpc_server *s = c->server;
 	for (size_t i = 0; i < s->n_svcs; i++)
 		if (s->svcs[i] == c->svc && c->method >= c->svc->methods &&
 		    c->method < c->svc->methods + c->svc->n_methods)
@@ -528,7 +534,7 @@ int grpc_server_port(const struct grpc_server *s, size_t i)
 static void drain_fn(void *arg)
 {
 	struct grpc_server *s = arg;
-	struct sconn *sc;
+	struct server_connection *connection;
 	size_t i;
 
 	s->draining = true;
@@ -542,24 +548,24 @@ static void drain_fn(void *arg)
 				unlink(((struct sockaddr_un *)&s->listen_addrs[i].sa)->sun_path);
 		}
 	}
-	for (sc = s->conns; sc; sc = sc->next) {
-		nghttp2_session *ng = h2_conn_session(sc->h2);
+	for (connection = s->conns; connection; connection = connection->next) {
+		nghttp2_session *ng = h2_conn_session(connection->h2);
 		if (!ng)
 			continue;
 		nghttp2_submit_goaway(ng, NGHTTP2_FLAG_NONE,
 		                      nghttp2_session_get_last_proc_stream_id(ng), NGHTTP2_NO_ERROR,
 		                      (const uint8_t *)"shutdown", 8);
-		h2_conn_flush(sc->h2);
+		h2_conn_flush(connection->h2);
 	}
 }
 
 static void kill_fn(void *arg)
 {
 	struct grpc_server *s = arg;
-	struct sconn *sc;
+	struct server_connection *connection;
 
-	for (sc = s->conns; sc; sc = sc->next)
-		h2_conn_close(sc->h2, 0, "server shut down");
+	for (connection = s->conns; connection; connection = connection->next)
+		h2_conn_close(connection->h2, 0, "server shut down");
 }
 
 static void connlog_stop_fn(void *arg)

@@ -12,47 +12,48 @@
 #include "h2/net.h"
 #include "h2/tls.h"
 
-struct md {
+struct metadata_entry {
 	char *key, *value;
 };
 
-struct outmsg {
-	struct outmsg *next;
+struct out_message {
+	struct out_message *next;
 	size_t len, off;
 	uint8_t data[];
 };
 
-struct arena_blk {
-	struct arena_blk *next;
+struct arena_block {
+	struct arena_block *next;
 	max_align_t data[];
 };
 
 /* The remote end of a connection: its IP address (an IPv4-mapped IPv6 address counts as the
  * IPv4 one) and the address as text for log lines. */
-struct speer {
+struct peer_address {
 	uint8_t ip[16];
 	uint8_t ip_len; /* 4, 16, or 0 for a unix socket */
 	char text[64];
 };
 
 /* One connection of the server (loop only). */
-struct sconn {
-	struct grpc_server *srv;
+struct server_connection {
+	struct grpc_server *server;
 	struct h2_conn *h2;
 	struct grpc_call *calls;
 	unsigned n_calls;
 	uint64_t idle_since; /* when n_calls last became 0 */
 	struct h2_timer idle;
-	struct speer peer;
-	struct sconn *next, *prev;
+	struct peer_address peer;
+	struct server_connection *next, *prev;
 };
 
 struct grpc_call {
 	struct h2_loop *loop;
-	struct grpc_server *srv;
-	struct sconn *conn; /* loop only; NULL once the stream or connection is gone */
+	struct grpc_server *server;
+	struct server_connection
+	    *connection; /* loop only; NULL once the stream or connection is gone */
 	int32_t stream_id;
-	struct grpc_call *cnext, *cprev;
+	struct grpc_call *next_in_connection, *prev_in_connection;
 	atomic_int refs;
 	atomic_bool cancelled;
 	pthread_mutex_t mu;
@@ -65,7 +66,7 @@ struct grpc_call {
 	bool health;
 	bool bad_method, bad_ctype;
 	char *encoding;
-	struct md *req_md;
+	struct metadata_entry *req_md;
 	size_t n_req_md, hdr_bytes;
 	int64_t timeout_ms; /* -1: none; -2: malformed */
 	uint64_t deadline_at;
@@ -79,15 +80,15 @@ struct grpc_call {
 	struct h2_timer deadline_timer;
 
 	/* response, under mu */
-	struct md *resp_md;
+	struct metadata_entry *resp_md;
 	size_t n_resp_md;
-	struct outmsg *oq_head, *oq_tail;
-	size_t oq_bytes;
+	struct out_message *out_head, *out_tail;
+	size_t out_bytes;
 	bool finished, stream_closed, kick_pending, headers_sent, trailers_sent;
 	int status;
 	char *status_msg;
 	char *handler_msg;
-	struct arena_blk *arena;
+	struct arena_block *arena;
 };
 
 struct grpc_server {
@@ -103,14 +104,14 @@ struct grpc_server {
 	int *lfds;
 	int *ports;
 	size_t n_listen;
-	struct sconn *conns;
+	struct server_connection *conns;
 	atomic_int n_conns;
 	int conns_peak; /* the most connections since the heap was last trimmed (loop only) */
 	struct h2_connlog connlog;
 	struct h2_timer accept_pause; /* accepting resumes after running out of descriptors */
 	bool started, draining, shut;
 	pthread_mutex_t health_mu;
-	struct health_ent *health;
+	struct health_entry *health;
 };
 
 /* server.c: the metrics of c's method (NULL: not counted). */
@@ -134,10 +135,10 @@ void server_health_free(struct grpc_server *s);
 
 /* stream.c */
 void server_kick_fn(void *arg);
-/* Installs the callbacks of a server stream (user data: the struct sconn). */
+/* Installs the callbacks of a server stream (user data: the struct server_connection). */
 void server_stream_callbacks(nghttp2_session_callbacks *cb);
 /* Detaches c from its connection (its stream or connection is gone), cancelling it when it has
  * not finished, and drops the connection's reference. */
-void server_call_detach(struct sconn *sc, struct grpc_call *c);
+void server_call_detach(struct server_connection *connection, struct grpc_call *c);
 
 #endif

@@ -19,7 +19,7 @@ struct walk {
 };
 
 /* One field of the wire: its number, wire type and, for length-delimited ones, its bytes. */
-struct wfield {
+struct walk_field {
 	uint32_t number;
 	unsigned type;
 	const uint8_t *body;
@@ -41,7 +41,7 @@ static bool varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v)
 }
 
 /* The next field at *i; false at the end or where the bytes are not the wire format. */
-static bool next_field(const uint8_t *p, size_t len, size_t *i, struct wfield *f)
+static bool next_field(const uint8_t *p, size_t len, size_t *i, struct walk_field *f)
 {
 	uint64_t tag, v;
 	if (*i >= len || !varint(p, len, i, &tag) || tag >> 3 == 0 || tag >> 3 > UINT32_MAX)
@@ -92,8 +92,8 @@ static int walk_message(struct walk *w, const ProtobufCMessageDescriptor *d, con
                         size_t len, int depth);
 
 /* A field's value (f the field descriptor, wf its bytes) with the path already naming it. */
-static int walk_value(struct walk *w, const ProtobufCFieldDescriptor *f, const struct wfield *wf,
-                      int depth)
+static int walk_value(struct walk *w, const ProtobufCFieldDescriptor *f,
+                      const struct walk_field *wf, int depth)
 {
 	enum str_fault bad;
 	if (wf->type != 2)
@@ -108,13 +108,13 @@ static int walk_value(struct walk *w, const ProtobufCFieldDescriptor *f, const s
 
 /* A map entry: its key first (a bad key is named by the map), then its value under
  * map["key"]. */
-static int walk_entry(struct walk *w, const ProtobufCFieldDescriptor *f, const struct wfield *wf,
-                      int depth)
+static int walk_entry(struct walk *w, const ProtobufCFieldDescriptor *f,
+                      const struct walk_field *wf, int depth)
 {
 	const ProtobufCMessageDescriptor *md = f->descriptor;
 	const uint8_t *key = NULL;
 	size_t key_len = 0, i = 0;
-	struct wfield e;
+	struct walk_field e;
 	while (next_field(wf->body, wf->len, &i, &e)) {
 		enum str_fault bad;
 		if (e.number != 1 || e.type != 2 || md->fields[0].type != PROTOBUF_C_TYPE_STRING)
@@ -142,7 +142,7 @@ static int walk_message(struct walk *w, const ProtobufCMessageDescriptor *d, con
                         size_t len, int depth)
 {
 	unsigned counts[MAX_COUNTS] = {0};
-	struct wfield wf;
+	struct walk_field wf;
 	size_t i = 0;
 	if (depth > MAX_DEPTH)
 		return 0;

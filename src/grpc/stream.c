@@ -40,19 +40,19 @@ static ssize_t data_read_cb(nghttp2_session *ng, int32_t sid, uint8_t *buf, size
 	(void)ud;
 
 	pthread_mutex_lock(&c->mu);
-	while (c->oq_head && n < length) {
-		struct outmsg *m = c->oq_head;
+	while (c->out_head && n < length) {
+		struct out_message *m = c->out_head;
 		size_t take = m->len - m->off;
 		if (take > length - n)
 			take = length - n;
 		memcpy(buf + n, m->data + m->off, take);
 		m->off += take;
 		n += take;
-		c->oq_bytes -= take;
+		c->out_bytes -= take;
 		if (m->off == m->len) {
-			c->oq_head = m->next;
-			if (!c->oq_head)
-				c->oq_tail = NULL;
+			c->out_head = m->next;
+			if (!c->out_head)
+				c->out_tail = NULL;
 			free(m);
 		}
 	}
@@ -84,7 +84,7 @@ static ssize_t data_read_cb(nghttp2_session *ng, int32_t sid, uint8_t *buf, size
 static void submitted(struct grpc_call *c, int rv)
 {
 	if (rv != 0)
-		h2_conn_close(c->conn->h2, -ENOMEM, "out of memory queueing a response");
+		h2_conn_close(c->connection->h2, -ENOMEM, "out of memory queueing a response");
 }
 
 /* Sends the response headers (or a Trailers-Only response) or resumes the body. */
@@ -96,19 +96,19 @@ static void respond(struct grpc_call *c)
 	size_t n = 0, i;
 	bool only;
 
-	if (!c->conn || c->trailers_sent)
+	if (!c->connection || c->trailers_sent)
 		return;
-	ng = h2_conn_session(c->conn->h2);
+	ng = h2_conn_session(c->connection->h2);
 	if (c->headers_sent) {
 		nghttp2_session_resume_data(ng, c->stream_id);
 		return;
 	}
 	pthread_mutex_lock(&c->mu);
-	if (!c->finished && !c->oq_head) {
+	if (!c->finished && !c->out_head) {
 		pthread_mutex_unlock(&c->mu);
 		return;
 	}
-	only = c->finished && !c->oq_head;
+	only = c->finished && !c->out_head;
 	nv[n++] = (nghttp2_nv)MKNV(":status", "200", 3);
 	nv[n++] = (nghttp2_nv)MKNV("content-type", "application/grpc", 16);
 	for (i = 0; i < c->n_resp_md && n < 60; i++)
@@ -132,7 +132,7 @@ static void early_status(struct grpc_call *c, int http, int code, const char *fm
     __attribute__((format(printf, 4, 5)));
 static void early_status(struct grpc_call *c, int http, int code, const char *fmt, ...)
 {
-	nghttp2_session *ng = h2_conn_session(c->conn->h2);
+	nghttp2_session *ng = h2_conn_session(c->connection->h2);
 	char msg[512];
 	va_list ap;
 
@@ -165,9 +165,9 @@ void server_kick_fn(void *arg)
 	pthread_mutex_lock(&c->mu);
 	c->kick_pending = false;
 	pthread_mutex_unlock(&c->mu);
-	if (c->conn) {
+	if (c->connection) {
 		respond(c);
-		h2_conn_flush(c->conn->h2);
+		h2_conn_flush(c->connection->h2);
 	}
 	call_unref(c);
 }
@@ -176,40 +176,40 @@ static void deadline_fn(void *arg)
 {
 	struct grpc_call *c = arg;
 
-	if (!c->conn)
+	if (!c->connection)
 		return;
 	atomic_store(&c->cancelled, true);
 	if (!c->dispatched) {
 		early_status(c, 200, GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
 	} else {
 		pthread_mutex_lock(&c->mu);
-		while (c->oq_head) {
-			struct outmsg *m = c->oq_head;
-			c->oq_head = m->next;
+		while (c->out_head) {
+			struct out_message *m = c->out_head;
+			c->out_head = m->next;
 			free(m);
 		}
 		/* bytes of a half-sent message cannot be dropped: the stream is reset below */
-		c->oq_tail = NULL;
-		c->oq_bytes = 0;
+		c->out_tail = NULL;
+		c->out_bytes = 0;
 		pthread_cond_broadcast(&c->cv);
 		pthread_mutex_unlock(&c->mu);
 		call_finish(c, GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
 		if (c->headers_sent) {
 			/* mid-stream: end it now rather than after a partial message */
-			nghttp2_submit_rst_stream(h2_conn_session(c->conn->h2), NGHTTP2_FLAG_NONE,
-			                          c->stream_id, NGHTTP2_CANCEL);
+			nghttp2_submit_rst_stream(h2_conn_session(c->connection->h2),
+			                          NGHTTP2_FLAG_NONE, c->stream_id, NGHTTP2_CANCEL);
 		} else {
 			respond(c);
 		}
 	}
-	h2_conn_flush(c->conn->h2);
+	h2_conn_flush(c->connection->h2);
 }
 
 /* ---- routing ------------------------------------------------------------------------------- */
 
 static void route(struct grpc_call *c)
 {
-	struct grpc_server *s = c->srv;
+	struct grpc_server *s = c->server;
 	const char *p = c->path, *slash;
 	size_t i, j, sl;
 
@@ -287,7 +287,7 @@ static void dispatch(struct grpc_call *c)
 		return;
 	}
 	call_ref(c);
-	if (h2_jobs_submit(c->srv->jobs, call_run, c) < 0) {
+	if (h2_jobs_submit(c->server->jobs, call_run, c) < 0) {
 		call_unref(c);
 		c->dispatched = false;
 		early_status(c, 200, GRPC_RESOURCE_EXHAUSTED, "server out of memory");
@@ -298,21 +298,21 @@ static void dispatch(struct grpc_call *c)
 
 static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
 {
-	struct sconn *sc = ud;
+	struct server_connection *connection = ud;
 	struct grpc_call *c;
 
 	if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
 		return 0;
-	c = call_new(sc->srv);
+	c = call_new(connection->server);
 	if (!c)
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-	c->conn = sc;
+	c->connection = connection;
 	c->stream_id = f->hd.stream_id;
-	c->cnext = sc->calls;
-	if (sc->calls)
-		sc->calls->cprev = c;
-	sc->calls = c;
-	sc->n_calls++;
+	c->next_in_connection = connection->calls;
+	if (connection->calls)
+		connection->calls->prev_in_connection = c;
+	connection->calls = c;
+	connection->n_calls++;
 	nghttp2_session_set_stream_user_data(ng, f->hd.stream_id, c);
 	return 0;
 }
@@ -326,14 +326,14 @@ static bool ctype_ok(const uint8_t *v, size_t len)
 static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
                      size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags, void *ud)
 {
-	struct sconn *sc = ud;
+	struct server_connection *connection = ud;
 	struct grpc_call *c = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
 	(void)flags;
 
 	if (!c || f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
 		return 0;
 	c->hdr_bytes += namelen + valuelen + 32;
-	if (c->hdr_bytes > sc->srv->o.max_header_list)
+	if (c->hdr_bytes > connection->server->o.max_header_list)
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 #define IS(s) (namelen == sizeof(s) - 1 && memcmp(name, s, namelen) == 0)
 	if (IS(":path")) {
@@ -353,7 +353,7 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t 
 		free(c->encoding);
 		c->encoding = strndup((const char *)value, valuelen);
 	} else if (name[0] != ':' && !IS("te") && !(namelen >= 5 && !memcmp(name, "grpc-", 5))) {
-		struct md *nm = realloc(c->req_md, (c->n_req_md + 1) * sizeof(*nm));
+		struct metadata_entry *nm = realloc(c->req_md, (c->n_req_md + 1) * sizeof(*nm));
 		if (!nm)
 			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 		c->req_md = nm;
@@ -438,17 +438,17 @@ static int on_frame_send(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
 	return 0;
 }
 
-void server_call_detach(struct sconn *sc, struct grpc_call *c)
+void server_call_detach(struct server_connection *connection, struct grpc_call *c)
 {
-	if (c->cprev)
-		c->cprev->cnext = c->cnext;
+	if (c->prev_in_connection)
+		c->prev_in_connection->next_in_connection = c->next_in_connection;
 	else
-		sc->calls = c->cnext;
-	if (c->cnext)
-		c->cnext->cprev = c->cprev;
-	c->cnext = c->cprev = NULL;
-	if (--sc->n_calls == 0)
-		sc->idle_since = h2_now_ms();
+		connection->calls = c->next_in_connection;
+	if (c->next_in_connection)
+		c->next_in_connection->prev_in_connection = c->prev_in_connection;
+	c->next_in_connection = c->prev_in_connection = NULL;
+	if (--connection->n_calls == 0)
+		connection->idle_since = h2_now_ms();
 	h2_timer_cancel(c->loop, &c->deadline_timer);
 	pthread_mutex_lock(&c->mu);
 	c->stream_closed = true;
@@ -456,19 +456,19 @@ void server_call_detach(struct sconn *sc, struct grpc_call *c)
 		atomic_store(&c->cancelled, true);
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu);
-	c->conn = NULL;
+	c->connection = NULL;
 	call_unref(c);
 }
 
 static int on_stream_close(nghttp2_session *ng, int32_t sid, uint32_t code, void *ud)
 {
-	struct sconn *sc = ud;
+	struct server_connection *connection = ud;
 	struct grpc_call *c = nghttp2_session_get_stream_user_data(ng, sid);
 	(void)code;
 
 	if (c) {
 		nghttp2_session_set_stream_user_data(ng, sid, NULL);
-		server_call_detach(sc, c);
+		server_call_detach(connection, c);
 	}
 	return 0;
 }

@@ -23,12 +23,13 @@
 #define MAX_HEADERS        60
 #define DEFAULT_MAX_BUFFER (64u << 20)
 
-struct hconn {
+struct client_connection {
 	struct h2_client *cl;
 	struct h2_conn *h2;
 	bool ready;
 	struct h2_stream *streams; /* submitted, not yet closed */
-	struct hconn *next;        /* the client's connections, current or draining after GOAWAY */
+	struct client_connection
+	    *next; /* the client's connections, current or draining after GOAWAY */
 };
 
 struct h2_client {
@@ -37,10 +38,10 @@ struct h2_client {
 	struct h2_tls_cfg *tls;
 	char authority[300], verify[256];
 	size_t max_buffer;
-	struct hconn *cur;
-	struct hconn *conns; /* every connection not yet torn down */
-	atomic_int live;     /* connections not yet torn down */
-	atomic_uint made;    /* connections started */
+	struct client_connection *cur;
+	struct client_connection *conns; /* every connection not yet torn down */
+	atomic_int live;                 /* connections not yet torn down */
+	atomic_uint made;                /* connections started */
 	uint64_t retry_ms, retry_at;
 	char last_err[ERR_MSG_MAX];
 	struct h2_stream *pend; /* waiting for the connection, newest first */
@@ -53,7 +54,7 @@ struct h2_stream {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	/* loop only */
-	struct hconn *hc;
+	struct client_connection *hc;
 	int32_t sid;
 	struct h2_stream *next, *prev;
 	nghttp2_nv nv[MAX_HEADERS + 4];
@@ -180,7 +181,7 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t 
 
 static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
 {
-	struct hconn *hc = ud;
+	struct client_connection *hc = ud;
 	struct h2_stream *s;
 
 	if (f->hd.type == NGHTTP2_GOAWAY && hc->cl->cur == hc)
@@ -207,7 +208,7 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t sid, const 
 
 	if (!s)
 		return 0;
-	max = ((struct hconn *)ud)->cl->max_buffer;
+	max = ((struct client_connection *)ud)->cl->max_buffer;
 	pthread_mutex_lock(&s->mu);
 	if (s->err) {
 		pthread_mutex_unlock(&s->mu);
@@ -242,7 +243,7 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t sid, const 
 
 static int on_stream_close(nghttp2_session *ng, int32_t sid, uint32_t code, void *ud)
 {
-	struct hconn *hc = ud;
+	struct client_connection *hc = ud;
 	struct h2_stream *s = nghttp2_session_get_stream_user_data(ng, sid);
 	char why[96];
 
@@ -258,7 +259,7 @@ static int on_stream_close(nghttp2_session *ng, int32_t sid, uint32_t code, void
 
 /* ---- connection ----------------------------------------------------------------------------- */
 
-static void submit(struct hconn *hc, struct h2_stream *s)
+static void submit(struct client_connection *hc, struct h2_stream *s)
 {
 	nghttp2_data_provider dp = {.source.ptr = &s->body, .read_callback = h2_body_read};
 	int32_t sid = nghttp2_submit_request(h2_conn_session(hc->h2), NULL, s->nv, s->n_nv,
@@ -294,7 +295,7 @@ static void hc_callbacks(nghttp2_session_callbacks *cb)
 
 static void hc_open(void *arg, struct h2_conn *h)
 {
-	struct hconn *hc = arg;
+	struct client_connection *hc = arg;
 	struct h2_client *cl = hc->cl;
 
 	if (h2_conn_client_session(h, hc_callbacks, hc) < 0)
@@ -310,7 +311,7 @@ static void hc_open(void *arg, struct h2_conn *h)
 
 static void hc_close(void *arg, struct h2_conn *h, int err, const char *why)
 {
-	struct hconn *hc = arg;
+	struct client_connection *hc = arg;
 	struct h2_client *cl = hc->cl;
 	char msg[ERR_MSG_MAX];
 	(void)h;
@@ -335,7 +336,7 @@ static void hc_close(void *arg, struct h2_conn *h, int err, const char *why)
 		s->hc = NULL;
 		stream_over(s, err, msg);
 	}
-	for (struct hconn **p = &cl->conns; *p; p = &(*p)->next)
+	for (struct client_connection **p = &cl->conns; *p; p = &(*p)->next)
 		if (*p == hc) {
 			*p = hc->next;
 			break;
@@ -349,7 +350,7 @@ static const struct h2_conn_ops hconn_ops = {.on_open = hc_open, .on_close = hc_
 /* Loop: a new connection becomes cl->cur, or the reason it could not is returned. */
 static int connect_new(struct h2_client *cl, struct err *e)
 {
-	struct hconn *hc = calloc(1, sizeof(*hc));
+	struct client_connection *hc = calloc(1, sizeof(*hc));
 	bool inprog;
 	int fd, rc;
 
@@ -443,7 +444,7 @@ static void close_fn(void *arg)
 	struct h2_client *cl = arg;
 
 	cl->closing = true;
-	for (struct hconn *hc = cl->conns; hc; hc = hc->next)
+	for (struct client_connection *hc = cl->conns; hc; hc = hc->next)
 		h2_conn_close(hc->h2, -ECONNABORTED, "client closed");
 }
 

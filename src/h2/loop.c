@@ -20,7 +20,7 @@
 
 #define MAX_EVENTS 64
 
-struct fdreg {
+struct fd_registration {
 	h2_io_fn fn;
 	void *arg;
 	int fd;
@@ -40,19 +40,19 @@ struct h2_jobs {
 	unsigned queued;  /* under mu */
 };
 
-struct thr {
+struct loop_thread {
 	pthread_t t;
 	bool exited, joined;
 };
 
 struct h2_loop {
-	int ep, evfd;
+	int epoll_fd, wake_fd;
 
 	pthread_mutex_t lk;      /* the loop lock */
 	struct h2_timer *timers; /* sorted by at */
 	struct h2_timer *timers_tail;
-	struct fdreg **regs; /* indexed by fd */
-	int nregs;
+	struct fd_registration **registrations; /* indexed by fd */
+	int n_registrations;
 	uint64_t sleep_until; /* the poller's wake-up while it sleeps; 0 when none sleeps */
 	bool need_wake;       /* a timer earlier than sleep_until was armed */
 
@@ -61,19 +61,19 @@ struct h2_loop {
 	pthread_cond_t done_cv; /* a job ended or a thread exited */
 	struct h2_post *head, *tail;
 	bool wake_pending; /* an eventfd write is outstanding */
-	struct job *jhead, *jtail;
-	unsigned running; /* jobs running, all groups */
-	unsigned nthr;    /* live threads */
-	unsigned idle;    /* threads waiting on idle_cv */
-	unsigned target;  /* threads wanted: 1 once started, plus every group's limit */
+	struct job *job_head, *job_tail;
+	unsigned running;   /* jobs running, all groups */
+	unsigned n_threads; /* live threads */
+	unsigned idle;      /* threads waiting on idle_cv */
+	unsigned target;    /* threads wanted: 1 once started, plus every group's limit */
 	bool started, polling, stop;
-	struct thr *thr;
-	size_t nslots;
+	struct loop_thread *threads;
+	size_t n_slots;
 };
 
 /* The loop this thread holds, and the jobs it submitted while holding it. */
-static _Thread_local struct h2_loop *tl_held;
-static _Thread_local struct job *tl_jhead, *tl_jtail;
+static _Thread_local struct h2_loop *held_loop;
+static _Thread_local struct job *held_job_head, *held_job_tail;
 
 uint64_t h2_now_ms(void)
 {
@@ -87,21 +87,21 @@ int h2_loop_new(struct h2_loop **out, struct err *e)
 
 	if (!l)
 		return err_set(e, -ENOMEM, "event loop: out of memory");
-	l->ep = epoll_create1(EPOLL_CLOEXEC);
-	if (l->ep < 0) {
+	l->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (l->epoll_fd < 0) {
 		int rc = -errno;
 		free(l);
 		return err_set(e, rc, "epoll_create1: %s", strerror(-rc));
 	}
-	l->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (l->evfd < 0) {
+	l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (l->wake_fd < 0) {
 		int rc = -errno;
-		close(l->ep);
+		close(l->epoll_fd);
 		free(l);
 		return err_set(e, rc, "eventfd: %s", strerror(-rc));
 	}
 	ev.data.u64 = 0;
-	epoll_ctl(l->ep, EPOLL_CTL_ADD, l->evfd, &ev);
+	epoll_ctl(l->epoll_fd, EPOLL_CTL_ADD, l->wake_fd, &ev);
 	pthread_mutex_init(&l->lk, NULL);
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->idle_cv, NULL);
@@ -113,7 +113,7 @@ int h2_loop_new(struct h2_loop **out, struct err *e)
 static void wake_poller(struct h2_loop *l)
 {
 	uint64_t one = 1;
-	if (write(l->evfd, &one, sizeof(one)) < 0) {
+	if (write(l->wake_fd, &one, sizeof(one)) < 0) {
 		/* the counter cannot overflow with one outstanding wake */
 	}
 }
@@ -125,7 +125,7 @@ static void consume_wake(struct h2_loop *l)
 	pthread_mutex_lock(&l->mu);
 	l->wake_pending = false;
 	pthread_mutex_unlock(&l->mu);
-	if (read(l->evfd, &v, sizeof(v)) < 0) {
+	if (read(l->wake_fd, &v, sizeof(v)) < 0) {
 		/* EAGAIN: nothing counted */
 	}
 }
@@ -163,20 +163,20 @@ static void run_timers(struct h2_loop *l)
 static void hold(struct h2_loop *l)
 {
 	pthread_mutex_lock(&l->lk);
-	tl_held = l;
+	held_loop = l;
 }
 
 /* Under mu: moves the jobs this thread submitted while holding the loop to the queue. */
 static bool flush_jobs(struct h2_loop *l)
 {
-	if (!tl_jhead)
+	if (!held_job_head)
 		return false;
-	if (l->jtail)
-		l->jtail->next = tl_jhead;
+	if (l->job_tail)
+		l->job_tail->next = held_job_head;
 	else
-		l->jhead = tl_jhead;
-	l->jtail = tl_jtail;
-	tl_jhead = tl_jtail = NULL;
+		l->job_head = held_job_head;
+	l->job_tail = held_job_tail;
+	held_job_head = held_job_tail = NULL;
 	return true;
 }
 
@@ -198,7 +198,7 @@ static void drop(struct h2_loop *l, bool poller)
 	if (wake)
 		l->wake_pending = true;
 	pthread_mutex_unlock(&l->mu);
-	tl_held = NULL;
+	held_loop = NULL;
 	pthread_mutex_unlock(&l->lk);
 	if (wake)
 		wake_poller(l);
@@ -231,22 +231,22 @@ static void poll_once(struct h2_loop *l)
 	pthread_mutex_unlock(&l->mu);
 	l->sleep_until = timeout < 0 ? UINT64_MAX : now + (uint64_t)timeout;
 	l->need_wake = false;
-	tl_held = NULL;
+	held_loop = NULL;
 	pthread_mutex_unlock(&l->lk);
 
-	n = epoll_wait(l->ep, evs, MAX_EVENTS, timeout);
+	n = epoll_wait(l->epoll_fd, evs, MAX_EVENTS, timeout);
 
 	hold(l);
 	l->sleep_until = 0;
 	for (i = 0; i < n; i++) {
 		int fd = (int)evs[i].data.u64 - 1;
-		struct fdreg *r;
+		struct fd_registration *r;
 		if (fd < 0) {
 			consume_wake(l);
 			continue;
 		}
 		/* loop work (here or on another thread) may have removed this registration */
-		r = fd < l->nregs ? l->regs[fd] : NULL;
+		r = fd < l->n_registrations ? l->registrations[fd] : NULL;
 		if (r)
 			r->fn(r->arg, evs[i].events);
 	}
@@ -260,17 +260,17 @@ static struct job *take_job(struct h2_loop *l)
 {
 	struct job *j, *prev = NULL;
 
-	if (l->started && l->running + 1 >= l->nthr)
+	if (l->started && l->running + 1 >= l->n_threads)
 		return NULL;
-	for (j = l->jhead; j; prev = j, j = j->next) {
+	for (j = l->job_head; j; prev = j, j = j->next) {
 		if (j->g->running >= j->g->limit)
 			continue;
 		if (prev)
 			prev->next = j->next;
 		else
-			l->jhead = j->next;
-		if (l->jtail == j)
-			l->jtail = prev;
+			l->job_head = j->next;
+		if (l->job_tail == j)
+			l->job_tail = prev;
 		j->g->queued--;
 		j->g->running++;
 		l->running++;
@@ -279,14 +279,14 @@ static struct job *take_job(struct h2_loop *l)
 	return NULL;
 }
 
-struct thr_arg {
+struct thread_start {
 	struct h2_loop *l;
 	size_t slot;
 };
 
 static void *thread_main(void *arg)
 {
-	struct thr_arg a = *(struct thr_arg *)arg;
+	struct thread_start a = *(struct thread_start *)arg;
 	struct h2_loop *l = a.l;
 
 	free(arg);
@@ -306,7 +306,7 @@ static void *thread_main(void *arg)
 			pthread_cond_broadcast(&l->done_cv);
 			continue;
 		}
-		if (l->nthr > l->target)
+		if (l->n_threads > l->target)
 			break;
 		if (l->started && !l->polling) {
 			l->polling = true;
@@ -320,8 +320,8 @@ static void *thread_main(void *arg)
 		pthread_cond_wait(&l->idle_cv, &l->mu);
 		l->idle--;
 	}
-	l->nthr--;
-	l->thr[a.slot].exited = true;
+	l->n_threads--;
+	l->threads[a.slot].exited = true;
 	if (l->started && !l->polling && l->idle)
 		pthread_cond_signal(&l->idle_cv); /* this thread may have been the next poller */
 	pthread_cond_broadcast(&l->done_cv);
@@ -332,35 +332,35 @@ static void *thread_main(void *arg)
 /* Under mu: starts one more thread. */
 static int spawn(struct h2_loop *l)
 {
-	struct thr_arg *a;
+	struct thread_start *a;
 	size_t i;
 	int rc;
 
-	for (i = 0; i < l->nslots && !l->thr[i].joined; i++)
+	for (i = 0; i < l->n_slots && !l->threads[i].joined; i++)
 		;
-	if (i == l->nslots) {
-		struct thr *nt = realloc(l->thr, (l->nslots + 8) * sizeof(*nt));
-		if (!nt)
+	if (i == l->n_slots) {
+		struct loop_thread *grown = realloc(l->threads, (l->n_slots + 8) * sizeof(*grown));
+		if (!grown)
 			return -ENOMEM;
-		memset(nt + l->nslots, 0, 8 * sizeof(*nt));
-		for (size_t k = l->nslots; k < l->nslots + 8; k++)
-			nt[k].joined = true; /* free slot */
-		l->thr = nt;
-		l->nslots += 8;
+		memset(grown + l->n_slots, 0, 8 * sizeof(*grown));
+		for (size_t k = l->n_slots; k < l->n_slots + 8; k++)
+			grown[k].joined = true; /* free slot */
+		l->threads = grown;
+		l->n_slots += 8;
 	}
 	a = malloc(sizeof(*a));
 	if (!a)
 		return -ENOMEM;
 	a->l = l;
 	a->slot = i;
-	l->thr[i].exited = l->thr[i].joined = false;
-	rc = pthread_create(&l->thr[i].t, NULL, thread_main, a);
+	l->threads[i].exited = l->threads[i].joined = false;
+	rc = pthread_create(&l->threads[i].t, NULL, thread_main, a);
 	if (rc) {
-		l->thr[i].joined = true;
+		l->threads[i].joined = true;
 		free(a);
 		return -rc;
 	}
-	l->nthr++;
+	l->n_threads++;
 	return 0;
 }
 
@@ -371,15 +371,15 @@ static void reap(struct h2_loop *l, bool all)
 		pthread_t t;
 		size_t i;
 		pthread_mutex_lock(&l->mu);
-		for (i = 0; i < l->nslots; i++)
-			if (!l->thr[i].joined && (all || l->thr[i].exited))
+		for (i = 0; i < l->n_slots; i++)
+			if (!l->threads[i].joined && (all || l->threads[i].exited))
 				break;
-		if (i == l->nslots) {
+		if (i == l->n_slots) {
 			pthread_mutex_unlock(&l->mu);
 			return;
 		}
-		l->thr[i].joined = true;
-		t = l->thr[i].t;
+		l->threads[i].joined = true;
+		t = l->threads[i].t;
 		pthread_mutex_unlock(&l->mu);
 		pthread_join(t, NULL);
 	}
@@ -418,19 +418,19 @@ void h2_loop_free(struct h2_loop *l)
 	reap(l, true);
 	hold(l);
 	run_posts(l);
-	tl_held = NULL;
+	held_loop = NULL;
 	pthread_mutex_unlock(&l->lk);
-	for (i = 0; i < l->nregs; i++)
-		free(l->regs[i]);
-	while (l->jhead) {
-		struct job *j = l->jhead;
-		l->jhead = j->next;
+	for (i = 0; i < l->n_registrations; i++)
+		free(l->registrations[i]);
+	while (l->job_head) {
+		struct job *j = l->job_head;
+		l->job_head = j->next;
 		free(j);
 	}
-	free(l->regs);
-	free(l->thr);
-	close(l->evfd);
-	close(l->ep);
+	free(l->registrations);
+	free(l->threads);
+	close(l->wake_fd);
+	close(l->epoll_fd);
 	pthread_cond_destroy(&l->done_cv);
 	pthread_cond_destroy(&l->idle_cv);
 	pthread_mutex_destroy(&l->mu);
@@ -460,28 +460,30 @@ struct h2_loop *h2_loop_default(void)
 
 bool h2_loop_in_thread(const struct h2_loop *l)
 {
-	return tl_held == l;
+	return held_loop == l;
 }
 
 static int set_reg(struct h2_loop *l, int fd, h2_io_fn fn, void *arg)
 {
-	if (fd >= l->nregs) {
+	if (fd >= l->n_registrations) {
 		int n = fd + 64;
-		struct fdreg **nr = realloc(l->regs, (size_t)n * sizeof(*nr));
-		if (!nr)
+		struct fd_registration **grown =
+		    realloc(l->registrations, (size_t)n * sizeof(*grown));
+		if (!grown)
 			return -ENOMEM;
-		memset(nr + l->nregs, 0, (size_t)(n - l->nregs) * sizeof(*nr));
-		l->regs = nr;
-		l->nregs = n;
+		memset(grown + l->n_registrations, 0,
+		       (size_t)(n - l->n_registrations) * sizeof(*grown));
+		l->registrations = grown;
+		l->n_registrations = n;
 	}
-	if (!l->regs[fd]) {
-		l->regs[fd] = calloc(1, sizeof(struct fdreg));
-		if (!l->regs[fd])
+	if (!l->registrations[fd]) {
+		l->registrations[fd] = calloc(1, sizeof(struct fd_registration));
+		if (!l->registrations[fd])
 			return -ENOMEM;
 	}
-	l->regs[fd]->fd = fd;
-	l->regs[fd]->fn = fn;
-	l->regs[fd]->arg = arg;
+	l->registrations[fd]->fd = fd;
+	l->registrations[fd]->fn = fn;
+	l->registrations[fd]->arg = arg;
 	return 0;
 }
 
@@ -493,10 +495,10 @@ int h2_loop_add_fd(struct h2_loop *l, int fd, uint32_t events, h2_io_fn fn, void
 	if (rc)
 		return rc;
 	ev.data.u64 = (uint64_t)fd + 1;
-	if (epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+	if (epoll_ctl(l->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		rc = -errno;
-		free(l->regs[fd]);
-		l->regs[fd] = NULL;
+		free(l->registrations[fd]);
+		l->registrations[fd] = NULL;
 		return rc;
 	}
 	return 0;
@@ -510,17 +512,17 @@ int h2_loop_mod_fd(struct h2_loop *l, int fd, uint32_t events, h2_io_fn fn, void
 	if (rc)
 		return rc;
 	ev.data.u64 = (uint64_t)fd + 1;
-	return epoll_ctl(l->ep, EPOLL_CTL_MOD, fd, &ev) < 0 ? -errno : 0;
+	return epoll_ctl(l->epoll_fd, EPOLL_CTL_MOD, fd, &ev) < 0 ? -errno : 0;
 }
 
 void h2_loop_del_fd(struct h2_loop *l, int fd)
 {
 	if (fd < 0)
 		return;
-	epoll_ctl(l->ep, EPOLL_CTL_DEL, fd, NULL);
-	if (fd < l->nregs) {
-		free(l->regs[fd]);
-		l->regs[fd] = NULL;
+	epoll_ctl(l->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
+	if (fd < l->n_registrations) {
+		free(l->registrations[fd]);
+		l->registrations[fd] = NULL;
 	}
 }
 
@@ -580,7 +582,7 @@ static void post_enqueue(struct h2_loop *l, struct h2_post *p, h2_fn fn, void *a
 		l->head = p;
 	l->tail = p;
 	/* the holder runs its posts when it drops the loop */
-	if (tl_held != l && !l->wake_pending) {
+	if (held_loop != l && !l->wake_pending) {
 		l->wake_pending = true;
 		wake = true;
 	}
@@ -617,7 +619,7 @@ static bool loop_started(struct h2_loop *l)
 
 int h2_loop_run(struct h2_loop *l, h2_fn fn, void *arg)
 {
-	if (tl_held == l || !loop_started(l))
+	if (held_loop == l || !loop_started(l))
 		return h2_loop_post(l, fn, arg);
 	hold(l);
 	fn(arg);
@@ -627,7 +629,7 @@ int h2_loop_run(struct h2_loop *l, h2_fn fn, void *arg)
 
 int h2_loop_run_sync(struct h2_loop *l, h2_fn fn, void *arg)
 {
-	if (tl_held == l) {
+	if (held_loop == l) {
 		fn(arg);
 		return 0;
 	}
@@ -684,19 +686,19 @@ int h2_jobs_submit(struct h2_jobs *g, h2_fn fn, void *arg)
 	j->next = NULL;
 	pthread_mutex_lock(&l->mu);
 	g->queued++;
-	if (tl_held == l) {
+	if (held_loop == l) {
 		/* queued when this thread drops the loop: it may run the job itself */
-		if (tl_jtail)
-			tl_jtail->next = j;
+		if (held_job_tail)
+			held_job_tail->next = j;
 		else
-			tl_jhead = j;
-		tl_jtail = j;
+			held_job_head = j;
+		held_job_tail = j;
 	} else {
-		if (l->jtail)
-			l->jtail->next = j;
+		if (l->job_tail)
+			l->job_tail->next = j;
 		else
-			l->jhead = j;
-		l->jtail = j;
+			l->job_head = j;
+		l->job_tail = j;
 		if (l->idle)
 			pthread_cond_signal(&l->idle_cv);
 	}
@@ -717,7 +719,7 @@ void h2_jobs_free(struct h2_jobs *g)
 	l->target -= g->limit;
 	pthread_cond_broadcast(&l->idle_cv);
 	if (!l->stop)
-		while (l->nthr > l->target)
+		while (l->n_threads > l->target)
 			pthread_cond_wait(&l->done_cv, &l->mu);
 	pthread_mutex_unlock(&l->mu);
 	reap(l, false);
