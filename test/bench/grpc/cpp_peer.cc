@@ -10,11 +10,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -108,25 +106,36 @@ static int client(const std::string &addr, long n, int conc, int size)
 	});
 }
 
-// One call of path with an empty request, through the generic stub (no generated code).
+// A completion queue per calling thread, drained when the thread ends.
+struct ThreadQueue {
+	grpc::CompletionQueue cq;
+	~ThreadQueue()
+	{
+		void *tag;
+		bool ok;
+		cq.Shutdown();
+		while (cq.Next(&tag, &ok)) {
+		}
+	}
+};
+
+// One call of path with an empty request, through the generic stub (no generated code), waited
+// for on the calling thread's own completion queue as a synchronous stub waits.
 static bool generic_call(grpc::GenericStub &stub, const std::string &path)
 {
+	static thread_local ThreadQueue queue;
 	grpc::ClientContext ctx;
 	ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
 	grpc::Slice empty;
 	grpc::ByteBuffer rq(&empty, 1), r; /* a default ByteBuffer is no message at all */
-	std::mutex mu;
-	std::condition_variable cv;
-	bool done = false;
 	grpc::Status st;
-	stub.UnaryCall(&ctx, path, grpc::StubOptions(), &rq, &r, [&](grpc::Status s) {
-		std::lock_guard<std::mutex> g(mu);
-		st = s;
-		done = true;
-		cv.notify_one();
-	});
-	std::unique_lock<std::mutex> g(mu);
-	cv.wait(g, [&] { return done; });
+	void *tag;
+	bool ok = false;
+	auto rpc = stub.PrepareUnaryCall(&ctx, path, rq, &queue.cq);
+	rpc->StartCall();
+	rpc->Finish(&r, &st, &queue);
+	if (!queue.cq.Next(&tag, &ok) || !ok)
+		st = grpc::Status(grpc::StatusCode::UNKNOWN, "completion queue failed");
 	if (!st.ok())
 		std::fprintf(stderr, "call failed: %d %s\n", st.error_code(),
 		             st.error_message().c_str());
