@@ -69,6 +69,11 @@ int backend_new(const struct backend_config *cfg, backend **out, struct err *e)
 	}
 	snprintf(b->dev_root, sizeof(b->dev_root), "/dev");
 	b->timeout_ms = 60000;
+	b->copy_wait_ms = 10000;
+	if (cfg->kind == BACKEND_FILE && backend_copies_new(&b->copies) < 0) {
+		backend_free(b);
+		return err_set(e, -ENOMEM, "backend: out of memory");
+	}
 	*out = b;
 	return 0;
 }
@@ -77,6 +82,7 @@ void backend_free(backend *b)
 {
 	if (!b)
 		return;
+	backend_copies_free(b->copies); /* cancels the copies still running */
 	backend_config_clear(&b->cfg);
 	free(b);
 }

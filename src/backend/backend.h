@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base/err.h"
 
@@ -48,6 +49,17 @@ struct backend_vol {
 	int64_t size;
 };
 
+/* A snapshot as the backend finds it (docs/snapshots.md "Agent API"). */
+struct backend_snap {
+	char name[132];   /* snapshot name inside the pool */
+	char source[132]; /* name of the volume it was taken of (also after that was deleted) */
+	int64_t size;     /* the source's size when it was taken */
+	int64_t created;  /* Unix seconds */
+};
+
+/* Where a new volume's content comes from (backend_ops.clone). */
+enum backend_source { BACKEND_FROM_SNAPSHOT, BACKEND_FROM_VOLUME };
+
 typedef struct backend backend;
 
 struct backend_ops {
@@ -65,6 +77,32 @@ struct backend_ops {
 	 * of it, so a volume up to one granule larger than requested has the requested size.
 	 * NULL for the others. */
 	int (*granule)(backend *b, const char *name, int64_t *bytes, struct err *e);
+
+	/* ---- snapshots and clones (docs/snapshots.md "Agent API"); NULL = not supported ---- */
+	/* Takes snapshot snap of volume source and fills *info.  Idempotent: an existing snapshot
+	 * of the same source is success.  -EEXIST when snap names a snapshot of another source,
+	 * -ENOENT when source is missing, -EOPNOTSUPP "snapshots need a thin pool" (LVM linear),
+	 * -EINPROGRESS while a copy runs (file; the message tells the progress, a retry goes on). */
+	int (*snap_create)(backend *b, const char *snap, const char *source,
+	                   struct backend_snap *info, struct err *e);
+	/* Removes snapshot snap (missing = 0; a copy still running is cancelled first).  Volumes
+	 * made from it stay as they are. */
+	int (*snap_destroy)(backend *b, const char *snap, struct err *e);
+	/* -ENOENT when there is no snapshot snap. */
+	int (*snap_find)(backend *b, const char *snap, struct backend_snap *info, struct err *e);
+	/* Every snapshot of the pool (caller frees *out). */
+	int (*snap_list)(backend *b, struct backend_snap **out, size_t *n, struct err *e);
+	/* Creates volume name as a copy of snapshot or volume `source`, then grows it to bytes when
+	 * that is more than the source's size.  -ENOENT source missing, -EINPROGRESS as above,
+	 * -EEXIST when name exists. */
+	int (*clone)(backend *b, const char *name, enum backend_source kind, const char *source,
+	             int64_t bytes, const struct backend_create_opts *o, struct err *e);
+	/* Removes what deleted volumes and snapshots left behind once nothing depends on it any
+	 * more (ZFS: held origins, hidden snapshots).  NULL when there is never anything. */
+	int (*sweep)(backend *b, struct err *e);
+	/* Stops work still making volume name (file: a restore or clone copying into it) and
+	 * removes what it left, also what a killed agent left.  NULL when there is none. */
+	void (*cancel)(backend *b, const char *name);
 };
 
 struct backend {
@@ -73,6 +111,10 @@ struct backend {
 	char dev_root
 	    [256];      /* "/dev"; tests point it elsewhere (then regular files count as devices) */
 	int timeout_ms; /* per command, 60000 */
+	/* file: how long a snapshot/clone call waits for its copy before answering -EINPROGRESS
+	 * (the copy goes on; 10000), and the running copies. */
+	int copy_wait_ms;
+	struct backend_copies *copies;
 };
 
 /* Deep-copies cfg.  -EINVAL for an unknown kind, -ENOMEM. */
@@ -105,6 +147,55 @@ struct exec_result;
 int backend_run(backend *b, const char *const argv[], struct exec_result *res, struct err *e);
 /* Parses a decimal int64 (trimmed); -EIO on garbage. */
 int backend_parse_i64(const char *s, int64_t *out);
+
+/* ZFS (zfs.c, zfs_snap.c): <pool>[/<parent>] and <pool>[/<parent>]/<name>; -ENAMETOOLONG. */
+#define BACKEND_DS_MAX 512
+int backend_zfs_base(const backend *b, char *out, size_t cap);
+int backend_zfs_dataset(const backend *b, const char *name, char *out, size_t cap);
+/* Moves a deleted volume that snapshots still depend on out of the way (zfs_snap.c). */
+int backend_zfs_hold(backend *b, const char *name, struct err *e);
+int backend_zfs_snap_create(backend *b, const char *snap, const char *source,
+                            struct backend_snap *info, struct err *e);
+int backend_zfs_snap_destroy(backend *b, const char *snap, struct err *e);
+int backend_zfs_snap_find(backend *b, const char *snap, struct backend_snap *info, struct err *e);
+int backend_zfs_snap_list(backend *b, struct backend_snap **out, size_t *n, struct err *e);
+int backend_zfs_clone(backend *b, const char *name, enum backend_source kind, const char *source,
+                      int64_t bytes, const struct backend_create_opts *o, struct err *e);
+int backend_zfs_sweep(backend *b, struct err *e);
+
+/* LVM (lvm.c, lvm_snap.c): the --config of every LVM command (agent-api.md §5.2). */
+#define BACKEND_LVM_CONFIG                                                             \
+	"activation{udev_sync=0 udev_rules=0} devices{obtain_device_list_from_udev=0 " \
+	"scan_lvs=0 global_filter=[\"r|^/dev/zd|\",\"r|^/dev/zvol/|\",\"a|.*|\"]}"
+int backend_lvm_snap_create(backend *b, const char *snap, const char *source,
+                            struct backend_snap *info, struct err *e);
+int backend_lvm_snap_destroy(backend *b, const char *snap, struct err *e);
+int backend_lvm_snap_find(backend *b, const char *snap, struct backend_snap *info, struct err *e);
+int backend_lvm_snap_list(backend *b, struct backend_snap **out, size_t *n, struct err *e);
+int backend_lvm_clone(backend *b, const char *name, enum backend_source kind, const char *source,
+                      int64_t bytes, const struct backend_create_opts *o, struct err *e);
+
+/* file (file_snap.c, file_copy.c). */
+int backend_file_snap_create(backend *b, const char *snap, const char *source,
+                             struct backend_snap *info, struct err *e);
+int backend_file_snap_destroy(backend *b, const char *snap, struct err *e);
+int backend_file_snap_find(backend *b, const char *snap, struct backend_snap *info, struct err *e);
+int backend_file_snap_list(backend *b, struct backend_snap **out, size_t *n, struct err *e);
+int backend_file_clone(backend *b, const char *name, enum backend_source kind, const char *source,
+                       int64_t bytes, const struct backend_create_opts *o, struct err *e);
+/* Copies src to dst (mode, at least grow_to bytes long) through dst's temporary name on a
+ * thread of its own and waits up to copy_wait_ms: 0 once dst is complete (also when an earlier
+ * call completed it), -EINPROGRESS with the progress in e while it runs (a later call for dst
+ * waits for the same copy), another errno when it failed (no temporary file left).  Calls for
+ * one dst must not overlap (the agent holds dst's volume or snapshot lock). */
+int backend_file_copy(backend *b, const char *src, const char *dst, mode_t mode, int64_t grow_to,
+                      struct err *e);
+/* Stops a copy to dst and removes dst's temporary file (also one a killed agent left). */
+void backend_file_copy_cancel(backend *b, const char *dst);
+/* .<name>.tmp beside dst. */
+int backend_temp_name(const char *dst, char *out, size_t cap);
+int backend_copies_new(struct backend_copies **out);
+void backend_copies_free(struct backend_copies *l);
 
 /* The volumes a backend's list operation has found so far. */
 struct backend_vol_list {

@@ -91,6 +91,13 @@ static int file_destroy(backend *b, const char *name, struct err *e)
 	return file_fsync_dir(b->cfg.directory, e);
 }
 
+static void file_cancel(backend *b, const char *name)
+{
+	char p[4096];
+	if (img_path(b, name, p, sizeof(p)) == 0)
+		backend_file_copy_cancel(b, p); /* a restore or clone still copying into it */
+}
+
 static int file_size(backend *b, const char *name, int64_t *bytes, struct err *e)
 {
 	char p[4096];
@@ -159,4 +166,10 @@ const struct backend_ops backend_file_ops = {
     .list = file_list,
     .device_path = file_device_path,
     .activate = NULL,
+    .snap_create = backend_file_snap_create,
+    .snap_destroy = backend_file_snap_destroy,
+    .snap_find = backend_file_snap_find,
+    .snap_list = backend_file_snap_list,
+    .clone = backend_file_clone,
+    .cancel = file_cancel,
 };

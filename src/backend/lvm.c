@@ -8,9 +8,7 @@
 #include "backend/backend.h"
 #include "base/exec.h"
 
-#define LVM_CONFIG                                                                     \
-	"activation{udev_sync=0 udev_rules=0} devices{obtain_device_list_from_udev=0 " \
-	"scan_lvs=0 global_filter=[\"r|^/dev/zd|\",\"r|^/dev/zvol/|\",\"a|.*|\"]}"
+#define LVM_CONFIG BACKEND_LVM_CONFIG
 
 #define LV_MAX 400
 
@@ -172,7 +170,8 @@ static int lvm_list(backend *b, struct backend_vol **out, size_t *n, struct err 
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *s2 = NULL, *name = strtok_r(line, " \t", &s2),
 		     *size = strtok_r(NULL, " \t", &s2);
-		if (!name || !size || name[0] == '[' ||
+		/* "[…]" hidden LVs, "<snap>.snap" snapshots (lvm_snap.c) */
+		if (!name || !size || name[0] == '[' || strchr(name, '.') ||
 		    (b->cfg.thin_pool && strcmp(name, b->cfg.thin_pool) == 0))
 			continue;
 		if ((r = backend_vol_list_add_text(&l, name, size, e)) < 0)
@@ -197,4 +196,9 @@ const struct backend_ops backend_lvm_ops = {
     .list = lvm_list,
     .device_path = lvm_device_path,
     .activate = lvm_activate,
+    .snap_create = backend_lvm_snap_create,
+    .snap_destroy = backend_lvm_snap_destroy,
+    .snap_find = backend_lvm_snap_find,
+    .snap_list = backend_lvm_snap_list,
+    .clone = backend_lvm_clone,
 };

@@ -7,10 +7,8 @@
 #include "backend/backend.h"
 #include "base/exec.h"
 
-#define DS_MAX 512
-
 /* <pool>[/<parent>] */
-static int base_ds(const backend *b, char *out, size_t cap)
+int backend_zfs_base(const backend *b, char *out, size_t cap)
 {
 	int n = b->cfg.parent_dataset && *b->cfg.parent_dataset
 	            ? snprintf(out, cap, "%s/%s", b->cfg.pool, b->cfg.parent_dataset)
@@ -18,10 +16,10 @@ static int base_ds(const backend *b, char *out, size_t cap)
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
-static int vol_ds(const backend *b, const char *name, char *out, size_t cap)
+int backend_zfs_dataset(const backend *b, const char *name, char *out, size_t cap)
 {
-	char base[DS_MAX];
-	if (base_ds(b, base, sizeof(base)) < 0)
+	char base[BACKEND_DS_MAX];
+	if (backend_zfs_base(b, base, sizeof(base)) < 0)
 		return -ENAMETOOLONG;
 	int n = snprintf(out, cap, "%s/%s", base, name);
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
@@ -29,14 +27,14 @@ static int vol_ds(const backend *b, const char *name, char *out, size_t cap)
 
 #define DS_OR_FAIL(b, name, ds)                                                                  \
 	do {                                                                                     \
-		if (vol_ds(b, name, ds, sizeof(ds)) < 0)                                         \
+		if (backend_zfs_dataset(b, name, ds, sizeof(ds)) < 0)                            \
 			return err_set(e, -EINVAL, "dataset name for \"%s\" is too long", name); \
 	} while (0)
 
 /* zfs get -Hpo value <prop> <ds>: one integer property of a volume */
 static int zfs_get_i64(backend *b, const char *name, const char *prop, int64_t *v, struct err *e)
 {
-	char ds[DS_MAX];
+	char ds[BACKEND_DS_MAX];
 	struct exec_result res;
 	DS_OR_FAIL(b, name, ds);
 	const char *argv[] = {"zfs", "get", "-Hpo", "value", prop, ds, NULL};
@@ -60,7 +58,7 @@ static int zfs_granule(backend *b, const char *name, int64_t *bytes, struct err 
 static int zfs_create(backend *b, const char *name, int64_t bytes,
                       const struct backend_create_opts *o, struct err *e)
 {
-	char ds[DS_MAX], size[24];
+	char ds[BACKEND_DS_MAX], size[24];
 	struct exec_result res;
 	bool has_volmode = false;
 	size_t n = 0, np = o ? o->n_props : 0;
@@ -96,7 +94,7 @@ static int zfs_create(backend *b, const char *name, int64_t bytes,
  * multiple of it: the new size is rounded up here (-ERANGE when that leaves int64_t). */
 static int zfs_expand(backend *b, const char *name, int64_t bytes, struct err *e)
 {
-	char ds[DS_MAX], prop[40];
+	char ds[BACKEND_DS_MAX], prop[40];
 	struct exec_result res;
 	int64_t g;
 	DS_OR_FAIL(b, name, ds);
@@ -119,21 +117,23 @@ static int zfs_expand(backend *b, const char *name, int64_t bytes, struct err *e
 
 static int zfs_destroy(backend *b, const char *name, struct err *e)
 {
-	char ds[DS_MAX];
+	char ds[BACKEND_DS_MAX];
 	struct exec_result res;
 	DS_OR_FAIL(b, name, ds);
 	const char *argv[] = {"zfs", "destroy", ds, NULL};
 	int r = backend_run(b, argv, &res, e);
+	/* "volume has children": snapshots of it still exist (docs/snapshots.md) */
+	bool held = r == -EIO && res.err && strstr(res.err, "has children");
 	exec_result_free(&res);
-	return r;
+	return held ? backend_zfs_hold(b, name, e) : r;
 }
 
 static int zfs_capacity(backend *b, int64_t *total, int64_t *avail, struct err *e)
 {
-	char ds[DS_MAX];
+	char ds[BACKEND_DS_MAX];
 	struct exec_result res;
 	int64_t used = 0;
-	if (base_ds(b, ds, sizeof(ds)) < 0)
+	if (backend_zfs_base(b, ds, sizeof(ds)) < 0)
 		return err_set(e, -EINVAL, "dataset name too long");
 	const char *argv[] = {"zfs", "get", "-Hpo", "value", "used,available", ds, NULL};
 	int r = backend_run(b, argv, &res, e);
@@ -151,13 +151,13 @@ static int zfs_capacity(backend *b, int64_t *total, int64_t *avail, struct err *
 
 static int zfs_list(backend *b, struct backend_vol **out, size_t *n, struct err *e)
 {
-	char ds[DS_MAX];
+	char ds[BACKEND_DS_MAX];
 	struct exec_result res;
 	size_t blen;
 	struct backend_vol_list l = {0};
 	*out = NULL;
 	*n = 0;
-	if (base_ds(b, ds, sizeof(ds)) < 0)
+	if (backend_zfs_base(b, ds, sizeof(ds)) < 0)
 		return err_set(e, -EINVAL, "dataset name too long");
 	blen = strlen(ds);
 	const char *argv[] = {"zfs", "list", "-Hpo", "name,volsize", "-t", "volume", "-d",
@@ -178,8 +178,8 @@ static int zfs_list(backend *b, struct backend_vol **out, size_t *n, struct err 
 
 static int zfs_device_path(const backend *b, const char *name, char *out, size_t cap)
 {
-	char ds[DS_MAX];
-	if (vol_ds(b, name, ds, sizeof(ds)) < 0)
+	char ds[BACKEND_DS_MAX];
+	if (backend_zfs_dataset(b, name, ds, sizeof(ds)) < 0)
 		return -ENAMETOOLONG;
 	int n = snprintf(out, cap, "%s/zvol/%s", b->dev_root, ds);
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
@@ -195,4 +195,10 @@ const struct backend_ops backend_zfs_ops = {
     .device_path = zfs_device_path,
     .activate = NULL,
     .granule = zfs_granule,
+    .snap_create = backend_zfs_snap_create,
+    .snap_destroy = backend_zfs_snap_destroy,
+    .snap_find = backend_zfs_snap_find,
+    .snap_list = backend_zfs_snap_list,
+    .clone = backend_zfs_clone,
+    .sweep = backend_zfs_sweep,
 };
