@@ -80,6 +80,9 @@ int agent_service_new(const struct agent_config *cfg, const struct agent_service
 			goto fail;
 		if (o->dev_root)
 			backend_set_dev_root(a->backends[a->n_backends], o->dev_root);
+		if (o->copy_wait_ms)
+			a->backends[a->n_backends]->copy_wait_ms =
+			    o->copy_wait_ms < 0 ? 0 : o->copy_wait_ms;
 	}
 	if ((r = nvmet_open(o->configfs_root ? o->configfs_root : "/sys/kernel/config", &a->nv,
 	                    e)) < 0)

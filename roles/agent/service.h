@@ -35,6 +35,7 @@ struct agent_service_opts {
 	int busy_retry_ms;     /* DeleteVolume busy retry spacing, 1000 */
 	int drain_wait_ms;     /* Drain's wait for in-flight calls, 30000 */
 	int health_cache_ms;   /* how long HealthCheck's pool/VG results are reused, 10000 */
+	int copy_wait_ms;      /* file snapshot/clone copy wait per call, 10000 (< 0: none) */
 	/* Called by ReconcileState after phase 1 (every item prepared) and before phase 2. */
 	void (*between_phases)(void *arg);
 	void *hook_arg;

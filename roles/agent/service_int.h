@@ -85,6 +85,11 @@ int svc_fence(agent_service *a, const char *volume_id, const PillarCsi__Agent__V
  * available (pool not imported or volume group not active)`. */
 int svc_wait_backing(agent_service *a, backend *b, const struct volref *v, const char *path,
                      int64_t deadline_ms, struct grpc_status *st);
+/* CreateVolume's step for a request with a content source (service_snapshot.c): checks the
+ * source and makes volume v from it (o: the create options of the request).  The gRPC code. */
+int svc_clone_volume(agent_service *a, backend *b, const struct volref *v,
+                     const PillarCsi__Agent__V1__CreateVolumeRequest *req,
+                     const struct backend_create_opts *o, struct grpc_status *st);
 /* Sets OK with an empty message; returns GRPC_OK. */
 int svc_ok(struct grpc_status *st);
 /* A copy of s ("" for NULL) for a response field; NULL when out of memory (the handler then

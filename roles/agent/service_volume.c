@@ -229,6 +229,36 @@ static bool same_size(backend *b, const char *name, int64_t have, int64_t want)
 	       have - want < g;
 }
 
+static void props_free(char **props, size_t n)
+{
+	for (size_t i = 0; props && i < n; i++)
+		free(props[i]);
+	free(props);
+}
+
+/* The ZFS properties of params as "k=v" strings in o (*props owns them): 0 or -ENOMEM. */
+static int zfs_props(const PB(BackendParams) * bp, struct backend_create_opts *o, char ***props)
+{
+	*props = NULL;
+	if (!bp || bp->params_case != PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__PARAMS_ZFS ||
+	    !bp->zfs->n_properties)
+		return 0;
+	*props = calloc(bp->zfs->n_properties, sizeof(char *));
+	if (!*props)
+		return -ENOMEM;
+	for (size_t i = 0; i < bp->zfs->n_properties; i++)
+		if (asprintf(&(*props)[i], "%s=%s", bp->zfs->properties[i]->key,
+		             bp->zfs->properties[i]->value ? bp->zfs->properties[i]->value : "") <
+		    0) {
+			props_free(*props, i);
+			*props = NULL;
+			return -ENOMEM;
+		}
+	o->props = (const char *const *)*props;
+	o->n_props = bp->zfs->n_properties;
+	return 0;
+}
+
 static int do_create(agent_service *a, backend *b, const struct volref *v,
                      const PB(CreateVolumeRequest) * req, PB(CreateVolumeResponse) * resp,
                      struct grpc_status *st)
@@ -258,6 +288,20 @@ static int do_create(agent_service *a, backend *b, const struct volref *v,
 	}
 	if (r != -ENOENT)
 		return grpc_status_from_err(st, &e);
+	if (req->content_source) { /* a restore or clone: docs/snapshots.md */
+		if (zfs_props(req->backend_params, &o, &props) < 0)
+			return grpc_status_oom(st);
+		code = svc_clone_volume(a, b, v, req, &o, st);
+		props_free(props, o.n_props);
+		if (code != GRPC_OK)
+			return code;
+		/* LVM: an LV a killed call left inactive is activated once here */
+		if (svc_wait_backing(a, b, v, dev, time_mono_ms() + a->create_wait_ms, st) !=
+		    GRPC_OK)
+			return grpc_status_set(st, GRPC_UNAVAILABLE, "device %s did not appear",
+			                       dev);
+		goto ready;
+	}
 	if (b->cfg.kind == BACKEND_ZFS || (b->cfg.kind == BACKEND_LVM && !o.thin)) {
 		if (b->ops->capacity(b, &total, &avail, &e) < 0)
 			return grpc_status_from_err(st, &e);
@@ -267,28 +311,10 @@ static int do_create(agent_service *a, backend *b, const struct volref *v,
 			                       " bytes available; %" PRId64 " requested",
 			                       v->pool, avail, (int64_t)req->capacity_bytes);
 	}
-	const PB(BackendParams) *bp = req->backend_params;
-	if (bp && bp->params_case == PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__PARAMS_ZFS &&
-	    bp->zfs->n_properties) {
-		props = calloc(bp->zfs->n_properties, sizeof(char *));
-		if (!props)
-			return grpc_status_oom(st);
-		for (size_t i = 0; i < bp->zfs->n_properties; i++)
-			if (asprintf(&props[i], "%s=%s", bp->zfs->properties[i]->key,
-			             bp->zfs->properties[i]->value ? bp->zfs->properties[i]->value
-			                                           : "") < 0) {
-				for (size_t j = 0; j < i; j++)
-					free(props[j]);
-				free(props);
-				return grpc_status_oom(st);
-			}
-		o.props = (const char *const *)props;
-		o.n_props = bp->zfs->n_properties;
-	}
+	if (zfs_props(req->backend_params, &o, &props) < 0)
+		return grpc_status_oom(st);
 	r = b->ops->create(b, v->name, req->capacity_bytes, &o, &e);
-	for (size_t i = 0; props && i < o.n_props; i++)
-		free(props[i]);
-	free(props);
+	props_free(props, o.n_props);
 	if (r == -ENOSPC)
 		return grpc_status_set(st, GRPC_RESOURCE_EXHAUSTED, "%s", e.msg);
 	if (r < 0)
@@ -297,6 +323,7 @@ static int do_create(agent_service *a, backend *b, const struct volref *v,
 wait:
 	if (backend_device_wait(dev, backend_regular_devices(b), a->create_wait_ms, 100) < 0)
 		return grpc_status_set(st, GRPC_UNAVAILABLE, "device %s did not appear", dev);
+ready:
 	if (b->ops->size(b, v->name, &have, &e) < 0)
 		return grpc_status_from_err(st, &e);
 	resp->device_path = svc_strdup(dev);
@@ -347,8 +374,6 @@ static int create_step(agent_service *a, backend *b, const struct volref *v, con
 int agent_create_volume(agent_service *a, const PB(CreateVolumeRequest) * req,
                         PB(CreateVolumeResponse) * resp, struct grpc_status *st)
 {
-	if (req->content_source)
-		return grpc_status_set(st, GRPC_UNIMPLEMENTED, "snapshots: not built yet");
 	return sized_call(a, req->volume_id, (int)req->backend_type, "capacity_bytes",
 	                  (int64_t)req->capacity_bytes, create_step, req, resp, st);
 }
@@ -373,6 +398,8 @@ static int do_delete(agent_service *a, backend *b, const struct volref *v,
 			    st, GRPC_FAILED_PRECONDITION,
 			    "volume \"%s\" is still exported as %s; unexport it first", v->id, nqn);
 	}
+	if (b->ops->cancel)
+		b->ops->cancel(b, v->name);
 	r = b->ops->size(b, v->name, &have, &e);
 	if (r < 0 && r != -ENOENT)
 		return grpc_status_from_err(st, &e);
@@ -391,6 +418,10 @@ static int do_delete(agent_service *a, backend *b, const struct volref *v,
 			    st, r == -ETIMEDOUT ? GRPC_UNAVAILABLE : GRPC_FAILED_PRECONDITION, "%s",
 			    e.msg);
 	}
+	/* what snapshots and clones of it or of its origin kept (docs/snapshots.md) */
+	if (b->ops->sweep && (r = b->ops->sweep(b, &e)) < 0)
+		return grpc_status_set(st, r == -ETIMEDOUT ? GRPC_UNAVAILABLE : GRPC_INTERNAL, "%s",
+		                       e.msg);
 	if (agent_fence_end(a->state_dir, v->id, &e) < 0 ||
 	    agent_identity_forget(a->state_dir, v->id, &e) < 0)
 		return svc_state_failed(st, &e);
