@@ -3,6 +3,7 @@
 #include "controller/ctl.h"
 
 #include "base/time.h"
+#include "controller/metrics.h"
 #include "controller/reconcile.h"
 #include "controller/reconcile_batch.h"
 #include "model/pillar.h"
@@ -59,6 +60,8 @@ void ctl_fini(struct ctl *c)
 	c->unreadable = NULL;
 	reconcile_agent_tallies_free(c->tallies);
 	c->tallies = NULL;
+	ctl_metrics_volumes_free(c->metrics_volumes);
+	c->metrics_volumes = NULL;
 	pthread_mutex_destroy(&c->memo_mu);
 }
 

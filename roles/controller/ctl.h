@@ -27,6 +27,7 @@ struct kube_events;
 struct kube_client;
 struct batch_memo;
 struct agent_tally;
+struct ctl_metrics_volumes;
 
 struct ctl {
 	store *st;
@@ -61,6 +62,8 @@ struct ctl {
 	/* Each agent's volumes as its last status count saw them (agent_counts.c), under
 	 * memo_mu. */
 	struct agent_tally *tallies;
+	/* The volumes as the last /metrics scrape saw them (metrics.c), under memo_mu. */
+	struct ctl_metrics_volumes *metrics_volumes;
 };
 
 void ctl_init(struct ctl *c, store *st, agentclient *ac);

@@ -1,5 +1,7 @@
 #include "controller/metrics.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,10 +75,152 @@ static void tally_clear(struct tally *t)
 	*t = (struct tally){0};
 }
 
-struct volume_counts {
-	struct tally phases, unreconciled;
-	struct tally available; /* 1 for each agent whose exports can be reconciled now */
+/* What one PillarVolumeState adds to the volume families.  The entries of the last scrape are
+ * kept (ctl.metrics_volumes) sorted by name: a volume listed again at the same resourceVersion
+ * is carried over without being parsed or decoded (model_list_each_skip), so a scrape decodes
+ * only the volumes that changed since the one before. */
+struct volume_entry {
+	char *name;
+	uint64_t rv;
+	char *phase; /* "Unknown" when unset */
+	char *agent; /* "" when none */
+	/* whether its ExportReconciled counts as not True while its agent can reconcile exports,
+	 * and while it cannot (model/outage.h derives the condition from the agent's) */
+	bool open_available, open_unavailable;
+	bool moved; /* carried into the next scrape's list, which owns it now (name kept for the
+	             * search) */
 };
+
+struct ctl_metrics_volumes {
+	struct volume_entry *v;
+	size_t n;
+	size_t decoded; /* by the last scrape */
+};
+
+/* One scrape's pass: the previous entries (carried ones are moved out) and the new. */
+struct volume_pass {
+	struct volume_entry *old, *v;
+	size_t n_old, n, cap, decoded;
+	int err;
+};
+
+static void volume_entries_free(struct volume_entry *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].moved)
+			continue;
+		free(v[i].name);
+		free(v[i].phase);
+		free(v[i].agent);
+	}
+	free(v);
+}
+
+void ctl_metrics_volumes_free(struct ctl_metrics_volumes *m)
+{
+	if (m)
+		volume_entries_free(m->v, m->n);
+	free(m);
+}
+
+static int cmp_volume(const void *a, const void *b)
+{
+	const char *x = ((const struct volume_entry *)a)->name,
+	           *y = ((const struct volume_entry *)b)->name;
+	return strcmp(x ? x : "", y ? y : "");
+}
+
+static struct volume_entry *volume_slot(struct volume_pass *p)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 64;
+		struct volume_entry *v = realloc(p->v, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		p->v = v;
+		p->cap = cap;
+	}
+	memset(&p->v[p->n], 0, sizeof(p->v[0]));
+	return &p->v[p->n];
+}
+
+/* A volume the previous scrape saw at this version: its entry moves into the new list. */
+static bool volume_carried(const char *ns, const char *name, uint64_t rv, void *arg)
+{
+	struct volume_pass *p = arg;
+	struct volume_entry key = {.name = (char *)name}, *t, *slot;
+	(void)ns;
+	if (rv == 0 || !name || p->err || !p->n_old ||
+	    !(t = bsearch(&key, p->old, p->n_old, sizeof(*t), cmp_volume)) || t->moved ||
+	    t->rv != rv)
+		return false;
+	if (!(slot = volume_slot(p))) {
+		p->err = -ENOMEM;
+		return false;
+	}
+	*slot = *t;
+	p->n++;
+	t->moved = true;
+	return true;
+}
+
+static int volume_fresh(void *obj, void *arg)
+{
+	struct volume_pass *p = arg;
+	const struct model_pvst *v = obj;
+	struct volume_entry *t;
+	if (!v->meta.name)
+		return 0;
+	if (!(t = volume_slot(p)))
+		return -ENOMEM;
+	p->decoded++;
+	t->rv = model_meta_rv(&v->meta);
+	t->name = strdup(v->meta.name);
+	t->phase = strdup(v->status.phase && *v->status.phase ? v->status.phase : "Unknown");
+	t->agent = strdup(v->spec.agent_ref ? v->spec.agent_ref : "");
+	const char *status, *reason;
+	model_pvst_export_reconciled(v, false, &status, &reason);
+	t->open_available = v->status.has_export_spec && strcmp(status, "True") != 0;
+	model_pvst_export_reconciled(v, true, &status, &reason);
+	t->open_unavailable = v->status.has_export_spec && strcmp(status, "True") != 0;
+	p->n++;
+	if (!t->name || !t->phase || !t->agent)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Takes c's kept entries out (NULL, 0 when none), and puts *v, *n in their place. */
+static void volumes_swap(struct ctl *c, struct volume_entry **v, size_t *n, size_t decoded)
+{
+	struct ctl_metrics_volumes *m;
+	struct volume_entry *old = NULL;
+	size_t n_old = 0;
+	pthread_mutex_lock(&c->memo_mu);
+	if (!(m = c->metrics_volumes) && *v)
+		m = c->metrics_volumes = calloc(1, sizeof(*m));
+	if (m) {
+		old = m->v;
+		n_old = m->n;
+		m->v = *v;
+		m->n = *n;
+		if (*v)
+			m->decoded = decoded;
+	} else {
+		volume_entries_free(*v,
+		                    *n); /* out of memory: the next scrape decodes every volume */
+	}
+	pthread_mutex_unlock(&c->memo_mu);
+	*v = old;
+	*n = n_old;
+}
+
+size_t ctl_metrics_volumes_decoded(struct ctl *c)
+{
+	pthread_mutex_lock(&c->memo_mu);
+	size_t n = c->metrics_volumes ? c->metrics_volumes->decoded : 0;
+	pthread_mutex_unlock(&c->memo_mu);
+	return n;
+}
 
 static bool tally_has(const struct tally *t, const char *key)
 {
@@ -86,53 +230,58 @@ static bool tally_has(const struct tally *t, const char *key)
 	return false;
 }
 
+/* available: 1 for each PillarAgent whose exports can be reconciled now. */
 static int note_agent(void *obj, void *arg)
 {
 	const struct model_pa *pa = obj;
-	struct volume_counts *vc = arg;
 	if (pa->meta.name)
-		tally_add(&vc->available, pa->meta.name, !model_pa_exports_unavailable(pa));
-	return 0;
-}
-
-static int count_volume(void *obj, void *arg)
-{
-	const struct model_pvst *v = obj;
-	struct volume_counts *vc = arg;
-	const char *agent = v->spec.agent_ref ? v->spec.agent_ref : "";
-	tally_add(&vc->phases, v->status.phase && *v->status.phase ? v->status.phase : "Unknown",
-	          1);
-	/* every agent gets a sample, 0 when all its exports are reconciled; ExportReconciled as
-	 * derived from the agent's (model/outage.h), a PillarAgent not listed counting as
-	 * unavailable */
-	const char *status, *reason;
-	model_pvst_export_reconciled(v, *agent && !tally_has(&vc->available, agent), &status,
-	                             &reason);
-	bool open = v->status.has_export_spec && strcmp(status, "True") != 0;
-	if (*agent)
-		tally_add(&vc->unreconciled, agent, open ? 1 : 0);
+		tally_add(arg, pa->meta.name, !model_pa_exports_unavailable(pa));
 	return 0;
 }
 
 static void collect_volumes(struct ctl *c, struct metrics_text *t)
 {
-	struct volume_counts vc = {0};
-	if (model_list_each(c->st, &model_pa_kind, NULL, NULL, note_agent, &vc, NULL, NULL) == 0 &&
-	    model_list_each(c->st, &model_pvst_kind, NULL, NULL, count_volume, &vc, NULL, NULL) ==
-	        0) {
+	struct volume_pass p = {0};
+	struct tally phases = {0}, unreconciled = {0}, available = {0};
+	volumes_swap(c, &p.old, &p.n_old, 0); /* takes the entries (NULL, 0 in their place) */
+	int r =
+	    model_list_each(c->st, &model_pa_kind, NULL, NULL, note_agent, &available, NULL, NULL);
+	if (r == 0)
+		r = model_list_each_skip(c->st, &model_pvst_kind, NULL, NULL, volume_carried,
+		                         volume_fresh, &p, NULL, NULL);
+	volume_entries_free(p.old, p.n_old);
+	if (r == 0 && p.err == 0) {
+		for (size_t i = 0; i < p.n; i++) {
+			const struct volume_entry *v = &p.v[i];
+			tally_add(&phases, v->phase, 1);
+			/* every agent gets a sample, 0 when all its exports are reconciled; a
+			 * PillarAgent not listed counts as unavailable */
+			if (*v->agent)
+				tally_add(&unreconciled, v->agent,
+				          tally_has(&available, v->agent) ? v->open_available
+				                                          : v->open_unavailable);
+		}
 		metrics_text_header(t, "pillar_csi_volumes",
 		                    "Volumes (PillarVolumeStates) by phase.", METRICS_GAUGE);
-		tally_write(t, &vc.phases, "pillar_csi_volumes", "phase");
+		tally_write(t, &phases, "pillar_csi_volumes", "phase");
 		metrics_text_header(
 		    t, "pillar_csi_volumes_export_unreconciled",
 		    "Exported volumes of the agent whose ExportReconciled condition "
 		    "is not True (the agent does not serve them as recorded yet).",
 		    METRICS_GAUGE);
-		tally_write(t, &vc.unreconciled, "pillar_csi_volumes_export_unreconciled", "agent");
+		tally_write(t, &unreconciled, "pillar_csi_volumes_export_unreconciled", "agent");
+		if (p.n)
+			qsort(p.v, p.n, sizeof(*p.v), cmp_volume);
+	} else {
+		volume_entries_free(p.v, p.n);
+		p.v = NULL;
+		p.n = 0;
 	}
-	tally_clear(&vc.phases);
-	tally_clear(&vc.unreconciled);
-	tally_clear(&vc.available);
+	volumes_swap(c, &p.v, &p.n, p.decoded); /* the entries were taken: nothing comes back */
+	volume_entries_free(p.v, p.n);
+	tally_clear(&phases);
+	tally_clear(&unreconciled);
+	tally_clear(&available);
 }
 
 struct agent_states {

@@ -10,6 +10,11 @@
 /* Writes the families read from c's store at scrape time: store readiness, volumes by phase,
  * unreconciled exports per agent, each agent's connection and ExportsReady. */
 void ctl_metrics_collect(struct ctl *c, struct metrics_text *t);
+/* Frees what the scrapes kept of the volumes (ctl_fini; NULL is a no-op). */
+void ctl_metrics_volumes_free(struct ctl_metrics_volumes *m);
+/* How many PillarVolumeStates the last scrape decoded: the others were carried over from the
+ * scrape before at the same resourceVersion. */
+size_t ctl_metrics_volumes_decoded(struct ctl *c);
 
 /* Registers the families the controller updates as it works. */
 void ctl_metrics_register(void);

@@ -350,6 +350,83 @@ START_TEST(test_agent_counts)
 }
 END_TEST
 
+/* The scrape's volume families follow changes, deletions and additions, and a scrape decodes
+ * only the PillarVolumeStates whose resourceVersion changed since the scrape before. */
+static char *scrape(void)
+{
+	struct metrics_text t = {0};
+	ctl_metrics_collect(&fx_c, &t);
+	ck_assert(!t.failed);
+	return t.buf;
+}
+
+/* Sets storage-1's AgentConnected and ExportsReady to status. */
+static void agent_available(const char *status)
+{
+	char conds[600];
+	cJSON *pa = fx_get("PillarAgent", "storage-1");
+	snprintf(conds, sizeof(conds),
+	         "{\"conditions\":[{\"type\":\"AgentConnected\",\"status\":\"%s\",\"reason\":"
+	         "\"Dialed\",\"message\":\"\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"},"
+	         "{\"type\":\"ExportsReady\",\"status\":\"%s\",\"reason\":\"ExportsServing\","
+	         "\"message\":\"\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}",
+	         status, status);
+	cJSON_DeleteItemFromObject(pa, "status");
+	cJSON_AddItemToObject(pa, "status", fx_parse(conds));
+	ck_assert_int_eq(store_update_status(fx_st, pa, NULL, NULL), 0);
+	cJSON_Delete(pa);
+}
+
+START_TEST(test_volume_metrics_decode_changed)
+{
+	struct err e = {0};
+	volumes();
+	agent_available("True");
+	char *t = scrape();
+	ck_assert_ptr_nonnull(strstr(t, "\npillar_csi_volumes{phase=\"Ready\"} 5\n"));
+	/* vol-a, vol-b and vol-d are exported without ExportReconciled True */
+	ck_assert_ptr_nonnull(
+	    strstr(t, "\npillar_csi_volumes_export_unreconciled{agent=\"storage-1\"} 3\n"));
+	ck_assert_uint_eq(ctl_metrics_volumes_decoded(&fx_c), 5);
+	free(t);
+	t = scrape();
+	ck_assert_ptr_nonnull(strstr(t, "\npillar_csi_volumes{phase=\"Ready\"} 5\n"));
+	ck_assert_uint_eq(ctl_metrics_volumes_decoded(&fx_c), 0);
+	free(t);
+
+	/* vol-b changes phase and gets ExportReconciled, vol-c goes, vol-e comes */
+	cJSON *v = fx_get("PillarVolumeState", "vol-b");
+	cJSON *st = cJSON_GetObjectItem(v, "status");
+	cJSON_ReplaceItemInObject(st, "phase", cJSON_CreateString("Deleting"));
+	cJSON_AddItemToObject(st, "conditions",
+	                      fx_parse("[{\"type\":\"ExportReconciled\",\"status\":\"True\","
+	                               "\"reason\":\"Reconciled\",\"message\":\"\","
+	                               "\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]"));
+	ck_assert_int_eq(store_update_status(fx_st, v, NULL, &e), 0);
+	cJSON_Delete(v);
+	ck_assert_int_eq(
+	    store_delete(fx_st, store_kind_lookup("pvst"), NULL, "vol-c", NULL, NULL, &e), 0);
+	vol("vol-e", "{\"phase\":\"Provisioning\"}");
+	t = scrape();
+	ck_assert_uint_eq(ctl_metrics_volumes_decoded(&fx_c), 2);
+	ck_assert_ptr_nonnull(strstr(t, "\npillar_csi_volumes{phase=\"Ready\"} 3\n"));
+	ck_assert_ptr_nonnull(strstr(t, "\npillar_csi_volumes{phase=\"Deleting\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(t, "\npillar_csi_volumes{phase=\"Provisioning\"} 1\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(t, "\npillar_csi_volumes_export_unreconciled{agent=\"storage-1\"} 2\n"));
+	free(t);
+
+	/* the agent becomes unreachable: no volume changes, vol-b counts again (derived
+	 * AgentUnavailable) without any volume decoded */
+	agent_available("False");
+	t = scrape();
+	ck_assert_uint_eq(ctl_metrics_volumes_decoded(&fx_c), 0);
+	ck_assert_ptr_nonnull(
+	    strstr(t, "\npillar_csi_volumes_export_unreconciled{agent=\"storage-1\"} 3\n"));
+	free(t);
+}
+END_TEST
+
 START_TEST(test_restore_failure_and_item_results)
 {
 	struct err e = {0};
@@ -587,6 +664,7 @@ int main(void)
 	tcase_add_test(t, test_workqueue);
 	tcase_add_test(t, test_workqueue_metrics);
 	tcase_add_test(t, test_agent_counts);
+	tcase_add_test(t, test_volume_metrics_decode_changed);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
