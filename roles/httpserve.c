@@ -112,13 +112,18 @@ static void *listener_main(void *arg)
 	return NULL;
 }
 
+bool httpserve_addr_off(const char *addr)
+{
+	return !addr || !*addr || strcmp(addr, "0") == 0;
+}
+
 int httpserve_start(const char *addr, httpserve_fn fn, void *ctx, struct httpserve **out,
                     struct err *e)
 {
 	struct h2_addr a;
 	struct httpserve *h;
 	*out = NULL;
-	if (!addr || !*addr || strcmp(addr, "0") == 0)
+	if (httpserve_addr_off(addr))
 		return 0;
 	if (h2_addr_parse(addr, true, &a, e) < 0)
 		return e ? e->code : -EINVAL;
@@ -196,6 +201,12 @@ void role_metrics_answer(void *ctx, const char *path, int *status, struct metric
 		*status = 404;
 		metrics_text_printf(body, "not found\n");
 	}
+}
+
+void role_metrics_gate(const char *addr)
+{
+	if (httpserve_addr_off(addr))
+		metrics_disable();
 }
 
 void role_metrics_register(void)

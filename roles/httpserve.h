@@ -16,6 +16,11 @@ typedef void (*httpserve_fn)(void *ctx, const char *path, int *status, struct me
 /* addr NULL, "" or "0": nothing is served and *out is NULL.  0 or a negative errno. */
 int httpserve_start(const char *addr, httpserve_fn fn, void *ctx, struct httpserve **out,
                     struct err *e);
+/* Whether addr turns a listener off ("", "0" or NULL: httpserve_start then starts none). */
+bool httpserve_addr_off(const char *addr);
+/* A role's --metrics-bind-address: when it is off the process records no metrics at all
+ * (metrics_disable; called before the role builds its servers). */
+void role_metrics_gate(const char *addr);
 /* The TCP port the listener is bound to, or -1 (NULL, or not TCP). */
 int httpserve_port(const struct httpserve *h);
 void httpserve_stop(struct httpserve *h); /* NULL is a no-op */

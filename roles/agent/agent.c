@@ -66,6 +66,7 @@ static int agent_serve(agent_service *a, struct grpc_server_opts go, const char 
 	struct httpserve *metrics = NULL;
 	struct err e = {0};
 	const char *addrs[] = {listen, NULL};
+	role_metrics_gate(metrics_addr);
 	agent_metrics_register(a);
 	if (role_metrics_start(metrics_addr, &metrics, &e) < 0) {
 		fprintf(stderr, "pillar-csi agent: --metrics-bind-address: %s\n", e.msg);

@@ -16,6 +16,7 @@
 #include "controller/loop.h"
 #include "controller/probes.h"
 #include "grpc/server.h"
+#include "httpserve.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "serve.h"
@@ -177,6 +178,7 @@ static int start(const struct opts *o, struct running *x, struct err *e)
 	struct grpc_service ids = {0}, ctrl = {0};
 	const char *addrs[] = {o->endpoint, NULL};
 	store *raw = NULL;
+	role_metrics_gate(o->metrics); /* before anything that records */
 	if (store_open(o->store_url, true, &o->so, &raw, e) < 0)
 		return -1;
 	/* reconcilers read from watch-fed caches; CSI handlers read through (store.h).  The

@@ -58,6 +58,7 @@ static int node_serve(struct node *n, struct grpc_server_opts go, const char *en
 	struct httpserve *metrics = NULL;
 	struct err e = {0};
 	const char *addrs[] = {endpoint, NULL};
+	role_metrics_gate(metrics_addr);
 	node_metrics_register(n);
 	if (role_metrics_start(metrics_addr, &metrics, &e) < 0) {
 		fprintf(stderr, "pillar-csi node: --metrics-bind-address: %s\n", e.msg);

@@ -21,6 +21,17 @@ static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct entry registry[REGISTRY_MAX];
 static size_t registry_n;
 static struct metrics_counter dropped;
+static atomic_bool disabled;
+
+void metrics_disable(void)
+{
+	atomic_store_explicit(&disabled, true, memory_order_relaxed);
+}
+
+bool metrics_enabled(void)
+{
+	return !atomic_load_explicit(&disabled, memory_order_relaxed);
+}
 
 /* ---- text ------------------------------------------------------------------------------------ */
 
@@ -196,7 +207,7 @@ static struct metrics_child *add_locked(struct metrics_family *f, size_t nl,
 	return c;
 }
 
-struct metrics_child *metrics_child(struct metrics_family *f, const char *const *values)
+static struct metrics_child *child_of(struct metrics_family *f, const char *const *values)
 {
 	size_t nl = label_count(f);
 	struct metrics_child *c = find(f, nl, values);
@@ -209,6 +220,13 @@ struct metrics_child *metrics_child(struct metrics_family *f, const char *const 
 	if (!c)
 		metrics_counter_add(&dropped, 1);
 	return c;
+}
+
+struct metrics_child *metrics_child(struct metrics_family *f, const char *const *values)
+{
+	if (atomic_load_explicit(&disabled, memory_order_relaxed))
+		return NULL;
+	return child_of(f, values);
 }
 
 void metrics_inc(struct metrics_family *f, const char *const *values, uint64_t n)
@@ -291,7 +309,7 @@ void metrics_write_family(struct metrics_text *t, struct metrics_family *f)
 	struct metrics_child *cs = atomic_load_explicit(&f->children, memory_order_acquire);
 	size_t nl = label_count(f);
 	if (nl == 0 && n == 0) { /* an unlabelled family always has its one child */
-		metrics_child(f, NULL);
+		child_of(f, NULL);
 		n = atomic_load_explicit(&f->n, memory_order_acquire);
 		cs = atomic_load_explicit(&f->children, memory_order_acquire);
 	}

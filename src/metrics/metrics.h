@@ -107,6 +107,13 @@ void metrics_set(struct metrics_family *f, const char *const *values, int64_t v)
 void metrics_observe(struct metrics_family *f, const char *const *values, double v);
 void metrics_histogram_observe(struct metrics_histogram *h, const double *bounds, double v);
 
+/* Turns recording off for the rest of the process (a role without a /metrics endpoint): from
+ * then on metrics_child finds no child, so every update is skipped at the cost of one relaxed
+ * load.  Children handed out before keep counting: call it before the role builds anything
+ * that records.  metrics_enabled() says whether it was called. */
+void metrics_disable(void);
+bool metrics_enabled(void);
+
 /* Forgets every child of f (tests; never while another thread updates f). */
 void metrics_family_reset(struct metrics_family *f);
 

@@ -179,6 +179,48 @@ START_TEST(test_registry_and_process)
 }
 END_TEST
 
+/* A role without a /metrics endpoint records nothing: no child is made, nothing counts as
+ * dropped, and a child handed out before keeps counting (added last: the switch is for the
+ * rest of the process). */
+START_TEST(test_disabled_records_nothing)
+{
+	static struct metrics_family f =
+	    METRICS_FAMILY("test_off_total", "Off.", METRICS_COUNTER, one_label, NULL, 4);
+	static struct metrics_family h =
+	    METRICS_FAMILY("test_off_seconds", "Off.", METRICS_HISTOGRAM, NULL, small_buckets, 1);
+	ck_assert(metrics_enabled());
+	struct metrics_child *before = metrics_child(&f, (const char *[]){"before"});
+	ck_assert_ptr_nonnull(before);
+	struct metrics_text t = {0};
+	metrics_write(&t);
+	char *at = strstr(t.buf ? t.buf : "", "\npillar_csi_metrics_dropped_total ");
+	ck_assert_ptr_nonnull(at);
+	double dropped = atof(at + strlen("\npillar_csi_metrics_dropped_total "));
+	metrics_text_free(&t);
+
+	metrics_disable();
+	ck_assert(!metrics_enabled());
+	ck_assert_ptr_null(metrics_child(&f, (const char *[]){"after"}));
+	metrics_inc(&f, (const char *[]){"after"}, 1);
+	metrics_observe(&h, NULL, 0.5);
+	metrics_counter_add(&before->m.counter, 1);
+	char *s = render(&f);
+	ck_assert_str_eq(s, "# HELP test_off_total Off.\n"
+	                    "# TYPE test_off_total counter\n"
+	                    "test_off_total{name=\"before\"} 1\n");
+	free(s);
+	s = render(&h);
+	ck_assert_ptr_nonnull(strstr(s, "\ntest_off_seconds_count 0\n"));
+	free(s);
+	metrics_write(&t);
+	at = strstr(t.buf ? t.buf : "", "\npillar_csi_metrics_dropped_total ");
+	ck_assert_ptr_nonnull(at);
+	ck_assert(atof(at + strlen("\npillar_csi_metrics_dropped_total ")) == dropped);
+	metrics_text_free(&t);
+	metrics_family_reset(&f);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("metrics");
@@ -190,6 +232,7 @@ int main(void)
 	tcase_add_test(t, test_label_sets_bounded);
 	tcase_add_test(t, test_concurrent_updates);
 	tcase_add_test(t, test_registry_and_process);
+	tcase_add_test(t, test_disabled_records_nothing);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
