@@ -311,10 +311,12 @@ static int store_available(struct ctl *c, const char *psc, const char *sref, int
 	return 0;
 }
 
-/* Whether a topology segment (none: every node) includes the nodes that reach our volumes. */
+/* Whether a topology segment includes the nodes that reach our volumes.  No segment asks about
+ * the whole cluster; an empty one is the nodes whose plugin reported no topology (no nvme_tcp:
+ * csi-provisioner's capacity tracking sends it for them), which reach none. */
 static bool topology_reaches(const Csi__V1__Topology *t)
 {
-	if (!t || !t->n_segments)
+	if (!t)
 		return true;
 	for (size_t i = 0; i < t->n_segments; i++)
 		if (!strcmp(t->segments[i]->key, RULES_TOPOLOGY_KEY))

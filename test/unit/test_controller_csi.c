@@ -750,6 +750,15 @@ START_TEST(test_expand_validate_capacity)
 	ck_assert_int_eq(gr->available_capacity, 0);
 	ck_assert_int_eq(gr->maximum_volume_size->value, 0);
 	protobuf_c_message_free_unpacked(&gr->base, NULL);
+	/* the empty segment: nodes whose plugin reported no topology (no nvme_tcp), which
+	 * csi-provisioner asks about as a segment of their own */
+	topo.n_segments = 0;
+	ck_assert_int_eq(
+	    FX_CALL(csi_get_capacity, &gq, &gr, &csi__v1__get_capacity_response__descriptor, &gs),
+	    0);
+	ck_assert_int_eq(gr->available_capacity, 0);
+	ck_assert_int_eq(gr->maximum_volume_size->value, 0);
+	protobuf_c_message_free_unpacked(&gr->base, NULL);
 	gq.accessible_topology = NULL;
 	/* no class named: the whole of nothing, 0 */
 	gq.n_parameters = 0;
