@@ -466,6 +466,21 @@ unsigned long controller_loop_passes(struct controller_loop *l)
 	return n;
 }
 
+/* *ms: given when positive, else the environment variable env (a duration such as 30s), else
+ * def.  0, or -EINVAL with the message in e when env holds no positive duration. */
+static int interval(int given, const char *env, int def, const char *example, int *ms,
+                    struct err *e)
+{
+	const char *v = getenv(env);
+	*ms = given > 0 ? given : def;
+	if (given > 0 || !v || !*v)
+		return 0;
+	if (controller_duration_parse(v, ms) < 0 || *ms <= 0)
+		return err_set(e, -EINVAL, "%s \"%s\" is not a positive duration such as %s", env,
+		               v, example);
+	return 0;
+}
+
 int controller_loop_start(struct ctl *c, const struct controller_loop_opts *o,
                           struct controller_loop **out, struct err *e)
 {
@@ -481,21 +496,13 @@ int controller_loop_start(struct ctl *c, const struct controller_loop_opts *o,
 	if (!l)
 		return err_set(e, -ENOMEM, "controller loop: out of memory");
 	l->c = c;
-	l->interval_ms = o->interval_ms;
-	if (l->interval_ms <= 0) {
-		const char *env = getenv("PILLAR_RECONCILE_INTERVAL");
-		l->interval_ms = RECONCILE_INTERVAL_MS;
-		if (env && *env &&
-		    (controller_duration_parse(env, &l->interval_ms) < 0 || l->interval_ms <= 0)) {
-			free(l);
-			return err_set(
-			    e, -EINVAL,
-			    "PILLAR_RECONCILE_INTERVAL \"%s\" is not a positive duration "
-			    "such as 30s",
-			    env);
-		}
+	if ((r = interval(o->interval_ms, "PILLAR_RECONCILE_INTERVAL", RECONCILE_INTERVAL_MS, "30s",
+	                  &l->interval_ms, e)) < 0 ||
+	    (r = interval(o->capacity_ms, "PILLAR_CAPACITY_INTERVAL", CAPACITY_REFRESH_MS, "60s",
+	                  &l->capacity_ms, e)) < 0) {
+		free(l);
+		return r;
 	}
-	l->capacity_ms = o->capacity_ms > 0 ? o->capacity_ms : CAPACITY_REFRESH_MS;
 	l->hooks = *o;
 	l->nworkers = o->workers <= 0            ? MAX_WORKERS
 	              : o->workers > MAX_WORKERS ? MAX_WORKERS

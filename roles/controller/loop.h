@@ -10,11 +10,11 @@
  * the reconcilers (reconcile.h) with client-go's rate limiting after failures and conflicts
  * (per-key exponential backoff and an overall token bucket).  agentmon.h probes every agent
  * with a resolved address twice a second and queues it when its liveness or restore gate
- * changed, so a restart is noticed within a second.  A timer queues every
- * object each interval (PILLAR_RECONCILE_INTERVAL, default 30s) together with the per-agent
- * periodic export resync, and every 60 s a capacity refresh of each PillarStore.  The loop also
- * sets ctl.restore_kick, so an agent RPC failing with `export restore pending` runs that agent's
- * restore at once.  controller_loop_stop stops and joins every thread and frees everything.
+ * changed, so a restart is noticed within a second.  A timer queues every object each interval
+ * (PILLAR_RECONCILE_INTERVAL, default 30s) together with the per-agent periodic export resync,
+ * and a capacity refresh of each PillarStore each PILLAR_CAPACITY_INTERVAL (default 60s).  The
+ * loop also sets ctl.restore_kick, so an agent RPC failing with `export restore pending` runs
+ * that agent's restore at once.  controller_loop_stop stops and joins every thread and frees everything.
  *
  * The ctl and its store must outlive the loop.  Functions return 0 or a negative errno with a
  * message in e.
@@ -29,9 +29,9 @@
 #include "model/model.h"
 
 struct controller_loop_opts {
-	int interval_ms;     /* periodic resync; 0: PILLAR_RECONCILE_INTERVAL or 30000 */
-	int capacity_ms;     /* PillarStore capacity refresh; 0: 60000 */
-	int workers;         /* worker threads, 1 or 2; 0: 2 */
+	int interval_ms; /* periodic resync; 0: PILLAR_RECONCILE_INTERVAL or 30000 */
+	int capacity_ms; /* PillarStore capacity refresh; 0: PILLAR_CAPACITY_INTERVAL or 60000 */
+	int workers;     /* worker threads, 1 or 2; 0: 2 */
 	int backoff_base_ms; /* first retry after a failure; 0: 5 (client-go) */
 	int backoff_max_ms;  /* 0: 1000000 (client-go's 1000 s) */
 	/* Asked before each reconcile of key ("pa/<name>", ...) when set: false skips it (leader

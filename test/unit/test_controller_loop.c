@@ -4,7 +4,7 @@
  * status change triggers a one-item resync (agent-api.md §12.3); the periodic pass sends one
  * non-complete batch per agent; an `export restore pending` failure kicks the restore at once;
  * deleting objects releases their finalizers; stop joins everything (ASan: no leaks); the
- * PILLAR_RECONCILE_INTERVAL duration syntax. */
+ * PILLAR_RECONCILE_INTERVAL and PILLAR_CAPACITY_INTERVAL duration syntax. */
 #include <time.h>
 #include <unistd.h>
 
@@ -246,9 +246,16 @@ START_TEST(test_duration_and_env)
 	    e.msg, "PILLAR_RECONCILE_INTERVAL \"soon\" is not a positive duration such as 30s");
 	ck_assert_ptr_null(l);
 	setenv("PILLAR_RECONCILE_INTERVAL", "1m", 1);
+	setenv("PILLAR_CAPACITY_INTERVAL", "0s", 1);
+	ck_assert_int_eq(controller_loop_start(&fx_c, NULL, &l, &e), -EINVAL);
+	ck_assert_str_eq(e.msg,
+	                 "PILLAR_CAPACITY_INTERVAL \"0s\" is not a positive duration such as 60s");
+	ck_assert_ptr_null(l);
+	setenv("PILLAR_CAPACITY_INTERVAL", "1s", 1);
 	ck_assert_int_eq(controller_loop_start(&fx_c, NULL, &l, &e), 0);
 	controller_loop_stop(l);
 	unsetenv("PILLAR_RECONCILE_INTERVAL");
+	unsetenv("PILLAR_CAPACITY_INTERVAL");
 	controller_loop_stop(NULL);
 }
 END_TEST
