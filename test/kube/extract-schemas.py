@@ -19,7 +19,7 @@ KINDS = {
                              "core.v1.Namespace", "core.v1.Service", "authentication.v1.TokenRequest"],
     "apis__apps__v1_openapi.json": ["apps.v1.Deployment", "apps.v1.DaemonSet", "apps.v1.ReplicaSet",
                                     "apps.v1.StatefulSet"],
-    "apis__storage.k8s.io__v1_openapi.json": ["storage.v1.StorageClass", "storage.v1.CSINode",
+    "apis__storage.k8s.io__v1_openapi.json": ["storage.v1.StorageClass", "storage.v1.CSINode", "storage.v1.CSIStorageCapacity",
                                               "storage.v1.VolumeAttachment", "storage.v1.CSIDriver"],
     "apis__coordination.k8s.io__v1_openapi.json": ["coordination.v1.Lease"],
     "apis__events.k8s.io__v1_openapi.json": ["events.v1.Event"],
