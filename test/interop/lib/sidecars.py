@@ -4,7 +4,8 @@ the source files they come from).  Inputs are Kubernetes objects as dicts (Stora
 PersistentVolumeClaim, PersistentVolume, Node, CSINode), so a test states the cluster, not the
 request.
 
-  csi-provisioner 5.2   create_volume(), pv_of(), delete_volume()
+  csi-provisioner 5.2   create_volume(), pv_of(), delete_volume(); with --enable-capacity
+                        CapacityTracker (GetCapacity → CSIStorageCapacity objects)
   csi-attacher 4.8      attach(), detach()
   csi-resizer 1.13      expand()
   csi-snapshotter 8     create_snapshot(), delete_snapshot(), snapshot_status()
@@ -353,3 +354,208 @@ def content_source(csi, req, pvc, source, bound):
     else:
         raise Refused("unsupported dataSource kind \"%s\"" % kind)
     return req
+
+# ---- csi-provisioner --enable-capacity (external-provisioner pkg/capacity, pkg/owner) -----------
+#
+# Central mode as our chart runs it (--enable-capacity --capacity-ownerref-level=2, NAMESPACE
+# from the Pod; defaults --capacity-poll-interval=1m, --capacity-for-immediate-binding=false).
+# The controller keeps one CSIStorageCapacity per (topology segment, StorageClass of the driver
+# that is not Immediate) and refreshes every one each poll interval, and the ones of a segment
+# right after a volume was provisioned there.  CapacityTracker.sync() is one such refresh of
+# every item; a test calls it where the real sidecar would run one.
+
+DRIVER_LABEL = PREFIX + "drivername"
+MANAGED_BY_LABEL = PREFIX + "managed-by"
+MANAGED_BY = "external-provisioner"  # central provisioning ("-<node>" when distributed)
+CAPACITY_POLL_S = 60
+
+
+def segments(cluster):
+    """The topology informer (pkg/capacity/topology/nodes.go): for each CSINode that lists the
+    driver, the labels of the Node of the same name for the driver's topology keys, sorted by
+    key; a node without one of the keys, or without its Node, is left out; each segment once.
+    A driver with no keys on a node gives the empty segment.  Tuples of (key, value)."""
+    out = []
+    for cn in cluster.get("csinodes", []):
+        drv = next((d for d in (cn.get("spec") or {}).get("drivers") or []
+                    if d.get("name") == DRIVER), None)
+        if drv is None:
+            continue
+        node = _named(cluster.get("nodes", []), cn["metadata"]["name"])
+        if node is None:
+            continue
+        labels = node["metadata"].get("labels") or {}
+        keys = sorted(drv.get("topologyKeys") or [])
+        if not all(k in labels for k in keys):
+            continue
+        seg = tuple((k, labels[k]) for k in keys)
+        if seg not in out:
+            out.append(seg)
+    return out
+
+
+def binary_si(n):
+    """resource.NewQuantity(n, BinarySI).String(): the largest binary suffix that keeps an
+    integer (1Gi, 1536Mi, 1000), none for 0 or a number that is not a multiple of 1024."""
+    suffix = ""
+    for s in ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"):
+        if n == 0 or n % 1024:
+            break
+        n //= 1024
+        suffix = s
+    return "%d%s" % (n, suffix)
+
+
+def capacity_request(csi, sc, segment):
+    """syncCapacity's GetCapacityRequest: the class's parameters as they are (prefixed keys
+    included), one mount capability with access mode UNKNOWN (the capacity is assumed not to
+    depend on it), the segment as accessible_topology (set, if empty, for the empty segment)."""
+    req = csi.GetCapacityRequest(
+        parameters=dict(sc.get("parameters") or {}),
+        volume_capabilities=[csi.VolumeCapability(
+            mount=csi.VolumeCapability.MountVolume(),
+            access_mode=csi.VolumeCapability.AccessMode(
+                mode=csi.VolumeCapability.AccessMode.UNKNOWN))])
+    req.accessible_topology.SetInParent()
+    for k, v in segment:
+        req.accessible_topology.segments[k] = v
+    return req
+
+
+def _selector(segment):
+    """Segment.GetLabelSelector: matchLabels (omitted when empty, as Go's omitempty does)."""
+    return {"matchLabels": dict(segment)} if segment else {}
+
+
+class CapacityTracker:
+    """The capacity controller of one csi-provisioner.  api: a client with
+    request(method, path, body) -> (status, headers, raw, obj) (test/kube/client.py);
+    controller: the CSI Controller stub; namespace: NAMESPACE; pod: POD_NAME; level:
+    --capacity-ownerref-level (None: no owner)."""
+
+    def __init__(self, csi, controller, api, namespace, pod=None, level=None,
+                 immediate_binding=False):
+        self.csi, self.ctl, self.api, self.ns = csi, controller, api, namespace
+        self.immediate = immediate_binding
+        self.owner = None if level is None else self.lookup_owner(pod, level)
+        self.requests = []  # every GetCapacityRequest sent, with its answer
+
+    def _req(self, method, path, body=None):
+        st, _, raw, obj = self.api.request(method, path, body)
+        if st >= 300:
+            raise RuntimeError("%s %s: %d %r" % (method, path, st, raw[:300]))
+        return obj
+
+    def lookup_owner(self, pod, level):
+        """pkg/owner Lookup from the Pod: up level controlling owners; only apiVersion, kind,
+        name, uid and controller: true are kept."""
+        api_version, kind, name = "v1", "Pod", pod
+        paths = {("v1", "Pod"): "/api/v1/namespaces/%s/pods/%s",
+                 ("apps/v1", "ReplicaSet"): "/apis/apps/v1/namespaces/%s/replicasets/%s",
+                 ("apps/v1", "Deployment"): "/apis/apps/v1/namespaces/%s/deployments/%s",
+                 ("apps/v1", "StatefulSet"): "/apis/apps/v1/namespaces/%s/statefulsets/%s"}
+        while True:
+            obj = self._req("GET", paths[(api_version, kind)] % (self.ns, name))
+            if level == 0:
+                return {"apiVersion": api_version, "kind": kind, "name": name,
+                        "uid": obj["metadata"]["uid"], "controller": True}
+            ref = next((o for o in obj["metadata"].get("ownerReferences") or []
+                        if o.get("controller")), None)
+            if ref is None:
+                raise Refused('%s/%s "%s" in namespace "%s" has no controlling owner, cannot '
+                              "unwind the ownership further" % (api_version, kind, name, self.ns))
+            if level == 1:
+                return {"apiVersion": ref["apiVersion"], "kind": ref["kind"],
+                        "name": ref["name"], "uid": ref["uid"], "controller": True}
+            api_version, kind, name, level = ref["apiVersion"], ref["kind"], ref["name"], level - 1
+
+    def _path(self, name=None):
+        p = "/apis/storage.k8s.io/v1/namespaces/%s/csistoragecapacities" % self.ns
+        return p + "/" + name if name else p
+
+    def objects(self):
+        """The CSIStorageCapacity objects this instance manages (its informer's selector)."""
+        sel = "%s=%s,%s=%s" % (DRIVER_LABEL, DRIVER, MANAGED_BY_LABEL, MANAGED_BY)
+        return self._req("GET", self._path() + "?labelSelector=" + sel)["items"]
+
+    def classes(self):
+        return [sc for sc in self._req("GET", "/apis/storage.k8s.io/v1/storageclasses")["items"]
+                if sc.get("provisioner") == DRIVER and
+                (self.immediate or sc.get("volumeBindingMode") != "Immediate")]
+
+    def _owned(self, obj):
+        return any(o.get("controller") and o.get("uid") == self.owner["uid"]
+                   for o in obj["metadata"].get("ownerReferences") or [])
+
+    def sync(self):
+        """One refresh of every item: objects for the items that have none are created, those
+        whose capacity, maximumVolumeSize or owner differ are updated (PUT), the others are left
+        alone; objects matching no item, and duplicates, are deleted."""
+        cluster = {"nodes": self._req("GET", "/api/v1/nodes")["items"],
+                   "csinodes": self._req("GET", "/apis/storage.k8s.io/v1/csinodes")["items"]}
+        have = self.objects()
+        for seg in segments(cluster):
+            for sc in self.classes():
+                name = sc["metadata"]["name"]
+                mine = [o for o in have if o.get("storageClassName") == name and
+                        (o.get("nodeTopology") or {}) == _selector(seg)]
+                obj = mine[0] if mine else None
+                for o in mine:
+                    have.remove(o)
+                req = capacity_request(self.csi, sc, seg)
+                resp = self.ctl.GetCapacity(req, timeout=30)
+                self.requests.append((req, resp))
+                self._write(obj, name, seg, resp)
+        for o in have:  # obsolete or duplicate
+            st, _, raw, _ = self.api.request("DELETE", self._path(o["metadata"]["name"]))
+            if st >= 300 and st != 404:
+                raise RuntimeError("DELETE %s: %d %r" % (o["metadata"]["name"], st, raw[:300]))
+
+    def _write(self, obj, sc_name, seg, resp):
+        capacity = binary_si(resp.available_capacity)
+        maximum = (binary_si(resp.maximum_volume_size.value)
+                   if resp.HasField("maximum_volume_size") else None)
+        if obj is None:
+            obj = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity",
+                   "metadata": {"generateName": "csisc-",
+                                "labels": {DRIVER_LABEL: DRIVER, MANAGED_BY_LABEL: MANAGED_BY}},
+                   "storageClassName": sc_name, "nodeTopology": _selector(seg),
+                   "capacity": capacity}
+            if maximum is not None:
+                obj["maximumVolumeSize"] = maximum
+            if self.owner:
+                obj["metadata"]["ownerReferences"] = [dict(self.owner)]
+            self._req("POST", self._path(), obj)
+            return
+        same = (quantity_bytes(obj.get("capacity")) == resp.available_capacity and
+                (quantity_bytes(obj.get("maximumVolumeSize")) if "maximumVolumeSize" in obj
+                 else None) == (resp.maximum_volume_size.value
+                                if resp.HasField("maximum_volume_size") else None))
+        if same and (self.owner is None or self._owned(obj)):
+            return
+        # the informer's copy (a list item: no kind) with the new figures; client-go's encoder
+        # sends apiVersion and kind
+        obj = dict(obj, apiVersion="storage.k8s.io/v1", kind="CSIStorageCapacity",
+                   capacity=capacity)
+        obj.pop("maximumVolumeSize", None)
+        if maximum is not None:
+            obj["maximumVolumeSize"] = maximum
+        if self.owner and not self._owned(obj):
+            md = dict(obj["metadata"])
+            md["ownerReferences"] = list(md.get("ownerReferences") or []) + [dict(self.owner)]
+            obj["metadata"] = md
+        self._req("PUT", self._path(obj["metadata"]["name"]), obj)
+
+
+def quantity_bytes(q):
+    """A Quantity in bytes (None when absent): plain, binary (Ki..Ei) and decimal (k..E)."""
+    if q is None:
+        return None
+    q = str(q)
+    for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")):
+        if q.endswith(s):
+            return int(q[:-2]) << (10 * (i + 1))
+    for i, s in enumerate(("k", "M", "G", "T", "P", "E")):
+        if q.endswith(s):
+            return int(q[:-1]) * 1000 ** (i + 1)
+    return int(q)
