@@ -15,7 +15,9 @@ import uuid
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, os.path.join(REPO, "test", "kube"))
 import nodehost  # noqa: E402
+from cluster import Cluster  # noqa: E402
 BIN = os.environ["PILLAR_BIN"]
 NQN = "nqn.2026-01.com.bhyoo.pillar-csi:files.pvc-staged"
 STAGED = "storage-1/nvmeof-tcp/file/files/pvc-staged"
@@ -36,7 +38,9 @@ FAMILIES = {
         "workqueue_work_duration_seconds_count", "workqueue_retries_total",
         "workqueue_unfinished_work_seconds", "workqueue_longest_running_processor_seconds",
         "grpc_client_started_total", "grpc_client_handled_total", "grpc_client_msg_received_total",
-        "grpc_client_msg_sent_total", "grpc_client_handling_seconds_count"],
+        "grpc_client_msg_sent_total", "grpc_client_handling_seconds_count",
+        "rest_client_requests_total", "rest_client_request_duration_seconds_count",
+        "rest_client_rate_limiter_duration_seconds_count"],
     "agent": COMMON + [
         "pillar_csi_agent_exports", "pillar_csi_agent_allowed_hosts",
         "pillar_csi_agent_export_restore_pending", "pillar_csi_agent_draining",
@@ -174,18 +178,20 @@ def start_agent(P, base):
     return wait_for(lambda: cli("call", "127.0.0.1:%d" % PORTS["agent"], "/grpc.health.v1.Health/Check")[0] == 0)
 
 
-def start_roles(R, P, base, host_uuid):
+def start_roles(R, P, base, host_uuid, kubeconfig):
     for d in ("configfs/nvmet/subsystems", "configfs/nvmet/ports", "configfs/nvmet/hosts",
               "agent-host/sys/module/nvmet_tcp", "volumes"):
         os.makedirs(os.path.join(base, d), exist_ok=True)
     with open(os.path.join(base, "agent.json"), "w") as f:
         json.dump({"backends": [{"file": {"pool": "files", "directory": os.path.join(base, "volumes")}}]}, f)
     R.check("agent starts with --metrics-bind-address", start_agent(P, base))
-    store = "dir:" + os.path.join(base, "store")
+    # the controller on the test API server: its client's rest_client_* families
+    store = ["--store=kube", "--kubeconfig=" + kubeconfig]
     csi = "unix://" + os.path.join(base, "controller.sock")
-    P.start("controller", [BIN, "controller", "--store=" + store, "--csi-endpoint=" + csi,
+    P.start("controller", [BIN, "controller", *store, "--csi-endpoint=" + csi,
                            "--health-probe-bind-address=127.0.0.1:0",
-                           "--metrics-bind-address=127.0.0.1:%d" % PORTS["controller-metrics"]],
+                           "--metrics-bind-address=127.0.0.1:%d" % PORTS["controller-metrics"],
+                           "--kube-api-qps=50", "--kube-api-burst=100"],
             env={"PILLAR_RECONCILE_INTERVAL": "1s"})
     R.check("controller starts", wait_for(lambda: cli("call", csi, "/csi.v1.Identity/Probe")[0] == 0))
     host = os.path.join(base, "node-host")
@@ -204,9 +210,9 @@ def start_roles(R, P, base, host_uuid):
     path = os.path.join(base, "objects.json")
     with open(path, "w") as f:
         json.dump(objects(host_uuid), f)
-    rc, out = cli("apply", "-f", path, "--store=" + store)
+    rc, out = cli("apply", "-f", path, *store)
     R.check("objects applied", rc == 0, out)
-    R.check("the class is ready", wait_for(lambda: "True" in cli("get", "psc", "fast", "--store=" + store)[1], 30))
+    R.check("the class is ready", wait_for(lambda: "True" in cli("get", "psc", "fast", *store)[1], 30))
     return csi, store, ctrl, node_sock
 
 
@@ -267,6 +273,9 @@ def prometheus(R, P, base):
     for role, fams in FAMILIES.items():
         missing = [f for f in fams if not wait_for(lambda: query('%s{job="%s"}' % (f, role)), 10, 0.5)]
         R.check("Prometheus has every family of the %s" % role, not missing, missing)
+    got = query('rest_client_requests_total{job="controller",code="200",method="GET",host=~"127.0.0.1:[0-9]+"}')
+    R.check("rest_client_requests_total counts the controller's API requests by code, method and "
+            "host", got, query('rest_client_requests_total'))
     return query
 
 
@@ -295,9 +304,16 @@ def main(base):
     for k in ("agent", "agent-metrics", "controller-metrics", "node-metrics", "prometheus"):
         PORTS[k] = free_port()
     P = Procs(base)
+    kube = os.path.join(base, "kube")
+    os.makedirs(kube)
+    try:
+        cluster = Cluster(directory=kube).__enter__()
+    except Exception as e:
+        R.check("the test API server starts", False, e)
+        return 1
     try:
         host_uuid = str(uuid.uuid4())
-        csi, store, ctrl, _ = start_roles(R, P, base, host_uuid)
+        csi, store, ctrl, _ = start_roles(R, P, base, host_uuid, cluster.kubeconfig)
         cycle(R, P, base, csi, store)
         path_down(ctrl)
         lint(R)
@@ -306,6 +322,7 @@ def main(base):
         rules(R)
     finally:
         P.stop_all()
+        cluster.__exit__(None, None, None)
     print("(metrics suite done)")
     return 1 if R.failed else 0
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Metrics suite (docs/metrics.md): the agent (file backend, plain-directory configfs), the
-# controller (embedded store) and the node plugin (fake host tree with a planted stage record and
-# a fake NVMe controller in sysfs) run on fake roots in this suite's directory; a volume goes
+# controller (on the test API server of test/kube, real etcd: its API client's rest_client_*
+# families) and the node plugin (fake host tree with a planted stage record and a fake NVMe
+# controller in sysfs) run on fake roots in this suite's directory; a volume goes
 # through create, publish, unpublish and delete, another stays, and the agent restarts (its
 # exports restored by the controller).  Then Debian's real Prometheus (127.0.0.1 only, scraping
 # every second) scrapes all three and its HTTP API is asked for every family docs/metrics.md
