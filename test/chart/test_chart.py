@@ -329,8 +329,10 @@ class Rendering(unittest.TestCase):
                        for r in rules[role])
         ctl, node = "pillar-csi-controller", "pillar-csi-node"
         # test/interop/rbac proves each rule in use (or a sidecar's); here: the shape of the result
-        for res in ("pillaragents", "pillarstores", "pillarprotocols", "pillarstorageclasses", "pillarvolumestates"):
-            self.assertTrue(allowed(ctl, "pillar-csi.bhyoo.com", res, "update"))
+        for res in ("pillaragents", "pillarstores", "pillarprotocols", "pillarstorageclasses", "pillarvolumestates",
+                    "pillarsnapshots"):
+            # snapshots: only their status is ever updated (the spec is immutable, no finalizer)
+            self.assertEqual(allowed(ctl, "pillar-csi.bhyoo.com", res, "update"), res != "pillarsnapshots")
             self.assertTrue(allowed(ctl, "pillar-csi.bhyoo.com", res + "/status", "update"))
             self.assertFalse(allowed(ctl, "pillar-csi.bhyoo.com", res + "/status", "patch"))
             self.assertFalse(allowed(ctl, "pillar-csi.bhyoo.com", res + "/finalizers", "update"))

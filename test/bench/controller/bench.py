@@ -6,6 +6,10 @@ interval, and a grpcio CSI client building every call as the sidecars do (test/i
 For each N (volumes in the store, grown in one run so the growth with N is visible):
   - CreateVolume / ControllerPublishVolume / ControllerUnpublishVolume latency (p50, p99) of the
     calls that brought the store to N (the last SAMPLE creates), in three batches;
+  - CreateSnapshot (csi-snapshotter's request) of SAMPLE of the N volumes, then CreateVolume
+    from each of those snapshots (csi-provisioner's request with the dataSource): p50 and p99,
+    with the work per call; the snapshots and restored volumes are deleted afterwards so that
+    N stays N;
   - controller RSS (sampled after each of three idle windows; and its maximum sampled every 20 ms
     through the idle windows, and through the reboots and the outage below, which is what a user
     sees: not a trimmed best case) and idle CPU (percent of one core over each idle window of
@@ -324,7 +328,54 @@ class Bench:
             if code != OK:
                 raise SystemExit("ControllerUnpublishVolume: %s %s" % (code, msg))
         work["unpublish"] = w.done(len(unpub))
-        return lat, pub, unpub, work
+        snap, restore = self.snapshots(n, work)
+        return lat, pub, unpub, work, snap, restore
+
+    def snapshots(self, n, work):
+        """CreateSnapshot of the newest SAMPLE volumes, CreateVolume from each snapshot (ms
+        each); then both deleted again."""
+        cls = {"metadata": {"name": "bench"}, "driver": k8s.DRIVER, "parameters": {}}
+        snap, restore, made, restored = [], [], [], []
+        w = Work(self, "snapshot-%d" % n)
+        for pv in self.pvs[-SAMPLE:]:
+            uid = str(uuid.uuid4())
+            content = {"metadata": {"name": "snapcontent-" + uid}, "spec": {
+                "source": {"volumeHandle": pv["spec"]["csi"]["volumeHandle"]},
+                "volumeSnapshotRef": {"name": "vs", "namespace": "default", "uid": uid}}}
+            req = k8s.create_snapshot(csi, cls, content)
+            t = time.monotonic()
+            code, msg, r = call(self.ctl.CreateSnapshot, req)
+            snap.append((time.monotonic() - t) * 1000)
+            if code != OK:
+                raise SystemExit("CreateSnapshot: %s %s" % (code, msg))
+            content["status"] = {"snapshotHandle": r.snapshot.snapshot_id}
+            made.append(content)
+        work["snapshot"] = w.done(len(snap))
+        w = Work(self, "restore-%d" % n)
+        for i, content in enumerate(made):
+            pvc = {"metadata": {"name": "r-%d" % i, "namespace": "default",
+                                "uid": str(uuid.uuid4())},
+                   "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {
+                       "storage": "1Mi"}}, "storageClassName": cs.PSC,
+                       "dataSource": {"kind": "VolumeSnapshot", "name": "vs"}}}
+            vs = {"metadata": {"name": "vs"}, "status": {
+                "boundVolumeSnapshotContentName": content["metadata"]["name"],
+                "readyToUse": True, "restoreSize": "1Mi"}}
+            req = k8s.content_source(csi, k8s.create_volume(csi, self.caps, self.sc, pvc,
+                                                            cs.CLUSTER), pvc, vs, content)
+            t = time.monotonic()
+            code, msg, r = call(self.ctl.CreateVolume, req)
+            restore.append((time.monotonic() - t) * 1000)
+            if code != OK:
+                raise SystemExit("CreateVolume from a snapshot: %s %s" % (code, msg))
+            restored.append(k8s.pv_of(self.sc, pvc, req, r))
+        work["restore"] = w.done(len(restore))
+        for pv in restored:
+            call(self.ctl.DeleteVolume, k8s.delete_volume(csi, pv))
+        for content in made:
+            call(self.ctl.DeleteSnapshot, k8s.delete_snapshot(csi, content))
+        self.quiet()
+        return snap, restore
 
     # ---- observation ----
     def store_rv(self):
@@ -433,7 +484,7 @@ def run(base, ns):
         b.start()
         rows = {}
         for n in ns:
-            lat, pub, unpub, work = b.grow(n)
+            lat, pub, unpub, work, snap, restore = b.grow(n)
             scrape = b.scrape_ms()
             print("N=%d: GET /metrics of the controller %.1f ms median (%.1f–%.1f) over 20 scrapes, "
                   "%d bytes" % ((n,) + scrape), flush=True)
@@ -466,7 +517,11 @@ def run(base, ns):
                 fig(r["create_p50"], " ms"), fig(r["create_p99"], " ms"), len(lat)))
             print("  ControllerPublishVolume p50 %.2f ms, ControllerUnpublishVolume p50 %.2f ms"
                   % (r["pub_p50"], r["unpub_p50"]))
-            for op in ("create", "publish", "unpublish"):
+            print("  CreateSnapshot p50 %.2f ms p99 %.2f ms, CreateVolume from a snapshot p50 "
+                  "%.2f ms p99 %.2f ms (%d each; CreateVolume p50 %.2f ms in the same run)" % (
+                      statistics.median(snap), pct(snap, 99), statistics.median(restore),
+                      pct(restore, 99), len(snap), statistics.median(lat)))
+            for op in ("create", "publish", "unpublish", "snapshot", "restore"):
                 print("  work per %s: %s" % (op, work_text(work[op])))
             print("  controller RSS %s after idle windows, at most %.1f MiB during them; at most "
                   "%.1f MiB during and after 3 reboots and an outage (%.1f MiB at the end, peak "

@@ -9,7 +9,10 @@ Sidecars.  LANES threads each stand for csi-provisioner, csi-attacher and csi-re
 one volume at a time (test/interop/lib/sidecars.py builds every request as they do): claim →
 create → (publish to a node, maybe expand, unpublish; or move: publish to the other node while
 the first is unpublished, as the attacher retries a ReadWriteOnce volume's new attachment until
-the old one is gone, csi.md §4.3) × 1-3 → delete.  A publish that failed is given up in 30 % of
+the old one is gone, csi.md §4.3) × 1-3 → delete.  In CRASH_SNAPSHOTS (0.5) of the lifecycles,
+after create, csi-snapshotter and csi-provisioner add: CreateSnapshot → (half the time a volume
+restored from it, or a clone of the lane's volume: create → delete) → DeleteSnapshot
+(docs/snapshots.md).  A publish that failed is given up in 30 % of
 the cases (the pod went away: the attacher unpublishes the half-attached volume instead).  A failed call is retried with the identical
 request (same name, volume ID, node) after a short backoff, as the sidecars do; retryable codes are
 UNAVAILABLE, ABORTED, DEADLINE_EXCEEDED, CANCELLED, and FAILED_PRECONDITION "is published to
@@ -30,15 +33,17 @@ periodic resync pass, the invariants:
      running) nor two publishedNodes entries;
   I2 every admitted host has a recorded publication, and every publication is admitted
      (the sidecars' calls all completed), no entry is left `revoking`;
-  I3 every subsystem and every backend volume file belongs to a PillarVolumeState; deleted
-     volumes leave neither behind; no temporary file of a killed controller's store write is
+  I3 every subsystem and every backend volume file belongs to a PillarVolumeState, every
+     snapshot file to a PillarSnapshot; deleted volumes and snapshots leave neither behind; no temporary file of a killed controller's store write is
      left after its successor opened the store;
   I4 fencing generations never go back: each durable mark (state/generations/*.mark) only
      grows, never exceeds its PillarVolumeState's publicationGeneration, belongs to its UID, and
-     endedUIDs only grow; publicationGeneration never decreases;
+     endedUIDs only grow; publicationGeneration and a PillarSnapshot's fencingGeneration never
+     decrease;
   I5 identity: a volume's UID, volume ID and namespace uuid/nguid/serial never change (the
      derived identity, agent-api.md §8.2); a Ready volume is exported and enabled; a volume
-     whose CreateVolume succeeded carries success-recorded (crds.md §7.4);
+     whose CreateVolume succeeded carries success-recorded (crds.md §7.4); a snapshot whose
+     CreateSnapshot succeeded is Ready with its file;
   I6 liveness: every interrupted call completes after the restart; the file never shrinks.
 
 With CRASH_STORE=kube the controller and the CLI use the test API server on a real etcd
@@ -59,6 +64,7 @@ import struct
 import sys
 import threading
 import time
+import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "controller"))
@@ -72,7 +78,11 @@ MiB = 1 << 20
 NODES = ("node-a", "node-b")
 HOSTS = {"node-a": cs.HOST_A, "node-b": cs.HOST_B}
 MUTATING = ("CreateVolume", "ExportVolume", "AllowInitiator", "DenyInitiator", "UnexportVolume",
-            "DeleteVolume", "ExpandVolume", "ReconcileState")
+            "DeleteVolume", "ExpandVolume", "ReconcileState", "CreateSnapshot", "DeleteSnapshot")
+# the share of lifecycles with snapshot steps, and the VolumeSnapshotClass csi-snapshotter reads
+SNAPSHOT_SHARE = float(os.environ.get("CRASH_SNAPSHOTS", "0.5"))
+VSCLASS = {"metadata": {"name": "pillar-csi-snapshot"}, "driver": k8s.DRIVER,
+           "deletionPolicy": "Delete", "parameters": {}}
 LANES = int(os.environ.get("CRASH_LANES", "3"))
 ON_KUBE = os.environ.get("CRASH_STORE") == "kube"
 if ON_KUBE:
@@ -109,6 +119,8 @@ def volumes_of(method, raw):
     m = cls.FromString(raw)
     if method == "ReconcileState":
         return [v.volume_id for v in m.volumes]
+    if method == "CreateSnapshot":  # counted against the volume it is taken of
+        return [m.source_volume_id]
     return [m.volume_id] if getattr(m, "volume_id", "") else []
 
 
@@ -324,6 +336,9 @@ TARGETS = [
      lambda o: _st(o).get("phase") == "Provisioning" and _st(o).get("publicationGeneration")),
     ("publish: AllowInitiator sent, delivered late", "agent", "AllowInitiator", "send", True),
     ("unpublish: DenyInitiator sent, delivered late", "agent", "DenyInitiator", "send", True),
+    ("snapshot: CreateSnapshot answered, reply lost", "agent", "CreateSnapshot", "reply", False),
+    ("snapshot: CreateSnapshot sent, delivered late", "agent", "CreateSnapshot", "send", True),
+    ("snapshot: DeleteSnapshot answered, reply lost", "agent", "DeleteSnapshot", "reply", False),
 ]
 
 
@@ -463,6 +478,9 @@ class Lane(threading.Thread):
         if r.volume.volume_id != v["vid"] or r.volume.capacity_bytes != 16 * MiB:
             out.violation(h.round, "create %s answered %s" % (name, r.volume))
         v["pv"] = pv = k8s.pv_of(h.sc, pvc, req, r)
+        if self.rng.random() < SNAPSHOT_SHARE:
+            self.boundary()
+            self.snapshot_steps(v, pv)
         for _ in range(self.rng.randint(1, 3)):
             self.boundary()
             if not self.at and not self.attach(pv, self.rng.choice(NODES)):
@@ -491,6 +509,65 @@ class Lane(threading.Thread):
         self.retry("delete", h.ctl.DeleteVolume, k8s.delete_volume(csi, pv))
         h.deleted(v)
         self.vol = None
+
+    def snapshot_steps(self, v, pv):
+        """csi-snapshotter: CreateSnapshot of the lane's volume until it succeeds; in half the
+        cases csi-provisioner makes a volume from it (or a clone of the lane's volume), which is
+        then deleted; DeleteSnapshot until it succeeds."""
+        h = self.h
+        uid = str(uuid.uuid4())
+        content = {"metadata": {"name": "snapcontent-" + uid},
+                   "spec": {"driver": k8s.DRIVER, "deletionPolicy": "Delete",
+                            "source": {"volumeHandle": v["vid"]},
+                            "volumeSnapshotClassName": VSCLASS["metadata"]["name"],
+                            "volumeSnapshotRef": {"kind": "VolumeSnapshot", "name": "vs-" + uid,
+                                                  "namespace": "default", "uid": uid}}}
+        r = self.retry("snapshot", h.ctl.CreateSnapshot,
+                       k8s.create_snapshot(csi, VSCLASS, content))
+        sn = {"name": "snapshot-" + uid, "id": r.snapshot.snapshot_id,
+              "file": "%s@snapshot-%s.snap" % (v["name"], uid)}
+        if r.snapshot.source_volume_id != v["vid"] or not r.snapshot.ready_to_use or \
+                r.snapshot.size_bytes != v["csize"]:
+            out.violation(h.round, "snapshot of %s answered %s" % (v["name"], r.snapshot))
+        h.track_snapshot(sn)
+        content["status"] = {"snapshotHandle": sn["id"]}
+        if self.rng.random() < 0.5:
+            self.boundary()
+            self.restore(v, pv, content if self.rng.random() < 0.5 else None)
+        self.boundary()
+        self.retry("delete snapshot", h.ctl.DeleteSnapshot, k8s.delete_snapshot(csi, content))
+        h.snapshot_deleted(sn)
+
+    def restore(self, v, pv, content):
+        """A claim whose dataSource is the snapshot of content (None: the lane's PVC), created
+        until it succeeds, then deleted."""
+        h = self.h
+        pvc = h.kube.claim("crash-%d-%d-from" % (self.i, self.n), "16Mi")
+        name = "pvc-%s" % pvc["metadata"]["uid"]
+        avid = "%s/%s" % (cs.POOL, name)
+        rv = {"name": name, "avid": avid, "nqn": cs.nqn_of(avid), "size": 16 * MiB,
+              "csize": 16 * MiB, "vid": "%s/nvmeof-tcp/file/%s" % (cs.AGENT, avid)}
+        req = k8s.create_volume(csi, h.kube.caps, h.sc, pvc, cs.CLUSTER)
+        if content:
+            pvc["spec"]["dataSource"] = {"kind": "VolumeSnapshot", "name": "vs"}
+            vs = {"metadata": {"name": "vs"}, "status": {
+                "boundVolumeSnapshotContentName": content["metadata"]["name"],
+                "readyToUse": True, "restoreSize": "16Mi"}}
+            k8s.content_source(csi, req, pvc, vs, content)
+        else:
+            pvc["spec"]["dataSource"] = {"kind": "PersistentVolumeClaim", "name": "src"}
+            k8s.content_source(csi, req, pvc, {"metadata": {"name": "src"}}, pv)
+        h.track(rv)
+        r = self.retry("restore" if content else "clone", h.ctl.CreateVolume, req)
+        rv["created"] = True
+        if r.volume.volume_id != rv["vid"] or \
+                r.volume.content_source != req.volume_content_source:
+            out.violation(h.round, "%s answered %s" % ("restore" if content else "clone",
+                                                       r.volume))
+        rpv = k8s.pv_of(h.sc, pvc, req, r)
+        self.boundary()
+        self.retry("delete", h.ctl.DeleteVolume, k8s.delete_volume(csi, rpv))
+        h.deleted(rv)
 
     def attach(self, pv, node):
         """csi-attacher: ControllerPublishVolume until it succeeds — or, when the pod went away
@@ -545,6 +622,9 @@ class Checker:
         self.fsize = {}     # file -> size
         self.live = {}      # name -> lane volume dict
         self.gone = {}      # name -> lane volume dict (DeleteVolume succeeded)
+        self.snaps = {}     # PillarSnapshot name -> lane snapshot dict (CreateSnapshot succeeded)
+        self.snaps_gone = {}  # ... DeleteSnapshot succeeded
+        self.snap_gen = {}  # PillarSnapshot uid -> highest fencingGeneration seen
         self.started = 0.0  # wall time of the last controller start
         self.mu = threading.Lock()
 
@@ -586,10 +666,42 @@ class Checker:
                     m.get("volumeUID") != self.uid.get(name, m.get("volumeUID")):
                 bad("I4 %s: deleted, but its mark is %s (uid %s)" % (name, m,
                                                                      self.uid.get(name)))
+        self.snapshots(bad)
         self.all_marks(bad)
         if not ON_KUBE:
             self.temps(bad)
         return len(out.violations) - n0
+
+    def snapshots(self, bad):
+        """I3/I4/I6 for snapshots: every snapshot file belongs to a PillarSnapshot, a deleted
+        snapshot leaves neither, one whose CreateSnapshot succeeded is Ready, fencing
+        generations never go back."""
+        rc, o, e = self.env.cli("get", "psnap", "-o", "json")
+        if rc != 0:
+            bad("get psnap failed: %s" % e)
+            return
+        items = {i["metadata"]["name"]: i for i in json.loads(o)["items"]}
+        owned = {i["spec"]["sourceVolumeID"].rsplit("/", 1)[1] + "@" +
+                 i["spec"]["agentSnapshotID"].split("/", 1)[1] + ".snap" for i in items.values()}
+        files = {f for f in listdir(self.env.files) or [] if f.endswith(".snap")}
+        for f in files - owned:
+            bad("I3 snapshot file %s belongs to no PillarSnapshot" % f)
+        with self.mu:
+            live, gone = dict(self.snaps), dict(self.snaps_gone)
+        for name, sn in gone.items():
+            if name in items or sn["file"] in files:
+                bad("I3 %s: DeleteSnapshot succeeded but its record or file is left" % name)
+        for name, obj in items.items():
+            st, uid = obj.get("status") or {}, obj["metadata"]["uid"]
+            g = st.get("fencingGeneration", 0)
+            if g < self.snap_gen.get(uid, 0):
+                bad("I4 %s: fencingGeneration went back %d -> %d" % (name, self.snap_gen[uid], g))
+            self.snap_gen[uid] = max(g, self.snap_gen.get(uid, 0))
+            if name in live and not st.get("deleting") and (
+                    st.get("phase") != "Ready" or obj["spec"]["snapshotID"] != live[name]["id"]
+                    or live[name]["file"] not in files):
+                bad("I6 %s: CreateSnapshot succeeded, but the record is %s" % (name,
+                                                                               json.dumps(st)))
 
     def temps(self, bad):
         """I3 for the store itself: no temporary file of a killed controller's write is left
@@ -708,6 +820,15 @@ class Harness:
         with self.check.mu:
             self.check.live.pop(v["name"], None)
             self.check.gone[v["name"]] = v
+
+    def track_snapshot(self, sn):
+        with self.check.mu:
+            self.check.snaps[sn["name"]] = sn
+
+    def snapshot_deleted(self, sn):
+        with self.check.mu:
+            self.check.snaps.pop(sn["name"], None)
+            self.check.snaps_gone[sn["name"]] = sn
 
     def kill_points(self):
         """(step, phase) of every CSI call in flight, or ("idle", ...) when none is."""

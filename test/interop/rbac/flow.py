@@ -288,6 +288,7 @@ class Flow:
         self.step("csi-resizer ControllerExpandVolume to 64 MiB: OK, the backing file grew",
                   code == cs.OK and r.capacity_bytes >= 64 * MiB and os.path.getsize(img) >= 64 * MiB,
                   f"{code} {msg}")
+        self.snapshot(ctl, pv)
         code, msg, _ = cs.call(ctl.DeleteVolume, k8s.delete_volume(csi, pv))
         self.step("csi-provisioner DeleteVolume: OK, PillarVolumeState and export gone",
                   code == cs.OK and self.wait(lambda: self.pillar("pillarvolumestates", name) is None) and
@@ -296,6 +297,39 @@ class Flow:
         evs = self.wait(lambda: self.events(**{"source.component": "pillar-csi-controller"}))
         self.step("controller: condition changes recorded as Events", evs,
                   [(e["reason"], e["involvedObject"]["name"]) for e in self.events()])
+
+    def snapshot(self, ctl, pv):
+        """csi-snapshotter: CreateSnapshot of the volume (the controller records a PillarSnapshot),
+        its readiness check (ListSnapshots by the handle), a listing by source volume,
+        DeleteSnapshot (the record is deleted)."""
+        uid = "7f3c2e10-0000-4000-8000-0000000000aa"
+        content = {"metadata": {"name": "snapcontent-" + uid},
+                   "spec": {"driver": k8s.DRIVER, "deletionPolicy": "Delete",
+                            "source": {"volumeHandle": pv["spec"]["csi"]["volumeHandle"]},
+                            "volumeSnapshotRef": {"kind": "VolumeSnapshot", "name": "backup",
+                                                  "namespace": "default", "uid": uid}}}
+        cls = {"metadata": {"name": "pillar-csi-snapshot"}, "driver": k8s.DRIVER}
+        code, msg, r = cs.call(ctl.CreateSnapshot, k8s.create_snapshot(csi, cls, content))
+        ps = self.pillar("pillarsnapshots", "snapshot-" + uid)
+        self.step("csi-snapshotter CreateSnapshot: OK, PillarSnapshot Ready",
+                  code == cs.OK and r.snapshot.ready_to_use and
+                  (ps or {}).get("status", {}).get("phase") == "Ready", f"{code} {msg} {ps}")
+        if code != cs.OK:
+            return
+        content["status"] = {"snapshotHandle": r.snapshot.snapshot_id}
+        code, msg, lr = cs.call(ctl.ListSnapshots, k8s.snapshot_status(csi, content))
+        self.step("csi-snapshotter ListSnapshots by the handle: the snapshot, ready",
+                  code == cs.OK and [e.snapshot.ready_to_use for e in lr.entries] == [True],
+                  f"{code} {msg}")
+        code, msg, lr = cs.call(ctl.ListSnapshots, csi.ListSnapshotsRequest(
+            source_volume_id=pv["spec"]["csi"]["volumeHandle"]))
+        self.step("ListSnapshots by source volume (a backup tool's listing): the snapshot",
+                  code == cs.OK and [e.snapshot.snapshot_id for e in lr.entries] ==
+                  [r.snapshot.snapshot_id], f"{code} {msg}")
+        code, msg, _ = cs.call(ctl.DeleteSnapshot, k8s.delete_snapshot(csi, content))
+        self.step("csi-snapshotter DeleteSnapshot: OK, PillarSnapshot gone",
+                  code == cs.OK and self.wait(lambda: self.pillar("pillarsnapshots", "snapshot-" + uid)
+                                              is None), f"{code} {msg}")
 
     def recovery(self, ctl, caps):
         """Opt-in recovery after ctrlLossTmo (roles/controller/recovery.h): the node reports a volume
