@@ -118,6 +118,25 @@ int resolve_base_store(struct resolve_conf *c, const struct model_pst *pst, cons
 	return r;
 }
 
+/* dhchap is recorded with every member resolved (defaults filled in), so that the volume keeps
+ * the settings it was created with. */
+static int resolve_dhchap(struct resolve_conf *c, const struct model_nvmeof_tcp *n,
+                          const char *name)
+{
+	struct model_dhchap *o = &c->r.protocol.nvmeof_tcp.dhchap;
+	struct err e = {0};
+	if (model_nvmeof_tcp_validate(n, "", &e) < 0)
+		return cfail(c, RULES_REASON_PROTOCOL_OVERRIDE_MISMATCH,
+		             "PillarProtocol \"%s\": %s", name, e.msg);
+	c->r.protocol.nvmeof_tcp.has_dhchap = true;
+	o->has_bidirectional = true;
+	o->bidirectional = model_dhchap_bidirectional(&n->dhchap);
+	if (model_str_set(&o->hash, model_dhchap_hash(&n->dhchap)) < 0 ||
+	    model_str_set(&o->dh_group, model_dhchap_dh_group(&n->dhchap)) < 0)
+		return oom(c);
+	return 0;
+}
+
 int resolve_base_protocol(struct resolve_conf *c, const struct model_pstr *pstr, const char *name)
 {
 	const struct model_protocol *p = &pstr->spec.protocol;
@@ -143,7 +162,7 @@ int resolve_base_protocol(struct resolve_conf *c, const struct model_pstr *pstr,
 		*(bool *)((char *)o + t->has_off) = *(const bool *)((const char *)n + t->has_off);
 		*(int64_t *)((char *)o + t->off) = *(const int64_t *)((const char *)n + t->off);
 	}
-	return 0;
+	return n->has_dhchap ? resolve_dhchap(c, n, name) : 0;
 }
 
 /* ---- overrides and documents (layers 1 and 2) --------------------------------------------------- */
@@ -270,12 +289,13 @@ int resolve_apply_protocol(struct resolve_conf *c, const struct model_protocol *
 	if (!doc->has_nvmeof_tcp)
 		return 0;
 	const struct model_nvmeof_tcp *n = &doc->nvmeof_tcp;
-	if (n->has_port || n->has_acl || n->has_delete_pods_after_ctrl_loss)
+	if (n->has_port || n->has_acl || n->has_delete_pods_after_ctrl_loss || n->has_dhchap)
 		return cfail(c, RULES_REASON_PROTOCOL_OVERRIDE_MISMATCH,
 		             "%snvmeofTcp.%s is structural and cannot be set per volume", p,
-		             n->has_port  ? "port"
-		             : n->has_acl ? "acl"
-		                          : "deletePodsAfterCtrlLoss");
+		             n->has_port     ? "port"
+		             : n->has_acl    ? "acl"
+		             : n->has_dhchap ? "dhchap"
+		                             : "deletePodsAfterCtrlLoss");
 	if ((u = model_unknown_first(&model_nvmeof_tcp_type, n)))
 		return cfail(c, RULES_REASON_PROTOCOL_OVERRIDE_MISMATCH,
 		             "%sunknown field \"nvmeofTcp.%s\"", p, u);

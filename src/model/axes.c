@@ -45,6 +45,15 @@ static const struct model_field backend_fields[] = {
 #undef T
 MODEL_TYPE(model_backend_type, struct model_backend, backend_fields);
 
+#define T struct model_dhchap
+static const struct model_field dhchap_fields[] = {
+    MODEL_F_BOOL("bidirectional", bidirectional),
+    MODEL_F_STR("hash", hash),
+    MODEL_F_STR("dhGroup", dh_group),
+};
+#undef T
+MODEL_TYPE(model_dhchap_type, struct model_dhchap, dhchap_fields);
+
 #define T struct model_nvmeof_tcp
 static const struct model_field nvmeof_tcp_fields[] = {
     MODEL_F_INT("port", port),
@@ -54,6 +63,7 @@ static const struct model_field nvmeof_tcp_fields[] = {
     MODEL_F_INT("inCapsuleDataSize", in_capsule_data_size),
     MODEL_F_INT("ctrlLossTmo", ctrl_loss_tmo),
     MODEL_F_INT("reconnectDelay", reconnect_delay),
+    MODEL_F_OBJ_HAS("dhchap", dhchap, &model_dhchap_type),
 };
 #undef T
 MODEL_TYPE(model_nvmeof_tcp_type, struct model_nvmeof_tcp, nvmeof_tcp_fields);
@@ -124,6 +134,46 @@ int model_tunable_check(const struct model_tunable *t, int64_t v, const char *pr
 	               (long long)t->max);
 }
 
+static const char *const dhchap_hashes[] = {"sha256", "sha384", "sha512", NULL};
+static const char *const dhchap_groups[] = {"null",      "ffdhe2048", "ffdhe3072", "ffdhe4096",
+                                            "ffdhe6144", "ffdhe8192", NULL};
+
+bool model_dhchap_bidirectional(const struct model_dhchap *d)
+{
+	return !d->has_bidirectional || d->bidirectional;
+}
+const char *model_dhchap_hash(const struct model_dhchap *d)
+{
+	return d->hash ? d->hash : "sha256";
+}
+const char *model_dhchap_dh_group(const struct model_dhchap *d)
+{
+	return d->dh_group ? d->dh_group : "ffdhe2048";
+}
+
+static bool one_of(const char *v, const char *const *set)
+{
+	for (; *set; set++)
+		if (strcmp(v, *set) == 0)
+			return true;
+	return false;
+}
+
+int model_dhchap_validate(const struct model_dhchap *d, const char *prefix, struct err *e)
+{
+	if (!one_of(model_dhchap_hash(d), dhchap_hashes))
+		return err_set(e, -EINVAL,
+		               "%snvmeofTcp.dhchap.hash must be one of sha256, sha384, sha512",
+		               prefix);
+	if (!one_of(model_dhchap_dh_group(d), dhchap_groups))
+		return err_set(
+		    e, -EINVAL,
+		    "%snvmeofTcp.dhchap.dhGroup must be one of null, ffdhe2048, ffdhe3072, "
+		    "ffdhe4096, ffdhe6144, ffdhe8192",
+		    prefix);
+	return 0;
+}
+
 int model_nvmeof_tcp_validate(const struct model_nvmeof_tcp *n, const char *prefix, struct err *e)
 {
 	for (int i = 0; i < MODEL_TUNABLES; i++) {
@@ -135,7 +185,14 @@ int model_nvmeof_tcp_validate(const struct model_nvmeof_tcp *n, const char *pref
 		if (r < 0)
 			return r;
 	}
-	return 0;
+	if (!n->has_dhchap)
+		return 0;
+	if (!(n->has_acl && n->acl))
+		return err_set(
+		    e, -EINVAL,
+		    "%snvmeofTcp.dhchap needs acl: true (authentication is per allowed host)",
+		    prefix);
+	return model_dhchap_validate(&n->dhchap, prefix, e);
 }
 
 int64_t model_nvmeof_tcp_port(const struct model_nvmeof_tcp *n)

@@ -425,6 +425,11 @@ int model_psc_validate(const struct model_psc *p, struct err *e)
 		return -EINVAL;
 	if (ob->has_lvm && lvm_mode_check(&ob->lvm, e) < 0)
 		return -EINVAL;
+	if (p->spec.overrides.protocol.nvmeof_tcp.has_dhchap)
+		return err_set(
+		    e, -EINVAL,
+		    "spec.overrides.protocol.nvmeofTcp.dhchap cannot be overridden; set it "
+		    "in the PillarProtocol");
 	return model_nvmeof_tcp_validate(&p->spec.overrides.protocol.nvmeof_tcp,
 	                                 "spec.overrides.protocol.", e);
 }

@@ -44,8 +44,22 @@ struct model_backend {
 	struct model_file file;
 };
 
-/* nvmeofTcp: port, acl and deletePodsAfterCtrlLoss are structural (PillarProtocol only); the
- * four tunables are absent unless set. */
+/* nvmeofTcp.dhchap (docs/authentication.md): NVMe in-band authentication, on when present.
+ * Absent members take their defaults (model_dhchap_*). */
+struct model_dhchap {
+	void *rest;
+	bool has_bidirectional, bidirectional; /* default true */
+	char *hash;                            /* sha256 | sha384 | sha512; default sha256 */
+	char *dh_group; /* null | ffdhe2048 | ffdhe3072 | ffdhe4096 | ffdhe6144 | ffdhe8192 */
+};
+bool model_dhchap_bidirectional(const struct model_dhchap *d);   /* true when unset */
+const char *model_dhchap_hash(const struct model_dhchap *d);     /* "sha256" when unset */
+const char *model_dhchap_dh_group(const struct model_dhchap *d); /* "ffdhe2048" when unset */
+/* 0, or -EINVAL "<prefix>nvmeofTcp.dhchap.hash must be one of ..." (or dhGroup). */
+int model_dhchap_validate(const struct model_dhchap *d, const char *prefix, struct err *e);
+
+/* nvmeofTcp: port, acl, deletePodsAfterCtrlLoss and dhchap are structural (PillarProtocol
+ * only); the four tunables are absent unless set. */
 struct model_nvmeof_tcp {
 	void *rest;
 	bool has_port, has_acl;
@@ -56,6 +70,8 @@ struct model_nvmeof_tcp {
 	bool has_delete_pods_after_ctrl_loss, delete_pods_after_ctrl_loss;
 	bool has_max_queue_size, has_in_capsule_data_size, has_ctrl_loss_tmo, has_reconnect_delay;
 	int64_t max_queue_size, in_capsule_data_size, ctrl_loss_tmo, reconnect_delay;
+	bool has_dhchap;
+	struct model_dhchap dhchap;
 };
 
 struct model_protocol {
@@ -82,7 +98,8 @@ struct model_resolved {
 };
 
 extern const struct model_type model_backend_type, model_protocol_type, model_filesystem_type,
-    model_nvmeof_tcp_type, model_zfs_type, model_lvm_type, model_file_type, model_resolved_type;
+    model_nvmeof_tcp_type, model_dhchap_type, model_zfs_type, model_lvm_type, model_file_type,
+    model_resolved_type;
 
 /* The four nvmeofTcp tunables with the bounds of rules/bounds.h (crds.md §4.1; int32, so at
  * most 2147483647): maxQueueSize 16..1024, inCapsuleDataSize >= 1024, ctrlLossTmo >= -1 (§16),
@@ -103,7 +120,7 @@ const struct model_tunable *model_tunable_find(const char *name);
  * "... must be at least <min>" / "... must be at most 2147483647". prefix may be "". */
 int model_tunable_check(const struct model_tunable *t, int64_t v, const char *prefix,
                         struct err *e);
-/* Checks every tunable that is set, in the order above. */
+/* Checks every tunable that is set, in the order above, then dhchap (which needs acl). */
 int model_nvmeof_tcp_validate(const struct model_nvmeof_tcp *n, const char *prefix, struct err *e);
 int64_t model_nvmeof_tcp_port(const struct model_nvmeof_tcp *n); /* 4420 when unset */
 

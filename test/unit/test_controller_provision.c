@@ -5,6 +5,7 @@
  * the §13 message, a PVC annotation (layer 2) wins, nothing anywhere gives ext4.  Also: the
  * capabilities the emulation assumes are the ones the controller reports. */
 #include "ctl_fixture.h"
+#include "rules/auth.h"
 #include "sidecar.h"
 
 #define P "pillar-csi.bhyoo.com/"
@@ -272,6 +273,26 @@ START_TEST(test_xfs_minimum_size)
 }
 END_TEST
 
+/* docs/authentication.md: a protocol with nvmeofTcp.dhchap is refused at CreateVolume (never
+ * exported without authentication) while the keys' distribution is not built. */
+START_TEST(test_dhchap_refused_not_exported)
+{
+	Csi__V1__CreateVolumeResponse *resp = NULL;
+	struct grpc_status gs = {0};
+	fx_put("PillarProtocol", NULL, "auth", NULL,
+	       "{\"protocol\":{\"nvmeofTcp\":{\"acl\":true,\"dhchap\":{}}}}", NULL);
+	put_pvc(NULL);
+	ck_assert_int_eq(provision("{\"parameters\":{\"" P "store-ref\":\"tank\",\"" P
+	                           "protocol-ref\":\"auth\"}}",
+	                           pvc_sized("Filesystem", "1Gi"), &resp, &gs),
+	                 GRPC_FAILED_PRECONDITION);
+	ck_assert_str_eq(gs.msg, RULES_DHCHAP_NOT_ENFORCED_MSG);
+	ck_assert_ptr_null(resp);
+	ck_assert_ptr_null(fx_get("PillarVolumeState", "pvc-" PVC_UID));
+	ck_assert_int_eq(fake_agent_ncalls(fx_fa), 0);
+}
+END_TEST
+
 START_TEST(test_xfs_minimum_size_from_claim)
 {
 	Csi__V1__CreateVolumeResponse *resp = NULL;
@@ -357,6 +378,7 @@ int main(void)
 	tcase_add_test(t, test_xfs_minimum_size);
 	tcase_add_test(t, test_xfs_minimum_size_from_claim);
 	tcase_add_test(t, test_xfs_minimum_size_met);
+	tcase_add_test(t, test_dhchap_refused_not_exported);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }

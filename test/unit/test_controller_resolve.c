@@ -159,6 +159,40 @@ START_TEST(test_precedence_psc_and_pvc)
 }
 END_TEST
 
+/* nvmeofTcp.dhchap (docs/authentication.md): recorded in the volume with every default filled
+ * in; structural (never per volume); and the volume context carries no key material. */
+START_TEST(test_dhchap_resolved_with_defaults)
+{
+	fx_put("PillarProtocol", NULL, "auth", NULL,
+	       "{\"protocol\":{\"nvmeofTcp\":{\"acl\":true,\"dhchap\":{}}}}", NULL);
+	fx_put("PillarProtocol", NULL, "auth1", NULL,
+	       "{\"protocol\":{\"nvmeofTcp\":{\"acl\":true,\"dhchap\":{\"bidirectional\":false,"
+	       "\"hash\":\"sha512\",\"dhGroup\":\"null\"}}}}",
+	       NULL);
+	const char *const kv[] = {"pillar-csi.bhyoo.com/store-ref", "tank",
+	                          "pillar-csi.bhyoo.com/protocol-ref", "auth", NULL};
+	const char *const kv1[] = {"pillar-csi.bhyoo.com/store-ref", "tank",
+	                           "pillar-csi.bhyoo.com/protocol-ref", "auth1", NULL};
+	struct resolve_out o;
+	struct grpc_status gs = {0};
+	ck_assert_int_eq(R(kv, false, NULL, &o, &gs), 0);
+	ck_assert_str_eq(JR(&o.resolved, "protocol"),
+	                 "{\"nvmeofTcp\":{\"port\":4420,\"acl\":true,\"dhchap\":{"
+	                 "\"bidirectional\":true,\"hash\":\"sha256\",\"dhGroup\":\"ffdhe2048\"}}}");
+	resolve_out_clear(&o);
+	ck_assert_int_eq(R(kv1, false, NULL, &o, &gs), 0);
+	ck_assert_str_eq(JR(&o.resolved, "protocol"),
+	                 "{\"nvmeofTcp\":{\"port\":4420,\"acl\":true,\"dhchap\":{"
+	                 "\"bidirectional\":false,\"hash\":\"sha512\",\"dhGroup\":\"null\"}}}");
+	resolve_out_clear(&o);
+	expect(
+	    kv, false, "{\"pillar-csi.bhyoo.com/protocol\":\"nvmeofTcp: {dhchap: {}}\"}",
+	    GRPC_INVALID_ARGUMENT,
+	    "pillar-csi.bhyoo.com/protocol: nvmeofTcp.dhchap is structural and cannot be set per "
+	    "volume");
+}
+END_TEST
+
 START_TEST(test_precedence_handwritten_and_block)
 {
 	const char *const kv[] = {SC_REFS,
@@ -509,6 +543,7 @@ int main(void)
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, test_precedence_psc_and_pvc);
 	tcase_add_test(t, test_precedence_handwritten_and_block);
+	tcase_add_test(t, test_dhchap_resolved_with_defaults);
 	tcase_add_test(t, test_rejections);
 	tcase_add_test(t, test_rejections_lvm_layout_agent);
 	tcase_add_test(t, test_mkfs_allowlist);

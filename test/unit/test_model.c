@@ -352,6 +352,17 @@ static const struct vcase pstr_cases[] = {
     {PSTR_("{\"reconnectDelay\":0}"), "spec.protocol.nvmeofTcp.reconnectDelay must be at least 1"},
     {PSTR_("{\"inCapsuleDataSize\":2147483648}"),
      "spec.protocol.nvmeofTcp.inCapsuleDataSize must be at most 2147483647"},
+    {PSTR_("{\"acl\":true,\"dhchap\":{}}"), ""},
+    {PSTR_("{\"acl\":true,\"dhchap\":{\"bidirectional\":false,\"hash\":\"sha384\","
+           "\"dhGroup\":\"null\"}}"),
+     ""},
+    {PSTR_("{\"dhchap\":{}}"),
+     "spec.protocol.nvmeofTcp.dhchap needs acl: true (authentication is per allowed host)"},
+    {PSTR_("{\"acl\":true,\"dhchap\":{\"hash\":\"md5\"}}"),
+     "spec.protocol.nvmeofTcp.dhchap.hash must be one of sha256, sha384, sha512"},
+    {PSTR_("{\"acl\":true,\"dhchap\":{\"dhGroup\":\"ffdhe1024\"}}"),
+     "spec.protocol.nvmeofTcp.dhchap.dhGroup must be one of null, ffdhe2048, ffdhe3072, "
+     "ffdhe4096, ffdhe6144, ffdhe8192"},
 };
 
 START_TEST(test_validate_pstr)
@@ -426,6 +437,9 @@ static const struct vcase psc_cases[] = {
      "spec.overrides.protocol.nvmeofTcp.maxQueueSize must be between 16 and 1024"},
     {PSC_(",\"overrides\":{\"protocol\":{\"nvmeofTcp\":{\"ctrlLossTmo\":-5}}}"),
      "spec.overrides.protocol.nvmeofTcp.ctrlLossTmo must be at least -1"},
+    {PSC_(",\"overrides\":{\"protocol\":{\"nvmeofTcp\":{\"dhchap\":{}}}}"),
+     "spec.overrides.protocol.nvmeofTcp.dhchap cannot be overridden; set it in the "
+     "PillarProtocol"},
 };
 
 START_TEST(test_validate_psc)
