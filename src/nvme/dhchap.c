@@ -1,12 +1,17 @@
 #include "nvme/dhchap.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <mbedtls/base64.h>
 #include <nvme/linux.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
+
+#include "nvme/initiator.h"
 
 #define PREFIX  "DHHC-1:"
 #define KEY_MAX 64
@@ -175,5 +180,53 @@ int nvme_dhchap_secret_check(const char *s, struct err *e)
 	nvme_dhchap_wipe(raw, sizeof(raw));
 	if (r < 0)
 		return err_set(e, r, "the DH-HMAC-CHAP secret's CRC-32 does not match its key");
+	return 0;
+}
+
+/* The controller's name is nvme<N>: nothing else may reach the path. */
+static bool ctrl_name_ok(const char *name)
+{
+	if (!name || strncmp(name, "nvme", 4) != 0 || !name[4] || strlen(name) > 16)
+		return false;
+	for (const char *p = name + 4; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return true;
+}
+
+int nvme_ctrl_dhchap_set(const char *sysfs_root, const char *name, bool ctrl, const char *secret,
+                         struct err *e)
+{
+	const char *attr = ctrl ? "dhchap_ctrl_secret" : "dhchap_secret";
+	char path[PATH_MAX];
+	ssize_t w;
+	int fd, r;
+
+	if (!ctrl_name_ok(name))
+		return err_set(e, -EINVAL, "not an NVMe controller name: \"%.32s\"",
+		               name ? name : "");
+	if ((r = nvme_dhchap_secret_check(secret, e)) < 0)
+		return r;
+	if (snprintf(path, sizeof(path), "%s/class/nvme/%s/%s", sysfs_root, name, attr) >=
+	    (int)sizeof(path))
+		return err_set(e, -ENAMETOOLONG, "sysfs root too long");
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		if (r == -ENOENT)
+			return err_set(e, -EOPNOTSUPP,
+			               "%s has no %s: the worker's kernel has no NVMe in-band "
+			               "authentication (CONFIG_NVME_HOST_AUTH)",
+			               name, attr);
+		return err_set(e, r, "open %s: %s", path, strerror(-r));
+	}
+	do
+		w = write(fd, secret, strlen(secret));
+	while (w < 0 && errno == EINTR);
+	r = w < 0 ? -errno : ((size_t)w != strlen(secret) ? -EIO : 0);
+	close(fd);
+	if (r < 0)
+		return err_set(e, r, "writing a new secret to %s/%s failed: %s", name, attr,
+		               strerror(-r));
 	return 0;
 }

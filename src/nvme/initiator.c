@@ -96,7 +96,33 @@ static bool name_is(const char *s, bool ns)
 	return *p == '\0';
 }
 
+static int connect_line(const struct nvme_connect_args *a, bool redact, char *buf, size_t cap);
+
 int nvme_connect_string(const struct nvme_connect_args *a, char *buf, size_t cap)
+{
+	return connect_line(a, false, buf, cap);
+}
+
+int nvme_connect_string_redacted(const struct nvme_connect_args *a, char *buf, size_t cap)
+{
+	return connect_line(a, true, buf, cap);
+}
+
+/* The kernel's answers to a connect that failed in-band authentication. */
+static int auth_failure(const struct nvme_connect_args *a, int r, struct err *e)
+{
+	if (r == -ENOKEY)
+		return err_set(e, r,
+		               "connect to %s:%s for %s failed: the target asks for in-band "
+		               "authentication (DH-HMAC-CHAP) and this host has no secret (ENOKEY)",
+		               a->traddr, a->trsvcid, a->subsysnqn);
+	return err_set(e, r,
+	               "connect to %s:%s for %s failed: DH-HMAC-CHAP authentication was refused "
+	               "(EKEYREJECTED): the host's or the controller's secret does not match",
+	               a->traddr, a->trsvcid, a->subsysnqn);
+}
+
+static int connect_line(const struct nvme_connect_args *a, bool redact, char *buf, size_t cap)
 {
 	int n = snprintf(buf, cap, "transport=tcp,traddr=%s,trsvcid=%s,nqn=%s,hostnqn=%s,hostid=%s",
 	                 a->traddr, a->trsvcid, a->subsysnqn, a->hostnqn, a->hostid);
@@ -108,6 +134,12 @@ int nvme_connect_string(const struct nvme_connect_args *a, char *buf, size_t cap
 		n += snprintf(buf + n, cap - (size_t)n, ",reconnect_delay=%d", a->reconnect_delay);
 	if ((size_t)n < cap && a->has_queue_size)
 		n += snprintf(buf + n, cap - (size_t)n, ",queue_size=%d", a->queue_size);
+	if ((size_t)n < cap && a->dhchap_secret && *a->dhchap_secret)
+		n += snprintf(buf + n, cap - (size_t)n, ",dhchap_secret=%s",
+		              redact ? "(secret)" : a->dhchap_secret);
+	if ((size_t)n < cap && a->dhchap_ctrl_secret && *a->dhchap_ctrl_secret)
+		n += snprintf(buf + n, cap - (size_t)n, ",dhchap_ctrl_secret=%s",
+		              redact ? "(secret)" : a->dhchap_ctrl_secret);
 	return (size_t)n < cap ? 0 : -ENAMETOOLONG;
 }
 
@@ -291,7 +323,7 @@ int nvme_attach(const struct nvme_ctx *c, const struct nvme_connect_args *a,
 	}
 	free(v);
 
-	if (nvme_connect_string(a, line, sizeof(line)) < 0)
+	if (nvme_connect_string_redacted(a, line, sizeof(line)) < 0)
 		return err_set(e, -ENAMETOOLONG, "connect options too long for %s", a->subsysnqn);
 	log_info("connecting NVMe/TCP controller", "options", line);
 	r = c->ops->connect(c->ops->ctx, c->sysfs_root, a, &instance, e);
@@ -312,6 +344,8 @@ int nvme_attach(const struct nvme_ctx *c, const struct nvme_connect_args *a,
 	if (network_errno(r))
 		return err_set(e, -EAGAIN, "connect to %s:%s for %s failed: %s", a->traddr,
 		               a->trsvcid, a->subsysnqn, errname(r));
+	if (r == -ENOKEY || r == -EKEYREJECTED)
+		return auth_failure(a, r, e);
 	if (r == -EINVAL)
 		return err_set(e, -EINVAL,
 		               "kernel rejected the connect to %s:%s (EINVAL); check that "

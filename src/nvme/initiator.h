@@ -32,6 +32,11 @@ struct nvme_connect_args {
 	const char *traddr, *trsvcid, *subsysnqn, *hostnqn, *hostid;
 	bool has_ctrl_loss_tmo, has_reconnect_delay, has_queue_size;
 	int ctrl_loss_tmo, reconnect_delay, queue_size;
+	/* DH-HMAC-CHAP (docs/authentication.md): the host's DHHC-1 secret and, for bidirectional
+	 * authentication, the controller's; NULL or "" for none.  Key material: only the line
+	 * written to the fabrics device carries them (nvme_connect_string), never a log line or an
+	 * error message (nvme_connect_string_redacted). */
+	const char *dhchap_secret, *dhchap_ctrl_secret;
 };
 
 struct nvme_kernel_ops {
@@ -78,6 +83,16 @@ struct nvme_ns_dev {
 
 /* The spec's connect line (csi.md §7.2 step 2), for logs and tests.  0 or -ENAMETOOLONG. */
 int nvme_connect_string(const struct nvme_connect_args *a, char *buf, size_t cap);
+/* The same line with each secret replaced by "(secret)", for logs. */
+int nvme_connect_string_redacted(const struct nvme_connect_args *a, char *buf, size_t cap);
+
+/* Rotation (docs/authentication.md): writes a new host secret (ctrl false: dhchap_secret) or
+ * controller secret (ctrl true: dhchap_ctrl_secret) to <sysfs_root>/class/nvme/<name>/, so that
+ * the kernel re-authenticates the live controller with it without dropping I/O.  0, -EINVAL for
+ * a malformed secret or name, -EOPNOTSUPP when the attribute is missing (a kernel without
+ * CONFIG_NVME_HOST_AUTH), else the write's errno; messages never contain the secret. */
+int nvme_ctrl_dhchap_set(const char *sysfs_root, const char *name, bool ctrl, const char *secret,
+                         struct err *e);
 
 /* Every /sys/class/nvme/nvme<N> whose subsysnqn equals nqn (malloc'd array, caller frees). */
 int nvme_ctrls_of_subsys(const struct nvme_ctx *c, const char *nqn, struct nvme_ctrl_info **out,

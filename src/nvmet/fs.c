@@ -19,6 +19,7 @@
 struct nvmet {
 	char *dir; /* <root>/nvmet */
 	bool fake;
+	bool fake_auth; /* fake root: host entries have the dhchap_* attributes */
 	nvmet_trace_fn trace;
 	void *trace_arg;
 	struct nvmet_hostrefs *refs; /* hostref.c, made on first use */
@@ -174,14 +175,15 @@ int nvmet_attr_read(nvmet *nv, const char *rel, char *buf, size_t cap, struct er
 	return r < 0 ? err_set(e, r, "nvmet read %s: %s", rel, nvmet_fs_errname(r)) : 0;
 }
 
-static int raw_write(nvmet *nv, const char *rel, const char *value, struct err *e)
+/* secret: the value is key material; messages and the trace never show it. */
+static int raw_write(nvmet *nv, const char *rel, const char *value, bool secret, struct err *e)
 {
 	char p[NVMET_PATH_MAX + 256], line[NVMET_PATH_MAX + 2];
 	int n = snprintf(line, sizeof(line), "%s\n", value);
 	if (nvmet_fs_path(nv, rel, p, sizeof(p)) < 0 || n < 0 || (size_t)n >= sizeof(line))
 		return err_set(e, -ENAMETOOLONG, "nvmet write %s: too long", rel);
 	/* Fake mode creates the file: a plain directory has no kernel-made attributes. */
-	int fd = nv->fake ? open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
+	int fd = nv->fake ? open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, secret ? 0600 : 0644)
 	                  : open(p, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return err_set(e, -errno, "nvmet write %s: %s", rel, nvmet_fs_errname(errno));
@@ -191,10 +193,13 @@ static int raw_write(nvmet *nv, const char *rel, const char *value, struct err *
 	while (w < 0 && errno == EINTR);
 	int er = w < 0 ? -errno : (w != n ? -EIO : 0);
 	close(fd);
+	memset(line, 0, sizeof(line));
+	if (er && secret)
+		return err_set(e, er, "nvmet write %s (a secret): %s", rel, nvmet_fs_errname(er));
 	if (er)
 		return err_set(e, er, "nvmet write %s=\"%s\": %s", rel, value,
 		               nvmet_fs_errname(er));
-	trace(nv, "write", rel, value);
+	trace(nv, "write", rel, secret ? "(secret)" : value);
 	return 0;
 }
 
@@ -214,7 +219,7 @@ static bool same_value(const char *rel, const char *a, const char *b)
 static int write_checked(nvmet *nv, const char *rel, const char *value, struct err *e)
 {
 	char cur[NVMET_PATH_MAX];
-	int r = raw_write(nv, rel, value, e);
+	int r = raw_write(nv, rel, value, false, e);
 	if (r < 0)
 		return r;
 	r = nvmet_attr_read(nv, rel, cur, sizeof(cur), e);
@@ -242,7 +247,25 @@ int nvmet_attr_write_new(nvmet *nv, const char *rel, const char *value, struct e
 
 int nvmet_fs_write_only(nvmet *nv, const char *rel, const char *value, struct err *e)
 {
-	return raw_write(nv, rel, value, e);
+	return raw_write(nv, rel, value, false, e);
+}
+
+int nvmet_fs_write_secret(nvmet *nv, const char *rel, const char *value, struct err *e)
+{
+	char cur[NVMET_PATH_MAX];
+	int r = nvmet_attr_read(nv, rel, cur, sizeof(cur), NULL);
+	bool same = r == 0 && strcmp(cur, value) == 0;
+	if (!same && (r = raw_write(nv, rel, value, true, e)) == 0 &&
+	    (r = nvmet_attr_read(nv, rel, cur, sizeof(cur), e)) == 0 && strcmp(cur, value) != 0)
+		r = err_set(e, -EIO, "nvmet %s: the secret read back differs from the one written",
+		            rel);
+	memset(cur, 0, sizeof(cur));
+	return same ? 0 : r;
+}
+
+void nvmet_set_fake_auth(nvmet *nv, bool on)
+{
+	nv->fake_auth = on;
 }
 
 /* ---- fake-root emulation of what the kernel creates by itself ---------------------------------- */
@@ -310,6 +333,12 @@ static void fake_populate(nvmet *nv, const char *rel)
 		fake_file(nv, rel, "device_nguid", "00000000-0000-0000-0000-000000000000\n");
 		fake_file(nv, rel, "enable", "0\n");
 		fake_file(nv, rel, "revalidate_size", "");
+	} else if (strncmp(rel, "hosts/", 6) == 0 && parts == 2 && nv->fake_auth) {
+		/* the kernel's defaults with CONFIG_NVME_TARGET_AUTH */
+		fake_file(nv, rel, "dhchap_key", "\n");
+		fake_file(nv, rel, "dhchap_ctrl_key", "\n");
+		fake_file(nv, rel, "dhchap_hash", "hmac(sha256)\n");
+		fake_file(nv, rel, "dhchap_dhgroup", "null\n");
 	} else if (strncmp(rel, "ports/", 6) == 0 && parts == 2) {
 		fake_file(nv, rel, "addr_trtype", "\n");
 		fake_file(nv, rel, "addr_adrfam", "\n");

@@ -59,6 +59,9 @@ int nvmet_hostref_used(nvmet *nv, const char *host, struct err *e);
 int nvmet_attr_write_new(nvmet *nv, const char *rel, const char *value, struct err *e);
 /* Write without read-back, for write-only attributes (revalidate_size). */
 int nvmet_fs_write_only(nvmet *nv, const char *rel, const char *value, struct err *e);
+/* nvmet_attr_write for key material: skipped when satisfied, read back and compared, and the
+ * value never appears in a message or the trace ("(secret)"); a fake root's file is 0600. */
+int nvmet_fs_write_secret(nvmet *nv, const char *rel, const char *value, struct err *e);
 /* errno name ("EINVAL") for messages. */
 const char *nvmet_fs_errname(int err);
 

@@ -120,6 +120,32 @@ struct nvmet_export_entry {
 	char volume_id[RULES_NQN_MAX + 1];
 	int32_t port; /* addr_trsvcid of the lowest-numbered linked port, 0 when unlinked */
 };
+/* ---- in-band authentication (DH-HMAC-CHAP, docs/authentication.md) ----------------------------
+ * The secrets of a host live in its entry hosts/<hostnqn> (the one its ACL links), shared by every
+ * subsystem that admits it.  A kernel without CONFIG_NVME_TARGET_AUTH makes no dhchap_* files.
+ * Secrets never appear in messages or the trace. */
+struct nvmet_host_auth {
+	const char *hash;     /* the kernel's name: hmac(sha256) | hmac(sha384) | hmac(sha512) */
+	const char *dh_group; /* null | ffdhe2048 ... ffdhe8192 */
+	const char *key;      /* DHHC-1 host secret */
+	const char *ctrl_key; /* DHHC-1 controller secret (bidirectional), or NULL */
+};
+#define NVMET_AUTH_MISSING_MSG                                                                     \
+	"the storage node's kernel has no NVMe in-band authentication (CONFIG_NVME_TARGET_AUTH): " \
+	"host entries have no dhchap_key"
+/* 1 when the target supports authentication (hosts/<hostnqn> has dhchap_key; the entry is made
+ * when missing), 0 when it does not, or a negative errno. */
+int nvmet_host_auth_supported(nvmet *nv, const char *hostnqn, struct err *e);
+/* Writes dhchap_hash, dhchap_dhgroup, dhchap_key and (when set) dhchap_ctrl_key of
+ * hosts/<hostnqn>, making the entry when missing; each write is skipped when satisfied.
+ * -EOPNOTSUPP NVMET_AUTH_MISSING_MSG on a kernel without authentication, -EINVAL for a malformed
+ * host NQN or secret, else as nvmet_attr_write. */
+int nvmet_host_auth_set(nvmet *nv, const char *hostnqn, const struct nvmet_host_auth *a,
+                        struct err *e);
+/* Fake roots only: host entries get the dhchap_* files with the kernel's defaults, as on a
+ * kernel with CONFIG_NVME_TARGET_AUTH (off by default, as Debian 12's 6.1).  For tests. */
+void nvmet_set_fake_auth(nvmet *nv, bool on);
+
 /* Every subsystem with our prefix (others are ignored).  *out is malloc'd (caller frees).  */
 int nvmet_export_list(nvmet *nv, struct nvmet_export_entry **out, size_t *n, struct err *e);
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "nvme/dhchap.h"
+#include "nvme/initiator.h"
 #include "testutil.h"
 
 #define HOSTNQN "nqn.2014-08.org.nvmexpress:uuid:0e2e0e2e-0000-4000-8000-000000000001"
@@ -84,6 +85,30 @@ START_TEST(test_bad_input_refused)
 }
 END_TEST
 
+/* Rotation on the host: the new secret reaches <sysfs>/class/nvme/<name>/dhchap_secret (or
+ * dhchap_ctrl_secret); a kernel without the attribute and bad input are refused. */
+START_TEST(test_ctrl_rotation_write)
+{
+	char sys[4096], got[NVME_DHCHAP_SECRET_MAX];
+	struct err e = {0};
+	snprintf(sys, sizeof(sys), "%s", tu_mkdtemp());
+	tu_write(sys, "class/nvme/nvme3/dhchap_secret", "old\n");
+	tu_write(sys, "class/nvme/nvme3/dhchap_ctrl_secret", "old\n");
+	ck_assert_int_eq(nvme_ctrl_dhchap_set(sys, "nvme3", false, nvme_cli[1], &e), 0);
+	snprintf(got, sizeof(got), "%s", tu_read(sys, "class/nvme/nvme3/dhchap_secret"));
+	ck_assert_str_eq(got, nvme_cli[1]);
+	ck_assert_int_eq(nvme_ctrl_dhchap_set(sys, "nvme3", true, nvme_cli[2], &e), 0);
+	ck_assert_str_eq(tu_read(sys, "class/nvme/nvme3/dhchap_ctrl_secret"), nvme_cli[2]);
+	tu_write(sys, "class/nvme/nvme4/state", "live\n");
+	ck_assert_int_eq(nvme_ctrl_dhchap_set(sys, "nvme4", false, nvme_cli[1], &e), -EOPNOTSUPP);
+	ck_assert_ptr_nonnull(strstr(e.msg, "CONFIG_NVME_HOST_AUTH"));
+	ck_assert_int_eq(nvme_ctrl_dhchap_set(sys, "../nvme3", false, nvme_cli[1], &e), -EINVAL);
+	ck_assert_int_eq(nvme_ctrl_dhchap_set(sys, "nvme3", false, "DHHC-1:01:AAAA:", &e), -EINVAL);
+	ck_assert_str_eq(tu_read(sys, "class/nvme/nvme3/dhchap_secret"), nvme_cli[1]);
+	tu_rmtree(sys);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("dhchap");
@@ -92,6 +117,7 @@ int main(void)
 	tcase_add_test(tc, test_secret_from_key_equals_nvme_cli);
 	tcase_add_test(tc, test_generated_secrets_are_random_and_well_formed);
 	tcase_add_test(tc, test_bad_input_refused);
+	tcase_add_test(tc, test_ctrl_rotation_write);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }

@@ -1,6 +1,7 @@
 /* Unit tests of src/nvme: host identity (csi.md §6.1, §10.3), the connect line and attach rules
  * (§7.2), device resolution under both multipath namings (§7.3, §10.2) and detach (§8). */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "fakes/node/fakesys.h"
 #include "nvme/host.h"
 #include "nvme/initiator.h"
@@ -292,6 +294,48 @@ START_TEST(test_attach_ealready_rescans)
 }
 END_TEST
 
+/* docs/authentication.md: the secrets go to the fabrics device only; the log line at --v=5
+ * shows "(secret)"; the kernel's ENOKEY and EKEYREJECTED are named with what they mean. */
+#define SECRET  "DHHC-1:01:87YWYvNzas5i06zu/TTeHdORutGuVSnRxrGxeu6cLtwfL5KR:"
+#define CSECRET "DHHC-1:00:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh+KfiaR:"
+START_TEST(test_attach_with_secrets_never_logged)
+{
+	struct fix f;
+	struct nvme_connect_args a = args();
+	struct err e = {0};
+	char logpath[4200], line[1024];
+	fix_init(&f);
+	snprintf(logpath, sizeof(logpath), "%s/log", f.root);
+	int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	log_set_verbosity(5);
+	log_set_fd(fd);
+	f.k.connect_rc = -ENOKEY;
+	ck_assert_int_eq(nvme_attach(&f.c, &a, NULL, &e), -ENOKEY);
+	ck_assert_ptr_nonnull(strstr(e.msg, "this host has no secret (ENOKEY)"));
+	a.dhchap_secret = SECRET;
+	a.dhchap_ctrl_secret = CSECRET;
+	f.k.connect_rc = -EKEYREJECTED;
+	ck_assert_int_eq(nvme_attach(&f.c, &a, NULL, &e), -EKEYREJECTED);
+	ck_assert_ptr_nonnull(
+	    strstr(e.msg, "DH-HMAC-CHAP authentication was refused (EKEYREJECTED)"));
+	ck_assert_ptr_null(strstr(e.msg, "DHHC-1"));
+	f.k.connect_rc = 0;
+	ck_assert_int_eq(nvme_attach(&f.c, &a, NULL, &e), 0);
+	ck_assert_ptr_nonnull(
+	    strstr(f.k.last_connect, ",dhchap_secret=" SECRET ",dhchap_ctrl_secret=" CSECRET));
+	ck_assert_int_eq(nvme_connect_string_redacted(&a, line, sizeof(line)), 0);
+	ck_assert_ptr_nonnull(strstr(line, ",dhchap_secret=(secret),dhchap_ctrl_secret=(secret)"));
+	log_set_fd(2);
+	log_set_verbosity(0);
+	close(fd);
+	const char *logtext = tu_read(f.root, "log");
+	ck_assert_ptr_nonnull(strstr(logtext, "dhchap_secret=(secret)"));
+	ck_assert_ptr_null(strstr(logtext, "DHHC-1"));
+	tu_rmtree(f.root);
+}
+END_TEST
+
 START_TEST(test_attach_errors)
 {
 	struct fix f;
@@ -528,6 +572,7 @@ int main(void)
 	tcase_add_test(tc, test_kernel_connect_errno_passes_through);
 	tcase_add_test(tc, test_host_shared_identities_refused);
 	tcase_add_test(tc, test_connect_string_options);
+	tcase_add_test(tc, test_attach_with_secrets_never_logged);
 	tcase_add_test(tc, test_attach_reuses_live_controller);
 	tcase_add_test(tc, test_attach_connects_with_spec_line);
 	tcase_add_test(tc, test_attach_ealready_rescans);
