@@ -256,11 +256,11 @@ int backend_zfs_snap_destroy(backend *b, const char *snap, struct err *e)
 	struct zlisting l;
 	int r = zlist(b, &l, e);
 	const struct zsnap *z = r == 0 ? lookup(&l, snap) : NULL;
-	bool todo = z && !z->deferred;
-	if (todo)
+	bool destroy = z && !z->deferred;
+	if (destroy)
 		snprintf(full, sizeof(full), "%s@%s", z->ds, z->snap);
 	zlisting_free(&l);
-	if (r < 0 || !todo)
+	if (r < 0 || !destroy)
 		return r;
 	const char *argv[] = {"zfs", "destroy", "-d", full, NULL};
 	r = run_simple(b, argv, e);

@@ -628,3 +628,19 @@ int model_type_decode_strict(const struct model_type *t, const char *text, size_
 		model_type_clear(t, obj);
 	return r;
 }
+
+int model_spec_unchanged(const struct model_kind *k, const void *old, const void *obj,
+                         struct err *e)
+{
+	cJSON *a = model_encode(k, old), *b = model_encode(k, obj);
+	int r = 0;
+
+	if (!a || !b)
+		r = err_set(e, -ENOMEM, "out of memory");
+	else if (!cJSON_Compare(cJSON_GetObjectItemCaseSensitive(a, "spec"),
+	                        cJSON_GetObjectItemCaseSensitive(b, "spec"), true))
+		r = err_set(e, -EINVAL, "spec is immutable");
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	return r;
+}

@@ -201,6 +201,10 @@ struct model_head {
 int model_decode(const struct model_kind *k, const void *json, void *obj, struct err *e);
 /* Encodes obj into a new cJSON object (returned as void *; NULL when out of memory). */
 void *model_encode(const struct model_kind *k, const void *obj);
+/* An update's check that old and obj (both of kind k) have the same spec: 0, -EINVAL "spec is
+ * immutable", or -ENOMEM. */
+int model_spec_unchanged(const struct model_kind *k, const void *old, const void *obj,
+                         struct err *e);
 /* Frees everything obj owns and zeroes it.  NULL is a no-op. */
 void model_clear(const struct model_kind *k, void *obj);
 /* Same for an embedded struct type. */

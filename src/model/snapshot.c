@@ -70,16 +70,7 @@ const struct model_kind model_psnap_kind = {"PillarSnapshot", "pillar-csi.bhyoo.
 int model_psnap_validate_update(const struct model_psnap *old, const struct model_psnap *p,
                                 struct err *e)
 {
-	cJSON *a = model_encode(&model_psnap_kind, old), *b = model_encode(&model_psnap_kind, p);
-	int r = 0;
-	if (!a || !b)
-		r = err_set(e, -ENOMEM, "out of memory");
-	else if (!cJSON_Compare(cJSON_GetObjectItemCaseSensitive(a, "spec"),
-	                        cJSON_GetObjectItemCaseSensitive(b, "spec"), true))
-		r = err_set(e, -EINVAL, "spec is immutable");
-	cJSON_Delete(a);
-	cJSON_Delete(b);
-	return r;
+	return model_spec_unchanged(&model_psnap_kind, old, p, e);
 }
 
 static bool empty(const char *s)

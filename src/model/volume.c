@@ -121,17 +121,7 @@ const struct model_kind model_pvst_kind = {"PillarVolumeState", "pillar-csi.bhyo
 int model_pvst_validate_update(const struct model_pvst *old, const struct model_pvst *p,
                                struct err *e)
 {
-	cJSON *a = model_encode(&model_pvst_kind, old), *b = model_encode(&model_pvst_kind, p);
-	int r = 0;
-
-	if (!a || !b)
-		r = err_set(e, -ENOMEM, "out of memory");
-	else if (!cJSON_Compare(cJSON_GetObjectItemCaseSensitive(a, "spec"),
-	                        cJSON_GetObjectItemCaseSensitive(b, "spec"), true))
-		r = err_set(e, -EINVAL, "spec is immutable");
-	cJSON_Delete(a);
-	cJSON_Delete(b);
-	return r;
+	return model_spec_unchanged(&model_pvst_kind, old, p, e);
 }
 
 static bool in(const char *v, const char *const *set)
