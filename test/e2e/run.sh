@@ -286,11 +286,12 @@ if [ -n "${E2E_SHELL:-}" ]; then
 fi
 
 # ---- scenarios -------------------------------------------------------------------------
-passed=0; failed=0; summary=()
+passed=0; failed=0; summary=(); failed_names=(); recap=""
 for name in "$@"; do
   f=$HERE/scenarios/$name.sh
   if [ ! -f "$f" ]; then
-    echo "FAIL $name: no such scenario ($f)"; failed=$((failed + 1)); continue
+    echo "FAIL $name: no such scenario ($f)"; failed=$((failed + 1)); failed_names+=("$name")
+    recap+="  $name: no such scenario"$'\n'; continue
   fi
   topo=$(hdr "$f" topology a); tmo=$(hdr "$f" timeout 300)
   echo "---- $name (topology $topo, kernel series $(kernel_of "$name"), timeout ${tmo}s)"
@@ -301,7 +302,8 @@ for name in "$@"; do
   case $topo in
     a) run_a "$name" "$tmo" ;;
     b) run_b "$name" "$tmo" ;;
-    *) echo "FAIL $name: unknown topology '$topo'"; failed=$((failed + 1)); continue ;;
+    *) echo "FAIL $name: unknown topology '$topo'"; failed=$((failed + 1)); failed_names+=("$name")
+       recap+="  $name: unknown topology '$topo'"$'\n'; continue ;;
   esac
   dt=$(secs "$t" "$EPOCHREALTIME")
   main=${VM_LOGS[0]}
@@ -317,20 +319,30 @@ for name in "$@"; do
     failed=$((failed + 1))
     echo "FAIL $name ${dt}s ($BOOT_TIMES)"
     summary+=("FAIL $name ${dt}s")
+    failed_names+=("$name")
     if grep -aq '@@E2E-FAIL' "${VM_LOGS[@]}"; then
       grep -a -H '@@E2E-FAIL' "${VM_LOGS[@]}" | sed "s#^$ROOT/##; s/^/  /"
       grep -a -h '@@DIAG' "$main" | head -40 | sed 's/^/  /'
+      recap+=$(grep -a -h '@@E2E-FAIL' "${VM_LOGS[@]}" | head -20 | sed "s/^/  $name: /")$'\n'
     else
       grep -a -h '@@HOST' "${VM_LOGS[@]}" | sed 's/^/  /'
       echo "  no failure line from the VM (timeout, crash or no @@E2E-SCENARIO-END); last step:"
       grep -a '@@STEP' "$main" | tail -1 | sed 's/^/  /'
       echo "  last lines of ${main#"$ROOT/"}:"
       tail -n 12 "$main" | sed 's/^/  /'
+      recap+="  $name: no failure line from the VM; last step: $(grep -a '@@STEP' "$main" | tail -1)"$'\n'
     fi
     echo "  serial logs: ${VM_LOGS[*]#"$ROOT/"}"
     [ "${E2E_KEEP_GOING:-1}" = 0 ] && break
   fi
 done
 echo "e2e: stage took $(secs "$T_STAGE" "$EPOCHREALTIME")s (${summary[*]:-nothing run}); logs in ${LOGS#"$ROOT/"}"
-echo "e2e: $passed passed, $failed failed"
+# the failures again right before the closing line, so a log cut to its last lines says what failed
+if [ "$failed" != 0 ]; then
+  echo "e2e: the failures again:"
+  printf '%s' "$recap"
+  echo "e2e: $passed passed, $failed failed (${failed_names[*]})"
+else
+  echo "e2e: $passed passed, $failed failed"
+fi
 [ "$failed" = 0 ] && [ "$passed" -gt 0 ]
