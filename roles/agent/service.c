@@ -429,6 +429,7 @@ int agent_get_capabilities(agent_service *a, const PB(GetCapabilitiesRequest) * 
 	if (nvmet_available(a->nv) && host_path_exists(a, "/sys/module/nvmet_tcp"))
 		resp->supported_protocols[resp->n_supported_protocols++] =
 		    PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP;
+	resp->nvme_target_auth = svc_auth_supported(a);
 	int oom = 0;
 	for (size_t i = 0; i < a->n_backends; i++) {
 		PB(PoolInfo) * p;

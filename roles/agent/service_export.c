@@ -29,6 +29,8 @@ struct item {
 	const PB(FencingToken) * fence;
 	bool has_export;
 	struct nvmet_export_spec spec;
+	const PB(HostAuth) *const *auth; /* the request's host_auth (borrowed) */
+	size_t n_auth;
 	char nqn[RULES_NQN_MAX + 1];
 	char dev[PATH_MAX];
 	struct nvmet_prepared prep;
@@ -283,9 +285,20 @@ out:
 	return code;
 }
 
+/* AllowInitiator's auth names the initiator it comes with. */
+static int check_allow_auth(const PB(HostAuth) * h, const char *initiator, struct grpc_status *st)
+{
+	int code = h ? svc_auth_check(h, "auth", st) : GRPC_OK;
+	if (code == GRPC_OK && h && strcmp(h->host_nqn, initiator) != 0)
+		code = grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+		                       "auth.host_nqn \"%s\" is not initiator_id \"%s\"",
+		                       h->host_nqn, initiator);
+	return code;
+}
+
 static int initiator_common(agent_service *a, const char *rpc, const char *volume_id, int protocol,
-                            const char *initiator, const PB(FencingToken) * fence, bool allow,
-                            struct grpc_status *st)
+                            const char *initiator, const PB(FencingToken) * fence,
+                            const PB(HostAuth) * auth, bool allow, struct grpc_status *st)
 {
 	struct volref v;
 	struct err e = {0};
@@ -306,9 +319,14 @@ static int initiator_common(agent_service *a, const char *rpc, const char *volum
 		code = grpc_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
 		goto out;
 	}
+	if ((code = check_allow_auth(allow ? auth : NULL, initiator, st)) != GRPC_OK)
+		goto out;
 	struct keylock_hold hold;
 	keylock_wait(&a->locks, &hold, v.id);
 	code = svc_fence(a, v.id, fence, allow ? FENCE_GRANT : FENCE_REVOKE, st);
+	/* the key before the admission: the host is never admitted without it */
+	if (code == GRPC_OK && allow && auth)
+		code = svc_auth_write(a, auth, st);
 	if (code == GRPC_OK) {
 		pthread_mutex_lock(&a->nv_mu);
 		int r = allow ? nvmet_host_allow(a->nv, nqn, initiator, &e)
@@ -331,7 +349,7 @@ int agent_allow_initiator(agent_service *a, const PB(AllowInitiatorRequest) * re
 {
 	(void)resp;
 	return initiator_common(a, "AllowInitiator", req->volume_id, (int)req->protocol_type,
-	                        req->initiator_id, req->fence, true, st);
+	                        req->initiator_id, req->fence, req->auth, true, st);
 }
 
 int agent_deny_initiator(agent_service *a, const PB(DenyInitiatorRequest) * req,
@@ -339,10 +357,49 @@ int agent_deny_initiator(agent_service *a, const PB(DenyInitiatorRequest) * req,
 {
 	(void)resp;
 	return initiator_common(a, "DenyInitiator", req->volume_id, (int)req->protocol_type,
-	                        req->initiator_id, req->fence, false, st);
+	                        req->initiator_id, req->fence, NULL, false, st);
 }
 
 /* ---- ReconcileState ------------------------------------------------------------------------------- */
+
+/* Each host_auth is well-formed, names an allowed initiator, and no host twice. */
+static int check_host_auth(const PB(ExportDesiredState) * x, struct grpc_status *st)
+{
+	char field[48];
+	if (x->n_host_auth > 0 && !x->acl_enabled)
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+		                       "exports[0].host_auth needs acl_enabled (authentication is "
+		                       "per allowed host)");
+	for (size_t i = 0; i < x->n_host_auth; i++) {
+		const PB(HostAuth) *h = x->host_auth[i];
+		bool allowed = false;
+		int code;
+		snprintf(field, sizeof(field), "exports[0].host_auth[%zu]", i);
+		if ((code = svc_auth_check(h, field, st)) != GRPC_OK)
+			return code;
+		for (size_t j = 0; j < x->n_allowed_initiators && !allowed; j++)
+			allowed = strcmp(h->host_nqn, x->allowed_initiators[j]) == 0;
+		if (!allowed)
+			return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+			                       "%s.host_nqn \"%s\" is not in allowed_initiators",
+			                       field, h->host_nqn);
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(h->host_nqn, x->host_auth[j]->host_nqn) == 0)
+				return grpc_status_set(st, GRPC_INVALID_ARGUMENT,
+				                       "%s.host_nqn \"%s\" appears more than once",
+				                       field, h->host_nqn);
+	}
+	return GRPC_OK;
+}
+
+/* Phase 1, before the item's subsystem admits anyone: its hosts' keys. */
+static int write_item_auth(agent_service *a, const struct item *it, struct grpc_status *st)
+{
+	int code = GRPC_OK;
+	for (size_t i = 0; i < it->n_auth && code == GRPC_OK; i++)
+		code = svc_auth_write(a, it->auth[i], st);
+	return code;
+}
 
 static int check_item(agent_service *a, const PB(VolumeDesiredState) * d, struct item *it,
                       struct grpc_status *st)
@@ -370,6 +427,10 @@ static int check_item(agent_service *a, const PB(VolumeDesiredState) * d, struct
 		if (rules_hostnqn_check(x->allowed_initiators[i], &e) < 0)
 			return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
 	}
+	if ((code = check_host_auth(x, st)) != GRPC_OK)
+		return code;
+	it->auth = (const PB(HostAuth) *const *)x->host_auth;
+	it->n_auth = x->n_host_auth;
 	it->spec.hosts = x->acl_enabled ? (const char *const *)x->allowed_initiators : NULL;
 	it->spec.n_hosts = x->acl_enabled ? x->n_allowed_initiators : 0;
 	it->spec.exact_hosts = true;
@@ -421,7 +482,8 @@ static int run_batch(agent_service *a, struct item *items, size_t n)
 	qsort(ord, k, sizeof(*ord), by_nqn);
 	int64_t deadline = time_mono_ms() + a->device_wait_ms;
 	for (size_t i = 0; i < k; i++)
-		if (!ord[i]->failed && ord[i]->has_export && prepare_item(a, ord[i], deadline, &st))
+		if (!ord[i]->failed && ord[i]->has_export &&
+		    (write_item_auth(a, ord[i], &st) || prepare_item(a, ord[i], deadline, &st)))
 			fail_item(ord[i], &st);
 	if (a->between_phases)
 		a->between_phases(a->hook_arg);

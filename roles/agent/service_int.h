@@ -29,7 +29,9 @@ struct agent_service {
 	int inflight;
 	struct keylock locks; /* per volume ID; waits (the controller retries the same volume) */
 
-	pthread_mutex_t nv_mu;        /* configfs */
+	pthread_mutex_t nv_mu; /* configfs */
+	int target_auth;       /* 0 not probed, 1 the kernel has target authentication, -1 not;
+	                               * under nv_mu (svc_auth_supported) */
 	pthread_mutex_t reconcile_mu; /* one ReconcileState at a time */
 
 	/* HealthCheck's pool/VG checks exec zpool/lvs: their results are kept for
@@ -95,5 +97,18 @@ int svc_ok(struct grpc_status *st);
 /* A copy of s ("" for NULL) for a response field; NULL when out of memory (the handler then
  * answers grpc_status_oom, grpc/status.h). */
 char *svc_strdup(const char *s);
+
+/* ---- HostAuth (roles/agent/auth.c, docs/authentication.md "Keys") ---------------------------- */
+
+/* INVALID_ARGUMENT naming `<field>.<member>` (never a key's value) when h is malformed: host
+ * NQN, hash, group, a DHHC-1 key (required) and controller key (optional). */
+int svc_auth_check(const PillarCsi__Agent__V1__HostAuth *h, const char *field,
+                   struct grpc_status *st);
+/* Writes h (checked) into its host entry under nv_mu: the code, FAILED_PRECONDITION naming
+ * CONFIG_NVME_TARGET_AUTH on a kernel without target authentication. */
+int svc_auth_write(agent_service *a, const PillarCsi__Agent__V1__HostAuth *h,
+                   struct grpc_status *st);
+/* Whether the kernel has target authentication (probed once, nvmet_host_auth_probe). */
+bool svc_auth_supported(agent_service *a);
 
 #endif

@@ -40,6 +40,20 @@ int nvmet_host_auth_supported(nvmet *nv, const char *hostnqn, struct err *e)
 	return nvmet_fs_exists(nv, attr) ? 1 : 0;
 }
 
+int nvmet_host_auth_probe(nvmet *nv, struct err *e)
+{
+	char rel[NVMET_PATH_MAX];
+	struct err ignored = {0};
+	if (nvmet_fs_rel(rel, "hosts/%s", NVMET_AUTH_PROBE_NQN) < 0)
+		return err_set(e, -ENAMETOOLONG, "nvmet hosts/%s: path too long",
+		               NVMET_AUTH_PROBE_NQN);
+	bool existed = nvmet_fs_exists(nv, rel);
+	int r = nvmet_host_auth_supported(nv, NVMET_AUTH_PROBE_NQN, e);
+	if (!existed)
+		nvmet_fs_rmdir(nv, rel, &ignored); /* best effort: an idle entry admits no one */
+	return r;
+}
+
 static int write_attr(nvmet *nv, const char *host, const char *name, const char *value, bool secret,
                       struct err *e)
 {

@@ -136,6 +136,12 @@ struct nvmet_host_auth {
 /* 1 when the target supports authentication (hosts/<hostnqn> has dhchap_key; the entry is made
  * when missing), 0 when it does not, or a negative errno. */
 int nvmet_host_auth_supported(nvmet *nv, const char *hostnqn, struct err *e);
+/* The host entry the probe below makes (an NQN no initiator of ours uses). */
+#define NVMET_AUTH_PROBE_NQN RULES_NQN_PREFIX "auth-probe"
+/* 1 when the kernel has target authentication, 0 when not, or a negative errno: the entry
+ * hosts/NVMET_AUTH_PROBE_NQN is made, looked at, and removed again unless it was there before.
+ * No subsystem ever admits it. */
+int nvmet_host_auth_probe(nvmet *nv, struct err *e);
 /* Writes dhchap_hash, dhchap_dhgroup, dhchap_key and (when set) dhchap_ctrl_key of
  * hosts/<hostnqn>, making the entry when missing; each write is skipped when satisfied.
  * -EOPNOTSUPP NVMET_AUTH_MISSING_MSG on a kernel without authentication, -EINVAL for a malformed

@@ -656,6 +656,14 @@ cJSON *pbjson_from_message(const ProtobufCMessage *m, unsigned flags)
 
 /* ---- log text --------------------------------------------------------------------------------- */
 
+/* Members that hold secrets: CSI's `secrets` maps and the agent API's DH-HMAC-CHAP keys
+ * (HostAuth, docs/authentication.md). */
+static bool secret_member(const char *name)
+{
+	return name && (!strcmp(name, "secrets") || !strcmp(name, "dhchap_key") ||
+	                !strcmp(name, "dhchap_ctrl_key"));
+}
+
 /* false when out of memory (a secret is then removed, never left in place). */
 static bool strip_secrets(cJSON *j)
 {
@@ -663,11 +671,13 @@ static bool strip_secrets(cJSON *j)
 	bool ok = true;
 	for (cJSON *it = j ? j->child : NULL; it; it = next) {
 		next = it->next;
-		if (it->string && !strcmp(it->string, "secrets")) {
+		if (secret_member(it->string)) {
+			char name[32]; /* it->string goes with the replaced item */
+			snprintf(name, sizeof(name), "%s", it->string);
 			cJSON *s = cJSON_CreateString("***stripped***");
-			if (!s || !cJSON_ReplaceItemInObjectCaseSensitive(j, "secrets", s)) {
+			if (!s || !cJSON_ReplaceItemInObjectCaseSensitive(j, name, s)) {
 				cJSON_Delete(s);
-				cJSON_DeleteItemFromObjectCaseSensitive(j, "secrets");
+				cJSON_DeleteItemFromObjectCaseSensitive(j, name);
 				ok = false;
 			} else if (!s->string) { /* replaced, but the key could not be copied */
 				ok = false;

@@ -11,6 +11,7 @@
 #include "grpc/calllog.h"
 #include "grpc/status.h"
 #include "pbjson/pbjson.h"
+#include "pillar_csi/agent/v1/agent.pb-c.h"
 #include "testutil.h"
 
 static char dir[512];
@@ -79,6 +80,52 @@ START_TEST(test_secrets_stripped)
 	ck_assert_ptr_nonnull(
 	    strstr(t, "\"volume_id\":\"storage-1/nvmeof-tcp/zfs-zvol/tank/pvc-1\""));
 	free(t);
+}
+END_TEST
+
+/* docs/authentication.md "Keys": the agent API's DH-HMAC-CHAP keys are logged as stripped, in
+ * AllowInitiator and in each ReconcileState export; the rest of HostAuth is shown. */
+START_TEST(test_dhchap_keys_stripped)
+{
+	static const char key[] = "DHHC-1:03:aG9zdC1rZXktbWF0ZXJpYWw=:",
+	                  ctrl[] = "DHHC-1:03:Y3RybC1rZXktbWF0ZXJpYWw=:";
+	PillarCsi__Agent__V1__HostAuth a = PILLAR_CSI__AGENT__V1__HOST_AUTH__INIT, *ap[1] = {&a};
+	a.host_nqn = "nqn.2014-08.org.nvmexpress:uuid:1";
+	a.hash = "sha256";
+	a.dhchap_key = (char *)key;
+	a.dhchap_ctrl_key = (char *)ctrl;
+	a.generation = 7;
+	PillarCsi__Agent__V1__AllowInitiatorRequest q =
+	    PILLAR_CSI__AGENT__V1__ALLOW_INITIATOR_REQUEST__INIT;
+	q.initiator_id = a.host_nqn;
+	q.auth = &a;
+	PillarCsi__Agent__V1__ExportDesiredState
+	    x = PILLAR_CSI__AGENT__V1__EXPORT_DESIRED_STATE__INIT,
+	    *xp[1] = {&x};
+	x.n_host_auth = 1;
+	x.host_auth = ap;
+	PillarCsi__Agent__V1__VolumeDesiredState
+	    v = PILLAR_CSI__AGENT__V1__VOLUME_DESIRED_STATE__INIT,
+	    *vp[1] = {&v};
+	v.n_exports = 1;
+	v.exports = xp;
+	PillarCsi__Agent__V1__ReconcileStateRequest r =
+	    PILLAR_CSI__AGENT__V1__RECONCILE_STATE_REQUEST__INIT;
+	r.n_volumes = 1;
+	r.volumes = vp;
+	const ProtobufCMessage *msgs[] = {&q.base, &r.base};
+	for (size_t i = 0; i < 2; i++) {
+		char *t = pbjson_log_text(msgs[i]);
+		ck_assert_ptr_nonnull(t);
+		ck_assert_msg(!strstr(t, "DHHC-1") && !strstr(t, "aG9zdC1r") &&
+		                  !strstr(t, "Y3RybC1r"),
+		              "%s", t);
+		ck_assert_ptr_nonnull(strstr(t, "\"dhchap_key\":\"***stripped***\""));
+		ck_assert_ptr_nonnull(strstr(t, "\"dhchap_ctrl_key\":\"***stripped***\""));
+		ck_assert_ptr_nonnull(
+		    strstr(t, "\"host_nqn\":\"nqn.2014-08.org.nvmexpress:uuid:1\""));
+		free(t);
+	}
 }
 END_TEST
 
@@ -162,6 +209,7 @@ int main(void)
 	TCase *t = tcase_create("calllog");
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_add_test(t, test_secrets_stripped);
+	tcase_add_test(t, test_dhchap_keys_stripped);
 	tcase_add_test(t, test_levels);
 	tcase_add_test(t, test_volume_of_create);
 	suite_add_tcase(s, t);
