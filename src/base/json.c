@@ -236,13 +236,17 @@ static void scan_path(const struct jscan *s, char *buf, size_t cap)
 }
 
 /* The string token whose content starts at p (after its quote): its end (the closing quote) in
- * *end, and its first fault with the fault's offset. */
+ * *end, and its first fault with the fault's offset.  A raw control character is a fault of its
+ * own (RFC 8259 §7: U+0000 to U+001F are escaped inside strings). */
 static enum str_fault scan_string(const char *p, const char *limit, const char **end, size_t *at)
 {
 	const char *q = p;
 	enum str_fault f = STR_OK;
 	while (q < limit && *q != '"') {
-		if (*q == '\\' && q + 1 < limit) {
+		if (!f && (unsigned char)*q < 0x20) {
+			f = *q ? STR_CONTROL : STR_NUL, *at = (size_t)(q - p);
+			q++;
+		} else if (*q == '\\' && q + 1 < limit) {
 			if (!f && q + 5 < limit && !memcmp(q + 1, "u0000", 5))
 				f = STR_NUL, *at = (size_t)(q - p);
 			q += 2;
@@ -257,6 +261,24 @@ static enum str_fault scan_string(const char *p, const char *limit, const char *
 	return f;
 }
 
+/* The offset of the first byte JSON does not allow where it stands (RFC 8259 §2, §7): a control
+ * character inside a string, or one other than tab, LF and CR between tokens — cJSON takes
+ * them for text and whitespace, a NUL byte included.  len when there is none. */
+static size_t first_control(const char *buf, size_t len)
+{
+	bool in_string = false;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)buf[i];
+		if (c < 0x20 && (in_string || (c != '\t' && c != '\n' && c != '\r')))
+			return i;
+		if (in_string && c == '\\')
+			i++;
+		else if (c == '"')
+			in_string = !in_string;
+	}
+	return len;
+}
+
 static void scan_open(struct jscan *s, bool object)
 {
 	if (s->depth < PATH_DEPTH)
@@ -268,10 +290,16 @@ static void scan_open(struct jscan *s, bool object)
 int json_check_strings(const char *buf, size_t len, struct err *e)
 {
 	const char *p = buf, *limit = buf + len;
-	if (str_check(buf, len, NULL) == STR_OK && !memmem(buf, len, "\\u0000", 6))
+	size_t control = first_control(buf, len);
+	if (control == len && str_check(buf, len, NULL) == STR_OK &&
+	    !memmem(buf, len, "\\u0000", 6))
 		return 0;
 	struct jscan s = {.depth = 0};
 	for (; p < limit; p++) {
+		if (p == buf + control) /* between tokens: strings are skipped whole */
+			return err_set(e, -EBADMSG,
+			               "invalid JSON: control character 0x%02x at byte %zu",
+			               (unsigned char)*p, control);
 		struct jframe *top = s.depth && s.depth <= PATH_DEPTH ? &s.f[s.depth - 1] : NULL;
 		switch (*p) {
 		case '{': scan_open(&s, true); break;
@@ -344,24 +372,6 @@ static int parse_value(const char *buf, size_t len, cJSON **out, size_t *at, boo
 	}
 	*out = v;
 	return 0;
-}
-
-/* The offset of the first byte JSON does not allow where it stands (RFC 8259 §2, §7): a control
- * character inside a string, or one other than tab, LF and CR between tokens — cJSON takes
- * them for text and whitespace, a NUL byte included.  len when there is none. */
-static size_t first_control(const char *buf, size_t len)
-{
-	bool in_string = false;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)buf[i];
-		if (c < 0x20 && (in_string || (c != '\t' && c != '\n' && c != '\r')))
-			return i;
-		if (in_string && c == '\\')
-			i++;
-		else if (c == '"')
-			in_string = !in_string;
-	}
-	return len;
 }
 
 int json_parse_value(const char *buf, size_t len, cJSON **out, size_t *at)

@@ -28,17 +28,20 @@
 int json_parse_strict(const char *buf, size_t len, cJSON **out, struct err *e);
 
 /* The same without its messages and without the string check, for a reader that words its own
- * (the agent's configuration file), and stricter: a control character (a NUL byte too) inside a
- * string or between tokens, other than tab, LF and CR, is refused.  0 with *out; -EBADMSG with
+ * (the agent's configuration file): a control character (a NUL byte too) inside a string or
+ * between tokens, other than tab, LF and CR, is refused.  0 with *out; -EBADMSG with
  * *at the offset of the first byte that is not part of the value (the end of the value, or of
  * the text, when it is cut short); -ENOMEM. */
 int json_parse_value(const char *buf, size_t len, cJSON **out, size_t *at);
 
 /* Every string of the JSON text (member names too) is the bytes that were sent: no NUL byte
- * (the escape \u0000, which cJSON would turn into the end of the string) and UTF-8 (RFC 8259
- * §8.1).  The text must be valid JSON (cJSON parsed it); json_parse_strict runs this check.
- * 0, or -EBADMSG with "field spec.pools[0].name contains a NUL byte (byte N)" / "a key of
- * metadata.labels is not valid UTF-8 (byte N)". */
+ * (the escape \u0000, which cJSON would turn into the end of the string), UTF-8 (RFC 8259
+ * §8.1) and no raw control character (U+0000 to U+001F are escaped inside strings, §7); and no
+ * control character stands between tokens other than tab, LF and CR (§2: cJSON skips any as
+ * whitespace).  The text must be valid JSON otherwise (cJSON parsed it); json_parse_strict runs
+ * this check.  0, or -EBADMSG with "field spec.pools[0].name contains a NUL byte (byte N)" /
+ * "a key of metadata.labels is not valid UTF-8 (byte N)" / "field spec.name contains a control
+ * character (byte N)" / "invalid JSON: control character 0x01 at byte N". */
 int json_check_strings(const char *buf, size_t len, struct err *e);
 
 /* json_parse_strict for the answers of a server whose objects are each checked on their own

@@ -61,6 +61,15 @@ const char *str_fault_text(enum str_fault f)
 	case STR_OK: return "";
 	case STR_NUL: return "contains a NUL byte";
 	case STR_UTF8: return "is not valid UTF-8";
+	case STR_CONTROL: return "contains a control character";
 	}
 	return "";
+}
+
+bool str_has_control(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; p && *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return true;
+	return false;
 }

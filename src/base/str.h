@@ -20,15 +20,21 @@ bool str_copy(char *dst, size_t cap, const char *src);
 
 enum str_fault {
 	STR_OK = 0,
-	STR_NUL,  /* holds a NUL byte */
-	STR_UTF8, /* not well-formed UTF-8 */
+	STR_NUL,     /* holds a NUL byte */
+	STR_UTF8,    /* not well-formed UTF-8 */
+	STR_CONTROL, /* holds a control character where text cannot (a name, a JSON string) */
 };
 
 /* The first fault of the n bytes at s, and its byte offset in *at (when not NULL; n when
  * STR_OK). */
 enum str_fault str_check(const char *s, size_t n, size_t *at);
-/* "contains a NUL byte" / "is not valid UTF-8" ("" for STR_OK): the end of a message that
- * names the string ("field volume_id contains a NUL byte"). */
+/* "contains a NUL byte" / "is not valid UTF-8" / "contains a control character" ("" for
+ * STR_OK): the end of a message that names the string ("field volume_id contains a NUL byte"). */
 const char *str_fault_text(enum str_fault f);
+
+/* Whether the C string s holds a control character (U+0001 to U+001F, U+007F): a name, an ID
+ * or a path never does (str_check lets them through, as proto3 and JSON strings may hold
+ * them).  false for NULL. */
+bool str_has_control(const char *s);
 
 #endif

@@ -553,11 +553,24 @@ START_TEST(test_json_strings_as_sent)
 	    {"{\"x\":\"\xff\"}", "field x is not valid UTF-8 (byte 6)"},
 	    {"{\"k\\u00e9\xc3\":1}", "a key of (root) is not valid UTF-8"},
 	    {"{\"x\":\"\\ud800\\udc00\\u0000\"}", "field x contains a NUL byte"},
+	    /* raw control characters: RFC 8259 §7 has them escaped inside strings */
+	    {"{\"spec\":{\"name\":\"a\x01"
+	     "b\"}}",
+	     "field spec.name contains a control character (byte 18)"},
+	    {"{\"a\":[\"x\",\"line\nbreak\"]}", "field a[1] contains a control character"},
+	    {"{\"k\tey\":1}", "a key of (root) contains a control character (byte 3)"},
+	    {"{\"a\":\"\x1f\"}", "field a contains a control character (byte 6)"},
+	    {"{\"a\":\x01\"b\"}", "invalid JSON: control character 0x01 at byte 5"},
+	    {"[1,\x0c"
+	     "2]",
+	     "invalid JSON: control character 0x0c at byte 3"},
 	};
 	static const char *const good[] = {
 	    "{\"x\":\"\\\\u0000\"}", /* a backslash, then the text u0000 */
 	    "{\"x\":\"\\u0001\\u00e9\xc3\xa9\"}",
 	    "{\"x\\\"y\":\"a\\\"\",\"z\":[\"\\u0020\"]}",
+	    "{\"x\":\"a\\nb\\t\\u001f\"}", /* escaped control characters are text */
+	    "{\r\n\t\"x\" : [ 1 ,\n2 ]\n}\n",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		cJSON *v = (cJSON *)1;

@@ -198,6 +198,16 @@ check "the PillarAgent says every record reads again" wait_for 30 \
 check "the repaired volume is exported again" wait_for 30 \
 	test -d "$D/configfs/nvmet/subsystems/$NQN2"
 
+# ---- a record with a raw control byte inside a string: invalid JSON (RFC 8259 §7) ------------
+REC9=$D/store/pillarvolumestates/pvc-9.json
+sed 's/pvc-2/pvc-9/g; s/"pvc-9"/"pvc-9\x01"/' "$D/pvc-2.backup" > "$D/rec" && mv "$D/rec" "$REC9"
+pc get pvst > "$D/get.out" 2> "$D/get.err"
+check "a record holding a raw control byte is an error row naming the field" \
+	grep -q "^pvc-9 .*contains a control character" "$D/get.out"
+check "the readable volumes are still listed beside it" grep -q '^pvc-2 ' "$D/get.out"
+check "the controller still answers" pc call "$CSI" /csi.v1.Identity/Probe
+check "the record with the control byte is left as it was" grep -q "$(printf '\001')" "$REC9"
+
 cleanup
 trap - EXIT
 [ "$failed" -eq 0 ]
