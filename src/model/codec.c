@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "base/str.h"
 #include "model/model.h"
 
 #define AT(obj, off, T)  ((T *)((char *)(obj) + (off)))
@@ -627,6 +628,14 @@ int model_type_decode_strict(const struct model_type *t, const char *text, size_
 	if (r < 0)
 		model_type_clear(t, obj);
 	return r;
+}
+
+int model_names_plain(const void *obj, const struct model_name_field *f, size_t n, struct err *e)
+{
+	for (size_t i = 0; i < n; i++)
+		if (str_has_control(*(char *const *)((const char *)obj + f[i].off)))
+			return err_set(e, -EINVAL, "%s %s", f[i].path, str_fault_text(STR_CONTROL));
+	return 0;
 }
 
 int model_spec_unchanged(const struct model_kind *k, const void *old, const void *obj,

@@ -201,6 +201,15 @@ struct model_head {
 int model_decode(const struct model_kind *k, const void *json, void *obj, struct err *e);
 /* Encodes obj into a new cJSON object (returned as void *; NULL when out of memory). */
 void *model_encode(const struct model_kind *k, const void *obj);
+/* A string member that is a name, an ID or a path (never free text): its path in messages and
+ * its offset in the struct (a char *). */
+struct model_name_field {
+	const char *path;
+	size_t off;
+};
+/* 0, or -EINVAL "<path> contains a control character" for the first of the n members of obj
+ * that holds one (an escape such as \n decodes into a valid JSON string, never a valid name). */
+int model_names_plain(const void *obj, const struct model_name_field *f, size_t n, struct err *e);
 /* An update's check that old and obj (both of kind k) have the same spec: 0, -EINVAL "spec is
  * immutable", or -ENOMEM. */
 int model_spec_unchanged(const struct model_kind *k, const void *old, const void *obj,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "base/str.h"
 #include "model/codec.h"
 
 #define T struct model_fence_mark
@@ -63,13 +64,13 @@ MODEL_TYPE(model_stage_record_type, struct model_stage_record, stage_record_fiel
 
 static bool uid_ok(const char *uid)
 {
-	return uid && uid[0] && strlen(uid) <= MODEL_RECORD_UID_MAX;
+	return uid && uid[0] && strlen(uid) <= MODEL_RECORD_UID_MAX && !str_has_control(uid);
 }
 
 const char *model_fence_mark_check(const struct model_fence_mark *mark)
 {
 	if (!uid_ok(mark->volume_uid))
-		return "volumeUID is not a non-empty string";
+		return "volumeUID is not a non-empty string without control characters";
 	if (!mark->has_generation || mark->generation < 0 ||
 	    (uint64_t)mark->generation > MODEL_FENCE_GENERATION_MAX)
 		return "generation is not an integer in 0..2^53";
@@ -77,6 +78,10 @@ const char *model_fence_mark_check(const struct model_fence_mark *mark)
 		return "ended is not a boolean";
 	if (!mark->has_ended_uids)
 		return "endedUIDs is not an array";
+	for (size_t i = 0; i < mark->ended_uids.n; i++)
+		if (!uid_ok(mark->ended_uids.v[i]))
+			return "endedUIDs holds a UID that is empty, too long or has control "
+			       "characters";
 	return NULL;
 }
 
@@ -106,7 +111,7 @@ static bool is_serial(const char *s)
 const char *model_identity_pin_check(const struct model_identity_pin *pin)
 {
 	if (!uid_ok(pin->volume_uid))
-		return "volumeUID is not a non-empty string";
+		return "volumeUID is not a non-empty string without control characters";
 	if (!pin->has_identity)
 		return "identity is not an object";
 	if (!is_uuid(pin->identity.uuid))
@@ -167,6 +172,29 @@ static bool set(const char *s)
 	return s && s[0];
 }
 
+/* The members of a stage record are names, IDs and paths: none holds a control character.
+ * 0 or -EBADMSG (e). */
+static int stage_record_names_check(const struct model_stage_record *rec, struct err *e)
+{
+#define R struct model_stage_record
+	static const struct model_name_field names[] = {
+	    {"fs_type", offsetof(R, fs_type)},
+	    {"volume_id", offsetof(R, volume_id)},
+	    {"staging_path", offsetof(R, staging_path)},
+	    {"namespace_uuid", offsetof(R, namespace_uuid)},
+	    {"namespace_nguid", offsetof(R, namespace_nguid)},
+	    {"staged_at", offsetof(R, staged_at)},
+	    {"nvmeof.subsys_nqn", offsetof(R, nvmeof.subsys_nqn)},
+	    {"nvmeof.address", offsetof(R, nvmeof.address)},
+	    {"nvmeof.port", offsetof(R, nvmeof.port)},
+	    {"subsys_nqn", offsetof(R, subsys_nqn)},
+	};
+#undef R
+	if (model_names_plain(rec, names, sizeof(names) / sizeof(names[0]), e) < 0)
+		return -EBADMSG;
+	return 0;
+}
+
 /* The rules of a decoded stage record (records.h); rec->legacy set.  0 or -EBADMSG (e). */
 static int stage_record_check(struct model_stage_record *rec, struct err *e)
 {
@@ -176,7 +204,7 @@ static int stage_record_check(struct model_stage_record *rec, struct err *e)
 		if (!set(rec->subsys_nqn))
 			return err_set(e, -EBADMSG, missing, "subsys_nqn");
 		rec->legacy = true;
-		return 0;
+		return stage_record_names_check(rec, e);
 	}
 	if (!set(s = rec->protocol_type))
 		return err_set(e, -EBADMSG, missing, "protocol_type");
@@ -196,7 +224,7 @@ static int stage_record_check(struct model_stage_record *rec, struct err *e)
 		return err_set(e, -EBADMSG, missing, "address");
 	if (!set(rec->nvmeof.port))
 		return err_set(e, -EBADMSG, missing, "port");
-	return 0;
+	return stage_record_names_check(rec, e);
 }
 
 int model_stage_record_read(const char *path, struct model_stage_record *rec, struct err *e)

@@ -89,9 +89,21 @@ int model_psnap_validate(const struct model_psnap *p, struct err *e)
 	    {"agentRef", offsetof(PSNAP, spec.agent_ref)},
 	    {"sourceVolumeID", offsetof(PSNAP, spec.source_volume_id)},
 	};
+	static const struct model_name_field names[] = {
+	    {"spec.snapshotID", offsetof(PSNAP, spec.snapshot_id)},
+	    {"spec.agentSnapshotID", offsetof(PSNAP, spec.agent_snapshot_id)},
+	    {"spec.snapshotName", offsetof(PSNAP, spec.snapshot_name)},
+	    {"spec.agentRef", offsetof(PSNAP, spec.agent_ref)},
+	    {"spec.sourceVolumeID", offsetof(PSNAP, spec.source_volume_id)},
+	    {"spec.snapshotRef.namespace", offsetof(PSNAP, spec.snapshot_ref.ns)},
+	    {"spec.snapshotRef.name", offsetof(PSNAP, spec.snapshot_ref.name)},
+	    {"spec.snapshotRef.contentName", offsetof(PSNAP, spec.snapshot_ref.content_name)},
+	};
 	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++)
 		if (empty(*(char *const *)((const char *)p + required[i].off)))
 			return err_set(e, -EINVAL, "spec.%s is required", required[i].name);
+	if (model_names_plain(p, names, sizeof(names) / sizeof(names[0]), e) < 0)
+		return -EINVAL;
 	const char *b = p->spec.backend_type;
 	if (!b || (strcmp(b, "zfs-zvol") && strcmp(b, "lvm-lv") && strcmp(b, "file")))
 		return err_set(e, -EINVAL, "spec.backendType must be zfs-zvol, lvm-lv or file");

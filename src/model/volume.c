@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base/str.h"
 #include "model/codec.h"
 #include "model/pillar.h"
 
@@ -152,8 +153,23 @@ int model_pvst_validate(const struct model_pvst *p, struct err *e)
 	static const char *const phases[] = {
 	    "Provisioning",     "CreatePartial", "Ready",         "ControllerPublished",
 	    "NodeStagePartial", "NodeStaged",    "NodePublished", NULL};
+#define PVST struct model_pvst
+	static const struct model_name_field names[] = {
+	    {"spec.volumeID", offsetof(PVST, spec.volume_id)},
+	    {"spec.agentVolumeID", offsetof(PVST, spec.agent_volume_id)},
+	    {"spec.agentRef", offsetof(PVST, spec.agent_ref)},
+	    {"spec.claimRef.uid", offsetof(PVST, spec.claim_ref.uid)},
+	    {"spec.claimRef.namespace", offsetof(PVST, spec.claim_ref.ns)},
+	    {"spec.claimRef.name", offsetof(PVST, spec.claim_ref.name)},
+	    {"spec.contentSource.snapshotID", offsetof(PVST, spec.content_source.snapshot_id)},
+	    {"spec.contentSource.volumeID", offsetof(PVST, spec.content_source.volume_id)},
+	    {"status.backendDevicePath", offsetof(PVST, status.backend_device_path)},
+	};
+#undef PVST
+	if (model_names_plain(p, names, sizeof(names) / sizeof(names[0]), e) < 0)
+		return -EINVAL;
 	if (p->spec.backend_type && !in(p->spec.backend_type, backends))
-		return err_set(e, -EINVAL, "spec.backendType must be zfs-zvol or lvm-lv");
+		return err_set(e, -EINVAL, "spec.backendType must be zfs-zvol, lvm-lv or file");
 	if (p->spec.protocol_type && strcmp(p->spec.protocol_type, "nvmeof-tcp"))
 		return err_set(e, -EINVAL, "spec.protocolType must be nvmeof-tcp");
 	if (p->spec.has_claim_ref && (!p->spec.claim_ref.uid || !*p->spec.claim_ref.uid))
@@ -168,9 +184,15 @@ int model_pvst_validate(const struct model_pvst *p, struct err *e)
 		               p->status.phase);
 	if (p->status.has_export_spec && export_spec_check(&p->status.export_spec, e) < 0)
 		return -EINVAL;
-	for (size_t i = 0; i < p->status.n_published; i++)
-		if (!p->status.published[i].node_id || !*p->status.published[i].node_id)
+	for (size_t i = 0; i < p->status.n_published; i++) {
+		const char *node = p->status.published[i].node_id;
+		if (!node || !*node)
 			return err_set(e, -EINVAL, "status.publishedNodes[%zu].nodeID is required",
 			               i);
+		if (str_has_control(node))
+			return err_set(
+			    e, -EINVAL,
+			    "status.publishedNodes[%zu].nodeID contains a control character", i);
+	}
 	return 0;
 }

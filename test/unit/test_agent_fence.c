@@ -134,18 +134,20 @@ END_TEST
 START_TEST(test_corrupt_marks)
 {
 	static const char *const bad[] = {
-	    "",
-	    "{",
-	    "{\"volumeUID\":\"" U1 "\",\"generation\":7,\"ended\":false}",
+	    "", "{", "{\"volumeUID\":\"" U1 "\",\"generation\":7,\"ended\":false}",
 	    "{\"volumeUID\":\"" U1 "\",\"generation\":1.5,\"ended\":false,\"endedUIDs\":[]}",
 	    "{\"volumeUID\":\"" U1 "\",\"generation\":-1,\"ended\":false,\"endedUIDs\":[]}",
 	    "{\"volumeUID\":\"" U1
 	    "\",\"generation\":9007199254740994,\"ended\":false,\"endedUIDs\":[]}",
 	    "{\"volumeUID\":\"" U1 "\",\"generation\":\"7\",\"ended\":false,\"endedUIDs\":[]}",
-	    "{\"volumeUID\":\"\",\"generation\":7,\"ended\":false,\"endedUIDs\":[]}",
-	    "[]",
+	    "{\"volumeUID\":\"\",\"generation\":7,\"ended\":false,\"endedUIDs\":[]}", "[]",
 	    "{\"volumeUID\":\"" U1 "\",\"generation\":7,\"ended\":0,\"endedUIDs\":[]}",
-	    "{\"volumeUID\":\"" U1 "\",\"generation\":7,\"ended\":false,\"endedUIDs\":[1]}"};
+	    "{\"volumeUID\":\"" U1 "\",\"generation\":7,\"ended\":false,\"endedUIDs\":[1]}",
+	    /* a UID never holds a control character, raw (invalid JSON) or escaped */
+	    "{\"volumeUID\":\"" U1 "\\n\",\"generation\":7,\"ended\":false,\"endedUIDs\":[]}",
+	    "{\"volumeUID\":\"" U1 "\x01\",\"generation\":7,\"ended\":false,\"endedUIDs\":[]}",
+	    "{\"volumeUID\":\"" U1
+	    "\",\"generation\":7,\"ended\":false,\"endedUIDs\":[\"a\\u0007\"]}"};
 	char want[PATH_MAX];
 	snprintf(want, sizeof(want), "corrupt fencing mark %s/" MARK ": ", sd);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

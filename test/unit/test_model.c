@@ -463,13 +463,21 @@ static const struct vcase pvst_cases[] = {
      "status.exportSpec.port must be between 0 and 65535"},
     {ES_("{\"bindAddress\":\"a\",\"aclEnabled\":true,\"inCapsuleDataSize\":1000}"),
      "status.exportSpec.inCapsuleDataSize must be at least 1024"},
-    {"{\"spec\":{\"backendType\":\"ceph\"}}", "spec.backendType must be zfs-zvol or lvm-lv"},
+    {"{\"spec\":{\"backendType\":\"ceph\"}}", "spec.backendType must be zfs-zvol, lvm-lv or file"},
     {"{\"spec\":{\"protocolType\":\"iscsi\"}}", "spec.protocolType must be nvmeof-tcp"},
     {"{\"spec\":{\"claimRef\":{\"name\":\"x\"}}}", "spec.claimRef.uid is required"},
     {"{\"status\":{\"phase\":\"Gone\"}}", "status.phase \"Gone\" is not a known phase"},
     {"{\"status\":{\"phase\":\"NodeStaged\"}}", ""},
     {"{\"status\":{\"publishedNodes\":[{\"nodeID\":\"\"}]}}",
      "status.publishedNodes[0].nodeID is required"},
+    /* names, IDs and paths: an escaped control character is valid JSON, never a valid name */
+    {"{\"spec\":{\"volumeID\":\"pvc-1\\n\"}}", "spec.volumeID contains a control character"},
+    {"{\"spec\":{\"contentSource\":{\"snapshotID\":\"s\\u0001\"}}}",
+     "spec.contentSource.snapshotID contains a control character"},
+    {"{\"status\":{\"backendDevicePath\":\"/dev/zvol/t\\u007f\"}}",
+     "status.backendDevicePath contains a control character"},
+    {"{\"status\":{\"publishedNodes\":[{\"nodeID\":\"n\\t1\"}]}}",
+     "status.publishedNodes[0].nodeID contains a control character"},
 };
 
 START_TEST(test_validate_pvst)

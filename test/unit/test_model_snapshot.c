@@ -76,6 +76,14 @@ START_TEST(test_validate)
 	        "spec.backendType must be zfs-zvol, lvm-lv or file");
 	refused("{" PSNAP_SPEC ",\"status\":{\"fencingGeneration\":-3}}",
 	        "status.fencingGeneration must be at least 0");
+	/* IDs and names: an escaped control character is valid JSON, never a valid ID */
+	refused("{\"spec\":{\"snapshotID\":\"a\\n\",\"agentSnapshotID\":\"p/n\",\"agentRef\":\"s\","
+	        "\"sourceVolumeID\":\"v\",\"backendType\":\"file\"}}",
+	        "spec.snapshotID contains a control character");
+	refused(
+	    "{\"spec\":{\"snapshotID\":\"a\",\"agentSnapshotID\":\"p/\\u001b\",\"agentRef\":\"s\","
+	    "\"sourceVolumeID\":\"v\",\"backendType\":\"file\"}}",
+	    "spec.agentSnapshotID contains a control character");
 }
 END_TEST
 

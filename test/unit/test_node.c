@@ -537,6 +537,13 @@ START_TEST(test_records_legacy_corrupt_and_sweep)
 	tu_write(v.state, name, "{\"protocol_type\":\"nvmeof-tcp\",\"access_type\":\"block\"}");
 	ck_assert_int_eq(stage(&v, &s, &st), GRPC_INTERNAL);
 	ck_assert_ptr_nonnull(strstr(st.msg, "\"nvmeof\" is missing or not an object"));
+	/* a path never holds a control character, not even an escaped one */
+	tu_write(v.state, name,
+	         "{\"protocol_type\":\"nvmeof-tcp\",\"access_type\":\"block\",\"nvmeof\":"
+	         "{\"subsys_nqn\":\"n\",\"address\":\"a\",\"port\":\"1\"},"
+	         "\"staging_path\":\"/x\\n/y\"}");
+	ck_assert_int_eq(unstage(&v, VOL, &st), GRPC_INTERNAL);
+	ck_assert_ptr_nonnull(strstr(st.msg, "staging_path contains a control character"));
 	/* sweep: a record whose staging directory is gone is deleted */
 	char body[16384];
 	snprintf(body, sizeof(body),
