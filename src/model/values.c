@@ -424,6 +424,12 @@ int model_list(store *s, const struct model_kind *k, const char *ns, const char 
 	if (!sk)
 		return unknown_kind(k, e);
 	int r = store_list_each(s, sk, ns, selector, list_one, &l, list_rv, e);
+	for (int again = 0; r == STORE_EXPIRED && again < 3; again++) {
+		model_list_free(k, l.v, l.n); /* expired while it was taken: take it again */
+		l.v = NULL;
+		l.n = l.cap = 0;
+		r = store_list_each(s, sk, ns, selector, list_one, &l, list_rv, e);
+	}
 	if (r < 0) {
 		model_list_free(k, l.v, l.n);
 		return r;

@@ -228,7 +228,7 @@ static void drop_map(struct cache_kind *m)
 /* Lists the kind into the map; 0 or a negative code.  The list is taken one object at a time
  * (store_list_each) into a new map of compact texts, which replaces the old one under the lock:
  * the kind's objects are never all held as trees at once (the peak memory of a start or a
- * relist). */
+ * relist).  A list that expired while it was taken (STORE_EXPIRED) is taken again at once. */
 static int relist(struct cache_kind *ck)
 {
 	struct cache_store *s = ck->s;
@@ -236,6 +236,10 @@ static int relist(struct cache_kind *ck)
 	uint64_t rv = 0;
 	struct err e = {0};
 	int rc = store_list_each(s->b, ck->k, NULL, NULL, relist_one, &fresh, &rv, &e);
+	for (int again = 0; rc == STORE_EXPIRED && again < 3; again++) {
+		drop_map(&fresh); /* a list that expired while it was taken: take it again */
+		rc = store_list_each(s->b, ck->k, NULL, NULL, relist_one, &fresh, &rv, &e);
+	}
 	if (rc < 0) {
 		drop_map(&fresh);
 		log_warnf("store cache: listing %s: %s", ck->k->plural,

@@ -100,39 +100,46 @@ static int k_get(store *st, const struct store_kind *k, const char *ns, const ch
 	return 0;
 }
 
-/* Appends the items of one page to arr; the page's continue token into cont ("" at the end). */
-static int take_page(cJSON *page, const struct store_kind *k, cJSON *arr, uint64_t *rv, char *cont,
-                     size_t cap)
+/* The page's continue token into cont ("" at the end) and its resourceVersion into *rv. */
+static void page_meta(const cJSON *page, uint64_t *rv, char *cont, size_t cap)
 {
-	cJSON *items = cJSON_DetachItemFromObjectCaseSensitive(page, "items");
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(page, "metadata");
 	const cJSON *c = cJSON_GetObjectItemCaseSensitive(md, "continue");
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
-	cJSON *it;
 	snprintf(cont, cap, "%s", cJSON_IsString(c) ? c->valuestring : "");
 	if (cJSON_IsString(v))
 		*rv = strtoull(v->valuestring, NULL, 10);
-	while (items && (it = cJSON_DetachItemViaPointer(items, items->child)) != NULL) {
-		kube_store_typed(it, k);
-		cJSON_AddItemToArray(arr, it);
-	}
-	cJSON_Delete(items);
-	return 0;
 }
 
-/* Every page of a list; a continue token that expired restarts the list (as client-go's
- * pager falls back to a full list). */
-static int list_pages(struct kube_store *s, const struct store_kind *k, const char *ns,
-                      const char *selector, cJSON **out, uint64_t *rv, struct err *e)
+/* Hands each item of one page to fn (typed), freeing each after fn returned: the page's items
+ * are freed one by one as the walk goes, so a page's tree shrinks while it is walked. */
+static int walk_page(cJSON *page, const struct store_kind *k, store_each_fn fn, void *arg)
+{
+	cJSON *items = cJSON_GetObjectItemCaseSensitive(page, "items"), *it;
+	int r = 0;
+	while (r == 0 && items && (it = cJSON_DetachItemViaPointer(items, items->child)) != NULL) {
+		kube_store_typed(it, k);
+		r = fn(it, arg);
+		cJSON_Delete(it);
+	}
+	return r;
+}
+
+/* Every page of a list, each page's objects handed to fn as it arrives: at most one page is
+ * held at a time.  The list's version is the first page's (the later pages continue it).  A
+ * continue token that expired (410 Expired: the version was compacted while the list was
+ * taken) cannot be continued consistently, and what fn was already given cannot be taken
+ * back: STORE_EXPIRED, and the caller lists again (as client-go's reflector relists). */
+static int each_page(struct kube_store *s, const struct store_kind *k, const char *ns,
+                     const char *selector, store_each_fn fn, void *arg, uint64_t *list_rv,
+                     struct err *e)
 {
 	struct kube_store_res res;
 	struct kube_status ks;
 	char cont[4096] = "";
-	int restarts = 0;
+	uint64_t rv = 0, first_rv = 0;
+	bool first = true;
 	kube_store_resource(k, &res);
-	*out = cJSON_CreateArray();
-	if (!*out)
-		return err_set(e, -ENOMEM, "out of memory");
 	for (;;) {
 		struct kube_list_opts lo = {.label_selector =
 		                                selector && *selector ? selector : NULL,
@@ -140,35 +147,85 @@ static int list_pages(struct kube_store *s, const struct store_kind *k, const ch
 		                            .continue_token = cont[0] ? cont : NULL};
 		cJSON *page = NULL;
 		int rc = kube_list(s->kc, &res.r, ns, &lo, &page, &ks);
-		if (rc == -ERANGE && cont[0] && restarts++ < 3) {
-			cJSON_Delete(*out);
-			*out = cJSON_CreateArray();
-			cont[0] = '\0';
-			if (*out)
-				continue;
-			return err_set(e, -ENOMEM, "out of memory");
-		}
 		if (rc < 0) {
-			cJSON_Delete(*out);
-			*out = NULL;
-			return kube_store_fail(rc, &ks, e);
+			rc = kube_store_fail(rc, &ks, e);
+			if (rc == STORE_EXPIRED && cont[0])
+				err_prefix(e, "listing %s: list again", k->plural);
+			return rc;
 		}
-		take_page(page, k, *out, rv, cont, sizeof(cont));
+		page_meta(page, &rv, cont, sizeof(cont));
+		if (first)
+			first_rv = rv;
+		first = false;
+		rc = walk_page(page, k, fn, arg);
 		cJSON_Delete(page);
+		if (rc < 0)
+			return rc;
 		if (!cont[0])
-			return 0;
+			break;
 	}
+	if (list_rv)
+		*list_rv = first_rv;
+	return 0;
+}
+
+static int add_item(cJSON *obj, void *arr)
+{
+	cJSON *d = cJSON_Duplicate(obj, 1);
+	return d && cJSON_AddItemToArray(arr, d) ? 0 : (cJSON_Delete(d), -ENOMEM);
+}
+
+/* Every page of a list into one array; a continue token that expired restarts the list (as
+ * client-go's pager falls back to a full list). */
+static int list_pages(struct kube_store *s, const struct store_kind *k, const char *ns,
+                      const char *selector, cJSON **out, uint64_t *rv, struct err *e)
+{
+	for (int restarts = 0;; restarts++) {
+		if (!(*out = cJSON_CreateArray()))
+			return err_set(e, -ENOMEM, "out of memory");
+		int rc = each_page(s, k, ns, selector, add_item, *out, rv, e);
+		if (rc == 0)
+			return 0;
+		cJSON_Delete(*out);
+		*out = NULL;
+		if (rc == -ENOMEM)
+			return err_set(e, rc, "out of memory");
+		if (rc != STORE_EXPIRED || restarts >= 3)
+			return rc;
+	}
+}
+
+/* The checks every list makes before a request: target, and the selector with the dir
+ * store's rules and messages. */
+static int check_list(const struct store_kind *k, const char *ns, const char *selector,
+                      struct err *e)
+{
+	if (check_target(k, ns, NULL, e) < 0)
+		return STORE_INVALID;
+	if (selector && store_selector_match(selector, NULL, e) < 0)
+		return STORE_INVALID;
+	return 0;
+}
+
+static int k_list_each(store *st, const struct store_kind *k, const char *ns, const char *selector,
+                       store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+{
+	struct err local = {0};
+	if (check_list(k, ns, selector, e ? e : &local) < 0)
+		return STORE_INVALID;
+	return each_page((struct kube_store *)st, k, ns, selector, fn, arg, list_rv,
+	                 e ? e : &local);
 }
 
 static int k_list(store *st, const struct store_kind *k, const char *ns, const char *selector,
                   cJSON **items, uint64_t *list_rv, struct err *e)
 {
 	uint64_t rv = 0;
+	struct err local = {0};
 	*items = NULL;
-	if (check_target(k, ns, NULL, e) < 0)
-		return STORE_INVALID;
-	/* the selector is checked here, with the dir store's rules and messages */
-	if (selector && store_selector_match(selector, NULL, e) < 0)
+	if (!e)
+		e = &local;
+	if (check_list(k, ns, selector, e) < 0)
 		return STORE_INVALID;
 	int rc = list_pages((struct kube_store *)st, k, ns, selector, items, &rv, e);
 	if (rc == 0 && list_rv)
@@ -303,6 +360,7 @@ static void k_close(store *st)
 static const struct store_ops kube_ops = {
     .get = k_get,
     .list = k_list,
+    .list_each = k_list_each,
     .create = k_create,
     .update = k_update,
     .update_status = k_update_status,

@@ -116,7 +116,11 @@ int store_list(store *s, const struct store_kind *k, const char *ns, const char 
                cJSON **items, uint64_t *list_rv, struct err *e);
 /* store_list's objects one at a time, in the same order, without holding them all: a store
  * that keeps objects compact (the caches) hands each to fn as a tree of its own, freed after
- * fn returns.  0, a store error, or fn's error. */
+ * fn returns; the kube store hands out each page's objects as the page arrives (one page held
+ * at a time).  A list the store could not finish consistently (the kube store's continue token
+ * expired between pages: the version was compacted meanwhile) returns STORE_EXPIRED after fn
+ * saw part of it: the caller drops what it made of those and lists again.  0, a store error,
+ * or fn's error. */
 int store_list_each(store *s, const struct store_kind *k, const char *ns, const char *selector,
                     store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
 /* store_list_each, asking skip first: a caller that kept what it made of an object's version
@@ -236,7 +240,8 @@ int store_open_url(const char *url, bool owner, store **out, struct err *e);
 
 /* The API server as the store (store/kube.c): the kubeconfig at o->kubeconfig or the
  * in-cluster configuration (kube/config.h), one client connection, o's rate limits.  Each
- * get/create/update/delete is one API request, list is one per 500 objects; watches resume
+ * get/create/update/delete is one API request, list is one per 500 objects (limit/continue,
+ * store_list_each holding one page at a time); watches resume
  * across the server's stream ends.  Errors carry the server's Kubernetes reason and message;
  * names and label selectors are checked locally first with the dir store's messages.
  * Unconditional updates (no metadata.resourceVersion) read the current version and retry on

@@ -334,6 +334,13 @@ static int list_count(const char *sel, char *names, size_t cap)
 	return n;
 }
 
+static int append_name(cJSON *obj, void *arg)
+{
+	strcat(arg, store_meta_str(obj, "name"));
+	strcat(arg, " ");
+	return 0;
+}
+
 START_TEST(test_list_selectors_and_pages)
 {
 	char names[256];
@@ -345,6 +352,21 @@ START_TEST(test_list_selectors_and_pages)
 	/* the kube store of this suite lists 2 objects per request: 3 pages */
 	ck_assert_int_eq(list_count(NULL, names, sizeof(names)), 5);
 	ck_assert_str_eq(names, "pvc-a pvc-b pvc-c pvc-d pvc-e ");
+	/* the same list one object at a time (on the kube store: one page at a time) */
+	uint64_t each_rv = 0, list_rv = 0;
+	names[0] = '\0';
+	ck_assert_int_eq(
+	    store_list_each(st, K("pvst"), NULL, NULL, append_name, names, &each_rv, NULL), 0);
+	ck_assert_str_eq(names, "pvc-a pvc-b pvc-c pvc-d pvc-e ");
+	names[0] = '\0';
+	ck_assert_int_eq(store_list_each(st, K("pvst"), NULL, "pillar-csi.bhyoo.com/agent=a",
+	                                 append_name, names, NULL, NULL),
+	                 0);
+	ck_assert_str_eq(names, "pvc-a pvc-c pvc-e ");
+	cJSON *all = NULL;
+	ck_assert_int_eq(store_list(st, K("pvst"), NULL, NULL, &all, &list_rv, NULL), 0);
+	cJSON_Delete(all);
+	ck_assert_uint_eq(each_rv, list_rv);
 	ck_assert_int_eq(list_count("pillar-csi.bhyoo.com/agent=a", names, sizeof(names)), 3);
 	ck_assert_str_eq(names, "pvc-a pvc-c pvc-e ");
 	ck_assert_int_eq(list_count("pillar-csi.bhyoo.com/agent==b", names, sizeof(names)), 1);

@@ -1,7 +1,8 @@
 /* The kube store's watches (store/kube_watch.c) against an in-process HTTPS/HTTP/2 server
  * (kube_fake.h) that is slow to answer a watch: neither a watch still opening nor one reopening
  * after the server ended its stream may hold store_watch_open, store_watch_next past its
- * timeout, or store_watch_close (a stopping controller waited up to the 30 s request timeout). */
+ * timeout, or store_watch_close (a stopping controller waited up to the 30 s request timeout).
+ * Its lists: one page at a time, and a continue token that expired (recorded answers). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -40,9 +41,43 @@ static const char pvst_list[] =
     "\"metadata\":{\"name\":\"pvc-good\",\"resourceVersion\":\"11\"},"
     "\"spec\":{\"capacityBytes\":1048576}}]}";
 
+#define PA_LIST "/apis/pillar-csi.bhyoo.com/v1alpha1/pillaragents?limit=1"
+
+/* The recorded pages of a list of four PillarAgents, one per page (03a-03d), each page's
+ * continue token naming the next; with expire_next set the next continue is answered as after
+ * a compaction (07l: 410 Expired with an inconsistent continue token), once. */
+static const char *const pa_pages[] = {
+    "03a-pa-list-limit1-page1.json", "03b-pa-list-limit1-page2.json",
+    "03c-pa-list-limit1-page3.json", "03d-pa-list-limit1-page4.json"};
+static bool expire_next;
+
+static bool paged_list(const struct kf_req *rq, struct kf_resp *resp)
+{
+	if (strcmp(rq->method, "GET") || strncmp(rq->path, PA_LIST, strlen(PA_LIST)))
+		return false;
+	for (size_t i = 0; i < sizeof(pa_pages) / sizeof(pa_pages[0]); i++) {
+		char *path = kf_transcript_request(pa_pages[i], "path");
+		bool same = !strcmp(path, rq->path);
+		free(path);
+		if (!same)
+			continue;
+		pthread_mutex_lock(&mu);
+		bool expire = i > 0 && expire_next;
+		expire_next = expire_next && !expire;
+		pthread_mutex_unlock(&mu);
+		kf_resp_transcript(resp, expire ? "07l-pa-list-continue-after-compaction.json"
+		                                : pa_pages[i]);
+		return true;
+	}
+	resp->status = 404;
+	return true;
+}
+
 static void handler(void *arg, const struct kf_req *rq, struct kf_resp *resp)
 {
 	(void)arg;
+	if (paged_list(rq, resp))
+		return;
 	if (!strcmp(rq->method, "GET") && !strncmp(rq->path, PVST_LIST, strlen(PVST_LIST)) &&
 	    !strstr(rq->path, "watch=")) {
 		resp->status = 200;
@@ -71,10 +106,10 @@ static int watch_requests(void)
 	return n;
 }
 
-static void open_store(bool ends)
+static void open_paged(bool ends, int page)
 {
 	char path[400];
-	struct store_open_opts o = {.qps = -1};
+	struct store_open_opts o = {.qps = -1, .list_page = page};
 	struct err e = {0};
 	first_ends = ends;
 	watches = 0;
@@ -84,6 +119,11 @@ static void open_store(bool ends)
 	kf_kubeconfig(srv, &certs, "t0ken", path);
 	o.kubeconfig = path;
 	ck_assert_msg(store_kube_open(&o, &st, &e) == 0, "%s", e.msg);
+}
+
+static void open_store(bool ends)
+{
+	open_paged(ends, 0);
 }
 
 static void close_store(void)
@@ -205,6 +245,74 @@ START_TEST(test_undecodable_object_reported)
 }
 END_TEST
 
+struct seen {
+	char names[256];
+	size_t requests[8]; /* requests served when each object was handed out */
+	int n;
+};
+
+static int note_object(cJSON *obj, void *arg)
+{
+	struct seen *x = arg;
+	ck_assert_str_eq(cJSON_GetObjectItem(obj, "kind")->valuestring, "PillarAgent");
+	strncat(x->names, store_meta_str(obj, "name"), sizeof(x->names) - strlen(x->names) - 2);
+	strcat(x->names, " ");
+	if (x->n < 8)
+		x->requests[x->n] = kf_requests(srv);
+	x->n++;
+	return 0;
+}
+
+/* store_list_each on the kube store hands out each page's objects before it asks for the next
+ * page (one page held at a time), in list order, with the list's version. */
+START_TEST(test_list_each_streams_pages)
+{
+	struct seen x = {0};
+	struct err e = {0};
+	uint64_t rv = 0;
+	open_paged(false, 1);
+	int r = store_list_each(st, store_kind_lookup("PillarAgent"), NULL, NULL, note_object, &x,
+	                        &rv, &e);
+	ck_assert_msg(r == 0, "%s", e.msg);
+	ck_assert_str_eq(x.names, "external-1 storage-1 storage-2 storage-3 ");
+	ck_assert_uint_eq(rv, 249);
+	for (int i = 0; i < 4; i++)
+		ck_assert_uint_eq(x.requests[i], (size_t)i + 1);
+	ck_assert_uint_eq(kf_requests(srv), 4);
+	close_store();
+}
+END_TEST
+
+/* A continue token that expired between pages: store_list_each cannot take back what it
+ * handed out, so it says STORE_EXPIRED (list again); store_list starts the list over. */
+START_TEST(test_list_continue_expired)
+{
+	struct seen x = {0};
+	struct err e = {0};
+	cJSON *items = NULL;
+	uint64_t rv = 0;
+	open_paged(false, 1);
+	expire_next = true;
+	int r = store_list_each(st, store_kind_lookup("PillarAgent"), NULL, NULL, note_object, &x,
+	                        &rv, &e);
+	ck_assert_int_eq(r, STORE_EXPIRED);
+	ck_assert_str_eq(x.names, "external-1 ");
+	ck_assert_msg(strstr(e.msg, "listing pillaragents: list again: The provided continue "
+	                            "parameter is too old"),
+	              "%s", e.msg);
+	expire_next = true;
+	memset(&e, 0, sizeof(e));
+	r = store_list(st, store_kind_lookup("PillarAgent"), NULL, NULL, &items, &rv, &e);
+	ck_assert_msg(r == 0, "%s", e.msg);
+	ck_assert_int_eq(cJSON_GetArraySize(items), 4);
+	ck_assert_uint_eq(rv, 249);
+	cJSON_Delete(items);
+	/* 2 for the expired list_each, 2 up to the expiry, 4 for the list taken again */
+	ck_assert_uint_eq(kf_requests(srv), 8);
+	close_store();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("store kube");
@@ -213,6 +321,8 @@ static Suite *suite(void)
 	tcase_add_test(t, test_watch_opening_does_not_block);
 	tcase_add_test(t, test_watch_reopening_close_wakes_waiter);
 	tcase_add_test(t, test_undecodable_object_reported);
+	tcase_add_test(t, test_list_each_streams_pages);
+	tcase_add_test(t, test_list_continue_expired);
 	suite_add_tcase(s, t);
 	return s;
 }

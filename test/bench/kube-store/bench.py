@@ -48,6 +48,82 @@ def requests(log):
     return [(m, p) for _, m, p in logged(log)]
 
 
+def all_logged(log):
+    """Every request in the server's log, watches included: (method, path) pairs."""
+    try:
+        with open(log) as f:
+            rows = [line.split(" ", 2) for line in f.read().splitlines()]
+    except OSError:
+        return []
+    return [(r[1], r[2]) for r in rows if len(r) == 3]
+
+
+def verb(method, path):
+    """The Kubernetes verb of a request (as the API server's audit log names it)."""
+    q = path.split("?", 1)
+    if "watch=1" in path or "watch=true" in path:
+        return "watch"
+    if method == "GET":
+        # /apis/G/V/[namespaces/NS/]PLURAL is a collection; one more segment is an object
+        segs = q[0].strip("/").split("/")
+        segs = segs[2:] if segs[0] == "api" else segs[3:]
+        if segs and segs[0] == "namespaces" and len(segs) > 2:
+            segs = segs[2:]
+        return "list" if len(segs) == 1 else "get"
+    return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(
+        method, method.lower())
+
+
+def by_verb(reqs):
+    """"list 2, get 1, watch 4": the requests counted by verb."""
+    n = {}
+    for m, p in reqs:
+        v = verb(m, p)
+        n[v] = n.get(v, 0) + 1
+    return ", ".join("%s %d" % (v, c) for v, c in sorted(n.items(), key=lambda kv: -kv[1])) or "none"
+
+
+def probe_ready(sock):
+    """True when the controller's CSI Probe answers ready."""
+    try:
+        ch = cs.grpc.insecure_channel("unix://" + sock)
+        r = cs.csig.IdentityStub(ch).Probe(cs.csi.ProbeRequest(), timeout=2)
+        ch.close()
+        return r.ready.value
+    except cs.grpc.RpcError:
+        return False
+
+
+def restart(env, log, n):
+    """The controller stopped and started again on the kube store with n volumes: seconds from
+    its start to a ready CSI Probe, its peak resident memory (VmHWM) once it has taken up every
+    object (the API server quiet), and the API requests of the restart by verb."""
+    env.procs.stop("controller")
+    before = len(all_logged(log))
+    t0 = time.monotonic()
+    if not env.start_controller():
+        raise SystemExit("the controller did not start again")
+    if not cs.wait_for(lambda: probe_ready(env.sock), 120):
+        raise SystemExit("the restarted controller's Probe never answered ready")
+    ready = time.monotonic() - t0
+    pid = env.procs.live["controller"].pid
+    last, end = -1, time.monotonic() + 120
+    while time.monotonic() < end:  # quiet: the steady state's few requests a second
+        time.sleep(3)
+        now = len(requests(log))
+        if now - last <= 3 * 3:
+            break
+        last = now
+    peak = proc_rss_kib(pid, "VmHWM") / 1024.0
+    reqs = all_logged(log)[before:]
+    print("controller restart with %d volumes on the kube store: Probe ready in %.2f s, peak "
+          "RSS (VmHWM) %.1f MiB once quiet (goal <= 16 MiB: %s), resident %.1f MiB; %d API "
+          "requests (%s); load average %.2f" % (
+              n, ready, peak, "met" if peak <= 16 else "NOT met", proc_rss_kib(pid) / 1024.0,
+              len(reqs), by_verb(reqs), os.getloadavg()[0]), flush=True)
+    return pid
+
+
 def main():
     base, n, passes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     log = os.path.join(base, "requests.log")
@@ -135,6 +211,7 @@ def run(env, log, n, passes, c_url, token, ca):
     print("controller resident memory with %d volumes on the kube store: %s, median of 3 "
           "(min–max) 2 s apart; load average %.2f" % (
               n, _cb.fig(rss, " MiB", "%.1f"), os.getloadavg()[0]))
+    restart(env, log, n)
 
 
 if __name__ == "__main__":
