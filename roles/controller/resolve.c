@@ -455,7 +455,7 @@ static int ctx_list(struct model_map *ctx, const char *key, const struct model_s
 	return r;
 }
 
-/* The nvmeofTcp tunables the node reads, and the filesystem. */
+/* The nvmeofTcp tunables the node reads, the authentication mode, and the filesystem. */
 static int ctx_settings(struct model_map *ctx, const struct model_resolved *res)
 {
 	const struct model_nvmeof_tcp *n = &res->protocol.nvmeof_tcp;
@@ -465,6 +465,11 @@ static int ctx_settings(struct model_map *ctx, const struct model_resolved *res)
 		if (t->ctx_key && *(const bool *)((const char *)n + t->has_off))
 			r = ctx_int(ctx, t->ctx_key, *(const int64_t *)((const char *)n + t->off));
 	}
+	if (r == 0 && n->has_dhchap) /* the mode only: the node connects with its own secrets */
+		r = model_map_set(ctx, RULES_CTX_DHCHAP,
+		                  model_dhchap_bidirectional(&n->dhchap)
+		                      ? RULES_CTX_DHCHAP_BIDIRECTIONAL
+		                      : RULES_CTX_DHCHAP_UNIDIRECTIONAL);
 	if (r < 0 || !res->has_filesystem)
 		return r;
 	const struct model_filesystem *fs = &res->filesystem;

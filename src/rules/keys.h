@@ -45,5 +45,11 @@
 #define RULES_CTX_FS_TYPE         RULES_KEY_PREFIX "fs-type"
 #define RULES_CTX_MKFS_OPTIONS    RULES_KEY_PREFIX "mkfs-options"
 #define RULES_CTX_MOUNT_OPTIONS   RULES_KEY_PREFIX "mount-options"
+/* NVMe in-band authentication (docs/authentication.md): absent when the volume's protocol has
+ * no nvmeofTcp.dhchap; else "bidirectional" or "unidirectional" (the host's secret only).  The
+ * node connects with its own secrets; the context never carries one. */
+#define RULES_CTX_DHCHAP                RULES_KEY_PREFIX "dhchap"
+#define RULES_CTX_DHCHAP_BIDIRECTIONAL  "bidirectional"
+#define RULES_CTX_DHCHAP_UNIDIRECTIONAL "unidirectional"
 
 #endif

@@ -159,6 +159,33 @@ START_TEST(test_precedence_psc_and_pvc)
 }
 END_TEST
 
+/* The volume context of a volume resolved into o carries the authentication mode want and
+ * nothing else of dhchap (no key, hash or group: the node needs only the mode). */
+static void dhchap_context(struct resolve_out *o, const char *want)
+{
+	struct model_pvst pvst;
+	struct model_map ctx;
+	ck_assert_int_eq(model_decode_text(&model_pvst_kind,
+	                                   "{\"status\":{\"exportInfo\":{\"targetID\":\"nqn.x\","
+	                                   "\"address\":\"10.0.0.5\",\"port\":4420}}}",
+	                                   &pvst, NULL),
+	                 0);
+	pvst.spec.has_resolved = true;
+	pvst.spec.resolved = o->resolved;
+	memset(&o->resolved, 0, sizeof(o->resolved));
+	ck_assert_int_eq(resolve_volume_context(&pvst, &ctx), 0);
+	char exp[512];
+	snprintf(exp, sizeof(exp),
+	         "{\"target_id\":\"nqn.x\",\"address\":\"10.0.0.5\",\"port\":\"4420\","
+	         "\"pillar-csi.bhyoo.com/protocol-type\":\"nvmeof-tcp\",\"pillar-csi.bhyoo.com/"
+	         "volume-ref\":\"1\",\"pillar-csi.bhyoo.com/"
+	         "dhchap\":\"%s\",\"pillar-csi.bhyoo.com/fs-type\":\"ext4\"}",
+	         want);
+	ck_assert_str_eq(JM(&ctx), exp);
+	model_map_clear(&ctx);
+	model_clear(&model_pvst_kind, &pvst);
+}
+
 /* nvmeofTcp.dhchap (docs/authentication.md): recorded in the volume with every default filled
  * in; structural (never per volume); and the volume context carries no key material. */
 START_TEST(test_dhchap_resolved_with_defaults)
@@ -179,11 +206,13 @@ START_TEST(test_dhchap_resolved_with_defaults)
 	ck_assert_str_eq(JR(&o.resolved, "protocol"),
 	                 "{\"nvmeofTcp\":{\"port\":4420,\"acl\":true,\"dhchap\":{"
 	                 "\"bidirectional\":true,\"hash\":\"sha256\",\"dhGroup\":\"ffdhe2048\"}}}");
+	dhchap_context(&o, "bidirectional");
 	resolve_out_clear(&o);
 	ck_assert_int_eq(R(kv1, false, NULL, &o, &gs), 0);
 	ck_assert_str_eq(JR(&o.resolved, "protocol"),
 	                 "{\"nvmeofTcp\":{\"port\":4420,\"acl\":true,\"dhchap\":{"
 	                 "\"bidirectional\":false,\"hash\":\"sha512\",\"dhGroup\":\"null\"}}}");
+	dhchap_context(&o, "unidirectional");
 	resolve_out_clear(&o);
 	expect(
 	    kv, false, "{\"pillar-csi.bhyoo.com/protocol\":\"nvmeofTcp: {dhchap: {}}\"}",
