@@ -2,11 +2,13 @@
 #ifndef PILLAR_ROLES_NODE_INTERNAL_H
 #define PILLAR_ROLES_NODE_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <sys/stat.h>
 
 #include "base/keylock.h"
 
+#include "node/dhchap.h"
 #include "node/health.h"
 #include "node/readiness.h"
 #include "node/record.h"
@@ -24,6 +26,8 @@ struct node {
 	struct keylock locks;            /* volume IDs with an operation in flight */
 	struct node_health health;       /* NodeGetVolumeStats' volume conditions */
 	struct node_readiness readiness; /* Probe's answer */
+	pthread_mutex_t dhchap_mu;       /* the DH-HMAC-CHAP key file (node/dhchap.h) */
+	bool dhchap;                     /* --dhchap: make, publish and use keys */
 };
 
 /* Per-volume operation lock (csi.md §7.1 step 2): GRPC_OK holding id through h (release with
@@ -68,5 +72,42 @@ int node_volume_at(struct node *n, const char *id, const struct node_record *rec
 
 /* Reads the record; GRPC_OK, GRPC_NOT_FOUND (no record, st untouched) or GRPC_INTERNAL. */
 int node_load_record(struct node *n, const char *id, struct node_record *r, struct grpc_status *st);
+
+/* Keyed connect (docs/authentication.md).  The stage plan's authentication mode. */
+enum node_dhchap_mode { NODE_DHCHAP_OFF, NODE_DHCHAP_UNI, NODE_DHCHAP_BI };
+
+/* The context's RULES_CTX_DHCHAP: GRPC_OK with *mode, or INVALID_ARGUMENT naming the key. */
+int node_dhchap_mode_parse(const char *value, enum node_dhchap_mode *mode, struct grpc_status *st);
+
+/* Before the connect (docs/authentication.md "The worker side"): for a dhchap volume, refuses
+ * (FAILED_PRECONDITION) on a kernel whose fabrics device lists its options without
+ * dhchap_secret (naming CONFIG_NVME_HOST_AUTH) or on a node plugin without --dhchap; reads the
+ * node's keys (made on first need) into k and points a's secrets at the generation to use
+ * (the controller key only for bidirectional).  A volume without dhchap gets the host secret
+ * when the node has confirmed keys and the kernel knows the option.  The caller wipes k. */
+int node_dhchap_prepare(struct node *n, const char *id, enum node_dhchap_mode mode,
+                        const char *hostnqn, struct node_dhchap_keys *k,
+                        struct nvme_connect_args *a, struct grpc_status *st);
+
+/* Start-up with --dhchap: makes the keys unless the key file holds them (a failure, such as a
+ * corrupt file, is logged; stages of dhchap volumes then refuse with the reason). */
+void node_dhchap_start(struct node *n);
+
+/* After EKEYREJECTED with the current keys during a rotation: points a at the next
+ * generation's and returns true (the caller connects once more), else false. */
+bool node_dhchap_fallback(const struct node_dhchap_keys *k, enum node_dhchap_mode mode,
+                          struct nvme_connect_args *a);
+
+/* After the connect: a controller without the dhchap_secret attribute belongs to a kernel
+ * without host authentication (Debian 12's 6.1 connects, ignoring the secret): its subsystem
+ * is detached and the stage refused with FAILED_PRECONDITION naming CONFIG_NVME_HOST_AUTH. */
+int node_dhchap_verify(struct node *n, const char *id, const char *ctrl, const char *nqn,
+                       struct grpc_status *st);
+
+/* A failed connect or namespace wait of a stage: the nvme layer's errno r mapped to a CSI
+ * status, with what to check when the kernel refused authentication. */
+int node_dhchap_connect_status(int r, const struct err *e, enum node_dhchap_mode mode,
+                               const struct node_dhchap_keys *k, const struct nvme_connect_args *a,
+                               struct grpc_status *st);
 
 #endif

@@ -165,6 +165,7 @@ int node_main(int argc, char **argv)
 	const char *host_root = ""; /* testing only: "" = the real /etc/nvme, /sys, /dev, /proc */
 	const char *kubelet_dir = "/var/lib/kubelet";
 	const char *metrics_addr = "0";
+	bool dhchap = false;
 	struct store_flags sf = STORE_FLAGS_INIT;
 	struct store_open_opts so;
 	struct conn_flags cf = CONN_FLAGS_INIT;
@@ -184,6 +185,10 @@ int node_main(int argc, char **argv)
 	    {"metrics-bind-address", FLAG_STRING, &metrics_addr,
 	     "/metrics in Prometheus text format ([host]:port); 0 disables", false},
 	    CONN_FLAG_DEFS(&cf),
+	    {"dhchap", FLAG_BOOL, &dhchap,
+	     "NVMe in-band authentication: make this worker's DH-HMAC-CHAP keys, publish them "
+	     "to the controller and connect with them (docs/authentication.md)",
+	     false},
 	    /* TESTING ONLY (test/interop/node): a fake host tree instead of the machine's. */
 	    {"host-root", FLAG_STRING, &host_root,
 	     "(testing) read etc/nvme, sys, dev and proc and write dev/nvme-fabrics under this "
@@ -211,6 +216,7 @@ int node_main(int argc, char **argv)
 	cfg.node_id = node_id;
 	cfg.state_dir = state_dir;
 	cfg.kubelet_dir = kubelet_dir;
+	cfg.dhchap = dhchap;
 	if (objects_open(&ob, store_url, &so, node_id, &cfg, &e) < 0) {
 		fprintf(stderr, "pillar-csi node: %s\n", e.msg);
 		objects_close(&ob);

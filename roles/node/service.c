@@ -37,6 +37,7 @@ int node_new(const struct node_config *cfg, struct node **out, struct err *e)
 	if (!n)
 		return err_set(e, -ENOMEM, "out of memory");
 	keylock_init(&n->locks);
+	pthread_mutex_init(&n->dhchap_mu, NULL);
 	node_health_init(&n->health);
 	n->node_id = strdup(cfg->node_id);
 	n->state_dir = dup_or(cfg->state_dir, "/var/lib/pillar-csi/node");
@@ -65,6 +66,7 @@ int node_new(const struct node_config *cfg, struct node **out, struct err *e)
 	                            .device_wait_ms = cfg->device_wait_ms,
 	                            .delete_wait_ms = cfg->delete_wait_ms,
 	                            .size_wait_ms = cfg->size_wait_ms};
+	n->dhchap = cfg->dhchap;
 	n->publish_identity = cfg->publish_identity;
 	n->publish_ctx = cfg->publish_ctx;
 	n->health.report = cfg->report_lost;
@@ -81,6 +83,7 @@ int node_new(const struct node_config *cfg, struct node **out, struct err *e)
 		goto fail;
 	if ((r = node_records_sweep(n->state_dir, e)) < 0)
 		goto fail;
+	node_dhchap_start(n);
 	if ((r = node_readiness_start(&n->readiness, n->dev_root, n->state_dir, n->shared_identity,
 	                              e)) < 0)
 		goto fail;
@@ -104,6 +107,7 @@ void node_free(struct node *n)
 	free(n->proc_root);
 	free(n->kubelet_dir);
 	keylock_fini(&n->locks);
+	pthread_mutex_destroy(&n->dhchap_mu);
 	node_health_fini(&n->health);
 	free(n);
 }

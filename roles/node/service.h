@@ -44,6 +44,7 @@ struct node_config {
 	    report_lost; /* the lost volumes (node/health.h); NULL: not reported */
 	void *report_ctx;
 	int dying_wait_ms, device_wait_ms, delete_wait_ms, size_wait_ms; /* 0: the spec's */
+	bool dhchap; /* --dhchap: DH-HMAC-CHAP keys (docs/authentication.md) */
 };
 
 struct node;

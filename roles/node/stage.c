@@ -252,6 +252,7 @@ struct stage_plan {
 	const char *nqn, *addr, *port;
 	const char *fs; /* NULL for a block volume */
 	bool block, ro;
+	enum node_dhchap_mode dhchap;
 	struct nvme_connect_args conn;
 };
 
@@ -310,7 +311,9 @@ static int stage_plan(const Csi__V1__NodeStageVolumeRequest *req, struct stage_p
 	int code;
 	memset(p, 0, sizeof(*p));
 	if ((code = plan_protocol(req, st)) != GRPC_OK ||
-	    (code = plan_target(req, p, st)) != GRPC_OK)
+	    (code = plan_target(req, p, st)) != GRPC_OK ||
+	    (code = node_dhchap_mode_parse(ctx_get(req, RULES_CTX_DHCHAP), &p->dhchap, st)) !=
+	        GRPC_OK)
 		return code;
 	p->block = req->volume_capability->access_type_case ==
 	           CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;
@@ -355,31 +358,46 @@ static int stage_already(struct node *n, const Csi__V1__NodeStageVolumeRequest *
 	return GRPC_OK;
 }
 
-/* Attach and resolve (§7.2, §7.3): the namespace device of the target in *d. */
-static int stage_attach(struct node *n, struct stage_plan *p, struct nvme_ns_dev *d,
+/* Attach and resolve (§7.2, §7.3): the namespace device of the target in *d; with the node's
+ * DH-HMAC-CHAP secrets when the volume asks for authentication (keys wiped before return). */
+static int stage_attach(struct node *n, const char *id, struct stage_plan *p, struct nvme_ns_dev *d,
                         struct grpc_status *st)
 {
 	struct nvme_host_identity hid;
 	struct rules_ns_identity derived;
+	struct node_dhchap_keys keys = {0};
+	char ctrl[NVME_NAME_MAX] = "";
 	struct err e = {0};
-	int r;
+	int r, code = GRPC_OK;
 	if (nvme_host_identity_read(n->etc_nvme_dir, &hid, &e) < 0)
 		return grpc_status_set(st, GRPC_INTERNAL, "read host identity: %s", e.msg);
 	p->conn.hostnqn = hid.hostnqn;
 	p->conn.hostid = hid.hostid;
+	if ((code = node_dhchap_prepare(n, id, p->dhchap, hid.hostnqn, &keys, &p->conn, st)) !=
+	    GRPC_OK)
+		goto out;
 	uint64_t t0 = time_mono_ns();
-	if ((r = nvme_attach(&n->nvme, &p->conn, NULL, &e)) < 0 ||
-	    (r = nvme_ns_wait(&n->nvme, p->nqn, d, &e)) < 0) {
+	r = nvme_attach(&n->nvme, &p->conn, ctrl, &e);
+	if (r == -EKEYREJECTED && node_dhchap_fallback(&keys, p->dhchap, &p->conn))
+		r = nvme_attach(&n->nvme, &p->conn, ctrl, &e);
+	if (r < 0 || (r = nvme_ns_wait(&n->nvme, p->nqn, d, &e)) < 0) {
 		node_metrics_connect(false, (double)(time_mono_ns() - t0) / 1e9);
-		return node_status_from_nvme(r, &e, st);
+		code = node_dhchap_connect_status(r, &e, p->dhchap, &keys, &p->conn, st);
+		goto out;
 	}
 	node_metrics_connect(true, (double)(time_mono_ns() - t0) / 1e9);
+	if (p->dhchap != NODE_DHCHAP_OFF &&
+	    (code = node_dhchap_verify(n, id, ctrl, p->nqn, st)) != GRPC_OK)
+		goto out;
 	rules_ns_identity_derive(p->nqn, &derived);
 	if ((d->uuid[0] && strcasecmp(d->uuid, derived.uuid)) ||
 	    (d->nguid[0] && strcasecmp(d->nguid, derived.nguid)))
 		log_warn("namespace identity differs from the one derived from the NQN", "device",
 		         d->name, "uuid", d->uuid, "derived", derived.uuid, "nqn", p->nqn);
-	return GRPC_OK;
+out:
+	p->conn.dhchap_secret = p->conn.dhchap_ctrl_secret = NULL;
+	node_dhchap_keys_wipe(&keys);
+	return code;
 }
 
 /* Filesystem or block (§7.4): format a blank device and mount it, or bind the device, unless the
@@ -479,7 +497,7 @@ int node_stage_volume(struct node *n, const Csi__V1__NodeStageVolumeRequest *req
 	if ((code = stage_plan(req, &plan, st)) == GRPC_OK &&
 	    (code = stage_path_usable(n, req->staging_target_path, st)) == GRPC_OK &&
 	    (code = stage_already(n, req, &plan, &done, st)) == GRPC_OK && !done &&
-	    (code = stage_attach(n, &plan, &d, st)) == GRPC_OK &&
+	    (code = stage_attach(n, req->volume_id, &plan, &d, st)) == GRPC_OK &&
 	    (code = stage_mount(n, req, &plan, &d, st)) == GRPC_OK)
 		code = stage_record(n, req, &plan, &d, st);
 	keylock_release(&n->locks, &hold);

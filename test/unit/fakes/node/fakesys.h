@@ -85,6 +85,8 @@ struct fk_kernel {
 	int create_ns;    /* connect also creates namespace 1 */
 	const char *uuid; /* identity of that namespace */
 	int stuck;        /* disconnect leaves the controller in place */
+	int no_host_auth; /* a kernel without CONFIG_NVME_HOST_AUTH: no dhchap_* attributes */
+	const char *reject_secret; /* a connect with this dhchap_secret: EKEYREJECTED */
 	int connects, disconnects, mknods;
 	char last_connect[1024];
 	char disconnected[256];
@@ -99,7 +101,16 @@ static inline int fk_connect(void *ctx, const char *sysfs_root, const struct nvm
 	nvme_connect_string(a, k->last_connect, sizeof(k->last_connect));
 	if (k->connect_rc != 0 && k->connect_rc != -EALREADY)
 		return err_set(e, k->connect_rc, "fake connect failed");
+	if (k->reject_secret && a->dhchap_secret && !strcmp(k->reject_secret, a->dhchap_secret))
+		return err_set(e, -EKEYREJECTED, "fake connect: key rejected");
 	fk_ctrl(k->root, k->instance, a->subsysnqn, "live", a->traddr, a->trsvcid);
+	if (!k->no_host_auth) { /* the kernel shows the connect's secrets (mode 0600 there) */
+		char rel[256];
+		snprintf(rel, sizeof(rel), "class/nvme/nvme%d/dhchap_secret", k->instance);
+		tu_write(k->root, rel, a->dhchap_secret ? a->dhchap_secret : "none");
+		snprintf(rel, sizeof(rel), "class/nvme/nvme%d/dhchap_ctrl_secret", k->instance);
+		tu_write(k->root, rel, a->dhchap_ctrl_secret ? a->dhchap_ctrl_secret : "none");
+	}
 	fk_subsys(k->root, k->subsys, a->subsysnqn);
 	if (k->create_ns) {
 		char parent[128], dev[64];

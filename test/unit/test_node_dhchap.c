@@ -1,0 +1,421 @@
+/* The node's DH-HMAC-CHAP keys and keyed connect (docs/authentication.md): the 0600 key file,
+ * its strict reading, NodeStageVolume with the node's secrets, a kernel without host
+ * authentication, and the kernel's authentication errnos as CSI statuses.  No key material in
+ * the logs (at --v=5) or the stage record. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "node/dhchap.h"
+#include "node/internal.h"
+#include "node_fixture.h"
+
+#define HOSTNQN         "nqn.2014-08.org.nvmexpress:uuid:6f1c1a57-5a8e-4bb9-a7a4-0d1f2cfbd3a1"
+#define OTHERNQN        "nqn.2014-08.org.nvmexpress:uuid:0d3b7e5a-9a43-4f0e-8f3b-5b1e2c7d9e22"
+#define VOL_RECORD_NAME "storage-node-1_nvmeof-tcp_zfs-zvol_tank_pvc-abc123.json"
+
+static const char *const ctx_bi[] = {"pillar-csi.bhyoo.com/dhchap", "bidirectional", NULL};
+static const char *const ctx_uni[] = {"pillar-csi.bhyoo.com/dhchap", "unidirectional", NULL};
+
+/* Logs at --v=5 into <root>/node.log for the test's duration. */
+static int log_to(const struct env *v)
+{
+	char p[8192];
+	snprintf(p, sizeof(p), "%s/node.log", v->root);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	log_set_fd(fd);
+	log_set_verbosity(5);
+	return fd;
+}
+
+static void log_back(int fd)
+{
+	log_set_fd(2);
+	log_set_verbosity(0);
+	close(fd);
+}
+
+/* The base64 body of a DHHC-1 secret (between the second and the last colon). */
+static const char *body(const char *secret)
+{
+	static char b[NVME_DHCHAP_SECRET_MAX];
+	snprintf(b, sizeof(b), "%s", secret + 10);
+	b[strlen(b) - 1] = 0;
+	return b;
+}
+
+/* Neither secret of k, nor any DHHC-1 text, in the file <dir>/<name> (missing is fine). */
+static void no_key_in(const char *dir, const char *name, const struct node_dhchap_keys *k)
+{
+	char p[8192];
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	if (access(p, F_OK) != 0)
+		return;
+	const char *t = tu_read(dir, name);
+	ck_assert_msg(!strstr(t, "DHHC-1"), "%s holds a DHHC-1 secret", name);
+	ck_assert_msg(!strstr(t, body(k->next.key)), "%s holds the host key", name);
+	ck_assert_msg(!strstr(t, body(k->next.ctrl_key)), "%s holds the controller key", name);
+}
+
+/* The node fixture with --dhchap. */
+static void env_dhchap(struct env *v)
+{
+	env_init(v, 1);
+	v->n->dhchap = true;
+}
+
+/* Writes confirmed keys of generation 17 (and next keys of 18 when next) for the fixture's
+ * host into the fixture's key file. */
+static void keys_confirmed(struct env *v, bool next, struct node_dhchap_keys *k)
+{
+	struct err e = {0};
+	memset(k, 0, sizeof(*k));
+	snprintf(k->node, sizeof(k->node), "worker-1");
+	snprintf(k->hostnqn, sizeof(k->hostnqn), HOSTNQN);
+	k->has_current = true;
+	ck_assert_int_eq(node_dhchap_gen_make(HOSTNQN, 17, &k->current, &e), 0);
+	k->has_next = next;
+	if (next)
+		ck_assert_int_eq(node_dhchap_gen_make(HOSTNQN, 18, &k->next, &e), 0);
+	ck_assert_int_eq(node_dhchap_keys_write(v->state, k, &e), 0);
+}
+
+START_TEST(test_keys_made_once_0600_and_per_nqn)
+{
+	const char *dir = tu_mkdtemp();
+	struct node_dhchap_keys a, b, c;
+	struct err e = {0};
+	struct stat sb;
+	char p[8192];
+	bool created;
+	ck_assert_int_eq(node_dhchap_keys_read(dir, &a, &e), -ENOENT);
+	ck_assert_int_eq(
+	    node_dhchap_keys_ensure(dir, "worker-1", HOSTNQN, 1765000000, &a, &created, &e), 0);
+	ck_assert(created);
+	ck_assert(!a.has_current && a.has_next); /* unconfirmed: next */
+	ck_assert_uint_eq(a.next.generation, 1765000000);
+	ck_assert_str_eq(a.hostnqn, HOSTNQN);
+	ck_assert_str_eq(a.node, "worker-1");
+	ck_assert_int_eq(nvme_dhchap_secret_check(a.next.key, NULL), 0);
+	ck_assert_int_eq(nvme_dhchap_secret_check(a.next.ctrl_key, NULL), 0);
+	ck_assert_int_eq(strncmp(a.next.key, "DHHC-1:03:", 10), 0); /* 64-byte keys, SHA-512 */
+	ck_assert_uint_eq(strlen(a.next.key), 10 + 92 + 1);
+	ck_assert_str_ne(a.next.key, a.next.ctrl_key);
+	ck_assert_ptr_eq(node_dhchap_connect_gen(&a), &a.next);
+	snprintf(p, sizeof(p), "%s/dhchap.key", dir);
+	ck_assert_int_eq(stat(p, &sb), 0);
+	ck_assert_int_eq(sb.st_mode & 07777, 0600);
+	ck_assert_str_eq(tu_read(dir, "dhchap.key"),
+	                 fmt("{\"node\":\"worker-1\",\"hostNQN\":\"%s\",\"next\":{\"generation\":"
+	                     "1765000000,\"key\":\"%s\",\"ctrlKey\":\"%s\"}}\n",
+	                     HOSTNQN, a.next.key, a.next.ctrl_key));
+	/* read back, then ensure keeps them */
+	ck_assert_int_eq(node_dhchap_keys_read(dir, &b, &e), 0);
+	ck_assert_int_eq(memcmp(&a, &b, sizeof(a)), 0);
+	ck_assert_int_eq(
+	    node_dhchap_keys_ensure(dir, "worker-1", HOSTNQN, 1765000500, &b, &created, &e), 0);
+	ck_assert(!created);
+	ck_assert_str_eq(b.next.key, a.next.key);
+	/* another host NQN: new keys, a generation above the old one even if the clock is behind */
+	ck_assert_int_eq(node_dhchap_keys_ensure(dir, "worker-1", OTHERNQN, 5, &c, &created, &e),
+	                 0);
+	ck_assert(created);
+	ck_assert_uint_eq(c.next.generation, 1765000001);
+	ck_assert_str_ne(c.next.key, a.next.key);
+	ck_assert_str_ne(c.next.ctrl_key, a.next.ctrl_key);
+	/* a wider mode is refused, not used */
+	ck_assert_int_eq(chmod(p, 0640), 0);
+	ck_assert_int_eq(node_dhchap_keys_read(dir, &b, &e), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(e.msg, "it has mode 0640, not 0600"));
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(test_corrupt_key_file_refused)
+{
+	const char *dir = tu_mkdtemp();
+	struct node_dhchap_keys k;
+	struct node_dhchap_gen g, h;
+	struct err e = {0};
+	char p[8192], t[12][1200], bad[5000];
+	ck_assert_int_eq(node_dhchap_gen_make(HOSTNQN, 7, &g, &e), 0);
+	ck_assert_int_eq(node_dhchap_gen_make(HOSTNQN, 9, &h, &e), 0);
+#define T(n, ...) (snprintf(t[n], sizeof(t[n]), __VA_ARGS__), t[n])
+#define G(gen)    "{\"generation\":" gen ",\"key\":\"%s\",\"ctrlKey\":\"%s\"}"
+	const char *head = "{\"node\":\"w\",\"hostNQN\":\"" HOSTNQN "\"";
+	struct {
+		const char *text, *why;
+	} cases[] = {
+	    {"", "not one JSON object"},
+	    {"[]", "not one JSON object"},
+	    {T(0, "%s}", head), "neither current nor next"},
+	    {T(1, "%s,\"current\":" G("7") "} {}", head, g.key, g.ctrl_key), "not one JSON object"},
+	    {T(2, "%s,\"current\":" G("7") ",\"extra\":1}", head, g.key, g.ctrl_key),
+	     "a member other than"},
+	    {T(3, "%s,\"current\":" G("0") "}", head, g.key, g.ctrl_key), "positive integer"},
+	    {T(4, "%s,\"current\":" G("\"7\"") "}", head, g.key, g.ctrl_key), "positive integer"},
+	    {T(5, "%s,\"current\":" G("7") "}", head, g.key, g.key), "are the same"},
+	    {T(6, "%s,\"current\":" G("7") "}", head, "DHHC-1:03:AAAA:", g.ctrl_key), "malformed"},
+	    {T(7, "%s,\"current\":" G("7") "}", head, "", g.ctrl_key), "missing, empty"},
+	    {T(8, "{\"hostNQN\":\"" HOSTNQN "\",\"current\":" G("7") "}", g.key, g.ctrl_key),
+	     "missing, empty"},
+	    {T(9, "%s,\"current\":" G("9") ",\"next\":" G("7") "}", head, h.key, h.ctrl_key, g.key,
+	       g.ctrl_key),
+	     "not above"},
+	    {T(10, "%s,\"current\":" G("7") ",\"rotateRequest\":5}", head, g.key, g.ctrl_key),
+	     "rotateRequest"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		tu_write(dir, "dhchap.key", cases[i].text);
+		snprintf(p, sizeof(p), "%s/dhchap.key", dir);
+		ck_assert_int_eq(chmod(p, 0600), 0);
+		memset(&e, 0, sizeof(e));
+		ck_assert_int_eq(node_dhchap_keys_read(dir, &k, &e), -EBADMSG);
+		ck_assert_msg(strstr(e.msg, "corrupt DH-HMAC-CHAP key file") &&
+		                  strstr(e.msg, cases[i].why) && strstr(e.msg, "delete it"),
+		              "case %zu: %s", i, e.msg);
+		ck_assert_msg(!strstr(e.msg, "DHHC") && !strstr(e.msg, body(g.key)),
+		              "case %zu quotes the file: %s", i, e.msg);
+		/* ensure refuses too: it never replaces a corrupt file silently */
+		ck_assert_int_eq(node_dhchap_keys_ensure(dir, "w", HOSTNQN, 1, &k, NULL, &e),
+		                 -EBADMSG);
+	}
+	/* an oversized file */
+	memset(bad, ' ', sizeof(bad) - 1);
+	bad[sizeof(bad) - 1] = 0;
+	tu_write(dir, "dhchap.key", bad);
+	ck_assert_int_eq(chmod(p, 0600), 0);
+	ck_assert_int_eq(node_dhchap_keys_read(dir, &k, &e), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(e.msg, "larger"));
+	/* a whole file with both generations reads */
+	tu_write(dir, "dhchap.key",
+	         T(11,
+	           "%s,\"current\":" G("7") ",\"next\":" G("9") ",\"rotateRequest\":"
+	                                                        "\"r1\"}\n",
+	           head, g.key, g.ctrl_key, h.key, h.ctrl_key));
+	ck_assert_int_eq(chmod(p, 0600), 0);
+	ck_assert_int_eq(node_dhchap_keys_read(dir, &k, &e), 0);
+	ck_assert(k.has_current && k.has_next);
+	ck_assert_uint_eq(k.current.generation, 7);
+	ck_assert_uint_eq(k.next.generation, 9);
+	ck_assert_str_eq(k.next.ctrl_key, h.ctrl_key);
+	ck_assert_str_eq(k.rotate_request, "r1");
+	ck_assert_ptr_eq(node_dhchap_connect_gen(&k), &k.current);
+	ck_assert_uint_eq(node_dhchap_next_generation(&k, 8), 10);
+	ck_assert_uint_eq(node_dhchap_next_generation(&k, 100), 100);
+#undef G
+#undef T
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(test_stage_bidirectional_connects_with_both_secrets)
+{
+	struct env v;
+	struct sreq s;
+	struct grpc_status st;
+	struct node_dhchap_keys k;
+	struct err e = {0};
+	env_dhchap(&v);
+	int fd = log_to(&v);
+	sreq_init(&s, &v, 0, ctx_bi);
+	ck_assert_int_eq(stage(&v, &s, &st), GRPC_OK);
+	log_back(fd);
+	ck_assert_int_eq(node_dhchap_keys_read(v.state, &k, &e), 0);
+	ck_assert_uint_gt(k.next.generation, 1765000000); /* the Unix time of making */
+	ck_assert_ptr_nonnull(strstr(v.k.last_connect, fmt(",dhchap_secret=%s", k.next.key)));
+	ck_assert_ptr_nonnull(
+	    strstr(v.k.last_connect, fmt(",dhchap_ctrl_secret=%s", k.next.ctrl_key)));
+	/* the log shows the line redacted; neither the log nor the record holds a key */
+	ck_assert_ptr_nonnull(strstr(tu_read(v.root, "node.log"), "dhchap_secret=(secret)"));
+	no_key_in(v.root, "node.log", &k);
+	no_key_in(v.root, "tools.log", &k);
+	no_key_in(v.state, VOL_RECORD_NAME, &k);
+	ck_assert_ptr_nonnull(strstr(tu_read(v.state, VOL_RECORD_NAME), NQN));
+	env_done(&v);
+}
+END_TEST
+
+START_TEST(test_stage_unidirectional_and_off)
+{
+	struct env v;
+	struct sreq s;
+	struct grpc_status st;
+	struct node_dhchap_keys k;
+	struct err e = {0};
+	char p[8192];
+	env_init(&v, 1);
+	sreq_init(&s, &v, 0, NULL); /* no --dhchap, no dhchap: no keys, no secret */
+	ck_assert_int_eq(stage(&v, &s, &st), GRPC_OK);
+	ck_assert_ptr_null(strstr(v.k.last_connect, "dhchap"));
+	snprintf(p, sizeof(p), "%s/dhchap.key", v.state);
+	ck_assert_int_ne(access(p, F_OK), 0);
+	env_done(&v);
+
+	env_dhchap(&v);
+	sreq_init(&s, &v, 0, ctx_uni);
+	ck_assert_int_eq(stage(&v, &s, &st), GRPC_OK);
+	ck_assert_int_eq(node_dhchap_keys_read(v.state, &k, &e), 0);
+	ck_assert_ptr_nonnull(strstr(v.k.last_connect, fmt(",dhchap_secret=%s", k.next.key)));
+	ck_assert_ptr_null(strstr(v.k.last_connect, "dhchap_ctrl_secret"));
+	env_done(&v);
+}
+END_TEST
+
+START_TEST(test_stage_refused_on_kernel_without_host_auth)
+{
+	struct env v;
+	struct sreq s;
+	struct grpc_status st;
+	char p[8192];
+	env_dhchap(&v);
+	v.k.no_host_auth = 1; /* Debian 12's 6.1: the connect succeeds without authenticating */
+	sreq_init(&s, &v, 0, ctx_bi);
+	ck_assert_int_eq(stage(&v, &s, &st), GRPC_FAILED_PRECONDITION);
+	ck_assert_msg(strstr(st.msg, "CONFIG_NVME_HOST_AUTH") &&
+	                  strstr(st.msg, "nvmeofTcp.dhchap") && strstr(st.msg, VOL),
+	              "%s", st.msg);
+	ck_assert_int_eq(v.k.connects, 1);
+	ck_assert_int_eq(v.k.disconnects, 1); /* the unauthenticated controller is removed */
+	snprintf(p, sizeof(p), "%s/%s", v.state, VOL_RECORD_NAME);
+	ck_assert_int_ne(access(p, F_OK), 0);
+	env_done(&v);
+}
+END_TEST
+
+START_TEST(test_stage_auth_errnos)
+{
+	struct env v;
+	struct sreq s;
+	struct grpc_status st;
+	const struct {
+		int rc;
+		const char *const *ctx;
+		int code;
+		const char *want;
+	} cases[] = {
+	    {-EKEYREJECTED, ctx_bi, GRPC_UNAVAILABLE, "keys of generation 17"},
+	    {-ENOKEY, ctx_uni, GRPC_UNAVAILABLE, "keys of generation 17"},
+	    {-ENOKEY, NULL, GRPC_FAILED_PRECONDITION, "has no nvmeofTcp.dhchap"},
+	    {-EINVAL, ctx_bi, GRPC_INVALID_ARGUMENT, "CONFIG_NVME_HOST_AUTH"},
+	    {-EINVAL, NULL, GRPC_INVALID_ARGUMENT, "/etc/nvme/hostnqn"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct node_dhchap_keys k;
+		env_dhchap(&v);
+		keys_confirmed(&v, false, &k);
+		v.k.connect_rc = cases[i].rc;
+		sreq_init(&s, &v, 0, cases[i].ctx);
+		ck_assert_int_eq(stage(&v, &s, &st), cases[i].code);
+		ck_assert_msg(strstr(st.msg, cases[i].want), "case %zu: %s", i, st.msg);
+		ck_assert_msg(!strstr(st.msg, "DHHC"), "case %zu: %s", i, st.msg);
+		env_done(&v);
+	}
+	env_dhchap(&v);
+	static const char *const bad[] = {"pillar-csi.bhyoo.com/dhchap", "yes", NULL};
+	sreq_init(&s, &v, 0, bad);
+	ck_assert_int_eq(stage(&v, &s, &st), GRPC_INVALID_ARGUMENT);
+	ck_assert_ptr_nonnull(strstr(st.msg, "\"bidirectional\" or \"unidirectional\""));
+	ck_assert_int_eq(v.k.connects, 0);
+	env_done(&v);
+}
+END_TEST
+
+/* docs/authentication.md "The worker side": confirmed keys are offered to every target; a
+ * rotation in flight falls back from current to next on EKEYREJECTED; no --dhchap refuses. */
+START_TEST(test_stage_generations_and_enablement)
+{
+	struct err e = {0};
+	struct env v;
+	struct sreq s;
+	struct grpc_status st;
+	struct node_dhchap_keys k;
+	/* start-up with --dhchap makes the keys (unconfirmed: next) */
+	env_dhchap(&v);
+	node_dhchap_start(v.n);
+	ck_assert_int_eq(node_dhchap_keys_read(v.state, &k, &e), 0);
+	ck_assert(k.has_next && !k.has_current);
+	ck_assert_str_eq(k.node, "worker-1");
+	env_done(&v);
+	/* a volume without dhchap, keys not yet confirmed: no secret */
+	env_dhchap(&v);
+	sreq_init(&s, &v, 0, NULL);
+	ck_assert_int_eq(stage(&v, &s, &st), GRPC_OK);
+	ck_assert_ptr_null(strstr(v.k.last_connect, "dhchap"));
+	env_done(&v);
+	/* confirmed: the host secret, never the controller's */
+	env_dhchap(&v);
+	keys_confirmed(&v, false, &k);
+	sreq_init(&s, &v, 0, NULL);
+	ck_assert_int_eq(stage(&v, &s, &st), GRPC_OK);
+	ck_assert_ptr_nonnull(strstr(v.k.last_connect, fmt(",dhchap_secret=%s", k.current.key)));
+	ck_assert_ptr_null(strstr(v.k.last_connect, "dhchap_ctrl_secret"));
+	env_done(&v);
+	/* rotation in flight: current refused, next used */
+	env_dhchap(&v);
+	keys_confirmed(&v, true, &k);
+	v.k.reject_secret = k.current.key;
+	sreq_init(&s, &v, 0, ctx_bi);
+	ck_assert_int_eq(stage(&v, &s, &st), GRPC_OK);
+	ck_assert_int_eq(v.k.connects, 2);
+	ck_assert_ptr_nonnull(strstr(v.k.last_connect, fmt(",dhchap_secret=%s", k.next.key)));
+	ck_assert_ptr_nonnull(
+	    strstr(v.k.last_connect, fmt(",dhchap_ctrl_secret=%s", k.next.ctrl_key)));
+	env_done(&v);
+	/* both refused: UNAVAILABLE naming the generation tried last */
+	env_dhchap(&v);
+	keys_confirmed(&v, false, &k);
+	v.k.reject_secret = k.current.key;
+	sreq_init(&s, &v, 0, ctx_uni);
+	ck_assert_int_eq(stage(&v, &s, &st), GRPC_UNAVAILABLE);
+	ck_assert_int_eq(v.k.connects, 1);
+	ck_assert_ptr_nonnull(strstr(st.msg, "keys of generation 17"));
+	env_done(&v);
+	/* a dhchap volume on a node plugin without --dhchap */
+	env_init(&v, 1);
+	sreq_init(&s, &v, 0, ctx_bi);
+	ck_assert_int_eq(stage(&v, &s, &st), GRPC_FAILED_PRECONDITION);
+	ck_assert_ptr_nonnull(strstr(st.msg, "runs without --dhchap"));
+	ck_assert_int_eq(v.k.connects, 0);
+	env_done(&v);
+}
+END_TEST
+
+START_TEST(test_stage_corrupt_key_file_refused)
+{
+	struct env v;
+	struct sreq s;
+	struct grpc_status st;
+	env_dhchap(&v);
+	tu_write(v.state, "dhchap.key", "{\"node\":\"worker-1\"}");
+	sreq_init(&s, &v, 0, ctx_bi);
+	ck_assert_int_eq(stage(&v, &s, &st), GRPC_INTERNAL);
+	ck_assert_ptr_nonnull(strstr(st.msg, "corrupt DH-HMAC-CHAP key file"));
+	ck_assert_int_eq(v.k.connects, 0);
+	/* left as it was for the operator */
+	ck_assert_str_eq(tu_read(v.state, "dhchap.key"), "{\"node\":\"worker-1\"}");
+	env_done(&v);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("node_dhchap");
+	TCase *t = tcase_create("keys");
+	tcase_add_test(t, test_keys_made_once_0600_and_per_nqn);
+	tcase_add_test(t, test_corrupt_key_file_refused);
+	suite_add_tcase(s, t);
+	t = tcase_create("stage");
+	tcase_add_test(t, test_stage_bidirectional_connects_with_both_secrets);
+	tcase_add_test(t, test_stage_unidirectional_and_off);
+	tcase_add_test(t, test_stage_refused_on_kernel_without_host_auth);
+	tcase_add_test(t, test_stage_auth_errnos);
+	tcase_add_test(t, test_stage_corrupt_key_file_refused);
+	tcase_add_test(t, test_stage_generations_and_enablement);
+	suite_add_tcase(s, t);
+	return tu_run(s);
+}
