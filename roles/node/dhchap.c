@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <mbedtls/base64.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "base/str.h"
+#include "store/store.h"
 
 #define FILE_MAX 4096
 
@@ -29,12 +31,12 @@ void node_dhchap_keys_wipe(struct node_dhchap_keys *k)
 }
 
 /* Clears every string of v (member names aside) before it is freed. */
-static void json_wipe(cJSON *v)
+void node_dhchap_json_wipe(cJSON *v)
 {
 	for (; v; v = v->next) {
 		if (v->valuestring)
 			nvme_dhchap_wipe(v->valuestring, strlen(v->valuestring));
-		json_wipe(v->child);
+		node_dhchap_json_wipe(v->child);
 	}
 }
 
@@ -130,7 +132,7 @@ static int parse(const char *text, size_t len, struct node_dhchap_keys *k, const
 	else
 		r = 0;
 out:
-	json_wipe(doc);
+	node_dhchap_json_wipe(doc);
 	cJSON_Delete(doc);
 	return r;
 }
@@ -219,7 +221,7 @@ int node_dhchap_keys_write(const char *state_dir, const struct node_dhchap_keys 
 	          (!k->rotate_request[0] ||
 	           json_add(o, "rotateRequest", cJSON_CreateString(k->rotate_request))) &&
 	          (text = json_print(o, false)) != NULL;
-	json_wipe(o);
+	node_dhchap_json_wipe(o);
 	cJSON_Delete(o);
 	if (!ok)
 		r = err_set(e, -ENOMEM, "out of memory");
@@ -294,4 +296,63 @@ int node_dhchap_keys_ensure(const char *state_dir, const char *node, const char 
 	snprintf(gen, sizeof(gen), "%" PRIu64, g);
 	log_info("made DH-HMAC-CHAP keys", "generation", gen, "hostNQN", hostnqn);
 	return 0;
+}
+
+/* The annotation key of the object kind/name into buf ("" when absent or not found). */
+int node_dhchap_annotation(store *s, const char *kind, const char *name, const char *key, char *buf,
+                           size_t cap, struct err *e)
+{
+	cJSON *o = NULL;
+	buf[0] = 0;
+	int r = store_get(s, store_kind_lookup(kind), NULL, name, &o, e);
+	if (r == STORE_NOT_FOUND)
+		return 0;
+	if (r < 0)
+		return r;
+	const char *v = json_get_str(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "annotations"), key);
+	if (v)
+		snprintf(buf, cap, "%s", v);
+	cJSON_Delete(o);
+	return 0;
+}
+
+/* The Secret of docs/authentication.md "The Secret" for k's next keys (NULL: out of memory). */
+cJSON *node_dhchap_secret_object(const char *name, const char *ns, const char *node,
+                                 const struct node_dhchap_keys *k, const char *gen)
+{
+	char b64[3][400];
+	const char *raw[3] = {k->hostnqn, k->next.key, k->next.ctrl_key};
+	size_t olen;
+	for (int i = 0; i < 3; i++)
+		if (mbedtls_base64_encode((unsigned char *)b64[i], sizeof(b64[i]), &olen,
+		                          (const unsigned char *)raw[i], strlen(raw[i])) != 0)
+			return NULL;
+	cJSON *o = cJSON_CreateObject(), *md = cJSON_CreateObject(), *lb = cJSON_CreateObject(),
+	      *an = cJSON_CreateObject(), *data = cJSON_CreateObject();
+	bool ok = o && md && lb && an && data &&
+	          json_add(lb, "pillar-csi.bhyoo.com/dhchap", cJSON_CreateString("host-keys")) &&
+	          json_add(an, "pillar-csi.bhyoo.com/dhchap-node", cJSON_CreateString(node)) &&
+	          json_add(an, "pillar-csi.bhyoo.com/dhchap-generation", cJSON_CreateString(gen)) &&
+	          json_add(md, "name", cJSON_CreateString(name)) &&
+	          json_add(md, "namespace", cJSON_CreateString(ns)) && json_add(md, "labels", lb) &&
+	          json_add(md, "annotations", an) &&
+	          json_add(data, "hostNQN", cJSON_CreateString(b64[0])) &&
+	          json_add(data, "key", cJSON_CreateString(b64[1])) &&
+	          json_add(data, "ctrlKey", cJSON_CreateString(b64[2])) &&
+	          json_add(o, "apiVersion", cJSON_CreateString("v1")) &&
+	          json_add(o, "kind", cJSON_CreateString("Secret")) &&
+	          json_add(o, "type", cJSON_CreateString("pillar-csi.bhyoo.com/dhchap")) &&
+	          json_add(o, "metadata", md) && json_add(o, "data", data);
+	nvme_dhchap_wipe(b64, sizeof(b64));
+	if (ok)
+		return o;
+	if (!o || !cJSON_IsObject(o) || !md) {
+		cJSON_Delete(md);
+		cJSON_Delete(lb);
+		cJSON_Delete(an);
+		cJSON_Delete(data);
+	}
+	cJSON_Delete(o);
+	return NULL;
 }

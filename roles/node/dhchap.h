@@ -21,7 +21,10 @@
 #define PILLAR_ROLES_NODE_DHCHAP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include <cjson/cJSON.h>
 
 #include "base/err.h"
 #include "nvme/dhchap.h"
@@ -68,6 +71,21 @@ int node_dhchap_keys_ensure(const char *state_dir, const char *node, const char 
 
 /* The generation a new connect uses first: `current`, or `next` before any confirmation. */
 const struct node_dhchap_gen *node_dhchap_connect_gen(const struct node_dhchap_keys *k);
+
+/* Clears every string of the JSON value v (and its children, and its siblings after it). */
+void node_dhchap_json_wipe(cJSON *v);
+
+/* The annotation key of the store object of kind (store_kind_lookup's name) and name copied
+ * into buf ("" when the object or the annotation is absent).  0 or the store's error. */
+struct store;
+int node_dhchap_annotation(struct store *s, const char *kind, const char *name, const char *key,
+                           char *buf, size_t cap, struct err *e);
+
+/* The Secret (docs/authentication.md "The Secret") named name in namespace ns that carries k's
+ * `next` keys of generation gen for node (caller frees after node_dhchap_json_wipe), or NULL
+ * when out of memory. */
+cJSON *node_dhchap_secret_object(const char *name, const char *ns, const char *node,
+                                 const struct node_dhchap_keys *k, const char *gen);
 
 /* Clears every byte of k. */
 void node_dhchap_keys_wipe(struct node_dhchap_keys *k);

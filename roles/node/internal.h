@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
 #include "base/keylock.h"
@@ -28,6 +29,7 @@ struct node {
 	struct node_readiness readiness; /* Probe's answer */
 	pthread_mutex_t dhchap_mu;       /* the DH-HMAC-CHAP key file (node/dhchap.h) */
 	bool dhchap;                     /* --dhchap: make, publish and use keys */
+	uint64_t dhchap_published;       /* the generation last published (node_dhchap_tick) */
 };
 
 /* Per-volume operation lock (csi.md §7.1 step 2): GRPC_OK holding id through h (release with

@@ -11,6 +11,7 @@
 #include "grpc/server.h"
 #include "httpserve.h"
 #include "node/csinode.h"
+#include "node/dhchap_rotate.h"
 #include "node/grpc_service.h"
 #include "node/metrics.h"
 #include "node/publish.h"
@@ -137,6 +138,24 @@ static int objects_open(struct objects *ob, const char *url, const struct store_
 	return 0;
 }
 
+/* With --dhchap and a store: the thread that publishes, confirms and rotates the keys
+ * (node/dhchap_rotate.h), or NULL. */
+static struct node_dhchap_loop *dhchap_loop(struct node *n, bool on, struct objects *ob,
+                                            struct node_dhchap_hooks *hooks, int64_t rotate_ms)
+{
+	struct node_dhchap_loop *l = NULL;
+	struct err e = {0};
+	if (on && !ob->st)
+		log_warn("--dhchap without a store (--store, or the API in a cluster): keys are "
+		         "neither published nor rotated");
+	if (!on || !ob->st)
+		return NULL;
+	node_dhchap_store_hooks(hooks, ob->st);
+	if (node_dhchap_loop_start(&l, n, hooks, (uint64_t)(rotate_ms / 1000), 0, &e) < 0)
+		log_error("DH-HMAC-CHAP keys are not published or rotated", "error", e.msg);
+	return l;
+}
+
 /* The node id (default: $NODE_NAME) and the store and connection flags; -1 to go on, or the
  * exit status with the message printed. */
 static int flags_check(const char **node_id, const struct store_flags *sf,
@@ -165,7 +184,8 @@ int node_main(int argc, char **argv)
 	const char *host_root = ""; /* testing only: "" = the real /etc/nvme, /sys, /dev, /proc */
 	const char *kubelet_dir = "/var/lib/kubelet";
 	const char *metrics_addr = "0";
-	bool dhchap = false;
+	int64_t rotate_ms = 720LL * 3600 * 1000;
+	struct node_config cfg = {0};
 	struct store_flags sf = STORE_FLAGS_INIT;
 	struct store_open_opts so;
 	struct conn_flags cf = CONN_FLAGS_INIT;
@@ -185,17 +205,16 @@ int node_main(int argc, char **argv)
 	    {"metrics-bind-address", FLAG_STRING, &metrics_addr,
 	     "/metrics in Prometheus text format ([host]:port); 0 disables", false},
 	    CONN_FLAG_DEFS(&cf),
-	    {"dhchap", FLAG_BOOL, &dhchap,
-	     "NVMe in-band authentication: make this worker's DH-HMAC-CHAP keys, publish them "
-	     "to the controller and connect with them (docs/authentication.md)",
-	     false},
+	    {"dhchap", FLAG_BOOL, &cfg.dhchap,
+	     "make, publish and use DH-HMAC-CHAP keys (docs/authentication.md)", false},
+	    {"dhchap-rotate-interval", FLAG_DURATION, &rotate_ms,
+	     "with --dhchap: new keys when the current ones are this old (0: never)", false},
 	    /* TESTING ONLY (test/interop/node): a fake host tree instead of the machine's. */
 	    {"host-root", FLAG_STRING, &host_root,
 	     "(testing) read etc/nvme, sys, dev and proc and write dev/nvme-fabrics under this "
 	     "directory instead of /",
 	     false},
 	};
-	struct node_config cfg = {0};
 	char paths[5][PATH_MAX];
 	struct node *n = NULL;
 	struct objects ob = {0};
@@ -216,7 +235,6 @@ int node_main(int argc, char **argv)
 	cfg.node_id = node_id;
 	cfg.state_dir = state_dir;
 	cfg.kubelet_dir = kubelet_dir;
-	cfg.dhchap = dhchap;
 	if (objects_open(&ob, store_url, &so, node_id, &cfg, &e) < 0) {
 		fprintf(stderr, "pillar-csi node: %s\n", e.msg);
 		objects_close(&ob);
@@ -230,7 +248,10 @@ int node_main(int argc, char **argv)
 	}
 	if (node_publish_identity(n, &e) < 0)
 		log_error("host identity not published", "node", node_id, "error", e.msg);
+	struct node_dhchap_hooks hooks;
+	struct node_dhchap_loop *keys = dhchap_loop(n, cfg.dhchap, &ob, &hooks, rotate_ms);
 	r = node_serve(n, go, endpoint, node_id, state_dir, metrics_addr);
+	node_dhchap_loop_stop(keys);
 	objects_close(&ob);
 	node_free(n);
 	if (r == 0)

@@ -26,6 +26,10 @@
  * controller the kernel removed, and when the node plugin saw it (roles/node/health.h). */
 #define RULES_ANN_LOST_VOLUMES RULES_KEY_PREFIX "nvmeof-lost-volumes"
 #define RULES_LABEL_MANAGED_BY "app.kubernetes.io/managed-by"
+/* DH-HMAC-CHAP (docs/authentication.md "Keys"): the generation of a worker's keys the
+ * controller confirmed (CSINode), and a worker's rotation request (Node; any new value). */
+#define RULES_ANN_DHCHAP_GENERATION RULES_KEY_PREFIX "dhchap-generation"
+#define RULES_ANN_DHCHAP_ROTATE     RULES_KEY_PREFIX "dhchap-rotate"
 
 /* Finalizers (crds.md §14). */
 #define RULES_FINALIZER_AGENT    RULES_KEY_PREFIX "pillar-agent-protection"

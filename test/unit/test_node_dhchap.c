@@ -5,11 +5,13 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <mbedtls/base64.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/log.h"
 #include "node/dhchap.h"
+#include "node/dhchap_rotate.h"
 #include "node/internal.h"
 #include "node_fixture.h"
 
@@ -48,8 +50,23 @@ static const char *body(const char *secret)
 	return b;
 }
 
-/* Neither secret of k, nor any DHHC-1 text, in the file <dir>/<name> (missing is fine). */
-static void no_key_in(const char *dir, const char *name, const struct node_dhchap_keys *k)
+/* The raw key of a secret (its base64 body without the CRC) in lowercase hex. */
+static const char *hexkey(const char *secret)
+{
+	static char hex[2 * 68 + 1];
+	unsigned char raw[80];
+	size_t n = 0;
+	const char *b = body(secret);
+	ck_assert_int_eq(
+	    mbedtls_base64_decode(raw, sizeof(raw), &n, (const unsigned char *)b, strlen(b)), 0);
+	ck_assert_uint_ge(n, 36);
+	for (size_t i = 0; i + 4 < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	return hex;
+}
+
+/* Neither secret of k (DHHC-1 text, base64, raw key in hex) in <dir>/<name> (missing is fine). */
+static void no_key_in(const char *dir, const char *name, const struct node_dhchap_gen *g)
 {
 	char p[8192];
 	snprintf(p, sizeof(p), "%s/%s", dir, name);
@@ -57,8 +74,11 @@ static void no_key_in(const char *dir, const char *name, const struct node_dhcha
 		return;
 	const char *t = tu_read(dir, name);
 	ck_assert_msg(!strstr(t, "DHHC-1"), "%s holds a DHHC-1 secret", name);
-	ck_assert_msg(!strstr(t, body(k->next.key)), "%s holds the host key", name);
-	ck_assert_msg(!strstr(t, body(k->next.ctrl_key)), "%s holds the controller key", name);
+	ck_assert_msg(!strstr(t, body(g->key)), "%s holds the host key", name);
+	ck_assert_msg(!strstr(t, body(g->ctrl_key)), "%s holds the controller key", name);
+	ck_assert_msg(!strstr(t, hexkey(g->key)), "%s holds the host key in hex", name);
+	ck_assert_msg(!strstr(t, hexkey(g->ctrl_key)), "%s holds the controller key in hex",
+	              name);
 }
 
 /* The node fixture with --dhchap. */
@@ -232,9 +252,9 @@ START_TEST(test_stage_bidirectional_connects_with_both_secrets)
 	    strstr(v.k.last_connect, fmt(",dhchap_ctrl_secret=%s", k.next.ctrl_key)));
 	/* the log shows the line redacted; neither the log nor the record holds a key */
 	ck_assert_ptr_nonnull(strstr(tu_read(v.root, "node.log"), "dhchap_secret=(secret)"));
-	no_key_in(v.root, "node.log", &k);
-	no_key_in(v.root, "tools.log", &k);
-	no_key_in(v.state, VOL_RECORD_NAME, &k);
+	no_key_in(v.root, "node.log", &k.next);
+	no_key_in(v.root, "tools.log", &k.next);
+	no_key_in(v.state, VOL_RECORD_NAME, &k.next);
 	ck_assert_ptr_nonnull(strstr(tu_read(v.state, VOL_RECORD_NAME), NQN));
 	env_done(&v);
 }
@@ -402,6 +422,130 @@ START_TEST(test_stage_corrupt_key_file_refused)
 }
 END_TEST
 
+/* Hooks of the rotation test: what the controller confirmed and the Node annotation's value,
+ * and the Secrets "created". */
+struct fake_api {
+	uint64_t confirmed;
+	char request[64];
+	int publishes, publish_rc;
+	uint64_t published_gen;
+	char published_key[NVME_DHCHAP_SECRET_MAX];
+};
+static int fa_confirmed(void *ctx, const char *node, uint64_t *gen, struct err *e)
+{
+	(void)node;
+	(void)e;
+	*gen = ((struct fake_api *)ctx)->confirmed;
+	return 0;
+}
+static int fa_requested(void *ctx, const char *node, char *buf, size_t cap, struct err *e)
+{
+	(void)node;
+	(void)e;
+	snprintf(buf, cap, "%s", ((struct fake_api *)ctx)->request);
+	return 0;
+}
+static int fa_publish(void *ctx, const char *node, const struct node_dhchap_keys *k, struct err *e)
+{
+	struct fake_api *a = ctx;
+	ck_assert_str_eq(node, "worker-1");
+	a->publishes++;
+	if (a->publish_rc)
+		return err_set(e, a->publish_rc, "fake publish failed");
+	a->published_gen = k->next.generation;
+	snprintf(a->published_key, sizeof(a->published_key), "%s", k->next.key);
+	return 0;
+}
+
+/* A fake live controller nvme<i> authenticating with g. */
+static void live_ctrl(struct env *v, int i, const struct node_dhchap_gen *g, bool bidi)
+{
+	tu_write(v->sys, fmt("class/nvme/nvme%d/dhchap_secret", i), fmt("%s\n", g->key));
+	tu_write(v->sys, fmt("class/nvme/nvme%d/dhchap_ctrl_secret", i),
+	         bidi ? fmt("%s\n", g->ctrl_key) : "none\n");
+}
+
+START_TEST(test_rotation_publish_confirm_live)
+{
+	struct env v;
+	struct fake_api a = {0};
+	struct node_dhchap_hooks h = {fa_confirmed, fa_requested, fa_publish, &a};
+	struct node_dhchap_keys k, k2;
+	struct err e = {0};
+	env_dhchap(&v);
+	int fd = log_to(&v);
+	/* first keys: published once, used as next until confirmed */
+	ck_assert_int_eq(node_dhchap_tick(v.n, &h, 1000, 0, &e), 0);
+	ck_assert_int_eq(node_dhchap_keys_read(v.state, &k, &e), 0);
+	ck_assert(k.has_next && !k.has_current);
+	ck_assert_int_eq(a.publishes, 1);
+	ck_assert_uint_eq(a.published_gen, k.next.generation);
+	ck_assert_int_eq(node_dhchap_tick(v.n, &h, 1001, 0, &e), 0);
+	ck_assert_int_eq(a.publishes, 1); /* not again */
+	a.confirmed = k.next.generation;
+	ck_assert_int_eq(node_dhchap_tick(v.n, &h, 1002, 0, &e), 0);
+	ck_assert_int_eq(node_dhchap_keys_read(v.state, &k, &e), 0);
+	ck_assert(k.has_current && !k.has_next);
+	/* two live controllers with the current keys (one bidirectional), one with other keys */
+	struct node_dhchap_gen other;
+	ck_assert_int_eq(node_dhchap_gen_make(HOSTNQN, 5, &other, &e), 0);
+	live_ctrl(&v, 1, &k.current, true);
+	live_ctrl(&v, 2, &k.current, false);
+	live_ctrl(&v, 3, &other, true);
+	/* a request: new next keys, published; nothing live changes before the confirmation */
+	snprintf(a.request, sizeof(a.request), "2026-12-06T19:00:00Z");
+	ck_assert_int_eq(node_dhchap_tick(v.n, &h, 1003, 0, &e), 0);
+	ck_assert_int_eq(node_dhchap_keys_read(v.state, &k2, &e), 0);
+	ck_assert(k2.has_current && k2.has_next);
+	ck_assert_uint_eq(k2.next.generation, 1003);
+	ck_assert_str_eq(k2.rotate_request, a.request);
+	ck_assert_int_eq(a.publishes, 2);
+	ck_assert_str_eq(a.published_key, k2.next.key);
+	ck_assert_str_eq(tu_read(v.sys, "class/nvme/nvme1/dhchap_secret"),
+	                 fmt("%s\n", k.current.key));
+	/* the same request again does nothing */
+	ck_assert_int_eq(node_dhchap_tick(v.n, &h, 1004, 0, &e), 0);
+	ck_assert_int_eq(a.publishes, 2);
+	/* confirmed: live controllers of the current keys get the new ones */
+	a.confirmed = k2.next.generation;
+	ck_assert_int_eq(node_dhchap_tick(v.n, &h, 1005, 0, &e), 0);
+	ck_assert_str_eq(tu_read(v.sys, "class/nvme/nvme1/dhchap_secret"),
+	                 fmt("%s\n", k2.next.key));
+	ck_assert_str_eq(tu_read(v.sys, "class/nvme/nvme1/dhchap_ctrl_secret"),
+	                 fmt("%s\n", k2.next.ctrl_key));
+	ck_assert_str_eq(tu_read(v.sys, "class/nvme/nvme2/dhchap_secret"),
+	                 fmt("%s\n", k2.next.key));
+	ck_assert_str_eq(tu_read(v.sys, "class/nvme/nvme2/dhchap_ctrl_secret"), "none\n");
+	ck_assert_str_eq(tu_read(v.sys, "class/nvme/nvme3/dhchap_secret"), fmt("%s\n", other.key));
+	ck_assert_int_eq(node_dhchap_keys_read(v.state, &k, &e), 0);
+	ck_assert(k.has_current && !k.has_next);
+	ck_assert_str_eq(k.current.key, k2.next.key);
+	/* the schedule: keys older than the interval are rotated */
+	ck_assert_int_eq(node_dhchap_tick(v.n, &h, k.current.generation + 99, 100, &e), 0);
+	ck_assert_int_eq(a.publishes, 2);
+	ck_assert_int_eq(node_dhchap_tick(v.n, &h, k.current.generation + 100, 100, &e), 0);
+	ck_assert_int_eq(a.publishes, 3);
+	ck_assert_uint_eq(a.published_gen, k.current.generation + 100);
+	/* a failed publish is retried at the next step; AlreadyExists counts as published */
+	a.confirmed = 0;
+	v.n->dhchap_published = 0;
+	a.publish_rc = -EIO;
+	ck_assert_int_eq(node_dhchap_tick(v.n, &h, 5000, 0, &e), -EIO);
+	a.publish_rc = -EEXIST;
+	ck_assert_int_eq(node_dhchap_tick(v.n, &h, 5001, 0, &e), 0);
+	a.publish_rc = 0;
+	ck_assert_int_eq(node_dhchap_tick(v.n, &h, 5002, 0, &e), 0);
+	ck_assert_int_eq(a.publishes, 5);
+	log_back(fd);
+	/* no generation's key in the log of all this at --v=5 */
+	ck_assert_ptr_nonnull(strstr(tu_read(v.root, "node.log"), "written to a live controller"));
+	no_key_in(v.root, "node.log", &k.current);
+	no_key_in(v.root, "node.log", &k2.current);
+	no_key_in(v.root, "node.log", &k2.next);
+	env_done(&v);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("node_dhchap");
@@ -416,6 +560,7 @@ int main(void)
 	tcase_add_test(t, test_stage_auth_errnos);
 	tcase_add_test(t, test_stage_corrupt_key_file_refused);
 	tcase_add_test(t, test_stage_generations_and_enablement);
+	tcase_add_test(t, test_rotation_publish_confirm_live);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }

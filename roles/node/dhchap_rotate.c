@@ -1,0 +1,288 @@
+#include "node/dhchap_rotate.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <mbedtls/base64.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/json.h"
+#include "base/log.h"
+#include "kube/client.h"
+#include "node/internal.h"
+#include "nvme/initiator.h"
+#include "store/store.h"
+
+/* Whether <class/nvme/name/attr> holds secret (read in place; the buffer is wiped). */
+static bool attr_is(const char *sysfs_root, const char *name, const char *attr, const char *secret)
+{
+	char rel[128], buf[NVME_DHCHAP_SECRET_MAX + 8];
+	snprintf(rel, sizeof(rel), "class/nvme/%s/%s", name, attr);
+	bool same = nvme_sysfs_read(sysfs_root, rel, buf, sizeof(buf)) == 0 && !strcmp(buf, secret);
+	nvme_dhchap_wipe(buf, sizeof(buf));
+	return same;
+}
+
+int node_dhchap_live_rotate(const char *sysfs_root, const struct node_dhchap_gen *from,
+                            const struct node_dhchap_gen *to, struct err *e)
+{
+	char dir[4096];
+	struct dirent *de;
+	int n = 0, first = 0;
+	snprintf(dir, sizeof(dir), "%s/class/nvme", sysfs_root);
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0
+		                       : err_set(e, -errno, "open %s: %s", dir, strerror(errno));
+	while ((de = readdir(d)) != NULL) {
+		struct err we = {0};
+		int r = 0;
+		if (strncmp(de->d_name, "nvme", 4) != 0)
+			continue;
+		bool host = attr_is(sysfs_root, de->d_name, "dhchap_secret", from->key);
+		bool ctrl = attr_is(sysfs_root, de->d_name, "dhchap_ctrl_secret", from->ctrl_key);
+		if (!host && !ctrl)
+			continue;
+		if (host)
+			r = nvme_ctrl_dhchap_set(sysfs_root, de->d_name, false, to->key, &we);
+		if (r == 0 && ctrl)
+			r = nvme_ctrl_dhchap_set(sysfs_root, de->d_name, true, to->ctrl_key, &we);
+		if (r < 0) {
+			log_error("writing new DH-HMAC-CHAP keys to a live controller failed",
+			          "controller", de->d_name, "error", we.msg);
+			if (!first)
+				first = err_set(e, r, "%s", we.msg);
+			continue;
+		}
+		log_info("new DH-HMAC-CHAP keys written to a live controller; the kernel "
+		         "re-authenticates it",
+		         "controller", de->d_name);
+		n++;
+	}
+	closedir(d);
+	return first ? first : n;
+}
+
+/* Makes `next` keys at now (the request req when one asked for them) and writes the file. */
+static int make_next(struct node *n, struct node_dhchap_keys *k, uint64_t now, const char *req,
+                     struct err *e)
+{
+	char gen[24];
+	uint64_t g = node_dhchap_next_generation(k, now);
+	int r = node_dhchap_gen_make(k->hostnqn, g, &k->next, e);
+	if (r < 0)
+		return r;
+	k->has_next = true;
+	if (req)
+		snprintf(k->rotate_request, sizeof(k->rotate_request), "%s", req);
+	if ((r = node_dhchap_keys_write(n->state_dir, k, e)) < 0)
+		return r;
+	snprintf(gen, sizeof(gen), "%" PRIu64, g);
+	log_info("made new DH-HMAC-CHAP keys (rotation)", "generation", gen, "reason",
+	         req ? "requested" : "interval");
+	return 0;
+}
+
+/* `next` published and, once confirmed, made current (live controllers first). */
+static int advance(struct node *n, const struct node_dhchap_hooks *h, struct node_dhchap_keys *k,
+                   struct err *e)
+{
+	uint64_t confirmed = 0;
+	char gen[24];
+	int r;
+	snprintf(gen, sizeof(gen), "%" PRIu64, k->next.generation);
+	if (n->dhchap_published != k->next.generation) {
+		r = h->publish(h->ctx, n->node_id, k, e);
+		if (r < 0 && r != -EEXIST)
+			return r;
+		n->dhchap_published = k->next.generation;
+		log_info("published DH-HMAC-CHAP keys", "generation", gen);
+	}
+	if ((r = h->confirmed(h->ctx, n->node_id, &confirmed, e)) < 0)
+		return r;
+	if (confirmed != k->next.generation)
+		return 0;
+	if (k->has_current &&
+	    (r = node_dhchap_live_rotate(n->sysfs_root, &k->current, &k->next, e)) < 0)
+		return r;
+	k->current = k->next;
+	k->has_current = true;
+	k->has_next = false;
+	nvme_dhchap_wipe(&k->next, sizeof(k->next));
+	if ((r = node_dhchap_keys_write(n->state_dir, k, e)) < 0)
+		return r;
+	log_info("DH-HMAC-CHAP keys confirmed by the controller; now current", "generation", gen);
+	return 0;
+}
+
+int node_dhchap_tick(struct node *n, const struct node_dhchap_hooks *h, uint64_t now,
+                     uint64_t interval_s, struct err *e)
+{
+	struct node_dhchap_keys k;
+	char req[NODE_DHCHAP_REQ_MAX] = "";
+	int r;
+	pthread_mutex_lock(&n->dhchap_mu);
+	r = node_dhchap_keys_ensure(n->state_dir, n->node_id, n->id.hostnqn, now, &k, NULL, e);
+	if (r == 0 && !k.has_next) {
+		if ((r = h->requested(h->ctx, n->node_id, req, sizeof(req), e)) == 0 && req[0] &&
+		    strcmp(req, k.rotate_request) != 0)
+			r = make_next(n, &k, now, req, e);
+		else if (r == 0 && interval_s && k.has_current &&
+		         now >= k.current.generation + interval_s)
+			r = make_next(n, &k, now, NULL, e);
+	}
+	if (r == 0 && k.has_next)
+		r = advance(n, h, &k, e);
+	pthread_mutex_unlock(&n->dhchap_mu);
+	node_dhchap_keys_wipe(&k);
+	return r;
+}
+
+/* ---- the thread ---------------------------------------------------------------------------- */
+
+struct node_dhchap_loop {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;
+	struct node *n;
+	const struct node_dhchap_hooks *h;
+	uint64_t interval_s;
+	int period_ms;
+};
+
+static void *loop_main(void *arg)
+{
+	struct node_dhchap_loop *l = arg;
+	char last[ERR_MSG_MAX] = "";
+	pthread_mutex_lock(&l->mu);
+	while (!l->stop) {
+		pthread_mutex_unlock(&l->mu);
+		struct err e = {0};
+		if (node_dhchap_tick(l->n, l->h, (uint64_t)time(NULL), l->interval_s, &e) < 0 &&
+		    strcmp(last, e.msg) != 0) /* a failure is logged when it changes */
+			log_error("DH-HMAC-CHAP keys: step failed; retrying", "error", e.msg);
+		snprintf(last, sizeof(last), "%s", e.msg);
+		pthread_mutex_lock(&l->mu);
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += l->period_ms / 1000;
+		ts.tv_nsec += (long)(l->period_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		while (!l->stop && pthread_cond_timedwait(&l->cv, &l->mu, &ts) == 0)
+			;
+	}
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+int node_dhchap_loop_start(struct node_dhchap_loop **out, struct node *n,
+                           const struct node_dhchap_hooks *h, uint64_t interval_s, int period_ms,
+                           struct err *e)
+{
+	struct node_dhchap_loop *l = calloc(1, sizeof(*l));
+	*out = NULL;
+	if (!l)
+		return err_set(e, -ENOMEM, "out of memory");
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_cond_init(&l->cv, NULL);
+	l->n = n;
+	l->h = h;
+	l->interval_s = interval_s;
+	l->period_ms = period_ms > 0 ? period_ms : 5000;
+	int r = pthread_create(&l->th, NULL, loop_main, l);
+	if (r != 0) {
+		pthread_cond_destroy(&l->cv);
+		pthread_mutex_destroy(&l->mu);
+		free(l);
+		return err_set(e, -r, "start the DH-HMAC-CHAP thread: %s", strerror(r));
+	}
+	*out = l;
+	return 0;
+}
+
+void node_dhchap_loop_stop(struct node_dhchap_loop *l)
+{
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->mu);
+	l->stop = true;
+	pthread_cond_signal(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+	pthread_join(l->th, NULL);
+	pthread_cond_destroy(&l->cv);
+	pthread_mutex_destroy(&l->mu);
+	free(l);
+}
+
+/* ---- hooks over the store ------------------------------------------------------------------- */
+
+static int st_confirmed(void *ctx, const char *node, uint64_t *gen, struct err *e)
+{
+	char v[32], *end;
+	int r = node_dhchap_annotation(ctx, "csinode", node, RULES_ANN_DHCHAP_GENERATION, v,
+	                               sizeof(v), e);
+	*gen = 0;
+	if (r < 0 || !v[0])
+		return r;
+	errno = 0;
+	unsigned long long g = strtoull(v, &end, 10);
+	if (*end || errno || v[0] < '0' || v[0] > '9')
+		return err_set(e, -EINVAL,
+		               "CSINode \"%s\": annotation %s is not a generation: \"%s\"", node,
+		               RULES_ANN_DHCHAP_GENERATION, v);
+	*gen = (uint64_t)g;
+	return 0;
+}
+
+static int st_requested(void *ctx, const char *node, char *buf, size_t cap, struct err *e)
+{
+	return node_dhchap_annotation(ctx, "node", node, RULES_ANN_DHCHAP_ROTATE, buf, cap, e);
+}
+
+static int st_publish(void *ctx, const char *node, const struct node_dhchap_keys *k, struct err *e)
+{
+	static const struct kube_resource secrets = {"", "v1", "secrets", true};
+	static bool told;
+	struct kube_client *kc = store_kube_client(ctx);
+	const char *ns = getenv("POD_NAMESPACE");
+	char name[300], gen[24];
+	struct kube_status ks = {0};
+	if (!kc) {
+		if (!told)
+			log_warn("the embedded store keeps no Secrets: DH-HMAC-CHAP keys are not "
+			         "published (the key file is their only copy)");
+		told = true;
+		return 0;
+	}
+	if (!ns || !*ns)
+		return err_set(e, -EINVAL, "publishing DH-HMAC-CHAP keys needs POD_NAMESPACE");
+	snprintf(gen, sizeof(gen), "%" PRIu64, k->next.generation);
+	if (snprintf(name, sizeof(name), "pillar-csi-dhchap-%s-%s", node, gen) > 253)
+		return err_set(e, -ENAMETOOLONG,
+		               "node name too long for the Secret of its DH-HMAC-CHAP keys");
+	cJSON *o = node_dhchap_secret_object(name, ns, node, k, gen);
+	if (!o)
+		return err_set(e, -ENOMEM, "out of memory");
+	int r = kube_create(kc, &secrets, ns, o, NULL, &ks);
+	node_dhchap_json_wipe(o);
+	cJSON_Delete(o);
+	if (r == 0)
+		return 0;
+	if (ks.code == 409)
+		return -EEXIST;
+	return err_set(e, r < 0 ? r : -EIO, "create Secret %s/%s: %s", ns, name,
+	               ks.message[0] ? ks.message : strerror(r < 0 ? -r : EIO));
+}
+
+void node_dhchap_store_hooks(struct node_dhchap_hooks *h, void *st)
+{
+	*h = (struct node_dhchap_hooks){st_confirmed, st_requested, st_publish, st};
+}
