@@ -22,6 +22,8 @@ static const struct applet applets[] = {
     {"apply", NULL, cli_apply_main, "create or update objects from a JSON file in the store"},
     {"get", NULL, cli_get_main, "print objects from the store (table or -o json)"},
     {"delete", NULL, cli_delete_main, "delete an object from the store"},
+    {"dhchap", NULL, cli_dhchap_main,
+     "NVMe in-band authentication: dhchap rotate NODE asks a worker for new keys"},
     {"call", NULL, call_main, "one gRPC call with a JSON request (agents, CSI endpoints)"},
     {"modprobe", NULL, modprobe_main, "load kernel modules (init containers); always exits 0"},
     {"outage-plan", NULL, cli_outage_plan_main,
@@ -76,8 +78,8 @@ static void usage(FILE *out)
 
 static const char *accepted(void)
 {
-	return "accepted: controller, node, agent, version, apply, get, delete, call, modprobe, "
-	       "outage-plan, outage-status, kubectl-pillar";
+	return "accepted: controller, node, agent, version, apply, get, delete, dhchap, call, "
+	       "modprobe, outage-plan, outage-status, kubectl-pillar";
 }
 
 int applet_dispatch(int argc, char **argv)

@@ -61,7 +61,7 @@ static const struct kind_columns printer[] = {
       {"ATTACHED", ".status.attached"}}},
 };
 
-static const char *default_store(void)
+const char *cli_default_store(void)
 {
 	const char *env = getenv("PILLAR_CSI_STORE");
 	if (env && *env)
@@ -80,9 +80,9 @@ static const char *group_suffix(const struct store_kind *k)
 }
 
 /* The kube store's flags of the verb being run (storeflags.h). */
-static struct store_flags cli_sf = STORE_FLAGS_INIT;
+struct store_flags cli_sf = STORE_FLAGS_INIT;
 
-static int open_store(const char *url, store **s)
+int cli_open_store(const char *url, store **s)
 {
 	struct store_open_opts o;
 	struct err e = {0};
@@ -293,7 +293,7 @@ static int read_input(const char *file, char **text, size_t *len, struct err *e)
 
 int cli_apply_main(int argc, char **argv)
 {
-	const char *file = NULL, *url = default_store(), *sub = "", *validate = "strict";
+	const char *file = NULL, *url = cli_default_store(), *sub = "", *validate = "strict";
 	const struct flag_def defs[] = {
 	    {"f", FLAG_STRING, &file, "file with a JSON object, array or List (- for stdin)", true},
 	    {"validate", FLAG_STRING, &validate,
@@ -344,7 +344,7 @@ int cli_apply_main(int argc, char **argv)
 		fprintf(stderr, "error: %s: %s\n", file, e.msg);
 		return 1;
 	}
-	if ((r = open_store(url, &s)) != 0) {
+	if ((r = cli_open_store(url, &s)) != 0) {
 		model_any_free(objs, n);
 		return r;
 	}
@@ -554,7 +554,7 @@ static int get_objects(const struct model_kind *mk, const char *url, const char 
 	const struct store_kind *k = model_store_kind(mk);
 	struct err e = {0};
 	store *s;
-	int r = open_store(url, &s);
+	int r = cli_open_store(url, &s);
 	if (r != 0)
 		return r;
 	*items = NULL;
@@ -598,7 +598,7 @@ static int print_kpath(const struct model_kind *mk, const void *items, size_t n,
 
 int cli_get_main(int argc, char **argv)
 {
-	const char *out = "", *url = default_store(), *selector = NULL;
+	const char *out = "", *url = cli_default_store(), *selector = NULL;
 	char **pos = calloc((size_t)argc + 1, sizeof(char *));
 	int npos = 0, r;
 	void *items = NULL;
@@ -655,7 +655,7 @@ int cli_get_main(int argc, char **argv)
 
 int cli_delete_main(int argc, char **argv)
 {
-	const char *url = default_store();
+	const char *url = cli_default_store();
 	const struct flag_def defs[] = {
 	    {"store", FLAG_STRING, &url,
 	     "object store: dir:PATH or kube (default $PILLAR_CSI_STORE)", false},
@@ -692,7 +692,7 @@ int cli_delete_main(int argc, char **argv)
 		free(pos);
 		return 1;
 	}
-	if ((r = open_store(url, &s)) != 0) {
+	if ((r = cli_open_store(url, &s)) != 0) {
 		free(pos);
 		return r;
 	}

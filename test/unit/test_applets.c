@@ -86,7 +86,7 @@ START_TEST(test_binary_usage_errors)
 	ck_assert_int_eq(run(&r, unknown), 2);
 	ck_assert_str_eq(r.err,
 	                 "pillar-csi: unknown role \"frobnicate\"; accepted: controller, node, "
-	                 "agent, version, apply, get, delete, call, modprobe, outage-plan, "
+	                 "agent, version, apply, get, delete, dhchap, call, modprobe, outage-plan, "
 	                 "outage-status, kubectl-pillar\n");
 	ck_assert_str_eq(r.out, "");
 	exec_result_free(&r);
