@@ -2,8 +2,13 @@
  * crds.md §7.5: create the object, claim, create the backend, claim, export, record Ready.
  * Each claim rides on the write before it, and Ready on the write of the success-recorded
  * annotation; on the embedded store a write with status is one write (store.h
- * store_*_with_status), so a CreateVolume is three writes there: the object with phase
- * Provisioning and the first claim, CreatePartial with the second, Ready with the annotation. */
+ * store_*_with_status).  A pass that creates the backend and exports it at once records
+ * neither CreatePartial nor a second claim (crds.md §7.5, "Deviation"): both agent calls carry
+ * the generation of the one claim, and the backend's record (device, exportSpec) rides on the
+ * write of the export's outcome — Ready, or CreatePartial with the failure.  A CreateVolume is
+ * thus two durable writes: the object with phase Provisioning and the claim, Ready with the
+ * annotation.  A crash between them leaves Provisioning, which a retry provisions again under
+ * a new claim (both agent calls are idempotent). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,10 +79,9 @@ struct step_result {
 	const char *device_path;
 	const struct model_pvst_export_spec *export_spec;
 	const PillarCsi__Agent__V1__ExportInfo *ei;
-	/* set: the claim before ExportVolume rides on the CreatePartial record (gen set, claimed
-	 * true), unless the volume is being deleted (then step 8 claims, and is refused) */
-	struct csi_claim *claim;
-	bool claimed;
+	/* the backend was created in this pass and not yet recorded: its record (CreatePartial,
+	 * device_path, export_spec) rides on this write of the export's outcome */
+	bool backend_unrecorded;
 };
 
 /* status.partialFailure and the pending conditions of a failed step. */
@@ -152,18 +156,9 @@ static int m_step(struct model_pvst *v, void *arg, struct grpc_status *gs)
 {
 	struct step_result *s = arg;
 	int64_t og = v->meta.generation;
-	int r = !s->ok   ? step_failed(v, s, og)
-	        : !s->ei ? step_backend(v, s, og)
-	                 : step_ready(v, s, og);
-	if (r < 0)
-		return grpc_status_oom(gs);
-	s->claimed = false;
-	if (s->ok && !s->ei && s->claim && !pvst_deleting(v)) {
-		if ((r = csi_claim(v, s->claim, gs)) != 0)
-			return r;
-		s->claimed = true;
-	}
-	return 0;
+	int r = s->backend_unrecorded ? step_backend(v, s, og) : 0;
+	r = r ? r : !s->ok ? step_failed(v, s, og) : step_ready(v, s, og);
+	return r < 0 ? grpc_status_oom(gs) : 0;
 }
 
 /* The success-recorded annotation (a metadata update: the status subresource cannot carry it). */
@@ -518,7 +513,8 @@ struct prov {
 	char dev[512];
 	struct model_pvst_export_spec es; /* what the export must look like */
 	struct csi_claim export_claim;    /* step 8's claim, once made (gen > 0) */
-	bool spec_recorded; /* this pass recorded exportSpec (step 7's CreatePartial write) */
+	bool backend_unrecorded; /* step 7 created the backend in this pass, not yet recorded */
+	bool spec_recorded;      /* this pass recorded exportSpec (with Ready) */
 };
 
 /* The recorded exportSpec, or a new one from spec.resolved and the agent's address. */
@@ -554,8 +550,8 @@ static int record_step(struct prov *p, int ar, const struct grpc_status *ast,
 	return w;
 }
 
-/* Step 7: claim, agent CreateVolume, record CreatePartial with step 8's claim (or the
- * failure). */
+/* Step 7: claim, agent CreateVolume; its failure is recorded, its success rides on step 8's
+ * record with step 8 under the same claim. */
 static int step_create_backend(struct prov *p, struct grpc_status *gs)
 {
 	struct csi_claim cl = {.name = p->pname, .gen = p->claimed};
@@ -586,26 +582,22 @@ static int step_create_backend(struct prov *p, struct grpc_status *gs)
 		q.content_source = &cs;
 	int ar = agentclient_create_volume(p->c->ac, p->addr, &q, &cr, &ast);
 	pvst_backend_params_free(&bb);
-	struct step_result sr = {.ok = ar == GRPC_OK,
-	                         .op = "CreateVolume",
-	                         .reason = "BackendCreateFailed",
-	                         .ast = &ast,
-	                         .export_spec = &p->es,
-	                         .claim = &p->export_claim};
-	if (ar == GRPC_OK) {
+	if (ar == GRPC_OK) { /* ExportVolume follows under this claim; it records both */
 		snprintf(p->dev, sizeof(p->dev), "%s", cr->device_path);
-		sr.device_path = p->dev;
 		protobuf_c_message_free_unpacked(&cr->base, NULL);
+		p->export_claim.gen = cl.gen;
+		p->backend_unrecorded = true;
+		return GRPC_OK;
 	}
-	r = record_step(p, ar, &ast, &sr, NULL, gs);
-	p->spec_recorded = r == GRPC_OK && ar == GRPC_OK;
-	if (r != GRPC_OK || !sr.claimed)
-		p->export_claim.gen = 0;
-	return r;
+	struct step_result sr = {
+	    .op = "CreateVolume", .reason = "BackendCreateFailed", .ast = &ast};
+	p->export_claim.gen = 0;
+	return record_step(p, ar, &ast, &sr, NULL, gs);
 }
 
-/* Step 8: claim (unless step 7 recorded it), agent ExportVolume, record Ready (or the
- * failure); *cur the result. */
+/* Step 8: claim (unless step 7 claimed in this pass), agent ExportVolume, record Ready (or the
+ * failure, with CreatePartial when step 7 created the backend in this pass); *cur the
+ * result. */
 static int step_export(struct prov *p, struct model_pvst *cur, struct grpc_status *gs)
 {
 	struct csi_claim cl = p->export_claim;
@@ -644,10 +636,14 @@ static int step_export(struct prov *p, struct model_pvst *cur, struct grpc_statu
 	                         .reason = "ExportPending",
 	                         .backend_created = true,
 	                         .ast = &ast,
-	                         .ei = er && er->export_info ? er->export_info : NULL};
+	                         .device_path = p->dev,
+	                         .export_spec = &p->es,
+	                         .ei = er && er->export_info ? er->export_info : NULL,
+	                         .backend_unrecorded = p->backend_unrecorded};
 	if (ar == GRPC_OK && !sr.ei)
 		sr.ei = &none;
 	r = record_step(p, ar, &ast, &sr, cur, gs);
+	p->spec_recorded = r == GRPC_OK && ar == GRPC_OK && p->backend_unrecorded;
 	if (er)
 		protobuf_c_message_free_unpacked(&er->base, NULL);
 	return r;
@@ -684,7 +680,7 @@ int csi_provision(struct ctl *c, const struct model_pvst *v, const char *pname, 
 	if (!model_map_get(&cur.meta.annotations, RULES_ANN_SUCCESS)) {
 		if ((r = record_success(c, pname, p.uid, gs)))
 			goto out;
-	} else if (p.spec_recorded) { /* the resync step 7's record queued has nothing to do */
+	} else if (p.spec_recorded) { /* the resync Ready's record queued has nothing to do */
 		ctl_export_established(c, pname, model_meta_rv(&cur.meta));
 	}
 	r = respond(&cur, resp, gs);

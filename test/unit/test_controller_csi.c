@@ -84,8 +84,9 @@ START_TEST(test_create_sequence_and_context)
 	const PillarCsi__Agent__V1__ExportVolumeRequest *eq =
 	    (const void *)fake_agent_call(fx_fa, 1)->req;
 	ck_assert_str_eq(cq->volume_id, "tank/pvc-1");
+	/* one claim for both calls: the agent's mark is written once (crds.md §7.5 deviation) */
 	ck_assert_int_eq(cq->fence->generation, 1);
-	ck_assert_int_eq(eq->fence->generation, 2);
+	ck_assert_int_eq(eq->fence->generation, 1);
 	ck_assert_str_eq(eq->export_params->nvmeof_tcp->bind_address, "10.0.0.5");
 	ck_assert(eq->acl_enabled);
 	ck_assert_int_eq(fake_agent_call(fx_fa, 0)->deadline_ms, 60000);
@@ -104,7 +105,7 @@ START_TEST(test_create_sequence_and_context)
 	    json_get_str(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "labels"),
 	                 RULES_LABEL_AGENT),
 	    "storage-1");
-	ck_assert_uint_eq(pvst_generation(o), 2);
+	ck_assert_uint_eq(pvst_generation(o), 1);
 	cJSON_Delete(o);
 	/* fast path: no agent call, same answer */
 	fake_agent_reset_log(fx_fa);
@@ -126,20 +127,19 @@ START_TEST(test_create_sequence_and_context)
 }
 END_TEST
 
-/* The write sequence of crds.md §7.5 in the fewest writes: each claim rides on the write
- * before it, and Ready on the success-recorded annotation (§7.4: "set in the same update that
- * records Ready"); the embedded store writes an object with its status in one write, so a
- * CreateVolume is three writes — the object with phase Provisioning and the first claim,
- * CreatePartial with the second, Ready with the annotation — each one the store's watch shows,
- * with the generation the agent call after it carries (five writes before: the object and its
- * first status, and Ready and the annotation, were two writes each). */
+/* The write sequence of crds.md §7.5 in the fewest durable writes: the claim rides on the
+ * object's first write, Ready on the success-recorded annotation (§7.4: "set in the same update
+ * that records Ready"), and a pass that creates and exports at once records neither
+ * CreatePartial nor a second claim (the §7.5 deviation): a CreateVolume is two writes — the
+ * object with phase Provisioning and the claim, Ready with the annotation and exportSpec —
+ * each one the store's watch shows, with the generation both agent calls carry. */
 START_TEST(test_create_writes)
 {
 	static const struct {
 		const char *phase;
 		uint64_t gen;
 		bool annotated;
-	} want[] = {{"Provisioning", 1, false}, {"CreatePartial", 2, false}, {"Ready", 2, true}};
+	} want[] = {{"Provisioning", 1, false}, {"Ready", 1, true}};
 	struct grpc_status gs = {0};
 	cJSON *items = NULL, *o = NULL;
 	uint64_t rv = 0;
@@ -161,6 +161,7 @@ START_TEST(test_create_writes)
 		const cJSON *ann =
 		    cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "annotations");
 		ck_assert(!!json_get_str(ann, RULES_ANN_SUCCESS) == want[i].annotated);
+		ck_assert(!!cJSON_GetObjectItem(st, "exportSpec") == want[i].annotated);
 		cJSON_Delete(o);
 	}
 	ck_assert_int_eq(store_watch_next(w, 200, &(enum store_event_type){0}, &o, NULL), 0);
@@ -183,6 +184,10 @@ START_TEST(test_create_resume_after_export_failure)
 	ck_assert_str_eq(json_get_str(st, "backendDevicePath"), "/dev/zvol/tank/pvc-1");
 	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(st, "partialFailure"), "reason"),
 	                 "ExportPending");
+	/* the backend's record rode on the failure's write, under the one claim */
+	ck_assert_ptr_nonnull(cJSON_GetObjectItem(st, "exportSpec"));
+	ck_assert_str_eq(cond_reason(o, "BackendCreated"), "BackendCreated");
+	ck_assert_uint_eq(pvst_generation(o), 1);
 	cJSON_Delete(o);
 	/* retry skips the backend */
 	fake_agent_reset_log(fx_fa);
@@ -191,7 +196,7 @@ START_TEST(test_create_resume_after_export_failure)
 	const PillarCsi__Agent__V1__ExportVolumeRequest *eq =
 	    (const void *)fake_agent_call(fx_fa, 0)->req;
 	ck_assert_str_eq(eq->device_path, "/dev/zvol/tank/pvc-1");
-	ck_assert_int_eq(eq->fence->generation, 3);
+	ck_assert_int_eq(eq->fence->generation, 2);
 }
 END_TEST
 
@@ -507,12 +512,12 @@ START_TEST(test_fencing_order)
 	ck_assert_str_eq(c0->method, "AllowInitiator");
 	const PillarCsi__Agent__V1__AllowInitiatorRequest *aq = (const void *)c0->req;
 	ck_assert_str_eq(aq->initiator_id, "nqn.2014-08.org.nvmexpress:uuid:aaaa");
-	ck_assert_int_eq(aq->fence->generation, 3);
+	ck_assert_int_eq(aq->fence->generation, 2);
 	ck_assert_int_eq(c0->deadline_ms, 15000);
 	/* the publication is recorded, at the token's generation, before the grant */
 	ck_assert_str_eq(
 	    c0->snapshot,
-	    "3|[{\"nodeID\":\"node-a\",\"initiatorID\":\"nqn.2014-08.org.nvmexpress:"
+	    "2|[{\"nodeID\":\"node-a\",\"initiatorID\":\"nqn.2014-08.org.nvmexpress:"
 	    "uuid:aaaa\",\"accessMode\":\"SINGLE_NODE_MULTI_WRITER\",\"readonly\":false,"
 	    "\"revoking\":false}]");
 	/* a failed grant keeps the entry (fail closed) */
@@ -528,12 +533,12 @@ START_TEST(test_fencing_order)
 	const struct fake_call *d0 = fake_agent_call(fx_fa, 0);
 	ck_assert_str_eq(fake_agent_log(fx_fa), "DenyInitiator");
 	const PillarCsi__Agent__V1__DenyInitiatorRequest *dq = (const void *)d0->req;
-	ck_assert_int_eq(dq->fence->generation, 5);
+	ck_assert_int_eq(dq->fence->generation, 4);
 	ck_assert_str_eq(dq->initiator_id, "nqn.2014-08.org.nvmexpress:uuid:aaaa");
 	/* during the revoke the entry is still there, marked revoking, at the token's generation */
 	ck_assert_str_eq(
 	    d0->snapshot,
-	    "5|[{\"nodeID\":\"node-a\",\"initiatorID\":\"nqn.2014-08.org.nvmexpress:"
+	    "4|[{\"nodeID\":\"node-a\",\"initiatorID\":\"nqn.2014-08.org.nvmexpress:"
 	    "uuid:aaaa\",\"accessMode\":\"SINGLE_NODE_MULTI_WRITER\",\"readonly\":false,"
 	    "\"revoking\":true}]");
 	/* removed only after the revoke, without another generation bump */
@@ -541,7 +546,7 @@ START_TEST(test_fencing_order)
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "status"),
 	                                                        "publishedNodes")),
 	                 0);
-	ck_assert_uint_eq(pvst_generation(o), 5);
+	ck_assert_uint_eq(pvst_generation(o), 4);
 	cJSON_Delete(o);
 	/* unpublishing again: nothing to do */
 	ck_assert_int_eq(fx_unpublish(VID, "node-a", &gs), 0);
@@ -595,7 +600,7 @@ START_TEST(test_delete_refused_while_published)
 	ck_assert_str_eq(fake_agent_log(fx_fa), "UnexportVolume,DeleteVolume");
 	const PillarCsi__Agent__V1__DeleteVolumeRequest *dq =
 	    (const void *)fake_agent_call(fx_fa, 1)->req;
-	ck_assert_int_eq(dq->fence->generation, 6); /* 2 create, 3+4 publish, 5 fence, 6 delete */
+	ck_assert_int_eq(dq->fence->generation, 5); /* 1 create, 2+3 publish, 4 fence, 5 delete */
 	ck_assert_ptr_null(fx_get("PillarVolumeState", "pvc-1"));
 	/* gone, malformed, empty */
 	ck_assert_int_eq(fx_delete(VID, &gs), 0);
@@ -614,7 +619,7 @@ START_TEST(test_delete_agent_missing_and_retry)
 	ck_assert_int_eq(fx_delete(VID, &gs), GRPC_FAILED_PRECONDITION);
 	ck_assert_str_eq(gs.msg, "PillarAgent \"storage-1\" not found; cannot confirm that volume "
 	                         "\"" VID "\" was removed");
-	ck_assert_uint_eq(gen_now(), 3);
+	ck_assert_uint_eq(gen_now(), 2);
 	fx_put("PillarAgent", NULL, "storage-1", NULL,
 	       "{\"external\":{\"address\":\"10.0.0.5\",\"port\":9500}}",
 	       "{\"resolvedAddress\":\"10.0.0.5:9500\"}");
@@ -622,7 +627,7 @@ START_TEST(test_delete_agent_missing_and_retry)
 	/* the retry reuses the generation of the first attempt */
 	const PillarCsi__Agent__V1__DeleteVolumeRequest *dq =
 	    (const void *)fake_agent_call(fx_fa, 1)->req;
-	ck_assert_int_eq(dq->fence->generation, 3);
+	ck_assert_int_eq(dq->fence->generation, 2);
 }
 END_TEST
 
@@ -678,8 +683,8 @@ START_TEST(test_expand_validate_capacity)
 	protobuf_c_message_free_unpacked(&er->base, NULL);
 	const PillarCsi__Agent__V1__ExpandVolumeRequest *x =
 	    (const void *)fake_agent_call(fx_fa, 0)->req;
-	ck_assert_int_eq(x->fence->generation, 2); /* current token, no bump */
-	ck_assert_uint_eq(gen_now(), 2);
+	ck_assert_int_eq(x->fence->generation, 1); /* current token, no bump */
+	ck_assert_uint_eq(gen_now(), 1);
 	Csi__V1__ValidateVolumeCapabilitiesRequest vq =
 	    CSI__V1__VALIDATE_VOLUME_CAPABILITIES_REQUEST__INIT;
 	Csi__V1__ValidateVolumeCapabilitiesResponse *vr = NULL;
