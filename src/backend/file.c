@@ -35,8 +35,9 @@ static int grow(int fd, int64_t bytes, bool prealloc, const char *p, struct err 
 			return err_set(e, r == ENOSPC ? -ENOSPC : -r, "fallocate %s: %s", p,
 			               strerror(r));
 	}
-	if (fsync(fd) < 0)
-		return err_set(e, -errno, "fsync %s: %s", p, strerror(errno));
+	int r = file_fsync(fd, p);
+	if (r < 0)
+		return err_set(e, r, "fsync %s: %s", p, strerror(-r));
 	return 0;
 }
 

@@ -120,7 +120,8 @@ static int run_copy(struct backend_copy *c)
 	if (r == 0 && ftruncate(out, c->grow_to > st.st_size ? c->grow_to : st.st_size) < 0)
 		r = err_set(&c->e, errno == ENOSPC ? -ENOSPC : -errno, "truncate %s: %s", c->tmp,
 		            strerror(errno));
-	if (r == 0 && (fchmod(out, c->mode) < 0 || futimens(out, NULL) < 0 || fsync(out) < 0))
+	if (r == 0 &&
+	    (fchmod(out, c->mode) < 0 || futimens(out, NULL) < 0 || file_fsync(out, c->tmp) < 0))
 		r = err_set(&c->e, -errno, "write %s: %s", c->tmp, strerror(errno));
 	close(out);
 	close(in);

@@ -25,6 +25,7 @@ static int dir_of(const char *path, char *dir, size_t cap)
 }
 
 void (*file_fsync_observer)(const char *path);
+void (*file_fsync_done_observer)(int fd, const char *path);
 
 static void observe(const char *path)
 {
@@ -32,13 +33,28 @@ static void observe(const char *path)
 		file_fsync_observer(path);
 }
 
+/* fsync(fd) of path, announced to the observers before and after (file.h). */
+static int fsync_observed(int fd, const char *path)
+{
+	observe(path);
+	if (fsync(fd) < 0)
+		return -1;
+	if (file_fsync_done_observer)
+		file_fsync_done_observer(fd, path);
+	return 0;
+}
+
+int file_fsync(int fd, const char *path)
+{
+	return fsync_observed(fd, path) < 0 ? -errno : 0;
+}
+
 int file_fsync_dir(const char *dir, struct err *e)
 {
-	observe(dir);
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return err_set(e, -errno, "open directory %s: %s", dir, strerror(errno));
-	if (fsync(fd) < 0 && errno != EINVAL) {
+	if (fsync_observed(fd, dir) < 0 && errno != EINVAL) {
 		int r = -errno;
 		close(fd);
 		return err_set(e, r, "fsync directory %s: %s", dir, strerror(-r));
@@ -97,9 +113,7 @@ int file_write_atomic_stat(const char *path, const void *data, size_t len, mode_
 	r = write_all(fd, data, len);
 	if (r == 0 && fchmod(fd, mode) < 0)
 		r = -errno;
-	if (r == 0)
-		observe(path);
-	if (r == 0 && fsync(fd) < 0)
+	if (r == 0 && fsync_observed(fd, path) < 0)
 		r = -errno;
 	if (r == 0 && st && fstat(fd, st) < 0)
 		r = -errno;
@@ -153,9 +167,8 @@ int file_write_atomic_reuse(const char *path, const void *data, size_t len, mode
 	int fd = spare_open(spare, mode, &old), r = fd < 0 ? fd : write_all(fd, data, len);
 	if (r == 0 && old > (off_t)len && ftruncate(fd, (off_t)len) < 0)
 		r = -errno;
-	if (r == 0)
-		observe(path);
-	if (r == 0 && (fchmod(fd, mode) < 0 || fsync(fd) < 0 || (st && fstat(fd, st) < 0)))
+	if (r == 0 &&
+	    (fchmod(fd, mode) < 0 || fsync_observed(fd, path) < 0 || (st && fstat(fd, st) < 0)))
 		r = -errno;
 	if (fd >= 0 && close(fd) < 0 && r == 0)
 		r = -errno;

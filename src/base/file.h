@@ -76,7 +76,20 @@ struct file_dir_once {
 int file_dir_once_ensure(struct file_dir_once *o, const char *path, mode_t mode, struct err *e);
 
 /* Tests only: when set, called with the path of every file or directory this module fsyncs
- * (file_fsync_dir, the file_write_atomic* family), before the fsync.  NULL by default. */
+ * (file_fsync_dir, the file_write_atomic* family, file_fsync), before the fsync; and, when
+ * the fsync succeeded, with its descriptor and path after it.  NULL by default. */
 extern void (*file_fsync_observer)(const char *path);
+extern void (*file_fsync_done_observer)(int fd, const char *path);
+
+/* fsync(fd) of the file path (for the observers above): 0 or -errno. */
+int file_fsync(int fd, const char *path);
+
+/* The power-cut fault point of the durability tests (test/interop/powercut, base/powercut.c):
+ * with the environment variable PILLAR_TEST_POWERCUT=<control file> set, the process keeps
+ * copies of what a power cut would leave of each directory it fsyncs, and when the control
+ * file holds "N ROUND" (a new ROUND), it kills itself (SIGKILL) just before its N-th fsync from
+ * then, after appending "<path of that fsync> <path of the fsync before it>" to <control
+ * file>.hit.  Unset: nothing. */
+void file_powercut_from_env(void);
 
 #endif
