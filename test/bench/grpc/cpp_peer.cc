@@ -2,8 +2,9 @@
 // test/interop/grpc/echo_server.c, and the same bench client loop as echo_client.c.
 //   cpp_peer server ADDR            prints "ready"; serves until killed
 //   cpp_peer client ADDR N CONC SIZE  prints "p50_us= p99_us= rps="
-//   cpp_peer call ADDR PATH N CONC    the same loop calling PATH (e.g. /csi.v1.Identity/Probe)
-//                                     with an empty request message, through the generic stub
+//   cpp_peer call ADDR PATH N CONC [HEX]  the same loop calling PATH (e.g. /csi.v1.Identity/Probe)
+//                                     with the request message HEX (hex digits of its encoding;
+//                                     default empty), through the generic stub
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
@@ -121,13 +122,14 @@ struct ThreadQueue {
 
 // One call of path with an empty request, through the generic stub (no generated code), waited
 // for on the calling thread's own completion queue as a synchronous stub waits.
-static bool generic_call(grpc::GenericStub &stub, const std::string &path)
+static bool generic_call(grpc::GenericStub &stub, const std::string &path,
+                         const std::string &body)
 {
 	static thread_local ThreadQueue queue;
 	grpc::ClientContext ctx;
 	ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-	grpc::Slice empty;
-	grpc::ByteBuffer rq(&empty, 1), r; /* a default ByteBuffer is no message at all */
+	grpc::Slice message(body);
+	grpc::ByteBuffer rq(&message, 1), r; /* a default ByteBuffer is no message at all */
 	grpc::Status st;
 	void *tag;
 	bool ok = false;
@@ -142,11 +144,29 @@ static bool generic_call(grpc::GenericStub &stub, const std::string &path)
 	return st.ok();
 }
 
-static int call(const std::string &addr, const std::string &path, long n, int conc)
+// The bytes whose hex digits are hex ("" for an odd count or a non-digit: an empty message).
+static std::string unhex(const std::string &hex)
+{
+	std::string out;
+	if (hex.size() % 2)
+		return out;
+	for (size_t i = 0; i < hex.size(); i += 2) {
+		char pair[3] = {hex[i], hex[i + 1], 0}, *end;
+		long v = std::strtol(pair, &end, 16);
+		if (*end)
+			return std::string();
+		out.push_back(static_cast<char>(v));
+	}
+	return out;
+}
+
+static int call(const std::string &addr, const std::string &path, long n, int conc,
+                const std::string &hex)
 {
 	auto ch = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
 	grpc::GenericStub stub(ch);
-	return bench(n, conc, [&] { return generic_call(stub, path); });
+	const std::string body = unhex(hex);
+	return bench(n, conc, [&] { return generic_call(stub, path, body); });
 }
 
 int main(int argc, char **argv)
@@ -156,8 +176,9 @@ int main(int argc, char **argv)
 	if (argc >= 6 && std::string(argv[1]) == "client")
 		return client(argv[2], std::atol(argv[3]), std::atoi(argv[4]), std::atoi(argv[5]));
 	if (argc >= 6 && std::string(argv[1]) == "call")
-		return call(argv[2], argv[3], std::atol(argv[4]), std::atoi(argv[5]));
+		return call(argv[2], argv[3], std::atol(argv[4]), std::atoi(argv[5]),
+		            argc >= 7 ? argv[6] : "");
 	std::fprintf(stderr,
-	             "usage: cpp_peer server ADDR | client ADDR N CONC SIZE | call ADDR PATH N CONC\n");
+	             "usage: cpp_peer server ADDR | client ADDR N CONC SIZE | call ADDR PATH N CONC [HEX]\n");
 	return 2;
 }

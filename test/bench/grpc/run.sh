@@ -8,6 +8,11 @@
 #              both called with an empty request by the C++ generic client, unix socket
 #   echo-nb    echo_server with Unary listed nonblocking : the C++ server, 100 B each way, unix
 #   echo       echo_server, Unary on its worker threads  : the C++ server, 100 B each way, unix
+#   agent      the agent's GetCapacity of a file pool (a blocking method: statvfs, on the worker
+#              path; pillar-csi agent, fake configfs and host tree) : the C++ server's Echo
+#              Unary with an empty request, both by the C++ generic client, unix socket
+#   controller the controller's CSI Probe (a worker-path method; pillar-csi controller, dir
+#              store) : the C++ server's Echo Unary, as for agent
 #   echo-tcp   echo-nb over TCP loopback
 #   client     our echo_client : the C++ client, both against the C++ server, unix
 # For each: p50 latency, requests/s, and the server's CPU time per call (utime+stime from
@@ -45,7 +50,7 @@ pids=""
 trap 'for p in $pids; do kill $p 2>/dev/null; done' EXIT
 waitready() { i=0; while [ $i -lt 100 ] && ! grep -q "$2" "$1" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done; }
 
-rm -rf "$R/node" "$R"/*.sock
+rm -rf "$R/node" "$R/agent" "$R/ctl" "$R"/*.sock
 mkdir -p "$R/node/host/dev" "$R/node/host/etc/nvme" "$R/node/host/sys" "$R/node/host/proc" \
 	"$R/node/state" "$R/node/kubelet"
 : > "$R/node/host/dev/nvme-fabrics"
@@ -67,7 +72,25 @@ CPP_PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0
 "$T/cpp_peer" server "127.0.0.1:$CPP_PORT" > "$R/cpp_tcp.out" 2>&1 &
 CPP_TCP_PID=$!
 pids="$pids $!"
+A=$R/agent
+mkdir -p "$A/cfs/nvmet/subsystems" "$A/cfs/nvmet/ports" "$A/cfs/nvmet/hosts" "$A/files" "$A/state" \
+	"$A/host/sys/module/nvmet_tcp" "$R/ctl/store"
+printf '{"backends": [{"file": {"pool": "bench", "directory": "%s"}}]}\n' "$A/files" > "$A/config.json"
+"$PILLAR_BIN" agent --listen-address="unix://$R/agent.sock" --config="$A/config.json" \
+	--configfs-root="$A/cfs" --state-dir="$A/state" --host-root="$A/host" \
+	--shutdown-grace-period=0s > "$R/agent.out" 2>&1 &
+AGENT_PID=$!
+pids="$pids $!"
+"$PILLAR_BIN" controller --csi-endpoint="unix://$R/ctl.sock" --store="dir:$R/ctl/store" \
+	--health-probe-bind-address=127.0.0.1:0 --metrics-bind-address=127.0.0.1:0 \
+	> "$R/ctl.out" 2>&1 &
+CTL_PID=$!
+pids="$pids $!"
+# GetCapacityRequest{backend_type: BACKEND_TYPE_FILE (6), pool_name: "bench"}
+CAPACITY_REQ=0806120562656e6368
 waitready "$R/node.out" "node plugin serving"
+waitready "$R/agent.out" "agent serving"
+waitready "$R/ctl.out" "controller serving"
 for f in ours ours-nb cpp_unix cpp_tcp; do waitready "$R/$f.out" ready; done
 NB_TCP=127.0.0.1:$(awk '/ready/ {print $2}' "$R/ours-nb.out")
 
@@ -94,6 +117,10 @@ client_cmd() {
 	case "$2" in
 	probe) if [ "$1" = ours ]; then echo "$T/cpp_peer call unix://$R/node.sock /csi.v1.Identity/Probe $N $3"
 		else echo "$T/cpp_peer call unix://$R/cpp.sock /pillar.test.v1.Echo/Unary $N $3"; fi ;;
+	agent) if [ "$1" = ours ]; then echo "$T/cpp_peer call unix://$R/agent.sock /pillar_csi.agent.v1.AgentService/GetCapacity $N $3 $CAPACITY_REQ"
+		else echo "$T/cpp_peer call unix://$R/cpp.sock /pillar.test.v1.Echo/Unary $N $3"; fi ;;
+	controller) if [ "$1" = ours ]; then echo "$T/cpp_peer call unix://$R/ctl.sock /csi.v1.Identity/Probe $N $3"
+		else echo "$T/cpp_peer call unix://$R/cpp.sock /pillar.test.v1.Echo/Unary $N $3"; fi ;;
 	echo-nb) if [ "$1" = ours ]; then echo "$T/cpp_peer client unix://$R/ours-nb.sock $N $3 $SIZE"
 		else echo "$T/cpp_peer client unix://$R/cpp.sock $N $3 $SIZE"; fi ;;
 	echo) if [ "$1" = ours ]; then echo "$T/cpp_peer client unix://$R/ours.sock $N $3 $SIZE"
@@ -108,6 +135,8 @@ client_cmd() {
 server_pid() {
 	case "$1:$2" in
 	ours:probe) echo "$NODE_PID" ;;
+	ours:agent) echo "$AGENT_PID" ;;
+	ours:controller) echo "$CTL_PID" ;;
 	ours:echo-nb | ours:echo-tcp) echo "$NB_PID" ;;
 	ours:echo) echo "$ECHO_PID" ;;
 	cpp:echo-tcp) echo "$CPP_TCP_PID" ;;
@@ -115,7 +144,7 @@ server_pid() {
 	esac
 }
 
-PAIRS=${BENCH_PAIRS:-probe echo-nb echo echo-tcp client}
+PAIRS=${BENCH_PAIRS:-probe agent controller echo-nb echo echo-tcp client}
 echo "gRPC unary benchmark: $N calls per run, $ROUNDS alternating rounds (ours, C++, ours, C++, ...), $(nproc) CPUs"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 rm -f "$R"/res.*
@@ -182,7 +211,8 @@ count() { # PID CLIENT... -> "total futex"
 }
 echo
 echo "syscalls per call on the server (strace -c -f, one run of $N calls each, load $(load)):"
-for pair in probe echo-nb echo; do
+for pair in $PAIRS; do
+	case $pair in echo-tcp | client) continue ;; esac
 	for c in 1 16; do
 		# shellcheck disable=SC2046
 		o=$(count "$(server_pid ours $pair)" $(client_cmd ours $pair $c))
