@@ -95,13 +95,8 @@ void call_kick(struct grpc_call *c)
 		call_ref(c);
 	}
 	pthread_mutex_unlock(&c->mu);
-	if (post && h2_loop_run(c->loop, server_kick_fn, c) < 0) {
-		pthread_mutex_lock(&c->mu);
-		c->kick_pending = false;
-		pthread_mutex_unlock(&c->mu);
-		call_unref(c);
-		log_error("gRPC: cannot wake the event loop: out of memory");
-	}
+	if (post) /* kick_pending: kick_post is queued at most once at a time */
+		h2_loop_run_or_defer(c->loop, &c->kick_post, server_kick_fn, c);
 }
 
 void call_finish(struct grpc_call *c, int code, const char *msg)

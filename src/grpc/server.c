@@ -140,7 +140,7 @@ static void connection_close(void *arg, struct h2_conn *h, int err, const char *
 		s->conns = connection->next;
 	if (connection->next)
 		connection->next->prev = connection->prev;
-	free(connection);
+	server_connection_free(connection);
 	conns_trim(s, atomic_fetch_sub(&s->n_conns, 1) - 1);
 }
 

@@ -6,7 +6,9 @@
  * request read in one turn leave in one write per connection.  Any other request runs its handler
  * as a job of the server's group (opts.workers threads of the loop; 0: inline on the loop, for
  * tests): on the thread that read the request, which also sends the response, while another
- * thread keeps polling — so a slow handler delays nothing else.  Early errors (unknown
+ * thread keeps polling — so a slow handler delays nothing else.  A handler thread never waits
+ * for the loop to send: when another thread holds it, that one sends the response, in one write
+ * with the connection's other responses handed over meanwhile.  Early errors (unknown
  * method, oversize or compressed message, bad headers) are answered on the loop as Trailers-Only
  * responses.  `grpc.health.v1.Health/Check` is built in: "" and every added service start
  * SERVING; grpc_server_set_serving() changes one.

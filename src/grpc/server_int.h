@@ -45,6 +45,11 @@ struct server_connection {
 	struct h2_timer idle;
 	struct peer_address peer;
 	struct server_connection *next, *prev;
+	/* The responses that handler threads hand to the loop leave in one write per connection
+	 * per turn: their kicks queue flush_post once (grpc/stream.c). */
+	struct h2_post flush_post;
+	bool flush_queued; /* flush_post is queued */
+	bool closed;       /* torn down while flush_post was queued: its callback frees it */
 };
 
 struct grpc_call {
@@ -85,6 +90,7 @@ struct grpc_call {
 	struct out_message *out_head, *out_tail;
 	size_t out_bytes;
 	bool finished, stream_closed, kick_pending, headers_sent, trailers_sent;
+	struct h2_post kick_post; /* server_kick_fn, queued while kick_pending */
 	int status;
 	char *status_msg;
 	char *handler_msg;
@@ -137,6 +143,8 @@ void server_health_free(struct grpc_server *s);
 void server_kick_fn(void *arg);
 /* Installs the callbacks of a server stream (user data: the struct server_connection). */
 void server_stream_callbacks(nghttp2_session_callbacks *cb);
+/* Frees a torn-down connection now, or from its queued flush_post. */
+void server_connection_free(struct server_connection *connection);
 /* Detaches c from its connection (its stream or connection is gone), cancelling it when it has
  * not finished, and drops the connection's reference. */
 void server_call_detach(struct server_connection *connection, struct grpc_call *c);

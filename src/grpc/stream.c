@@ -158,16 +158,42 @@ static void early_status(struct grpc_call *c, int http, int code, const char *fm
 	/* on_frame_send resets the stream with NO_ERROR if the client is still sending */
 }
 
+void server_connection_free(struct server_connection *connection)
+{
+	if (connection->flush_queued)
+		connection->closed = true;
+	else
+		free(connection);
+}
+
+static void connection_flush_fn(void *arg)
+{
+	struct server_connection *connection = arg;
+
+	connection->flush_queued = false;
+	if (connection->closed)
+		free(connection);
+	else
+		h2_conn_flush(connection->h2);
+}
+
+/* A response handed over by a handler thread: queued in the session now, written with the
+ * connection's other responses of this turn (the loop runs posts until none is left). */
 void server_kick_fn(void *arg)
 {
 	struct grpc_call *c = arg;
+	struct server_connection *connection = c->connection;
 
 	pthread_mutex_lock(&c->mu);
 	c->kick_pending = false;
 	pthread_mutex_unlock(&c->mu);
-	if (c->connection) {
+	if (connection) {
 		respond(c);
-		h2_conn_flush(c->connection->h2);
+		if (!connection->flush_queued && !h2_conn_closing(connection->h2)) {
+			connection->flush_queued = true;
+			h2_loop_post_embedded(c->loop, &connection->flush_post, connection_flush_fn,
+			                      connection);
+		}
 	}
 	call_unref(c);
 }

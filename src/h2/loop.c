@@ -3,14 +3,25 @@
  * Two locks.  `lk` is the loop lock: held while running loop work (fd callbacks, timers, posts);
  * it guards the timers, the fd registrations and whatever the callbacks own (connections,
  * sessions).  `mu` is an inner lock (taken under lk, never the other way round) guarding the post
- * queue, the job queue and the thread bookkeeping.  The poller never holds lk while it sleeps in
+ * queues, the job queue and the thread bookkeeping.  The poller never holds lk while it sleeps in
  * epoll_wait, so any thread can take the loop between two polls.
+ *
+ * Deferred posts (h2_loop_run_or_defer) need no wake-up: their poster queues them and then tries
+ * the loop lock; a thread that drops the loop looks for deferred posts after releasing it and
+ * takes it again to run them.  One of the two always sees the other's step (both are ordered by
+ * full fences), so a deferred post is never stranded, and nobody waits on the lock for it.
+ * Idle threads wait on a semaphore each (a condition variable hands the woken thread its mutex
+ * marked contended, which costs one more futex call per wake-up), posted after mu is released so
+ * that the woken thread does not block on mu at once.
  */
 #include "h2/loop.h"
 #include "base/time.h"
+#include "h2/loop_int.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -18,58 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_EVENTS 64
-
-struct fd_registration {
-	h2_io_fn fn;
-	void *arg;
-	int fd;
-};
-
-struct job {
-	h2_fn fn;
-	void *arg;
-	struct h2_jobs *g;
-	struct job *next;
-};
-
-struct h2_jobs {
-	struct h2_loop *l;
-	unsigned limit;   /* const */
-	unsigned running; /* under mu */
-	unsigned queued;  /* under mu */
-};
-
-struct loop_thread {
-	pthread_t t;
-	bool exited, joined;
-};
-
-struct h2_loop {
-	int epoll_fd, wake_fd;
-
-	pthread_mutex_t lk;      /* the loop lock */
-	struct h2_timer *timers; /* sorted by at */
-	struct h2_timer *timers_tail;
-	struct fd_registration **registrations; /* indexed by fd */
-	int n_registrations;
-	uint64_t sleep_until; /* the poller's wake-up while it sleeps; 0 when none sleeps */
-	bool need_wake;       /* a timer earlier than sleep_until was armed */
-
-	pthread_mutex_t mu;
-	pthread_cond_t idle_cv; /* idle threads wait for a job or the poller's place */
-	pthread_cond_t done_cv; /* a job ended or a thread exited */
-	struct h2_post *head, *tail;
-	bool wake_pending; /* an eventfd write is outstanding */
-	struct job *job_head, *job_tail;
-	unsigned running;   /* jobs running, all groups */
-	unsigned n_threads; /* live threads */
-	unsigned idle;      /* threads waiting on idle_cv */
-	unsigned target;    /* threads wanted: 1 once started, plus every group's limit */
-	bool started, polling, stop;
-	struct loop_thread *threads;
-	size_t n_slots;
-};
+#define MAX_EVENTS  64
+#define POST_ROUNDS 4 /* drop() runs the posts that posts queue up to this deep */
 
 /* The loop this thread holds, and the jobs it submitted while holding it. */
 static _Thread_local struct h2_loop *held_loop;
@@ -104,7 +65,6 @@ int h2_loop_new(struct h2_loop **out, struct err *e)
 	epoll_ctl(l->epoll_fd, EPOLL_CTL_ADD, l->wake_fd, &ev);
 	pthread_mutex_init(&l->lk, NULL);
 	pthread_mutex_init(&l->mu, NULL);
-	pthread_cond_init(&l->idle_cv, NULL);
 	pthread_cond_init(&l->done_cv, NULL);
 	*out = l;
 	return 0;
@@ -130,15 +90,52 @@ static void consume_wake(struct h2_loop *l)
 	}
 }
 
-/* Holding lk: runs the posts queued so far (not those they queue). */
-static void run_posts(struct h2_loop *l)
+/* Under mu: takes one idle thread (or all) off the idle list, to be woken by wake_idle(). */
+static struct idle_thread *pick_idle(struct h2_loop *l, bool all)
+{
+	struct idle_thread *t = l->idle_list;
+
+	if (!t)
+		return NULL;
+	if (all) {
+		l->idle_list = NULL;
+		l->idle = 0;
+	} else {
+		l->idle_list = t->next;
+		t->next = NULL;
+		l->idle--;
+	}
+	return t;
+}
+
+/* Wakes threads taken with pick_idle() (best after releasing mu). */
+static void wake_idle(struct idle_thread *t)
+{
+	while (t) {
+		struct idle_thread *n = t->next; /* t may be back on the list once posted */
+		sem_post(&t->wake);
+		t = n;
+	}
+}
+
+/* Holding lk: runs the posts queued so far, the deferred ones first (not those they queue).
+ * False when there was none. */
+static bool run_posts(struct h2_loop *l)
 {
 	struct h2_post *p;
 
 	pthread_mutex_lock(&l->mu);
 	p = l->head;
+	if (l->deferred_head) {
+		l->deferred_tail->next = l->head;
+		p = l->deferred_head;
+		l->deferred_head = l->deferred_tail = NULL;
+		atomic_store(&l->n_deferred, 0);
+	}
 	l->head = l->tail = NULL;
 	pthread_mutex_unlock(&l->mu);
+	if (!p)
+		return false;
 	while (p) {
 		struct h2_post *n = p->next;
 		bool owned = p->owned; /* an embedded post may be freed by its fn */
@@ -147,6 +144,7 @@ static void run_posts(struct h2_loop *l)
 			free(p);
 		p = n;
 	}
+	return true;
 }
 
 static void run_timers(struct h2_loop *l)
@@ -180,28 +178,45 @@ static bool flush_jobs(struct h2_loop *l)
 	return true;
 }
 
-/* Drops the loop: runs the posts queued by this turn, queues its jobs, and wakes the poller when
+/* After releasing the loop: takes it again (without waiting) when posts were deferred to its
+ * holder meanwhile; true when this thread holds it now and must run them. */
+static bool retake(struct h2_loop *l)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!atomic_load(&l->n_deferred) || pthread_mutex_trylock(&l->lk) != 0)
+		return false;
+	held_loop = l;
+	return true;
+}
+
+/* Drops the loop: runs the posts queued by this turn and those they queue (a few rounds: a
+ * response's post queues its connection's write), queues its jobs, and wakes the poller when
  * posts are left or (for a thread other than the poller) an earlier timer was armed.  The poller
- * runs the jobs of its own turn itself (thread_main), so only other threads signal an idle one. */
+ * runs the jobs of its own turn itself (thread_main), so only other threads signal an idle one.
+ * Then runs what was deferred to this holder (retake). */
 static void drop(struct h2_loop *l, bool poller)
 {
-	bool wake;
-
-	run_posts(l);
-	wake = l->need_wake && !poller;
-	l->need_wake = false;
-	pthread_mutex_lock(&l->mu);
-	if (flush_jobs(l) && !poller && l->idle)
-		pthread_cond_signal(&l->idle_cv);
-	if (l->head && !l->wake_pending)
-		wake = true;
-	if (wake)
-		l->wake_pending = true;
-	pthread_mutex_unlock(&l->mu);
-	held_loop = NULL;
-	pthread_mutex_unlock(&l->lk);
-	if (wake)
-		wake_poller(l);
+	do {
+		bool wake;
+		struct idle_thread *idle = NULL;
+		for (int round = 0; round < POST_ROUNDS && run_posts(l); round++)
+			;
+		wake = l->need_wake && !poller;
+		l->need_wake = false;
+		pthread_mutex_lock(&l->mu);
+		if (flush_jobs(l) && !poller)
+			idle = pick_idle(l, false);
+		if (l->head && !l->wake_pending)
+			wake = true;
+		if (wake)
+			l->wake_pending = true;
+		pthread_mutex_unlock(&l->mu);
+		held_loop = NULL;
+		pthread_mutex_unlock(&l->lk);
+		wake_idle(idle);
+		if (wake)
+			wake_poller(l);
+	} while (retake(l));
 }
 
 void h2_loop_run_pending(struct h2_loop *l)
@@ -233,6 +248,11 @@ static void poll_once(struct h2_loop *l)
 	l->need_wake = false;
 	held_loop = NULL;
 	pthread_mutex_unlock(&l->lk);
+	if (retake(l)) { /* deferred to this holder: run it, then poll with a fresh timeout */
+		l->sleep_until = 0;
+		drop(l, true);
+		return;
+	}
 
 	n = epoll_wait(l->epoll_fd, evs, MAX_EVENTS, timeout);
 
@@ -288,16 +308,19 @@ static void *thread_main(void *arg)
 {
 	struct thread_start a = *(struct thread_start *)arg;
 	struct h2_loop *l = a.l;
+	struct idle_thread me = {.next = NULL}, *next_poller = NULL;
 
 	free(arg);
+	sem_init(&me.wake, 0, 0);
 	pthread_mutex_lock(&l->mu);
 	while (!l->stop) {
 		struct job *j = take_job(l);
 		if (j) {
 			/* someone must poll while this thread runs the job */
-			if (l->started && !l->polling && l->idle)
-				pthread_cond_signal(&l->idle_cv);
+			struct idle_thread *idle =
+			    l->started && !l->polling ? pick_idle(l, false) : NULL;
 			pthread_mutex_unlock(&l->mu);
+			wake_idle(idle);
 			j->fn(j->arg);
 			pthread_mutex_lock(&l->mu);
 			j->g->running--;
@@ -316,16 +339,22 @@ static void *thread_main(void *arg)
 			l->polling = false;
 			continue;
 		}
+		me.next = l->idle_list;
+		l->idle_list = &me;
 		l->idle++;
-		pthread_cond_wait(&l->idle_cv, &l->mu);
-		l->idle--;
+		pthread_mutex_unlock(&l->mu);
+		while (sem_wait(&me.wake) < 0) /* EINTR */
+			;
+		pthread_mutex_lock(&l->mu);
 	}
 	l->n_threads--;
 	l->threads[a.slot].exited = true;
-	if (l->started && !l->polling && l->idle)
-		pthread_cond_signal(&l->idle_cv); /* this thread may have been the next poller */
+	if (l->started && !l->polling) /* this thread may have been the next poller */
+		next_poller = pick_idle(l, false);
 	pthread_cond_broadcast(&l->done_cv);
 	pthread_mutex_unlock(&l->mu);
+	wake_idle(next_poller);
+	sem_destroy(&me.wake);
 	return NULL;
 }
 
@@ -397,7 +426,7 @@ int h2_loop_start(struct h2_loop *l, struct err *e)
 		l->target--;
 		l->started = false;
 	}
-	pthread_cond_broadcast(&l->idle_cv);
+	wake_idle(pick_idle(l, true));
 	pthread_mutex_unlock(&l->mu);
 	if (rc < 0)
 		return err_set(e, rc, "event loop thread: %s", strerror(-rc));
@@ -412,7 +441,7 @@ void h2_loop_free(struct h2_loop *l)
 		return;
 	pthread_mutex_lock(&l->mu);
 	l->stop = true;
-	pthread_cond_broadcast(&l->idle_cv);
+	wake_idle(pick_idle(l, true));
 	pthread_mutex_unlock(&l->mu);
 	wake_poller(l);
 	reap(l, true);
@@ -432,7 +461,6 @@ void h2_loop_free(struct h2_loop *l)
 	close(l->wake_fd);
 	close(l->epoll_fd);
 	pthread_cond_destroy(&l->done_cv);
-	pthread_cond_destroy(&l->idle_cv);
 	pthread_mutex_destroy(&l->mu);
 	pthread_mutex_destroy(&l->lk);
 	free(l);
@@ -461,111 +489,6 @@ struct h2_loop *h2_loop_default(void)
 bool h2_loop_in_thread(const struct h2_loop *l)
 {
 	return held_loop == l;
-}
-
-static int set_reg(struct h2_loop *l, int fd, h2_io_fn fn, void *arg)
-{
-	if (fd >= l->n_registrations) {
-		int n = fd + 64;
-		struct fd_registration **grown =
-		    realloc(l->registrations, (size_t)n * sizeof(*grown));
-		if (!grown)
-			return -ENOMEM;
-		memset(grown + l->n_registrations, 0,
-		       (size_t)(n - l->n_registrations) * sizeof(*grown));
-		l->registrations = grown;
-		l->n_registrations = n;
-	}
-	if (!l->registrations[fd]) {
-		l->registrations[fd] = calloc(1, sizeof(struct fd_registration));
-		if (!l->registrations[fd])
-			return -ENOMEM;
-	}
-	l->registrations[fd]->fd = fd;
-	l->registrations[fd]->fn = fn;
-	l->registrations[fd]->arg = arg;
-	return 0;
-}
-
-int h2_loop_add_fd(struct h2_loop *l, int fd, uint32_t events, h2_io_fn fn, void *arg)
-{
-	struct epoll_event ev = {.events = events};
-	int rc = set_reg(l, fd, fn, arg);
-
-	if (rc)
-		return rc;
-	ev.data.u64 = (uint64_t)fd + 1;
-	if (epoll_ctl(l->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-		rc = -errno;
-		free(l->registrations[fd]);
-		l->registrations[fd] = NULL;
-		return rc;
-	}
-	return 0;
-}
-
-int h2_loop_mod_fd(struct h2_loop *l, int fd, uint32_t events, h2_io_fn fn, void *arg)
-{
-	struct epoll_event ev = {.events = events};
-	int rc = set_reg(l, fd, fn, arg);
-
-	if (rc)
-		return rc;
-	ev.data.u64 = (uint64_t)fd + 1;
-	return epoll_ctl(l->epoll_fd, EPOLL_CTL_MOD, fd, &ev) < 0 ? -errno : 0;
-}
-
-void h2_loop_del_fd(struct h2_loop *l, int fd)
-{
-	if (fd < 0)
-		return;
-	epoll_ctl(l->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
-	if (fd < l->n_registrations) {
-		free(l->registrations[fd]);
-		l->registrations[fd] = NULL;
-	}
-}
-
-void h2_timer_cancel(struct h2_loop *l, struct h2_timer *t)
-{
-	if (!t->armed)
-		return;
-	if (t->prev)
-		t->prev->next = t->next;
-	else
-		l->timers = t->next;
-	if (t->next)
-		t->next->prev = t->prev;
-	else
-		l->timers_tail = t->prev;
-	t->prev = t->next = NULL;
-	t->armed = false;
-}
-
-void h2_timer_arm(struct h2_loop *l, struct h2_timer *t, uint64_t at_ms, h2_fn fn, void *arg)
-{
-	struct h2_timer *p;
-
-	h2_timer_cancel(l, t);
-	t->at = at_ms;
-	t->fn = fn;
-	t->arg = arg;
-	t->armed = true;
-	if (at_ms < l->sleep_until)
-		l->need_wake = true;
-	/* most timers are later than all others: search from the tail */
-	for (p = l->timers_tail; p && p->at > at_ms; p = p->prev)
-		;
-	t->prev = p;
-	t->next = p ? p->next : l->timers;
-	if (t->next)
-		t->next->prev = t;
-	else
-		l->timers_tail = t;
-	if (p)
-		p->next = t;
-	else
-		l->timers = t;
 }
 
 static void post_enqueue(struct h2_loop *l, struct h2_post *p, h2_fn fn, void *arg)
@@ -625,6 +548,28 @@ int h2_loop_run(struct h2_loop *l, h2_fn fn, void *arg)
 	fn(arg);
 	drop(l, false);
 	return 0;
+}
+
+void h2_loop_run_or_defer(struct h2_loop *l, struct h2_post *p, h2_fn fn, void *arg)
+{
+	if (held_loop == l || !loop_started(l)) {
+		h2_loop_post_embedded(l, p, fn, arg);
+		return;
+	}
+	p->owned = false;
+	p->fn = fn;
+	p->arg = arg;
+	p->next = NULL;
+	pthread_mutex_lock(&l->mu);
+	if (l->deferred_tail)
+		l->deferred_tail->next = p;
+	else
+		l->deferred_head = p;
+	l->deferred_tail = p;
+	atomic_fetch_add(&l->n_deferred, 1);
+	pthread_mutex_unlock(&l->mu);
+	if (retake(l))
+		drop(l, false);
 }
 
 int h2_loop_run_sync(struct h2_loop *l, h2_fn fn, void *arg)
@@ -693,16 +638,17 @@ int h2_jobs_submit(struct h2_jobs *g, h2_fn fn, void *arg)
 		else
 			held_job_head = j;
 		held_job_tail = j;
-	} else {
-		if (l->job_tail)
-			l->job_tail->next = j;
-		else
-			l->job_head = j;
-		l->job_tail = j;
-		if (l->idle)
-			pthread_cond_signal(&l->idle_cv);
+		pthread_mutex_unlock(&l->mu);
+		return 0;
 	}
+	if (l->job_tail)
+		l->job_tail->next = j;
+	else
+		l->job_head = j;
+	l->job_tail = j;
+	struct idle_thread *idle = pick_idle(l, false);
 	pthread_mutex_unlock(&l->mu);
+	wake_idle(idle);
 	return 0;
 }
 
@@ -717,7 +663,7 @@ void h2_jobs_free(struct h2_jobs *g)
 	while (g->queued || g->running)
 		pthread_cond_wait(&l->done_cv, &l->mu);
 	l->target -= g->limit;
-	pthread_cond_broadcast(&l->idle_cv);
+	wake_idle(pick_idle(l, true));
 	if (!l->stop)
 		while (l->n_threads > l->target)
 			pthread_cond_wait(&l->done_cv, &l->mu);

@@ -76,6 +76,12 @@ void h2_loop_post_embedded(struct h2_loop *l, struct h2_post *p, h2_fn fn, void 
  * loop lock) when the loop is started and this thread does not hold it; posted otherwise.
  * Never call it with a lock held that loop work may take.  Returns 0 or -ENOMEM. */
 int h2_loop_run(struct h2_loop *l, h2_fn fn, void *arg);
+/* Runs fn(arg) holding the loop without waiting for the loop lock: at once on the calling thread
+ * when no thread holds the loop, else on the thread that holds it, when it drops it — no
+ * wake-up and no lock wait either way (posted as h2_loop_post_embedded when this thread holds
+ * the loop or the loop is not started).  p as for h2_loop_post_embedded.  Never call it with a
+ * lock held that loop work may take. */
+void h2_loop_run_or_defer(struct h2_loop *l, struct h2_post *p, h2_fn fn, void *arg);
 /* Runs fn(arg) holding the loop on the calling thread and returns when it has run (directly
  * when this thread holds the loop already).  Posts queued before it run first. */
 int h2_loop_run_sync(struct h2_loop *l, h2_fn fn, void *arg);
