@@ -1,0 +1,291 @@
+#!/usr/bin/python3
+"""10,000 volumes over 10 agents (issue 30), on loopback: AGENTS `pillar-csi agent`s, each on its
+own fake configfs root (on a tmpfs when there is one, as the kernel's configfs lives in memory)
+with a `file` backend, and one `pillar-csi controller` on the embedded store with its default
+reconcile interval; every volume created through CSI (csi-provisioner's CreateVolume, 4 in
+flight), PER_AGENT volumes on each agent.  Then:
+  create    wall time of all creates, creates per second, CreateVolume p50/p99;
+  restart   the controller stopped (SIGTERM) and started again: seconds from its start to a ready
+            CSI Probe (goal <= 2 s), to the store being quiet (every resync and its writes
+            done), its peak RSS (VmHWM) and resident memory then;
+  reboot    one storage node rebooted (its agent killed, its configfs emptied, the agent started
+            again): seconds from the agent's port accepting to its PillarAgent showing
+            ExportsReady=True/ExportsServing again (goal <= 3 s), and the store writes of it;
+  RSS       the controller's resident memory at rest with every volume, and its peak over the run.
+
+  bench.py DIR      env BENCH_AGENTS (default 10), BENCH_PER_AGENT (default 1000)
+"""
+import os
+import shutil
+import signal
+import statistics
+import sys
+import threading
+import time
+import uuid
+from concurrent import futures
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "controller"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "interop", "controller"))
+import bench as cb  # noqa: E402  the controller benchmark: RSS, CPU, percentiles
+import controller_suite as cs  # noqa: E402
+from controller_suite import OK, apb, apbg, call, cond, csi, csig, k8s  # noqa: E402
+
+AGENTS = int(os.environ.get("BENCH_AGENTS", "10"))
+PER_AGENT = int(os.environ.get("BENCH_PER_AGENT", "1000"))
+IN_FLIGHT = 4
+
+
+def fake_root(base):
+    """Where the agents' fake configfs roots go: a tmpfs when there is one."""
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.statvfs(shm).f_bavail * os.statvfs(shm).f_frsize >= 1 << 28:
+        return os.path.join(shm, "pillar-scale10k-%d" % os.getpid())
+    return os.path.join(base, "cfs")
+
+
+class Agent:
+    def __init__(self, base, cfs_base, i, procs):
+        self.i, self.procs, self.name = i, procs, "storage-%d" % i
+        d = os.path.join(base, "agent-%d" % i)
+        self.cfs, self.state = os.path.join(cfs_base, "a%d" % i), os.path.join(d, "state")
+        self.nvmet = os.path.join(self.cfs, "nvmet")
+        files, host = os.path.join(d, "files"), os.path.join(d, "host")
+        for x in (files, self.state, os.path.join(host, "sys/module/nvmet_tcp")):
+            os.makedirs(x, exist_ok=True)
+        self.wipe()
+        self.config = os.path.join(d, "agent.json")
+        with open(self.config, "w") as f:
+            f.write('{"backends": [{"file": {"pool": "%s", "directory": "%s"}}]}' % (
+                cs.POOL, files))
+        self.port = cs.free_port()
+        self.host, self.starts = host, 0
+
+    def wipe(self):
+        for x in ("subsystems", "ports", "hosts"):
+            shutil.rmtree(os.path.join(self.nvmet, x), ignore_errors=True)
+            os.makedirs(os.path.join(self.nvmet, x))
+
+    def start(self):
+        self.starts += 1
+        args = [cs.AGENT_BIN, "agent", "--listen-address=127.0.0.1:%d" % self.port,
+                "--config=" + self.config, "--configfs-root=" + self.cfs,
+                "--state-dir=" + self.state, "--host-root=" + self.host,
+                "--shutdown-grace-period=0s"]
+        for _ in range(50):  # the port of a killed agent may linger briefly
+            p = self.procs.start(self.name, args, log=os.path.join(
+                os.path.dirname(self.state), "agent-%d.log" % self.starts))
+            if cs.wait_for(lambda: cs.Env._connects(self.port) or p.poll() is not None, 10):
+                if p.poll() is None:
+                    return True
+            self.procs.stop(self.name, signal.SIGKILL)
+            time.sleep(0.1)
+        return False
+
+    def objects(self):
+        meta = lambda n: {"name": n}  # noqa: E731
+        return [
+            {"apiVersion": cs.GROUP, "kind": "PillarAgent", "metadata": meta(self.name),
+             "spec": {"external": {"address": "127.0.0.1", "port": self.port}}},
+            {"apiVersion": cs.GROUP, "kind": "PillarStore", "metadata": meta("files-%d" % self.i),
+             "spec": {"agentRef": self.name, "backend": {"file": {"pool": cs.POOL}}}},
+            {"apiVersion": cs.GROUP, "kind": "PillarStorageClass",
+             "metadata": meta("fast-%d" % self.i),
+             "spec": {"storeRef": "files-%d" % self.i, "protocolRef": cs.PROTO}}]
+
+
+class Scale:
+    def __init__(self, base):
+        self.env = cs.Env(base)
+        self.cfs_base = fake_root(base)
+        self.agents = [Agent(base, self.cfs_base, i, self.env.procs) for i in range(AGENTS)]
+        self.top = 0
+
+    def start_controller(self):
+        env = self.env
+        if os.path.exists(env.sock):
+            os.unlink(env.sock)
+        p = env.procs.start("controller", [cs.BIN, "controller", "--csi-endpoint=unix://" + env.sock,
+                                           "--store=dir:" + env.store,
+                                           "--health-probe-bind-address=127.0.0.1:0",
+                                           "--metrics-bind-address=127.0.0.1:0"])
+        t0 = time.monotonic()
+        if not cs.wait_for(lambda: self.probe_ready() or p.poll() is not None, 120) or p.poll():
+            raise SystemExit("the controller did not become ready")
+        self.pid = p.pid
+        return time.monotonic() - t0
+
+    def probe_ready(self):
+        try:
+            ch = cs.grpc.insecure_channel("unix://" + self.env.sock)
+            r = csig.IdentityStub(ch).Probe(csi.ProbeRequest(), timeout=2)
+            ch.close()
+            return r.ready.value
+        except cs.grpc.RpcError:
+            return False
+
+    def pa(self, name):
+        return self.env.get("pa", name) or {}
+
+    def serving(self, name):
+        return cond(self.pa(name), "ExportsReady")[:2] == ("True", "ExportsServing")
+
+    def setup(self):
+        for a in self.agents:
+            if not a.start():
+                raise SystemExit("agent %s did not start" % a.name)
+        self.start_controller()
+        objs = [{"apiVersion": cs.GROUP, "kind": "PillarProtocol", "metadata": {"name": cs.PROTO},
+                 "spec": {"protocol": {"nvmeofTcp": {"port": 4420, "acl": True}}}}]
+        for a in self.agents:
+            objs += a.objects()
+        rc, out, err = self.env.apply(objs + cs.CLUSTER["csinodes"])
+        if rc != 0:
+            raise SystemExit("apply: " + out + err)
+        for a in self.agents:
+            if not cs.wait_for(lambda: self.serving(a.name) and self.env.get(
+                    "sc", "fast-%d" % a.i), 120):
+                raise SystemExit("%s never reached ExportsServing" % a.name)
+        ch = cs.grpc.insecure_channel("unix://" + self.env.sock)
+        self.ctl = csig.ControllerStub(ch)
+        self.caps = k8s.Caps(csi, csig.IdentityStub(ch), self.ctl)
+        self.scs = [self.env.get("sc", "fast-%d" % a.i) for a in self.agents]
+
+    def create_all(self):
+        """Every volume through CSI; (seconds, latencies in ms)."""
+        lat, lock = [], threading.Lock()
+
+        def one(k):
+            sc = self.scs[k % AGENTS]
+            pvc = {"metadata": {"name": "s-%d" % k, "namespace": "default",
+                                "uid": str(uuid.uuid4())},
+                   "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {
+                       "storage": "1Mi"}}, "storageClassName": sc["metadata"]["name"]}}
+            req = k8s.create_volume(csi, self.caps, sc, pvc, cs.CLUSTER)
+            t = time.monotonic()
+            code, msg, _ = call(self.ctl.CreateVolume, req, timeout=120)
+            dt = (time.monotonic() - t) * 1000
+            if code != OK:
+                raise SystemExit("CreateVolume: %s %s" % (code, msg))
+            with lock:
+                lat.append(dt)
+        t0 = time.monotonic()
+        with futures.ThreadPoolExecutor(IN_FLIGHT) as ex:
+            list(ex.map(one, range(AGENTS * PER_AGENT)))
+        return time.monotonic() - t0, lat
+
+    def store_rv(self):
+        try:
+            with open(os.path.join(self.env.store, ".oplock")) as f:
+                return int(f.read().split()[1])
+        except (OSError, ValueError, IndexError):
+            return 0
+
+    def quiet(self, secs=2.0, limit=300):
+        """Seconds until the store's version has not moved for secs (that wait excluded)."""
+        t0 = time.monotonic()
+        rv, since = self.store_rv(), time.monotonic()
+        while time.monotonic() - t0 < limit:
+            time.sleep(0.1)
+            v = self.store_rv()
+            if v != rv:
+                rv, since = v, time.monotonic()
+            elif time.monotonic() - since >= secs:
+                break
+        return since - t0
+
+    def restart(self):
+        self.env.procs.stop("controller")
+        rv0 = self.store_rv()
+        ready = self.start_controller()
+        rss = cb.RssMax(self.pid).start()
+        settled = ready + self.quiet()
+        top = rss.stop() / 1024
+        return ready, settled, cb.proc_rss_kib(self.pid, "VmHWM") / 1024, top, \
+            cb.proc_rss_kib(self.pid) / 1024, self.store_rv() - rv0
+
+    def gate_open(self, a):
+        """The agent's restore gate is open: the controller's complete ReconcileState went
+        through (HealthCheck straight to the agent)."""
+        try:
+            stub = apbg.AgentServiceStub(cs.grpc.insecure_channel("127.0.0.1:%d" % a.port))
+            return not stub.HealthCheck(apb.HealthCheckRequest(), timeout=2).export_restore_pending
+        except cs.grpc.RpcError:
+            return False
+
+    def reboot(self, a):
+        """(accept -> gate open s, accept -> ExportsServing s, store writes, exports before,
+        exports after)."""
+        self.quiet(1)
+        before = len(os.listdir(os.path.join(a.nvmet, "subsystems")))
+        rv0 = self.store_rv()
+        pa_rv0 = self.pa(a.name).get("metadata", {}).get("resourceVersion")
+        self.env.procs.stop(a.name, signal.SIGKILL)
+        a.wipe()
+        if not a.start():
+            raise SystemExit("agent %s did not restart" % a.name)
+        t0 = time.monotonic()
+        if not cs.wait_for(lambda: self.gate_open(a), 300, step=0.02):
+            raise SystemExit("%s's restore gate stayed closed for 300 s" % a.name)
+        gate = time.monotonic() - t0
+        if not cs.wait_for(lambda: self.pa(a.name).get("metadata", {}).get(
+                "resourceVersion") != pa_rv0 and self.serving(a.name), 300, step=0.02):
+            raise SystemExit("no ExportsServing within 300 s of %s's restart" % a.name)
+        secs = time.monotonic() - t0
+        self.quiet(1)
+        after = len(os.listdir(os.path.join(a.nvmet, "subsystems")))
+        return gate, secs, self.store_rv() - rv0, before, after
+
+
+def run(base):
+    s = Scale(base)
+    try:
+        print("%d agents x %d volumes; fake configfs roots in %s, embedded store in %s" % (
+            AGENTS, PER_AGENT, s.cfs_base, s.env.store), flush=True)
+        s.setup()
+        secs, lat = s.create_all()
+        n = len(lat)
+        print("create: %d volumes through CSI in %.1f s (%.0f/s, %d in flight); CreateVolume p50 "
+              "%.2f ms p99 %.2f ms; load average %.2f" % (
+                  n, secs, n / secs, IN_FLIGHT, statistics.median(lat), cb.pct(lat, 99),
+                  os.getloadavg()[0]), flush=True)
+        s.quiet()
+        rest = [cb.proc_rss_kib(s.pid) / 1024]
+        time.sleep(2)
+        rest.append(cb.proc_rss_kib(s.pid) / 1024)
+        print("controller at rest with %d volumes: RSS %.1f MiB (peak of the creates %.1f MiB)" % (
+            n, max(rest), cb.proc_rss_kib(s.pid, "VmHWM") / 1024), flush=True)
+        ready, settled, hwm, top, after, writes = s.restart()
+        print("restart: CSI Probe ready %.2f s after the start (goal <= 2 s: %s); store quiet "
+              "(resyncs done) after %.2f s, %d store writes; peak RSS %.1f MiB (VmHWM; sampled "
+              "max %.1f), %.1f MiB once quiet; load average %.2f" % (
+                  ready, "met" if ready <= 2 else "NOT met", settled, writes, hwm, top, after,
+                  os.getloadavg()[0]), flush=True)
+        gate, secs, writes, before, after = s.reboot(s.agents[0])
+        print("reboot of %s (%d of its %d exports restored): agent port accepts -> restore "
+              "gate open %.2f s, -> ExportsServing %.2f s (goal <= 3 s: %s); %d store writes; "
+              "controller RSS %.1f MiB, peak of the run %.1f MiB; load average %.2f" % (
+                  s.agents[0].name, after, before, gate, secs, "met" if secs <= 3 else "NOT met",
+                  writes, cb.proc_rss_kib(s.pid) / 1024, cb.proc_rss_kib(s.pid, "VmHWM") / 1024,
+                  os.getloadavg()[0]), flush=True)
+        if before != PER_AGENT or after != PER_AGENT:
+            raise SystemExit("the rebooted agent served %d exports before and %d after, not %d" % (
+                before, after, PER_AGENT))
+    finally:
+        s.env.procs.stop_all()
+        if s.cfs_base.startswith("/dev/shm/"):
+            shutil.rmtree(s.cfs_base, ignore_errors=True)
+
+
+def main():
+    base = sys.argv[1]
+    os.makedirs(base, exist_ok=True)
+    signal.signal(signal.SIGTERM, lambda s, f: (_ for _ in ()).throw(SystemExit(130)))
+    t0 = time.monotonic()
+    run(base)
+    print("(scale10k bench: %.0f s)" % (time.monotonic() - t0))
+
+
+if __name__ == "__main__":
+    main()
