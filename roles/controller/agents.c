@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model/pillar.h"
+#include "rules/auth.h"
 
 int agents_address(struct ctl *c, const char *agent, char *addr, size_t cap, struct grpc_status *gs)
 {
@@ -33,6 +34,25 @@ int agents_address_of_volume(struct ctl *c, const char *agent, char *addr, size_
 	if (r == GRPC_NOT_FOUND)
 		r = grpc_status_set(gs, GRPC_FAILED_PRECONDITION, "PillarAgent \"%s\" not found",
 		                    agent);
+	return r;
+}
+
+int agents_target_auth(struct ctl *c, const char *agent, struct grpc_status *gs)
+{
+	struct model_pa pa;
+	struct err e = {0};
+	int r = model_get(c->st, &model_pa_kind, NULL, agent, &pa, &e);
+	if (r == STORE_NOT_FOUND || r == STORE_INVALID)
+		return grpc_status_set(gs, GRPC_FAILED_PRECONDITION, "PillarAgent \"%s\" not found",
+		                       agent);
+	if (r < 0)
+		return grpc_status_set(gs, GRPC_UNAVAILABLE, "reading PillarAgent \"%s\": %s",
+		                       agent, e.msg);
+	const struct model_pa_caps *caps = &pa.status.capabilities;
+	if (!(pa.status.has_capabilities && caps->has_nvme_target_auth && caps->nvme_target_auth))
+		r = grpc_status_set(gs, GRPC_FAILED_PRECONDITION, RULES_DHCHAP_AGENT_MISSING_FMT,
+		                    agent);
+	model_clear(&model_pa_kind, &pa);
 	return r;
 }
 

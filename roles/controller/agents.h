@@ -20,6 +20,10 @@ int agents_address(struct ctl *c, const char *agent, char *addr, size_t cap,
 int agents_address_of_volume(struct ctl *c, const char *agent, char *addr, size_t cap,
                              struct grpc_status *gs);
 /* Bind address (IP part, no brackets) of "ip:port" / "[ip6]:port". */
+/* 0 when the agent's status says its kernel has NVMe in-band authentication
+ * (capabilities.nvmeTargetAuth), else FAILED_PRECONDITION RULES_DHCHAP_AGENT_MISSING_FMT (also
+ * when not yet known), or the store's error. */
+int agents_target_auth(struct ctl *c, const char *agent, struct grpc_status *gs);
 void agents_bind_ip(const char *addr, char *out, size_t cap);
 /* The agent API's BackendType of a token (zfs-zvol, lvm-lv, file); 0 when unknown. */
 int agents_backend_enum(const char *token);

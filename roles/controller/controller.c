@@ -26,6 +26,8 @@
 /* The flags of the controller role. */
 struct opts {
 	const char *endpoint, *probe, *metrics, *cert, *key, *ca, *server_name, *store_url;
+	const char *dhchap_ns;
+	bool dhchap_plaintext;
 	const char *lease_d, *renew_d, *retry_d; /* --leader-elect-* durations */
 	int lease_ms, renew_ms, retry_ms;
 	bool leader_elect, tls;
@@ -62,6 +64,12 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	     false},
 	    {"agent-tls-server-name", FLAG_STRING, &o->server_name,
 	     "name expected in the agent certificate", false},
+	    {"dhchap-allow-plaintext", FLAG_BOOL, &o->dhchap_plaintext,
+	     "send DH-HMAC-CHAP keys to agents reached without mTLS (trusted networks only)",
+	     false},
+	    {"dhchap-namespace", FLAG_STRING, &o->dhchap_ns,
+	     "namespace of the workers' DH-HMAC-CHAP key Secrets (default: the controller's)",
+	     false},
 	    {"store", FLAG_STRING, &o->store_url,
 	     "object store: kube (in a cluster), or dir:PATH for the embedded store", false},
 	    STORE_FLAG_DEFS(&o->sf),
@@ -211,6 +219,8 @@ static int start(const struct opts *o, struct running *x, struct err *e)
 	x->ctl_ok = true;
 	x->c.kc = lo.kc;
 	x->c.agent_default_port = (int)o->agent_port;
+	x->c.dhchap_plaintext = o->dhchap_plaintext;
+	x->c.dhchap_ns = *o->dhchap_ns ? o->dhchap_ns : lo.ns && *lo.ns ? lo.ns : "default";
 	go = o->go;
 	go.listen = addrs;
 	controller_grpc_identity_service(&x->c, &ids);
@@ -233,6 +243,7 @@ int controller_main(int argc, char **argv)
 	                 .key = "",
 	                 .ca = "",
 	                 .server_name = "",
+	                 .dhchap_ns = "",
 	                 .lease_d = "15s",
 	                 .renew_d = "10s",
 	                 .retry_d = "2s",

@@ -348,8 +348,11 @@ static int create_object(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 	 * release enforces"), a volume that asks for authentication is refused rather than
 	 * exported without it. */
 	if (ro.resolved.protocol.nvmeof_tcp.has_dhchap) {
+		if ((r = agents_target_auth(c, ro.agent, gs)) == GRPC_OK)
+			r = grpc_status_set(gs, GRPC_FAILED_PRECONDITION,
+			                    RULES_DHCHAP_NOT_ENFORCED_MSG);
 		resolve_out_clear(&ro);
-		return grpc_status_set(gs, GRPC_FAILED_PRECONDITION, RULES_DHCHAP_NOT_ENFORCED_MSG);
+		return r;
 	}
 	if (rules_volid_make(ro.agent, ro.backend_type, ro.pool, req->name, vid, sizeof(vid), &id) <
 	    0) {

@@ -3,6 +3,7 @@
 #include "controller/ctl.h"
 
 #include "base/time.h"
+#include "controller/dhchap.h"
 #include "controller/metrics.h"
 #include "controller/reconcile.h"
 #include "controller/reconcile_batch.h"
@@ -19,6 +20,7 @@ void ctl_init(struct ctl *c, store *st, agentclient *ac)
 	c->st = st;
 	c->ac = ac;
 	c->agent_default_port = 9500;
+	c->dhchap_ns = "default";
 	keylock_init(&c->locks);
 	pthread_mutex_init(&c->own_mu, NULL);
 	pthread_mutex_init(&c->memo_mu, NULL);
@@ -56,6 +58,7 @@ void ctl_fini(struct ctl *c)
 	pthread_mutex_destroy(&c->own_mu);
 	reconcile_batch_memos_free(c->memos);
 	c->memos = NULL;
+	dhchap_records_free(c);
 	free(c->unreadable);
 	c->unreadable = NULL;
 	reconcile_agent_tallies_free(c->tallies);

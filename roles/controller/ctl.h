@@ -28,6 +28,7 @@ struct kube_client;
 struct batch_memo;
 struct agent_tally;
 struct ctl_metrics_volumes;
+struct dhchap_record;
 
 struct ctl {
 	store *st;
@@ -38,6 +39,14 @@ struct ctl {
 	struct kube_events *rec;
 	agentclient *ac;
 	int agent_default_port;
+	/* DH-HMAC-CHAP keys (controller/dhchap.h): the namespace of the workers' Secrets, and
+	 * whether keys may go to an agent reached without mTLS (--dhchap-allow-plaintext). */
+	const char *dhchap_ns;
+	bool dhchap_plaintext;
+	/* Which generation of each node's keys each agent holds, from the last requests
+	 * (dhchap_record), under memo_mu. */
+	struct dhchap_record *dh_records;
+	size_t n_dh_records;
 	struct keylock locks; /* per PillarVolumeState name: a second call waits (csi.md §4) */
 	/* Called (when set) with an agent name when an agent RPC failed with the
 	 * `export restore pending` prefix, so the agent's restore runs at once. */

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "controller/agents.h"
 #include "controller/csi.h"
+#include "controller/dhchap.h"
 #include "controller/pvst.h"
 #include "model/kube.h"
 #include <errno.h>
@@ -174,7 +175,8 @@ static int host_nqn(struct ctl *c, const char *node, char *nqn, size_t cap, stru
 /* AllowInitiator (allow) or DenyInitiator of initiator on obj's NVMe-oF/TCP export, with obj's
  * fencing token at generation gen: the RPC's code, the agent's status in ast. */
 static int initiator_rpc(struct ctl *c, const char *addr, bool allow, const struct model_pvst *obj,
-                         uint64_t gen, const char *initiator, struct grpc_status *ast)
+                         uint64_t gen, const char *initiator,
+                         const PillarCsi__Agent__V1__HostAuth *auth, struct grpc_status *ast)
 {
 	PillarCsi__Agent__V1__AllowInitiatorRequest aq =
 	    PILLAR_CSI__AGENT__V1__ALLOW_INITIATOR_REQUEST__INIT;
@@ -190,6 +192,7 @@ static int initiator_rpc(struct ctl *c, const char *addr, bool allow, const stru
 		aq.protocol_type = proto;
 		aq.initiator_id = (char *)initiator;
 		aq.fence = &tok;
+		aq.auth = (PillarCsi__Agent__V1__HostAuth *)auth;
 		return agentclient_allow_initiator(c->ac, addr, &aq, ast);
 	}
 	dq.volume_id = volume_id;
@@ -199,18 +202,24 @@ static int initiator_rpc(struct ctl *c, const char *addr, bool allow, const stru
 	return agentclient_deny_initiator(c->ac, addr, &dq, ast);
 }
 
-/* AllowInitiator for a recorded publication (ACL exports only). */
+/* AllowInitiator for a recorded publication (ACL exports only), with the node's DH-HMAC-CHAP
+ * keys when the volume asks for authentication (docs/authentication.md "Keys"). */
 static int allow(struct ctl *c, const struct rules_volid *v, const struct model_pvst *obj,
                  const struct pub *p, struct grpc_status *gs)
 {
 	char addr[300];
+	struct dhchap_grant g;
 	int r = agents_address_of_volume(c, v->agent, addr, sizeof(addr), gs);
-	if (r)
+	if (r == 0)
+		r = dhchap_grant_for(c, v->agent, &obj->spec.resolved, p->node, p->nqn, &g, gs);
+	if (r) /* the entry stays: fail closed */
 		return r;
 	struct grpc_status ast = {0};
-	if (initiator_rpc(c, addr, true, obj, p->gen, p->nqn, &ast) != GRPC_OK)
-		return agents_error(c, v->agent, &ast, gs); /* the entry stays: fail closed */
-	return 0;
+	if (initiator_rpc(c, addr, true, obj, p->gen, p->nqn, g.on ? &g.auth : NULL, &ast) !=
+	    GRPC_OK)
+		r = agents_error(c, v->agent, &ast, gs); /* the entry stays: fail closed */
+	dhchap_grant_clear(&g);
+	return r;
 }
 
 static int publish_args(const Csi__V1__ControllerPublishVolumeRequest *req, struct grpc_status *gs)
@@ -325,7 +334,8 @@ static int deny(struct ctl *c, const struct rules_volid *v, const struct model_p
 		if (!targeted(u, e))
 			continue;
 		struct grpc_status ast = {0};
-		int ar = initiator_rpc(c, addr, false, fenced, u->gen, str(e->initiator_id), &ast);
+		int ar =
+		    initiator_rpc(c, addr, false, fenced, u->gen, str(e->initiator_id), NULL, &ast);
 		if (ar != GRPC_OK && ar != GRPC_NOT_FOUND)
 			return agents_error(c, v->agent, &ast, gs); /* stays revoking */
 	}

@@ -145,6 +145,8 @@ static int apply_caps(struct model_pa *pa, const PillarCsi__Agent__V1__GetCapabi
 		if (r->supported_protocols[i] ==
 		    PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP)
 			x |= model_strs_add(&caps->protocols, "nvmeof-tcp");
+	caps->has_nvme_target_auth = true;
+	caps->nvme_target_auth = r->nvme_target_auth;
 	struct model_pa_pool *pools = calloc(r->n_discovered_pools + 1, sizeof(*pools));
 	if (!pools)
 		return -ENOMEM;

@@ -22,6 +22,8 @@ struct item_build {
 	char **initiators;
 };
 
+static bool allowed(const struct model_pvst_published *p);
+
 /* The hosts a volume's export admits: publishedNodes that are not being revoked.  0 or
  * -ENOMEM. */
 static int initiators(struct item_build *x, const struct model_pvst *v)
@@ -31,7 +33,7 @@ static int initiators(struct item_build *x, const struct model_pvst *v)
 		return -ENOMEM;
 	for (size_t i = 0; i < v->status.n_published; i++) {
 		const struct model_pvst_published *p = &v->status.published[i];
-		if (!(p->has_revoking && p->revoking) && p->initiator_id)
+		if (allowed(p))
 			x->initiators[x->export.n_allowed_initiators++] = p->initiator_id;
 	}
 	x->export.allowed_initiators = x->initiators;
@@ -96,8 +98,34 @@ static size_t len0(const char *s)
 	return s ? strlen(s) + 1 : 0;
 }
 
+/* The node of every allowed initiator, in initiators()'s order (put_nodes). */
+static bool allowed(const struct model_pvst_published *p)
+{
+	return !(p->has_revoking && p->revoking) && p->initiator_id;
+}
+
+static size_t nodes_len(const struct model_pvst *v)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < v->status.n_published; i++)
+		if (allowed(&v->status.published[i]))
+			n += len0(v->status.published[i].node_id ?: "");
+	return n;
+}
+
+static const char *put_nodes(char **at, const struct model_pvst *v)
+{
+	const char *first = *at;
+	for (size_t i = 0; i < v->status.n_published; i++)
+		if (allowed(&v->status.published[i]))
+			put(at, v->status.published[i].node_id ?: "");
+	return first;
+}
+
 int batch_item_of(struct batch_item *x, const struct model_pvst *v, const char *agent)
 {
+	const struct model_nvmeof_tcp *tcp = &v->spec.resolved.protocol.nvmeof_tcp;
+	bool dhchap = tcp->has_dhchap;
 	const char *ref = v->spec.agent_ref;
 	const struct model_cond *c =
 	    model_cond_get(&v->status.conditions, RULES_COND_EXPORT_RECONCILED);
@@ -119,6 +147,9 @@ int batch_item_of(struct batch_item *x, const struct model_pvst *v, const char *
 	           len0(v->spec.agent_volume_id ?: "") + plen;
 	if (c)
 		n += len0(c->status) + len0(c->reason) + len0(c->message);
+	if (dhchap)
+		n += len0(model_dhchap_hash(&tcp->dhchap)) +
+		     len0(model_dhchap_dh_group(&tcp->dhchap)) + nodes_len(v);
 	char *at = x->storage = malloc(n ? n : 1);
 	if (!at)
 		goto oom;
@@ -137,6 +168,12 @@ int batch_item_of(struct batch_item *x, const struct model_pvst *v, const char *
 		x->cond_message = put(&at, c->message);
 		x->cond_has_observed_generation = c->has_observed_generation;
 		x->cond_observed_generation = c->observed_generation;
+	}
+	if (dhchap) {
+		x->dhchap_hash = put(&at, model_dhchap_hash(&tcp->dhchap));
+		x->dhchap_group = put(&at, model_dhchap_dh_group(&tcp->dhchap));
+		x->dhchap_bidirectional = model_dhchap_bidirectional(&tcp->dhchap);
+		x->initiator_nodes = put_nodes(&at, v);
 	}
 	x->generation = v->meta.generation;
 	x->resource_version = model_meta_rv(&v->meta);

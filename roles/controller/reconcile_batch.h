@@ -42,7 +42,13 @@ struct batch_item {
 	int64_t cond_observed_generation;
 	int64_t generation;        /* metadata.generation */
 	uint64_t resource_version; /* metadata.resourceVersion */
-	size_t packed_len;         /* the packed VolumeDesiredState (BATCH_ITEM_EXPORTED) */
+	/* DH-HMAC-CHAP (docs/authentication.md "Keys"): the volume's hash and group (NULL: no
+	 * authentication), and the nodes of the allowed initiators in their order, each
+	 * NUL-terminated one after the other.  Keys are added only when sent (dhchap.h). */
+	const char *dhchap_hash, *dhchap_group;
+	bool dhchap_bidirectional;
+	const char *initiator_nodes;
+	size_t packed_len; /* the packed VolumeDesiredState (BATCH_ITEM_EXPORTED) */
 	const uint8_t *packed;
 	char *storage;
 };

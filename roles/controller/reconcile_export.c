@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "base/time.h"
 #include "controller/agents.h"
+#include "controller/dhchap.h"
 #include "controller/metrics.h"
 #include "controller/pvst.h"
 #include "controller/reconcile.h"
@@ -123,13 +125,56 @@ static int send(struct ctl *c, const char *agent, const char *addr, bool complet
 	return r;
 }
 
+/* The DH-HMAC-CHAP keys of the items that ask for authentication (controller/dhchap.h), the
+ * workers' Secrets listed once; -ENOMEM (what was added is freed with the request). */
+static int attach_keys(struct ctl *c, struct dhchap_pass *p, const char *agent,
+                       struct batch_item **order, PillarCsi__Agent__V1__VolumeDesiredState **vols,
+                       size_t n)
+{
+	int r = 0;
+	for (size_t i = 0; i < n && r == 0; i++)
+		if (order[i]->dhchap_hash && vols[i]->n_exports == 1)
+			r = dhchap_attach(c, p, i, agent, order[i]->name, order[i]->dhchap_hash,
+			                  order[i]->dhchap_group, order[i]->dhchap_bidirectional,
+			                  order[i]->initiator_nodes, vols[i]->exports[0]);
+	return r;
+}
+
+/* Which generation of which node's keys the agent holds now (dhchap_record). */
+static void record_keys(struct ctl *c, const char *agent, bool whole, const struct dhchap_pass *p,
+                        int r, const PillarCsi__Agent__V1__ReconcileStateResponse *resp,
+                        struct batch_item **order, size_t n)
+{
+	if (!p->n && !whole)
+		return;
+	bool *ok = calloc(n ? n : 1, sizeof(*ok));
+	if (!ok)
+		return; /* unrecorded: the node waits for the next whole pass */
+	for (size_t i = 0; i < n; i++) {
+		const PillarCsi__Agent__V1__VolumeReconcileResult *res =
+		    result_of(resp, order[i]->volume_id, i);
+		ok[i] = r == GRPC_OK && res && res->success;
+	}
+	dhchap_record(c, agent, whole && r == GRPC_OK, p, ok, n);
+	free(ok);
+}
+
+static void detach_keys(PillarCsi__Agent__V1__VolumeDesiredState **vols, size_t n)
+{
+	for (size_t i = 0; vols && i < n; i++)
+		if (vols[i]->n_exports == 1)
+			dhchap_detach(vols[i]->exports[0]);
+}
+
 /* One ReconcileState over the exported items and ExportReconciled from its results; the items
  * without exportSpec get ExportSpecMissing (§12.2 step 2). */
 static int reconcile_built(struct ctl *c, const char *agent, const char *addr, bool complete,
-                           const struct grpc_status *noaddr, const struct reconcile_sent *sent,
-                           const struct reconcile_batch *b, struct grpc_status *gs)
+                           bool whole, const struct grpc_status *noaddr,
+                           const struct reconcile_sent *sent, const struct reconcile_batch *b,
+                           struct grpc_status *gs)
 {
 	unsigned epoch = atomic_load(&c->agents_epoch);
+	struct dhchap_pass keys = {0};
 	struct batch_item **order = NULL;
 	PillarCsi__Agent__V1__VolumeDesiredState **vols = NULL;
 	size_t n = 0;
@@ -139,7 +184,11 @@ static int reconcile_built(struct ctl *c, const char *agent, const char *addr, b
 			set_cond_if_changed(c, &b->items[i], RULES_REASON_EXPORT_SPEC_MISSING,
 			                    "status.exportSpec is missing; the controller will not "
 			                    "guess it (see operations.md §9)");
-	if (reconcile_batch_request(b, &order, &vols, &n) < 0) {
+	if (reconcile_batch_request(b, &order, &vols, &n) < 0 ||
+	    attach_keys(c, &keys, agent, order, vols, n) < 0) {
+		detach_keys(vols, n);
+		reconcile_batch_request_free(vols, n);
+		vols = NULL;
 		r = grpc_status_oom(gs);
 		if (sent && sent->fn)
 			sent->fn(sent->arg, r, gs);
@@ -153,6 +202,9 @@ static int reconcile_built(struct ctl *c, const char *agent, const char *addr, b
 	q.n_volumes = n;
 	q.complete = complete;
 	r = send(c, agent, addr, complete, noaddr, &q, &resp, &ast);
+	detach_keys(vols, n);
+	if (addr)
+		record_keys(c, agent, whole, &keys, r, resp, order, n);
 	reconcile_batch_request_free(
 	    vols, n); /* before the writes: the request's memory is not held across them */
 	vols = NULL;
@@ -173,6 +225,7 @@ static int reconcile_built(struct ctl *c, const char *agent, const char *addr, b
 	gs->code = r;
 	snprintf(gs->msg, sizeof(gs->msg), "%s", ast.msg);
 out:
+	dhchap_pass_free(&keys);
 	free(order);
 	return r;
 }
@@ -198,7 +251,7 @@ static int locked_pass(struct ctl *c, const char *agent, const char *addr, const
 		return GRPC_OK;
 	if (r == GRPC_OK && complete && !only) {
 		uint64_t t0 = time_mono_ns();
-		r = reconcile_built(c, agent, addr, complete, noaddr, sent, b, gs);
+		r = reconcile_built(c, agent, addr, complete, true, noaddr, sent, b, gs);
 		size_t exported = 0;
 		for (size_t i = 0; i < b->n; i++)
 			exported += b->items[i].state == BATCH_ITEM_EXPORTED;
@@ -206,7 +259,7 @@ static int locked_pass(struct ctl *c, const char *agent, const char *addr, const
 		return r;
 	}
 	if (r == GRPC_OK)
-		return reconcile_built(c, agent, addr, complete, noaddr, sent, b, gs);
+		return reconcile_built(c, agent, addr, complete, !only, noaddr, sent, b, gs);
 	if (sent && sent->fn)
 		sent->fn(sent->arg, r,
 		         gs); /* nothing sent: a restore records ExportRestoreFailed */
@@ -257,6 +310,9 @@ int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const 
 	keylock_release(&c->locks, &ahold);
 	free(holds);
 	model_strs_clear(&names);
+	struct err e = {0};
+	if (!only && addr && dhchap_confirm(c, &e) < 0) /* after the locks: CSINodes, Secrets */
+		log_warnf("DH-HMAC-CHAP confirmation: %s", e.msg);
 	return r;
 }
 

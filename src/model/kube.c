@@ -324,6 +324,17 @@ static const struct model_field lease_fields[] = {
 #undef T
 TOP(model_lease_kind, struct model_lease, "Lease", "coordination.k8s.io/v1", lease_fields);
 
+/* ---- Secret -------------------------------------------------------------------------------- */
+
+#define T struct model_secret
+static const struct model_field secret_fields[] = {
+    MODEL_F_META(),
+    MODEL_F_STR("type", type),
+    MODEL_F_MAP("data", data),
+};
+#undef T
+TOP(model_secret_kind, struct model_secret, "Secret", "v1", secret_fields);
+
 /* ---- Event --------------------------------------------------------------------------------- */
 
 #define T SUB(struct model_event, involved_object)

@@ -232,6 +232,16 @@ struct model_event {
 };
 extern const struct model_kind model_event_kind;
 
+/* v1 Secret: only the DH-HMAC-CHAP keys of the workers (model/dhchap_keys.h).  data values
+ * are base64 text as on the wire. */
+struct model_secret {
+	void *rest;
+	struct model_meta meta;
+	char *type;
+	struct model_map data;
+};
+extern const struct model_kind model_secret_kind;
+
 /* ---- read-only: the workloads that use volumes (outage-plan, roles/cli/outage.c) ----------- */
 
 /* apps/v1 Deployment, StatefulSet and ReplicaSet: spec.replicas (absent means 1, the API

@@ -43,6 +43,7 @@ static MODEL_TYPE(pa_spec_type, __typeof__(((struct model_pa *)0)->spec), pa_spe
 static const struct model_field pa_caps_fields[] = {
     MODEL_F_STRS("backends", backends),
     MODEL_F_STRS("protocols", protocols),
+    MODEL_F_BOOL("nvmeTargetAuth", nvme_target_auth),
 };
 #undef T
 static MODEL_TYPE(pa_caps_type, struct model_pa_caps, pa_caps_fields);

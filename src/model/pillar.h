@@ -148,6 +148,8 @@ struct model_pa_pool {
 struct model_pa_caps {
 	void *rest;
 	struct model_strs backends, protocols;
+	/* the storage node's kernel has NVMe in-band authentication (docs/authentication.md) */
+	bool has_nvme_target_auth, nvme_target_auth;
 };
 
 struct model_pa {

@@ -51,6 +51,8 @@ static const struct store_kind kinds[] = {
     {"Pod", "v1", "pods", "pod", "po", true, true},
     {"VolumeAttachment", "storage.k8s.io/v1", "volumeattachments", "volumeattachment", NULL, false,
      true},
+    /* the workers' DH-HMAC-CHAP keys only (docs/authentication.md "Keys"); written 0600 */
+    {"Secret", "v1", "secrets", "secret", NULL, true, false},
     /* read by outage-plan only (roles/cli/outage.c) */
     {"Deployment", "apps/v1", "deployments", "deployment", "deploy", true, true},
     {"StatefulSet", "apps/v1", "statefulsets", "statefulset", "sts", true, true},

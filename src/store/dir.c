@@ -418,15 +418,17 @@ static int d_list(store *st, const struct store_kind *k, const char *ns, const c
 /* temp -> fsync -> rename -> fsync(directory), the temporary file being the inode an earlier
  * write replaced (file_write_atomic_reuse: every writer holds the operation lock); *id the
  * identity of what was written, so that its own notification is recognised without reading
- * the file. */
-static int write_durable(const char *path, const char *dir, const char *text, size_t len,
-                         struct file_identity *id, struct err *e)
+ * the file.  Secrets (keys) are mode 0600 in directories of mode 0700, everything else 0644. */
+static int write_durable(const struct store_kind *k, const char *path, const char *dir,
+                         const char *text, size_t len, struct file_identity *id, struct err *e)
 {
 	struct stat st;
 	struct err e2 = {0};
-	int r = file_write_atomic_reuse(path, text, len, 0644, &st, &e2);
-	if (r == -ENOENT && (r = file_mkdir_p(dir, 0755, e)) == 0) /* a new namespace */
-		r = file_write_atomic_reuse(path, text, len, 0644, &st, &e2);
+	bool secret = strcmp(k->kind, "Secret") == 0;
+	mode_t mode = secret ? 0600 : 0644;
+	int r = file_write_atomic_reuse(path, text, len, mode, &st, &e2);
+	if (r == -ENOENT && (r = file_mkdir_p(dir, secret ? 0700 : 0755, e)) == 0) /* new ns */
+		r = file_write_atomic_reuse(path, text, len, mode, &st, &e2);
 	if (r < 0)
 		return e ? (*e = e2, r) : r;
 	*id = (struct file_identity){st.st_ino, st.st_size, st.st_mtim};
@@ -475,7 +477,7 @@ static int commit(struct dir_store *s, struct opreq *q, const char *key, const c
 		return err_set(e, -ENOMEM, "encode %s: out of memory", path);
 	size_t len = strlen(text);
 	text[len] = '\n'; /* the terminator becomes the file's final newline */
-	r = write_durable(path, dir, text, len + 1, &id, e);
+	r = write_durable(q->kind, path, dir, text, len + 1, &id, e);
 	free(text);
 	struct store_blob *b = r == 0 && s->indexed ? store_blob_of(next) : NULL;
 	if (r < 0 || !s->indexed)

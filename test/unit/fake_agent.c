@@ -376,6 +376,14 @@ void fake_agent_set_caps(fake_agent *f, const char *version, bool zfs, bool lvm,
 
 void fake_agent_item_error(fake_agent *f, const char *volume_id, const char *msg)
 {
+	if (!msg) { /* the volume's items succeed again */
+		size_t w = 0;
+		for (size_t i = 0; i < f->nitems; i++)
+			if (strcmp(f->items[i].id, volume_id))
+				f->items[w++] = f->items[i];
+		f->nitems = w;
+		return;
+	}
 	if (f->nitems >= FAKE_MAX_ITEMS)
 		return;
 	snprintf(f->items[f->nitems].id, sizeof(f->items[0].id), "%s", volume_id);

@@ -51,7 +51,8 @@ void fake_agent_set_caps(fake_agent *f, const char *version, bool zfs, bool lvm,
 void fake_agent_add_backend(fake_agent *f, int backend_type);
 /* The gate as the fake sees it (a successful complete ReconcileState clears it). */
 bool fake_agent_restore_pending(fake_agent *f);
-/* ReconcileState item for this agent volume ID fails with this error_message. */
+/* ReconcileState item for this agent volume ID fails with this error_message (NULL: succeeds
+ * again). */
 void fake_agent_item_error(fake_agent *f, const char *volume_id, const char *msg);
 /* A successful complete ReconcileState closes the gate (restore_pending becomes false). */
 

@@ -273,18 +273,49 @@ START_TEST(test_xfs_minimum_size)
 }
 END_TEST
 
-/* docs/authentication.md: a protocol with nvmeofTcp.dhchap is refused at CreateVolume (never
- * exported without authentication) while the keys' distribution is not built. */
+/* PillarAgent storage-1's capabilities.nvmeTargetAuth (absent: unknown). */
+static void agent_target_auth(const char *value)
+{
+	cJSON *o = NULL;
+	struct err e = {0};
+	char status[200];
+	ck_assert_int_eq(
+	    store_get(fx_st, store_kind_lookup("PillarAgent"), NULL, "storage-1", &o, &e), 0);
+	snprintf(status, sizeof(status),
+	         "{\"resolvedAddress\":\"10.0.0.5:9500\",\"capabilities\":{%s%s}}",
+	         value ? "\"nvmeTargetAuth\":" : "", value ? value : "");
+	cJSON_DeleteItemFromObject(o, "status");
+	cJSON_AddItemToObject(o, "status", fx_parse(status));
+	ck_assert_msg(store_update_status(fx_st, o, NULL, &e) == 0, "%s", e.msg);
+	cJSON_Delete(o);
+}
+
+/* docs/authentication.md: a protocol with nvmeofTcp.dhchap is refused at CreateVolume on a
+ * storage node whose kernel has no target authentication (or not yet known), naming the kernel
+ * option; and, while the keys' distribution is not complete, everywhere (never exported
+ * without authentication). */
 START_TEST(test_dhchap_refused_not_exported)
 {
 	Csi__V1__CreateVolumeResponse *resp = NULL;
 	struct grpc_status gs = {0};
+	const char *sc =
+	    "{\"parameters\":{\"" P "store-ref\":\"tank\",\"" P "protocol-ref\":\"auth\"}}";
 	fx_put("PillarProtocol", NULL, "auth", NULL,
 	       "{\"protocol\":{\"nvmeofTcp\":{\"acl\":true,\"dhchap\":{}}}}", NULL);
 	put_pvc(NULL);
-	ck_assert_int_eq(provision("{\"parameters\":{\"" P "store-ref\":\"tank\",\"" P
-	                           "protocol-ref\":\"auth\"}}",
-	                           pvc_sized("Filesystem", "1Gi"), &resp, &gs),
+	const char *states[] = {NULL, "false"};
+	for (size_t i = 0; i < 2; i++) {
+		agent_target_auth(states[i]);
+		ck_assert_int_eq(provision(sc, pvc_sized("Filesystem", "1Gi"), &resp, &gs),
+		                 GRPC_FAILED_PRECONDITION);
+		ck_assert_str_eq(
+		    gs.msg, "PillarAgent \"storage-1\": the storage node's kernel has no NVMe "
+		            "in-band authentication (CONFIG_NVME_TARGET_AUTH); the PillarProtocol "
+		            "asks for nvmeofTcp.dhchap: use a storage node whose kernel has it "
+		            "(Debian 12: bookworm-backports' 6.12) or a protocol without dhchap");
+	}
+	agent_target_auth("true");
+	ck_assert_int_eq(provision(sc, pvc_sized("Filesystem", "1Gi"), &resp, &gs),
 	                 GRPC_FAILED_PRECONDITION);
 	ck_assert_str_eq(gs.msg, RULES_DHCHAP_NOT_ENFORCED_MSG);
 	ck_assert_ptr_null(resp);
