@@ -364,6 +364,51 @@ class Rendering(unittest.TestCase):
         self.assertFalse([o for o in objects(["--set", "rbac.create=false"])
                           if o["kind"] in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")])
 
+    def test_dhchap(self):
+        """docs/authentication.md "Keys": with dhchap.enabled the node plugin may only create Secrets
+        (no get, list, watch: no node reads any key back), the controller only lists them, and a
+        ValidatingAdmissionPolicy ties a node plugin's Secret to the node of the requesting pod;
+        nothing of it by default."""
+        def secret_rules(objs):
+            return {(o["kind"], o["metadata"]["name"]): r["verbs"] for o in objs
+                    if o["kind"] in ("Role", "ClusterRole") for r in o["rules"]
+                    if "" in r["apiGroups"] and "secrets" in r["resources"]}
+        default = objects()
+        self.assertEqual(secret_rules(default), {})
+        self.assertFalse([o for o in default if o["kind"].startswith("ValidatingAdmissionPolicy")])
+        objs = objects(["--set", "dhchap.enabled=true"])
+        self.assertEqual(secret_rules(objs), {("Role", "pillar-csi-controller"): ["list", "delete"],
+                                              ("Role", "pillar-csi-node"): ["create"]})
+        ctl_rules = find(objs, "ClusterRole", "pillar-csi-controller")["rules"]
+        self.assertIn({"apiGroups": ["storage.k8s.io"], "resources": ["csinodes"], "verbs": ["patch"]}, ctl_rules)
+        self.assertNotIn({"apiGroups": ["storage.k8s.io"], "resources": ["csinodes"], "verbs": ["patch"]},
+                         find(default, "ClusterRole", "pillar-csi-controller")["rules"])
+        rb = find(objs, "RoleBinding", "pillar-csi-node")
+        self.assertEqual(rb["subjects"], [{"kind": "ServiceAccount", "name": "pillar-csi-node", "namespace": NS}])
+        self.assertEqual(rb["roleRef"]["name"], "pillar-csi-node")
+        vap = find(objs, "ValidatingAdmissionPolicy", "pillar-csi-dhchap-node-keys")
+        self.assertEqual(vap["spec"]["failurePolicy"], "Fail")
+        self.assertEqual(vap["spec"]["matchConstraints"]["resourceRules"],
+                         [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["secrets"]}])
+        self.assertEqual(vap["spec"]["matchConditions"][0]["expression"],
+                         f"request.userInfo.username == 'system:serviceaccount:{NS}:pillar-csi-node'")
+        text = json.dumps(vap["spec"])
+        for needle in ("request.userInfo.extra['authentication.kubernetes.io/node-name']",
+                       "variables.annotations['pillar-csi.bhyoo.com/dhchap-node'] == variables.nodes[0]",
+                       "'pillar-csi-dhchap-' + variables.nodes[0] + '-'",
+                       "object.type == 'pillar-csi.bhyoo.com/dhchap'"):
+            self.assertIn(needle, text)
+        binding = find(objs, "ValidatingAdmissionPolicyBinding", "pillar-csi-dhchap-node-keys")
+        self.assertEqual(binding["spec"]["policyName"], "pillar-csi-dhchap-node-keys")
+        self.assertEqual(binding["spec"]["validationActions"], ["Deny"])
+        self.assertEqual(binding["spec"]["matchResources"]["namespaceSelector"],
+                         {"matchLabels": {"kubernetes.io/metadata.name": NS}})
+        args = container(find(objs, "Deployment", "pillar-csi-controller"), "controller")["args"]
+        self.assertNotIn("--dhchap-allow-plaintext", args)
+        args = container(find(objects(["--set", "dhchap.enabled=true", "--set", "dhchap.allowPlaintext=true"]),
+                              "Deployment", "pillar-csi-controller"), "controller")["args"]
+        self.assertIn("--dhchap-allow-plaintext", args)
+
     def test_mtls_own_secrets(self):
         objs = objects(MODES["mtls-secrets"])
         self.assertFalse(find(objs, "Certificate") + find(objs, "Issuer"))

@@ -12,7 +12,15 @@ flow (flow.py); then each rule is taken away in turn.
      (SIDECARS, from each sidecar's deploy/kubernetes/rbac.yaml upstream); any other rule is a
      finding (no step needs it).
 
-  rbac_suite.py WORK CHART_RBAC_YAML [MUTATIONS]
+3. With dhchap.enabled (DHCHAP_RBAC_YAML, docs/authentication.md "Keys"): the node plugin's token
+   creates a DH-HMAC-CHAP key Secret and cannot get, list, watch, update, patch or delete any,
+   its own or another node's; the controller's token lists and deletes them (and cannot get
+   one), and patches a CSINode's annotation (the confirmation).  The test
+   API server evaluates no ValidatingAdmissionPolicy: that one node cannot create another's
+   Secret rests there on the chart's policy (test/chart checks its rendering) and on the
+   controller's own checks of each Secret (test_controller_dhchap).
+
+  rbac_suite.py WORK CHART_RBAC_YAML [MUTATIONS [DHCHAP_RBAC_YAML]]
 MUTATIONS: "all" (default), N, or TEXT: every rule is classified, but only N of the used rules,
 spread evenly over the list, or those whose label ("ClusterRole NAME: RESOURCE VERB") contains
 TEXT, are run without it (make interop runs a sample, make rbac-mutations all).
@@ -209,7 +217,77 @@ def main():
             runs = [rv for rv in used if sample in show(rv)]
         for i, rv in enumerate(runs):
             mutation(c, os.path.join(work, f"m{i}"), docs, rv, keep, show(rv))
+        if len(sys.argv) > 4:
+            dhchap_cases(c, sys.argv[4], keep)
     print(f"({time.monotonic() - t0:.1f} s; {len(runs)} of {len(used)} used rules removed in turn)")
+
+
+def dhchap_secret(node, gen):
+    b64 = lambda t: base64.b64encode(t.encode()).decode()  # noqa: E731
+    return {"apiVersion": "v1", "kind": "Secret", "type": "pillar-csi.bhyoo.com/dhchap",
+            "metadata": {"name": f"pillar-csi-dhchap-{node}-{gen}", "namespace": flow.NS,
+                         "labels": {"pillar-csi.bhyoo.com/dhchap": "host-keys"},
+                         "annotations": {"pillar-csi.bhyoo.com/dhchap-node": node,
+                                         "pillar-csi.bhyoo.com/dhchap-generation": str(gen)}},
+            "data": {"hostNQN": b64(flow.HOST_NQN),
+                     "key": b64("DHHC-1:01:87YWYvNzas5i06zu/TTeHdORutGuVSnRxrGxeu6cLtwfL5KR:"),
+                     "ctrlKey": b64("DHHC-1:00:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh+KfiaR:")}}
+
+
+def dhchap_cases(c, rbac_file, keep):
+    """Step 3: the Secrets of the DH-HMAC-CHAP keys under the chart's RBAC with dhchap.enabled."""
+    from client import Client
+    reset(c, keep)
+    api = Client(c.port, c.ca, c.admin_token)
+    api.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                               "metadata": {"name": flow.NS}})
+    for o in flow.load_rbac(rbac_file):
+        group, _, version = o["apiVersion"].rpartition("/")
+        plural = o["kind"].lower() + "s"
+        ns = o["metadata"].get("namespace")
+        st = api.request("POST", f"/apis/{group}/{version}" + (f"/namespaces/{ns}" if ns else "")
+                         + f"/{plural}", o)[0]
+        if not check(st == 201, f"dhchap: {o['kind']} {o['metadata']['name']} created", st):
+            return
+    node = c.service_account_token(flow.NS, "pillar-csi-node")
+    ctl = c.service_account_token(flow.NS, "pillar-csi-controller")
+    base = f"/api/v1/namespaces/{flow.NS}/secrets"
+    st = api.request("POST", base, dhchap_secret("node-b", 7))[0]  # another node's, by the admin
+    check(st == 201, "dhchap: the admin creates node-b's Secret", st)
+    st, _, raw, _ = api.request("POST", base, dhchap_secret("node-a", 5), token=node)
+    check(st == 201, "dhchap: the node plugin creates its Secret", raw[:200])
+    sel = "?labelSelector=pillar-csi.bhyoo.com%2Fdhchap%3Dhost-keys"
+    for what, method, path, body in (
+            ("get its own", "GET", f"{base}/pillar-csi-dhchap-node-a-5", None),
+            ("get another node's", "GET", f"{base}/pillar-csi-dhchap-node-b-7", None),
+            ("list", "GET", base + sel, None),
+            ("list in every namespace", "GET", "/api/v1/secrets" + sel, None),
+            ("update its own", "PUT", f"{base}/pillar-csi-dhchap-node-a-5", dhchap_secret("node-a", 5)),
+            ("patch another node's", "PATCH", f"{base}/pillar-csi-dhchap-node-b-7", {"data": {}}),
+            ("delete another node's", "DELETE", f"{base}/pillar-csi-dhchap-node-b-7", None)):
+        hdrs = {"Content-Type": "application/merge-patch+json"} if method == "PATCH" else None
+        st, _, raw, _ = api.request(method, path, body, headers=hdrs, token=node)
+        check(st == 403 and b"DHHC" not in raw, f"dhchap: the node plugin cannot {what} (403)", st)
+    st, events = api.watch(base + sel + "&watch=true", timeout=3, token=node)
+    objects = [e for e in events if e.get("type") in ("ADDED", "MODIFIED", "DELETED")]
+    check(st == 403 and not objects, "dhchap: the node plugin cannot watch (403)", (st, events[:1]))
+    st, _, _, got = api.request("GET", base + sel, token=ctl)
+    names = sorted(i["metadata"]["name"] for i in (got or {}).get("items", []))
+    check(st == 200 and names == ["pillar-csi-dhchap-node-a-5", "pillar-csi-dhchap-node-b-7"],
+          "dhchap: the controller lists the key Secrets", (st, names))
+    st = api.request("GET", f"{base}/pillar-csi-dhchap-node-a-5", token=ctl)[0]
+    check(st == 403, "dhchap: the controller cannot get one (list is all it needs)", st)
+    st = api.request("DELETE", f"{base}/pillar-csi-dhchap-node-b-7", token=ctl)[0]
+    check(st == 200, "dhchap: the controller deletes an older generation", st)
+    api.request("POST", "/apis/storage.k8s.io/v1/csinodes",
+                {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": "node-a"},
+                 "spec": {"drivers": []}})
+    st = api.request("PATCH", "/apis/storage.k8s.io/v1/csinodes/node-a",
+                     {"metadata": {"annotations": {"pillar-csi.bhyoo.com/dhchap-generation": "5"}}},
+                     headers={"Content-Type": "application/merge-patch+json"}, token=ctl)[0]
+    check(st == 200, "dhchap: the controller annotates a CSINode with the installed generation", st)
+    print("note: the test API server evaluates no ValidatingAdmissionPolicy; the chart's policy "
+          "pillar-csi-dhchap-node-keys (test/chart) keeps a node from creating another's Secret")
 
 
 def mutation(c, work, docs, rv, keep, label):

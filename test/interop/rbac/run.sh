@@ -18,7 +18,10 @@ fail() { echo "FAIL $1"; echo "rbac interop: 0 passed, 1 failed"; exit 1; }
 sh "$ROOT/test/interop/lib/stubs.sh" "$BUILD/controller-test/py" csi agent health ||
 	fail "generating the grpcio stubs"
 RBAC=$(sh "$ROOT/test/interop/leader/rbac.sh" "$ROOT" "$T") || fail "rendering the chart's RBAC"
-/usr/bin/python3 "$HERE/rbac_suite.py" "$T/run" "$RBAC" "${RBAC_MUTATIONS:-4}" > "$T/out" 2>&1
+mkdir -p "$T/dhchap"
+DHCHAP=$(sh "$ROOT/test/interop/leader/rbac.sh" "$ROOT" "$T/dhchap" "dhchap: {enabled: true}") ||
+	fail "rendering the chart's RBAC with dhchap.enabled"
+/usr/bin/python3 "$HERE/rbac_suite.py" "$T/run" "$RBAC" "${RBAC_MUTATIONS:-4}" "$DHCHAP" > "$T/out" 2>&1
 rc=$?
 cat "$T/out"
 pass=$(grep -c '^PASS' "$T/out")
