@@ -27,7 +27,7 @@
 struct opts {
 	const char *endpoint, *probe, *metrics, *cert, *key, *ca, *server_name, *store_url;
 	const char *dhchap_ns;
-	bool dhchap_plaintext;
+	bool dhchap, dhchap_plaintext;
 	const char *lease_d, *renew_d, *retry_d; /* --leader-elect-* durations */
 	int lease_ms, renew_ms, retry_ms;
 	bool leader_elect, tls;
@@ -64,6 +64,8 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	     false},
 	    {"agent-tls-server-name", FLAG_STRING, &o->server_name,
 	     "name expected in the agent certificate", false},
+	    {"dhchap", FLAG_BOOL, &o->dhchap,
+	     "read the workers' DH-HMAC-CHAP key Secrets and send the keys to the agents", false},
 	    {"dhchap-allow-plaintext", FLAG_BOOL, &o->dhchap_plaintext,
 	     "send DH-HMAC-CHAP keys to agents reached without mTLS (trusted networks only)",
 	     false},
@@ -219,6 +221,7 @@ static int start(const struct opts *o, struct running *x, struct err *e)
 	x->ctl_ok = true;
 	x->c.kc = lo.kc;
 	x->c.agent_default_port = (int)o->agent_port;
+	x->c.dhchap_enabled = o->dhchap;
 	x->c.dhchap_plaintext = o->dhchap_plaintext;
 	x->c.dhchap_ns = *o->dhchap_ns ? o->dhchap_ns : lo.ns && *lo.ns ? lo.ns : "default";
 	go = o->go;

@@ -42,6 +42,7 @@ struct ctl {
 	/* DH-HMAC-CHAP keys (controller/dhchap.h): the namespace of the workers' Secrets, and
 	 * whether keys may go to an agent reached without mTLS (--dhchap-allow-plaintext). */
 	const char *dhchap_ns;
+	bool dhchap_enabled; /* --dhchap: without it no Secret is ever read */
 	bool dhchap_plaintext;
 	/* Which generation of each node's keys each agent holds, from the last requests
 	 * (dhchap_record), under memo_mu. */

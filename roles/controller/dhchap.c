@@ -77,6 +77,8 @@ int dhchap_set_load(struct ctl *c, struct dhchap_set *set, struct grpc_status *g
 	struct err e = {0};
 	if (set->loaded)
 		return GRPC_OK;
+	if (!c->dhchap_enabled)
+		return grpc_status_set(gs, GRPC_FAILED_PRECONDITION, DHCHAP_DISABLED_MSG);
 	int r = model_list_each(c->st, &model_secret_kind, c->dhchap_ns, MODEL_DHCHAP_SELECTOR,
 	                        consider, set, NULL, &e);
 	if (r < 0) {
@@ -138,7 +140,9 @@ int dhchap_grant_for(struct ctl *c, const char *agent, const struct model_resolv
 		return GRPC_OK;
 	if (!agentclient_mtls(c->ac) && !c->dhchap_plaintext)
 		return grpc_status_set(gs, GRPC_FAILED_PRECONDITION, DHCHAP_PLAINTEXT_FMT, agent);
-	int r = dhchap_keys_of(c, node, host_nqn, &g->keys, gs);
+	int r = c->dhchap_enabled
+	            ? dhchap_keys_of(c, node, host_nqn, &g->keys, gs)
+	            : grpc_status_set(gs, GRPC_FAILED_PRECONDITION, DHCHAP_DISABLED_MSG);
 	if (r == GRPC_NOT_FOUND)
 		r = gs->code = GRPC_FAILED_PRECONDITION;
 	if (r != GRPC_OK)

@@ -23,6 +23,12 @@ struct dhchap_grant {
 };
 void dhchap_grant_clear(struct dhchap_grant *g);
 
+/* A volume asks for keys the controller does not read (no --dhchap). */
+#define DHCHAP_DISABLED_MSG                                                                \
+	"the volume asks for NVMe in-band authentication but the controller runs without " \
+	"--dhchap "                                                                        \
+	"(the chart's dhchap.enabled), so it reads no worker's keys (docs/authentication.md)"
+
 /* The refusal of a key to an agent without mTLS (docs/authentication.md). */
 #define DHCHAP_PLAINTEXT_FMT                                                                  \
 	"refusing to send DH-HMAC-CHAP keys to agent \"%s\" without mTLS: configure "         \

@@ -404,7 +404,10 @@ class Rendering(unittest.TestCase):
         self.assertEqual(binding["spec"]["matchResources"]["namespaceSelector"],
                          {"matchLabels": {"kubernetes.io/metadata.name": NS}})
         args = container(find(objs, "Deployment", "pillar-csi-controller"), "controller")["args"]
+        self.assertIn("--dhchap", args)
         self.assertNotIn("--dhchap-allow-plaintext", args)
+        self.assertNotIn("--dhchap", container(find(default, "Deployment", "pillar-csi-controller"),
+                                               "controller")["args"])
         args = container(find(objects(["--set", "dhchap.enabled=true", "--set", "dhchap.allowPlaintext=true"]),
                               "Deployment", "pillar-csi-controller"), "controller")["args"]
         self.assertIn("--dhchap-allow-plaintext", args)

@@ -24,6 +24,7 @@ static void setup(void)
 	fx_setup();
 	fx_objects(true);
 	fx_c.dhchap_ns = "pillar-csi";
+	fx_c.dhchap_enabled = true;
 	fake_agent_set_mtls(fx_fa, true);
 }
 
@@ -94,6 +95,26 @@ static void no_key_stored(void)
 	cJSON_Delete(o);
 }
 
+static const char *installed(const char *node)
+{
+	static char v[64];
+	cJSON *o = fx_get("CSINode", node);
+	const cJSON *a = cJSON_GetObjectItem(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "annotations"),
+	    MODEL_DHCHAP_ANN_INSTALLED);
+	snprintf(v, sizeof(v), "%s", cJSON_IsString(a) ? a->valuestring : "-");
+	cJSON_Delete(o);
+	return v;
+}
+
+static bool secret_exists(const char *name)
+{
+	cJSON *o = NULL;
+	int r = store_get(fx_st, store_kind_lookup("Secret"), "pillar-csi", name, &o, NULL);
+	cJSON_Delete(o);
+	return r == 0;
+}
+
 START_TEST(test_publish_sends_keys)
 {
 	struct grpc_status gs = {0};
@@ -143,6 +164,20 @@ START_TEST(test_plaintext_refused_unless_allowed)
 	                 "configure --agent-tls-cert, --agent-tls-key and --agent-tls-ca (chart "
 	                 "mtls.enabled) or, on a trusted network only, --dhchap-allow-plaintext");
 	ck_assert_ptr_null(last_allow()); /* nothing sent */
+	/* a controller without --dhchap reads no Secret: the grant fails closed */
+	fake_agent_set_mtls(fx_fa, true);
+	fx_c.dhchap_enabled = false;
+	ck_assert_int_eq(fx_publish(VID, "node-a", SNW, false, &gs), GRPC_FAILED_PRECONDITION);
+	ck_assert_str_eq(gs.msg,
+	                 "the volume asks for NVMe in-band authentication but the controller "
+	                 "runs without --dhchap (the chart's dhchap.enabled), so it reads no "
+	                 "worker's keys (docs/authentication.md)");
+	ck_assert_ptr_null(last_allow());
+	struct err e = {0};
+	ck_assert_int_eq(dhchap_confirm(&fx_c, &e), 0);
+	ck_assert_str_eq(installed("node-a"), "-");
+	fx_c.dhchap_enabled = true;
+	fake_agent_set_mtls(fx_fa, false);
 	fx_c.dhchap_plaintext = true;
 	ck_assert_msg(fx_publish(VID, "node-a", SNW, false, &gs) == 0, "%s", gs.msg);
 	ck_assert_str_eq(last_allow()->auth->dhchap_key, KEY1);
@@ -251,26 +286,6 @@ START_TEST(test_embedded_store_secret_modes)
 	ck_assert_uint_eq(st.st_mode & 07777, 0600);
 }
 END_TEST
-
-static const char *installed(const char *node)
-{
-	static char v[64];
-	cJSON *o = fx_get("CSINode", node);
-	const cJSON *a = cJSON_GetObjectItem(
-	    cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "annotations"),
-	    MODEL_DHCHAP_ANN_INSTALLED);
-	snprintf(v, sizeof(v), "%s", cJSON_IsString(a) ? a->valuestring : "-");
-	cJSON_Delete(o);
-	return v;
-}
-
-static bool secret_exists(const char *name)
-{
-	cJSON *o = NULL;
-	int r = store_get(fx_st, store_kind_lookup("Secret"), "pillar-csi", name, &o, NULL);
-	cJSON_Delete(o);
-	return r == 0;
-}
 
 /* Rotation, the controller's side: a new generation reaches every agent admitting the node
  * with the next whole pass, is then confirmed on the CSINode, and the older Secret goes; an
