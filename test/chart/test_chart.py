@@ -411,6 +411,12 @@ class Rendering(unittest.TestCase):
         args = container(find(objects(["--set", "dhchap.enabled=true", "--set", "dhchap.allowPlaintext=true"]),
                               "Deployment", "pillar-csi-controller"), "controller")["args"]
         self.assertIn("--dhchap-allow-plaintext", args)
+        node = container(find(objs, "DaemonSet", "pillar-csi-node"), "node")
+        self.assertIn("--dhchap", node["args"])
+        self.assertIn("--dhchap-rotate-interval=720h", node["args"])
+        self.assertIn({"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                      node["env"])
+        self.assertNotIn("--dhchap", container(find(default, "DaemonSet", "pillar-csi-node"), "node")["args"])
 
     def test_mtls_own_secrets(self):
         objs = objects(MODES["mtls-secrets"])
