@@ -1,7 +1,9 @@
 /* LVM thin snapshots and clones (docs/snapshots.md "Agent API").
  *
- * Snapshot <vg>/<snap> is the thin snapshot LV <snap>.snap (a "." never appears in a volume
- * name, agent-api.md §5.1, so ListVolumes leaves these out and no name collides), tagged
+ * Snapshot <vg>/<snap> is the thin snapshot LV snap.<snap> (a "." never appears in a volume
+ * name, agent-api.md §5.1, so ListVolumes leaves these out and no name collides; a prefix, not a
+ * suffix, because LVM refuses LV names that begin with "snapshot" or "pvmove", and
+ * csi-snapshotter names every snapshot "snapshot-<uid>"), tagged
  * pillar.source.<volume> with the volume it was taken of; it keeps LVM's activation skip flag,
  * so it is never active and never exported.  A restore or clone is a thin snapshot of the
  * snapshot or of the live volume with the skip flag off (-kn), activated read-write
@@ -17,7 +19,7 @@
 #include "backend/backend.h"
 #include "base/exec.h"
 
-#define SNAP_SUFFIX ".snap"
+#define SNAP_PREFIX "snap."
 #define SOURCE_TAG  "pillar.source."
 #define LV_MAX      400
 
@@ -29,10 +31,10 @@ static int run_simple(backend *b, const char *const argv[], struct err *e)
 	return r;
 }
 
-/* <vg>/<lv>[suffix] */
-static int lv_path(const backend *b, const char *lv, const char *suffix, char *out, size_t cap)
+/* <vg>/[prefix]<lv> */
+static int lv_path(const backend *b, const char *prefix, const char *lv, char *out, size_t cap)
 {
-	int n = snprintf(out, cap, "%s/%s%s", b->cfg.pool, lv, suffix);
+	int n = snprintf(out, cap, "%s/%s%s", b->cfg.pool, prefix, lv);
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
@@ -65,7 +67,7 @@ static char *trim(char *s)
 	return s;
 }
 
-/* One line "name|size|time|tags" of lvs: a snapshot when name ends in .snap. */
+/* One line "name|size|time|tags" of lvs: a snapshot when name begins with snap. */
 static int parse_snap(char *line, struct backend_snap *info)
 {
 	char *f[4], *save = NULL;
@@ -75,12 +77,11 @@ static int parse_snap(char *line, struct backend_snap *info)
 	if (!f[3]) /* no tags */
 		f[3] = "";
 	char *name = trim(f[0]);
-	size_t len = strlen(name), sl = strlen(SNAP_SUFFIX);
-	if (len <= sl || strcmp(name + len - sl, SNAP_SUFFIX) != 0 ||
-	    len - sl >= sizeof(info->name))
+	size_t len = strlen(name), pl = strlen(SNAP_PREFIX);
+	if (len <= pl || strncmp(name, SNAP_PREFIX, pl) != 0 || len - pl >= sizeof(info->name))
 		return -1;
 	memset(info, 0, sizeof(*info));
-	memcpy(info->name, name, len - sl);
+	memcpy(info->name, name + pl, len - pl);
 	if (backend_parse_i64(f[1], &info->size) < 0 || parse_time(f[2], &info->created) < 0)
 		return -1;
 	for (char *s2 = NULL, *tag = strtok_r(trim(f[3]), ",", &s2); tag;
@@ -115,7 +116,7 @@ int backend_lvm_snap_find(backend *b, const char *snap, struct backend_snap *inf
 	char vl[LV_MAX];
 	struct exec_result res;
 	struct backend_snap tmp;
-	if (lv_path(b, snap, SNAP_SUFFIX, vl, sizeof(vl)) < 0)
+	if (lv_path(b, SNAP_PREFIX, snap, vl, sizeof(vl)) < 0)
 		return err_set(e, -EINVAL, "LV name for \"%s\" is too long", snap);
 	int r = lvs_snaps(b, vl, &res, e);
 	if (r == -ENOENT)
@@ -192,7 +193,7 @@ static int snap_read(backend *b, const char *snap, const char *source, int64_t s
 	char vl[LV_MAX];
 	struct exec_result res;
 	struct backend_snap s = {0};
-	if (lv_path(b, snap, SNAP_SUFFIX, vl, sizeof(vl)) < 0)
+	if (lv_path(b, SNAP_PREFIX, snap, vl, sizeof(vl)) < 0)
 		return err_set(e, -EINVAL, "LV name for \"%s\" is too long", snap);
 	const char *argv[] = {
 	    "lvs", "--config", BACKEND_LVM_CONFIG, "--noheadings", "-o", "lv_time", vl, NULL};
@@ -223,8 +224,8 @@ int backend_lvm_snap_create(backend *b, const char *snap, const char *source,
 		*info = have;
 	if (r != -ENOENT)
 		return r;
-	if (lv_path(b, source, "", vl, sizeof(vl)) < 0 ||
-	    snprintf(lv, sizeof(lv), "%s" SNAP_SUFFIX, snap) >= (int)sizeof(lv))
+	if (lv_path(b, "", source, vl, sizeof(vl)) < 0 ||
+	    snprintf(lv, sizeof(lv), SNAP_PREFIX "%s", snap) >= (int)sizeof(lv))
 		return err_set(e, -EINVAL, "LV name for \"%s\" is too long", snap);
 	if ((r = lv_thin_size(b, vl, &size, &thin, e)) < 0)
 		return r;
@@ -243,7 +244,7 @@ int backend_lvm_snap_create(backend *b, const char *snap, const char *source,
 int backend_lvm_snap_destroy(backend *b, const char *snap, struct err *e)
 {
 	char vl[LV_MAX];
-	if (lv_path(b, snap, SNAP_SUFFIX, vl, sizeof(vl)) < 0)
+	if (lv_path(b, SNAP_PREFIX, snap, vl, sizeof(vl)) < 0)
 		return err_set(e, -EINVAL, "LV name for \"%s\" is too long", snap);
 	const char *argv[] = {"lvremove", "--config", BACKEND_LVM_CONFIG, "-y", vl, NULL};
 	int r = run_simple(b, argv, e);
@@ -257,9 +258,9 @@ int backend_lvm_clone(backend *b, const char *name, enum backend_source kind, co
 	int64_t size;
 	bool thin;
 	(void)o;
-	if (lv_path(b, source, kind == BACKEND_FROM_SNAPSHOT ? SNAP_SUFFIX : "", from,
+	if (lv_path(b, kind == BACKEND_FROM_SNAPSHOT ? SNAP_PREFIX : "", source, from,
 	            sizeof(from)) < 0 ||
-	    lv_path(b, name, "", vl, sizeof(vl)) < 0)
+	    lv_path(b, "", name, vl, sizeof(vl)) < 0)
 		return err_set(e, -EINVAL, "LV name for \"%s\" is too long", name);
 	int r = lv_thin_size(b, from, &size, &thin, e);
 	if (r == -ENOENT)

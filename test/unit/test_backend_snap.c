@@ -230,16 +230,16 @@ START_TEST(test_lvm_thin_snapshots)
 	struct err e = {0};
 	size_t n;
 	reply("lvs.lv_name,lv_size,lv_time,lv_tags", "",
-	      "  Failed to find logical volume \"data-vg/s1.snap\"\n", 5);
+	      "  Failed to find logical volume \"data-vg/snap.s1\"\n", 5);
 	reply("lvs.lv_size,pool_lv", "  1073741824|thin0\n", "", 0);
 	reply("lvs.lv_time", "  2026-12-06 17:15:31 +0100\n", "", 0);
 	ck_assert_int_eq(b->ops->snap_create(b, "s1", "pvc-1", &s, &e), 0);
 	ck_assert_str_eq(log_text(), LVS_SNAP
-	                 "lv_name,lv_size,lv_time,lv_tags|data-vg/s1.snap|\n" LVS_SNAP
+	                 "lv_name,lv_size,lv_time,lv_tags|data-vg/snap.s1|\n" LVS_SNAP
 	                 "lv_size,pool_lv|data-vg/pvc-1|\n"
-	                 "lvcreate|--config|" LVMCFG "|-y|-s|-n|s1.snap|--addtag|"
+	                 "lvcreate|--config|" LVMCFG "|-y|-s|-n|snap.s1|--addtag|"
 	                 "pillar.source.pvc-1|data-vg/pvc-1|\n"
-	                 "lvs|--config|" LVMCFG "|--noheadings|-o|lv_time|data-vg/s1.snap|\n");
+	                 "lvs|--config|" LVMCFG "|--noheadings|-o|lv_time|data-vg/snap.s1|\n");
 	ck_assert_int_eq(s.created, 1796573731);
 	ck_assert_int_eq(s.size, GIB);
 	ck_assert_str_eq(s.source, "pvc-1");
@@ -251,17 +251,17 @@ START_TEST(test_lvm_thin_snapshots)
 	                 -EOPNOTSUPP);
 	/* found: idempotent by source, a conflict by another */
 	reply("lvs.lv_name,lv_size,lv_time,lv_tags",
-	      "  s1.snap|1073741824|2026-12-06 16:15:31 +0000|pillar.source.pvc-1,other\n", "", 0);
+	      "  snap.s1|1073741824|2026-12-06 16:15:31 +0000|pillar.source.pvc-1,other\n", "", 0);
 	log_clear();
 	ck_assert_int_eq(b->ops->snap_create(b, "s1", "pvc-1", &s, &e), 0);
 	ck_assert_int_eq(b->ops->snap_create(b, "s1", "pvc-2", &s, &e), -EEXIST);
 	ck_assert_str_eq(log_text(),
-	                 LVS_SNAP "lv_name,lv_size,lv_time,lv_tags|data-vg/s1.snap|\n" LVS_SNAP
+	                 LVS_SNAP "lv_name,lv_size,lv_time,lv_tags|data-vg/snap.s1|\n" LVS_SNAP
 	                          "lv_name,lv_size,lv_time,lv_tags|"
-	                          "data-vg/s1.snap|\n");
+	                          "data-vg/snap.s1|\n");
 	reply("lvs.lv_name,lv_size,lv_time,lv_tags",
 	      "  pvc-1|1073741824|2026-12-06 16:15:31 +0000|\n"
-	      "  s1.snap|1073741824|2026-12-06 16:15:31 +0000|pillar.source.pvc-1\n"
+	      "  snap.s1|1073741824|2026-12-06 16:15:31 +0000|pillar.source.pvc-1\n"
 	      "  thin0|8000000|2026-12-06 16:15:31 +0000|\n",
 	      "", 0);
 	ck_assert_int_eq(b->ops->snap_list(b, &all, &n, &e), 0);
@@ -269,7 +269,7 @@ START_TEST(test_lvm_thin_snapshots)
 	ck_assert_str_eq(all[0].name, "s1");
 	free(all);
 	/* ListVolumes never shows a snapshot LV */
-	reply("lvs", "  pvc-1 1048576 thin0\n  s1.snap 1048576 thin0\n  pvc-r 1048576 thin0\n", "",
+	reply("lvs", "  pvc-1 1048576 thin0\n  snap.s1 1048576 thin0\n  pvc-r 1048576 thin0\n", "",
 	      0);
 	ck_assert_int_eq(b->ops->list(b, &vols, &n, &e), 0);
 	ck_assert_uint_eq(n, 2);
@@ -281,17 +281,55 @@ START_TEST(test_lvm_thin_snapshots)
 	reply("lvs.lv_size,pool_lv", "  1073741824|thin0\n", "", 0);
 	ck_assert_int_eq(
 	    b->ops->clone(b, "pvc-r", BACKEND_FROM_SNAPSHOT, "s1", 2 * (int64_t)GIB, NULL, &e), 0);
-	ck_assert_str_eq(log_text(), LVS_SNAP "lv_size,pool_lv|data-vg/s1.snap|\n"
+	ck_assert_str_eq(log_text(), LVS_SNAP "lv_size,pool_lv|data-vg/snap.s1|\n"
 	                                      "lvcreate|--config|" LVMCFG "|-y|-s|-kn|-n|pvc-r|"
-	                                      "data-vg/s1.snap|\n"
+	                                      "data-vg/snap.s1|\n"
 	                                      "lvchange|--config|" LVMCFG "|-ay|-K|data-vg/pvc-r|\n"
 	                                      "lvextend|--config|" LVMCFG "|-L|2147483648b|"
 	                                      "data-vg/pvc-r|\n");
 	log_clear();
 	ck_assert_int_eq(b->ops->snap_destroy(b, "s1", &e), 0);
-	ck_assert_str_eq(log_text(), "lvremove|--config|" LVMCFG "|-y|data-vg/s1.snap|\n");
-	reply("lvremove", "", "  Failed to find logical volume \"data-vg/s1.snap\"\n", 5);
+	ck_assert_str_eq(log_text(), "lvremove|--config|" LVMCFG "|-y|data-vg/snap.s1|\n");
+	reply("lvremove", "", "  Failed to find logical volume \"data-vg/snap.s1\"\n", 5);
 	ck_assert_int_eq(b->ops->snap_destroy(b, "s1", &e), 0);
+	backend_free(b);
+}
+END_TEST
+
+/* csi-snapshotter names every snapshot "snapshot-<uid>", and LVM refuses an LV whose name
+ * begins with "snapshot" or "pvmove" (lvcreate: 'Names starting "snapshot" are reserved'). */
+START_TEST(test_lvm_snapshot_lv_name_not_reserved)
+{
+	backend *b = mk(BACKEND_LVM, "data-vg", NULL, "thin0");
+	struct backend_snap s;
+	struct err e = {0};
+	const char *names[] = {"snapshot-0d6b61e9-3d71-4d6c-8f5e-6d9e8b7c2a10", "pvmove-1"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		reply("lvs.lv_name,lv_size,lv_time,lv_tags", "",
+		      "  Failed to find logical volume\n", 5);
+		reply("lvs.lv_size,pool_lv", "  1073741824|thin0\n", "", 0);
+		reply("lvs.lv_time", "  2026-12-06 17:15:31 +0100\n", "", 0);
+		log_clear();
+		ck_assert_int_eq(b->ops->snap_create(b, names[i], "pvc-1", &s, &e), 0);
+		const char *n = strstr(log_text(), "lvcreate|");
+		ck_assert_ptr_nonnull(n);
+		n = strstr(n, "|-n|");
+		ck_assert_ptr_nonnull(n);
+		n += strlen("|-n|");
+		ck_assert_msg(strncmp(n, "snapshot", 8) != 0 && strncmp(n, "pvmove", 6) != 0,
+		              "LV name of snapshot %s is reserved by LVM: %s", names[i], n);
+		ck_assert_str_eq(s.name, names[i]);
+		/* found again under that LV name, and restored from it */
+		char lv[200];
+		snprintf(lv, sizeof(lv), "%.*s", (int)strcspn(n, "|"), n);
+		char line[300];
+		snprintf(line, sizeof(line),
+		         "  %s|1073741824|2026-12-06 16:15:31 +0000|pillar.source.pvc-1\n", lv);
+		reply("lvs.lv_name,lv_size,lv_time,lv_tags", line, "", 0);
+		ck_assert_int_eq(b->ops->snap_find(b, names[i], &s, &e), 0);
+		ck_assert_str_eq(s.name, names[i]);
+		ck_assert_str_eq(s.source, "pvc-1");
+	}
 	backend_free(b);
 }
 END_TEST
@@ -305,6 +343,7 @@ int main(void)
 	tcase_add_test(t, test_zfs_clones_and_holding);
 	tcase_add_test(t, test_zfs_sweep);
 	tcase_add_test(t, test_lvm_thin_snapshots);
+	tcase_add_test(t, test_lvm_snapshot_lv_name_not_reserved);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
