@@ -260,5 +260,11 @@ const char *exec_result_summary(struct exec_result *res)
 	while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\r'))
 		s[--n] = '\0';
 	char *last = strrchr(s, '\n');
+	if (last && strncmp(last + 1 + strspn(last + 1, " \t"), "Run `", 5) == 0) {
+		/* lvm2's usage hint after the reason ("Run `lvcreate --help' for more
+		 * information."): the line before it says what went wrong */
+		*last = '\0';
+		last = strrchr(s, '\n');
+	}
 	return last ? last + 1 : s;
 }

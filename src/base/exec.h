@@ -41,8 +41,9 @@ int exec_run(const char *const argv[], const struct exec_opts *opts, struct exec
 /* Frees the buffers in res (not res itself); safe on a zeroed or already freed result. */
 void exec_result_free(struct exec_result *res);
 
-/* The last line of stderr (or stdout when stderr is empty), trimmed, for error messages.
- * Points into res; empty string when both are empty. */
+/* The last line of stderr (or stdout when stderr is empty), trimmed, for error messages; the
+ * line before when the last is a usage hint ("Run `<tool> --help' ..."). Points into res;
+ * empty string when both are empty. */
 const char *exec_result_summary(struct exec_result *res);
 
 #endif

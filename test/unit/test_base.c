@@ -435,6 +435,18 @@ START_TEST(test_exec_captures_and_exit_codes)
 	exec_result_free(&r);
 	exec_result_free(&r); /* twice is harmless */
 
+	/* lvm2 prints its reason, then a usage hint: the summary is the reason */
+	const char *lvm[] = {"sh", "-c",
+	                     "printf '  Names starting \"snapshot\" are reserved. Please choose a "
+	                     "different LV name.\\n  Run `lvcreate --help'\\'' for more "
+	                     "information.\\n' >&2; exit 3",
+	                     NULL};
+	ck_assert_int_eq(exec_run(lvm, NULL, &r, NULL), 0);
+	ck_assert_str_eq(exec_result_summary(&r),
+	                 "  Names starting \"snapshot\" are reserved. Please choose a different LV "
+	                 "name.");
+	exec_result_free(&r);
+
 	const char *ok[] = {"true", NULL};
 	ck_assert_int_eq(exec_run(ok, NULL, &r, NULL), 0);
 	ck_assert_int_eq(r.exit_code, 0);
