@@ -378,12 +378,22 @@ int csi_delete_snapshot(struct ctl *c, const Csi__V1__DeleteSnapshotRequest *req
 	if (r)
 		return r == GRPC_NOT_FOUND ? GRPC_OK : r;
 	char key[RULES_PVST_NAME_CAP + 16];
-	const char *pname = str(s.meta.name), *uid = str(s.meta.uid);
-	snprintf(key, sizeof(key), "snapshot/%s", pname);
+	snprintf(key, sizeof(key), "snapshot/%s", str(s.meta.name));
+	model_clear(&model_psnap_kind, &s);
 	struct keylock_hold hold;
 	keylock_wait(&c->locks, &hold, key);
-	struct snap_claim cl = {.set_deleting = true};
-	r = psnap_update(c, pname, uid, m_claim, &cl, NULL, gs);
+	if ((r = psnap_find(c, req->snapshot_id, &s, gs)) != 0) { /* again, under the lock */
+		keylock_release(&c->locks, &hold);
+		return r == GRPC_NOT_FOUND ? GRPC_OK : r;
+	}
+	const char *pname = str(s.meta.name), *uid = str(s.meta.uid);
+	/* A snapshot already deleting keeps its generation: the agent accepts a retry of the final
+	 * delete at exactly the mark's generation, also once it has ended the lifecycle
+	 * (agent-api.md §6.3 rule 6) - a new claim would be refused as stale after a delete
+	 * whose answer was lost. */
+	struct snap_claim cl = {.set_deleting = true, .gen = psnap_gen(&s)};
+	if (!psnap_deleting(&s))
+		r = psnap_update(c, pname, uid, m_claim, &cl, NULL, gs);
 	if (r == 0)
 		r = agent_delete(c, &s, cl.gen, gs);
 	if (r == 0) {
