@@ -5,6 +5,9 @@
 # readable strict JSON, and one complete ReconcileState carrying every volume repairs every
 # export in the fake configfs tree.  Every 10th iteration also empties the tree (storage reboot).
 # The client and checks are test/interop/agent/crash.py (shared helpers in agentlib.py).
+# Then test/interop/agent/snapcrash.py: SIGKILL (strace's syscall injection) before each step of
+# CreateSnapshot, CreateVolume from a snapshot or a volume, and DeleteSnapshot; after a restart
+# the retried call finishes the work and nothing is left that no object owns.
 # Env: PILLAR_BIN, BUILD.  Prints "agent-crash interop: N passed, M failed"; exits 1 on failure.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -24,8 +27,14 @@ child=$!
 wait "$child"
 child=""
 cat "$R/out"
-pass=$(grep -c '^PASS' "$R/out")
-fail=$(grep -c '^FAIL' "$R/out")
+/usr/bin/python3 "$AGENT/snapcrash.py" "$R/snap" > "$R/snap.out" 2>&1 &
+child=$!
+wait "$child"
+child=""
+cat "$R/snap.out"
+pass=$(cat "$R/out" "$R/snap.out" | grep -c '^PASS')
+fail=$(cat "$R/out" "$R/snap.out" | grep -c '^FAIL')
 grep -q '^(.*: [0-9]* passed, [0-9]* failed)$' "$R/out" || { echo "FAIL crash.py did not finish"; fail=$((fail + 1)); }
+grep -q '^(.*: [0-9]* passed, [0-9]* failed)$' "$R/snap.out" || { echo "FAIL snapcrash.py did not finish"; fail=$((fail + 1)); }
 echo "agent-crash interop: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
