@@ -9,13 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controller/carry.h"
 #include "controller/reconcile.h"
 #include "model/outage.h"
 
 /* What one volume adds to the counts. */
 struct tally_entry {
-	char *name;
-	uint64_t rv;
+	struct carry_head h;
 	struct model_nvmeof_tcp tmo; /* only has_ctrl_loss_tmo / ctrl_loss_tmo */
 	struct model_strs nodes;     /* publishedNodes[].nodeID */
 };
@@ -27,26 +27,21 @@ struct agent_tally {
 	char agent[];
 };
 
-/* One pass: the previous entries (old, sorted; carried ones are moved out) and the new. */
+/* One pass: the previous entries and the new (carry.h), for one agent. */
 struct tally_pass {
 	const char *agent;
-	struct tally_entry *old, *v;
-	size_t n_old, n, cap;
-	int err;
+	struct carry_pass c;
 };
 
-static void entry_clear(struct tally_entry *t)
+static void entry_clear(void *entry)
 {
-	free(t->name);
+	struct tally_entry *t = entry;
 	model_strs_clear(&t->nodes);
-	memset(t, 0, sizeof(*t));
 }
 
 static void entries_free(struct tally_entry *v, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		entry_clear(&v[i]);
-	free(v);
+	carry_entries_free(v, n, sizeof(*v), entry_clear);
 }
 
 void reconcile_agent_tallies_free(struct agent_tally *t)
@@ -59,46 +54,12 @@ void reconcile_agent_tallies_free(struct agent_tally *t)
 	}
 }
 
-static int cmp_entry(const void *a, const void *b)
-{
-	const char *x = ((const struct tally_entry *)a)->name,
-	           *y = ((const struct tally_entry *)b)->name;
-	return strcmp(x ? x : "", y ? y : "");
-}
-
-static struct tally_entry *grow(struct tally_pass *p)
-{
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? 2 * p->cap : 64;
-		struct tally_entry *v = realloc(p->v, cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		p->v = v;
-		p->cap = cap;
-	}
-	memset(&p->v[p->n], 0, sizeof(p->v[0]));
-	return &p->v[p->n];
-}
-
 /* A volume the previous pass saw at this version: its entry moves into the new list. */
 static bool carried(const char *ns, const char *name, uint64_t rv, void *arg)
 {
 	struct tally_pass *p = arg;
-	struct tally_entry key = {.name = (char *)name}, *t;
 	(void)ns;
-	if (rv == 0 || !name || p->err || !p->n_old ||
-	    !(t = bsearch(&key, p->old, p->n_old, sizeof(*t), cmp_entry)) || t->rv != rv)
-		return false;
-	struct tally_entry *slot = grow(p);
-	if (!slot) {
-		p->err = -ENOMEM;
-		return false;
-	}
-	*slot = *t;
-	memset(t, 0, sizeof(*t)); /* moved: its name is gone, so it is never found again */
-	t->name = NULL;
-	p->n++;
-	return true;
+	return carry_move(&p->c, name, rv);
 }
 
 static int fresh(void *obj, void *arg)
@@ -107,11 +68,11 @@ static int fresh(void *obj, void *arg)
 	const struct model_pvst *v = obj;
 	if (!v->meta.name || !v->spec.agent_ref || strcmp(v->spec.agent_ref, p->agent))
 		return 0;
-	struct tally_entry *t = grow(p);
-	if (!t || !(t->name = strdup(v->meta.name)))
+	struct tally_entry *t = carry_slot(&p->c);
+	if (!t || !(t->h.name = strdup(v->meta.name)))
 		return -ENOMEM;
-	p->n++;
-	t->rv = model_meta_rv(&v->meta);
+	p->c.n++;
+	t->h.rv = model_meta_rv(&v->meta);
 	const struct model_nvmeof_tcp *n = model_pvst_nvmeof_tcp(v);
 	t->tmo.has_ctrl_loss_tmo = n && n->has_ctrl_loss_tmo;
 	t->tmo.ctrl_loss_tmo = n ? n->ctrl_loss_tmo : 0;
@@ -179,26 +140,28 @@ static int apply_counts(struct model_pa *pa, const struct tally_entry *v, size_t
 int reconcile_agent_counts(struct ctl *c, struct model_pa *pa, struct err *e)
 {
 	const char *agent = pa->meta.name ? pa->meta.name : "";
-	struct tally_pass p = {.agent = agent};
+	struct tally_pass p = {.agent = agent, .c = {.size = sizeof(struct tally_entry)}};
+	struct tally_entry *old = NULL, *v;
 	char sel[400];
-	memo_swap(c, agent, &p.old, &p.n_old); /* takes the memo (NULL, 0 in its place) */
+	memo_swap(c, agent, &old, &p.c.n_old); /* takes the memo (NULL, 0 in its place) */
+	p.c.old = old;
 	snprintf(sel, sizeof(sel), RULES_LABEL_AGENT "=%s", agent);
 	int r =
 	    model_list_each_skip(c->st, &model_pvst_kind, NULL, sel, carried, fresh, &p, NULL, e);
-	if (r == 0 && p.err)
-		r = err_set(e, p.err, "out of memory");
-	entries_free(p.old, p.n_old);
+	if (r == 0 && p.c.err)
+		r = err_set(e, p.c.err, "out of memory");
+	entries_free(old, p.c.n_old);
+	v = p.c.v;
 	if (r == 0) {
-		if (p.n)
-			qsort(p.v, p.n, sizeof(*p.v), cmp_entry);
-		if ((r = apply_counts(pa, p.v, p.n)) < 0)
+		carry_sort(&p.c);
+		if ((r = apply_counts(pa, v, p.c.n)) < 0)
 			err_set(e, r, "out of memory");
 	}
 	if (r < 0) {
-		entries_free(p.v, p.n);
+		entries_free(v, p.c.n);
 		return r;
 	}
-	memo_swap(c, agent, &p.v, &p.n); /* the memo was taken: nothing comes back */
-	entries_free(p.v, p.n);
+	memo_swap(c, agent, &v, &p.c.n); /* the memo was taken: nothing comes back */
+	entries_free(v, p.c.n);
 	return 0;
 }

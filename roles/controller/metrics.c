@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controller/carry.h"
 #include "model/model.h"
 #include "model/outage.h"
 #include "model/pillar.h"
@@ -80,15 +81,12 @@ static void tally_clear(struct tally *t)
  * is carried over without being parsed or decoded (model_list_each_skip), so a scrape decodes
  * only the volumes that changed since the one before. */
 struct volume_entry {
-	char *name;
-	uint64_t rv;
+	struct carry_head h;
 	char *phase; /* "Unknown" when unset */
 	char *agent; /* "" when none */
 	/* whether its ExportReconciled counts as not True while its agent can reconcile exports,
 	 * and while it cannot (model/outage.h derives the condition from the agent's) */
 	bool open_available, open_unavailable;
-	bool moved; /* carried into the next scrape's list, which owns it now (name kept for the
-	             * search) */
 };
 
 struct ctl_metrics_volumes {
@@ -97,23 +95,22 @@ struct ctl_metrics_volumes {
 	size_t decoded; /* by the last scrape */
 };
 
-/* One scrape's pass: the previous entries (carried ones are moved out) and the new. */
+/* One scrape's pass: the previous entries and the new (carry.h). */
 struct volume_pass {
-	struct volume_entry *old, *v;
-	size_t n_old, n, cap, decoded;
-	int err;
+	struct carry_pass c;
+	size_t decoded;
 };
+
+static void volume_entry_clear(void *entry)
+{
+	struct volume_entry *v = entry;
+	free(v->phase);
+	free(v->agent);
+}
 
 static void volume_entries_free(struct volume_entry *v, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (v[i].moved)
-			continue;
-		free(v[i].name);
-		free(v[i].phase);
-		free(v[i].agent);
-	}
-	free(v);
+	carry_entries_free(v, n, sizeof(*v), volume_entry_clear);
 }
 
 void ctl_metrics_volumes_free(struct ctl_metrics_volumes *m)
@@ -123,45 +120,12 @@ void ctl_metrics_volumes_free(struct ctl_metrics_volumes *m)
 	free(m);
 }
 
-static int cmp_volume(const void *a, const void *b)
-{
-	const char *x = ((const struct volume_entry *)a)->name,
-	           *y = ((const struct volume_entry *)b)->name;
-	return strcmp(x ? x : "", y ? y : "");
-}
-
-static struct volume_entry *volume_slot(struct volume_pass *p)
-{
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? 2 * p->cap : 64;
-		struct volume_entry *v = realloc(p->v, cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		p->v = v;
-		p->cap = cap;
-	}
-	memset(&p->v[p->n], 0, sizeof(p->v[0]));
-	return &p->v[p->n];
-}
-
 /* A volume the previous scrape saw at this version: its entry moves into the new list. */
 static bool volume_carried(const char *ns, const char *name, uint64_t rv, void *arg)
 {
 	struct volume_pass *p = arg;
-	struct volume_entry key = {.name = (char *)name}, *t, *slot;
 	(void)ns;
-	if (rv == 0 || !name || p->err || !p->n_old ||
-	    !(t = bsearch(&key, p->old, p->n_old, sizeof(*t), cmp_volume)) || t->moved ||
-	    t->rv != rv)
-		return false;
-	if (!(slot = volume_slot(p))) {
-		p->err = -ENOMEM;
-		return false;
-	}
-	*slot = *t;
-	p->n++;
-	t->moved = true;
-	return true;
+	return carry_move(&p->c, name, rv);
 }
 
 static int volume_fresh(void *obj, void *arg)
@@ -171,11 +135,11 @@ static int volume_fresh(void *obj, void *arg)
 	struct volume_entry *t;
 	if (!v->meta.name)
 		return 0;
-	if (!(t = volume_slot(p)))
+	if (!(t = carry_slot(&p->c)))
 		return -ENOMEM;
 	p->decoded++;
-	t->rv = model_meta_rv(&v->meta);
-	t->name = strdup(v->meta.name);
+	t->h.rv = model_meta_rv(&v->meta);
+	t->h.name = strdup(v->meta.name);
 	t->phase = strdup(v->status.phase && *v->status.phase ? v->status.phase : "Unknown");
 	t->agent = strdup(v->spec.agent_ref ? v->spec.agent_ref : "");
 	const char *status, *reason;
@@ -183,8 +147,8 @@ static int volume_fresh(void *obj, void *arg)
 	t->open_available = v->status.has_export_spec && strcmp(status, "True") != 0;
 	model_pvst_export_reconciled(v, true, &status, &reason);
 	t->open_unavailable = v->status.has_export_spec && strcmp(status, "True") != 0;
-	p->n++;
-	if (!t->name || !t->phase || !t->agent)
+	p->c.n++;
+	if (!t->h.name || !t->phase || !t->agent)
 		return -ENOMEM;
 	return 0;
 }
@@ -241,25 +205,28 @@ static int note_agent(void *obj, void *arg)
 
 static void collect_volumes(struct ctl *c, struct metrics_text *t)
 {
-	struct volume_pass p = {0};
+	struct volume_pass p = {.c = {.size = sizeof(struct volume_entry)}};
 	struct tally phases = {0}, unreconciled = {0}, available = {0};
-	volumes_swap(c, &p.old, &p.n_old, 0); /* takes the entries (NULL, 0 in their place) */
+	struct volume_entry *old = NULL, *v;
+	volumes_swap(c, &old, &p.c.n_old, 0); /* takes the entries (NULL, 0 in their place) */
+	p.c.old = old;
 	int r =
 	    model_list_each(c->st, &model_pa_kind, NULL, NULL, note_agent, &available, NULL, NULL);
 	if (r == 0)
 		r = model_list_each_skip(c->st, &model_pvst_kind, NULL, NULL, volume_carried,
 		                         volume_fresh, &p, NULL, NULL);
-	volume_entries_free(p.old, p.n_old);
-	if (r == 0 && p.err == 0) {
-		for (size_t i = 0; i < p.n; i++) {
-			const struct volume_entry *v = &p.v[i];
-			tally_add(&phases, v->phase, 1);
+	volume_entries_free(old, p.c.n_old);
+	v = p.c.v;
+	if (r == 0 && p.c.err == 0) {
+		for (size_t i = 0; i < p.c.n; i++) {
+			const struct volume_entry *e = &v[i];
+			tally_add(&phases, e->phase, 1);
 			/* every agent gets a sample, 0 when all its exports are reconciled; a
 			 * PillarAgent not listed counts as unavailable */
-			if (*v->agent)
-				tally_add(&unreconciled, v->agent,
-				          tally_has(&available, v->agent) ? v->open_available
-				                                          : v->open_unavailable);
+			if (*e->agent)
+				tally_add(&unreconciled, e->agent,
+				          tally_has(&available, e->agent) ? e->open_available
+				                                          : e->open_unavailable);
 		}
 		metrics_text_header(t, "pillar_csi_volumes",
 		                    "Volumes (PillarVolumeStates) by phase.", METRICS_GAUGE);
@@ -270,15 +237,14 @@ static void collect_volumes(struct ctl *c, struct metrics_text *t)
 		    "is not True (the agent does not serve them as recorded yet).",
 		    METRICS_GAUGE);
 		tally_write(t, &unreconciled, "pillar_csi_volumes_export_unreconciled", "agent");
-		if (p.n)
-			qsort(p.v, p.n, sizeof(*p.v), cmp_volume);
+		carry_sort(&p.c);
 	} else {
-		volume_entries_free(p.v, p.n);
-		p.v = NULL;
-		p.n = 0;
+		volume_entries_free(v, p.c.n);
+		v = NULL;
+		p.c.n = 0;
 	}
-	volumes_swap(c, &p.v, &p.n, p.decoded); /* the entries were taken: nothing comes back */
-	volume_entries_free(p.v, p.n);
+	volumes_swap(c, &v, &p.c.n, p.decoded); /* the entries were taken: nothing comes back */
+	volume_entries_free(v, p.c.n);
 	tally_clear(&phases);
 	tally_clear(&unreconciled);
 	tally_clear(&available);
