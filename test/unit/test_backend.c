@@ -12,6 +12,7 @@
 #include "agent/config.h"
 #include "agent/service.h"
 #include "backend/backend.h"
+#include "fake_cli.h"
 #include "metrics/metrics.h"
 #include "testutil.h"
 
@@ -19,53 +20,18 @@
 	"activation{udev_sync=0 udev_rules=0} devices{obtain_device_list_from_udev=0 " \
 	"scan_lvs=0 global_filter=[\"r|^/dev/zd|\",\"r|^/dev/zvol/|\",\"a|.*|\"]}"
 
-static char dir[400], oldpath[8192];
+static const char *dir;
 
 static void setup(void)
 {
 	static const char *const tools[] = {"zfs",      "zpool",    "lvs",      "vgs",
 	                                    "lvcreate", "lvextend", "lvremove", "lvchange"};
-	char cwd[PATH_MAX], p[PATH_MAX + 8700], target[PATH_MAX + 64];
-	snprintf(dir, sizeof(dir), "%s", tu_mkdtemp());
-	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
-	snprintf(target, sizeof(target), "%s/test/unit/fakes/fake-cli", cwd);
-	snprintf(p, sizeof(p), "%s/bin", dir);
-	mkdir(p, 0755);
-	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++) {
-		snprintf(p, sizeof(p), "%s/bin/%s", dir, tools[i]);
-		ck_assert_int_eq(symlink(target, p), 0);
-	}
-	snprintf(oldpath, sizeof(oldpath), "%s", getenv("PATH"));
-	snprintf(p, sizeof(p), "%s/bin:%s", dir, oldpath);
-	setenv("PATH", p, 1);
-	setenv("FAKE_DIR", dir, 1);
+	dir = fake_cli_setup(tools, sizeof(tools) / sizeof(tools[0]));
 }
 
 static void teardown(void)
 {
-	setenv("PATH", oldpath, 1);
-	tu_rmtree(dir);
-}
-
-static void reply(const char *tool, const char *out, const char *err, int rc)
-{
-	char n[64], v[16];
-	snprintf(n, sizeof(n), "%s.out", tool);
-	tu_write(dir, n, out);
-	snprintf(n, sizeof(n), "%s.err", tool);
-	tu_write(dir, n, err);
-	snprintf(n, sizeof(n), "%s.rc", tool);
-	snprintf(v, sizeof(v), "%d", rc);
-	tu_write(dir, n, v);
-}
-
-static const char *log_text(void)
-{
-	return tu_read(dir, "log");
-}
-static void log_clear(void)
-{
-	tu_write(dir, "log", "");
+	fake_cli_teardown();
 }
 
 static backend *mk(enum backend_kind k, const char *pool, const char *parent, const char *thin,
@@ -90,47 +56,49 @@ START_TEST(test_zfs_commands)
 	const char *props[] = {"compression=lz4"};
 	struct backend_create_opts o = {.props = props, .n_props = 1};
 
-	reply("zfs", "1073741824\n", "", 0);
+	fake_cli_reply("zfs", "1073741824\n", "", 0);
 	ck_assert_int_eq(b->ops->size(b, "pvc-1", &v, &e), 0);
 	ck_assert_int_eq(v, 1073741824);
-	ck_assert_str_eq(log_text(), "zfs|get|-Hpo|value|volsize|tank/k8s/pvc-1|\n");
-	log_clear();
-	reply("zfs", "", "", 0);
+	ck_assert_str_eq(fake_cli_log(), "zfs|get|-Hpo|value|volsize|tank/k8s/pvc-1|\n");
+	fake_cli_log_clear();
+	fake_cli_reply("zfs", "", "", 0);
 	ck_assert_int_eq(b->ops->create(b, "pvc-1", 1048576, &o, &e), 0);
-	ck_assert_str_eq(log_text(), "zfs|create|-p|-V|1048576|-o|volmode=dev|-o|compression=lz4|"
-	                             "tank/k8s/pvc-1|\n");
-	log_clear();
+	ck_assert_str_eq(fake_cli_log(),
+	                 "zfs|create|-p|-V|1048576|-o|volmode=dev|-o|compression=lz4|"
+	                 "tank/k8s/pvc-1|\n");
+	fake_cli_log_clear();
 	const char *vm[] = {"volmode=geom"};
 	struct backend_create_opts o2 = {.props = vm, .n_props = 1};
 	ck_assert_int_eq(b->ops->create(b, "pvc-2", 1048576, &o2, &e), 0);
-	ck_assert_str_eq(log_text(), "zfs|create|-p|-V|1048576|-o|volmode=geom|tank/k8s/pvc-2|\n");
-	log_clear();
-	reply("zfs.volblocksize", "8192\n", "", 0);
+	ck_assert_str_eq(fake_cli_log(),
+	                 "zfs|create|-p|-V|1048576|-o|volmode=geom|tank/k8s/pvc-2|\n");
+	fake_cli_log_clear();
+	fake_cli_reply("zfs.volblocksize", "8192\n", "", 0);
 	ck_assert_int_eq(b->ops->expand(b, "pvc-1", 2097152, &e), 0);
 	ck_assert_int_eq(b->ops->destroy(b, "pvc-1", &e), 0);
-	ck_assert_str_eq(log_text(), "zfs|get|-Hpo|value|volblocksize|tank/k8s/pvc-1|\n"
-	                             "zfs|set|volsize=2097152|tank/k8s/pvc-1|\n"
-	                             "zfs|destroy|tank/k8s/pvc-1|\n");
-	log_clear();
+	ck_assert_str_eq(fake_cli_log(), "zfs|get|-Hpo|value|volblocksize|tank/k8s/pvc-1|\n"
+	                                 "zfs|set|volsize=2097152|tank/k8s/pvc-1|\n"
+	                                 "zfs|destroy|tank/k8s/pvc-1|\n");
+	fake_cli_log_clear();
 	/* zfs set volsize refuses a size that is no multiple of the volblocksize (OpenZFS 2.1.11:
 	 * "'volsize' must be a multiple of volume block size (8K)"): rounded up */
 	ck_assert_int_eq(b->ops->expand(b, "pvc-1", 150000001, &e), 0);
-	ck_assert_str_eq(log_text(), "zfs|get|-Hpo|value|volblocksize|tank/k8s/pvc-1|\n"
-	                             "zfs|set|volsize=150003712|tank/k8s/pvc-1|\n");
-	log_clear();
+	ck_assert_str_eq(fake_cli_log(), "zfs|get|-Hpo|value|volblocksize|tank/k8s/pvc-1|\n"
+	                                 "zfs|set|volsize=150003712|tank/k8s/pvc-1|\n");
+	fake_cli_log_clear();
 	/* a size the volblocksize cannot round within int64_t: -ERANGE, volsize untouched */
 	ck_assert_int_eq(b->ops->expand(b, "pvc-1", INT64_MAX, &e), -ERANGE);
 	ck_assert_str_eq(e.msg, "capacity 9223372036854775807 bytes cannot be rounded up to a "
 	                        "multiple of the volblocksize 8192 of tank/k8s/pvc-1");
-	ck_assert_str_eq(log_text(), "zfs|get|-Hpo|value|volblocksize|tank/k8s/pvc-1|\n");
-	log_clear();
-	reply("zfs", "1000\n3000\n", "", 0);
+	ck_assert_str_eq(fake_cli_log(), "zfs|get|-Hpo|value|volblocksize|tank/k8s/pvc-1|\n");
+	fake_cli_log_clear();
+	fake_cli_reply("zfs", "1000\n3000\n", "", 0);
 	ck_assert_int_eq(b->ops->capacity(b, &t, &a, &e), 0);
 	ck_assert_int_eq(t, 4000);
 	ck_assert_int_eq(a, 3000);
-	ck_assert_str_eq(log_text(), "zfs|get|-Hpo|value|used,available|tank/k8s|\n");
-	log_clear();
-	reply("zfs", "tank/k8s/pvc-1\t1048576\ntank/k8s/pvc-2\t2097152\n", "", 0);
+	ck_assert_str_eq(fake_cli_log(), "zfs|get|-Hpo|value|used,available|tank/k8s|\n");
+	fake_cli_log_clear();
+	fake_cli_reply("zfs", "tank/k8s/pvc-1\t1048576\ntank/k8s/pvc-2\t2097152\n", "", 0);
 	struct backend_vol *vols;
 	size_t n;
 	ck_assert_int_eq(b->ops->list(b, &vols, &n, &e), 0);
@@ -138,16 +106,16 @@ START_TEST(test_zfs_commands)
 	ck_assert_str_eq(vols[1].name, "pvc-2");
 	ck_assert_int_eq(vols[1].size, 2097152);
 	free(vols);
-	ck_assert_str_eq(log_text(), "zfs|list|-Hpo|name,volsize|-t|volume|-d|1|tank/k8s|\n");
+	ck_assert_str_eq(fake_cli_log(), "zfs|list|-Hpo|name,volsize|-t|volume|-d|1|tank/k8s|\n");
 	ck_assert_int_eq(b->ops->device_path(b, "pvc-1", dev, sizeof(dev)), 0);
 	ck_assert_str_eq(dev, "/dev/zvol/tank/k8s/pvc-1");
 	/* errors carry the tool's stderr */
-	reply("zfs", "", "cannot open 'tank/k8s/x': dataset does not exist\n", 1);
+	fake_cli_reply("zfs", "", "cannot open 'tank/k8s/x': dataset does not exist\n", 1);
 	ck_assert_int_eq(b->ops->size(b, "x", &v, &e), -ENOENT);
 	ck_assert_str_eq(e.msg, "zfs: cannot open 'tank/k8s/x': dataset does not exist");
-	reply("zfs", "", "cannot create 'tank/k8s/x': out of space\n", 1);
+	fake_cli_reply("zfs", "", "cannot create 'tank/k8s/x': out of space\n", 1);
 	ck_assert_int_eq(b->ops->create(b, "x", 1, NULL, &e), -ENOSPC);
-	reply("zfs", "", "cannot destroy 'tank/k8s/x': dataset is busy\n", 1);
+	fake_cli_reply("zfs", "", "cannot destroy 'tank/k8s/x': dataset is busy\n", 1);
 	ck_assert_int_eq(b->ops->destroy(b, "x", &e), -EBUSY);
 	backend_free(b);
 	/* every command observed by backend and tool (zfs by subcommand), failures included */
@@ -170,57 +138,60 @@ START_TEST(test_lvm_commands)
 	struct err e = {0};
 	int64_t v, t, a;
 	struct backend_create_opts lin = {0}, thin = {.thin = true};
-	reply("lvs", "  1073741824\n", "", 0);
+	fake_cli_reply("lvs", "  1073741824\n", "", 0);
 	ck_assert_int_eq(b->ops->size(b, "pvc-1", &v, &e), 0);
 	ck_assert_int_eq(v, 1073741824);
-	ck_assert_str_eq(log_text(), "lvs|--config|" LVMCFG "|--noheadings|--nosuffix|--units|b|-o|"
-	                             "lv_size|data-vg/pvc-1|\n");
-	log_clear();
+	ck_assert_str_eq(fake_cli_log(),
+	                 "lvs|--config|" LVMCFG "|--noheadings|--nosuffix|--units|b|-o|"
+	                 "lv_size|data-vg/pvc-1|\n");
+	fake_cli_log_clear();
 	ck_assert_int_eq(b->ops->create(b, "pvc-1", 1048576, &lin, &e), 0);
 	ck_assert_int_eq(b->ops->create(b, "pvc-2", 1048576, &thin, &e), 0);
-	ck_assert_str_eq(log_text(), "lvcreate|--config|" LVMCFG
-	                             "|-y|--wipesignatures|y|--zero|y|-L|1048576b|-n|"
-	                             "pvc-1|data-vg|\n"
-	                             "lvcreate|--config|" LVMCFG
-	                             "|-y|-V|1048576b|--thinpool|thin0|-n|pvc-2|data-vg|\n");
-	log_clear();
+	ck_assert_str_eq(fake_cli_log(), "lvcreate|--config|" LVMCFG
+	                                 "|-y|--wipesignatures|y|--zero|y|-L|1048576b|-n|"
+	                                 "pvc-1|data-vg|\n"
+	                                 "lvcreate|--config|" LVMCFG
+	                                 "|-y|-V|1048576b|--thinpool|thin0|-n|pvc-2|data-vg|\n");
+	fake_cli_log_clear();
 	ck_assert_int_eq(b->ops->expand(b, "pvc-1", 2097152, &e), 0);
 	ck_assert_int_eq(b->ops->destroy(b, "pvc-1", &e), 0);
 	ck_assert_int_eq(b->ops->activate(b, "pvc-1", &e), 0);
-	ck_assert_str_eq(log_text(), "lvextend|--config|" LVMCFG "|-L|2097152b|data-vg/pvc-1|\n"
-	                             "lvremove|--config|" LVMCFG "|-y|data-vg/pvc-1|\n"
-	                             "lvchange|--config|" LVMCFG "|-ay|data-vg/pvc-1|\n");
-	log_clear();
-	reply("vgs", "  4000 1000\n", "", 0);
+	ck_assert_str_eq(fake_cli_log(), "lvextend|--config|" LVMCFG "|-L|2097152b|data-vg/pvc-1|\n"
+	                                 "lvremove|--config|" LVMCFG "|-y|data-vg/pvc-1|\n"
+	                                 "lvchange|--config|" LVMCFG "|-ay|data-vg/pvc-1|\n");
+	fake_cli_log_clear();
+	fake_cli_reply("vgs", "  4000 1000\n", "", 0);
 	ck_assert_int_eq(b->ops->capacity(b, &t, &a, &e), 0);
 	ck_assert_int_eq(t, 4000);
 	ck_assert_int_eq(a, 1000);
-	ck_assert_str_eq(log_text(), "vgs|--config|" LVMCFG "|--noheadings|--nosuffix|--units|b|-o|"
-	                             "vg_size,vg_free|data-vg|\n");
-	reply("lvs", "  pvc-1 1048576 \n  thin0 8000000 \n  pvc-2 2097152 thin0\n", "", 0);
+	ck_assert_str_eq(fake_cli_log(),
+	                 "vgs|--config|" LVMCFG "|--noheadings|--nosuffix|--units|b|-o|"
+	                 "vg_size,vg_free|data-vg|\n");
+	fake_cli_reply("lvs", "  pvc-1 1048576 \n  thin0 8000000 \n  pvc-2 2097152 thin0\n", "", 0);
 	struct backend_vol *vols;
 	size_t n;
 	ck_assert_int_eq(b->ops->list(b, &vols, &n, &e), 0);
 	ck_assert_uint_eq(n, 2); /* the thin pool itself is not a volume */
 	ck_assert_str_eq(vols[1].name, "pvc-2");
 	free(vols);
-	reply("lvcreate", "",
-	      "  Volume group \"data-vg\" has insufficient free space\n"
-	      "  Insufficient free space: 256 extents needed, but only 10 available\n",
-	      5);
+	fake_cli_reply("lvcreate", "",
+	               "  Volume group \"data-vg\" has insufficient free space\n"
+	               "  Insufficient free space: 256 extents needed, but only 10 available\n",
+	               5);
 	ck_assert_int_eq(b->ops->create(b, "big", 1, &lin, &e), -ENOSPC);
-	reply("lvs", "", "  Failed to find logical volume \"data-vg/x\"\n", 5);
+	fake_cli_reply("lvs", "", "  Failed to find logical volume \"data-vg/x\"\n", 5);
 	ck_assert_int_eq(b->ops->size(b, "x", &v, &e), -ENOENT);
 	backend_free(b);
 
 	b = mk(BACKEND_LVM, "data-vg", NULL, "thin0", true);
-	log_clear();
-	reply("lvs", "  1000000 25.00\n", "", 0);
+	fake_cli_log_clear();
+	fake_cli_reply("lvs", "  1000000 25.00\n", "", 0);
 	ck_assert_int_eq(b->ops->capacity(b, &t, &a, &e), 0);
 	ck_assert_int_eq(t, 1000000);
 	ck_assert_int_eq(a, 750000);
-	ck_assert_str_eq(log_text(), "lvs|--config|" LVMCFG "|--noheadings|--nosuffix|--units|b|-o|"
-	                             "lv_size,data_percent|data-vg/thin0|\n");
+	ck_assert_str_eq(fake_cli_log(),
+	                 "lvs|--config|" LVMCFG "|--noheadings|--nosuffix|--units|b|-o|"
+	                 "lv_size,data_percent|data-vg/thin0|\n");
 	backend_free(b);
 }
 END_TEST
@@ -357,7 +328,7 @@ static int count_calls(const char *tool)
 	char pat[64];
 	int n = 0;
 	snprintf(pat, sizeof(pat), "%s|list|", tool);
-	for (const char *p = log_text(); (p = strstr(p, pat)) != NULL; p++)
+	for (const char *p = fake_cli_log(); (p = strstr(p, pat)) != NULL; p++)
 		n++;
 	return n;
 }
@@ -400,13 +371,13 @@ START_TEST(test_health_pool_checks_are_cached)
 	o.host_root = host;
 	o.health_cache_ms = 300;
 	ck_assert_int_eq(agent_service_new(&c, &o, &a, NULL), 0);
-	reply("zpool", "ONLINE\n", "", 0);
+	fake_cli_reply("zpool", "ONLINE\n", "", 0);
 	const PillarCsi__Agent__V1__SubsystemHealth *h = health_of(a, "zfs", &resp);
 	ck_assert(h->healthy);
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	ck_assert_int_eq(count_calls("zpool"), 1);
 	/* within the cache period: no new zpool call, the old answer */
-	reply("zpool", "FAULTED\n", "", 0);
+	fake_cli_reply("zpool", "FAULTED\n", "", 0);
 	h = health_of(a, "zfs", &resp);
 	ck_assert(h->healthy);
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
@@ -483,8 +454,8 @@ START_TEST(test_zfs_rounded_size_is_the_same)
 	o.host_root = dir; /* never the machine's /dev, /sys */
 	o.create_wait_ms = 300;
 	ck_assert_int_eq(agent_service_new(&c, &o, &a, NULL), 0);
-	reply("zfs", "100007936\n", "", 0); /* volsize: the volume exists, rounded up */
-	reply("zfs.volblocksize", "8192\n", "", 0);
+	fake_cli_reply("zfs", "100007936\n", "", 0); /* volsize: the volume exists, rounded up */
+	fake_cli_reply("zfs.volblocksize", "8192\n", "", 0);
 	int64_t cap = 0;
 	ck_assert_msg(zvol_call(a, false, 100000000, &cap, &st) == GRPC_OK, "%s", st.msg);
 	ck_assert_int_eq(cap, 100007936);
@@ -495,7 +466,7 @@ START_TEST(test_zfs_rounded_size_is_the_same)
 	/* ExpandVolume retried after the tool rounded the new size up */
 	ck_assert_msg(zvol_call(a, true, 100000000, &cap, &st) == GRPC_OK, "%s", st.msg);
 	ck_assert_int_eq(cap, 100007936);
-	ck_assert_ptr_null(strstr(log_text(), "zfs|set|"));
+	ck_assert_ptr_null(strstr(fake_cli_log(), "zfs|set|"));
 	agent_service_free(a);
 	agent_config_clear(&c);
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "fake_cli.h"
 #include "testutil.h"
 
 #define LVMCFG                                                                         \
@@ -18,55 +19,18 @@
 #define LVS_SNAP "lvs|--config|" LVMCFG "|--noheadings|--nosuffix|--units|b|--separator|||-o|"
 #define GIB      1073741824
 
-static char dir[400], oldpath[8192];
+static const char *dir;
 
 static void setup(void)
 {
 	static const char *const tools[] = {"zfs",      "lvs",      "lvcreate",
 	                                    "lvextend", "lvremove", "lvchange"};
-	char cwd[PATH_MAX], p[PATH_MAX + 8700], target[PATH_MAX + 64];
-	snprintf(dir, sizeof(dir), "%s", tu_mkdtemp());
-	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
-	snprintf(target, sizeof(target), "%s/test/unit/fakes/fake-cli", cwd);
-	snprintf(p, sizeof(p), "%s/bin", dir);
-	mkdir(p, 0755);
-	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++) {
-		snprintf(p, sizeof(p), "%s/bin/%s", dir, tools[i]);
-		ck_assert_int_eq(symlink(target, p), 0);
-	}
-	snprintf(oldpath, sizeof(oldpath), "%s", getenv("PATH"));
-	snprintf(p, sizeof(p), "%s/bin:%s", dir, oldpath);
-	setenv("PATH", p, 1);
-	setenv("FAKE_DIR", dir, 1);
+	dir = fake_cli_setup(tools, sizeof(tools) / sizeof(tools[0]));
 }
 
 static void teardown(void)
 {
-	setenv("PATH", oldpath, 1);
-	tu_rmtree(dir);
-}
-
-/* The reply of tool (for one argument: "zfs.snapshot"). */
-static void reply(const char *tool, const char *out, const char *err, int rc)
-{
-	char n[128], v[16];
-	snprintf(n, sizeof(n), "%s.out", tool);
-	tu_write(dir, n, out);
-	snprintf(n, sizeof(n), "%s.err", tool);
-	tu_write(dir, n, err);
-	snprintf(n, sizeof(n), "%s.rc", tool);
-	snprintf(v, sizeof(v), "%d", rc);
-	tu_write(dir, n, v);
-}
-
-static const char *log_text(void)
-{
-	return tu_read(dir, "log");
-}
-
-static void log_clear(void)
-{
-	tu_write(dir, "log", "");
+	fake_cli_teardown();
 }
 
 static backend *mk(enum backend_kind k, const char *pool, const char *parent, const char *thin)
@@ -91,30 +55,31 @@ START_TEST(test_zfs_snapshots)
 	struct err e = {0};
 	size_t n;
 	/* a new snapshot: taken, then its creation time and size read back */
-	reply("zfs.snapshot", "", "", 0);
-	reply("zfs.creation,volsize", "1796573731\n1073741824\n", "", 0);
+	fake_cli_reply("zfs.snapshot", "", "", 0);
+	fake_cli_reply("zfs.creation,volsize", "1796573731\n1073741824\n", "", 0);
 	ck_assert_int_eq(b->ops->snap_create(b, "s1", "pvc-1", &s, &e), 0);
-	ck_assert_str_eq(log_text(),
+	ck_assert_str_eq(fake_cli_log(),
 	                 ZLIST "zfs|snapshot|tank/k8s/pvc-1@s1|\n"
 	                       "zfs|get|-Hpo|value|creation,volsize|tank/k8s/pvc-1@s1|\n");
 	ck_assert_str_eq(s.name, "s1");
 	ck_assert_str_eq(s.source, "pvc-1");
 	ck_assert_int_eq(s.size, GIB);
 	ck_assert_int_eq(s.created, 1796573731);
-	log_clear();
+	fake_cli_log_clear();
 	/* what the pool holds: a snapshot, a hidden clone origin, one destroyed deferred, one of a
 	 * held (deleted) volume, and datasets that are no volumes of the pool */
-	reply("zfs.snapshot",
-	      "tank/k8s/pvc-1@s1\t1073741824\t1796573731\toff\t\n"
-	      "tank/k8s/pvc-1@_clone.pvc-3\t1073741824\t1796573732\toff\ttank/k8s/pvc-3\n"
-	      "tank/k8s/pvc-1@gone\t1073741824\t1796573733\ton\ttank/k8s/pvc-4\n"
-	      "tank/k8s/_held/pvc-9.1796573000000000001@s9\t2147483648\t1796570000\toff\t\n"
-	      "tank/k8s/a/b@x\t1\t1\toff\t\n"
-	      "tank/k8sx/v@y\t1\t1\toff\t\n"
-	      "tank/k8s/pvc-2@bad\tnot-a-number\t1\toff\t\n",
-	      "", 0);
+	fake_cli_reply(
+	    "zfs.snapshot",
+	    "tank/k8s/pvc-1@s1\t1073741824\t1796573731\toff\t\n"
+	    "tank/k8s/pvc-1@_clone.pvc-3\t1073741824\t1796573732\toff\ttank/k8s/pvc-3\n"
+	    "tank/k8s/pvc-1@gone\t1073741824\t1796573733\ton\ttank/k8s/pvc-4\n"
+	    "tank/k8s/_held/pvc-9.1796573000000000001@s9\t2147483648\t1796570000\toff\t\n"
+	    "tank/k8s/a/b@x\t1\t1\toff\t\n"
+	    "tank/k8sx/v@y\t1\t1\toff\t\n"
+	    "tank/k8s/pvc-2@bad\tnot-a-number\t1\toff\t\n",
+	    "", 0);
 	ck_assert_int_eq(b->ops->snap_create(b, "s1", "pvc-1", &s, &e), 0); /* idempotent */
-	ck_assert_str_eq(log_text(), ZLIST);
+	ck_assert_str_eq(fake_cli_log(), ZLIST);
 	ck_assert_int_eq(s.created, 1796573731);
 	ck_assert_int_eq(b->ops->snap_create(b, "s1", "pvc-2", &s, &e), -EEXIST);
 	ck_assert_str_eq(e.msg, "snapshot \"s1\" exists of volume \"pvc-1\"");
@@ -130,13 +95,13 @@ START_TEST(test_zfs_snapshots)
 	ck_assert_str_eq(all[1].name, "s9");
 	free(all);
 	/* delete: deferred, so that clones keep their origin; missing and deferred are done */
-	log_clear();
+	fake_cli_log_clear();
 	ck_assert_int_eq(b->ops->snap_destroy(b, "s1", &e), 0);
-	ck_assert_str_eq(log_text(), ZLIST "zfs|destroy|-d|tank/k8s/pvc-1@s1|\n");
-	log_clear();
+	ck_assert_str_eq(fake_cli_log(), ZLIST "zfs|destroy|-d|tank/k8s/pvc-1@s1|\n");
+	fake_cli_log_clear();
 	ck_assert_int_eq(b->ops->snap_destroy(b, "gone", &e), 0);
 	ck_assert_int_eq(b->ops->snap_destroy(b, "never", &e), 0);
-	ck_assert_str_eq(log_text(), ZLIST ZLIST);
+	ck_assert_str_eq(fake_cli_log(), ZLIST ZLIST);
 	backend_free(b);
 }
 END_TEST
@@ -147,32 +112,33 @@ START_TEST(test_zfs_clones_and_holding)
 	struct err e = {0};
 	const char *props[] = {"compression=lz4", "volblocksize=16384"};
 	struct backend_create_opts o = {.props = props, .n_props = 2};
-	reply("zfs.snapshot", "tank/k8s/pvc-1@s1\t1073741824\t1796573731\toff\t\n", "", 0);
-	reply("zfs.volblocksize", "8192\n", "", 0);
+	fake_cli_reply("zfs.snapshot", "tank/k8s/pvc-1@s1\t1073741824\t1796573731\toff\t\n", "", 0);
+	fake_cli_reply("zfs.volblocksize", "8192\n", "", 0);
 	/* a restore, larger than the snapshot: clone, then volsize (volblocksize is the origin's) */
 	ck_assert_int_eq(
 	    b->ops->clone(b, "pvc-r", BACKEND_FROM_SNAPSHOT, "s1", 2 * (int64_t)GIB, &o, &e), 0);
-	ck_assert_str_eq(log_text(), ZLIST "zfs|clone|-o|volmode=dev|-o|compression=lz4|"
-	                                   "tank/k8s/pvc-1@s1|tank/k8s/pvc-r|\n"
-	                                   "zfs|get|-Hpo|value|volblocksize|tank/k8s/pvc-r|\n"
-	                                   "zfs|set|volsize=2147483648|tank/k8s/pvc-r|\n");
-	log_clear();
+	ck_assert_str_eq(fake_cli_log(), ZLIST "zfs|clone|-o|volmode=dev|-o|compression=lz4|"
+	                                       "tank/k8s/pvc-1@s1|tank/k8s/pvc-r|\n"
+	                                       "zfs|get|-Hpo|value|volblocksize|tank/k8s/pvc-r|\n"
+	                                       "zfs|set|volsize=2147483648|tank/k8s/pvc-r|\n");
+	fake_cli_log_clear();
 	ck_assert_int_eq(b->ops->clone(b, "pvc-r", BACKEND_FROM_SNAPSHOT, "nope", GIB, NULL, &e),
 	                 -ENOENT);
 	ck_assert_str_eq(e.msg, "snapshot \"nope\" does not exist");
 	/* a clone of a live volume: a hidden snapshot the clone owns */
-	log_clear();
-	reply("zfs.volsize", "1073741824\n", "", 0);
+	fake_cli_log_clear();
+	fake_cli_reply("zfs.volsize", "1073741824\n", "", 0);
 	ck_assert_int_eq(b->ops->clone(b, "pvc-c", BACKEND_FROM_VOLUME, "pvc-1", GIB, NULL, &e), 0);
-	ck_assert_str_eq(log_text(), "zfs|get|-Hpo|value|volsize|tank/k8s/pvc-1|\n"
-	                             "zfs|snapshot|tank/k8s/pvc-1@_clone.pvc-c|\n"
-	                             "zfs|clone|-o|volmode=dev|tank/k8s/pvc-1@_clone.pvc-c|"
-	                             "tank/k8s/pvc-c|\n");
+	ck_assert_str_eq(fake_cli_log(), "zfs|get|-Hpo|value|volsize|tank/k8s/pvc-1|\n"
+	                                 "zfs|snapshot|tank/k8s/pvc-1@_clone.pvc-c|\n"
+	                                 "zfs|clone|-o|volmode=dev|tank/k8s/pvc-1@_clone.pvc-c|"
+	                                 "tank/k8s/pvc-c|\n");
 	/* a volume with snapshots is held, not destroyed; others as before */
-	log_clear();
-	reply("zfs.destroy", "", "cannot destroy 'tank/k8s/pvc-1': volume has children\n", 1);
+	fake_cli_log_clear();
+	fake_cli_reply("zfs.destroy", "", "cannot destroy 'tank/k8s/pvc-1': volume has children\n",
+	               1);
 	ck_assert_int_eq(b->ops->destroy(b, "pvc-1", &e), 0);
-	const char *l = log_text();
+	const char *l = fake_cli_log();
 	ck_assert_msg(strncmp(l,
 	                      "zfs|destroy|tank/k8s/pvc-1|\n"
 	                      "zfs|create|-p|-o|canmount=off|tank/k8s/_held|\n"
@@ -181,10 +147,10 @@ START_TEST(test_zfs_clones_and_holding)
 	                             "zfs|create|-p|-o|canmount=off|tank/k8s/_held|\n"
 	                             "zfs|rename|tank/k8s/pvc-1|tank/k8s/_held/pvc-1.")) == 0,
 	              "%s", l);
-	log_clear();
-	reply("zfs.destroy", "", "cannot destroy 'tank/k8s/pvc-1': dataset is busy\n", 1);
+	fake_cli_log_clear();
+	fake_cli_reply("zfs.destroy", "", "cannot destroy 'tank/k8s/pvc-1': dataset is busy\n", 1);
 	ck_assert_int_eq(b->ops->destroy(b, "pvc-1", &e), -EBUSY);
-	ck_assert_str_eq(log_text(), "zfs|destroy|tank/k8s/pvc-1|\n");
+	ck_assert_str_eq(fake_cli_log(), "zfs|destroy|tank/k8s/pvc-1|\n");
 	backend_free(b);
 }
 END_TEST
@@ -194,30 +160,32 @@ START_TEST(test_zfs_sweep)
 	backend *b = mk(BACKEND_ZFS, "tank", NULL, NULL);
 	struct err e = {0};
 	/* nothing held yet: the holding place does not exist */
-	reply("zfs.snapshot", "tank/pvc-1@s1\t1073741824\t1796573731\toff\t\n", "", 0);
-	reply("zfs.name", "", "cannot open 'tank/_held': dataset does not exist\n", 1);
+	fake_cli_reply("zfs.snapshot", "tank/pvc-1@s1\t1073741824\t1796573731\toff\t\n", "", 0);
+	fake_cli_reply("zfs.name", "", "cannot open 'tank/_held': dataset does not exist\n", 1);
 	ck_assert_int_eq(b->ops->sweep(b, &e), 0);
 	ck_assert_str_eq(
-	    log_text(), "zfs|list|-Hp|-t|snapshot|-o|name,volsize,creation,defer_destroy,clones|-r|"
-	                "tank|\n"
-	                "zfs|list|-Hpo|name|-t|volume|-d|1|tank/_held|\n");
+	    fake_cli_log(),
+	    "zfs|list|-Hp|-t|snapshot|-o|name,volsize,creation,defer_destroy,clones|-r|"
+	    "tank|\n"
+	    "zfs|list|-Hpo|name|-t|volume|-d|1|tank/_held|\n");
 	/* a hidden origin whose clone is gone; a held volume with a live snapshot, one whose last
 	 * snapshot waits for a clone, one with none left */
-	log_clear();
-	reply("zfs.snapshot",
-	      "tank/pvc-1@_clone.gone\t1073741824\t1796573731\toff\t\n"
-	      "tank/pvc-1@_clone.live\t1073741824\t1796573731\toff\ttank/live\n"
-	      "tank/_held/pvc-7.1@s7\t1073741824\t1796573731\toff\t\n"
-	      "tank/_held/pvc-8.1@s8\t1073741824\t1796573731\ton\ttank/r8\n",
-	      "", 0);
-	reply("zfs.name", "tank/_held/pvc-7.1\ntank/_held/pvc-8.1\ntank/_held/pvc-9.1\n", "", 0);
+	fake_cli_log_clear();
+	fake_cli_reply("zfs.snapshot",
+	               "tank/pvc-1@_clone.gone\t1073741824\t1796573731\toff\t\n"
+	               "tank/pvc-1@_clone.live\t1073741824\t1796573731\toff\ttank/live\n"
+	               "tank/_held/pvc-7.1@s7\t1073741824\t1796573731\toff\t\n"
+	               "tank/_held/pvc-8.1@s8\t1073741824\t1796573731\ton\ttank/r8\n",
+	               "", 0);
+	fake_cli_reply("zfs.name", "tank/_held/pvc-7.1\ntank/_held/pvc-8.1\ntank/_held/pvc-9.1\n",
+	               "", 0);
 	ck_assert_int_eq(b->ops->sweep(b, &e), 0);
 	const char *pass = "zfs|list|-Hp|-t|snapshot|-o|name,volsize,creation,defer_destroy,clones|"
 	                   "-r|tank|\n"
 	                   "zfs|destroy|-d|tank/pvc-1@_clone.gone|\n"
 	                   "zfs|list|-Hpo|name|-t|volume|-d|1|tank/_held|\n"
 	                   "zfs|destroy|tank/_held/pvc-9.1|\n";
-	ck_assert_msg(strncmp(log_text(), pass, strlen(pass)) == 0, "%s", log_text());
+	ck_assert_msg(strncmp(fake_cli_log(), pass, strlen(pass)) == 0, "%s", fake_cli_log());
 	backend_free(b);
 }
 END_TEST
@@ -229,12 +197,12 @@ START_TEST(test_lvm_thin_snapshots)
 	struct backend_vol *vols;
 	struct err e = {0};
 	size_t n;
-	reply("lvs.lv_name,lv_size,lv_time,lv_tags", "",
-	      "  Failed to find logical volume \"data-vg/snap.s1\"\n", 5);
-	reply("lvs.lv_size,pool_lv", "  1073741824|thin0\n", "", 0);
-	reply("lvs.lv_time", "  2026-12-06 17:15:31 +0100\n", "", 0);
+	fake_cli_reply("lvs.lv_name,lv_size,lv_time,lv_tags", "",
+	               "  Failed to find logical volume \"data-vg/snap.s1\"\n", 5);
+	fake_cli_reply("lvs.lv_size,pool_lv", "  1073741824|thin0\n", "", 0);
+	fake_cli_reply("lvs.lv_time", "  2026-12-06 17:15:31 +0100\n", "", 0);
 	ck_assert_int_eq(b->ops->snap_create(b, "s1", "pvc-1", &s, &e), 0);
-	ck_assert_str_eq(log_text(), LVS_SNAP
+	ck_assert_str_eq(fake_cli_log(), LVS_SNAP
 	                 "lv_name,lv_size,lv_time,lv_tags|data-vg/snap.s1|\n" LVS_SNAP
 	                 "lv_size,pool_lv|data-vg/pvc-1|\n"
 	                 "lvcreate|--config|" LVMCFG "|-y|-s|-n|snap.s1|--addtag|"
@@ -244,53 +212,56 @@ START_TEST(test_lvm_thin_snapshots)
 	ck_assert_int_eq(s.size, GIB);
 	ck_assert_str_eq(s.source, "pvc-1");
 	/* LVM linear: refused */
-	reply("lvs.lv_size,pool_lv", "  1073741824|\n", "", 0);
+	fake_cli_reply("lvs.lv_size,pool_lv", "  1073741824|\n", "", 0);
 	ck_assert_int_eq(b->ops->snap_create(b, "s1", "pvc-1", &s, &e), -EOPNOTSUPP);
 	ck_assert_str_eq(e.msg, "snapshots need a thin pool: volume \"pvc-1\" is linear");
 	ck_assert_int_eq(b->ops->clone(b, "pvc-c", BACKEND_FROM_VOLUME, "pvc-1", GIB, NULL, &e),
 	                 -EOPNOTSUPP);
 	/* found: idempotent by source, a conflict by another */
-	reply("lvs.lv_name,lv_size,lv_time,lv_tags",
-	      "  snap.s1|1073741824|2026-12-06 16:15:31 +0000|pillar.source.pvc-1,other\n", "", 0);
-	log_clear();
+	fake_cli_reply("lvs.lv_name,lv_size,lv_time,lv_tags",
+	               "  snap.s1|1073741824|2026-12-06 16:15:31 +0000|pillar.source.pvc-1,other\n",
+	               "", 0);
+	fake_cli_log_clear();
 	ck_assert_int_eq(b->ops->snap_create(b, "s1", "pvc-1", &s, &e), 0);
 	ck_assert_int_eq(b->ops->snap_create(b, "s1", "pvc-2", &s, &e), -EEXIST);
-	ck_assert_str_eq(log_text(),
+	ck_assert_str_eq(fake_cli_log(),
 	                 LVS_SNAP "lv_name,lv_size,lv_time,lv_tags|data-vg/snap.s1|\n" LVS_SNAP
 	                          "lv_name,lv_size,lv_time,lv_tags|"
 	                          "data-vg/snap.s1|\n");
-	reply("lvs.lv_name,lv_size,lv_time,lv_tags",
-	      "  pvc-1|1073741824|2026-12-06 16:15:31 +0000|\n"
-	      "  snap.s1|1073741824|2026-12-06 16:15:31 +0000|pillar.source.pvc-1\n"
-	      "  thin0|8000000|2026-12-06 16:15:31 +0000|\n",
-	      "", 0);
+	fake_cli_reply("lvs.lv_name,lv_size,lv_time,lv_tags",
+	               "  pvc-1|1073741824|2026-12-06 16:15:31 +0000|\n"
+	               "  snap.s1|1073741824|2026-12-06 16:15:31 +0000|pillar.source.pvc-1\n"
+	               "  thin0|8000000|2026-12-06 16:15:31 +0000|\n",
+	               "", 0);
 	ck_assert_int_eq(b->ops->snap_list(b, &all, &n, &e), 0);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_str_eq(all[0].name, "s1");
 	free(all);
 	/* ListVolumes never shows a snapshot LV */
-	reply("lvs", "  pvc-1 1048576 thin0\n  snap.s1 1048576 thin0\n  pvc-r 1048576 thin0\n", "",
-	      0);
+	fake_cli_reply("lvs",
+	               "  pvc-1 1048576 thin0\n  snap.s1 1048576 thin0\n  pvc-r 1048576 thin0\n",
+	               "", 0);
 	ck_assert_int_eq(b->ops->list(b, &vols, &n, &e), 0);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_str_eq(vols[1].name, "pvc-r");
 	free(vols);
 	/* restore: a thin snapshot of the snapshot, activation skip off, activated read-write,
 	 * then grown */
-	log_clear();
-	reply("lvs.lv_size,pool_lv", "  1073741824|thin0\n", "", 0);
+	fake_cli_log_clear();
+	fake_cli_reply("lvs.lv_size,pool_lv", "  1073741824|thin0\n", "", 0);
 	ck_assert_int_eq(
 	    b->ops->clone(b, "pvc-r", BACKEND_FROM_SNAPSHOT, "s1", 2 * (int64_t)GIB, NULL, &e), 0);
-	ck_assert_str_eq(log_text(), LVS_SNAP "lv_size,pool_lv|data-vg/snap.s1|\n"
-	                                      "lvcreate|--config|" LVMCFG "|-y|-s|-kn|-n|pvc-r|"
-	                                      "data-vg/snap.s1|\n"
-	                                      "lvchange|--config|" LVMCFG "|-ay|-K|data-vg/pvc-r|\n"
-	                                      "lvextend|--config|" LVMCFG "|-L|2147483648b|"
-	                                      "data-vg/pvc-r|\n");
-	log_clear();
+	ck_assert_str_eq(fake_cli_log(),
+	                 LVS_SNAP "lv_size,pool_lv|data-vg/snap.s1|\n"
+	                          "lvcreate|--config|" LVMCFG "|-y|-s|-kn|-n|pvc-r|"
+	                          "data-vg/snap.s1|\n"
+	                          "lvchange|--config|" LVMCFG "|-ay|-K|data-vg/pvc-r|\n"
+	                          "lvextend|--config|" LVMCFG "|-L|2147483648b|"
+	                          "data-vg/pvc-r|\n");
+	fake_cli_log_clear();
 	ck_assert_int_eq(b->ops->snap_destroy(b, "s1", &e), 0);
-	ck_assert_str_eq(log_text(), "lvremove|--config|" LVMCFG "|-y|data-vg/snap.s1|\n");
-	reply("lvremove", "", "  Failed to find logical volume \"data-vg/snap.s1\"\n", 5);
+	ck_assert_str_eq(fake_cli_log(), "lvremove|--config|" LVMCFG "|-y|data-vg/snap.s1|\n");
+	fake_cli_reply("lvremove", "", "  Failed to find logical volume \"data-vg/snap.s1\"\n", 5);
 	ck_assert_int_eq(b->ops->snap_destroy(b, "s1", &e), 0);
 	backend_free(b);
 }
@@ -305,13 +276,13 @@ START_TEST(test_lvm_snapshot_lv_name_not_reserved)
 	struct err e = {0};
 	const char *names[] = {"snapshot-0d6b61e9-3d71-4d6c-8f5e-6d9e8b7c2a10", "pvmove-1"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		reply("lvs.lv_name,lv_size,lv_time,lv_tags", "",
-		      "  Failed to find logical volume\n", 5);
-		reply("lvs.lv_size,pool_lv", "  1073741824|thin0\n", "", 0);
-		reply("lvs.lv_time", "  2026-12-06 17:15:31 +0100\n", "", 0);
-		log_clear();
+		fake_cli_reply("lvs.lv_name,lv_size,lv_time,lv_tags", "",
+		               "  Failed to find logical volume\n", 5);
+		fake_cli_reply("lvs.lv_size,pool_lv", "  1073741824|thin0\n", "", 0);
+		fake_cli_reply("lvs.lv_time", "  2026-12-06 17:15:31 +0100\n", "", 0);
+		fake_cli_log_clear();
 		ck_assert_int_eq(b->ops->snap_create(b, names[i], "pvc-1", &s, &e), 0);
-		const char *n = strstr(log_text(), "lvcreate|");
+		const char *n = strstr(fake_cli_log(), "lvcreate|");
 		ck_assert_ptr_nonnull(n);
 		n = strstr(n, "|-n|");
 		ck_assert_ptr_nonnull(n);
@@ -325,7 +296,7 @@ START_TEST(test_lvm_snapshot_lv_name_not_reserved)
 		char line[300];
 		snprintf(line, sizeof(line),
 		         "  %s|1073741824|2026-12-06 16:15:31 +0000|pillar.source.pvc-1\n", lv);
-		reply("lvs.lv_name,lv_size,lv_time,lv_tags", line, "", 0);
+		fake_cli_reply("lvs.lv_name,lv_size,lv_time,lv_tags", line, "", 0);
 		ck_assert_int_eq(b->ops->snap_find(b, names[i], &s, &e), 0);
 		ck_assert_str_eq(s.name, names[i]);
 		ck_assert_str_eq(s.source, "pvc-1");
