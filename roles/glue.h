@@ -18,6 +18,25 @@ static inline void glue_resp_free(ProtobufCMessage *m, void *ctx)
 	protobuf_c_message_free_unpacked(m, NULL);
 }
 
+/* Two new initialised messages of descriptors a and b (a message and the sub-message it will
+ * point to), both or neither: .a is NULL when out of memory. */
+struct glue_pair {
+	void *a, *b;
+};
+static inline struct glue_pair glue_new_pair(const ProtobufCMessageDescriptor *a,
+                                             const ProtobufCMessageDescriptor *b)
+{
+	struct glue_pair m = {malloc(a->sizeof_message), malloc(b->sizeof_message)};
+	if (!m.a || !m.b) {
+		free(m.a);
+		free(m.b);
+		return (struct glue_pair){NULL, NULL};
+	}
+	protobuf_c_message_init(a, m.a);
+	protobuf_c_message_init(b, m.b);
+	return m;
+}
+
 #define GLUE_UNARY(name, handler, Ctx, Req, Resp, ...)                       \
 	static int name(struct grpc_call *call, const ProtobufCMessage *req, \
 	                ProtobufCMessage **resp, void *ctx)                  \

@@ -14,6 +14,7 @@
 
 #include "agent/service_int.h"
 #include "base/keylock.h"
+#include "glue.h"
 #include "google/protobuf/timestamp.pb-c.h"
 
 #define PB(x)           PillarCsi__Agent__V1__##x
@@ -62,15 +63,12 @@ static bool snapshots_supported(backend *b, struct grpc_status *st)
 /* SnapshotInfo of a snapshot in pool; NULL when out of memory. */
 static PB(SnapshotInfo) * snapshot_info(const char *pool, const struct backend_snap *s)
 {
-	PB(SnapshotInfo) *i = malloc(sizeof(*i));
-	Google__Protobuf__Timestamp *t = malloc(sizeof(*t));
-	if (!i || !t) {
-		free(i);
-		free(t);
+	struct glue_pair m = glue_new_pair(&pillar_csi__agent__v1__snapshot_info__descriptor,
+	                                   &google__protobuf__timestamp__descriptor);
+	if (!m.a)
 		return NULL;
-	}
-	pillar_csi__agent__v1__snapshot_info__init(i);
-	google__protobuf__timestamp__init(t);
+	PB(SnapshotInfo) *i = m.a;
+	Google__Protobuf__Timestamp *t = m.b;
 	t->seconds = s->created;
 	i->creation_time = t;
 	i->size_bytes = s->size;

@@ -8,6 +8,7 @@
 #include "controller/csi_source.h"
 #include "controller/pvst.h"
 #include "controller/resolve.h"
+#include "glue.h"
 #include "version/version.h"
 
 const char *csi_mode_name(int m)
@@ -149,15 +150,12 @@ int csi_get_plugin_info(struct ctl *c, const Csi__V1__GetPluginInfoRequest *req,
 
 static Csi__V1__PluginCapability *svc_cap(int type)
 {
-	Csi__V1__PluginCapability *p = malloc(sizeof(*p));
-	Csi__V1__PluginCapability__Service *s = malloc(sizeof(*s));
-	if (!p || !s) {
-		free(p);
-		free(s);
+	struct glue_pair m = glue_new_pair(&csi__v1__plugin_capability__descriptor,
+	                                   &csi__v1__plugin_capability__service__descriptor);
+	if (!m.a)
 		return NULL;
-	}
-	csi__v1__plugin_capability__init(p);
-	csi__v1__plugin_capability__service__init(s);
+	Csi__V1__PluginCapability *p = m.a;
+	Csi__V1__PluginCapability__Service *s = m.b;
 	s->type = type;
 	p->type_case = CSI__V1__PLUGIN_CAPABILITY__TYPE_SERVICE;
 	p->service = s;
