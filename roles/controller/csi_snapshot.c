@@ -116,20 +116,17 @@ static int take(struct ctl *c, const struct model_psnap *s, uint64_t gen, const 
 	PillarCsi__Agent__V1__CreateSnapshotRequest q =
 	    PILLAR_CSI__AGENT__V1__CREATE_SNAPSHOT_REQUEST__INIT;
 	PillarCsi__Agent__V1__CreateSnapshotResponse *cr = NULL;
-	PillarCsi__Agent__V1__FencingToken tok;
-	struct pvst_backend_buf bb;
+	struct psnap_target t;
 	struct grpc_status ast = {0};
-	if (psnap_backend_params(&bb, s, &q.backend_params) < 0) {
-		pvst_backend_params_free(&bb);
+	if (psnap_target(&t, s, gen) < 0)
 		return grpc_status_oom(gs);
-	}
-	psnap_fence(&tok, s, gen);
-	q.snapshot_id = (char *)str(s->spec.agent_snapshot_id);
+	q.backend_params = t.params;
+	q.fence = &t.fence;
+	q.snapshot_id = t.snapshot_id;
+	q.backend_type = t.backend_type;
 	q.source_volume_id = src.agent_volume_id;
-	q.backend_type = agents_backend_enum(str(s->spec.backend_type));
-	q.fence = &tok;
 	int ar = agentclient_create_snapshot(c->ac, addr, &q, &cr, &ast);
-	pvst_backend_params_free(&bb);
+	psnap_target_free(&t);
 	PillarCsi__Agent__V1__SnapshotInfo none = PILLAR_CSI__AGENT__V1__SNAPSHOT_INFO__INIT;
 	struct snap_result res = {.ast = &ast};
 	if (ar == GRPC_OK)
@@ -349,19 +346,16 @@ static int agent_delete(struct ctl *c, const struct model_psnap *s, uint64_t gen
 		return r;
 	PillarCsi__Agent__V1__DeleteSnapshotRequest q =
 	    PILLAR_CSI__AGENT__V1__DELETE_SNAPSHOT_REQUEST__INIT;
-	PillarCsi__Agent__V1__FencingToken tok;
-	struct pvst_backend_buf bb;
+	struct psnap_target t;
 	struct grpc_status ast = {0};
-	if (psnap_backend_params(&bb, s, &q.backend_params) < 0) {
-		pvst_backend_params_free(&bb);
+	if (psnap_target(&t, s, gen) < 0)
 		return grpc_status_oom(gs);
-	}
-	psnap_fence(&tok, s, gen);
-	q.snapshot_id = (char *)str(s->spec.agent_snapshot_id);
-	q.backend_type = agents_backend_enum(str(s->spec.backend_type));
-	q.fence = &tok;
+	q.backend_params = t.params;
+	q.fence = &t.fence;
+	q.snapshot_id = t.snapshot_id;
+	q.backend_type = t.backend_type;
 	int ar = agentclient_delete_snapshot(c->ac, addr, &q, &ast);
-	pvst_backend_params_free(&bb);
+	psnap_target_free(&t);
 	return ar == GRPC_OK || ar == GRPC_NOT_FOUND ? GRPC_OK : agents_error(c, agent, &ast, gs);
 }
 

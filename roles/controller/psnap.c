@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "controller/agents.h"
+#include "glue.h"
 #include "rules/volid.h"
 
 static const char *str(const char *s)
@@ -105,17 +107,24 @@ bool psnap_cut(const struct model_psnap *s)
 	return s->status.creation_time && !psnap_deleting(s);
 }
 
-int psnap_backend_params(struct pvst_backend_buf *b, const struct model_psnap *s,
-                         PillarCsi__Agent__V1__BackendParams **out)
+int psnap_target(struct psnap_target *t, const struct model_psnap *s, uint64_t gen)
 {
-	return pvst_backend_params_of(b, &s->spec.backend, out);
+	memset(t, 0, sizeof(*t));
+	if (pvst_backend_params_of(&t->bb, &s->spec.backend, &t->params) < 0) {
+		psnap_target_free(t);
+		return -ENOMEM;
+	}
+	pillar_csi__agent__v1__fencing_token__init(&t->fence);
+	t->fence.volume_uid = (char *)str(s->meta.uid);
+	t->fence.generation = gen;
+	t->snapshot_id = (char *)str(s->spec.agent_snapshot_id);
+	t->backend_type = agents_backend_enum(str(s->spec.backend_type));
+	return 0;
 }
 
-void psnap_fence(PillarCsi__Agent__V1__FencingToken *t, const struct model_psnap *s, uint64_t gen)
+void psnap_target_free(struct psnap_target *t)
 {
-	pillar_csi__agent__v1__fencing_token__init(t);
-	t->volume_uid = (char *)str(s->meta.uid);
-	t->generation = gen;
+	pvst_backend_params_free(&t->bb);
 }
 
 void psnap_time_format(int64_t seconds, int32_t nanos, char *out, size_t cap)
@@ -163,15 +172,12 @@ static char *dup(const char *s)
 
 Csi__V1__Snapshot *psnap_csi(const struct model_psnap *s)
 {
-	Csi__V1__Snapshot *o = calloc(1, sizeof(*o));
-	Google__Protobuf__Timestamp *ts = calloc(1, sizeof(*ts));
-	if (!o || !ts) {
-		free(o);
-		free(ts);
+	struct glue_pair m =
+	    glue_new_pair(&csi__v1__snapshot__descriptor, &google__protobuf__timestamp__descriptor);
+	if (!m.a)
 		return NULL;
-	}
-	csi__v1__snapshot__init(o);
-	google__protobuf__timestamp__init(ts);
+	Csi__V1__Snapshot *o = m.a;
+	Google__Protobuf__Timestamp *ts = m.b;
 	o->creation_time = ts;
 	int64_t sec = 0;
 	int32_t ns = 0;

@@ -36,11 +36,19 @@ bool psnap_deleting(const struct model_psnap *s);
  * and it is not being deleted. */
 bool psnap_cut(const struct model_psnap *s);
 
-/* The agent's BackendParams of the snapshot (spec.backend; pvst_backend_params). */
-int psnap_backend_params(struct pvst_backend_buf *b, const struct model_psnap *s,
-                         PillarCsi__Agent__V1__BackendParams **out);
-/* The fencing token of the snapshot at generation gen (pointers into s). */
-void psnap_fence(PillarCsi__Agent__V1__FencingToken *t, const struct model_psnap *s, uint64_t gen);
+/* What an agent snapshot request carries to name the snapshot s under fencing generation gen:
+ * its BackendParams (spec.backend; pvst_backend_params), its fencing token, its agent snapshot
+ * ID and its backend type (pointers into s and into bb). */
+struct psnap_target {
+	struct pvst_backend_buf bb;
+	PillarCsi__Agent__V1__FencingToken fence;
+	PillarCsi__Agent__V1__BackendParams *params;
+	char *snapshot_id;
+	int backend_type; /* PillarCsi__Agent__V1__BackendType */
+};
+/* Fills t: 0, or -ENOMEM (t is then freed). */
+int psnap_target(struct psnap_target *t, const struct model_psnap *s, uint64_t gen);
+void psnap_target_free(struct psnap_target *t);
 
 /* A heap Csi__V1__Snapshot of the record; NULL when out of memory. */
 Csi__V1__Snapshot *psnap_csi(const struct model_psnap *s);
