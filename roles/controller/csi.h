@@ -55,6 +55,11 @@ int csi_controller_capabilities(struct ctl *c, const Csi__V1__ControllerGetCapab
 
 /* Name of an access mode enum value ("SINGLE_NODE_WRITER"), "UNKNOWN" otherwise. */
 const char *csi_mode_name(int mode);
+/* INVALID_ARGUMENT "<what> \"<name>\" must match <pattern>" for a CO name that is not
+ * rules_volname_valid; a name longer than any valid one is quoted by its first 64 bytes and
+ * "...", so that the message keeps what to do whatever was sent. */
+int csi_name_refused(struct grpc_status *gs, const char *what, const char *name,
+                     const char *pattern);
 /* 0 when the capability is acceptable (csi.md §4.1), else INVALID_ARGUMENT with message. */
 int csi_check_capability(const Csi__V1__VolumeCapability *cap, struct grpc_status *gs);
 /* The claim of crds.md §7.5 as a pvst_update step: bumps status.publicationGeneration by one

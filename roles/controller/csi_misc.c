@@ -148,6 +148,14 @@ int csi_get_plugin_info(struct ctl *c, const Csi__V1__GetPluginInfoRequest *req,
 	return GRPC_OK;
 }
 
+int csi_name_refused(struct grpc_status *gs, const char *what, const char *name,
+                     const char *pattern)
+{
+	bool cut = strlen(name) > RULES_VOLNAME_MAX;
+	return grpc_status_set(gs, GRPC_INVALID_ARGUMENT, "%s \"%.*s%s\" must match %s", what,
+	                       cut ? 64 : RULES_VOLNAME_MAX, name, cut ? "..." : "", pattern);
+}
+
 static Csi__V1__PluginCapability *svc_cap(int type)
 {
 	struct glue_pair m = glue_new_pair(&csi__v1__plugin_capability__descriptor,

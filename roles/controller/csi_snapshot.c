@@ -277,9 +277,7 @@ static int validate_create(const Csi__V1__CreateSnapshotRequest *req, struct grp
 	if (!req->name || !*req->name)
 		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT, "name is required");
 	if (!rules_volname_valid(req->name))
-		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT,
-		                       "name \"%s\" must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$",
-		                       req->name);
+		return csi_name_refused(gs, "name", req->name, "^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$");
 	if (!req->source_volume_id || !*req->source_volume_id)
 		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT, "source_volume_id is required");
 	return 0;

@@ -246,10 +246,8 @@ static int validate_create(const Csi__V1__CreateVolumeRequest *req, bool *block,
                            struct grpc_status *gs)
 {
 	if (!req->name || !rules_volname_valid(req->name))
-		return grpc_status_set(
-		    gs, GRPC_INVALID_ARGUMENT,
-		    "volume name \"%s\" must match [A-Za-z0-9][A-Za-z0-9_-]{0,127}",
-		    req->name ? req->name : "");
+		return csi_name_refused(gs, "volume name", req->name ? req->name : "",
+		                        "[A-Za-z0-9][A-Za-z0-9_-]{0,127}");
 	if (req->n_volume_capabilities == 0)
 		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT,
 		                       "volume_capabilities is required");

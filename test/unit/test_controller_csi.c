@@ -5,6 +5,11 @@
 #include "ctl_fixture.h"
 #include "rules/size.h"
 
+/* 64 letters a: the start of a long name as messages quote it */
+#define A64                                \
+	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
+	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
 #define VID  "storage-1/nvmeof-tcp/zfs-zvol/tank/pvc-1"
 #define SNW  CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER
 #define SNRO CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY
@@ -235,6 +240,13 @@ START_TEST(test_create_validation)
 	                 GRPC_INVALID_ARGUMENT);
 	ck_assert_str_eq(gs.msg,
 	                 "volume name \"bad.name\" must match [A-Za-z0-9][A-Za-z0-9_-]{0,127}");
+	/* a name longer than the status message: quoted by its start, the rule kept */
+	static char long_name[70000];
+	memset(long_name, 'a', sizeof(long_name) - 1);
+	ck_assert_int_eq(fx_create(long_name, PSC_PARAMS, false, NULL, 0, &gs),
+	                 GRPC_INVALID_ARGUMENT);
+	ck_assert_str_eq(gs.msg,
+	                 "volume name \"" A64 "...\" must match [A-Za-z0-9][A-Za-z0-9_-]{0,127}");
 	/* MULTI_NODE_MULTI_WRITER (a ReadWriteMany claim): test_controller_provision.c, through
 	 * the provisioner emulation */
 	fx_create_init(&f, "pvc-2", 1 << 30, false, PSC_PARAMS);

@@ -8,6 +8,11 @@
 #include "controller/reconcile.h"
 #include "ctl_fixture.h"
 
+/* 64 letters a: the start of a long name as messages quote it */
+#define A64                                \
+	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
+	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
 #define VID   "storage-1/nvmeof-tcp/zfs-zvol/tank/pvc-1"
 #define VID2  "storage-1/nvmeof-tcp/zfs-zvol/tank/pvc-2"
 #define UID1  "0d6b61e9-3d71-4d6c-8f5e-6d9e8b7c2a10"
@@ -170,6 +175,15 @@ START_TEST(test_create_refusals)
 	                         &csi__v1__create_snapshot_response__descriptor, &gs),
 	                 GRPC_INVALID_ARGUMENT);
 	ck_assert_str_eq(gs.msg, "name \"bad.name\" must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$");
+	/* a name longer than the status message: quoted by its start, the rule kept */
+	static char long_name[70000];
+	memset(long_name, 'a', sizeof(long_name) - 1);
+	q.name = long_name;
+	ck_assert_int_eq(FX_CALL(csi_create_snapshot, &q, &resp,
+	                         &csi__v1__create_snapshot_response__descriptor, &gs),
+	                 GRPC_INVALID_ARGUMENT);
+	ck_assert_str_eq(gs.msg,
+	                 "name \"" A64 "...\" must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$");
 	q.name = "snap-1";
 	q.source_volume_id = "";
 	ck_assert_int_eq(FX_CALL(csi_create_snapshot, &q, &resp,
