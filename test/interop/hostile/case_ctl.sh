@@ -198,6 +198,65 @@ check "the PillarAgent says every record reads again" wait_for 30 \
 check "the repaired volume is exported again" wait_for 30 \
 	test -d "$D/configfs/nvmet/subsystems/$NQN2"
 
+# ---- snapshots: hostile names, IDs, tokens and sizes (issue 27) -----------------------------
+LONG=$(head -c 70000 /dev/zero | tr '\0' a)
+snap() { # NAME SOURCE
+	pc call "$CSI" /csi.v1.Controller/CreateSnapshot "{\"name\": \"$1\", \"sourceVolumeId\": \"$2\"}"
+}
+ls "$D/volumes" > "$D/volumes.before"
+expect_error "CreateSnapshot name ../../etc: INVALID_ARGUMENT naming the pattern" \
+	INVALID_ARGUMENT 'must match ^\[A-Za-z0-9\]' snap ../../etc "$VOL1"
+expect_error "CreateSnapshot with a 70000-byte name: INVALID_ARGUMENT" \
+	INVALID_ARGUMENT 'must match' snap "$LONG" "$VOL1"
+expect_error "CreateSnapshot from a source ID with ../: NOT_FOUND" NOT_FOUND \
+	'source volume .* not found' snap s-dots storage-1/nvmeof-tcp/file/files/../pvc-1
+expect_error "CreateSnapshot from a snapshot-shaped source ID: NOT_FOUND" NOT_FOUND \
+	'not found' snap s-kind storage-1/snapshot/file/files/pvc-1
+check "DeleteSnapshot of an ID with ../ is OK (not found) and touches nothing" \
+	pc call "$CSI" /csi.v1.Controller/DeleteSnapshot \
+	'{"snapshotId": "storage-1/snapshot/file/files/../../../etc/passwd"}'
+check "DeleteSnapshot of a 70000-byte ID is OK (not found)" \
+	pc call "$CSI" /csi.v1.Controller/DeleteSnapshot "{\"snapshotId\": \"$LONG\"}"
+expect_error "ListSnapshots with a junk starting_token: ABORTED saying to list again" ABORTED \
+	'list again without one' pc call "$CSI" /csi.v1.Controller/ListSnapshots \
+	'{"startingToken": "99999999999999999999999"}'
+expect_error "ListSnapshots with max_entries -1: INVALID_ARGUMENT" INVALID_ARGUMENT \
+	'max_entries must not be negative' pc call "$CSI" /csi.v1.Controller/ListSnapshots \
+	'{"maxEntries": -1}'
+check "ListSnapshots with max_entries 2^31-1 answers" pc call "$CSI" \
+	/csi.v1.Controller/ListSnapshots '{"maxEntries": 2147483647}'
+restore() { # SNAPSHOT-ID
+	pc call "$CSI" /csi.v1.Controller/CreateVolume "{\"name\": \"pvc-r\",
+	  \"capacityRange\": {\"requiredBytes\": \"67108864\"},
+	  \"volumeCapabilities\": [{\"mount\": {\"fsType\": \"ext4\"},
+	                          \"accessMode\": {\"mode\": \"SINGLE_NODE_WRITER\"}}],
+	  \"parameters\": {\"pillar-csi.bhyoo.com/storage-class\": \"fast\"},
+	  \"volumeContentSource\": {\"snapshot\": {\"snapshotId\": \"$1\"}}}"
+}
+expect_error "CreateVolume from a snapshot ID with ../: NOT_FOUND" NOT_FOUND 'not found' \
+	restore storage-1/snapshot/file/files/../pvc-1
+expect_error "CreateVolume from a volume ID given as a snapshot ID: NOT_FOUND" NOT_FOUND \
+	'not found' restore "$VOL1"
+expect_error "CreateVolume from a 70000-byte snapshot ID: NOT_FOUND" NOT_FOUND 'not found' \
+	restore "$LONG"
+agent_snap() { # METHOD JSON-MEMBERS
+	pc call "$AGENT" "/pillar_csi.agent.v1.AgentService/$1" "{$2, \"backendType\": 6,
+	  \"fence\": {\"volumeUid\": \"u-snap\", \"generation\": \"1\"}}"
+}
+expect_error "agent CreateSnapshot snapshot_id files/../../x: INVALID_ARGUMENT" \
+	INVALID_ARGUMENT '' agent_snap CreateSnapshot \
+	'"snapshotId": "files/../../x", "sourceVolumeId": "files/pvc-1"'
+expect_error "agent CreateSnapshot source_volume_id files/../pvc-1: INVALID_ARGUMENT" \
+	INVALID_ARGUMENT '' agent_snap CreateSnapshot \
+	'"snapshotId": "files/s1", "sourceVolumeId": "files/../pvc-1"'
+expect_error "agent CreateSnapshot of a 70000-byte snapshot_id: INVALID_ARGUMENT" \
+	INVALID_ARGUMENT '' agent_snap CreateSnapshot \
+	"\"snapshotId\": \"files/$LONG\", \"sourceVolumeId\": \"files/pvc-1\""
+expect_error "agent DeleteSnapshot snapshot_id ../x: INVALID_ARGUMENT" INVALID_ARGUMENT '' \
+	agent_snap DeleteSnapshot '"snapshotId": "../x"'
+check "no file appeared or went in the volume directory" sh -c \
+	"ls '$D/volumes' | cmp -s - '$D/volumes.before'"
+
 # ---- a record with a raw control byte inside a string: invalid JSON (RFC 8259 §7) ------------
 REC9=$D/store/pillarvolumestates/pvc-9.json
 sed 's/pvc-2/pvc-9/g; s/"pvc-9"/"pvc-9\x01"/' "$D/pvc-2.backup" > "$D/rec" && mv "$D/rec" "$REC9"
