@@ -70,6 +70,7 @@ int backend_new(const struct backend_config *cfg, backend **out, struct err *e)
 	snprintf(b->dev_root, sizeof(b->dev_root), "/dev");
 	b->timeout_ms = 60000;
 	b->copy_wait_ms = 10000;
+	b->dir_sync = (struct file_dir_group)FILE_DIR_GROUP_INIT;
 	if (cfg->kind == BACKEND_FILE && backend_copies_new(&b->copies) < 0) {
 		backend_free(b);
 		return err_set(e, -ENOMEM, "backend: out of memory");
@@ -84,6 +85,8 @@ void backend_free(backend *b)
 		return;
 	backend_copies_free(b->copies); /* cancels the copies still running */
 	backend_config_clear(&b->cfg);
+	pthread_mutex_destroy(&b->dir_sync.mu);
+	pthread_cond_destroy(&b->dir_sync.cv);
 	free(b);
 }
 

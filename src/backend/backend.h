@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include "base/err.h"
+#include "base/file.h"
 
 /* Numbers equal the wire enum BackendType (agent-api.md §3, §14). */
 enum backend_kind { BACKEND_ZFS = 1, BACKEND_LVM = 3, BACKEND_FILE = 6 };
@@ -115,6 +116,8 @@ struct backend {
 	 * (the copy goes on; 10000), and the running copies. */
 	int copy_wait_ms;
 	struct backend_copies *copies;
+	/* file: concurrent creates and deletes share the fsync of the directory */
+	struct file_dir_group dir_sync;
 };
 
 /* Deep-copies cfg.  -EINVAL for an unknown kind, -ENOMEM. */

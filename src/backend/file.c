@@ -55,7 +55,7 @@ static int file_create(backend *b, const char *name, int64_t bytes,
 		unlink(p);
 		return r;
 	}
-	return file_fsync_dir(b->cfg.directory, e);
+	return file_fsync_dir_group(&b->dir_sync, b->cfg.directory, e);
 }
 
 static int file_expand(backend *b, const char *name, int64_t bytes, struct err *e)
@@ -89,7 +89,7 @@ static int file_destroy(backend *b, const char *name, struct err *e)
 			return 0;
 		return err_set(e, -errno, "remove %s: %s", p, strerror(errno));
 	}
-	return file_fsync_dir(b->cfg.directory, e);
+	return file_fsync_dir_group(&b->dir_sync, b->cfg.directory, e);
 }
 
 static void file_cancel(backend *b, const char *name)

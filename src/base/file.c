@@ -63,6 +63,31 @@ int file_fsync_dir(const char *dir, struct err *e)
 	return 0;
 }
 
+int file_fsync_dir_group(struct file_dir_group *g, const char *dir, struct err *e)
+{
+	int r = 0;
+	pthread_mutex_lock(&g->mu);
+	unsigned long long mine = ++g->requested;
+	while (r == 0 && g->done < mine) {
+		if (g->running) {
+			pthread_cond_wait(&g->cv, &g->mu);
+			continue;
+		}
+		/* the leader: its fsync starts after every call counted so far began */
+		unsigned long long upto = g->requested;
+		g->running = true;
+		pthread_mutex_unlock(&g->mu);
+		r = file_fsync_dir(dir, e);
+		pthread_mutex_lock(&g->mu);
+		g->running = false;
+		if (r == 0 && upto > g->done)
+			g->done = upto;
+		pthread_cond_broadcast(&g->cv);
+	}
+	pthread_mutex_unlock(&g->mu);
+	return r;
+}
+
 static int write_all(int fd, const void *data, size_t len)
 {
 	const char *p = data;

@@ -75,6 +75,22 @@ struct file_dir_once {
 	}
 int file_dir_once_ensure(struct file_dir_once *o, const char *path, mode_t mode, struct err *e);
 
+/* Group commit of one directory's fsyncs: callers that each changed the directory share the
+ * fsync one of them makes.  file_fsync_dir_group returns once an fsync of dir that started
+ * after the call began has completed (so it covers every change the caller made before the
+ * call), or that fsync's error. */
+struct file_dir_group {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned long long requested, done; /* calls begun; calls covered by a completed fsync */
+	bool running;                       /* an fsync is in progress */
+};
+#define FILE_DIR_GROUP_INIT                                                     \
+	{                                                                       \
+		.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER \
+	}
+int file_fsync_dir_group(struct file_dir_group *g, const char *dir, struct err *e);
+
 /* Tests only: when set, called with the path of every file or directory this module fsyncs
  * (file_fsync_dir, the file_write_atomic* family, file_fsync), before the fsync; and, when
  * the fsync succeeded, with its descriptor and path after it.  NULL by default. */

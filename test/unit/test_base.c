@@ -4,6 +4,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,6 +367,60 @@ START_TEST(test_file_failed_write_keeps_old)
 	ck_assert_int_eq(file_write_atomic(path, "x", 1, 0600, &e), -EISDIR);
 	ck_assert_int_eq(file_read_all(path, 10, &buf, NULL, &e), -EINVAL);
 	ck_assert_int_eq(file_remove_durable(path, NULL), -EISDIR);
+	tu_rmtree(d);
+}
+END_TEST
+
+/* file_fsync_dir_group: callers that arrive while an fsync is in progress share the next one. */
+#define GROUP_CALLERS 8
+static struct file_dir_group group = FILE_DIR_GROUP_INIT;
+static atomic_int group_fsyncs;
+
+static void group_observe(const char *path)
+{
+	(void)path;
+	/* the first fsync waits until every caller has begun: all of them then need one more */
+	if (atomic_fetch_add(&group_fsyncs, 1) == 0)
+		for (int i = 0; i < 30000; i++) {
+			pthread_mutex_lock(&group.mu);
+			bool all = group.requested == GROUP_CALLERS;
+			pthread_mutex_unlock(&group.mu);
+			if (all)
+				break;
+			usleep(1000);
+		}
+}
+
+static void *group_caller(void *dir)
+{
+	return (void *)(intptr_t)file_fsync_dir_group(&group, dir, NULL);
+}
+
+START_TEST(test_file_fsync_dir_group_shares_fsyncs)
+{
+	const char *d = tu_mkdtemp();
+	pthread_t t[GROUP_CALLERS];
+	file_fsync_observer = group_observe;
+	ck_assert_int_eq(pthread_create(&t[0], NULL, group_caller, (void *)d), 0);
+	while (atomic_load(&group_fsyncs) == 0) /* the first caller's fsync has begun */
+		usleep(1000);
+	for (int i = 1; i < GROUP_CALLERS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, group_caller, (void *)d), 0);
+	for (int i = 0; i < GROUP_CALLERS; i++) {
+		void *r;
+		pthread_join(t[i], &r);
+		ck_assert_int_eq((int)(intptr_t)r, 0);
+	}
+	file_fsync_observer = NULL;
+	/* the first caller's, and one for the seven that began during it */
+	ck_assert_int_eq(atomic_load(&group_fsyncs), 2);
+	ck_assert(group.done == GROUP_CALLERS && !group.running);
+	/* a directory that cannot be opened: every caller gets the error */
+	char missing[512];
+	snprintf(missing, sizeof(missing), "%s/missing", d);
+	struct err e = {0};
+	ck_assert_int_eq(file_fsync_dir_group(&group, missing, &e), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(e.msg, missing));
 	tu_rmtree(d);
 }
 END_TEST
@@ -922,6 +978,7 @@ int main(void)
 	t = tcase_create("file");
 	tcase_add_test(t, test_file_atomic_write_and_read);
 	tcase_add_test(t, test_file_failed_write_keeps_old);
+	tcase_add_test(t, test_file_fsync_dir_group_shares_fsyncs);
 	tcase_add_test(t, test_file_atomic_write_reuses_inodes);
 	tcase_add_test(t, test_json_strict_refuses_truncated_and_corrupt);
 	tcase_add_test(t, test_json_exact_integers);
