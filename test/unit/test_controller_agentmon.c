@@ -356,7 +356,10 @@ START_TEST(test_file_pool_status_not_rewritten_by_its_own_event)
 	controller_loop_stop(l);
 	ck_assert_msg(caps >= 2, "%d agent passes in 3 s: the periodic pass did not run", caps);
 	ck_assert_msg(pa >= 1, "the new free space was never written");
-	ck_assert_msg(pa <= 5,
+	/* the periodic passes make about three writes; a pass in flight when counting began may
+	 * add one, and a loaded machine may run late passes back to back, while a write that
+	 * queues the next pass makes them by the hundred */
+	ck_assert_msg(pa <= caps + 1 && pa <= 20,
 	              "%d PillarAgent writes in 3 s (%d passes): each write queued the next", pa,
 	              caps);
 }
@@ -415,11 +418,16 @@ START_TEST(test_outage_writes_do_not_grow_with_volumes)
 	more_volumes(n);
 	struct controller_loop *l = start(300);
 	ck_assert_int_ge(
-	    wait_reason("PillarAgent", "storage-1", "ExportsReady", "ExportsServing", 20000), 0);
+	    wait_reason("PillarAgent", "storage-1", "ExportsReady", "ExportsServing", 60000), 0);
+	/* vol-a starts without ExportReconciled: the first periodic pass writes it.  That pass
+	 * (N items) may still be in flight when the store has been quiet for a second, and its
+	 * write would then fall in the restore's count */
+	ck_assert_int_ge(
+	    wait_reason("PillarVolumeState", "vol-a", "ExportReconciled", "Reconciled", 60000), 0);
 	uint64_t rv = store_quiet(1000);
 	mini_stop();
 	ck_assert_int_ge(
-	    wait_reason("PillarAgent", "storage-1", "AgentConnected", "HealthCheckFailed", 5000),
+	    wait_reason("PillarAgent", "storage-1", "AgentConnected", "HealthCheckFailed", 30000),
 	    0);
 	time_sleep_us(2000000); /* several periodic passes with the agent down */
 	int pa = writes_since("PillarAgent", rv), pvst = writes_since("PillarVolumeState", rv);
@@ -430,7 +438,7 @@ START_TEST(test_outage_writes_do_not_grow_with_volumes)
 	rv = store_rv_now();
 	mini_start(port, true);
 	ck_assert_int_ge(
-	    wait_reason("PillarAgent", "storage-1", "ExportsReady", "ExportsServing", 20000), 0);
+	    wait_reason("PillarAgent", "storage-1", "ExportsReady", "ExportsServing", 60000), 0);
 	store_quiet(1000);
 	pa = writes_since("PillarAgent", rv);
 	pvst = writes_since("PillarVolumeState", rv);
