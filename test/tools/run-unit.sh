@@ -10,6 +10,8 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 # Check ends a test after 4 s by default; these tests assert behaviour, not time, so a loaded
 # machine must not fail them: the budget is five times that unless the caller sets it.
 export CK_TIMEOUT_MULTIPLIER="${CK_TIMEOUT_MULTIPLIER:-5}"
+# a test case without a timeout of its own gets 30 s (times the multiplier), not Check's 4 s
+export CK_DEFAULT_TIMEOUT="${CK_DEFAULT_TIMEOUT:-30}"
 recap=$(mktemp "${TMPDIR:-/tmp}/run-unit.XXXXXX") || exit 1
 trap 'rm -f "$recap"' EXIT
 # note NAME: records a failing program once for the closing line

@@ -310,6 +310,8 @@ int main(void)
 	Suite *s = suite_create("backend_snap");
 	TCase *t = tcase_create("core");
 	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t,
+	                  60); /* each test execs the fake tools (shell scripts) dozens of times */
 	tcase_add_test(t, test_zfs_snapshots);
 	tcase_add_test(t, test_zfs_clones_and_holding);
 	tcase_add_test(t, test_zfs_sweep);
