@@ -160,7 +160,8 @@ START_TEST(test_watch_opening_does_not_block)
 	int64_t t0 = time_mono_ms();
 	ck_assert_msg(store_watch_open(st, store_kind_lookup("pa"), 7, &w, &e) == 0, "%s", e.msg);
 	took = time_mono_ms() - t0;
-	ck_assert_msg(took < QUICK_MS, "store_watch_open waited %lld ms for headers", (long long)took);
+	ck_assert_msg(took < QUICK_MS, "store_watch_open waited %lld ms for headers",
+	              (long long)took);
 	for (int i = 0; i < 3; i++) {
 		ck_assert_int_eq(next_timed(w, 200, &took), 0);
 		ck_assert_msg(took < QUICK_MS, "store_watch_next(200 ms) took %lld ms",
