@@ -825,12 +825,18 @@ START_TEST(test_time_helpers)
 	time_sleep_ms(30);
 	int64_t el = time_mono_ms() - t0;
 	ck_assert_int_ge(el, 30);
-	struct timespec now, at = time_after(CLOCK_MONOTONIC, 1999);
-	clock_gettime(CLOCK_MONOTONIC, &now);
+	/* time_after reads the clock between before and after: the deadline is 1999 ms past a moment
+	 * in that window, whatever the scheduler did between the reads */
+	struct timespec before, after;
+	clock_gettime(CLOCK_MONOTONIC, &before);
+	struct timespec at = time_after(CLOCK_MONOTONIC, 1999);
+	clock_gettime(CLOCK_MONOTONIC, &after);
 	ck_assert_int_lt(at.tv_nsec, 1000000000L);
-	int64_t d = (int64_t)(at.tv_sec - now.tv_sec) * 1000 + (at.tv_nsec - now.tv_nsec) / 1000000;
-	ck_assert_int_ge(d, 1900);
-	ck_assert_int_le(d, 1999);
+	int64_t at_ns = (int64_t)at.tv_sec * 1000000000 + at.tv_nsec;
+	int64_t before_ns = (int64_t)before.tv_sec * 1000000000 + before.tv_nsec;
+	int64_t after_ns = (int64_t)after.tv_sec * 1000000000 + after.tv_nsec;
+	ck_assert_int_ge(at_ns - before_ns, 1999 * 1000000LL);
+	ck_assert_int_le(at_ns - after_ns, 1999 * 1000000LL);
 	int64_t r = time_real_us(), s = (int64_t)time(NULL);
 	ck_assert_int_ge(r / 1000000, s - 1);
 	ck_assert_int_le(r / 1000000, s + 1); /* time() reads the coarse clock: it may lag a tick */
