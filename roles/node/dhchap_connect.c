@@ -76,7 +76,7 @@ static bool fabrics_lacks_dhchap(const char *dev_root)
 }
 
 int node_dhchap_prepare(struct node *n, const char *id, enum node_dhchap_mode mode,
-                        const char *hostnqn, struct node_dhchap_keys *k,
+                        const char *hostnqn, struct model_dhchap_file *k,
                         struct nvme_connect_args *a, struct grpc_status *st)
 {
 	struct err e = {0};
@@ -104,13 +104,13 @@ int node_dhchap_prepare(struct node *n, const char *id, enum node_dhchap_mode mo
 	 * ignores it). */
 	if (mode == NODE_DHCHAP_OFF && !k->has_current)
 		return GRPC_OK;
-	const struct node_dhchap_gen *g = node_dhchap_connect_gen(k);
+	const struct model_dhchap_generation *g = node_dhchap_connect_gen(k);
 	a->dhchap_secret = g->key;
 	a->dhchap_ctrl_secret = mode == NODE_DHCHAP_BI ? g->ctrl_key : NULL;
 	return GRPC_OK;
 }
 
-bool node_dhchap_fallback(const struct node_dhchap_keys *k, enum node_dhchap_mode mode,
+bool node_dhchap_fallback(const struct model_dhchap_file *k, enum node_dhchap_mode mode,
                           struct nvme_connect_args *a)
 {
 	if (!k->has_current || !k->has_next || a->dhchap_secret != k->current.key)
@@ -139,7 +139,7 @@ int node_dhchap_verify(struct node *n, const char *id, const char *ctrl, const c
 }
 
 int node_dhchap_connect_status(int r, const struct err *e, enum node_dhchap_mode mode,
-                               const struct node_dhchap_keys *k, const struct nvme_connect_args *a,
+                               const struct model_dhchap_file *k, const struct nvme_connect_args *a,
                                struct grpc_status *st)
 {
 	uint64_t generation =
@@ -171,7 +171,7 @@ int node_dhchap_connect_status(int r, const struct err *e, enum node_dhchap_mode
 
 void node_dhchap_start(struct node *n)
 {
-	struct node_dhchap_keys k;
+	struct model_dhchap_file k;
 	struct err e = {0};
 	if (!n->dhchap)
 		return;
@@ -184,7 +184,7 @@ void node_dhchap_start(struct node *n)
 	int r = node_dhchap_keys_ensure(n->state_dir, n->node_id, n->id.hostnqn,
 	                                (uint64_t)time(NULL), &k, NULL, &e);
 	pthread_mutex_unlock(&n->dhchap_mu);
-	node_dhchap_keys_wipe(&k);
+	model_dhchap_file_wipe(&k);
 	if (r < 0)
 		log_error("--dhchap: no DH-HMAC-CHAP keys; volumes that ask for authentication are "
 		          "refused until this is fixed",

@@ -3,16 +3,17 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <mbedtls/base64.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "base/json.h"
 #include "base/log.h"
-#include "kube/client.h"
+#include "base/str.h"
+#include "model/dhchap_keys.h"
+#include "model/kube.h"
+#include "model/model.h"
 #include "node/internal.h"
 #include "nvme/initiator.h"
 #include "store/store.h"
@@ -27,8 +28,8 @@ static bool attr_is(const char *sysfs_root, const char *name, const char *attr, 
 	return same;
 }
 
-int node_dhchap_live_rotate(const char *sysfs_root, const struct node_dhchap_gen *from,
-                            const struct node_dhchap_gen *to, struct err *e)
+int node_dhchap_live_rotate(const char *sysfs_root, const struct model_dhchap_generation *from,
+                            const struct model_dhchap_generation *to, struct err *e)
 {
 	char dir[4096];
 	struct dirent *de;
@@ -68,7 +69,7 @@ int node_dhchap_live_rotate(const char *sysfs_root, const struct node_dhchap_gen
 }
 
 /* Makes `next` keys at now (the request req when one asked for them) and writes the file. */
-static int make_next(struct node *n, struct node_dhchap_keys *k, uint64_t now, const char *req,
+static int make_next(struct node *n, struct model_dhchap_file *k, uint64_t now, const char *req,
                      struct err *e)
 {
 	char gen[24];
@@ -79,7 +80,7 @@ static int make_next(struct node *n, struct node_dhchap_keys *k, uint64_t now, c
 	k->has_next = true;
 	if (req)
 		snprintf(k->rotate_request, sizeof(k->rotate_request), "%s", req);
-	if ((r = node_dhchap_keys_write(n->state_dir, k, e)) < 0)
+	if ((r = model_dhchap_file_write(n->state_dir, k, e)) < 0)
 		return r;
 	snprintf(gen, sizeof(gen), "%" PRIu64, g);
 	log_info("made new DH-HMAC-CHAP keys (rotation)", "generation", gen, "reason",
@@ -88,7 +89,7 @@ static int make_next(struct node *n, struct node_dhchap_keys *k, uint64_t now, c
 }
 
 /* `next` published and, once confirmed, made current (live controllers first). */
-static int advance(struct node *n, const struct node_dhchap_hooks *h, struct node_dhchap_keys *k,
+static int advance(struct node *n, const struct node_dhchap_hooks *h, struct model_dhchap_file *k,
                    struct err *e)
 {
 	uint64_t confirmed = 0;
@@ -113,7 +114,7 @@ static int advance(struct node *n, const struct node_dhchap_hooks *h, struct nod
 	k->has_current = true;
 	k->has_next = false;
 	nvme_dhchap_wipe(&k->next, sizeof(k->next));
-	if ((r = node_dhchap_keys_write(n->state_dir, k, e)) < 0)
+	if ((r = model_dhchap_file_write(n->state_dir, k, e)) < 0)
 		return r;
 	log_info("DH-HMAC-CHAP keys confirmed by the controller; now current", "generation", gen);
 	return 0;
@@ -122,8 +123,8 @@ static int advance(struct node *n, const struct node_dhchap_hooks *h, struct nod
 int node_dhchap_tick(struct node *n, const struct node_dhchap_hooks *h, uint64_t now,
                      uint64_t interval_s, struct err *e)
 {
-	struct node_dhchap_keys k;
-	char req[NODE_DHCHAP_REQ_MAX] = "";
+	struct model_dhchap_file k;
+	char req[MODEL_DHCHAP_FILE_REQ_MAX] = "";
 	int r;
 	pthread_mutex_lock(&n->dhchap_mu);
 	r = node_dhchap_keys_ensure(n->state_dir, n->node_id, n->id.hostnqn, now, &k, NULL, e);
@@ -138,7 +139,7 @@ int node_dhchap_tick(struct node *n, const struct node_dhchap_hooks *h, uint64_t
 	if (r == 0 && k.has_next)
 		r = advance(n, h, &k, e);
 	pthread_mutex_unlock(&n->dhchap_mu);
-	node_dhchap_keys_wipe(&k);
+	model_dhchap_file_wipe(&k);
 	return r;
 }
 
@@ -247,15 +248,13 @@ static int st_requested(void *ctx, const char *node, char *buf, size_t cap, stru
 	return node_dhchap_annotation(ctx, "node", node, RULES_ANN_DHCHAP_ROTATE, buf, cap, e);
 }
 
-static int st_publish(void *ctx, const char *node, const struct node_dhchap_keys *k, struct err *e)
+static int st_publish(void *ctx, const char *node, const struct model_dhchap_file *k, struct err *e)
 {
-	static const struct kube_resource secrets = {"", "v1", "secrets", true};
 	static bool told;
-	struct kube_client *kc = store_kube_client(ctx);
 	const char *ns = getenv("POD_NAMESPACE");
-	char name[300], gen[24];
-	struct kube_status ks = {0};
-	if (!kc) {
+	struct model_dhchap_keys keys = {0};
+	struct model_secret secret;
+	if (!store_kube_client(ctx)) {
 		if (!told)
 			log_warn("the embedded store keeps no Secrets: DH-HMAC-CHAP keys are not "
 			         "published (the key file is their only copy)");
@@ -264,22 +263,18 @@ static int st_publish(void *ctx, const char *node, const struct node_dhchap_keys
 	}
 	if (!ns || !*ns)
 		return err_set(e, -EINVAL, "publishing DH-HMAC-CHAP keys needs POD_NAMESPACE");
-	snprintf(gen, sizeof(gen), "%" PRIu64, k->next.generation);
-	if (snprintf(name, sizeof(name), "pillar-csi-dhchap-%s-%s", node, gen) > 253)
-		return err_set(e, -ENAMETOOLONG,
-		               "node name too long for the Secret of its DH-HMAC-CHAP keys");
-	cJSON *o = node_dhchap_secret_object(name, ns, node, k, gen);
-	if (!o)
-		return err_set(e, -ENOMEM, "out of memory");
-	int r = kube_create(kc, &secrets, ns, o, NULL, &ks);
-	node_dhchap_json_wipe(o);
-	cJSON_Delete(o);
-	if (r == 0)
-		return 0;
-	if (ks.code == 409)
-		return -EEXIST;
-	return err_set(e, r < 0 ? r : -EIO, "create Secret %s/%s: %s", ns, name,
-	               ks.message[0] ? ks.message : strerror(r < 0 ? -r : EIO));
+	str_copy(keys.node, sizeof(keys.node), node);
+	str_copy(keys.host_nqn, sizeof(keys.host_nqn), k->hostnqn);
+	keys.generation = k->next.generation;
+	str_copy(keys.key, sizeof(keys.key), k->next.key);
+	str_copy(keys.ctrl_key, sizeof(keys.ctrl_key), k->next.ctrl_key);
+	int r = model_dhchap_secret_encode(&keys, ns, &secret, e);
+	model_dhchap_keys_wipe(&keys);
+	if (r < 0)
+		return r;
+	r = model_create(ctx, &model_secret_kind, &secret, NULL, e);
+	model_clear(&model_secret_kind, &secret);
+	return r == STORE_ALREADY_EXISTS ? -EEXIST : r;
 }
 
 void node_dhchap_store_hooks(struct node_dhchap_hooks *h, void *st)

@@ -32,7 +32,7 @@ struct node_dhchap_hooks {
 	/* The node's rotation request (the annotation's value, "" for none) into buf. */
 	int (*requested)(void *ctx, const char *node, char *buf, size_t cap, struct err *e);
 	/* Creates the Secret of k's `next` keys: 0, -EEXIST (it exists), or another errno. */
-	int (*publish)(void *ctx, const char *node, const struct node_dhchap_keys *k,
+	int (*publish)(void *ctx, const char *node, const struct model_dhchap_file *k,
 	               struct err *e);
 	void *ctx;
 };
@@ -48,8 +48,8 @@ int node_dhchap_tick(struct node *n, const struct node_dhchap_hooks *h, uint64_t
  * dhchap_ctrl_secret) is the one of from: the host secret first, then the controller
  * secret.  Returns the number of controllers updated, or a negative errno (e set) for the
  * first failed write (the others are still tried). */
-int node_dhchap_live_rotate(const char *sysfs_root, const struct node_dhchap_gen *from,
-                            const struct node_dhchap_gen *to, struct err *e);
+int node_dhchap_live_rotate(const char *sysfs_root, const struct model_dhchap_generation *from,
+                            const struct model_dhchap_generation *to, struct err *e);
 
 /* The thread that runs node_dhchap_tick every period_ms (the first step at once); h and n must
  * outlive it.  0 or a negative errno. */

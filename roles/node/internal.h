@@ -27,7 +27,7 @@ struct node {
 	struct keylock locks;            /* volume IDs with an operation in flight */
 	struct node_health health;       /* NodeGetVolumeStats' volume conditions */
 	struct node_readiness readiness; /* Probe's answer */
-	pthread_mutex_t dhchap_mu;       /* the DH-HMAC-CHAP key file (node/dhchap.h) */
+	pthread_mutex_t dhchap_mu;       /* the DH-HMAC-CHAP key file (model/dhchap_file.h) */
 	bool dhchap;                     /* --dhchap: make, publish and use keys */
 	uint64_t dhchap_published;       /* the generation last published (node_dhchap_tick) */
 };
@@ -88,7 +88,7 @@ int node_dhchap_mode_parse(const char *value, enum node_dhchap_mode *mode, struc
  * (the controller key only for bidirectional).  A volume without dhchap gets the host secret
  * when the node has confirmed keys and the kernel knows the option.  The caller wipes k. */
 int node_dhchap_prepare(struct node *n, const char *id, enum node_dhchap_mode mode,
-                        const char *hostnqn, struct node_dhchap_keys *k,
+                        const char *hostnqn, struct model_dhchap_file *k,
                         struct nvme_connect_args *a, struct grpc_status *st);
 
 /* Start-up with --dhchap: makes the keys unless the key file holds them (a failure, such as a
@@ -97,7 +97,7 @@ void node_dhchap_start(struct node *n);
 
 /* After EKEYREJECTED with the current keys during a rotation: points a at the next
  * generation's and returns true (the caller connects once more), else false. */
-bool node_dhchap_fallback(const struct node_dhchap_keys *k, enum node_dhchap_mode mode,
+bool node_dhchap_fallback(const struct model_dhchap_file *k, enum node_dhchap_mode mode,
                           struct nvme_connect_args *a);
 
 /* After the connect: a controller without the dhchap_secret attribute belongs to a kernel
@@ -109,7 +109,7 @@ int node_dhchap_verify(struct node *n, const char *id, const char *ctrl, const c
 /* A failed connect or namespace wait of a stage: the nvme layer's errno r mapped to a CSI
  * status, with what to check when the kernel refused authentication. */
 int node_dhchap_connect_status(int r, const struct err *e, enum node_dhchap_mode mode,
-                               const struct node_dhchap_keys *k, const struct nvme_connect_args *a,
+                               const struct model_dhchap_file *k, const struct nvme_connect_args *a,
                                struct grpc_status *st);
 
 #endif

@@ -365,7 +365,7 @@ static int stage_attach(struct node *n, const char *id, struct stage_plan *p, st
 {
 	struct nvme_host_identity hid;
 	struct rules_ns_identity derived;
-	struct node_dhchap_keys keys = {0};
+	struct model_dhchap_file keys = {0};
 	char ctrl[NVME_NAME_MAX] = "";
 	struct err e = {0};
 	int r, code = GRPC_OK;
@@ -396,7 +396,7 @@ static int stage_attach(struct node *n, const char *id, struct stage_plan *p, st
 		         d->name, "uuid", d->uuid, "derived", derived.uuid, "nqn", p->nqn);
 out:
 	p->conn.dhchap_secret = p->conn.dhchap_ctrl_secret = NULL;
-	node_dhchap_keys_wipe(&keys);
+	model_dhchap_file_wipe(&keys);
 	return code;
 }
 

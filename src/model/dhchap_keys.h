@@ -1,6 +1,6 @@
 /* model/dhchap_keys — a worker's DH-HMAC-CHAP keys as they travel and rest
  * (docs/authentication.md "Keys"): the Secret `pillar-csi-dhchap-<node>-<generation>` the node
- * plugin creates and the controller reads (the node's own key file is roles/node/dhchap.h).
+ * plugin creates and the controller reads (the node's own key file is model/dhchap_file.h).
  *
  * Keys are secrets: no message here quotes one; callers clear structures that held keys with
  * model_dhchap_keys_wipe.  Functions return 0 or a negative errno with

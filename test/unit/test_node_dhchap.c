@@ -3,6 +3,7 @@
  * authentication, and the kernel's authentication errnos as CSI statuses.  No key material in
  * the logs (at --v=5) or the stage record. */
 #include <check.h>
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <mbedtls/base64.h>
@@ -10,10 +11,12 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "kube_fake.h"
 #include "node/dhchap.h"
 #include "node/dhchap_rotate.h"
 #include "node/internal.h"
 #include "node_fixture.h"
+#include "store/store.h"
 
 #define HOSTNQN         "nqn.2014-08.org.nvmexpress:uuid:6f1c1a57-5a8e-4bb9-a7a4-0d1f2cfbd3a1"
 #define OTHERNQN        "nqn.2014-08.org.nvmexpress:uuid:0d3b7e5a-9a43-4f0e-8f3b-5b1e2c7d9e22"
@@ -66,7 +69,7 @@ static const char *hexkey(const char *secret)
 }
 
 /* Neither secret of k (DHHC-1 text, base64, raw key in hex) in <dir>/<name> (missing is fine). */
-static void no_key_in(const char *dir, const char *name, const struct node_dhchap_gen *g)
+static void no_key_in(const char *dir, const char *name, const struct model_dhchap_generation *g)
 {
 	char p[8192];
 	snprintf(p, sizeof(p), "%s/%s", dir, name);
@@ -77,8 +80,7 @@ static void no_key_in(const char *dir, const char *name, const struct node_dhcha
 	ck_assert_msg(!strstr(t, body(g->key)), "%s holds the host key", name);
 	ck_assert_msg(!strstr(t, body(g->ctrl_key)), "%s holds the controller key", name);
 	ck_assert_msg(!strstr(t, hexkey(g->key)), "%s holds the host key in hex", name);
-	ck_assert_msg(!strstr(t, hexkey(g->ctrl_key)), "%s holds the controller key in hex",
-	              name);
+	ck_assert_msg(!strstr(t, hexkey(g->ctrl_key)), "%s holds the controller key in hex", name);
 }
 
 /* The node fixture with --dhchap. */
@@ -90,7 +92,7 @@ static void env_dhchap(struct env *v)
 
 /* Writes confirmed keys of generation 17 (and next keys of 18 when next) for the fixture's
  * host into the fixture's key file. */
-static void keys_confirmed(struct env *v, bool next, struct node_dhchap_keys *k)
+static void keys_confirmed(struct env *v, bool next, struct model_dhchap_file *k)
 {
 	struct err e = {0};
 	memset(k, 0, sizeof(*k));
@@ -101,18 +103,18 @@ static void keys_confirmed(struct env *v, bool next, struct node_dhchap_keys *k)
 	k->has_next = next;
 	if (next)
 		ck_assert_int_eq(node_dhchap_gen_make(HOSTNQN, 18, &k->next, &e), 0);
-	ck_assert_int_eq(node_dhchap_keys_write(v->state, k, &e), 0);
+	ck_assert_int_eq(model_dhchap_file_write(v->state, k, &e), 0);
 }
 
 START_TEST(test_keys_made_once_0600_and_per_nqn)
 {
 	const char *dir = tu_mkdtemp();
-	struct node_dhchap_keys a, b, c;
+	struct model_dhchap_file a, b, c;
 	struct err e = {0};
 	struct stat sb;
 	char p[8192];
 	bool created;
-	ck_assert_int_eq(node_dhchap_keys_read(dir, &a, &e), -ENOENT);
+	ck_assert_int_eq(model_dhchap_file_read(dir, &a, &e), -ENOENT);
 	ck_assert_int_eq(
 	    node_dhchap_keys_ensure(dir, "worker-1", HOSTNQN, 1765000000, &a, &created, &e), 0);
 	ck_assert(created);
@@ -134,7 +136,7 @@ START_TEST(test_keys_made_once_0600_and_per_nqn)
 	                     "1765000000,\"key\":\"%s\",\"ctrlKey\":\"%s\"}}\n",
 	                     HOSTNQN, a.next.key, a.next.ctrl_key));
 	/* read back, then ensure keeps them */
-	ck_assert_int_eq(node_dhchap_keys_read(dir, &b, &e), 0);
+	ck_assert_int_eq(model_dhchap_file_read(dir, &b, &e), 0);
 	ck_assert_int_eq(memcmp(&a, &b, sizeof(a)), 0);
 	ck_assert_int_eq(
 	    node_dhchap_keys_ensure(dir, "worker-1", HOSTNQN, 1765000500, &b, &created, &e), 0);
@@ -149,7 +151,7 @@ START_TEST(test_keys_made_once_0600_and_per_nqn)
 	ck_assert_str_ne(c.next.ctrl_key, a.next.ctrl_key);
 	/* a wider mode is refused, not used */
 	ck_assert_int_eq(chmod(p, 0640), 0);
-	ck_assert_int_eq(node_dhchap_keys_read(dir, &b, &e), -EBADMSG);
+	ck_assert_int_eq(model_dhchap_file_read(dir, &b, &e), -EBADMSG);
 	ck_assert_ptr_nonnull(strstr(e.msg, "it has mode 0640, not 0600"));
 	tu_rmtree(dir);
 }
@@ -158,8 +160,8 @@ END_TEST
 START_TEST(test_corrupt_key_file_refused)
 {
 	const char *dir = tu_mkdtemp();
-	struct node_dhchap_keys k;
-	struct node_dhchap_gen g, h;
+	struct model_dhchap_file k;
+	struct model_dhchap_generation g, h;
 	struct err e = {0};
 	char p[8192], t[12][1200], bad[5000];
 	ck_assert_int_eq(node_dhchap_gen_make(HOSTNQN, 7, &g, &e), 0);
@@ -194,7 +196,7 @@ START_TEST(test_corrupt_key_file_refused)
 		snprintf(p, sizeof(p), "%s/dhchap.key", dir);
 		ck_assert_int_eq(chmod(p, 0600), 0);
 		memset(&e, 0, sizeof(e));
-		ck_assert_int_eq(node_dhchap_keys_read(dir, &k, &e), -EBADMSG);
+		ck_assert_int_eq(model_dhchap_file_read(dir, &k, &e), -EBADMSG);
 		ck_assert_msg(strstr(e.msg, "corrupt DH-HMAC-CHAP key file") &&
 		                  strstr(e.msg, cases[i].why) && strstr(e.msg, "delete it"),
 		              "case %zu: %s", i, e.msg);
@@ -209,7 +211,7 @@ START_TEST(test_corrupt_key_file_refused)
 	bad[sizeof(bad) - 1] = 0;
 	tu_write(dir, "dhchap.key", bad);
 	ck_assert_int_eq(chmod(p, 0600), 0);
-	ck_assert_int_eq(node_dhchap_keys_read(dir, &k, &e), -EBADMSG);
+	ck_assert_int_eq(model_dhchap_file_read(dir, &k, &e), -EBADMSG);
 	ck_assert_ptr_nonnull(strstr(e.msg, "larger"));
 	/* a whole file with both generations reads */
 	tu_write(dir, "dhchap.key",
@@ -218,7 +220,7 @@ START_TEST(test_corrupt_key_file_refused)
 	                                                        "\"r1\"}\n",
 	           head, g.key, g.ctrl_key, h.key, h.ctrl_key));
 	ck_assert_int_eq(chmod(p, 0600), 0);
-	ck_assert_int_eq(node_dhchap_keys_read(dir, &k, &e), 0);
+	ck_assert_int_eq(model_dhchap_file_read(dir, &k, &e), 0);
 	ck_assert(k.has_current && k.has_next);
 	ck_assert_uint_eq(k.current.generation, 7);
 	ck_assert_uint_eq(k.next.generation, 9);
@@ -238,14 +240,14 @@ START_TEST(test_stage_bidirectional_connects_with_both_secrets)
 	struct env v;
 	struct sreq s;
 	struct grpc_status st;
-	struct node_dhchap_keys k;
+	struct model_dhchap_file k;
 	struct err e = {0};
 	env_dhchap(&v);
 	int fd = log_to(&v);
 	sreq_init(&s, &v, 0, ctx_bi);
 	ck_assert_int_eq(stage(&v, &s, &st), GRPC_OK);
 	log_back(fd);
-	ck_assert_int_eq(node_dhchap_keys_read(v.state, &k, &e), 0);
+	ck_assert_int_eq(model_dhchap_file_read(v.state, &k, &e), 0);
 	ck_assert_uint_gt(k.next.generation, 1765000000); /* the Unix time of making */
 	ck_assert_ptr_nonnull(strstr(v.k.last_connect, fmt(",dhchap_secret=%s", k.next.key)));
 	ck_assert_ptr_nonnull(
@@ -265,7 +267,7 @@ START_TEST(test_stage_unidirectional_and_off)
 	struct env v;
 	struct sreq s;
 	struct grpc_status st;
-	struct node_dhchap_keys k;
+	struct model_dhchap_file k;
 	struct err e = {0};
 	char p[8192];
 	env_init(&v, 1);
@@ -279,7 +281,7 @@ START_TEST(test_stage_unidirectional_and_off)
 	env_dhchap(&v);
 	sreq_init(&s, &v, 0, ctx_uni);
 	ck_assert_int_eq(stage(&v, &s, &st), GRPC_OK);
-	ck_assert_int_eq(node_dhchap_keys_read(v.state, &k, &e), 0);
+	ck_assert_int_eq(model_dhchap_file_read(v.state, &k, &e), 0);
 	ck_assert_ptr_nonnull(strstr(v.k.last_connect, fmt(",dhchap_secret=%s", k.next.key)));
 	ck_assert_ptr_null(strstr(v.k.last_connect, "dhchap_ctrl_secret"));
 	env_done(&v);
@@ -325,7 +327,7 @@ START_TEST(test_stage_auth_errnos)
 	    {-EINVAL, NULL, GRPC_INVALID_ARGUMENT, "/etc/nvme/hostnqn"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct node_dhchap_keys k;
+		struct model_dhchap_file k;
 		env_dhchap(&v);
 		keys_confirmed(&v, false, &k);
 		v.k.connect_rc = cases[i].rc;
@@ -353,11 +355,11 @@ START_TEST(test_stage_generations_and_enablement)
 	struct env v;
 	struct sreq s;
 	struct grpc_status st;
-	struct node_dhchap_keys k;
+	struct model_dhchap_file k;
 	/* start-up with --dhchap makes the keys (unconfirmed: next) */
 	env_dhchap(&v);
 	node_dhchap_start(v.n);
-	ck_assert_int_eq(node_dhchap_keys_read(v.state, &k, &e), 0);
+	ck_assert_int_eq(model_dhchap_file_read(v.state, &k, &e), 0);
 	ck_assert(k.has_next && !k.has_current);
 	ck_assert_str_eq(k.node, "worker-1");
 	env_done(&v);
@@ -445,7 +447,7 @@ static int fa_requested(void *ctx, const char *node, char *buf, size_t cap, stru
 	snprintf(buf, cap, "%s", ((struct fake_api *)ctx)->request);
 	return 0;
 }
-static int fa_publish(void *ctx, const char *node, const struct node_dhchap_keys *k, struct err *e)
+static int fa_publish(void *ctx, const char *node, const struct model_dhchap_file *k, struct err *e)
 {
 	struct fake_api *a = ctx;
 	ck_assert_str_eq(node, "worker-1");
@@ -458,7 +460,7 @@ static int fa_publish(void *ctx, const char *node, const struct node_dhchap_keys
 }
 
 /* A fake live controller nvme<i> authenticating with g. */
-static void live_ctrl(struct env *v, int i, const struct node_dhchap_gen *g, bool bidi)
+static void live_ctrl(struct env *v, int i, const struct model_dhchap_generation *g, bool bidi)
 {
 	tu_write(v->sys, fmt("class/nvme/nvme%d/dhchap_secret", i), fmt("%s\n", g->key));
 	tu_write(v->sys, fmt("class/nvme/nvme%d/dhchap_ctrl_secret", i),
@@ -470,13 +472,13 @@ START_TEST(test_rotation_publish_confirm_live)
 	struct env v;
 	struct fake_api a = {0};
 	struct node_dhchap_hooks h = {fa_confirmed, fa_requested, fa_publish, &a};
-	struct node_dhchap_keys k, k2;
+	struct model_dhchap_file k, k2;
 	struct err e = {0};
 	env_dhchap(&v);
 	int fd = log_to(&v);
 	/* first keys: published once, used as next until confirmed */
 	ck_assert_int_eq(node_dhchap_tick(v.n, &h, 1000, 0, &e), 0);
-	ck_assert_int_eq(node_dhchap_keys_read(v.state, &k, &e), 0);
+	ck_assert_int_eq(model_dhchap_file_read(v.state, &k, &e), 0);
 	ck_assert(k.has_next && !k.has_current);
 	ck_assert_int_eq(a.publishes, 1);
 	ck_assert_uint_eq(a.published_gen, k.next.generation);
@@ -484,10 +486,10 @@ START_TEST(test_rotation_publish_confirm_live)
 	ck_assert_int_eq(a.publishes, 1); /* not again */
 	a.confirmed = k.next.generation;
 	ck_assert_int_eq(node_dhchap_tick(v.n, &h, 1002, 0, &e), 0);
-	ck_assert_int_eq(node_dhchap_keys_read(v.state, &k, &e), 0);
+	ck_assert_int_eq(model_dhchap_file_read(v.state, &k, &e), 0);
 	ck_assert(k.has_current && !k.has_next);
 	/* two live controllers with the current keys (one bidirectional), one with other keys */
-	struct node_dhchap_gen other;
+	struct model_dhchap_generation other;
 	ck_assert_int_eq(node_dhchap_gen_make(HOSTNQN, 5, &other, &e), 0);
 	live_ctrl(&v, 1, &k.current, true);
 	live_ctrl(&v, 2, &k.current, false);
@@ -495,7 +497,7 @@ START_TEST(test_rotation_publish_confirm_live)
 	/* a request: new next keys, published; nothing live changes before the confirmation */
 	snprintf(a.request, sizeof(a.request), "2026-12-06T19:00:00Z");
 	ck_assert_int_eq(node_dhchap_tick(v.n, &h, 1003, 0, &e), 0);
-	ck_assert_int_eq(node_dhchap_keys_read(v.state, &k2, &e), 0);
+	ck_assert_int_eq(model_dhchap_file_read(v.state, &k2, &e), 0);
 	ck_assert(k2.has_current && k2.has_next);
 	ck_assert_uint_eq(k2.next.generation, 1003);
 	ck_assert_str_eq(k2.rotate_request, a.request);
@@ -517,7 +519,7 @@ START_TEST(test_rotation_publish_confirm_live)
 	                 fmt("%s\n", k2.next.key));
 	ck_assert_str_eq(tu_read(v.sys, "class/nvme/nvme2/dhchap_ctrl_secret"), "none\n");
 	ck_assert_str_eq(tu_read(v.sys, "class/nvme/nvme3/dhchap_secret"), fmt("%s\n", other.key));
-	ck_assert_int_eq(node_dhchap_keys_read(v.state, &k, &e), 0);
+	ck_assert_int_eq(model_dhchap_file_read(v.state, &k, &e), 0);
 	ck_assert(k.has_current && !k.has_next);
 	ck_assert_str_eq(k.current.key, k2.next.key);
 	/* the schedule: keys older than the interval are rotated */
@@ -546,6 +548,108 @@ START_TEST(test_rotation_publish_confirm_live)
 }
 END_TEST
 
+/* ---- publication through the kube store ---------------------------------------------------- */
+
+#define SECRETS_PATH "/api/v1/namespaces/pillar-csi/secrets"
+
+/* The API server's answer to a second create of the same Secret (kube-apiserver 1.32). */
+static const char secret_exists[] =
+    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+    "\"message\":\"secrets \\\"pillar-csi-dhchap-node-a-5\\\" already exists\","
+    "\"reason\":\"AlreadyExists\",\"details\":{\"name\":\"pillar-csi-dhchap-node-a-5\","
+    "\"kind\":\"secrets\"},\"code\":409}";
+
+static int secret_posts;
+
+static void secret_handler(void *arg, const struct kf_req *rq, struct kf_resp *resp)
+{
+	(void)arg;
+	if (strcmp(rq->method, "POST") || strcmp(rq->path, SECRETS_PATH)) {
+		resp->status = 404;
+		return;
+	}
+	if (__atomic_fetch_add(&secret_posts, 1, __ATOMIC_SEQ_CST) == 0) {
+		resp->status = 201; /* the created object: what was sent */
+		kf_resp_add(resp, rq->body, rq->body_len);
+		return;
+	}
+	resp->status = 409;
+	kf_resp_add(resp, secret_exists, strlen(secret_exists));
+}
+
+/* The base64 text of member name of data decoded equals want. */
+static void data_is(const cJSON *data, const char *name, const char *want)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(data, name);
+	unsigned char out[512];
+	size_t n = 0;
+	ck_assert_msg(cJSON_IsString(v), "data.%s missing", name);
+	ck_assert_int_eq(mbedtls_base64_decode(out, sizeof(out) - 1, &n,
+	                                       (const unsigned char *)v->valuestring,
+	                                       strlen(v->valuestring)),
+	                 0);
+	out[n] = 0;
+	ck_assert_msg(!strcmp((const char *)out, want), "data.%s is not the key sent", name);
+}
+
+START_TEST(test_publish_creates_the_secret_through_the_kube_store)
+{
+	struct kf_certs c;
+	struct model_dhchap_file k = {0};
+	struct node_dhchap_hooks h;
+	struct err e = {0};
+	char path[400];
+	store *st = NULL;
+	kf_certs_make(&c);
+	struct kf_server *srv = kf_start(&c, false, secret_handler, NULL);
+	snprintf(path, sizeof(path), "%s/kubeconfig", c.dir);
+	kf_kubeconfig(srv, &c, "t0ken", path);
+	struct store_open_opts o = {.qps = -1, .kubeconfig = path};
+	ck_assert_msg(store_kube_open(&o, &st, &e) == 0, "%s", e.msg);
+	snprintf(k.node, sizeof(k.node), "node-a");
+	snprintf(k.hostnqn, sizeof(k.hostnqn), HOSTNQN);
+	k.has_next = true;
+	ck_assert_int_eq(node_dhchap_gen_make(HOSTNQN, 5, &k.next, &e), 0);
+	setenv("POD_NAMESPACE", "pillar-csi", 1);
+	node_dhchap_store_hooks(&h, st);
+
+	ck_assert_msg(h.publish(h.ctx, "node-a", &k, &e) == 0, "%s", e.msg);
+	ck_assert_uint_eq(kf_requests(srv), 1);
+	cJSON *sent = cJSON_Parse(kf_request(srv, 0)->body);
+	ck_assert_ptr_nonnull(sent);
+	const cJSON *md = cJSON_GetObjectItem(sent, "metadata");
+	ck_assert_str_eq(cJSON_GetObjectItem(sent, "kind")->valuestring, "Secret");
+	ck_assert_str_eq(cJSON_GetObjectItem(sent, "type")->valuestring,
+	                 "pillar-csi.bhyoo.com/dhchap");
+	ck_assert_str_eq(cJSON_GetObjectItem(md, "name")->valuestring,
+	                 "pillar-csi-dhchap-node-a-5");
+	ck_assert_str_eq(cJSON_GetObjectItem(md, "namespace")->valuestring, "pillar-csi");
+	ck_assert_str_eq(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(md, "labels"), "pillar-csi.bhyoo.com/dhchap")
+	        ->valuestring,
+	    "host-keys");
+	const cJSON *an = cJSON_GetObjectItem(md, "annotations");
+	ck_assert_str_eq(cJSON_GetObjectItem(an, "pillar-csi.bhyoo.com/dhchap-node")->valuestring,
+	                 "node-a");
+	ck_assert_str_eq(
+	    cJSON_GetObjectItem(an, "pillar-csi.bhyoo.com/dhchap-generation")->valuestring, "5");
+	const cJSON *data = cJSON_GetObjectItem(sent, "data");
+	data_is(data, "hostNQN", HOSTNQN);
+	data_is(data, "key", k.next.key);
+	data_is(data, "ctrlKey", k.next.ctrl_key);
+	cJSON_Delete(sent);
+
+	/* an earlier attempt of this node made it: AlreadyExists counts as published */
+	ck_assert_int_eq(h.publish(h.ctx, "node-a", &k, &e), -EEXIST);
+	ck_assert_uint_eq(kf_requests(srv), 2);
+	unsetenv("POD_NAMESPACE");
+	model_dhchap_file_wipe(&k);
+	store_close(st);
+	kf_stop(srv);
+	kf_certs_remove(&c);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("node_dhchap");
@@ -561,6 +665,7 @@ int main(void)
 	tcase_add_test(t, test_stage_corrupt_key_file_refused);
 	tcase_add_test(t, test_stage_generations_and_enablement);
 	tcase_add_test(t, test_rotation_publish_confirm_live);
+	tcase_add_test(t, test_publish_creates_the_secret_through_the_kube_store);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
