@@ -114,6 +114,7 @@ void agent_service_free(agent_service *a)
 	free(a->host_root);
 	pthread_mutex_destroy(&a->mu);
 	pthread_cond_destroy(&a->cv);
+	svc_auth_uses_free(a);
 	pthread_mutex_destroy(&a->nv_mu);
 	pthread_mutex_destroy(&a->reconcile_mu);
 	pthread_mutex_destroy(&a->health_mu);

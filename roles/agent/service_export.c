@@ -274,6 +274,8 @@ int agent_unexport_volume(agent_service *a, const PB(UnexportVolumeRequest) * re
 	if ((code = svc_fence(a, v.id, req->fence, FENCE_REVOKE, st)) == GRPC_OK) {
 		pthread_mutex_lock(&a->nv_mu);
 		int r = nvmet_export_remove(a->nv, nqn, &e);
+		if (r == 0)
+			svc_auth_forget(a, v.id, NULL);
 		pthread_mutex_unlock(&a->nv_mu);
 		if (r == 0)
 			r = agent_identity_forget(a->state_dir, v.id, &e);
@@ -326,11 +328,13 @@ static int initiator_common(agent_service *a, const char *rpc, const char *volum
 	code = svc_fence(a, v.id, fence, allow ? FENCE_GRANT : FENCE_REVOKE, st);
 	/* the key before the admission: the host is never admitted without it */
 	if (code == GRPC_OK && allow && auth)
-		code = svc_auth_write(a, auth, st);
+		code = svc_auth_write(a, v.id, auth, st);
 	if (code == GRPC_OK) {
 		pthread_mutex_lock(&a->nv_mu);
 		int r = allow ? nvmet_host_allow(a->nv, nqn, initiator, &e)
 		              : nvmet_host_deny(a->nv, nqn, initiator, &e);
+		if (!allow && r == 0)
+			svc_auth_forget(a, v.id, initiator);
 		pthread_mutex_unlock(&a->nv_mu);
 		if (allow && r == -ENOENT)
 			code = grpc_status_set(st, GRPC_NOT_FOUND, "volume \"%s\" is not exported",
@@ -397,8 +401,26 @@ static int write_item_auth(agent_service *a, const struct item *it, struct grpc_
 {
 	int code = GRPC_OK;
 	for (size_t i = 0; i < it->n_auth && code == GRPC_OK; i++)
-		code = svc_auth_write(a, it->auth[i], st);
+		code = svc_auth_write(a, it->v.id, it->auth[i], st);
 	return code;
+}
+
+/* Before phase 1 writes any host entry: what every exported item asks of its hosts (a complete
+ * request replaces all), so each entry gets the strongest settings whatever the order. */
+static void note_items_auth(agent_service *a, const struct item *items, size_t n, bool complete)
+{
+	pthread_mutex_lock(&a->nv_mu);
+	if (complete)
+		svc_auth_forget(a, NULL, NULL);
+	for (size_t i = 0; i < n; i++) {
+		if (items[i].failed || !items[i].has_export)
+			continue;
+		svc_auth_forget(a, items[i].v.id, NULL);
+		for (size_t j = 0; j < items[i].n_auth; j++)
+			if (svc_auth_note(a, items[i].v.id, items[i].auth[j]) < 0)
+				break; /* out of memory: svc_auth_write fails that item */
+	}
+	pthread_mutex_unlock(&a->nv_mu);
 }
 
 static int check_item(agent_service *a, const PB(VolumeDesiredState) * d, struct item *it,
@@ -583,6 +605,7 @@ int agent_reconcile_state(agent_service *a, const PB(ReconcileStateRequest) * re
 		if (check_item(a, req->volumes[i], &items[i], &ist) != GRPC_OK)
 			fail_item(&items[i], &ist);
 	}
+	note_items_auth(a, items, req->n_volumes, req->complete);
 	int oom = run_batch(a, items, req->n_volumes);
 	pthread_mutex_unlock(&a->reconcile_mu);
 	log_batch(items, req, time_mono_us() - t0);

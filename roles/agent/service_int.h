@@ -32,7 +32,9 @@ struct agent_service {
 	pthread_mutex_t nv_mu; /* configfs */
 	int target_auth;       /* 0 not probed, 1 the kernel has target authentication, -1 not;
 	                               * under nv_mu (svc_auth_supported) */
-	pthread_mutex_t reconcile_mu; /* one ReconcileState at a time */
+	struct svc_auth_use *auth_uses;    /* what each volume asks of each host entry (auth.c), */
+	size_t n_auth_uses, cap_auth_uses; /* under nv_mu */
+	pthread_mutex_t reconcile_mu;      /* one ReconcileState at a time */
 
 	/* HealthCheck's pool/VG checks exec zpool/lvs: their results are kept for
 	 * AGENT_HEALTH_CACHE_MS (agent-api.md §9), under health_mu. */
@@ -104,9 +106,27 @@ char *svc_strdup(const char *s);
  * NQN, hash, group, a DHHC-1 key (required) and controller key (optional). */
 int svc_auth_check(const PillarCsi__Agent__V1__HostAuth *h, const char *field,
                    struct grpc_status *st);
-/* Writes h (checked) into its host entry under nv_mu: the code, FAILED_PRECONDITION naming
- * CONFIG_NVME_TARGET_AUTH on a kernel without target authentication. */
-int svc_auth_write(agent_service *a, const PillarCsi__Agent__V1__HostAuth *h,
+/* One host entry serves every volume that admits the host (docs/authentication.md "One host
+ * entry, many volumes"): the agent remembers, per host and volume, the hash, group and
+ * direction the volume asks for, and writes the strongest of them.  Nothing secret is kept. */
+struct svc_auth_use {
+	char *host, *volume;
+	int hash;  /* enum nvme_dhchap_hash */
+	int group; /* index of null, ffdhe2048 ... ffdhe8192 */
+	bool bidir;
+};
+/* Records what volume asks of h's host (h checked; replacing the volume's earlier record for
+ * that host).  0 or -ENOMEM.  Caller holds nv_mu. */
+int svc_auth_note(agent_service *a, const char *volume, const PillarCsi__Agent__V1__HostAuth *h);
+/* Forgets the records of volume for host (NULL: every host), or every record (volume NULL).
+ * Caller holds nv_mu. */
+void svc_auth_forget(agent_service *a, const char *volume, const char *host);
+void svc_auth_uses_free(agent_service *a);
+/* Notes h for volume, then writes its host entry under nv_mu: the strongest hash and group any
+ * recorded volume of that host asks for, h's keys, and h's controller key when it has one (an
+ * entry's controller key is left in place otherwise).  The code: FAILED_PRECONDITION naming
+ * CONFIG_NVME_TARGET_AUTH on a kernel without target authentication, RESOURCE_EXHAUSTED. */
+int svc_auth_write(agent_service *a, const char *volume, const PillarCsi__Agent__V1__HostAuth *h,
                    struct grpc_status *st);
 /* Whether the kernel has target authentication (probed once, nvmet_host_auth_probe). */
 bool svc_auth_supported(agent_service *a);

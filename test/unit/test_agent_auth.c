@@ -432,6 +432,80 @@ START_TEST(test_nul_inside_key)
 }
 END_TEST
 
+/* Two volumes of different protocols granted to one host on one storage node share its host
+ * entry: the entry takes the strongest hash and group either asks for and the controller key
+ * of the bidirectional one, in whichever order the grants come, and so does a ReconcileState
+ * of both (the restore). */
+static PB(HostAuth) asks(const char *host, const char *hash, const char *group, const char *ctrl)
+{
+	PB(HostAuth) h = auth(host, KEY1, ctrl);
+	h.hash = (char *)hash;
+	h.dh_group = (char *)group;
+	return h;
+}
+
+static void assert_strongest(const char *host)
+{
+	char rel[200];
+	snprintf(rel, sizeof(rel), "hosts/%s/dhchap_hash", host);
+	ck_assert_str_eq(attr(rel), "hmac(sha512)");
+	snprintf(rel, sizeof(rel), "hosts/%s/dhchap_dhgroup", host);
+	ck_assert_str_eq(attr(rel), "ffdhe4096");
+	snprintf(rel, sizeof(rel), "hosts/%s/dhchap_ctrl_key", host);
+	ck_assert_str_eq(attr(rel), KEY2);
+}
+
+START_TEST(test_host_entry_strongest_of_volumes)
+{
+	struct grpc_status st;
+	PB(FencingToken) t = tok(1);
+	exported();
+	create("fpool/b", &t);
+	PB(HostAuth) strong = asks(H1, "sha512", "ffdhe4096", NULL);
+	PB(HostAuth) weak = asks(H1, "sha256", "null", KEY2);
+	/* both volumes exported by one complete request, the weak one first */
+	PB(HostAuth) s2 = asks(H2, "sha512", "ffdhe4096", NULL), *s2p = &s2;
+	PB(HostAuth) w2 = asks(H2, "sha256", "null", KEY2), *w2p = &w2;
+	PB(HostAuth) s1 = strong, *s1p = &s1, w1 = weak, *w1p = &w1;
+	struct want a = {
+	    .id = "fpool/a", .hosts = {H1, H2}, .n_hosts = 2, .auth = {w1p, w2p}, .n_auth = 2};
+	struct want b = {
+	    .id = "fpool/b", .hosts = {H1, H2}, .n_hosts = 2, .auth = {s1p, s2p}, .n_auth = 2};
+	want_build(&a);
+	want_build(&b);
+	PB(VolumeDesiredState) * vols[2] = {&a.vd, &b.vd};
+	PB(ReconcileStateRequest) req = PILLAR_CSI__AGENT__V1__RECONCILE_STATE_REQUEST__INIT;
+	req.volumes = vols;
+	req.n_volumes = 2;
+	req.complete = true;
+	PB(ReconcileStateResponse) *resp = malloc(sizeof(*resp));
+	pillar_csi__agent__v1__reconcile_state_response__init(resp);
+	ck_assert_int_eq(agent_reconcile_state(svc, &req, resp, &st), GRPC_OK);
+	ck_assert_msg(resp->results[0]->success && resp->results[1]->success, "%s %s",
+	              resp->results[0]->error_message, resp->results[1]->error_message);
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	assert_strongest(H1);
+	assert_strongest(H2);
+	/* grants in either order keep the strongest */
+	ck_assert_int_eq(allow("fpool/a", H1, &weak, &st), GRPC_OK);
+	assert_strongest(H1);
+	ck_assert_int_eq(allow("fpool/b", H2, &s2, &st), GRPC_OK);
+	ck_assert_int_eq(allow("fpool/a", H2, &w2, &st), GRPC_OK);
+	assert_strongest(H2);
+	/* the strong volume's grant revoked: the weak one's own settings from the next grant */
+	PB(FencingToken) t1 = tok(1);
+	PB(DenyInitiatorRequest) deny = PILLAR_CSI__AGENT__V1__DENY_INITIATOR_REQUEST__INIT;
+	deny.volume_id = "fpool/b";
+	deny.protocol_type = TCP;
+	deny.initiator_id = H1;
+	deny.fence = &t1;
+	ck_assert_int_eq(agent_deny_initiator(svc, &deny, NULL, &st), GRPC_OK);
+	ck_assert_int_eq(allow("fpool/a", H1, &weak, &st), GRPC_OK);
+	ck_assert_str_eq(attr("hosts/" H1 "/dhchap_hash"), "hmac(sha256)");
+	ck_assert_str_eq(attr("hosts/" H1 "/dhchap_dhgroup"), "null");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("agent_auth");
@@ -444,6 +518,7 @@ int main(void)
 	tcase_add_test(t, test_restore_reinstalls_keys_before_ports);
 	tcase_add_test(t, test_hostile_auth);
 	tcase_add_test(t, test_nul_inside_key);
+	tcase_add_test(t, test_host_entry_strongest_of_volumes);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
