@@ -5,10 +5,13 @@
  * nonblocking runs its handler on the loop as soon as it is complete, and the responses of every
  * request read in one turn leave in one write per connection.  Any other request runs its handler
  * as a job of the server's group (opts.workers threads of the loop; 0: inline on the loop, for
- * tests): on the thread that read the request, which also sends the response, while another
- * thread keeps polling — so a slow handler delays nothing else.  A handler thread never waits
- * for the loop to send: when another thread holds it, that one sends the response, in one write
- * with the connection's other responses handed over meanwhile.  Early errors (unknown
+ * tests): on the thread that read the request, which also sends the response, while the loop's
+ * other poller keeps watching every connection — at one call in flight nothing is handed between
+ * threads, and a slow handler delays nothing else.  Such handlers may block (backend commands,
+ * store writes): the requests read behind one wake idle threads, so up to opts.workers handlers
+ * run at once, and a request beyond that waits for the first handler to return.  A handler thread
+ * never waits for the loop to send: when another thread holds it, that one sends the response,
+ * in one write with the connection's other responses handed over meanwhile.  Early errors (unknown
  * method, oversize or compressed message, bad headers) are answered on the loop as Trailers-Only
  * responses.  `grpc.health.v1.Health/Check` is built in: "" and every added service start
  * SERVING; grpc_server_set_serving() changes one.

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,33 +42,68 @@ uint64_t h2_now_ms(void)
 	return (uint64_t)time_mono_ms();
 }
 
+/* epoll tags of the loop's own fds (an fd's registration is tagged fd + 1) */
+#define WAKE_TAG  0
+#define TIMER_TAG UINT64_MAX
+
+/* Adds the loop's eventfd and timerfd to its epoll set, edge-triggered: each write or expiry
+ * wakes one poller, not every poller in turn. */
+static int watch_own_fds(struct h2_loop *l)
+{
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLET};
+
+	ev.data.u64 = WAKE_TAG;
+	if (epoll_ctl(l->epoll_fd, EPOLL_CTL_ADD, l->wake_fd, &ev) < 0)
+		return -errno;
+	ev.data.u64 = TIMER_TAG;
+	if (epoll_ctl(l->epoll_fd, EPOLL_CTL_ADD, l->timer_fd, &ev) < 0)
+		return -errno;
+	return 0;
+}
+
 int h2_loop_new(struct h2_loop **out, struct err *e)
 {
 	struct h2_loop *l = calloc(1, sizeof(*l));
-	struct epoll_event ev = {.events = EPOLLIN};
+	int rc;
 
 	if (!l)
 		return err_set(e, -ENOMEM, "event loop: out of memory");
+	l->wake_fd = l->timer_fd = -1;
 	l->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	if (l->epoll_fd < 0) {
-		int rc = -errno;
-		free(l);
-		return err_set(e, rc, "epoll_create1: %s", strerror(-rc));
+		rc = err_set(e, -errno, "epoll_create1: %s", strerror(errno));
+		goto fail;
 	}
 	l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (l->wake_fd < 0) {
-		int rc = -errno;
-		close(l->epoll_fd);
-		free(l);
-		return err_set(e, rc, "eventfd: %s", strerror(-rc));
+		rc = err_set(e, -errno, "eventfd: %s", strerror(errno));
+		goto fail;
 	}
-	ev.data.u64 = 0;
-	epoll_ctl(l->epoll_fd, EPOLL_CTL_ADD, l->wake_fd, &ev);
+	l->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (l->timer_fd < 0) {
+		rc = err_set(e, -errno, "timerfd_create: %s", strerror(errno));
+		goto fail;
+	}
+	rc = watch_own_fds(l);
+	if (rc < 0) {
+		err_set(e, rc, "epoll_ctl: %s", strerror(-rc));
+		goto fail;
+	}
+	l->timer_fd_at = UINT64_MAX;
 	pthread_mutex_init(&l->lk, NULL);
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->done_cv, NULL);
 	*out = l;
 	return 0;
+fail:
+	if (l->timer_fd >= 0)
+		close(l->timer_fd);
+	if (l->wake_fd >= 0)
+		close(l->wake_fd);
+	if (l->epoll_fd >= 0)
+		close(l->epoll_fd);
+	free(l);
+	return rc;
 }
 
 static void wake_poller(struct h2_loop *l)
@@ -78,10 +114,18 @@ static void wake_poller(struct h2_loop *l)
 	}
 }
 
-static void consume_wake(struct h2_loop *l)
+/* Holding the loop: the event of the loop's eventfd (tag WAKE_TAG) or timerfd (TIMER_TAG). */
+static void consume_fd(struct h2_loop *l, uint64_t tag)
 {
 	uint64_t v;
 
+	if (tag == TIMER_TAG) {
+		l->timer_fd_at = UINT64_MAX; /* run_timers sets it for the next timer */
+		if (read(l->timer_fd, &v, sizeof(v)) < 0) {
+			/* EAGAIN: set again since it expired */
+		}
+		return;
+	}
 	pthread_mutex_lock(&l->mu);
 	l->wake_pending = false;
 	pthread_mutex_unlock(&l->mu);
@@ -147,6 +191,7 @@ static bool run_posts(struct h2_loop *l)
 	return true;
 }
 
+/* Holding the loop: runs the due timers and sets timer_fd for the next one. */
 static void run_timers(struct h2_loop *l)
 {
 	uint64_t now = h2_now_ms();
@@ -156,6 +201,8 @@ static void run_timers(struct h2_loop *l)
 		h2_timer_cancel(l, t);
 		t->fn(t->arg);
 	}
+	if (l->timers && l->timers->at < l->timer_fd_at)
+		loop_timer_fd_set(l, l->timers->at);
 }
 
 static void hold(struct h2_loop *l)
@@ -190,24 +237,25 @@ static bool retake(struct h2_loop *l)
 }
 
 /* Drops the loop: runs the posts queued by this turn and those they queue (a few rounds: a
- * response's post queues its connection's write), queues its jobs, and wakes the poller when
- * posts are left or (for a thread other than the poller) an earlier timer was armed.  The poller
- * runs the jobs of its own turn itself (thread_main), so only other threads signal an idle one.
+ * response's post queues its connection's write), queues its jobs, and wakes a poller when
+ * posts are left.  A poller runs the jobs of its own turn itself (thread_main), so only other
+ * threads signal an idle one.
  * Then runs what was deferred to this holder (retake). */
 static void drop(struct h2_loop *l, bool poller)
 {
 	do {
-		bool wake;
+		bool wake = false;
 		struct idle_thread *idle = NULL;
 		for (int round = 0; round < POST_ROUNDS && run_posts(l); round++)
 			;
-		wake = l->need_wake && !poller;
-		l->need_wake = false;
 		pthread_mutex_lock(&l->mu);
-		if (flush_jobs(l) && !poller)
+		if (flush_jobs(l) && !poller) {
 			idle = pick_idle(l, false);
-		if (l->head && !l->wake_pending)
+			wake = !idle; /* every other thread polls: one of them takes the job */
+		}
+		if (l->head)
 			wake = true;
+		wake = wake && !l->wake_pending;
 		if (wake)
 			l->wake_pending = true;
 		pthread_mutex_unlock(&l->mu);
@@ -222,53 +270,43 @@ static void drop(struct h2_loop *l, bool poller)
 void h2_loop_run_pending(struct h2_loop *l)
 {
 	hold(l);
-	consume_wake(l);
+	consume_fd(l, WAKE_TAG);
 	run_posts(l);
 	run_timers(l);
 	drop(l, false);
 }
 
-/* One turn of the poller: sleep in epoll_wait without the loop, then run what is ready. */
+/* One turn of a poller: sleep in epoll_wait without the loop (no timeout: timer_fd wakes a
+ * poller for the timers), then run what is ready, re-arming each fd after its callback
+ * (EPOLLONESHOT: the other poller does not see it meanwhile). */
 static void poll_once(struct h2_loop *l)
 {
 	struct epoll_event evs[MAX_EVENTS];
 	int timeout = -1, n, i;
-	uint64_t now = h2_now_ms();
 
-	hold(l);
-	if (l->timers) {
-		uint64_t at = l->timers->at;
-		timeout = at <= now ? 0 : at - now > 60000 ? 60000 : (int)(at - now);
-	}
 	pthread_mutex_lock(&l->mu);
 	if (l->head)
 		timeout = 0; /* posts queued before the loop started */
 	pthread_mutex_unlock(&l->mu);
-	l->sleep_until = timeout < 0 ? UINT64_MAX : now + (uint64_t)timeout;
-	l->need_wake = false;
-	held_loop = NULL;
-	pthread_mutex_unlock(&l->lk);
-	if (retake(l)) { /* deferred to this holder: run it, then poll with a fresh timeout */
-		l->sleep_until = 0;
-		drop(l, true);
-		return;
-	}
-
 	n = epoll_wait(l->epoll_fd, evs, MAX_EVENTS, timeout);
 
 	hold(l);
-	l->sleep_until = 0;
 	for (i = 0; i < n; i++) {
-		int fd = (int)evs[i].data.u64 - 1;
+		uint64_t tag = evs[i].data.u64;
 		struct fd_registration *r;
-		if (fd < 0) {
-			consume_wake(l);
+		int fd;
+		if (tag == WAKE_TAG || tag == TIMER_TAG) {
+			consume_fd(l, tag);
 			continue;
 		}
+		fd = (int)(tag - 1);
 		/* loop work (here or on another thread) may have removed this registration */
 		r = fd < l->n_registrations ? l->registrations[fd] : NULL;
-		if (r)
-			r->fn(r->arg, evs[i].events);
+		if (!r)
+			continue;
+		r->armed = false;
+		r->fn(r->arg, evs[i].events);
+		loop_rearm(l, fd);
 	}
 	run_posts(l);
 	run_timers(l);
@@ -304,6 +342,53 @@ struct thread_start {
 	size_t slot;
 };
 
+/* Under mu, before this thread runs a job: the idle thread to wake (after mu), when no thread
+ * is left polling, or when jobs are still queued and no helper is on its way already (a woken
+ * helper that finds more queued wakes the next, so blocking handlers still get a thread each up
+ * to their group's limit). */
+static struct idle_thread *before_job(struct h2_loop *l)
+{
+	struct idle_thread *idle = NULL;
+
+	if (l->started && (l->pollers == 0 || (l->job_head && l->waking == 0))) {
+		idle = pick_idle(l, false);
+		if (idle) {
+			idle->helper = true;
+			l->waking++;
+		}
+	}
+	return idle;
+}
+
+/* Under mu: runs j (dropping mu meanwhile). */
+static void run_job(struct h2_loop *l, struct job *j)
+{
+	struct idle_thread *idle = before_job(l);
+
+	pthread_mutex_unlock(&l->mu);
+	wake_idle(idle);
+	j->fn(j->arg);
+	pthread_mutex_lock(&l->mu);
+	j->g->running--;
+	l->running--;
+	free(j);
+	pthread_cond_broadcast(&l->done_cv);
+}
+
+/* Under mu: polls once as one of the MAX_POLLERS (dropping mu meanwhile). */
+static void poll_turn(struct h2_loop *l)
+{
+	l->pollers++;
+	pthread_mutex_unlock(&l->mu);
+	poll_once(l);
+	pthread_mutex_lock(&l->mu);
+	l->pollers--;
+}
+
+/* Every thread of the loop runs this: it takes queued jobs first, else polls while fewer than
+ * MAX_POLLERS do, else waits on the idle list.  A poller that read a request runs its handler
+ * job itself and polls again afterwards, while another poller keeps watching the fds: at one
+ * call in flight nothing is handed between threads. */
 static void *thread_main(void *arg)
 {
 	struct thread_start a = *(struct thread_start *)arg;
@@ -316,44 +401,35 @@ static void *thread_main(void *arg)
 	while (!l->stop) {
 		struct job *j = take_job(l);
 		if (j) {
-			/* someone must poll while this thread runs the job */
-			struct idle_thread *idle =
-			    l->started && !l->polling ? pick_idle(l, false) : NULL;
-			pthread_mutex_unlock(&l->mu);
-			wake_idle(idle);
-			j->fn(j->arg);
-			pthread_mutex_lock(&l->mu);
-			j->g->running--;
-			l->running--;
-			free(j);
-			pthread_cond_broadcast(&l->done_cv);
+			run_job(l, j);
 			continue;
 		}
 		if (l->n_threads > l->target)
 			break;
-		if (l->started && !l->polling) {
-			l->polling = true;
-			pthread_mutex_unlock(&l->mu);
-			poll_once(l);
-			pthread_mutex_lock(&l->mu);
-			l->polling = false;
+		if (l->started && l->pollers < MAX_POLLERS) {
+			poll_turn(l);
 			continue;
 		}
 		me.next = l->idle_list;
+		me.helper = false;
 		l->idle_list = &me;
 		l->idle++;
 		pthread_mutex_unlock(&l->mu);
 		while (sem_wait(&me.wake) < 0) /* EINTR */
 			;
 		pthread_mutex_lock(&l->mu);
+		if (me.helper)
+			l->waking--;
 	}
 	l->n_threads--;
 	l->threads[a.slot].exited = true;
-	if (l->started && !l->polling) /* this thread may have been the next poller */
+	if (l->started && l->pollers == 0) /* this thread may have been the next poller */
 		next_poller = pick_idle(l, false);
 	pthread_cond_broadcast(&l->done_cv);
 	pthread_mutex_unlock(&l->mu);
 	wake_idle(next_poller);
+	/* a sleeping poller may be the next to leave (stop, or a group freed): one wake-up each */
+	wake_poller(l);
 	sem_destroy(&me.wake);
 	return NULL;
 }
@@ -458,6 +534,7 @@ void h2_loop_free(struct h2_loop *l)
 	}
 	free(l->registrations);
 	free(l->threads);
+	close(l->timer_fd);
 	close(l->wake_fd);
 	close(l->epoll_fd);
 	pthread_cond_destroy(&l->done_cv);
@@ -647,8 +724,13 @@ int h2_jobs_submit(struct h2_jobs *g, h2_fn fn, void *arg)
 		l->job_head = j;
 	l->job_tail = j;
 	struct idle_thread *idle = pick_idle(l, false);
+	bool wake = !idle && !l->wake_pending; /* every thread polls: one of them takes it */
+	if (wake)
+		l->wake_pending = true;
 	pthread_mutex_unlock(&l->mu);
 	wake_idle(idle);
+	if (wake)
+		wake_poller(l);
 	return 0;
 }
 
@@ -664,6 +746,7 @@ void h2_jobs_free(struct h2_jobs *g)
 		pthread_cond_wait(&l->done_cv, &l->mu);
 	l->target -= g->limit;
 	wake_idle(pick_idle(l, true));
+	wake_poller(l); /* a poller may be one of the threads to leave */
 	if (!l->stop)
 		while (l->n_threads > l->target)
 			pthread_cond_wait(&l->done_cv, &l->mu);

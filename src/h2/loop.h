@@ -2,16 +2,20 @@
  *
  * Loop work — fd callbacks, timers, posted callbacks, and everything that touches a socket, a TLS
  * session or an nghttp2 session — runs while *holding the loop*: one thread at a time, under the
- * loop lock.  Threads take turns (leader/follower): at most one of the loop's threads waits in
- * epoll_wait (the poller); it takes the loop to run what became ready, then drops it.  A thread
- * that is not the poller may take the loop too (h2_loop_run), to send a response or a request
- * from where it was produced, without waking another thread.  Loop callbacks never block.
+ * loop lock.  Up to two of the loop's threads wait in epoll_wait at once (the pollers), on one
+ * epoll set whose fds are one-shot: the poller that an event wakes takes the loop, runs that fd's
+ * callback, re-arms the fd and drops the loop; the other poller keeps watching meanwhile.  A
+ * thread that is not a poller may take the loop too (h2_loop_run), to send a response or a
+ * request from where it was produced, without waking another thread.  Loop callbacks never
+ * block.
  *
  * Handler jobs (h2_jobs) may block.  They run outside the loop lock on the loop's own threads: a
- * job submitted from loop work runs on the thread that did that work once it drops the loop,
- * while an idle thread takes over polling — the request path has no thread hand-off.  A group
- * adds `limit` threads and runs at most `limit` of its jobs at once, and one thread is always
- * left to poll, so a slow handler never delays other streams or connections.
+ * job submitted from loop work runs on the thread that did that work once it drops the loop
+ * (which then sends the response itself), while the other poller keeps polling — the unary
+ * request path has no thread hand-off and no wake-up.  Jobs still queued behind it wake idle
+ * threads one at a time.  A group adds `limit` threads and runs at most `limit` of its jobs at
+ * once, and one thread is always left to poll, so a slow handler never delays other streams or
+ * connections.
  *
  * Timers are loop objects embedded in their owner.  h2_loop_default() returns a process-wide loop
  * that is created and started on first use and lives until exit.  Functions returning int give 0

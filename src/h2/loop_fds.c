@@ -2,11 +2,13 @@
 #include "h2/loop_int.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/timerfd.h>
 
-static int set_reg(struct h2_loop *l, int fd, h2_io_fn fn, void *arg)
+static int set_reg(struct h2_loop *l, int fd, uint32_t events, h2_io_fn fn, void *arg)
 {
 	if (fd >= l->n_registrations) {
 		int n = fd + 64;
@@ -27,13 +29,14 @@ static int set_reg(struct h2_loop *l, int fd, h2_io_fn fn, void *arg)
 	l->registrations[fd]->fd = fd;
 	l->registrations[fd]->fn = fn;
 	l->registrations[fd]->arg = arg;
+	l->registrations[fd]->events = events;
 	return 0;
 }
 
 int h2_loop_add_fd(struct h2_loop *l, int fd, uint32_t events, h2_io_fn fn, void *arg)
 {
-	struct epoll_event ev = {.events = events};
-	int rc = set_reg(l, fd, fn, arg);
+	struct epoll_event ev = {.events = events | EPOLLONESHOT};
+	int rc = set_reg(l, fd, events, fn, arg);
 
 	if (rc)
 		return rc;
@@ -44,18 +47,49 @@ int h2_loop_add_fd(struct h2_loop *l, int fd, uint32_t events, h2_io_fn fn, void
 		l->registrations[fd] = NULL;
 		return rc;
 	}
+	l->registrations[fd]->armed = true;
 	return 0;
 }
 
 int h2_loop_mod_fd(struct h2_loop *l, int fd, uint32_t events, h2_io_fn fn, void *arg)
 {
-	struct epoll_event ev = {.events = events};
-	int rc = set_reg(l, fd, fn, arg);
+	struct epoll_event ev = {.events = events | EPOLLONESHOT};
+	int rc = set_reg(l, fd, events, fn, arg);
 
 	if (rc)
 		return rc;
 	ev.data.u64 = (uint64_t)fd + 1;
-	return epoll_ctl(l->epoll_fd, EPOLL_CTL_MOD, fd, &ev) < 0 ? -errno : 0;
+	if (epoll_ctl(l->epoll_fd, EPOLL_CTL_MOD, fd, &ev) < 0)
+		return -errno;
+	l->registrations[fd]->armed = true;
+	return 0;
+}
+
+void loop_rearm(struct h2_loop *l, int fd)
+{
+	struct fd_registration *r = fd < l->n_registrations ? l->registrations[fd] : NULL;
+	struct epoll_event ev;
+
+	if (!r || r->armed)
+		return;
+	ev.events = r->events | EPOLLONESHOT;
+	ev.data.u64 = (uint64_t)fd + 1;
+	if (epoll_ctl(l->epoll_fd, EPOLL_CTL_MOD, fd, &ev) == 0)
+		r->armed = true;
+}
+
+void loop_timer_fd_set(struct h2_loop *l, uint64_t at)
+{
+	struct itimerspec its = {{0, 0}, {0, 0}};
+
+	if (at != UINT64_MAX) {
+		its.it_value.tv_sec = (time_t)(at / 1000);
+		its.it_value.tv_nsec = (long)(at % 1000) * 1000000;
+		if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
+			its.it_value.tv_nsec = 1; /* zero would disarm it */
+	}
+	timerfd_settime(l->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+	l->timer_fd_at = at;
 }
 
 void h2_loop_del_fd(struct h2_loop *l, int fd)
@@ -94,8 +128,6 @@ void h2_timer_arm(struct h2_loop *l, struct h2_timer *t, uint64_t at_ms, h2_fn f
 	t->fn = fn;
 	t->arg = arg;
 	t->armed = true;
-	if (at_ms < l->sleep_until)
-		l->need_wake = true;
 	/* most timers are later than all others: search from the tail */
 	for (p = l->timers_tail; p && p->at > at_ms; p = p->prev)
 		;
@@ -109,4 +141,7 @@ void h2_timer_arm(struct h2_loop *l, struct h2_timer *t, uint64_t at_ms, h2_fn f
 		p->next = t;
 	else
 		l->timers = t;
+	/* a cancelled timer leaves timer_fd as it was: it fires early at worst */
+	if (at_ms < l->timer_fd_at)
+		loop_timer_fd_set(l, at_ms);
 }

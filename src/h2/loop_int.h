@@ -7,14 +7,22 @@
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "h2/loop.h"
 
+/* Every fd is watched with EPOLLONESHOT: the thread that polled its event runs the callback
+ * and re-arms it (armed false in between), so no other poller sees the same readiness. */
 struct fd_registration {
 	h2_io_fn fn;
 	void *arg;
 	int fd;
+	uint32_t events; /* EPOLLIN/EPOLLOUT bits wanted */
+	bool armed;      /* watched in the epoll set (false from its event until re-armed) */
 };
+
+/* Threads that may sleep in epoll_wait at once. */
+#define MAX_POLLERS 2
 
 struct job {
 	h2_fn fn;
@@ -34,6 +42,7 @@ struct h2_jobs {
 struct idle_thread {
 	sem_t wake;
 	struct idle_thread *next;
+	bool helper; /* woken to take queued jobs (counted in waking) */
 };
 
 struct loop_thread {
@@ -49,8 +58,10 @@ struct h2_loop {
 	struct h2_timer *timers_tail;
 	struct fd_registration **registrations; /* indexed by fd */
 	int n_registrations;
-	uint64_t sleep_until; /* the poller's wake-up while it sleeps; 0 when none sleeps */
-	bool need_wake;       /* a timer earlier than sleep_until was armed */
+	/* The timers' wake-up: a timerfd in the epoll set, set to the earliest timer or earlier
+	 * (then it fires early and is set again), so that no poller needs a timeout. */
+	int timer_fd;
+	uint64_t timer_fd_at; /* what timer_fd is set to (ms), UINT64_MAX when disarmed */
 
 	pthread_mutex_t mu;
 	struct idle_thread *idle_list;
@@ -64,9 +75,17 @@ struct h2_loop {
 	unsigned n_threads; /* live threads */
 	unsigned idle;      /* threads on idle_list */
 	unsigned target;    /* threads wanted: 1 once started, plus every group's limit */
-	bool started, polling, stop;
+	unsigned pollers;   /* threads polling (asleep in epoll_wait or running events) */
+	unsigned waking;    /* idle threads woken to take jobs, not yet running */
+	bool started, stop;
 	struct loop_thread *threads;
 	size_t n_slots;
 };
+
+/* Holding the loop, after the callback of fd's event: watches fd again unless the callback
+ * did (h2_loop_mod_fd) or removed it. */
+void loop_rearm(struct h2_loop *l, int fd);
+/* Holding the loop: sets timer_fd to fire at `at` (ms, CLOCK_MONOTONIC). */
+void loop_timer_fd_set(struct h2_loop *l, uint64_t at);
 
 #endif
