@@ -597,16 +597,24 @@ START_TEST(test_workqueue)
 	ck_assert_int_eq(workqueue_new(20, 80, &q), 0);
 	workqueue_add(q, "a", 0);
 	workqueue_add(q, "a", 0);
-	workqueue_add(q, "b", 50);
+	/* due in an hour: whatever the machine's load, b is not due while a is handled */
+	workqueue_add(q, "b", 3600000);
 	ck_assert_uint_eq(workqueue_len(q), 2);
 	ck_assert_int_eq(workqueue_get(q, 10, key, sizeof(key)), 1);
 	ck_assert_str_eq(key, "a");
 	ck_assert_int_eq(workqueue_get(q, 10, key, sizeof(key)), 0); /* b not due, a active */
 	ck_assert_int_eq(workqueue_done(q, "a", false), 20);
-	ck_assert_int_eq(workqueue_get(q, 200, key, sizeof(key)), 1);
-	ck_assert_int_eq(workqueue_done(q, key, false), !strcmp(key, "a") ? 40 : 20);
-	ck_assert_int_eq(workqueue_get(q, 200, key, sizeof(key)), 1);
+	ck_assert_int_eq(workqueue_get(q, 30000, key, sizeof(key)), 1); /* a after its backoff */
+	ck_assert_str_eq(key, "a");
+	ck_assert_int_eq(workqueue_done(q, "a", false), 40); /* the backoff doubles */
+	ck_assert_int_eq(workqueue_get(q, 30000, key, sizeof(key)), 1);
+	ck_assert_str_eq(key, "a");
+	workqueue_done(q, "a", true);
+	workqueue_add(q, "b", 0); /* an earlier add of a waiting key makes it due now */
+	ck_assert_int_eq(workqueue_get(q, 30000, key, sizeof(key)), 1);
+	ck_assert_str_eq(key, "b");
 	workqueue_done(q, key, true);
+	ck_assert_int_eq(workqueue_get(q, 10, key, sizeof(key)), 0);
 	workqueue_shutdown(q);
 	ck_assert_int_eq(workqueue_get(q, 10, key, sizeof(key)), -ESHUTDOWN);
 	workqueue_free(q);
