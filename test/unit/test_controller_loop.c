@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/time.h"
 #include "controller/loop.h"
 #include "controller/reconcile.h"
 #include "ctl_fixture.h"
@@ -18,12 +19,15 @@ static void msleep(int ms)
 	nanosleep(&ts, NULL);
 }
 
+/* How long a test waits for something the loop does soon: generous, because a loaded machine
+ * runs the loop's threads late (a test checks what happens, not how fast). */
+#define WAIT_MS 30000
+
 /* Polls until the condition of kind/name has the reason (or the object is gone when reason is
- * NULL), up to ms. */
-static bool wait_reason(const char *kind, const char *name, const char *type, const char *reason,
-                        int ms)
+ * NULL), up to WAIT_MS. */
+static bool wait_reason(const char *kind, const char *name, const char *type, const char *reason)
 {
-	for (int t = 0; t < ms; t += 20) {
+	for (int64_t t0 = time_mono_ms(); time_mono_ms() - t0 < WAIT_MS;) {
 		cJSON *o = fx_get(kind, name);
 		bool ok = reason ? o && !strcmp(cond_reason(o, type), reason) : !o;
 		cJSON_Delete(o);
@@ -85,15 +89,14 @@ START_TEST(test_restore_through_watch)
 	msleep(100);
 	fx_put("PillarAgent", NULL, "storage-1", NULL,
 	       "{\"external\":{\"address\":\"10.0.0.5\",\"port\":9500}}", NULL);
-	ck_assert(wait_reason("PillarAgent", "storage-1", "ExportsReady", "ExportsServing", 5000));
+	ck_assert(wait_reason("PillarAgent", "storage-1", "ExportsReady", "ExportsServing"));
 	cJSON *pa = fx_get("PillarAgent", "storage-1");
 	ck_assert_str_eq(cond_status(pa, "ExportsReady"), "True");
 	ck_assert_str_eq(cond_reason(pa, "Ready"), "AgentConnected");
 	cJSON_Delete(pa);
+	ck_assert(wait_reason("PillarVolumeState", "vol-a", "ExportReconciled", "Reconciled"));
 	ck_assert(
-	    wait_reason("PillarVolumeState", "vol-a", "ExportReconciled", "Reconciled", 2000));
-	ck_assert(wait_reason("PillarVolumeState", "vol-b", "ExportReconciled", "ExportSpecMissing",
-	                      2000));
+	    wait_reason("PillarVolumeState", "vol-b", "ExportReconciled", "ExportSpecMissing"));
 	msleep(500); /* later passes (status events) must not restore again */
 	ck_assert_uint_eq(fake_agent_count(fx_fa, "ReconcileState"), 1);
 	ck_assert(!fake_agent_restore_pending(fx_fa));
@@ -116,7 +119,7 @@ START_TEST(test_restore_through_watch)
 	ck_assert_int_eq(store_delete(fx_st, store_kind_lookup("PillarAgent"), NULL, "storage-1",
 	                              NULL, NULL, NULL),
 	                 0);
-	ck_assert(wait_reason("PillarAgent", "storage-1", "Ready", "DeletionBlocked", 3000));
+	ck_assert(wait_reason("PillarAgent", "storage-1", "Ready", "DeletionBlocked"));
 	cJSON *o = fx_get("PillarAgent", "storage-1");
 	ck_assert_str_eq(
 	    json_get_str(cond_get(cJSON_GetObjectItem(o, "status"), "Ready"), "message"),
@@ -128,7 +131,7 @@ START_TEST(test_restore_through_watch)
 	ck_assert_int_eq(store_delete(fx_st, store_kind_lookup("PillarVolumeState"), NULL, "vol-b",
 	                              NULL, NULL, NULL),
 	                 0);
-	ck_assert(wait_reason("PillarAgent", "storage-1", NULL, NULL, 3000));
+	ck_assert(wait_reason("PillarAgent", "storage-1", NULL, NULL));
 	controller_loop_stop(l);
 	ck_assert_ptr_null(fx_c.restore_kick);
 }
@@ -141,7 +144,7 @@ START_TEST(test_change_triggered_and_periodic_resync)
 	vol("vol-a", ready_status);
 	fake_agent_set_health(fx_fa, true, false, NULL, NULL);
 	struct controller_loop *l = start(3600000);
-	ck_assert(wait_reason("PillarAgent", "storage-1", "Ready", "AgentConnected", 3000));
+	ck_assert(wait_reason("PillarAgent", "storage-1", "Ready", "AgentConnected"));
 	quiesce();
 	/* the initial list does not resync each volume */
 	ck_assert_uint_eq(fake_agent_count(fx_fa, "ReconcileState"), 0);
@@ -154,8 +157,7 @@ START_TEST(test_change_triggered_and_periodic_resync)
 	             "\"SINGLE_NODE_WRITER\",\"readonly\":false,\"revoking\":false}]"));
 	ck_assert_int_eq(store_update_status(fx_st, o, NULL, NULL), 0);
 	cJSON_Delete(o);
-	ck_assert(
-	    wait_reason("PillarVolumeState", "vol-a", "ExportReconciled", "Reconciled", 3000));
+	ck_assert(wait_reason("PillarVolumeState", "vol-a", "ExportReconciled", "Reconciled"));
 	msleep(300);
 	ck_assert_uint_eq(fake_agent_count(fx_fa, "ReconcileState"), 1);
 	const struct fake_call *rc = NULL;
@@ -173,7 +175,8 @@ START_TEST(test_change_triggered_and_periodic_resync)
 	vol("vol-b", ready_status);
 	fake_agent_reset_log(fx_fa);
 	l = start(300);
-	for (int t = 0; t < 5000 && !fake_agent_count(fx_fa, "ReconcileState"); t += 20)
+	for (int64_t t0 = time_mono_ms();
+	     !fake_agent_count(fx_fa, "ReconcileState") && time_mono_ms() - t0 < WAIT_MS;)
 		msleep(20);
 	controller_loop_stop(l);
 	size_t n = fake_agent_ncalls(fx_fa), batches = 0;
@@ -197,7 +200,7 @@ START_TEST(test_restore_kick)
 	vol("vol-a", ready_status);
 	fake_agent_set_health(fx_fa, true, false, NULL, NULL);
 	struct controller_loop *l = start(3600000);
-	ck_assert(wait_reason("PillarAgent", "storage-1", "Ready", "AgentConnected", 3000));
+	ck_assert(wait_reason("PillarAgent", "storage-1", "Ready", "AgentConnected"));
 	quiesce();
 	fake_agent_reset_log(fx_fa);
 	/* the agent restarted: the next per-volume resync hits the gate and kicks the restore */
@@ -209,11 +212,11 @@ START_TEST(test_restore_kick)
 	cJSON_AddItemToObject(cJSON_GetObjectItem(o, "status"), "publishedNodes", fx_parse("[]"));
 	ck_assert_int_eq(store_update_status(fx_st, o, NULL, NULL), 0);
 	cJSON_Delete(o);
-	for (int t = 0; t < 3000 && fake_agent_restore_pending(fx_fa); t += 20)
+	for (int64_t t0 = time_mono_ms();
+	     fake_agent_restore_pending(fx_fa) && time_mono_ms() - t0 < WAIT_MS;)
 		msleep(20);
 	ck_assert(!fake_agent_restore_pending(fx_fa));
-	ck_assert(
-	    wait_reason("PillarVolumeState", "vol-a", "ExportReconciled", "Reconciled", 3000));
+	ck_assert(wait_reason("PillarVolumeState", "vol-a", "ExportReconciled", "Reconciled"));
 	controller_loop_stop(l);
 	ck_assert_msg(fake_agent_count(fx_fa, "ReconcileState") == 2, "%s", fake_agent_log(fx_fa));
 }
