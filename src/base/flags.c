@@ -16,13 +16,21 @@ static const struct flag_def common_defs[] = {
 };
 #define N_COMMON (sizeof(common_defs) / sizeof(common_defs[0]))
 
+/* How a flag is written: one dash before a one-letter name (-o, -f, -l: kubectl's shorthands),
+ * two before the others and before v (klog's --v). */
+static const char *dash(const char *name)
+{
+	return name[0] && !name[1] && strcmp(name, "v") ? "-" : "--";
+}
+
 static int accepted_list(char *buf, size_t cap, const struct flag_def *defs, size_t n)
 {
 	size_t len = 0;
 	buf[0] = '\0';
 	for (size_t i = 0; i < n + N_COMMON; i++) {
 		const struct flag_def *d = i < n ? &defs[i] : &common_defs[i - n];
-		int w = snprintf(buf + len, cap - len, "%s--%s", len ? ", " : "", d->name);
+		int w = snprintf(buf + len, cap - len, "%s%s%s", len ? ", " : "", dash(d->name),
+		                 d->name);
 		if (w < 0 || (size_t)w >= cap - len)
 			return -1;
 		len += (size_t)w;
@@ -106,8 +114,8 @@ static int set_value(const char *prog, const struct flag_def *d, const char *val
 		else if (strcmp(val, "false") == 0 || strcmp(val, "0") == 0)
 			b = false;
 		else
-			return err_set(e, -EINVAL, "%s: --%s takes true or false, not \"%s\"", prog,
-			               d->name, val);
+			return err_set(e, -EINVAL, "%s: %s%s takes true or false, not \"%s\"", prog,
+			               dash(d->name), d->name, val);
 		if (d->dst)
 			*(bool *)d->dst = b;
 		return 0;
@@ -118,8 +126,8 @@ static int set_value(const char *prog, const struct flag_def *d, const char *val
 		errno = 0;
 		long long v = strtoll(val, &end, 10);
 		if (errno || end == val || *end)
-			return err_set(e, -EINVAL, "%s: --%s takes an integer, not \"%s\"", prog,
-			               d->name, val);
+			return err_set(e, -EINVAL, "%s: %s%s takes an integer, not \"%s\"", prog,
+			               dash(d->name), d->name, val);
 		*(int64_t *)d->dst = (int64_t)v;
 		return 0;
 	}
@@ -127,8 +135,8 @@ static int set_value(const char *prog, const struct flag_def *d, const char *val
 		if (flags_parse_duration(val, (int64_t *)d->dst) < 0)
 			return err_set(
 			    e, -EINVAL,
-			    "%s: --%s takes a duration such as 5s, 1m30s or 500ms, not \"%s\"",
-			    prog, d->name, val);
+			    "%s: %s%s takes a duration such as 5s, 1m30s or 500ms, not \"%s\"",
+			    prog, dash(d->name), d->name, val);
 		return 0;
 	}
 	return -EINVAL;
@@ -182,8 +190,8 @@ static int parse(const char *prog, const struct flag_def *defs, size_t n, int ar
 			val = eq + 1;
 		} else if (d->type != FLAG_BOOL) {
 			if (i + 1 >= argc)
-				return err_set(e, -EINVAL, "%s: flag --%s needs a value", prog,
-				               d->name);
+				return err_set(e, -EINVAL, "%s: flag %s%s needs a value", prog,
+				               dash(d->name), d->name);
 			val = argv[++i];
 		}
 		if (d == &common_defs[0]) {
@@ -210,7 +218,8 @@ static int parse(const char *prog, const struct flag_def *defs, size_t n, int ar
 	log_set_verbosity((int)verbosity_flag);
 	for (size_t k = 0; k < n; k++)
 		if (defs[k].required && !seen[k])
-			return err_set(e, -EINVAL, "%s: flag --%s is required", prog, defs[k].name);
+			return err_set(e, -EINVAL, "%s: flag %s%s is required", prog,
+			               dash(defs[k].name), defs[k].name);
 	return FLAGS_OK;
 }
 
@@ -259,7 +268,8 @@ void flags_usage(FILE *out, const char *prog, const char *summary, const struct 
 	fprintf(out, "Usage: %s [flags]\n\n%s\n\nFlags:\n", prog, summary);
 	for (size_t k = 0; k < n + N_COMMON; k++) {
 		const struct flag_def *d = k < n ? &defs[k] : &common_defs[k - n];
-		fprintf(out, "  --%s%s\n        %s", d->name, kind[d->type], d->help);
+		fprintf(out, "  %s%s%s\n        %s", dash(d->name), d->name, kind[d->type],
+		        d->help);
 		if (d->required)
 			fprintf(out, " (required)");
 		print_default(out, d);

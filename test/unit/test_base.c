@@ -212,6 +212,43 @@ START_TEST(test_flags_mixed_positionals)
 }
 END_TEST
 
+/* A one-letter flag is named as it is typed (-o, kubectl's shorthand), never --o: in the list of
+ * accepted flags, in its errors and in the usage; klog's verbosity stays --v. */
+START_TEST(test_flags_short_names)
+{
+	const char *out = NULL, *store = NULL;
+	const struct flag_def defs[] = {
+	    {"o", FLAG_STRING, &out, "output", false},
+	    {"store", FLAG_STRING, &store, "store", true},
+	};
+	char *bogus[] = {"get", "-x"}, *novalue[] = {"get", "--store=kube", "-o"},
+	     *missing[] = {"get", "-o", "json"};
+	char *pos[4];
+	int npos = 0;
+	struct err e = {0};
+	ck_assert_int_eq(flags_parse_mixed("get", defs, 2, 2, bogus, pos, &npos, &e), -EINVAL);
+	ck_assert_str_eq(e.msg,
+	                 "get: unknown flag -x; accepted: -o, --store, --help, --version, --v");
+	npos = 0;
+	ck_assert_int_eq(flags_parse_mixed("get", defs, 2, 3, novalue, pos, &npos, &e), -EINVAL);
+	ck_assert_str_eq(e.msg, "get: flag -o needs a value");
+	npos = 0;
+	ck_assert_int_eq(flags_parse_mixed("get", defs, 2, 3, missing, pos, &npos, &e), -EINVAL);
+	ck_assert_str_eq(e.msg, "get: flag --store is required");
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	ck_assert_ptr_nonnull(f);
+	flags_usage(f, "get", "Gets.", defs, 2);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(text, "\n  -o string\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\n  --store string\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\n  --v int\n"));
+	ck_assert_ptr_null(strstr(text, "--o"));
+	free(text);
+}
+END_TEST
+
 START_TEST(test_flags_durations)
 {
 	int64_t ms;
@@ -979,6 +1016,7 @@ int main(void)
 	tcase_add_test(t, test_flags_required_and_verbosity);
 	tcase_add_test(t, test_flags_durations);
 	tcase_add_test(t, test_flags_mixed_positionals);
+	tcase_add_test(t, test_flags_short_names);
 	tcase_add_test(t, test_flags_usage_from_table);
 	suite_add_tcase(s, t);
 	t = tcase_create("file");
