@@ -7,6 +7,7 @@ reconcile it runs is a log line `"reconcile" key=...` and every one it refuses i
 `"reconcile skipped..."`.  Checks print PASS/FAIL; exit status 1 when any failed.
 Usage: leader.py PILLAR_BIN WORKDIR [RBAC_YAML...]  (with RBAC files the roles run with the tokens
 of the ServiceAccounts pillar-csi-controller and pillar-csi-node in namespace pillar-csi)."""
+import calendar
 import json
 import os
 import re
@@ -50,6 +51,14 @@ def apply(c, obj):
 def get_json(c, *args):
     rc, out = kubectl(c, "get", "-o", "json", *args)
     return json.loads(out) if rc == 0 else None
+
+
+def micro(stamp):
+    """Seconds since the epoch of a MicroTime (2006-01-02T15:04:05.000000Z); 0 when absent."""
+    if not stamp:
+        return 0.0
+    return calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")) + float(
+        "0" + stamp[19:].rstrip("Z"))
 
 
 def wait(pred, timeout, step=0.2):
@@ -154,11 +163,23 @@ def election(c, kc):
     transitions = (lease(c) or {}).get("leaseTransitions", 0)
 
     lead.p.send_signal(signal.SIGSTOP)
-    t0 = time.time()
-    got = wait(lambda: "successfully acquired lease" in other.text(), LEASE_S + 15)
-    took = time.time() - t0
-    check(got and took >= LEASE_S - RETRY_MS / 1000.0 - 0.3,
-          f"SIGSTOP of the leader: the other acquires after the lease duration ({took:.1f} s)")
+    # The other may take the Lease only once leaseDurationSeconds have passed since it saw the
+    # last renewal: both processes stamp the same clock, so its acquireTime is the stopped
+    # leader's last renewTime plus the lease duration, however late either ran, less at most the
+    # time the other's read of that renewal took (allowed for: one retry period).
+    last = {}
+
+    def acquired():
+        s = lease(c) or {}
+        if s.get("holderIdentity", "").startswith(lead.name + "_"):
+            last["renew"] = s.get("renewTime")
+        return "successfully acquired lease" in other.text()
+    got = wait(acquired, LEASE_S + 60)
+    s = lease(c) or {}
+    waited = micro(s.get("acquireTime")) - micro(last.get("renew"))
+    check(got and "renew" in last and waited >= LEASE_S - RETRY_MS / 1000.0,
+          f"SIGSTOP of the leader: the other acquires after the lease duration ({waited:.3f} s "
+          "from the last renewal)", (last, s))
     check(holder(c).startswith(other.name + "_"), "the Lease names the new holder", holder(c))
     check((lease(c) or {}).get("leaseTransitions") == transitions + 1, "leaseTransitions + 1",
           lease(c))
@@ -182,9 +203,12 @@ def election(c, kc):
     s = lease(c) or {}
     check(s.get("holderIdentity", "x") == "" or holder(c).startswith(lead.name + "_"),
           "SIGTERM: the leader released the Lease (holder \"\")", s)
-    got = wait(lambda: holder(c).startswith(lead.name + "_"), LEASE_S + 10)
-    took = time.time() - t0
-    check(got and took < LEASE_S, f"after the release the other acquires at once ({took:.1f} s)")
+    # from the release (its renewTime; the SIGTERM when the other took it before this read)
+    released = micro(s.get("renewTime")) if s.get("holderIdentity", "x") == "" else t0
+    got = wait(lambda: holder(c).startswith(lead.name + "_"), LEASE_S + 30)
+    took = micro((lease(c) or {}).get("acquireTime")) - released
+    check(got and took < LEASE_S,
+          f"after the release the other acquires at once ({took:.3f} s from the release)")
     check(wait(lambda: reconciles(lead.text(mark)), 10), "and reconciles again")
     return lead
 
