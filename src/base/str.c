@@ -1,6 +1,7 @@
 /* str — bounded string copy and the check of a string's bytes. */
 #include "base/str.h"
 
+#include <stdio.h>
 #include <string.h>
 
 bool str_copy(char *dst, size_t cap, const char *src)
@@ -72,4 +73,42 @@ bool str_has_control(const char *s)
 		if (*p < 0x20 || *p == 0x7f)
 			return true;
 	return false;
+}
+
+const char *str_quote(char *buf, size_t cap, const char *s, size_t max)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t len = 0, n = 0;
+	char esc[5];
+	if (cap < 6) {
+		if (cap)
+			buf[0] = '\0';
+		return buf;
+	}
+	buf[len++] = '"';
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && n < max;
+	     p++, n++) {
+		const char *e = esc;
+		if (*p == '"' || *p == '\\')
+			esc[0] = '\\', esc[1] = (char)*p, esc[2] = 0;
+		else if (*p == '\n' || *p == '\t' || *p == '\r')
+			esc[0] = '\\',
+			esc[1] = *p == '\n'   ? 'n'
+			         : *p == '\t' ? 't'
+			                      : 'r',
+			esc[2] = 0;
+		else if (*p < 0x20 || *p >= 0x7f)
+			esc[0] = '\\', esc[1] = 'x', esc[2] = hex[*p >> 4], esc[3] = hex[*p & 15],
+			esc[4] = 0;
+		else
+			esc[0] = (char)*p, esc[1] = 0;
+		size_t w = strlen(e);
+		if (len + w + 5 > cap)
+			break; /* room for the closing quote, "..." and the NUL */
+		memcpy(buf + len, e, w);
+		len += w;
+	}
+	bool cut = s && s[n];
+	snprintf(buf + len, cap - len, "\"%s", cut ? "..." : "");
+	return buf;
 }

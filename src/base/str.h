@@ -37,4 +37,11 @@ const char *str_fault_text(enum str_fault f);
  * them).  false for NULL. */
 bool str_has_control(const char *s);
 
+/* s in double quotes as Go's %q writes ASCII (\" \\ \n \t \r, \xNN for any other byte below
+ * 0x20 or from 0x7f), at most max bytes of s, into buf of cap bytes; "..." after the closing
+ * quote when s was cut (to max or to fit): text from a command line or a request that a message
+ * echoes, so that a control byte never reaches a terminal or a log raw.  Returns buf; "\"\"" for
+ * NULL, "" when cap is below 6. */
+const char *str_quote(char *buf, size_t cap, const char *s, size_t max);
+
 #endif

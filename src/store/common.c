@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "base/log.h"
+#include "base/str.h"
 #include "rules/keys.h"
 #include "rules/volid.h"
 #include "store/store.h"
@@ -98,21 +99,21 @@ const char *store_reason(int code)
 
 int store_validate_name(const char *what, const char *name, struct err *e)
 {
+	char q[1100]; /* the name as the message echoes it: no raw control byte */
 	switch (rules_objname_check(name)) {
 	case RULES_OBJNAME_OK: return 0;
 	case RULES_OBJNAME_EMPTY: return err_set(e, STORE_INVALID, "%s: name is required", what);
 	case RULES_OBJNAME_TOO_LONG:
-		return err_set(e, STORE_INVALID,
-		               "%s \"%.40s...\": name is longer than 253 characters", what, name);
+		return err_set(e, STORE_INVALID, "%s %s: name is longer than 253 characters", what,
+		               str_quote(q, sizeof(q), name, 40));
 	case RULES_OBJNAME_BAD_CHAR:
-		return err_set(
-		    e, STORE_INVALID,
-		    "%s \"%s\": a name must consist of lower case alphanumeric characters, "
-		    "'-' or '.', and must start and end with an alphanumeric character",
-		    what, name);
+		return err_set(e, STORE_INVALID,
+		               "%s %s: a name must consist of lower case alphanumeric characters, "
+		               "'-' or '.', and must start and end with an alphanumeric character",
+		               what, str_quote(q, sizeof(q), name, 253));
 	case RULES_OBJNAME_DOT_DOT:
-		return err_set(e, STORE_INVALID, "%s \"%s\": a name must not contain \"..\"", what,
-		               name);
+		return err_set(e, STORE_INVALID, "%s %s: a name must not contain \"..\"", what,
+		               str_quote(q, sizeof(q), name, 253));
 	}
 	return STORE_INVALID;
 }

@@ -221,6 +221,36 @@ START_TEST(test_modprobe_always_exits_zero)
 }
 END_TEST
 
+/* An AGENT name given on the command line is echoed escaped: a control byte (here ESC, which a
+ * terminal would act on) and a C1 byte never reach the output raw. */
+START_TEST(test_outage_commands_escape_the_agent_name)
+{
+	char d[256], store[300];
+	struct exec_result r;
+	snprintf(d, sizeof(d), "%s", tu_mkdtemp());
+	snprintf(store, sizeof(store), "--store=dir:%s", d);
+	const char *plan[] = {bin(), "outage-plan", "ag\x1b[2Jent", store, NULL};
+	const char *status[] = {bin(), "outage-status",
+	                        "ag\x07"
+	                        "ent\xc2\x9b",
+	                        store, NULL};
+	const char *plugin[] = {bin(), "kubectl-pillar", "outage-plan", "x\ty", store, NULL};
+	ck_assert_int_eq(run(&r, plan), 1);
+	ck_assert_str_eq(r.err,
+	                 "Error from server (Invalid): PillarAgent \"ag\\x1b[2Jent\": a name "
+	                 "must consist of lower case alphanumeric characters, '-' or '.', "
+	                 "and must start and end with an alphanumeric character\n");
+	exec_result_free(&r);
+	ck_assert_int_eq(run(&r, status), 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "PillarAgent \"ag\\x07ent\\xc2\\x9b\": a name"));
+	exec_result_free(&r);
+	ck_assert_int_eq(run(&r, plugin), 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "PillarAgent \"x\\ty\": a name"));
+	exec_result_free(&r);
+	tu_rmtree(d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("applets");
@@ -232,6 +262,7 @@ int main(void)
 	tcase_add_test(t, test_binary_by_symlink);
 	tcase_add_test(t, test_binary_version_json);
 	tcase_add_test(t, test_modprobe_always_exits_zero);
+	tcase_add_test(t, test_outage_commands_escape_the_agent_name);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }

@@ -249,6 +249,19 @@ START_TEST(test_flags_short_names)
 }
 END_TEST
 
+START_TEST(test_str_quote)
+{
+	char b[64];
+	ck_assert_str_eq(str_quote(b, sizeof(b), "vol-1", 63), "\"vol-1\"");
+	ck_assert_str_eq(str_quote(b, sizeof(b), "a\x1b[2J\"\\\n\t\r\x7f\xff", 63),
+	                 "\"a\\x1b[2J\\\"\\\\\\n\\t\\r\\x7f\\xff\"");
+	ck_assert_str_eq(str_quote(b, sizeof(b), "abcdef", 3), "\"abc\"...");
+	ck_assert_str_eq(str_quote(b, sizeof(b), NULL, 3), "\"\"");
+	ck_assert_str_eq(str_quote(b, 12, "\x01\x02", 63), "\"\\x01\"..."); /* cut to fit */
+	ck_assert_str_eq(str_quote(b, 5, "x", 63), "");
+}
+END_TEST
+
 START_TEST(test_flags_durations)
 {
 	int64_t ms;
@@ -1017,6 +1030,7 @@ int main(void)
 	tcase_add_test(t, test_flags_durations);
 	tcase_add_test(t, test_flags_mixed_positionals);
 	tcase_add_test(t, test_flags_short_names);
+	tcase_add_test(t, test_str_quote);
 	tcase_add_test(t, test_flags_usage_from_table);
 	suite_add_tcase(s, t);
 	t = tcase_create("file");
