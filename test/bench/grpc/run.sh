@@ -18,8 +18,11 @@
 # For each: p50 latency, requests/s, and the server's CPU time per call (utime+stime from
 # /proc/<pid>/stat around the run; for `client`, the C++ server's under either client).  The raw unix-socket
 # ping-pong floor (pingpong.c: one read and one write a side, no protocol) is measured in every
-# round too, and p50 at 1 in flight is given as a multiple of it.  Then one run per server under
-# `strace -c -f` counts syscalls (and futex calls) per call.  The load average is printed with
+# round too, and p50 at 1 in flight is given as a multiple of it.  Each row ends with its goals
+# (issue 30) met or NOT met: p50 at 1 in flight ≤ 0.7× C++ in every round and ≤ 3× the floor;
+# at 16 in flight req/s ≥ 1.3× C++ and server CPU per call ≤ 0.8× (medians).  Then BENCH_ROUNDS
+# alternating runs per server count syscalls (and futex calls) per call with perf stat (strace
+# -c -f without perf), goal: no more than the C++ server.  The load average is printed with
 # every round.
 # Peers are built here into $BUILD/grpc-test (ours -O2 from the library sources; C++ from
 # cpp_peer.cc with Debian's libgrpc++).  Env: BUILD, PILLAR_BIN (default $BUILD/pillar-csi);
@@ -169,11 +172,19 @@ done
 stat_of() { sort -g -k"$2" "$1" | awk -v c="$2" '{ v[NR] = $c } END {
 	m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
 	printf "%g (%g–%g)", m, v[1], v[NR] }'; }
-# per-round ratios ours/C++ of column COL: median (min–max)
-ratio_of() { paste -d' ' "$1" "$2" | awk -v c="$3" '{ print ($(c + 4) > 0 ? $c / $(c + 4) : 0) }' |
-	sort -g | awk '{ v[NR] = $1 } END {
+# per-round ratios ours/C++ of column COL, one a line, sorted
+ratios() { paste -d' ' "$1" "$2" | awk -v c="$3" '{ print ($(c + 4) > 0 ? $c / $(c + 4) : 0) }' | sort -g; }
+# median (min–max) of numbers on stdin
+median_spread() { awk '{ v[NR] = $1 } END {
 	m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
 	printf "%.2f× (%.2f–%.2f)", m, v[1], v[NR] }'; }
+ratio_of() { ratios "$1" "$2" "$3" | median_spread; }
+# "met" or "NOT met": VALUE OP GOAL (OP is le or ge)
+verdict() { awk -v v="$1" -v g="$3" -v op="$2" 'BEGIN { ok = op == "le" ? v <= g : v >= g; print ok ? "met" : "NOT met" }'; }
+# the median / the largest of the per-round ratios
+ratio_median() { ratios "$1" "$2" "$3" | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ratio_max() { ratios "$1" "$2" "$3" | tail -n 1; }
+median_col() { sort -g -k"$2" "$1" | awk -v c="$2" '{ v[NR] = $c } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 floor_p50=$(sort -g -k1 "$R/res.floor" | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
 echo
 echo "unix-socket ping-pong floor (${SIZE} B each way): p50 $(stat_of "$R/res.floor" 1) us, $(stat_of "$R/res.floor" 2) round trips/s"
@@ -189,35 +200,74 @@ for pair in $PAIRS; do
 			echo "  server CPU us/call  ours $(stat_of "$o" 3)  C++ $(stat_of "$p" 3)  ratio $(ratio_of "$o" "$p" 3)"
 		fi
 		if [ "$c" = 1 ]; then
-			echo "  p50 / floor ours $(sort -g -k1 "$o" | awk -v f="$floor_p50" '{ v[NR] = $1 } END { printf "%.1f×", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / f }')  C++ $(sort -g -k1 "$p" | awk -v f="$floor_p50" '{ v[NR] = $1 } END { printf "%.1f×", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / f }')"
+			of=$(awk -v a="$(median_col "$o" 1)" -v f="$floor_p50" 'BEGIN { printf "%.2f", a / f }')
+			pf=$(awk -v a="$(median_col "$p" 1)" -v f="$floor_p50" 'BEGIN { printf "%.2f", a / f }')
+			echo "  p50 / floor ours ${of}×  C++ ${pf}×"
+			[ "$pair" = client ] && continue
+			echo "  goal p50 ratio ≤ 0.7× in every round: $(verdict "$(ratio_max "$o" "$p" 1)" le 0.7)"
+			echo "  goal p50 ≤ 3× the floor: $(verdict "$of" le 3)"
+		elif [ "$pair" != client ]; then
+			echo "  goal req/s ratio ≥ 1.3×: $(verdict "$(ratio_median "$o" "$p" 2)" ge 1.3)"
+			echo "  goal server CPU per call ratio ≤ 0.8×: $(verdict "$(ratio_median "$o" "$p" 3)" le 0.8)"
 		fi
 	done
 done
 
 [ "${BENCH_STRACE:-1}" = 0 ] && exit 0
-command -v strace > /dev/null || { echo "syscalls per call: strace not installed, skipped"; exit 0; }
-# syscalls (and futex calls) per call of one server process: strace -c -f during one run
-count() { # PID CLIENT... -> "total futex"
+# syscalls (and futex calls) per call of one server process during one run: perf stat's syscall
+# tracepoints where perf can read them (it barely slows the server), else strace -c -f (which
+# does, and so shifts work between threads)
+if perf stat -e raw_syscalls:sys_enter -- true > /dev/null 2>&1; then
+	COUNTER=perf
+elif command -v strace > /dev/null; then
+	COUNTER=strace
+else
+	echo "syscalls per call: neither perf nor strace can count, skipped"
+	exit 0
+fi
+count() { # PID CLIENT... -> appends "total futex load" to $OUT
 	spid=$1
 	shift
-	strace -c -f -p "$spid" -o "$R/strace.out" 2> /dev/null &
+	if [ "$COUNTER" = perf ]; then
+		perf stat -x, -e raw_syscalls:sys_enter,syscalls:sys_enter_futex -p "$spid" \
+			-o "$R/count.out" &
+	else
+		strace -c -f -p "$spid" -o "$R/count.out" 2> /dev/null &
+	fi
 	st=$!
 	sleep 0.5
 	"$@" > /dev/null
 	kill -INT $st
 	wait $st 2> /dev/null || true
-	awk -v n="$N" '$NF == "total" { t = $4 } $NF == "futex" { f = $4 }
-		END { printf "%.1f (futex %.1f)", t / n, f / n }' "$R/strace.out"
+	if [ "$COUNTER" = perf ]; then
+		awk -F, -v n="$N" -v l="$(load)" '$3 == "raw_syscalls:sys_enter" { t = $1 }
+			$3 == "syscalls:sys_enter_futex" { f = $1 } END { printf "%.2f %.2f %s\n", t / n, f / n, l }' \
+			"$R/count.out" >> "$OUT"
+	else
+		awk -v n="$N" -v l="$(load)" '$NF == "total" { t = $4 } $NF == "futex" { f = $4 }
+			END { printf "%.2f %.2f %s\n", t / n, f / n, l }' "$R/count.out" >> "$OUT"
+	fi
 }
 echo
-echo "syscalls per call on the server (strace -c -f, one run of $N calls each, load $(load)):"
+echo "syscalls per call on the server ($COUNTER, $ROUNDS alternating rounds of $N calls each):"
+rm -f "$R"/sys.*
+for round in $(seq 1 "$ROUNDS"); do
+	for pair in $PAIRS; do
+		case $pair in echo-tcp | client) continue ;; esac
+		for c in 1 16; do
+			for who in ours cpp; do
+				OUT=$R/sys.$pair.$c.$who
+				# shellcheck disable=SC2046
+				count "$(server_pid $who $pair)" $(client_cmd $who $pair $c)
+			done
+		done
+	done
+done
 for pair in $PAIRS; do
 	case $pair in echo-tcp | client) continue ;; esac
 	for c in 1 16; do
-		# shellcheck disable=SC2046
-		o=$(count "$(server_pid ours $pair)" $(client_cmd ours $pair $c))
-		# shellcheck disable=SC2046
-		p=$(count "$(server_pid cpp $pair)" $(client_cmd cpp $pair $c))
-		echo "  $pair c=$c: ours $o  C++ $p"
+		o=$R/sys.$pair.$c.ours p=$R/sys.$pair.$c.cpp
+		echo "  $pair c=$c (load $(stat_of "$o" 3)): ours $(stat_of "$o" 1) (futex $(stat_of "$o" 2))  C++ $(stat_of "$p" 1) (futex $(stat_of "$p" 2))"
+		echo "    goal no more syscalls per call than C++: $(verdict "$(median_col "$o" 1)" le "$(median_col "$p" 1)")"
 	done
 done
