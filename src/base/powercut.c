@@ -6,8 +6,10 @@
  * and not fsynced since is copied empty (its name is durable, its data is not).  The test
  * replaces each directory by that copy (or by its own copy taken before the process started)
  * to drop what was not yet durable: renames and creates not followed by an fsync of their
- * directory, and data not fsynced.  The control file holds "N ROUND": when ROUND changes, the
- * fsyncs are counted anew, and the process kills itself just before the N-th. */
+ * directory, and data not fsynced.  An fsync of a file whose name is in its directory's copy
+ * puts the file's data into that copy (the data of a durable name is durable after its fsync).
+ * The control file holds "N ROUND": when ROUND changes, the fsyncs are counted anew, and the
+ * process kills itself just before the N-th. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -163,15 +165,46 @@ static void before_fsync(const char *path)
 	pthread_mutex_unlock(&cut.mu);
 }
 
+/* The fsync of file path made its data durable under every name that already was durable: the
+ * copy of path in its directory's durable copy, if there is one, takes that data. */
+static void keep_file(int fd, const char *path)
+{
+	char dest[PATH_MAX * 2], tmp[PATH_MAX * 2 + 8];
+	const char *slash = strrchr(path, '/');
+	if (!slash || slash == path)
+		return;
+	int k = snprintf(dest, sizeof(dest), "%s.durable/", cut.control);
+	for (const char *p = path; p < slash && k < (int)sizeof(dest) - 1; p++)
+		dest[k++] = *p == '/' ? '!' : *p;
+	dest[k] = '\0';
+	snprintf(dest + k, sizeof(dest) - (size_t)k, "%s", slash);
+	if (access(dest, F_OK) != 0)
+		return; /* the name is not durable: the file stays lost */
+	snprintf(tmp, sizeof(tmp), "/proc/self/fd/%d", fd); /* fd may be write-only */
+	int in = open(tmp, O_RDONLY | O_CLOEXEC);
+	snprintf(tmp, sizeof(tmp), "%s.new", dest);
+	int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	char buf[65536];
+	ssize_t n;
+	while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			abort();
+	if (in < 0 || out < 0 || close(out) < 0 || rename(tmp, dest) < 0)
+		abort(); /* a test's fault point: an unknown state is no result */
+	close(in);
+}
+
 static void after_fsync(int fd, const char *path)
 {
 	struct stat st;
 	pthread_mutex_lock(&cut.mu);
 	if (fstat(fd, &st) == 0) {
-		if (S_ISDIR(st.st_mode))
+		if (S_ISDIR(st.st_mode)) {
 			keep_directory(path);
-		else
+		} else {
 			remember(&st);
+			keep_file(fd, path);
+		}
 	}
 	pthread_mutex_unlock(&cut.mu);
 }
