@@ -100,6 +100,12 @@ void dhchap_record(struct ctl *c, const char *agent, bool whole, const struct dh
  * MODEL_DHCHAP_ANN_INSTALLED = that generation and deletes the node's older Secrets.  0 or
  * the store's error (the next pass tries again). */
 int dhchap_confirm(struct ctl *c, struct err *e);
+/* With --dhchap, once this process made a whole pass of the agent: its records into the
+ * PillarAgent's status.dhchap (what each node's keys are there, by generation; sorted by node),
+ * written with the agent's status.  A restarted controller's dhchap_confirm reads them for an
+ * agent it has not passed yet; an agent with neither holds every confirmation back.  0 or
+ * -ENOMEM. */
+int dhchap_status_fill(struct ctl *c, struct model_pa *pa);
 /* Frees the records (ctl_fini). */
 void dhchap_records_free(struct ctl *c);
 

@@ -11,6 +11,10 @@
 #include "controller/dhchap.h"
 #include "kube/client.h"
 
+/* A record of node "" marks an agent whose records are complete: a whole pass since this
+ * controller started, or its PillarAgent's status.dhchap read at start. */
+#define COMPLETE ""
+
 struct dhchap_record {
 	char agent[254];
 	char node[MODEL_DHCHAP_NODE_MAX + 1];
@@ -47,6 +51,49 @@ static void record_set(struct ctl *c, const char *agent, const char *node, uint6
 		r->generation = generation;
 }
 
+static int status_fill(struct ctl *c, const char *agent, struct model_pa_dhchap *d)
+{
+	int r = 0;
+	model_pa_dhchap_clear(d);
+	for (size_t i = 0; i < c->n_dh_records && r == 0; i++) {
+		const struct dhchap_record *x = &c->dh_records[i];
+		if (strcmp(x->agent, agent) || !strcmp(x->node, COMPLETE))
+			continue;
+		void *v = realloc(d->installed, (d->n_installed + 1) * sizeof(*d->installed));
+		if (!v) {
+			r = -ENOMEM;
+			break;
+		}
+		d->installed = v;
+		size_t at = d->n_installed;
+		while (at > 0 && strcmp(d->installed[at - 1].node, x->node) > 0) {
+			d->installed[at] = d->installed[at - 1];
+			at--;
+		}
+		memset(&d->installed[at], 0, sizeof(d->installed[at]));
+		d->n_installed++;
+		d->installed[at].has_generation = true;
+		d->installed[at].generation = (int64_t)x->generation;
+		if (!(d->installed[at].node = strdup(x->node)))
+			r = -ENOMEM;
+	}
+	return r;
+}
+
+int dhchap_status_fill(struct ctl *c, struct model_pa *pa)
+{
+	int r = 0;
+	if (!c->dhchap_enabled || !pa->meta.name)
+		return 0;
+	pthread_mutex_lock(&c->memo_mu);
+	if (record_find(c, pa->meta.name, COMPLETE)) {
+		pa->status.has_dhchap = true;
+		r = status_fill(c, pa->meta.name, &pa->status.dhchap);
+	}
+	pthread_mutex_unlock(&c->memo_mu);
+	return r;
+}
+
 void dhchap_record(struct ctl *c, const char *agent, bool whole, const struct dhchap_pass *p,
                    const bool *item_ok, size_t n_items)
 {
@@ -57,6 +104,7 @@ void dhchap_record(struct ctl *c, const char *agent, bool whole, const struct dh
 			if (strcmp(c->dh_records[i].agent, agent))
 				c->dh_records[w++] = c->dh_records[i];
 		c->n_dh_records = w;
+		record_set(c, agent, COMPLETE, 0, true);
 	}
 	for (size_t i = 0; i < p->n; i++) {
 		const struct dhchap_sent *s = &p->v[i];
@@ -76,14 +124,47 @@ void dhchap_records_free(struct ctl *c)
 	c->n_dh_records = 0;
 }
 
-/* Every agent that admits node holds generation (none admitting it counts as all). */
-static bool installed_everywhere(struct ctl *c, const char *node, uint64_t generation)
+/* Every existing agent that admits node holds generation (none admitting it counts as all). */
+static bool installed_everywhere(struct ctl *c, const struct model_pa *agents, size_t n_agents,
+                                 const char *node, uint64_t generation)
 {
 	bool all = true;
 	pthread_mutex_lock(&c->memo_mu);
-	for (size_t i = 0; i < c->n_dh_records && all; i++)
-		if (!strcmp(c->dh_records[i].node, node))
-			all = c->dh_records[i].generation == generation;
+	for (size_t i = 0; i < c->n_dh_records && all; i++) {
+		const struct dhchap_record *x = &c->dh_records[i];
+		bool exists = false;
+		for (size_t j = 0; j < n_agents && !exists; j++)
+			exists = agents[j].meta.name && !strcmp(agents[j].meta.name, x->agent);
+		if (exists && !strcmp(x->node, node))
+			all = x->generation == generation;
+	}
+	pthread_mutex_unlock(&c->memo_mu);
+	return all;
+}
+
+/* Whether every agent's records are complete; an agent without records of this process takes
+ * those of its status.dhchap (written by an earlier controller) when there are. */
+static bool records_complete(struct ctl *c, const struct model_pa *agents, size_t n_agents)
+{
+	bool all = true;
+	pthread_mutex_lock(&c->memo_mu);
+	for (size_t i = 0; i < n_agents; i++) {
+		const struct model_pa *pa = &agents[i];
+		if (!pa->meta.name || record_find(c, pa->meta.name, COMPLETE))
+			continue;
+		if (!pa->status.has_dhchap) {
+			all = false; /* held back until the agent's first whole pass */
+			continue;
+		}
+		record_set(c, pa->meta.name, COMPLETE, 0, true);
+		for (size_t j = 0; j < pa->status.dhchap.n_installed; j++) {
+			const struct model_pa_dhchap_node *d = &pa->status.dhchap.installed[j];
+			if (d->node && *d->node && d->generation >= 0 &&
+			    !record_find(c, pa->meta.name, d->node)) /* this process's is newer */
+				record_set(c, pa->meta.name, d->node, (uint64_t)d->generation,
+				           true);
+		}
+	}
 	pthread_mutex_unlock(&c->memo_mu);
 	return all;
 }
@@ -154,18 +235,30 @@ int dhchap_confirm(struct ctl *c, struct err *e)
 {
 	struct dhchap_set set = {0};
 	struct grpc_status gs = {0};
+	struct model_pa *agents = NULL;
+	size_t n_agents = 0;
 	int r = 0;
 	if (!c->dhchap_enabled) /* no Secret is read (nor may be: the chart grants nothing) */
 		return 0;
-	if (dhchap_set_load(c, &set, &gs) != GRPC_OK)
+	if ((r = model_list(c->st, &model_pa_kind, NULL, NULL, (void **)&agents, &n_agents, NULL,
+	                    e)) < 0)
+		return r;
+	if (!records_complete(c, agents, n_agents)) {
+		model_list_free(&model_pa_kind, agents, n_agents);
+		return 0;
+	}
+	if (dhchap_set_load(c, &set, &gs) != GRPC_OK) {
+		model_list_free(&model_pa_kind, agents, n_agents);
 		return err_set(e, -EIO, "%s", gs.msg);
+	}
 	for (size_t i = 0; i < set.n && r == 0; i++) {
 		const struct model_dhchap_keys *k = &set.keys[i];
-		if (!installed_everywhere(c, k->node, k->generation))
+		if (!installed_everywhere(c, agents, n_agents, k->node, k->generation))
 			continue;
 		if ((r = annotate(c, k->node, k->generation, e)) == 0)
 			forget_older(c, &set, k->node, k->generation);
 	}
 	dhchap_set_free(&set);
+	model_list_free(&model_pa_kind, agents, n_agents);
 	return r;
 }

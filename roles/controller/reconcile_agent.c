@@ -8,6 +8,7 @@
 
 #include "base/log.h"
 #include "controller/agents.h"
+#include "controller/dhchap.h"
 #include "controller/reconcile.h"
 #include "controller/reconcile_batch.h"
 #include "kube/client.h"
@@ -337,6 +338,8 @@ static void dial(struct agent_pass *p)
 static int write_status(struct agent_pass *p, struct err *e)
 {
 	uint64_t rv = model_meta_rv(&p->pa.meta);
+	if (dhchap_status_fill(p->c, &p->pa) < 0)
+		return err_set(e, -ENOMEM, "out of memory");
 	ctl_own_begin(p->c, p->name);
 	int r = reconcile_write_status(p->c, &model_pa_kind, &p->pa, p->before, e);
 	bool wrote = r == 0 && model_meta_rv(&p->pa.meta) != rv; /* its event is ours */

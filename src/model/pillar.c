@@ -60,6 +60,27 @@ static const struct model_field pa_pool_fields[] = {
 #undef T
 static MODEL_TYPE(pa_pool_type, struct model_pa_pool, pa_pool_fields);
 
+#define T struct model_pa_dhchap_node
+static const struct model_field pa_dhchap_node_fields[] = {
+    MODEL_F_STR("node", node),
+    MODEL_F_INT("generation", generation),
+};
+#undef T
+static MODEL_TYPE(pa_dhchap_node_type, struct model_pa_dhchap_node, pa_dhchap_node_fields);
+
+#define T struct model_pa_dhchap
+static const struct model_field pa_dhchap_fields[] = {
+    MODEL_F_LIST("installed", installed, n_installed, &pa_dhchap_node_type),
+};
+#undef T
+static MODEL_TYPE(pa_dhchap_type, struct model_pa_dhchap, pa_dhchap_fields);
+
+void model_pa_dhchap_clear(struct model_pa_dhchap *d)
+{
+	model_type_clear(&pa_dhchap_type, d);
+	memset(d, 0, sizeof(*d));
+}
+
 #define T __typeof__(((struct model_pa *)0)->status)
 static const struct model_field pa_status_fields[] = {
     MODEL_F_STR("resolvedAddress", resolved_address),
@@ -70,6 +91,7 @@ static const struct model_field pa_status_fields[] = {
     MODEL_F_INT("publishedVolumes", published_volumes),
     MODEL_F_INT("connectedHosts", connected_hosts),
     MODEL_F_INT("outageBudgetSeconds", outage_budget_seconds),
+    MODEL_F_OBJ_HAS("dhchap", dhchap, &pa_dhchap_type),
     MODEL_F_CONDS("conditions", conditions),
 };
 #undef T

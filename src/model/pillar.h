@@ -152,6 +152,22 @@ struct model_pa_caps {
 	bool has_nvme_target_auth, nvme_target_auth;
 };
 
+/* Which generation of a worker's DH-HMAC-CHAP keys the agent's host entries hold, as the
+ * controller last sent them (docs/authentication.md "Keys": confirmation).  Not secret. */
+struct model_pa_dhchap_node {
+	void *rest;
+	char *node;
+	bool has_generation;
+	int64_t generation; /* 0: meant to admit the node, holds no keys of it */
+};
+struct model_pa_dhchap {
+	void *rest;
+	size_t n_installed;
+	struct model_pa_dhchap_node *installed;
+};
+/* Frees d's members and zeroes it. */
+void model_pa_dhchap_clear(struct model_pa_dhchap *d);
+
 struct model_pa {
 	void *rest;
 	struct model_meta meta;
@@ -172,6 +188,9 @@ struct model_pa {
 		bool has_volumes, has_published_volumes, has_connected_hosts,
 		    has_outage_budget_seconds;
 		int64_t volumes, published_volumes, connected_hosts, outage_budget_seconds;
+		/* present once the controller made a whole pass of the agent with --dhchap */
+		bool has_dhchap;
+		struct model_pa_dhchap dhchap;
 		struct model_conds conditions;
 	} status;
 };

@@ -300,9 +300,10 @@ START_TEST(test_rotation_confirmed)
 	put_secret("node-b", NQNB, 9, KEY2, NULL);
 	ck_assert_msg(fx_publish(VID, "node-a", SNW, false, &gs) == 0, "%s", gs.msg);
 	ck_assert_int_eq(dhchap_confirm(&fx_c, &e), 0);
-	ck_assert_str_eq(installed("node-b"), "9"); /* admitted nowhere */
+	ck_assert_str_eq(installed("node-b"), "-"); /* storage-1 not passed yet: unknown */
 	ck_assert_int_eq(reconcile_agent_resync(&fx_c, "storage-1", &e), 0);
 	ck_assert_str_eq(installed("node-a"), "5");
+	ck_assert_str_eq(installed("node-b"), "9"); /* admitted nowhere */
 	/* the worker rotates: generation 6 */
 	put_secret("node-a", NQNA, 6, KEY2, NULL);
 	fake_agent_item_error(fx_fa, "tank/pvc-1", "INTERNAL: configfs write failed");
@@ -322,6 +323,69 @@ START_TEST(test_rotation_confirmed)
 }
 END_TEST
 
+/* What PillarAgent storage-1's status.dhchap says (node=generation, ...), "-" without it. */
+static const char *status_installed(void)
+{
+	static char v[200];
+	cJSON *o = fx_get("PillarAgent", "storage-1");
+	const cJSON *d = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "status"), "dhchap");
+	const cJSON *i;
+	snprintf(v, sizeof(v), "%s", d ? "" : "-");
+	cJSON_ArrayForEach(i, cJSON_GetObjectItem(d, "installed"))
+	{
+		size_t n = strlen(v);
+		snprintf(v + n, sizeof(v) - n, "%s=%.0f,",
+		         cJSON_GetStringValue(cJSON_GetObjectItem(i, "node")),
+		         cJSON_GetNumberValue(cJSON_GetObjectItem(i, "generation")));
+	}
+	cJSON_Delete(o);
+	return v;
+}
+
+/* A restarted controller (its records gone) neither confirms a generation an agent may lack nor
+ * waits for a pass of that agent: the PillarAgent's status.dhchap says what it holds. */
+START_TEST(test_confirmation_survives_restart)
+{
+	struct grpc_status gs = {0};
+	struct err e = {0};
+	int requeue = 0;
+	make_dhchap_vol(true);
+	put_secret("node-a", NQNA, 5, KEY1, NULL);
+	ck_assert_msg(fx_publish(VID, "node-a", SNW, false, &gs) == 0, "%s", gs.msg);
+	ck_assert_int_eq(reconcile_agent_resync(&fx_c, "storage-1", &e), 0);
+	ck_assert_str_eq(installed("node-a"), "5");
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	ck_assert_str_eq(status_installed(), "node-a=5,");
+	/* the worker rotates; storage-1 refuses generation 6 */
+	put_secret("node-a", NQNA, 6, KEY2, NULL);
+	fake_agent_item_error(fx_fa, "tank/pvc-1", "INTERNAL: configfs write failed");
+	ck_assert_int_eq(reconcile_agent_resync(&fx_c, "storage-1", &e), 0);
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	ck_assert_str_eq(status_installed(), "node-a=0,");
+	/* the controller restarts: nothing may be confirmed that storage-1 lacks */
+	dhchap_records_free(&fx_c);
+	ck_assert_int_eq(dhchap_confirm(&fx_c, &e), 0);
+	ck_assert_str_eq(installed("node-a"), "5");
+	ck_assert(secret_exists("pillar-csi-dhchap-node-a-5"));
+	/* storage-1 takes 6; the controller restarts before it confirms (as if: the annotation
+	 * and the older Secret put back): the status is enough, no pass of storage-1 needed */
+	fake_agent_item_error(fx_fa, "tank/pvc-1", NULL);
+	ck_assert_int_eq(reconcile_agent_resync(&fx_c, "storage-1", &e), 0);
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	ck_assert_str_eq(status_installed(), "node-a=6,");
+	cJSON *cn = fx_get("CSINode", "node-a");
+	cJSON *ann = cJSON_GetObjectItem(cJSON_GetObjectItem(cn, "metadata"), "annotations");
+	cJSON_ReplaceItemInObject(ann, MODEL_DHCHAP_ANN_INSTALLED, cJSON_CreateString("5"));
+	ck_assert_msg(store_update(fx_st, cn, NULL, &e) == 0, "%s", e.msg);
+	cJSON_Delete(cn);
+	put_secret("node-a", NQNA, 5, KEY1, NULL);
+	dhchap_records_free(&fx_c);
+	ck_assert_int_eq(dhchap_confirm(&fx_c, &e), 0);
+	ck_assert_str_eq(installed("node-a"), "6");
+	ck_assert(!secret_exists("pillar-csi-dhchap-node-a-5"));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("controller_dhchap");
@@ -335,6 +399,7 @@ int main(void)
 	tcase_add_test(t, test_reconcile_carries_keys);
 	tcase_add_test(t, test_embedded_store_secret_modes);
 	tcase_add_test(t, test_rotation_confirmed);
+	tcase_add_test(t, test_confirmation_survives_restart);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
