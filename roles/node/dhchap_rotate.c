@@ -248,19 +248,16 @@ static int st_requested(void *ctx, const char *node, char *buf, size_t cap, stru
 	return node_dhchap_annotation(ctx, "node", node, RULES_ANN_DHCHAP_ROTATE, buf, cap, e);
 }
 
+/* The Secret goes to the API server in the pod's namespace (POD_NAMESPACE), or into the embedded
+ * store (the directory the controller reads, --store=dir:PATH) in POD_NAMESPACE or "default",
+ * the controller's own default there (--dhchap-namespace). */
 static int st_publish(void *ctx, const char *node, const struct model_dhchap_file *k, struct err *e)
 {
-	static bool told;
 	const char *ns = getenv("POD_NAMESPACE");
 	struct model_dhchap_keys keys = {0};
 	struct model_secret secret;
-	if (!store_kube_client(ctx)) {
-		if (!told)
-			log_warn("the embedded store keeps no Secrets: DH-HMAC-CHAP keys are not "
-			         "published (the key file is their only copy)");
-		told = true;
-		return 0;
-	}
+	if ((!ns || !*ns) && !store_kube_client(ctx))
+		ns = "default";
 	if (!ns || !*ns)
 		return err_set(e, -EINVAL, "publishing DH-HMAC-CHAP keys needs POD_NAMESPACE");
 	str_copy(keys.node, sizeof(keys.node), node);

@@ -12,6 +12,7 @@
 
 #include "base/log.h"
 #include "kube_fake.h"
+#include "model/dhchap_keys.h"
 #include "node/dhchap.h"
 #include "node/dhchap_rotate.h"
 #include "node/internal.h"
@@ -650,6 +651,56 @@ START_TEST(test_publish_creates_the_secret_through_the_kube_store)
 }
 END_TEST
 
+/* With the embedded store (--store=dir:PATH, the directory the controller reads) the Secret is
+ * created there, a file of mode 0600, in POD_NAMESPACE or "default" (the controller's default
+ * namespace there), and decodes as the controller checks it. */
+START_TEST(test_publish_into_the_embedded_store)
+{
+	struct model_dhchap_file k = {0};
+	struct model_dhchap_keys got = {0};
+	struct model_secret secret;
+	struct node_dhchap_hooks h;
+	struct err e = {0};
+	struct stat sb;
+	char dir[300], path[500];
+	store *st = NULL;
+	snprintf(dir, sizeof(dir), "%s", tu_mkdtemp());
+	ck_assert_msg(store_dir_open(dir, false, 0, &st, &e) == 0, "%s", e.msg);
+	snprintf(k.node, sizeof(k.node), "node-a");
+	snprintf(k.hostnqn, sizeof(k.hostnqn), HOSTNQN);
+	k.has_next = true;
+	ck_assert_int_eq(node_dhchap_gen_make(HOSTNQN, 5, &k.next, &e), 0);
+	unsetenv("POD_NAMESPACE");
+	node_dhchap_store_hooks(&h, st);
+	ck_assert_msg(h.publish(h.ctx, "node-a", &k, &e) == 0, "%s", e.msg);
+	snprintf(path, sizeof(path), "%s/secrets/default/pillar-csi-dhchap-node-a-5.json", dir);
+	ck_assert_msg(stat(path, &sb) == 0, "%s", path);
+	ck_assert_uint_eq(sb.st_mode & 07777, 0600);
+	memset(&secret, 0, sizeof(secret));
+	ck_assert_msg(model_get(st, &model_secret_kind, "default", "pillar-csi-dhchap-node-a-5",
+	                        &secret, &e) == 0,
+	              "%s", e.msg);
+	ck_assert_msg(model_dhchap_secret_decode(&secret, &got, &e) == 0, "%s", e.msg);
+	ck_assert_str_eq(got.key, k.next.key);
+	ck_assert_str_eq(got.ctrl_key, k.next.ctrl_key);
+	ck_assert_uint_eq(got.generation, 5);
+	model_dhchap_keys_wipe(&got);
+	model_clear(&model_secret_kind, &secret);
+	/* a restart publishes again: it is there */
+	ck_assert_int_eq(h.publish(h.ctx, "node-a", &k, &e), -EEXIST);
+	/* the pod's namespace when it has one */
+	setenv("POD_NAMESPACE", "pillar-csi", 1);
+	ck_assert_int_eq(node_dhchap_gen_make(HOSTNQN, 6, &k.next, &e), 0);
+	ck_assert_msg(h.publish(h.ctx, "node-a", &k, &e) == 0, "%s", e.msg);
+	snprintf(path, sizeof(path), "%s/secrets/pillar-csi/pillar-csi-dhchap-node-a-6.json", dir);
+	ck_assert_msg(stat(path, &sb) == 0, "%s", path);
+	unsetenv("POD_NAMESPACE");
+	model_dhchap_file_wipe(&k);
+	store_close(st);
+	tu_rmtree(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("node_dhchap");
@@ -666,6 +717,7 @@ int main(void)
 	tcase_add_test(t, test_stage_generations_and_enablement);
 	tcase_add_test(t, test_rotation_publish_confirm_live);
 	tcase_add_test(t, test_publish_creates_the_secret_through_the_kube_store);
+	tcase_add_test(t, test_publish_into_the_embedded_store);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
