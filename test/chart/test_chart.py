@@ -383,6 +383,10 @@ class Rendering(unittest.TestCase):
         self.assertIn({"apiGroups": ["storage.k8s.io"], "resources": ["csinodes"], "verbs": ["patch"]}, ctl_rules)
         self.assertNotIn({"apiGroups": ["storage.k8s.io"], "resources": ["csinodes"], "verbs": ["patch"]},
                          find(default, "ClusterRole", "pillar-csi-controller")["rules"])
+        # the node reads its own CSINode's confirmation by name (a GET)
+        get_csinode = {"apiGroups": ["storage.k8s.io"], "resources": ["csinodes"], "verbs": ["get"]}
+        self.assertIn(get_csinode, find(objs, "ClusterRole", "pillar-csi-node")["rules"])
+        self.assertNotIn(get_csinode, find(default, "ClusterRole", "pillar-csi-node")["rules"])
         rb = find(objs, "RoleBinding", "pillar-csi-node")
         self.assertEqual(rb["subjects"], [{"kind": "ServiceAccount", "name": "pillar-csi-node", "namespace": NS}])
         self.assertEqual(rb["roleRef"]["name"], "pillar-csi-node")

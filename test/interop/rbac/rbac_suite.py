@@ -15,7 +15,8 @@ flow (flow.py); then each rule is taken away in turn.
 3. With dhchap.enabled (DHCHAP_RBAC_YAML, docs/authentication.md "Keys"): the node plugin's token
    creates a DH-HMAC-CHAP key Secret and cannot get, list, watch, update, patch or delete any,
    its own or another node's; the controller's token lists and deletes them (and cannot get
-   one), and patches a CSINode's annotation (the confirmation).  The test
+   one), and patches a CSINode's annotation (the confirmation), which the node plugin reads
+   back by name.  The test
    API server evaluates no ValidatingAdmissionPolicy: that one node cannot create another's
    Secret rests there on the chart's policy (test/chart checks its rendering) and on the
    controller's own checks of each Secret (test_controller_dhchap).
@@ -286,6 +287,11 @@ def dhchap_cases(c, rbac_file, keep):
                      {"metadata": {"annotations": {"pillar-csi.bhyoo.com/dhchap-generation": "5"}}},
                      headers={"Content-Type": "application/merge-patch+json"}, token=ctl)[0]
     check(st == 200, "dhchap: the controller annotates a CSINode with the installed generation", st)
+    st, _, raw, got = api.request("GET", "/apis/storage.k8s.io/v1/csinodes/node-a", token=node)
+    gen = ((got or {}).get("metadata") or {}).get("annotations", {}).get("pillar-csi.bhyoo.com/dhchap-generation")
+    check(st == 200 and gen == "5", "dhchap: the node plugin reads its CSINode's confirmation by name", (st, raw[:200]))
+    st = api.request("GET", "/api/v1/nodes/node-a", token=node)[0]
+    check(st in (200, 404), "dhchap: the node plugin may get its Node (the rotation request)", st)
     print("note: the test API server evaluates no ValidatingAdmissionPolicy; the chart's policy "
           "pillar-csi-dhchap-node-keys (test/chart) keeps a node from creating another's Secret")
 
