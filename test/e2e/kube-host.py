@@ -20,6 +20,10 @@ guest reaches nothing but the forwards below).
                                     for kubelet or a workload controller sends, e.g. a DELETE with
                                     a UID precondition, which kubectl cannot send): the response
                                     body, status 0 for a 2xx answer, else 1
+          mtls IP NAME              throwaway mutual-TLS material for an agent listening on IP
+                                    and its controller (ECDSA P-256, one CA, made on the first
+                                    request in DIR/mtls): NAME is ca.crt, agent.crt, agent.key
+                                    (SAN IP), controller.crt or controller.key (client auth)
 """
 import base64
 import os
@@ -152,6 +156,51 @@ def relay(d):
                 pass
 
 
+def mtls_material(d, ip):
+    """Makes DIR/mtls/{ca,agent,controller}.{crt,key} once (the agent's certificate names ip)."""
+    import datetime
+    import ipaddress
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    out = os.path.join(d, "mtls")
+    if os.path.exists(os.path.join(out, "done")):
+        return out
+    os.makedirs(out, exist_ok=True)
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def make(cn, issuer=None, ca=False, sans=None, usage=None):
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+        b = (x509.CertificateBuilder().subject_name(name)
+             .issuer_name(issuer[0].subject if issuer else name)
+             .public_key(key.public_key()).serial_number(x509.random_serial_number())
+             .not_valid_before(now - datetime.timedelta(days=1))
+             .not_valid_after(now + datetime.timedelta(days=2))
+             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if sans:
+            b = b.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        if usage:
+            b = b.add_extension(x509.ExtendedKeyUsage(usage), critical=False)
+        return b.sign(issuer[1] if issuer else key, hashes.SHA256()), key
+
+    def write(name, cert, key):
+        with open(os.path.join(out, name + ".crt"), "wb") as f:
+            f.write(cert.public_bytes(serialization.Encoding.PEM))
+        with open(os.path.join(out, name + ".key"), "wb") as f:
+            f.write(key.private_bytes(serialization.Encoding.PEM,
+                                      serialization.PrivateFormat.TraditionalOpenSSL,
+                                      serialization.NoEncryption()))
+    ca = make("pillar-csi e2e CA", ca=True)
+    write("ca", *ca)
+    write("agent", *make("agent", ca, sans=[x509.IPAddress(ipaddress.ip_address(ip))],
+                         usage=[ExtendedKeyUsageOID.SERVER_AUTH]))
+    write("controller", *make("controller", ca, usage=[ExtendedKeyUsageOID.CLIENT_AUTH]))
+    open(os.path.join(out, "done"), "w").close()
+    return out
+
+
 def rpc_answer(d, args):
     """(output bytes, status) of one request."""
     kc = os.path.join(d, "kubeconfig")
@@ -176,6 +225,11 @@ def rpc_answer(d, args):
         k = Client(port, os.path.join(d, "cluster", "ca.crt"), open(os.path.join(d, "admin-token")).read().strip())
         st, _, raw, _ = k.request(args[1], args[2], args[3] if len(args) == 4 else None)
         return raw, 0 if 200 <= st < 300 else 1
+    if len(args) == 3 and args[0] == "mtls" and args[2] in (
+            "ca.crt", "agent.crt", "agent.key", "controller.crt", "controller.key"):
+        import ipaddress
+        ipaddress.ip_address(args[1])   # ValueError: refused below
+        return open(os.path.join(mtls_material(d, args[1]), args[2]), "rb").read(), 0
     return f"kube-host rpc: unknown request {args!r}\n".encode(), 2
 
 
@@ -190,7 +244,7 @@ def rpc(d):
         args.append(line)
     try:
         out, rc = rpc_answer(d, args)
-    except (OSError, subprocess.SubprocessError) as e:
+    except (OSError, subprocess.SubprocessError, ValueError) as e:
         out, rc = f"kube-host rpc: {e}\n".encode(), 1
     if out and not out.endswith(b"\n"):
         out += b"\n"

@@ -124,7 +124,9 @@ image_disk() {
 # reached through a second NIC on qemu's user-mode network with restrict=on: the guest
 # reaches nothing but two forwards to 10.0.2.100, the API server (:6443, one relay process per
 # connection) and kube-host.py's rpc (:7071: its kubeconfigs, kubectl on the host); appended
-# to QEMU. The RBAC is the chart's own (test/interop/leader/rbac.sh). kube_host_stop ends it.
+# to QEMU. The RBAC is the chart's own (test/interop/leader/rbac.sh), rendered with the values
+# of the header "# e2e-kube-values: YAML" if any (e.g. "dhchap: {enabled: true}"). kube_host_stop
+# ends it.
 KUBE_PID=""
 kube_host() {
   [ "$(hdr "$HERE/scenarios/$2.sh" kube no)" = yes ] || return 0
@@ -132,7 +134,8 @@ kube_host() {
   rm -rf "$k"; mkdir -p "$k"
   command -v etcd >/dev/null && command -v kubectl >/dev/null ||
     { echo "@@HOST scenario $2 needs etcd and kubectl on the host (make deps installs them)"; return 1; }
-  rbac=$(BUILD=$ROOT/build sh "$ROOT/test/interop/leader/rbac.sh" "$ROOT" "$k" 2>> "$k/serve.log") ||
+  rbac=$(BUILD=$ROOT/build sh "$ROOT/test/interop/leader/rbac.sh" "$ROOT" "$k" \
+           "$(hdr "$HERE/scenarios/$2.sh" kube-values "")" 2>> "$k/serve.log") ||
     { echo "@@HOST rendering the chart's RBAC failed (see $k/serve.log)"; return 1; }
   PILLAR_KUBE_REQUEST_LOG=$k/requests.log \
     /usr/bin/python3 "$HERE/kube-host.py" serve "$k" "$rbac" >> "$k/serve.log" 2>&1 &
