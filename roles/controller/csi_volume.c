@@ -17,9 +17,9 @@
 #include "controller/agents.h"
 #include "controller/csi.h"
 #include "controller/csi_source.h"
+#include "controller/dhchap.h"
 #include "controller/pvst.h"
 #include "controller/resolve.h"
-#include "rules/auth.h"
 #include "rules/conditions.h"
 #include "rules/mkfs.h"
 #include "rules/size.h"
@@ -315,6 +315,23 @@ static int source_place(struct resolve_out *ro, const struct csi_source *src,
 
 /* Steps 1–2: resolve, create the PillarVolumeState with its first status, phase Provisioning,
  * and the claim before the agent's CreateVolume (m_claim_backend); *out the created object. */
+
+/* A volume that asks for NVMe in-band authentication is created only where every grant can
+ * carry its keys (docs/authentication.md): the storage node's kernel has target
+ * authentication, the controller reads the workers' key Secrets (--dhchap) and reaches the
+ * agent over mTLS (or may send keys in plaintext). Refused before anything is created, so
+ * that no volume waits for a publication that can never succeed. */
+static int dhchap_possible(struct ctl *c, const char *agent, struct grpc_status *gs)
+{
+	int r = agents_target_auth(c, agent, gs);
+	if (r != GRPC_OK)
+		return r;
+	if (!c->dhchap_enabled)
+		return grpc_status_set(gs, GRPC_FAILED_PRECONDITION, DHCHAP_DISABLED_MSG);
+	if (!agentclient_mtls(c->ac) && !c->dhchap_plaintext)
+		return grpc_status_set(gs, GRPC_FAILED_PRECONDITION, DHCHAP_PLAINTEXT_FMT, agent);
+	return GRPC_OK;
+}
 static int create_object(struct ctl *c, const Csi__V1__CreateVolumeRequest *req, bool block,
                          int64_t size, const struct csi_source *src, const char *pname,
                          struct model_pvst *out, struct grpc_status *gs)
@@ -342,13 +359,7 @@ static int create_object(struct ctl *c, const Csi__V1__CreateVolumeRequest *req,
 		resolve_out_clear(&ro);
 		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT, RULES_XFS_MIN_MSG);
 	}
-	/* Until the keys reach the targets and the workers (docs/authentication.md, "What this
-	 * release enforces"), a volume that asks for authentication is refused rather than
-	 * exported without it. */
-	if (ro.resolved.protocol.nvmeof_tcp.has_dhchap) {
-		if ((r = agents_target_auth(c, ro.agent, gs)) == GRPC_OK)
-			r = grpc_status_set(gs, GRPC_FAILED_PRECONDITION,
-			                    RULES_DHCHAP_NOT_ENFORCED_MSG);
+	if (ro.resolved.protocol.nvmeof_tcp.has_dhchap && (r = dhchap_possible(c, ro.agent, gs))) {
 		resolve_out_clear(&ro);
 		return r;
 	}

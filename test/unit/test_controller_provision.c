@@ -5,7 +5,6 @@
  * the §13 message, a PVC annotation (layer 2) wins, nothing anywhere gives ext4.  Also: the
  * capabilities the emulation assumes are the ones the controller reports. */
 #include "ctl_fixture.h"
-#include "rules/auth.h"
 #include "sidecar.h"
 
 #define P "pillar-csi.bhyoo.com/"
@@ -290,10 +289,10 @@ static void agent_target_auth(const char *value)
 	cJSON_Delete(o);
 }
 
-/* docs/authentication.md: a protocol with nvmeofTcp.dhchap is refused at CreateVolume on a
- * storage node whose kernel has no target authentication (or not yet known), naming the kernel
- * option; and, while the keys' distribution is not complete, everywhere (never exported
- * without authentication). */
+/* docs/authentication.md: a protocol with nvmeofTcp.dhchap is refused at CreateVolume, before
+ * anything is created or any agent called, where no grant could carry its keys: a storage
+ * node whose kernel has no target authentication (or not yet known), naming the kernel option;
+ * a controller without --dhchap; an agent reached without mTLS (unless plaintext is allowed). */
 START_TEST(test_dhchap_refused_not_exported)
 {
 	Csi__V1__CreateVolumeResponse *resp = NULL;
@@ -303,6 +302,8 @@ START_TEST(test_dhchap_refused_not_exported)
 	fx_put("PillarProtocol", NULL, "auth", NULL,
 	       "{\"protocol\":{\"nvmeofTcp\":{\"acl\":true,\"dhchap\":{}}}}", NULL);
 	put_pvc(NULL);
+	fx_c.dhchap_enabled = true;
+	fake_agent_set_mtls(fx_fa, true);
 	const char *states[] = {NULL, "false"};
 	for (size_t i = 0; i < 2; i++) {
 		agent_target_auth(states[i]);
@@ -315,12 +316,55 @@ START_TEST(test_dhchap_refused_not_exported)
 		            "(Debian 12: bookworm-backports' 6.12) or a protocol without dhchap");
 	}
 	agent_target_auth("true");
+	fx_c.dhchap_enabled = false;
 	ck_assert_int_eq(provision(sc, pvc_sized("Filesystem", "1Gi"), &resp, &gs),
 	                 GRPC_FAILED_PRECONDITION);
-	ck_assert_str_eq(gs.msg, RULES_DHCHAP_NOT_ENFORCED_MSG);
+	ck_assert_str_eq(gs.msg,
+	                 "the volume asks for NVMe in-band authentication but the "
+	                 "controller runs without --dhchap (the chart's dhchap.enabled), so "
+	                 "it reads no worker's keys (docs/authentication.md)");
+	fx_c.dhchap_enabled = true;
+	fake_agent_set_mtls(fx_fa, false);
+	ck_assert_int_eq(provision(sc, pvc_sized("Filesystem", "1Gi"), &resp, &gs),
+	                 GRPC_FAILED_PRECONDITION);
+	ck_assert_str_eq(gs.msg, "refusing to send DH-HMAC-CHAP keys to agent \"storage-1\" "
+	                         "without mTLS: configure --agent-tls-cert, --agent-tls-key and "
+	                         "--agent-tls-ca (chart mtls.enabled) or, on a trusted network "
+	                         "only, --dhchap-allow-plaintext");
 	ck_assert_ptr_null(resp);
 	ck_assert_ptr_null(fx_get("PillarVolumeState", "pvc-" PVC_UID));
 	ck_assert_int_eq(fake_agent_ncalls(fx_fa), 0);
+}
+END_TEST
+
+/* ... and created where they can: the volume context names the mode for the node, the volume
+ * records the resolved settings and no secret; mTLS or --dhchap-allow-plaintext. */
+START_TEST(test_dhchap_created)
+{
+	Csi__V1__CreateVolumeResponse *resp = NULL;
+	struct grpc_status gs = {0};
+	const char *sc =
+	    "{\"parameters\":{\"" P "store-ref\":\"tank\",\"" P "protocol-ref\":\"auth\"}}";
+	fx_put("PillarProtocol", NULL, "auth", NULL,
+	       "{\"protocol\":{\"nvmeofTcp\":{\"acl\":true,\"dhchap\":{\"bidirectional\":"
+	       "false}}}}",
+	       NULL);
+	put_pvc(NULL);
+	agent_target_auth("true");
+	fx_c.dhchap_enabled = true;
+	fake_agent_set_mtls(fx_fa, false);
+	fx_c.dhchap_plaintext = true;
+	ck_assert_msg(provision(sc, pvc_sized("Filesystem", "1Gi"), &resp, &gs) == 0, "%s", gs.msg);
+	ck_assert_str_eq(ctx_get(resp, P "dhchap"), "unidirectional");
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	cJSON *o = fx_get("PillarVolumeState", "pvc-" PVC_UID);
+	ck_assert_ptr_nonnull(o);
+	char *text = cJSON_PrintUnformatted(o);
+	ck_assert_ptr_nonnull(strstr(text, "\"dhchap\":{\"bidirectional\":false,\"hash\":"
+	                                   "\"sha256\",\"dhGroup\":\"ffdhe2048\"}"));
+	ck_assert_ptr_null(strstr(text, "DHHC-1"));
+	free(text);
+	cJSON_Delete(o);
 }
 END_TEST
 
@@ -410,6 +454,7 @@ int main(void)
 	tcase_add_test(t, test_xfs_minimum_size_from_claim);
 	tcase_add_test(t, test_xfs_minimum_size_met);
 	tcase_add_test(t, test_dhchap_refused_not_exported);
+	tcase_add_test(t, test_dhchap_created);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
