@@ -9,7 +9,8 @@
 # start it with kube-host.py and give the VM a NIC that reaches it and nothing else) instead of
 # the embedded store. The controller and the node use tokens of their ServiceAccounts under the
 # chart's own RBAC; the CSINode they annotate is the one kubelet made. After the storage reboot
-# the operator page's (maintain-nodes.txt) kubectl lines run verbatim with the host's kubectl.
+# the operator page's (maintain-nodes.txt) kubectl lines run verbatim with the host's kubectl,
+# and (6.1) CreateVolume of a protocol with dhchap is refused naming CONFIG_NVME_TARGET_AUTH.
 . /e2e/lib/e2e.sh
 
 . /e2e/scenarios/kube-lib.inc
@@ -42,6 +43,29 @@ kube_after_restore() {
     fail "kubectl get pvst -o custom-columns: $_t"
   assert_eq "$(echo "$_t" | tr -s ' ' | tr '\n' '|')" "NAME AGENT EXPORT|$NAME storage-1 Reconciled|" \
     "kubectl get pvst -o custom-columns=...ExportReconciled..."
+  kube_dhchap_refused
+}
+# docs/authentication.md: Debian 12's 6.1 storage node has no target authentication; the
+# PillarAgent says so, and CreateVolume of a protocol with dhchap is refused naming the kernel
+# option, nothing created
+kube_dhchap_refused() {
+  assert_eq "$(kubectl get pillaragent storage-1 -o jsonpath='{.status.capabilities.nvmeTargetAuth}')" \
+    false "PillarAgent status.capabilities.nvmeTargetAuth on 6.1"
+  printf '%s\n' "[{\"apiVersion\":\"$P/v1alpha1\",\"kind\":\"PillarProtocol\",\"metadata\":{\"name\":\"auth\"},
+  \"spec\":{\"protocol\":{\"nvmeofTcp\":{\"port\":4420,\"acl\":true,\"dhchap\":{}}}}},
+ {\"apiVersion\":\"$P/v1alpha1\",\"kind\":\"PillarStorageClass\",\"metadata\":{\"name\":\"auth\"},
+  \"spec\":{\"storeRef\":\"files\",\"protocolRef\":\"auth\"}}]" > /tmp/auth.json
+  _o=$("$B" apply -f /tmp/auth.json $CLI_STORE) || fail "pillar-csi apply: $_o"
+  wait_for 60 "PillarStorageClass auth Ready" sh_true '[ "$(cond psc auth Ready | cut -d/ -f1)" = True ]'
+  _n=pvc-e2e-csi-kube-auth
+  if "$B" call --timeout=60s "$CTL" /csi.v1.Controller/CreateVolume "{\"name\":\"$_n\",\"capacity_range\":{\"required_bytes\":33554432},\"volume_capabilities\":[$CAP],\"parameters\":{\"$P/storage-class\":\"auth\",\"csi.storage.k8s.io/pvc/name\":\"auth\",\"csi.storage.k8s.io/pvc/namespace\":\"default\",\"csi.storage.k8s.io/pv/name\":\"$_n\"}}" \
+       > /tmp/auth.out 2> /tmp/auth.err; then
+    fail "CreateVolume of a dhchap protocol on 6.1 succeeded: $(cat /tmp/auth.out)"
+  fi
+  assert_match "$(grep -E '^[A-Z_]+: ' /tmp/auth.err | tail -1)" \
+    "^FAILED_PRECONDITION: PillarAgent \"storage-1\": the storage node's kernel has no NVMe in-band authentication \\(CONFIG_NVME_TARGET_AUTH\\)" \
+    "CreateVolume of a dhchap protocol on 6.1"
+  assert_not sh_true "\"\$B\" get pvst $_n -o json $CLI_STORE >/dev/null 2>&1"
 }
 CSI_AFTER_RESTORE=kube_after_restore
 
