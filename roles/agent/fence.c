@@ -93,17 +93,19 @@ int agent_fence_read(const char *state_dir, const char *volume_id, struct fence_
 	return r < 0 ? r : parse_mark(path, m, e);
 }
 
-/* Serialises the writes of generations/ (file_write_atomic_reuse's condition); marks of
- * different volumes are otherwise written under their own volume locks. */
-static pthread_mutex_t marks_mu = PTHREAD_MUTEX_INITIALIZER;
+/* The marks' group commit: a mark is written under its volume's lock only, so marks of
+ * different volumes are written side by side and share the fsync of generations/. */
+static struct file_write_group marks_group = FILE_WRITE_GROUP_INIT;
 
 /* generations/ made to exist durably (its entry in the state directory fsync'd) once per
  * process, and again whenever it is made anew. */
 static struct file_dir_once marks_dir = FILE_DIR_ONCE_INIT;
 
-/* Durability of §6.2: temp, fsync, rename, fsync generations/ (file_write_atomic_reuse: the
+/* Durability of §6.2: temp, fsync, rename, fsync generations/ (file_write_atomic_grouped: the
  * temporary file is the inode of a replaced mark, so an ext4 without a journal does not scan
- * its recently deleted inodes for a new one).  The state directory's fsync makes durable its
+ * its recently deleted inodes for a new one; the fsync of generations/ is shared by the marks
+ * written at the same time, each returning once a directory fsync begun after its rename
+ * completed).  The state directory's fsync makes durable its
  * one entry a mark write can depend on, generations/ itself: file_dir_once_ensure fsyncs it
  * before the first mark of the process and whenever generations/ was created again, not
  * after every mark (the state directory does not change when a mark is renamed inside
@@ -128,11 +130,8 @@ static int write_mark(const char *state_dir, const char *path, const struct fenc
 		return err_set(e, -ENOMEM, "write fencing mark %s: out of memory", path);
 	snprintf(gdir, sizeof(gdir), "%s/generations", state_dir);
 	int r = file_dir_once_ensure(&marks_dir, gdir, 0750, e);
-	if (r == 0) { /* one mark write at a time: its temporary file is the directory's spare */
-		pthread_mutex_lock(&marks_mu);
-		r = file_write_atomic_reuse(path, text, strlen(text), 0600, NULL, e);
-		pthread_mutex_unlock(&marks_mu);
-	}
+	if (r == 0)
+		r = file_write_atomic_grouped(&marks_group, path, text, strlen(text), 0600, e);
 	free(text);
 	return r;
 }

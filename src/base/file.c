@@ -212,6 +212,79 @@ int file_write_atomic_reuse(const char *path, const void *data, size_t len, mode
 	return r;
 }
 
+/* A free slot of g (waiting while all are in use), and whether dir is g's directory. */
+static int slot_take(struct file_write_group *g, const char *dir, bool *same)
+{
+	int slot = 0;
+	pthread_mutex_lock(&g->mu);
+	while (g->busy == (unsigned)((1ull << FILE_GROUP_SLOTS) - 1))
+		pthread_cond_wait(&g->cv, &g->mu);
+	while (g->busy & (1u << slot))
+		slot++;
+	g->busy |= 1u << slot;
+	if (g->busy == 1u << slot) /* no write in the group: it may serve another directory */
+		snprintf(g->dir, sizeof(g->dir), "%s", dir);
+	*same = strcmp(g->dir, dir) == 0;
+	pthread_mutex_unlock(&g->mu);
+	return slot;
+}
+
+static void slot_give(struct file_write_group *g, int slot)
+{
+	pthread_mutex_lock(&g->mu);
+	g->busy &= ~(1u << slot);
+	pthread_cond_signal(&g->cv);
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* Writes data into the slot's file tmp (the directory's spare when there is one) and fsyncs
+ * it.  0 or a negative errno. */
+static int slot_write(const char *spare, const char *tmp, const void *data, size_t len, mode_t mode,
+                      const char *path)
+{
+	off_t old = 0;
+	if (rename(spare, tmp) < 0 && errno != ENOENT)
+		return -errno;
+	int fd = spare_open(tmp, mode, &old), r = fd < 0 ? fd : write_all(fd, data, len);
+	if (r == 0 && old > (off_t)len && ftruncate(fd, (off_t)len) < 0)
+		r = -errno;
+	if (r == 0 && (fchmod(fd, mode) < 0 || fsync_observed(fd, path) < 0))
+		r = -errno;
+	if (fd >= 0 && close(fd) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
+int file_write_atomic_grouped(struct file_write_group *g, const char *path, const void *data,
+                              size_t len, mode_t mode, struct err *e)
+{
+	char dir[PATH_MAX], spare[PATH_MAX + 32], tmp[PATH_MAX + 32], prev[PATH_MAX + 32];
+	bool same;
+	if (dir_of(path, dir, sizeof(dir)) < 0)
+		return err_set(e, -ENAMETOOLONG, "path too long: %s", path);
+	int slot = slot_take(g, dir, &same);
+	snprintf(spare, sizeof(spare), "%s/" FILE_SPARE, dir);
+	snprintf(tmp, sizeof(tmp), "%s/" FILE_SPARE ".%d", dir, slot);
+	snprintf(prev, sizeof(prev), "%s/" FILE_SPARE_PREV ".%d", dir, slot);
+	int r = slot_write(spare, tmp, data, len, mode, path);
+	bool kept = r == 0 && keep_replaced(path, prev);
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0) {
+		if (kept)
+			unlink(prev); /* still path's inode: never a spare */
+		unlink(tmp);
+		slot_give(g, slot);
+		return write_failed(path, r, e);
+	}
+	r = same ? file_fsync_dir_group(&g->sync, dir, e) : file_fsync_dir(dir, e);
+	/* the replaced inode is free once its replacement is durable; one spare is enough */
+	if (kept && (r < 0 || link(prev, spare) < 0 || unlink(prev) < 0))
+		unlink(prev);
+	slot_give(g, slot);
+	return r;
+}
+
 int file_read_all(const char *path, size_t max, char **out, size_t *len, struct err *e)
 {
 	struct stat st;

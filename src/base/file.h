@@ -91,6 +91,35 @@ struct file_dir_group {
 	}
 int file_fsync_dir_group(struct file_dir_group *g, const char *dir, struct err *e);
 
+/* Group-committed durable writes of the records of one directory, each record written by one
+ * writer at a time (the caller's promise, as for its own records' locks) but different records
+ * by any number of threads: file_write_atomic_grouped writes path as file_write_atomic_reuse
+ * does (the new content fsync'd before its rename, the directory after it, the replaced inode
+ * becoming the directory's spare), but no lock is held across the fsyncs, so that concurrent
+ * writers fsync their files side by side and share one fsync of the directory
+ * (file_fsync_dir_group).  A write takes the directory's spare by renaming it to a name of its
+ * own (FILE_SPARE.<slot>, one of FILE_GROUP_SLOTS kept by the group while it runs) and keeps
+ * the replaced inode as FILE_SPARE_PREV.<slot>; that inode becomes the spare again only after
+ * the directory's fsync made the rename that replaced it durable (before, a power cut could
+ * bring it back under its old name).  The group serves one directory at a time, the one of
+ * the write that found it idle; a write in another directory meanwhile fsyncs that one alone.  Names FILE_SPARE.* left by a
+ * killed process are harmless and reused; any may be removed whenever no write runs. */
+#define FILE_GROUP_SLOTS 32
+struct file_write_group {
+	struct file_dir_group sync;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned int busy; /* slots in use, one bit each */
+	char dir[PATH_MAX];
+};
+#define FILE_WRITE_GROUP_INIT                                                 \
+	{                                                                     \
+		.sync = FILE_DIR_GROUP_INIT, .mu = PTHREAD_MUTEX_INITIALIZER, \
+		.cv = PTHREAD_COND_INITIALIZER                                \
+	}
+int file_write_atomic_grouped(struct file_write_group *g, const char *path, const void *data,
+                              size_t len, mode_t mode, struct err *e);
+
 /* Tests only: when set, called with the path of every file or directory this module fsyncs
  * (file_fsync_dir, the file_write_atomic* family, file_fsync), before the fsync; and, when
  * the fsync succeeded, with its descriptor and path after it.  NULL by default. */

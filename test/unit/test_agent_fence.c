@@ -2,7 +2,10 @@
  * file-name escaping, the JSON shape and modes, corrupt records, pin precedence. */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,6 +219,70 @@ START_TEST(test_mark_fsyncs)
 }
 END_TEST
 
+/* Group commit of marks: marks of different volumes written at the same time share the
+ * fsync of generations/ (each mark's own fsync stays).  The first fsync of generations/ waits
+ * until every mark is in place; the marks renamed while it waited then need one fsync more. */
+#define MARKERS 8
+static atomic_int gen_fsyncs, mark_fsyncs;
+
+static int marks_in_place(void)
+{
+	char p[PATH_MAX];
+	int n = 0;
+	for (int i = 0; i < MARKERS; i++) {
+		snprintf(p, sizeof(p), "%s/generations/tank_2Fpvc-c%d.mark", sd, i);
+		n += access(p, F_OK) == 0;
+	}
+	return n;
+}
+
+static void count_fsync(const char *path)
+{
+	size_t n = strlen(path), g = strlen("/generations");
+	if (n < g || strcmp(path + n - g, "/generations") != 0) {
+		atomic_fetch_add(&mark_fsyncs, 1);
+		return;
+	}
+	if (atomic_fetch_add(&gen_fsyncs, 1) == 0) /* generous: the machine may be loaded */
+		for (int i = 0; i < 20000 && marks_in_place() < MARKERS; i++)
+			usleep(1000);
+}
+
+static void *marker(void *arg)
+{
+	char vol[64];
+	snprintf(vol, sizeof(vol), "tank/pvc-c%d", (int)(intptr_t)arg);
+	return (void *)(intptr_t)agent_fence_check(sd, vol, U1, 1, FENCE_GRANT, NULL);
+}
+
+START_TEST(test_marks_share_directory_fsync)
+{
+	pthread_t t[MARKERS];
+	ck_assert_int_eq(check(U1, 1, FENCE_GRANT, NULL), 0); /* generations/ durable already */
+	file_fsync_observer = count_fsync;
+	for (int i = 0; i < MARKERS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, marker, (void *)(intptr_t)i), 0);
+	for (int i = 0; i < MARKERS; i++) {
+		void *r;
+		pthread_join(t[i], &r);
+		ck_assert_int_eq((int)(intptr_t)r, 0);
+	}
+	file_fsync_observer = NULL;
+	ck_assert_int_eq(atomic_load(&mark_fsyncs), MARKERS);
+	/* 8 without group commit; 1 when every mark was in place before the first began */
+	ck_assert_int_le(atomic_load(&gen_fsyncs), 2);
+	ck_assert_int_eq(marks_in_place(), MARKERS);
+	for (int i = 0; i < MARKERS; i++) { /* each mark whole, its own */
+		char vol[64];
+		struct fence_mark m;
+		snprintf(vol, sizeof(vol), "tank/pvc-c%d", i);
+		ck_assert_int_eq(agent_fence_read(sd, vol, &m, NULL), 0);
+		ck_assert_str_eq(m.uid, U1);
+		agent_fence_mark_clear(&m);
+	}
+}
+END_TEST
+
 /* ---- identity pins ------------------------------------------------------------------------- */
 
 #define NQN "nqn.2026-01.com.bhyoo.pillar-csi:tank.pvc-1"
@@ -303,6 +370,7 @@ int main(void)
 	tcase_add_test(t, test_rules_5_6_8_lifecycle_end);
 	tcase_add_test(t, test_corrupt_marks);
 	tcase_add_test(t, test_mark_fsyncs);
+	tcase_add_test(t, test_marks_share_directory_fsync);
 	tcase_add_test(t, test_pin_fsyncs);
 	tcase_add_test(t, test_pin_precedence);
 	tcase_add_test(t, test_pin_corrupt);

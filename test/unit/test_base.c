@@ -1,4 +1,5 @@
 /* Unit tests of src/base: klog line format, flags, durable files, strict JSON, exec. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -399,6 +400,66 @@ START_TEST(test_file_atomic_write_reuses_inodes)
 	ck_assert_int_eq(file_read_all(b, 1024, &buf, NULL, NULL), 0);
 	ck_assert_str_eq(buf, "b3\n");
 	free(buf);
+	tu_rmtree(d);
+}
+END_TEST
+
+/* file_write_atomic_grouped: contents and modes exact; the replaced inode comes back as the
+ * spare once its replacement is durable, and a write leaves no slot name behind; a write in
+ * another directory than the group's is durable too (its own fsync of that directory). */
+START_TEST(test_file_atomic_write_grouped)
+{
+	static struct file_write_group g = FILE_WRITE_GROUP_INIT;
+	const char *d = tu_mkdtemp();
+	char a[512], b[512], sub[512], c[600], *buf;
+	struct stat s1, st;
+	snprintf(a, sizeof(a), "%s/a.mark", d);
+	snprintf(b, sizeof(b), "%s/b.mark", d);
+	ck_assert_int_eq(file_write_atomic_grouped(&g, a, "first\n", 6, 0600, NULL), 0);
+	ck_assert_int_eq(stat(a, &s1), 0);
+	ck_assert_int_eq(file_write_atomic_grouped(&g, a, "second, longer\n", 15, 0600, NULL), 0);
+	ck_assert_int_eq(file_write_atomic_grouped(&g, b, "b\n", 2, 0640, NULL), 0);
+	ck_assert_int_eq(stat(b, &st), 0);
+	ck_assert_uint_eq(st.st_ino, s1.st_ino); /* a's first inode, a spare since */
+	ck_assert_int_eq(st.st_mode & 0777, 0640);
+	ck_assert_uint_eq(st.st_nlink, 1);
+	ck_assert_int_eq(file_read_all(a, 64, &buf, NULL, NULL), 0);
+	ck_assert_str_eq(buf, "second, longer\n");
+	free(buf);
+	ck_assert_int_eq(file_read_all(b, 64, &buf, NULL, NULL), 0);
+	ck_assert_str_eq(buf, "b\n");
+	free(buf);
+	DIR *dir = opendir(d);
+	struct dirent *de;
+	while ((de = readdir(dir))) /* no .spare.<slot>, .spare.prev.<slot> (b took the spare) */
+		ck_assert_msg(de->d_name[0] != '.' || !strcmp(de->d_name, ".") ||
+		                  !strcmp(de->d_name, ".."),
+		              "%s left", de->d_name);
+	closedir(dir);
+	/* a leftover slot file of a killed write, linked to a live file: never written into */
+	char slot0[512];
+	snprintf(slot0, sizeof(slot0), "%s/.spare.0", d);
+	ck_assert_int_eq(link(b, slot0), 0);
+	ck_assert_int_eq(unlink(b), 0);
+	ck_assert_int_eq(link(slot0, b), 0);
+	ck_assert_int_eq(file_write_atomic_grouped(&g, a, "3\n", 2, 0600, NULL), 0);
+	ck_assert_int_eq(file_read_all(b, 64, &buf, NULL, NULL), 0);
+	ck_assert_str_eq(buf, "b\n");
+	free(buf);
+	/* another directory */
+	snprintf(sub, sizeof(sub), "%s/sub", d);
+	ck_assert_int_eq(mkdir(sub, 0700), 0);
+	snprintf(c, sizeof(c), "%s/c.mark", sub);
+	ck_assert_int_eq(file_write_atomic_grouped(&g, c, "c\n", 2, 0600, NULL), 0);
+	ck_assert_int_eq(file_read_all(c, 64, &buf, NULL, NULL), 0);
+	ck_assert_str_eq(buf, "c\n");
+	free(buf);
+	/* a directory that does not exist: the error names the file, nothing is left */
+	struct err e = {0};
+	snprintf(c, sizeof(c), "%s/missing/c.mark", d);
+	ck_assert_int_lt(file_write_atomic_grouped(&g, c, "c\n", 2, 0600, &e), 0);
+	ck_assert_ptr_nonnull(strstr(e.msg, c));
+	ck_assert_uint_eq(g.busy, 0);
 	tu_rmtree(d);
 }
 END_TEST
@@ -1037,6 +1098,7 @@ int main(void)
 	tcase_add_test(t, test_file_atomic_write_and_read);
 	tcase_add_test(t, test_file_failed_write_keeps_old);
 	tcase_add_test(t, test_file_fsync_dir_group_shares_fsyncs);
+	tcase_add_test(t, test_file_atomic_write_grouped);
 	tcase_add_test(t, test_file_atomic_write_reuses_inodes);
 	tcase_add_test(t, test_json_strict_refuses_truncated_and_corrupt);
 	tcase_add_test(t, test_json_exact_integers);

@@ -42,8 +42,9 @@ OK, UNAVAILABLE = grpc.StatusCode.OK, grpc.StatusCode.UNAVAILABLE
 STEPS = {"openat", "write", "pwrite64", "ftruncate", "fchmod", "fsync", "fdatasync", "link",
          "rename", "renameat", "renameat2", "unlink", "unlinkat", "copy_file_range", "ioctl",
          "utimensat", "mkdir"}
-# the state directory's own spare files (src/base/file.c): one each, never an object's
-SPARES = {".spare", ".spare.prev"}
+# the state directory's own spare files (src/base/file.c), never an object's: .spare and
+# .spare.prev, and a grouped write's .spare.<slot> and .spare.prev.<slot> a kill may leave
+SPARES = re.compile(r'^\.spare(\.prev)?(\.[0-9]+)?$')
 LAST = None  # in a wanted mark: the last generation the client sent
 LINE = re.compile(r'^(\d+) +([a-z0-9_]+)\((.*)$')
 
@@ -151,7 +152,7 @@ def problems(ag, want, sums):
     gdir = os.path.join(ag.state, "generations")
     names = {mark_name(k): v for k, v in marks_want.items()}
     for n in sorted(os.listdir(gdir)):
-        if n in SPARES:
+        if SPARES.match(n):
             continue
         if n not in names:
             bad.append("state file %s belongs to no object" % n)
