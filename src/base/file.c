@@ -238,9 +238,9 @@ static void slot_give(struct file_write_group *g, int slot)
 }
 
 /* Writes data into the slot's file tmp (the directory's spare when there is one) and fsyncs
- * it.  0 or a negative errno. */
+ * it; *st describes it.  0 or a negative errno. */
 static int slot_write(const char *spare, const char *tmp, const void *data, size_t len, mode_t mode,
-                      const char *path)
+                      const char *path, struct stat *st)
 {
 	off_t old = 0;
 	if (rename(spare, tmp) < 0 && errno != ENOENT)
@@ -248,40 +248,85 @@ static int slot_write(const char *spare, const char *tmp, const void *data, size
 	int fd = spare_open(tmp, mode, &old), r = fd < 0 ? fd : write_all(fd, data, len);
 	if (r == 0 && old > (off_t)len && ftruncate(fd, (off_t)len) < 0)
 		r = -errno;
-	if (r == 0 && (fchmod(fd, mode) < 0 || fsync_observed(fd, path) < 0))
+	if (r == 0 && (fchmod(fd, mode) < 0 || fsync_observed(fd, path) < 0 || fstat(fd, st) < 0))
 		r = -errno;
 	if (fd >= 0 && close(fd) < 0 && r == 0)
 		r = -errno;
 	return r;
 }
 
+static void grouped_names(const struct file_grouped *w, const char *what, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/%s.%d", w->dir, what, w->slot);
+}
+
+int file_grouped_prepare(struct file_write_group *g, const char *path, const void *data, size_t len,
+                         mode_t mode, struct file_grouped *w, struct err *e)
+{
+	char spare[PATH_MAX + 32], tmp[PATH_MAX + 32];
+	struct stat st;
+	w->path = path;
+	w->kept = false;
+	if (dir_of(path, w->dir, sizeof(w->dir)) < 0 || strlen(path) >= PATH_MAX)
+		return err_set(e, -ENAMETOOLONG, "path too long: %s", path);
+	w->g = g;
+	w->slot = slot_take(g, w->dir, &w->same);
+	snprintf(spare, sizeof(spare), "%s/" FILE_SPARE, w->dir);
+	grouped_names(w, FILE_SPARE, tmp, sizeof(tmp));
+	int r = slot_write(spare, tmp, data, len, mode, path, &st);
+	if (r < 0) {
+		unlink(tmp);
+		slot_give(g, w->slot);
+		return write_failed(path, r, e);
+	}
+	w->id = st;
+	return 0;
+}
+
+int file_grouped_place(struct file_grouped *w, struct err *e)
+{
+	char tmp[PATH_MAX + 32], prev[PATH_MAX + 32];
+	grouped_names(w, FILE_SPARE, tmp, sizeof(tmp));
+	grouped_names(w, FILE_SPARE_PREV, prev, sizeof(prev));
+	w->kept = keep_replaced(w->path, prev);
+	if (rename(tmp, w->path) == 0)
+		return 0;
+	int r = -errno;
+	if (w->kept)
+		unlink(prev); /* still path's inode: never a spare */
+	unlink(tmp);
+	slot_give(w->g, w->slot);
+	return write_failed(w->path, r, e);
+}
+
+int file_grouped_sync(struct file_grouped *w, struct err *e)
+{
+	char spare[PATH_MAX + 32], prev[PATH_MAX + 32];
+	int r = w->same ? file_fsync_dir_group(&w->g->sync, w->dir, e) : file_fsync_dir(w->dir, e);
+	/* the replaced inode is free once its replacement is durable; one spare is enough */
+	snprintf(spare, sizeof(spare), "%s/" FILE_SPARE, w->dir);
+	grouped_names(w, FILE_SPARE_PREV, prev, sizeof(prev));
+	if (w->kept && (r < 0 || link(prev, spare) < 0 || unlink(prev) < 0))
+		unlink(prev);
+	slot_give(w->g, w->slot);
+	return r;
+}
+
+void file_grouped_abort(struct file_grouped *w)
+{
+	char tmp[PATH_MAX + 32];
+	grouped_names(w, FILE_SPARE, tmp, sizeof(tmp));
+	unlink(tmp);
+	slot_give(w->g, w->slot);
+}
+
 int file_write_atomic_grouped(struct file_write_group *g, const char *path, const void *data,
                               size_t len, mode_t mode, struct err *e)
 {
-	char dir[PATH_MAX], spare[PATH_MAX + 32], tmp[PATH_MAX + 32], prev[PATH_MAX + 32];
-	bool same;
-	if (dir_of(path, dir, sizeof(dir)) < 0)
-		return err_set(e, -ENAMETOOLONG, "path too long: %s", path);
-	int slot = slot_take(g, dir, &same);
-	snprintf(spare, sizeof(spare), "%s/" FILE_SPARE, dir);
-	snprintf(tmp, sizeof(tmp), "%s/" FILE_SPARE ".%d", dir, slot);
-	snprintf(prev, sizeof(prev), "%s/" FILE_SPARE_PREV ".%d", dir, slot);
-	int r = slot_write(spare, tmp, data, len, mode, path);
-	bool kept = r == 0 && keep_replaced(path, prev);
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0) {
-		if (kept)
-			unlink(prev); /* still path's inode: never a spare */
-		unlink(tmp);
-		slot_give(g, slot);
-		return write_failed(path, r, e);
-	}
-	r = same ? file_fsync_dir_group(&g->sync, dir, e) : file_fsync_dir(dir, e);
-	/* the replaced inode is free once its replacement is durable; one spare is enough */
-	if (kept && (r < 0 || link(prev, spare) < 0 || unlink(prev) < 0))
-		unlink(prev);
-	slot_give(g, slot);
+	struct file_grouped w;
+	int r = file_grouped_prepare(g, path, data, len, mode, &w, e);
+	if (r == 0 && (r = file_grouped_place(&w, e)) == 0)
+		r = file_grouped_sync(&w, e);
 	return r;
 }
 

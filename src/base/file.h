@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "base/err.h"
@@ -119,6 +120,26 @@ struct file_write_group {
 	}
 int file_write_atomic_grouped(struct file_write_group *g, const char *path, const void *data,
                               size_t len, mode_t mode, struct err *e);
+/* The same write in its three steps, for a caller that must act between them (the embedded
+ * store orders what it publishes): file_grouped_prepare writes and fsyncs the new content
+ * under the slot's name (*w->id describes it: inode and mtime stay through the rename);
+ * file_grouped_place renames it over path; file_grouped_sync makes the rename durable (the
+ * shared directory fsync) and frees the slot.  After a failed step the slot is freed and
+ * nothing is left behind; after a prepared write that will not be placed, file_grouped_abort.
+ * w->path is the caller's string, which must live until the last step. */
+struct file_grouped {
+	struct file_write_group *g;
+	const char *path;
+	int slot;
+	bool same, kept;
+	struct stat id;
+	char dir[PATH_MAX];
+};
+int file_grouped_prepare(struct file_write_group *g, const char *path, const void *data, size_t len,
+                         mode_t mode, struct file_grouped *w, struct err *e);
+int file_grouped_place(struct file_grouped *w, struct err *e);
+int file_grouped_sync(struct file_grouped *w, struct err *e);
+void file_grouped_abort(struct file_grouped *w);
 
 /* Tests only: when set, called with the path of every file or directory this module fsyncs
  * (file_fsync_dir, the file_write_atomic* family, file_fsync), before the fsync; and, when

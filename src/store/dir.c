@@ -24,7 +24,8 @@
  * process crash, so while the boot ID matches that value is exact and shared by all processes;
  * after a reboot (boot ID differs) or when the ceiling file no longer matches, versions continue
  * above the persisted ceiling, so a version is never issued twice.  A write therefore costs two
- * fsyncs, plus two per RV_BLOCK writes.  A corrupt object file or counter is an error naming it.
+ * fsyncs, plus two per RV_BLOCK writes; in a process with an index, concurrent writes share
+ * the directory's (group commit, dir_commit.c), and each is published only once durable.  A corrupt object file or counter is an error naming it.
  * A process killed in the middle of a write leaves its temporary file (.<name>.json.tmp.XXXXXX)
  * behind; the owner removes such files when it opens the store.
  */
@@ -143,7 +144,7 @@ int dir_rv_last(struct dir_store *s, uint64_t *rv, struct err *e)
 }
 
 /* Issues the next version (operation lock held through fd): persisted before use. */
-static int rv_issue(struct dir_store *s, int fd, uint64_t *rv, struct err *e)
+int dir_rv_issue(struct dir_store *s, int fd, uint64_t *rv, struct err *e)
 {
 	char p[PATH_MAX], text[128];
 	uint64_t last, ceil;
@@ -436,8 +437,7 @@ static int write_durable(const struct store_kind *k, const char *path, const cha
 }
 
 /* The stored object now: from the index (after catching up) or from its file. */
-static int current(struct dir_store *s, const char *key, const char *path, cJSON **cur,
-                   struct err *e)
+int dir_current(struct dir_store *s, const char *key, const char *path, cJSON **cur, struct err *e)
 {
 	*cur = NULL;
 	if (s->indexed) {
@@ -455,12 +455,41 @@ static int commit(struct dir_store *s, struct opreq *q, const char *key, const c
 {
 	char dir[PATH_MAX];
 	struct file_identity id;
+	size_t len;
 	int r;
 	if (obj_dir(s, q->kind, q->kind->namespaced ? q->ns : NULL, dir, sizeof(dir)) < 0)
 		return err_set(e, -ENAMETOOLONG, "path too long");
 	if (!next) {
 		if ((r = file_remove_durable(path, e)) < 0 || !s->indexed)
 			return r;
+		dir_publish(s, q, key, cur, NULL, rv, NULL);
+		return 0;
+	}
+	char *text = dir_encode(next, rv, &len);
+	if (!text)
+		return err_set(e, -ENOMEM, "encode %s: out of memory", path);
+	r = write_durable(q->kind, path, dir, text, len, &id, e);
+	free(text);
+	if (r == 0 && s->indexed)
+		dir_publish(s, q, key, cur, next, rv, &id);
+	return r;
+}
+
+char *dir_encode(cJSON *next, uint64_t rv, size_t *len)
+{
+	dir_meta_set_rv(next, rv);
+	char *text = json_print(next, true); /* the file stays readable: one field per line */
+	if (!text)
+		return NULL;
+	*len = strlen(text);
+	text[(*len)++] = '\n'; /* the terminator becomes the file's final newline */
+	return text;
+}
+
+void dir_publish(struct dir_store *s, struct opreq *q, const char *key, const cJSON *cur,
+                 cJSON *next, uint64_t rv, const struct file_identity *id)
+{
+	if (!next) {
 		cJSON *last = q->out && *q->out ? *q->out : (cJSON *)cur;
 		dir_meta_set_rv(last, rv);
 		struct store_blob *b = store_blob_of(last);
@@ -469,26 +498,15 @@ static int commit(struct dir_store *s, struct opreq *q, const char *key, const c
 		struct index_entry *en = dir_index_find(s, key);
 		if (en)
 			dir_index_drop(s, en);
-		return 0;
+		return;
 	}
-	dir_meta_set_rv(next, rv);
-	char *text = json_print(next, true); /* the file stays readable: one field per line */
-	if (!text)
-		return err_set(e, -ENOMEM, "encode %s: out of memory", path);
-	size_t len = strlen(text);
-	text[len] = '\n'; /* the terminator becomes the file's final newline */
-	r = write_durable(q->kind, path, dir, text, len + 1, &id, e);
-	free(text);
-	struct store_blob *b = r == 0 && s->indexed ? store_blob_of(next) : NULL;
-	if (r < 0 || !s->indexed)
-		return r;
-	if (!b || dir_index_set(s, key, q->kind, b, NULL, rv, &id) < 0) {
+	struct store_blob *b = store_blob_of(next);
+	if (!b || dir_index_set(s, key, q->kind, b, NULL, rv, id) < 0) {
 		store_blob_put(b); /* written; the index reloads it when its notification arrives */
-		return 0;
+		return;
 	}
 	dir_ring_push(s, cur ? STORE_MODIFIED : STORE_ADDED, q->kind, rv, b);
 	store_blob_put(b);
-	return 0;
 }
 
 static int d_write(struct dir_store *s, struct opreq *q, struct err *e)
@@ -504,13 +522,17 @@ static int d_write(struct dir_store *s, struct opreq *q, struct err *e)
 		return r;
 	obj_path(s, key, path, sizeof(path));
 	pthread_mutex_lock(&s->mu);
+	if (s->indexed) {
+		pthread_mutex_unlock(&s->mu);
+		return dir_write_grouped(s, q, key, path, e);
+	}
 	fd = dir_oplock(s, LOCK_EX, e);
 	if (fd < 0) {
 		pthread_mutex_unlock(&s->mu);
 		return fd;
 	}
-	if ((r = current(s, key, path, &cur, e)) == 0 && (r = dir_plan(q, cur, &next, e)) >= 0 &&
-	    (r = rv_issue(s, fd, &rv, e)) == 0)
+	if ((r = dir_current(s, key, path, &cur, e)) == 0 &&
+	    (r = dir_plan(q, cur, &next, e)) >= 0 && (r = dir_rv_issue(s, fd, &rv, e)) == 0)
 		r = commit(s, q, key, path, cur, next, rv, e);
 	if (r == 0 && next && q->out) {
 		*q->out = next;
@@ -585,8 +607,14 @@ static void d_close(store *st)
 	if (s->owner_fd >= 0)
 		close(s->owner_fd);
 	pthread_cond_destroy(&s->cv);
-	for (int i = 0; i < MAX_KINDS; i++)
+	pthread_cond_destroy(&s->flight_cv);
+	for (int i = 0; i < MAX_KINDS; i++) {
 		pthread_cond_destroy(&s->kind_cv[i]);
+		pthread_cond_destroy(&s->groups[i].cv);
+		pthread_mutex_destroy(&s->groups[i].mu);
+		pthread_cond_destroy(&s->groups[i].sync.cv);
+		pthread_mutex_destroy(&s->groups[i].sync.mu);
+	}
 	pthread_mutex_destroy(&s->mu);
 	free(s->path);
 	free(s);
@@ -633,8 +661,8 @@ static int take_owner_lock(struct dir_store *s, struct err *e)
 	return 0;
 }
 
-/* Removes the temporary files (file_write_atomic's .<file>.tmp.XXXXXX, file_write_atomic_reuse's
- * spares) of writes that a killed process never finished, in dir and `depth` levels of
+/* Removes the temporary files (file_write_atomic's .<file>.tmp.XXXXXX, the spares of
+ * file_write_atomic_reuse and file_write_atomic_grouped, .spare*) of writes that a killed process never finished, in dir and `depth` levels of
  * directories below it. */
 static void sweep_temps(const char *dir, int depth)
 {
@@ -647,7 +675,7 @@ static void sweep_temps(const char *dir, int depth)
 		const char *n = de->d_name;
 		size_t len = strlen(n);
 		if (n[0] == '.' &&
-		    (strstr(n, ".tmp.") || !strcmp(n, FILE_SPARE) || !strcmp(n, FILE_SPARE_PREV)))
+		    (strstr(n, ".tmp.") || !strncmp(n, FILE_SPARE, strlen(FILE_SPARE))))
 			unlinkat(dirfd(d), n, 0);
 		else if (n[0] != '.' && depth > 0 && (len < 5 || strcmp(n + len - 5, ".json")) &&
 		         snprintf(p, sizeof(p), "%s/%s", dir, n) < (int)sizeof(p))
@@ -691,8 +719,12 @@ int store_dir_open(const char *path, bool owner, int poll_ms, store **out, struc
 	s->path = strdup(path);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
-	for (int i = 0; i < MAX_KINDS; i++)
+	pthread_cond_init(&s->flight_cv, NULL);
+	s->op_fd = -1;
+	for (int i = 0; i < MAX_KINDS; i++) {
 		pthread_cond_init(&s->kind_cv[i], NULL);
+		s->groups[i] = (struct file_write_group)FILE_WRITE_GROUP_INIT;
+	}
 	if (!s->path) {
 		d_close(&s->base);
 		return err_set(e, -ENOMEM, "store: out of memory");

@@ -259,9 +259,11 @@ static void probe(struct dir_store *s, const struct store_kind *k, const char *k
 	struct file_identity id;
 	struct index_entry *en = dir_index_find(s, key);
 	snprintf(path, sizeof(path), "%s/%s.json", s->path, key);
-	int r = dir_fident(path, &id);
 	if (en)
 		en->seen = true;
+	if (s->flight && dir_in_flight(s, key))
+		return; /* its write publishes it (dir_commit.c) */
+	int r = dir_fident(path, &id);
 	if (r < 0) {
 		struct change *ch;
 		if (r == -ENOENT && en && (ch = add_change(c))) {
@@ -382,7 +384,8 @@ void dir_index_refresh(struct dir_store *s, const struct store_kind *const *kind
 		for (size_t i = 0; i < s->nbuckets; i++)
 			for (struct index_entry *en = s->buckets[i]; en; en = en->hnext) {
 				struct change *ch;
-				if (!en->seen && (ch = add_change(&c))) {
+				if (!en->seen && !(s->flight && dir_in_flight(s, en->key)) &&
+				    (ch = add_change(&c))) {
 					ch->type = STORE_DELETED;
 					ch->key = strdup(en->key);
 					ch->kind = en->kind;

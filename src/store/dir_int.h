@@ -13,6 +13,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "base/file.h"
 #include "store/blob.h"
 #include "store/store.h"
 
@@ -85,6 +86,21 @@ struct dir_store {
 	pthread_t thread;
 	bool thread_running, stopping;
 	int watchers;
+	/* writes of an indexed store (dir_commit.c): in flight between the version they were
+	 * issued and their publication, in version order; the process holds the operation lock
+	 * (op_fd) while any is */
+	struct flight *flight, *flight_tail;
+	pthread_cond_t flight_cv;
+	int op_fd;
+	unsigned op_holders;
+	unsigned op_batch; /* writes that joined since the process took the operation lock */
+	struct file_write_group groups[MAX_KINDS]; /* one per kind's directory */
+};
+
+struct flight {
+	struct flight *next;
+	const char *key;
+	uint64_t rv;
 };
 
 struct dir_store_watch {
@@ -118,6 +134,23 @@ void dir_meta_set_rv(cJSON *obj, uint64_t rv);
 
 /* dir.c */
 int dir_rv_last(struct dir_store *s, uint64_t *rv, struct err *e); /* the last issued version */
+/* Issues the next version (operation lock held through fd): persisted before use. */
+int dir_rv_issue(struct dir_store *s, int fd, uint64_t *rv, struct err *e);
+/* The stored object now: from the index (after catching up) or from its file (*cur NULL: none). */
+int dir_current(struct dir_store *s, const char *key, const char *path, cJSON **cur, struct err *e);
+/* next's text as stored at rv (its version set, a final newline), malloc'd; NULL: no memory. */
+char *dir_encode(cJSON *next, uint64_t rv, size_t *len);
+/* Publishes a durable write at rv in the index and the event history (mu held; next NULL: a
+ * delete, of cur or of *q->out when the plan made one); id: what was written. */
+void dir_publish(struct dir_store *s, struct opreq *q, const char *key, const cJSON *cur,
+                 cJSON *next, uint64_t rv, const struct file_identity *id);
+
+/* dir_commit.c */
+/* A write of an indexed store with group commit (dir_commit.c); key and path of q's object. */
+int dir_write_grouped(struct dir_store *s, struct opreq *q, const char *key, const char *path,
+                      struct err *e);
+/* True when a write of key is in flight (mu held): the index leaves its file to that write. */
+bool dir_in_flight(struct dir_store *s, const char *key);
 int dir_oplock(struct dir_store *s, int how, struct err *e);
 void dir_opunlock(int fd);
 int dir_kind_index(const struct store_kind *k);

@@ -232,7 +232,8 @@ void dir_catch_up(struct dir_store *s, bool lock_held)
 		keyset_free(&ks);
 		return;
 	}
-	int fd = lock_held ? -1 : dir_oplock(s, LOCK_SH, NULL);
+	/* a write in flight holds the process's operation lock: another descriptor's would wait on it */
+	int fd = lock_held || s->op_fd >= 0 ? -1 : dir_oplock(s, LOCK_SH, NULL);
 	if (ks.overflow) {
 		dir_index_refresh(s, store_kinds(), NULL, 0, true);
 	} else {

@@ -7,6 +7,9 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,27 +284,135 @@ static bool exists(const char *name)
  * at every level of the layout; a non-owner's open leaves them to it. */
 START_TEST(test_owner_removes_unfinished_writes)
 {
-	static const char *const temps[] = {
-	    ".resourceversion.tmp.a1B2c3", "pillaragents/.a.json.tmp.Zz9Yy8",
-	    "persistentvolumeclaims/default/.c.json.tmp.Qq7Ww6", "pillaragents/" FILE_SPARE,
-	    "pillaragents/" FILE_SPARE_PREV};
+	static const char *const temps[] = {".resourceversion.tmp.a1B2c3",
+	                                    "pillaragents/.a.json.tmp.Zz9Yy8",
+	                                    "persistentvolumeclaims/default/.c.json.tmp.Qq7Ww6",
+	                                    "pillaragents/" FILE_SPARE,
+	                                    "pillaragents/" FILE_SPARE_PREV,
+	                                    "pillaragents/" FILE_SPARE ".3",
+	                                    "pillaragents/" FILE_SPARE_PREV ".3"};
 	store *other = NULL;
 	create(st, "a", 1);
 	store_close(st);
 	st = NULL;
-	for (size_t i = 0; i < 5; i++)
+	size_t n = sizeof(temps) / sizeof(temps[0]);
+	for (size_t i = 0; i < n; i++)
 		tu_write(dir, temps[i], "{\"half\":");
 	ck_assert_int_eq(store_dir_open(dir, false, 60000, &other, NULL), 0);
 	store_close(other);
-	for (size_t i = 0; i < 5; i++)
+	for (size_t i = 0; i < n; i++)
 		ck_assert_msg(exists(temps[i]), "a non-owner removed %s", temps[i]);
 	ck_assert_int_eq(store_dir_open(dir, true, 60000, &st, NULL), 0);
-	for (size_t i = 0; i < 5; i++)
+	for (size_t i = 0; i < n; i++)
 		ck_assert_msg(!exists(temps[i]), "%s is left", temps[i]);
 	cJSON *o = NULL;
 	ck_assert_int_eq(store_get(st, PA(), NULL, "a", &o, NULL), 0);
 	cJSON_Delete(o);
 	ck_assert(exists(".lock") && exists(".oplock") && exists("pillaragents/a.json"));
+}
+END_TEST
+
+/* Group commit: creates of different objects at the same time fsync their own files and share
+ * the fsync of their kind's directory; a watch sees them in version order, each once, and only
+ * after that fsync; creates of one name at once: one wins.  The first fsync of the directory
+ * waits until every file is in place, so the others then need one fsync more (at most). */
+#define WRITERS 8
+static atomic_int dir_fsyncs, file_fsyncs;
+static char pa_dir[600];
+
+static void count_store_fsync(const char *path)
+{
+	if (strcmp(path, pa_dir) != 0) {
+		atomic_fetch_add(&file_fsyncs, 1);
+		return;
+	}
+	if (atomic_fetch_add(&dir_fsyncs, 1) > 0)
+		return;
+	for (int i = 0; i < 20000; i++) { /* generous: the machine may be loaded */
+		int n = 0;
+		char p[64];
+		for (int k = 0; k < WRITERS; k++) {
+			snprintf(p, sizeof(p), "pillaragents/g%d.json", k);
+			n += exists(p);
+		}
+		if (n == WRITERS)
+			break;
+		usleep(1000);
+	}
+}
+
+static void *writer(void *arg)
+{
+	char name[16];
+	snprintf(name, sizeof(name), "g%d", (int)(intptr_t)arg);
+	cJSON *o = agent(name, 10);
+	int r = store_create(st, o, NULL, NULL);
+	cJSON_Delete(o);
+	return (void *)(intptr_t)r;
+}
+
+static void *same_name(void *arg)
+{
+	(void)arg;
+	cJSON *o = agent("same", 10);
+	int r = store_create(st, o, NULL, NULL);
+	cJSON_Delete(o);
+	return (void *)(intptr_t)r;
+}
+
+START_TEST(test_concurrent_writes_share_directory_fsync)
+{
+	pthread_t t[WRITERS];
+	store_watch *w;
+	struct err e = {0};
+	create(st, "first", 1); /* the directory exists */
+	snprintf(pa_dir, sizeof(pa_dir), "%s/pillaragents", dir);
+	ck_assert_int_eq(store_watch_open(st, PA(), 0, &w, &e), 0);
+	file_fsync_observer = count_store_fsync;
+	for (int i = 0; i < WRITERS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, writer, (void *)(intptr_t)i), 0);
+	for (int i = 0; i < WRITERS; i++) {
+		void *r;
+		pthread_join(t[i], &r);
+		ck_assert_int_eq((int)(intptr_t)r, 0);
+	}
+	file_fsync_observer = NULL;
+	ck_assert_int_eq(atomic_load(&file_fsyncs), WRITERS);
+	/* WRITERS when each write holds the store through its fsyncs */
+	ck_assert_int_le(atomic_load(&dir_fsyncs), 2);
+	uint64_t last = 0;
+	int seen = 0, mask = 0;
+	while (seen < WRITERS + 1) {
+		enum store_event_type type;
+		cJSON *o = NULL;
+		ck_assert_int_eq(store_watch_next(w, 10000, &type, &o, &e), 1);
+		ck_assert_int_eq(type, STORE_ADDED);
+		uint64_t rv = store_meta_rv(o);
+		ck_assert_msg(rv > last, "version %llu after %llu", (unsigned long long)rv,
+		              (unsigned long long)last);
+		last = rv;
+		const char *name = store_meta_str(o, "name");
+		if (name[0] == 'g') {
+			ck_assert_int_eq(mask & (1 << (name[1] - '0')), 0);
+			mask |= 1 << (name[1] - '0');
+		}
+		seen++;
+		cJSON_Delete(o);
+	}
+	ck_assert_int_eq(mask, (1 << WRITERS) - 1);
+	store_watch_close(w);
+	/* one name from all writers at once: exactly one create */
+	int won = 0;
+	for (int i = 0; i < WRITERS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, same_name, NULL), 0);
+	for (int i = 0; i < WRITERS; i++) {
+		void *r;
+		pthread_join(t[i], &r);
+		won += (int)(intptr_t)r == 0;
+		ck_assert((int)(intptr_t)r == 0 || (int)(intptr_t)r == STORE_ALREADY_EXISTS);
+	}
+	ck_assert_int_eq(won, 1);
+	ck_assert(!exists("pillaragents/.spare.0") && !exists("pillaragents/.spare.prev.0"));
 }
 END_TEST
 
@@ -384,6 +495,7 @@ int main(void)
 	tcase_add_test(t, test_event_history_bounded_in_bytes);
 	tcase_add_test(t, test_versions_continue_above_the_ceiling_after_reboot);
 	tcase_add_test(t, test_owner_removes_unfinished_writes);
+	tcase_add_test(t, test_concurrent_writes_share_directory_fsync);
 	tcase_add_test(t, test_list_leaves_out_a_corrupt_file);
 	suite_add_tcase(s, t);
 	return tu_run(s);
