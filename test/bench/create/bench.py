@@ -7,7 +7,8 @@ on this directory's disk; a grpcio CSI client builds every CreateVolume as csi-p
 
   fsyncs per CreateVolume: fsync + fdatasync system calls of the controller and of the agent
     (perf stat on the syscall tracepoints, "n/a" where perf cannot count) over FSYNC_N sequential
-    creates, counted until the store has been quiet for half a second (work a create starts, such
+    creates, and over FSYNC_N creates by 16 concurrent callers (where group commit shares
+    directory fsyncs), counted until the store has been quiet for half a second (work a create starts, such
     as the resync it queues, counts as its own);
   CreateVolume p50 and p99 at 1, 4 and 16 concurrent callers (each making PER_CALLER creates per
     round, at least 40 in all), without and with a disk writer: another process rewriting a 16 MiB file in this
@@ -94,18 +95,25 @@ class Creator:
         return lat
 
 
-def fsyncs(b, cr):
-    w = cb.Work(b, "create-fsync")
-    for _ in range(FSYNC_N):
-        cr.one()
-    work = w.done(FSYNC_N)
+def fsyncs(b, cr, callers=1):
+    w = cb.Work(b, "create-fsync-%d" % callers)
+    each = max(1, FSYNC_N // callers)
+    if callers == 1:
+        for _ in range(each):
+            cr.one()
+    else:
+        cr.run(callers, each)
+    n = each * callers
+    work = w.done(n)
     ctl, agent = work["ctl"], work["agent"]
+    what = "%d sequential creates" % n if callers == 1 else \
+        "%d creates by %d concurrent callers" % (n, callers)
     if ctl is None or agent is None:
-        print("fsyncs per CreateVolume: n/a (perf cannot count here)")
+        print("fsyncs per CreateVolume (%s): n/a (perf cannot count here)" % what)
         return
-    print("fsyncs per CreateVolume (%d sequential creates): controller %.2f, agent %.2f, total "
+    print("fsyncs per CreateVolume (%s): controller %.2f, agent %.2f, total "
           "%.2f (goal <= 4); store writes %.2f, syscalls controller %.0f, agent %.0f" % (
-              FSYNC_N, ctl[1], agent[1], ctl[1] + agent[1], work["writes"], ctl[0], agent[0]),
+              what, ctl[1], agent[1], ctl[1] + agent[1], work["writes"], ctl[0], agent[0]),
           flush=True)
 
 
@@ -150,6 +158,7 @@ def main():
         cr = Creator(b)
         cr.run(1, 5)  # warm: the first create of a process opens what later ones reuse
         fsyncs(b, cr)
+        fsyncs(b, cr, 16)  # group commit: concurrent creates share directory fsyncs
         latencies(b, cr)
     finally:
         b.env.procs.stop_all()
