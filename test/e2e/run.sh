@@ -218,6 +218,16 @@ run_b() {  # run_b NAME TIMEOUT -> logs $LOGS/NAME-worker.log, $LOGS/NAME-storag
     printf '[%8.3f] ==== host: storage VM powered off (qemu killed, no guest shutdown)\n' "$(secs "$t0" "$EPOCHREALTIME")" >> "$slog"
     spid=""
   }
+  # storage_kill: SIGKILL at once (no SIGTERM first): qemu gets no chance to finish a request
+  # it is emulating; the guest's page cache and every write it had not yet sent to its disk
+  # are lost, what it sent stays in the image (the host keeps running)
+  storage_kill() {
+    [ -n "$spid" ] || return 0
+    kill -KILL "$spid" 2>/dev/null
+    local i; for i in $(seq 100); do kill -0 "$spid" 2>/dev/null || break; sleep 0.05; done
+    printf '[%8.3f] ==== host: storage VM powered off hard (qemu SIGKILLed)\n' "$(secs "$t0" "$EPOCHREALTIME")" >> "$slog"
+    spid=""
+  }
   storage_on || echo "@@HOST storage VM did not start" >> "$slog"
   ZFS_VM="" qemu_cmd "e2e-$name-worker" 1 768 "E2E_ROLE=worker E2E_TOPO=b E2E_SCENARIO=$name"
   QEMU+=(-netdev "socket,id=n0,udp=127.0.0.1:$ps,localaddr=127.0.0.1:$pw"
@@ -247,6 +257,7 @@ run_b() {  # run_b NAME TIMEOUT -> logs $LOGS/NAME-worker.log, $LOGS/NAME-storag
     rc=0; msg=""
     case $cmd in
       storage-off)   storage_off ;;
+      storage-kill)  storage_kill ;;
       storage-on)    if [ -n "$spid" ] && kill -0 "$spid" 2>/dev/null; then msg="already running"
                      else storage_on || { rc=1; msg="qemu did not start"; }; fi ;;
       storage-state) if [ -n "$spid" ] && kill -0 "$spid" 2>/dev/null; then msg=running; else msg=off; fi ;;

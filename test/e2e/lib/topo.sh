@@ -101,7 +101,8 @@ storage_wait_ready() { wait_for "${1:-120}" "storage side answers" storage_ready
 
 # ---- host control channel (topology b, worker) ------------------------------------
 # host_ctl CMD [TIMEOUT_S] : ask run.sh on the host; returns its status.
-# Commands: storage-off (power cut: qemu killed), storage-on (boot again),
+# Commands: storage-off (power cut: qemu killed), storage-kill (the same, SIGKILL at once),
+#           storage-on (boot again),
 #           storage-state (prints running|off)
 host_ctl() {
   [ "$(topo)" = b ] || fail "host_ctl needs topology b"
@@ -132,6 +133,13 @@ storage_down() {
     host_ctl storage-off 60 >/dev/null || fail "storage_down: host could not power off the storage VM"
   fi
   log "storage side DOWN (topology $(topo))"
+}
+# storage_power_cut (topology b): the storage VM's qemu is SIGKILLed at once, in the middle of
+# whatever it does (storage_down sends SIGTERM first and waits up to 10 s)
+storage_power_cut() {
+  [ "$(topo)" = b ] || fail "storage_power_cut needs topology b"
+  host_ctl storage-kill 60 >/dev/null || fail "storage_power_cut: host could not kill the storage VM"
+  log "storage side POWER CUT (qemu SIGKILLed)"
 }
 # storage_up [TIMEOUT_S] : the storage node comes back and restores its state
 #   a: run storage_on_boot (modules loaded, enabled roles restarted, exports restored)
