@@ -56,7 +56,9 @@ struct h2_conn {
 static void conn_io(void *arg, uint32_t ev);
 static void do_read(struct h2_conn *c);
 
-/* The events the loop watches: EPOLLIN is left out while an external reader waits. */
+/* The events the loop watches: EPOLLIN is left out while an external reader waits.  The
+ * socket is edge-triggered (no re-arming after each event): every event is read until the
+ * socket is empty (a short read or EAGAIN), or do_read asks for the event again. */
 static void set_events(struct h2_conn *c, uint32_t ev)
 {
 	if (c->readers)
@@ -64,7 +66,7 @@ static void set_events(struct h2_conn *c, uint32_t ev)
 	if (c->fd < 0 || c->state == ST_DEAD || ev == c->events)
 		return;
 	c->events = ev;
-	h2_loop_mod_fd(c->loop, c->fd, ev, conn_io, c);
+	h2_loop_mod_fd(c->loop, c->fd, ev | EPOLLET, conn_io, c);
 }
 
 static void cancel_timers(struct h2_conn *c)
@@ -311,15 +313,22 @@ static void do_read(struct h2_conn *c)
 	uint8_t buf[65536];
 	size_t total = 0;
 
-	while (c->state == ST_OPEN && total < READ_BUDGET) {
-		ssize_t n = read_some(c, buf, sizeof(buf));
+	while (c->state == ST_OPEN) {
+		ssize_t n;
+		if (total >= READ_BUDGET) {
+			/* other connections' turn: watching the socket again reports what is left */
+			if (c->fd >= 0 && !c->readers)
+				h2_loop_mod_fd(c->loop, c->fd, c->events | EPOLLET, conn_io, c);
+			break;
+		}
+		n = read_some(c, buf, sizeof(buf));
 		if (n <= 0)
 			break;
 		total += (size_t)n;
 		if (h2_conn_feed(c, buf, (size_t)n) < 0)
 			return;
-		/* a short read emptied the socket: what arrives later wakes the (level-triggered)
-		 * loop again, so no read just to see EAGAIN; TLS may hold decrypted bytes back */
+		/* a short read emptied the socket: what arrives later is a new edge, so no read
+		 * just to see EAGAIN; TLS may hold decrypted bytes back */
 		if (!c->tls && (size_t)n < sizeof(buf))
 			break;
 	}
@@ -527,7 +536,7 @@ int h2_conn_new(struct h2_conn **out, struct h2_loop *l, int fd, bool connecting
 	}
 	c->state = connecting ? ST_CONNECTING : ST_HANDSHAKE;
 	c->events = connecting ? EPOLLOUT : EPOLLIN;
-	rc = h2_loop_add_fd(l, fd, c->events, conn_io, c);
+	rc = h2_loop_add_fd(l, fd, c->events | EPOLLET, conn_io, c);
 	if (rc < 0) {
 		close(fd);
 		free(c);
@@ -573,7 +582,7 @@ int h2_conn_new_server(struct h2_conn **out, struct h2_loop *l, int fd, struct h
 		c->lim = *lim;
 	c->state = ST_WAIT;
 	c->events = EPOLLIN;
-	rc = h2_loop_add_fd(l, fd, c->events, conn_io, c);
+	rc = h2_loop_add_fd(l, fd, c->events | EPOLLET, conn_io, c);
 	if (rc < 0) {
 		close(fd);
 		free(c);

@@ -304,7 +304,7 @@ static void poll_once(struct h2_loop *l)
 		r = fd < l->n_registrations ? l->registrations[fd] : NULL;
 		if (!r)
 			continue;
-		r->armed = false;
+		r->armed = (r->events & EPOLLET) != 0; /* one-shot otherwise */
 		r->fn(r->arg, evs[i].events);
 		loop_rearm(l, fd);
 	}

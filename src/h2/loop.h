@@ -3,8 +3,9 @@
  * Loop work — fd callbacks, timers, posted callbacks, and everything that touches a socket, a TLS
  * session or an nghttp2 session — runs while *holding the loop*: one thread at a time, under the
  * loop lock.  Up to two of the loop's threads wait in epoll_wait at once (the pollers), on one
- * epoll set whose fds are one-shot: the poller that an event wakes takes the loop, runs that fd's
- * callback, re-arms the fd and drops the loop; the other poller keeps watching meanwhile.  A
+ * epoll set whose fds are one-shot or edge-triggered, so that one event wakes one poller: it
+ * takes the loop, runs that fd's callback (re-arming a one-shot fd) and drops the loop; the other
+ * poller keeps watching meanwhile.  A
  * thread that is not a poller may take the loop too (h2_loop_run), to send a response or a
  * request from where it was produced, without waking another thread.  Loop callbacks never
  * block.
@@ -53,7 +54,9 @@ struct h2_loop *h2_loop_default(void);
 /* True when the calling thread holds the loop. */
 bool h2_loop_in_thread(const struct h2_loop *l);
 
-/* fd registration (holding the loop, or before start).  events are EPOLLIN/EPOLLOUT bits. */
+/* fd registration (holding the loop, or before start).  events are EPOLLIN/EPOLLOUT bits:
+ * the fd is one-shot, watched again after each callback.  With EPOLLET among them it is
+ * edge-triggered: the callback must read until the fd is empty (or mod the fd again). */
 int h2_loop_add_fd(struct h2_loop *l, int fd, uint32_t events, h2_io_fn fn, void *arg);
 int h2_loop_mod_fd(struct h2_loop *l, int fd, uint32_t events, h2_io_fn fn, void *arg);
 void h2_loop_del_fd(struct h2_loop *l, int fd);

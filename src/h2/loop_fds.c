@@ -8,6 +8,12 @@
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
 
+/* An fd is one-shot unless its owner asks for edge-triggered events (EPOLLET). */
+static uint32_t watch_bits(uint32_t events)
+{
+	return events & EPOLLET ? events : events | EPOLLONESHOT;
+}
+
 static int set_reg(struct h2_loop *l, int fd, uint32_t events, h2_io_fn fn, void *arg)
 {
 	if (fd >= l->n_registrations) {
@@ -35,7 +41,7 @@ static int set_reg(struct h2_loop *l, int fd, uint32_t events, h2_io_fn fn, void
 
 int h2_loop_add_fd(struct h2_loop *l, int fd, uint32_t events, h2_io_fn fn, void *arg)
 {
-	struct epoll_event ev = {.events = events | EPOLLONESHOT};
+	struct epoll_event ev = {.events = watch_bits(events)};
 	int rc = set_reg(l, fd, events, fn, arg);
 
 	if (rc)
@@ -53,7 +59,7 @@ int h2_loop_add_fd(struct h2_loop *l, int fd, uint32_t events, h2_io_fn fn, void
 
 int h2_loop_mod_fd(struct h2_loop *l, int fd, uint32_t events, h2_io_fn fn, void *arg)
 {
-	struct epoll_event ev = {.events = events | EPOLLONESHOT};
+	struct epoll_event ev = {.events = watch_bits(events)};
 	int rc = set_reg(l, fd, events, fn, arg);
 
 	if (rc)
@@ -72,7 +78,7 @@ void loop_rearm(struct h2_loop *l, int fd)
 
 	if (!r || r->armed)
 		return;
-	ev.events = r->events | EPOLLONESHOT;
+	ev.events = watch_bits(r->events);
 	ev.data.u64 = (uint64_t)fd + 1;
 	if (epoll_ctl(l->epoll_fd, EPOLL_CTL_MOD, fd, &ev) == 0)
 		r->armed = true;

@@ -11,13 +11,15 @@
 
 #include "h2/loop.h"
 
-/* Every fd is watched with EPOLLONESHOT: the thread that polled its event runs the callback
- * and re-arms it (armed false in between), so no other poller sees the same readiness. */
+/* An fd is watched with EPOLLONESHOT: the thread that polled its event runs the callback and
+ * re-arms it (armed false in between), so no other poller sees the same readiness.  An fd
+ * registered with EPOLLET is edge-triggered instead (always armed): its callback reads until
+ * the fd is empty, and a later arrival wakes a poller anew. */
 struct fd_registration {
 	h2_io_fn fn;
 	void *arg;
 	int fd;
-	uint32_t events; /* EPOLLIN/EPOLLOUT bits wanted */
+	uint32_t events; /* EPOLLIN/EPOLLOUT bits wanted, and EPOLLET */
 	bool armed;      /* watched in the epoll set (false from its event until re-armed) */
 };
 

@@ -75,15 +75,42 @@ static int h_gate(struct grpc_call *call, const ProtobufCMessage *req, ProtobufC
 	return answer(call, resp, "gate");
 }
 
+/* Big: the request is a GetPluginInfoResponse whose name is megabytes long; the answer's
+ * vendor_version is that length. */
+static int h_big(struct grpc_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                 void *ctx)
+{
+	const Csi__V1__GetPluginInfoResponse *in = (const Csi__V1__GetPluginInfoResponse *)req;
+	Csi__V1__GetPluginInfoResponse *r = grpc_call_alloc(call, sizeof(*r));
+	char len[32];
+
+	(void)ctx;
+	if (!r)
+		return GRPC_RESOURCE_EXHAUSTED;
+	csi__v1__get_plugin_info_response__init(r);
+	snprintf(len, sizeof(len), "%zu", strlen(in->name));
+	r->name = "big";
+	r->vendor_version = grpc_call_strdup(call, len);
+	*resp = &r->base;
+	return GRPC_OK;
+}
+
 #define INFO(mname, fn)                                                                           \
 	{                                                                                         \
 		.name = mname, .unary = fn, .req = &csi__v1__get_plugin_info_request__descriptor, \
 		.resp = &csi__v1__get_plugin_info_response__descriptor                            \
 	}
 
-static const struct grpc_method methods[] = {INFO("Echo", h_echo), INFO("Gate", h_gate)};
+static const struct grpc_method methods[] = {
+    INFO("Echo", h_echo),
+    INFO("Gate", h_gate),
+    {.name = "Big",
+     .unary = h_big,
+     .req = &csi__v1__get_plugin_info_response__descriptor,
+     .resp = &csi__v1__get_plugin_info_response__descriptor},
+};
 static const struct grpc_service service = {
-    .name = "test.Pollers", .methods = methods, .n_methods = 2};
+    .name = "test.Pollers", .methods = methods, .n_methods = 3};
 
 static struct grpc_server *start_server(const char *url, unsigned workers)
 {
@@ -235,6 +262,69 @@ START_TEST(test_blocking_handlers_one_connection_all_run)
 }
 END_TEST
 
+#define BIG_LEN (3 * 1024 * 1024)
+
+struct big_caller {
+	struct grpc_channel *ch;
+	const char *name;
+	int ok;
+};
+
+static void *big_caller_main(void *arg)
+{
+	struct big_caller *b = arg;
+	Csi__V1__GetPluginInfoResponse rq = CSI__V1__GET_PLUGIN_INFO_RESPONSE__INIT;
+	struct grpc_status st;
+	ProtobufCMessage *r;
+	char want[32];
+
+	rq.name = (char *)b->name;
+	snprintf(want, sizeof(want), "%d", BIG_LEN);
+	for (int i = 0; i < 3; i++) {
+		if (grpc_channel_call(b->ch, "/test.Pollers/Big", &rq.base,
+		                      &csi__v1__get_plugin_info_response__descriptor, &r, 60000,
+		                      NULL, &st) != GRPC_OK)
+			continue;
+		Csi__V1__GetPluginInfoResponse *info = (Csi__V1__GetPluginInfoResponse *)r;
+		b->ok += strcmp(info->vendor_version, want) == 0;
+		protobuf_c_message_free_unpacked(r, NULL);
+	}
+	return NULL;
+}
+
+/* Requests of 3 MiB from four callers on one connection: the socket holds more than one read
+ * turn takes (the edge-triggered connection asks for its event again), and every call arrives
+ * whole. */
+START_TEST(test_big_requests_one_connection)
+{
+	const char *dir = tu_mkdtemp();
+	char url[512], *name = malloc(BIG_LEN + 1);
+	struct grpc_channel *ch;
+	struct big_caller b[4];
+	pthread_t t[4];
+	struct err e = {0};
+
+	ck_assert_ptr_nonnull(name);
+	memset(name, 'n', BIG_LEN);
+	name[BIG_LEN] = 0;
+	snprintf(url, sizeof(url), "unix://%s/p.sock", dir);
+	struct grpc_server *s = start_server(url, 4);
+	ck_assert_int_eq(grpc_channel_new(&ch, url, NULL, &e), 0);
+	for (int i = 0; i < 4; i++) {
+		b[i] = (struct big_caller){.ch = ch, .name = name};
+		ck_assert_int_eq(pthread_create(&t[i], NULL, big_caller_main, &b[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		ck_assert_int_eq(b[i].ok, 3);
+	}
+	grpc_channel_free(ch);
+	stop_server(s);
+	free(name);
+	tu_rmtree(dir);
+}
+END_TEST
+
 /* ---- the loop: a timer armed by a poller that then runs a blocking job ----------------------- */
 
 struct timer_case {
@@ -323,6 +413,7 @@ static Suite *suite(void)
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, test_many_connections_concurrent_calls);
 	tcase_add_test(t, test_blocking_handlers_one_connection_all_run);
+	tcase_add_test(t, test_big_requests_one_connection);
 	tcase_add_test(t, test_timer_armed_before_blocking_job_fires);
 	suite_add_tcase(s, t);
 	return s;
