@@ -136,6 +136,11 @@ static bool needs_exact(const cJSON *it)
 	return false;
 }
 
+bool json_long_integers(const cJSON *v)
+{
+	return v && (cJSON_IsNumber(v) ? print_exact(v) : needs_exact(v->child));
+}
+
 /* Turns the numbers print_exact selects into raw items carrying their digits; 0 or -ENOMEM. */
 static int to_raw(cJSON *it)
 {
@@ -337,9 +342,11 @@ int json_check_strings(const char *buf, size_t len, struct err *e)
 	return 0;
 }
 
-/* The one JSON value of buf.  0 with *out; -EBADMSG with *at the offset where the text stops
- * being that value and *trailing when a value ended before it; -ENOMEM. */
-static int parse_value(const char *buf, size_t len, cJSON **out, size_t *at, bool *trailing)
+/* The one JSON value of buf (its long integers kept when long_integers).  0 with *out;
+ * -EBADMSG with *at the offset where the text stops being that value and *trailing when a value
+ * ended before it; -ENOMEM. */
+static int parse_with(const char *buf, size_t len, bool long_integers, cJSON **out, size_t *at,
+                      bool *trailing)
 {
 	const char *end = NULL;
 	cJSON *v;
@@ -363,7 +370,7 @@ static int parse_value(const char *buf, size_t len, cJSON **out, size_t *at, boo
 			return -EBADMSG;
 		}
 	}
-	if (has_long_integer(buf, len)) {
+	if (long_integers) {
 		struct numscan s = {buf, buf + len};
 		if (cJSON_IsNumber(v) ? keep_texts(v, &s) : keep_texts(v->child, &s)) {
 			cJSON_Delete(v);
@@ -371,6 +378,34 @@ static int parse_value(const char *buf, size_t len, cJSON **out, size_t *at, boo
 		}
 	}
 	*out = v;
+	return 0;
+}
+
+static int parse_value(const char *buf, size_t len, cJSON **out, size_t *at, bool *trailing)
+{
+	return parse_with(buf, len, has_long_integer(buf, len), out, at, trailing);
+}
+
+bool json_text_long_integers(const char *buf, size_t len)
+{
+	return has_long_integer(buf, len);
+}
+
+bool json_text_checked(const char *buf, size_t len)
+{
+	return !memchr(buf, '\0', len) && first_control(buf, len) == len &&
+	       str_check(buf, len, NULL) == STR_OK && !memmem(buf, len, "\\u0000", 6);
+}
+
+int json_parse_checked(const char *buf, size_t len, bool long_integers, cJSON **out, struct err *e)
+{
+	size_t at = 0;
+	bool trailing;
+	int r = parse_with(buf, len, long_integers, out, &at, &trailing);
+	if (r == -ENOMEM)
+		return err_set(e, -ENOMEM, "out of memory");
+	if (r < 0)
+		return err_set(e, -EBADMSG, "invalid JSON at byte %zu", at);
 	return 0;
 }
 
@@ -467,9 +502,21 @@ int json_parse_marked(const char *buf, size_t len, cJSON **out, struct err *e)
 	return r;
 }
 
+/* Whether an item under v holds the mark in its key or string value (no path built). */
+static bool holds_marked(const cJSON *v)
+{
+	for (const cJSON *it = v ? v->child : NULL; it; it = it->next)
+		if ((it->string && strstr(it->string, MARK_UTF8)) ||
+		    (cJSON_IsString(it) && strstr(it->valuestring, MARK_UTF8)) || holds_marked(it))
+			return true;
+	return false;
+}
+
 bool json_marked(const cJSON *v, char *path, size_t cap)
 {
 	size_t i = 0;
+	if (!holds_marked(v))
+		return false; /* the common case: no path to build */
 	for (const cJSON *it = v ? v->child : NULL; it; it = it->next, i++) {
 		char p[512];
 		if (cJSON_IsArray(v))

@@ -44,6 +44,19 @@ int json_parse_value(const char *buf, size_t len, cJSON **out, size_t *at);
  * character (byte N)" / "invalid JSON: control character 0x01 at byte N". */
 int json_check_strings(const char *buf, size_t len, struct err *e);
 
+/* Whether text that passed json_check_strings' checks stays valid for json_parse_strict without
+ * them: no NUL byte, no control character, UTF-8, no escape \u0000 (json_check_strings' quick
+ * test).  A store that keeps a checked text checks it once, then parses it with
+ * json_parse_checked. */
+bool json_text_checked(const char *buf, size_t len);
+/* Whether the text holds an integer of more than 15 digits (one json_parse_* keeps as text). */
+bool json_text_long_integers(const char *buf, size_t len);
+/* json_text_long_integers of what json_print/json_dump print for v, from the tree. */
+bool json_long_integers(const cJSON *v);
+/* json_parse_strict of text json_text_checked accepted, without its checks; long_integers as
+ * json_text_long_integers answered for it.  0 with *out, -EBADMSG or -ENOMEM with e. */
+int json_parse_checked(const char *buf, size_t len, bool long_integers, cJSON **out, struct err *e);
+
 /* json_parse_strict for the answers of a server whose objects are each checked on their own
  * (the API server's lists and watch events): an escape \u0000 in a string does not refuse the
  * whole text but becomes U+FFFF, which json_marked finds and model_decode refuses for the one

@@ -3,6 +3,10 @@
  * embedded store's index and event history and the watch-fed caches keep objects this way: the
  * text of a Kubernetes-shaped object is several times smaller than its cJSON tree.
  *
+ * A blob knows, from when it was made, whether its text passes json_parse_strict's checks (then
+ * a parse skips them: the text never changes) and where its metadata.labels stand in it, so a
+ * list with a label selector passes over the objects it does not select without parsing them.
+ *
  * store_blob_new/_of return NULL when out of memory (_of also when obj cannot be printed);
  * store_blob_parse returns 0 with a new tree (caller owns) or json_parse_strict's errors;
  * store_blob_put(NULL) is a no-op. */
@@ -11,20 +15,34 @@
 
 #include <cjson/cJSON.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/err.h"
 
+enum store_blob_labels { BLOB_LABELS_UNKNOWN, BLOB_LABELS_NONE, BLOB_LABELS_AT };
+
 struct store_blob {
 	atomic_uint refs;
+	bool checked;                   /* text passes json_text_checked (base/json.h) */
+	bool long_integers;             /* json_text_long_integers of text */
+	unsigned char labels;           /* enum store_blob_labels */
+	uint32_t labels_at, labels_len; /* BLOB_LABELS_AT: metadata.labels' compact text */
 	size_t len;
 	char text[];
 };
 
 struct store_blob *store_blob_new(const char *text, size_t len); /* refs 1 */
 struct store_blob *store_blob_of(const cJSON *obj);              /* its compact text, refs 1 */
-struct store_blob *store_blob_ref(struct store_blob *b);         /* b, one more reference */
-void store_blob_put(struct store_blob *b);                       /* drops one reference */
+/* store_blob_of a tree as json_parse_strict returned it: its strings passed the checks, which
+ * its printed text then passes too (cJSON escapes every control character it prints). */
+struct store_blob *store_blob_of_parsed(const cJSON *obj);
+struct store_blob *store_blob_ref(struct store_blob *b); /* b, one more reference */
+void store_blob_put(struct store_blob *b);               /* drops one reference */
 int store_blob_parse(const struct store_blob *b, cJSON **out, struct err *e);
+/* Whether the object's labels match selector (store_selector_match): 1 or 0; -1 when the blob
+ * does not know (its object parsed answers) or the selector is not valid. */
+int store_blob_selects(const struct store_blob *b, const char *selector);
 
 #endif

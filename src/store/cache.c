@@ -392,12 +392,12 @@ static bool skipped(const struct cache_kind *ck, const struct cache_entry *ce, s
 	return skip(ns, slash + 1, ce->rv, arg);
 }
 
-/* References to the kind's objects in namespace ns (NULL or "": all) that skip (optional) does
- * not skip, in list order, with the cache's version; NULL with *n 0 when there are none or
+/* References to the kind's objects in namespace ns (NULL or "": all) that selector (optional)
+ * may select and skip (optional) does not skip, in list order, with the cache's version; NULL with *n 0 when there are none or
  * memory is short (*oom). */
 static struct store_blob **snapshot(struct cache_store *s, struct cache_kind *ck, const char *ns,
-                                    store_skip_fn skip, void *arg, size_t *n, uint64_t *rv,
-                                    bool *oom)
+                                    const char *selector, store_skip_fn skip, void *arg, size_t *n,
+                                    uint64_t *rv, bool *oom)
 {
 	size_t nl = ns && *ns ? strlen(ns) : 0;
 	struct store_blob **v = ck->n ? malloc(ck->n * sizeof(*v)) : NULL;
@@ -405,6 +405,7 @@ static struct store_blob **snapshot(struct cache_store *s, struct cache_kind *ck
 	*oom = ck->n && !v;
 	for (size_t i = 0; v && i < ck->n; i++)
 		if ((!nl || (!strncmp(ck->v[i].key, ns, nl) && ck->v[i].key[nl] == '/')) &&
+		    !(selector && store_blob_selects(ck->v[i].obj, selector) == 0) &&
 		    !(skip && skipped(ck, &ck->v[i], skip, arg)))
 			v[(*n)++] = store_blob_ref(ck->v[i].obj);
 	*rv = ck->rv;
@@ -429,7 +430,7 @@ static int each_cached(struct cache_store *s, struct cache_kind *ck, const char 
 	uint64_t rv;
 	bool oom;
 	struct store_blob **v =
-	    snapshot(s, ck, ck->k->namespaced ? ns : NULL, skip, arg, &n, &rv, &oom);
+	    snapshot(s, ck, ck->k->namespaced ? ns : NULL, selector, skip, arg, &n, &rv, &oom);
 	int r = oom ? err_set(e, -ENOMEM, "out of memory") : 0;
 	for (size_t i = 0; i < n && r == 0; i++) {
 		cJSON *o = NULL;
@@ -581,7 +582,7 @@ static int c_watch(store *st, const struct store_kind *k, uint64_t from_rv, stor
 			uint64_t rv;
 			bool oom;
 			w->next_seq = ck->next_seq;
-			w->initial = snapshot(s, ck, NULL, NULL, NULL, &w->n_initial, &rv, &oom);
+			w->initial = snapshot(s, ck, NULL, NULL, NULL, NULL, &w->n_initial, &rv, &oom);
 			if (!oom) {
 				*out = &w->base;
 				return 0;

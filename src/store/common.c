@@ -183,10 +183,84 @@ static int valid_label_part(const char *s, size_t n)
 	return 1;
 }
 
-int store_selector_match(const char *selector, const cJSON *obj, struct err *e)
+/* A label's value: its text and length, NULL when the object has no such label (or it is not a
+ * string). */
+typedef const char *(*label_lookup_fn)(const void *labels, const char *key, size_t *len);
+
+static const char *tree_lookup(const void *labels, const char *key, size_t *len)
 {
-	const cJSON *labels = cJSON_GetObjectItemCaseSensitive(
-	    cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "labels");
+	const cJSON *lv = cJSON_GetObjectItemCaseSensitive(labels, key);
+	const char *v = cJSON_IsString(lv) ? lv->valuestring : NULL;
+	*len = v ? strlen(v) : 0;
+	return v;
+}
+
+struct text_span {
+	const char *p, *end;
+};
+
+/* The closing quote of the string whose opening quote is at p, or NULL. */
+static const char *string_end(const char *p, const char *end)
+{
+	for (p++; p < end; p++) {
+		if (*p == '\\')
+			p++;
+		else if (*p == '"')
+			return p;
+	}
+	return NULL;
+}
+
+/* One past the compact JSON value at p, or NULL when the text ends inside it. */
+static const char *value_end(const char *p, const char *end)
+{
+	int depth = 0;
+	if (p < end && *p == '"')
+		return (p = string_end(p, end)) ? p + 1 : NULL;
+	if (p < end && *p != '{' && *p != '[') {
+		while (p < end && *p != ',' && *p != '}' && *p != ']')
+			p++;
+		return p;
+	}
+	for (; p < end; p++) {
+		if (*p == '"' && !(p = string_end(p, end)))
+			return NULL;
+		if (*p == '{' || *p == '[')
+			depth++;
+		else if ((*p == '}' || *p == ']') && --depth == 0)
+			return p + 1;
+	}
+	return NULL;
+}
+
+/* The labels as cJSON prints them compact: keys and string values stand as their bytes, and a
+ * byte that needs an escape (a quote, a backslash, a control character) is none a selector's
+ * key or value may hold, so comparing the printed bytes is comparing the strings. */
+static const char *text_lookup(const void *labels, const char *key, size_t *len)
+{
+	const struct text_span *t = labels;
+	const char *p = t->p, *end = t->end;
+	size_t klen = strlen(key);
+	if (!p || p >= end || *p != '{')
+		return NULL;
+	for (p++; p < end && *p == '"';) {
+		const char *ke = string_end(p, end), *v, *ve;
+		if (!ke || ke + 1 >= end || ke[1] != ':' || !(ve = value_end(v = ke + 2, end)))
+			return NULL;
+		if ((size_t)(ke - p - 1) == klen && !memcmp(p + 1, key, klen)) {
+			if (*v != '"' || ve - v < 2)
+				return NULL; /* not a string */
+			*len = (size_t)(ve - v - 2);
+			return v + 1;
+		}
+		p = ve < end && *ve == ',' ? ve + 1 : ve;
+	}
+	return NULL;
+}
+
+static int selector_match(const char *selector, label_lookup_fn lookup, const void *labels,
+                          struct err *e)
+{
 	const char *p = selector;
 	int match = 1;
 
@@ -194,7 +268,7 @@ int store_selector_match(const char *selector, const cJSON *obj, struct err *e)
 		return 1;
 	while (*p) {
 		const char *end = strchr(p, ',');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
+		size_t n = end ? (size_t)(end - p) : strlen(p), hl = 0;
 		char term[512], *op, *key, *val = NULL;
 		int neg = 0, exists_only = 0, not_exists = 0;
 
@@ -229,21 +303,34 @@ int store_selector_match(const char *selector, const cJSON *obj, struct err *e)
 		if (!valid_label_part(key, strlen(key)) ||
 		    (val && *val && !valid_label_part(val, strlen(val))))
 			return err_set(e, STORE_INVALID, "invalid label selector \"%s\"", selector);
-		const cJSON *lv = cJSON_GetObjectItemCaseSensitive(labels, key);
-		const char *have = cJSON_IsString(lv) ? lv->valuestring : NULL;
+		const char *have = labels ? lookup(labels, key, &hl) : NULL;
+		bool same = have && val && hl == strlen(val) && memcmp(have, val, hl) == 0;
 		if (exists_only)
 			match &= have != NULL;
 		else if (not_exists)
 			match &= have == NULL;
 		else if (neg)
-			match &= !have || strcmp(have, val) != 0;
+			match &= !same;
 		else
-			match &= have && strcmp(have, val) == 0;
+			match &= same;
 		p += n;
 		if (*p == ',')
 			p++;
 	}
 	return match;
+}
+
+int store_selector_match(const char *selector, const cJSON *obj, struct err *e)
+{
+	const cJSON *labels = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "labels");
+	return selector_match(selector, tree_lookup, labels, e);
+}
+
+int store_selector_match_text(const char *selector, const char *labels, size_t len, struct err *e)
+{
+	struct text_span t = {labels, labels ? labels + len : NULL};
+	return selector_match(selector, text_lookup, labels ? &t : NULL, e);
 }
 
 /* ---- wrappers ---------------------------------------------------------------------------------- */

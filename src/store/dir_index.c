@@ -234,8 +234,8 @@ static int load(const char *path, struct store_blob **obj, uint64_t *rv, char **
 		*corrupt = strdup(e.msg);
 	} else {
 		*rv = store_meta_rv(o);
-		*obj = store_blob_of(
-		    o); /* compact: what the index keeps, whatever the file's layout */
+		/* compact: what the index keeps, whatever the file's layout */
+		*obj = store_blob_of_parsed(o);
 	}
 	cJSON_Delete(o);
 	free(buf);

@@ -1,7 +1,8 @@
 /* dir_list — the embedded store's list_each and list_each_skip (store.h): the references to a
  * kind's objects are taken from the index under the store's mutex, then each object is parsed
  * and handed on outside it, one at a time, in list order; a corrupt file is reported in its
- * place (store_unreadable_report) and the list goes on. */
+ * place (store_unreadable_report) and the list goes on.  An object a label selector does not
+ * select is passed over on its blob's labels (blob.h), before skip is asked about it. */
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -126,6 +127,8 @@ static int d_walk(store *st, const struct store_kind *k, const char *ns, const c
 			store_unreadable_report(k, ons, v[i].name, v[i].corrupt);
 			continue;
 		}
+		if (selector && store_blob_selects(v[i].obj, selector) == 0)
+			continue; /* not selected: not asked about, not parsed */
 		if (skip && skip(ons, v[i].name, v[i].rv, arg))
 			continue;
 		if ((r = store_blob_parse(v[i].obj, &o, e)) == 0 &&

@@ -124,10 +124,12 @@ int store_list(store *s, const struct store_kind *k, const char *ns, const char 
 int store_list_each(store *s, const struct store_kind *k, const char *ns, const char *selector,
                     store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
 /* store_list_each, asking skip first: a caller that kept what it made of an object's version
- * does not pay for parsing it again.  A store that keeps objects compact (the caches) asks about
- * every object, with its lock held (skip must not call the store), and parses only the objects
- * not skipped (then applies the selector); the others ask about each object the selector
- * matches.  0, a store error, or fn's error. */
+ * does not pay for parsing it again.  A store that keeps objects compact (the caches, the
+ * embedded store) asks about every object the selector selects (by the labels it keeps beside
+ * each object's text: unselected objects are never parsed), with its lock held in a cache (skip
+ * must not call the store), and parses only the objects not skipped (then applies the selector
+ * to any whose labels it did not know); the others ask about each object the selector matches.
+ * 0, a store error, or fn's error. */
 int store_list_each_skip(store *s, const struct store_kind *k, const char *ns, const char *selector,
                          store_skip_fn skip, store_each_fn fn, void *arg, uint64_t *list_rv,
                          struct err *e);
@@ -192,6 +194,10 @@ int store_validate_name(const char *what, const char *name, struct err *e);
 
 /* 1 when the object's labels match the selector, 0 when not, STORE_INVALID on a bad selector. */
 int store_selector_match(const char *selector, const cJSON *obj, struct err *e);
+
+/* store_selector_match on an object's metadata.labels given as cJSON's compact text of that
+ * value (as json_dump prints it; labels NULL: the object has none).  1, 0, or STORE_INVALID. */
+int store_selector_match_text(const char *selector, const char *labels, size_t len, struct err *e);
 
 /* metadata.<field> string of obj, or NULL. */
 const char *store_meta_str(const cJSON *obj, const char *field);

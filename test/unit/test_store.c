@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "base/json.h"
+#include "store/blob.h"
 #include "store/store.h"
 #include "testutil.h"
 
@@ -157,6 +158,80 @@ START_TEST(test_open_url)
 }
 END_TEST
 
+/* A list passes over objects on the text of their labels (blob.h): the answer on cJSON's compact
+ * text of a labels value is the answer on its tree, whatever the value holds. */
+START_TEST(test_selector_on_label_text)
+{
+	static const char *const labels[] = {"{}",
+	                                     "{\"a\":\"1\"}",
+	                                     "{\"a\":1}",
+	                                     "{\"a\":{\"b\":\"1\"}}",
+	                                     "{\"x\":{\"a\":\"2\"},\"a\":\"1\"}",
+	                                     "{\"a\\\"b\":\"1\",\"b\":\"2\"}",
+	                                     "{\"a\":\"1\\n\"}",
+	                                     "{\"b\":\",\\\"a\\\":\\\"1\"}",
+	                                     "{\"a\":null,\"b\":\"2\"}",
+	                                     "{\"a\":[1,\"a\",{\"a\":\"1\"}],\"b\":\"2\"}",
+	                                     "{\"a\":\"1\",\"a\":\"2\"}",
+	                                     "{\"a\":\"\",\"b.c/d\":\"e_f-g\"}",
+	                                     "\"a\"",
+	                                     "[\"a\",{\"a\":\"1\"}]",
+	                                     "7",
+	                                     NULL};
+	static const char *const selectors[] = {
+	    "a",  "!a",     "a=1",  "a==1",        "a!=1",    "a=",  "b=2",  "a=1,b=2", "a=2",
+	    "!b", "a=1,!b", "b!=2", "b.c/d=e_f-g", " a = 1 ", "a b", "a=1,", ",",       NULL};
+	for (const char *const *l = labels; *l; l++) {
+		char text[512];
+		cJSON *o = NULL, *meta;
+		snprintf(text, sizeof(text), "{\"metadata\":{\"labels\":%s}}", *l);
+		ck_assert_int_eq(json_parse_strict(text, strlen(text), &o, NULL), 0);
+		meta = cJSON_GetObjectItem(o, "metadata");
+		char *printed = json_dump(cJSON_GetObjectItem(meta, "labels"));
+		for (const char *const *sel = selectors; *sel; sel++) {
+			int tree = store_selector_match(*sel, o, NULL);
+			int got = store_selector_match_text(*sel, printed, strlen(printed), NULL);
+			ck_assert_msg(got == tree,
+			              "labels %s, selector \"%s\": %d on the text, %d on the tree",
+			              printed, *sel, got, tree);
+		}
+		cJSON_Delete(o);
+		free(printed);
+	}
+	/* no labels at all */
+	ck_assert_int_eq(store_selector_match_text("!a", NULL, 0, NULL), 1);
+	ck_assert_int_eq(store_selector_match_text("a", NULL, 0, NULL), 0);
+	ck_assert_int_eq(store_selector_match_text("a!=1", NULL, 0, NULL), 1);
+}
+END_TEST
+
+/* A blob parses back to its tree: long integers digit for digit, a text that would fail
+ * json_parse_strict's checks (a string that is not UTF-8) still fails them. */
+START_TEST(test_blob_parses_back)
+{
+	struct err e = {0};
+	cJSON *o = cJSON_CreateObject(), *back = NULL;
+	int64_t big = 0;
+	cJSON_AddItemToObject(o, "capacityBytes", json_int64(1234567890123456789LL));
+	cJSON_AddStringToObject(o, "note", "tab\there");
+	struct store_blob *b = store_blob_of(o);
+	ck_assert(b->checked && b->long_integers);
+	ck_assert_int_eq(store_blob_parse(b, &back, &e), 0);
+	ck_assert_int_eq(json_int64_of(cJSON_GetObjectItem(back, "capacityBytes"), &big), 0);
+	ck_assert(big == 1234567890123456789LL);
+	ck_assert_str_eq(cJSON_GetObjectItem(back, "note")->valuestring, "tab\there");
+	cJSON_Delete(back);
+	store_blob_put(b);
+	cJSON_AddStringToObject(o, "bad", "\xff");
+	b = store_blob_of(o);
+	ck_assert(!b->checked);
+	ck_assert_int_eq(store_blob_parse(b, &back, &e), -EBADMSG);
+	ck_assert_ptr_null(back);
+	store_blob_put(b);
+	cJSON_Delete(o);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("store");
@@ -167,6 +242,8 @@ int main(void)
 	tcase_add_test(t, test_watch_sees_other_process_and_expires);
 	tcase_add_test(t, test_corrupt_files_are_errors);
 	tcase_add_test(t, test_open_url);
+	tcase_add_test(t, test_selector_on_label_text);
+	tcase_add_test(t, test_blob_parses_back);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }

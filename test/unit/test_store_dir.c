@@ -483,6 +483,42 @@ START_TEST(test_list_leaves_out_a_corrupt_file)
 }
 END_TEST
 
+static bool count_skip(const char *ns, const char *name, uint64_t rv, void *arg)
+{
+	(void)ns;
+	(void)name;
+	(void)rv;
+	(*(int *)arg)++;
+	return false;
+}
+
+/* A list with a label selector passes over the objects it does not select on their labels
+ * (blob.h): skip is asked about the selected ones only, as after a restart. */
+START_TEST(test_selector_passes_over_unselected_objects)
+{
+	struct err e = {0};
+	for (int i = 0; i < 40; i++) {
+		char name[16];
+		cJSON *o = agent((snprintf(name, sizeof(name), "a%d", i), name), 1);
+		cJSON *labels =
+		    cJSON_AddObjectToObject(cJSON_GetObjectItem(o, "metadata"), "labels");
+		cJSON_AddStringToObject(labels, "agent", i % 8 ? "y" : "x");
+		ck_assert_msg(store_create(st, o, NULL, &e) == 0, "%s", e.msg);
+		cJSON_Delete(o);
+	}
+	for (int round = 0; round < 2; round++) {
+		int calls = 0; /* skip's questions and fn's objects */
+		ck_assert_msg(store_list_each_skip(st, PA(), NULL, "agent=x", count_skip,
+		                                   count_each, &calls, NULL, &e) == 0,
+		              "%s", e.msg);
+		ck_assert_int_eq(calls, 10); /* 5 questions, 5 objects */
+		/* the same from the files, after a restart */
+		store_close(st);
+		ck_assert_int_eq(store_dir_open(dir, true, 60000, &st, NULL), 0);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("store_dir");
@@ -497,6 +533,7 @@ int main(void)
 	tcase_add_test(t, test_owner_removes_unfinished_writes);
 	tcase_add_test(t, test_concurrent_writes_share_directory_fsync);
 	tcase_add_test(t, test_list_leaves_out_a_corrupt_file);
+	tcase_add_test(t, test_selector_passes_over_unselected_objects);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
