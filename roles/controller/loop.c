@@ -46,6 +46,9 @@ struct controller_loop {
 	pthread_cond_t cv;
 	bool stop;
 	unsigned long passes;
+	int64_t started_ms;   /* the loop's start */
+	size_t lists, listed; /* watched kinds, and those listed once */
+	long first_pass_ms;   /* controller_loop_first_pass_ms, -1 until then */
 	struct watcher w[NWATCH];
 	pthread_t workers[MAX_WORKERS];
 	int nstarted;
@@ -114,6 +117,30 @@ static void kick(void *arg, const char *agent)
 	struct controller_loop *l = arg;
 	atomic_fetch_add(&l->c->agents_epoch, 1);
 	enqueue(l, "pa", agent, 0);
+}
+
+/* Notes the end of the first reconcile pass (loop.h) when it has come: called after each
+ * kind's first list and after each reconcile. */
+static void first_pass_check(struct controller_loop *l)
+{
+	long ms = -1;
+	pthread_mutex_lock(&l->mu);
+	if (l->first_pass_ms < 0 && l->listed == l->lists && workqueue_idle(l->q))
+		ms = l->first_pass_ms = (long)(time_mono_ms() - l->started_ms);
+	pthread_mutex_unlock(&l->mu);
+	if (ms >= 0) {
+		char secs[32];
+		snprintf(secs, sizeof(secs), "%.3f", (double)ms / 1000);
+		log_info("first reconcile pass done", "seconds", secs);
+	}
+}
+
+long controller_loop_first_pass_ms(struct controller_loop *l)
+{
+	pthread_mutex_lock(&l->mu);
+	long ms = l->first_pass_ms;
+	pthread_mutex_unlock(&l->mu);
+	return ms;
 }
 
 /* ---- events ------------------------------------------------------------------------------------ */
@@ -293,6 +320,12 @@ static void *watch_main(void *arg)
 			nap(l, 1000);
 			continue;
 		}
+		if (initial) {
+			pthread_mutex_lock(&l->mu);
+			l->listed++;
+			pthread_mutex_unlock(&l->mu);
+			first_pass_check(l);
+		}
 		initial = false;
 		store_watch *sw = NULL;
 		int r = store_watch_open(l->c->st, model_store_kind(w->k), rv, &sw, &e);
@@ -383,6 +416,7 @@ static void *worker_main(void *arg)
 			workqueue_add_rate_limited(l->q, key);
 		else if (ok && rq > 0)
 			workqueue_add(l->q, key, rq);
+		first_pass_check(l);
 	}
 	return NULL;
 }
@@ -496,6 +530,8 @@ int controller_loop_start(struct ctl *c, const struct controller_loop_opts *o,
 	if (!l)
 		return err_set(e, -ENOMEM, "controller loop: out of memory");
 	l->c = c;
+	l->started_ms = time_mono_ms();
+	l->first_pass_ms = -1;
 	if ((r = interval(o->interval_ms, "PILLAR_RECONCILE_INTERVAL", RECONCILE_INTERVAL_MS, "30s",
 	                  &l->interval_ms, e)) < 0 ||
 	    (r = interval(o->capacity_ms, "PILLAR_CAPACITY_INTERVAL", CAPACITY_REFRESH_MS, "60s",
@@ -521,9 +557,10 @@ int controller_loop_start(struct ctl *c, const struct controller_loop_opts *o,
 		r = err_set(e, -EAGAIN, "controller loop: cannot start the agent monitor");
 		goto fail;
 	}
+	for (size_t i = 0; i < NWATCH; i++) /* before any thread: the first pass waits for all */
+		l->lists += (l->w[i].k = model_kind_find(watched[i])) != NULL;
 	for (size_t i = 0; i < NWATCH; i++) {
 		l->w[i].l = l;
-		l->w[i].k = model_kind_find(watched[i]);
 		if (!l->w[i].k)
 			continue;
 		if (pthread_create(&l->w[i].th, NULL, watch_main, &l->w[i]) != 0) {

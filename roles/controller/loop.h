@@ -58,5 +58,10 @@ int controller_duration_parse(const char *s, int *ms);
 
 /* Number of reconciles run so far (for tests and metrics). */
 unsigned long controller_loop_passes(struct controller_loop *l);
+/* Milliseconds from the loop's start to the end of its first reconcile pass — every watched
+ * kind listed once and every key those lists queued (and the reconciles they ran queued at
+ * once, not after a delay) reconciled — or -1 while it runs.  Its end is logged once: "first
+ * reconcile pass done" with its seconds. */
+long controller_loop_first_pass_ms(struct controller_loop *l);
 
 #endif

@@ -164,5 +164,7 @@ int workqueue_done(workqueue *q, const char *key, bool ok);
 void workqueue_shutdown(workqueue *q);
 /* Keys queued or waiting. */
 size_t workqueue_len(workqueue *q);
+/* No key ready to run and none running (keys waiting for their delay do not count). */
+bool workqueue_idle(workqueue *q);
 
 #endif

@@ -31,7 +31,7 @@ struct workqueue {
 	size_t nbuckets, nitems;
 	struct item *head, *tail; /* ready FIFO (dirty, not processing) */
 	struct item **heap;       /* waiting, ordered by due_ms */
-	size_t nheap, heapcap, nready;
+	size_t nheap, heapcap, nready, nprocessing;
 	int base_ms, max_ms;
 	double tokens; /* the overall token bucket */
 	int64_t tokens_at;
@@ -397,6 +397,7 @@ int workqueue_get(workqueue *q, int timeout_ms, char *key, size_t cap)
 			q->nready--;
 			i->dirty = false;
 			i->processing = true;
+			q->nprocessing++;
 			if (q->name) {
 				set_depth(q);
 				i->started_ns = time_mono_ns();
@@ -425,6 +426,7 @@ int workqueue_done(workqueue *q, const char *key, bool ok)
 	struct item *i = find(q, key, false);
 	if (i && i->processing) {
 		i->processing = false;
+		q->nprocessing--;
 		if (q->name)
 			metrics_observe(&work_seconds, (const char *[]){q->name},
 			                (double)(time_mono_ns() - i->started_ns) / 1e9);
@@ -461,4 +463,12 @@ size_t workqueue_len(workqueue *q)
 	size_t n = q->nready + q->nheap;
 	pthread_mutex_unlock(&q->mu);
 	return n;
+}
+
+bool workqueue_idle(workqueue *q)
+{
+	pthread_mutex_lock(&q->mu);
+	bool idle = !q->nready && !q->nprocessing;
+	pthread_mutex_unlock(&q->mu);
+	return idle;
 }

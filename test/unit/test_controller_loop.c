@@ -137,6 +137,28 @@ START_TEST(test_restore_through_watch)
 }
 END_TEST
 
+/* The first reconcile pass (loop.h) ends once the start's lists are reconciled: the agent that
+ * was there before the start is restored and serving by then. */
+START_TEST(test_first_pass_ends_after_the_restore)
+{
+	vol("vol-a", ready_status);
+	fake_agent_set_health(fx_fa, true, true, NULL, NULL);
+	fx_put("PillarAgent", NULL, "storage-1", NULL,
+	       "{\"external\":{\"address\":\"10.0.0.5\",\"port\":9500}}", NULL);
+	struct controller_loop *l = start(3600000);
+	long ms = -1;
+	for (int t = 0; t < 20000 && (ms = controller_loop_first_pass_ms(l)) < 0; t += 10)
+		msleep(10);
+	ck_assert_int_ge(ms, 0);
+	cJSON *pa = fx_get("PillarAgent", "storage-1");
+	ck_assert_str_eq(cond_reason(pa, "ExportsReady"), "ExportsServing");
+	cJSON_Delete(pa);
+	ck_assert_uint_eq(fake_agent_count(fx_fa, "ReconcileState"), 1);
+	ck_assert_int_eq(controller_loop_first_pass_ms(l), ms); /* once */
+	controller_loop_stop(l);
+}
+END_TEST
+
 START_TEST(test_change_triggered_and_periodic_resync)
 {
 	fx_put("PillarAgent", NULL, "storage-1", NULL,
@@ -270,6 +292,7 @@ int main(void)
 	tcase_add_checked_fixture(t, fx_setup, fx_teardown);
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, test_restore_through_watch);
+	tcase_add_test(t, test_first_pass_ends_after_the_restore);
 	tcase_add_test(t, test_change_triggered_and_periodic_resync);
 	tcase_add_test(t, test_restore_kick);
 	tcase_add_test(t, test_duration_and_env);

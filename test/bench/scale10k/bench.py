@@ -6,8 +6,11 @@ reconcile interval; every volume created through CSI (csi-provisioner's CreateVo
 flight), PER_AGENT volumes on each agent.  Then:
   create    wall time of all creates, creates per second, CreateVolume p50/p99;
   restart   the controller stopped (SIGTERM) and started again: seconds from its start to a ready
-            CSI Probe (goal <= 2 s), to the store being quiet (every resync and its writes
-            done), its peak RSS (VmHWM) and resident memory then;
+            CSI Probe and to the end of its first reconcile pass (its log's "first reconcile
+            pass done": every watched kind listed and every key those lists queued reconciled,
+            the agents' restores included); "ready" is the later of the two (goal <= 2 s); then
+            to the store being quiet (every resync and its writes done), its peak RSS (VmHWM)
+            and resident memory then;
   reboot    one storage node rebooted (its agent killed, its configfs emptied, the agent started
             again): seconds from the agent's port accepting to its PillarAgent showing
             ExportsReady=True/ExportsServing again (goal <= 3 s), and the store writes of it;
@@ -102,8 +105,26 @@ class Scale:
         self.agents = [Agent(base, self.cfs_base, i, self.env.procs) for i in range(AGENTS)]
         self.top = 0
 
-    def start_controller(self):
+    def log_size(self):
+        try:
+            return os.path.getsize(os.path.join(self.env.base, "controller.log"))
+        except OSError:
+            return 0
+
+    def first_pass_done(self, offset):
+        """The controller's log shows the end of its first reconcile pass after offset."""
+        try:
+            with open(os.path.join(self.env.base, "controller.log"), "rb") as f:
+                f.seek(offset)
+                return b"first reconcile pass done" in f.read()
+        except OSError:
+            return False
+
+    def start_controller(self, first_pass=False):
+        """Seconds to a ready CSI Probe (and, with first_pass, to the end of the first
+        reconcile pass: (probe, first pass))."""
         env = self.env
+        offset = self.log_size()
         if os.path.exists(env.sock):
             os.unlink(env.sock)
         p = env.procs.start("controller", [cs.BIN, "controller", "--csi-endpoint=unix://" + env.sock,
@@ -114,7 +135,13 @@ class Scale:
         if not cs.wait_for(lambda: self.probe_ready() or p.poll() is not None, 120) or p.poll():
             raise SystemExit("the controller did not become ready")
         self.pid = p.pid
-        return time.monotonic() - t0
+        probe = time.monotonic() - t0
+        if not first_pass:
+            return probe
+        if not cs.wait_for(lambda: self.first_pass_done(offset) or p.poll() is not None, 120,
+                           step=0.02) or p.poll():
+            raise SystemExit("the controller's first reconcile pass did not end in 120 s")
+        return probe, time.monotonic() - t0
 
     def probe_ready(self):
         try:
@@ -198,11 +225,11 @@ class Scale:
     def restart(self):
         self.env.procs.stop("controller")
         rv0 = self.store_rv()
-        ready = self.start_controller()
+        probe, first = self.start_controller(first_pass=True)
         rss = cb.RssMax(self.pid).start()
-        settled = ready + self.quiet()
+        settled = first + self.quiet()
         top = rss.stop() / 1024
-        return ready, settled, cb.proc_rss_kib(self.pid, "VmHWM") / 1024, top, \
+        return probe, first, settled, cb.proc_rss_kib(self.pid, "VmHWM") / 1024, top, \
             cb.proc_rss_kib(self.pid) / 1024, self.store_rv() - rv0
 
     def gate_open(self, a):
@@ -256,12 +283,14 @@ def run(base):
         rest.append(cb.proc_rss_kib(s.pid) / 1024)
         print("controller at rest with %d volumes: RSS %.1f MiB (peak of the creates %.1f MiB)" % (
             n, max(rest), cb.proc_rss_kib(s.pid, "VmHWM") / 1024), flush=True)
-        ready, settled, hwm, top, after, writes = s.restart()
-        print("restart: CSI Probe ready %.2f s after the start (goal <= 2 s: %s); store quiet "
-              "(resyncs done) after %.2f s, %d store writes; peak RSS %.1f MiB (VmHWM; sampled "
-              "max %.1f), %.1f MiB once quiet; load average %.2f" % (
-                  ready, "met" if ready <= 2 else "NOT met", settled, writes, hwm, top, after,
-                  os.getloadavg()[0]), flush=True)
+        probe, first, settled, hwm, top, after, writes = s.restart()
+        ready = max(probe, first)
+        print("restart: ready %.2f s after the start (goal <= 2 s: %s): CSI Probe ready %.2f s, "
+              "first reconcile pass done %.2f s; store quiet (resyncs done) after %.2f s, %d "
+              "store writes; peak RSS %.1f MiB (VmHWM; sampled max %.1f), %.1f MiB once quiet; "
+              "load average %.2f" % (
+                  ready, "met" if ready <= 2 else "NOT met", probe, first, settled, writes, hwm,
+                  top, after, os.getloadavg()[0]), flush=True)
         gate, secs, writes, before, after = s.reboot(s.agents[0])
         print("reboot of %s (%d of its %d exports restored): agent port accepts -> restore "
               "gate open %.2f s, -> ExportsServing %.2f s (goal <= 3 s: %s); %d store writes; "
