@@ -317,6 +317,8 @@ static int do_create(agent_service *a, backend *b, const struct volref *v,
 	props_free(props, o.n_props);
 	if (r == -ENOSPC)
 		return grpc_status_set(st, GRPC_RESOURCE_EXHAUSTED, "%s", e.msg);
+	if (r == -EINVAL) /* a name or option the backend refuses (LVM's reserved names) */
+		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "%s", e.msg);
 	if (r < 0)
 		return grpc_status_set(st, r == -ETIMEDOUT ? GRPC_UNAVAILABLE : GRPC_INTERNAL, "%s",
 		                       e.msg);

@@ -170,6 +170,11 @@ int backend_zfs_sweep(backend *b, struct err *e);
 #define BACKEND_LVM_CONFIG                                                             \
 	"activation{udev_sync=0 udev_rules=0} devices{obtain_device_list_from_udev=0 " \
 	"scan_lvs=0 global_filter=[\"r|^/dev/zd|\",\"r|^/dev/zvol/|\",\"a|.*|\"]}"
+/* 0 when lvm2 accepts lv as the name of a new LV, else -EINVAL with a message naming what to
+ * change: lvm2 reserves names that begin with "snapshot" or "pvmove" and names containing the
+ * suffixes of its internal LVs (_tmeta, _rimage, ...: lvm(8) "VALID NAMES"), and would refuse
+ * them only inside lvcreate.  what is "volume" or "snapshot", for the message. */
+int backend_lvm_name_check(const char *what, const char *name, const char *lv, struct err *e);
 int backend_lvm_snap_create(backend *b, const char *snap, const char *source,
                             struct backend_snap *info, struct err *e);
 int backend_lvm_snap_destroy(backend *b, const char *snap, struct err *e);

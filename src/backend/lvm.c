@@ -24,6 +24,28 @@ static int vg_lv(const backend *b, const char *lv, char *out, size_t cap)
 			return err_set(e, -EINVAL, "LV name for \"%s\" is too long", lv); \
 	} while (0)
 
+int backend_lvm_name_check(const char *what, const char *name, const char *lv, struct err *e)
+{
+	static const char *const prefixes[] = {"snapshot", "pvmove"};
+	static const char *const infixes[] = {"_cdata",   "_cmeta", "_corig",  "_cpool", "_cvol",
+	                                      "_imeta",   "_iorig", "_mimage", "_mlog",  "_pmspare",
+	                                      "_rimage",  "_rmeta", "_tdata",  "_tmeta", "_vdata",
+	                                      "_vorigin", "_wcorig"};
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (!strncmp(lv, prefixes[i], strlen(prefixes[i])))
+			return err_set(e, -EINVAL,
+			               "%s name \"%s\": LVM reserves LV names that begin with "
+			               "\"%s\"; choose another name",
+			               what, name, prefixes[i]);
+	for (size_t i = 0; i < sizeof(infixes) / sizeof(infixes[0]); i++)
+		if (strstr(lv, infixes[i]))
+			return err_set(e, -EINVAL,
+			               "%s name \"%s\": LVM reserves LV names that contain \"%s\"; "
+			               "choose another name",
+			               what, name, infixes[i]);
+	return 0;
+}
+
 static int run(backend *b, const char *const argv[], struct exec_result *res, struct err *e)
 {
 	return backend_run(b, argv, res, e);
@@ -49,7 +71,9 @@ static int lvm_create(backend *b, const char *name, int64_t bytes,
 {
 	char size[24];
 	struct exec_result res;
-	int r;
+	int r = backend_lvm_name_check("volume", name, name, e);
+	if (r < 0)
+		return r;
 	snprintf(size, sizeof(size), "%lldb", (long long)bytes);
 	if (o && o->thin) {
 		if (!b->cfg.thin_pool || !*b->cfg.thin_pool)

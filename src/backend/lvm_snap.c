@@ -227,6 +227,8 @@ int backend_lvm_snap_create(backend *b, const char *snap, const char *source,
 	if (lv_path(b, "", source, vl, sizeof(vl)) < 0 ||
 	    snprintf(lv, sizeof(lv), SNAP_PREFIX "%s", snap) >= (int)sizeof(lv))
 		return err_set(e, -EINVAL, "LV name for \"%s\" is too long", snap);
+	if ((r = backend_lvm_name_check("snapshot", snap, lv, e)) < 0)
+		return r;
 	if ((r = lv_thin_size(b, vl, &size, &thin, e)) < 0)
 		return r;
 	if (!thin)
@@ -262,7 +264,10 @@ int backend_lvm_clone(backend *b, const char *name, enum backend_source kind, co
 	            sizeof(from)) < 0 ||
 	    lv_path(b, "", name, vl, sizeof(vl)) < 0)
 		return err_set(e, -EINVAL, "LV name for \"%s\" is too long", name);
-	int r = lv_thin_size(b, from, &size, &thin, e);
+	int r = backend_lvm_name_check("volume", name, name, e);
+	if (r < 0)
+		return r;
+	r = lv_thin_size(b, from, &size, &thin, e);
 	if (r == -ENOENT)
 		return err_set(e, -ENOENT, "%s \"%s\" does not exist",
 		               kind == BACKEND_FROM_SNAPSHOT ? "snapshot" : "volume", source);

@@ -305,6 +305,54 @@ START_TEST(test_lvm_snapshot_lv_name_not_reserved)
 }
 END_TEST
 
+/* lvm2 refuses, only inside lvcreate, a new LV whose name begins with "snapshot" or "pvmove" or
+ * contains the suffix of one of its internal LVs (lvm(8) "VALID NAMES"): a volume, a restore
+ * or clone, or a snapshot with such a name is refused before any LVM command runs, with a
+ * message that names the rule, -EINVAL (the agent's INVALID_ARGUMENT). */
+START_TEST(test_lvm_reserved_volume_names_refused)
+{
+	backend *b = mk(BACKEND_LVM, "data-vg", NULL, "thin0");
+	struct backend_create_opts thin = {.thin = true};
+	struct backend_snap s;
+	struct err e = {0};
+	const char *reserved[] = {"snapshot-1", "pvmove", "pvc_tmeta", "a_rimage_0", "x_vorigin",
+	                          "db_cdata",   "y_mlog", "z_pmspare", "w_tdata",    "v_corig"};
+	fake_cli_log_clear();
+	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
+		ck_assert_int_eq(b->ops->create(b, reserved[i], 1048576, &thin, &e), -EINVAL);
+		ck_assert_msg(strstr(e.msg, "LVM reserves LV names that") &&
+		                  strstr(e.msg, "choose another name") &&
+		                  strstr(e.msg, reserved[i]),
+		              "%s", e.msg);
+		ck_assert_int_eq(
+		    b->ops->clone(b, reserved[i], BACKEND_FROM_SNAPSHOT, "s1", 1048576, &thin, &e),
+		    -EINVAL);
+	}
+	ck_assert_str_eq(fake_cli_log(), "");
+	ck_assert_int_eq(b->ops->create(b, "pvmove-1", 1048576, &thin, &e), -EINVAL);
+	ck_assert_str_eq(e.msg, "volume name \"pvmove-1\": LVM reserves LV names that begin with "
+	                        "\"pvmove\"; choose another name");
+	ck_assert_int_eq(b->ops->create(b, "pvc_tmeta", 1048576, &thin, &e), -EINVAL);
+	ck_assert_str_eq(e.msg, "volume name \"pvc_tmeta\": LVM reserves LV names that contain "
+	                        "\"_tmeta\"; choose another name");
+	/* a snapshot LV is snap.<name>: the prefix rule cannot hit it, the infix rule can */
+	fake_cli_reply("lvs.lv_name,lv_size,lv_time,lv_tags", "",
+	               "  Failed to find logical volume\n", 5);
+	fake_cli_log_clear();
+	ck_assert_int_eq(b->ops->snap_create(b, "s_rmeta_1", "pvc-1", &s, &e), -EINVAL);
+	ck_assert_str_eq(e.msg, "snapshot name \"s_rmeta_1\": LVM reserves LV names that contain "
+	                        "\"_rmeta\"; choose another name");
+	ck_assert_ptr_null(strstr(fake_cli_log(), "lvcreate"));
+	/* names near the rules are fine */
+	fake_cli_log_clear();
+	ck_assert_int_eq(b->ops->create(b, "Snapshot-1", 1048576, &thin, &e), 0);
+	ck_assert_int_eq(b->ops->create(b, "pvc-pvmove_x", 1048576, &thin, &e), 0);
+	ck_assert_int_eq(b->ops->create(b, "pvc_tmet", 1048576, &thin, &e), 0);
+	ck_assert_ptr_nonnull(strstr(fake_cli_log(), "|-n|pvc_tmet|"));
+	backend_free(b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("backend_snap");
@@ -317,6 +365,7 @@ int main(void)
 	tcase_add_test(t, test_zfs_sweep);
 	tcase_add_test(t, test_lvm_thin_snapshots);
 	tcase_add_test(t, test_lvm_snapshot_lv_name_not_reserved);
+	tcase_add_test(t, test_lvm_reserved_volume_names_refused);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
