@@ -191,9 +191,13 @@ static int new_snapshot(const Csi__V1__CreateSnapshotRequest *req, const struct 
 {
 	struct rules_volid src, id;
 	char sid[RULES_VOLID_CAP];
-	if (rules_volid_parse(str(v->spec.volume_id), &src) < 0 ||
-	    rules_snapid_make(src.agent, src.backend, src.pool, req->name, sid, sizeof(sid), &id) <
-	        0)
+	if (rules_volid_parse(str(v->spec.volume_id), &src) < 0) /* a corrupt record */
+		return grpc_status_set(gs, GRPC_INTERNAL,
+		                       "PillarVolumeState \"%s\": its volumeID does not parse; "
+		                       "repair or delete the record",
+		                       str(v->meta.name));
+	if (rules_snapid_make(src.agent, src.backend, src.pool, req->name, sid, sizeof(sid), &id) <
+	    0) /* sid holds the ID as far as it was written */
 		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT,
 		                       "snapshot ID \"%s\" would be malformed", sid);
 	int r = snapshot_params(req, s, gs);
