@@ -4,6 +4,7 @@
 
 #include "agent/agent.h"
 #include "base/log.h"
+#include "base/str.h"
 #include "call/call.h"
 #include "cli/cli.h"
 #include "cli/outage.h"
@@ -85,6 +86,7 @@ static const char *accepted(void)
 int applet_dispatch(int argc, char **argv)
 {
 	int shift;
+	char q[900]; /* an argument as a message echoes it: no raw control byte */
 	const struct applet *a = applet_find(argc, argv, &shift);
 
 	if (a)
@@ -100,13 +102,14 @@ int applet_dispatch(int argc, char **argv)
 		}
 		if (argc >= 2) {
 			fprintf(stderr, "pillar-csi: unknown flag %s before the role; %s\n",
-			        argv[1], accepted());
+			        str_quote(q, sizeof(q), argv[1], 200), accepted());
 			return 2;
 		}
 		usage(stderr);
 		return 2;
 	}
-	fprintf(stderr, "pillar-csi: unknown role \"%s\"; %s\n", argv[1], accepted());
+	fprintf(stderr, "pillar-csi: unknown role %s; %s\n", str_quote(q, sizeof(q), argv[1], 200),
+	        accepted());
 	return 2;
 }
 

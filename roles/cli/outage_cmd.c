@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "applets.h"
+#include "base/str.h"
 #include "cli/outage.h"
 #include "storeflags.h"
 
@@ -106,14 +107,15 @@ static int outage_args_parse(const char *prog, bool plan, int argc, char **argv,
 		        prog, prog, plan ? " [--duration=DURATION]" : "");
 		return 2;
 	}
+	char q[900]; /* a value as the message echoes it: no raw control byte */
 	if (a->out && strcmp(a->out, "json") && strcmp(a->out, "yaml")) {
-		fprintf(stderr, "%s: -o takes json or yaml, not \"%s\"\n", prog, a->out);
+		fprintf(stderr, "%s: -o takes json or yaml, not %s\n", prog,
+		        str_quote(q, sizeof(q), a->out, 200));
 		return 2;
 	}
 	if (duration && (flags_parse_duration(duration, &a->duration_ms) < 0 || !*duration)) {
-		fprintf(stderr,
-		        "%s: --duration takes a duration such as 10m or 1h30m, not \"%s\"\n", prog,
-		        duration);
+		fprintf(stderr, "%s: --duration takes a duration such as 10m or 1h30m, not %s\n",
+		        prog, str_quote(q, sizeof(q), duration, 200));
 		return 2;
 	}
 	a->has_duration = duration != NULL;
@@ -175,6 +177,7 @@ int cli_kubectl_pillar_main(int argc, char **argv)
 	if (!strcmp(cmd, "--version"))
 		return applet_dispatch(2, (char *[]){"pillar-csi", "--version", NULL});
 	bool help = !strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help");
+	char q[900]; /* the command as the message echoes it: no raw control byte */
 	fprintf(help ? stdout : stderr,
 	        "%s%s%sUsage: kubectl pillar COMMAND AGENT [flags]\n\n"
 	        "Commands (pillar-csi's operator commands as a kubectl plugin):\n"
@@ -182,7 +185,10 @@ int cli_kubectl_pillar_main(int argc, char **argv)
 	        "stop first\n"
 	        "  outage-status   how far an outage of AGENT has come, and the restore\n\n"
 	        "`kubectl pillar COMMAND --help` lists a command's flags.\n",
-	        *cmd && !help ? "kubectl pillar: unknown command \"" : "", help ? "" : cmd,
-	        *cmd && !help ? "\"\n" : "");
+	        *cmd && !help ? "kubectl pillar: unknown command " : "",
+	        help   ? ""
+	        : *cmd ? str_quote(q, sizeof(q), cmd, 200)
+	               : "",
+	        *cmd && !help ? "\n" : "");
 	return help ? 0 : 2;
 }

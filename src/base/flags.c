@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/str.h"
 
 static int64_t verbosity_flag;
 static const struct flag_def common_defs[] = {
@@ -21,6 +22,15 @@ static const struct flag_def common_defs[] = {
 static const char *dash(const char *name)
 {
 	return name[0] && !name[1] && strcmp(name, "v") ? "-" : "--";
+}
+
+/* Whether the n bytes at s are printable ASCII. */
+static bool printable(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f)
+			return false;
+	return true;
 }
 
 static int accepted_list(char *buf, size_t cap, const struct flag_def *defs, size_t n)
@@ -106,6 +116,7 @@ int flags_parse_duration(const char *s, int64_t *ms)
 
 static int set_value(const char *prog, const struct flag_def *d, const char *val, struct err *e)
 {
+	char q[900]; /* the value as a message echoes it (str_quote) */
 	switch (d->type) {
 	case FLAG_BOOL: {
 		bool b;
@@ -114,8 +125,8 @@ static int set_value(const char *prog, const struct flag_def *d, const char *val
 		else if (strcmp(val, "false") == 0 || strcmp(val, "0") == 0)
 			b = false;
 		else
-			return err_set(e, -EINVAL, "%s: %s%s takes true or false, not \"%s\"", prog,
-			               dash(d->name), d->name, val);
+			return err_set(e, -EINVAL, "%s: %s%s takes true or false, not %s", prog,
+			               dash(d->name), d->name, str_quote(q, sizeof(q), val, 200));
 		if (d->dst)
 			*(bool *)d->dst = b;
 		return 0;
@@ -126,8 +137,8 @@ static int set_value(const char *prog, const struct flag_def *d, const char *val
 		errno = 0;
 		long long v = strtoll(val, &end, 10);
 		if (errno || end == val || *end)
-			return err_set(e, -EINVAL, "%s: %s%s takes an integer, not \"%s\"", prog,
-			               dash(d->name), d->name, val);
+			return err_set(e, -EINVAL, "%s: %s%s takes an integer, not %s", prog,
+			               dash(d->name), d->name, str_quote(q, sizeof(q), val, 200));
 		*(int64_t *)d->dst = (int64_t)v;
 		return 0;
 	}
@@ -135,8 +146,8 @@ static int set_value(const char *prog, const struct flag_def *d, const char *val
 		if (flags_parse_duration(val, (int64_t *)d->dst) < 0)
 			return err_set(
 			    e, -EINVAL,
-			    "%s: %s%s takes a duration such as 5s, 1m30s or 500ms, not \"%s\"",
-			    prog, dash(d->name), d->name, val);
+			    "%s: %s%s takes a duration such as 5s, 1m30s or 500ms, not %s", prog,
+			    dash(d->name), d->name, str_quote(q, sizeof(q), val, 200));
 		return 0;
 	}
 	return -EINVAL;
@@ -181,10 +192,14 @@ static int parse(const char *prog, const struct flag_def *defs, size_t n, int ar
 			}
 		}
 		if (!d) {
-			char acc[1024];
+			char acc[1024], q[300];
+			size_t alen = eq ? (size_t)(eq - a) : strlen(a);
 			accepted_list(acc, sizeof(acc), defs, n);
+			if (!printable(a, alen)) /* never a raw control byte on the terminal */
+				return err_set(e, -EINVAL, "%s: unknown flag %s; accepted: %s",
+				               prog, str_quote(q, sizeof(q), a, alen), acc);
 			return err_set(e, -EINVAL, "%s: unknown flag %.*s; accepted: %s", prog,
-			               (int)(eq ? (size_t)(eq - a) : strlen(a)), a, acc);
+			               (int)alen, a, acc);
 		}
 		if (eq) {
 			val = eq + 1;

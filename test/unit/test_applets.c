@@ -222,7 +222,8 @@ START_TEST(test_modprobe_always_exits_zero)
 END_TEST
 
 /* An AGENT name given on the command line is echoed escaped: a control byte (here ESC, which a
- * terminal would act on) and a C1 byte never reach the output raw. */
+ * terminal would act on) and a C1 byte never reach the output raw; nor in any other argument
+ * the command line's messages echo. */
 START_TEST(test_outage_commands_escape_the_agent_name)
 {
 	char d[256], store[300];
@@ -247,6 +248,31 @@ START_TEST(test_outage_commands_escape_the_agent_name)
 	ck_assert_int_eq(run(&r, plugin), 1);
 	ck_assert_ptr_nonnull(strstr(r.err, "PillarAgent \"x\\ty\": a name"));
 	exec_result_free(&r);
+	/* and every other argument a message echoes: a value, a flag, a command, a role */
+	const struct {
+		const char *argv[6], *want;
+	} echo[] = {
+	    {{bin(), "outage-plan", "x", "-o", "\x1b[2J", NULL},
+	     "pillar-csi outage-plan: -o takes json or yaml, not \"\\x1b[2J\"\n"},
+	    {{bin(), "outage-plan", "x", "--duration=\x07", NULL},
+	     "pillar-csi outage-plan: --duration takes a duration such as 10m or 1h30m, not "
+	     "\"\\x07\"\n"},
+	    {{bin(), "outage-status", "x", "--\x1b[2J", NULL},
+	     "pillar-csi outage-status: unknown flag \"--\\x1b[2J\"; accepted: "},
+	    {{bin(), "kubectl-pillar", "out\x1b[2Jage", NULL},
+	     "kubectl pillar: unknown command \"out\\x1b[2Jage\"\n"},
+	    {{bin(), "--\x1b[2J", NULL}, "pillar-csi: unknown flag \"--\\x1b[2J\" before the role"},
+	    {{bin(), "ro\x1b[2Jle", NULL}, "pillar-csi: unknown role \"ro\\x1b[2Jle\""},
+	    {{bin(), "controller", "--leader-elect=\x1b[2J", NULL},
+	     "pillar-csi controller: --leader-elect takes true or false, not \"\\x1b[2J\"\n"},
+	};
+	for (size_t i = 0; i < sizeof(echo) / sizeof(echo[0]); i++) {
+		ck_assert_int_eq(run(&r, echo[i].argv), 2);
+		ck_assert_msg(!strncmp(r.err, echo[i].want, strlen(echo[i].want)) &&
+		                  !strchr(r.err, '\x1b') && !strchr(r.err, '\x07'),
+		              "%zu: %s", i, r.err);
+		exec_result_free(&r);
+	}
 	tu_rmtree(d);
 }
 END_TEST
