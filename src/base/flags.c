@@ -153,6 +153,19 @@ static int set_value(const char *prog, const struct flag_def *d, const char *val
 	return -EINVAL;
 }
 
+/* --help or --version: a bool like the others (--help=false is no help, --help=maybe an error);
+ * sets *on when true. */
+static int common_bool(const char *prog, const struct flag_def *d, const char *val, int *on,
+                       struct err *e)
+{
+	bool b = false;
+	const struct flag_def def = {d->name, FLAG_BOOL, &b, d->help, false};
+	if (set_value(prog, &def, val, e) < 0)
+		return -EINVAL;
+	*on |= b;
+	return 0;
+}
+
 static int parse(const char *prog, const struct flag_def *defs, size_t n, int argc, char **argv,
                  int *first_arg, char **pos, int *npos, struct err *e)
 {
@@ -209,12 +222,10 @@ static int parse(const char *prog, const struct flag_def *defs, size_t n, int ar
 				               dash(d->name), d->name);
 			val = argv[++i];
 		}
-		if (d == &common_defs[0]) {
-			help = 1;
-			continue;
-		}
-		if (d == &common_defs[1]) {
-			version = 1;
+		if (d == &common_defs[0] || d == &common_defs[1]) {
+			if (common_bool(prog, d, val, d == &common_defs[0] ? &help : &version, e) <
+			    0)
+				return -EINVAL;
 			continue;
 		}
 		if (set_value(prog, d, val, e) < 0)

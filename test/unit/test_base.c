@@ -173,6 +173,11 @@ START_TEST(test_flags_errors)
 	ck_assert_int_eq(parse(&x, &e, &first, 2, "--leader-elect=maybe"), -EINVAL);
 	ck_assert_int_eq(parse(&x, &e, &first, 2, "--v=99"), -EINVAL);
 	ck_assert_int_eq(parse(&x, &e, &first, 2, "--help"), FLAGS_HELP);
+	/* --help and --version are bools like the others */
+	ck_assert_int_eq(parse(&x, &e, &first, 2, "--help=maybe"), -EINVAL);
+	ck_assert_str_eq(e.msg, "prog: --help takes true or false, not \"maybe\"");
+	ck_assert_int_eq(parse(&x, &e, &first, 2, "--help=true"), FLAGS_HELP);
+	ck_assert_int_eq(parse(&x, &e, &first, 2, "--version=false"), FLAGS_OK);
 	ck_assert_int_eq(parse(&x, &e, &first, 2, "--version"), FLAGS_VERSION);
 }
 END_TEST
