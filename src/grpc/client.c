@@ -71,6 +71,7 @@ struct grpc_channel {
 	struct client_connection *cur;
 	atomic_int n_conns;
 	uint64_t backoff, retry_at, conn_ids;
+	uint64_t backoff_first, backoff_max;
 	char last_err[ERR_MSG_MAX];
 	struct client_call *pend_head, *pend_tail;
 	bool closing;
@@ -288,6 +289,14 @@ static void cc_callbacks(nghttp2_session_callbacks *cb)
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
 }
 
+/* After a failed connection attempt at now: the next wait, doubled up to the maximum. */
+static void backoff_grow(struct grpc_channel *ch, uint64_t now)
+{
+	uint64_t b = ch->backoff ? ch->backoff * 2 : ch->backoff_first;
+	ch->backoff = b > ch->backoff_max ? ch->backoff_max : b;
+	ch->retry_at = now + ch->backoff;
+}
+
 static void cc_open(void *arg, struct h2_conn *h)
 {
 	struct client_connection *cc = arg;
@@ -317,9 +326,7 @@ static void cc_close(void *arg, struct h2_conn *h, int err, const char *why)
 	if (ch->cur == cc) {
 		ch->cur = NULL;
 		if (!cc->ready) {
-			uint64_t b = ch->backoff ? ch->backoff * 2 : BACKOFF_FIRST;
-			ch->backoff = b > BACKOFF_MAX ? BACKOFF_MAX : b;
-			ch->retry_at = h2_now_ms() + ch->backoff;
+			backoff_grow(ch, h2_now_ms());
 			snprintf(ch->last_err, sizeof(ch->last_err), "%s", msg);
 		}
 		while (ch->pend_head) {
@@ -444,10 +451,8 @@ static void start_fn(void *arg)
 			}
 		}
 		if (fd < 0) {
-			uint64_t b = ch->backoff ? ch->backoff * 2 : BACKOFF_FIRST;
 			free(cc);
-			ch->backoff = b > BACKOFF_MAX ? BACKOFF_MAX : b;
-			ch->retry_at = now + ch->backoff;
+			backoff_grow(ch, now);
 			snprintf(ch->last_err, sizeof(ch->last_err), "%s", e.msg);
 			set_local(c, GRPC_UNAVAILABLE, "%s", e.msg);
 			goto fail;
@@ -563,6 +568,10 @@ int grpc_channel_new(struct grpc_channel **out, const char *target,
 	if (rc < 0)
 		goto fail;
 	ch->max_msg = o->max_msg ? o->max_msg : GRPC_DEFAULT_MAX_MSG;
+	ch->backoff_first = o->initial_backoff_ms ? o->initial_backoff_ms : BACKOFF_FIRST;
+	ch->backoff_max = o->max_backoff_ms ? o->max_backoff_ms : BACKOFF_MAX;
+	if (ch->backoff_max < ch->backoff_first)
+		ch->backoff_max = ch->backoff_first;
 	ch->loop = o->loop ? o->loop : h2_loop_default();
 	if (!ch->loop) {
 		rc = err_set(e, -ENOMEM, "gRPC channel: no event loop");

@@ -6,7 +6,7 @@
  * fills *st.  The request is sent from the calling thread, and a call alone on its connection
  * reads its response there too.  The connection is made
  * on the first call; after a failed connection attempt, calls fail fast with UNAVAILABLE until
- * the backoff (200 ms doubling to 10 s) has passed, then the next call reconnects.  A GOAWAY
+ * the backoff (by default 200 ms doubling to 10 s) has passed, then the next call reconnects.  A GOAWAY
  * from the server lets its in-flight calls finish while new calls open a new connection.
  * Constructors return 0 or a negative errno with the reason in e.
  */
@@ -35,7 +35,10 @@ struct grpc_channel_opts {
 	const char *tls_cert, *tls_key; /* optional client certificate (mTLS) */
 	const char *server_name;        /* name to verify and send as :authority; default: host */
 	size_t max_msg;                 /* receive limit; default 4 MiB */
-	struct h2_loop *loop;           /* default h2_loop_default() */
+	/* reconnect backoff (gRPC core's initial/max_reconnect_backoff_ms): the wait after the first
+	 * failed attempt, doubled after each further one up to the maximum; 0: 200 ms and 10 s */
+	uint64_t initial_backoff_ms, max_backoff_ms;
+	struct h2_loop *loop; /* default h2_loop_default() */
 };
 
 void grpc_channel_opts_init(struct grpc_channel_opts *o);

@@ -617,6 +617,34 @@ START_TEST(test_channel_reconnect)
 }
 END_TEST
 
+/* After a failed connection attempt the channel refuses calls for its backoff (an hour here),
+ * even once the server is back; grpc_channel_reset_backoff makes the next call connect. */
+START_TEST(test_channel_backoff_reset)
+{
+	const char *dir = tu_mkdtemp();
+	char url[512];
+	struct grpc_server *s;
+	struct grpc_channel *ch;
+	struct grpc_channel_opts o;
+	struct grpc_status st;
+	struct err e = {0};
+
+	snprintf(url, sizeof(url), "unix://%s/g.sock", dir);
+	grpc_channel_opts_init(&o);
+	o.initial_backoff_ms = 3600000;
+	ck_assert_int_eq(grpc_channel_new(&ch, url, &o, &e), 0);
+	ck_assert_int_eq(info_call(ch, &st), GRPC_UNAVAILABLE); /* nothing listens */
+	start_server(&s, url);
+	ck_assert_int_eq(info_call(ch, &st), GRPC_UNAVAILABLE);
+	ck_assert_msg(strstr(st.msg, "(retrying in "), "not refused by the backoff: %s", st.msg);
+	grpc_channel_reset_backoff(ch);
+	ck_assert_int_eq(info_call(ch, &st), GRPC_OK);
+	grpc_channel_free(ch);
+	grpc_server_free(s);
+	tu_rmtree(dir);
+}
+END_TEST
+
 /* The go-grpc-prometheus families, server and client side, with Go's code names. */
 START_TEST(test_grpc_metrics)
 {
@@ -798,6 +826,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_server_health);
 	tcase_add_test(t, test_server_header_limit_and_garbage);
 	tcase_add_test(t, test_channel_reconnect);
+	tcase_add_test(t, test_channel_backoff_reset);
 	tcase_add_test(t, test_grpc_metrics);
 	tcase_add_test(t, test_channel_concurrent_callers);
 	tcase_add_test(t, test_channel_caller_reads_itself);
