@@ -16,6 +16,7 @@ import asyncio  # noqa: E402
 import datetime  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
+import socket  # noqa: E402
 import ssl  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -72,6 +73,11 @@ def track_peer_certificates():
         task = asyncio.current_task()
         LIVE_TASKS.add(task)
         ssl_object = self.writer.get_extra_info("ssl_object")
+        sock = self.writer.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            # as Go's net/http: each answer's frames go out at once, not after the client's
+            # delayed ACK of the previous write (40 ms a request on loopback)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         peer = self.writer.get_extra_info("peername")
         key = tuple(peer[:2]) if peer else None
         if ssl_object is not None and key:
