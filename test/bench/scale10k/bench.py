@@ -1,8 +1,11 @@
 #!/usr/bin/python3
 """10,000 volumes over 10 agents (issue 30), on loopback: AGENTS `pillar-csi agent`s, each on its
 own fake configfs root (on a tmpfs when there is one, as the kernel's configfs lives in memory)
-with a `file` backend, and one `pillar-csi controller` on the embedded store with its default
-reconcile interval; every volume created through CSI (csi-provisioner's CreateVolume, 4 in
+with a `file` backend, and one `pillar-csi controller` with its default reconcile interval, on
+the embedded store or (BENCH_STORE=kube) on the API server: `--store=kube` against the test API
+server on a real etcd (test/kube/), its client limits raised to BENCH_KUBE_QPS requests/s
+(default 1000; the request budget, not the controller, would otherwise set the pace, see
+docs/capacity.md), the API requests counted by the server's request log; every volume created through CSI (csi-provisioner's CreateVolume, 4 in
 flight), PER_AGENT volumes on each agent.  Then:
   create    wall time of all creates, creates per second, CreateVolume p50/p99;
   restart   the controller stopped (SIGTERM) and started again: seconds from its start to a ready
@@ -10,14 +13,18 @@ flight), PER_AGENT volumes on each agent.  Then:
             pass done": every watched kind listed and every key those lists queued reconciled,
             the agents' restores included); "ready" is the later of the two (goal <= 2 s); then
             to the store being quiet (every resync and its writes done), its peak RSS (VmHWM)
-            and resident memory then;
+            and resident memory then (ROUNDS restarts: median and min–max); on the kube store
+            also the API requests of a restart by verb (watches included);
   reboot    one storage node rebooted (its agent killed, its configfs emptied, the agent started
             again): seconds from the agent's port accepting to its PillarAgent showing
             ExportsReady=True/ExportsServing again (goal <= 3 s), and the store writes of it;
   RSS       the controller's resident memory at rest with every volume, and its peak over the run.
 
-  bench.py DIR      env BENCH_AGENTS (default 10), BENCH_PER_AGENT (default 1000)
+  bench.py DIR      env BENCH_AGENTS (default 10), BENCH_PER_AGENT (default 1000), BENCH_STORE
+                    (dir or kube; default dir), BENCH_KUBE_QPS (default 1000), BENCH_RESTARTS
+                    (default 3)
 """
+import importlib.util
 import os
 import shutil
 import signal
@@ -37,7 +44,53 @@ from controller_suite import OK, apb, apbg, call, cond, csi, csig, k8s  # noqa: 
 
 AGENTS = int(os.environ.get("BENCH_AGENTS", "10"))
 PER_AGENT = int(os.environ.get("BENCH_PER_AGENT", "1000"))
+STORE = os.environ.get("BENCH_STORE", "dir")
+KUBE_QPS = int(os.environ.get("BENCH_KUBE_QPS", "1000"))
+RESTARTS = int(os.environ.get("BENCH_RESTARTS", "3"))
 IN_FLIGHT = 4
+OBJECT_WRITES = ("create", "update", "patch", "delete")
+
+
+def kube_bench():
+    """The kube-store benchmark's module (its request log's verbs), loaded under its own name."""
+    spec = importlib.util.spec_from_file_location(
+        "kube_store_bench", os.path.join(HERE, "..", "kube-store", "bench.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class RequestLog:
+    """The test API server's request log (PILLAR_KUBE_REQUEST_LOG), read as it grows:
+    (method, path) of every request, watches included."""
+
+    def __init__(self, path):
+        self.path, self.offset, self.rows, self.kb = path, 0, [], kube_bench()
+        self.counted = self.writes = 0
+
+    def read(self):
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return self.rows
+        end = data.rfind(b"\n") + 1  # a line being written is read next time
+        self.offset += end
+        for line in data[:end].decode(errors="replace").splitlines():
+            r = line.split(" ", 2)
+            if len(r) == 3:
+                self.rows.append((r[1], r[2]))
+        return self.rows
+
+    def object_writes(self):
+        """Writes of objects so far (Events and Leases left out): the store's writes."""
+        self.read()
+        for m, p in self.rows[self.counted:]:
+            if self.kb.verb(m, p) in OBJECT_WRITES and "/events" not in p and "/leases" not in p:
+                self.writes += 1
+        self.counted = len(self.rows)
+        return self.writes
 
 
 def fake_root(base):
@@ -104,6 +157,24 @@ class Scale:
         self.cfs_base = fake_root(base)
         self.agents = [Agent(base, self.cfs_base, i, self.env.procs) for i in range(AGENTS)]
         self.top = 0
+        self.cluster = self.log = None
+        if STORE == "kube":
+            sys.path.insert(0, os.path.join(HERE, "..", "..", "kube"))
+            from cluster import Cluster
+            path = os.path.join(base, "requests.log")
+            os.environ["PILLAR_KUBE_REQUEST_LOG"] = path  # read by the test API server
+            # etcd's data beside the fake configfs roots (a tmpfs when there is one): etcd's
+            # fsync per write on this shared disk would set the pace, not the controller
+            kube = os.path.join(self.cfs_base, "kube")
+            os.makedirs(kube, exist_ok=True)
+            self.cluster = Cluster(directory=kube)
+            self.env.kubeconfig = self.cluster.__enter__().kubeconfig
+            self.log = RequestLog(path)
+
+    def close(self):
+        self.env.procs.stop_all()
+        if self.cluster:
+            self.cluster.__exit__(None, None, None)
 
     def log_size(self):
         try:
@@ -127,8 +198,9 @@ class Scale:
         offset = self.log_size()
         if os.path.exists(env.sock):
             os.unlink(env.sock)
+        limits = ["--kube-api-qps=%d" % KUBE_QPS, "--kube-api-burst=%d" % KUBE_QPS]
         p = env.procs.start("controller", [cs.BIN, "controller", "--csi-endpoint=unix://" + env.sock,
-                                           "--store=dir:" + env.store,
+                                           *env.store_args(), *(limits if self.log else []),
                                            "--health-probe-bind-address=127.0.0.1:0",
                                            "--metrics-bind-address=127.0.0.1:0"])
         t0 = time.monotonic()
@@ -203,6 +275,9 @@ class Scale:
         return time.monotonic() - t0, lat
 
     def store_rv(self):
+        """The store's version: on the kube store the count of object writes so far."""
+        if self.log:
+            return self.log.object_writes()
         try:
             with open(os.path.join(self.env.store, ".oplock")) as f:
                 return int(f.read().split()[1])
@@ -223,14 +298,20 @@ class Scale:
         return since - t0
 
     def restart(self):
+        """One restart: a dict of its figures (seconds, MiB, store writes, API requests)."""
         self.env.procs.stop("controller")
         rv0 = self.store_rv()
+        mark = len(self.log.read()) if self.log else 0
         probe, first = self.start_controller(first_pass=True)
         rss = cb.RssMax(self.pid).start()
         settled = first + self.quiet()
         top = rss.stop() / 1024
-        return probe, first, settled, cb.proc_rss_kib(self.pid, "VmHWM") / 1024, top, \
-            cb.proc_rss_kib(self.pid) / 1024, self.store_rv() - rv0
+        reqs = self.log.read()[mark:] if self.log else []
+        return {"probe": probe, "first": first, "ready": max(probe, first), "settled": settled,
+                "hwm": cb.proc_rss_kib(self.pid, "VmHWM") / 1024, "top": top,
+                "after": cb.proc_rss_kib(self.pid) / 1024, "writes": self.store_rv() - rv0,
+                "requests": len(reqs), "verbs": self.log.kb.by_verb(reqs) if self.log else "",
+                "load": os.getloadavg()[0]}
 
     def gate_open(self, a):
         """The agent's restore gate is open: the controller's complete ReconcileState went
@@ -268,8 +349,9 @@ class Scale:
 def run(base):
     s = Scale(base)
     try:
-        print("%d agents x %d volumes; fake configfs roots in %s, embedded store in %s" % (
-            AGENTS, PER_AGENT, s.cfs_base, s.env.store), flush=True)
+        print("%d agents x %d volumes; fake configfs roots in %s, %s" % (
+            AGENTS, PER_AGENT, s.cfs_base, "the kube store (test API server on etcd, client "
+            "limits %d/s)" % KUBE_QPS if s.log else "embedded store in " + s.env.store), flush=True)
         s.setup()
         secs, lat = s.create_all()
         n = len(lat)
@@ -283,14 +365,25 @@ def run(base):
         rest.append(cb.proc_rss_kib(s.pid) / 1024)
         print("controller at rest with %d volumes: RSS %.1f MiB (peak of the creates %.1f MiB)" % (
             n, max(rest), cb.proc_rss_kib(s.pid, "VmHWM") / 1024), flush=True)
-        probe, first, settled, hwm, top, after, writes = s.restart()
-        ready = max(probe, first)
-        print("restart: ready %.2f s after the start (goal <= 2 s: %s): CSI Probe ready %.2f s, "
-              "first reconcile pass done %.2f s; store quiet (resyncs done) after %.2f s, %d "
-              "store writes; peak RSS %.1f MiB (VmHWM; sampled max %.1f), %.1f MiB once quiet; "
-              "load average %.2f" % (
-                  ready, "met" if ready <= 2 else "NOT met", probe, first, settled, writes, hwm,
-                  top, after, os.getloadavg()[0]), flush=True)
+        rounds = []
+        for i in range(RESTARTS):
+            r = s.restart()
+            rounds.append(r)
+            print("restart %d: ready %.2f s after the start (goal <= 2 s: %s): CSI Probe ready "
+                  "%.2f s, first reconcile pass done %.2f s; store quiet (resyncs done) after "
+                  "%.2f s, %d store writes; peak RSS %.1f MiB (VmHWM; sampled max %.1f), %.1f MiB "
+                  "once quiet%s; load average %.2f" % (
+                      i + 1, r["ready"], "met" if r["ready"] <= 2 else "NOT met", r["probe"],
+                      r["first"], r["settled"], r["writes"], r["hwm"], r["top"], r["after"],
+                      "; %d API requests (%s)" % (r["requests"], r["verbs"]) if s.log else "",
+                      r["load"]), flush=True)
+        col = lambda key: [r[key] for r in rounds]  # noqa: E731
+        rounds and print("restart, %d rounds on the %s store: ready %s (goal <= 2 s: %s), peak RSS %s, "
+              "%s API requests, load average %s" % (
+                  len(rounds), STORE, cb.fig(col("ready"), " s"),
+                  "met" if max(col("ready")) <= 2 else "NOT met", cb.fig(col("hwm"), " MiB", "%.1f"),
+                  cb.fig(col("requests"), "", "%.0f") if s.log else "no", cb.fig(col("load"))),
+              flush=True)
         gate, secs, writes, before, after = s.reboot(s.agents[0])
         print("reboot of %s (%d of its %d exports restored): agent port accepts -> restore "
               "gate open %.2f s, -> ExportsServing %.2f s (goal <= 3 s: %s); %d store writes; "
@@ -302,7 +395,7 @@ def run(base):
             raise SystemExit("the rebooted agent served %d exports before and %d after, not %d" % (
                 before, after, PER_AGENT))
     finally:
-        s.env.procs.stop_all()
+        s.close()
         if s.cfs_base.startswith("/dev/shm/"):
             shutil.rmtree(s.cfs_base, ignore_errors=True)
 
