@@ -49,6 +49,28 @@ int file_fsync(int fd, const char *path)
 	return fsync_observed(fd, path) < 0 ? -errno : 0;
 }
 
+int file_fdatasync(int fd, const char *path)
+{
+	observe(path);
+	if (fdatasync(fd) < 0)
+		return -errno;
+	if (file_fsync_done_observer)
+		file_fsync_done_observer(fd, path);
+	return 0;
+}
+
+void (*file_syncfs_done_observer)(const char *root);
+
+int file_syncfs(int fd, const char *root)
+{
+	observe(root);
+	if (syncfs(fd) < 0)
+		return -errno;
+	if (file_syncfs_done_observer)
+		file_syncfs_done_observer(root);
+	return 0;
+}
+
 int file_fsync_dir(const char *dir, struct err *e)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -149,11 +149,20 @@ extern void (*file_fsync_done_observer)(int fd, const char *path);
 
 /* fsync(fd) of the file path (for the observers above): 0 or -errno. */
 int file_fsync(int fd, const char *path);
+/* fdatasync(fd) of the file path, announced to the same observers: 0 or -errno. */
+int file_fdatasync(int fd, const char *path);
+/* syncfs(fd): everything written on the filesystem that holds the directory root (fd is open
+ * on it) is durable when it returns 0 (else -errno).  Announced to file_fsync_observer with
+ * root before, and to file_syncfs_done_observer with root after (NULL by default), which may
+ * take it for every file and directory beneath root. */
+extern void (*file_syncfs_done_observer)(const char *root);
+int file_syncfs(int fd, const char *root);
 
 /* The power-cut fault point of the durability tests (test/interop/powercut, base/powercut.c):
  * with the environment variable PILLAR_TEST_POWERCUT=<control file> set, the process keeps
  * copies of what a power cut would leave of each directory it fsyncs, and when the control
- * file holds "N ROUND" (a new ROUND), it kills itself (SIGKILL) just before its N-th fsync from
+ * file holds "N ROUND" (a new ROUND), it kills itself (SIGKILL) just before its N-th fsync
+ * (fsync, fdatasync or syncfs: file_fsync, file_fdatasync, file_syncfs) from
  * then, after appending "<path of that fsync> <path of the fsync before it>" to <control
  * file>.hit.  Unset: nothing. */
 void file_powercut_from_env(void);

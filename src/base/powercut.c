@@ -8,8 +8,9 @@
  * to drop what was not yet durable: renames and creates not followed by an fsync of their
  * directory, and data not fsynced.  An fsync of a file whose name is in its directory's copy
  * puts the file's data into that copy (the data of a durable name is durable after its fsync).
- * The control file holds "N ROUND": when ROUND changes, the fsyncs are counted anew, and the
- * process kills itself just before the N-th. */
+ * A syncfs(2) (file_syncfs) makes every file and directory beneath its root durable.
+ * The control file holds "N ROUND": when ROUND changes, the fsyncs (fdatasyncs and syncfs
+ * calls too) are counted anew, and the process kills itself just before the N-th. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -209,6 +210,37 @@ static void after_fsync(int fd, const char *path)
 	pthread_mutex_unlock(&cut.mu);
 }
 
+/* A syncfs of the filesystem that holds root made everything beneath root durable: every file's
+ * data, every directory's entries (what lies elsewhere on that filesystem is left as it was:
+ * the copies stay on the safe side). */
+static void keep_tree(const char *root, int depth)
+{
+	DIR *d = opendir(root);
+	struct dirent *de;
+	struct stat st;
+	char p[PATH_MAX];
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			if (S_ISREG(st.st_mode))
+				remember(&st);
+			else if (S_ISDIR(st.st_mode) && depth > 0 &&
+			         snprintf(p, sizeof(p), "%s/%s", root, de->d_name) < (int)sizeof(p))
+				keep_tree(p, depth - 1);
+		}
+	closedir(d);
+	keep_directory(root);
+}
+
+static void after_syncfs(const char *root)
+{
+	pthread_mutex_lock(&cut.mu);
+	keep_tree(root, 8);
+	pthread_mutex_unlock(&cut.mu);
+}
+
 void file_powercut_from_env(void)
 {
 	const char *control = getenv("PILLAR_TEST_POWERCUT");
@@ -217,5 +249,6 @@ void file_powercut_from_env(void)
 		clock_gettime(CLOCK_REALTIME, &cut.started);
 		file_fsync_observer = before_fsync;
 		file_fsync_done_observer = after_fsync;
+		file_syncfs_done_observer = after_syncfs;
 	}
 }

@@ -83,12 +83,46 @@ START_TEST(test_unsynced_data_and_new_names_stay_lost)
 }
 END_TEST
 
+/* fdatasync of a durable name keeps its data; a syncfs makes a renamed file and a new
+ * subdirectory's files durable, names and data */
+START_TEST(test_fdatasync_and_syncfs_are_durable_points)
+{
+	const char *d = tu_mkdtemp();
+	setup_durable(d);
+	char p[600], q[1300], sub[700];
+	snprintf(p, sizeof(p), "%s/f", dir);
+	int fd = open(p, O_WRONLY);
+	ck_assert_int_eq(ftruncate(fd, 5 * 4096), 0);
+	ck_assert_int_eq(file_fdatasync(fd, p), 0);
+	close(fd);
+	ck_assert_int_eq(size_of(copy), 5 * 4096);
+	/* written and renamed without any fsync, in dir and in a new subdirectory */
+	snprintf(sub, sizeof(sub), "%s/ns", dir);
+	ck_assert_int_eq(mkdir(sub, 0700), 0);
+	tu_write(dir, "g.tmp", "gg");
+	snprintf(p, sizeof(p), "%s/g.tmp", dir);
+	snprintf(q, sizeof(q), "%s/g", dir);
+	ck_assert_int_eq(rename(p, q), 0);
+	tu_write(sub, "h", "hhh");
+	snprintf(q, sizeof(q), "%.*sg", (int)(strlen(copy) - 1), copy);
+	ck_assert_int_eq(access(q, F_OK), -1);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_eq(file_syncfs(dfd, dir), 0);
+	close(dfd);
+	ck_assert_int_eq(size_of(q), 2);
+	snprintf(q, sizeof(q), "%.*s!ns/h", (int)(strlen(copy) - 2), copy);
+	ck_assert_int_eq(size_of(q), 3);
+	tu_rmtree(d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("powercut");
 	TCase *t = tcase_create("durable copy");
 	tcase_add_test(t, test_fsync_of_a_durable_name_keeps_its_new_data);
 	tcase_add_test(t, test_unsynced_data_and_new_names_stay_lost);
+	tcase_add_test(t, test_fdatasync_and_syncfs_are_durable_points);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
