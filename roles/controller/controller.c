@@ -15,6 +15,7 @@
 #include "controller/leader.h"
 #include "controller/loop.h"
 #include "controller/probes.h"
+#include "controller/readiness.h"
 #include "grpc/server.h"
 #include "httpserve.h"
 #include "kube/client.h"
@@ -131,6 +132,7 @@ struct running {
 	struct ctl_leader *leader;
 	struct kube_client *lease_kc;
 	struct probes *probes;
+	struct ctl_readiness ready;
 };
 
 /* Stops and frees everything started, in reverse order (CSI stops before the loop: it clears
@@ -142,6 +144,7 @@ static void stop(struct running *x, bool drain)
 		grpc_server_shutdown(x->srv, 5000);
 	grpc_server_free(x->srv);
 	ctl_leader_stop(x->leader);
+	ctl_readiness_stop(&x->ready);
 	kube_client_free(x->lease_kc);
 	if (x->ctl_ok)
 		ctl_fini(&x->c);
@@ -224,6 +227,10 @@ static int start(const struct opts *o, struct running *x, struct err *e)
 	x->c.dhchap_enabled = o->dhchap;
 	x->c.dhchap_plaintext = o->dhchap_plaintext;
 	x->c.dhchap_ns = *o->dhchap_ns ? o->dhchap_ns : lo.ns && *lo.ns ? lo.ns : "default";
+	x->ready.st = x->st;
+	if (ctl_readiness_start(&x->ready, e) < 0)
+		return -1;
+	x->c.readiness = &x->ready;
 	go = o->go;
 	go.listen = addrs;
 	controller_grpc_identity_service(&x->c, &ids);

@@ -5,9 +5,9 @@
 #include "base/time.h"
 #include "controller/dhchap.h"
 #include "controller/metrics.h"
+#include "controller/readiness.h"
 #include "controller/reconcile.h"
 #include "controller/reconcile_batch.h"
-#include "model/pillar.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -180,9 +180,5 @@ int ctl_store_code(int r)
 
 bool ctl_store_ready(struct ctl *c)
 {
-	void *items = NULL;
-	size_t n = 0;
-	int r = model_list(c->st, &model_pa_kind, NULL, NULL, &items, &n, NULL, NULL);
-	model_list_free(&model_pa_kind, items, n);
-	return r == 0;
+	return c->readiness ? ctl_readiness_ready(c->readiness) : ctl_readiness_check(c->st);
 }

@@ -29,6 +29,7 @@ struct batch_memo;
 struct agent_tally;
 struct ctl_metrics_volumes;
 struct dhchap_record;
+struct ctl_readiness;
 
 struct ctl {
 	store *st;
@@ -74,6 +75,9 @@ struct ctl {
 	struct agent_tally *tallies;
 	/* The volumes as the last /metrics scrape saw them (metrics.c), under memo_mu. */
 	struct ctl_metrics_volumes *metrics_volumes;
+	/* The store's readiness as its own thread last checked it (controller/readiness.h), set
+	 * by the controller after it started; NULL: ctl_store_ready asks the store.  Not owned. */
+	struct ctl_readiness *readiness;
 };
 
 void ctl_init(struct ctl *c, store *st, agentclient *ac);
@@ -103,7 +107,9 @@ void ctl_export_established(struct ctl *c, const char *volume, uint64_t rv);
 bool ctl_export_take(struct ctl *c, const char *volume, uint64_t seen);
 void ctl_export_forget(struct ctl *c, const char *volume);
 
-/* true when the store answers (a list of PillarAgents succeeds): readiness (csi.md §1.1). */
+/* true when the store answers (a list of PillarAgents succeeds): readiness (csi.md §1.1).
+ * With c->readiness set, its last answer (no store call, no system call, never blocks); else
+ * one list now. */
 bool ctl_store_ready(struct ctl *c);
 
 /* The gRPC code of a failed store call r (a negative errno): RESOURCE_EXHAUSTED when the

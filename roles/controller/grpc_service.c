@@ -49,9 +49,18 @@ static const struct grpc_method controller_methods[] = {
     M("ListSnapshots", list_snapshots, list_snapshots_request, list_snapshots_response),
 };
 
+/* Handlers that touch no file and wait for nothing: they run on the thread that read the
+ * request (grpc/server.h).  Probe is one when it reads the readiness thread's answer
+ * (ctl_store_ready with c->readiness set), not when it would list the store itself. */
+static const char *const identity_nonblocking[] = {"GetPluginInfo", "GetPluginCapabilities",
+                                                   "Probe", NULL};
+static const char *const identity_nonblocking_no_probe[] = {"GetPluginInfo",
+                                                            "GetPluginCapabilities", NULL};
+
 void controller_grpc_identity_service(struct ctl *c, struct grpc_service *out)
 {
 	*out = GLUE_SERVICE("csi.v1.Identity", glue_identity_methods, c);
+	out->nonblocking = c->readiness ? identity_nonblocking : identity_nonblocking_no_probe;
 }
 
 void controller_grpc_controller_service(struct ctl *c, struct grpc_service *out)

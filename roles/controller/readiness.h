@@ -1,0 +1,52 @@
+/* controller/readiness — what the controller's Probe, /readyz and pillar_csi_store_ready
+ * answer, kept current off the call path (csi.md §1.1).
+ *
+ * The store is ready when a list of PillarAgents succeeds (on the API server, a request that
+ * reaches it; the embedded store, its index).  A thread of its own makes that list at start
+ * (in ctl_readiness_start, so that the answer is right from the first call) and then every
+ * interval_ms; a reader loads the last answer and its time: ready when the last check
+ * succeeded and finished at most stale_ms ago (a check that hangs — an API server that accepts
+ * but never answers — turns the answer to not ready once stale_ms have passed since the last
+ * success).  A reader makes no store call and no system call: Probe never touches a file or
+ * the network and never blocks.
+ */
+#ifndef PILLAR_ROLES_CONTROLLER_READINESS_H
+#define PILLAR_ROLES_CONTROLLER_READINESS_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "store/store.h"
+
+#define CTL_READINESS_CHECK_MS 10000 /* csi.md §1.1: checked every 10 s */
+#define CTL_READINESS_STALE_MS 30000 /* ... and succeeded within 30 s */
+
+struct ctl_readiness {
+	store *st;            /* borrowed; const after start */
+	uint64_t interval_ms; /* 0: CTL_READINESS_CHECK_MS */
+	uint64_t stale_ms;    /* 0: CTL_READINESS_STALE_MS */
+	/* CLOCK_MONOTONIC ms when the last successful check finished, 0 when the last check
+	 * failed (or none has succeeded) */
+	atomic_uint_least64_t ok_at;
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* stop */
+	bool stop, running;
+	pthread_t thread;
+};
+
+/* Checks once, then starts the thread that re-checks.  r's st, interval_ms and stale_ms are set
+ * by the caller (the rest zeroed).  0 or a negative errno with e. */
+int ctl_readiness_start(struct ctl_readiness *r, struct err *e);
+/* The last answer (see above); callable from any thread. */
+bool ctl_readiness_ready(struct ctl_readiness *r);
+/* Stops and joins the thread (waiting for a check in progress).  A never started r (zeroed) is
+ * a no-op. */
+void ctl_readiness_stop(struct ctl_readiness *r);
+
+/* One check: true when a list of PillarAgents on st succeeds. */
+bool ctl_readiness_check(store *st);
+
+#endif
