@@ -76,6 +76,7 @@ static int parse_mark(const char *path, struct fence_mark *m, struct err *e)
 	snprintf(m->uid, sizeof(m->uid), "%s", mark.volume_uid);
 	m->generation = (uint64_t)mark.generation;
 	m->ended = mark.ended;
+	m->image_bytes = mark.has_image_bytes ? mark.image_bytes : 0;
 	m->n_ended = mark.ended_uids.n; /* the list moves over */
 	m->ended_uids = mark.ended_uids.v;
 	mark.ended_uids.n = 0;
@@ -124,6 +125,8 @@ static int write_mark(const char *state_dir, const char *path, const struct fenc
 	    .ended = m->ended,
 	    .has_ended_uids = true,
 	    .ended_uids = {m->n_ended, m->ended_uids},
+	    .has_image_bytes = m->image_bytes > 0,
+	    .image_bytes = m->image_bytes,
 	};
 	char *text = model_type_encode_text(&model_fence_mark_type, &mark);
 	if (!text)
@@ -146,12 +149,35 @@ static int stale(struct err *e, const char *uid, uint64_t gen, const char *id, c
 	    uid ? uid : "", gen, id, reason, m->uid, m->generation, m->ended ? "true" : "false");
 }
 
-int agent_fence_check(const char *state_dir, const char *volume_id, const char *uid,
-                      uint64_t generation, enum fence_class cls, struct err *e)
+/* Rule 5 on m: the ended lifecycle joins endedUIDs, uid's starts at generation (its image
+ * size image_bytes: the ended lifecycle's image is gone).  0 or -ENOMEM. */
+static int new_lifecycle(struct fence_mark *m, const char *uid, uint64_t generation,
+                         int64_t image_bytes, struct err *e)
+{
+	char **nv = realloc(m->ended_uids, (m->n_ended + 1) * sizeof(char *));
+	if (!nv)
+		return err_set(e, -ENOMEM, "out of memory");
+	m->ended_uids = nv;
+	if (!(m->ended_uids[m->n_ended] = strdup(m->uid)))
+		return err_set(e, -ENOMEM, "out of memory");
+	m->n_ended++;
+	snprintf(m->uid, sizeof(m->uid), "%s", uid);
+	m->generation = generation;
+	m->ended = false;
+	m->image_bytes = image_bytes;
+	return 0;
+}
+
+/* The rules of §6.3; image_bytes > 0 is recorded in the mark a grant writes (*recorded as
+ * agent_fence_check_create's). */
+static int decide(const char *state_dir, const char *volume_id, const char *uid,
+                  uint64_t generation, enum fence_class cls, int64_t image_bytes, bool *recorded,
+                  struct err *e)
 {
 	char path[PATH_MAX];
 	struct fence_mark m = {0};
 	int r;
+	*recorded = false;
 
 	if ((r = mark_path(state_dir, volume_id, path, sizeof(path), e)) < 0)
 		return r;
@@ -172,6 +198,7 @@ int agent_fence_check(const char *state_dir, const char *volume_id, const char *
 	if (!have) {
 		snprintf(m.uid, sizeof(m.uid), "%s", uid);
 		m.generation = generation;
+		m.image_bytes = image_bytes;
 		r = write_mark(state_dir, path, &m, e);
 		goto out;
 	}
@@ -189,21 +216,9 @@ int agent_fence_check(const char *state_dir, const char *volume_id, const char *
 			goto out;
 		}
 		/* Rule 5: a new lifecycle. */
-		char **nv = realloc(m.ended_uids, (m.n_ended + 1) * sizeof(char *));
-		if (!nv) {
-			r = err_set(e, -ENOMEM, "out of memory");
-			goto out;
-		}
-		m.ended_uids = nv;
-		if (!(m.ended_uids[m.n_ended] = strdup(m.uid))) {
-			r = err_set(e, -ENOMEM, "out of memory");
-			goto out;
-		}
-		m.n_ended++;
-		snprintf(m.uid, sizeof(m.uid), "%s", uid);
-		m.generation = generation;
-		m.ended = false;
-		r = write_mark(state_dir, path, &m, e);
+		r = new_lifecycle(&m, uid, generation, image_bytes, e);
+		if (r == 0)
+			r = write_mark(state_dir, path, &m, e);
 		goto out;
 	}
 	/* Rule 6. */
@@ -220,11 +235,30 @@ int agent_fence_check(const char *state_dir, const char *volume_id, const char *
 		r = 0;
 	else {
 		m.generation = generation;
+		if (image_bytes > 0)
+			m.image_bytes = image_bytes;
 		r = write_mark(state_dir, path, &m, e);
 	}
 out:
+	/* the mark as it now stands on disk holds this lifecycle's image size */
+	*recorded = r == 0 && image_bytes > 0 && m.image_bytes == image_bytes;
 	agent_fence_mark_clear(&m);
 	return r;
+}
+
+int agent_fence_check(const char *state_dir, const char *volume_id, const char *uid,
+                      uint64_t generation, enum fence_class cls, struct err *e)
+{
+	bool recorded;
+	return decide(state_dir, volume_id, uid, generation, cls, 0, &recorded, e);
+}
+
+int agent_fence_check_create(const char *state_dir, const char *volume_id, const char *uid,
+                             uint64_t generation, int64_t image_bytes, bool *recorded,
+                             struct err *e)
+{
+	return decide(state_dir, volume_id, uid, generation, FENCE_GRANT,
+	              image_bytes > 0 ? image_bytes : 0, recorded, e);
 }
 
 int agent_fence_end(const char *state_dir, const char *volume_id, struct err *e)
@@ -241,6 +275,7 @@ int agent_fence_end(const char *state_dir, const char *volume_id, struct err *e)
 		return r;
 	if (!m.ended) {
 		m.ended = true;
+		m.image_bytes = 0; /* the image is gone with its lifecycle */
 		r = write_mark(state_dir, path, &m, e);
 	}
 	agent_fence_mark_clear(&m);

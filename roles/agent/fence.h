@@ -8,6 +8,12 @@
  *   stale fencing token (uid "<uid>", generation <n>) for volume "<id>": <reason> (mark uid "<u>", generation <g>, ended <b>)
  * -EBADMSG with `corrupt fencing mark <path>: <reason>` for an unreadable/unparsable mark, or
  * another negative errno when the mark cannot be written.
+ *
+ * A mark may also record the size of the `file` image its lifecycle's CreateVolume made
+ * (imageBytes, agent_fence_check_create): the one durable write then covers the fencing
+ * decision and the image's size, and the image is created without an fsync of its own (the
+ * pool directory's fsync still makes its name durable before the call answers).  Rewrites
+ * keep it; a new lifecycle or the end of one drops it.
  */
 #ifndef PILLAR_ROLES_AGENT_FENCE_H
 #define PILLAR_ROLES_AGENT_FENCE_H
@@ -30,6 +36,16 @@ int agent_fence_escape(const char *id, char *out, size_t cap);
 int agent_fence_check(const char *state_dir, const char *volume_id, const char *uid,
                       uint64_t generation, enum fence_class cls, struct err *e);
 
+/* agent_fence_check of a CreateVolume (class grant) about to make a `file` image of
+ * image_bytes (> 0) bytes: the mark the check writes (rules 2, 5, 7'') records imageBytes in
+ * the same durable write.  *recorded tells whether the mark, once the check passed, holds
+ * image_bytes for the token's lifecycle (written now, or by an earlier try of the same
+ * create): the image's own fsync is then not needed, as an agent starting after a power cut
+ * gives an empty image its recorded size (svc_complete_images). */
+int agent_fence_check_create(const char *state_dir, const char *volume_id, const char *uid,
+                             uint64_t generation, int64_t image_bytes, bool *recorded,
+                             struct err *e);
+
 /* Rule 8: the destroy succeeded; sets ended=true (no-op without a mark). */
 int agent_fence_end(const char *state_dir, const char *volume_id, struct err *e);
 
@@ -40,6 +56,7 @@ struct fence_mark {
 	bool ended;
 	size_t n_ended;
 	char **ended_uids;
+	int64_t image_bytes; /* 0: none recorded */
 };
 int agent_fence_read(const char *state_dir, const char *volume_id, struct fence_mark *m,
                      struct err *e);

@@ -93,6 +93,7 @@ int agent_service_new(const struct agent_config *cfg, const struct agent_service
 	snprintf(dir, sizeof(dir), "%s/nvmet-identity", a->state_dir);
 	if ((r = file_mkdir_p(dir, 0750, e)) < 0)
 		goto fail;
+	svc_complete_images(a);
 	*out = a;
 	return 0;
 fail:
@@ -318,17 +319,31 @@ int svc_state_failed(struct grpc_status *st, const struct err *e)
 	                       e->msg[0] ? e->msg : "internal error");
 }
 
+static int fence_status(int r, const struct err *e, struct grpc_status *st)
+{
+	if (r == 0)
+		return GRPC_OK;
+	if (r == -EBADMSG)
+		return svc_state_failed(st, e);
+	return grpc_status_from_err(st, e);
+}
+
 int svc_fence(agent_service *a, const char *volume_id, const PB(FencingToken) * t,
               enum fence_class cls, struct grpc_status *st)
 {
 	struct err e = {0};
 	int r = agent_fence_check(a->state_dir, volume_id, t ? t->volume_uid : NULL,
 	                          t ? t->generation : 0, cls, &e);
-	if (r == 0)
-		return GRPC_OK;
-	if (r == -EBADMSG)
-		return svc_state_failed(st, &e);
-	return grpc_status_from_err(st, &e);
+	return fence_status(r, &e, st);
+}
+
+int svc_fence_create(agent_service *a, const char *volume_id, const PB(FencingToken) * t,
+                     int64_t image_bytes, bool *recorded, struct grpc_status *st)
+{
+	struct err e = {0};
+	int r = agent_fence_check_create(a->state_dir, volume_id, t ? t->volume_uid : NULL,
+	                                 t ? t->generation : 0, image_bytes, recorded, &e);
+	return fence_status(r, &e, st);
 }
 
 int svc_wait_backing(agent_service *a, backend *b, const struct volref *v, const char *path,

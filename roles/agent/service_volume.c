@@ -13,6 +13,7 @@
 #include "agent/identity.h"
 #include "agent/service_int.h"
 #include "base/exec.h"
+#include "base/log.h"
 #include "base/time.h"
 #include "google/protobuf/timestamp.pb-c.h"
 #include "rules/size.h"
@@ -272,7 +273,12 @@ static int do_create(agent_service *a, backend *b, const struct volref *v,
 
 	if ((code = svc_layout(a, b, v, req->backend_params, &o, st)) != GRPC_OK)
 		return code;
-	if ((code = svc_fence(a, v->id, req->fence, FENCE_GRANT, st)) != GRPC_OK)
+	/* a new sparse file image: its size goes into the mark, one durable write for both */
+	int64_t image = b->cfg.kind == BACKEND_FILE && !req->content_source && !o.preallocate &&
+	                        b->ops->size(b, v->name, &have, NULL) == -ENOENT
+	                    ? (int64_t)req->capacity_bytes
+	                    : 0;
+	if ((code = svc_fence_create(a, v->id, req->fence, image, &o.size_recorded, st)) != GRPC_OK)
 		return code;
 	if (b->ops->device_path(b, v->name, dev, sizeof(dev)) < 0)
 		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "invalid volume id \"%s\"",
@@ -378,6 +384,53 @@ int agent_create_volume(agent_service *a, const PB(CreateVolumeRequest) * req,
 {
 	return sized_call(a, req->volume_id, (int)req->backend_type, "capacity_bytes",
 	                  (int64_t)req->capacity_bytes, create_step, req, resp, st);
+}
+
+/* An image of pool b that a power cut left empty (its name durable, its size not) gets the
+ * size its live mark recorded.  0, or a negative errno with e set. */
+static int complete_image(agent_service *a, backend *b, const char *name, struct err *e)
+{
+	char id[PATH_MAX];
+	struct fence_mark m;
+	snprintf(id, sizeof(id), "%s/%s", b->cfg.pool, name);
+	int r = agent_fence_read(a->state_dir, id, &m, e);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	int64_t bytes = m.ended ? 0 : m.image_bytes;
+	agent_fence_mark_clear(&m);
+	if (bytes <= 0)
+		return 0;
+	r = b->ops->expand(b, name, bytes, e);
+	if (r == 0) {
+		char size[32];
+		snprintf(size, sizeof(size), "%" PRId64, bytes);
+		log_info("gave an empty image the size its fencing mark recorded", "volume", id,
+		         "bytes", size);
+	}
+	return r;
+}
+
+void svc_complete_images(agent_service *a)
+{
+	for (size_t i = 0; i < a->n_backends; i++) {
+		backend *b = a->backends[i];
+		struct backend_vol *vols;
+		struct err e = {0};
+		size_t n;
+		if (b->cfg.kind != BACKEND_FILE || b->ops->list(b, &vols, &n, &e) < 0) {
+			if (e.msg[0])
+				log_warn("cannot list the images of a pool", "pool", b->cfg.pool,
+				         "error", e.msg);
+			continue;
+		}
+		for (size_t k = 0; k < n; k++)
+			if (vols[k].size == 0 && complete_image(a, b, vols[k].name, &e) < 0)
+				log_warn("cannot give an empty image its recorded size", "pool",
+				         b->cfg.pool, "volume", vols[k].name, "error", e.msg);
+		free(vols);
+	}
 }
 
 /* ---- DeleteVolume -------------------------------------------------------------------------------- */

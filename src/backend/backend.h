@@ -43,6 +43,11 @@ struct backend_create_opts {
 	const char *const *props; /* ZFS: "k=v" strings, passed as -o k=v */
 	size_t n_props;
 	bool preallocate; /* file */
+	/* file, sparse: the caller has made the size durable elsewhere (the fencing mark's
+	 * imageBytes) and gives an image found empty after a power cut that size again, so the
+	 * new file is not fsync'd; the directory still is (its name is durable before any data
+	 * can be written to it) */
+	bool size_recorded;
 };
 
 struct backend_vol {

@@ -24,7 +24,7 @@ static int img_path(const backend *b, const char *name, char *out, size_t cap)
 			return err_set(e, -EINVAL, "file name for \"%s\" is too long", name); \
 	} while (0)
 
-static int grow(int fd, int64_t bytes, bool prealloc, const char *p, struct err *e)
+static int grow(int fd, int64_t bytes, bool prealloc, bool sync, const char *p, struct err *e)
 {
 	if (ftruncate(fd, bytes) < 0)
 		return err_set(e, errno == ENOSPC || errno == EFBIG ? -ENOSPC : -errno,
@@ -35,7 +35,7 @@ static int grow(int fd, int64_t bytes, bool prealloc, const char *p, struct err 
 			return err_set(e, r == ENOSPC ? -ENOSPC : -r, "fallocate %s: %s", p,
 			               strerror(r));
 	}
-	int r = file_fsync(fd, p);
+	int r = sync ? file_fsync(fd, p) : 0;
 	if (r < 0)
 		return err_set(e, r, "fsync %s: %s", p, strerror(-r));
 	return 0;
@@ -49,7 +49,8 @@ static int file_create(backend *b, const char *name, int64_t bytes,
 	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return err_set(e, -errno, "create %s: %s", p, strerror(errno));
-	int r = grow(fd, bytes, (o && o->preallocate) || b->cfg.preallocate, p, e);
+	bool prealloc = (o && o->preallocate) || b->cfg.preallocate;
+	int r = grow(fd, bytes, prealloc, prealloc || !o || !o->size_recorded, p, e);
 	close(fd);
 	if (r < 0) {
 		unlink(p);
@@ -75,7 +76,7 @@ static int file_expand(backend *b, const char *name, int64_t bytes, struct err *
 		         b->cfg.preallocate ||
 		             (st.st_size > 0 &&
 		              st.st_blocks >= st.st_size / 512 + (st.st_size % 512 != 0)),
-		         p, e);
+		         true, p, e);
 	close(fd);
 	return r;
 }

@@ -16,6 +16,8 @@ static const struct model_field fence_mark_fields[] = {
     MODEL_F_INT("generation", generation),
     MODEL_F_BOOL("ended", ended),
     MODEL_F_STRS_HAS("endedUIDs", ended_uids),
+    /* optional: see records.h */
+    MODEL_F_INT("imageBytes", image_bytes),
 };
 #undef T
 MODEL_TYPE(model_fence_mark_type, struct model_fence_mark, fence_mark_fields);
@@ -82,6 +84,9 @@ const char *model_fence_mark_check(const struct model_fence_mark *mark)
 		if (!uid_ok(mark->ended_uids.v[i]))
 			return "endedUIDs holds a UID that is empty, too long or has control "
 			       "characters";
+	if (mark->has_image_bytes &&
+	    (mark->image_bytes < 1 || (uint64_t)mark->image_bytes > MODEL_FENCE_GENERATION_MAX))
+		return "imageBytes is not an integer in 1..2^53";
 	return NULL;
 }
 

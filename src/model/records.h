@@ -23,7 +23,10 @@
 /* The largest fencing generation: JSON readers keep integers exact up to 2^53. */
 #define MODEL_FENCE_GENERATION_MAX (UINT64_C(1) << 53)
 
-/* A fencing mark: {"volumeUID","generation","ended","endedUIDs":[...]}, every member present. */
+/* A fencing mark: {"volumeUID","generation","ended","endedUIDs":[...]}, every member present,
+ * and "imageBytes" when the lifecycle's CreateVolume made a `file` image of that size whose
+ * size only the mark makes durable (docs/architecture.md); marks without it (every mark an
+ * earlier version wrote) read the same. */
 struct model_fence_mark {
 	void *rest;
 	char *volume_uid;
@@ -32,10 +35,13 @@ struct model_fence_mark {
 	bool has_ended, ended;
 	bool has_ended_uids;
 	struct model_strs ended_uids;
+	bool has_image_bytes;
+	int64_t image_bytes;
 };
 extern const struct model_type model_fence_mark_type;
 /* The reason mark breaks a rule (volumeUID non-empty and at most MODEL_RECORD_UID_MAX bytes,
- * generation in 0..2^53, ended and endedUIDs present), NULL when it keeps them all. */
+ * generation in 0..2^53, ended and endedUIDs present, imageBytes when present in 1..2^53),
+ * NULL when it keeps them all. */
 const char *model_fence_mark_check(const struct model_fence_mark *mark);
 
 /* An identity pin: {"volumeUID","identity":{"uuid","nguid","serial"}}. */

@@ -134,6 +134,66 @@ START_TEST(test_rules_5_6_8_lifecycle_end)
 }
 END_TEST
 
+/* A CreateVolume's mark records the size of the file image it makes (imageBytes), in the one
+ * write of the decision: rewrites keep it, the lifecycle's end drops it, a new lifecycle
+ * replaces it; a mark without it (every mark an earlier agent wrote) reads and decides as
+ * before, and records nothing until the agent writes it again. */
+START_TEST(test_mark_records_image_size)
+{
+	struct err e = {0};
+	struct fence_mark m;
+	bool rec = true;
+	const char *with = "{\"volumeUID\":\"" U1 "\",\"generation\":3,\"ended\":false,"
+	                   "\"endedUIDs\":[],\"imageBytes\":1048576}";
+	ck_assert_int_eq(agent_fence_check_create(sd, VOL, U1, 3, 1 << 20, &rec, &e), 0);
+	ck_assert(rec);
+	ck_assert_str_eq(tu_read(sd, MARK), with);
+	ck_assert_int_eq(agent_fence_read(sd, VOL, &m, &e), 0);
+	ck_assert_int_eq(m.image_bytes, 1 << 20);
+	agent_fence_mark_clear(&m);
+	/* 7': the retry of the same create finds its size recorded; another size is not */
+	ck_assert_int_eq(agent_fence_check_create(sd, VOL, U1, 3, 1 << 20, &rec, &e), 0);
+	ck_assert(rec);
+	ck_assert_int_eq(agent_fence_check_create(sd, VOL, U1, 3, 2 << 20, &rec, &e), 0);
+	ck_assert(!rec);
+	ck_assert_str_eq(tu_read(sd, MARK), with);
+	/* a refused create records nothing */
+	ck_assert_int_eq(agent_fence_check_create(sd, VOL, U2, 9, 1 << 20, &rec, &e), -ESTALE);
+	ck_assert(!rec);
+	/* 7'' of another call keeps it */
+	ck_assert_int_eq(check(U1, 4, FENCE_GRANT, &e), 0);
+	ck_assert_str_eq(tu_read(sd, MARK),
+	                 "{\"volumeUID\":\"" U1 "\",\"generation\":4,\"ended\":false,"
+	                 "\"endedUIDs\":[],\"imageBytes\":1048576}");
+	/* rule 8 drops it with the image */
+	ck_assert_int_eq(agent_fence_end(sd, VOL, &e), 0);
+	ck_assert_str_eq(tu_read(sd, MARK),
+	                 "{\"volumeUID\":\"" U1 "\",\"generation\":4,\"ended\":true,"
+	                 "\"endedUIDs\":[]}");
+	/* rule 5: the new lifecycle's own size */
+	ck_assert_int_eq(agent_fence_check_create(sd, VOL, U2, 1, 4096, &rec, &e), 0);
+	ck_assert(rec);
+	ck_assert_str_eq(tu_read(sd, MARK),
+	                 "{\"volumeUID\":\"" U2 "\",\"generation\":1,\"ended\":false,"
+	                 "\"endedUIDs\":[\"" U1 "\"],\"imageBytes\":4096}");
+	/* an earlier agent's mark: read as before; a create at its generation records nothing,
+	 * one that advances it records its size */
+	tu_write(sd, MARK,
+	         "{\"volumeUID\":\"" U1 "\",\"generation\":7,\"ended\":false,\"endedUIDs\":[]}");
+	ck_assert_int_eq(agent_fence_read(sd, VOL, &m, &e), 0);
+	ck_assert_int_eq(m.image_bytes, 0);
+	ck_assert_uint_eq(m.generation, 7);
+	agent_fence_mark_clear(&m);
+	ck_assert_int_eq(agent_fence_check_create(sd, VOL, U1, 7, 1 << 20, &rec, &e), 0);
+	ck_assert(!rec);
+	ck_assert_int_eq(agent_fence_check_create(sd, VOL, U1, 8, 1 << 20, &rec, &e), 0);
+	ck_assert(rec);
+	ck_assert_str_eq(tu_read(sd, MARK),
+	                 "{\"volumeUID\":\"" U1 "\",\"generation\":8,\"ended\":false,"
+	                 "\"endedUIDs\":[],\"imageBytes\":1048576}");
+}
+END_TEST
+
 START_TEST(test_corrupt_marks)
 {
 	static const char *const bad[] = {
@@ -150,7 +210,16 @@ START_TEST(test_corrupt_marks)
 	    "{\"volumeUID\":\"" U1 "\\n\",\"generation\":7,\"ended\":false,\"endedUIDs\":[]}",
 	    "{\"volumeUID\":\"" U1 "\x01\",\"generation\":7,\"ended\":false,\"endedUIDs\":[]}",
 	    "{\"volumeUID\":\"" U1
-	    "\",\"generation\":7,\"ended\":false,\"endedUIDs\":[\"a\\u0007\"]}"};
+	    "\",\"generation\":7,\"ended\":false,\"endedUIDs\":[\"a\\u0007\"]}",
+	    /* imageBytes, when present, is a size: 1..2^53 */
+	    "{\"volumeUID\":\"" U1
+	    "\",\"generation\":7,\"ended\":false,\"endedUIDs\":[],\"imageBytes\":0}",
+	    "{\"volumeUID\":\"" U1
+	    "\",\"generation\":7,\"ended\":false,\"endedUIDs\":[],\"imageBytes\":-4096}",
+	    "{\"volumeUID\":\"" U1 "\",\"generation\":7,\"ended\":false,\"endedUIDs\":[],"
+	    "\"imageBytes\":9007199254740994}",
+	    "{\"volumeUID\":\"" U1
+	    "\",\"generation\":7,\"ended\":false,\"endedUIDs\":[],\"imageBytes\":\"1M\"}"};
 	char want[PATH_MAX];
 	snprintf(want, sizeof(want), "corrupt fencing mark %s/" MARK ": ", sd);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -368,6 +437,7 @@ int main(void)
 	tcase_add_test(t, test_rule7_generations);
 	tcase_add_test(t, test_rule4_other_lifecycle);
 	tcase_add_test(t, test_rules_5_6_8_lifecycle_end);
+	tcase_add_test(t, test_mark_records_image_size);
 	tcase_add_test(t, test_corrupt_marks);
 	tcase_add_test(t, test_mark_fsyncs);
 	tcase_add_test(t, test_marks_share_directory_fsync);

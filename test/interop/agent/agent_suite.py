@@ -118,9 +118,11 @@ def run_plain(R, ag):
         mk = mark(ag)
         mode = stat.S_IMODE(os.stat(os.path.join(ag.state, "generations",
                                                  "fp_2Fpvc-1.mark")).st_mode)
-        R.check("fencing mark generations/fp_2Fpvc-1.mark: spec JSON shape, mode 0600",
-                mk == {"volumeUID": UID, "generation": 1, "ended": False, "endedUIDs": []} and
-                mode == 0o600, "%s mode %o" % (mk, mode))
+        # the spec's members, and the size of the sparse image it made (docs/architecture.md)
+        R.check("fencing mark generations/fp_2Fpvc-1.mark: spec JSON shape with imageBytes, "
+                "mode 0600",
+                mk == {"volumeUID": UID, "generation": 1, "ended": False, "endedUIDs": [],
+                       "imageBytes": SIZE} and mode == 0o600, "%s mode %o" % (mk, mode))
     except (OSError, ValueError) as e:
         R.check("fencing mark generations/fp_2Fpvc-1.mark readable", False, e)
     R.status("CreateVolume again, same size: OK (idempotent)",
@@ -323,7 +325,8 @@ def run_plain(R, ag):
              call(st.CreateVolume, create_req(VID, SIZE, UID2, 1)), grpc.StatusCode.OK)
     mk = mark(ag)
     R.check("  ... mark adopts the new UID and lists the old one in endedUIDs",
-            mk == {"volumeUID": UID2, "generation": 1, "ended": False, "endedUIDs": [UID]}, mk)
+            mk == {"volumeUID": UID2, "generation": 1, "ended": False, "endedUIDs": [UID],
+                   "imageBytes": SIZE}, mk)
     R.status("DeleteVolume of the new lifecycle: OK", call(st.DeleteVolume, S.DeleteVolumeRequest(
         volume_id=VID, backend_type=FILE, fence=token(UID2, 2))), grpc.StatusCode.OK)
     rc = ag.term()

@@ -60,7 +60,9 @@ def check_state_files(agent, vols):
         except (OSError, ValueError) as e:
             bad.append("%s: %s" % (n, e))
             continue
-        if set(m) != {"volumeUID", "generation", "ended", "endedUIDs"} or \
+        size = m.pop("imageBytes", 1)  # optional: the size of the file image a create made
+        if type(size) is not int or not 1 <= size <= 2**53 or \
+                set(m) != {"volumeUID", "generation", "ended", "endedUIDs"} or \
                 not isinstance(m["volumeUID"], str) or type(m["generation"]) is not int or \
                 not 0 <= m["generation"] <= 2**53 or type(m["ended"]) is not bool or \
                 not isinstance(m["endedUIDs"], list):

@@ -162,7 +162,9 @@ def problems(ag, want, sums):
         except (OSError, ValueError) as e:
             bad.append("%s: %s" % (n, e))
             continue
-        if set(m) != {"volumeUID", "generation", "ended", "endedUIDs"}:
+        size = m.pop("imageBytes", 1)  # optional: the size of the file image a create made
+        if set(m) != {"volumeUID", "generation", "ended", "endedUIDs"} or \
+                type(size) is not int or not 1 <= size <= 2**53:
             bad.append("%s: bad shape %s" % (n, m))
         elif (m["generation"], m["ended"]) != names[n]:
             bad.append("%s: generation %s ended %s, want %s" % (n, m["generation"], m["ended"],

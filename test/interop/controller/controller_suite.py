@@ -176,7 +176,11 @@ class Env:
         return ["--store=dir:" + self.store]
 
     # -- agent --
-    def start_agent(self):
+    def start_agent(self, cut_hit=None):
+        """Starts the agent (again while its port lingers).  cut_hit: the power-cut fault
+        point's .hit file of an armed start; when the agent dies at its cut before it serves
+        (a durable write of its start), that is the start's outcome: True, the dead process
+        left in procs.live for the caller."""
         self.agent_starts += 1
         args = [AGENT_BIN, "agent", "--listen-address=127.0.0.1:%d" % self.agent_port,
                 "--config=" + self.config, "--configfs-root=" + self.cfs,
@@ -187,6 +191,8 @@ class Env:
                                  log=os.path.join(self.base, "agent-%d.log" % self.agent_starts))
             if wait_for(lambda: self._connects(self.agent_port) or p.poll() is not None, 10):
                 if p.poll() is None:
+                    return True
+                if cut_hit and os.path.exists(cut_hit):
                     return True
             self.procs.stop("agent", signal.SIGKILL)
             time.sleep(0.1)

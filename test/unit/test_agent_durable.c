@@ -1,0 +1,241 @@
+/* What the agent makes durable for a CreateVolume on the `file` backend, and what it completes
+ * at start after a power cut: the fencing mark records the new image's size (imageBytes) in its
+ * one durable write, so the sparse image itself is not fsync'd (its directory is); an agent
+ * starting finds an image a power cut left empty and gives it the recorded size.  An earlier
+ * agent's marks (without imageBytes) and their images are left as they are. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/config.h"
+#include "agent/fence.h"
+#include "agent/service.h"
+#include "base/file.h"
+#include "testutil.h"
+
+#define PB(x)  PillarCsi__Agent__V1__##x
+#define UID1   "uid-1111"
+#define UID2   "uid-2222"
+#define FILE_T ((PB(BackendType))6)
+#define MiB    (1 << 20)
+
+static char root[400], cfs[480], state[480], files[480];
+static agent_service *svc;
+static struct agent_config cfg;
+
+static void make_service(void)
+{
+	struct agent_service_opts o = {.state_dir = state,
+	                               .configfs_root = cfs,
+	                               .host_root = root, /* never the machine's /dev, /sys */
+	                               .version = "0.1.0-test",
+	                               .device_wait_ms = 300,
+	                               .create_wait_ms = 300};
+	struct err e = {0};
+	ck_assert_msg(agent_service_new(&cfg, &o, &svc, &e) == 0, "%s", e.msg);
+}
+
+static void setup(void)
+{
+	snprintf(root, sizeof(root), "%s", tu_mkdtemp());
+	snprintf(cfs, sizeof(cfs), "%s/cfs", root);
+	snprintf(state, sizeof(state), "%s/state", root);
+	snprintf(files, sizeof(files), "%s/files", root);
+	tu_agent_layout(root, &cfg);
+	make_service();
+}
+
+static void teardown(void)
+{
+	file_fsync_observer = NULL;
+	agent_service_free(svc);
+	svc = NULL;
+	agent_config_clear(&cfg);
+	tu_rmtree(root);
+}
+
+/* CreateVolume of fpool/<name> at generation 1 of uid; preallocated through FileVolumeParams
+ * when prealloc. */
+static int create(const char *uid, const char *name, int64_t size, bool prealloc)
+{
+	struct grpc_status st;
+	char id[64];
+	PB(FencingToken) t = PILLAR_CSI__AGENT__V1__FENCING_TOKEN__INIT;
+	PB(FileVolumeParams) fp = PILLAR_CSI__AGENT__V1__FILE_VOLUME_PARAMS__INIT;
+	PB(BackendParams) bp = PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__INIT;
+	PB(CreateVolumeRequest) req = PILLAR_CSI__AGENT__V1__CREATE_VOLUME_REQUEST__INIT;
+	PB(CreateVolumeResponse) *resp = malloc(sizeof(*resp));
+	pillar_csi__agent__v1__create_volume_response__init(resp);
+	snprintf(id, sizeof(id), "fpool/%s", name);
+	t.volume_uid = (char *)uid;
+	t.generation = 1;
+	req.volume_id = id;
+	req.capacity_bytes = size;
+	req.backend_type = FILE_T;
+	req.fence = &t;
+	if (prealloc) {
+		bp.params_case = PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__PARAMS_FILE;
+		bp.file = &fp;
+		fp.preallocate = 1;
+		req.backend_params = &bp;
+	}
+	int code = agent_create_volume(svc, &req, resp, &st);
+	ck_assert_msg(code != GRPC_OK || resp->capacity_bytes == size, "%s", st.msg);
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	return code;
+}
+
+static off_t image_size(const char *name)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/%s.img", files, name);
+	return stat(p, &st) == 0 ? st.st_size : -1;
+}
+
+/* What a power cut leaves of an image whose size was never fsync'd: its name, empty. */
+static void cut_image(const char *name)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/%s.img", files, name);
+	ck_assert_int_eq(truncate(p, 0), 0);
+}
+
+static void restart(void)
+{
+	agent_service_free(svc);
+	make_service();
+}
+
+/* ---- fsyncs --------------------------------------------------------------------------------- */
+
+static char synced[8][PATH_MAX];
+static int n_synced;
+
+static void record_fsync(const char *path)
+{
+	if (n_synced < 8)
+		snprintf(synced[n_synced], sizeof(synced[0]), "%s", path);
+	n_synced++;
+}
+
+/* Asserts the fsyncs since the last call, by path relative to root. */
+static void expect_fsyncs(int line, int n, ...)
+{
+	va_list ap;
+	va_start(ap, n);
+	ck_assert_msg(n_synced == n, "line %d: %d fsyncs, want %d (first %s)", line, n_synced, n,
+	              n_synced ? synced[0] : "-");
+	for (int i = 0; i < n; i++) {
+		char want[PATH_MAX];
+		snprintf(want, sizeof(want), "%s/%s", root, va_arg(ap, const char *));
+		ck_assert_msg(strcmp(synced[i], want) == 0, "line %d: fsync %d is %s, want %s",
+		              line, i, synced[i], want);
+	}
+	va_end(ap);
+	n_synced = 0;
+}
+
+/* A sparse create: the mark (with the size) and generations/, then the pool directory; the
+ * image is never fsync'd.  A preallocated one still fsyncs its image (its blocks are not in
+ * the mark); a retry that finds the image does not write anything. */
+START_TEST(test_create_fsyncs)
+{
+	ck_assert_int_eq(create(UID1, "a", MiB, false), GRPC_OK); /* state/ made durable once */
+	file_fsync_observer = record_fsync;
+	ck_assert_int_eq(create(UID1, "b", MiB, false), GRPC_OK);
+	expect_fsyncs(__LINE__, 3, "state/generations/fpool_2Fb.mark", "state/generations",
+	              "files");
+	ck_assert_str_eq(tu_read(state, "generations/fpool_2Fb.mark"),
+	                 "{\"volumeUID\":\"" UID1 "\",\"generation\":1,\"ended\":false,"
+	                 "\"endedUIDs\":[],\"imageBytes\":1048576}");
+	ck_assert_int_eq(image_size("b"), MiB);
+	ck_assert_int_eq(create(UID1, "b", MiB, false), GRPC_OK);
+	expect_fsyncs(__LINE__, 0);
+	ck_assert_int_eq(create(UID1, "c", MiB, true), GRPC_OK);
+	expect_fsyncs(__LINE__, 4, "state/generations/fpool_2Fc.mark", "state/generations",
+	              "files/c.img", "files");
+	ck_assert_str_eq(tu_read(state, "generations/fpool_2Fc.mark"),
+	                 "{\"volumeUID\":\"" UID1 "\",\"generation\":1,\"ended\":false,"
+	                 "\"endedUIDs\":[]}");
+	/* the create retried after a cut before the image was made: the mark has its size */
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/b.img", files);
+	ck_assert_int_eq(unlink(p), 0);
+	ck_assert_int_eq(create(UID1, "b", MiB, false), GRPC_OK);
+	expect_fsyncs(__LINE__, 1, "files");
+	ck_assert_int_eq(image_size("b"), MiB);
+}
+END_TEST
+
+/* After a power cut the sparse image may be there without its size: the agent gives it the
+ * size its mark recorded before it serves, and fsyncs it.  Images with data, preallocated
+ * ones, ended lifecycles and an earlier agent's marks are left alone. */
+START_TEST(test_start_completes_empty_images)
+{
+	ck_assert_int_eq(create(UID1, "a", MiB, false), GRPC_OK);
+	ck_assert_int_eq(create(UID1, "b", 3 * MiB, false), GRPC_OK);
+	ck_assert_int_eq(create(UID1, "c", MiB, true), GRPC_OK);
+	ck_assert_int_eq(create(UID1, "old", MiB, false), GRPC_OK);
+	cut_image("a");
+	cut_image("c"); /* cannot happen (fsync'd), and nothing recorded: left as found */
+	cut_image("old");
+	tu_write(state, "generations/fpool_2Fold.mark",
+	         "{\"volumeUID\":\"" UID1 "\",\"generation\":1,\"ended\":false,\"endedUIDs\":[]}");
+	tu_write(files, "orphan.img", ""); /* no mark at all */
+	file_fsync_observer = record_fsync;
+	restart();
+	expect_fsyncs(__LINE__, 1, "files/a.img");
+	ck_assert_int_eq(image_size("a"), MiB);
+	ck_assert_int_eq(image_size("b"), 3 * MiB);
+	ck_assert_int_eq(image_size("c"), 0);
+	ck_assert_int_eq(image_size("old"), 0);
+	ck_assert_int_eq(image_size("orphan"), 0);
+	/* nothing more at the next start */
+	restart();
+	expect_fsyncs(__LINE__, 0);
+}
+END_TEST
+
+/* An ended lifecycle recorded no size; a corrupt mark does not stop the start (the RPCs of
+ * that volume report it). */
+START_TEST(test_start_skips_ended_and_corrupt)
+{
+	ck_assert_int_eq(create(UID1, "a", MiB, false), GRPC_OK);
+	ck_assert_int_eq(create(UID1, "b", MiB, false), GRPC_OK);
+	struct err e = {0};
+	ck_assert_int_eq(agent_fence_end(state, "fpool/a", &e), 0);
+	cut_image("a");
+	cut_image("b");
+	tu_write(state, "generations/fpool_2Fb.mark", "{\"volumeUID\":");
+	restart();
+	ck_assert_int_eq(image_size("a"), 0);
+	ck_assert_int_eq(image_size("b"), 0);
+	/* a new lifecycle of a records its own size */
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/a.img", files);
+	ck_assert_int_eq(unlink(p), 0);
+	ck_assert_int_eq(create(UID2, "a", 2 * MiB, false), GRPC_OK);
+	cut_image("a");
+	restart();
+	ck_assert_int_eq(image_size("a"), 2 * MiB);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("agent_durable");
+	TCase *t = tcase_create("durable");
+	tcase_set_timeout(t, 30);
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_add_test(t, test_create_fsyncs);
+	tcase_add_test(t, test_start_completes_empty_images);
+	tcase_add_test(t, test_start_skips_ended_and_corrupt);
+	suite_add_tcase(s, t);
+	return tu_run(s);
+}
