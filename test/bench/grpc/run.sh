@@ -11,8 +11,9 @@
 #   agent      the agent's GetCapacity of a file pool (a blocking method: statvfs, on the worker
 #              path; pillar-csi agent, fake configfs and host tree) : the C++ server's Echo
 #              Unary with an empty request, both by the C++ generic client, unix socket
-#   controller the controller's CSI Probe (a worker-path method; pillar-csi controller, dir
-#              store) : the C++ server's Echo Unary, as for agent
+#   controller the controller's CSI Probe (nonblocking: the readiness thread's last answer, no
+#              store call; pillar-csi controller, dir store) : the C++ server's Echo Unary, as
+#              for agent
 #   echo-tcp   echo-nb over TCP loopback
 #   client     our echo_client : the C++ client, both against the C++ server, unix
 # For each: p50 latency, requests/s, and the server's CPU time per call (utime+stime from
