@@ -496,6 +496,52 @@ START_TEST(test_zfs_rounded_size_is_the_same)
 }
 END_TEST
 
+/* A CreateVolume whose name LVM reserves (lvm(8) VALID NAMES) is the caller's mistake: the agent
+ * answers INVALID_ARGUMENT with the backend's rule, and lvcreate never runs. */
+START_TEST(test_lvm_reserved_name_invalid_argument)
+{
+	struct agent_config c;
+	struct agent_service_opts o = {0};
+	agent_service *a;
+	char state[600], cfs[600], dev[600];
+	struct grpc_status st = {0};
+	const char *json = "{\"backends\":[{\"lvm\":{\"volumeGroup\":\"data-vg\"}}]}";
+	ck_assert_int_eq(agent_config_parse(json, strlen(json), &c, NULL), 0);
+	tu_write(dir, "cfs/nvmet/subsystems/.keep", "");
+	snprintf(state, sizeof(state), "%s/state", dir);
+	snprintf(cfs, sizeof(cfs), "%s/cfs", dir);
+	snprintf(dev, sizeof(dev), "%s/dev", dir);
+	o.state_dir = state;
+	o.configfs_root = cfs;
+	o.dev_root = dev;
+	o.host_root = dir; /* never the machine's /dev, /sys */
+	o.create_wait_ms = 300;
+	ck_assert_int_eq(agent_service_new(&c, &o, &a, NULL), 0);
+	PillarCsi__Agent__V1__FencingToken t = PILLAR_CSI__AGENT__V1__FENCING_TOKEN__INIT;
+	t.volume_uid = "uid-1";
+	t.generation = 1;
+	PillarCsi__Agent__V1__CreateVolumeRequest req =
+	    PILLAR_CSI__AGENT__V1__CREATE_VOLUME_REQUEST__INIT;
+	PillarCsi__Agent__V1__CreateVolumeResponse *resp = malloc(sizeof(*resp));
+	pillar_csi__agent__v1__create_volume_response__init(resp);
+	req.volume_id = "data-vg/pvmove-1";
+	req.capacity_bytes = 1048576;
+	req.backend_type = PILLAR_CSI__AGENT__V1__BACKEND_TYPE__BACKEND_TYPE_LVM;
+	req.fence = &t;
+	fake_cli_reply("lvs", "", "  Failed to find logical volume \"data-vg/pvmove-1\"\n", 5);
+	fake_cli_reply("vgs", "  4294967296 4294967296\n", "", 0);
+	fake_cli_log_clear();
+	int code = agent_create_volume(a, &req, resp, &st);
+	ck_assert_msg(code == GRPC_INVALID_ARGUMENT, "%d %s", code, st.msg);
+	ck_assert_str_eq(st.msg, "volume name \"pvmove-1\": LVM reserves LV names that begin with "
+	                         "\"pvmove\"; choose another name");
+	ck_assert_ptr_null(strstr(fake_cli_log(), "lvcreate"));
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	agent_service_free(a);
+	agent_config_clear(&c);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("backend");
@@ -508,6 +554,7 @@ int main(void)
 	tcase_add_test(t, test_config_rules);
 	tcase_add_test(t, test_health_pool_checks_are_cached);
 	tcase_add_test(t, test_zfs_rounded_size_is_the_same);
+	tcase_add_test(t, test_lvm_reserved_name_invalid_argument);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
