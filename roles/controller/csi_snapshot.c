@@ -185,31 +185,28 @@ static int source_usable(const struct model_pvst *v, const char *id, struct grpc
 	return 0;
 }
 
-/* The new object: spec from the source volume, status Creating with the first claim. */
-static int new_snapshot(const Csi__V1__CreateSnapshotRequest *req, const struct model_pvst *v,
-                        const char *pname, struct model_psnap *s, struct grpc_status *gs)
+/* The new object: spec from the source volume v, whose volume ID (the request's) parses to src;
+ * status Creating with the first claim. */
+static int new_snapshot(const Csi__V1__CreateSnapshotRequest *req, const struct rules_volid *src,
+                        const struct model_pvst *v, const char *pname, struct model_psnap *s,
+                        struct grpc_status *gs)
 {
-	struct rules_volid src, id;
+	struct rules_volid id;
 	char sid[RULES_VOLID_CAP];
-	if (rules_volid_parse(str(v->spec.volume_id), &src) < 0) /* a corrupt record */
-		return grpc_status_set(gs, GRPC_INTERNAL,
-		                       "PillarVolumeState \"%s\": its volumeID does not parse; "
-		                       "repair or delete the record",
-		                       str(v->meta.name));
-	if (rules_snapid_make(src.agent, src.backend, src.pool, req->name, sid, sizeof(sid), &id) <
-	    0) /* sid holds the ID as far as it was written */
+	if (rules_snapid_make(src->agent, src->backend, src->pool, req->name, sid, sizeof(sid),
+	                      &id) < 0) /* sid holds the ID as far as it was written */
 		return grpc_status_set(gs, GRPC_INVALID_ARGUMENT,
 		                       "snapshot ID \"%s\" would be malformed", sid);
 	int r = snapshot_params(req, s, gs);
 	if (r)
 		return r;
 	r = model_str_set(&s->meta.name, pname) |
-	    model_map_set(&s->meta.labels, RULES_LABEL_AGENT, src.agent) |
+	    model_map_set(&s->meta.labels, RULES_LABEL_AGENT, src->agent) |
 	    model_str_set(&s->spec.snapshot_id, sid) |
 	    model_str_set(&s->spec.agent_snapshot_id, id.agent_volume_id) |
 	    model_str_set(&s->spec.snapshot_name, req->name) |
-	    model_str_set(&s->spec.agent_ref, src.agent) |
-	    model_str_set(&s->spec.backend_type, src.backend) |
+	    model_str_set(&s->spec.agent_ref, src->agent) |
+	    model_str_set(&s->spec.backend_type, src->backend) |
 	    model_str_set(&s->spec.source_volume_id, v->spec.volume_id) |
 	    model_str_set(&s->spec.source_volume_state, v->meta.name) |
 	    model_str_set(&s->status.phase, "Creating");
@@ -230,15 +227,19 @@ static int create_object(struct ctl *c, const Csi__V1__CreateSnapshotRequest *re
 {
 	struct model_pvst v;
 	struct model_psnap s = {0};
+	struct rules_volid src;
 	struct err e = {0};
-	int r = pvst_find(c, req->source_volume_id, &v, gs);
+	/* an ID that does not parse names no volume; one that does is the found record's own */
+	int r = rules_volid_parse(req->source_volume_id, &src) < 0
+	            ? GRPC_NOT_FOUND
+	            : pvst_find(c, req->source_volume_id, &v, gs);
 	if (r == GRPC_NOT_FOUND)
 		return grpc_status_set(gs, GRPC_NOT_FOUND, "source volume \"%s\" not found",
 		                       req->source_volume_id);
 	if (r)
 		return r;
 	if (!(r = source_usable(&v, req->source_volume_id, gs)) &&
-	    !(r = new_snapshot(req, &v, pname, &s, gs))) {
+	    !(r = new_snapshot(req, &src, &v, pname, &s, gs))) {
 		r = model_create_with_status(c->st, &model_psnap_kind, &s, out, &e);
 		if (r == STORE_ALREADY_EXISTS)
 			r = GRPC_ALREADY_EXISTS; /* a concurrent replica: re-read (gs untouched) */

@@ -200,6 +200,7 @@ START_TEST(test_create_refusals)
 	ck_assert_int_eq(FX_CALL(csi_create_snapshot, &q, &resp,
 	                         &csi__v1__create_snapshot_response__descriptor, &gs),
 	                 GRPC_NOT_FOUND);
+	ck_assert_str_eq(gs.msg, "source volume \"garbage\" not found");
 	Csi__V1__CreateSnapshotRequest__ParametersEntry
 	    pe = CSI__V1__CREATE_SNAPSHOT_REQUEST__PARAMETERS_ENTRY__INIT,
 	    *pp = &pe;
