@@ -17,12 +17,13 @@
 #include "echo.pb-c.h"
 #include "grpc/server.h"
 
-static atomic_int cancels_seen;
+static atomic_int cancels_seen, naps_begun;
 static struct keylock locks;
 
 /* Sleeps ms in small steps; returns false when the call was cancelled meanwhile. */
 static bool nap(struct grpc_call *call, int ms)
 {
+	atomic_fetch_add(&naps_begun, 1);
 	while (ms > 0) {
 		struct timespec ts = {0, 5 * 1000000};
 		if (grpc_call_cancelled(call)) {
@@ -68,12 +69,16 @@ static int h_unary(struct grpc_call *call, const ProtobufCMessage *req, Protobuf
 	Pillar__Test__V1__EchoResponse *r;
 	(void)ctx;
 
-	if (rq->message && strcmp(rq->message, "stats") == 0) {
+	/* "stats": the cancellations handlers saw; "naps": the delays handlers began */
+	if (rq->message && (!strcmp(rq->message, "stats") || !strcmp(rq->message, "naps"))) {
 		char buf[64];
 		r = make_resp(call, rq);
 		if (!r)
 			return GRPC_RESOURCE_EXHAUSTED;
-		snprintf(buf, sizeof(buf), "cancelled=%d", atomic_load(&cancels_seen));
+		if (!strcmp(rq->message, "naps"))
+			snprintf(buf, sizeof(buf), "naps=%d", atomic_load(&naps_begun));
+		else
+			snprintf(buf, sizeof(buf), "cancelled=%d", atomic_load(&cancels_seen));
 		r->message = grpc_call_strdup(call, buf);
 		*resp = &r->base;
 		return GRPC_OK;

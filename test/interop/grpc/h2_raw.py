@@ -85,7 +85,7 @@ def idle_close():
     s = conn()
     s.sendall(PREFACE + frame(4, 0, 0, b""))
     t0 = time.time()
-    s.settimeout(IDLE + 5)
+    s.settimeout(IDLE + 30)
     goaway = False
     while True:
         f = read_frame(s)
@@ -95,7 +95,9 @@ def idle_close():
             goaway = True
     took = time.time() - t0
     assert goaway, "closed without GOAWAY"
-    assert IDLE * 0.9 <= took <= IDLE + 3, "closed after %.2f s" % took
+    # the upper bound only tells a close from none (the read's timeout): a loaded machine runs
+    # the server's idle timer late
+    assert IDLE * 0.9 <= took <= IDLE + 20, "closed after %.2f s" % took
 
 
 def conn_limit():
