@@ -164,8 +164,9 @@ static int h_info(struct grpc_call *call, const ProtobufCMessage *req, ProtobufC
 	const char *who = grpc_call_metadata(call, "x-who");
 	(void)req;
 	(void)ctx;
-	if (who && strncmp(who, "sleep:", 6) == 0) {
-		usleep((useconds_t)atoi(who + 6) * 1000);
+	if (who && strncmp(who, "sleep:", 6) == 0) { /* in steps, ending early when cancelled */
+		for (int left = atoi(who + 6); left > 0 && !grpc_call_cancelled(call); left -= 10)
+			usleep(10000);
 		if (grpc_call_cancelled(call))
 			return GRPC_CANCELLED;
 	}
@@ -780,17 +781,20 @@ START_TEST(test_channel_caller_reads_itself)
 	snprintf(url, sizeof(url), "127.0.0.1:%d", grpc_server_port(s, 0));
 	ck_assert_int_eq(grpc_channel_new(&ch, url, NULL, &e), 0);
 	ck_assert_int_eq(info_call(ch, &st), GRPC_OK);
+	/* the handlers below would take 20 s: the bounds lie far from both that and the times that
+	 * end the calls (a 200 ms deadline, a close after 200 ms), so that a loaded machine's
+	 * scheduling cannot decide the verdict */
 	t0 = h2_now_ms();
-	ck_assert_int_eq(who_call(ch, "sleep:1500", 200, &st), GRPC_DEADLINE_EXCEEDED);
-	ck_assert_uint_lt(h2_now_ms() - t0, 1000);
+	ck_assert_int_eq(who_call(ch, "sleep:20000", 200, &st), GRPC_DEADLINE_EXCEEDED);
+	ck_assert_uint_lt(h2_now_ms() - t0, 10000);
 	ck_assert_int_eq(info_call(ch, &st), GRPC_OK);
 
 	/* the server closes the connection while the handler still runs */
 	sp = (struct stopper){.s = s, .after_ms = 200};
 	ck_assert_int_eq(pthread_create(&t, NULL, stop_main, &sp), 0);
 	t0 = h2_now_ms();
-	ck_assert_int_eq(who_call(ch, "sleep:2500", 10000, &st), GRPC_UNAVAILABLE);
-	ck_assert_uint_lt(h2_now_ms() - t0, 2000);
+	ck_assert_int_eq(who_call(ch, "sleep:20000", 30000, &st), GRPC_UNAVAILABLE);
+	ck_assert_uint_lt(h2_now_ms() - t0, 10000);
 	pthread_join(t, NULL);
 	grpc_server_free(s);
 
@@ -802,7 +806,11 @@ START_TEST(test_channel_caller_reads_itself)
 	ck_assert_int_eq(info_call(ch, &st), GRPC_OK);
 	grpc_server_free(s);
 	start_server(&s, url);
-	usleep(200000);
+	/* the loop noticed the close when the channel has no connection (conn_id 0) */
+	for (uint64_t t1 = h2_now_ms(); grpc_channel_conn_id(ch) && h2_now_ms() - t1 < 30000;)
+		usleep(10000);
+	ck_assert_msg(!grpc_channel_conn_id(ch),
+	              "the loop never saw the server close the connection");
 	ck_assert_msg(info_call(ch, &st) == GRPC_OK, "first call after a server restart: %d %s",
 	              st.code, st.msg);
 	grpc_channel_free(ch);
