@@ -9,27 +9,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 : "${BUILD:?BUILD must be set}" "${PILLAR_BIN:?PILLAR_BIN must be set}"
 R=$BUILD/mtls-test
 export BUILD PILLAR_BIN
-child=""
-cleanup() {
-	[ -n "$child" ] && kill "$child" 2>/dev/null
-	if [ -f "$R/run/pids" ]; then
-		for p in $(cat "$R/run/pids"); do kill -9 "$p" 2>/dev/null; done
-	fi
-	wait 2>/dev/null
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
+. "$HERE/../lib/suite.sh"
+suite_init "$R/run/pids"
 rm -rf "$R" && mkdir -p "$R/run"
-/usr/bin/python3 "$HERE/mtls_suite.py" "$R/run" > "$R/out" 2>&1 &
-child=$!
-wait "$child"
-child=""
-cleanup
-cat "$R/out"
-pass=$(grep -c '^PASS' "$R/out")
-fail=$(grep -c '^FAIL' "$R/out")
-grep -q '^(mtls suite: [0-9]* passed, [0-9]* failed)$' "$R/out" ||
-	{ echo "FAIL mtls_suite.py did not finish"; fail=$((fail + 1)); }
-echo "mtls interop: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+suite_run mtls "$R/out" "$HERE/mtls_suite.py" "$R/run"

@@ -9,29 +9,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 T=$BUILD/snapshot-test
 R=$T/run
 export BUILD PILLAR_BIN
-child=""
-cleanup() {
-	[ -n "$child" ] && kill "$child" 2>/dev/null
-	if [ -f "$R/pids" ]; then
-		for p in $(cat "$R/pids"); do kill -9 "$p" 2>/dev/null; done
-	fi
-	wait 2>/dev/null
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-if ! sh "$HERE/../lib/stubs.sh" "$BUILD/controller-test/py" csi agent health; then
-	echo "FAIL generating the grpcio stubs"; echo "snapshot interop: 0 passed, 1 failed"; exit 1
-fi
+. "$HERE/../lib/suite.sh"
+suite_init "$R/pids"
+suite_stubs snapshot "$BUILD/controller-test/py" csi agent health
 rm -rf "$R" && mkdir -p "$R"
-/usr/bin/python3 "$HERE/snapshot_suite.py" "$R" > "$T/out" 2>&1 &
-child=$!
-wait "$child"
-child=""
-cleanup
-cat "$T/out"
-pass=$(grep -c '^PASS' "$T/out")
-fail=$(grep -c '^FAIL' "$T/out")
-grep -q '^(snapshot suite: [0-9]* passed, [0-9]* failed)$' "$T/out" ||
-	{ echo "FAIL snapshot_suite.py did not finish"; fail=$((fail + 1)); }
-echo "snapshot interop: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+suite_run snapshot "$T/out" "$HERE/snapshot_suite.py" "$R"
