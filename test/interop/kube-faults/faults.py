@@ -350,7 +350,9 @@ current-context: t
         finally:
             took = ctl.stop()
         check(ctl.p.returncode == 0, "the controller exits cleanly on SIGTERM", ctl.p.returncode)
-        check(took < 3, "and within 3 s", "%.1f s" % took)
+        # a shutdown held up by a request or a watch would wait for its 30 s timeout; a loaded
+        # machine may stretch a prompt one by seconds
+        check(took < 15, "and within 15 s", "%.1f s" % took)
     return 1 if failed else 0
 
 
