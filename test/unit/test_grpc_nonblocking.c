@@ -15,11 +15,11 @@
 #include "grpc/client.h"
 #include "grpc/server.h"
 #include "grpc/status.h"
+#include "grpc_fixture.h"
 #include "h2/loop.h"
 #include "metrics/metrics.h"
 #include "testutil.h"
 
-static struct h2_loop *test_loop;
 static atomic_int quick_on_loop, quick_off_loop;
 static atomic_bool slow_held, slow_release; /* a "hold" call is running; it may return */
 
@@ -54,7 +54,7 @@ static int h_quick(struct grpc_call *call, const ProtobufCMessage *req, Protobuf
 	Csi__V1__GetPluginInfoResponse *r = grpc_call_alloc(call, sizeof(*r));
 	(void)req;
 	(void)ctx;
-	atomic_fetch_add(h2_loop_in_thread(test_loop) ? &quick_on_loop : &quick_off_loop, 1);
+	atomic_fetch_add(h2_loop_in_thread(grpcfx_loop) ? &quick_on_loop : &quick_off_loop, 1);
 	csi__v1__get_plugin_info_response__init(r);
 	r->name = "quick";
 	r->vendor_version = grpc_call_strdup(call, grpc_call_path(call));
@@ -62,13 +62,8 @@ static int h_quick(struct grpc_call *call, const ProtobufCMessage *req, Protobuf
 	return GRPC_OK;
 }
 
-#define INFO(mname, fn)                                                                           \
-	{                                                                                         \
-		.name = mname, .unary = fn, .req = &csi__v1__get_plugin_info_request__descriptor, \
-		.resp = &csi__v1__get_plugin_info_response__descriptor                            \
-	}
-
-static const struct grpc_method methods[] = {INFO("Slow", h_slow), INFO("Quick", h_quick)};
+static const struct grpc_method methods[] = {GRPCFX_INFO("Slow", h_slow),
+                                             GRPCFX_INFO("Quick", h_quick)};
 static const char *const quick_only[] = {"Quick", NULL};
 static const struct grpc_service service = {
     .name = "test.Threads", .methods = methods, .n_methods = 2, .nonblocking = quick_only};
@@ -76,30 +71,9 @@ static const struct grpc_service service = {
 /* A server with one worker thread on a loop of its own. */
 static struct grpc_server *start_server(const char *url)
 {
-	const char *listen[] = {url, NULL};
-	struct grpc_server_opts o;
-	struct grpc_server *s;
-	struct err e = {0};
-
-	ck_assert_int_eq(h2_loop_new(&test_loop, &e), 0);
-	ck_assert_int_eq(h2_loop_start(test_loop, &e), 0);
-	grpc_server_opts_init(&o);
-	o.listen = listen;
-	o.workers = 1;
-	o.loop = test_loop;
-	ck_assert_msg(grpc_server_new(&s, &o, &e) == 0, "%s", e.msg);
-	ck_assert_int_eq(grpc_server_add_service(s, &service, &e), 0);
-	ck_assert_msg(grpc_server_start(s, &e) == 0, "%s", e.msg);
 	atomic_store(&quick_on_loop, 0);
 	atomic_store(&quick_off_loop, 0);
-	return s;
-}
-
-static void stop_server(struct grpc_server *s)
-{
-	grpc_server_free(s);
-	h2_loop_free(test_loop);
-	test_loop = NULL;
+	return grpcfx_start(url, 1, &service);
 }
 
 static int call(struct grpc_channel *ch, const char *method, const char *sleep_ms,
@@ -172,7 +146,7 @@ START_TEST(test_nonblocking_not_held_up_by_blocking)
 	pthread_join(t, NULL);
 	ck_assert_int_eq(a.code, GRPC_OK);
 	grpc_channel_free(ch);
-	stop_server(s);
+	grpcfx_stop(s);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -232,7 +206,7 @@ START_TEST(test_sixteen_in_flight_on_one_connection)
 		ck_assert_msg(strstr(text.buf, want[i]), "missing %s", want[i]);
 	metrics_text_free(&text);
 	grpc_channel_free(ch);
-	stop_server(s);
+	grpcfx_stop(s);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -259,7 +233,7 @@ START_TEST(test_deadline_still_fires)
 	ck_assert_int_eq(call(ch, "Quick", NULL, 30000, &st), GRPC_OK);
 	ck_assert_int_eq(call(ch, "Slow", "1", 30000, &st), GRPC_OK);
 	grpc_channel_free(ch);
-	stop_server(s);
+	grpcfx_stop(s);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -277,7 +251,7 @@ static int h_stream(struct grpc_call *call, const ProtobufCMessage *req, void *c
 START_TEST(test_nonblocking_list_checked)
 {
 	static const struct grpc_method mixed[] = {
-	    INFO("Quick", h_quick),
+	    GRPCFX_INFO("Quick", h_quick),
 	    {.name = "Watch",
 	     .server_stream = h_stream,
 	     .req = &csi__v1__get_plugin_info_request__descriptor,

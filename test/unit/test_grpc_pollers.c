@@ -17,62 +17,16 @@
 #include "grpc/client.h"
 #include "grpc/server.h"
 #include "grpc/status.h"
+#include "grpc_fixture.h"
 #include "h2/loop.h"
 #include "testutil.h"
-
-#define WAIT_MS 20000 /* how long a test waits for a condition on a loaded machine */
-
-static struct h2_loop *test_loop;
-static atomic_int gate_open;    /* Gate handlers return once set */
-static atomic_int gate_entered; /* Gate handlers running */
-static atomic_int gate_cancelled;
-
-/* Waits until *v >= want or WAIT_MS passed; the last value. */
-static int wait_for(atomic_int *v, int want)
-{
-	uint64_t until = h2_now_ms() + WAIT_MS;
-	while (atomic_load(v) < want && h2_now_ms() < until)
-		usleep(2000);
-	return atomic_load(v);
-}
-
-/* Answers with the caller's x-id, name "echo" (Echo) or "gate" (Gate). */
-static int answer(struct grpc_call *call, ProtobufCMessage **resp, const char *name)
-{
-	Csi__V1__GetPluginInfoResponse *r = grpc_call_alloc(call, sizeof(*r));
-	const char *id = grpc_call_metadata(call, "x-id");
-
-	if (!r)
-		return GRPC_RESOURCE_EXHAUSTED;
-	csi__v1__get_plugin_info_response__init(r);
-	r->name = (char *)name;
-	r->vendor_version = grpc_call_strdup(call, id ? id : "");
-	*resp = &r->base;
-	return GRPC_OK;
-}
 
 static int h_echo(struct grpc_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                   void *ctx)
 {
 	(void)req;
 	(void)ctx;
-	return answer(call, resp, "echo");
-}
-
-/* Blocks until gate_open or until its call is cancelled. */
-static int h_gate(struct grpc_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
-                  void *ctx)
-{
-	(void)req;
-	(void)ctx;
-	atomic_fetch_add(&gate_entered, 1);
-	while (!atomic_load(&gate_open) && !grpc_call_cancelled(call))
-		usleep(1000);
-	if (grpc_call_cancelled(call)) {
-		atomic_fetch_add(&gate_cancelled, 1);
-		return GRPC_CANCELLED;
-	}
-	return answer(call, resp, "gate");
+	return grpcfx_answer(call, resp, "echo");
 }
 
 /* Big: the request is a GetPluginInfoResponse whose name is megabytes long; the answer's
@@ -95,15 +49,9 @@ static int h_big(struct grpc_call *call, const ProtobufCMessage *req, ProtobufCM
 	return GRPC_OK;
 }
 
-#define INFO(mname, fn)                                                                           \
-	{                                                                                         \
-		.name = mname, .unary = fn, .req = &csi__v1__get_plugin_info_request__descriptor, \
-		.resp = &csi__v1__get_plugin_info_response__descriptor                            \
-	}
-
 static const struct grpc_method methods[] = {
-    INFO("Echo", h_echo),
-    INFO("Gate", h_gate),
+    GRPCFX_INFO("Echo", h_echo),
+    GRPCFX_INFO("Gate", grpcfx_h_gate),
     {.name = "Big",
      .unary = h_big,
      .req = &csi__v1__get_plugin_info_response__descriptor,
@@ -114,31 +62,7 @@ static const struct grpc_service service = {
 
 static struct grpc_server *start_server(const char *url, unsigned workers)
 {
-	const char *listen[] = {url, NULL};
-	struct grpc_server_opts o;
-	struct grpc_server *s;
-	struct err e = {0};
-
-	ck_assert_int_eq(h2_loop_new(&test_loop, &e), 0);
-	ck_assert_int_eq(h2_loop_start(test_loop, &e), 0);
-	grpc_server_opts_init(&o);
-	o.listen = listen;
-	o.workers = workers;
-	o.loop = test_loop;
-	ck_assert_msg(grpc_server_new(&s, &o, &e) == 0, "%s", e.msg);
-	ck_assert_int_eq(grpc_server_add_service(s, &service, &e), 0);
-	ck_assert_msg(grpc_server_start(s, &e) == 0, "%s", e.msg);
-	atomic_store(&gate_open, 0);
-	atomic_store(&gate_entered, 0);
-	atomic_store(&gate_cancelled, 0);
-	return s;
-}
-
-static void stop_server(struct grpc_server *s)
-{
-	grpc_server_free(s);
-	h2_loop_free(test_loop);
-	test_loop = NULL;
+	return grpcfx_start(url, workers, &service);
 }
 
 /* One call of method with x-id id (and a grpc-timeout header of server_timeout, if not NULL,
@@ -146,49 +70,13 @@ static void stop_server(struct grpc_server *s)
 static int call_with(struct grpc_channel *ch, const char *method, const char *id,
                      int64_t timeout_ms, const char *server_timeout)
 {
-	Csi__V1__GetPluginInfoRequest rq = CSI__V1__GET_PLUGIN_INFO_REQUEST__INIT;
-	struct grpc_md md[] = {{"x-id", id}, {"grpc-timeout", server_timeout}, {NULL, NULL}};
 	struct grpc_status st;
-	ProtobufCMessage *r;
-	char path[64];
-
-	if (!server_timeout)
-		md[1].key = NULL;
-	snprintf(path, sizeof(path), "/test.Pollers/%s", method);
-	int code =
-	    grpc_channel_call(ch, path, &rq.base, &csi__v1__get_plugin_info_response__descriptor,
-	                      &r, timeout_ms, md, &st);
-	if (code == GRPC_OK) {
-		Csi__V1__GetPluginInfoResponse *info = (Csi__V1__GetPluginInfoResponse *)r;
-		ck_assert_str_eq(info->vendor_version, id);
-		ck_assert_str_eq(info->name, strcmp(method, "Gate") == 0 ? "gate" : "echo");
-		protobuf_c_message_free_unpacked(r, NULL);
-	}
-	return code;
+	return grpcfx_call(ch, "test.Pollers", method, id, timeout_ms, server_timeout, &st);
 }
 
 static int call(struct grpc_channel *ch, const char *method, const char *id, int64_t timeout_ms)
 {
 	return call_with(ch, method, id, timeout_ms, NULL);
-}
-
-struct caller {
-	struct grpc_channel *ch;
-	const char *method;
-	int index, n, ok, last_code;
-};
-
-static void *caller_main(void *arg)
-{
-	struct caller *c = arg;
-	char id[32];
-
-	for (int i = 0; i < c->n; i++) {
-		snprintf(id, sizeof(id), "%d-%d", c->index, i);
-		c->last_code = call(c->ch, c->method, id, 60000);
-		c->ok += c->last_code == GRPC_OK;
-	}
-	return NULL;
 }
 
 #define N_CONNS   12
@@ -204,7 +92,7 @@ START_TEST(test_many_connections_concurrent_calls)
 	const char *dir = tu_mkdtemp();
 	char url[512];
 	struct grpc_channel *ch[N_CONNS];
-	struct caller c[N_CALLERS];
+	struct grpcfx_caller c[N_CALLERS];
 	pthread_t t[N_CALLERS];
 	struct err e = {0};
 
@@ -213,9 +101,9 @@ START_TEST(test_many_connections_concurrent_calls)
 	for (int i = 0; i < N_CONNS; i++)
 		ck_assert_int_eq(grpc_channel_new(&ch[i], url, NULL, &e), 0);
 	for (int i = 0; i < N_CALLERS; i++) {
-		c[i] = (struct caller){
+		c[i] = (struct grpcfx_caller){
 		    .ch = ch[i % N_CONNS], .method = "Echo", .index = i, .n = N_CALLS};
-		ck_assert_int_eq(pthread_create(&t[i], NULL, caller_main, &c[i]), 0);
+		ck_assert_int_eq(pthread_create(&t[i], NULL, grpcfx_caller_main, &c[i]), 0);
 	}
 	for (int i = 0; i < N_CALLERS; i++) {
 		pthread_join(t[i], NULL);
@@ -224,7 +112,7 @@ START_TEST(test_many_connections_concurrent_calls)
 	}
 	for (int i = 0; i < N_CONNS; i++)
 		grpc_channel_free(ch[i]);
-	stop_server(s);
+	grpcfx_stop(s);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -236,7 +124,7 @@ START_TEST(test_blocking_handlers_one_connection_all_run)
 	const char *dir = tu_mkdtemp();
 	char url[512];
 	struct grpc_channel *ch, *other;
-	struct caller c[6];
+	struct grpcfx_caller c[6];
 	pthread_t t[6];
 	struct err e = {0};
 
@@ -245,19 +133,19 @@ START_TEST(test_blocking_handlers_one_connection_all_run)
 	ck_assert_int_eq(grpc_channel_new(&ch, url, NULL, &e), 0);
 	ck_assert_int_eq(grpc_channel_new(&other, url, NULL, &e), 0);
 	for (int i = 0; i < 6; i++) {
-		c[i] = (struct caller){.ch = ch, .method = "Gate", .index = i, .n = 1};
-		ck_assert_int_eq(pthread_create(&t[i], NULL, caller_main, &c[i]), 0);
+		c[i] = (struct grpcfx_caller){.ch = ch, .method = "Gate", .index = i, .n = 1};
+		ck_assert_int_eq(pthread_create(&t[i], NULL, grpcfx_caller_main, &c[i]), 0);
 	}
-	ck_assert_int_eq(wait_for(&gate_entered, 6), 6);
+	ck_assert_int_eq(grpcfx_wait(&grpcfx_gate_entered, 6), 6);
 	ck_assert_int_eq(call(other, "Echo", "other", 60000), GRPC_OK);
-	atomic_store(&gate_open, 1);
+	atomic_store(&grpcfx_gate_open, 1);
 	for (int i = 0; i < 6; i++) {
 		pthread_join(t[i], NULL);
 		ck_assert_int_eq(c[i].ok, 1);
 	}
 	grpc_channel_free(other);
 	grpc_channel_free(ch);
-	stop_server(s);
+	grpcfx_stop(s);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -319,7 +207,7 @@ START_TEST(test_big_requests_one_connection)
 		ck_assert_int_eq(b[i].ok, 3);
 	}
 	grpc_channel_free(ch);
-	stop_server(s);
+	grpcfx_stop(s);
 	free(name);
 	tu_rmtree(dir);
 }
@@ -394,10 +282,10 @@ START_TEST(test_timer_armed_before_blocking_job_fires)
 	h2_loop_run_sync(tc.loop, watch_pipe, &tc);
 	usleep(100000); /* lets both pollers go to sleep (the test passes either way) */
 	ck_assert_int_eq(write(tc.fds[1], "x", 1), 1);
-	int fired = wait_for(&tc.fired, 1);
+	int fired = grpcfx_wait(&tc.fired, 1);
 	atomic_store(&tc.release, 1);
 	ck_assert_msg(fired == 1, "the timer did not fire while its job blocked");
-	ck_assert_int_eq(wait_for(&tc.job_done, 1), 1);
+	ck_assert_int_eq(grpcfx_wait(&tc.job_done, 1), 1);
 	h2_loop_run_sync(tc.loop, unwatch_pipe, &tc);
 	h2_jobs_free(tc.jobs);
 	h2_loop_free(tc.loop);

@@ -18,38 +18,11 @@
 #include "grpc/client.h"
 #include "grpc/server.h"
 #include "grpc/status.h"
+#include "grpc_fixture.h"
 #include "h2/loop.h"
 #include "testutil.h"
 
-#define WAIT_MS 20000 /* how long a test waits for a condition on a loaded machine */
-
-static struct h2_loop *test_loop;
-static atomic_int gate_open;    /* Gate handlers return once set */
-static atomic_int gate_entered; /* Gate handlers running */
-static atomic_int gate_saw_cancel;
-
-/* Waits until *v >= want or WAIT_MS passed; the last value. */
-static int wait_for(atomic_int *v, int want)
-{
-	uint64_t until = h2_now_ms() + WAIT_MS;
-	while (atomic_load(v) < want && h2_now_ms() < until)
-		usleep(2000);
-	return atomic_load(v);
-}
-
-static int answer(struct grpc_call *call, ProtobufCMessage **resp, const char *name)
-{
-	Csi__V1__GetPluginInfoResponse *r = grpc_call_alloc(call, sizeof(*r));
-	const char *id = grpc_call_metadata(call, "x-id");
-
-	if (!r)
-		return GRPC_RESOURCE_EXHAUSTED;
-	csi__v1__get_plugin_info_response__init(r);
-	r->name = (char *)name;
-	r->vendor_version = grpc_call_strdup(call, id ? id : "");
-	*resp = &r->base;
-	return GRPC_OK;
-}
+#define WAIT_MS GRPCFX_WAIT_MS
 
 /* Blocking (it runs on a worker): answers with the caller's x-id after a millisecond. */
 static int h_echo(struct grpc_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
@@ -58,106 +31,24 @@ static int h_echo(struct grpc_call *call, const ProtobufCMessage *req, ProtobufC
 	(void)req;
 	(void)ctx;
 	usleep(1000);
-	return answer(call, resp, "echo");
+	return grpcfx_answer(call, resp, "echo");
 }
 
-/* Blocks until gate_open, or until its call is cancelled (then notes that it saw it). */
-static int h_gate(struct grpc_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
-                  void *ctx)
-{
-	(void)req;
-	(void)ctx;
-	atomic_fetch_add(&gate_entered, 1);
-	while (!atomic_load(&gate_open) && !grpc_call_cancelled(call))
-		usleep(1000);
-	if (grpc_call_cancelled(call)) {
-		atomic_fetch_add(&gate_saw_cancel, 1);
-		return GRPC_CANCELLED;
-	}
-	return answer(call, resp, "gate");
-}
-
-#define INFO(mname, fn)                                                                           \
-	{                                                                                         \
-		.name = mname, .unary = fn, .req = &csi__v1__get_plugin_info_request__descriptor, \
-		.resp = &csi__v1__get_plugin_info_response__descriptor                            \
-	}
-
-static const struct grpc_method methods[] = {INFO("Echo", h_echo), INFO("Gate", h_gate)};
+static const struct grpc_method methods[] = {GRPCFX_INFO("Echo", h_echo),
+                                             GRPCFX_INFO("Gate", grpcfx_h_gate)};
 static const struct grpc_service service = {
     .name = "test.Workers", .methods = methods, .n_methods = 2};
 
 static struct grpc_server *start_server(const char *url, unsigned workers)
 {
-	const char *listen[] = {url, NULL};
-	struct grpc_server_opts o;
-	struct grpc_server *s;
-	struct err e = {0};
-
-	ck_assert_int_eq(h2_loop_new(&test_loop, &e), 0);
-	ck_assert_int_eq(h2_loop_start(test_loop, &e), 0);
-	grpc_server_opts_init(&o);
-	o.listen = listen;
-	o.workers = workers;
-	o.loop = test_loop;
-	ck_assert_msg(grpc_server_new(&s, &o, &e) == 0, "%s", e.msg);
-	ck_assert_int_eq(grpc_server_add_service(s, &service, &e), 0);
-	ck_assert_msg(grpc_server_start(s, &e) == 0, "%s", e.msg);
-	atomic_store(&gate_open, 0);
-	atomic_store(&gate_entered, 0);
-	atomic_store(&gate_saw_cancel, 0);
-	return s;
-}
-
-static void stop_server(struct grpc_server *s)
-{
-	grpc_server_free(s);
-	h2_loop_free(test_loop);
-	test_loop = NULL;
+	return grpcfx_start(url, workers, &service);
 }
 
 /* One call of method with x-id id; on OK checks that the answer is this call's own. */
 static int call(struct grpc_channel *ch, const char *method, const char *id, int64_t timeout_ms,
                 struct grpc_status *st)
 {
-	Csi__V1__GetPluginInfoRequest rq = CSI__V1__GET_PLUGIN_INFO_REQUEST__INIT;
-	struct grpc_md md[] = {{"x-id", id}, {NULL, NULL}};
-	ProtobufCMessage *r;
-	char path[64];
-
-	snprintf(path, sizeof(path), "/test.Workers/%s", method);
-	int code =
-	    grpc_channel_call(ch, path, &rq.base, &csi__v1__get_plugin_info_response__descriptor,
-	                      &r, timeout_ms, md, st);
-	if (code == GRPC_OK) {
-		Csi__V1__GetPluginInfoResponse *info = (Csi__V1__GetPluginInfoResponse *)r;
-		ck_assert_str_eq(info->vendor_version, id);
-		ck_assert_str_eq(info->name, strcmp(method, "Gate") == 0 ? "gate" : "echo");
-		protobuf_c_message_free_unpacked(r, NULL);
-	}
-	return code;
-}
-
-struct caller {
-	struct grpc_channel *ch;
-	const char *method;
-	int index, n, ok;
-	int64_t timeout_ms;
-	int last_code;
-};
-
-static void *caller_main(void *arg)
-{
-	struct caller *c = arg;
-	struct grpc_status st;
-	char id[32];
-
-	for (int i = 0; i < c->n; i++) {
-		snprintf(id, sizeof(id), "%d-%d", c->index, i);
-		c->last_code = call(c->ch, c->method, id, c->timeout_ms, &st);
-		c->ok += c->last_code == GRPC_OK;
-	}
-	return NULL;
+	return grpcfx_call(ch, "test.Workers", method, id, timeout_ms, NULL, st);
 }
 
 /* 32 callers share one connection, every call on a worker: each gets its own answer, and the
@@ -167,7 +58,7 @@ START_TEST(test_many_blocking_streams_one_connection)
 	const char *dir = tu_mkdtemp();
 	char url[512];
 	struct grpc_channel *ch;
-	struct caller c[32];
+	struct grpcfx_caller c[32];
 	pthread_t t[32];
 	struct err e = {0};
 
@@ -175,9 +66,9 @@ START_TEST(test_many_blocking_streams_one_connection)
 	struct grpc_server *s = start_server(url, 8);
 	ck_assert_int_eq(grpc_channel_new(&ch, url, NULL, &e), 0);
 	for (int i = 0; i < 32; i++) {
-		c[i] = (struct caller){
+		c[i] = (struct grpcfx_caller){
 		    .ch = ch, .method = "Echo", .index = i, .n = 40, .timeout_ms = 60000};
-		ck_assert_int_eq(pthread_create(&t[i], NULL, caller_main, &c[i]), 0);
+		ck_assert_int_eq(pthread_create(&t[i], NULL, grpcfx_caller_main, &c[i]), 0);
 	}
 	for (int i = 0; i < 32; i++) {
 		pthread_join(t[i], NULL);
@@ -185,7 +76,7 @@ START_TEST(test_many_blocking_streams_one_connection)
 		              c[i].ok, c[i].last_code);
 	}
 	grpc_channel_free(ch);
-	stop_server(s);
+	grpcfx_stop(s);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -204,20 +95,21 @@ START_TEST(test_blocked_handler_holds_up_nothing)
 	snprintf(url, sizeof(url), "unix://%s/g.sock", dir);
 	struct grpc_server *s = start_server(url, 2);
 	ck_assert_int_eq(grpc_channel_new(&ch, url, NULL, &e), 0);
-	struct caller gate = {.ch = ch, .method = "Gate", .index = 99, .n = 1, .timeout_ms = 60000};
-	ck_assert_int_eq(pthread_create(&t, NULL, caller_main, &gate), 0);
-	ck_assert_int_eq(wait_for(&gate_entered, 1), 1);
+	struct grpcfx_caller gate = {
+	    .ch = ch, .method = "Gate", .index = 99, .n = 1, .timeout_ms = 60000};
+	ck_assert_int_eq(pthread_create(&t, NULL, grpcfx_caller_main, &gate), 0);
+	ck_assert_int_eq(grpcfx_wait(&grpcfx_gate_entered, 1), 1);
 	for (int i = 0; i < 50; i++) {
 		char id[16];
 		snprintf(id, sizeof(id), "%d", i);
 		ck_assert_int_eq(call(ch, "Echo", id, 60000, &st), GRPC_OK);
 	}
 	ck_assert_int_eq(gate.ok, 0); /* still blocked: nothing waited for it */
-	atomic_store(&gate_open, 1);
+	atomic_store(&grpcfx_gate_open, 1);
 	pthread_join(t, NULL);
 	ck_assert_int_eq(gate.ok, 1);
 	grpc_channel_free(ch);
-	stop_server(s);
+	grpcfx_stop(s);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -242,14 +134,14 @@ START_TEST(test_cancelled_mid_call)
 	for (int64_t ms = 200; ms <= 12800 && !entered; ms *= 2) {
 		ck_assert_int_eq(call(ch, "Gate", "late", ms, &st), GRPC_DEADLINE_EXCEEDED);
 		uint64_t until = h2_now_ms() + 2000;
-		while (!(entered = atomic_load(&gate_entered)) && h2_now_ms() < until)
+		while (!(entered = atomic_load(&grpcfx_gate_entered)) && h2_now_ms() < until)
 			usleep(2000);
 	}
 	ck_assert_msg(entered > 0, "no Gate handler ran before its call's deadline");
-	ck_assert_int_ge(wait_for(&gate_saw_cancel, entered), entered);
+	ck_assert_int_ge(grpcfx_wait(&grpcfx_gate_cancelled, entered), entered);
 	ck_assert_int_eq(call(ch, "Echo", "after", 60000, &st), GRPC_OK);
 	grpc_channel_free(ch);
-	stop_server(s);
+	grpcfx_stop(s);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -262,7 +154,7 @@ START_TEST(test_shutdown_with_calls_in_flight)
 	const char *dir = tu_mkdtemp();
 	char url[512];
 	struct grpc_channel *ch;
-	struct caller c[4];
+	struct grpcfx_caller c[4];
 	pthread_t t[4];
 	struct err e = {0};
 
@@ -270,20 +162,20 @@ START_TEST(test_shutdown_with_calls_in_flight)
 	struct grpc_server *s = start_server(url, 4);
 	ck_assert_int_eq(grpc_channel_new(&ch, url, NULL, &e), 0);
 	for (int i = 0; i < 4; i++) {
-		c[i] = (struct caller){
+		c[i] = (struct grpcfx_caller){
 		    .ch = ch, .method = "Gate", .index = i, .n = 1, .timeout_ms = 60000};
-		ck_assert_int_eq(pthread_create(&t[i], NULL, caller_main, &c[i]), 0);
+		ck_assert_int_eq(pthread_create(&t[i], NULL, grpcfx_caller_main, &c[i]), 0);
 	}
-	ck_assert_int_eq(wait_for(&gate_entered, 4), 4);
+	ck_assert_int_eq(grpcfx_wait(&grpcfx_gate_entered, 4), 4);
 	grpc_server_shutdown(s, 100);
-	ck_assert_int_eq(wait_for(&gate_saw_cancel, 4), 4);
+	ck_assert_int_eq(grpcfx_wait(&grpcfx_gate_cancelled, 4), 4);
 	for (int i = 0; i < 4; i++) {
 		pthread_join(t[i], NULL);
 		ck_assert_int_eq(c[i].ok, 0);
 		ck_assert_int_ne(c[i].last_code, GRPC_OK);
 	}
 	grpc_channel_free(ch);
-	stop_server(s);
+	grpcfx_stop(s);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -360,7 +252,7 @@ START_TEST(test_deferred_posts_never_stranded)
 		pthread_join(td[i], NULL);
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
-	ck_assert_int_eq(wait_for(&ran, 8000), 8000);
+	ck_assert_int_eq(grpcfx_wait(&ran, 8000), 8000);
 	h2_loop_free(l);
 }
 END_TEST
