@@ -6,7 +6,8 @@
  * and not fsynced since is copied empty (its name is durable, its data is not).  The test
  * replaces each directory by that copy (or by its own copy taken before the process started)
  * to drop what was not yet durable: renames and creates not followed by an fsync of their
- * directory, and data not fsynced.  An fsync of a file whose name is in its directory's copy
+ * directory, and data not fsynced.  A subdirectory of D is kept in the copy as an empty
+ * directory of its name: its entry is durable, its content has a copy of its own (or none).   An fsync of a file whose name is in its directory's copy
  * puts the file's data into that copy (the data of a durable name is durable after its fsync).
  * A syncfs(2) (file_syncfs) makes every file and directory beneath its root durable.
  * The control file holds "N ROUND": when ROUND changes, the fsyncs (fdatasyncs and syncfs
@@ -121,10 +122,14 @@ static void keep_directory(const char *path)
 	struct dirent *de;
 	struct stat st;
 	while (d && (de = readdir(d)))
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISREG(st.st_mode)) {
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
 			snprintf(to, sizeof(to), "%s/%s", tmp, de->d_name);
-			copy_file(dirfd(d), de->d_name, to, data_durable(&st));
+			if (S_ISDIR(st.st_mode))
+				mkdir(to, 0700);
+			else
+				copy_file(dirfd(d), de->d_name, to, data_durable(&st));
 		}
 	if (d)
 		closedir(d);
@@ -134,7 +139,8 @@ static void keep_directory(const char *path)
 		abort();
 	DIR *old = opendir(to);
 	while (old && (de = readdir(old)))
-		unlinkat(dirfd(old), de->d_name, 0);
+		if (unlinkat(dirfd(old), de->d_name, 0) < 0 && (errno == EISDIR || errno == EPERM))
+			unlinkat(dirfd(old), de->d_name, AT_REMOVEDIR);
 	if (old)
 		closedir(old);
 	rmdir(to);

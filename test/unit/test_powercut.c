@@ -116,6 +116,29 @@ START_TEST(test_fdatasync_and_syncfs_are_durable_points)
 }
 END_TEST
 
+START_TEST(test_a_subdirectory_is_durable_by_name_only)
+{
+	const char *d = tu_mkdtemp();
+	setup_durable(d);
+	char sub[700], q[1300];
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	ck_assert_int_eq(mkdir(sub, 0700), 0);
+	snprintf(q, sizeof(q), "%.*ssub", (int)(strlen(copy) - 1), copy);
+	ck_assert_int_eq(access(q, F_OK), -1); /* made, its parent not fsynced: not durable */
+	tu_write(sub, "g", "x");
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_eq(file_fsync(dfd, dir), 0);
+	close(dfd);
+	struct stat st;
+	ck_assert_int_eq(stat(q, &st), 0); /* the parent's fsync: its name is durable */
+	ck_assert(S_ISDIR(st.st_mode));
+	snprintf(q + strlen(q), sizeof(q) - strlen(q), "/g");
+	ck_assert_int_eq(access(q, F_OK), -1); /* its content: its own copy's business */
+	ck_assert_int_eq(size_of(copy), 4096); /* f unchanged beside it */
+	tu_rmtree(d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("powercut");
@@ -123,6 +146,7 @@ int main(void)
 	tcase_add_test(t, test_fsync_of_a_durable_name_keeps_its_new_data);
 	tcase_add_test(t, test_unsynced_data_and_new_names_stay_lost);
 	tcase_add_test(t, test_fdatasync_and_syncfs_are_durable_points);
+	tcase_add_test(t, test_a_subdirectory_is_durable_by_name_only);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }

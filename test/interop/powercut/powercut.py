@@ -167,7 +167,8 @@ class Suite:
                 src = os.path.join(baseline, key)
             if not os.path.isdir(src):
                 continue  # made after arming; its entry in the parent decides (kept)
-            want = set(os.listdir(src))
+            # the copy's directories name durable subdirectories: files only here
+            want = {f for f in os.listdir(src) if os.path.isfile(os.path.join(src, f))}
             for f in os.listdir(d):
                 p = os.path.join(d, f)
                 if os.path.isfile(p) and not os.path.islink(p) and f not in want:
