@@ -103,6 +103,15 @@ int node_record_read(const char *state_dir, const char *id, struct node_record *
 	return rc;
 }
 
+/* One per process: the state directories of the nodes a process runs (one in production, a few
+ * in the tests) are made durable as they come. */
+static struct file_dir_once state_dir_once = FILE_DIR_ONCE_INIT;
+
+int node_state_dir_ensure(const char *state_dir, struct err *e)
+{
+	return file_dir_once_ensure(&state_dir_once, state_dir, 0700, e);
+}
+
 int node_record_write(const char *state_dir, struct node_record *r, struct err *e)
 {
 	char path[PATH_MAX];
@@ -116,7 +125,7 @@ int node_record_write(const char *state_dir, struct node_record *r, struct err *
 		gmtime_r(&t, &tm);
 		strftime(r->staged_at, sizeof(r->staged_at), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	}
-	if ((rc = file_mkdir_p(state_dir, 0700, e)) < 0)
+	if ((rc = node_state_dir_ensure(state_dir, e)) < 0)
 		return rc;
 	bool fs = !strcmp(r->access_type, "filesystem");
 	struct model_stage_record rec = {

@@ -44,7 +44,12 @@ int node_volume_id_parse(const char *id, char *protocol, size_t protocol_cap, st
 int node_record_path(const char *state_dir, const char *id, char *buf, size_t cap, struct err *e);
 
 int node_record_read(const char *state_dir, const char *id, struct node_record *r, struct err *e);
-/* Writes r (new form; staged_at filled when empty); creates the directory 0700 if needed. */
+/* The state directory, created 0700 when missing and its entry in its parent fsync'd once per
+ * process (file_dir_once_ensure): a record fsync'd in it survives a power cut with it.  0 or a
+ * negative errno with e set. */
+int node_state_dir_ensure(const char *state_dir, struct err *e);
+/* Writes r durably (new form; staged_at filled when empty) in the state directory, which
+ * node_state_dir_ensure makes durable first. */
 int node_record_write(const char *state_dir, struct node_record *r, struct err *e);
 int node_record_delete(const char *state_dir, const char *id, struct err *e);
 

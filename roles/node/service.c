@@ -79,7 +79,8 @@ int node_new(const struct node_config *cfg, struct node **out, struct err *e)
 		log_error("refusing a shared NVMe host identity; Probe reports not ready", "error",
 		          ce.msg);
 	}
-	if ((r = file_mkdir_p(n->state_dir, 0700, e)) < 0)
+	/* made durable before any record in it is: an acknowledged stage survives a power cut */
+	if ((r = node_state_dir_ensure(n->state_dir, e)) < 0)
 		goto fail;
 	if ((r = node_records_sweep(n->state_dir, e)) < 0)
 		goto fail;

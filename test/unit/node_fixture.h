@@ -45,10 +45,28 @@ struct env {
 	struct node *n;
 };
 
+/* A node on v's roots (the fixture's configuration): 0 or node_new's error. */
+static inline int env_node_new(struct env *v, struct node **out, struct err *e)
+{
+	struct node_config cfg = {.node_id = "worker-1",
+	                          .state_dir = v->state,
+	                          .etc_nvme_dir = v->etc,
+	                          .sysfs_root = v->sys,
+	                          .dev_root = v->dev,
+	                          .proc_root = v->proc,
+	                          .kubelet_dir = v->kubelet,
+	                          .nvme_ops = &v->kops,
+	                          .sys_ops = &v->sops,
+	                          .dying_wait_ms = 200,
+	                          .device_wait_ms = 200,
+	                          .delete_wait_ms = 200,
+	                          .size_wait_ms = 200};
+	return node_new(&cfg, out, e);
+}
+
 static inline void env_init(struct env *v, int multipath)
 {
 	char path[PATH_MAX], fakes[PATH_MAX];
-	struct node_config cfg = {0};
 	struct err e = {0};
 	memset(v, 0, sizeof(*v));
 	snprintf(v->root, sizeof(v->root), "%s", tu_mkdtemp());
@@ -91,20 +109,7 @@ static inline void env_init(struct env *v, int multipath)
 	unsetenv("FAKE_BLKID_OUT");
 	unsetenv("FAKE_BLKID_RC");
 	unsetenv("FAKE_TOOL_FAIL");
-	cfg = (struct node_config){.node_id = "worker-1",
-	                           .state_dir = v->state,
-	                           .etc_nvme_dir = v->etc,
-	                           .sysfs_root = v->sys,
-	                           .dev_root = v->dev,
-	                           .proc_root = v->proc,
-	                           .kubelet_dir = v->kubelet,
-	                           .nvme_ops = &v->kops,
-	                           .sys_ops = &v->sops,
-	                           .dying_wait_ms = 200,
-	                           .device_wait_ms = 200,
-	                           .delete_wait_ms = 200,
-	                           .size_wait_ms = 200};
-	ck_assert_int_eq(node_new(&cfg, &v->n, &e), 0);
+	ck_assert_int_eq(env_node_new(v, &v->n, &e), 0);
 }
 
 static inline void env_done(struct env *v)
