@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/marklog.h"
 #include "base/file.h"
 #include "model/records.h"
 
@@ -89,32 +90,19 @@ int agent_fence_read(const char *state_dir, const char *volume_id, struct fence_
                      struct err *e)
 {
 	char path[PATH_MAX];
-	int r = mark_path(state_dir, volume_id, path, sizeof(path), e);
 	memset(m, 0, sizeof(*m));
+	int r = agent_marklog_open(state_dir, e); /* replayed before any mark is read */
+	if (r == 0)
+		r = mark_path(state_dir, volume_id, path, sizeof(path), e);
 	return r < 0 ? r : parse_mark(path, m, e);
 }
 
-/* The marks' group commit: a mark is written under its volume's lock only, so marks of
- * different volumes are written side by side and share the fsync of generations/. */
-static struct file_write_group marks_group = FILE_WRITE_GROUP_INIT;
-
-/* generations/ made to exist durably (its entry in the state directory fsync'd) once per
- * process, and again whenever it is made anew. */
-static struct file_dir_once marks_dir = FILE_DIR_ONCE_INIT;
-
-/* Durability of §6.2: temp, fsync, rename, fsync generations/ (file_write_atomic_grouped: the
- * temporary file is the inode of a replaced mark, so an ext4 without a journal does not scan
- * its recently deleted inodes for a new one; the fsync of generations/ is shared by the marks
- * written at the same time, each returning once a directory fsync begun after its rename
- * completed).  The state directory's fsync makes durable its
- * one entry a mark write can depend on, generations/ itself: file_dir_once_ensure fsyncs it
- * before the first mark of the process and whenever generations/ was created again, not
- * after every mark (the state directory does not change when a mark is renamed inside
- * generations/). */
+/* Durability of §6.2 through the marks' journal (marklog.h): one entry appended (an
+ * fdatasync shared by the marks written at the same time) before the mutation the mark
+ * authorises, then the file; generations/ itself made durable in the state directory once. */
 static int write_mark(const char *state_dir, const char *path, const struct fence_mark *m,
                       struct err *e)
 {
-	char gdir[PATH_MAX];
 	/* every member always: a mark that lost an ended lifecycle would let it back in; the
 	 * struct borrows m's strings */
 	struct model_fence_mark mark = {
@@ -131,10 +119,8 @@ static int write_mark(const char *state_dir, const char *path, const struct fenc
 	char *text = model_type_encode_text(&model_fence_mark_type, &mark);
 	if (!text)
 		return err_set(e, -ENOMEM, "write fencing mark %s: out of memory", path);
-	snprintf(gdir, sizeof(gdir), "%s/generations", state_dir);
-	int r = file_dir_once_ensure(&marks_dir, gdir, 0750, e);
-	if (r == 0)
-		r = file_write_atomic_grouped(&marks_group, path, text, strlen(text), 0600, e);
+	const char *name = strrchr(path, '/');
+	int r = agent_marklog_write(state_dir, name ? name + 1 : path, text, e);
 	free(text);
 	return r;
 }
@@ -179,7 +165,8 @@ static int decide(const char *state_dir, const char *volume_id, const char *uid,
 	int r;
 	*recorded = false;
 
-	if ((r = mark_path(state_dir, volume_id, path, sizeof(path), e)) < 0)
+	if ((r = agent_marklog_open(state_dir, e)) < 0 ||
+	    (r = mark_path(state_dir, volume_id, path, sizeof(path), e)) < 0)
 		return r;
 	r = parse_mark(path, &m, e);
 	if (r < 0 && r != -ENOENT)
@@ -265,7 +252,9 @@ int agent_fence_end(const char *state_dir, const char *volume_id, struct err *e)
 {
 	char path[PATH_MAX];
 	struct fence_mark m;
-	int r = mark_path(state_dir, volume_id, path, sizeof(path), e);
+	int r = agent_marklog_open(state_dir, e);
+	if (r == 0)
+		r = mark_path(state_dir, volume_id, path, sizeof(path), e);
 	if (r < 0)
 		return r;
 	r = parse_mark(path, &m, e);

@@ -1,8 +1,9 @@
 /* fence — durable fencing marks (agent-api.md §6).
  *
- * One mark per agent volume ID at <state-dir>/generations/<escaped id>.mark, written durably
- * (temp, fsync, rename, fsync of generations/ and of the state directory) BEFORE the mutation
- * it authorises.  The caller holds the volume's lock around check + mutation.
+ * One mark per agent volume ID at <state-dir>/generations/<escaped id>.mark, made durable
+ * BEFORE the mutation it authorises by an entry of the marks' journal (marklog.h: one
+ * fdatasync, then the file is written; a checkpoint or the replay when the journal is opened
+ * makes the file itself durable).  The caller holds the volume's lock around check + mutation.
  *
  * Returns 0 (proceed), -ESTALE with the message
  *   stale fencing token (uid "<uid>", generation <n>) for volume "<id>": <reason> (mark uid "<u>", generation <g>, ended <b>)

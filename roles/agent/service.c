@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent/identity.h"
+#include "agent/marklog.h"
 #include "base/exec.h"
 #include "base/file.h"
 #include "base/time.h"
@@ -93,6 +94,9 @@ int agent_service_new(const struct agent_config *cfg, const struct agent_service
 	snprintf(dir, sizeof(dir), "%s/nvmet-identity", a->state_dir);
 	if ((r = file_mkdir_p(dir, 0750, e)) < 0)
 		goto fail;
+	/* the marks as the acknowledged calls left them, before anything reads one */
+	if ((r = agent_marklog_open(a->state_dir, e)) < 0)
+		goto fail;
 	svc_complete_images(a);
 	*out = a;
 	return 0;
@@ -105,6 +109,7 @@ void agent_service_free(agent_service *a)
 {
 	if (!a)
 		return;
+	agent_marklog_close(true);
 	for (size_t i = 0; i < a->n_backends; i++)
 		backend_free(a->backends[i]);
 	free(a->backends);

@@ -1,6 +1,7 @@
 /* Disk full: the durable writes of every role on a small filesystem that fills up — the node's
  * stage records, the agent's fencing marks and identity pins, the embedded store's objects.
- * Each test runs (in Check's forked child) in a private mount namespace with a 256 KiB tmpfs,
+ * Each test runs (in Check's forked child) in a private mount namespace with a 4 MiB tmpfs (room
+ * for the agent's 2 MiB marks' journal, which is written in full when it is created),
  * fills it with a filler file until ENOSPC, and checks that the write fails with an error naming
  * the file and ENOSPC, that the previous record is left whole (no truncated or temporary file),
  * and that the same write succeeds once the filler is removed.  Needs root or unprivileged
@@ -39,7 +40,7 @@ static void write_proc(const char *path, const char *text)
 	close(fd);
 }
 
-/* A private mount namespace (a user namespace too when not root) with a tmpfs of 256 KiB at
+/* A private mount namespace (a user namespace too when not root) with a tmpfs of 4 MiB at
  * root. */
 static void setup(void)
 {
@@ -62,7 +63,7 @@ static void setup(void)
 	}
 	ck_assert_msg(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0, "%s",
 	              strerror(errno));
-	ck_assert_msg(mount("tmpfs", root, "tmpfs", 0, "size=256k,mode=0700") == 0,
+	ck_assert_msg(mount("tmpfs", root, "tmpfs", 0, "size=4m,mode=0700") == 0,
 	              "mount tmpfs: %s", strerror(errno));
 }
 
