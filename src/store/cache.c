@@ -17,7 +17,6 @@
 
 #define WATCH_WAIT_MS 1000 /* how soon an informer sees the cache closing (a wake costs CPU) */
 #define RETRY_MS      1000
-#define SYNC_WAIT_MS  10000 /* a read waits this long for a kind's first list, then reads through */
 #define KEY_MAX       512
 #define HIST          512 /* events of each kind kept for the cache's own watches */
 
@@ -41,6 +40,7 @@ struct cache_kind {
 	pthread_t th;
 	pthread_cond_t cv; /* an event or a relist of this kind (its watches wait here) */
 	bool started, synced;
+	bool list_failed; /* the last attempt to list failed: reads go through until one succeeds */
 	struct cache_entry *v; /* sorted by key */
 	size_t n, cap;
 	uint64_t rv; /* the version the cache of this kind is consistent with */
@@ -244,9 +244,14 @@ static int relist(struct cache_kind *ck)
 		drop_map(&fresh);
 		log_warnf("store cache: listing %s: %s", ck->k->plural,
 		          rc == -ENOMEM && !e.msg[0] ? "out of memory" : e.msg);
+		pthread_mutex_lock(&s->mu);
+		ck->list_failed = true;
+		pthread_cond_broadcast(&s->cv); /* synced(): its readers read through */
+		pthread_mutex_unlock(&s->mu);
 		return rc;
 	}
 	pthread_mutex_lock(&s->mu);
+	ck->list_failed = false;
 	clear(ck);
 	free(ck->v);
 	ck->v = fresh.v;
@@ -331,17 +336,19 @@ static struct cache_kind *kind_cache(struct cache_store *s, const struct store_k
 	return NULL;
 }
 
-/* The kind's cache once synced (waiting for its first list); NULL: read through.  Returns with
- * s->mu held when not NULL. */
+/* The kind's cache once synced; NULL: read through.  Until the kind's first list is in, a read
+ * waits for it as long as it is being taken, however long a large kind takes on a slow server
+ * (reading through meanwhile would ask the server for a second copy of the kind, and a
+ * selector's list more per reader, just when it is slow), and reads through once an attempt
+ * failed (until one succeeds).  Returns with s->mu held when not NULL. */
 static struct cache_kind *synced(struct cache_store *s, const struct store_kind *k)
 {
 	struct cache_kind *ck = kind_cache(s, k);
 	if (!ck)
 		return NULL;
-	struct timespec ts = time_after(CLOCK_MONOTONIC, SYNC_WAIT_MS);
 	pthread_mutex_lock(&s->mu);
-	while (!ck->synced && !s->stop && pthread_cond_timedwait(&s->cv, &s->mu, &ts) != ETIMEDOUT)
-		;
+	while (!ck->synced && !ck->list_failed && !s->stop)
+		pthread_cond_wait(&s->cv, &s->mu);
 	if (ck->synced)
 		return ck;
 	pthread_mutex_unlock(&s->mu);
@@ -582,7 +589,8 @@ static int c_watch(store *st, const struct store_kind *k, uint64_t from_rv, stor
 			uint64_t rv;
 			bool oom;
 			w->next_seq = ck->next_seq;
-			w->initial = snapshot(s, ck, NULL, NULL, NULL, NULL, &w->n_initial, &rv, &oom);
+			w->initial =
+			    snapshot(s, ck, NULL, NULL, NULL, NULL, &w->n_initial, &rv, &oom);
 			if (!oom) {
 				*out = &w->base;
 				return 0;

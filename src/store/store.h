@@ -261,7 +261,9 @@ int store_kube_open(const struct store_open_opts *o, store **out, struct err *e)
  * costs no request to backing.  Reads are cached only on threads that called
  * store_cache_thread_reads(true) (the controller's reconcilers); every other thread reads
  * through to backing, so the CSI handlers keep their uncached reads (crds.md §7.5).  A cached
- * read waits up to 10 s for its kind's first list; a get of a name the cache does not hold asks
+ * read waits for its kind's first list while that list is being taken, as client-go's
+ * controllers wait for their caches to sync, and reads through while the kind's attempts to
+ * list fail (until one succeeds); a get of a name the cache does not hold asks
  * backing (the answer and its NotFound message are backing's).  Writes go to backing; a
  * write's result enters the cache at once (a later event never replaces a newer version; a
  * result with a deletionTimestamp and no finalizer left is the object's deletion).  A watch of

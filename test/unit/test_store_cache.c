@@ -3,6 +3,7 @@
  * elsewhere arrive through the watch, writes are visible at once, other threads read through,
  * and a get of an unknown name gets the backing store's NotFound. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,20 @@
 #include "store/store.h"
 #include "testutil.h"
 
-/* A pass-through store that counts the reads reaching the store underneath. */
+/* A pass-through store that counts the reads reaching the store underneath.  Its lists wait
+ * while lists_held (an API server slow to answer a large list) and fail while fail_lists. */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static bool lists_held, fail_lists;
+
+static void hold_lists(bool held)
+{
+	pthread_mutex_lock(&gate_mu);
+	lists_held = held;
+	pthread_cond_broadcast(&gate_cv);
+	pthread_mutex_unlock(&gate_mu);
+}
+
 struct counting {
 	store base;
 	store *b;
@@ -32,6 +46,13 @@ static int n_list(store *st, const struct store_kind *k, const char *ns, const c
 {
 	struct counting *c = (struct counting *)st;
 	__atomic_add_fetch(&c->lists, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&gate_mu);
+	while (lists_held)
+		pthread_cond_wait(&gate_cv, &gate_mu);
+	bool fail = fail_lists;
+	pthread_mutex_unlock(&gate_mu);
+	if (fail)
+		return err_set(e, -EIO, "the list failed");
 	return store_list(c->b, k, ns, sel, items, rv, e);
 }
 
@@ -277,6 +298,63 @@ START_TEST(test_writes_visible_at_once_and_other_threads_read_through)
 }
 END_TEST
 
+struct cached_get {
+	const char *name;
+	int rc;
+	bool done;
+	cJSON *obj;
+};
+
+static void *cached_get_main(void *arg)
+{
+	struct cached_get *g = arg;
+	store_cache_thread_reads(true);
+	g->rc = store_get(cache, store_kind_lookup("pvst"), NULL, g->name, &g->obj, NULL);
+	__atomic_store_n(&g->done, true, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+/* A kind's first list that takes long (a large kind on a slow API server) is waited for, however
+ * long: a reconciler reading through meanwhile would send the server a second list of the
+ * kind just when it is slow.  Once the list is in, the read is answered from memory. */
+START_TEST(test_reads_wait_for_a_slow_first_list)
+{
+	cJSON *o = pvst("pvc-1", "a");
+	ck_assert_int_eq(store_create(cnt->b, o, NULL, NULL), 0);
+	cJSON_Delete(o);
+	hold_lists(true);
+	open_cache();
+	struct cached_get g = {.name = "pvc-1"};
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, cached_get_main, &g), 0);
+	sleep(12); /* longer than the read used to wait before reading through */
+	ck_assert(!__atomic_load_n(&g.done, __ATOMIC_SEQ_CST));
+	ck_assert_int_eq(__atomic_load_n(&cnt->gets, __ATOMIC_SEQ_CST), 0);
+	hold_lists(false);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(g.rc, 0);
+	ck_assert_str_eq(store_meta_str(g.obj, "name"), "pvc-1");
+	ck_assert_int_eq(__atomic_load_n(&cnt->gets, __ATOMIC_SEQ_CST), 0);
+	cJSON_Delete(g.obj);
+}
+END_TEST
+
+/* While the kind cannot be listed, a cached read does not wait for it: it reads through. */
+START_TEST(test_reads_go_through_while_lists_fail)
+{
+	cJSON *o = pvst("pvc-1", "a"), *got = NULL;
+	ck_assert_int_eq(store_create(cnt->b, o, NULL, NULL), 0);
+	cJSON_Delete(o);
+	fail_lists = true;
+	open_cache();
+	store_cache_thread_reads(true);
+	ck_assert_int_eq(store_get(cache, store_kind_lookup("pvst"), NULL, "pvc-1", &got, NULL), 0);
+	ck_assert_str_eq(store_meta_str(got, "name"), "pvc-1");
+	ck_assert_int_eq(__atomic_load_n(&cnt->gets, __ATOMIC_SEQ_CST), 1);
+	cJSON_Delete(got);
+}
+END_TEST
+
 /* The update that removes the last finalizer of a deleted object deletes it: the cache must not
  * keep (or, when the watch's DELETED came first, bring back) the object that update returned. */
 START_TEST(test_last_finalizer_removed_is_gone)
@@ -382,6 +460,8 @@ int main(void)
 	tcase_add_test(t, test_writes_visible_at_once_and_other_threads_read_through);
 	tcase_add_test(t, test_last_finalizer_removed_is_gone);
 	tcase_add_test(t, test_one_watch_per_kind);
+	tcase_add_test(t, test_reads_wait_for_a_slow_first_list);
+	tcase_add_test(t, test_reads_go_through_while_lists_fail);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
