@@ -354,6 +354,12 @@ int file_write_atomic_grouped(struct file_write_group *g, const char *path, cons
 
 int file_read_all(const char *path, size_t max, char **out, size_t *len, struct err *e)
 {
+	return file_read_at(AT_FDCWD, path, path, max, out, len, NULL, e);
+}
+
+int file_read_at(int dirfd, const char *name, const char *path, size_t max, char **out, size_t *len,
+                 struct stat *status, struct err *e)
+{
 	struct stat st;
 	char *buf;
 	size_t n = 0;
@@ -362,7 +368,8 @@ int file_read_all(const char *path, size_t max, char **out, size_t *len, struct 
 	*out = NULL;
 	if (len)
 		*len = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* non-blocking: a FIFO or a device in the file's place is refused below, not waited on */
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return err_set(e, -errno, "open %s: %s", path, strerror(errno));
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -402,6 +409,8 @@ int file_read_all(const char *path, size_t max, char **out, size_t *len, struct 
 	*out = buf;
 	if (len)
 		*len = n;
+	if (status)
+		*status = st;
 	return 0;
 }
 

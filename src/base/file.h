@@ -46,6 +46,11 @@ int file_write_atomic_reuse(const char *path, const void *data, size_t len, mode
 /* Reads the whole file into a NUL-terminated malloc'd buffer (caller frees *out).  0, or
  * -ENOENT (missing), -EFBIG (more than max bytes), another negative errno. */
 int file_read_all(const char *path, size_t max, char **out, size_t *len, struct err *e);
+/* file_read_all of name relative to the directory dirfd (AT_FDCWD: the working directory), path
+ * naming it in messages; *st (optional) the status of the file read (fstat of what was opened).
+ * Neither waits on a FIFO nor opens a device as a terminal: anything not regular is -EINVAL. */
+int file_read_at(int dirfd, const char *name, const char *path, size_t max, char **out, size_t *len,
+                 struct stat *st, struct err *e);
 
 /* Removes path and fsyncs its directory; a missing file is success. */
 int file_remove_durable(const char *path, struct err *e);

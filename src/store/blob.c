@@ -72,6 +72,39 @@ struct store_blob *store_blob_of_parsed(const cJSON *obj)
 	return of(obj, true);
 }
 
+/* Removes the whitespace between the tokens of valid JSON text in place (nothing inside its
+ * strings, where an escaped quote does not end one); the new length. */
+static size_t compact(char *text, size_t len)
+{
+	size_t out = 0;
+	bool in_string = false;
+	for (size_t i = 0; i < len; i++) {
+		char c = text[i];
+		if (in_string) {
+			text[out++] = c;
+			if (c == '\\' && i + 1 < len)
+				text[out++] = text[++i];
+			else if (c == '"')
+				in_string = false;
+		} else if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+			in_string = c == '"';
+			text[out++] = c;
+		}
+	}
+	return out;
+}
+
+struct store_blob *store_blob_of_text(char *text, size_t len, const cJSON *obj)
+{
+	len = compact(text, len);
+	/* json_parse_strict passed the text: removing whitespace between tokens keeps it passing
+	 * json_text_checked; its integers are obj's */
+	struct store_blob *b = make(text, len, true, json_long_integers(obj));
+	if (b)
+		find_labels(b, obj);
+	return b;
+}
+
 struct store_blob *store_blob_ref(struct store_blob *b)
 {
 	if (b)

@@ -38,6 +38,12 @@ struct store_blob *store_blob_of(const cJSON *obj);              /* its compact 
 /* store_blob_of a tree as json_parse_strict returned it: its strings passed the checks, which
  * its printed text then passes too (cJSON escapes every control character it prints). */
 struct store_blob *store_blob_of_parsed(const cJSON *obj);
+/* store_blob_of_parsed without printing obj again: text (len bytes) is the text obj was parsed
+ * from by json_parse_strict, made compact in place (the whitespace between its tokens removed)
+ * and kept.  The text cJSON prints, pretty as the embedded store writes its files, becomes
+ * exactly the compact text it prints; any other valid text becomes a compact one holding the
+ * same value. */
+struct store_blob *store_blob_of_text(char *text, size_t len, const cJSON *obj);
 struct store_blob *store_blob_ref(struct store_blob *b); /* b, one more reference */
 void store_blob_put(struct store_blob *b);               /* drops one reference */
 int store_blob_parse(const struct store_blob *b, cJSON **out, struct err *e);

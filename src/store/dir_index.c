@@ -2,6 +2,7 @@
  * to date with the files (dir_int.h). */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,18 +216,23 @@ static struct change *add_change(struct changes *c)
 	return &c->v[c->n++];
 }
 
-/* The object in path as a blob of its text and its version, or the corruption message. */
-static int load(const char *path, struct store_blob **obj, uint64_t *rv, char **corrupt)
+/* The object in the file name of directory dirfd (path: the same file, for messages) as a blob
+ * of its text and its version, or the corruption message; *id the identity of what was read.
+ * One open, fstat, read and close per file; the text parsed once and kept as read, made compact. */
+static int load(int dirfd, const char *name, const char *path, struct store_blob **obj,
+                uint64_t *rv, char **corrupt, struct file_identity *id)
 {
 	struct err e = {0};
+	struct stat st;
 	char *buf;
 	size_t len;
 	cJSON *o = NULL;
 	*obj = NULL;
 	*corrupt = NULL;
-	int r = file_read_all(path, JSON_FILE_MAX, &buf, &len, &e);
+	int r = file_read_at(dirfd, name, path, JSON_FILE_MAX, &buf, &len, &st, &e);
 	if (r < 0)
 		return r;
+	*id = (struct file_identity){st.st_ino, st.st_size, st.st_mtim};
 	if ((r = json_parse_strict(buf, len, &o, &e)) < 0 || !cJSON_IsObject(o)) {
 		if (r == 0)
 			err_set(&e, -EBADMSG, "not a JSON object");
@@ -234,8 +240,7 @@ static int load(const char *path, struct store_blob **obj, uint64_t *rv, char **
 		*corrupt = strdup(e.msg);
 	} else {
 		*rv = store_meta_rv(o);
-		/* compact: what the index keeps, whatever the file's layout */
-		*obj = store_blob_of_parsed(o);
+		*obj = store_blob_of_text(buf, len, o); /* what the index keeps: compact */
 	}
 	cJSON_Delete(o);
 	free(buf);
@@ -252,8 +257,11 @@ bool dir_index_unchanged(struct dir_store *s, const char *key)
 	return en && dir_fident(path, &id) == 0 && same_ident(&en->id, &id);
 }
 
-static void probe(struct dir_store *s, const struct store_kind *k, const char *key,
-                  struct changes *c)
+/* Compares the file of key (name in directory dirfd, or AT_FDCWD and NULL: its path) with its
+ * entry; a difference becomes a change.  A key without an entry is read at once: its identity
+ * comes from the read, not from a stat before it. */
+static void probe(struct dir_store *s, const struct store_kind *k, const char *key, int dirfd,
+                  const char *name, struct changes *c)
 {
 	char path[PATH_MAX + 64];
 	struct file_identity id;
@@ -263,10 +271,10 @@ static void probe(struct dir_store *s, const struct store_kind *k, const char *k
 		en->seen = true;
 	if (s->flight && dir_in_flight(s, key))
 		return; /* its write publishes it (dir_commit.c) */
-	int r = dir_fident(path, &id);
+	int r = en ? dir_fident(path, &id) : 0;
 	if (r < 0) {
 		struct change *ch;
-		if (r == -ENOENT && en && (ch = add_change(c))) {
+		if (r == -ENOENT && (ch = add_change(c))) {
 			ch->type = STORE_DELETED;
 			ch->key = strdup(key);
 			ch->kind = k;
@@ -278,8 +286,8 @@ static void probe(struct dir_store *s, const struct store_kind *k, const char *k
 	struct store_blob *obj;
 	char *corrupt;
 	uint64_t rv = 0;
-	if (load(path, &obj, &rv, &corrupt) < 0)
-		return; /* gone meanwhile: its notification follows */
+	if (load(name ? dirfd : AT_FDCWD, name ? name : path, path, &obj, &rv, &corrupt, &id) < 0)
+		return; /* gone meanwhile (its notification follows), or not a regular file */
 	if (en && obj && en->obj && en->rv == rv && en->obj->len == obj->len &&
 	    memcmp(en->obj->text, obj->text, obj->len) == 0) {
 		en->id = id; /* touched, not changed */
@@ -318,7 +326,7 @@ static void scan_dir(struct dir_store *s, const struct store_kind *k, const char
 		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
 			continue;
 		snprintf(key, sizeof(key), "%s/%.*s", prefix, (int)(len - 5), de->d_name);
-		probe(s, k, key, c);
+		probe(s, k, key, dirfd(d), de->d_name, c);
 	}
 	closedir(d);
 }
@@ -395,7 +403,7 @@ void dir_index_refresh(struct dir_store *s, const struct store_kind *const *kind
 		for (size_t i = 0; i < n; i++) {
 			const struct store_kind *k = kind_of_key(keys[i]);
 			if (k)
-				probe(s, k, keys[i], &c);
+				probe(s, k, keys[i], AT_FDCWD, NULL, &c);
 		}
 	}
 	apply(s, &c, emit);

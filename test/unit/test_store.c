@@ -232,6 +232,42 @@ START_TEST(test_blob_parses_back)
 }
 END_TEST
 
+/* The index keeps a file's text made compact, not printed again: the pretty text cJSON prints
+ * becomes exactly the compact text it prints (labels found in it, long integers kept), strings
+ * untouched; other valid layouts become compact text of the same value. */
+START_TEST(test_blob_of_text_is_the_compact_print)
+{
+	static const char *src =
+	    "{\"metadata\":{\"name\":\"a b\",\"labels\":{\"k\":\"v\"}},\"n\":1234567890123456789,"
+	    "\"s\":\" q\\\" \\\\ \\t\\n x\\u00e9 "
+	    "\\u0001\",\"e\":{},\"l\":[],\"a\":[1,2.5,true,null,"
+	    "{\"x\":[\"\\\"\"]}]}";
+	cJSON *o = NULL, *parsed = NULL;
+	ck_assert_int_eq(json_parse_strict(src, strlen(src), &o, NULL), 0);
+	char *pretty = json_print(o, true);
+	struct store_blob *want = store_blob_of(o);
+	ck_assert_int_eq(json_parse_strict(pretty, strlen(pretty), &parsed, NULL), 0);
+	struct store_blob *b = store_blob_of_text(pretty, strlen(pretty), parsed);
+	ck_assert_str_eq(b->text, want->text);
+	ck_assert_uint_eq(b->len, want->len);
+	ck_assert(b->checked && b->long_integers);
+	ck_assert_int_eq(b->labels, BLOB_LABELS_AT);
+	ck_assert_int_eq(store_blob_selects(b, "k=v"), 1);
+	store_blob_put(b);
+	store_blob_put(want);
+	cJSON_Delete(parsed);
+	free(pretty);
+	cJSON_Delete(o);
+	char spaced[] = " {\n \"a\" :\t[ 1 , 2 ] ,\r\n \"s\" : \" x  y \" } \n";
+	ck_assert_int_eq(json_parse_strict(spaced, strlen(spaced), &parsed, NULL), 0);
+	b = store_blob_of_text(spaced, strlen(spaced), parsed);
+	ck_assert_str_eq(b->text, "{\"a\":[1,2],\"s\":\" x  y \"}");
+	ck_assert_int_eq(b->labels, BLOB_LABELS_NONE);
+	store_blob_put(b);
+	cJSON_Delete(parsed);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("store");
@@ -244,6 +280,7 @@ int main(void)
 	tcase_add_test(t, test_open_url);
 	tcase_add_test(t, test_selector_on_label_text);
 	tcase_add_test(t, test_blob_parses_back);
+	tcase_add_test(t, test_blob_of_text_is_the_compact_print);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }

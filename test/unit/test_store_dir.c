@@ -519,6 +519,25 @@ START_TEST(test_selector_passes_over_unselected_objects)
 }
 END_TEST
 
+/* The owner reads each file once to build its index: something in a file's place that is not
+ * a regular file (a FIFO) is passed over, never waited on, and the other objects are listed. */
+START_TEST(test_open_passes_over_a_fifo)
+{
+	char fifo[700];
+	cJSON *items = NULL;
+	create(st, "a", 1);
+	store_close(st);
+	st = NULL;
+	snprintf(fifo, sizeof(fifo), "%s/pillaragents/b.json", dir);
+	ck_assert_int_eq(mkfifo(fifo, 0644), 0);
+	ck_assert_int_eq(store_dir_open(dir, true, 60000, &st, NULL), 0);
+	ck_assert_int_eq(store_list(st, PA(), NULL, NULL, &items, NULL, NULL), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(items), 1);
+	ck_assert_str_eq(store_meta_str(cJSON_GetArrayItem(items, 0), "name"), "a");
+	cJSON_Delete(items);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("store_dir");
@@ -534,6 +553,7 @@ int main(void)
 	tcase_add_test(t, test_concurrent_writes_share_directory_fsync);
 	tcase_add_test(t, test_list_leaves_out_a_corrupt_file);
 	tcase_add_test(t, test_selector_passes_over_unselected_objects);
+	tcase_add_test(t, test_open_passes_over_a_fifo);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
