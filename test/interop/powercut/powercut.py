@@ -152,7 +152,10 @@ class Suite:
             for f in os.listdir(d):
                 if os.path.isfile(os.path.join(d, f)) and not os.path.islink(os.path.join(d, f)):
                     shutil.copyfile(os.path.join(d, f), os.path.join(dest, f))
+        # the fault point's durable copies start as the baseline: an fsync (or fdatasync) of a
+        # file whose name is in it keeps its data even before its directory is fsynced
         shutil.rmtree(self.control[role] + ".durable", ignore_errors=True)
+        shutil.copytree(base, self.control[role] + ".durable")
 
     def drop_unsynced(self, role):
         """Replaces each of role's directories by its last durable copy (the fault point's,
