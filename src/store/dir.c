@@ -12,20 +12,24 @@
  * inotify (dir_watch.c) and are applied before each operation, one file per notification.
  * Processes without an index (the CLI, the node role) read and write files directly.
  *
- * Durability and fsyncs.  An object is written temp -> fsync -> rename -> fsync(directory):
- * the two fsyncs are the least that makes a rename-replaced file survive a power loss (without
- * the first, the renamed file may be empty; without the second, the rename itself may be lost),
- * and a delete is unlink -> fsync(directory).  The resourceVersion counter is not a second such
- * file per write (that would double the fsyncs of every write); it persists a ceiling:
+ * Durability and fsyncs.  A write is one entry in the store's write-ahead journal PATH/.journal
+ * (the object's key and full text, or a delete) made durable by one fdatasync that concurrent
+ * writes of a process share, then the object's file written and renamed (or removed) without
+ * fsync; a checkpoint (syncfs) makes the files durable and frees the journal when it is half
+ * full and at the owner's close, and whoever takes the operation lock or opens the store
+ * applies entries that a dead writer or a reboot left unapplied (dir_journal.c).  A write is
+ * published, and acknowledged, only once its entry is durable.  The resourceVersion counter is
+ * not a second durable write per write; it persists a ceiling:
  * PATH/resourceversion holds a version that no issued one exceeds, rewritten durably only when
  * a block of RV_BLOCK versions is used up; the exact last issued version lives in PATH/.oplock
  * next to the machine's boot ID, written under the operation lock by whichever process issues a
  * version.  Page-cache contents survive any
  * process crash, so while the boot ID matches that value is exact and shared by all processes;
  * after a reboot (boot ID differs) or when the ceiling file no longer matches, versions continue
- * above the persisted ceiling, so a version is never issued twice.  A write therefore costs two
- * fsyncs, plus two per RV_BLOCK writes; in a process with an index, concurrent writes share
- * the directory's (group commit, dir_commit.c), and each is published only once durable.  A corrupt object file or counter is an error naming it.
+ * above the persisted ceiling, so a version is never issued twice.  A write therefore costs one
+ * fdatasync (shared by concurrent writes in a process with an index, dir_commit.c), plus two
+ * fsyncs per RV_BLOCK writes and a checkpoint per half journal.  A corrupt object file,
+ * counter or journal is an error naming it.
  * A process killed in the middle of a write leaves its temporary file (.<name>.json.tmp.XXXXXX)
  * behind; the owner removes such files when it opens the store.
  */
@@ -416,26 +420,6 @@ static int d_list(store *st, const struct store_kind *k, const char *ns, const c
 	return 0;
 }
 
-/* temp -> fsync -> rename -> fsync(directory), the temporary file being the inode an earlier
- * write replaced (file_write_atomic_reuse: every writer holds the operation lock); *id the
- * identity of what was written, so that its own notification is recognised without reading
- * the file.  Secrets (keys) are mode 0600 in directories of mode 0700, everything else 0644. */
-static int write_durable(const struct store_kind *k, const char *path, const char *dir,
-                         const char *text, size_t len, struct file_identity *id, struct err *e)
-{
-	struct stat st;
-	struct err e2 = {0};
-	bool secret = strcmp(k->kind, "Secret") == 0;
-	mode_t mode = secret ? 0600 : 0644;
-	int r = file_write_atomic_reuse(path, text, len, mode, &st, &e2);
-	if (r == -ENOENT && (r = file_mkdir_p(dir, secret ? 0700 : 0755, e)) == 0) /* new ns */
-		r = file_write_atomic_reuse(path, text, len, mode, &st, &e2);
-	if (r < 0)
-		return e ? (*e = e2, r) : r;
-	*id = (struct file_identity){st.st_ino, st.st_size, st.st_mtim};
-	return 0;
-}
-
 /* The stored object now: from the index (after catching up) or from its file. */
 int dir_current(struct dir_store *s, const char *key, const char *path, cJSON **cur, struct err *e)
 {
@@ -449,29 +433,28 @@ int dir_current(struct dir_store *s, const char *key, const char *path, cJSON **
 	return r == -ENOENT ? 0 : r;
 }
 
-/* Stores next (NULL: removes the file) at rv; the event and the index follow. */
+/* Stores next (NULL: removes the file) at rv (the journal entry, then the file); the event and
+ * the index follow.  The operation lock is held, nothing else in flight. */
 static int commit(struct dir_store *s, struct opreq *q, const char *key, const char *path,
                   const cJSON *cur, cJSON *next, uint64_t rv, struct err *e)
 {
-	char dir[PATH_MAX];
 	struct file_identity id;
-	size_t len;
+	size_t len = 0;
+	char *text = next ? dir_encode(next, rv, &len) : NULL;
 	int r;
-	if (obj_dir(s, q->kind, q->kind->namespaced ? q->ns : NULL, dir, sizeof(dir)) < 0)
-		return err_set(e, -ENAMETOOLONG, "path too long");
-	if (!next) {
-		if ((r = file_remove_durable(path, e)) < 0 || !s->indexed)
-			return r;
-		dir_publish(s, q, key, cur, NULL, rv, NULL);
-		return 0;
-	}
-	char *text = dir_encode(next, rv, &len);
-	if (!text)
+	if (next && !text)
 		return err_set(e, -ENOMEM, "encode %s: out of memory", path);
-	r = write_durable(q->kind, path, dir, text, len, &id, e);
+	for (int tries = 0; tries < 2; tries++) {
+		r = next ? dir_journal_put(s, key, path, text, len, &id, e)
+		         : dir_journal_del(s, key, path, e);
+		if (r != JOURNAL_FULL || tries || (r = dir_journal_checkpoint(s, e)) < 0)
+			break;
+	}
 	free(text);
+	if (r == 1)
+		r = e && e->code ? e->code : -EIO;
 	if (r == 0 && s->indexed)
-		dir_publish(s, q, key, cur, next, rv, &id);
+		dir_publish(s, q, key, cur, next, rv, next ? &id : NULL);
 	return r;
 }
 
@@ -531,13 +514,18 @@ static int d_write(struct dir_store *s, struct opreq *q, struct err *e)
 		pthread_mutex_unlock(&s->mu);
 		return fd;
 	}
-	if ((r = dir_current(s, key, path, &cur, e)) == 0 &&
+	if ((r = dir_journal_locked(s, fd, e)) == 0 &&
+	    (r = dir_current(s, key, path, &cur, e)) == 0 &&
 	    (r = dir_plan(q, cur, &next, e)) >= 0 && (r = dir_rv_issue(s, fd, &rv, e)) == 0)
 		r = commit(s, q, key, path, cur, next, rv, e);
 	if (r == 0 && next && q->out) {
 		*q->out = next;
 		next = NULL;
 	}
+	/* the write stands whatever the checkpoint does; a failed one is tried again later */
+	if (s->journal && journal_should_checkpoint(s->journal))
+		dir_journal_checkpoint(s, NULL);
+	dir_journal_mark(s, fd);
 	dir_opunlock(fd);
 	pthread_mutex_unlock(&s->mu);
 	cJSON_Delete(cur);
@@ -598,10 +586,24 @@ static int d_remove(store *st, const struct store_kind *k, const char *ns, const
 
 /* ---- open/close -------------------------------------------------------------------------------- */
 
+/* At the owner's clean close: the journal checkpointed, so the next start replays nothing. */
+static void close_journal(struct dir_store *s)
+{
+	if (s->journal && s->owner_fd >= 0 && journal_pending(s->journal)) {
+		int fd = dir_oplock(s, LOCK_EX, NULL);
+		if (fd >= 0 && dir_journal_locked(s, fd, NULL) == 0 &&
+		    dir_journal_checkpoint(s, NULL) == 0)
+			dir_journal_mark(s, fd);
+		dir_opunlock(fd);
+	}
+	journal_close(s->journal);
+}
+
 static void d_close(store *st)
 {
 	struct dir_store *s = DS(st);
 	dir_notify_stop(s);
+	close_journal(s);
 	dir_ring_free(s);
 	dir_index_free(s);
 	if (s->owner_fd >= 0)
@@ -610,10 +612,6 @@ static void d_close(store *st)
 	pthread_cond_destroy(&s->flight_cv);
 	for (int i = 0; i < MAX_KINDS; i++) {
 		pthread_cond_destroy(&s->kind_cv[i]);
-		pthread_cond_destroy(&s->groups[i].cv);
-		pthread_mutex_destroy(&s->groups[i].mu);
-		pthread_cond_destroy(&s->groups[i].sync.cv);
-		pthread_mutex_destroy(&s->groups[i].sync.mu);
 	}
 	pthread_mutex_destroy(&s->mu);
 	free(s->path);
@@ -721,15 +719,17 @@ int store_dir_open(const char *path, bool owner, int poll_ms, store **out, struc
 	pthread_cond_init(&s->cv, NULL);
 	pthread_cond_init(&s->flight_cv, NULL);
 	s->op_fd = -1;
-	for (int i = 0; i < MAX_KINDS; i++) {
+	for (int i = 0; i < MAX_KINDS; i++)
 		pthread_cond_init(&s->kind_cv[i], NULL);
-		s->groups[i] = (struct file_write_group)FILE_WRITE_GROUP_INIT;
-	}
 	if (!s->path) {
 		d_close(&s->base);
 		return err_set(e, -ENOMEM, "store: out of memory");
 	}
 	if (owner && ((r = take_owner_lock(s, e)) < 0 || (r = sweep_unfinished(s, e)) < 0)) {
+		d_close(&s->base);
+		return r;
+	}
+	if ((r = dir_journal_open(s, e)) < 0) { /* a corrupt journal too */
 		d_close(&s->base);
 		return r;
 	}

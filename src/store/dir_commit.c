@@ -1,9 +1,8 @@
 /* store: group commit of an indexed store's writes.
  *
- * A write is the same durable sequence as ever (temp -> fsync -> rename -> fsync(directory),
- * dir.c), but the process's mutex is not held across its fsyncs: concurrent writes of different
- * objects fsync their own files side by side and share the fsync of their kind's directory
- * (file_write_atomic_grouped's steps, one group per kind).  What stays serial, and why:
+ * A write is one journal entry and its file written without fsync (dir_journal.c), and the
+ * process's mutex is not held across the journal's fdatasync: concurrent writes of different
+ * objects share one (the journal's group commit).  What stays serial, and why:
  *   - the version and the plan: issued under the mutex and the operation lock, from the index,
  *     as before; the process keeps the operation lock (flock) while any write is in flight, so
  *     no other process writes, or reads a version, in between (and lets it go after at most
@@ -24,6 +23,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "store/dir_int.h"
 
 bool dir_in_flight(struct dir_store *s, const char *key)
@@ -43,9 +43,13 @@ static int op_hold(struct dir_store *s, struct err *e)
 	while (s->op_holders > 0 && s->op_batch >= OP_TURN)
 		pthread_cond_wait(&s->flight_cv, &s->mu);
 	if (s->op_holders == 0) {
-		int fd = dir_oplock(s, LOCK_EX, e);
+		int fd = dir_oplock(s, LOCK_EX, e), r;
 		if (fd < 0)
 			return fd;
+		if ((r = dir_journal_locked(s, fd, e)) < 0) {
+			dir_opunlock(fd);
+			return r;
+		}
 		s->op_fd = fd;
 		s->op_batch = 0;
 	}
@@ -54,9 +58,36 @@ static int op_hold(struct dir_store *s, struct err *e)
 	return 0;
 }
 
+/* The checkpoint when the journal is half full, by the last write out of flight (mu held, no
+ * write in flight, every appended entry applied): the regions switched, then the sync without
+ * the mutex (writes go on meanwhile, the process's lock share kept), then the old region
+ * retired. */
+static void checkpoint_due(struct dir_store *s)
+{
+	struct err e = {0};
+	uint64_t ticket;
+	if (s->checkpointing || !journal_should_checkpoint(s->journal))
+		return;
+	s->checkpointing = true;
+	int r = journal_checkpoint_begin(s->journal, &ticket, &e);
+	if (r >= 0 && ticket) {
+		pthread_mutex_unlock(&s->mu);
+		r = dir_journal_sync(s, &e);
+		pthread_mutex_lock(&s->mu);
+		if (r == 0)
+			r = journal_checkpoint_end(s->journal, ticket, &e);
+	}
+	s->checkpointing = false;
+	if (r < 0)
+		log_warn("store journal checkpoint failed", "error", e.msg);
+}
+
 static void op_release(struct dir_store *s)
 {
+	if (s->op_holders == 1)
+		checkpoint_due(s);
 	if (--s->op_holders == 0) {
+		dir_journal_mark(s, s->op_fd);
 		dir_opunlock(s->op_fd);
 		s->op_fd = -1;
 	}
@@ -88,47 +119,29 @@ static int plan(struct dir_store *s, struct opreq *q, struct flight *f, const ch
 	return 0;
 }
 
-/* The durable part, without the mutex: the file written, renamed and its directory fsync'd (or
- * the file removed and its directory fsync'd); *placed when path changed. */
-static int persist(struct dir_store *s, struct opreq *q, const char *path, cJSON *next, uint64_t rv,
-                   struct file_identity *id, bool *placed, struct err *e)
+/* The durable part, without the mutex: the journal entry, then the file written and renamed
+ * (or removed) without fsync (dir_journal.c); *placed when path may have changed. */
+static int persist(struct dir_store *s, struct opreq *q, const char *key, const char *path,
+                   cJSON *next, uint64_t rv, struct file_identity *id, bool *placed, struct err *e)
 {
-	int ki = dir_kind_index(q->kind);
-	bool secret = strcmp(q->kind->kind, "Secret") == 0;
-	struct file_grouped w;
 	size_t len;
+	int r;
 	*placed = false;
-	if (ki < 0)
+	if (dir_kind_index(q->kind) < 0)
 		return err_set(e, STORE_INVALID, "kind %s is not stored here", q->kind->kind);
 	if (!next) {
-		const char *slash = strrchr(path, '/');
-		if (unlink(path) < 0)
-			return errno == ENOENT
-			           ? 0
-			           : err_set(e, -errno, "remove %s: %s", path, strerror(errno));
-		*placed = true;
-		snprintf(w.dir, sizeof(w.dir), "%.*s", (int)(slash - path), path);
-		return file_fsync_dir(w.dir, e);
+		r = dir_journal_del(s, key, path, e);
+	} else {
+		char *text = dir_encode(next, rv, &len);
+		if (!text)
+			return err_set(e, -ENOMEM, "encode %s: out of memory", path);
+		r = dir_journal_put(s, key, path, text, len, id, e);
+		free(text);
 	}
-	struct file_write_group *g = &s->groups[ki];
-	char *text = dir_encode(next, rv, &len);
-	if (!text)
-		return err_set(e, -ENOMEM, "encode %s: out of memory", path);
-	int r = file_grouped_prepare(g, path, text, len, secret ? 0600 : 0644, &w, e);
-	if (r == -ENOENT) { /* a new namespace: its directory */
-		struct err e2 = {0};
-		if ((r = file_mkdir_p(w.dir, secret ? 0700 : 0755, &e2)) == 0)
-			r = file_grouped_prepare(g, path, text, len, secret ? 0600 : 0644, &w, e);
-		else if (e)
-			*e = e2;
-	}
-	free(text);
-	if (r == 0 && (r = file_grouped_place(&w, e)) == 0) {
-		*placed = true;
-		*id = (struct file_identity){w.id.st_ino, w.id.st_size, w.id.st_mtim};
-		r = file_grouped_sync(&w, e);
-	}
-	return r;
+	if (r == JOURNAL_FULL)
+		err_prefix(e, "store %s: its journal waits for a checkpoint, retry", s->path);
+	*placed = r >= 0;
+	return r == 1 ? e && e->code ? e->code : -EIO : r;
 }
 
 /* Publishes f in version order, takes it out of flight (mu held). */
@@ -166,7 +179,7 @@ int dir_write_grouped(struct dir_store *s, struct opreq *q, const char *key, con
 		cJSON_Delete(next);
 		return r;
 	}
-	r = persist(s, q, path, next, rv, &id, &placed, e);
+	r = persist(s, q, key, path, next, rv, &id, &placed, e);
 	pthread_mutex_lock(&s->mu);
 	finish(s, q, &f, cur, next, &id, r == 0, placed);
 	pthread_mutex_unlock(&s->mu);

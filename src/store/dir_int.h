@@ -8,12 +8,14 @@
 #define PILLAR_STORE_DIR_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
 
 #include "base/file.h"
+#include "base/journal.h"
 #include "store/blob.h"
 #include "store/store.h"
 
@@ -94,7 +96,11 @@ struct dir_store {
 	int op_fd;
 	unsigned op_holders;
 	unsigned op_batch; /* writes that joined since the process took the operation lock */
-	struct file_write_group groups[MAX_KINDS]; /* one per kind's directory */
+	/* the write-ahead journal (dir_journal.c); journal_unapplied: an entry may not be applied
+	 * (no applied mark is left for the next lock holder) */
+	journal *journal;
+	atomic_bool journal_unapplied;
+	bool checkpointing; /* a checkpoint of this process syncs (mu let go meanwhile) */
 };
 
 struct flight {
@@ -183,6 +189,30 @@ void dir_index_refresh(struct dir_store *s, const struct store_kind *const *kind
                        char *const *keys, size_t n, bool emit);
 /* The file identity of path (0 / -errno). */
 int dir_fident(const char *path, struct file_identity *id);
+
+/* dir_journal.c: the journal's region size, and the most text an object may have (so that a
+ * write always fits once the journal is checkpointed) */
+#define STORE_JOURNAL_REGION (1u << 20)
+#define STORE_OBJECT_MAX     (STORE_JOURNAL_REGION / 2)
+/* Opens PATH/.journal and does the lock holder's duties once. */
+int dir_journal_open(struct dir_store *s, struct err *e);
+/* After taking the operation lock exclusively (fd): applies what a writer that died, or a
+ * reboot, may have left unapplied (and checkpoints after a reboot). */
+int dir_journal_locked(struct dir_store *s, int fd, struct err *e);
+/* Before letting the operation lock go, every write applied: the applied mark. */
+void dir_journal_mark(struct dir_store *s, int fd);
+/* Syncs what was applied and retires the journal's entries (operation lock held, every
+ * appended entry applied). */
+int dir_journal_checkpoint(struct dir_store *s, struct err *e);
+/* sync(fs) of the store for a checkpoint in steps (journal_checkpoint_begin/end). */
+int dir_journal_sync(void *store, struct err *e);
+/* A durable write of path (key's object, text) or a delete: the journal entry, then the file
+ * without fsync.  0 (*id what was written); 1 durable but not applied (e says why; the next
+ * lock holder applies it); or a negative errno, nothing durable (JOURNAL_FULL: checkpoint,
+ * then retry). */
+int dir_journal_put(struct dir_store *s, const char *key, const char *path, const char *text,
+                    size_t len, struct file_identity *id, struct err *e);
+int dir_journal_del(struct dir_store *s, const char *key, const char *path, struct err *e);
 
 /* dir_watch.c */
 /* Builds the index and starts change notification (mu held).  0 or a negative errno. */

@@ -1,7 +1,8 @@
 /* Disk full: the durable writes of every role on a small filesystem that fills up — the node's
  * stage records, the agent's fencing marks and identity pins, the embedded store's objects.
  * Each test runs (in Check's forked child) in a private mount namespace with a 4 MiB tmpfs (room
- * for the agent's 2 MiB marks' journal, which is written in full when it is created),
+ * for a 2 MiB journal, the agent's marks' or the embedded store's, which is written in full
+ * when it is created),
  * fills it with a filler file until ENOSPC, and checks that the write fails with an error naming
  * the file and ENOSPC, that the previous record is left whole (no truncated or temporary file),
  * and that the same write succeeds once the filler is removed.  Needs root or unprivileged
@@ -295,8 +296,15 @@ START_TEST(test_embedded_store)
 	ck_assert_str_eq(agent_address(s, "a"), "10.0.0.1");
 	snprintf(file, sizeof(file), "%s/pillaragents", dir);
 	expect_no_temp(file);
-	/* space returns: both writes succeed, and a reopened store reads them back */
+	/* space returns: the refused writes stay refused (another process opening the store, which
+	 * applies what the journal holds, finds neither), then both succeed, and a reopened store
+	 * reads them back */
 	unfill();
+	store *other = NULL;
+	ck_assert_msg(store_dir_open(dir, false, 50, &other, &e) == 0, "%s", e.msg);
+	ck_assert_str_eq(agent_address(other, "b"), "(none)");
+	ck_assert_str_eq(agent_address(other, "a"), "10.0.0.1");
+	store_close(other);
 	ck_assert_msg(store_create(s, b, NULL, &e) == 0, "%s", e.msg);
 	ck_assert_msg(store_update(s, out, NULL, &e) == 0, "%s", e.msg);
 	store_close(s);

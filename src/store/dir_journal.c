@@ -1,0 +1,255 @@
+/* store: the embedded store's write-ahead journal (base/journal.h), PATH/.journal.
+ *
+ * A durable write is one journal entry (tag PUT: the object's key and its full text as stored;
+ * tag DEL: its key), appended with one fdatasync that concurrent writers of a process share,
+ * then applied to the object's file WITHOUT fsync (temp, rename; unlink).  The write is durable
+ * once the append returns, and only then applied, published and acknowledged.  A checkpoint
+ * (syncfs of the store's filesystem) makes the applied files durable and retires the entries;
+ * it runs when the journal is half full and when the owner closes the store.
+ *
+ * Every process that writes the store holds the operation lock (.oplock) from before its append
+ * until after its apply, and records in .oplock, before it lets the lock go, that the journal's
+ * entries up to its last are applied ("J <boot ID> <sequence>" at MARK_AT; page cache only, like
+ * the last issued version).  Whoever takes the lock next (and every process opening the store)
+ * compares: the same boot and a lower sequence means a writer died between its append and its
+ * apply (its write was never acknowledged, but it is durable): those entries are applied again;
+ * another boot (or no mark) means the page cache, and with it any applied file not yet
+ * checkpointed, may be gone: every entry the journal holds is applied again and checkpointed.
+ * Applying an entry twice gives the same file, so a crash during replay is followed by the same
+ * replay. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/journal.h"
+#include "store/dir_int.h"
+
+#define TAG_PUT 1u
+#define TAG_DEL 2u
+#define MARK_AT 256
+
+/* ---- the applied mark in .oplock -------------------------------------------------------------- */
+
+/* The applied sequence when .oplock's mark is of this boot, else false. */
+static bool mark_read(struct dir_store *s, int fd, uint64_t *seq)
+{
+	char buf[128], boot[40];
+	unsigned long long v;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, MARK_AT);
+	if (n <= 0 || !*s->boot_id)
+		return false;
+	buf[n] = '\0';
+	if (sscanf(buf, "J %39s %llu", boot, &v) != 2 || strcmp(boot, s->boot_id) != 0)
+		return false;
+	*seq = v;
+	return true;
+}
+
+void dir_journal_mark(struct dir_store *s, int fd)
+{
+	char text[128];
+	if (!s->journal || s->journal_unapplied || fd < 0)
+		return; /* no mark: the next lock holder applies the journal again */
+	int n = snprintf(text, sizeof(text), "J %s %020llu\n", *s->boot_id ? s->boot_id : "-",
+	                 (unsigned long long)journal_last_seq(s->journal));
+	if (pwrite(fd, text, (size_t)n, MARK_AT) != n)
+		s->journal_unapplied = true;
+}
+
+/* ---- applying an entry ------------------------------------------------------------------------- */
+
+static bool secret_key(const char *key)
+{
+	return strncmp(key, "secrets/", 8) == 0;
+}
+
+/* data written without fsync under a temporary name beside path (tmp, PATH_MAX + 32 bytes);
+ * *id what was written.  Nothing is left behind on failure. */
+static int write_temp(const char *path, const char *data, size_t len, bool secret, char *tmp,
+                      struct file_identity *id, struct err *e)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (snprintf(tmp, PATH_MAX + 32, "%s/.%s.tmp.XXXXXX", dir, slash + 1) >= PATH_MAX + 32)
+		return err_set(e, -ENAMETOOLONG, "path too long: %s", path);
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) { /* a new namespace: its directory */
+		int r = file_mkdir_p(dir, secret ? 0700 : 0755, e);
+		if (r < 0)
+			return r;
+		snprintf(tmp, PATH_MAX + 32, "%s/.%s.tmp.XXXXXX", dir, slash + 1);
+		fd = mkostemp(tmp, O_CLOEXEC);
+	}
+	if (fd < 0)
+		return err_set(e, -errno, "write %s: %s%s", path, strerror(errno),
+		               errno == ENOSPC ? " (ENOSPC)" : "");
+	int r = fchmod(fd, secret ? 0600 : 0644) < 0 ? -errno : 0;
+	for (size_t off = 0; r == 0 && off < len;) {
+		ssize_t n = write(fd, data + off, len - off);
+		if (n < 0 && errno != EINTR)
+			r = -errno;
+		else if (n > 0)
+			off += (size_t)n;
+	}
+	if (r == 0 && fstat(fd, &st) < 0)
+		r = -errno;
+	close(fd);
+	if (r < 0) {
+		unlink(tmp);
+		return err_set(e, r, "write %s: %s%s", path, strerror(-r),
+		               r == -ENOSPC ? " (ENOSPC)" : "");
+	}
+	if (id)
+		*id = (struct file_identity){st.st_ino, st.st_size, st.st_mtim};
+	return 0;
+}
+
+static int place(const char *tmp, const char *path, struct err *e)
+{
+	if (rename(tmp, path) == 0)
+		return 0;
+	int r = -errno;
+	unlink(tmp);
+	return err_set(e, r, "write %s: %s%s", path, strerror(-r), r == -ENOSPC ? " (ENOSPC)" : "");
+}
+
+/* A journal entry's key names a file beneath the store: plural/name or plural/ns/name. */
+static bool key_ok(const char *key)
+{
+	int parts = 1;
+	if (!*key || *key == '/' || *key == '.')
+		return false;
+	for (const char *p = key; *p; p++)
+		if (*p == '/') {
+			if (p[1] == '/' || p[1] == '.' || !p[1])
+				return false;
+			parts++;
+		}
+	return parts == 2 || parts == 3;
+}
+
+static int apply_entry(void *arg, uint64_t seq, const struct journal_entry *en, struct err *e)
+{
+	struct dir_store *s = arg;
+	char path[PATH_MAX + 64];
+	if (!key_ok(en->name) || (en->tag != TAG_PUT && en->tag != TAG_DEL))
+		return err_set(e, -EBADMSG,
+		               "store journal %s/.journal is corrupt: batch %llu holds "
+		               "an entry that is not an object's",
+		               s->path, (unsigned long long)seq);
+	snprintf(path, sizeof(path), "%s/%s.json", s->path, en->name);
+	if (en->tag == TAG_DEL)
+		return unlink(path) < 0 && errno != ENOENT
+		           ? err_set(e, -errno, "remove %s: %s", path, strerror(errno))
+		           : 0;
+	char tmp[PATH_MAX + 32];
+	int r = write_temp(path, en->data, en->len, secret_key(en->name), tmp, NULL, e);
+	return r < 0 ? r : place(tmp, path, e);
+}
+
+/* ---- checkpoint -------------------------------------------------------------------------------- */
+
+int dir_journal_sync(void *arg, struct err *e)
+{
+	struct dir_store *s = arg;
+	int fd = open(s->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(e, -errno, "open %s: %s", s->path, strerror(errno));
+	int r = file_syncfs(fd, s->path);
+	close(fd);
+	return r < 0 ? err_set(e, r, "sync the filesystem of %s: %s", s->path, strerror(-r)) : 0;
+}
+
+int dir_journal_checkpoint(struct dir_store *s, struct err *e)
+{
+	return s->journal ? journal_checkpoint(s->journal, dir_journal_sync, s, e) : 0;
+}
+
+/* ---- the lock holder's duties ----------------------------------------------------------------- */
+
+int dir_journal_locked(struct dir_store *s, int fd, struct err *e)
+{
+	uint64_t mark = 0;
+	if (!s->journal)
+		return 0;
+	int r = journal_refresh(s->journal, e);
+	if (r < 0)
+		return r;
+	uint64_t last = journal_last_seq(s->journal);
+	bool same_boot = mark_read(s, fd, &mark) && mark <= last;
+	if (same_boot && mark == last && !s->journal_unapplied)
+		return 0;
+	s->journal_unapplied = true;
+	r = journal_replay(s->journal, same_boot ? mark : 0, apply_entry, s, e);
+	if (r == 0 && !same_boot)
+		r = dir_journal_checkpoint(s,
+		                           e); /* what was applied before the reboot may be lost */
+	if (r < 0)
+		return r;
+	s->journal_unapplied = false;
+	dir_journal_mark(s, fd);
+	return 0;
+}
+
+int dir_journal_open(struct dir_store *s, struct err *e)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/.journal", s->path);
+	int r = journal_open(path, STORE_JOURNAL_REGION, 0600, &s->journal, e);
+	if (r < 0)
+		return r;
+	int fd = dir_oplock(s, LOCK_EX, e);
+	if (fd < 0)
+		return fd;
+	r = dir_journal_locked(s, fd, e);
+	dir_opunlock(fd);
+	return r;
+}
+
+/* ---- writes ------------------------------------------------------------------------------------ */
+
+int dir_journal_put(struct dir_store *s, const char *key, const char *path, const char *text,
+                    size_t len, struct file_identity *id, struct err *e)
+{
+	struct journal_entry en = {TAG_PUT, key, text, len};
+	if (len > STORE_OBJECT_MAX)
+		return err_set(e, STORE_INVALID, "%s is too large to store: %zu bytes, at most %u",
+		               key, len, STORE_OBJECT_MAX);
+	char tmp[PATH_MAX + 32];
+	/* the content first: a full disk refuses the write before anything is durable */
+	int r = write_temp(path, text, len, secret_key(key), tmp, id, e);
+	if (r < 0)
+		return r;
+	if ((r = journal_append(s->journal, &en, 1, NULL, e)) < 0) {
+		unlink(tmp);
+		return r;
+	}
+	if (place(tmp, path, e) < 0) {
+		s->journal_unapplied =
+		    true; /* durable, not applied: the next lock holder applies it */
+		return 1;
+	}
+	return 0;
+}
+
+int dir_journal_del(struct dir_store *s, const char *key, const char *path, struct err *e)
+{
+	struct journal_entry en = {TAG_DEL, key, NULL, 0};
+	int r = journal_append(s->journal, &en, 1, NULL, e);
+	if (r < 0)
+		return r;
+	if (unlink(path) < 0 && errno != ENOENT) {
+		s->journal_unapplied = true;
+		err_set(e, -errno, "remove %s: %s", path, strerror(errno));
+		return 1;
+	}
+	return 0;
+}

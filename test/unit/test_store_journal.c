@@ -1,0 +1,287 @@
+/* The embedded store's write-ahead journal (src/store/dir_journal.c): a write whose writer died
+ * between its journal entry and its file is applied by the next lock holder; after a reboot
+ * (a foreign boot ID in the applied mark, files as a power cut leaves them) every entry is
+ * applied again and checkpointed, also when the first replay was cut short; a corrupt journal
+ * stops the store's open with an error naming it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/file.h"
+#include "base/json.h"
+#include "store/dir_int.h"
+#include "store/store.h"
+#include "testutil.h"
+
+static char dir[512];
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "%s", tu_mkdtemp());
+}
+
+static void teardown(void)
+{
+	file_fsync_observer = NULL;
+	file_fsync_done_observer = NULL;
+	tu_rmtree(dir);
+}
+
+static const struct store_kind *PA(void)
+{
+	return store_kind_lookup("pa");
+}
+
+static cJSON *agent(const char *name, int pad)
+{
+	char buf[512];
+	snprintf(buf, sizeof(buf),
+	         "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":\"PillarAgent\","
+	         "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"pad\":\"%.*s\"}}",
+	         name, pad, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+	cJSON *o = cJSON_Parse(buf);
+	ck_assert_ptr_nonnull(o);
+	return o;
+}
+
+static void create(store *s, const char *name, int pad)
+{
+	struct err e = {0};
+	cJSON *o = agent(name, pad);
+	ck_assert_msg(store_create(s, o, NULL, &e) == 0, "%s", e.msg);
+	cJSON_Delete(o);
+}
+
+static void update(store *s, const char *name, int pad)
+{
+	struct err e = {0};
+	cJSON *cur = NULL;
+	ck_assert_msg(store_get(s, PA(), NULL, name, &cur, &e) == 0, "%s", e.msg);
+	cJSON *spec = cJSON_GetObjectItem(cur, "spec");
+	cJSON_ReplaceItemInObject(
+	    spec, "pad", cJSON_CreateString("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" + 32 - pad));
+	ck_assert_msg(store_update(s, cur, NULL, &e) == 0, "%s", e.msg);
+	cJSON_Delete(cur);
+}
+
+/* The length of the stored object's spec.pad (-1: no such object). */
+static int pad_of(store *s, const char *name)
+{
+	cJSON *o = NULL;
+	if (store_get(s, PA(), NULL, name, &o, NULL) < 0)
+		return -1;
+	const cJSON *pad = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "spec"), "pad");
+	int n = cJSON_IsString(pad) ? (int)strlen(pad->valuestring) : -2;
+	cJSON_Delete(o);
+	return n;
+}
+
+static bool exists(const char *name)
+{
+	char p[700];
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return access(p, F_OK) == 0;
+}
+
+static void wait_child(pid_t pid)
+{
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+}
+
+/* Tests' crash points: the process ends right after its journal's fdatasync (the entry is
+ * durable, its file not written), or right before a syncfs. */
+static void die_after_journal_sync(int fd, const char *path)
+{
+	(void)fd;
+	size_t n = strlen(path);
+	if (n > 9 && strcmp(path + n - 9, "/.journal") == 0)
+		_exit(0);
+}
+
+static void die_before_syncfs(const char *path)
+{
+	if (strcmp(path, dir) == 0)
+		_exit(0);
+}
+
+START_TEST(test_dead_writers_entry_applied_by_the_next_lock_holder)
+{
+	store *st = NULL;
+	struct err e = {0};
+	ck_assert_int_eq(store_dir_open(dir, true, 60000, &st, &e), 0);
+	create(st, "b", 1);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) { /* the CLI's write, killed between its entry and its file */
+		store *cli = NULL;
+		if (store_dir_open(dir, false, 60000, &cli, NULL) < 0)
+			_exit(1);
+		file_fsync_done_observer = die_after_journal_sync;
+		cJSON *o = agent("a", 5);
+		store_create(cli, o, NULL, NULL);
+		_exit(2); /* not reached */
+	}
+	wait_child(pid);
+	ck_assert(!exists("pillaragents/a.json"));
+	/* the owner's next write takes the lock: the entry is applied first */
+	update(st, "b", 2);
+	ck_assert(exists("pillaragents/a.json"));
+	for (int i = 0; i < 20000 && pad_of(st, "a") != 5; i++)
+		usleep(1000); /* the index learns it by notification; generous deadline */
+	ck_assert_int_eq(pad_of(st, "a"), 5);
+	/* a second process sees it too */
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		store *other = NULL;
+		_exit(store_dir_open(dir, false, 60000, &other, NULL) == 0 &&
+		              pad_of(other, "a") == 5 && pad_of(other, "b") == 2
+		          ? 0
+		          : 1);
+	}
+	wait_child(pid);
+	store_close(st);
+}
+END_TEST
+
+/* What a power cut leaves of writes that were never checkpointed: files renamed without fsync
+ * empty or gone, and the page cache's applied mark gone (another boot's). */
+static void crash_with_pending_writes(void)
+{
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		store *st = NULL;
+		if (store_dir_open(dir, true, 60000, &st, NULL) < 0)
+			_exit(1);
+		create(st, "a", 3);
+		create(st, "b", 4);
+		update(st, "a", 7);
+		_exit(0); /* no close: nothing checkpointed */
+	}
+	wait_child(pid);
+}
+
+static void power_cut(void)
+{
+	char p[700];
+	snprintf(p, sizeof(p), "%s/pillaragents/a.json", dir);
+	ck_assert_int_eq(truncate(p, 0), 0);
+	snprintf(p, sizeof(p), "%s/pillaragents/b.json", dir);
+	ck_assert_int_eq(unlink(p), 0);
+	snprintf(p, sizeof(p), "%s/.oplock", dir);
+	int fd = open(p, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	const char *mark = "J another-boot 00000000000000000003\n";
+	ck_assert_int_eq(pwrite(fd, mark, strlen(mark), 256), (ssize_t)strlen(mark));
+	close(fd);
+}
+
+static int syncs;
+static void count_syncfs(const char *path)
+{
+	syncs += strcmp(path, dir) == 0;
+}
+
+START_TEST(test_reboot_replays_and_checkpoints)
+{
+	store *st = NULL;
+	struct err e = {0};
+	crash_with_pending_writes();
+	power_cut();
+	file_fsync_observer = count_syncfs;
+	ck_assert_msg(store_dir_open(dir, true, 60000, &st, &e) == 0, "%s", e.msg);
+	file_fsync_observer = NULL;
+	ck_assert_int_eq(syncs, 1);
+	ck_assert(!journal_pending(((struct dir_store *)st)->journal));
+	ck_assert_int_eq(pad_of(st, "a"), 7);
+	ck_assert_int_eq(pad_of(st, "b"), 4);
+	create(st, "c", 1);
+	store_close(st);
+}
+END_TEST
+
+START_TEST(test_replay_cut_short_is_replayed_again)
+{
+	store *st = NULL;
+	struct err e = {0};
+	crash_with_pending_writes();
+	power_cut();
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) { /* replays, then the power goes before its checkpoint's sync */
+		store *cut = NULL;
+		file_fsync_observer = die_before_syncfs;
+		store_dir_open(dir, true, 60000, &cut, NULL);
+		_exit(2);
+	}
+	wait_child(pid);
+	power_cut(); /* what it applied was not durable */
+	ck_assert_msg(store_dir_open(dir, true, 60000, &st, &e) == 0, "%s", e.msg);
+	ck_assert_int_eq(pad_of(st, "a"), 7);
+	ck_assert_int_eq(pad_of(st, "b"), 4);
+	store_close(st);
+}
+END_TEST
+
+START_TEST(test_corrupt_journal_stops_the_open)
+{
+	store *st = NULL;
+	struct err e = {0};
+	char p[700];
+	crash_with_pending_writes();
+	snprintf(p, sizeof(p), "%s/.journal", dir);
+	int fd = open(p, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "#", 1, JOURNAL_BLOCK + 100), 1); /* the first batch */
+	close(fd);
+	ck_assert_int_eq(store_dir_open(dir, true, 60000, &st, &e), -EBADMSG);
+	ck_assert_msg(strstr(e.msg, p) && strstr(e.msg, "corrupt"), "%s", e.msg);
+}
+END_TEST
+
+/* An object too large for the journal is refused before anything is written. */
+START_TEST(test_too_large_object_refused)
+{
+	store *st = NULL;
+	struct err e = {0};
+	ck_assert_int_eq(store_dir_open(dir, true, 60000, &st, &e), 0);
+	size_t n = STORE_OBJECT_MAX + 1;
+	char *big = malloc(n + 1);
+	ck_assert_ptr_nonnull(big);
+	memset(big, 'x', n);
+	big[n] = '\0';
+	cJSON *o = agent("big", 1);
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "spec"), "pad", cJSON_CreateString(big));
+	free(big);
+	ck_assert_int_eq(store_create(st, o, NULL, &e), STORE_INVALID);
+	ck_assert_msg(strstr(e.msg, "pillaragents/big is too large to store"), "%s", e.msg);
+	cJSON_Delete(o);
+	ck_assert(!exists("pillaragents/big.json"));
+	ck_assert_uint_eq(journal_last_seq(((struct dir_store *)st)->journal), 0);
+	create(st, "small", 1);
+	store_close(st);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("store_journal");
+	TCase *t = tcase_create("journal");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, test_dead_writers_entry_applied_by_the_next_lock_holder);
+	tcase_add_test(t, test_reboot_replays_and_checkpoints);
+	tcase_add_test(t, test_replay_cut_short_is_replayed_again);
+	tcase_add_test(t, test_corrupt_journal_stops_the_open);
+	tcase_add_test(t, test_too_large_object_refused);
+	suite_add_tcase(s, t);
+	return tu_run(s);
+}
