@@ -28,9 +28,9 @@ Every figure of three is printed as "median (min–max)".
 
 Latencies on a loaded machine are noisy, so each sampled CSI call and each reboot also prints its
 work, which the load does not change: store writes (resourceVersion delta), syscalls and fsyncs
-of the controller and of the agent (counted by `perf stat` on the syscall tracepoints; "n/a"
-where perf cannot count), controller and agent CPU time, and agent RPCs by method (the agent's
-call log).
+(fsync, fdatasync and syncfs calls) of the controller and of the agent (counted by `perf stat`
+on the syscall tracepoints; "n/a" where perf cannot count), controller and agent CPU time, and
+agent RPCs by method (the agent's call log).
 Work started by a call (the change-triggered resync, status writes) counts as that call's: each
 phase is measured until the store has been quiet for half a second.
 
@@ -119,7 +119,7 @@ class RssMax:
 
 
 PERF_EVENTS = ("raw_syscalls:sys_enter", "syscalls:sys_enter_fsync",
-               "syscalls:sys_enter_fdatasync")
+               "syscalls:sys_enter_fdatasync", "syscalls:sys_enter_syncfs")
 
 
 def perf_works():
@@ -135,7 +135,7 @@ CALL_RE = re.compile(r'"GRPC call" method="/[^"]*/([A-Za-z]+)"')
 
 
 class PerfCount:
-    """perf stat on one process: its syscalls and fsyncs (+ fdatasyncs) until stop()."""
+    """perf stat on one process: its syscalls and fsyncs (+ fdatasyncs, syncfs) until stop()."""
 
     def __init__(self, pid, path):
         self.path, self.p = path, None
@@ -159,7 +159,7 @@ class PerfCount:
                     counts[parts[2]] = int(parts[0])
         if len(counts) != len(PERF_EVENTS):
             return None
-        return counts[PERF_EVENTS[0]], counts[PERF_EVENTS[1]] + counts[PERF_EVENTS[2]]
+        return counts[PERF_EVENTS[0]], sum(counts[e] for e in PERF_EVENTS[1:])
 
 
 class Work:
