@@ -192,7 +192,14 @@ run_b() {  # run_b NAME TIMEOUT -> logs $LOGS/NAME-worker.log, $LOGS/NAME-storag
   mkfs.ext4 -q -F -L e2e-storage "$d/storage.img" || { echo "@@HOST mkfs of the storage disk failed" > "$wlog"; return; }
   mkfifo "$d/ctl.in" "$d/ctl.out"
   local pw=$((20000 + RANDOM % 20000)); local ps=$((pw + 1))
-  local sboots=0 spid="" sstart=()
+  local sboots=0 spid="" sstart=() wargs="" wboots=0 wpid="" wstart=()
+  # "# e2e-worker-disk: yes": the worker keeps $E2E_STATE on a disk of its own across its power
+  # cycles (worker-kill)
+  if [ "$(hdr "$HERE/scenarios/$name.sh" worker-disk no)" = yes ]; then
+    truncate -s 256M "$d/worker.img"
+    mkfs.ext4 -q -F -L e2e-worker "$d/worker.img" || { echo "@@HOST mkfs of the worker disk failed" > "$wlog"; return; }
+    wargs=" E2E_WORKER_DISK=1"
+  fi
   qemu_cmd "e2e-$name-storage" 1 768 "E2E_ROLE=storage E2E_TOPO=b E2E_NVMET=$(nvmet_by "$name")"
   sstart=("${QEMU[@]}"
     -netdev "socket,id=n0,udp=127.0.0.1:$pw,localaddr=127.0.0.1:$ps"
@@ -229,13 +236,31 @@ run_b() {  # run_b NAME TIMEOUT -> logs $LOGS/NAME-worker.log, $LOGS/NAME-storag
     spid=""
   }
   storage_on || echo "@@HOST storage VM did not start" >> "$slog"
-  ZFS_VM="" qemu_cmd "e2e-$name-worker" 1 768 "E2E_ROLE=worker E2E_TOPO=b E2E_SCENARIO=$name"
+  ZFS_VM="" qemu_cmd "e2e-$name-worker" 1 768 "E2E_ROLE=worker E2E_TOPO=b E2E_SCENARIO=$name$wargs"
   QEMU+=(-netdev "socket,id=n0,udp=127.0.0.1:$ps,localaddr=127.0.0.1:$pw"
          -device virtio-net-pci,netdev=n0,mac=52:54:00:e2:e0:01,romfile=
          -chardev "pipe,id=ctl,path=$d/ctl" -serial chardev:ctl
          -pidfile "$d/worker.pid")
-  ( exec timeout --foreground -k 5 "$tmo" "${QEMU[@]}" < /dev/null 2>&1 | stamp "$t0" > "$wlog" ) &
-  local wpid=$!
+  [ -z "$wargs" ] || QEMU+=(-drive "file=$d/worker.img,format=raw,if=none,id=wdisk,cache=writeback"
+                            -device virtio-blk-pci,drive=wdisk)
+  wstart=("${QEMU[@]}")
+  : > "$wlog"
+  worker_on() {  # the rest of the run's time, at least 30 s
+    wboots=$((wboots + 1)); rm -f "$d/worker.pid"
+    local left=$(( tmo - ${EPOCHREALTIME%.*} + ${t0%.*} )); [ "$left" -ge 30 ] || left=30
+    [ "$wboots" = 1 ] || printf '[%8.3f] ==== host: worker VM power-on #%d\n' "$(secs "$t0" "$EPOCHREALTIME")" "$wboots" >> "$wlog"
+    ( exec timeout --foreground -k 5 "$left" "${wstart[@]}" < /dev/null 2>&1 | stamp "$t0" >> "$wlog" ) &
+    wpid=$!
+  }
+  # worker_kill: the worker's power cut (SIGKILL of its qemu), and it boots again from its disk
+  worker_kill() {
+    local p; p=$(cat "$d/worker.pid" 2>/dev/null)
+    [ -n "$p" ] && kill -KILL "$p" 2>/dev/null
+    wait "$wpid" 2>/dev/null
+    printf '[%8.3f] ==== host: worker VM powered off hard (qemu SIGKILLed)\n' "$(secs "$t0" "$EPOCHREALTIME")" >> "$wlog"
+    worker_on
+  }
+  worker_on
   # control loop: requests from the worker's /dev/ttyS1
   local cin cout line buf="" id cmd rc msg
   exec {cin}<>"$d/ctl.out" {cout}<>"$d/ctl.in"
@@ -255,6 +280,10 @@ run_b() {  # run_b NAME TIMEOUT -> logs $LOGS/NAME-worker.log, $LOGS/NAME-storag
     esac
     read -r _ id cmd <<< "$line"
     rc=0; msg=""
+    if [ "$cmd" = worker-kill ] && [ -n "$wargs" ]; then  # the asker is gone: no answer
+      printf '[%8.3f] ==== host: worker asked "%s"\n' "$(secs "$t0" "$EPOCHREALTIME")" "$cmd" >> "$slog"
+      worker_kill; buf=""; continue
+    fi
     case $cmd in
       storage-off)   storage_off ;;
       storage-kill)  storage_kill ;;
@@ -273,7 +302,7 @@ run_b() {  # run_b NAME TIMEOUT -> logs $LOGS/NAME-worker.log, $LOGS/NAME-storag
   exec {cin}<&- {cout}>&-
   VM_LOGS=("$wlog" "$slog")
   local sb; sb=$(grep -a '@@E2E-BOOTED' "$slog" | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p' | tr '\n' ' ')
-  BOOT_TIMES="worker boot $(boot_time "$wlog")s; storage boots ($sboots) at ${sb% }s"
+  BOOT_TIMES="worker boot $(boot_time "$wlog")s${wargs:+ (worker boots: $wboots)}; storage boots ($sboots) at ${sb% }s"
 }
 
 # an interrupted run must not leave a storage VM behind

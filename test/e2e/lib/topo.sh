@@ -121,6 +121,35 @@ host_ctl() {
   fail "host_ctl '$1': no answer from the host within ${2:-60}s"
 }
 
+# ---- the worker's own power cut (b, header "# e2e-worker-disk: yes") ----------------------
+# worker_disk_setup (worker's init): its disk (/dev/vda) at $E2E_STATE, /etc/nvme kept on it
+# (the host identity outlives a reboot, as on a real worker), the boot counted on it
+worker_disk_setup() {
+  modprobe virtio_blk; modprobe ext4
+  poll 10 [ -b /dev/vda ] || { echo "@@ worker disk /dev/vda missing" >&2; return 1; }
+  mount -t ext4 /dev/vda "$E2E_STATE" || return 1
+  mkdir -p "$E2E_STATE/e2e" "$E2E_STATE/etc-nvme" /etc/nvme || return 1
+  mount --bind "$E2E_STATE/etc-nvme" /etc/nvme || return 1
+  _b=$(( $(cat "$E2E_STATE/e2e/worker-boots" 2>/dev/null || echo 0) + 1 ))
+  echo "$_b" > "$E2E_STATE/e2e/worker-boots.tmp" &&
+    mv "$E2E_STATE/e2e/worker-boots.tmp" "$E2E_STATE/e2e/worker-boots" && sync -f "$E2E_STATE" ||
+    return 1
+  echo "@@ [$(up)] worker disk at $E2E_STATE, boot #$_b" >&2
+}
+worker_boot_count() { cat "$E2E_STATE/e2e/worker-boots" 2>/dev/null || echo 0; }
+# worker_power_cut : the host SIGKILLs this VM's qemu (no shutdown, no sync) and boots it again
+# from its disk; the scenario then runs again from its start (worker_boot_count tells which
+# boot it is).  Never returns.
+worker_power_cut() {
+  [ "$(topo)" = b ] || fail "worker_power_cut needs topology b"
+  [ -n "${E2E_WORKER_DISK:-}" ] || fail "worker_power_cut needs the header e2e-worker-disk: yes"
+  log "worker POWER CUT (asking the host to SIGKILL this VM)"
+  _id=$(( $(cat /run/e2e/ctl.id 2>/dev/null || echo 0) + 1 )); echo "$_id" > /run/e2e/ctl.id
+  printf '@@CTL %s worker-kill\n' "$_id" >&7
+  sleep 120
+  fail "worker_power_cut: still running 120 s after asking the host"
+}
+
 # ---- storage outages ----------------------------------------------------------------
 # storage_down [--clean] : the storage node goes away.
 #   a: stop storage roles (they stay enabled), tear nvmet down, unload modules
