@@ -180,5 +180,5 @@ int ctl_store_code(int r)
 
 bool ctl_store_ready(struct ctl *c)
 {
-	return c->readiness ? ctl_readiness_ready(c->readiness) : ctl_readiness_check(c->st);
+	return c->readiness ? ctl_readiness_ready(c->readiness) : ctl_readiness_check(c->st, NULL);
 }

@@ -8,13 +8,15 @@
 #include "base/time.h"
 #include "model/pillar.h"
 
-bool ctl_readiness_check(store *st)
+bool ctl_readiness_check(store *st, struct err *e)
 {
 	void *items = NULL;
 	size_t n = 0;
-	int r = model_list(st, &model_pa_kind, NULL, NULL, &items, &n, NULL, NULL);
+	int r = model_list(st, &model_pa_kind, NULL, NULL, &items, &n, NULL, e);
 	model_list_free(&model_pa_kind, items, n);
-	return r == 0;
+	if (r < 0)
+		err_prefix(e, "a list of PillarAgents failed");
+	return r == 0 && store_health(st, e) == 0;
 }
 
 static uint64_t now_ms(void)
@@ -26,14 +28,15 @@ static uint64_t now_ms(void)
 /* One check; logs when the answer changes. */
 static void check(struct ctl_readiness *r)
 {
-	bool ok = ctl_readiness_check(r->st);
+	struct err e = {0};
+	bool ok = ctl_readiness_check(r->st, &e);
 	uint64_t before = atomic_exchange(&r->ok_at, ok ? now_ms() : 0);
 	if (ok != (before != 0)) {
 		if (ok)
 			log_info("store ready: Probe and /readyz answer ready");
 		else
 			log_info("store not ready: Probe and /readyz answer not ready", "reason",
-			         "a list of PillarAgents failed");
+			         e.msg);
 	}
 }
 

@@ -2,7 +2,8 @@
  * answer, kept current off the call path (csi.md §1.1).
  *
  * The store is ready when a list of PillarAgents succeeds (on the API server, a request that
- * reaches it; the embedded store, its index).  A thread of its own makes that list at start
+ * reaches it; the embedded store, its index) and store_health finds nothing wrong (the
+ * embedded store: its directory readable and writable, its lock held).  A thread of its own makes that list at start
  * (in ctl_readiness_start, so that the answer is right from the first call) and then every
  * interval_ms; a reader loads the last answer and its time: ready when the last check
  * succeeded and finished at most stale_ms ago (a check that hangs — an API server that accepts
@@ -46,7 +47,9 @@ bool ctl_readiness_ready(struct ctl_readiness *r);
  * a no-op. */
 void ctl_readiness_stop(struct ctl_readiness *r);
 
-/* One check: true when a list of PillarAgents on st succeeds. */
-bool ctl_readiness_check(store *st);
+/* One check: true when a list of PillarAgents on st succeeds and store_health finds nothing
+ * wrong (the embedded store answers the list from memory: its directory and lock are checked
+ * apart); false with the reason in e (optional). */
+bool ctl_readiness_check(store *st, struct err *e);
 
 #endif

@@ -489,6 +489,11 @@ void store_watch_close(store_watch *w)
 		w->ops->watch_close(w);
 }
 
+int store_health(store *s, struct err *e)
+{
+	return s->ops->health ? s->ops->health(s, e) : 0;
+}
+
 void store_close(store *s)
 {
 	if (s)

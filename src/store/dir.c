@@ -632,6 +632,7 @@ static const struct store_ops dir_ops = {
     .watch_next = dir_watch_next,
     .watch_close = dir_watch_close,
     .close = d_close,
+    .health = dir_health,
 };
 
 static int take_owner_lock(struct dir_store *s, struct err *e)

@@ -214,6 +214,9 @@ int dir_journal_put(struct dir_store *s, const char *key, const char *path, cons
                     size_t len, struct file_identity *id, struct err *e);
 int dir_journal_del(struct dir_store *s, const char *key, const char *path, struct err *e);
 
+/* dir_health.c: store_health of the embedded store */
+int dir_health(store *st, struct err *e);
+
 /* dir_watch.c */
 /* Builds the index and starts change notification (mu held).  0 or a negative errno. */
 int dir_index_start(struct dir_store *s, struct err *e);

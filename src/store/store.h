@@ -91,6 +91,8 @@ struct store_ops {
 	                  struct err *e);
 	void (*watch_close)(store_watch *w);
 	void (*close)(store *s);
+	/* optional (NULL: nothing to check): what a list answered from memory cannot tell */
+	int (*health)(store *s, struct err *e);
 };
 
 /* What every implementation's store and watch begin with. */
@@ -156,6 +158,14 @@ int store_delete(store *s, const struct store_kind *k, const char *ns, const cha
 int store_watch_open(store *s, const struct store_kind *k, uint64_t from_rv, store_watch **w,
                      struct err *e);
 void store_close(store *s); /* NULL is a no-op */
+/* What the store's own answers cannot show (csi.md §1.1, the controller's readiness): for the
+ * embedded store, that its directory is readable and writable by this process (a removed
+ * directory, a read-only filesystem, or, for a process that is not root, its permissions) and,
+ * for the owner, that this process still holds the lock on the .lock file now at PATH/.lock
+ * (not on one since removed or replaced).  A few system calls on the directory, no object
+ * read; meant for a thread of its own, not a call path.  0, or a negative errno with e naming
+ * what is wrong; 0 for a store with nothing to check (the API server's list is its check). */
+int store_health(store *s, struct err *e);
 
 /* Waits up to timeout_ms for the next event.  Returns 1 with *type and *obj (caller owns), 0 on
  * timeout, STORE_EXPIRED when events were lost (relist and watch again), or another negative

@@ -1,9 +1,11 @@
 /* The controller's /healthz, /readyz and /metrics endpoints (deploy.md §1.3). */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -244,6 +246,47 @@ START_TEST(test_readiness_stale_when_check_hangs)
 }
 END_TEST
 
+/* The embedded store answers the list from memory: its directory and its lock are checked
+ * apart (csi.md §1.1).  A directory that goes away turns the controller not ready, and ready
+ * again when it is back; so does a lock file replaced under it (another controller could lock
+ * the new one).  Renames and links, not modes: the tests run as root, which passes mode bits. */
+START_TEST(test_readiness_follows_store_dir)
+{
+	struct ctl_readiness r = {.st = fx_st, .interval_ms = 20};
+	struct err e = {0};
+	char away[600], lock[600], kept[600];
+	snprintf(away, sizeof(away), "%s.away", fx_dir);
+	snprintf(lock, sizeof(lock), "%s/.lock", fx_dir);
+	snprintf(kept, sizeof(kept), "%s/.lock.kept", fx_dir);
+	ck_assert_int_eq(ctl_readiness_start(&r, &e), 0);
+	fx_c.readiness = &r;
+	ck_assert(probe_says_ready());
+	ck_assert_int_eq(store_health(fx_st, &e), 0);
+
+	ck_assert_int_eq(rename(fx_dir, away), 0);
+	ck_assert(probe_becomes(false));
+	ck_assert_int_eq(store_health(fx_st, &e), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(e.msg, "is not readable and writable"));
+	ck_assert_int_eq(rename(away, fx_dir), 0);
+	ck_assert(probe_becomes(true));
+
+	/* .lock replaced: the new file is not locked, another controller's flock succeeds */
+	ck_assert_int_eq(link(lock, kept), 0);
+	ck_assert_int_eq(unlink(lock), 0);
+	int other = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	ck_assert_int_ge(other, 0);
+	ck_assert_int_eq(flock(other, LOCK_EX | LOCK_NB), 0);
+	ck_assert(probe_becomes(false));
+	ck_assert_int_eq(store_health(fx_st, &e), -ENOLCK);
+	ck_assert_ptr_nonnull(strstr(e.msg, "no longer holds its lock"));
+	close(other);
+	ck_assert_int_eq(rename(kept, lock), 0);
+	ck_assert(probe_becomes(true));
+	fx_c.readiness = NULL;
+	ctl_readiness_stop(&r);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("controller_probes");
@@ -255,6 +298,7 @@ int main(void)
 	tcase_add_test(t, test_probe_makes_no_store_call);
 	tcase_add_test(t, test_readiness_follows_store);
 	tcase_add_test(t, test_readiness_stale_when_check_hangs);
+	tcase_add_test(t, test_readiness_follows_store_dir);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
