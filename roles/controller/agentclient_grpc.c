@@ -38,7 +38,6 @@ static struct grpc_channel *channel_for(struct grpc_agent_client *g, const char 
 		grpc_channel_opts_init(&co);
 		co.max_msg = AGENT_MAX_MSG;
 		co.initial_backoff_ms = g->o.initial_backoff_ms;
-		co.max_backoff_ms = g->o.max_backoff_ms;
 		if (g->o.tls_ca && *g->o.tls_ca) {
 			co.tls_ca = g->o.tls_ca;
 			co.tls_cert = g->o.tls_cert;

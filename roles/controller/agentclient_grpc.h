@@ -9,8 +9,8 @@
 struct agentclient_grpc_opts {
 	const char *tls_cert, *tls_key, *tls_ca; /* all three or none (mTLS) */
 	const char *server_name;                 /* name expected in agent certificates */
-	/* each channel's reconnect backoff (grpc_channel_opts); 0: the channel's defaults */
-	uint64_t initial_backoff_ms, max_backoff_ms;
+	/* each channel's initial reconnect backoff (grpc_channel_opts); 0: the channel's default */
+	uint64_t initial_backoff_ms;
 };
 
 /* 0 or a negative errno; close with agentclient_close(). */

@@ -70,8 +70,7 @@ struct grpc_channel {
 	size_t max_msg;
 	struct client_connection *cur;
 	atomic_int n_conns;
-	uint64_t backoff, retry_at, conn_ids;
-	uint64_t backoff_first, backoff_max;
+	uint64_t backoff, retry_at, conn_ids, backoff_first, backoff_max;
 	char last_err[ERR_MSG_MAX];
 	struct client_call *pend_head, *pend_tail;
 	bool closing;
@@ -418,7 +417,6 @@ static void start_fn(void *arg)
 	struct err e = {0};
 	bool inprog;
 	int fd;
-
 	if (ch->closing) {
 		set_local(c, GRPC_UNAVAILABLE, "channel closed");
 		goto fail;
@@ -480,7 +478,6 @@ fail: /* c's local status is set */
 static void reader_read_fn(void *arg)
 {
 	struct client_call *c = arg;
-
 	h2_conn_reader_read(c->rconn);
 	c->rgone = h2_conn_closing(c->rconn);
 }
@@ -488,7 +485,6 @@ static void reader_read_fn(void *arg)
 static void reader_end_fn(void *arg)
 {
 	struct client_call *c = arg;
-
 	h2_conn_reader_end(c->rconn);
 	c->rconn = NULL;
 }
@@ -526,7 +522,6 @@ static void cancel_fn(void *arg)
 {
 	struct client_call *c = arg;
 	bool done;
-
 	pthread_mutex_lock(&c->mu);
 	done = c->done;
 	pthread_mutex_unlock(&c->mu);
@@ -569,9 +564,7 @@ int grpc_channel_new(struct grpc_channel **out, const char *target,
 		goto fail;
 	ch->max_msg = o->max_msg ? o->max_msg : GRPC_DEFAULT_MAX_MSG;
 	ch->backoff_first = o->initial_backoff_ms ? o->initial_backoff_ms : BACKOFF_FIRST;
-	ch->backoff_max = o->max_backoff_ms ? o->max_backoff_ms : BACKOFF_MAX;
-	if (ch->backoff_max < ch->backoff_first)
-		ch->backoff_max = ch->backoff_first;
+	ch->backoff_max = ch->backoff_first > BACKOFF_MAX ? ch->backoff_first : BACKOFF_MAX;
 	ch->loop = o->loop ? o->loop : h2_loop_default();
 	if (!ch->loop) {
 		rc = err_set(e, -ENOMEM, "gRPC channel: no event loop");

@@ -35,9 +35,9 @@ struct grpc_channel_opts {
 	const char *tls_cert, *tls_key; /* optional client certificate (mTLS) */
 	const char *server_name;        /* name to verify and send as :authority; default: host */
 	size_t max_msg;                 /* receive limit; default 4 MiB */
-	/* reconnect backoff (gRPC core's initial/max_reconnect_backoff_ms): the wait after the first
-	 * failed attempt, doubled after each further one up to the maximum; 0: 200 ms and 10 s */
-	uint64_t initial_backoff_ms, max_backoff_ms;
+	/* the reconnect backoff after the first failed attempt, doubled after each further one up
+	 * to 10 s or to itself when larger (gRPC core's initial_reconnect_backoff_ms); 0: 200 ms */
+	uint64_t initial_backoff_ms;
 	struct h2_loop *loop; /* default h2_loop_default() */
 };
 
