@@ -29,7 +29,13 @@ import agentlib  # noqa: E402
 
 TMP = os.environ["HOSTILE_TMP"]
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEADLINE_S = 2
+# The agent's handshake deadline, and how soon after a flood's last connect a connection the
+# agent refuses must be closed ("at once"): well below the deadline, so a refused connection is
+# told from a timed-out one, and far above what a loaded machine takes to accept a backlog.
+# Every wait is measured from the end of the flood, whose own length depends on the load.
+DEADLINE_S = 6
+AT_ONCE_S = 3
+MARGIN_S = 10
 FLOOD = 1100
 failed = 0
 
@@ -141,19 +147,19 @@ def plain_cases():
     base = settle_rss(pid, 1)
 
     # one peer: everything above its 64 is refused at once; the rest times out
-    t0 = time.monotonic()
     socks = flood(agent.port, ["127.0.0.2"], FLOOD)
+    t0 = time.monotonic()
     during = rss_kb(pid)
     ok, why = fresh_call(agent)
     check("a new legitimate connection is served while one peer holds %d silent ones" %
           len(socks), ok, why)
-    quick = closed_by_peer(socks, 0.5)
+    quick = closed_by_peer(socks, AT_ONCE_S)
     check("connections above the per-peer limit are refused at once (%d of %d)" %
           (len(quick), len(socks)), len(quick) >= len(socks) - 64, "")
-    rest = closed_by_peer([s for s in socks if s.fileno() not in quick], DEADLINE_S + 3)
+    rest = closed_by_peer([s for s in socks if s.fileno() not in quick], DEADLINE_S + MARGIN_S)
     took = time.monotonic() - t0
-    check("every silent connection is closed by the %ds deadline (%.1f s)" % (DEADLINE_S, took),
-          len(quick) + len(rest) == len(socks) and took < DEADLINE_S + 3,
+    check("every silent connection is closed by the %ds deadline (%.1f s after the flood)"
+          % (DEADLINE_S, took), len(quick) + len(rest) == len(socks),
           "%d still open" % (len(socks) - len(quick) - len(rest)))
     for s in socks:
         s.close()
@@ -162,23 +168,23 @@ def plain_cases():
     check("one warning names the peer and the per-peer limit", len(refused) == 1,
           "%d lines" % len(refused))
     timed = lines(agent, r'^W.*"gRPC connection timed out" peer="127\.0\.0\.2" '
-                         r'reason="HTTP/2 client preface not completed within 2s"')
+                         r'reason="HTTP/2 client preface not completed within %ds"' % DEADLINE_S)
     check("one warning names the peer and the deadline", len(timed) == 1,
           "%d lines" % len(timed))
 
     # twenty peers: the global limit (1,024) fills until the deadline empties it
     sources = ["127.0.1.%d" % i for i in range(1, 21)]
-    t0 = time.monotonic()
     socks = flood(agent.port, sources, FLOOD)
+    t0 = time.monotonic()
     peak = rss_kb(pid)
-    quick = closed_by_peer(socks, 0.5)
+    quick = closed_by_peer(socks, AT_ONCE_S)
     check("connections above the global limit are refused (%d of %d)" % (len(quick), len(socks)),
           len(quick) >= len(socks) - 1024, "")
-    ok, why = fresh_call(agent, timeout=DEADLINE_S + 5)
+    ok, why = fresh_call(agent, timeout=DEADLINE_S + MARGIN_S)
     check("a legitimate client gets in once the deadline has emptied the table", ok, why)
-    rest = closed_by_peer([s for s in socks if s.fileno() not in quick], DEADLINE_S + 3)
-    check("every silent connection of the spread flood is closed by the deadline",
-          len(quick) + len(rest) == len(socks) and time.monotonic() - t0 < DEADLINE_S + 8,
+    rest = closed_by_peer([s for s in socks if s.fileno() not in quick], DEADLINE_S + MARGIN_S)
+    check("every silent connection of the spread flood is closed by the deadline (%.1f s after "
+          "the flood)" % (time.monotonic() - t0), len(quick) + len(rest) == len(socks),
           "%d still open" % (len(socks) - len(quick) - len(rest)))
     for s in socks:
         s.close()
@@ -236,10 +242,10 @@ def mtls_cases():
     # silent connections to a TLS server hold no TLS session until they send a byte
     pid = agent.proc.pid
     base = settle_rss(pid, 1)
-    t0 = time.monotonic()
     socks = flood(agent.port, ["127.0.2.%d" % i for i in range(1, 21)], 1000)
+    t0 = time.monotonic()
     peak = rss_kb(pid)
-    closed = closed_by_peer(socks, DEADLINE_S + 3)
+    closed = closed_by_peer(socks, DEADLINE_S + MARGIN_S)
     check("every silent TLS connection is closed by the deadline (%d of %d in %.1f s)"
           % (len(closed), len(socks), time.monotonic() - t0), len(closed) == len(socks), "")
     for s in socks:
@@ -250,7 +256,7 @@ def mtls_cases():
     check("RSS returns within 2 MB of the baseline (%d -> %d kB)" % (base, after),
           after - base < 2048, "")
     got = lines(agent, r'"gRPC connection timed out" peer="127\.0\.2\.\d+" '
-                       r'reason="TLS handshake not completed within 2s"')
+                       r'reason="TLS handshake not completed within %ds"' % DEADLINE_S)
     check("the time-outs are logged once per peer", len(got) == 20, "%d lines" % len(got))
     check("no certificate or key material in the log",
           "BEGIN" not in agent.log_text() and "PRIVATE" not in agent.log_text(), "")
