@@ -104,8 +104,16 @@ int agent_config_check_dirs(const struct agent_config *c, struct err *e)
 			    e, -EINVAL,
 			    "backends[%zu].file.directory %s does not support direct I/O (tmpfs?)",
 			    i, b->directory);
+		struct err we = {0};
+		int r = backend_file_write_through(fd, probe, &we);
 		close(fd);
 		unlink(probe);
+		if (r != 0)
+			return err_set(
+			    e, -EINVAL,
+			    "backends[%zu].file.directory %s does not support synchronous "
+			    "writes (chattr +S: %s)",
+			    i, b->directory, strerror(-we.code));
 	}
 	return 0;
 }

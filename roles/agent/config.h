@@ -20,8 +20,10 @@ struct agent_config {
 int agent_config_parse(const char *buf, size_t len, struct agent_config *out, struct err *e);
 int agent_config_load(const char *path, struct agent_config *out, struct err *e);
 void agent_config_clear(struct agent_config *c);
-/* The start-time probe of every file backend's directory (O_DIRECT):
- * `backends[<i>].file.directory <path> does not support direct I/O (tmpfs?)`. */
+/* The start-time probe of every file backend's directory (O_DIRECT, then the synchronous-update
+ * attribute the images get): `backends[<i>].file.directory <path> does not support direct I/O
+ * (tmpfs?)`, `backends[<i>].file.directory <path> does not support synchronous writes (chattr
+ * +S: <reason>)`. */
 int agent_config_check_dirs(const struct agent_config *c, struct err *e);
 
 #endif

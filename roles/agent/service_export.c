@@ -108,6 +108,8 @@ static int prepare_item(agent_service *a, struct item *it, int64_t deadline, str
 	int code;
 	if ((code = svc_wait_backing(a, it->b, &it->v, it->dev, deadline, st)) != GRPC_OK)
 		return code;
+	if (it->b->ops->serve && it->b->ops->serve(it->b, it->dev, &e) < 0)
+		return svc_state_failed(st, &e);
 	const char *uid = it->fence ? it->fence->volume_uid : NULL;
 	if (agent_identity_start(a->state_dir, it->v.id, uid, it->nqn, &it->spec.identity, &e) < 0)
 		return svc_state_failed(st, &e);

@@ -79,6 +79,9 @@ struct backend_ops {
 	int (*device_path)(const backend *b, const char *name, char *out, size_t cap);
 	/* LVM: lvchange -ay; others NULL. */
 	int (*activate)(backend *b, const char *name, struct err *e);
+	/* Before each export of the volume whose device is path: the file backend makes the image
+	 * write-through (backend_file_write_through); NULL for the others. */
+	int (*serve)(backend *b, const char *path, struct err *e);
 	/* ZFS: the volume's volblocksize; the zfs tool rounds a volume's size up to a multiple
 	 * of it, so a volume up to one granule larger than requested has the requested size.
 	 * NULL for the others. */
@@ -139,6 +142,16 @@ const char *backend_kind_name(enum backend_kind k);
 int backend_device_wait(const char *path, bool allow_regular, int timeout_ms, int poll_ms);
 /* Whether device nodes of this backend may be regular files (file backend, or a test dev root). */
 bool backend_regular_devices(const backend *b);
+/* Sets the synchronous-update attribute (FS_SYNC_FL, `chattr +S`) of the open file fd (named
+ * path in messages): every write to it is then durable before it completes, also one the
+ * kernel target makes for a host.  A file-backed namespace so acknowledges a host's write only
+ * once the storage node's file system has it for good; its volatile state (dirty pages,
+ * uncommitted block allocations) would otherwise die in a power cut of the storage node while
+ * the host's outstanding flush is retried on the rebooted target and succeeds there
+ * (docs/architecture.md, "The data path").  0 once set; 1 with e set when the file system has no
+ * such attribute (the agent's start probe, agent_config_check_dirs, refuses such a directory);
+ * -errno with e set on another error. */
+int backend_file_write_through(int fd, const char *path, struct err *e);
 
 /* ---- shared by the implementations ------------------------------------------------------------ */
 

@@ -120,6 +120,9 @@ static int run_copy(struct backend_copy *c)
 	if (r == 0 && ftruncate(out, c->grow_to > st.st_size ? c->grow_to : st.st_size) < 0)
 		r = err_set(&c->e, errno == ENOSPC ? -ENOSPC : -errno, "truncate %s: %s", c->tmp,
 		            strerror(errno));
+	struct err we = {0};
+	if (r == 0 && backend_file_write_through(out, c->tmp, &we) < 0)
+		r = err_set(&c->e, we.code, "%s", we.msg);
 	if (r == 0 &&
 	    (fchmod(out, c->mode) < 0 || futimens(out, NULL) < 0 || file_fsync(out, c->tmp) < 0))
 		r = err_set(&c->e, -errno, "write %s: %s", c->tmp, strerror(errno));

@@ -2,10 +2,13 @@
  * the exact zfs and lvm commands of agent-api.md §5.2, output parsing, error mapping; the file
  * backend; the agent config file rules of §11.2; sizes the zfs tool rounds up. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -197,6 +200,16 @@ START_TEST(test_lvm_commands)
 }
 END_TEST
 
+/* Whether path carries the synchronous-update attribute (chattr +S). */
+static bool write_through(const char *path)
+{
+	int flags = 0, fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ioctl(fd, FS_IOC_GETFLAGS, &flags), 0);
+	close(fd);
+	return (flags & FS_SYNC_FL) != 0;
+}
+
 START_TEST(test_file_backend)
 {
 	char d[600];
@@ -218,6 +231,8 @@ START_TEST(test_file_backend)
 	ck_assert_int_eq(stat(dev, &st), 0);
 	ck_assert_int_eq(st.st_mode & 0777, 0600);
 	ck_assert_int_lt(st.st_blocks * 512, 1 << 20); /* sparse */
+	/* a write nvmet acknowledges is durable: no flush of the host is needed for it */
+	ck_assert(write_through(dev));
 	ck_assert_int_eq(backend_device_wait(dev, true, 100, 10), 0);
 	ck_assert_int_eq(backend_device_wait(dev, false, 100, 10), -ENXIO);
 	ck_assert_int_eq(b->ops->expand(b, "v", 2 << 20, &e), 0);
@@ -235,6 +250,100 @@ START_TEST(test_file_backend)
 	ck_assert_int_eq(b->ops->destroy(b, "v", &e), 0);
 	ck_assert_int_eq(b->ops->destroy(b, "v", &e), 0); /* missing = success */
 	backend_free(b);
+}
+END_TEST
+
+/* Every image the file backend serves writes through: made by create, by a clone, or by an
+ * older agent (the attribute is set before the export). */
+START_TEST(test_file_images_write_through)
+{
+	char d[600], p[700], old[700];
+	snprintf(d, sizeof(d), "%s/wt", dir);
+	mkdir(d, 0755);
+	struct backend_config c = {.kind = BACKEND_FILE, .pool = "fp", .directory = d};
+	backend *b;
+	struct err e = {0};
+	ck_assert_int_eq(backend_new(&c, &b, &e), 0);
+	struct backend_create_opts o = {.preallocate = true};
+	ck_assert_int_eq(b->ops->create(b, "full", 1 << 20, &o, &e), 0);
+	ck_assert_int_eq(b->ops->device_path(b, "full", p, sizeof(p)), 0);
+	ck_assert(write_through(p));
+	int r;
+	while ((r = b->ops->clone(b, "copy", BACKEND_FROM_VOLUME, "full", 2 << 20, NULL, &e)) ==
+	       -EINPROGRESS)
+		;
+	ck_assert_msg(r == 0, "clone: %s", e.msg);
+	ck_assert_int_eq(b->ops->device_path(b, "copy", p, sizeof(p)), 0);
+	ck_assert(write_through(p));
+	snprintf(old, sizeof(old), "%s/old.img", d);
+	int fd = open(old, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert(!write_through(old));
+	ck_assert_ptr_nonnull(b->ops->serve);
+	ck_assert_int_eq(b->ops->serve(b, old, &e), 0);
+	ck_assert(write_through(old));
+	ck_assert_int_eq(b->ops->serve(b, old, &e), 0); /* already set */
+	char want[800];
+	snprintf(old, sizeof(old), "%s/missing.img", d);
+	snprintf(want, sizeof(want), "open %s: No such file or directory", old);
+	ck_assert_int_eq(b->ops->serve(b, old, &e), -ENOENT);
+	ck_assert_str_eq(e.msg, want);
+	backend_free(b);
+}
+END_TEST
+
+/* The start-time probe accepts a directory whose images can write through (the test's own, on
+ * a disk file system) and refuses tmpfs, for direct I/O or, where the kernel allows direct I/O
+ * on tmpfs, for the synchronous-update attribute it lacks. */
+START_TEST(test_config_dir_probe)
+{
+	char d[600], json[1400], shm[] = "/dev/shm/pillar-csi-test-XXXXXX";
+	struct agent_config c;
+	struct err e = {0};
+	snprintf(d, sizeof(d), "%s/probe", dir);
+	mkdir(d, 0755);
+	snprintf(json, sizeof(json),
+	         "{\"backends\":[{\"file\":{\"pool\":\"p\",\"directory\":\"%s\"}}]}", d);
+	ck_assert_int_eq(agent_config_parse(json, strlen(json), &c, &e), 0);
+	ck_assert_msg(agent_config_check_dirs(&c, &e) == 0, "%s", e.msg);
+	agent_config_clear(&c);
+	snprintf(json, sizeof(json), "%s/.pillar-csi-probe", d);
+	ck_assert_int_eq(access(json, F_OK), -1); /* the probe file is removed */
+	if (!mkdtemp(shm))
+		return; /* no tmpfs at /dev/shm here */
+	snprintf(json, sizeof(json),
+	         "{\"backends\":[{\"file\":{\"pool\":\"p\",\"directory\":\"%s\"}}]}", shm);
+	ck_assert_int_eq(agent_config_parse(json, strlen(json), &c, &e), 0);
+	snprintf(json, sizeof(json), "%s/direct", shm);
+	int fd = open(json, O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		close(fd);
+		unlink(json);
+		snprintf(
+		    json, sizeof(json),
+		    "backends[0].file.directory %s does not support synchronous writes (chattr "
+		    "+S: Operation not supported)",
+		    shm);
+	} else {
+		snprintf(json, sizeof(json),
+		         "backends[0].file.directory %s does not support direct I/O (tmpfs?)", shm);
+	}
+	ck_assert_int_eq(agent_config_check_dirs(&c, &e), -EINVAL);
+	agent_config_clear(&c);
+	ck_assert_str_eq(e.msg, json);
+	/* the backend itself, used without the probe, still makes volumes there */
+	struct backend_config fc = {.kind = BACKEND_FILE, .pool = "fp", .directory = shm};
+	backend *b;
+	memset(&e, 0, sizeof(e));
+	ck_assert_int_eq(backend_new(&fc, &b, &e), 0);
+	ck_assert_msg(b->ops->create(b, "v", 1 << 20, NULL, &e) == 0, "%s", e.msg);
+	ck_assert_int_eq(e.code, 0);
+	ck_assert_int_eq(b->ops->device_path(b, "v", json, sizeof(json)), 0);
+	ck_assert_int_eq(b->ops->serve(b, json, &e), 0);
+	ck_assert_int_eq(b->ops->destroy(b, "v", &e), 0);
+	backend_free(b);
+	ck_assert_int_eq(rmdir(shm), 0);
 }
 END_TEST
 
@@ -551,6 +660,8 @@ int main(void)
 	tcase_add_test(t, test_zfs_commands);
 	tcase_add_test(t, test_lvm_commands);
 	tcase_add_test(t, test_file_backend);
+	tcase_add_test(t, test_file_images_write_through);
+	tcase_add_test(t, test_config_dir_probe);
 	tcase_add_test(t, test_config_rules);
 	tcase_add_test(t, test_health_pool_checks_are_cached);
 	tcase_add_test(t, test_zfs_rounded_size_is_the_same);
