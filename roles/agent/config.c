@@ -5,11 +5,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include "base/file.h"
 #include "model/agent_config.h"
@@ -86,6 +90,16 @@ int agent_config_load(const char *path, struct agent_config *out, struct err *e)
 	return r;
 }
 
+/* Whether the open file fd lives in memory (tmpfs, ramfs): no power cut spares such a file
+ * system's contents, so a write-through attribute there would have nothing to protect. */
+static bool in_memory(int fd)
+{
+	struct statfs fs;
+	if (fstatfs(fd, &fs) < 0)
+		return false;
+	return fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC;
+}
+
 int agent_config_check_dirs(const struct agent_config *c, struct err *e)
 {
 	for (size_t i = 0; i < c->n; i++) {
@@ -106,9 +120,10 @@ int agent_config_check_dirs(const struct agent_config *c, struct err *e)
 			    i, b->directory);
 		struct err we = {0};
 		int r = backend_file_write_through(fd, probe, &we);
+		bool memory = r == 1 && in_memory(fd);
 		close(fd);
 		unlink(probe);
-		if (r != 0)
+		if (r != 0 && !memory)
 			return err_set(
 			    e, -EINVAL,
 			    "backends[%zu].file.directory %s does not support synchronous "
