@@ -514,7 +514,7 @@ static int d_write(struct dir_store *s, struct opreq *q, struct err *e)
 		pthread_mutex_unlock(&s->mu);
 		return fd;
 	}
-	if ((r = dir_journal_locked(s, fd, e)) == 0 &&
+	if ((r = dir_journal_attach(s, e)) == 0 && (r = dir_journal_locked(s, fd, e)) == 0 &&
 	    (r = dir_current(s, key, path, &cur, e)) == 0 &&
 	    (r = dir_plan(q, cur, &next, e)) >= 0 && (r = dir_rv_issue(s, fd, &rv, e)) == 0)
 		r = commit(s, q, key, path, cur, next, rv, e);
@@ -730,7 +730,7 @@ int store_dir_open(const char *path, bool owner, int poll_ms, store **out, struc
 		d_close(&s->base);
 		return r;
 	}
-	if ((r = dir_journal_open(s, e)) < 0) { /* a corrupt journal too */
+	if ((r = dir_journal_open(s, owner, e)) < 0) { /* a corrupt journal too */
 		d_close(&s->base);
 		return r;
 	}

@@ -194,8 +194,14 @@ int dir_fident(const char *path, struct file_identity *id);
  * write always fits once the journal is checkpointed) */
 #define STORE_JOURNAL_REGION (1u << 20)
 #define STORE_OBJECT_MAX     (STORE_JOURNAL_REGION / 2)
-/* Opens PATH/.journal and does the lock holder's duties once. */
-int dir_journal_open(struct dir_store *s, struct err *e);
+/* At the store's open: under the operation lock, opens PATH/.journal (the owner makes it) and
+ * does the lock holder's duties once. Another process with no journal there yet opens none and
+ * leaves no file behind: a reader never writes the store's directory. */
+int dir_journal_open(struct dir_store *s, bool owner, struct err *e);
+/* With the operation lock held, before a write: the journal open, made if it is not there. Every
+ * journal is made under the operation lock, so the owner's sweep of temporary files never takes
+ * the one being made. */
+int dir_journal_attach(struct dir_store *s, struct err *e);
 /* After taking the operation lock exclusively (fd): applies what a writer that died, or a
  * reboot, may have left unapplied (and checkpoints after a reboot). */
 int dir_journal_locked(struct dir_store *s, int fd, struct err *e);

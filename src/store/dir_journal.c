@@ -199,17 +199,28 @@ int dir_journal_locked(struct dir_store *s, int fd, struct err *e)
 	return 0;
 }
 
-int dir_journal_open(struct dir_store *s, struct err *e)
+int dir_journal_attach(struct dir_store *s, struct err *e)
 {
 	char path[PATH_MAX];
+	if (s->journal)
+		return 0;
 	snprintf(path, sizeof(path), "%s/.journal", s->path);
-	int r = journal_open(path, STORE_JOURNAL_REGION, 0600, &s->journal, e);
-	if (r < 0)
-		return r;
+	return journal_open(path, STORE_JOURNAL_REGION, 0600, &s->journal, e);
+}
+
+int dir_journal_open(struct dir_store *s, bool owner, struct err *e)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/.journal", s->path);
+	if (!owner && stat(path, &st) < 0 && errno == ENOENT)
+		return 0; /* nothing to apply; this process's first write makes it */
 	int fd = dir_oplock(s, LOCK_EX, e);
 	if (fd < 0)
 		return fd;
-	r = dir_journal_locked(s, fd, e);
+	int r = dir_journal_attach(s, e);
+	if (r == 0)
+		r = dir_journal_locked(s, fd, e);
 	dir_opunlock(fd);
 	return r;
 }
