@@ -228,6 +228,7 @@ static int start(const struct opts *o, struct running *x, struct err *e)
 	x->c.dhchap_plaintext = o->dhchap_plaintext;
 	x->c.dhchap_ns = *o->dhchap_ns ? o->dhchap_ns : lo.ns && *lo.ns ? lo.ns : "default";
 	x->ready.st = x->st;
+	x->ready.kc = store_kube_client(raw);
 	if (ctl_readiness_start(&x->ready, e) < 0)
 		return -1;
 	x->c.readiness = &x->ready;

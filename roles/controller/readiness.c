@@ -25,11 +25,21 @@ static uint64_t now_ms(void)
 	return t > 0 ? (uint64_t)t : 1; /* 0 means "failed" */
 }
 
+/* The API server answers a request (GET /version); false with the reason in e. */
+static bool api_answers(struct kube_client *kc, struct err *e)
+{
+	struct kube_status ks = {0};
+	int r = kube_request(kc, "GET", "/version", NULL, NULL, 0, NULL, NULL, &ks);
+	if (r < 0)
+		err_set(e, r, "GET /version on the API server failed: %s", strerror(-r));
+	return r == 0;
+}
+
 /* One check; logs when the answer changes. */
 static void check(struct ctl_readiness *r)
 {
 	struct err e = {0};
-	bool ok = ctl_readiness_check(r->st, &e);
+	bool ok = r->kc ? api_answers(r->kc, &e) : ctl_readiness_check(r->st, &e);
 	uint64_t before = atomic_exchange(&r->ok_at, ok ? now_ms() : 0);
 	if (ok != (before != 0)) {
 		if (ok)
