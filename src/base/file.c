@@ -134,6 +134,28 @@ static int write_failed(const char *path, int r, struct err *e)
 	                              : "");
 }
 
+int file_temp_create(const char *path, mode_t mode, char *tmp, size_t cap)
+{
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	if (!*base)
+		return -EINVAL;
+	int n = slash ? snprintf(tmp, cap, "%.*s/.%s" FILE_TEMP_INFIX "XXXXXX", (int)(slash - path),
+	                         path, base)
+	              : snprintf(tmp, cap, ".%s" FILE_TEMP_INFIX "XXXXXX", base);
+	if (n < 0 || (size_t)n >= cap)
+		return -ENAMETOOLONG;
+	int fd = mkostemp(tmp, O_CLOEXEC); /* O_CREAT | O_EXCL: a symlink is never followed */
+	if (fd < 0)
+		return -errno;
+	if (fchmod(fd, mode) < 0) {
+		int r = -errno;
+		close(fd);
+		unlink(tmp);
+		return r;
+	}
+	return fd;
+}
+
 int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e)
 {
 	return file_write_atomic_stat(path, data, len, mode, NULL, e);
@@ -143,23 +165,19 @@ int file_write_atomic_stat(const char *path, const void *data, size_t len, mode_
                            struct stat *st, struct err *e)
 {
 	char dir[PATH_MAX], tmp[PATH_MAX];
-	const char *base = strrchr(path, '/');
 	int fd, r;
 
 	if (dir_of(path, dir, sizeof(dir)) < 0)
 		return err_set(e, -ENAMETOOLONG, "path too long: %s", path);
-	base = base ? base + 1 : path;
-	if (!*base)
+	fd = file_temp_create(path, mode, tmp, sizeof(tmp));
+	if (fd == -EINVAL)
 		return err_set(e, -EINVAL, "not a file path: %s", path);
-	if (snprintf(tmp, sizeof(tmp), "%s/.%s.tmp.XXXXXX", dir, base) >= (int)sizeof(tmp))
+	if (fd == -ENAMETOOLONG)
 		return err_set(e, -ENAMETOOLONG, "path too long: %s", path);
-	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) /* named after the file it was for: the operator looks for that one */
-		return err_set(e, -errno, "write %s: create temporary file: %s%s", path,
-		               strerror(errno), errno == ENOSPC ? " (ENOSPC)" : "");
+		return err_set(e, fd, "write %s: create temporary file: %s%s", path, strerror(-fd),
+		               fd == -ENOSPC ? " (ENOSPC)" : "");
 	r = write_all(fd, data, len);
-	if (r == 0 && fchmod(fd, mode) < 0)
-		r = -errno;
 	if (r == 0 && fsync_observed(fd, path) < 0)
 		r = -errno;
 	if (r == 0 && st && fstat(fd, st) < 0)

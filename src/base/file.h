@@ -43,6 +43,16 @@ int file_write_atomic_stat(const char *path, const void *data, size_t len, mode_
 int file_write_atomic_reuse(const char *path, const void *data, size_t len, mode_t mode,
                             struct stat *st, struct err *e);
 
+/* The temporary file of a write that will replace path: created exclusively (never an existing
+ * name, never through a symlink) beside path as ".<name of path>.tmp.XXXXXX" (hidden, and
+ * in path's directory so that a rename can replace path), with exactly mode (not narrowed by
+ * the umask), close-on-exec, open for writing.  Its name goes into tmp (cap bytes).  An fd,
+ * or a negative errno: -ENAMETOOLONG when the name does not fit, -EINVAL when path names no
+ * file (empty, or ending in '/'), -ENOENT when the directory is missing, another from
+ * mkostemp or fchmod; nothing is left behind on failure. */
+#define FILE_TEMP_INFIX ".tmp."
+int file_temp_create(const char *path, mode_t mode, char *tmp, size_t cap);
+
 /* Reads the whole file into a NUL-terminated malloc'd buffer (caller frees *out).  0, or
  * -ENOENT (missing), -EFBIG (more than max bytes), another negative errno. */
 int file_read_all(const char *path, size_t max, char **out, size_t *len, struct err *e);

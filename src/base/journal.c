@@ -257,19 +257,14 @@ static int create(const char *path, size_t rsize, mode_t mode, struct err *e)
 {
 	char tmp[PATH_MAX];
 	const char *slash = strrchr(path, '/');
-	int n = slash ? snprintf(tmp, sizeof(tmp), "%.*s/.%s.tmp.XXXXXX", (int)(slash - path), path,
-	                         slash + 1)
-	              : snprintf(tmp, sizeof(tmp), ".%s.tmp.XXXXXX", path);
-	if (n < 0 || (size_t)n >= sizeof(tmp))
-		return err_set(e, -ENAMETOOLONG, "journal path too long: %s", path);
-	int fd = mkostemp(tmp, O_CLOEXEC), rc = 0;
+	int fd = file_temp_create(path, mode, tmp, sizeof(tmp)), rc = 0;
+	if (fd == -ENAMETOOLONG)
+		return err_set(e, fd, "journal path too long: %s", path);
 	if (fd < 0)
-		return err_set(e, -errno, "create journal %s: %s", path, strerror(errno));
+		return err_set(e, fd, "create journal %s: %s", path, strerror(-fd));
 	static const char zeros[65536];
 	struct region_header h = {.magic = REGION_MAGIC, .version = VERSION, .first = 1};
 	h.crc = region_crc(&h);
-	if (fchmod(fd, mode) < 0)
-		rc = -errno;
 	for (size_t off = 0; rc == 0 && off < 2 * rsize; off += sizeof(zeros))
 		rc = pwrite_all(fd, zeros,
 		                sizeof(zeros) < 2 * rsize - off ? sizeof(zeros) : 2 * rsize - off,

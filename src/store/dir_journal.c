@@ -77,21 +77,21 @@ static int write_temp(const char *path, const char *data, size_t len, bool secre
 	char dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');
 	struct stat st;
+	mode_t mode = secret ? 0600 : 0644;
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	if (snprintf(tmp, PATH_MAX + 32, "%s/.%s.tmp.XXXXXX", dir, slash + 1) >= PATH_MAX + 32)
-		return err_set(e, -ENAMETOOLONG, "path too long: %s", path);
-	int fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT) { /* a new namespace: its directory */
+	int fd = file_temp_create(path, mode, tmp, PATH_MAX + 32);
+	if (fd == -ENOENT) { /* a new namespace: its directory */
 		int r = file_mkdir_p(dir, secret ? 0700 : 0755, e);
 		if (r < 0)
 			return r;
-		snprintf(tmp, PATH_MAX + 32, "%s/.%s.tmp.XXXXXX", dir, slash + 1);
-		fd = mkostemp(tmp, O_CLOEXEC);
+		fd = file_temp_create(path, mode, tmp, PATH_MAX + 32);
 	}
+	if (fd == -ENAMETOOLONG)
+		return err_set(e, fd, "path too long: %s", path);
 	if (fd < 0)
-		return err_set(e, -errno, "write %s: %s%s", path, strerror(errno),
-		               errno == ENOSPC ? " (ENOSPC)" : "");
-	int r = fchmod(fd, secret ? 0600 : 0644) < 0 ? -errno : 0;
+		return err_set(e, fd, "write %s: %s%s", path, strerror(-fd),
+		               fd == -ENOSPC ? " (ENOSPC)" : "");
+	int r = 0;
 	for (size_t off = 0; r == 0 && off < len;) {
 		ssize_t n = write(fd, data + off, len - off);
 		if (n < 0 && errno != EINTR)

@@ -362,6 +362,64 @@ START_TEST(test_file_atomic_write_and_read)
 }
 END_TEST
 
+/* file_temp_create: a new hidden name beside the target, the mode exact whatever the umask,
+ * close-on-exec; a path naming no file or too long for the buffer is refused and leaves
+ * nothing. */
+START_TEST(test_file_temp_create)
+{
+	const char *d = tu_mkdtemp();
+	char path[512], tmp[600], prefix[600];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/rec.json", d);
+	mode_t old = umask(077);
+	int fd = file_temp_create(path, 0644, tmp, sizeof(tmp));
+	umask(old);
+	ck_assert_int_ge(fd, 0);
+	snprintf(prefix, sizeof(prefix), "%s/.rec.json.tmp.", d);
+	ck_assert_int_eq(strncmp(tmp, prefix, strlen(prefix)), 0);
+	ck_assert_uint_eq(strlen(tmp), strlen(prefix) + 6);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert(S_ISREG(st.st_mode));
+	ck_assert_int_eq(st.st_mode & 07777, 0644);
+	ck_assert_int_eq(st.st_size, 0);
+	ck_assert_int_ne(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+	ck_assert_int_eq(write(fd, "x", 1), 1);
+	close(fd);
+	/* a second one is another file */
+	char tmp2[600];
+	fd = file_temp_create(path, 0600, tmp2, sizeof(tmp2));
+	ck_assert_int_ge(fd, 0);
+	ck_assert_str_ne(tmp, tmp2);
+	close(fd);
+	unlink(tmp2);
+	unlink(tmp);
+	/* relative: beside it in the working directory */
+	char cwd[512];
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	ck_assert_int_eq(chdir(d), 0);
+	fd = file_temp_create("rec.json", 0600, tmp, sizeof(tmp));
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(strncmp(tmp, ".rec.json.tmp.", 14), 0);
+	close(fd);
+	ck_assert_int_eq(unlink(tmp), 0);
+	ck_assert_int_eq(chdir(cwd), 0);
+	snprintf(path, sizeof(path), "%s/", d);
+	ck_assert_int_eq(file_temp_create(path, 0600, tmp, sizeof(tmp)), -EINVAL);
+	snprintf(path, sizeof(path), "%s/rec.json", d);
+	ck_assert_int_eq(file_temp_create(path, 0600, tmp, strlen(prefix) + 6), -ENAMETOOLONG);
+	snprintf(path, sizeof(path), "%s/missing/rec.json", d);
+	ck_assert_int_eq(file_temp_create(path, 0600, tmp, sizeof(tmp)), -ENOENT);
+	DIR *dir = opendir(d);
+	struct dirent *de;
+	int names = 0;
+	while ((de = readdir(dir)) != NULL)
+		names += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+	closedir(dir);
+	ck_assert_int_eq(names, 0);
+	tu_rmtree(d);
+}
+END_TEST
+
 /* file_write_atomic_reuse: the replaced file's inode is the next write's temporary file (no
  * inode allocated for a write of an existing file), contents and modes are exact whatever the
  * old size, and a spare that another name links is never written into. */
@@ -1101,6 +1159,7 @@ int main(void)
 	suite_add_tcase(s, t);
 	t = tcase_create("file");
 	tcase_add_test(t, test_file_atomic_write_and_read);
+	tcase_add_test(t, test_file_temp_create);
 	tcase_add_test(t, test_file_failed_write_keeps_old);
 	tcase_add_test(t, test_file_fsync_dir_group_shares_fsyncs);
 	tcase_add_test(t, test_file_atomic_write_grouped);
