@@ -23,6 +23,20 @@ int node_dhchap_gen_make(const char *hostnqn, uint64_t generation,
 	return r;
 }
 
+int node_dhchap_gen_rotate(const char *hostnqn, uint64_t generation,
+                           const struct model_dhchap_generation *from, bool ctrl,
+                           struct model_dhchap_generation *g, struct err *e)
+{
+	int r;
+	*g = *from;
+	g->generation = generation;
+	r = nvme_dhchap_secret_generate(hostnqn, NVME_DHCHAP_SHA512, ctrl ? g->ctrl_key : g->key,
+	                                e);
+	if (r < 0)
+		nvme_dhchap_wipe(g, sizeof(*g));
+	return r;
+}
+
 uint64_t node_dhchap_next_generation(const struct model_dhchap_file *k, uint64_t now)
 {
 	uint64_t g = now ? now : 1;

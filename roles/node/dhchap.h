@@ -21,6 +21,12 @@
 int node_dhchap_gen_make(const char *hostnqn, uint64_t generation,
                          struct model_dhchap_generation *g, struct err *e);
 
+/* The keys of a rotation's half into g: generation, a new controller secret (ctrl) or a new host
+ * secret (!ctrl) for hostnqn, and the other secret of from.  0 or nvme_dhchap's errors. */
+int node_dhchap_gen_rotate(const char *hostnqn, uint64_t generation,
+                           const struct model_dhchap_generation *from, bool ctrl,
+                           struct model_dhchap_generation *g, struct err *e);
+
 /* The generation new keys take at Unix time now: now, or one more than any k holds when that is
  * larger (generations of a node only grow). */
 uint64_t node_dhchap_next_generation(const struct model_dhchap_file *k, uint64_t now);

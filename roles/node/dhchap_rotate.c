@@ -34,6 +34,13 @@ int node_dhchap_live_rotate(const char *sysfs_root, const struct model_dhchap_ge
 	char dir[4096];
 	struct dirent *de;
 	int n = 0, first = 0;
+	bool ctrl = strcmp(from->ctrl_key, to->ctrl_key) != 0;
+	if (ctrl == (strcmp(from->key, to->key) != 0))
+		return ctrl ? err_set(e, -EINVAL,
+		                      "generations %" PRIu64 " and %" PRIu64 " differ in both "
+		                      "secrets; a live controller gets one at a time",
+		                      from->generation, to->generation)
+		            : 0;
 	snprintf(dir, sizeof(dir), "%s/class/nvme", sysfs_root);
 	DIR *d = opendir(dir);
 	if (!d)
@@ -41,51 +48,70 @@ int node_dhchap_live_rotate(const char *sysfs_root, const struct model_dhchap_ge
 		                       : err_set(e, -errno, "open %s: %s", dir, strerror(errno));
 	while ((de = readdir(d)) != NULL) {
 		struct err we = {0};
-		int r = 0;
 		if (strncmp(de->d_name, "nvme", 4) != 0)
 			continue;
-		bool host = attr_is(sysfs_root, de->d_name, "dhchap_secret", from->key);
-		bool ctrl = attr_is(sysfs_root, de->d_name, "dhchap_ctrl_secret", from->ctrl_key);
-		if (!host && !ctrl)
+		if (ctrl ? !attr_is(sysfs_root, de->d_name, "dhchap_ctrl_secret", from->ctrl_key) ||
+		               !attr_is(sysfs_root, de->d_name, "dhchap_secret", to->key)
+		         : !attr_is(sysfs_root, de->d_name, "dhchap_secret", from->key))
 			continue;
-		if (host)
-			r = nvme_ctrl_dhchap_set(sysfs_root, de->d_name, false, to->key, &we);
-		if (r == 0 && ctrl)
-			r = nvme_ctrl_dhchap_set(sysfs_root, de->d_name, true, to->ctrl_key, &we);
+		int r = nvme_ctrl_dhchap_set(sysfs_root, de->d_name, ctrl,
+		                             ctrl ? to->ctrl_key : to->key, &we);
 		if (r < 0) {
-			log_error("writing new DH-HMAC-CHAP keys to a live controller failed",
+			log_error("writing a new DH-HMAC-CHAP secret to a live controller failed",
 			          "controller", de->d_name, "error", we.msg);
 			if (!first)
 				first = err_set(e, r, "%s", we.msg);
 			continue;
 		}
-		log_info("new DH-HMAC-CHAP keys written to a live controller; the kernel "
+		log_info("new DH-HMAC-CHAP secret written to a live controller; the kernel "
 		         "re-authenticates it",
-		         "controller", de->d_name);
+		         "controller", de->d_name, "secret", ctrl ? "controller" : "host");
 		n++;
 	}
 	closedir(d);
 	return first ? first : n;
 }
 
-/* Makes `next` keys at now (the request req when one asked for them) and writes the file. */
+/* Makes `next` keys at now, one half of a rotation, and writes the file: a new host secret (the
+ * first half; req is the request that asked for it, or NULL for the interval), or, when k owes
+ * it, the new controller secret (the second half). */
 static int make_next(struct node *n, struct model_dhchap_file *k, uint64_t now, const char *req,
                      struct err *e)
 {
 	char gen[24];
+	bool ctrl = k->ctrl_key_due;
 	uint64_t g = node_dhchap_next_generation(k, now);
-	int r = node_dhchap_gen_make(k->hostnqn, g, &k->next, e);
+	int r = node_dhchap_gen_rotate(k->hostnqn, g, &k->current, ctrl, &k->next, e);
 	if (r < 0)
 		return r;
 	k->has_next = true;
+	k->ctrl_key_due = !ctrl;
 	if (req)
 		snprintf(k->rotate_request, sizeof(k->rotate_request), "%s", req);
 	if ((r = model_dhchap_file_write(n->state_dir, k, e)) < 0)
 		return r;
 	snprintf(gen, sizeof(gen), "%" PRIu64, g);
-	log_info("made new DH-HMAC-CHAP keys (rotation)", "generation", gen, "reason",
-	         req ? "requested" : "interval");
+	log_info("made new DH-HMAC-CHAP keys (rotation)", "generation", gen, "secret",
+	         ctrl ? "controller" : "host", "reason",
+	         ctrl  ? "second half"
+	         : req ? "requested"
+	               : "interval");
 	return 0;
+}
+
+/* `next` keys that change both secrets at once (a key file of an earlier version) become the
+ * first half of a rotation: a higher generation with the new host secret only. */
+static int split_next(struct node *n, struct model_dhchap_file *k, uint64_t now, struct err *e)
+{
+	if (!k->has_current || !k->has_next || !strcmp(k->current.key, k->next.key) ||
+	    !strcmp(k->current.ctrl_key, k->next.ctrl_key))
+		return 0;
+	k->next.generation = node_dhchap_next_generation(k, now);
+	memcpy(k->next.ctrl_key, k->current.ctrl_key, sizeof(k->next.ctrl_key));
+	k->ctrl_key_due = true;
+	log_info("DH-HMAC-CHAP keys that change both secrets at once: rotating the host secret "
+	         "first");
+	return model_dhchap_file_write(n->state_dir, k, e);
 }
 
 /* `next` published and, once confirmed, made current (live controllers first). */
@@ -120,23 +146,41 @@ static int advance(struct node *n, const struct node_dhchap_hooks *h, struct mod
 	return 0;
 }
 
+/* New `next` keys when a rotation is due: its second half, a new request, or the interval. */
+static int maybe_rotate(struct node *n, const struct node_dhchap_hooks *h,
+                        struct model_dhchap_file *k, uint64_t now, uint64_t interval_s,
+                        struct err *e)
+{
+	char req[MODEL_DHCHAP_FILE_REQ_MAX] = "";
+	int r;
+	if (k->has_next || !k->has_current)
+		return 0;
+	if (k->ctrl_key_due)
+		return make_next(n, k, now, NULL, e);
+	if ((r = h->requested(h->ctx, n->node_id, req, sizeof(req), e)) < 0)
+		return r;
+	if (req[0] && strcmp(req, k->rotate_request) != 0)
+		return make_next(n, k, now, req, e);
+	if (interval_s && now >= k->current.generation + interval_s)
+		return make_next(n, k, now, NULL, e);
+	return 0;
+}
+
 int node_dhchap_tick(struct node *n, const struct node_dhchap_hooks *h, uint64_t now,
                      uint64_t interval_s, struct err *e)
 {
 	struct model_dhchap_file k;
-	char req[MODEL_DHCHAP_FILE_REQ_MAX] = "";
 	int r;
 	pthread_mutex_lock(&n->dhchap_mu);
 	r = node_dhchap_keys_ensure(n->state_dir, n->node_id, n->id.hostnqn, now, &k, NULL, e);
-	if (r == 0 && !k.has_next) {
-		if ((r = h->requested(h->ctx, n->node_id, req, sizeof(req), e)) == 0 && req[0] &&
-		    strcmp(req, k.rotate_request) != 0)
-			r = make_next(n, &k, now, req, e);
-		else if (r == 0 && interval_s && k.has_current &&
-		         now >= k.current.generation + interval_s)
-			r = make_next(n, &k, now, NULL, e);
-	}
+	if (r == 0)
+		r = split_next(n, &k, now, e);
+	if (r == 0)
+		r = maybe_rotate(n, h, &k, now, interval_s, e);
 	if (r == 0 && k.has_next)
+		r = advance(n, h, &k, e);
+	/* the second half of a rotation follows its first at once */
+	if (r == 0 && !k.has_next && k.ctrl_key_due && (r = maybe_rotate(n, h, &k, now, 0, e)) == 0)
 		r = advance(n, h, &k, e);
 	pthread_mutex_unlock(&n->dhchap_mu);
 	model_dhchap_file_wipe(&k);

@@ -8,12 +8,19 @@
  *     node made it: the name carries node and generation, and only this node may create it);
  *   - once the controller confirms `next` (CSINode annotation
  *     pillar-csi.bhyoo.com/dhchap-generation), every live controller that authenticates with
- *     the current keys gets the new ones through /sys/class/nvme/nvmeX/dhchap_secret and
- *     dhchap_ctrl_secret (the kernel re-authenticates it without dropping I/O), and `next`
- *     becomes `current`;
+ *     the current keys gets the one secret that changed through
+ *     /sys/class/nvme/nvmeX/dhchap_secret or dhchap_ctrl_secret (the kernel re-authenticates
+ *     it without dropping I/O), and `next` becomes `current`;
  *   - without `next`: a new value of the Node annotation pillar-csi.bhyoo.com/dhchap-rotate (set
  *     by `pillar-csi dhchap rotate <node>`), or current keys older than the rotation interval,
- *     make new `next` keys.
+ *     start a rotation.
+ * A rotation is two generations, each changing one secret: first a new host secret with the
+ * current controller secret, then (once the first is current, marked in the key file so that a
+ * restart resumes it) a new controller secret with that host secret.  Each write to a live
+ * controller thus starts one re-authentication that pairs secrets the target already holds; a
+ * generation changing both would have the first of two writes pair a new host secret with an
+ * old controller secret, which the target refuses (it holds the new pair), and the kernel's
+ * error recovery then races the second write's re-authentication.
  * The sources are hooks, so that the store (kube or embedded) and tests plug in alike.
  */
 #ifndef PILLAR_ROLES_NODE_DHCHAP_ROTATE_H
@@ -44,10 +51,14 @@ struct node;
 int node_dhchap_tick(struct node *n, const struct node_dhchap_hooks *h, uint64_t now,
                      uint64_t interval_s, struct err *e);
 
-/* Writes the keys of to into every controller below sysfs_root whose dhchap_secret (and
- * dhchap_ctrl_secret) is the one of from: the host secret first, then the controller
- * secret.  Returns the number of controllers updated, or a negative errno (e set) for the
- * first failed write (the others are still tried). */
+/* Re-keys the live controllers below sysfs_root from the keys of from to those of to, which
+ * differ in one secret (a half of a rotation): the new host secret into every controller whose
+ * dhchap_secret is from's, or the new controller secret into every controller whose
+ * dhchap_ctrl_secret is from's and whose dhchap_secret is to's.  One attribute per controller,
+ * so that the re-authentication it starts pairs secrets the target holds.  Returns the number
+ * of controllers updated (0 when from and to hold the same secrets), -EINVAL (e set, nothing
+ * written) when they differ in both, or a negative errno (e set) for the first failed write
+ * (the others are still tried). */
 int node_dhchap_live_rotate(const char *sysfs_root, const struct model_dhchap_generation *from,
                             const struct model_dhchap_generation *to, struct err *e);
 

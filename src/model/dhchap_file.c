@@ -98,8 +98,8 @@ static int take_gen(const cJSON *o, const char *name, bool *has, struct model_dh
 /* Parses the file's text into k.  0 or -EBADMSG with the defect in why. */
 static int parse(const char *text, size_t len, struct model_dhchap_file *k, const char **why)
 {
-	static const char *const names[] = {"node", "hostNQN",       "current",
-	                                    "next", "rotateRequest", NULL};
+	static const char *const names[] = {"node",          "hostNQN",    "current", "next",
+	                                    "rotateRequest", "ctrlKeyDue", NULL};
 	cJSON *doc = NULL;
 	int r = -EBADMSG;
 	if (json_parse_strict(text, len, &doc, NULL) < 0 || !cJSON_IsObject(doc)) {
@@ -107,10 +107,12 @@ static int parse(const char *text, size_t len, struct model_dhchap_file *k, cons
 		goto out;
 	}
 	if (!members_only(doc, names)) {
-		*why = "it has a member other than node, hostNQN, current, next, rotateRequest";
+		*why = "it has a member other than node, hostNQN, current, next, rotateRequest, "
+		       "ctrlKeyDue";
 		goto out;
 	}
 	const cJSON *rq = cJSON_GetObjectItemCaseSensitive(doc, "rotateRequest");
+	const cJSON *due = cJSON_GetObjectItemCaseSensitive(doc, "ctrlKeyDue");
 	if (take_str(doc, "node", k->node, sizeof(k->node), why) < 0 ||
 	    take_str(doc, "hostNQN", k->hostnqn, sizeof(k->hostnqn), why) < 0 ||
 	    take_gen(doc, "current", &k->has_current, &k->current, why) < 0 ||
@@ -122,6 +124,11 @@ static int parse(const char *text, size_t len, struct model_dhchap_file *k, cons
 	}
 	if (rq)
 		str_copy(k->rotate_request, sizeof(k->rotate_request), rq->valuestring);
+	if (due && !cJSON_IsBool(due)) {
+		*why = "ctrlKeyDue is not true or false";
+		goto out;
+	}
+	k->ctrl_key_due = cJSON_IsTrue(due);
 	if (!k->has_current && !k->has_next)
 		*why = "it has neither current nor next keys";
 	else if (k->has_current && k->has_next && k->next.generation <= k->current.generation)
@@ -217,6 +224,7 @@ int model_dhchap_file_write(const char *state_dir, const struct model_dhchap_fil
 	          (!k->has_next || json_add(o, "next", gen_json(&k->next))) &&
 	          (!k->rotate_request[0] ||
 	           json_add(o, "rotateRequest", cJSON_CreateString(k->rotate_request))) &&
+	          (!k->ctrl_key_due || json_add(o, "ctrlKeyDue", cJSON_CreateTrue())) &&
 	          (text = json_print(o, false)) != NULL;
 	json_wipe(o);
 	cJSON_Delete(o);

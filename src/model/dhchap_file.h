@@ -5,10 +5,14 @@
  *   {"node": "<node>", "hostNQN": "<host NQN the keys were made for>",
  *    "current": {"generation": N, "key": "DHHC-1:03:…:", "ctrlKey": "DHHC-1:03:…:"},
  *    "next":    {"generation": M, "key": "DHHC-1:03:…:", "ctrlKey": "DHHC-1:03:…:"},
- *    "rotateRequest": "<last value of the rotation annotation acted on>"}
+ *    "rotateRequest": "<last value of the rotation annotation acted on>",
+ *    "ctrlKeyDue": true}
  *
  * `current` is the generation the controller confirmed, `next` one made but not yet confirmed
- * (at least one of them is present; M > N).  A file of another mode or owner, or anything else
+ * (at least one of them is present; M > N).  A rotation is two generations that each change one
+ * secret: the host secret first, then the controller secret; `ctrlKeyDue` (present only when
+ * true) says that the second is still to be made, so that a restart between the two finishes
+ * the rotation instead of starting another.  A file of another mode or owner, or anything else
  * (an unknown member, a missing one, a malformed secret, a generation that is not a positive
  * integer) is refused with a message that names the file and the defect, never its content.
  *
@@ -42,6 +46,7 @@ struct model_dhchap_file {
 	bool has_current, has_next;
 	struct model_dhchap_generation current, next;
 	char rotate_request[MODEL_DHCHAP_FILE_REQ_MAX]; /* "" when none was acted on */
+	bool ctrl_key_due; /* a rotation's new controller secret is still to be made */
 };
 
 /* Reads <state_dir>/dhchap.key: 0, -ENOENT (no keys yet), -EBADMSG (corrupt, or of another mode

@@ -87,6 +87,8 @@ struct fk_kernel {
 	int stuck;        /* disconnect leaves the controller in place */
 	int no_host_auth; /* a kernel without CONFIG_NVME_HOST_AUTH: no dhchap_* attributes */
 	const char *reject_secret; /* a connect with this dhchap_secret: EKEYREJECTED */
+	/* a connect with this dhchap_ctrl_secret: EKEYREJECTED (the target presents another) */
+	const char *reject_ctrl_secret;
 	int connects, disconnects, mknods;
 	char last_connect[1024];
 	char disconnected[256];
@@ -103,6 +105,9 @@ static inline int fk_connect(void *ctx, const char *sysfs_root, const struct nvm
 		return err_set(e, k->connect_rc, "fake connect failed");
 	if (k->reject_secret && a->dhchap_secret && !strcmp(k->reject_secret, a->dhchap_secret))
 		return err_set(e, -EKEYREJECTED, "fake connect: key rejected");
+	if (k->reject_ctrl_secret && a->dhchap_ctrl_secret &&
+	    !strcmp(k->reject_ctrl_secret, a->dhchap_ctrl_secret))
+		return err_set(e, -EKEYREJECTED, "fake connect: controller key rejected");
 	fk_ctrl(k->root, k->instance, a->subsysnqn, "live", a->traddr, a->trsvcid);
 	if (!k->no_host_auth) { /* the kernel shows the connect's secrets (mode 0600 there) */
 		char rel[256];
