@@ -19,9 +19,11 @@
 #     worker writes;
 #  b. a target that presents a wrong controller key is refused by the worker's kernel with the
 #     worker's own keys (EKEYREJECTED); the controller's next pass puts the right key back;
-#  c. `pillar-csi dhchap rotate` through the controller during the writes: new Secret, keys on
-#     the target, the CSINode annotation, the old Secret deleted, the live controller re-keyed,
-#     no I/O error; the old key is refused at the next authentication;
+#  c. `pillar-csi dhchap rotate` through the controller during the writes: two generations, a
+#     new host secret then a new controller secret, each through its Secret, the target, the
+#     CSINode annotation and one write to the live controller; the old Secrets deleted; no
+#     failed authentication, no reconnect, no I/O error, the same controller, the writer goes
+#     on; the old keys are refused at the next authentication;
 #  d. a storage reboot: the controller's one complete ReconcileState re-installs the keys, the
 #     worker reconnects on the same controller, NSID/UUID/NGUID unchanged, data intact;
 #  e. no key material in any role log, in the objects, or in the roles' state directories.
@@ -189,34 +191,68 @@ wait_for 60 "the controller's next pass puts the right controller key back" \
   sh_true '[ "$(target_key dhchap_ctrl_key)" = "$CKEY" ]'
 writer_rounds 1
 
-step "c: rotation through the controller during the writes"
+step "c: rotation through the controller during the writes: two generations, one secret each"
+NL0=$(role_log node | wc -l)
+# rotation_log ERE : the node's log lines since the rotation request that match ERE
+rotation_log() { role_log node | sed -n "$((NL0 + 1)),\$p" | grep -E -- "$1" || true; }
+# log_field LINE KEY : the quoted value of KEY="…" in a log line
+log_field() { printf '%s' "$1" | sed -n 's/.* '"$2"'="\([^"]*\)".*/\1/p'; }
+sysfs_key() { sysfs_read /sys/class/nvme/nvme$C/$1; }
+FATAL0=$(dmesg | grep -c 'fatal error occurred' || true)
 mark rotate
 out=$("$B" dhchap rotate $NODE $CLI_STORE) || fail "pillar-csi dhchap rotate: $out"
 assert_match "$out" "^node/$NODE: DH-HMAC-CHAP rotation requested" "the verb's answer"
 t=$(up)
-wait_for 60 "new keys (next) in the key file" sh_true '[ -n "$(kf_part next 1)" ]'
-GEN2=$(kf_part next 1); KEY2=$(kf_part next 2); CKEY2=$(kf_part next 3)
-check "[ $GEN2 -gt $GEN ]" "the new generation ($GEN2) is above the old one ($GEN)"
-assert_ne "$KEY2" "$KEY" "the rotated host secret"
-wait_for 90 "the agent holds the new host secret" sh_true '[ "$(target_key dhchap_key)" = "$KEY2" ]'
-wait_for 90 "CSINode annotation dhchap-generation $GEN2" sh_true '[ "$(csinode_gen)" = "$GEN2" ]'
-wait_for 60 "the old Secret deleted" sh_true '[ "$(secrets)" = "secret/pillar-csi-dhchap-$NODE-$GEN2 " ]'
-wait_for 60 "the live controller has the new host secret" \
-  sh_true "[ \"\$(sysfs_read /sys/class/nvme/nvme$C/dhchap_secret)\" = '$KEY2' ]"
-assert_eq "$(sysfs_read /sys/class/nvme/nvme$C/dhchap_ctrl_secret)" "$CKEY2" "the live controller's controller secret"
-assert_eq "$(target_key dhchap_ctrl_key)" "$CKEY2" "the target's new controller key"
-wait_for 30 "generation $GEN2 current in the key file" sh_true '[ "$(kf_part current 1)" = "$GEN2" ] && [ -z "$(kf_part next 1)" ]'
+# Each half takes one pass of the controller (its 30 s resync) to reach the agent and the
+# CSINode; only then does the node write the live controller. A secret once changed in sysfs
+# stays changed, so these waits observe no race.
+wait_for 120 "the first half: the live controller has a new host secret" \
+  sh_true "[ \"\$(sysfs_key dhchap_secret)\" != '$KEY' ]"
+echo "@@TIME rotation request to the live controller's new host secret: $(since "$t")s" >&2
+KEY2=$(sysfs_key dhchap_secret)
+wait_for 120 "the second half: the live controller has a new controller secret" \
+  sh_true "[ \"\$(sysfs_key dhchap_ctrl_secret)\" != '$CKEY' ]"
+echo "@@TIME rotation request to the live controller's new controller secret: $(since "$t")s" >&2
+CKEY2=$(sysfs_key dhchap_ctrl_secret)
+assert_eq "$(sysfs_key dhchap_secret)" "$KEY2" "the live controller's host secret after the second half"
+wait_for 30 "the rotation's last generation current in the key file" \
+  sh_true '[ "$(kf_part current 3)" = "$CKEY2" ] && [ -z "$(kf_part next 1)" ]'
+GEN2=$(kf_part current 1)
+assert_eq "$(kf_part current 2)" "$KEY2" "the key file's host secret"
+assert_not grep -q ctrlKeyDue "$KF"
 echo "@@TIME rotation request to the live controller re-keyed: $(since "$t")s" >&2
+# the node made two generations, a new host secret and then a new controller secret, and wrote
+# each live controller once per generation, one attribute each
+MADE=$(rotation_log 'made new DH-HMAC-CHAP keys \(rotation\)')
+assert_eq "$(printf '%s\n' "$MADE" | grep -c .)" 2 "generations the rotation made"
+M1=$(printf '%s\n' "$MADE" | head -1); M2=$(printf '%s\n' "$MADE" | tail -1)
+GEN1=$(log_field "$M1" generation)
+assert_eq "$(log_field "$M1" secret)/$(log_field "$M2" secret)" host/controller "the secret each generation changed"
+assert_eq "$(log_field "$M2" generation)" "$GEN2" "the second half's generation"
+check "[ $GEN -lt $GEN1 ] && [ $GEN1 -lt $GEN2 ]" "generations $GEN < $GEN1 < $GEN2"
+WROTE=$(rotation_log "written to a live controller.* controller=\"nvme$C\"")
+assert_eq "$(printf '%s\n' "$WROTE" | sed -n 's/.* secret="\([a-z]*\)".*/\1/p' | tr '\n' ' ')" \
+  "host controller " "the node's writes to nvme$C (one secret per generation)"
+assert_ne "$KEY2" "$KEY" "the rotated host secret"
+wait_for 90 "CSINode annotation dhchap-generation $GEN2" sh_true '[ "$(csinode_gen)" = "$GEN2" ]'
+wait_for 60 "the older Secrets deleted" sh_true '[ "$(secrets)" = "secret/pillar-csi-dhchap-$NODE-$GEN2 " ]'
+assert_eq "$(target_key dhchap_key)" "$KEY2" "the target's new host key"
+assert_eq "$(target_key dhchap_ctrl_key)" "$CKEY2" "the target's new controller key"
 writer_rounds 2
 writer_stop
 assert_eq "$(nvme_ctrl_state "$C")" live "the controller after the rotation"
 assert_eq "$(ctrl_of vol)" "$C" "the volume's controller after the rotation (not removed)"
-assert_eq "$(count_dmesg rotate 'I/O error|Removing ctrl|Buffer I/O')" 0 "I/O errors during the rotation"
-# The two sysfs writes each start a re-authentication; one that runs between them pairs the new
-# host secret with the old controller secret and fails, and the controller reconnects after
-# reconnect_delay with the new pair (queued I/O waits; docs/authentication.md "Rotation").
-echo "@@FIGURE re-authentications that failed during the rotation: $(count_dmesg rotate 'controller authentication failed'), reconnects: $(count_dmesg rotate "nvme$C: Successfully reconnected")" >&2
 log "kernel during the rotation: $(dmesg_since rotate | grep -i -E 'auth|nvme' | tail -8 | tr '\n' '|')"
+REAUTH=$(count_dmesg rotate "nvme$C: re-authenticating controller")
+FAILED=$(count_dmesg rotate 'authentication failed')
+RECONN=$(count_dmesg rotate "nvme$C: (Successfully reconnected|starting error recovery)")
+FATAL=$(( $(dmesg | grep -c 'fatal error occurred' || true) - FATAL0 ))
+echo "@@FIGURE rotation: re-authentications started $REAUTH, failed $FAILED, controller recoveries or reconnects $RECONN, target fatal errors $FATAL" >&2
+assert_eq "$REAUTH" 2 "re-authentications the rotation started (one per generation)"
+assert_eq "$FAILED" 0 "failed authentications during the rotation"
+assert_eq "$RECONN" 0 "error recoveries or reconnects of nvme$C during the rotation"
+assert_eq "$FATAL" 0 "the target's fatal controller errors during the rotation"
+assert_eq "$(count_dmesg rotate 'I/O error|Removing ctrl|Buffer I/O|requeuing I/O')" 0 "I/O errors or requeued I/O during the rotation"
 KEY_OLD=$KEY; CKEY_OLD=$CKEY; KEY=$KEY2; CKEY=$CKEY2
 mark oldkey
 impostor "a connect with the old keys" "dhchap_secret=$KEY_OLD,dhchap_ctrl_secret=$CKEY_OLD"

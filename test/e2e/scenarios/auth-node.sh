@@ -9,8 +9,9 @@
 # ACL entry; the node stages a bidirectional volume with them and the worker does I/O. An
 # impostor with the worker's host NQN and host ID and no key, or a wrong one, is refused by the
 # kernel; the controller's confirmation (a CSINode annotation in the node's embedded store)
-# makes the keys current, and `pillar-csi dhchap rotate` during writes brings new keys to the
-# target and then to the live controller without an I/O error, after which the old key is
+# makes the keys current, and `pillar-csi dhchap rotate` during writes brings two generations
+# (a new host secret, then a new controller secret) each to the target and then to the live
+# controller without a failed re-authentication or an I/O error, after which the old key is
 # refused; a target presenting a wrong controller key is refused by the host (the stage answers
 # UNAVAILABLE naming the generation); a storage reboot restores the authenticated export (keys
 # re-installed by ReconcileState before the port) with the namespace identity unchanged and the
@@ -105,29 +106,50 @@ confirm "$GEN"
 wait_for 30 "generation $GEN current in the key file" keys_current "$GEN"
 assert_not grep -q '"next"' "$KF"
 
-step "rotation on request during writes: new keys on the target, then the live controller"
+step "rotation on request during writes: two generations, one secret each, target then live controller"
 dd if=/dev/urandom of=/tmp/rot.bin bs=1M count=12 2>/dev/null
 mark rotate
 bg_start rotwriter sh_true "dd if=/tmp/rot.bin of=$DEV bs=64k oflag=direct conv=fsync 2>/tmp/rot.err"
 "$E2E_BIN" dhchap rotate "$NODE_ID" --store=dir:$NSTORE || fail "pillar-csi dhchap rotate"
-wait_for 30 "new next keys in the key file" grep -q '"next"' "$KF"
-KJ=$(tr -d '\n' < "$KF" | sed 's/.*"next"://')
-KEY2=$(jstr "$KJ" key); CKEY2=$(jstr "$KJ" ctrlKey); GEN2=$(jnum "$KJ" generation)
-assert_ne "$KEY2" "$KEY" "the rotated host secret"
-check "[ $GEN2 -gt $GEN ]" "the new generation ($GEN2) is above the old one ($GEN)"
+# next_keys : KEY2, CKEY2, GEN2 from the key file's next generation
+next_keys() {
+  KJ=$(tr -d '\n' < "$KF" | sed 's/.*"next"://')
+  KEY2=$(jstr "$KJ" key); CKEY2=$(jstr "$KJ" ctrlKey); GEN2=$(jnum "$KJ" generation)
+}
+wait_for 30 "the first half (next) in the key file" grep -q '"next"' "$KF"
+next_keys
+assert_ne "$KEY2" "$KEY" "the first half's new host secret"
+assert_eq "$CKEY2" "$CKEY" "the first half's controller secret (unchanged)"
+check "[ $GEN2 -gt $GEN ]" "the first half's generation ($GEN2) is above the old one ($GEN)"
+assert_match "$(tr -d '\n' < "$KF")" '"ctrlKeyDue":true' "the key file owes the second half"
 assert_eq "$(sysfs_read /sys/class/nvme/nvme$C/dhchap_secret)" "$KEY" "the live controller keeps the old key until the confirmation"
 GEN_OLD=$GEN; GEN=$GEN2
 allow_auth "$KEY2" "$CKEY2"   # the controller delivers the new generation to the agent
 confirm "$GEN2"
 wait_for 30 "the live controller has the new host secret" sh_true \
   "[ \"\$(sysfs_read /sys/class/nvme/nvme$C/dhchap_secret)\" = '$KEY2' ]"
-assert_eq "$(sysfs_read /sys/class/nvme/nvme$C/dhchap_ctrl_secret)" "$CKEY2" "the live controller's new controller secret"
+wait_for 30 "the second half (next) in the key file, the first current" \
+  sh_true "keys_current $GEN2 && grep -q '\"next\"' '$KF'"
+assert_eq "$(sysfs_read /sys/class/nvme/nvme$C/dhchap_ctrl_secret)" "$CKEY" "the live controller's controller secret after the first half"
+KEY1=$KEY2
+next_keys
+assert_eq "$KEY2" "$KEY1" "the second half's host secret (unchanged)"
+assert_ne "$CKEY2" "$CKEY" "the second half's new controller secret"
+assert_not grep -q ctrlKeyDue "$KF"
+GEN=$GEN2
+allow_auth "$KEY2" "$CKEY2"
+confirm "$GEN2"
+wait_for 30 "the live controller has the new controller secret" sh_true \
+  "[ \"\$(sysfs_read /sys/class/nvme/nvme$C/dhchap_ctrl_secret)\" = '$CKEY2' ]"
 wait_for 30 "generation $GEN2 current" keys_current "$GEN2"
+assert_not grep -q '"next"' "$KF"
 wait_for 120 "the writer during the rotation finished" bg_done rotwriter
 assert_eq "$(bg_rc rotwriter)" 0 "the writer's exit status (I/O errors: $(cat /tmp/rot.err))"
 assert_eq "$(nvme_ctrl_state "$C")" live "the controller after the rotation"
-assert_eq "$(count_dmesg rotate 'authentication failed|I/O error|ret=-129')" 0 "failed re-authentications or I/O errors during the rotation"
+assert_eq "$(ctrls_of $V)" "$C" "the same controller after the rotation"
 log "kernel during the rotation: $(dmesg_since rotate | grep -i -E 'auth|nvme' | tail -5 | tr '\n' '|')"
+assert_eq "$(count_dmesg rotate "nvme$C: re-authenticating controller")" 2 "re-authentications the rotation started (one per generation)"
+assert_eq "$(count_dmesg rotate 'authentication failed|I/O error|ret=-129|fatal error|Successfully reconnected|starting error recovery')" 0 "failed re-authentications, reconnects or I/O errors during the rotation"
 check "cmp -n 12582912 /tmp/rot.bin $DEV" "the data written during the rotation"
 SUM=$(data_sum "$DEV")
 KEY_OLD=$KEY; CKEY_OLD=$CKEY; KEY=$KEY2; CKEY=$CKEY2

@@ -135,6 +135,10 @@ class Cycle:
                 self.keys.setdefault(k[g]["generation"], {"key": k[g]["key"], "ctrlKey": k[g]["ctrlKey"]})
         return k
 
+    def node_log(self):
+        with open(os.path.join(self.env.base, "node.log"), errors="replace") as f:
+            return f.read().splitlines()
+
     def annotation(self, kind, name, key):
         o = self.get(kind + name) or {}
         return (o.get("metadata", {}).get("annotations") or {}).get(key)
@@ -352,9 +356,13 @@ class Cycle:
     def rotate(self):
         rc, out = self.cli("dhchap", "rotate", NODE)
         step("pillar-csi dhchap rotate %s: exit 0" % NODE, rc == 0, out)
-        self.gen2 = cs.wait_for(lambda: max(g for g in list(self.secrets()) + [0]) > self.gen1 and
-                                max(self.secrets()), 30)
-        step("node: publishes a new generation", self.gen2, sorted(self.keys))
+        k1 = self.keys[self.gen1]
+        # a rotation is two generations, a new host secret and then a new controller secret:
+        # the second is the first Secret above gen1 with both secrets new
+        self.gen2 = cs.wait_for(lambda: min([g for g, k in self.secrets().items() if g > self.gen1 and
+                                             k["key"] != k1["key"] and k["ctrlKey"] != k1["ctrlKey"]] or [0]), 60)
+        step("node: publishes the rotation's generations, the last with both secrets new", self.gen2,
+             sorted(self.keys))
         k = self.keys[self.gen2]
         entry = os.path.join(self.env.nvmet, "hosts", HOST_NQN)
         step("controller: the agent's host entry gets the new keys with the next resync",
@@ -371,6 +379,14 @@ class Cycle:
                          self.env.read(ctrl, "dhchap_ctrl_secret") == k["ctrlKey"], 30))
         step("node: the new generation is current in its key file",
              cs.wait_for(lambda: ((self.key_file() or {}).get("current") or {}).get("generation") == self.gen2, 30))
+        made = [line for line in self.node_log() if "made new DH-HMAC-CHAP keys (rotation)" in line]
+        step("node: two generations, the first with a new host secret, the second with a new controller "
+             "secret (its log)", [l.split(' secret="')[1].split('"')[0] for l in made] == ["host", "controller"]
+             and ('generation="%d"' % self.gen2) in made[-1], made)
+        wrote = [line.split(' secret="')[1].split('"')[0] for line in self.node_log()
+                 if "written to a live controller" in line]
+        step("node: the live controller got one secret per generation (host, then controller)",
+             wrote == ["host", "controller"], wrote)
         self.scrape()
 
     def storage_reboot(self):
