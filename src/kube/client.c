@@ -288,33 +288,56 @@ static int retry_after(struct h2_stream *s, int code)
 	return end != h && !*end && v >= 0 && v <= KUBE_RETRY_AFTER_MAX ? (int)v : -1;
 }
 
-/* One attempt: the answer's status in *code and body in *b (malloc'd), *wait_s >= 0 when the
- * server asked for a retry. */
-static int request_once(struct kube_client *kc, enum kube_budget budget, const char *method,
+int kube_request_stream(struct kube_client *kc, enum kube_budget budget, const char *method,
                         const char *path, const char *content_type, const char *body, size_t len,
-                        char **b, size_t *n, int *code, int *wait_s, struct kube_status *st)
+                        struct h2_stream **out, uint64_t *t0_ns, struct kube_status *st)
 {
-	struct h2_stream *s;
-	struct err e = {0};
-	char code_text[16];
-	uint64_t t0 = time_mono_ns();
-	int rc;
+	kube_status_clear(st);
+	for (int attempt = 0;; attempt++) {
+		struct h2_stream *s;
+		struct err e = {0};
+		char code_text[16], *b = NULL;
+		size_t n = 0;
+		int code = 0, rc;
 
-	rc = kube_stream_open(kc, budget, method, path, content_type, body, len, &s, code, st);
-	snprintf(code_text, sizeof(code_text), "%d", *code);
-	metrics_inc(&requests_total,
-	            (const char *[]){rc < 0 ? "<error>" : code_text, method, kc->host}, 1);
-	if (rc < 0)
-		return rc;
-	*wait_s = retry_after(s, *code);
-	rc = h2_stream_read_all(s, b, n, kc->timeout_ms, &e);
-	h2_stream_free(s);
+		*t0_ns = time_mono_ns();
+		rc = kube_stream_open(kc, budget, method, path, content_type, body, len, &s, &code,
+		                      st);
+		snprintf(code_text, sizeof(code_text), "%d", code);
+		metrics_inc(&requests_total,
+		            (const char *[]){rc < 0 ? "<error>" : code_text, method, kc->host}, 1);
+		if (rc < 0)
+			return rc;
+		if (code >= 200 && code < 300) {
+			*out = s;
+			return 0;
+		}
+		int wait_s = retry_after(s, code);
+		if (wait_s >= 0 && attempt < KUBE_RETRIES) {
+			h2_stream_free(s);
+			kube_request_observe(kc, method, *t0_ns);
+			kc->o.sleep_us(kc->o.clock_arg, (uint64_t)wait_s * 1000000u);
+			continue;
+		}
+		rc = h2_stream_read_all(s, &b, &n, kc->timeout_ms, &e);
+		h2_stream_free(s);
+		kube_request_observe(kc, method, *t0_ns);
+		if (rc < 0) {
+			kube_status_local(
+			    st, rc == -ETIMEDOUT ? KUBE_TIMEOUT : KUBE_SERVICE_UNAVAILABLE,
+			    "%s %s: reading the response: %s", method, path, e.msg);
+			return rc;
+		}
+		rc = kube_status_decode(st, code, b, n);
+		free(b);
+		return rc ? rc : -EIO;
+	}
+}
+
+void kube_request_observe(struct kube_client *kc, const char *method, uint64_t t0_ns)
+{
 	metrics_observe(&request_seconds, (const char *[]){method, kc->host},
-	                (double)(time_mono_ns() - t0) / 1e9);
-	if (rc < 0)
-		kube_status_local(st, rc == -ETIMEDOUT ? KUBE_TIMEOUT : KUBE_SERVICE_UNAVAILABLE,
-		                  "%s %s: reading the response: %s", method, path, e.msg);
-	return rc;
+	                (double)(time_mono_ns() - t0_ns) / 1e9);
 }
 
 int kube_request(struct kube_client *kc, const char *method, const char *path,
@@ -329,26 +352,23 @@ int kube_request_on(struct kube_client *kc, enum kube_budget budget, const char 
                     const char *path, const char *content_type, const char *body, size_t len,
                     char **resp, size_t *resp_len, struct kube_status *st)
 {
+	struct h2_stream *s;
+	struct err e = {0};
+	uint64_t t0;
 	char *b = NULL;
 	size_t n = 0;
-	int code = 0, wait_s = -1, rc;
+	int rc =
+	    kube_request_stream(kc, budget, method, path, content_type, body, len, &s, &t0, st);
 
-	kube_status_clear(st);
-	for (int attempt = 0;; attempt++) {
-		rc = request_once(kc, budget, method, path, content_type, body, len, &b, &n, &code,
-		                  &wait_s, st);
-		if (rc < 0)
-			return rc;
-		if (wait_s < 0 || attempt == KUBE_RETRIES)
-			break;
-		free(b);
-		b = NULL;
-		kc->o.sleep_us(kc->o.clock_arg, (uint64_t)wait_s * 1000000u);
-	}
-	if (code < 200 || code >= 300) {
-		rc = kube_status_decode(st, code, b, n);
-		free(b);
-		return rc ? rc : -EIO;
+	if (rc < 0)
+		return rc;
+	rc = h2_stream_read_all(s, &b, &n, kc->timeout_ms, &e);
+	h2_stream_free(s);
+	kube_request_observe(kc, method, t0);
+	if (rc < 0) {
+		kube_status_local(st, rc == -ETIMEDOUT ? KUBE_TIMEOUT : KUBE_SERVICE_UNAVAILABLE,
+		                  "%s %s: reading the response: %s", method, path, e.msg);
+		return rc;
 	}
 	if (resp) {
 		*resp = b;

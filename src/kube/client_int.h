@@ -11,6 +11,15 @@
 int kube_stream_open(struct kube_client *kc, enum kube_budget budget, const char *method,
                      const char *path, const char *content_type, const char *body, size_t len,
                      struct h2_stream **out, int *http_status, struct kube_status *st);
+/* A request with kube_request_on's rate limit, authentication and Retry-After retries, its 2xx
+ * answer's body left to the caller: 0 with the open stream in *out (caller frees) and the start
+ * of the attempt in *t0_ns (for kube_request_observe once the body is read), or a negative errno
+ * with st: the server's Status for an answer other than 2xx, or a local failure. */
+int kube_request_stream(struct kube_client *kc, enum kube_budget budget, const char *method,
+                        const char *path, const char *content_type, const char *body, size_t len,
+                        struct h2_stream **out, uint64_t *t0_ns, struct kube_status *st);
+/* Counts a request's duration from t0_ns (rest_client_request_duration_seconds). */
+void kube_request_observe(struct kube_client *kc, const char *method, uint64_t t0_ns);
 /* The per-request timeout (kube_client_opts.timeout_ms). */
 int64_t kube_client_timeout_ms(const struct kube_client *kc);
 /* kube_stream_open in two steps: the rate-limited, authenticated request is queued (0 with *out,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kube/client.h"
+#include "kube/list.h"
 #include "kube/watch.h"
 #include "store/kube_int.h"
 #include "store/store.h"
@@ -100,67 +101,56 @@ static int k_get(store *st, const struct store_kind *k, const char *ns, const ch
 	return 0;
 }
 
-/* The page's continue token into cont ("" at the end) and its resourceVersion into *rv. */
-static void page_meta(const cJSON *page, uint64_t *rv, char *cont, size_t cap)
+struct page_walk {
+	const struct store_kind *k;
+	store_each_fn fn;
+	void *arg;
+	int rc; /* what fn returned when it stopped the list */
+};
+
+/* One item of a page as it is read: typed, handed to the caller's fn. */
+static int walk_item(cJSON *it, void *arg)
 {
-	const cJSON *md = cJSON_GetObjectItemCaseSensitive(page, "metadata");
-	const cJSON *c = cJSON_GetObjectItemCaseSensitive(md, "continue");
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
-	snprintf(cont, cap, "%s", cJSON_IsString(c) ? c->valuestring : "");
-	if (cJSON_IsString(v))
-		*rv = strtoull(v->valuestring, NULL, 10);
+	struct page_walk *w = arg;
+	kube_store_typed(it, w->k);
+	w->rc = w->fn(it, w->arg);
+	return w->rc;
 }
 
-/* Hands each item of one page to fn (typed), freeing each after fn returned: the page's items
- * are freed one by one as the walk goes, so a page's tree shrinks while it is walked. */
-static int walk_page(cJSON *page, const struct store_kind *k, store_each_fn fn, void *arg)
-{
-	cJSON *items = cJSON_GetObjectItemCaseSensitive(page, "items"), *it;
-	int r = 0;
-	while (r == 0 && items && (it = cJSON_DetachItemViaPointer(items, items->child)) != NULL) {
-		kube_store_typed(it, k);
-		r = fn(it, arg);
-		cJSON_Delete(it);
-	}
-	return r;
-}
-
-/* Every page of a list, each page's objects handed to fn as it arrives: at most one page is
- * held at a time.  The list's version is the first page's (the later pages continue it).  A
- * continue token that expired (410 Expired: the version was compacted while the list was
- * taken) cannot be continued consistently, and what fn was already given cannot be taken
- * back: STORE_EXPIRED, and the caller lists again (as client-go's reflector relists). */
+/* Every page of a list, each object handed to fn as it is read (kube/list.h): neither a page's
+ * text nor its tree is ever held whole.  The list's version is the first page's (the later
+ * pages continue it).  A continue token that expired (410 Expired: the version was compacted
+ * while the list was taken) cannot be continued consistently, and what fn was already given
+ * cannot be taken back: STORE_EXPIRED, and the caller lists again (as client-go's reflector
+ * relists). */
 static int each_page(struct kube_store *s, const struct store_kind *k, const char *ns,
                      const char *selector, store_each_fn fn, void *arg, uint64_t *list_rv,
                      struct err *e)
 {
 	struct kube_store_res res;
 	struct kube_status ks;
-	char cont[4096] = "";
-	uint64_t rv = 0, first_rv = 0;
-	bool first = true;
+	struct page_walk w = {.k = k, .fn = fn, .arg = arg};
+	char cont[4096] = "", rv[64];
+	uint64_t first_rv = 0;
 	kube_store_resource(k, &res);
-	for (;;) {
+	for (bool first = true;; first = false) {
 		struct kube_list_opts lo = {.label_selector =
 		                                selector && *selector ? selector : NULL,
 		                            .limit = s->page,
 		                            .continue_token = cont[0] ? cont : NULL};
-		cJSON *page = NULL;
-		int rc = kube_list(s->kc, &res.r, ns, &lo, &page, &ks);
+		int rc = kube_list_each(s->kc, &res.r, ns, &lo, walk_item, &w, rv, sizeof(rv), cont,
+		                        sizeof(cont), &ks);
+		if (rc != 0 && w.rc != 0)
+			return w.rc; /* fn's own error, worded by fn */
 		if (rc < 0) {
+			bool continued = lo.continue_token != NULL;
 			rc = kube_store_fail(rc, &ks, e);
-			if (rc == STORE_EXPIRED && cont[0])
+			if (rc == STORE_EXPIRED && continued)
 				err_prefix(e, "listing %s: list again", k->plural);
 			return rc;
 		}
-		page_meta(page, &rv, cont, sizeof(cont));
 		if (first)
-			first_rv = rv;
-		first = false;
-		rc = walk_page(page, k, fn, arg);
-		cJSON_Delete(page);
-		if (rc < 0)
-			return rc;
+			first_rv = strtoull(rv, NULL, 10);
 		if (!cont[0])
 			break;
 	}

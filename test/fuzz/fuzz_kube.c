@@ -3,7 +3,9 @@
  *   0  kube_status_decode: an error body with HTTP status 300 + data[1];
  *   1  the watch-stream parser (kube_watch_parser_push/next): stream bytes cut into chunks of
  *      1 + data[1] bytes, as HTTP/2 DATA frames cut a watch stream anywhere;
- *   2  kube_config_from_yaml: a kubeconfig (relative file names resolve in a scratch directory).
+ *   2  kube_config_from_yaml: a kubeconfig (relative file names resolve in a scratch directory);
+ *   3  the list scanner (kube_list_scan_push/finish): a List answer cut into chunks of
+ *      1 + data[1] bytes, each item handed on parsed, with a small largest value.
  * The client's own response path is fuzz_kube_client's.  Never a crash or a leak. */
 #include <stddef.h>
 #include <stdint.h>
@@ -12,6 +14,7 @@
 #include "harness.h"
 #include "kube/codec.h"
 #include "kube/config.h"
+#include "kube/list.h"
 #include "kube/status.h"
 #include "kube/watch.h"
 
@@ -41,6 +44,25 @@ static void watch_stream(const uint8_t *d, size_t n, size_t chunk)
 	kube_watch_parser_free(&p);
 }
 
+static int list_item(cJSON *item, void *arg)
+{
+	(void)item;
+	return ++*(int *)arg == 1000 ? -1 : 0; /* a consumer that stops the list */
+}
+
+static void list_answer(const uint8_t *d, size_t n, size_t chunk)
+{
+	struct kube_list_scan s;
+	struct err e = {0};
+	int items = 0, rc = 0;
+	kube_list_scan_init(&s, 4096, list_item, &items);
+	for (size_t off = 0; rc == 0 && off < n; off += chunk)
+		rc = kube_list_scan_push(&s, d + off, n - off < chunk ? n - off : chunk, &e);
+	if (rc == 0)
+		kube_list_scan_finish(&s, &e);
+	kube_list_scan_free(&s);
+}
+
 static void kubeconfig(const uint8_t *d, size_t n)
 {
 	struct kube_config *c = NULL;
@@ -57,13 +79,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 2)
 		return 0;
-	switch (data[0] % 3) {
+	switch (data[0] % 4) {
 	case 0:
 		kube_status_decode(&st, 300 + data[1], (const char *)data + 2, size - 2);
 		kube_status_clear(&st);
 		break;
 	case 1: watch_stream(data + 2, size - 2, 1 + data[1]); break;
-	default: kubeconfig(data + 2, size - 2);
+	case 2: kubeconfig(data + 2, size - 2); break;
+	default: list_answer(data + 2, size - 2, 1 + data[1]);
 	}
 	return 0;
 }

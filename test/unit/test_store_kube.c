@@ -2,7 +2,8 @@
  * (kube_fake.h) that is slow to answer a watch: neither a watch still opening nor one reopening
  * after the server ended its stream may hold store_watch_open, store_watch_next past its
  * timeout, or store_watch_close (a stopping controller waited up to the 30 s request timeout).
- * Its lists: one page at a time, and a continue token that expired (recorded answers). */
+ * Its lists: one page at a time, each page's objects handed out as the page arrives, a page cut
+ * short, and a continue token that expired (recorded answers). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -40,6 +41,10 @@ static const char pvst_list[] =
     "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":\"PillarVolumeState\","
     "\"metadata\":{\"name\":\"pvc-good\",\"resourceVersion\":\"11\"},"
     "\"spec\":{\"capacityBytes\":1048576}}]}";
+
+/* How the list of PillarVolumeStates is answered: whole; its first item, then nothing more
+ * while the stream stays open; or its first item and the end of the stream (cut short). */
+static enum { PVST_WHOLE, PVST_HELD, PVST_CUT } pvst_answer;
 
 #define PA_LIST "/apis/pillar-csi.bhyoo.com/v1alpha1/pillaragents?limit=1"
 
@@ -80,8 +85,10 @@ static void handler(void *arg, const struct kf_req *rq, struct kf_resp *resp)
 		return;
 	if (!strcmp(rq->method, "GET") && !strncmp(rq->path, PVST_LIST, strlen(PVST_LIST)) &&
 	    !strstr(rq->path, "watch=")) {
+		size_t cut = strstr(pvst_list, "},{") + 2 - pvst_list; /* after the first item */
 		resp->status = 200;
-		kf_resp_add(resp, pvst_list, strlen(pvst_list));
+		kf_resp_add(resp, pvst_list, pvst_answer == PVST_WHOLE ? strlen(pvst_list) : cut);
+		resp->hold = pvst_answer == PVST_HELD;
 		return;
 	}
 	if (strcmp(rq->method, "GET") || strcmp(rq->path, WATCH_PATH)) {
@@ -277,6 +284,13 @@ static int note_object(cJSON *obj, void *arg)
 	return 0;
 }
 
+static int count_object(cJSON *obj, void *arg)
+{
+	(void)obj;
+	++*(int *)arg;
+	return 0;
+}
+
 /* store_list_each on the kube store hands out each page's objects before it asks for the next
  * page (one page held at a time), in list order, with the list's version. */
 START_TEST(test_list_each_streams_pages)
@@ -327,6 +341,41 @@ START_TEST(test_list_continue_expired)
 }
 END_TEST
 
+/* Stops the list at its first object, saying so in e. */
+static int stop_at_first(cJSON *obj, void *arg)
+{
+	snprintf(((struct err *)arg)->msg, sizeof(((struct err *)arg)->msg), "stopped at %s",
+	         store_meta_str(obj, "name"));
+	return -ECANCELED;
+}
+
+/* A page's objects are handed out as the page arrives: the first object of a page whose rest
+ * has not come (the stream stays open) is handed out, and the consumer's error ends the list
+ * with its own message.  A page cut short is an error that says so, after the objects that
+ * came whole. */
+START_TEST(test_list_page_read_as_it_arrives)
+{
+	struct err e = {0}, mine = {0};
+	int n = 0;
+	open_store(false);
+	pvst_answer = PVST_HELD;
+	int r = store_list_each(st, store_kind_lookup("PillarVolumeState"), NULL, NULL,
+	                        stop_at_first, &mine, NULL, &e);
+	ck_assert_int_eq(r, -ECANCELED);
+	ck_assert_str_eq(mine.msg, "stopped at pvc-bad");
+	pvst_answer = PVST_CUT;
+	r = store_list_each(st, store_kind_lookup("PillarVolumeState"), NULL, NULL, count_object,
+	                    &n, NULL, &e);
+	pvst_answer = PVST_WHOLE;
+	ck_assert_int_eq(r, -EBADMSG);
+	ck_assert_int_eq(n, 1);
+	ck_assert_msg(strstr(e.msg, "GET " PVST_LIST "?limit=500: list answer: the list ends early "
+	                            "at byte 281"),
+	              "%s", e.msg);
+	close_store();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("store kube");
@@ -337,6 +386,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_undecodable_object_reported);
 	tcase_add_test(t, test_list_each_streams_pages);
 	tcase_add_test(t, test_list_continue_expired);
+	tcase_add_test(t, test_list_page_read_as_it_arrives);
 	suite_add_tcase(s, t);
 	return s;
 }
