@@ -61,6 +61,11 @@ struct journal {
 	struct waiter *queue, *queue_tail;
 	unsigned waiting;
 	bool writing; /* a batch is being written and synced, or a checkpoint switches */
+	/* Region headers are written without a sync of their own: the next fdatasync of the file
+	 * (an append's) or the checkpoint user's sync makes them durable.  Each header write takes
+	 * a number (writes); durable is the highest one known to have reached the disk. */
+	uint64_t writes, durable;
+	uint64_t header_write[2]; /* the number of each region's last header write */
 };
 
 /* ---- CRC-32C (Castagnoli, reflected polynomial 0x82f63b78) ----------------------------------- */
@@ -150,7 +155,7 @@ static int header_read(journal *j, int r, uint64_t *first)
 	return 1;
 }
 
-/* Writes region r's header (first 0: retired) and makes it durable. */
+/* Writes region r's header (first 0: retired) without a sync (j->writing set or mu held). */
 static int header_write(journal *j, int r, uint64_t first, struct err *e)
 {
 	struct region_header h = {0};
@@ -160,9 +165,13 @@ static int header_write(journal *j, int r, uint64_t first, struct err *e)
 		h.crc = region_crc(&h);
 	}
 	int rc = pwrite_all(j->fd, &h, sizeof(h), region_base(j, r));
-	if (rc == 0)
-		rc = file_fdatasync(j->fd, j->path);
 	return rc < 0 ? err_set(e, rc, "write journal %s: %s", j->path, strerror(-rc)) : 0;
+}
+
+/* mu held: the number of a header write just made to region r. */
+static void header_written(journal *j, int r)
+{
+	j->header_write[r] = ++j->writes;
 }
 
 /* The batch at offset off of region r: 1 intact (*h, and *payload malloc'd when payload is not
@@ -247,6 +256,8 @@ static int scan(journal *j, struct err *e)
 		return err_set(e, -EBADMSG, "journal %s is corrupt: both regions start at %llu",
 		               j->path, (unsigned long long)j->reg[0].first);
 	j->active = !j->reg[0].valid || (j->reg[1].valid && j->reg[1].first > j->reg[0].first);
+	for (int r = 0; r < 2; r++)
+		header_written(j, r); /* read from the page cache: maybe not durable yet */
 	return 0;
 }
 
@@ -419,12 +430,15 @@ static void lead(journal *j)
 			}
 		h.crc = crc32c(crc32c(0, &h, HDR), buf + HDR, len);
 		memcpy(buf, &h, HDR);
+		uint64_t upto = j->writes; /* header writes this fdatasync makes durable */
 		pthread_mutex_unlock(&j->mu);
 		rc = pwrite_all(j->fd, buf, HDR + len, region_base(j, j->active) + (off_t)at);
 		if (rc == 0)
 			rc = file_fdatasync(j->fd, j->path);
 		pthread_mutex_lock(&j->mu);
 		free(buf);
+		if (rc == 0 && upto > j->durable)
+			j->durable = upto;
 	}
 	if (rc == 0) {
 		g->tail = ALIGN(at + HDR + len);
@@ -608,6 +622,28 @@ unsigned journal_waiting(journal *j)
 
 /* ---- checkpoint -------------------------------------------------------------------------------- */
 
+/* Region other made the active one, beginning at sequence first (mu held, j->writing set; mu
+ * let go meanwhile).  Its retirement must be durable before its header is written again: a
+ * header of an earlier cycle (still valid on disk) with this cycle's batches behind it reads
+ * as a corrupt journal. */
+static int switch_to(journal *j, int other, uint64_t first, struct err *e)
+{
+	bool retire_unsynced = j->header_write[other] > j->durable;
+	uint64_t upto = j->writes;
+	int rc = 0;
+	pthread_mutex_unlock(&j->mu);
+	if (retire_unsynced && (rc = file_fdatasync(j->fd, j->path)) < 0)
+		rc = err_set(e, rc, "write journal %s: %s", j->path, strerror(-rc));
+	if (rc == 0)
+		rc = header_write(j, other, first, e);
+	pthread_mutex_lock(&j->mu);
+	if (retire_unsynced && rc == 0 && upto > j->durable)
+		j->durable = upto;
+	if (rc == 0)
+		header_written(j, other);
+	return rc;
+}
+
 int journal_checkpoint_begin(journal *j, uint64_t *ticket, struct err *e)
 {
 	int rc = 0;
@@ -622,9 +658,7 @@ int journal_checkpoint_begin(journal *j, uint64_t *ticket, struct err *e)
 	} else if (a->next > a->first) {
 		j->writing = true; /* no append starts while the header is written */
 		uint64_t first = a->next;
-		pthread_mutex_unlock(&j->mu);
-		rc = header_write(j, other, first, e);
-		pthread_mutex_lock(&j->mu);
+		rc = switch_to(j, other, first, e);
 		j->writing = false;
 		pthread_cond_broadcast(&j->cv);
 		if (rc == 0) {
@@ -646,13 +680,19 @@ int journal_checkpoint_end(journal *j, uint64_t ticket, struct err *e)
 	pthread_mutex_lock(&j->mu);
 	int other = !j->active;
 	uint64_t first = 0;
+	/* the user's sync made the active region's header durable, and every header write
+	 * before it: only then may the retirement reach the disk */
+	if (j->header_write[j->active] > j->durable)
+		j->durable = j->header_write[j->active];
 	int v = header_read(j, other, &first);
 	if (v < 0) {
 		rc = err_set(e, v, "read journal %s: %s", j->path, strerror(-v));
 	} else if (v == 1 && first == ticket) {
 		rc = header_write(j, other, 0, e);
-		if (rc == 0)
+		if (rc == 0) {
+			header_written(j, other);
 			j->reg[other].valid = false;
+		}
 	} else if (j->reg[other].first == ticket) {
 		j->reg[other].valid = false; /* another process retired it */
 	}

@@ -12,10 +12,12 @@
  *      acknowledge the operation.
  *   3. journal_checkpoint makes the applied files durable and frees the journal's space: it
  *      switches to the file's other region (journal_checkpoint_begin), the user's sync makes
- *      every applied effect durable (syncfs(2) of the filesystem, or fsync of each touched file
- *      and directory), then the old region is retired (journal_checkpoint_end).  Checkpoint
- *      when journal_should_checkpoint says so, at clean shutdown, or whenever idle.  It must be
- *      begun only when every entry appended so far has been applied (no append in flight).
+ *      every applied effect durable and the journal file too (syncfs(2) of the filesystem that
+ *      holds both, or fsync of each touched file and directory and of the journal), then the
+ *      old region is retired (journal_checkpoint_end).  Checkpoint when
+ *      journal_should_checkpoint says so, at clean shutdown, or whenever idle; the writers
+ *      need not wait for it (appends go on during the user's sync).  It must be begun only
+ *      when every entry appended so far has been applied (no append in flight).
  *   4. At start (journal_open), or when the user finds that entries were appended but maybe not
  *      applied (a writer died between 1 and 2; after a reboot, since page-cache contents are
  *      lost), journal_replay hands every entry not yet retired, in sequence order, to the user's
@@ -30,7 +32,19 @@
  * region_size bytes each.  Block 0 of a region (blocks are JOURNAL_BLOCK bytes) is its header:
  * magic, the sequence number of its first batch, CRC-32C; all zeros when the region is retired.
  * The active region is the valid one whose first sequence is the higher; the other, when still
- * valid, holds a checkpoint that has not completed (replayed first).  Batches follow block 0,
+ * valid, holds a checkpoint that has not completed (replayed first).
+ *
+ * A checkpoint costs the user's sync and no fdatasync of its own: a header is written without
+ * one, and is durable once any later fdatasync of the file (an append's) or the user's sync
+ * has run.  What a power cut may leave, and why each state reads right: the new region's
+ * header lost (the old region alone is valid: it is replayed whole; no batch of the new region
+ * was acknowledged, since its append's fdatasync would have written the header too); the old
+ * region's retirement lost (both valid: the old one is replayed first, again, which the
+ * user's replay tolerates).  The two orders that would lose or misread acknowledged batches
+ * are kept out: the retirement is written only after the user's sync made the new header
+ * durable (else neither region could be valid), and a retired region's header is rewritten
+ * only once its retirement is durable (else its earlier cycle's header, still valid on disk,
+ * would stand before this cycle's batches and read as corruption).  Batches follow block 0,
  * each at a block boundary: magic, payload length, sequence number (consecutive within the
  * region from its first), entry count, CRC-32C of header and payload; the payload is the entries,
  * each tag, name length, data length (32 bits each), name, data.  The file is created full size
