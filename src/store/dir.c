@@ -603,6 +603,7 @@ static void d_close(store *st)
 {
 	struct dir_store *s = DS(st);
 	dir_notify_stop(s);
+	dir_checkpointer_join(s);
 	close_journal(s);
 	dir_ring_free(s);
 	dir_index_free(s);

@@ -58,39 +58,82 @@ static int op_hold(struct dir_store *s, struct err *e)
 	return 0;
 }
 
-/* The checkpoint when the journal is half full, by the last write out of flight (mu held, no
- * write in flight, every appended entry applied): the regions switched, then the sync without
- * the mutex (writes go on meanwhile, the process's lock share kept), then the old region
- * retired. */
+static void op_let_go(struct dir_store *s);
+
+/* The checkpoint's sync and the old region's retirement, on their own thread, with the share
+ * of the operation lock its beginning took. */
+static void *checkpoint_main(void *arg)
+{
+	struct dir_store *s = arg;
+	struct err e = {0};
+	int r = dir_journal_sync(s, &e);
+	pthread_mutex_lock(&s->mu);
+	if (r == 0)
+		r = journal_checkpoint_end(s->journal, s->checkpoint_ticket, &e);
+	if (r < 0) /* retried by the next checkpoint: its beginning completes this one */
+		log_warn("store journal checkpoint failed", "error", e.msg);
+	s->checkpointing = false;
+	op_let_go(s);
+	pthread_cond_broadcast(&s->flight_cv);
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+void dir_checkpointer_join(struct dir_store *s)
+{
+	if (s->checkpointer_joinable)
+		pthread_join(s->checkpointer, NULL);
+	s->checkpointer_joinable = false;
+}
+
+/* The checkpoint when the journal is half full, begun by the last write out of flight (mu
+ * held, no write in flight, every appended entry applied): the regions switched (a header
+ * write, no sync), then the sync and the retirement on the checkpoint thread, which takes a
+ * share of the operation lock over from the write.  Writes go on meanwhile, into the new
+ * region; none waits for the sync. */
 static void checkpoint_due(struct dir_store *s)
 {
 	struct err e = {0};
-	uint64_t ticket;
 	if (s->checkpointing || !journal_should_checkpoint(s->journal))
 		return;
-	s->checkpointing = true;
-	int r = journal_checkpoint_begin(s->journal, &ticket, &e);
-	if (r >= 0 && ticket) {
-		pthread_mutex_unlock(&s->mu);
-		r = dir_journal_sync(s, &e);
-		pthread_mutex_lock(&s->mu);
-		if (r == 0)
-			r = journal_checkpoint_end(s->journal, ticket, &e);
-	}
-	s->checkpointing = false;
+	dir_checkpointer_join(s); /* the last one is done: it let go of the mutex last */
+	int r = journal_checkpoint_begin(s->journal, &s->checkpoint_ticket, &e);
 	if (r < 0)
 		log_warn("store journal checkpoint failed", "error", e.msg);
+	if (r < 0 || !s->checkpoint_ticket)
+		return;
+	s->checkpointing = true;
+	s->op_holders++;
+	if (pthread_create(&s->checkpointer, NULL, checkpoint_main, s) == 0) {
+		s->checkpointer_joinable = true;
+		return;
+	}
+	pthread_mutex_unlock(&s->mu); /* no thread: the sync here, as a last resort */
+	r = dir_journal_sync(s, &e);
+	pthread_mutex_lock(&s->mu);
+	if (r == 0)
+		r = journal_checkpoint_end(s->journal, s->checkpoint_ticket, &e);
+	if (r < 0)
+		log_warn("store journal checkpoint failed", "error", e.msg);
+	s->checkpointing = false;
+	s->op_holders--;
+}
+
+/* A share of the operation lock given back (mu held): the last one lets the lock go. */
+static void op_let_go(struct dir_store *s)
+{
+	if (--s->op_holders == 0) {
+		dir_journal_mark(s, s->op_fd);
+		dir_opunlock(s->op_fd);
+		s->op_fd = -1;
+	}
 }
 
 static void op_release(struct dir_store *s)
 {
 	if (s->op_holders == 1)
 		checkpoint_due(s);
-	if (--s->op_holders == 0) {
-		dir_journal_mark(s, s->op_fd);
-		dir_opunlock(s->op_fd);
-		s->op_fd = -1;
-	}
+	op_let_go(s);
 }
 
 /* Plans q under the mutex and the operation lock: *next (NULL: a delete), *cur, *rv, and f in

@@ -101,6 +101,11 @@ struct dir_store {
 	journal *journal;
 	atomic_bool journal_unapplied;
 	bool checkpointing; /* a checkpoint of this process syncs (mu let go meanwhile) */
+	/* the thread of an indexed store's checkpoint (dir_commit.c): it syncs and retires the
+	 * old region holding a share of the operation lock, so no write waits for the sync */
+	pthread_t checkpointer;
+	bool checkpointer_joinable;
+	uint64_t checkpoint_ticket;
 };
 
 struct flight {
@@ -155,6 +160,8 @@ void dir_publish(struct dir_store *s, struct opreq *q, const char *key, const cJ
 /* A write of an indexed store with group commit (dir_commit.c); key and path of q's object. */
 int dir_write_grouped(struct dir_store *s, struct opreq *q, const char *key, const char *path,
                       struct err *e);
+/* Waits for the checkpoint thread, if any (mu not held; at close). */
+void dir_checkpointer_join(struct dir_store *s);
 /* True when a write of key is in flight (mu held): the index leaves its file to that write. */
 bool dir_in_flight(struct dir_store *s, const char *key);
 int dir_oplock(struct dir_store *s, int how, struct err *e);

@@ -3,8 +3,11 @@
  * (a foreign boot ID in the applied mark, files as a power cut leaves them) every entry is
  * applied again and checkpointed, also when the first replay was cut short; a corrupt journal
  * stops the store's open with an error naming it. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,6 +274,179 @@ START_TEST(test_too_large_object_refused)
 }
 END_TEST
 
+/* ---- a power cut in a checkpoint ------------------------------------------------------------- */
+
+/* The checkpoint's sync runs on its own thread while writes go on.  A child process writes
+ * objects one after another (each acknowledged one recorded outside the store) until the
+ * journal's first checkpoint; the fault point of base/powercut.c keeps what is durable, and the
+ * child dies at one of the checkpoint's cut points:
+ *   SYNC     its sync, with writes acknowledged after the switch (in the new region);
+ *   RETIRE   the first journal fdatasync after its sync (the retirement written, not durable);
+ *   AFTER    the third one after its sync.
+ * Then the store's directories become their durable copies (a power cut), and the store opened
+ * again holds every acknowledged object. */
+enum cut_at { CUT_SYNC, CUT_RETIRE, CUT_AFTER };
+static enum cut_at cut_at;
+static int acked_fd = -1;
+static _Atomic int acked_n;
+/* armed after the first write, which made the kind's directory (an fsync of the store's): the
+ * store's directory is then synced by the checkpoint alone */
+static _Atomic bool armed;
+static _Atomic int synced_writes = -1; /* journal fdatasyncs since the checkpoint's sync */
+static void (*keep_before)(const char *path);
+static void (*keep_after_syncfs)(const char *root);
+
+static bool is_journal(const char *path)
+{
+	size_t n = strlen(path);
+	return n > 9 && strcmp(path + n - 9, "/.journal") == 0;
+}
+
+static void cut_before(const char *path)
+{
+	keep_before(path);
+	if (!armed)
+		return;
+	if (strcmp(path, dir) == 0 && cut_at == CUT_SYNC) {
+		for (int i = 0; i < 20000 && acked_n < 130 + 3; i++)
+			usleep(1000); /* writes acknowledged into the new region meanwhile */
+		raise(SIGKILL);
+	}
+	if (is_journal(path) && synced_writes >= 0 &&
+	    ++synced_writes == (cut_at == CUT_RETIRE ? 1 : 3))
+		raise(SIGKILL);
+}
+
+static void after_checkpoint_sync(const char *root)
+{
+	keep_after_syncfs(root);
+	if (armed && strcmp(root, dir) == 0)
+		synced_writes = 0;
+}
+
+static void write_until_cut(const char *control)
+{
+	store *st = NULL;
+	setenv("PILLAR_TEST_POWERCUT", control, 1);
+	file_powercut_from_env();
+	keep_before = file_fsync_observer;
+	keep_after_syncfs = file_syncfs_done_observer;
+	file_fsync_observer = cut_before;
+	file_syncfs_done_observer = after_checkpoint_sync;
+	if (store_dir_open(dir, true, 60000, &st, NULL) < 0)
+		_exit(1);
+	for (int i = 0; i < 400; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "o%d", i);
+		cJSON *o = agent(name, i % 30);
+		if (store_create(st, o, NULL, NULL) < 0)
+			_exit(1);
+		cJSON_Delete(o);
+		snprintf(name, sizeof(name), "%d\n", i);
+		if (write(acked_fd, name, strlen(name)) < 0)
+			_exit(1);
+		acked_n = i + 1;
+		armed = true;
+	}
+	_exit(3); /* never cut: no checkpoint */
+}
+
+/* Each file of directory d becomes its durable copy's (dropped when it has none). */
+static void to_durable(const char *control, const char *d)
+{
+	char copy[1400], p[2000], q[2000];
+	int k = snprintf(copy, sizeof(copy), "%s.durable/", control);
+	for (const char *c = d; *c; c++)
+		copy[k++] = *c == '/' ? '!' : *c;
+	copy[k] = '\0';
+	DIR *in = opendir(d);
+	struct dirent *de;
+	while (in && (de = readdir(in))) {
+		struct stat st;
+		snprintf(p, sizeof(p), "%s/%s", d, de->d_name);
+		snprintf(q, sizeof(q), "%s/%s", copy, de->d_name);
+		if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (access(q, F_OK) != 0) {
+			ck_assert_int_eq(unlink(p), 0);
+			continue;
+		}
+		FILE *from = fopen(q, "rb"), *to = fopen(p, "wb");
+		ck_assert(from && to);
+		char buf[65536];
+		size_t n;
+		while ((n = fread(buf, 1, sizeof(buf), from)) > 0)
+			ck_assert_uint_eq(fwrite(buf, 1, n, to), n);
+		fclose(from);
+		fclose(to);
+	}
+	if (in)
+		closedir(in);
+}
+
+static void cut_round(enum cut_at at)
+{
+	char control[700], acked[700], p[700];
+	snprintf(control, sizeof(control), "%s.cut", dir);
+	snprintf(acked, sizeof(acked), "%s.acked", dir);
+	acked_fd = open(acked, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
+	ck_assert_int_ge(acked_fd, 0);
+	cut_at = at;
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		write_until_cut(control);
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status %d", status);
+	close(acked_fd);
+	to_durable(control, dir);
+	snprintf(p, sizeof(p), "%s/pillaragents", dir);
+	to_durable(control, p);
+	snprintf(p, sizeof(p), "%s/.oplock", dir);
+	int fd = open(p, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	const char *mark = "J another-boot 00000000000000000001\n";
+	ck_assert_int_eq(pwrite(fd, mark, strlen(mark), 256), (ssize_t)strlen(mark));
+	close(fd);
+	store *st = NULL;
+	struct err e = {0};
+	ck_assert_msg(store_dir_open(dir, true, 60000, &st, &e) == 0, "cut %d: %s", at, e.msg);
+	FILE *f = fopen(acked, "r");
+	int i, n = 0;
+	while (f && fscanf(f, "%d", &i) == 1) {
+		char name[32];
+		snprintf(name, sizeof(name), "o%d", i);
+		ck_assert_msg(pad_of(st, name) == i % 30, "cut %d: acknowledged %s lost", at, name);
+		n++;
+	}
+	if (f)
+		fclose(f);
+	ck_assert_int_gt(n, 120); /* the cut came in the checkpoint */
+	store_close(st);
+	char rm[1200];
+	snprintf(rm, sizeof(rm), "rm -rf '%s.cut'* '%s.acked'", dir, dir);
+	ck_assert_int_eq(system(rm), 0);
+}
+
+START_TEST(test_power_cut_at_the_checkpoints_sync)
+{
+	cut_round(CUT_SYNC);
+}
+END_TEST
+
+START_TEST(test_power_cut_before_the_retirement_is_durable)
+{
+	cut_round(CUT_RETIRE);
+}
+END_TEST
+
+START_TEST(test_power_cut_after_a_checkpoint)
+{
+	cut_round(CUT_AFTER);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("store_journal");
@@ -282,6 +458,9 @@ int main(void)
 	tcase_add_test(t, test_replay_cut_short_is_replayed_again);
 	tcase_add_test(t, test_corrupt_journal_stops_the_open);
 	tcase_add_test(t, test_too_large_object_refused);
+	tcase_add_test(t, test_power_cut_at_the_checkpoints_sync);
+	tcase_add_test(t, test_power_cut_before_the_retirement_is_durable);
+	tcase_add_test(t, test_power_cut_after_a_checkpoint);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
