@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 
 #include "base/file.h"
 #include "base/journal.h"
+#include "base/log.h"
 
 #define MARKLOG_REGION (1u << 20) /* 2 MiB on disk; a checkpoint every ~128 marks */
 #define TAG_MARK       1u
@@ -26,6 +28,12 @@ static struct {
 	unsigned slots;
 	journal *j;
 	char dir[PATH_MAX];
+	/* a checkpoint a write began: its sync and retirement on their own thread (syncer,
+	 * joined under mu), so that no mark's call waits for the sync */
+	atomic_bool syncing;
+	bool syncer_joinable;
+	pthread_t syncer;
+	uint64_t ticket;
 } lg = {.mu = PTHREAD_MUTEX_INITIALIZER,
         .apply = PTHREAD_RWLOCK_INITIALIZER,
         .slot_mu = PTHREAD_MUTEX_INITIALIZER,
@@ -138,8 +146,51 @@ static int checkpoint(journal *j, struct err *e)
 	return 0;
 }
 
+static void *sync_main(void *arg)
+{
+	journal *j = arg;
+	struct err e = {0};
+	int r = sync_state(lg.dir, &e);
+	if (r == 0)
+		r = journal_checkpoint_end(j, lg.ticket, &e);
+	if (r < 0) /* completed by the next checkpoint's beginning */
+		log_warn("fencing marks' journal checkpoint failed", "error", e.msg);
+	atomic_store(&lg.syncing, false);
+	return NULL;
+}
+
+static void syncer_join(void)
+{
+	if (lg.syncer_joinable)
+		pthread_join(lg.syncer, NULL);
+	lg.syncer_joinable = false;
+}
+
+/* A checkpoint of j begun here (the regions switched: no sync) and finished by the syncer. */
+static void checkpoint_behind(journal *j)
+{
+	if (atomic_exchange(&lg.syncing, true))
+		return; /* one at a time: the running one's end, the next write's beginning */
+	pthread_mutex_lock(&lg.mu);
+	int r = -1;
+	if (lg.j == j) {
+		syncer_join();
+		pthread_rwlock_wrlock(&lg.apply);
+		r = journal_checkpoint_begin(j, &lg.ticket, NULL);
+		pthread_rwlock_unlock(&lg.apply);
+	}
+	if (r >= 0 && lg.ticket && pthread_create(&lg.syncer, NULL, sync_main, j) == 0)
+		lg.syncer_joinable = true;
+	else if (r >= 0 && lg.ticket) /* no thread: here, as a last resort */
+		sync_main(j);
+	else
+		atomic_store(&lg.syncing, false);
+	pthread_mutex_unlock(&lg.mu);
+}
+
 static void close_locked(bool ckpt)
 {
+	syncer_join();
 	if (!lg.j)
 		return;
 	if (ckpt)
@@ -202,7 +253,8 @@ int agent_marklog_write(const char *state_dir, const char *name, const char *tex
 		r = err_set(e, -ENOMEM, "write fencing mark %s/generations/%s: out of memory",
 		            state_dir, name);
 	if (r == 0 && journal_should_checkpoint(j))
-		checkpoint(j, NULL); /* the mark is durable; a failed checkpoint is retried later */
+		checkpoint_behind(
+		    j); /* the mark is durable; a failed checkpoint is retried later */
 	return r;
 }
 

@@ -6,7 +6,8 @@
  * every reader reads, the journal what makes it durable.  A checkpoint (when the journal's
  * region is half full, when the journal is opened with entries pending, and when it is
  * closed) makes the applied files durable with one syncfs of the state directory's file system
- * and retires the entries.  Opening the journal replays every entry not yet retired onto the
+ * and retires the entries; the one a write finds due runs its sync on a thread of its own, so
+ * that no call waits for it.  Opening the journal replays every entry not yet retired onto the
  * files, in order, before any mark is read: after a power cut the files are again what the
  * acknowledged calls wrote.  The file format of a mark is unchanged (agent-api.md §6.2), so an
  * agent of this version reads the marks of an earlier one.
