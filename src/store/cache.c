@@ -205,13 +205,43 @@ static bool stopping(struct cache_store *s, int nap_ms)
 	return stop;
 }
 
-/* One listed object into the map being built (arg: a struct cache_kind holding only it). */
+/* A relist: the kind's live map (read, never changed, while the new one is built) and the new
+ * map being built. */
+struct relisting {
+	struct cache_kind *live, fresh;
+	unsigned long shared;
+};
+
+/* The live map's text of obj when it holds obj at obj's own version (a reference), else NULL:
+ * an object version's text never changes, so a relist takes it over instead of a copy. */
+static struct store_blob *live_blob(struct cache_kind *ck, const cJSON *obj)
+{
+	const char *name = store_meta_str(obj, "name");
+	uint64_t rv = store_meta_rv(obj);
+	struct store_blob *b = NULL;
+	char key[KEY_MAX];
+	bool found;
+	if (!name || !rv)
+		return NULL;
+	key_of(store_meta_str(obj, "namespace"), name, key);
+	pthread_mutex_lock(&ck->s->mu);
+	size_t i = find(ck, key, &found);
+	if (found && ck->v[i].rv == rv)
+		b = store_blob_ref(ck->v[i].obj);
+	pthread_mutex_unlock(&ck->s->mu);
+	return b;
+}
+
+/* One listed object into the map being built (arg: a struct relisting). */
 static int relist_one(cJSON *obj, void *arg)
 {
-	struct store_blob *b = store_blob_of(obj);
-	if (!b)
+	struct relisting *r = arg;
+	struct store_blob *b = live_blob(r->live, obj);
+	if (b)
+		r->shared++;
+	else if (!(b = store_blob_of(obj)))
 		return -ENOMEM;
-	absorb(arg, obj, b, false);
+	absorb(&r->fresh, obj, b, false);
 	store_blob_put(b);
 	return 0;
 }
@@ -228,20 +258,23 @@ static void drop_map(struct cache_kind *m)
 /* Lists the kind into the map; 0 or a negative code.  The list is taken one object at a time
  * (store_list_each) into a new map of compact texts, which replaces the old one under the lock:
  * the kind's objects are never all held as trees at once (the peak memory of a start or a
- * relist).  A list that expired while it was taken (STORE_EXPIRED) is taken again at once. */
+ * relist), and an object the old map holds at the listed version is not copied (a relist costs
+ * the changed objects' texts, not a second copy of the kind).  A list that expired while it was
+ * taken (STORE_EXPIRED) is taken again at once. */
 static int relist(struct cache_kind *ck)
 {
 	struct cache_store *s = ck->s;
-	struct cache_kind fresh = {0};
+	struct relisting r = {.live = ck};
 	uint64_t rv = 0;
 	struct err e = {0};
-	int rc = store_list_each(s->b, ck->k, NULL, NULL, relist_one, &fresh, &rv, &e);
+	int rc = store_list_each(s->b, ck->k, NULL, NULL, relist_one, &r, &rv, &e);
 	for (int again = 0; rc == STORE_EXPIRED && again < 3; again++) {
-		drop_map(&fresh); /* a list that expired while it was taken: take it again */
-		rc = store_list_each(s->b, ck->k, NULL, NULL, relist_one, &fresh, &rv, &e);
+		drop_map(&r.fresh); /* a list that expired while it was taken: take it again */
+		r.shared = 0;
+		rc = store_list_each(s->b, ck->k, NULL, NULL, relist_one, &r, &rv, &e);
 	}
 	if (rc < 0) {
-		drop_map(&fresh);
+		drop_map(&r.fresh);
 		log_warnf("store cache: listing %s: %s", ck->k->plural,
 		          rc == -ENOMEM && !e.msg[0] ? "out of memory" : e.msg);
 		pthread_mutex_lock(&s->mu);
@@ -254,13 +287,14 @@ static int relist(struct cache_kind *ck)
 	ck->list_failed = false;
 	clear(ck);
 	free(ck->v);
-	ck->v = fresh.v;
-	ck->n = fresh.n;
-	ck->cap = fresh.cap;
+	ck->v = r.fresh.v;
+	ck->n = r.fresh.n;
+	ck->cap = r.fresh.cap;
 	ck->rv = ck->floor_rv = rv;
 	ck->gen++;
 	ck->synced = true;
 	s->stats.lists++;
+	s->stats.relist_shared += r.shared;
 	pthread_cond_broadcast(&s->cv); /* synced() */
 	pthread_cond_broadcast(&ck->cv);
 	pthread_mutex_unlock(&s->mu);

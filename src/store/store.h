@@ -289,9 +289,10 @@ int store_cache_open(store *backing, const struct store_kind *const *kinds, stor
 bool store_cache_thread_reads(bool on);
 
 struct store_cache_stats {
-	unsigned long lists;  /* lists of backing (each kind's first, and relists) */
-	unsigned long events; /* watch events absorbed */
-	unsigned long hits;   /* gets and lists answered from memory */
+	unsigned long lists;         /* lists of backing (each kind's first, and relists) */
+	unsigned long events;        /* watch events absorbed */
+	unsigned long hits;          /* gets and lists answered from memory */
+	unsigned long relist_shared; /* listed objects a relist took over from the old map */
 };
 void store_cache_stats(store *cache, struct store_cache_stats *out);
 

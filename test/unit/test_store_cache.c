@@ -77,12 +77,51 @@ static int n_remove(store *st, const struct store_kind *k, const char *ns, const
 	return store_delete(((struct counting *)st)->b, k, ns, name, uid, rv, e);
 }
 
+/* The watches of the counting store: the store's own, except that the next event of a watch
+ * of expire_kind is STORE_EXPIRED once expire_kind is set (the API server's 410 Gone). */
+static const struct store_kind *expire_kind;
+
+struct counted_watch {
+	store_watch base;
+	const struct store_kind *k;
+	store_watch *w;
+};
+
+static const struct store_ops counting_ops;
+
 static int n_watch(store *st, const struct store_kind *k, uint64_t from, store_watch **w,
                    struct err *e)
 {
 	struct counting *c = (struct counting *)st;
+	struct counted_watch *x = calloc(1, sizeof(*x));
+	ck_assert_ptr_nonnull(x);
 	__atomic_add_fetch(&c->watches, 1, __ATOMIC_SEQ_CST);
-	return store_watch_open(c->b, k, from, w, e);
+	int r = store_watch_open(c->b, k, from, &x->w, e);
+	if (r < 0) {
+		free(x);
+		return r;
+	}
+	x->base.ops = &counting_ops;
+	x->k = k;
+	*w = &x->base;
+	return 0;
+}
+
+static int n_watch_next(store_watch *w, int timeout_ms, enum store_event_type *type, cJSON **obj,
+                        struct err *e)
+{
+	struct counted_watch *x = (struct counted_watch *)w;
+	const struct store_kind *k = x->k;
+	if (__atomic_compare_exchange_n(&expire_kind, &k, NULL, false, __ATOMIC_SEQ_CST,
+	                                __ATOMIC_SEQ_CST))
+		return err_set(e, STORE_EXPIRED, "too old resource version");
+	return store_watch_next(x->w, timeout_ms, type, obj, e);
+}
+
+static void n_watch_close(store_watch *w)
+{
+	store_watch_close(((struct counted_watch *)w)->w);
+	free(w);
 }
 
 static void n_close(store *st)
@@ -100,6 +139,8 @@ static const struct store_ops counting_ops = {
     .update_status = n_update_status,
     .remove = n_remove,
     .watch = n_watch,
+    .watch_next = n_watch_next,
+    .watch_close = n_watch_close,
     .close = n_close,
 };
 
@@ -448,6 +489,52 @@ START_TEST(test_one_watch_per_kind)
 }
 END_TEST
 
+/* A relist (the watch expired) takes over the texts of the objects that did not change instead
+ * of a second copy of the kind, and the cache answers the same after it. */
+START_TEST(test_relist_keeps_unchanged_texts)
+{
+	const struct store_kind *k = store_kind_lookup("pvst");
+	struct store_cache_stats cs;
+	cJSON *items = NULL;
+	char name[32];
+	for (int i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "pvc-%02d", i);
+		cJSON *o = pvst(name, "a");
+		ck_assert_int_eq(store_create(other, o, NULL, NULL), 0);
+		cJSON_Delete(o);
+	}
+	open_cache();
+	store_cache_thread_reads(true);
+	ck_assert_int_eq(store_list(cache, k, NULL, NULL, &items, NULL, NULL), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(items), 20);
+	cJSON_Delete(items);
+	store_cache_stats(cache, &cs);
+	unsigned long lists = cs.lists;
+	ck_assert_uint_eq(cs.relist_shared, 0); /* the first lists had nothing to take over */
+	__atomic_store_n(&expire_kind, k, __ATOMIC_SEQ_CST);
+	for (int t = 0; t < 30000 && cs.lists == lists; t += 10) {
+		usleep(10000);
+		store_cache_stats(cache, &cs);
+	}
+	ck_assert_uint_eq(cs.lists, lists + 1);
+	ck_assert_uint_eq(cs.relist_shared, 20);
+	ck_assert_int_eq(
+	    store_list(cache, k, NULL, "pillar-csi.bhyoo.com/agent=a", &items, NULL, NULL), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(items), 20);
+	ck_assert_str_eq(store_meta_str(cJSON_GetArrayItem(items, 19), "name"), "pvc-19");
+	cJSON_Delete(items);
+	/* a change after the relist arrives as before */
+	cJSON *o = pvst("pvc-07", "b"), *got = NULL;
+	ck_assert_int_eq(store_update(other, o, NULL, NULL), 0);
+	cJSON_Delete(o);
+	ck_assert(eventually("pvc-07", "b"));
+	ck_assert_int_eq(store_get(cache, k, NULL, "pvc-08", &got, NULL), 0);
+	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(got, "spec"), "agentRef"), "a");
+	cJSON_Delete(got);
+	store_cache_thread_reads(false);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("store cache");
@@ -455,6 +542,7 @@ int main(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, test_reads_from_memory);
+	tcase_add_test(t, test_relist_keeps_unchanged_texts);
 	tcase_add_test(t, test_integers_exact);
 	tcase_add_test(t, test_changes_elsewhere_arrive_by_watch);
 	tcase_add_test(t, test_writes_visible_at_once_and_other_threads_read_through);
