@@ -12,18 +12,28 @@
  *    count + 1 and lastTimestamp = now, keeping its name and firstTimestamp; a PATCH answered
  *    NotFound (the Event expired) creates it again;
  *  - the spam filter: per source, involved object and type a token bucket of 25 events,
- *    refilled at one per 5 minutes; an event without a token is dropped.
- * Caches hold at most 4096 keys (the least recently used goes first).
+ *    refilled at one per 5 minutes; an event without a token is dropped (a write that carries
+ *    identical events folded in the queue, below, takes one token for all of them).
+ * Each cache holds at most 4096 keys and a fixed number of bytes (cluster/lru.h: hashed, the
+ * least recently used goes first), so its memory is bounded whatever the number of objects.
  *
  * A new Event is named "<object name>.<hex of the Unix time in ns>" in the object's namespace,
  * or in "default" for a cluster-scoped object (the API server requires involvedObject.namespace
  * to equal the Event's); source.component is the recorder's component, source.host its host
  * when set; reportingComponent/reportingInstance the same; firstTimestamp = lastTimestamp = now
- * (RFC 3339, seconds), count 1, type Normal or Warning.  At most 1000 events wait; beyond that
- * new ones are dropped with a warning, as client-go's broadcaster does.  Writes that fail are
- * logged and dropped after one retry: events are best effort and never block the caller.
- * Writes take their rate-limiter tokens from the client's Events budget (kube/client.h), so a
- * burst of Events never delays the process's object requests.
+ * (RFC 3339, seconds), count 1, type Normal or Warning.
+ *
+ * The queue between kube_events_record and the sender is the rate budget's backlog: writes take
+ * their rate-limiter tokens from the client's Events budget (kube/client.h), so a burst of
+ * Events never delays the process's object requests, and what the budget cannot write yet
+ * waits.  An event equal to one still waiting (same involved object, type, reason and message)
+ * is not queued again: it is counted on the waiting one, whose write then carries the whole
+ * count (one create or patch for all of them).  Normal events wait while fewer than 8000 are
+ * queued (3 MiB), Warnings while fewer than 10000 (4 MiB): beyond that an event is dropped.
+ * Drops are counted (kube_events_stats, pillar_csi_events_dropped_total) and logged once when
+ * a burst of them begins and once, with their number, when the queue has drained.  Writes that
+ * fail are dropped after one retry (the first failure of a run is logged, and the run's length
+ * when writes succeed again): events are best effort and never block the caller.
  *
  * Functions return 0 or a negative errno (message in e).  Thread-safe.
  */
@@ -46,6 +56,8 @@ struct kube_events_opts {
 	uint64_t (*now_us)(void *arg);
 	int64_t (*wall_us)(void *arg);
 	void *clock_arg;
+	/* Tests: the hash of the caches' and the queue's keys (default FNV-1a 64). */
+	uint64_t (*key_hash)(const char *key);
 };
 
 /* The involved object. */
@@ -67,6 +79,14 @@ bool kube_events_flush(struct kube_events *ev, int timeout_ms);
 /* Events written (created + patched) and dropped so far. */
 void kube_events_counts(struct kube_events *ev, unsigned long *created, unsigned long *patched,
                         unsigned long *dropped);
+struct kube_events_stats {
+	unsigned long created, patched; /* writes */
+	unsigned long dropped;          /* events not written (queue full, spam filter, failed) */
+	unsigned long folded;           /* events counted on an identical queued one */
+	size_t queued, queue_bytes;     /* waiting now */
+	size_t cache_entries, cache_bytes; /* the correlator's caches after the last write */
+};
+void kube_events_stats(struct kube_events *ev, struct kube_events_stats *out);
 /* Flushes (up to 2 s), stops the thread.  NULL is a no-op. */
 void kube_events_free(struct kube_events *ev);
 

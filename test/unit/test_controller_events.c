@@ -383,6 +383,46 @@ START_TEST(test_storage_node_outage_on_the_claims)
 }
 END_TEST
 
+/* A storage-node outage of many published volumes: every claim gets its Warning, and its end
+ * its Normal, through the Events budget; none is dropped. */
+START_TEST(test_outage_of_many_claims)
+{
+	enum { N = 2000 };
+	struct model_pvst *v = calloc(N, sizeof(*v));
+	struct model_pa a = {0};
+	char name[32], claim[32];
+	unsigned long created, patched, dropped;
+
+	ck_assert_ptr_nonnull(v);
+	model_str_set(&a.meta.name, "storage-1");
+	set_cond(&a, RULES_COND_AGENT_CONNECTED, "True", RULES_REASON_DIALED,
+	         "2026-12-03T10:00:00Z");
+	set_cond(&a, RULES_COND_EXPORTS_READY, "True", RULES_REASON_EXPORTS_SERVING,
+	         "2026-12-03T10:00:00Z");
+	ctl_events_observe(x, &model_pa_kind, STORE_ADDED, &a);
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "pvc-%04d", i);
+		snprintf(claim, sizeof(claim), "data-%04d", i);
+		outage_volume(&v[i], name, "storage-1", claim, true, 30);
+	}
+	set_cond(&a, RULES_COND_AGENT_CONNECTED, "False", RULES_REASON_HEALTH_CHECK_FAILED,
+	         "2026-12-03T11:00:00Z");
+	ctl_events_observe(x, &model_pa_kind, STORE_MODIFIED, &a);
+	set_cond(&a, RULES_COND_AGENT_CONNECTED, "True", RULES_REASON_DIALED,
+	         "2026-12-03T11:05:00Z");
+	ctl_events_observe(x, &model_pa_kind, STORE_MODIFIED, &a);
+	ck_assert(kube_events_flush(rec, 120000));
+	kube_events_counts(rec, &created, &patched, &dropped);
+	ck_assert_uint_eq(dropped, 0);
+	ck_assert_uint_eq(created,
+	                  2 + 2 * N); /* the agent's two condition Events, then the claims' */
+	for (int i = 0; i < N; i++)
+		model_clear(&model_pvst_kind, &v[i]);
+	free(v);
+	model_clear(&model_pa_kind, &a);
+}
+END_TEST
+
 /* A controller that starts during an outage (a new leader) records no Warning for it, and still
  * tells its end. */
 START_TEST(test_outage_seen_from_a_baseline)
@@ -426,6 +466,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_normal_provisioning_has_no_warning);
 	tcase_add_test(t, test_storage_node_outage_on_the_claims);
 	tcase_add_test(t, test_outage_seen_from_a_baseline);
+	tcase_add_test(t, test_outage_of_many_claims);
 	suite_add_tcase(s, t);
 	return s;
 }

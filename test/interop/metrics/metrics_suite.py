@@ -40,7 +40,8 @@ FAMILIES = {
         "grpc_client_started_total", "grpc_client_handled_total", "grpc_client_msg_received_total",
         "grpc_client_msg_sent_total", "grpc_client_handling_seconds_count",
         "rest_client_requests_total", "rest_client_request_duration_seconds_count",
-        "rest_client_rate_limiter_duration_seconds_count"],
+        "rest_client_rate_limiter_duration_seconds_count", "pillar_csi_events_written_total",
+        "pillar_csi_events_dropped_total"],
     "agent": COMMON + [
         "pillar_csi_agent_exports", "pillar_csi_agent_allowed_hosts",
         "pillar_csi_agent_export_restore_pending", "pillar_csi_agent_draining",
