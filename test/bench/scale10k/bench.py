@@ -19,7 +19,9 @@ flight), PER_AGENT volumes on each agent.  Then:
             again): seconds from the agent's port accepting to its PillarAgent showing
             ExportsReady=True/ExportsServing again (goal <= 3 s), and the store writes of it;
   RSS       the controller's resident memory at rest, its peak over each restart and over the
-            reboot's restore, against issue 30's bound (<= 16 MiB after a restart or reload).
+            reboot's restore, against issue 30's bound (<= 16 MiB after a restart or reload);
+  Events    on the kube store, the controller's Events created and patched (the request log)
+            and dropped (its log) after each phase and after the reboot.
 The creates and restarts are made at 1,000 volumes first, then at all of them.
 
   bench.py DIR      env BENCH_AGENTS (default 10), BENCH_PER_AGENT (default 1000), BENCH_STORE
@@ -276,6 +278,23 @@ class Scale:
             list(ex.map(one, range(first, end)))
         return time.monotonic() - t0, lat
 
+    def events(self):
+        """(created, patched, dropped): the controller's Events so far, written as the API
+        server's request log shows them, dropped as the controller's log tells them."""
+        rows = self.log.read() if self.log else []
+        ev = [m for m, p in rows if "/events" in p.split("?", 1)[0] and "watch=" not in p]
+        dropped = 0
+        try:
+            with open(os.path.join(self.env.base, "controller.log"), errors="replace") as f:
+                for line in f:
+                    if "event dropped" in line:  # one line per Event dropped
+                        dropped += 1
+                    elif "events dropped while the queue was full" in line:  # one per burst
+                        dropped += int(line.rsplit('dropped="', 1)[1].split('"', 1)[0])
+        except (OSError, ValueError, IndexError):
+            pass
+        return ev.count("POST"), ev.count("PATCH"), dropped
+
     def store_rv(self):
         """The store's version: on the kube store the count of object writes so far."""
         if self.log:
@@ -363,6 +382,7 @@ def phase(s, first, n):
     rest.append(cb.proc_rss_kib(s.pid) / 1024)
     print("controller at rest with %d volumes: RSS %.1f MiB (peak since its start %.1f MiB)" % (
         n, max(rest), cb.proc_rss_kib(s.pid, "VmHWM") / 1024), flush=True)
+    s.log and print("Events so far: %d created, %d patched, %d dropped" % s.events(), flush=True)
     rounds = []
     for i in range(RESTARTS):
         r = s.restart()
@@ -408,6 +428,8 @@ def run(base):
                   writes, cb.proc_rss_kib(s.pid) / 1024, cb.proc_rss_kib(s.pid, "VmHWM") / 1024,
                   "met" if cb.proc_rss_kib(s.pid, "VmHWM") <= 16 * 1024 else "NOT met",
                   os.getloadavg()[0]), flush=True)
+        s.log and print("Events so far: %d created, %d patched, %d dropped" % s.events(),
+                        flush=True)
         if before != PER_AGENT or after != PER_AGENT:
             raise SystemExit("the rebooted agent served %d exports before and %d after, not %d" % (
                 before, after, PER_AGENT))
