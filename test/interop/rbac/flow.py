@@ -392,11 +392,13 @@ class Flow:
                   self.wait(lambda: "deletionTimestamp" in
                             (self.get("/api/v1/namespaces/default/pods/web-0") or {}).get("metadata", {})),
                   self.get("/api/v1/namespaces/default/pods/web-0"))
+        # the two pods' Events are written one after the other: wait for both
         evs = self.wait(lambda: self.events(reason="PodNotDeletedAfterCtrlLoss",
-                                            **{"involvedObject.name": "bare"}))
+                                            **{"involvedObject.name": "bare"}) and
+                        self.events(reason="PodDeletedAfterCtrlLoss",
+                                    **{"involvedObject.name": "web-0"}))
         self.step("recovery: the bare pod stays, with a Warning that says to restart it by hand",
-                  evs and self.get("/api/v1/namespaces/default/pods/bare") and
-                  self.events(reason="PodDeletedAfterCtrlLoss", **{"involvedObject.name": "web-0"}),
+                  evs and self.get("/api/v1/namespaces/default/pods/bare"),
                   [(e["reason"], e["involvedObject"]["name"]) for e in self.events()])
         self.req("DELETE", "/api/v1/namespaces/default/pods/bare")
         cs.call(ctl.ControllerUnpublishVolume, k8s.detach(csi, pv, "node-a", cluster))
