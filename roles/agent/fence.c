@@ -158,12 +158,12 @@ static int new_lifecycle(struct fence_mark *m, const char *uid, uint64_t generat
  * agent_fence_check_create's). */
 static int decide(const char *state_dir, const char *volume_id, const char *uid,
                   uint64_t generation, enum fence_class cls, int64_t image_bytes, bool *recorded,
-                  struct err *e)
+                  bool *written, struct err *e)
 {
 	char path[PATH_MAX];
 	struct fence_mark m = {0};
 	int r;
-	*recorded = false;
+	*recorded = *written = false;
 
 	if ((r = agent_marklog_open(state_dir, e)) < 0 ||
 	    (r = mark_path(state_dir, volume_id, path, sizeof(path), e)) < 0)
@@ -187,6 +187,7 @@ static int decide(const char *state_dir, const char *volume_id, const char *uid,
 		m.generation = generation;
 		m.image_bytes = image_bytes;
 		r = write_mark(state_dir, path, &m, e);
+		*written = true;
 		goto out;
 	}
 	/* Rule 3. */
@@ -206,6 +207,7 @@ static int decide(const char *state_dir, const char *volume_id, const char *uid,
 		r = new_lifecycle(&m, uid, generation, image_bytes, e);
 		if (r == 0)
 			r = write_mark(state_dir, path, &m, e);
+		*written = true;
 		goto out;
 	}
 	/* Rule 6. */
@@ -225,10 +227,12 @@ static int decide(const char *state_dir, const char *volume_id, const char *uid,
 		if (image_bytes > 0)
 			m.image_bytes = image_bytes;
 		r = write_mark(state_dir, path, &m, e);
+		*written = true;
 	}
 out:
 	/* the mark as it now stands on disk holds this lifecycle's image size */
 	*recorded = r == 0 && image_bytes > 0 && m.image_bytes == image_bytes;
+	*written = *written && *recorded;
 	agent_fence_mark_clear(&m);
 	return r;
 }
@@ -236,16 +240,16 @@ out:
 int agent_fence_check(const char *state_dir, const char *volume_id, const char *uid,
                       uint64_t generation, enum fence_class cls, struct err *e)
 {
-	bool recorded;
-	return decide(state_dir, volume_id, uid, generation, cls, 0, &recorded, e);
+	bool recorded, written;
+	return decide(state_dir, volume_id, uid, generation, cls, 0, &recorded, &written, e);
 }
 
 int agent_fence_check_create(const char *state_dir, const char *volume_id, const char *uid,
                              uint64_t generation, int64_t image_bytes, bool *recorded,
-                             struct err *e)
+                             bool *written, struct err *e)
 {
 	return decide(state_dir, volume_id, uid, generation, FENCE_GRANT,
-	              image_bytes > 0 ? image_bytes : 0, recorded, e);
+	              image_bytes > 0 ? image_bytes : 0, recorded, written, e);
 }
 
 int agent_fence_end(const char *state_dir, const char *volume_id, struct err *e)

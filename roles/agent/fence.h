@@ -12,9 +12,12 @@
  *
  * A mark may also record the size of the `file` image its lifecycle's CreateVolume made
  * (imageBytes, agent_fence_check_create): the one durable write then covers the fencing
- * decision and the image's size, and the image is created without an fsync of its own (the
- * pool directory's fsync still makes its name durable before the call answers).  Rewrites
- * keep it; a new lifecycle or the end of one drops it.
+ * decision and the image's size, and the image is created without an fsync of its own.  When
+ * the create wrote that mark itself (under agent_marklog_hold) the pool directory is not
+ * fsync'd either: the mark's journal entry stays unretired until a checkpoint has synced the
+ * pool's filesystem, and an agent starting after a power cut makes every image that a
+ * replayed live mark records and that is missing (svc_restore_image).  Rewrites keep it; a
+ * new lifecycle or the end of one drops it.
  */
 #ifndef PILLAR_ROLES_AGENT_FENCE_H
 #define PILLAR_ROLES_AGENT_FENCE_H
@@ -42,10 +45,11 @@ int agent_fence_check(const char *state_dir, const char *volume_id, const char *
  * the same durable write.  *recorded tells whether the mark, once the check passed, holds
  * image_bytes for the token's lifecycle (written now, or by an earlier try of the same
  * create): the image's own fsync is then not needed, as an agent starting after a power cut
- * gives an empty image its recorded size (svc_complete_images). */
+ * gives an empty image its recorded size (svc_complete_images).  *written: this check wrote
+ * that mark (its journal entry is pending). */
 int agent_fence_check_create(const char *state_dir, const char *volume_id, const char *uid,
                              uint64_t generation, int64_t image_bytes, bool *recorded,
-                             struct err *e);
+                             bool *written, struct err *e);
 
 /* Rule 8: the destroy succeeded; sets ended=true (no-op without a mark). */
 int agent_fence_end(const char *state_dir, const char *volume_id, struct err *e);

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,6 +35,11 @@ static struct {
 	bool syncer_joinable;
 	pthread_t syncer;
 	uint64_t ticket;
+	/* agent_marklog_images: the pools' directories, synced by every checkpoint too */
+	char **pools;
+	size_t n_pools;
+	agent_marklog_restore_fn restore;
+	void *restore_arg;
 } lg = {.mu = PTHREAD_MUTEX_INITIALIZER,
         .apply = PTHREAD_RWLOCK_INITIALIZER,
         .slot_mu = PTHREAD_MUTEX_INITIALIZER,
@@ -42,6 +48,9 @@ static struct {
 /* generations/ made to exist durably (its entry in the state directory fsync'd) once per
  * process, and again whenever it is made anew. */
 static struct file_dir_once marks_dir = FILE_DIR_ONCE_INIT;
+
+/* agent_marklog_hold's depth in this thread */
+static _Thread_local unsigned held;
 
 static int slot_take(void)
 {
@@ -115,15 +124,33 @@ static int replay_one(void *arg, uint64_t seq, const struct journal_entry *en, s
 	return apply(arg, en->name, en->data, en->len, e);
 }
 
-static int sync_state(void *arg, struct err *e)
+static int syncfs_of(const char *dir, struct err *e)
 {
-	const char *dir = arg;
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return err_set(e, -errno, "open directory %s: %s", dir, strerror(errno));
 	int r = file_syncfs(fd, dir);
 	close(fd);
 	return r < 0 ? err_set(e, r, "syncfs %s: %s", dir, strerror(-r)) : 0;
+}
+
+/* The checkpoint's sync: the state directory's filesystem (the marks and the journal), and
+ * each pool's (the names of the images the retired marks record). */
+static int sync_state(void *arg, struct err *e)
+{
+	int r = syncfs_of(arg, e);
+	for (size_t i = 0; r == 0 && i < lg.n_pools; i++)
+		r = syncfs_of(lg.pools[i], e);
+	return r;
+}
+
+static int restore_one(void *arg, uint64_t seq, const struct journal_entry *en, struct err *e)
+{
+	(void)arg;
+	(void)seq;
+	(void)e;
+	lg.restore(lg.restore_arg, en->name);
+	return 0;
 }
 
 /* A checkpoint of j (lg.dir's): begin with no apply in flight, syncfs, end; an earlier one
@@ -149,6 +176,7 @@ static int checkpoint(journal *j, struct err *e)
 static void *sync_main(void *arg)
 {
 	journal *j = arg;
+	/* lg.dir and lg.pools stay until the close, which joins this thread first */
 	struct err e = {0};
 	int r = sync_state(lg.dir, &e);
 	if (r == 0)
@@ -166,19 +194,22 @@ static void syncer_join(void)
 	lg.syncer_joinable = false;
 }
 
-/* A checkpoint of j begun here (the regions switched: no sync) and finished by the syncer. */
-static void checkpoint_behind(journal *j)
+/* A checkpoint of the open journal, when due, begun here (the regions switched: no sync)
+ * and finished by the syncer.  Not by a thread that holds the journal (agent_marklog_hold).
+ * The order of the locks is apply, then mu, as a holder's (its hold, then its mark's open). */
+static void checkpoint_behind(void)
 {
 	if (atomic_exchange(&lg.syncing, true))
 		return; /* one at a time: the running one's end, the next write's beginning */
+	pthread_rwlock_wrlock(&lg.apply);
 	pthread_mutex_lock(&lg.mu);
 	int r = -1;
-	if (lg.j == j) {
+	journal *j = lg.j;
+	if (j && journal_should_checkpoint(j)) {
 		syncer_join();
-		pthread_rwlock_wrlock(&lg.apply);
 		r = journal_checkpoint_begin(j, &lg.ticket, NULL);
-		pthread_rwlock_unlock(&lg.apply);
 	}
+	pthread_rwlock_unlock(&lg.apply);
 	if (r >= 0 && lg.ticket && pthread_create(&lg.syncer, NULL, sync_main, j) == 0)
 		lg.syncer_joinable = true;
 	else if (r >= 0 && lg.ticket) /* no thread: here, as a last resort */
@@ -219,8 +250,11 @@ int agent_marklog_open(const char *state_dir, struct err *e)
 	    (r = journal_open(path, MARKLOG_REGION, 0600, &lg.j, e)) < 0)
 		goto out;
 	snprintf(lg.dir, sizeof(lg.dir), "%s", state_dir);
-	if (journal_pending(lg.j) && ((r = journal_replay(lg.j, 0, replay_one, lg.dir, e)) < 0 ||
-	                              (r = checkpoint(lg.j, e)) < 0))
+	/* the marks first, all of them; then what they record, from the final marks */
+	if (journal_pending(lg.j) &&
+	    ((r = journal_replay(lg.j, 0, replay_one, lg.dir, e)) < 0 ||
+	     (lg.restore && (r = journal_replay(lg.j, 0, restore_one, NULL, e)) < 0) ||
+	     (r = checkpoint(lg.j, e)) < 0))
 		close_locked(false);
 out:
 	pthread_mutex_unlock(&lg.mu);
@@ -246,15 +280,62 @@ int agent_marklog_write(const char *state_dir, const char *name, const char *tex
 		pthread_rwlock_unlock(&lg.apply);
 		if (r != JOURNAL_FULL || tries == 1)
 			break;
-		if ((r = checkpoint(j, e)) < 0)
+		/* a holder's first mark: nothing of its own is pending, its hold waits */
+		for (unsigned i = 0; i < held; i++)
+			pthread_rwlock_unlock(&lg.apply);
+		r = checkpoint(j, e);
+		for (unsigned i = 0; i < held; i++)
+			pthread_rwlock_rdlock(&lg.apply);
+		if (r < 0)
 			return r;
 	}
 	if (r == -ENOMEM) /* the agent's form for memory (svc_state_failed) */
 		r = err_set(e, -ENOMEM, "write fencing mark %s/generations/%s: out of memory",
 		            state_dir, name);
-	if (r == 0 && journal_should_checkpoint(j))
-		checkpoint_behind(
-		    j); /* the mark is durable; a failed checkpoint is retried later */
+	if (r == 0 && !held && journal_should_checkpoint(j))
+		checkpoint_behind(); /* the mark is durable; a failed checkpoint is retried later */
+	return r;
+}
+
+int agent_marklog_hold(const char *state_dir, struct err *e)
+{
+	int r = agent_marklog_open(state_dir, e);
+	if (r == 0) {
+		pthread_rwlock_rdlock(&lg.apply);
+		held++;
+	}
+	return r;
+}
+
+void agent_marklog_release(void)
+{
+	pthread_rwlock_unlock(&lg.apply);
+	if (--held == 0)
+		checkpoint_behind();
+}
+
+int agent_marklog_images(const char *const *dirs, size_t n, agent_marklog_restore_fn restore,
+                         void *arg, struct err *e)
+{
+	int r = 0;
+	pthread_mutex_lock(&lg.mu);
+	syncer_join();
+	for (size_t i = 0; i < lg.n_pools; i++)
+		free(lg.pools[i]);
+	free(lg.pools);
+	lg.pools = n ? calloc(n, sizeof(*lg.pools)) : NULL;
+	lg.n_pools = 0;
+	if (n && !lg.pools)
+		r = err_set(e, -ENOMEM, "fencing marks' journal: out of memory");
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		if (!(lg.pools[i] = strdup(dirs[i])))
+			r = err_set(e, -ENOMEM, "fencing marks' journal: out of memory");
+		else
+			lg.n_pools++;
+	}
+	lg.restore = restore;
+	lg.restore_arg = arg;
+	pthread_mutex_unlock(&lg.mu);
 	return r;
 }
 

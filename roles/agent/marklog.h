@@ -19,6 +19,7 @@
 #define PILLAR_ROLES_AGENT_MARKLOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "base/err.h"
 
@@ -32,6 +33,21 @@ int agent_marklog_open(const char *state_dir, struct err *e);
  * errno with e set ("write fencing mark <path>: ..."); after a failure the mark is either the
  * old or the new one, and a later open makes it the new one when the journal took it. */
 int agent_marklog_write(const char *state_dir, const char *name, const char *text, struct err *e);
+/* A call that makes what its mark records (a `file` image: fence.h) holds the journal from
+ * before its mark until the thing is made, so that no checkpoint retires the mark's entry
+ * before the thing is there to be synced with it; hold before the call's first mark, release
+ * once (a checkpoint due meanwhile then begins).  Holds of a thread nest. */
+int agent_marklog_hold(const char *state_dir, struct err *e);
+void agent_marklog_release(void);
+/* What a checkpoint makes durable besides the marks, and what a replay makes again (set before
+ * agent_marklog_open; 0 or -ENOMEM): every checkpoint syncs the filesystems of dirs (the
+ * `file` pools: a new image's name is durable by the checkpoint that retires its mark's
+ * entry), and an open that replays calls restore with the name of each mark it replayed,
+ * once every mark is replayed and before the checkpoint that retires them (restore reads the
+ * mark's file; it must not call this module). */
+typedef void (*agent_marklog_restore_fn)(void *arg, const char *name);
+int agent_marklog_images(const char *const *dirs, size_t n, agent_marklog_restore_fn restore,
+                         void *arg, struct err *e);
 /* Marks waiting for the journal's next batch (tests: group commit). */
 unsigned agent_marklog_waiting(void);
 /* Checkpoints (when checkpoint) and closes the open journal, if any. */

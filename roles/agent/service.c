@@ -40,6 +40,22 @@ static char *opt_dup(const char *s, const char *def)
 	return strdup(s && *s ? s : def);
 }
 
+/* The `file` pools' directories for the marks' journal (marklog.h): a new image's name is
+ * durable by the checkpoint that syncs them, and made again from its mark after a power cut. */
+static int marks_images(agent_service *a, struct err *e)
+{
+	const char **dirs = calloc(a->n_backends ? a->n_backends : 1, sizeof(*dirs));
+	size_t n = 0;
+	if (!dirs)
+		return err_set(e, -ENOMEM, "agent: out of memory");
+	for (size_t i = 0; i < a->n_backends; i++)
+		if (a->backends[i]->cfg.kind == BACKEND_FILE)
+			dirs[n++] = a->backends[i]->cfg.directory;
+	int r = agent_marklog_images(dirs, n, svc_restore_image, a, e);
+	free(dirs);
+	return r;
+}
+
 int agent_service_new(const struct agent_config *cfg, const struct agent_service_opts *o,
                       agent_service **out, struct err *e)
 {
@@ -94,8 +110,9 @@ int agent_service_new(const struct agent_config *cfg, const struct agent_service
 	snprintf(dir, sizeof(dir), "%s/nvmet-identity", a->state_dir);
 	if ((r = file_mkdir_p(dir, 0750, e)) < 0)
 		goto fail;
-	/* the marks as the acknowledged calls left them, before anything reads one */
-	if ((r = agent_marklog_open(a->state_dir, e)) < 0)
+	/* the marks as the acknowledged calls left them, before anything reads one, and the
+	 * images they record */
+	if ((r = marks_images(a, e)) < 0 || (r = agent_marklog_open(a->state_dir, e)) < 0)
 		goto fail;
 	svc_complete_images(a);
 	*out = a;
@@ -110,6 +127,7 @@ void agent_service_free(agent_service *a)
 	if (!a)
 		return;
 	agent_marklog_close(true);
+	agent_marklog_images(NULL, 0, NULL, NULL, NULL);
 	for (size_t i = 0; i < a->n_backends; i++)
 		backend_free(a->backends[i]);
 	free(a->backends);
@@ -343,11 +361,11 @@ int svc_fence(agent_service *a, const char *volume_id, const PB(FencingToken) * 
 }
 
 int svc_fence_create(agent_service *a, const char *volume_id, const PB(FencingToken) * t,
-                     int64_t image_bytes, bool *recorded, struct grpc_status *st)
+                     int64_t image_bytes, bool *recorded, bool *written, struct grpc_status *st)
 {
 	struct err e = {0};
 	int r = agent_fence_check_create(a->state_dir, volume_id, t ? t->volume_uid : NULL,
-	                                 t ? t->generation : 0, image_bytes, recorded, &e);
+	                                 t ? t->generation : 0, image_bytes, recorded, written, &e);
 	return fence_status(r, &e, st);
 }
 

@@ -87,11 +87,15 @@ int svc_fence(agent_service *a, const char *volume_id, const PillarCsi__Agent__V
 /* At start: every `file` image a power cut left empty whose live fencing mark recorded its
  * size (imageBytes) is given that size again, fsync'd (failures are logged). */
 void svc_complete_images(agent_service *a);
+/* The marks' journal's restore (marklog.h) at start: a `file` image a replayed live mark
+ * records and a power cut took is made again, of its recorded size, fsync'd (failures are
+ * logged); arg is the agent_service. */
+void svc_restore_image(void *arg, const char *name);
 /* svc_fence of a CreateVolume that makes a `file` image of image_bytes without fsyncing it
  * when *recorded comes back true (agent_fence_check_create). */
 int svc_fence_create(agent_service *a, const char *volume_id,
                      const PillarCsi__Agent__V1__FencingToken *t, int64_t image_bytes,
-                     bool *recorded, struct grpc_status *st);
+                     bool *recorded, bool *written, struct grpc_status *st);
 /* Bounded wait for a backing device, with one LVM activation (nvmet.md §10.1).  deadline_ms is
  * CLOCK_MONOTONIC milliseconds.  UNAVAILABLE `backing device <path> of volume "<id>" is not
  * available (pool not imported or volume group not active)`. */

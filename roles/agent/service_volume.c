@@ -11,11 +11,13 @@
 #include <unistd.h>
 
 #include "agent/identity.h"
+#include "agent/marklog.h"
 #include "agent/service_int.h"
 #include "base/exec.h"
 #include "base/log.h"
 #include "base/time.h"
 #include "google/protobuf/timestamp.pb-c.h"
+#include "model/records.h"
 #include "rules/size.h"
 
 #define PB(x) PillarCsi__Agent__V1__##x
@@ -260,25 +262,20 @@ static int zfs_props(const PB(BackendParams) * bp, struct backend_create_opts *o
 	return 0;
 }
 
-static int do_create(agent_service *a, backend *b, const struct volref *v,
-                     const PB(CreateVolumeRequest) * req, PB(CreateVolumeResponse) * resp,
-                     struct grpc_status *st)
+/* CreateVolume from the fencing decision on (image: the size of a new sparse `file` image,
+ * else 0). */
+static int create_from_fence(agent_service *a, backend *b, const struct volref *v,
+                             const PB(CreateVolumeRequest) * req, PB(CreateVolumeResponse) * resp,
+                             struct backend_create_opts o, int64_t image, struct grpc_status *st)
 {
-	struct backend_create_opts o;
 	struct err e = {0};
 	char dev[PATH_MAX];
 	int64_t have, total, avail;
 	int code, r;
 	char **props = NULL;
 
-	if ((code = svc_layout(a, b, v, req->backend_params, &o, st)) != GRPC_OK)
-		return code;
-	/* a new sparse file image: its size goes into the mark, one durable write for both */
-	int64_t image = b->cfg.kind == BACKEND_FILE && !req->content_source && !o.preallocate &&
-	                        b->ops->size(b, v->name, &have, NULL) == -ENOENT
-	                    ? (int64_t)req->capacity_bytes
-	                    : 0;
-	if ((code = svc_fence_create(a, v->id, req->fence, image, &o.size_recorded, st)) != GRPC_OK)
+	if ((code = svc_fence_create(a, v->id, req->fence, image, &o.size_recorded,
+	                             &o.name_journaled, st)) != GRPC_OK)
 		return code;
 	if (b->ops->device_path(b, v->name, dev, sizeof(dev)) < 0)
 		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "invalid volume id \"%s\"",
@@ -337,6 +334,30 @@ ready:
 	resp->device_path = svc_strdup(dev);
 	resp->capacity_bytes = have;
 	return resp->device_path ? svc_ok(st) : grpc_status_oom(st);
+}
+
+static int do_create(agent_service *a, backend *b, const struct volref *v,
+                     const PB(CreateVolumeRequest) * req, PB(CreateVolumeResponse) * resp,
+                     struct grpc_status *st)
+{
+	struct backend_create_opts o;
+	struct err e = {0};
+	int64_t have;
+	int code;
+	if ((code = svc_layout(a, b, v, req->backend_params, &o, st)) != GRPC_OK)
+		return code;
+	/* a new sparse file image: its size goes into the mark, one durable write for both,
+	 * and the mark's journal makes its name durable (the journal held until it is made) */
+	int64_t image = b->cfg.kind == BACKEND_FILE && !req->content_source && !o.preallocate &&
+	                        b->ops->size(b, v->name, &have, NULL) == -ENOENT
+	                    ? (int64_t)req->capacity_bytes
+	                    : 0;
+	if (image > 0 && agent_marklog_hold(a->state_dir, &e) < 0)
+		return svc_state_failed(st, &e);
+	code = create_from_fence(a, b, v, req, resp, o, image, st);
+	if (image > 0)
+		agent_marklog_release();
+	return code;
 }
 
 /* A step of CreateVolume or ExpandVolume under the volume's lock (req and resp are the RPC's). */
@@ -410,6 +431,57 @@ static int complete_image(agent_service *a, backend *b, const char *name, struct
 		         "bytes", size);
 	}
 	return r;
+}
+
+/* The volume ID an escaped mark name (agent_fence_escape, ".mark") stands for; -EINVAL. */
+static int mark_volume_id(const char *name, char *id, size_t cap)
+{
+	size_t n = strlen(name), k = 0;
+	if (n < 6 || strcmp(name + n - 5, ".mark") != 0)
+		return -EINVAL;
+	for (size_t i = 0; i < n - 5; i++) {
+		unsigned x;
+		if (k + 1 >= cap)
+			return -EINVAL;
+		if (name[i] != '_') {
+			id[k++] = name[i];
+		} else if (i + 2 < n - 5 && sscanf(name + i + 1, "%2X", &x) == 1 && x) {
+			id[k++] = (char)x;
+			i += 2;
+		} else {
+			return -EINVAL;
+		}
+	}
+	id[k] = '\0';
+	return 0;
+}
+
+void svc_restore_image(void *arg, const char *name)
+{
+	agent_service *a = arg;
+	char id[AGENT_VOLID_MAX], path[PATH_MAX];
+	struct model_fence_mark m;
+	struct volref v;
+	struct grpc_status st;
+	struct err e = {0};
+	int64_t have;
+	if (mark_volume_id(name, id, sizeof(id)) < 0 || svc_parse_volume_id(id, &v, &st) ||
+	    snprintf(path, sizeof(path), "%s/generations/%s", a->state_dir, name) >=
+	        (int)sizeof(path) ||
+	    model_fence_mark_read(path, &m, &e) < 0)
+		return; /* not an image's mark, or a corrupt one: the volume's calls report it */
+	int64_t bytes = !m.ended && m.has_image_bytes ? m.image_bytes : 0;
+	model_type_clear(&model_fence_mark_type, &m);
+	backend *b = svc_find_pool(a, v.pool);
+	if (bytes <= 0 || !b || b->cfg.kind != BACKEND_FILE ||
+	    b->ops->size(b, v.name, &have, NULL) != -ENOENT)
+		return;
+	struct backend_create_opts o = {0}; /* fsync'd: durable before the journal retires */
+	if (b->ops->create(b, v.name, bytes, &o, &e) < 0)
+		log_warn("cannot make again the image a fencing mark records", "volume", id,
+		         "error", e.msg);
+	else
+		log_info("made again the image a fencing mark records", "volume", id);
 }
 
 void svc_complete_images(agent_service *a)

@@ -45,9 +45,13 @@ struct backend_create_opts {
 	bool preallocate; /* file */
 	/* file, sparse: the caller has made the size durable elsewhere (the fencing mark's
 	 * imageBytes) and gives an image found empty after a power cut that size again, so the
-	 * new file is not fsync'd; the directory still is (its name is durable before any data
-	 * can be written to it) */
+	 * new file is not fsync'd */
 	bool size_recorded;
+	/* file, with size_recorded: the record was written by this call into a journal that
+	 * stays unretired until a sync of the pool's filesystem (the marks' journal, held by
+	 * the caller: agent_marklog_hold), and whose replay after a power cut makes an image it
+	 * records again: the directory is not fsync'd either */
+	bool name_journaled;
 };
 
 struct backend_vol {

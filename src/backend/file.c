@@ -88,6 +88,8 @@ static int file_create(backend *b, const char *name, int64_t bytes,
 		unlink(p);
 		return r;
 	}
+	if (o && o->size_recorded && o->name_journaled && !prealloc)
+		return 0;
 	return file_fsync_dir_group(&b->dir_sync, b->cfg.directory, e);
 }
 

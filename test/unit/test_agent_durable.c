@@ -1,8 +1,10 @@
 /* What the agent makes durable for a CreateVolume on the `file` backend, and what it completes
  * at start after a power cut: the fencing mark records the new image's size (imageBytes) in its
- * one durable write, so the sparse image itself is not fsync'd (its directory is); an agent
- * starting finds an image a power cut left empty and gives it the recorded size.  An earlier
- * agent's marks (without imageBytes) and their images are left as they are. */
+ * one durable write, so neither the sparse image nor its directory is fsync'd (the marks'
+ * journal keeps the entry until a checkpoint synced the pool); an agent starting finds an
+ * image a power cut left empty and gives it the recorded size, and makes again one whose name
+ * a power cut took when a replayed mark records it.  An earlier agent's marks (without
+ * imageBytes) and their images are left as they are. */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -15,6 +17,7 @@
 
 #include "agent/config.h"
 #include "agent/fence.h"
+#include "agent/marklog.h"
 #include "agent/service.h"
 #include "base/file.h"
 #include "testutil.h"
@@ -145,15 +148,17 @@ static void expect_fsyncs(int line, int n, ...)
 	n_synced = 0;
 }
 
-/* A sparse create: the mark (with the size: one entry of the marks' journal), then the pool
- * directory; the image is never fsync'd.  A preallocated one still fsyncs its image (its blocks are not in
- * the mark); a retry that finds the image does not write anything. */
+/* A sparse create: the mark (with the size: one entry of the marks' journal) and nothing else;
+ * neither the image nor the pool directory is fsync'd.  A preallocated one still fsyncs its
+ * image and directory (its blocks are not in the mark); a retry that finds the image does not
+ * write anything; one that makes the image under a mark an earlier try wrote fsyncs the
+ * directory (that mark's entry may be retired already). */
 START_TEST(test_create_fsyncs)
 {
 	ck_assert_int_eq(create(UID1, "a", MiB, false), GRPC_OK); /* state/ made durable once */
 	file_fsync_observer = record_fsync;
 	ck_assert_int_eq(create(UID1, "b", MiB, false), GRPC_OK);
-	expect_fsyncs(__LINE__, 2, "state/marks.journal", "files");
+	expect_fsyncs(__LINE__, 1, "state/marks.journal");
 	ck_assert_str_eq(tu_read(state, "generations/fpool_2Fb.mark"),
 	                 "{\"volumeUID\":\"" UID1 "\",\"generation\":1,\"ended\":false,"
 	                 "\"endedUIDs\":[],\"imageBytes\":1048576}");
@@ -192,8 +197,8 @@ START_TEST(test_start_completes_empty_images)
 	tu_write(files, "orphan.img", ""); /* no mark at all */
 	files_only = true;
 	file_fsync_observer = record_fsync;
-	restart();
-	expect_fsyncs(__LINE__, 1, "files/a.img");
+	restart(); /* the close's checkpoint syncs the pool's filesystem too */
+	expect_fsyncs(__LINE__, 2, "files", "files/a.img");
 	ck_assert_int_eq(image_size("a"), MiB);
 	ck_assert_int_eq(image_size("b"), 3 * MiB);
 	ck_assert_int_eq(image_size("c"), 0);
@@ -202,6 +207,33 @@ START_TEST(test_start_completes_empty_images)
 	/* nothing more at the next start */
 	restart();
 	expect_fsyncs(__LINE__, 0);
+}
+END_TEST
+
+/* A power cut took the name of an image whose create was acknowledged (its directory never
+ * fsync'd): the agent replays the mark and makes the image again, of its size, before it
+ * serves; the next start finds nothing to do.  An ended lifecycle's image stays gone. */
+START_TEST(test_start_makes_an_image_a_power_cut_took)
+{
+	char p[PATH_MAX];
+	ck_assert_int_eq(create(UID1, "a", 2 * MiB, false), GRPC_OK);
+	ck_assert_int_eq(create(UID1, "b", MiB, false), GRPC_OK);
+	struct err e = {0};
+	ck_assert_int_eq(agent_fence_end(state, "fpool/b", &e), 0);
+	snprintf(p, sizeof(p), "%s/a.img", files);
+	ck_assert_int_eq(unlink(p), 0);
+	snprintf(p, sizeof(p), "%s/b.img", files);
+	ck_assert_int_eq(unlink(p), 0);
+	agent_marklog_close(false); /* the power went: no checkpoint */
+	files_only = true;
+	file_fsync_observer = record_fsync;
+	restart(); /* made durably, then the checkpoint after the replay syncs the pool */
+	expect_fsyncs(__LINE__, 3, "files/a.img", "files", "files");
+	ck_assert_int_eq(image_size("a"), 2 * MiB);
+	ck_assert_int_eq(image_size("b"), -1);
+	restart();
+	expect_fsyncs(__LINE__, 0);
+	ck_assert_int_eq(image_size("a"), 2 * MiB);
 }
 END_TEST
 
@@ -239,6 +271,7 @@ int main(void)
 	tcase_add_test(t, test_create_fsyncs);
 	tcase_add_test(t, test_start_completes_empty_images);
 	tcase_add_test(t, test_start_skips_ended_and_corrupt);
+	tcase_add_test(t, test_start_makes_an_image_a_power_cut_took);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }

@@ -330,7 +330,7 @@ def run(s):
         while n <= 12 and s.round(role, n):
             n += 1
         s.check("%s: cut at each of its %d fsyncs of a CreateVolume" % (role, n - 1),
-                2 <= n - 1 < 12, "the fault point never fired or never stopped firing")
+                1 <= n - 1 < 12, "the fault point never fired or never stopped firing")
 
 
 if __name__ == "__main__":
