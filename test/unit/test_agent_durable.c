@@ -5,14 +5,19 @@
  * image a power cut left empty and gives it the recorded size, and makes again one whose name
  * a power cut took when a replayed mark records it.  An earlier agent's marks (without
  * imageBytes) and their images are left as they are. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent/config.h"
@@ -262,16 +267,221 @@ START_TEST(test_start_skips_ended_and_corrupt)
 }
 END_TEST
 
+/* ---- a power cut in a checkpoint of the marks' journal ------------------------------------ */
+
+/* The checkpoint a create finds due syncs on its own thread while creates go on.  A child
+ * process creates sparse volumes one after another (each acknowledged one recorded outside the
+ * machine's directories) until that checkpoint; the fault point of base/powercut.c keeps what
+ * is durable, and the child dies at one of the checkpoint's cut points:
+ *   STATE    the syncfs of the state directory, with creates acknowledged after the switch;
+ *   POOL     the syncfs of the pool (the marks durable, the images' names not);
+ *   RETIRE   the first journal fdatasync after both (the retirement not durable).
+ * Then the machine's directories become their durable copies, and the agent started again has
+ * every acknowledged volume: its mark and its image of its size. */
+enum cut_at { CUT_STATE, CUT_POOL, CUT_RETIRE };
+static enum cut_at cut_at;
+static int acked_fd = -1;
+static _Atomic int acked_n, after_sync = -1;
+static _Atomic bool
+    armed; /* after the first create: state/ and files/ synced by the checkpoint alone */
+static void (*keep_before)(const char *path);
+static void (*keep_after_syncfs)(const char *root);
+
+static void cut_before(const char *path)
+{
+	keep_before(path);
+	if (!armed)
+		return;
+	if (strcmp(path, state) == 0 && cut_at == CUT_STATE) {
+		int at = acked_n;
+		for (int i = 0; i < 20000 && acked_n < at + 3; i++)
+			usleep(1000); /* creates acknowledged into the new region meanwhile */
+		raise(SIGKILL);
+	}
+	if (strcmp(path, files) == 0 && cut_at == CUT_POOL)
+		raise(SIGKILL);
+	size_t n = strlen(path);
+	if (n > 14 && strcmp(path + n - 14, "/marks.journal") == 0 && after_sync >= 0 &&
+	    ++after_sync == 1 && cut_at == CUT_RETIRE)
+		raise(SIGKILL);
+}
+
+static void after_syncfs(const char *dir)
+{
+	keep_after_syncfs(dir);
+	if (armed && strcmp(dir, files) == 0)
+		after_sync = 0;
+}
+
+static void create_until_cut(const char *control)
+{
+	setenv("PILLAR_TEST_POWERCUT", control, 1);
+	file_powercut_from_env();
+	keep_before = file_fsync_observer;
+	keep_after_syncfs = file_syncfs_done_observer;
+	file_fsync_observer = cut_before;
+	file_syncfs_done_observer = after_syncfs;
+	make_service();
+	for (int i = 0; i < 400; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "v%d", i);
+		if (create(UID1, name, MiB, false) != GRPC_OK)
+			_exit(1);
+		snprintf(name, sizeof(name), "%d\n", i);
+		if (write(acked_fd, name, strlen(name)) < 0)
+			_exit(1);
+		acked_n = i + 1;
+		armed = true;
+	}
+	_exit(3); /* never cut: no checkpoint */
+}
+
+static void copy_file(const char *from_path, const char *to_path)
+{
+	FILE *from = fopen(from_path, "rb"), *to = fopen(to_path, "wb");
+	ck_assert(from && to);
+	char buf[65536];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), from)) > 0)
+		ck_assert_uint_eq(fwrite(buf, 1, n, to), n);
+	fclose(from);
+	fclose(to);
+}
+
+/* <control>.durable/<d with '/' as '!'>: the fault point's copy of directory d */
+static void durable_copy(const char *control, const char *d, char *copy, size_t cap)
+{
+	int k = snprintf(copy, cap, "%s.durable/", control);
+	for (const char *c = d; *c && k < (int)cap - 1; c++)
+		copy[k++] = *c == '/' ? '!' : *c;
+	copy[k] = '\0';
+}
+
+/* Before the child starts, all of directory d is durable: the copies start as it is. */
+static void baseline(const char *control, const char *d)
+{
+	char copy[1400], p[2000], q[2000];
+	snprintf(copy, sizeof(copy), "%s.durable", control);
+	mkdir(copy, 0700);
+	durable_copy(control, d, copy, sizeof(copy));
+	ck_assert_int_eq(mkdir(copy, 0700), 0);
+	DIR *in = opendir(d);
+	struct dirent *de;
+	while (in && (de = readdir(in))) {
+		struct stat st;
+		snprintf(p, sizeof(p), "%s/%s", d, de->d_name);
+		snprintf(q, sizeof(q), "%s/%s", copy, de->d_name);
+		if (lstat(p, &st) == 0 && S_ISREG(st.st_mode))
+			copy_file(p, q);
+		else if (S_ISDIR(st.st_mode) && de->d_name[0] != '.')
+			mkdir(q, 0700);
+	}
+	if (in)
+		closedir(in);
+}
+
+/* Each file of directory d becomes its durable copy's (dropped when it has none). */
+static void to_durable(const char *control, const char *d)
+{
+	char copy[1400], p[2000], q[2000];
+	durable_copy(control, d, copy, sizeof(copy));
+	DIR *in = opendir(d);
+	struct dirent *de;
+	while (in && (de = readdir(in))) {
+		struct stat st;
+		snprintf(p, sizeof(p), "%s/%s", d, de->d_name);
+		snprintf(q, sizeof(q), "%s/%s", copy, de->d_name);
+		if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (access(q, F_OK) != 0) {
+			ck_assert_int_eq(unlink(p), 0);
+			continue;
+		}
+		copy_file(q, p);
+	}
+	if (in)
+		closedir(in);
+}
+
+static void cut_round(enum cut_at at)
+{
+	char control[700], acked[700], p[700];
+	snprintf(control, sizeof(control), "%s/cut", root);
+	snprintf(acked, sizeof(acked), "%s/acked", root);
+	agent_service_free(svc); /* the child's agent is the machine's */
+	svc = NULL;
+	baseline(control, state);
+	snprintf(p, sizeof(p), "%s/generations", state);
+	baseline(control, p);
+	baseline(control, files);
+	acked_fd = open(acked, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
+	ck_assert_int_ge(acked_fd, 0);
+	cut_at = at;
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		create_until_cut(control);
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status %d", status);
+	close(acked_fd);
+	to_durable(control, state);
+	snprintf(p, sizeof(p), "%s/generations", state);
+	to_durable(control, p);
+	to_durable(control, files);
+	make_service();
+	FILE *f = fopen(acked, "r");
+	int i, n = 0;
+	while (f && fscanf(f, "%d", &i) == 1) {
+		char id[32], name[32];
+		struct fence_mark m;
+		struct err e = {0};
+		snprintf(name, sizeof(name), "v%d", i);
+		snprintf(id, sizeof(id), "fpool/v%d", i);
+		ck_assert_msg(agent_fence_read(state, id, &m, &e) == 0, "cut %d: %s: %s", at, id,
+		              e.msg);
+		ck_assert_str_eq(m.uid, UID1);
+		agent_fence_mark_clear(&m);
+		ck_assert_msg(image_size(name) == MiB, "cut %d: the image of acknowledged %s: %ld",
+		              at, id, (long)image_size(name));
+		n++;
+	}
+	if (f)
+		fclose(f);
+	ck_assert_int_gt(n, 120); /* the cut came in the checkpoint */
+}
+
+START_TEST(test_power_cut_at_the_state_sync)
+{
+	cut_round(CUT_STATE);
+}
+END_TEST
+
+START_TEST(test_power_cut_at_the_pool_sync)
+{
+	cut_round(CUT_POOL);
+}
+END_TEST
+
+START_TEST(test_power_cut_before_the_retirement_is_durable)
+{
+	cut_round(CUT_RETIRE);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("agent_durable");
 	TCase *t = tcase_create("durable");
-	tcase_set_timeout(t, 30);
+	tcase_set_timeout(t, 120);
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_add_test(t, test_create_fsyncs);
 	tcase_add_test(t, test_start_completes_empty_images);
 	tcase_add_test(t, test_start_skips_ended_and_corrupt);
 	tcase_add_test(t, test_start_makes_an_image_a_power_cut_took);
+	tcase_add_test(t, test_power_cut_at_the_state_sync);
+	tcase_add_test(t, test_power_cut_at_the_pool_sync);
+	tcase_add_test(t, test_power_cut_before_the_retirement_is_durable);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
