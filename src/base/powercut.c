@@ -9,6 +9,8 @@
  * directory, and data not fsynced.  A subdirectory of D is kept in the copy as an empty
  * directory of its name: its entry is durable, its content has a copy of its own (or none).   An fsync of a file whose name is in its directory's copy
  * puts the file's data into that copy (the data of a durable name is durable after its fsync).
+ * A file fsynced before and written in place since (a journal) keeps in the copy what its
+ * previous copy held: its last durable content, not nothing.
  * A syncfs(2) (file_syncfs) makes every file and directory beneath its root durable.
  * The control file holds "N ROUND": when ROUND changes, the fsyncs (fdatasyncs and syncfs
  * calls too) are counted anew, and the process kills itself just before the N-th. */
@@ -71,6 +73,15 @@ static bool data_durable(const struct stat *st)
 	return false;
 }
 
+/* true when the file st describes was fsynced at some time (its data may have changed since) */
+static bool ever_synced(const struct stat *st)
+{
+	for (size_t i = 0; i < cut.n_synced; i++)
+		if (cut.synced[i].dev == st->st_dev && cut.synced[i].ino == st->st_ino)
+			return true;
+	return false;
+}
+
 static void remember(const struct stat *st)
 {
 	for (size_t i = 0; i < cut.n_synced; i++)
@@ -126,8 +137,12 @@ static void keep_directory(const char *path)
 		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
 			snprintf(to, sizeof(to), "%s/%s", tmp, de->d_name);
+			char was[PATH_MAX * 2 + 8];
+			snprintf(was, sizeof(was), "%s/%s", dest, de->d_name);
 			if (S_ISDIR(st.st_mode))
 				mkdir(to, 0700);
+			else if (!data_durable(&st) && ever_synced(&st) && access(was, F_OK) == 0)
+				copy_file(AT_FDCWD, was, to, true); /* rewritten in place since */
 			else
 				copy_file(dirfd(d), de->d_name, to, data_durable(&st));
 		}
