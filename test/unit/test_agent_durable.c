@@ -5,7 +5,6 @@
  * image a power cut left empty and gives it the recorded size, and makes again one whose name
  * a power cut took when a replayed mark records it.  An earlier agent's marks (without
  * imageBytes) and their images are left as they are. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -336,73 +335,6 @@ static void create_until_cut(const char *control)
 	_exit(3); /* never cut: no checkpoint */
 }
 
-static void copy_file(const char *from_path, const char *to_path)
-{
-	FILE *from = fopen(from_path, "rb"), *to = fopen(to_path, "wb");
-	ck_assert(from && to);
-	char buf[65536];
-	size_t n;
-	while ((n = fread(buf, 1, sizeof(buf), from)) > 0)
-		ck_assert_uint_eq(fwrite(buf, 1, n, to), n);
-	fclose(from);
-	fclose(to);
-}
-
-/* <control>.durable/<d with '/' as '!'>: the fault point's copy of directory d */
-static void durable_copy(const char *control, const char *d, char *copy, size_t cap)
-{
-	int k = snprintf(copy, cap, "%s.durable/", control);
-	for (const char *c = d; *c && k < (int)cap - 1; c++)
-		copy[k++] = *c == '/' ? '!' : *c;
-	copy[k] = '\0';
-}
-
-/* Before the child starts, all of directory d is durable: the copies start as it is. */
-static void baseline(const char *control, const char *d)
-{
-	char copy[1400], p[2000], q[2000];
-	snprintf(copy, sizeof(copy), "%s.durable", control);
-	mkdir(copy, 0700);
-	durable_copy(control, d, copy, sizeof(copy));
-	ck_assert_int_eq(mkdir(copy, 0700), 0);
-	DIR *in = opendir(d);
-	struct dirent *de;
-	while (in && (de = readdir(in))) {
-		struct stat st;
-		snprintf(p, sizeof(p), "%s/%s", d, de->d_name);
-		snprintf(q, sizeof(q), "%s/%s", copy, de->d_name);
-		if (lstat(p, &st) == 0 && S_ISREG(st.st_mode))
-			copy_file(p, q);
-		else if (S_ISDIR(st.st_mode) && de->d_name[0] != '.')
-			mkdir(q, 0700);
-	}
-	if (in)
-		closedir(in);
-}
-
-/* Each file of directory d becomes its durable copy's (dropped when it has none). */
-static void to_durable(const char *control, const char *d)
-{
-	char copy[1400], p[2000], q[2000];
-	durable_copy(control, d, copy, sizeof(copy));
-	DIR *in = opendir(d);
-	struct dirent *de;
-	while (in && (de = readdir(in))) {
-		struct stat st;
-		snprintf(p, sizeof(p), "%s/%s", d, de->d_name);
-		snprintf(q, sizeof(q), "%s/%s", copy, de->d_name);
-		if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode))
-			continue;
-		if (access(q, F_OK) != 0) {
-			ck_assert_int_eq(unlink(p), 0);
-			continue;
-		}
-		copy_file(q, p);
-	}
-	if (in)
-		closedir(in);
-}
-
 static void cut_round(enum cut_at at)
 {
 	char control[700], acked[700], p[700];
@@ -410,10 +342,10 @@ static void cut_round(enum cut_at at)
 	snprintf(acked, sizeof(acked), "%s/acked", root);
 	agent_service_free(svc); /* the child's agent is the machine's */
 	svc = NULL;
-	baseline(control, state);
+	tu_durable_baseline(control, state);
 	snprintf(p, sizeof(p), "%s/generations", state);
-	baseline(control, p);
-	baseline(control, files);
+	tu_durable_baseline(control, p);
+	tu_durable_baseline(control, files);
 	acked_fd = open(acked, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
 	ck_assert_int_ge(acked_fd, 0);
 	cut_at = at;
@@ -425,10 +357,10 @@ static void cut_round(enum cut_at at)
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status %d", status);
 	close(acked_fd);
-	to_durable(control, state);
+	tu_durable_restore(control, state);
 	snprintf(p, sizeof(p), "%s/generations", state);
-	to_durable(control, p);
-	to_durable(control, files);
+	tu_durable_restore(control, p);
+	tu_durable_restore(control, files);
 	make_service();
 	FILE *f = fopen(acked, "r");
 	int i, n = 0;

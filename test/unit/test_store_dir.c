@@ -88,30 +88,6 @@ static void teardown(void)
 	tu_rmtree(dir);
 }
 
-static cJSON *agent(const char *name, size_t pad)
-{
-	char *buf = malloc(pad + 512);
-	cJSON *o;
-	ck_assert_ptr_nonnull(buf);
-	int n = snprintf(buf, 512,
-	                 "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":"
-	                 "\"PillarAgent\",\"metadata\":{\"name\":\"%s\"},\"spec\":{\"pad\":\"",
-	                 name);
-	memset(buf + n, 'x', pad);
-	strcpy(buf + n + pad, "\"}}");
-	ck_assert_int_eq(json_parse_strict(buf, strlen(buf), &o, NULL), 0);
-	free(buf);
-	return o;
-}
-
-static void create(store *s, const char *name, size_t pad)
-{
-	struct err e = {0};
-	cJSON *o = agent(name, pad);
-	ck_assert_msg(store_create(s, o, NULL, &e) == 0, "%s", e.msg);
-	cJSON_Delete(o);
-}
-
 static const struct store_kind *PA(void)
 {
 	return store_kind_lookup("pa");
@@ -123,7 +99,7 @@ START_TEST(test_no_rescan_and_one_fdatasync_per_write)
 	struct err e = {0};
 	for (int i = 0; i < 300; i++) {
 		snprintf(name, sizeof(name), "a%03d", i);
-		create(st, name, 10);
+		tu_store_create_agent(st, name, 10);
 	}
 	readdirs = fsyncs = fdatasyncs = syncfss = 0;
 	for (int i = 0; i < 20; i++) {
@@ -161,7 +137,7 @@ START_TEST(test_own_writes_come_back_without_the_lock)
 	for (int i = 0; i < 5; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "own%d", i);
-		create(st, name, 10);
+		tu_store_create_agent(st, name, 10);
 	}
 	usleep(100 * 1000); /* the notifications have arrived */
 	__atomic_store_n(&shared_locks, 0, __ATOMIC_SEQ_CST);
@@ -172,7 +148,7 @@ START_TEST(test_own_writes_come_back_without_the_lock)
 	/* another process's write is still read under the lock */
 	store *other;
 	ck_assert_int_eq(store_dir_open(dir, false, 60000, &other, &e), 0);
-	create(other, "theirs", 10);
+	tu_store_create_agent(other, "theirs", 10);
 	store_close(other);
 	usleep(100 * 1000);
 	ck_assert_int_eq(store_get(st, PA(), NULL, "theirs", &o, &e), 0);
@@ -201,7 +177,7 @@ START_TEST(test_other_process_changes_arrive_by_notification)
 	ck_assert_int_eq(store_dir_open(dir, false, 60000, &other, &e), 0);
 	ck_assert_int_eq(store_watch_open(st, PA(), 0, &w, &e), 0);
 	ck_assert_int_eq(store_watch_open(st, store_kind_lookup("pvc"), 0, &wc, &e), 0);
-	create(other, "from-cli", 10);
+	tu_store_create_agent(other, "from-cli", 10);
 	expect(w, STORE_ADDED, "from-cli", 5000); /* the poll would take a minute */
 	ck_assert_int_eq(store_delete(other, PA(), NULL, "from-cli", NULL, NULL, &e), 0);
 	expect(w, STORE_DELETED, "from-cli", 5000);
@@ -214,7 +190,7 @@ START_TEST(test_other_process_changes_arrive_by_notification)
 	cJSON_Delete(o);
 	expect(wc, STORE_ADDED, "c1", 5000);
 	/* and a get right after another process's write sees it */
-	create(other, "again", 10);
+	tu_store_create_agent(other, "again", 10);
 	ck_assert_int_eq(store_get(st, PA(), NULL, "again", &o, &e), 0);
 	cJSON_Delete(o);
 	store_watch_close(w);
@@ -237,7 +213,7 @@ START_TEST(test_event_history_bounded_in_bytes)
 	for (int i = 0; i < 60; i++) {
 		char name[16];
 		snprintf(name, sizeof(name), "big%02d", i);
-		create(st, name, 100000);
+		tu_store_create_agent(st, name, 100000);
 	}
 	ck_assert_int_eq(store_watch_next(w, 1000, &t, &o, &e), STORE_EXPIRED);
 	store_watch_close(w);
@@ -258,7 +234,7 @@ START_TEST(test_event_history_bounded_in_bytes)
 	ck_assert_int_eq(cJSON_GetArraySize(items), 60);
 	cJSON_Delete(items);
 	ck_assert_int_eq(store_watch_open(st, PA(), rv, &w, &e), 0);
-	create(st, "after", 10);
+	tu_store_create_agent(st, "after", 10);
 	expect(w, STORE_ADDED, "after", 1000);
 	store_watch_close(w);
 }
@@ -266,11 +242,11 @@ END_TEST
 
 START_TEST(test_versions_continue_above_the_ceiling_after_reboot)
 {
-	cJSON *o = agent("x", 1), *out;
+	cJSON *o = tu_store_agent("x", 1), *out;
 	struct err e = {0};
 	char p[600];
-	create(st, "a", 1);
-	create(st, "b", 1);
+	tu_store_create_agent(st, "a", 1);
+	tu_store_create_agent(st, "b", 1);
 	store_close(st);
 	/* the same boot: exact versions continue */
 	ck_assert_int_eq(store_dir_open(dir, true, 60000, &st, &e), 0);
@@ -314,7 +290,7 @@ START_TEST(test_owner_removes_unfinished_writes)
 	                                    "pillaragents/" FILE_SPARE ".3",
 	                                    "pillaragents/" FILE_SPARE_PREV ".3"};
 	store *other = NULL;
-	create(st, "a", 1);
+	tu_store_create_agent(st, "a", 1);
 	store_close(st);
 	st = NULL;
 	size_t n = sizeof(temps) / sizeof(temps[0]);
@@ -359,7 +335,7 @@ static void *writer(void *arg)
 {
 	char name[16];
 	snprintf(name, sizeof(name), "g%d", (int)(intptr_t)arg);
-	cJSON *o = agent(name, 10);
+	cJSON *o = tu_store_agent(name, 10);
 	int r = store_create(st, o, NULL, NULL);
 	cJSON_Delete(o);
 	return (void *)(intptr_t)r;
@@ -368,7 +344,7 @@ static void *writer(void *arg)
 static void *same_name(void *arg)
 {
 	(void)arg;
-	cJSON *o = agent("same", 10);
+	cJSON *o = tu_store_agent("same", 10);
 	int r = store_create(st, o, NULL, NULL);
 	cJSON_Delete(o);
 	return (void *)(intptr_t)r;
@@ -377,7 +353,7 @@ static void *same_name(void *arg)
 static void *first_writer(void *arg)
 {
 	(void)arg;
-	cJSON *o = agent("first", 10);
+	cJSON *o = tu_store_agent("first", 10);
 	int r = store_create(st, o, NULL, NULL);
 	cJSON_Delete(o);
 	return (void *)(intptr_t)r;
@@ -390,7 +366,7 @@ START_TEST(test_concurrent_writes_share_the_journal_fdatasync)
 	struct err e = {0};
 	void *r;
 	snprintf(journal_path, sizeof(journal_path), "%s/.journal", dir);
-	create(st, "zero", 1); /* the version counter's first block is persisted */
+	tu_store_create_agent(st, "zero", 1); /* the version counter's first block is persisted */
 	ck_assert_int_eq(store_watch_open(st, PA(), 0, &w, &e), 0);
 	file_fsync_observer = count_store_fsync;
 	ck_assert_int_eq(pthread_create(&first, NULL, first_writer, NULL), 0);
@@ -493,9 +469,9 @@ START_TEST(test_list_leaves_out_a_corrupt_file)
 {
 	char file[700];
 	store *other = NULL;
-	create(st, "a", 1);
-	create(st, "b", 1);
-	create(st, "c", 1);
+	tu_store_create_agent(st, "a", 1);
+	tu_store_create_agent(st, "b", 1);
+	tu_store_create_agent(st, "c", 1);
 	store_close(st);
 	st = NULL;
 	snprintf(file, sizeof(file), "%s/pillaragents/b.json", dir);
@@ -525,7 +501,7 @@ START_TEST(test_selector_passes_over_unselected_objects)
 	struct err e = {0};
 	for (int i = 0; i < 40; i++) {
 		char name[16];
-		cJSON *o = agent((snprintf(name, sizeof(name), "a%d", i), name), 1);
+		cJSON *o = tu_store_agent((snprintf(name, sizeof(name), "a%d", i), name), 1);
 		cJSON *labels =
 		    cJSON_AddObjectToObject(cJSON_GetObjectItem(o, "metadata"), "labels");
 		cJSON_AddStringToObject(labels, "agent", i % 8 ? "y" : "x");
@@ -551,7 +527,7 @@ START_TEST(test_open_passes_over_a_fifo)
 {
 	char fifo[700];
 	cJSON *items = NULL;
-	create(st, "a", 1);
+	tu_store_create_agent(st, "a", 1);
 	store_close(st);
 	st = NULL;
 	snprintf(fifo, sizeof(fifo), "%s/pillaragents/b.json", dir);

@@ -3,7 +3,6 @@
  * (a foreign boot ID in the applied mark, files as a power cut leaves them) every entry is
  * applied again and checkpointed, also when the first replay was cut short; a corrupt journal
  * stops the store's open with an error naming it. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -38,26 +37,6 @@ static void teardown(void)
 static const struct store_kind *PA(void)
 {
 	return store_kind_lookup("pa");
-}
-
-static cJSON *agent(const char *name, int pad)
-{
-	char buf[512];
-	snprintf(buf, sizeof(buf),
-	         "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":\"PillarAgent\","
-	         "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"pad\":\"%.*s\"}}",
-	         name, pad, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
-	cJSON *o = cJSON_Parse(buf);
-	ck_assert_ptr_nonnull(o);
-	return o;
-}
-
-static void create(store *s, const char *name, int pad)
-{
-	struct err e = {0};
-	cJSON *o = agent(name, pad);
-	ck_assert_msg(store_create(s, o, NULL, &e) == 0, "%s", e.msg);
-	cJSON_Delete(o);
 }
 
 static void update(store *s, const char *name, int pad)
@@ -119,7 +98,7 @@ START_TEST(test_dead_writers_entry_applied_by_the_next_lock_holder)
 	store *st = NULL;
 	struct err e = {0};
 	ck_assert_int_eq(store_dir_open(dir, true, 60000, &st, &e), 0);
-	create(st, "b", 1);
+	tu_store_create_agent(st, "b", 1);
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) { /* the CLI's write, killed between its entry and its file */
@@ -127,7 +106,7 @@ START_TEST(test_dead_writers_entry_applied_by_the_next_lock_holder)
 		if (store_dir_open(dir, false, 60000, &cli, NULL) < 0)
 			_exit(1);
 		file_fsync_done_observer = die_after_journal_sync;
-		cJSON *o = agent("a", 5);
+		cJSON *o = tu_store_agent("a", 5);
 		store_create(cli, o, NULL, NULL);
 		_exit(2); /* not reached */
 	}
@@ -164,8 +143,8 @@ static void crash_with_pending_writes(void)
 		store *st = NULL;
 		if (store_dir_open(dir, true, 60000, &st, NULL) < 0)
 			_exit(1);
-		create(st, "a", 3);
-		create(st, "b", 4);
+		tu_store_create_agent(st, "a", 3);
+		tu_store_create_agent(st, "b", 4);
 		update(st, "a", 7);
 		_exit(0); /* no close: nothing checkpointed */
 	}
@@ -206,7 +185,7 @@ START_TEST(test_reboot_replays_and_checkpoints)
 	ck_assert(!journal_pending(((struct dir_store *)st)->journal));
 	ck_assert_int_eq(pad_of(st, "a"), 7);
 	ck_assert_int_eq(pad_of(st, "b"), 4);
-	create(st, "c", 1);
+	tu_store_create_agent(st, "c", 1);
 	store_close(st);
 }
 END_TEST
@@ -261,7 +240,7 @@ START_TEST(test_too_large_object_refused)
 	ck_assert_ptr_nonnull(big);
 	memset(big, 'x', n);
 	big[n] = '\0';
-	cJSON *o = agent("big", 1);
+	cJSON *o = tu_store_agent("big", 1);
 	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "spec"), "pad", cJSON_CreateString(big));
 	free(big);
 	ck_assert_int_eq(store_create(st, o, NULL, &e), STORE_INVALID);
@@ -269,7 +248,7 @@ START_TEST(test_too_large_object_refused)
 	cJSON_Delete(o);
 	ck_assert(!exists("pillaragents/big.json"));
 	ck_assert_uint_eq(journal_last_seq(((struct dir_store *)st)->journal), 0);
-	create(st, "small", 1);
+	tu_store_create_agent(st, "small", 1);
 	store_close(st);
 }
 END_TEST
@@ -338,7 +317,7 @@ static void write_until_cut(const char *control)
 	for (int i = 0; i < 400; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "o%d", i);
-		cJSON *o = agent(name, i % 30);
+		cJSON *o = tu_store_agent(name, i % 30);
 		if (store_create(st, o, NULL, NULL) < 0)
 			_exit(1);
 		cJSON_Delete(o);
@@ -349,39 +328,6 @@ static void write_until_cut(const char *control)
 		armed = true;
 	}
 	_exit(3); /* never cut: no checkpoint */
-}
-
-/* Each file of directory d becomes its durable copy's (dropped when it has none). */
-static void to_durable(const char *control, const char *d)
-{
-	char copy[1400], p[2000], q[2000];
-	int k = snprintf(copy, sizeof(copy), "%s.durable/", control);
-	for (const char *c = d; *c; c++)
-		copy[k++] = *c == '/' ? '!' : *c;
-	copy[k] = '\0';
-	DIR *in = opendir(d);
-	struct dirent *de;
-	while (in && (de = readdir(in))) {
-		struct stat st;
-		snprintf(p, sizeof(p), "%s/%s", d, de->d_name);
-		snprintf(q, sizeof(q), "%s/%s", copy, de->d_name);
-		if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode))
-			continue;
-		if (access(q, F_OK) != 0) {
-			ck_assert_int_eq(unlink(p), 0);
-			continue;
-		}
-		FILE *from = fopen(q, "rb"), *to = fopen(p, "wb");
-		ck_assert(from && to);
-		char buf[65536];
-		size_t n;
-		while ((n = fread(buf, 1, sizeof(buf), from)) > 0)
-			ck_assert_uint_eq(fwrite(buf, 1, n, to), n);
-		fclose(from);
-		fclose(to);
-	}
-	if (in)
-		closedir(in);
 }
 
 static void cut_round(enum cut_at at)
@@ -400,9 +346,9 @@ static void cut_round(enum cut_at at)
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status %d", status);
 	close(acked_fd);
-	to_durable(control, dir);
+	tu_durable_restore(control, dir);
 	snprintf(p, sizeof(p), "%s/pillaragents", dir);
-	to_durable(control, p);
+	tu_durable_restore(control, p);
 	snprintf(p, sizeof(p), "%s/.oplock", dir);
 	int fd = open(p, O_WRONLY);
 	ck_assert_int_ge(fd, 0);

@@ -1,6 +1,7 @@
 #include "testutil.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -72,6 +73,71 @@ const char *tu_read(const char *dir, const char *name)
 	return buf;
 }
 
+/* ---- power cuts ------------------------------------------------------------------------------ */
+
+static void copy_file(const char *from_path, const char *to_path)
+{
+	FILE *from = fopen(from_path, "rb"), *to = fopen(to_path, "wb");
+	ck_assert_msg(from && to, "copy %s to %s", from_path, to_path);
+	char buf[65536];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), from)) > 0)
+		ck_assert_uint_eq(fwrite(buf, 1, n, to), n);
+	fclose(from);
+	fclose(to);
+}
+
+static void durable_copy(const char *control, const char *d, char *copy, size_t cap)
+{
+	int k = snprintf(copy, cap, "%s.durable/", control);
+	for (const char *c = d; *c && k < (int)cap - 1; c++)
+		copy[k++] = *c == '/' ? '!' : *c;
+	copy[k] = '\0';
+}
+
+void tu_durable_baseline(const char *control, const char *d)
+{
+	char copy[1400], p[2000], q[2000];
+	snprintf(copy, sizeof(copy), "%s.durable", control);
+	mkdir(copy, 0700);
+	durable_copy(control, d, copy, sizeof(copy));
+	ck_assert_int_eq(mkdir(copy, 0700), 0);
+	DIR *in = opendir(d);
+	struct dirent *de;
+	while (in && (de = readdir(in))) {
+		struct stat st;
+		snprintf(p, sizeof(p), "%s/%s", d, de->d_name);
+		snprintf(q, sizeof(q), "%s/%s", copy, de->d_name);
+		if (lstat(p, &st) == 0 && S_ISREG(st.st_mode))
+			copy_file(p, q);
+		else if (S_ISDIR(st.st_mode) && de->d_name[0] != '.')
+			mkdir(q, 0700);
+	}
+	if (in)
+		closedir(in);
+}
+
+void tu_durable_restore(const char *control, const char *d)
+{
+	char copy[1400], p[2000], q[2000];
+	durable_copy(control, d, copy, sizeof(copy));
+	DIR *in = opendir(d);
+	struct dirent *de;
+	while (in && (de = readdir(in))) {
+		struct stat st;
+		snprintf(p, sizeof(p), "%s/%s", d, de->d_name);
+		snprintf(q, sizeof(q), "%s/%s", copy, de->d_name);
+		if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (access(q, F_OK) != 0)
+			ck_assert_int_eq(unlink(p), 0);
+		else
+			copy_file(q, p);
+	}
+	if (in)
+		closedir(in);
+}
+
 int tu_run(Suite *s)
 {
 	SRunner *sr = srunner_create(s);
@@ -111,6 +177,33 @@ void *tu_store_obj(const char *kind, const char *name, const char *spec_json)
 	    k->api_version, k->kind, name, spec_json);
 	ck_assert_int_eq(json_parse_strict(buf, strlen(buf), &o, NULL), 0);
 	return o;
+}
+
+void *tu_store_agent(const char *name, size_t pad)
+{
+	const struct store_kind *k = store_kind_lookup("pa");
+	char *buf = malloc(pad + 512);
+	cJSON *o = NULL;
+	ck_assert_ptr_nonnull(k);
+	ck_assert_ptr_nonnull(buf);
+	int n = snprintf(buf, 512,
+	                 "{\"apiVersion\":\"%s\",\"kind\":\"%s\",\"metadata\":{\"name\":"
+	                 "\"%s\"},\"spec\":{\"pad\":\"",
+	                 k->api_version, k->kind, name);
+	ck_assert(n > 0 && n < 500);
+	memset(buf + n, 'x', pad);
+	strcpy(buf + n + pad, "\"}}");
+	ck_assert_int_eq(json_parse_strict(buf, strlen(buf), &o, NULL), 0);
+	free(buf);
+	return o;
+}
+
+void tu_store_create_agent(void *into, const char *name, size_t pad)
+{
+	struct err e = {0};
+	cJSON *o = tu_store_agent(name, pad);
+	ck_assert_msg(store_create(into, o, NULL, &e) == 0, "%s", e.msg);
+	cJSON_Delete(o);
 }
 
 void tu_expect_event(void *watch, int t, const char *name, const char *field)

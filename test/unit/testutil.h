@@ -22,10 +22,21 @@ void tu_agent_layout(const char *root, struct agent_config *cfg);
 /* A store object {apiVersion, kind, metadata{name}, spec} of kind (any name store_kind_lookup
  * knows) with spec_json as its spec (a cJSON *, caller owns); fails the test on bad JSON. */
 void *tu_store_obj(const char *kind, const char *name, const char *spec_json);
+/* A PillarAgent named name whose spec.pad is pad 'x's (a cJSON *, caller owns), and its
+ * store_create into a store * (fails the test on error). */
+void *tu_store_agent(const char *name, size_t pad);
+void tu_store_create_agent(void *into, const char *name, size_t pad);
 /* Waits up to 5 s for the next event of a store_watch * and checks its type (enum
  * store_event_type), metadata.name, that it has a kind and, when field is not NULL, that the
  * object has that top-level field. */
 void tu_expect_event(void *watch, int t, const char *name, const char *field);
+/* base/powercut.c's durable copy of directory d (<control>.durable/<d with '/' as '!'>), as a
+ * test that cuts the power restores the machine: tu_durable_baseline makes it what d holds now
+ * (all of it durable: before the process under test starts); tu_durable_restore makes each
+ * regular file of d its copy's, dropping those the copy lacks (all of them when there is no
+ * copy).  Fail the test on error. */
+void tu_durable_baseline(const char *control, const char *d);
+void tu_durable_restore(const char *control, const char *d);
 /* Runs a Check suite and returns the process exit status (0 when everything passed). */
 int tu_run(Suite *s);
 
