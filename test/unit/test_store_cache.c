@@ -192,6 +192,20 @@ static void open_cache(void)
 	ck_assert_int_eq(store_cache_open(&cnt->base, kinds, &cache, NULL), 0);
 }
 
+/* Waits until every cached kind has its first list (each kind lists on its own thread: a read
+ * of one kind waits for that kind only, so a count taken after it may still see the other
+ * kind's first list arrive). */
+static void wait_first_lists(void)
+{
+	struct store_cache_stats cs;
+	store_cache_stats(cache, &cs);
+	for (int t = 0; t < 30000 && cs.lists < 2; t += 10) {
+		usleep(10000);
+		store_cache_stats(cache, &cs);
+	}
+	ck_assert_uint_eq(cs.lists, 2);
+}
+
 /* Waits until a cached get of name shows the agentRef want ("" = gone). */
 static bool eventually(const char *name, const char *want)
 {
@@ -229,6 +243,7 @@ START_TEST(test_reads_from_memory)
 	ck_assert_str_eq(store_meta_str(cJSON_GetArrayItem(items, 99), "name"), "pvc-099");
 	ck_assert_uint_gt(rv, 0);
 	cJSON_Delete(items);
+	wait_first_lists();
 	int lists = __atomic_load_n(&cnt->lists, __ATOMIC_SEQ_CST);
 	/* a resync pass: a list by label and a get of every object */
 	for (int pass = 0; pass < 3; pass++) {
@@ -508,6 +523,7 @@ START_TEST(test_relist_keeps_unchanged_texts)
 	ck_assert_int_eq(store_list(cache, k, NULL, NULL, &items, NULL, NULL), 0);
 	ck_assert_int_eq(cJSON_GetArraySize(items), 20);
 	cJSON_Delete(items);
+	wait_first_lists();
 	store_cache_stats(cache, &cs);
 	unsigned long lists = cs.lists;
 	ck_assert_uint_eq(cs.relist_shared, 0); /* the first lists had nothing to take over */
