@@ -112,6 +112,11 @@ static int file_expand(backend *b, const char *name, int64_t bytes, struct err *
 		              st.st_blocks >= st.st_size / 512 + (st.st_size % 512 != 0)),
 		         true, p, e);
 	close(fd);
+	/* The name of a new sparse image may be durable only through the fencing mark's journal,
+	 * which remakes a lost image at the size it was created with: a grown image's name is
+	 * made durable here, so a power cut cannot give it back smaller than acknowledged. */
+	if (r == 0)
+		r = file_fsync_dir_group(&b->dir_sync, b->cfg.directory, e);
 	return r;
 }
 

@@ -202,7 +202,8 @@ START_TEST(test_start_completes_empty_images)
 	files_only = true;
 	file_fsync_observer = record_fsync;
 	restart(); /* the close's checkpoint syncs the pool's filesystem too */
-	expect_fsyncs(__LINE__, 2, "files", "files/a.img");
+	/* the completed image's name made durable with its size (file_expand) */
+	expect_fsyncs(__LINE__, 3, "files", "files/a.img", "files");
 	ck_assert_int_eq(image_size("a"), MiB);
 	ck_assert_int_eq(image_size("b"), 3 * MiB);
 	ck_assert_int_eq(image_size("c"), 0);
