@@ -15,6 +15,7 @@
 #include "agent/config.h"
 #include "agent/service.h"
 #include "backend/backend.h"
+#include "base/file.h"
 #include "base/time.h"
 #include "fake_cli.h"
 #include "metrics/metrics.h"
@@ -249,6 +250,37 @@ START_TEST(test_file_backend)
 	free(vols);
 	ck_assert_int_eq(b->ops->destroy(b, "v", &e), 0);
 	ck_assert_int_eq(b->ops->destroy(b, "v", &e), 0); /* missing = success */
+	backend_free(b);
+}
+END_TEST
+
+static char pool_dir[600];
+static int pool_dir_fsyncs;
+
+static void count_pool_dir_fsync(const char *path)
+{
+	if (!strcmp(path, pool_dir))
+		pool_dir_fsyncs++;
+}
+
+/* A sparse image whose name only the caller's journal records (name_journaled) may be remade
+ * at its create size after a power cut: growing it makes its name durable with the new size. */
+START_TEST(test_file_expand_makes_the_name_durable)
+{
+	snprintf(pool_dir, sizeof(pool_dir), "%s/journaled", dir);
+	mkdir(pool_dir, 0755);
+	struct backend_config c = {.kind = BACKEND_FILE, .pool = "fp", .directory = pool_dir};
+	struct backend_create_opts o = {.size_recorded = true, .name_journaled = true};
+	backend *b;
+	struct err e = {0};
+	ck_assert_int_eq(backend_new(&c, &b, &e), 0);
+	pool_dir_fsyncs = 0;
+	file_fsync_observer = count_pool_dir_fsync;
+	ck_assert_int_eq(b->ops->create(b, "v", 1 << 20, &o, &e), 0);
+	ck_assert_int_eq(pool_dir_fsyncs, 0);
+	ck_assert_int_eq(b->ops->expand(b, "v", 2 << 20, &e), 0);
+	file_fsync_observer = NULL;
+	ck_assert_int_eq(pool_dir_fsyncs, 1);
 	backend_free(b);
 }
 END_TEST
@@ -661,6 +693,7 @@ int main(void)
 	tcase_add_test(t, test_zfs_commands);
 	tcase_add_test(t, test_lvm_commands);
 	tcase_add_test(t, test_file_backend);
+	tcase_add_test(t, test_file_expand_makes_the_name_durable);
 	tcase_add_test(t, test_file_images_write_through);
 	tcase_add_test(t, test_config_dir_probe);
 	tcase_add_test(t, test_config_rules);
