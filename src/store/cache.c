@@ -256,22 +256,24 @@ static void drop_map(struct cache_kind *m)
 }
 
 /* Lists the kind into the map; 0 or a negative code.  The list is taken one object at a time
- * (store_list_each) into a new map of compact texts, which replaces the old one under the lock:
+ * (store_list_each; the first one store_list_each_any) into a new map of compact texts, which replaces the old one under the lock:
  * the kind's objects are never all held as trees at once (the peak memory of a start or a
  * relist), and an object the old map holds at the listed version is not copied (a relist costs
  * the changed objects' texts, not a second copy of the kind).  A list that expired while it was
  * taken (STORE_EXPIRED) is taken again at once. */
-static int relist(struct cache_kind *ck)
+static int relist(struct cache_kind *ck, bool any)
 {
 	struct cache_store *s = ck->s;
 	struct relisting r = {.live = ck};
-	uint64_t rv = 0;
+	uint64_t rv = 0, t0 = time_mono_ms();
 	struct err e = {0};
-	int rc = store_list_each(s->b, ck->k, NULL, NULL, relist_one, &r, &rv, &e);
+	int (*list)(store *, const struct store_kind *, const char *, const char *, store_each_fn,
+	            void *, uint64_t *, struct err *) = any ? store_list_each_any : store_list_each;
+	int rc = list(s->b, ck->k, NULL, NULL, relist_one, &r, &rv, &e);
 	for (int again = 0; rc == STORE_EXPIRED && again < 3; again++) {
 		drop_map(&r.fresh); /* a list that expired while it was taken: take it again */
 		r.shared = 0;
-		rc = store_list_each(s->b, ck->k, NULL, NULL, relist_one, &r, &rv, &e);
+		rc = list(s->b, ck->k, NULL, NULL, relist_one, &r, &rv, &e);
 	}
 	if (rc < 0) {
 		drop_map(&r.fresh);
@@ -298,6 +300,11 @@ static int relist(struct cache_kind *ck)
 	pthread_cond_broadcast(&s->cv); /* synced() */
 	pthread_cond_broadcast(&ck->cv);
 	pthread_mutex_unlock(&s->mu);
+	char objects[24], secs[32];
+	snprintf(objects, sizeof(objects), "%zu", r.fresh.n);
+	snprintf(secs, sizeof(secs), "%.3f", (double)(time_mono_ms() - t0) / 1000);
+	log_info("store cache: kind listed", "kind", ck->k->plural, "objects", objects, "seconds",
+	         secs);
 	return 0;
 }
 
@@ -344,13 +351,15 @@ static int follow(struct cache_kind *ck)
 static void *informer_main(void *arg)
 {
 	struct cache_kind *ck = arg;
-	bool listed = false;
+	bool listed = false, ever = false;
 	while (!stopping(ck->s, 0)) {
-		if (!listed && relist(ck) < 0) {
+		/* the first list may come from the server's memory, as client-go's reflector's
+		 * (resourceVersion=0); a relist after lost events asks for the latest */
+		if (!listed && relist(ck, !ever) < 0) {
 			stopping(ck->s, RETRY_MS);
 			continue;
 		}
-		listed = true;
+		listed = ever = true;
 		int rc = follow(ck);
 		if (rc == STORE_EXPIRED)
 			listed = false; /* events were lost: relist */

@@ -355,6 +355,14 @@ int store_list_each(store *s, const struct store_kind *k, const char *ns, const 
 	return store_list_walk(s, k, ns, selector, fn, arg, list_rv, e);
 }
 
+int store_list_each_any(store *s, const struct store_kind *k, const char *ns, const char *selector,
+                        store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+{
+	if (s->ops->list_each_any)
+		return s->ops->list_each_any(s, k, ns, selector, fn, arg, list_rv, e);
+	return store_list_each(s, k, ns, selector, fn, arg, list_rv, e);
+}
+
 struct skipping {
 	store_skip_fn skip;
 	store_each_fn fn;

@@ -122,9 +122,11 @@ static int walk_item(cJSON *it, void *arg)
  * pages continue it).  A continue token that expired (410 Expired: the version was compacted
  * while the list was taken) cannot be continued consistently, and what fn was already given
  * cannot be taken back: STORE_EXPIRED, and the caller lists again (as client-go's reflector
- * relists). */
+ * relists).  any: the first page asks for resourceVersion=0 (store_list_each_any), which
+ * kube-apiserver's watch cache answers whole, ignoring limit; a server without one pages it,
+ * and later pages carry only the continue token (as client-go's pager sends them). */
 static int each_page(struct kube_store *s, const struct store_kind *k, const char *ns,
-                     const char *selector, store_each_fn fn, void *arg, uint64_t *list_rv,
+                     const char *selector, bool any, store_each_fn fn, void *arg, uint64_t *list_rv,
                      struct err *e)
 {
 	struct kube_store_res res;
@@ -136,6 +138,7 @@ static int each_page(struct kube_store *s, const struct store_kind *k, const cha
 	for (bool first = true;; first = false) {
 		struct kube_list_opts lo = {.label_selector =
 		                                selector && *selector ? selector : NULL,
+		                            .resource_version = any && first ? "0" : NULL,
 		                            .limit = s->page,
 		                            .continue_token = cont[0] ? cont : NULL};
 		int rc = kube_list_each(s->kc, &res.r, ns, &lo, walk_item, &w, rv, sizeof(rv), cont,
@@ -173,7 +176,7 @@ static int list_pages(struct kube_store *s, const struct store_kind *k, const ch
 	for (int restarts = 0;; restarts++) {
 		if (!(*out = cJSON_CreateArray()))
 			return err_set(e, -ENOMEM, "out of memory");
-		int rc = each_page(s, k, ns, selector, add_item, *out, rv, e);
+		int rc = each_page(s, k, ns, selector, false, add_item, *out, rv, e);
 		if (rc == 0)
 			return 0;
 		cJSON_Delete(*out);
@@ -197,14 +200,27 @@ static int check_list(const struct store_kind *k, const char *ns, const char *se
 	return 0;
 }
 
-static int k_list_each(store *st, const struct store_kind *k, const char *ns, const char *selector,
-                       store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+static int list_each(store *st, const struct store_kind *k, const char *ns, const char *selector,
+                     bool any, store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
 {
 	struct err local = {0};
 	if (check_list(k, ns, selector, e ? e : &local) < 0)
 		return STORE_INVALID;
-	return each_page((struct kube_store *)st, k, ns, selector, fn, arg, list_rv,
+	return each_page((struct kube_store *)st, k, ns, selector, any, fn, arg, list_rv,
 	                 e ? e : &local);
+}
+
+static int k_list_each(store *st, const struct store_kind *k, const char *ns, const char *selector,
+                       store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
+{
+	return list_each(st, k, ns, selector, false, fn, arg, list_rv, e);
+}
+
+static int k_list_each_any(store *st, const struct store_kind *k, const char *ns,
+                           const char *selector, store_each_fn fn, void *arg, uint64_t *list_rv,
+                           struct err *e)
+{
+	return list_each(st, k, ns, selector, true, fn, arg, list_rv, e);
 }
 
 static int k_list(store *st, const struct store_kind *k, const char *ns, const char *selector,
@@ -351,6 +367,7 @@ static const struct store_ops kube_ops = {
     .get = k_get,
     .list = k_list,
     .list_each = k_list_each,
+    .list_each_any = k_list_each_any,
     .create = k_create,
     .update = k_update,
     .update_status = k_update_status,

@@ -73,6 +73,10 @@ struct store_ops {
 	/* optional (NULL: store_list_each lists, then walks the array) */
 	int (*list_each)(store *s, const struct store_kind *k, const char *ns, const char *selector,
 	                 store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
+	/* optional (NULL: list_each): store_list_each_any */
+	int (*list_each_any)(store *s, const struct store_kind *k, const char *ns,
+	                     const char *selector, store_each_fn fn, void *arg, uint64_t *list_rv,
+	                     struct err *e);
 	/* optional (NULL: store_list_each_skip asks about each object listed) */
 	int (*list_each_skip)(store *s, const struct store_kind *k, const char *ns,
 	                      const char *selector, store_skip_fn skip, store_each_fn fn, void *arg,
@@ -125,6 +129,15 @@ int store_list(store *s, const struct store_kind *k, const char *ns, const char 
  * or fn's error. */
 int store_list_each(store *s, const struct store_kind *k, const char *ns, const char *selector,
                     store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
+/* store_list_each where an answer of any freshness will do: the kube store asks the API server
+ * for resourceVersion=0, which kube-apiserver answers from its watch cache, in memory and in one
+ * answer (client-go's reflector's first list), holding every object as of a version the server
+ * has seen, possibly older than a write just made through another server; a watch from the
+ * list's version brings what came after.  For an informer's first list, never for a read that
+ * must see a write (a read after a write, a relist after STORE_EXPIRED: store_list_each).  The
+ * other stores list as store_list_each. */
+int store_list_each_any(store *s, const struct store_kind *k, const char *ns, const char *selector,
+                        store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
 /* store_list_each, asking skip first: a caller that kept what it made of an object's version
  * does not pay for parsing it again.  A store that keeps objects compact (the caches, the
  * embedded store) asks about every object the selector selects (by the labels it keeps beside

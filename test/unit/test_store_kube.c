@@ -56,8 +56,18 @@ static const char *const pa_pages[] = {
     "03c-pa-list-limit1-page3.json", "03d-pa-list-limit1-page4.json"};
 static bool expire_next;
 
+/* How a list with resourceVersion=0 is answered: from the watch cache, whole (03i, ignoring
+ * limit), or as a server without one pages it (03a's first page, then the continue pages). */
+#define PA_LIST_ANY "/apis/pillar-csi.bhyoo.com/v1alpha1/pillaragents?resourceVersion=0&limit=1"
+static bool no_watch_cache;
+
 static bool paged_list(const struct kf_req *rq, struct kf_resp *resp)
 {
+	if (!strcmp(rq->method, "GET") && !strcmp(rq->path, PA_LIST_ANY)) {
+		kf_resp_transcript(resp,
+		                   no_watch_cache ? pa_pages[0] : "03i-pa-list-rv0-limit1.json");
+		return true;
+	}
 	if (strcmp(rq->method, "GET") || strncmp(rq->path, PA_LIST, strlen(PA_LIST)))
 		return false;
 	for (size_t i = 0; i < sizeof(pa_pages) / sizeof(pa_pages[0]); i++) {
@@ -311,6 +321,48 @@ START_TEST(test_list_each_streams_pages)
 }
 END_TEST
 
+/* store_list_each_any asks for resourceVersion=0, as client-go's reflector's first list does:
+ * the watch cache answers it whole in one request, whatever the limit (03i).  A server without
+ * a watch cache pages it: the later pages carry the continue token and no resourceVersion (as
+ * client-go's pager sends them), and the list's version is the first page's. */
+START_TEST(test_list_each_any_from_watch_cache)
+{
+	struct seen x = {0};
+	struct err e = {0};
+	uint64_t rv = 0;
+	open_paged(false, 1);
+	char *want = kf_transcript_request("03i-pa-list-rv0-limit1.json", "path");
+	int r = store_list_each_any(st, store_kind_lookup("PillarAgent"), NULL, NULL, note_object,
+	                            &x, &rv, &e);
+	ck_assert_msg(r == 0, "%s", e.msg);
+	ck_assert_str_eq(x.names, "external-1 storage-1 storage-2 storage-3 ");
+	ck_assert_uint_eq(rv, 249);
+	ck_assert_uint_eq(kf_requests(srv), 1);
+	ck_assert_str_eq(kf_request(srv, 0)->path, want);
+	free(want);
+	no_watch_cache = true;
+	memset(&x, 0, sizeof(x));
+	r = store_list_each_any(st, store_kind_lookup("PillarAgent"), NULL, NULL, note_object, &x,
+	                        &rv, &e);
+	no_watch_cache = false;
+	ck_assert_msg(r == 0, "%s", e.msg);
+	ck_assert_str_eq(x.names, "external-1 storage-1 storage-2 storage-3 ");
+	ck_assert_uint_eq(rv, 249);
+	ck_assert_uint_eq(kf_requests(srv), 5);
+	for (size_t i = 1; i < 4; i++) {
+		want = kf_transcript_request(pa_pages[i], "path");
+		ck_assert_str_eq(kf_request(srv, i + 1)->path, want);
+		free(want);
+	}
+	/* a list that must see the latest writes stays a consistent read */
+	ck_assert_int_eq(store_list_each(st, store_kind_lookup("PillarAgent"), NULL, NULL,
+	                                 count_object, &(int){0}, NULL, &e),
+	                 0);
+	ck_assert_str_eq(kf_request(srv, 5)->path, PA_LIST);
+	close_store();
+}
+END_TEST
+
 /* A continue token that expired between pages: store_list_each cannot take back what it
  * handed out, so it says STORE_EXPIRED (list again); store_list starts the list over. */
 START_TEST(test_list_continue_expired)
@@ -385,6 +437,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_watch_reopening_close_wakes_waiter);
 	tcase_add_test(t, test_undecodable_object_reported);
 	tcase_add_test(t, test_list_each_streams_pages);
+	tcase_add_test(t, test_list_each_any_from_watch_cache);
 	tcase_add_test(t, test_list_continue_expired);
 	tcase_add_test(t, test_list_page_read_as_it_arrives);
 	suite_add_tcase(s, t);
