@@ -5,7 +5,8 @@ Usage: apiserver.py --etcd=HOST:PORT --listen=127.0.0.1:PORT --dir=DIR [--crds=F
                     [--token-file=CSV] [--rbac=YAML...]
 Serves HTTPS (HTTP/2 via ALPN h2, and HTTP/1.1) with a self-signed CA written to DIR/ca.crt, and
 writes DIR/ready once listening.  Behaviour follows ../shared/kube/transcripts (kube-apiserver
-1.32 with --watch-cache=false): resourceVersion is the etcd revision, watches are etcd watches.
+1.32; with --watch-cache=false but for lists with resourceVersion=0, which its watch cache answers
+from memory: watchcache.py): resourceVersion is the etcd revision, watches are etcd watches.
 """
 import os  # noqa: I001 (OPENSSL_CONF must be set before the ssl module loads OpenSSL)
 

@@ -3,6 +3,7 @@
 page's commands, ../shared/seed/maintain-nodes.txt and spec/operations.md)."""
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -159,6 +160,47 @@ class Core(unittest.TestCase):
         self.assertEqual(K.request("GET", f"{PA}?fieldSelector=spec.x%3D1")[0], 400)
         st, _, _, l = K.request("GET", f"{PA}?fieldSelector=metadata.name%3Dpage-1")
         self.assertEqual([i["metadata"]["name"] for i in l["items"]], ["page-1"])
+
+    def test_list_rv0_from_watch_cache(self):
+        """resourceVersion=0 is answered as kube-apiserver's watch cache answers it (03i): every item
+        whatever the limit, no continue token, the same items as a consistent list, later writes
+        included once they arrived, and without a read of etcd."""
+        for i in range(3):
+            K.request("POST", PA, agent(f"cached-{i}"))
+        K.request("GET", f"{PA}?resourceVersion=0")  # the resource's cache starts
+        st, _, _, w = K.request("PATCH", f"{PA}/cached-1", {"metadata": {"labels": {"x": "<&>"}}},
+                                {"Content-Type": "application/merge-patch+json"})
+        self.assertEqual(st, 200)
+        deadline = time.time() + 20
+        while True:
+            st, hdrs, raw, l = K.request("GET", f"{PA}?resourceVersion=0&limit=1")
+            _, _, whole, _ = K.request("GET", PA)
+            if raw == whole or time.time() > deadline:
+                break
+            time.sleep(0.05)
+        self.assertEqual(st, 200)
+        self.assertEqual(raw, whole)  # byte for byte, escapes included
+        self.assertGreaterEqual(len(l["items"]), 3)  # limit=1 ignored
+        self.assertEqual(l["metadata"]["continue"], "")
+        self.assertNotIn("remainingItemCount", l["metadata"])
+        self.assertGreaterEqual(int(l["metadata"]["resourceVersion"]), int(w["metadata"]["resourceVersion"]))
+        etcd = C.procs["etcd"]
+        os.kill(etcd.pid, signal.SIGSTOP)  # etcd cannot answer: the cache must
+        try:
+            st, _, raw, _ = K.request("GET", f"{PA}?resourceVersion=0")
+        finally:
+            os.kill(etcd.pid, signal.SIGCONT)
+        self.assertEqual((st, raw), (200, whole))
+        st, _, _, sel = K.request("GET", f"{PA}?resourceVersion=0&labelSelector=x")
+        self.assertEqual([i["metadata"]["name"] for i in sel["items"]], ["cached-1"])
+        K.request("DELETE", f"{PA}/cached-0")
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            _, _, _, l = K.request("GET", f"{PA}?resourceVersion=0")
+            if "cached-0" not in [i["metadata"]["name"] for i in l["items"]]:
+                break
+            time.sleep(0.05)
+        self.assertNotIn("cached-0", [i["metadata"]["name"] for i in l["items"]])
 
     def test_watch_and_compaction(self):
         _, _, _, l = K.request("GET", PA)
