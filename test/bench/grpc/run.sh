@@ -28,7 +28,10 @@
 # Peers are built here into $BUILD/grpc-test (ours -O2 from the library sources; C++ from
 # cpp_peer.cc with Debian's libgrpc++).  Env: BUILD, PILLAR_BIN (default $BUILD/pillar-csi);
 # BENCH_N (calls per run, default 20000), BENCH_ROUNDS (default 3), BENCH_PAIRS (a subset of
-# the pairs above), BENCH_STRACE=0 skips the syscall counts.
+# the pairs above), BENCH_STRACE=0 skips the syscall counts, BENCH_BASE names a second
+# pillar-csi binary (e.g. main's build copied aside) whose node, agent and controller run as a
+# third side of the probe, agent and controller pairs in every round (ours, base, C++), with
+# the ratios ours/base per round: an A/B of two builds in the same run.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
@@ -54,14 +57,40 @@ pids=""
 trap 'for p in $pids; do kill $p 2>/dev/null; done' EXIT
 waitready() { i=0; while [ $i -lt 100 ] && ! grep -q "$2" "$1" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done; }
 
-rm -rf "$R/node" "$R/agent" "$R/ctl" "$R"/*.sock
-mkdir -p "$R/node/host/dev" "$R/node/host/etc/nvme" "$R/node/host/sys" "$R/node/host/proc" \
-	"$R/node/state" "$R/node/kubelet"
-: > "$R/node/host/dev/nvme-fabrics"
-"$PILLAR_BIN" node --csi-endpoint="unix://$R/node.sock" --node-id=bench --state-dir="$R/node/state" \
-	--host-root="$R/node/host" --kubelet-dir="$R/node/kubelet" > "$R/node.out" 2>&1 &
-NODE_PID=$!
-pids="$pids $!"
+# Starts the node, agent and controller of binary BIN with their sockets and state under
+# $R/TAG (TAG "ours" or "base"); sets TAG_NODE_PID, TAG_AGENT_PID and TAG_CTL_PID.
+start_roles() {
+	bin=$1 D=$R/$2
+	rm -rf "$D"
+	mkdir -p "$D/node/host/dev" "$D/node/host/etc/nvme" "$D/node/host/sys" "$D/node/host/proc" \
+		"$D/node/state" "$D/node/kubelet"
+	: > "$D/node/host/dev/nvme-fabrics"
+	"$bin" node --csi-endpoint="unix://$D/node.sock" --node-id=bench --state-dir="$D/node/state" \
+		--host-root="$D/node/host" --kubelet-dir="$D/node/kubelet" > "$D/node.out" 2>&1 &
+	pids="$pids $!"
+	eval "${2}_NODE_PID=$!"
+	A=$D/agent
+	mkdir -p "$A/cfs/nvmet/subsystems" "$A/cfs/nvmet/ports" "$A/cfs/nvmet/hosts" "$A/files" \
+		"$A/state" "$A/host/sys/module/nvmet_tcp" "$D/ctl/store"
+	printf '{"backends": [{"file": {"pool": "bench", "directory": "%s"}}]}\n' "$A/files" \
+		> "$A/config.json"
+	"$bin" agent --listen-address="unix://$D/agent.sock" --config="$A/config.json" \
+		--configfs-root="$A/cfs" --state-dir="$A/state" --host-root="$A/host" \
+		--shutdown-grace-period=0s > "$D/agent.out" 2>&1 &
+	pids="$pids $!"
+	eval "${2}_AGENT_PID=$!"
+	"$bin" controller --csi-endpoint="unix://$D/ctl.sock" --store="dir:$D/ctl/store" \
+		--health-probe-bind-address=127.0.0.1:0 --metrics-bind-address=127.0.0.1:0 \
+		> "$D/ctl.out" 2>&1 &
+	pids="$pids $!"
+	eval "${2}_CTL_PID=$!"
+	waitready "$D/node.out" "node plugin serving"
+	waitready "$D/agent.out" "agent serving"
+	waitready "$D/ctl.out" "controller serving"
+}
+rm -rf "$R"/*.sock
+start_roles "$PILLAR_BIN" ours
+[ -n "${BENCH_BASE:-}" ] && start_roles "$BENCH_BASE" base
 "$T/echo_server.rel" --listen "unix://$R/ours.sock" > "$R/ours.out" 2>&1 &
 ECHO_PID=$!
 pids="$pids $!"
@@ -76,25 +105,8 @@ CPP_PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0
 "$T/cpp_peer" server "127.0.0.1:$CPP_PORT" > "$R/cpp_tcp.out" 2>&1 &
 CPP_TCP_PID=$!
 pids="$pids $!"
-A=$R/agent
-mkdir -p "$A/cfs/nvmet/subsystems" "$A/cfs/nvmet/ports" "$A/cfs/nvmet/hosts" "$A/files" "$A/state" \
-	"$A/host/sys/module/nvmet_tcp" "$R/ctl/store"
-printf '{"backends": [{"file": {"pool": "bench", "directory": "%s"}}]}\n' "$A/files" > "$A/config.json"
-"$PILLAR_BIN" agent --listen-address="unix://$R/agent.sock" --config="$A/config.json" \
-	--configfs-root="$A/cfs" --state-dir="$A/state" --host-root="$A/host" \
-	--shutdown-grace-period=0s > "$R/agent.out" 2>&1 &
-AGENT_PID=$!
-pids="$pids $!"
-"$PILLAR_BIN" controller --csi-endpoint="unix://$R/ctl.sock" --store="dir:$R/ctl/store" \
-	--health-probe-bind-address=127.0.0.1:0 --metrics-bind-address=127.0.0.1:0 \
-	> "$R/ctl.out" 2>&1 &
-CTL_PID=$!
-pids="$pids $!"
 # GetCapacityRequest{backend_type: BACKEND_TYPE_FILE (6), pool_name: "bench"}
 CAPACITY_REQ=0806120562656e6368
-waitready "$R/node.out" "node plugin serving"
-waitready "$R/agent.out" "agent serving"
-waitready "$R/ctl.out" "controller serving"
 for f in ours ours-nb cpp_unix cpp_tcp; do waitready "$R/$f.out" ready; done
 NB_TCP=127.0.0.1:$(awk '/ready/ {print $2}' "$R/ours-nb.out")
 
@@ -119,11 +131,11 @@ run() {
 # The client command of a pair's side: WHO (ours|cpp) PAIR CONC
 client_cmd() {
 	case "$2" in
-	probe) if [ "$1" = ours ]; then echo "$T/cpp_peer call unix://$R/node.sock /csi.v1.Identity/Probe $N $3"
+	probe) if [ "$1" != cpp ]; then echo "$T/cpp_peer call unix://$R/$1/node.sock /csi.v1.Identity/Probe $N $3"
 		else echo "$T/cpp_peer call unix://$R/cpp.sock /pillar.test.v1.Echo/Unary $N $3"; fi ;;
-	agent) if [ "$1" = ours ]; then echo "$T/cpp_peer call unix://$R/agent.sock /pillar_csi.agent.v1.AgentService/GetCapacity $N $3 $CAPACITY_REQ"
+	agent) if [ "$1" != cpp ]; then echo "$T/cpp_peer call unix://$R/$1/agent.sock /pillar_csi.agent.v1.AgentService/GetCapacity $N $3 $CAPACITY_REQ"
 		else echo "$T/cpp_peer call unix://$R/cpp.sock /pillar.test.v1.Echo/Unary $N $3"; fi ;;
-	controller) if [ "$1" = ours ]; then echo "$T/cpp_peer call unix://$R/ctl.sock /csi.v1.Identity/Probe $N $3"
+	controller) if [ "$1" != cpp ]; then echo "$T/cpp_peer call unix://$R/$1/ctl.sock /csi.v1.Identity/Probe $N $3"
 		else echo "$T/cpp_peer call unix://$R/cpp.sock /pillar.test.v1.Echo/Unary $N $3"; fi ;;
 	echo-nb) if [ "$1" = ours ]; then echo "$T/cpp_peer client unix://$R/ours-nb.sock $N $3 $SIZE"
 		else echo "$T/cpp_peer client unix://$R/cpp.sock $N $3 $SIZE"; fi ;;
@@ -138,9 +150,9 @@ client_cmd() {
 # The process whose CPU a side's run is charged to: WHO PAIR
 server_pid() {
 	case "$1:$2" in
-	ours:probe) echo "$NODE_PID" ;;
-	ours:agent) echo "$AGENT_PID" ;;
-	ours:controller) echo "$CTL_PID" ;;
+	ours:probe | base:probe) eval echo "\$${1}_NODE_PID" ;;
+	ours:agent | base:agent) eval echo "\$${1}_AGENT_PID" ;;
+	ours:controller | base:controller) eval echo "\$${1}_CTL_PID" ;;
 	ours:echo-nb | ours:echo-tcp) echo "$NB_PID" ;;
 	ours:echo) echo "$ECHO_PID" ;;
 	cpp:echo-tcp) echo "$CPP_TCP_PID" ;;
@@ -149,6 +161,14 @@ server_pid() {
 }
 
 PAIRS=${BENCH_PAIRS:-probe agent controller echo-nb echo echo-tcp client}
+# The sides of a pair's round, in the order they run: with BENCH_BASE our roles' pairs also
+# run the base binary's server between ours and the C++ one.
+sides() {
+	case "${BENCH_BASE:+base}:$1" in
+	base:probe | base:agent | base:controller) echo "ours base cpp" ;;
+	*) echo "ours cpp" ;;
+	esac
+}
 echo "gRPC unary benchmark: $N calls per run, $ROUNDS alternating rounds (ours, C++, ours, C++, ...), $(nproc) CPUs"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 rm -f "$R"/res.*
@@ -159,7 +179,7 @@ for round in $(seq 1 "$ROUNDS"); do
 		printf "%s %s 0 %s\n", v["p50_us"], v["rps"], l }' >> "$OUT"
 	for pair in $PAIRS; do
 		for c in 1 16; do
-			for who in ours cpp; do
+			for who in $(sides "$pair"); do
 				OUT=$R/res.$pair.$c.$who
 				# shellcheck disable=SC2046
 				run "$(server_pid $who $pair)" $(client_cmd $who $pair $c)
@@ -180,6 +200,8 @@ median_spread() { awk '{ v[NR] = $1 } END {
 	m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
 	printf "%.2f× (%.2f–%.2f)", m, v[1], v[NR] }'; }
 ratio_of() { ratios "$1" "$2" "$3" | median_spread; }
+# the ratios ours/other of column COL in round order
+per_round() { paste -d' ' "$1" "$2" | awk -v c="$3" '{ printf "%s%.2f", (NR > 1 ? " " : ""), ($(c + 4) > 0 ? $c / $(c + 4) : 0) }'; }
 # "met" or "NOT met": VALUE OP GOAL (OP is le or ge)
 verdict() { awk -v v="$1" -v g="$3" -v op="$2" 'BEGIN { ok = op == "le" ? v <= g : v >= g; print ok ? "met" : "NOT met" }'; }
 # the median / the largest of the per-round ratios
@@ -194,11 +216,17 @@ for pair in $PAIRS; do
 		o=$R/res.$pair.$c.ours p=$R/res.$pair.$c.cpp
 		echo "$pair c=$c (load $(stat_of "$o" 4)):"
 		echo "  p50 us      ours $(stat_of "$o" 1)  C++ $(stat_of "$p" 1)  ratio $(ratio_of "$o" "$p" 1)"
+		echo "  p50 ratio per round: $(per_round "$o" "$p" 1)"
 		echo "  req/s       ours $(stat_of "$o" 2)  C++ $(stat_of "$p" 2)  ratio $(ratio_of "$o" "$p" 2)"
 		if [ "$pair" = client ]; then
 			echo "  the C++ server's CPU us/call  with our client $(stat_of "$o" 3)  with the C++ client $(stat_of "$p" 3)"
 		else
 			echo "  server CPU us/call  ours $(stat_of "$o" 3)  C++ $(stat_of "$p" 3)  ratio $(ratio_of "$o" "$p" 3)"
+		fi
+		b=$R/res.$pair.$c.base
+		if [ -f "$b" ]; then
+			echo "  base        p50 us $(stat_of "$b" 1)  req/s $(stat_of "$b" 2)  server CPU us/call $(stat_of "$b" 3)"
+			echo "  ours/base   p50 $(ratio_of "$o" "$b" 1), per round $(per_round "$o" "$b" 1); req/s $(ratio_of "$o" "$b" 2); CPU $(ratio_of "$o" "$b" 3)"
 		fi
 		if [ "$c" = 1 ]; then
 			of=$(awk -v a="$(median_col "$o" 1)" -v f="$floor_p50" 'BEGIN { printf "%.2f", a / f }')
@@ -256,7 +284,7 @@ for round in $(seq 1 "$ROUNDS"); do
 	for pair in $PAIRS; do
 		case $pair in echo-tcp | client) continue ;; esac
 		for c in 1 16; do
-			for who in ours cpp; do
+			for who in $(sides "$pair"); do
 				OUT=$R/sys.$pair.$c.$who
 				# shellcheck disable=SC2046
 				count "$(server_pid $who $pair)" $(client_cmd $who $pair $c)
@@ -269,6 +297,8 @@ for pair in $PAIRS; do
 	for c in 1 16; do
 		o=$R/sys.$pair.$c.ours p=$R/sys.$pair.$c.cpp
 		echo "  $pair c=$c (load $(stat_of "$o" 3)): ours $(stat_of "$o" 1) (futex $(stat_of "$o" 2))  C++ $(stat_of "$p" 1) (futex $(stat_of "$p" 2))"
+		b=$R/sys.$pair.$c.base
+		[ -f "$b" ] && echo "    base $(stat_of "$b" 1) (futex $(stat_of "$b" 2))"
 		echo "    goal no more syscalls per call than C++: $(verdict "$(median_col "$o" 1)" le "$(median_col "$p" 1)")"
 	done
 done
