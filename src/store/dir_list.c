@@ -2,13 +2,17 @@
  * kind's objects are taken from the index under the store's mutex, then each object is parsed
  * and handed on outside it, one at a time, in list order; a corrupt file is reported in its
  * place (store_unreadable_report) and the list goes on.  An object a label selector does not
- * select is passed over on its blob's labels (blob.h), before skip is asked about it. */
+ * select is passed over on its blob's labels (blob.h), before skip is asked about it.  A process
+ * whose index does not answer (the CLI) reads the kind's files one at a time in the same order:
+ * only their names are held, never all the objects. */
+#include <dirent.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "store/dir_int.h"
 
 struct ref {
@@ -96,6 +100,118 @@ static const char *ref_ns(const struct store_kind *k, const struct ref *r, char 
 	return buf;
 }
 
+/* A file of the kind's directory: namespace (NULL: cluster-scoped) and name, one allocation. */
+struct file_ref {
+	const char *ns, *name;
+};
+
+struct files {
+	struct file_ref *v;
+	size_t n, cap;
+};
+
+static int cmp_files(const void *a, const void *b)
+{
+	const struct file_ref *x = a, *y = b;
+	int c = strcmp(x->ns ? x->ns : "", y->ns ? y->ns : "");
+	return c ? c : strcmp(x->name, y->name);
+}
+
+static void files_free(struct files *f)
+{
+	for (size_t i = 0; i < f->n; i++)
+		free((char *)(f->v[i].ns ? f->v[i].ns : f->v[i].name));
+	free(f->v);
+}
+
+/* The object files in dir (recurse: in its namespaces' directories; ns: the namespace of dir). */
+static int files_of(const char *dir, const char *ns, bool recurse, struct files *f, struct err *e)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int r = 0;
+	if (!d)
+		return errno == ENOENT ? 0
+		                       : err_set(e, -errno, "open %s: %s", dir, strerror(errno));
+	while (r == 0 && (de = readdir(d)) != NULL) {
+		char path[PATH_MAX], *both;
+		size_t len = strlen(de->d_name), nl = ns ? strlen(ns) + 1 : 0;
+		if (de->d_name[0] == '.')
+			continue;
+		if (recurse) {
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			r = files_of(path, de->d_name, false, f, e);
+			continue;
+		}
+		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
+			continue;
+		if (f->n == f->cap) {
+			size_t cap = f->cap ? 2 * f->cap : 64;
+			struct file_ref *p = realloc(f->v, cap * sizeof(*p));
+			if (!p)
+				break;
+			f->v = p;
+			f->cap = cap;
+		}
+		if (!(both = malloc(nl + len - 4)))
+			break;
+		if (ns)
+			memcpy(both, ns, nl);
+		snprintf(both + nl, len - 4, "%s", de->d_name);
+		f->v[f->n++] = (struct file_ref){ns ? both : NULL, both + nl};
+	}
+	if (r == 0 && de)
+		r = err_set(e, -ENOMEM, "list: out of memory");
+	closedir(d);
+	return r;
+}
+
+/* The list of a process whose index does not answer: each file read, parsed and handed on in
+ * turn; a file that cannot be read is reported in its place (store.h). */
+static int files_walk(struct dir_store *s, const struct store_kind *k, const char *ns,
+                      const char *selector, store_skip_fn skip, store_each_fn fn, void *arg,
+                      uint64_t *list_rv, struct err *e)
+{
+	struct files f = {0};
+	char dir[PATH_MAX];
+	uint64_t rv = 0;
+	int r, n;
+	ns = k->namespaced ? ns : NULL;
+	n = ns ? snprintf(dir, sizeof(dir), "%s/%s/%s", s->path, k->plural, ns)
+	       : snprintf(dir, sizeof(dir), "%s/%s", s->path, k->plural);
+	if (n < 0 || (size_t)n >= sizeof(dir))
+		return err_set(e, -ENAMETOOLONG, "path too long");
+	pthread_mutex_lock(&s->mu);
+	r = dir_rv_last(s, &rv, e); /* before reading: no event is missed */
+	pthread_mutex_unlock(&s->mu);
+	if (r == 0)
+		r = files_of(dir, ns, k->namespaced && !ns, &f, e);
+	if (r == 0 && f.n > 1)
+		qsort(f.v, f.n, sizeof(*f.v), cmp_files);
+	for (size_t i = 0; i < f.n && r == 0; i++) {
+		char path[PATH_MAX * 2];
+		cJSON *o = NULL;
+		struct err oe = {0};
+		snprintf(path, sizeof(path), "%s/%s/%s%s%s.json", s->path, k->plural,
+		         f.v[i].ns ? f.v[i].ns : "", f.v[i].ns ? "/" : "", f.v[i].name);
+		int rr = json_read_file(path, &o, &oe);
+		if (rr == -ENOENT) /* deleted meanwhile */
+			continue;
+		if (rr == -ENOMEM)
+			r = err_set(e, rr, "%s", oe.msg);
+		else if (rr < 0) /* this object's own error */
+			store_unreadable_report(k, f.v[i].ns, f.v[i].name, oe.msg);
+		else if (store_selector_match(selector, o, NULL) == 1 &&
+		         !(skip && skip(f.v[i].ns, f.v[i].name, store_meta_rv(o), arg)))
+			r = fn(o, arg);
+		cJSON_Delete(o);
+	}
+	files_free(&f);
+	if (r == 0 && list_rv)
+		*list_rv = rv;
+	return r;
+}
+
 /* The objects of a list in order; those skip (optional) skips are not parsed. */
 static int d_walk(store *st, const struct store_kind *k, const char *ns, const char *selector,
                   store_skip_fn skip, store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
@@ -112,7 +228,7 @@ static int d_walk(store *st, const struct store_kind *k, const char *ns, const c
 	pthread_mutex_lock(&s->mu);
 	if (!dir_live(s)) {
 		pthread_mutex_unlock(&s->mu);
-		return store_list_walk_skip(st, k, ns, selector, skip, fn, arg, list_rv, e);
+		return files_walk(s, k, ns, selector, skip, fn, arg, list_rv, e);
 	}
 	r = refs_of(s, k, k->namespaced ? ns : NULL, &v, &n, e);
 	rv = s->index_rv;
