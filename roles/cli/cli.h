@@ -17,6 +17,8 @@ struct store;
 struct store_flags;
 const char *cli_default_store(void);
 extern struct store_flags cli_sf;
+/* Objects per list request of the kube store (get --chunk-size); 0: the store's default. */
+extern int cli_list_page;
 int cli_open_store(const char *url, struct store **s);
 
 /* kubectl-style age of an RFC 3339 timestamp relative to now (e.g. 45s, 5m10s, 3h, 12d). */

@@ -580,6 +580,15 @@ void *model_kpath_doc(const struct model_kind *k, const void *items, size_t n, b
 	return list;
 }
 
+int model_kpath_doc_add(void *doc, const struct model_kind *k, const void *obj)
+{
+	cJSON *o = model_encode(k, obj);
+	if (o && cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(doc, "items"), o))
+		return 0;
+	cJSON_Delete(o);
+	return -ENOMEM;
+}
+
 void model_kpath_doc_free(void *doc)
 {
 	cJSON_Delete(doc);
@@ -610,6 +619,35 @@ int model_kpath_json(void *doc, char **out)
 	free(*out);
 	*out = NULL;
 	return -ENOMEM;
+}
+
+/* The List's text around its items, as put_json_indented prints the whole document. */
+void model_kpath_json_list_begin(FILE *f)
+{
+	fputs("{\n    \"apiVersion\": \"v1\",\n    \"items\": [", f);
+}
+
+int model_kpath_json_list_item(FILE *f, const struct model_kind *k, const void *obj, size_t i)
+{
+	cJSON *o = model_encode(k, obj);
+	if (!o)
+		return -ENOMEM;
+	omit_managed_fields(o);
+	if (i)
+		fputc(',', f);
+	put_indent(f, 2);
+	put_json_indented(f, o, 2);
+	cJSON_Delete(o);
+	return 0;
+}
+
+void model_kpath_json_list_end(FILE *f, size_t n)
+{
+	if (n)
+		put_indent(f, 1);
+	fputs("],\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": "
+	      "\"\"\n    }\n}\n",
+	      f);
 }
 
 #define MAX_COLS 32

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "base/err.h"
 #include "model/model.h"
@@ -26,11 +27,19 @@
  * out of memory.  Free with model_kpath_doc_free (NULL is a no-op). */
 void *model_kpath_doc(const struct model_kind *k, const void *items, size_t n, bool single);
 void model_kpath_doc_free(void *doc);
+/* Appends obj to the items of a List made by model_kpath_doc (0, or -ENOMEM). */
+int model_kpath_doc_add(void *doc, const struct model_kind *k, const void *obj);
 
 /* `-o json`: doc as kubectl prints it (json.MarshalIndent with four spaces, keys sorted, <, >
  * and & escaped, a final newline), without metadata.managedFields (kubectl's default
  * --show-managed-fields=false), which are removed from doc.  0 with *out, or -ENOMEM. */
 int model_kpath_json(void *doc, char **out);
+/* `-o json` of a List written as its items arrive, byte for byte what model_kpath_json prints
+ * for the List of the same items: begin, item i = 0, 1, ... (0, or -ENOMEM with nothing
+ * written), then end with the number of items written. */
+void model_kpath_json_list_begin(FILE *f);
+int model_kpath_json_list_item(FILE *f, const struct model_kind *k, const void *obj, size_t i);
+void model_kpath_json_list_end(FILE *f, size_t n);
 int model_kpath_template(const void *doc, const char *tmpl, char **out, struct err *e);
 /* One custom-columns cell: the results of path (".a.b", "a.b", "{.a.b}") on obj. */
 int model_kpath_cell(const void *obj, const char *path, char **out, struct err *e);

@@ -8,7 +8,10 @@
 #include "base/exec.h"
 #include "base/json.h"
 #include "cli/cli.h"
+#include "model/kpath.h"
 #include "model/model.h"
+#include "model/pillar.h"
+#include "store/store.h"
 #include "testutil.h"
 
 static const char *bin(void)
@@ -355,6 +358,167 @@ START_TEST(test_apply_status_subresource)
 }
 END_TEST
 
+/* ---- get of a long list ------------------------------------------------------------------- */
+
+#define LONG_N 1100
+
+/* Object i of the long list: its name and target; 700 and 1050 are wider than the others, so
+ * the columns widen in a later chunk. */
+static void long_cells(int i, char name[64], char target[64])
+{
+	snprintf(name, 64, "pvc-%04d%s", i,
+	         i == 700    ? "-with-a-much-longer-name"
+	         : i == 1050 ? "-longer"
+	                     : "");
+	snprintf(target, 64, "storage-%d%s", i % 3, i == 700 ? "-far-away" : "");
+}
+
+static void seed_long(const char *d)
+{
+	for (int i = 0; i < LONG_N; i++) {
+		char name[64], target[64], file[128], text[1024];
+		long_cells(i, name, target);
+		snprintf(file, sizeof(file), "store/pillarvolumestates/%s.json", name);
+		snprintf(
+		    text, sizeof(text),
+		    "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":"
+		    "\"PillarVolumeState\",\"metadata\":{\"name\":\"%s\",\"uid\":\"u-%d\","
+		    "\"labels\":{\"pillar-csi.bhyoo.com/agent\":\"%s\"},\"resourceVersion\":"
+		    "\"%d\",\"generation\":1,\"creationTimestamp\":\"2000-01-01T00:00:00Z\"},"
+		    "\"spec\":{\"volumeID\":\"%s/file/nvmeof-tcp/p/%s\",\"agentVolumeID\":\"p/%s\","
+		    "\"agentRef\":\"%s\",\"backendType\":\"file\",\"protocolType\":\"nvmeof-tcp\","
+		    "\"capacityBytes\":1048576},\"status\":{\"phase\":\"%s\"}}",
+		    name, i, target, i + 1, target, name, name, target,
+		    i % 4 ? "Ready" : "Pending");
+		tu_write(d, file, text);
+	}
+}
+
+/* The table kubectl's printer makes of the long list in chunks of chunk rows (0: one chunk):
+ * each chunk is padded to the widest cell of its header and of every row up to its end. */
+static char *long_table(size_t chunk)
+{
+	static const char *hdr[6] = {"NAME", "PHASE", "TARGET", "BACKEND", "PROTOCOL", "AGE"};
+	size_t width[6], len = 0;
+	char *text = NULL, age[32];
+	FILE *f = open_memstream(&text, &len);
+	cli_age("2000-01-01T00:00:00Z", (long long)time(NULL), age, sizeof(age));
+	for (int c = 0; c < 6; c++)
+		width[c] = strlen(hdr[c]);
+	for (int start = 0; start < LONG_N; start += chunk ? (int)chunk : LONG_N) {
+		int end = chunk && start + (int)chunk < LONG_N ? start + (int)chunk : LONG_N;
+		char name[64], target[64];
+		for (int i = start; i < end; i++) {
+			long_cells(i, name, target);
+			width[0] = strlen(name) > width[0] ? strlen(name) : width[0];
+			width[2] = strlen(target) > width[2] ? strlen(target) : width[2];
+			width[1] = i % 4 == 0 && width[1] < 7 ? 7 : width[1]; /* Pending */
+			width[4] = strlen("nvmeof-tcp");
+		}
+		if (start == 0)
+			fprintf(f, "%-*s   %-*s   %-*s   %-*s   %-*s   %s\n", (int)width[0], hdr[0],
+			        (int)width[1], hdr[1], (int)width[2], hdr[2], (int)width[3], hdr[3],
+			        (int)width[4], hdr[4], hdr[5]);
+		for (int i = start; i < end; i++) {
+			long_cells(i, name, target);
+			fprintf(f, "%-*s   %-*s   %-*s   %-*s   %-*s   %s\n", (int)width[0], name,
+			        (int)width[1], i % 4 ? "Ready" : "Pending", (int)width[2], target,
+			        (int)width[3], "file", (int)width[4], "nvmeof-tcp", age);
+		}
+	}
+	fclose(f);
+	return text;
+}
+
+/* -o json of the list as model_kpath_json prints the whole List (the output before get
+ * streamed it). */
+static char *long_json(const char *dir, const char *selector)
+{
+	store *s;
+	void *items, *doc;
+	size_t n;
+	char *text = NULL;
+	ck_assert_int_eq(store_open_url(dir, false, &s, NULL), 0);
+	ck_assert_int_eq(model_list(s, &model_pvst_kind, NULL, selector, &items, &n, NULL, NULL),
+	                 0);
+	ck_assert_ptr_nonnull(doc = model_kpath_doc(&model_pvst_kind, items, n, false));
+	ck_assert_int_eq(model_kpath_json(doc, &text), 0);
+	model_kpath_doc_free(doc);
+	model_list_free(&model_pvst_kind, items, n);
+	store_close(s);
+	return text;
+}
+
+/* `get` of a list longer than a chunk: the table is kubectl's chunked table for the default 500
+ * rows, any --chunk-size and 0 (one table), -o json is the whole List byte for byte, and a
+ * label selector's rows are chunked the same way. */
+START_TEST(test_get_long_list)
+{
+	char d[512], storeflag[600], file[600], url[600];
+	struct exec_result r;
+	scratch(d, storeflag, file, "unused");
+	snprintf(url, sizeof(url), "dir:%s/store", d);
+	seed_long(d);
+	static const struct {
+		const char *flag;
+		size_t chunk;
+	} tables[] = {
+	    {NULL, 500}, {"--chunk-size=7", 7}, {"--chunk-size=0", 0}, {"--chunk-size=2000", 0}};
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+		const char *get[] = {bin(), "get", "pvst", storeflag, tables[i].flag, NULL};
+		char *want = long_table(tables[i].chunk);
+		ck_assert_int_eq(run(&r, get), 0);
+		ck_assert_msg(strcmp(r.out, want) == 0, "%s: got %zu bytes, want %zu:\n%.400s",
+		              tables[i].flag ? tables[i].flag : "default", strlen(r.out),
+		              strlen(want), r.out);
+		free(want);
+		exec_result_free(&r);
+	}
+	const char *json[] = {bin(), "get", "pvst", "-o", "json", storeflag, NULL};
+	char *want = long_json(url, NULL);
+	ck_assert_int_eq(run(&r, json), 0);
+	ck_assert_str_eq(r.out, want);
+	free(want);
+	exec_result_free(&r);
+	const char *sel[] = {
+	    bin(),     "get", "pvst", "-o", "json", "-l", "pillar-csi.bhyoo.com/agent=storage-1",
+	    storeflag, NULL};
+	want = long_json(url, "pillar-csi.bhyoo.com/agent=storage-1");
+	ck_assert_int_eq(run(&r, sel), 0);
+	ck_assert_str_eq(r.out, want);
+	ck_assert_ptr_nonnull(strstr(r.out, "\"pvc-1099\""));
+	ck_assert_ptr_null(strstr(r.out, "\"pvc-1098\""));
+	free(want);
+	exec_result_free(&r);
+	const char *bad[] = {bin(), "get", "pvst", "--chunk-size=-1", storeflag, NULL};
+	ck_assert_int_eq(run(&r, bad), 2);
+	ck_assert_str_eq(r.err, "pillar-csi get: --chunk-size must be 0 or more\n");
+	exec_result_free(&r);
+	tu_rmtree(d);
+}
+END_TEST
+
+/* An empty list is the empty List of kubectl -o json, and no table. */
+START_TEST(test_get_empty_list)
+{
+	char d[512], storeflag[600], file[600];
+	struct exec_result r;
+	scratch(d, storeflag, file, "unused");
+	const char *json[] = {bin(), "get", "pvst", "-o", "json", storeflag, NULL};
+	ck_assert_int_eq(run(&r, json), 0);
+	ck_assert_str_eq(r.out, "{\n    \"apiVersion\": \"v1\",\n    \"items\": [],\n    \"kind\": "
+	                        "\"List\",\n    \"metadata\": {\n        \"resourceVersion\": "
+	                        "\"\"\n    }\n}\n");
+	exec_result_free(&r);
+	const char *table[] = {bin(), "get", "pvst", storeflag, NULL};
+	ck_assert_int_eq(run(&r, table), 0);
+	ck_assert_str_eq(r.out, "");
+	ck_assert_str_eq(r.err, "No resources found\n");
+	exec_result_free(&r);
+	tu_rmtree(d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli");
@@ -365,6 +529,8 @@ int main(void)
 	tcase_add_test(t, test_verbs_through_the_binary);
 	tcase_add_test(t, test_apply_status_subresource);
 	tcase_add_test(t, test_apply_validate);
+	tcase_add_test(t, test_get_long_list);
+	tcase_add_test(t, test_get_empty_list);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }

@@ -3,7 +3,9 @@ docs/maintain-nodes-kubectl.txt is not needed: the lines are read from test/inte
 page.txt, a verbatim copy) run twice: with kubectl against the test API server on a real etcd
 and with `pillar-csi get` on the embedded store holding the same objects.  kubectl is the oracle:
 stdout, stderr and the exit status must be identical (the AGE column, the only clock-dependent
-text, is compared as <age>).  Prints PASS/FAIL per line."""
+text, is compared as <age>).  Then a list of 1,103 objects read over many list pages from the API
+server (--store=kube): -o json identical to kubectl's, the table kubectl 1.32's with
+--chunk-size=0 and sized chunk by chunk otherwise.  Prints PASS/FAIL per line."""
 import json
 import os
 import re
@@ -119,6 +121,56 @@ def load_dir(store, d):
     check(rc == 0, "pillar-csi apply --subresource=status (embedded store)", out + err)
 
 
+def chunked(table, chunk):
+    """kubectl's table (columns sized over the whole list, as kubectl 1.32 prints it) re-laid as
+    a chunked list is printed: each chunk of rows padded to the widest cell of the header and of
+    every row up to the chunk's end."""
+    lines = table.rstrip("\n").split("\n")
+    names = lines[0].split()
+    starts = [lines[0].index(n) for n in names]
+    rows = [[ln[a:b].rstrip() for a, b in zip(starts, starts[1:])] + [ln[starts[-1]:]]
+            for ln in lines]
+    width = [0] * len(names)
+    out = []
+    for first in range(1, len(rows), chunk):
+        part = rows[first:first + chunk] if first > 1 else rows[:1 + chunk]
+        for r in part:
+            width = [max(w, len(c)) for w, c in zip(width, r)]
+        out += ["   ".join(c.ljust(w) for c, w in zip(r[:-1], width)) + "   " + r[-1] for r in part]
+    return "\n".join(out) + "\n"
+
+
+def long_list(c, d):
+    """1,100 PillarVolumeStates more on the API server, one of them wider than the others after
+    the first 500: `pillar-csi get --store=kube` over many list pages against kubectl."""
+    env = dict(os.environ, KUBECONFIG=c.kubeconfig)
+    items = [pvst("pvc-long-%04d" % i, "Reconciled") for i in range(1100)]
+    items[700]["metadata"]["name"] = "pvc-long-0700-with-a-much-longer-name"
+    items[700]["spec"]["agentRef"] = "storage-with-a-long-name"
+    path = os.path.join(d, "long.json")
+    json.dump({"apiVersion": "v1", "kind": "List",
+               "items": [{k: v for k, v in o.items() if k != "status"} for o in items]}, open(path, "w"))
+    rc, out, err = run(["kubectl", "create", "--validate=false", "-f", path], env)
+    check(rc == 0, "kubectl create 1,100 PillarVolumeStates", out[-300:] + err[-300:])
+    kube = ["--store=kube", "--kubeconfig=" + c.kubeconfig, "--kube-api-qps=1000",
+            "--kube-api-burst=1000"]
+    k = run(["kubectl", "get", "pvst"], env)
+    check(chunked(k[1], 500) != k[1], "the long list's columns widen after its first 500 rows")
+    for flags, want in ((["--chunk-size=0"], k[1]), ([], chunked(k[1], 500)),
+                        (["--chunk-size=70"], chunked(k[1], 70))):
+        p = run([BIN, "get", "pvst"] + flags + kube)
+        check(k[0] == p[0] == 0 and normalized(p[1]) == normalized(want),
+              "1,103 objects, table: pillar-csi get pvst %s" % " ".join(flags),
+              "want:\n%s\ngot rc=%d:\n%s%s" % (want[:3000], p[0], p[1][:3000], p[2]))
+    k = run(["kubectl", "get", "pvst", "-o", "json"], env)
+    for flags in ([], ["--chunk-size=7"], ["-l", P + "agent=storage-1", "--chunk-size=9"]):
+        kf = k if "-l" not in flags else run(["kubectl", "get", "pvst", "-o", "json"] + flags[:2], env)
+        p = run([BIN, "get", "pvst", "-o", "json"] + flags + kube)
+        check(kf[0] == p[0] == 0 and normalized(p[1]) == normalized(kf[1]),
+              "1,103 objects, -o json over list pages: pillar-csi get pvst -o json %s" % " ".join(flags),
+              "kubectl rc=%d %d bytes, pillar-csi rc=%d %d bytes %s" % (kf[0], len(kf[1]), p[0], len(p[1]), p[2]))
+
+
 def main():
     d = sys.argv[1]
     store = os.path.join(d, "store")
@@ -136,6 +188,7 @@ def main():
                     normalized(k[2]) == normalized(p[2]))
             check(same, "identical output: " + line,
                   "kubectl    rc=%d\n%s%s\npillar-csi rc=%d\n%s%s" % (k[0], k[1], k[2], p[0], p[1], p[2]))
+        long_list(c, d)
     print("(kube-cli: %d failed)" % failed)
     sys.exit(1 if failed else 0)
 

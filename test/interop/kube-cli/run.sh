@@ -2,7 +2,7 @@
 # `pillar-csi get` against kubectl: every `kubectl get` line of the operator's page (page.txt, a
 # verbatim copy of ../shared/seed/maintain-nodes.txt) with kubectl on the test API server (real
 # etcd) and with pillar-csi on the embedded store holding the same objects; outputs must be
-# identical.  Env: PILLAR_BIN, BUILD.  Prints "kube-cli interop: N passed, M failed".
+# identical; then a long list over many pages of the API server (compare.py).  Env: PILLAR_BIN, BUILD.  Prints "kube-cli interop: N passed, M failed".
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 : "${BUILD:?BUILD must be set}" "${PILLAR_BIN:?PILLAR_BIN must be set}"
