@@ -9,13 +9,12 @@
 #include "base/log.h"
 #include "base/stop.h"
 #include "base/time.h"
-
-enum mstate { M_UNKNOWN, M_DOWN, M_GATED, M_SERVING };
+#include "rules/conditions.h"
 
 struct monitored_agent {
 	struct monitored_agent *next;
 	char *name, *addr;
-	enum mstate state;
+	enum agentmon_state state;
 	uint64_t conn;     /* the connection the last serving probe used */
 	int64_t probed_ms; /* when */
 };
@@ -38,7 +37,25 @@ static void monitored_agent_free(struct monitored_agent *a)
 	free(a);
 }
 
-int agentmon_set(struct agentmon *m, const char *agent, const char *addr)
+enum agentmon_state agentmon_recorded(const struct model_pa *pa)
+{
+	const struct model_conds *cs = &pa->status.conditions;
+	const char *connected = model_cond_status(cs, RULES_COND_AGENT_CONNECTED);
+	const char *exports = model_cond_reason(cs, RULES_COND_EXPORTS_READY);
+	if (!strcmp(connected, "False"))
+		return AGENTMON_DOWN;
+	if (strcmp(connected, "True"))
+		return AGENTMON_UNKNOWN;
+	if (!strcmp(exports, RULES_REASON_EXPORTS_SERVING))
+		return AGENTMON_SERVING;
+	if (!strcmp(exports, RULES_REASON_EXPORT_RESTORE_PENDING) ||
+	    !strcmp(exports, RULES_REASON_EXPORT_RESTORE_FAILED))
+		return AGENTMON_GATED;
+	return AGENTMON_UNKNOWN;
+}
+
+int agentmon_set(struct agentmon *m, const char *agent, const char *addr,
+                 enum agentmon_state recorded)
 {
 	int r = 0;
 	if (!m || !agent)
@@ -56,7 +73,8 @@ int agentmon_set(struct agentmon *m, const char *agent, const char *addr)
 	} else if (!*p || strcmp((*p)->addr, addr)) {
 		struct monitored_agent *a = calloc(1, sizeof(*a));
 		if (a && (a->name = strdup(agent)) && (a->addr = strdup(addr))) {
-			if (*p) { /* replace: the new address starts unknown */
+			a->state = recorded;
+			if (*p) { /* replace: the new address starts as recorded */
 				a->next = (*p)->next;
 				monitored_agent_free(*p);
 			}
@@ -72,6 +90,8 @@ int agentmon_set(struct agentmon *m, const char *agent, const char *addr)
 			m->lost = true;
 			r = -ENOMEM;
 		}
+	} else if (recorded != AGENTMON_UNKNOWN && recorded != (*p)->state) {
+		(*p)->state = recorded; /* the next probe is compared with the status */
 	}
 	pthread_mutex_unlock(&m->mu);
 	return r;
@@ -89,21 +109,21 @@ bool agentmon_lost(struct agentmon *m)
 }
 
 /* Probes one agent (outside the lock); returns its state. */
-static enum mstate probe(struct agentmon *m, const char *addr)
+static enum agentmon_state probe(struct agentmon *m, const char *addr)
 {
 	struct grpc_status st = {0};
 	bool pending = false;
 	int r = agentclient_probe(m->c->ac, addr, AGENTMON_PROBE_MS, &pending, &st);
 	if (r == -ENOTSUP)
-		return M_UNKNOWN;
-	return r != GRPC_OK ? M_DOWN : pending ? M_GATED : M_SERVING;
+		return AGENTMON_UNKNOWN;
+	return r != GRPC_OK ? AGENTMON_DOWN : pending ? AGENTMON_GATED : AGENTMON_SERVING;
 }
 
 /* Whether a serving agent's connection is still the one its last probe used, and that probe
  * recent: then nothing can have changed (a restart drops the connection) and nothing is sent. */
 static bool still_serving(struct agentmon *m, const struct monitored_agent *a)
 {
-	if (a->state != M_SERVING || !a->conn ||
+	if (a->state != AGENTMON_SERVING || !a->conn ||
 	    time_mono_ms() - a->probed_ms >= AGENTMON_REPROBE_MS)
 		return false;
 	return agentclient_conn_id(m->c->ac, a->addr) == a->conn;
@@ -112,13 +132,13 @@ static bool still_serving(struct agentmon *m, const struct monitored_agent *a)
 /* Probes agent name at addr and records the result; true when its state changed. */
 static bool probe_one(struct agentmon *m, const char *name, const char *addr)
 {
-	enum mstate s = probe(m, addr);
-	uint64_t conn = s == M_SERVING ? agentclient_conn_id(m->c->ac, addr) : 0;
+	enum agentmon_state s = probe(m, addr);
+	uint64_t conn = s == AGENTMON_SERVING ? agentclient_conn_id(m->c->ac, addr) : 0;
 	bool changed = false;
 	pthread_mutex_lock(&m->mu);
 	for (struct monitored_agent *a = m->agents; a; a = a->next)
 		if (!strcmp(a->name, name) && !strcmp(a->addr, addr)) {
-			changed = s != M_UNKNOWN && s != a->state;
+			changed = s != AGENTMON_UNKNOWN && s != a->state;
 			a->state = s;
 			a->conn = conn;
 			a->probed_ms = time_mono_ms();

@@ -13,13 +13,18 @@
  * and no store write.  With a transport that has no connections (agentclient_probe -ENOTSUP,
  * the unit tests' scripted fake) the thread probes nothing.
  *
- * agentmon_set records or forgets (addr NULL) an agent's resolved address; the loop feeds it from
- * the PillarAgent watch.  Functions return 0 or a negative errno.
+ * agentmon_set records or forgets (addr NULL) an agent's resolved address and the state its
+ * PillarAgent's status records (agentmon_recorded); the loop feeds it from the PillarAgent watch.
+ * A recorded state other than AGENTMON_UNKNOWN becomes the state the next probe is compared
+ * with: a probe that agrees with the status kicks nothing (a controller that starts does not
+ * reconcile every agent twice, once for its listed PillarAgent and once for the first probe),
+ * one that disagrees kicks, as does a later change.  Functions return 0 or a negative errno.
  */
 #ifndef PILLAR_ROLES_CONTROLLER_AGENTMON_H
 #define PILLAR_ROLES_CONTROLLER_AGENTMON_H
 
 #include "controller/ctl.h"
+#include "model/pillar.h"
 
 #define AGENTMON_TICK_MS    500
 #define AGENTMON_PROBE_MS   1000 /* deadline of one probe */
@@ -27,16 +32,24 @@
 
 struct agentmon;
 
+enum agentmon_state { AGENTMON_UNKNOWN, AGENTMON_DOWN, AGENTMON_GATED, AGENTMON_SERVING };
+
+/* The state pa's status records: AgentConnected False: down; True with ExportsReady
+ * ExportsServing: serving, with ExportRestorePending or ExportRestoreFailed: gated; anything
+ * else (no status yet): unknown. */
+enum agentmon_state agentmon_recorded(const struct model_pa *pa);
+
 /* 0, -ENOMEM or -EAGAIN (no thread). */
 int agentmon_start(struct ctl *c, void (*kick)(void *arg, const char *agent), void *arg,
                    struct agentmon **out);
 /* Stops and joins the thread and frees everything.  NULL is a no-op. */
 void agentmon_stop(struct agentmon *m);
-/* The agent's address ("ip:port"), or NULL when it has none or is gone.  A new or changed
- * address starts in the unknown state (the next probe's result kicks).  0, or -ENOMEM: the agent
- * is then not monitored (not at its old address either) until a later call succeeds; the loop
- * calls again from the next periodic pass (agentmon_lost). */
-int agentmon_set(struct agentmon *m, const char *agent, const char *addr);
+/* The agent's address ("ip:port"), or NULL when it has none or is gone, and its recorded state.
+ * A new or changed address starts in the recorded state (unknown: the next probe's result
+ * kicks).  0, or -ENOMEM: the agent is then not monitored (not at its old address either) until
+ * a later call succeeds; the loop calls again from the next periodic pass (agentmon_lost). */
+int agentmon_set(struct agentmon *m, const char *agent, const char *addr,
+                 enum agentmon_state recorded);
 /* Whether an agentmon_set failed since the previous call (which clears it).  NULL: false. */
 bool agentmon_lost(struct agentmon *m);
 

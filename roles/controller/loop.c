@@ -166,9 +166,9 @@ static void on_pillar_event(struct controller_loop *l, const char *kind, enum st
 	const char *name = MODEL_META(obj)->name;
 	bool gone = type == STORE_DELETED;
 	if (!strcmp(kind, "PillarAgent")) {
-		if (agentmon_set(l->mon, name,
-		                 gone ? NULL
-		                      : ((const struct model_pa *)obj)->status.resolved_address))
+		const struct model_pa *pa = obj;
+		if (agentmon_set(l->mon, name, gone ? NULL : pa->status.resolved_address,
+		                 gone ? AGENTMON_UNKNOWN : agentmon_recorded(pa)))
 			log_warnf(
 			    "agent monitor: out of memory recording %s; the next periodic pass "
 			    "records it",
@@ -433,7 +433,8 @@ static void periodic(struct controller_loop *l)
 	bool heal = agentmon_lost(l->mon); /* a watch event's recording ran out of memory */
 	for (size_t i = 0; i < n; i++) {
 		if (heal &&
-		    agentmon_set(l->mon, items[i].meta.name, items[i].status.resolved_address))
+		    agentmon_set(l->mon, items[i].meta.name, items[i].status.resolved_address,
+		                 agentmon_recorded(&items[i])))
 			log_warnf("agent monitor: out of memory recording %s", items[i].meta.name);
 		enqueue(l, "pa", items[i].meta.name, 0);
 		enqueue(l, "sync", items[i].meta.name, 0);

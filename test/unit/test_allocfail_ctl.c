@@ -139,11 +139,12 @@ END_TEST
 static int op_agentmon_set(void *arg, char *why, size_t cap)
 {
 	struct agentmon *m = arg;
-	int r = agentmon_set(m, "storage-1", "192.0.2.1:9500");
+	int r = agentmon_set(m, "storage-1", "192.0.2.1:9500", AGENTMON_UNKNOWN);
 	if (r == 0)
-		r = agentmon_set(m, "storage-1", "192.0.2.2:9500"); /* a changed address */
+		r = agentmon_set(m, "storage-1", "192.0.2.2:9500",
+		                 AGENTMON_UNKNOWN); /* a changed address */
 	bool lost = agentmon_lost(m);
-	agentmon_set(m, "storage-1", NULL); /* forgetting never allocates */
+	agentmon_set(m, "storage-1", NULL, AGENTMON_UNKNOWN); /* forgetting never allocates */
 	if (r == 0 && !lost)
 		return 0;
 	if (r == -ENOMEM && lost)

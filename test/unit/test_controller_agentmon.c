@@ -387,6 +387,41 @@ START_TEST(test_file_pool_status_not_rewritten_by_its_own_event)
 }
 END_TEST
 
+/* A controller that starts again finds storage-1 serving, as its PillarAgent's status records:
+ * its listed PillarAgent is reconciled once, and the monitor's first probe, which agrees with
+ * that status, queues no second pass (it did: each agent's pass, with its count of every volume,
+ * ran twice in a restart's first pass).  A pass is a GetCapabilities call; the periodic pass is
+ * an hour away. */
+START_TEST(test_restart_reconciles_each_agent_once)
+{
+	int port = free_port();
+	atomic_store(&mini.steady, true);
+	mini_start(port, false);
+	agent_at(port);
+	struct controller_loop *l = start(3600000);
+	ck_assert_int_ge(
+	    wait_reason("PillarAgent", "storage-1", "ExportsReady", "ExportsServing", 30000), 0);
+	time_sleep_us(1500000); /* the monitor's probes */
+	controller_loop_stop(l);
+	int c0 = atomic_load(&mini.caps_calls);
+	l = start(3600000);
+	int64_t t0 = time_mono_ms();
+	while (controller_loop_first_pass_ms(l) < 0 && time_mono_ms() - t0 < 30000)
+		time_sleep_us(10000);
+	ck_assert_msg(controller_loop_first_pass_ms(l) >= 0, "no first pass in 30 s");
+	/* the monitor probes every 500 ms: a kick would have queued its pass by then */
+	t0 = time_mono_ms();
+	while (time_mono_ms() - t0 < 3000 && atomic_load(&mini.caps_calls) - c0 < 2)
+		time_sleep_us(10000);
+	int passes = atomic_load(&mini.caps_calls) - c0;
+	char buf[64];
+	ck_assert_str_eq(reason_of("PillarAgent", "storage-1", "ExportsReady", buf, sizeof(buf)),
+	                 "ExportsServing");
+	controller_loop_stop(l);
+	ck_assert_msg(passes == 1, "%d passes of storage-1 after the restart", passes);
+}
+END_TEST
+
 /* More volumes of storage-1, each exported and reconciled. */
 static void more_volumes(int n)
 {
@@ -481,6 +516,7 @@ int main(void)
 	tcase_add_test(t, test_reboot_noticed_despite_backoff);
 	tcase_add_test(t, test_no_spin_while_agent_unreachable);
 	tcase_add_test(t, test_file_pool_status_not_rewritten_by_its_own_event);
+	tcase_add_test(t, test_restart_reconciles_each_agent_once);
 	tcase_add_loop_test(t, test_outage_writes_do_not_grow_with_volumes, 0, 2);
 	suite_add_tcase(s, t);
 	return tu_run(s);
