@@ -46,10 +46,12 @@ static void refs_free(struct ref *v, size_t n)
 	free(v);
 }
 
-/* References to the kind's objects in ns (NULL: all), with mu held; a corrupt file's reference
- * carries its error instead of an object. */
+/* References to the kind's objects in ns (NULL: all) that selector (optional) may select, with
+ * mu held; a corrupt file's reference carries its error instead of an object.  An object whose
+ * labels the selector does not select is passed over here, before it is copied or sorted: a
+ * list of one agent's volumes costs its own volumes, not every volume's key. */
 static int refs_of(struct dir_store *s, const struct store_kind *k, const char *ns,
-                   struct ref **out, size_t *n, struct err *e)
+                   const char *selector, struct ref **out, size_t *n, struct err *e)
 {
 	char prefix[PATH_MAX];
 	int ki = dir_kind_index(k);
@@ -60,6 +62,8 @@ static int refs_of(struct dir_store *s, const struct store_kind *k, const char *
 	*n = 0;
 	for (struct index_entry *en = ki >= 0 ? s->kinds[ki] : NULL; en; en = en->knext) {
 		if (ns && strncmp(en->key, prefix, plen) != 0)
+			continue;
+		if (selector && en->obj && store_blob_selects(en->obj, selector) == 0)
 			continue;
 		if (*n == cap) {
 			struct ref *p = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*p));
@@ -230,7 +234,7 @@ static int d_walk(store *st, const struct store_kind *k, const char *ns, const c
 		pthread_mutex_unlock(&s->mu);
 		return files_walk(s, k, ns, selector, skip, fn, arg, list_rv, e);
 	}
-	r = refs_of(s, k, k->namespaced ? ns : NULL, &v, &n, e);
+	r = refs_of(s, k, k->namespaced ? ns : NULL, selector, &v, &n, e);
 	rv = s->index_rv;
 	pthread_mutex_unlock(&s->mu);
 	if (n > 1)
@@ -243,8 +247,6 @@ static int d_walk(store *st, const struct store_kind *k, const char *ns, const c
 			store_unreadable_report(k, ons, v[i].name, v[i].corrupt);
 			continue;
 		}
-		if (selector && store_blob_selects(v[i].obj, selector) == 0)
-			continue; /* not selected: not asked about, not parsed */
 		if (skip && skip(ons, v[i].name, v[i].rv, arg))
 			continue;
 		if ((r = store_blob_parse(v[i].obj, &o, e)) == 0 &&
