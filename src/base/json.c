@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,22 @@ struct numscan {
 	const char *p, *end;
 };
 
+/* Just past the quote that ends the string whose text starts at p (end when none does): the
+ * first quote not escaped by an odd run of backslashes before it (memchr finds the candidates;
+ * a run cannot reach back past p, which follows a quote). */
+static const char *string_end(const char *p, const char *end)
+{
+	for (const char *q; p < end && (q = memchr(p, '"', (size_t)(end - p)));) {
+		const char *k = q;
+		while (k > p && k[-1] == '\\')
+			k--;
+		p = q + 1;
+		if (((q - k) & 1) == 0)
+			return p;
+	}
+	return end;
+}
+
 /* The next number token after s->p (strings skipped), its length in *n and whether it is an
  * integer (no fraction, no exponent); NULL when there is none.  The text is valid JSON. */
 static const char *next_number(struct numscan *s, size_t *n, bool *integral)
@@ -34,9 +51,7 @@ static const char *next_number(struct numscan *s, size_t *n, bool *integral)
 	while (p < s->end && *p != '-' && (*p < '0' || *p > '9')) {
 		if (*p++ != '"')
 			continue;
-		while (p < s->end && *p != '"')
-			p += *p == '\\' ? 2 : 1;
-		p++;
+		p = string_end(p, s->end);
 	}
 	if (p >= s->end)
 		return NULL;
@@ -266,11 +281,30 @@ static enum str_fault scan_string(const char *p, const char *limit, const char *
 	return f;
 }
 
+/* Whether some byte of buf is below 0x20, eight bytes at a time: a byte below 0x20 borrows
+ * from no byte below it that is not, so its word's test sets its top bit; none is missed. */
+static bool any_control(const char *buf, size_t len)
+{
+	size_t i = 0;
+	for (; len - i >= 8; i += 8) {
+		uint64_t x;
+		memcpy(&x, buf + i, sizeof(x));
+		if ((x - 0x2020202020202020ull) & ~x & 0x8080808080808080ull)
+			return true;
+	}
+	for (; i < len; i++)
+		if ((unsigned char)buf[i] < 0x20)
+			return true;
+	return false;
+}
+
 /* The offset of the first byte JSON does not allow where it stands (RFC 8259 §2, §7): a control
  * character inside a string, or one other than tab, LF and CR between tokens — cJSON takes
  * them for text and whitespace, a NUL byte included.  len when there is none. */
 static size_t first_control(const char *buf, size_t len)
 {
+	if (!any_control(buf, len))
+		return len;
 	bool in_string = false;
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)buf[i];

@@ -1,6 +1,7 @@
 /* str — bounded string copy and the check of a string's bytes. */
 #include "base/str.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,12 +39,25 @@ static size_t utf8_seq(const unsigned char *p, size_t n)
 	return len;
 }
 
+/* Whether the eight bytes at p are all ASCII and none is NUL (each a whole UTF-8 sequence). */
+static bool ascii_word(const unsigned char *p)
+{
+	uint64_t x;
+	memcpy(&x, p, sizeof(x));
+	return !(x & 0x8080808080808080ull) &&
+	       !((x - 0x0101010101010101ull) & ~x & 0x8080808080808080ull);
+}
+
 enum str_fault str_check(const char *s, size_t n, size_t *at)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t i = 0;
 	enum str_fault f = STR_OK;
 	while (i < n) {
+		if (n - i >= 8 && ascii_word(p + i)) {
+			i += 8;
+			continue;
+		}
 		size_t len = p[i] ? utf8_seq(p + i, n - i) : 0;
 		if (!len) {
 			f = p[i] ? STR_UTF8 : STR_NUL;

@@ -779,6 +779,51 @@ START_TEST(test_str_check)
 }
 END_TEST
 
+/* The checks read eight bytes at a time where they can: a fault is found at its own offset
+ * wherever it stands against those words, and a string's end is found past any run of
+ * backslashes (an odd run escapes the quote, an even one does not). */
+START_TEST(test_checks_at_every_offset)
+{
+	static const char faults[] = {'\0', '\xff', '\x01'};
+	for (size_t at = 0; at < 40; at++) {
+		for (size_t f = 0; f < sizeof(faults); f++) {
+			char text[64];
+			memset(text, 'a', sizeof(text));
+			text[at] = faults[f];
+			size_t where = 99;
+			enum str_fault got = str_check(text, 48, &where);
+			ck_assert_int_eq(got, f == 0 ? STR_NUL : f == 1 ? STR_UTF8 : STR_OK);
+			ck_assert_uint_eq(where, f == 2 ? 48 : at);
+			/* {"x":"aaa...<fault>...aaa"} */
+			char json[64] = "{\"x\":\"";
+			memcpy(json + 6, text, 48);
+			memcpy(json + 54, "\"}", 2);
+			cJSON *v = NULL;
+			struct err e = {0};
+			ck_assert_int_eq(json_parse_strict(json, 56, &v, &e), -EBADMSG);
+			ck_assert_ptr_null(v);
+		}
+	}
+	for (int run = 0; run < 12; run++) {
+		/* {"k":"<run backslashes, then a quote when run is odd>x","n":9007199254740993} */
+		char json[128] = "{\"k\":\"";
+		size_t n = strlen(json);
+		for (int i = 0; i < run; i++)
+			json[n++] = '\\';
+		if (run % 2)
+			json[n++] = '"';
+		n += (size_t)snprintf(json + n, sizeof(json) - n, "x\",\"n\":9007199254740993}");
+		cJSON *v = NULL;
+		struct err e = {0};
+		int64_t i = 0;
+		ck_assert_msg(json_parse_strict(json, n, &v, &e) == 0, "%s: %s", json, e.msg);
+		ck_assert_int_eq(json_get_int64(v, "n", &i), 0);
+		ck_assert_int_eq(i, 9007199254740993LL);
+		cJSON_Delete(v);
+	}
+}
+END_TEST
+
 /* cJSON turns \u0000 into the end of the C string: {"name":"a\u0000b"} would read as "a". */
 START_TEST(test_json_strings_as_sent)
 {
@@ -1171,6 +1216,7 @@ int main(void)
 	t = tcase_create("str_time");
 	tcase_add_test(t, test_str_copy);
 	tcase_add_test(t, test_str_check);
+	tcase_add_test(t, test_checks_at_every_offset);
 	tcase_add_test(t, test_json_strings_as_sent);
 	tcase_add_test(t, test_yaml_strings_as_sent);
 	tcase_add_test(t, test_json_marked);
