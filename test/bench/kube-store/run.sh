@@ -2,8 +2,9 @@
 # Controller on the kube store (issue 12): API requests per resync pass and resident memory with
 # BENCH_KUBE_N volumes (default 1000) created through CSI (bench.py); then CreateVolume, Publish,
 # Unpublish and DeleteVolume at the default --kube-api-qps 5: wall time and API requests per call
-# (csi.py); then a storage-node outage at N = 100, 1,000 and 10,000 volumes: writes and API
-# requests by verb while the agent is down and during its recovery (outage.py).  Env: BUILD,
+# (csi.py); then a storage-node outage at N = 100, 1,000 and 10,000 published volumes with their
+# claims: writes and API requests by verb while the agent is down and during its recovery, and
+# the outage Events on the claims against the goal of one of each per claim (outage.py).  Env: BUILD,
 # PILLAR_BIN; BENCH_KUBE_N, BENCH_KUBE_PASSES (default 10), BENCH_KUBE_CSI_ROUNDS (default 3),
 # BENCH_OUTAGE_N (default 100,1000,10000), BENCH_DOWN_S (default 20).
 set -eu
