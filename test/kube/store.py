@@ -85,7 +85,9 @@ class Store:
     async def list(self, res, ns, revision=0, limit=0, start=""):
         """Returns (revision, [objects], remaining or None, last key name or None)."""
         prefix = res.key_prefix(ns).encode()
-        key = prefix + start.encode() if start else prefix
+        # start (a continue token's) is "ns/name" for a namespaced kind, as last below: relative
+        # to the kind's prefix, not the namespace's; never before the namespace's own keys
+        key = max(prefix, res.key_prefix(None).encode() + start.encode()) if start else prefix
         try:
             rev, kvs, count, more = await self.etcd.range(key, prefix_end(prefix), revision=revision, limit=limit)
         except Compacted:

@@ -161,6 +161,24 @@ class Core(unittest.TestCase):
         st, _, _, l = K.request("GET", f"{PA}?fieldSelector=metadata.name%3Dpage-1")
         self.assertEqual([i["metadata"]["name"] for i in l["items"]], ["page-1"])
 
+    def test_list_pagination_in_a_namespace(self):
+        """A namespaced list continues in its namespace: every page, in name order."""
+        cms = "/api/v1/namespaces/default/configmaps"
+        for i in range(4):
+            K.request("POST", cms, {"apiVersion": "v1", "kind": "ConfigMap",
+                                    "metadata": {"name": f"nspage-{i}", "labels": {"set": "nspage"}}})
+        for sel in ("", "&labelSelector=set%3Dnspage"):
+            names, cont = [], ""
+            for _ in range(10):  # a continue that never ends fails below
+                st, _, _, l = K.request("GET", f"{cms}?limit=1{sel}" + (f"&continue={cont}" if cont else ""))
+                self.assertEqual(st, 200)
+                names += [i["metadata"]["name"] for i in l["items"] if i["metadata"]["name"].startswith("nspage-")]
+                cont = l["metadata"].get("continue")
+                if not cont:
+                    break
+            self.assertFalse(cont, sel)
+            self.assertEqual(names, [f"nspage-{i}" for i in range(4)], sel)
+
     def test_list_rv0_from_watch_cache(self):
         """resourceVersion=0 is answered as kube-apiserver's watch cache answers it (03i): every item
         whatever the limit, no continue token, the same items as a consistent list, later writes
