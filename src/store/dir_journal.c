@@ -112,8 +112,19 @@ static int write_temp(const char *path, const char *data, size_t len, bool secre
 	return 0;
 }
 
+/* tmp becomes path.  A file it replaces is exchanged with it, then unlinked under the temporary
+ * name: readers see at every moment a whole file at path, and one that opened the old file
+ * keeps reading it, as a rename gives them; but ext4 takes a rename over an existing file as the
+ * replace-by-rename pattern and starts writing the new file's data out at once
+ * (auto_da_alloc), an I/O on the path of every write that the journal makes needless (the
+ * entry is durable, the file is written out by the checkpoint).  Without an old file, or where
+ * the filesystem cannot exchange, a rename. */
 static int place(const char *tmp, const char *path, struct err *e)
 {
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
+		unlink(tmp); /* left behind, a temporary file the owner's open removes */
+		return 0;
+	}
 	if (rename(tmp, path) == 0)
 		return 0;
 	int r = -errno;

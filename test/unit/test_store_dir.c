@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -310,6 +311,44 @@ START_TEST(test_owner_removes_unfinished_writes)
 }
 END_TEST
 
+/* A write that replaces an object's file (dir_journal.c place): a reader that opened the old
+ * file reads it whole after the write, no name links it any more, and the directory holds no
+ * temporary file. */
+START_TEST(test_replaced_file_stays_whole_for_its_reader)
+{
+	char p[700], before[4096], after[4096];
+	struct err e = {0};
+	cJSON *o = NULL;
+	tu_store_create_agent(st, "a", 1);
+	snprintf(p, sizeof(p), "%s/pillaragents/a.json", dir);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ssize_t n = pread(fd, before, sizeof(before), 0);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(store_get(st, PA(), NULL, "a", &o, &e), 0);
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "spec"), "pad",
+	                          cJSON_CreateString("a longer pad than the first one had"));
+	ck_assert_msg(store_update(st, o, NULL, &e) == 0, "%s", e.msg);
+	cJSON_Delete(o);
+	struct stat old, now;
+	ck_assert_int_eq(fstat(fd, &old), 0);
+	ck_assert_int_eq(stat(p, &now), 0);
+	ck_assert_int_eq(pread(fd, after, sizeof(after), 0), n);
+	ck_assert(memcmp(before, after, (size_t)n) == 0);
+	ck_assert_uint_eq(old.st_nlink, 0);
+	ck_assert(old.st_ino != now.st_ino && now.st_size > old.st_size);
+	close(fd);
+	snprintf(p, sizeof(p), "%s/pillaragents", dir);
+	DIR *d = opendir(p);
+	ck_assert_ptr_nonnull(d);
+	for (struct dirent *de; (de = readdir(d)) != NULL;)
+		ck_assert_msg(!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		                  !strcmp(de->d_name, "a.json"),
+		              "%s is left in pillaragents/", de->d_name);
+	closedir(d);
+}
+END_TEST
+
 /* Group commit: creates of different objects at the same time share the journal's fdatasync;
  * a watch sees them in version order, each once, and only after that fdatasync; creates of one
  * name at once: one wins.  The first create's fdatasync waits until every other create waits
@@ -552,6 +591,7 @@ int main(void)
 	tcase_add_test(t, test_event_history_bounded_in_bytes);
 	tcase_add_test(t, test_versions_continue_above_the_ceiling_after_reboot);
 	tcase_add_test(t, test_owner_removes_unfinished_writes);
+	tcase_add_test(t, test_replaced_file_stays_whole_for_its_reader);
 	tcase_add_test(t, test_concurrent_writes_share_the_journal_fdatasync);
 	tcase_add_test(t, test_list_leaves_out_a_corrupt_file);
 	tcase_add_test(t, test_selector_passes_over_unselected_objects);
