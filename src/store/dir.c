@@ -30,7 +30,7 @@
  * fdatasync (shared by concurrent writes in a process with an index, dir_commit.c), plus two
  * fsyncs per RV_BLOCK writes and a checkpoint per half journal.  A corrupt object file,
  * counter or journal is an error naming it.
- * A process killed in the middle of a write leaves its temporary file (.<name>.json.tmp.XXXXXX)
+ * A process killed in the middle of a write leaves its temporary file (PATH/.<name>.json.tmp.XXXXXX)
  * behind; the owner removes such files when it opens the store.
  */
 #include <dirent.h>

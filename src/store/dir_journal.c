@@ -69,23 +69,25 @@ static bool secret_key(const char *key)
 	return strncmp(key, "secrets/", 8) == 0;
 }
 
-/* data written without fsync under a temporary name beside path (tmp, PATH_MAX + 32 bytes);
- * *id what was written.  Nothing is left behind on failure. */
-static int write_temp(const char *path, const char *data, size_t len, bool secret, char *tmp,
-                      struct file_identity *id, struct err *e)
+/* data written without fsync under a temporary name in the store's root (tmp, PATH_MAX + 32
+ * bytes), path's directory made when it is missing; *id what was written.  The root is not
+ * watched (dir_watch.c): the temporary file's creation and writes wake no notification thread,
+ * only its placing does.  Nothing is left behind on failure. */
+static int write_temp(const char *root, const char *path, const char *data, size_t len, bool secret,
+                      char *tmp, struct file_identity *id, struct err *e)
 {
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], in_root[PATH_MAX + 64];
 	const char *slash = strrchr(path, '/');
 	struct stat st;
 	mode_t mode = secret ? 0600 : 0644;
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	int fd = file_temp_create(path, mode, tmp, PATH_MAX + 32);
-	if (fd == -ENOENT) { /* a new namespace: its directory */
+	if (mkdir(dir, secret ? 0700 : 0755) < 0 && errno != EEXIST) { /* a new namespace */
 		int r = file_mkdir_p(dir, secret ? 0700 : 0755, e);
 		if (r < 0)
 			return r;
-		fd = file_temp_create(path, mode, tmp, PATH_MAX + 32);
 	}
+	snprintf(in_root, sizeof(in_root), "%s/%s", root, slash + 1);
+	int fd = file_temp_create(in_root, mode, tmp, PATH_MAX + 32);
 	if (fd == -ENAMETOOLONG)
 		return err_set(e, fd, "path too long: %s", path);
 	if (fd < 0)
@@ -162,7 +164,7 @@ static int apply_entry(void *arg, uint64_t seq, const struct journal_entry *en, 
 		           ? err_set(e, -errno, "remove %s: %s", path, strerror(errno))
 		           : 0;
 	char tmp[PATH_MAX + 32];
-	int r = write_temp(path, en->data, en->len, secret_key(en->name), tmp, NULL, e);
+	int r = write_temp(s->path, path, en->data, en->len, secret_key(en->name), tmp, NULL, e);
 	return r < 0 ? r : place(tmp, path, e);
 }
 
@@ -247,7 +249,7 @@ int dir_journal_put(struct dir_store *s, const char *key, const char *path, cons
 		               key, len, STORE_OBJECT_MAX);
 	char tmp[PATH_MAX + 32];
 	/* the content first: a full disk refuses the write before anything is durable */
-	int r = write_temp(path, text, len, secret_key(key), tmp, id, e);
+	int r = write_temp(s->path, path, text, len, secret_key(key), tmp, id, e);
 	if (r < 0)
 		return r;
 	if ((r = journal_append(s->journal, &en, 1, NULL, e)) < 0) {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -349,6 +350,40 @@ START_TEST(test_replaced_file_stays_whole_for_its_reader)
 }
 END_TEST
 
+/* A write's temporary file lives in the store's root, which nothing watches: in a kind's
+ * directory (watched by the notification thread, dir_watch.c) a create and an update show only
+ * the object's own name. */
+START_TEST(test_kind_directory_sees_only_the_object)
+{
+	char p[700], buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	struct err e = {0};
+	cJSON *o = NULL;
+	tu_store_create_agent(st, "first", 1);
+	snprintf(p, sizeof(p), "%s/pillaragents", dir);
+	int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	ck_assert_int_ge(in, 0);
+	ck_assert_int_ge(inotify_add_watch(in, p, IN_ALL_EVENTS), 0);
+	tu_store_create_agent(st, "a", 1);
+	ck_assert_int_eq(store_get(st, PA(), NULL, "a", &o, &e), 0);
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "spec"), "pad", cJSON_CreateString("b"));
+	ck_assert_msg(store_update(st, o, NULL, &e) == 0, "%s", e.msg);
+	cJSON_Delete(o);
+	int names = 0;
+	for (ssize_t n; (n = read(in, buf, sizeof(buf))) > 0;)
+		for (char *q = buf; q < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)q;
+			if (ev->len) {
+				ck_assert_msg(!strcmp(ev->name, "a.json"), "event for %s",
+				              ev->name);
+				names++;
+			}
+			q += sizeof(*ev) + ev->len;
+		}
+	close(in);
+	ck_assert_int_gt(names, 0);
+}
+END_TEST
+
 /* Group commit: creates of different objects at the same time share the journal's fdatasync;
  * a watch sees them in version order, each once, and only after that fdatasync; creates of one
  * name at once: one wins.  The first create's fdatasync waits until every other create waits
@@ -592,6 +627,7 @@ int main(void)
 	tcase_add_test(t, test_versions_continue_above_the_ceiling_after_reboot);
 	tcase_add_test(t, test_owner_removes_unfinished_writes);
 	tcase_add_test(t, test_replaced_file_stays_whole_for_its_reader);
+	tcase_add_test(t, test_kind_directory_sees_only_the_object);
 	tcase_add_test(t, test_concurrent_writes_share_the_journal_fdatasync);
 	tcase_add_test(t, test_list_leaves_out_a_corrupt_file);
 	tcase_add_test(t, test_selector_passes_over_unselected_objects);
