@@ -206,26 +206,52 @@ static void finish(struct dir_store *s, struct opreq *q, struct flight *f, const
 	pthread_cond_broadcast(&s->flight_cv);
 }
 
-int dir_write_grouped(struct dir_store *s, struct opreq *q, const char *key, const char *path,
-                      struct err *e)
+/* One attempt of a write: planned, made durable, published.  *cur and *next are the attempt's
+ * (the caller frees them). */
+static int write_once(struct dir_store *s, struct opreq *q, const char *key, const char *path,
+                      cJSON **cur, cJSON **next, struct err *e)
 {
 	struct flight f = {.key = key};
 	struct file_identity id = {0};
-	cJSON *cur = NULL, *next = NULL;
 	uint64_t rv;
 	bool placed;
 	pthread_mutex_lock(&s->mu);
-	int r = plan(s, q, &f, path, &cur, &next, &rv, e);
+	int r = plan(s, q, &f, path, cur, next, &rv, e);
 	pthread_mutex_unlock(&s->mu);
-	if (r < 0) {
-		cJSON_Delete(cur);
-		cJSON_Delete(next);
+	if (r < 0)
 		return r;
-	}
-	r = persist(s, q, key, path, next, rv, &id, &placed, e);
+	r = persist(s, q, key, path, *next, rv, &id, &placed, e);
 	pthread_mutex_lock(&s->mu);
-	finish(s, q, &f, cur, next, &id, r == 0, placed);
+	finish(s, q, &f, *cur, *next, &id, r == 0, placed);
 	pthread_mutex_unlock(&s->mu);
+	return r;
+}
+
+/* A write that found the journal full made nothing durable; the region frees once the running
+ * checkpoint's sync ends, or once the last write out of flight begins one (finish above).  The
+ * write waits for that and is tried again, so a slow disk slows writes and fails none.  Each
+ * retry follows a checkpoint, so a write gives up only if other writes fill every region it
+ * frees, WRITE_TRIES times in a row. */
+#define WRITE_TRIES 16
+
+int dir_write_grouped(struct dir_store *s, struct opreq *q, const char *key, const char *path,
+                      struct err *e)
+{
+	cJSON *cur = NULL, *next = NULL;
+	int r = JOURNAL_FULL;
+	for (int tries = 0; r == JOURNAL_FULL && tries < WRITE_TRIES; tries++) {
+		if (tries) {
+			cJSON_Delete(cur);
+			cJSON_Delete(next);
+			cur = next = NULL;
+			err_clear(e);
+			pthread_mutex_lock(&s->mu);
+			while (s->checkpointing)
+				pthread_cond_wait(&s->flight_cv, &s->mu);
+			pthread_mutex_unlock(&s->mu);
+		}
+		r = write_once(s, q, key, path, &cur, &next, e);
+	}
 	if (r == 0 && next && q->out) {
 		*q->out = next;
 		next = NULL;

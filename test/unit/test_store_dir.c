@@ -26,6 +26,8 @@
 #include "testutil.h"
 
 static long readdirs, fsyncs, fdatasyncs, syncfss, shared_locks;
+/* While set, a syncfs waits until it is cleared or 3 s pass (a slow disk under a checkpoint). */
+static atomic_bool syncfs_held;
 
 struct dirent *readdir(DIR *d)
 {
@@ -60,6 +62,8 @@ int syncfs(int fd)
 	if (!real)
 		*(void **)&real = dlsym(RTLD_NEXT, "syncfs");
 	__atomic_add_fetch(&syncfss, 1, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < 300 && atomic_load(&syncfs_held); i++)
+		usleep(10000);
 	return real(fd);
 }
 
@@ -239,6 +243,30 @@ START_TEST(test_event_history_bounded_in_bytes)
 	tu_store_create_agent(st, "after", 10);
 	expect(w, STORE_ADDED, "after", 1000);
 	store_watch_close(w);
+}
+END_TEST
+
+/* A journal region fills while the checkpoint that frees the other one still syncs: the
+ * writes wait for it and succeed, none fails with "its journal waits for a checkpoint". */
+START_TEST(test_writes_wait_for_a_slow_checkpoint)
+{
+	struct err e = {0};
+	atomic_store(&syncfs_held, true);
+	/* 100 KB each: a 1 MiB region is half full after 5, full after 10; 30 fill three */
+	for (int i = 0; i < 30; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "slow%02d", i);
+		cJSON *o = tu_store_agent(name, 100000);
+		int r = store_create(st, o, NULL, &e);
+		cJSON_Delete(o);
+		ck_assert_msg(r == 0, "write %d failed while a checkpoint synced: %s", i, e.msg);
+	}
+	atomic_store(&syncfs_held, false);
+	cJSON *items;
+	uint64_t rv;
+	ck_assert_int_eq(store_list(st, PA(), NULL, NULL, &items, &rv, &e), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(items), 30);
+	cJSON_Delete(items);
 }
 END_TEST
 
@@ -624,6 +652,7 @@ int main(void)
 	tcase_add_test(t, test_own_writes_come_back_without_the_lock);
 	tcase_add_test(t, test_other_process_changes_arrive_by_notification);
 	tcase_add_test(t, test_event_history_bounded_in_bytes);
+	tcase_add_test(t, test_writes_wait_for_a_slow_checkpoint);
 	tcase_add_test(t, test_versions_continue_above_the_ceiling_after_reboot);
 	tcase_add_test(t, test_owner_removes_unfinished_writes);
 	tcase_add_test(t, test_replaced_file_stays_whole_for_its_reader);
