@@ -56,6 +56,13 @@ static int marks_images(agent_service *a, struct err *e)
 	return r;
 }
 
+/* A mark's temporary file: the journal's slots (FILE_SPARE.<slot>, marklog.c) and
+ * file_temp_create's names. */
+static bool mark_temp_name(const char *name)
+{
+	return file_temp_name(name) || file_spare_name(name);
+}
+
 int agent_service_new(const struct agent_config *cfg, const struct agent_service_opts *o,
                       agent_service **out, struct err *e)
 {
@@ -104,12 +111,16 @@ int agent_service_new(const struct agent_config *cfg, const struct agent_service
 	if ((r = nvmet_open(o->configfs_root ? o->configfs_root : "/sys/kernel/config", &a->nv,
 	                    e)) < 0)
 		goto fail;
+	/* the temporary files of writes a killed agent never finished, before any write runs */
+	file_remove_temps(a->state_dir, NULL);
 	snprintf(dir, sizeof(dir), "%s/generations", a->state_dir);
 	if ((r = file_mkdir_p(dir, 0750, e)) < 0)
 		goto fail;
+	file_remove_temps(dir, mark_temp_name);
 	snprintf(dir, sizeof(dir), "%s/nvmet-identity", a->state_dir);
 	if ((r = file_mkdir_p(dir, 0750, e)) < 0)
 		goto fail;
+	file_remove_temps(dir, NULL);
 	/* the marks as the acknowledged calls left them, before anything reads one, and the
 	 * images they record */
 	if ((r = marks_images(a, e)) < 0 || (r = agent_marklog_open(a->state_dir, e)) < 0)

@@ -82,6 +82,7 @@ int node_new(const struct node_config *cfg, struct node **out, struct err *e)
 	/* made durable before any record in it is: an acknowledged stage survives a power cut */
 	if ((r = node_state_dir_ensure(n->state_dir, e)) < 0)
 		goto fail;
+	file_remove_temps(n->state_dir, NULL); /* of writes a killed node never finished */
 	if ((r = node_records_sweep(n->state_dir, e)) < 0)
 		goto fail;
 	node_dhchap_start(n);

@@ -1,5 +1,7 @@
 #include "base/file.h"
+#include "base/log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -154,6 +156,72 @@ int file_temp_create(const char *path, mode_t mode, char *tmp, size_t cap)
 		return r;
 	}
 	return fd;
+}
+
+bool file_temp_name(const char *name)
+{
+	size_t len = strlen(name), infix = strlen(FILE_TEMP_INFIX);
+	if (name[0] != '.' || len < 1 + 1 + infix + 6 ||
+	    strncmp(name + len - 6 - infix, FILE_TEMP_INFIX, infix) != 0)
+		return false;
+	for (const char *p = name + len - 6; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9')))
+			return false;
+	return true;
+}
+
+bool file_spare_name(const char *name)
+{
+	const char *rest = NULL;
+	if (strncmp(name, FILE_SPARE_PREV, strlen(FILE_SPARE_PREV)) == 0)
+		rest = name + strlen(FILE_SPARE_PREV);
+	else if (strncmp(name, FILE_SPARE, strlen(FILE_SPARE)) == 0)
+		rest = name + strlen(FILE_SPARE);
+	if (!rest || !*rest)
+		return rest != NULL;
+	if (rest[0] != '.' || !rest[1] || strlen(rest + 1) > 3)
+		return false;
+	for (const char *p = rest + 1; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return true;
+}
+
+int file_remove_temps(const char *dir, bool (*is_temp)(const char *name))
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	struct stat st;
+	int removed = 0;
+	if (!d) {
+		if (errno != ENOENT)
+			log_warn("cannot look for temporary files a killed process left", "dir",
+			         dir, "error", strerror(errno));
+		return 0;
+	}
+	while ((errno = 0, de = readdir(d)) != NULL) {
+		const char *n = de->d_name;
+		if (!(is_temp ? is_temp(n) : file_temp_name(n)) ||
+		    fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (unlinkat(dirfd(d), n, 0) == 0)
+			removed++;
+		else if (errno != ENOENT)
+			log_warn("cannot remove a temporary file a killed process left", "dir", dir,
+			         "file", n, "error", strerror(errno));
+	}
+	if (errno)
+		log_warn("cannot look for temporary files a killed process left", "dir", dir,
+		         "error", strerror(errno));
+	closedir(d);
+	if (removed > 0) {
+		char count[16];
+		snprintf(count, sizeof(count), "%d", removed);
+		log_info("removed temporary files of writes a killed process left", "dir", dir,
+		         "count", count);
+	}
+	return removed;
 }
 
 int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e)

@@ -53,6 +53,22 @@ int file_write_atomic_reuse(const char *path, const void *data, size_t len, mode
 #define FILE_TEMP_INFIX ".tmp."
 int file_temp_create(const char *path, mode_t mode, char *tmp, size_t cap);
 
+/* True when name (a directory entry) has the form of a file_temp_create name:
+ * ".<name>.tmp.XXXXXX", <name> not empty, the last six characters letters or digits. */
+bool file_temp_name(const char *name);
+/* True when name is one of the spares of file_write_atomic_reuse and file_write_atomic_grouped
+ * (below): FILE_SPARE or FILE_SPARE_PREV, alone or followed by "." and a slot number. */
+bool file_spare_name(const char *name);
+/* Removes from the directory dir the temporary files of writes that a process killed between
+ * creating and renaming them never finished: the regular files whose name is_temp accepts
+ * (NULL: file_temp_name).  Nothing else is touched: never a name is_temp refuses, a symlink
+ * (nor what it names), a directory or another type of file.  Only for a directory whose
+ * writers are the caller's, before any of them runs (or under the lock every writer holds).
+ * Logs how many it removed when any, and a warning when dir cannot be read or a file stays
+ * (a leftover is never read as a record, so neither stops the caller).  The number of files
+ * removed; 0 when dir is missing. */
+int file_remove_temps(const char *dir, bool (*is_temp)(const char *name));
+
 /* Reads the whole file into a NUL-terminated malloc'd buffer (caller frees *out).  0, or
  * -ENOENT (missing), -EFBIG (more than max bytes), another negative errno. */
 int file_read_all(const char *path, size_t max, char **out, size_t *len, struct err *e);

@@ -661,27 +661,31 @@ static int take_owner_lock(struct dir_store *s, struct err *e)
 	return 0;
 }
 
-/* Removes the temporary files (file_write_atomic's .<file>.tmp.XXXXXX, the spares of
- * file_write_atomic_reuse and file_write_atomic_grouped, .spare*) of writes that a killed process never finished, in dir and `depth` levels of
- * directories below it. */
+/* The store's own temporary names: file_temp_create's (object files, the journal) and the
+ * spares of file_write_atomic_reuse and file_write_atomic_grouped. */
+static bool store_temp_name(const char *name)
+{
+	return file_temp_name(name) || file_spare_name(name);
+}
+
+/* Removes the temporary files of writes that a killed process never finished (store_temp_name,
+ * regular files only) in dir and `depth` levels of directories below it (never through a
+ * symlink). */
 static void sweep_temps(const char *dir, int depth)
 {
-	DIR *d = opendir(dir);
+	file_remove_temps(dir, store_temp_name);
+	DIR *d = depth > 0 ? opendir(dir) : NULL;
 	struct dirent *de;
+	struct stat st;
 	char p[PATH_MAX];
-	if (!d)
-		return;
-	while ((de = readdir(d)) != NULL) {
+	while (d && (de = readdir(d)) != NULL) {
 		const char *n = de->d_name;
-		size_t len = strlen(n);
-		if (n[0] == '.' &&
-		    (strstr(n, ".tmp.") || !strncmp(n, FILE_SPARE, strlen(FILE_SPARE))))
-			unlinkat(dirfd(d), n, 0);
-		else if (n[0] != '.' && depth > 0 && (len < 5 || strcmp(n + len - 5, ".json")) &&
-		         snprintf(p, sizeof(p), "%s/%s", dir, n) < (int)sizeof(p))
+		if (n[0] != '.' && fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode) && snprintf(p, sizeof(p), "%s/%s", dir, n) < (int)sizeof(p))
 			sweep_temps(p, depth - 1);
 	}
-	closedir(d);
+	if (d)
+		closedir(d);
 }
 
 /* The owner's sweep at open: under the operation lock, which every writer holds for its whole

@@ -420,6 +420,84 @@ START_TEST(test_file_temp_create)
 }
 END_TEST
 
+/* The names a sweep of leftovers takes: file_temp_create's and the spares, exactly. */
+START_TEST(test_file_temp_names)
+{
+	static const char *const temps[] = {".rec.json.tmp.Ab3dE9", "..journal.tmp.a1B2c3",
+	                                    ".x.tmp.000000", ".a.tmp.b.tmp.ZZZZZZ"};
+	static const char *const others[] = {".rec.json.tmp.Ab3dE",
+	                                     ".rec.json.tmp.Ab3dE9x",
+	                                     ".rec.json.tmp.Ab-dE9",
+	                                     "rec.json.tmp.Ab3dE9",
+	                                     ".tmp.Ab3dE9",
+	                                     "..tmp.Ab3dE9",
+	                                     ".rec.json.tmpXAb3dE9",
+	                                     ".rec.json.Ab3dE9",
+	                                     "rec.json",
+	                                     ".rec.json.tmp.Ab3dE9/",
+	                                     ".spare",
+	                                     ""};
+	static const char *const spares[] = {FILE_SPARE, FILE_SPARE_PREV, FILE_SPARE ".0",
+	                                     FILE_SPARE ".31", FILE_SPARE_PREV ".7"};
+	static const char *const not_spares[] = {
+	    FILE_SPARE ".", FILE_SPARE ".x",       FILE_SPARE ".1234",
+	    FILE_SPARE "s", FILE_SPARE "x1",       FILE_SPARE_PREV ".",
+	    "spare",        ".rec.json.tmp.Ab3dE9"};
+	for (size_t i = 0; i < sizeof(temps) / sizeof(temps[0]); i++)
+		ck_assert_msg(file_temp_name(temps[i]), "%s", temps[i]);
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+		ck_assert_msg(!file_temp_name(others[i]), "%s", others[i]);
+	for (size_t i = 0; i < sizeof(spares) / sizeof(spares[0]); i++)
+		ck_assert_msg(file_spare_name(spares[i]), "%s", spares[i]);
+	for (size_t i = 0; i < sizeof(not_spares) / sizeof(not_spares[0]); i++)
+		ck_assert_msg(!file_spare_name(not_spares[i]), "%s", not_spares[i]);
+	/* what file_temp_create makes is such a name */
+	const char *d = tu_mkdtemp();
+	char path[512], tmp[600];
+	snprintf(path, sizeof(path), "%s/rec.json", d);
+	int fd = file_temp_create(path, 0600, tmp, sizeof(tmp));
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert(file_temp_name(strrchr(tmp, '/') + 1));
+	tu_rmtree(d);
+}
+END_TEST
+
+static bool spare_only(const char *name)
+{
+	return file_spare_name(name);
+}
+
+/* file_remove_temps removes the regular files of the pattern in the one directory, and nothing
+ * else: not a look-alike name, a symlink of the pattern (nor its target), a directory or FIFO
+ * of the pattern, a file below; it logs the count; a missing directory is 0. */
+START_TEST(test_file_remove_temps)
+{
+	const char *d = tu_mkdtemp();
+	char p[600];
+	snprintf(p, sizeof(p), "%s/dir", d);
+	tu_leftovers_plant(p);
+	tu_write(p, FILE_SPARE ".3", "spare");
+	tu_log_begin();
+	ck_assert_int_eq(file_remove_temps(p, NULL), 2);
+	ck_assert_int_eq(file_remove_temps(p, NULL), 0); /* nothing left of the pattern */
+	const char *text = tu_log_end();
+	ck_assert_msg(strstr(text, "removed temporary files of writes a killed process left") &&
+	                  strstr(text, "count=\"2\""),
+	              "%s", text);
+	ck_assert_ptr_null(strstr(strstr(text, "count=") + 1, "count=")); /* none logged for 0 */
+	tu_leftovers_check(p, 1);
+	ck_assert_str_eq(tu_read(p, FILE_SPARE ".3"), "spare");
+	/* another pattern: only its names */
+	ck_assert_int_eq(file_remove_temps(p, spare_only), 1);
+	ck_assert_str_eq(tu_read(p, FILE_SPARE ".3"), "");
+	ck_assert_str_eq(tu_read(p, "rec.txt"), "keep");
+	snprintf(p, sizeof(p), "%s/missing", d);
+	ck_assert_int_eq(file_remove_temps(p, NULL), 0);
+	tu_rmtree(d);
+}
+END_TEST
+
 /* file_write_atomic_reuse: the replaced file's inode is the next write's temporary file (no
  * inode allocated for a write of an existing file), contents and modes are exact whatever the
  * old size, and a spare that another name links is never written into. */
@@ -1205,6 +1283,8 @@ int main(void)
 	t = tcase_create("file");
 	tcase_add_test(t, test_file_atomic_write_and_read);
 	tcase_add_test(t, test_file_temp_create);
+	tcase_add_test(t, test_file_temp_names);
+	tcase_add_test(t, test_file_remove_temps);
 	tcase_add_test(t, test_file_failed_write_keeps_old);
 	tcase_add_test(t, test_file_fsync_dir_group_shares_fsyncs);
 	tcase_add_test(t, test_file_atomic_write_grouped);

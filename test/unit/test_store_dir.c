@@ -309,7 +309,9 @@ static bool exists(const char *name)
 
 /* A process killed in the middle of a write leaves its temporary file behind (the controller
  * crash suite found one per third of its kills, never removed): the owner removes them at open,
- * at every level of the layout; a non-owner's open leaves them to it. */
+ * at every level of the layout, and nothing else (look-alike names, symlinks, FIFOs and
+ * directories of the pattern, a directory reached through a symlink); a non-owner's open leaves
+ * them to it. */
 START_TEST(test_owner_removes_unfinished_writes)
 {
 	static const char *const temps[] = {".resourceversion.tmp.a1B2c3",
@@ -319,6 +321,12 @@ START_TEST(test_owner_removes_unfinished_writes)
 	                                    "pillaragents/" FILE_SPARE_PREV,
 	                                    "pillaragents/" FILE_SPARE ".3",
 	                                    "pillaragents/" FILE_SPARE_PREV ".3"};
+	static const char *const levels[] = {"", "/pillaragents",
+	                                     "/persistentvolumeclaims/default"};
+	static const char *const kept[] = {"pillaragents/" FILE_SPARE ".x",
+	                                   "pillaragents/" FILE_SPARE "s",
+	                                   "pillaragents/.a.json.tmp"};
+	char p[800], outside[600];
 	store *other = NULL;
 	tu_store_create_agent(st, "a", 1);
 	store_close(st);
@@ -326,17 +334,44 @@ START_TEST(test_owner_removes_unfinished_writes)
 	size_t n = sizeof(temps) / sizeof(temps[0]);
 	for (size_t i = 0; i < n; i++)
 		tu_write(dir, temps[i], "{\"half\":");
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+		tu_write(dir, kept[i], "keep");
+	for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+		snprintf(p, sizeof(p), "%s%s", dir, levels[i]);
+		tu_leftovers_plant(p);
+	}
+	/* a namespace directory that is a symlink to a directory outside the store */
+	snprintf(outside, sizeof(outside), "%s.outside-ns", dir);
+	tu_leftovers_plant(outside);
+	snprintf(p, sizeof(p), "%s/persistentvolumeclaims/linked", dir);
+	ck_assert_int_eq(symlink(outside, p), 0);
 	ck_assert_int_eq(store_dir_open(dir, false, 60000, &other, NULL), 0);
 	store_close(other);
 	for (size_t i = 0; i < n; i++)
 		ck_assert_msg(exists(temps[i]), "a non-owner removed %s", temps[i]);
+	for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+		snprintf(p, sizeof(p), "%s%s", dir, levels[i]);
+		tu_leftovers_check(p, 0);
+	}
 	ck_assert_int_eq(store_dir_open(dir, true, 60000, &st, NULL), 0);
 	for (size_t i = 0; i < n; i++)
 		ck_assert_msg(!exists(temps[i]), "%s is left", temps[i]);
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+		ck_assert_msg(exists(kept[i]), "%s is gone", kept[i]);
+	for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+		snprintf(p, sizeof(p), "%s%s", dir, levels[i]);
+		tu_leftovers_check(p, 1);
+	}
+	tu_leftovers_check(outside, 0);
 	cJSON *o = NULL;
 	ck_assert_int_eq(store_get(st, PA(), NULL, "a", &o, NULL), 0);
 	cJSON_Delete(o);
 	ck_assert(exists(".lock") && exists(".oplock") && exists("pillaragents/a.json"));
+	tu_rmtree(outside);
+	snprintf(p, sizeof(p), "%s.outside", outside);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s.outside", dir);
+	unlink(p);
 }
 END_TEST
 

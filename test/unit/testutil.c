@@ -15,6 +15,7 @@
 
 #include "agent/config.h"
 #include "base/json.h"
+#include "base/log.h"
 #include "store/store.h"
 
 const char *tu_mkdtemp(void)
@@ -70,6 +71,86 @@ const char *tu_read(const char *dir, const char *name)
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	buf[n] = '\0';
 	fclose(f);
+	return buf;
+}
+
+/* Names beside the two temporary files that a sweep keeps (regular files, content "keep"). */
+static const char *const kept_names[] = {".rec.json.tmp.Ab3dE",
+                                         ".rec.json.tmp.Ab3dE9x",
+                                         "rec.json.tmp.Ab3dE9",
+                                         ".tmp.Ab3dE9",
+                                         "rec.txt",
+                                         ".rec.json"};
+static const char *const temp_names[] = {".rec.json.tmp.Ab3dE9", "..drained.tmp.a1B2c3"};
+
+static const char *beside(const char *dir, const char *name)
+{
+	static char p[PATH_MAX];
+	ck_assert(snprintf(p, sizeof(p), "%s/%s", dir, name) < (int)sizeof(p));
+	return p;
+}
+
+void tu_leftovers_plant(const char *dir)
+{
+	char target[PATH_MAX];
+	ck_assert(mkdir(dir, 0755) == 0 || errno == EEXIST);
+	for (size_t i = 0; i < sizeof(temp_names) / sizeof(temp_names[0]); i++)
+		tu_write(dir, temp_names[i], "{\"half\":");
+	for (size_t i = 0; i < sizeof(kept_names) / sizeof(kept_names[0]); i++)
+		tu_write(dir, kept_names[i], "keep");
+	snprintf(target, sizeof(target), "%s.outside", dir);
+	FILE *f = fopen(target, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("target", f);
+	fclose(f);
+	ck_assert_int_eq(symlink(target, beside(dir, ".link.json.tmp.Ab3dE9")), 0);
+	ck_assert_int_eq(mkfifo(beside(dir, ".fifo.json.tmp.Ab3dE9"), 0600), 0);
+	tu_write(dir, ".sub.json.tmp.Ab3dE9/.in.json.tmp.Ab3dE9", "below");
+}
+
+void tu_leftovers_check(const char *dir, int swept)
+{
+	struct stat st;
+	char target[PATH_MAX];
+	for (size_t i = 0; i < sizeof(temp_names) / sizeof(temp_names[0]); i++)
+		ck_assert_msg((access(beside(dir, temp_names[i]), F_OK) != 0) == !!swept,
+		              "%s/%s is %s", dir, temp_names[i], swept ? "left" : "gone");
+	for (size_t i = 0; i < sizeof(kept_names) / sizeof(kept_names[0]); i++)
+		ck_assert_msg(!strcmp(tu_read(dir, kept_names[i]), "keep"), "%s/%s is gone", dir,
+		              kept_names[i]);
+	ck_assert_int_eq(lstat(beside(dir, ".link.json.tmp.Ab3dE9"), &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	snprintf(target, sizeof(target), "%s.outside", dir);
+	char text[16] = "";
+	FILE *f = fopen(target, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fread(text, 1, sizeof(text) - 1, f), 6);
+	fclose(f);
+	ck_assert_str_eq(text, "target");
+	ck_assert_int_eq(lstat(beside(dir, ".fifo.json.tmp.Ab3dE9"), &st), 0);
+	ck_assert(S_ISFIFO(st.st_mode));
+	ck_assert_str_eq(tu_read(dir, ".sub.json.tmp.Ab3dE9/.in.json.tmp.Ab3dE9"), "below");
+}
+
+static FILE *log_file;
+
+void tu_log_begin(void)
+{
+	log_file = tmpfile();
+	ck_assert_ptr_nonnull(log_file);
+	log_set_fd(fileno(log_file));
+}
+
+const char *tu_log_end(void)
+{
+	static char buf[65536];
+	log_set_fd(2);
+	ck_assert_ptr_nonnull(log_file);
+	rewind(log_file);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, log_file);
+	buf[n] = '\0';
+	fclose(log_file);
+	log_file = NULL;
 	return buf;
 }
 

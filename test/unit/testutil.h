@@ -37,6 +37,17 @@ void tu_expect_event(void *watch, int t, const char *name, const char *field);
  * copy).  Fail the test on error. */
 void tu_durable_baseline(const char *control, const char *d);
 void tu_durable_restore(const char *control, const char *d);
+/* Leftovers of writes a killed process never finished, planted in dir (made if missing): two
+ * temporary files of file_temp_create's pattern (base/file.h), and what a sweep of them must
+ * keep: look-alike names, a symlink of the pattern to the file <dir>.outside, a FIFO and a
+ * directory of the pattern.  tu_leftovers_check asserts that the two temporary files are gone
+ * (swept) or both there (!swept), and that everything else is as planted. */
+void tu_leftovers_plant(const char *dir);
+void tu_leftovers_check(const char *dir, int swept);
+/* The log (base/log.h) goes to a temporary file from tu_log_begin until tu_log_end, which
+ * returns what was logged (static buffer). */
+void tu_log_begin(void);
+const char *tu_log_end(void);
 /* Runs a Check suite and returns the process exit status (0 when everything passed). */
 int tu_run(Suite *s);
 
