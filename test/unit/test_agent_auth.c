@@ -11,27 +11,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/config.h"
-#include "agent/service.h"
+#include "agent_fixture.h"
 #include "grpc/strcheck.h"
-#include "nvmet/nvmet.h"
-#include "testutil.h"
 
-#define PB(x)  PillarCsi__Agent__V1__##x
-#define UID1   "uid-1111"
-#define H1     "nqn.2014-08.org.nvmexpress:uuid:host-1"
-#define H2     "nqn.2014-08.org.nvmexpress:uuid:host-2"
-#define NQN(v) RULES_NQN_PREFIX "fpool." v
-#define FILE_T ((PB(BackendType))6)
-#define TCP    PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP
+#define UID1 "uid-1111"
+#define H1   "nqn.2014-08.org.nvmexpress:uuid:host-1"
+#define H2   "nqn.2014-08.org.nvmexpress:uuid:host-2"
 /* nvme-cli 2.3 gen-dhchap-key outputs (test_dhchap.c) */
 #define KEY1 "DHHC-1:01:87YWYvNzas5i06zu/TTeHdORutGuVSnRxrGxeu6cLtwfL5KR:"
 #define KEY2 "DHHC-1:00:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh+KfiaR:"
 
-static char root[400], cfs[480], state[480];
-static agent_service *svc;
-static struct agent_config cfg;
-static unsigned port_id;
 static int hook_calls;
 
 static char tlog[64][512];
@@ -54,18 +43,9 @@ static int traced(const char *needle)
 
 static void make_service(void (*hook)(void *), bool kernel_auth)
 {
-	struct agent_service_opts o = {.state_dir = state,
-	                               .configfs_root = cfs,
-	                               .host_root = root,
-	                               .version = "0.1.0-test",
-	                               .device_wait_ms = 300,
-	                               .create_wait_ms = 300,
-	                               .addr_wait_ms = 600,
-	                               .busy_retry_ms = 10,
-	                               .drain_wait_ms = 500,
-	                               .between_phases = hook};
-	struct err e = {0};
-	ck_assert_msg(agent_service_new(&cfg, &o, &svc, &e) == 0, "%s", e.msg);
+	struct agent_service_opts o = af_opts();
+	o.between_phases = hook;
+	af_start(&o);
 	nvmet_set_fake_auth(agent_service_nvmet(svc), kernel_auth);
 	tn = 0;
 	nvmet_set_trace(agent_service_nvmet(svc), tracer, NULL);
@@ -73,29 +53,9 @@ static void make_service(void (*hook)(void *), bool kernel_auth)
 
 static void setup(void)
 {
-	snprintf(root, sizeof(root), "%s", tu_mkdtemp());
-	snprintf(cfs, sizeof(cfs), "%s/cfs", root);
-	snprintf(state, sizeof(state), "%s/state", root);
-	tu_agent_layout(root, &cfg);
+	af_setup();
 	hook_calls = 0;
-	port_id = nvmet_port_preferred_id("127.0.0.1", 4420);
 	make_service(NULL, true);
-}
-
-static void teardown(void)
-{
-	agent_service_free(svc);
-	svc = NULL;
-	agent_config_clear(&cfg);
-	tu_rmtree(root);
-}
-
-static bool exists(const char *rel)
-{
-	char p[1200];
-	struct stat st;
-	snprintf(p, sizeof(p), "%s/nvmet/%s", cfs, rel);
-	return lstat(p, &st) == 0;
 }
 
 /* An attribute's value without the newline the kernel shows. */
@@ -109,19 +69,9 @@ static const char *attr(const char *rel)
 	return v;
 }
 
-static bool linked(const char *nqn)
-{
-	char rel[400];
-	snprintf(rel, sizeof(rel), "ports/%u/subsystems/%s", port_id, nqn);
-	return exists(rel);
-}
-
 static PB(FencingToken) tok(uint64_t gen)
 {
-	PB(FencingToken) t = PILLAR_CSI__AGENT__V1__FENCING_TOKEN__INIT;
-	t.volume_uid = UID1;
-	t.generation = gen;
-	return t;
+	return af_token(UID1, gen);
 }
 
 static PB(HostAuth) auth(const char *host, const char *key, const char *ctrl)
@@ -234,7 +184,7 @@ static void exported(void)
 	struct want w = {.id = "fpool/a"};
 	ck_assert_int_eq(reconcile(&w, msg), GRPC_OK);
 	ck_assert_str_eq(msg, "");
-	ck_assert(linked(NQN("a")));
+	ck_assert(af_linked(NQN("a")));
 	tn = 0;
 }
 
@@ -261,7 +211,7 @@ START_TEST(test_allow_writes_keys_before_admitting)
 	ck_assert_str_eq(attr("hosts/" H1 "/dhchap_dhgroup"), "ffdhe3072");
 	ck_assert_str_eq(attr("hosts/" H1 "/dhchap_key"), KEY1);
 	ck_assert_str_eq(attr("hosts/" H1 "/dhchap_ctrl_key"), KEY2);
-	ck_assert(exists("subsystems/" NQN("a") "/allowed_hosts/" H1));
+	ck_assert(af_exists("subsystems/" NQN("a") "/allowed_hosts/" H1));
 	int key = traced("hosts/" H1 "/dhchap_key"), admit = traced("allowed_hosts/" H1);
 	ck_assert_msg(key >= 0 && admit > key, "key written at %d, host admitted at %d", key,
 	              admit);
@@ -282,12 +232,12 @@ START_TEST(test_kernel_without_auth)
 	agent_service_free(svc);
 	make_service(NULL, false);
 	ck_assert(!capability_auth());
-	ck_assert(!exists("hosts/" NVMET_AUTH_PROBE_NQN)); /* the probe leaves nothing */
+	ck_assert(!af_exists("hosts/" NVMET_AUTH_PROBE_NQN)); /* the probe leaves nothing */
 	exported();
 	PB(HostAuth) a = auth(H1, KEY1, NULL);
 	ck_assert_int_eq(allow("fpool/a", H1, &a, &st), GRPC_FAILED_PRECONDITION);
 	ck_assert_msg(strstr(st.msg, "CONFIG_NVME_TARGET_AUTH"), "%s", st.msg);
-	ck_assert(!exists("subsystems/" NQN("a") "/allowed_hosts/" H1)); /* fail closed */
+	ck_assert(!af_exists("subsystems/" NQN("a") "/allowed_hosts/" H1)); /* fail closed */
 	/* the same in a ReconcileState item */
 	char msg[600];
 	PB(HostAuth) *ap = &a;
@@ -296,14 +246,14 @@ START_TEST(test_kernel_without_auth)
 	ck_assert_msg(strncmp(msg, "FAILED_PRECONDITION: ", 21) == 0 &&
 	                  strstr(msg, "CONFIG_NVME_TARGET_AUTH"),
 	              "%s", msg);
-	ck_assert(!exists("subsystems/" NQN("a") "/allowed_hosts/" H1));
+	ck_assert(!af_exists("subsystems/" NQN("a") "/allowed_hosts/" H1));
 }
 END_TEST
 
 START_TEST(test_capability_reported)
 {
 	ck_assert(capability_auth());
-	ck_assert(!exists("hosts/" NVMET_AUTH_PROBE_NQN));
+	ck_assert(!af_exists("hosts/" NVMET_AUTH_PROBE_NQN));
 }
 END_TEST
 
@@ -312,10 +262,10 @@ static void hook_keys_before_ports(void *arg)
 	(void)arg;
 	if (++hook_calls > 1)
 		return; /* the repeated request: the export is live */
-	ck_assert(!linked(NQN("a")));
+	ck_assert(!af_linked(NQN("a")));
 	ck_assert_str_eq(attr("hosts/" H1 "/dhchap_key"), KEY1);
 	ck_assert_str_eq(attr("hosts/" H1 "/dhchap_ctrl_key"), KEY2);
-	ck_assert(exists("subsystems/" NQN("a") "/allowed_hosts/" H1));
+	ck_assert(af_exists("subsystems/" NQN("a") "/allowed_hosts/" H1));
 }
 
 /* After a storage reboot (an empty configfs) the one complete request re-installs the keys
@@ -339,7 +289,7 @@ START_TEST(test_restore_reinstalls_keys_before_ports)
 	ck_assert_int_eq(reconcile(&w, msg), GRPC_OK);
 	ck_assert_str_eq(msg, "");
 	ck_assert_int_eq(hook_calls, 1);
-	ck_assert(linked(NQN("a")));
+	ck_assert(af_linked(NQN("a")));
 	/* the agent keeps no key on disk */
 	char cmd[700];
 	snprintf(cmd, sizeof(cmd), "grep -rqs DHHC-1 '%s'", state);
@@ -389,7 +339,7 @@ START_TEST(test_hostile_auth)
 		ck_assert_int_eq(allow("fpool/a", H1, &a, &st), GRPC_INVALID_ARGUMENT);
 		ck_assert_str_eq(st.msg, cases[i].want);
 	}
-	ck_assert(!exists("hosts/" H1));
+	ck_assert(!af_exists("hosts/" H1));
 	ck_assert_int_eq(tn, 0); /* nothing touched */
 	/* ReconcileState: a host_auth for a host that is not allowed, or twice */
 	PB(HostAuth) a = auth(H2, KEY1, NULL), *ap = &a;
@@ -403,7 +353,7 @@ START_TEST(test_hostile_auth)
 	ck_assert_int_eq(reconcile(&w2, msg), GRPC_OK);
 	ck_assert_str_eq(msg, "INVALID_ARGUMENT: exports[0].host_auth[1].host_nqn \"" H1
 	                      "\" appears more than once");
-	ck_assert(!exists("hosts/" H1));
+	ck_assert(!af_exists("hosts/" H1));
 }
 END_TEST
 
@@ -511,7 +461,7 @@ int main(void)
 	Suite *s = suite_create("agent_auth");
 	TCase *t = tcase_create("auth");
 	tcase_set_timeout(t, 30);
-	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_add_checked_fixture(t, setup, af_teardown);
 	tcase_add_test(t, test_allow_writes_keys_before_admitting);
 	tcase_add_test(t, test_kernel_without_auth);
 	tcase_add_test(t, test_capability_reported);

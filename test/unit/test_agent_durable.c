@@ -19,52 +19,32 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/config.h"
 #include "agent/fence.h"
 #include "agent/marklog.h"
 #include "agent/service.h"
+#include "agent_fixture.h"
 #include "base/file.h"
-#include "testutil.h"
 
-#define PB(x)  PillarCsi__Agent__V1__##x
-#define UID1   "uid-1111"
-#define UID2   "uid-2222"
-#define FILE_T ((PB(BackendType))6)
-#define MiB    (1 << 20)
-
-static char root[400], cfs[480], state[480], files[480];
-static agent_service *svc;
-static struct agent_config cfg;
+#define UID1 "uid-1111"
+#define UID2 "uid-2222"
+#define MiB  (1 << 20)
 
 static void make_service(void)
 {
-	struct agent_service_opts o = {.state_dir = state,
-	                               .configfs_root = cfs,
-	                               .host_root = root, /* never the machine's /dev, /sys */
-	                               .version = "0.1.0-test",
-	                               .device_wait_ms = 300,
-	                               .create_wait_ms = 300};
-	struct err e = {0};
-	ck_assert_msg(agent_service_new(&cfg, &o, &svc, &e) == 0, "%s", e.msg);
+	struct agent_service_opts o = af_opts();
+	af_start(&o);
 }
 
 static void setup(void)
 {
-	snprintf(root, sizeof(root), "%s", tu_mkdtemp());
-	snprintf(cfs, sizeof(cfs), "%s/cfs", root);
-	snprintf(state, sizeof(state), "%s/state", root);
-	snprintf(files, sizeof(files), "%s/files", root);
-	tu_agent_layout(root, &cfg);
+	af_setup();
 	make_service();
 }
 
 static void teardown(void)
 {
 	file_fsync_observer = NULL;
-	agent_service_free(svc);
-	svc = NULL;
-	agent_config_clear(&cfg);
-	tu_rmtree(root);
+	af_teardown();
 }
 
 /* CreateVolume of fpool/<name> at generation 1 of uid; preallocated through FileVolumeParams
@@ -73,15 +53,13 @@ static int create(const char *uid, const char *name, int64_t size, bool prealloc
 {
 	struct grpc_status st;
 	char id[64];
-	PB(FencingToken) t = PILLAR_CSI__AGENT__V1__FENCING_TOKEN__INIT;
+	PB(FencingToken) t = af_token(uid, 1);
 	PB(FileVolumeParams) fp = PILLAR_CSI__AGENT__V1__FILE_VOLUME_PARAMS__INIT;
 	PB(BackendParams) bp = PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__INIT;
 	PB(CreateVolumeRequest) req = PILLAR_CSI__AGENT__V1__CREATE_VOLUME_REQUEST__INIT;
 	PB(CreateVolumeResponse) *resp = malloc(sizeof(*resp));
 	pillar_csi__agent__v1__create_volume_response__init(resp);
 	snprintf(id, sizeof(id), "fpool/%s", name);
-	t.volume_uid = (char *)uid;
-	t.generation = 1;
 	req.volume_id = id;
 	req.capacity_bytes = size;
 	req.backend_type = FILE_T;

@@ -10,67 +10,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/config.h"
-#include "agent/service.h"
-#include "nvmet/nvmet.h"
-#include "testutil.h"
+#include "agent_fixture.h"
 
-#define PB(x)  PillarCsi__Agent__V1__##x
-#define UID1   "uid-1111"
-#define H1     "nqn.2014-08.org.nvmexpress:uuid:host-1"
-#define H2     "nqn.2014-08.org.nvmexpress:uuid:host-2"
-#define NQN(v) RULES_NQN_PREFIX "fpool." v
-#define FILE_T ((PB(BackendType))6)
-#define TCP    PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP
+#define UID1 "uid-1111"
+#define H1   "nqn.2014-08.org.nvmexpress:uuid:host-1"
+#define H2   "nqn.2014-08.org.nvmexpress:uuid:host-2"
 
-static char root[400], cfs[480], state[480], files[480];
-static agent_service *svc;
-static struct agent_config cfg;
 static int hook_calls;
-static unsigned port_id; /* preferred port ID of 127.0.0.1:4420 */
 
 static void make_service(void (*hook)(void *))
 {
-	struct agent_service_opts o = {.state_dir = state,
-	                               .configfs_root = cfs,
-	                               .host_root = root, /* never the machine's /dev, /sys */
-	                               .version = "0.1.0-test",
-	                               .device_wait_ms = 300,
-	                               .create_wait_ms = 300,
-	                               .addr_wait_ms = 600,
-	                               .busy_retry_ms = 10,
-	                               .drain_wait_ms = 500,
-	                               .between_phases = hook};
-	struct err e = {0};
-	ck_assert_msg(agent_service_new(&cfg, &o, &svc, &e) == 0, "%s", e.msg);
+	struct agent_service_opts o = af_opts();
+	o.between_phases = hook;
+	af_start(&o);
 }
 
 static void setup(void)
 {
-	snprintf(root, sizeof(root), "%s", tu_mkdtemp());
-	snprintf(cfs, sizeof(cfs), "%s/cfs", root);
-	snprintf(state, sizeof(state), "%s/state", root);
-	snprintf(files, sizeof(files), "%s/files", root);
-	tu_agent_layout(root, &cfg);
+	af_setup();
 	hook_calls = 0;
-	port_id = nvmet_port_preferred_id("127.0.0.1", 4420);
 	make_service(NULL);
-}
-
-static void teardown(void)
-{
-	agent_service_free(svc);
-	svc = NULL;
-	agent_config_clear(&cfg);
-	tu_rmtree(root);
-}
-
-static bool exists(const char *rel)
-{
-	char p[1200];
-	struct stat st;
-	snprintf(p, sizeof(p), "%s/nvmet/%s", cfs, rel);
-	return lstat(p, &st) == 0;
 }
 
 static const char *attr(const char *rel)
@@ -80,18 +39,11 @@ static const char *attr(const char *rel)
 	return tu_read(cfs, p);
 }
 
-static bool linked(const char *nqn)
-{
-	char rel[400];
-	snprintf(rel, sizeof(rel), "ports/%u/subsystems/%s", port_id, nqn);
-	return exists(rel);
-}
-
 static bool port_exists(void)
 {
 	char rel[64];
 	snprintf(rel, sizeof(rel), "ports/%u", port_id);
-	return exists(rel);
+	return af_exists(rel);
 }
 
 static const char *port_attr(const char *name)
@@ -102,14 +54,6 @@ static const char *port_attr(const char *name)
 }
 
 /* ---- request builders ------------------------------------------------------------------------ */
-
-static PB(FencingToken) tok(const char *uid, uint64_t gen)
-{
-	PB(FencingToken) t = PILLAR_CSI__AGENT__V1__FENCING_TOKEN__INIT;
-	t.volume_uid = (char *)uid;
-	t.generation = gen;
-	return t;
-}
 
 static int create(const char *id, int64_t size, PB(FencingToken) * t, struct grpc_status *st)
 {
@@ -238,7 +182,7 @@ static void want_build(struct want *w)
 {
 	PB(ExportDesiredState) ex = PILLAR_CSI__AGENT__V1__EXPORT_DESIRED_STATE__INIT;
 	PB(VolumeDesiredState) vd = PILLAR_CSI__AGENT__V1__VOLUME_DESIRED_STATE__INIT;
-	w->t = tok(w->uid ? w->uid : UID1, w->gen);
+	w->t = af_token(w->uid ? w->uid : UID1, w->gen);
 	exp_init(&w->x, w->addr ? w->addr : "127.0.0.1", w->icds);
 	w->ex = ex;
 	w->ex.protocol_type = TCP;
@@ -314,7 +258,7 @@ static bool restore_pending(void)
 START_TEST(test_gate_per_rpc)
 {
 	struct grpc_status st;
-	PB(FencingToken) t = tok(UID1, 1);
+	PB(FencingToken) t = af_token(UID1, 1);
 	ck_assert(restore_pending());
 	/* not gated: backend RPCs */
 	ck_assert_int_eq(create("fpool/v1", 1 << 20, &t, &st), GRPC_OK);
@@ -330,7 +274,7 @@ START_TEST(test_gate_per_rpc)
 	ck_assert_int_eq(reconcile(&w, 1, false, NULL, &st), GRPC_UNAVAILABLE);
 	ck_assert_str_eq(st.msg, "export restore pending: ReconcileState: awaiting a complete "
 	                         "ReconcileState from the controller before exporting");
-	ck_assert(!exists("subsystems/" NQN("v1")));
+	ck_assert(!af_exists("subsystems/" NQN("v1")));
 	/* not gated: revokes */
 	ck_assert_int_eq(initiator(false, "fpool/v1", H1, &t, &st), GRPC_OK);
 	ck_assert_int_eq(unexport("fpool/v1", &t, &st), GRPC_OK);
@@ -347,7 +291,9 @@ END_TEST
 START_TEST(test_lifecycle_and_fencing)
 {
 	struct grpc_status st;
-	PB(FencingToken) t1 = tok(UID1, 1), t2 = tok(UID1, 2), t3 = tok(UID1, 3), none = tok("", 0);
+	PB(FencingToken)
+	t1 = af_token(UID1, 1), t2 = af_token(UID1, 2), t3 = af_token(UID1, 3),
+	none = af_token("", 0);
 	open_gate();
 	ck_assert_int_eq(create("fpool/v1", 1 << 20, &t1, &st), GRPC_OK);
 	ck_assert_int_eq(create("fpool/v1", 1 << 20, &t1, &st), GRPC_OK); /* idempotent */
@@ -357,25 +303,25 @@ START_TEST(test_lifecycle_and_fencing)
 	ck_assert_int_eq(export("fpool/v1", true, 0, &t2, &st), GRPC_OK);
 	ck_assert_str_eq(attr("subsystems/" NQN("v1") "/attr_allow_any_host"), "0\n");
 	ck_assert_int_eq(initiator(true, "fpool/v1", H1, &t3, &st), GRPC_OK);
-	ck_assert(exists("subsystems/" NQN("v1") "/allowed_hosts/" H1));
+	ck_assert(af_exists("subsystems/" NQN("v1") "/allowed_hosts/" H1));
 	/* stale: older generation, token-less */
 	ck_assert_int_eq(initiator(true, "fpool/v1", H2, &t2, &st), GRPC_FAILED_PRECONDITION);
 	ck_assert(strncmp(st.msg, "stale fencing token (uid \"uid-1111\", generation 2)", 50) == 0);
 	ck_assert_int_eq(initiator(true, "fpool/v1", H2, &none, &st), GRPC_FAILED_PRECONDITION);
 	ck_assert_ptr_nonnull(strstr(st.msg, "missing fencing token"));
 	ck_assert_int_eq(initiator(true, "fpool/v1", H2, NULL, &st), GRPC_FAILED_PRECONDITION);
-	ck_assert(!exists("subsystems/" NQN("v1") "/allowed_hosts/" H2));
+	ck_assert(!af_exists("subsystems/" NQN("v1") "/allowed_hosts/" H2));
 	/* bad host NQN */
 	ck_assert_int_eq(initiator(true, "fpool/v1", "host-2", &t3, &st), GRPC_INVALID_ARGUMENT);
 	/* delete refused while exported */
-	PB(FencingToken) t4 = tok(UID1, 4);
+	PB(FencingToken) t4 = af_token(UID1, 4);
 	ck_assert_int_eq(initiator(false, "fpool/v1", H1, &t4, &st), GRPC_OK);
-	ck_assert(!exists("hosts/" H1));
+	ck_assert(!af_exists("hosts/" H1));
 	ck_assert_int_eq(delete ("fpool/v1", &t4, &st), GRPC_FAILED_PRECONDITION);
 	ck_assert_str_eq(
 	    st.msg, "volume \"fpool/v1\" is still exported as " NQN("v1") "; unexport it first");
 	ck_assert_int_eq(unexport("fpool/v1", &t4, &st), GRPC_OK);
-	ck_assert(!exists("subsystems/" NQN("v1")) && !port_exists());
+	ck_assert(!af_exists("subsystems/" NQN("v1")) && !port_exists());
 	ck_assert_int_eq(unexport("fpool/v1", &t4, &st), GRPC_OK); /* missing = OK */
 	ck_assert_int_eq(delete ("fpool/v1", &t4, &st), GRPC_OK);
 	ck_assert_int_eq(delete ("fpool/v1", &t4, &st), GRPC_OK); /* retry of the final delete */
@@ -391,7 +337,7 @@ END_TEST
 START_TEST(test_validation)
 {
 	struct grpc_status st;
-	PB(FencingToken) t = tok(UID1, 1);
+	PB(FencingToken) t = af_token(UID1, 1);
 	ck_assert_int_eq(create("fpool/a/b", 1 << 20, &t, &st), GRPC_INVALID_ARGUMENT);
 	ck_assert_str_eq(st.msg, "invalid volume id \"fpool/a/b\"");
 	ck_assert_int_eq(create("fpool/../x", 1 << 20, &t, &st), GRPC_INVALID_ARGUMENT);
@@ -420,7 +366,7 @@ END_TEST
 START_TEST(test_file_backend_params)
 {
 	struct grpc_status st;
-	PB(FencingToken) t = tok(UID1, 1);
+	PB(FencingToken) t = af_token(UID1, 1);
 	PB(FileVolumeParams) fp = PILLAR_CSI__AGENT__V1__FILE_VOLUME_PARAMS__INIT;
 	PB(ZfsVolumeParams) zp = PILLAR_CSI__AGENT__V1__ZFS_VOLUME_PARAMS__INIT;
 	PB(BackendParams) bp = PILLAR_CSI__AGENT__V1__BACKEND_PARAMS__INIT;
@@ -454,7 +400,7 @@ END_TEST
 START_TEST(test_expand_online)
 {
 	struct grpc_status st;
-	PB(FencingToken) t = tok(UID1, 1);
+	PB(FencingToken) t = af_token(UID1, 1);
 	open_gate();
 	ck_assert_int_eq(create("fpool/v1", 1 << 20, &t, &st), GRPC_OK);
 	ck_assert_int_eq(export("fpool/v1", false, 0, &t, &st), GRPC_OK);
@@ -481,12 +427,12 @@ static void hook_check(void *arg)
 {
 	(void)arg;
 	hook_calls++;
-	ck_assert(!linked(NQN("a")));
-	ck_assert(!linked(NQN("b")));
+	ck_assert(!af_linked(NQN("a")));
+	ck_assert(!af_linked(NQN("b")));
 	ck_assert(!port_exists());
 	ck_assert_str_eq(attr("subsystems/" NQN("a") "/namespaces/1/enable"), "1\n");
 	ck_assert_str_eq(attr("subsystems/" NQN("b") "/namespaces/1/enable"), "1\n");
-	ck_assert(exists("subsystems/" NQN("b") "/allowed_hosts/" H1));
+	ck_assert(af_exists("subsystems/" NQN("b") "/allowed_hosts/" H1));
 }
 
 /* A volume listed twice (not next to each other) is refused before anything is touched. */
@@ -505,10 +451,10 @@ START_TEST(test_two_phase_restore_and_isolation)
 {
 	struct grpc_status st;
 	char msgs[4][600];
-	PB(FencingToken) t = tok(UID1, 5);
+	PB(FencingToken) t = af_token(UID1, 5);
 	ck_assert_int_eq(create("fpool/a", 1 << 20, &t, &st), GRPC_OK);
 	ck_assert_int_eq(create("fpool/b", 1 << 20, &t, &st), GRPC_OK);
-	PB(FencingToken) told = tok("uid-old", 9);
+	PB(FencingToken) told = af_token("uid-old", 9);
 	ck_assert_int_eq(create("fpool/s", 1 << 20, &told, &st), GRPC_OK);
 	agent_service_free(svc);
 	make_service(hook_check); /* "reboot": new process, gate closed */
@@ -529,10 +475,10 @@ START_TEST(test_two_phase_restore_and_isolation)
 	                             "imported or volume group not active)"));
 	ck_assert_msg(strncmp(msgs[2], "FAILED_PRECONDITION: stale fencing token", 40) == 0, "%s",
 	              msgs[2]);
-	ck_assert(linked(NQN("a")));
-	ck_assert(linked(NQN("b")));
-	ck_assert(!exists("subsystems/" NQN("missing")) || !linked(NQN("missing")));
-	ck_assert(!exists("subsystems/" NQN("s")));
+	ck_assert(af_linked(NQN("a")));
+	ck_assert(af_linked(NQN("b")));
+	ck_assert(!af_exists("subsystems/" NQN("missing")) || !af_linked(NQN("missing")));
+	ck_assert(!af_exists("subsystems/" NQN("s")));
 	/* the identity written is the derived one */
 	struct rules_ns_identity id;
 	rules_ns_identity_derive(NQN("a"), &id);
@@ -550,7 +496,7 @@ START_TEST(test_icds_link_order_and_conflict)
 {
 	struct grpc_status st;
 	char msgs[2][600];
-	PB(FencingToken) t = tok(UID1, 1);
+	PB(FencingToken) t = af_token(UID1, 1);
 	ck_assert_int_eq(create("fpool/a", 1 << 20, &t, &st), GRPC_OK);
 	ck_assert_int_eq(create("fpool/z", 1 << 20, &t, &st), GRPC_OK);
 	/* "a" sorts first but asks nothing; "z" requests 8192 and must be linked first */
@@ -575,7 +521,7 @@ START_TEST(test_bind_address_missing)
 {
 	struct grpc_status st;
 	char msgs[1][600];
-	PB(FencingToken) t = tok(UID1, 1);
+	PB(FencingToken) t = af_token(UID1, 1);
 	ck_assert_int_eq(create("fpool/a", 1 << 20, &t, &st), GRPC_OK);
 	struct want w = {.id = "fpool/a", .gen = 1, .addr = "192.0.2.77"};
 	ck_assert_int_eq(reconcile(&w, 1, true, msgs, &st), GRPC_OK);
@@ -585,7 +531,7 @@ START_TEST(test_bind_address_missing)
 	unsigned id = nvmet_port_preferred_id("192.0.2.77", 4420);
 	char rel[64];
 	snprintf(rel, sizeof(rel), "ports/%u", id);
-	ck_assert(!exists(rel)); /* unlinked */
+	ck_assert(!af_exists(rel)); /* unlinked */
 }
 END_TEST
 
@@ -602,7 +548,7 @@ START_TEST(test_restart_without_reboot)
 {
 	struct grpc_status st;
 	char msgs[2][600];
-	PB(FencingToken) t = tok(UID1, 1);
+	PB(FencingToken) t = af_token(UID1, 1);
 	ck_assert_int_eq(create("fpool/a", 1 << 20, &t, &st), GRPC_OK);
 	ck_assert_int_eq(create("fpool/b", 1 << 20, &t, &st), GRPC_OK);
 	struct want w[2] = {{.id = "fpool/a", .gen = 1, .acl = true, .hosts = {H1}, .n_hosts = 1},
@@ -613,7 +559,7 @@ START_TEST(test_restart_without_reboot)
 	agent_service_free(svc);
 	make_service(NULL);
 	ck_assert(restore_pending());
-	ck_assert(linked(NQN("a")));
+	ck_assert(af_linked(NQN("a")));
 	/* the gate delays only new exports; ListExports sees the live ones */
 	PB(ListExportsRequest) lreq = PILLAR_CSI__AGENT__V1__LIST_EXPORTS_REQUEST__INIT;
 	PB(ListExportsResponse) *lresp = malloc(sizeof(*lresp));
@@ -640,7 +586,7 @@ START_TEST(test_live_foreign_identity_is_pinned)
 {
 	struct grpc_status st;
 	char msgs[1][600];
-	PB(FencingToken) t = tok(UID1, 1);
+	PB(FencingToken) t = af_token(UID1, 1);
 	ck_assert_int_eq(create("fpool/a", 1 << 20, &t, &st), GRPC_OK);
 	/* a live, enabled namespace with a kernel-random identity (older software) */
 	char dev[600];
@@ -679,7 +625,7 @@ START_TEST(test_drain)
 	ck_assert_int_eq(agent_drain(svc, NULL, resp, &st), GRPC_OK);
 	ck_assert(resp->was_already_drained);
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
-	PB(FencingToken) t = tok(UID1, 1);
+	PB(FencingToken) t = af_token(UID1, 1);
 	ck_assert_int_eq(create("fpool/a", 1 << 20, &t, &st), GRPC_UNAVAILABLE);
 	ck_assert_str_eq(st.msg, "agent is draining");
 	ck_assert_int_eq(reconcile(NULL, 0, true, NULL, &st), GRPC_UNAVAILABLE);
@@ -690,7 +636,7 @@ END_TEST
 START_TEST(test_capacity_and_list)
 {
 	struct grpc_status st;
-	PB(FencingToken) t = tok(UID1, 1);
+	PB(FencingToken) t = af_token(UID1, 1);
 	open_gate();
 	ck_assert_int_eq(create("fpool/a", 1 << 20, &t, &st), GRPC_OK);
 	ck_assert_int_eq(create("fpool/b", 2 << 20, &t, &st), GRPC_OK);
@@ -736,7 +682,7 @@ int main(void)
 	Suite *s = suite_create("agent_service");
 	TCase *t = tcase_create("service");
 	tcase_set_timeout(t, 30);
-	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_add_checked_fixture(t, setup, af_teardown);
 	tcase_add_test(t, test_gate_per_rpc);
 	tcase_add_test(t, test_lifecycle_and_fencing);
 	tcase_add_test(t, test_validation);

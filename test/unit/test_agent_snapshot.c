@@ -13,61 +13,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/config.h"
-#include "agent/service.h"
-#include "nvmet/nvmet.h"
-#include "testutil.h"
+#include "agent_fixture.h"
 
-#define PB(x)  PillarCsi__Agent__V1__##x
-#define FILE_T ((PB(BackendType))6)
-#define TCP    PILLAR_CSI__AGENT__V1__PROTOCOL_TYPE__PROTOCOL_TYPE_NVMEOF_TCP
-#define MIB    (1024 * 1024)
-#define NQN(v) RULES_NQN_PREFIX "fpool." v
-
-static char root[400], cfs[480], state[480], files[480];
-static agent_service *svc;
-static struct agent_config cfg;
+#define MIB (1024 * 1024)
 
 static void make_service(int copy_wait_ms)
 {
-	struct agent_service_opts o = {.state_dir = state,
-	                               .configfs_root = cfs,
-	                               .host_root = root,
-	                               .version = "0.1.0-test",
-	                               .device_wait_ms = 300,
-	                               .create_wait_ms = 300,
-	                               .addr_wait_ms = 600,
-	                               .busy_retry_ms = 10,
-	                               .drain_wait_ms = 500,
-	                               .copy_wait_ms = copy_wait_ms};
-	struct err e = {0};
-	ck_assert_msg(agent_service_new(&cfg, &o, &svc, &e) == 0, "%s", e.msg);
+	struct agent_service_opts o = af_opts();
+	o.copy_wait_ms = copy_wait_ms;
+	af_start(&o);
 }
 
 static void setup(void)
 {
-	snprintf(root, sizeof(root), "%s", tu_mkdtemp());
-	snprintf(cfs, sizeof(cfs), "%s/cfs", root);
-	snprintf(state, sizeof(state), "%s/state", root);
-	snprintf(files, sizeof(files), "%s/files", root);
-	tu_agent_layout(root, &cfg);
+	af_setup();
 	make_service(0);
-}
-
-static void teardown(void)
-{
-	agent_service_free(svc);
-	svc = NULL;
-	agent_config_clear(&cfg);
-	tu_rmtree(root);
-}
-
-static PB(FencingToken) tok(const char *uid, uint64_t gen)
-{
-	PB(FencingToken) t = PILLAR_CSI__AGENT__V1__FENCING_TOKEN__INIT;
-	t.volume_uid = (char *)uid;
-	t.generation = gen;
-	return t;
 }
 
 /* CreateVolume; source: NULL, "snap:<id>" or "vol:<id>". */
@@ -77,7 +37,7 @@ static int create(const char *id, int64_t size, const char *source, const char *
 	PB(CreateVolumeRequest) req = PILLAR_CSI__AGENT__V1__CREATE_VOLUME_REQUEST__INIT;
 	PB(VolumeContentSource) cs = PILLAR_CSI__AGENT__V1__VOLUME_CONTENT_SOURCE__INIT;
 	PB(CreateVolumeResponse) *resp = malloc(sizeof(*resp));
-	PB(FencingToken) t = tok(uid, 1);
+	PB(FencingToken) t = af_token(uid, 1);
 	pillar_csi__agent__v1__create_volume_response__init(resp);
 	req.volume_id = (char *)id;
 	req.capacity_bytes = size;
@@ -104,7 +64,7 @@ static int snapshot(const char *id, const char *source, const char *uid, uint64_
 {
 	PB(CreateSnapshotRequest) req = PILLAR_CSI__AGENT__V1__CREATE_SNAPSHOT_REQUEST__INIT;
 	PB(CreateSnapshotResponse) *resp = malloc(sizeof(*resp));
-	PB(FencingToken) t = tok(uid, gen);
+	PB(FencingToken) t = af_token(uid, gen);
 	pillar_csi__agent__v1__create_snapshot_response__init(resp);
 	req.snapshot_id = (char *)id;
 	req.source_volume_id = (char *)source;
@@ -128,7 +88,7 @@ static int snapshot(const char *id, const char *source, const char *uid, uint64_
 static int unsnapshot(const char *id, const char *uid, uint64_t gen, struct grpc_status *st)
 {
 	PB(DeleteSnapshotRequest) req = PILLAR_CSI__AGENT__V1__DELETE_SNAPSHOT_REQUEST__INIT;
-	PB(FencingToken) t = tok(uid, gen);
+	PB(FencingToken) t = af_token(uid, gen);
 	req.snapshot_id = (char *)id;
 	req.backend_type = FILE_T;
 	req.fence = &t;
@@ -138,7 +98,7 @@ static int unsnapshot(const char *id, const char *uid, uint64_t gen, struct grpc
 static int delete_volume(const char *id, const char *uid, struct grpc_status *st)
 {
 	PB(DeleteVolumeRequest) req = PILLAR_CSI__AGENT__V1__DELETE_VOLUME_REQUEST__INIT;
-	PB(FencingToken) t = tok(uid, 1);
+	PB(FencingToken) t = af_token(uid, 1);
 	req.volume_id = (char *)id;
 	req.backend_type = FILE_T;
 	req.fence = &t;
@@ -342,7 +302,7 @@ static int export(const char *id, const char *uid, struct grpc_status *st)
 	PB(ExportParams) params = PILLAR_CSI__AGENT__V1__EXPORT_PARAMS__INIT;
 	PB(ExportVolumeRequest) req = PILLAR_CSI__AGENT__V1__EXPORT_VOLUME_REQUEST__INIT;
 	PB(ExportVolumeResponse) *resp = malloc(sizeof(*resp));
-	PB(FencingToken) t = tok(uid, 1);
+	PB(FencingToken) t = af_token(uid, 1);
 	pillar_csi__agent__v1__export_volume_response__init(resp);
 	tcp.bind_address = "127.0.0.1";
 	params.params_case = PILLAR_CSI__AGENT__V1__EXPORT_PARAMS__PARAMS_NVMEOF_TCP;
@@ -378,7 +338,7 @@ static void restore(const char *const *ids, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		PB(VolumeDesiredState) init = PILLAR_CSI__AGENT__V1__VOLUME_DESIRED_STATE__INIT;
 		snprintf(uids[i], sizeof(uids[i]), "uid-%s", strchr(ids[i], '/') + 1);
-		t[i] = tok(uids[i], 1);
+		t[i] = af_token(uids[i], 1);
 		vd[i] = init;
 		vd[i].volume_id = (char *)ids[i];
 		vd[i].backend_type = FILE_T;
@@ -422,7 +382,7 @@ START_TEST(test_source_deleted_identities_kept)
 	ck_assert_str_eq(ns_attr(nqns[2], "device_uuid"), uuid[2]);
 	/* the source goes while its snapshot, restore and clone live */
 	PB(UnexportVolumeRequest) un = PILLAR_CSI__AGENT__V1__UNEXPORT_VOLUME_REQUEST__INIT;
-	PB(FencingToken) t = tok("uid-v1", 1);
+	PB(FencingToken) t = af_token("uid-v1", 1);
 	un.volume_id = "fpool/v1";
 	un.protocol_type = TCP;
 	un.fence = &t;
@@ -473,7 +433,7 @@ static Suite *suite(void)
 {
 	Suite *s = suite_create("agent_snapshot");
 	TCase *tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, setup, af_teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_restore_and_clone_data);
 	tcase_add_test(tc, test_refusals);

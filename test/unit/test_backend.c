@@ -597,19 +597,15 @@ static int zvol_call(agent_service *a, bool expand, int64_t bytes, int64_t *cap,
 	return code;
 }
 
-/* The zfs tool rounds a zvol's size up to its volblocksize (OpenZFS 2.1.11 on the real kernel:
- * 10^8 bytes became 100007936, 12208 blocks of 8 KiB).  A retried CreateVolume or ExpandVolume
- * of the same request must find it the same size: not ALREADY_EXISTS, not a shrink. */
-START_TEST(test_zfs_rounded_size_is_the_same)
+/* An agent service on the backends of json (parsed into *c: agent_config_clear after
+ * agent_service_free), its state, configfs and device roots below the test's directory (never
+ * the machine's /dev, /sys). */
+static agent_service *agent_on(const char *json, struct agent_config *c)
 {
-	struct agent_config c;
 	struct agent_service_opts o = {0};
 	agent_service *a;
 	char state[600], cfs[600], dev[600];
-	struct grpc_status st = {0};
-	const char *json = "{\"backends\":[{\"zfs\":{\"pool\":\"tank\"}}]}";
-	ck_assert_int_eq(agent_config_parse(json, strlen(json), &c, NULL), 0);
-	tu_write(dir, "dev/zvol/tank/pvc-1", "");
+	ck_assert_int_eq(agent_config_parse(json, strlen(json), c, NULL), 0);
 	tu_write(dir, "cfs/nvmet/subsystems/.keep", "");
 	snprintf(state, sizeof(state), "%s/state", dir);
 	snprintf(cfs, sizeof(cfs), "%s/cfs", dir);
@@ -617,9 +613,21 @@ START_TEST(test_zfs_rounded_size_is_the_same)
 	o.state_dir = state;
 	o.configfs_root = cfs;
 	o.dev_root = dev;
-	o.host_root = dir; /* never the machine's /dev, /sys */
+	o.host_root = dir;
 	o.create_wait_ms = 300;
-	ck_assert_int_eq(agent_service_new(&c, &o, &a, NULL), 0);
+	ck_assert_int_eq(agent_service_new(c, &o, &a, NULL), 0);
+	return a;
+}
+
+/* The zfs tool rounds a zvol's size up to its volblocksize (OpenZFS 2.1.11 on the real kernel:
+ * 10^8 bytes became 100007936, 12208 blocks of 8 KiB).  A retried CreateVolume or ExpandVolume
+ * of the same request must find it the same size: not ALREADY_EXISTS, not a shrink. */
+START_TEST(test_zfs_rounded_size_is_the_same)
+{
+	struct agent_config c;
+	struct grpc_status st = {0};
+	tu_write(dir, "dev/zvol/tank/pvc-1", "");
+	agent_service *a = agent_on("{\"backends\":[{\"zfs\":{\"pool\":\"tank\"}}]}", &c);
 	fake_cli_reply("zfs", "100007936\n", "", 0); /* volsize: the volume exists, rounded up */
 	fake_cli_reply("zfs.volblocksize", "8192\n", "", 0);
 	int64_t cap = 0;
@@ -643,22 +651,8 @@ END_TEST
 START_TEST(test_lvm_reserved_name_invalid_argument)
 {
 	struct agent_config c;
-	struct agent_service_opts o = {0};
-	agent_service *a;
-	char state[600], cfs[600], dev[600];
 	struct grpc_status st = {0};
-	const char *json = "{\"backends\":[{\"lvm\":{\"volumeGroup\":\"data-vg\"}}]}";
-	ck_assert_int_eq(agent_config_parse(json, strlen(json), &c, NULL), 0);
-	tu_write(dir, "cfs/nvmet/subsystems/.keep", "");
-	snprintf(state, sizeof(state), "%s/state", dir);
-	snprintf(cfs, sizeof(cfs), "%s/cfs", dir);
-	snprintf(dev, sizeof(dev), "%s/dev", dir);
-	o.state_dir = state;
-	o.configfs_root = cfs;
-	o.dev_root = dev;
-	o.host_root = dir; /* never the machine's /dev, /sys */
-	o.create_wait_ms = 300;
-	ck_assert_int_eq(agent_service_new(&c, &o, &a, NULL), 0);
+	agent_service *a = agent_on("{\"backends\":[{\"lvm\":{\"volumeGroup\":\"data-vg\"}}]}", &c);
 	PillarCsi__Agent__V1__FencingToken t = PILLAR_CSI__AGENT__V1__FENCING_TOKEN__INIT;
 	t.volume_uid = "uid-1";
 	t.generation = 1;

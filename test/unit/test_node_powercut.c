@@ -503,43 +503,19 @@ static void rounds(const struct call *k)
 
 /* ---- the calls ---------------------------------------------------------------------------- */
 
-START_TEST(test_stage)
-{
-	rounds(&(struct call){"NodeStageVolume", .pod_runs = true, .fn = do_stage});
-}
-END_TEST
+static const struct call calls[] = {
+    {"NodeStageVolume", .pod_runs = true, .fn = do_stage},
+    {"NodeStageVolume --dhchap", .dhchap = true, .pod_runs = true, .fn = do_stage},
+    {"first start + NodeStageVolume", .first_start = true, .pod_runs = true, .fn = do_stage},
+    {"NodeUnstageVolume", .staged = true, .fn = do_unstage},
+    {"NodePublishVolume", .staged = true, .pod_runs = true, .fn = do_publish},
+    {"NodeUnpublishVolume", .staged = true, .published = true, .fn = do_unpublish},
+};
 
-START_TEST(test_stage_making_dhchap_keys)
+/* Call _i of calls[], cut at each of its fsyncs. */
+START_TEST(test_cut_each_fsync)
 {
-	rounds(&(struct call){"NodeStageVolume --dhchap", .dhchap = true, .pod_runs = true,
-	                      .fn = do_stage});
-}
-END_TEST
-
-START_TEST(test_first_start_and_stage)
-{
-	rounds(&(struct call){"first start + NodeStageVolume", .first_start = true,
-	                      .pod_runs = true, .fn = do_stage});
-}
-END_TEST
-
-START_TEST(test_unstage)
-{
-	rounds(&(struct call){"NodeUnstageVolume", .staged = true, .fn = do_unstage});
-}
-END_TEST
-
-START_TEST(test_publish)
-{
-	rounds(&(struct call){"NodePublishVolume", .staged = true, .pod_runs = true,
-	                      .fn = do_publish});
-}
-END_TEST
-
-START_TEST(test_unpublish)
-{
-	rounds(&(struct call){"NodeUnpublishVolume", .staged = true, .published = true,
-	                      .fn = do_unpublish});
+	rounds(&calls[_i]);
 }
 END_TEST
 
@@ -548,12 +524,7 @@ int main(void)
 	Suite *s = suite_create("node_powercut");
 	TCase *t = tcase_create("cut at each fsync");
 	tcase_set_timeout(t, 120);
-	tcase_add_test(t, test_stage);
-	tcase_add_test(t, test_stage_making_dhchap_keys);
-	tcase_add_test(t, test_first_start_and_stage);
-	tcase_add_test(t, test_unstage);
-	tcase_add_test(t, test_publish);
-	tcase_add_test(t, test_unpublish);
+	tcase_add_loop_test(t, test_cut_each_fsync, 0, (int)(sizeof(calls) / sizeof(calls[0])));
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
