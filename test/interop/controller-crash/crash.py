@@ -81,8 +81,7 @@ MUTATING = ("CreateVolume", "ExportVolume", "AllowInitiator", "DenyInitiator", "
             "DeleteVolume", "ExpandVolume", "ReconcileState", "CreateSnapshot", "DeleteSnapshot")
 # the share of lifecycles with snapshot steps, and the VolumeSnapshotClass csi-snapshotter reads
 SNAPSHOT_SHARE = float(os.environ.get("CRASH_SNAPSHOTS", "0.5"))
-VSCLASS = {"metadata": {"name": "pillar-csi-snapshot"}, "driver": k8s.DRIVER,
-           "deletionPolicy": "Delete", "parameters": {}}
+VSCLASS = k8s.VSCLASS
 LANES = int(os.environ.get("CRASH_LANES", "3"))
 ON_KUBE = os.environ.get("CRASH_STORE") == "kube"
 if ON_KUBE:
@@ -517,12 +516,7 @@ class Lane(threading.Thread):
         then deleted; DeleteSnapshot until it succeeds."""
         h = self.h
         uid = str(uuid.uuid4())
-        content = {"metadata": {"name": "snapcontent-" + uid},
-                   "spec": {"driver": k8s.DRIVER, "deletionPolicy": "Delete",
-                            "source": {"volumeHandle": v["vid"]},
-                            "volumeSnapshotClassName": VSCLASS["metadata"]["name"],
-                            "volumeSnapshotRef": {"kind": "VolumeSnapshot", "name": "vs-" + uid,
-                                                  "namespace": "default", "uid": uid}}}
+        content = k8s.snapshot_content(uid, v["vid"], snapshot_name="vs-" + uid)
         r = self.retry("snapshot", h.ctl.CreateSnapshot,
                        k8s.create_snapshot(csi, VSCLASS, content))
         sn = {"name": "snapshot-" + uid, "id": r.snapshot.snapshot_id,

@@ -300,6 +300,28 @@ def create_snapshot(csi, vsclass, content, secret=None, extra_metadata=True):
                                      parameters=params, secrets=secrets)
 
 
+# The VolumeSnapshotClass the suites name, and the VolumeSnapshotContent that the snapshot
+# controller makes for a dynamically provisioned VolumeSnapshot (what csi-snapshotter reads).
+VSCLASS = {"metadata": {"name": "pillar-csi-snapshot"}, "driver": DRIVER,
+           "deletionPolicy": "Delete", "parameters": {}}
+
+
+def snapshot_content(uid, handle, snapshot_handle=None, snapshot_name=None):
+    """snapcontent-<uid> for the VolumeSnapshot of UID uid (named snapshot_name, default
+    vs-<uid[:8]>, in default) of the volume handle; with snapshot_handle, the status
+    csi-snapshotter records after CreateSnapshot."""
+    c = {"metadata": {"name": "snapcontent-" + uid},
+         "spec": {"driver": DRIVER, "deletionPolicy": "Delete",
+                  "source": {"volumeHandle": handle},
+                  "volumeSnapshotClassName": VSCLASS["metadata"]["name"],
+                  "volumeSnapshotRef": {"kind": "VolumeSnapshot",
+                                        "name": snapshot_name or "vs-" + uid[:8],
+                                        "namespace": "default", "uid": uid}}}
+    if snapshot_handle:
+        c["status"] = {"snapshotHandle": snapshot_handle}
+    return c
+
+
 def _snapshot_handle(content):
     return (content.get("status") or {}).get("snapshotHandle") or \
         content["spec"].get("source", {}).get("snapshotHandle")

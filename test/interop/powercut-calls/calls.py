@@ -35,22 +35,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "powercut"))
 import powercut as pc  # noqa: E402
 from powercut import cs, call, csi, k8s, OK  # noqa: E402
 
-VSCLASS = {"metadata": {"name": "pillar-csi-snapshot"}, "driver": k8s.DRIVER,
-           "deletionPolicy": "Delete", "parameters": {}}
+VSCLASS, content = k8s.VSCLASS, k8s.snapshot_content
 SETTLE_S = 30  # how long the restore may take to bring the objects back to a whole state
-
-
-def content(uid, handle, snapshot_handle=None):
-    """The VolumeSnapshotContent csi-snapshotter works from."""
-    c = {"metadata": {"name": "snapcontent-" + uid},
-         "spec": {"driver": k8s.DRIVER, "deletionPolicy": "Delete",
-                  "source": {"volumeHandle": handle},
-                  "volumeSnapshotClassName": VSCLASS["metadata"]["name"],
-                  "volumeSnapshotRef": {"kind": "VolumeSnapshot", "name": "vs-" + uid[:8],
-                                        "namespace": "default", "uid": uid}}}
-    if snapshot_handle:
-        c["status"] = {"snapshotHandle": snapshot_handle}
-    return c
 
 
 class Calls(pc.Suite):
@@ -432,20 +418,7 @@ def run(s):
 
 
 def main():
-    base = sys.argv[1]
-    os.makedirs(base, exist_ok=True)
-    signal.signal(signal.SIGTERM, lambda sig, f: (_ for _ in ()).throw(SystemExit(130)))
-    s = Calls(base)
-    t0 = time.monotonic()
-    try:
-        run(s)
-    except SystemExit as e:  # a call that never completes, a process that never starts
-        s.check("the rounds ran to their end", False, str(e))
-    finally:
-        s.env.procs.stop_all()
-    print("(%.0f s)" % (time.monotonic() - t0))
-    print("powercut-calls interop: %d passed, %d failed" % (s.passed, s.failed))
-    sys.exit(1 if s.failed else 0)
+    pc.main_of(Calls, run, "powercut-calls")
 
 
 if __name__ == "__main__":

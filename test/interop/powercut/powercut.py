@@ -304,21 +304,27 @@ class Suite:
             label, len(want)), not bad, "; ".join(bad[:5]))
 
 
-def main():
+def main_of(suite_class, run_rounds, name):
+    """A power-cut suite's command line (`<script> DIR`): run_rounds(suite_class(DIR)), then
+    the time taken and "<name> interop: N passed, M failed"; exits 1 when any check failed."""
     base = sys.argv[1]
     os.makedirs(base, exist_ok=True)
-    signal.signal(signal.SIGTERM, lambda s, f: (_ for _ in ()).throw(SystemExit(130)))
-    s = Suite(base)
+    signal.signal(signal.SIGTERM, lambda sig, f: (_ for _ in ()).throw(SystemExit(130)))
+    s = suite_class(base)
     t0 = time.monotonic()
     try:
-        run(s)
-    except SystemExit as e:  # a create that never completes, a process that never starts
+        run_rounds(s)
+    except SystemExit as e:  # a call that never completes, a process that never starts
         s.check("the rounds ran to their end", False, str(e))
     finally:
         s.env.procs.stop_all()
     print("(%.0f s)" % (time.monotonic() - t0))
-    print("powercut interop: %d passed, %d failed" % (s.passed, s.failed))
+    print("%s interop: %d passed, %d failed" % (name, s.passed, s.failed))
     sys.exit(1 if s.failed else 0)
+
+
+def main():
+    main_of(Suite, run, "powercut")
 
 
 def run(s):

@@ -20,20 +20,7 @@ from controller_suite import csi, csig, k8s, rep, call, OK, wait_for  # noqa: E4
 import grpc  # noqa: E402
 
 C = grpc.StatusCode
-VSCLASS = {"metadata": {"name": "pillar-csi-snapshot"}, "driver": k8s.DRIVER,
-           "deletionPolicy": "Delete", "parameters": {}}
-
-
-def content(uid, handle, snapshot_handle=None):
-    c = {"metadata": {"name": "snapcontent-" + uid},
-         "spec": {"driver": k8s.DRIVER, "deletionPolicy": "Delete",
-                  "source": {"volumeHandle": handle},
-                  "volumeSnapshotClassName": VSCLASS["metadata"]["name"],
-                  "volumeSnapshotRef": {"kind": "VolumeSnapshot", "name": "vs-" + uid[:8],
-                                        "namespace": "default", "uid": uid}}}
-    if snapshot_handle:
-        c["status"] = {"snapshotHandle": snapshot_handle}
-    return c
+VSCLASS, content = k8s.VSCLASS, k8s.snapshot_content
 
 
 class Sanity:
