@@ -258,7 +258,6 @@ END_TEST
  * every acknowledged volume: its mark and its image of its size. */
 enum cut_at { CUT_STATE, CUT_POOL, CUT_RETIRE };
 static enum cut_at cut_at;
-static int acked_fd = -1;
 static _Atomic int acked_n, after_sync = -1;
 static _Atomic bool
     armed; /* after the first create: state/ and files/ synced by the checkpoint alone */
@@ -291,10 +290,8 @@ static void after_syncfs(const char *dir)
 		after_sync = 0;
 }
 
-static void create_until_cut(const char *control)
+static void create_until_cut(int acked_fd)
 {
-	setenv("PILLAR_TEST_POWERCUT", control, 1);
-	file_powercut_from_env();
 	keep_before = file_fsync_observer;
 	keep_after_syncfs = file_syncfs_done_observer;
 	file_fsync_observer = cut_before;
@@ -305,61 +302,46 @@ static void create_until_cut(const char *control)
 		snprintf(name, sizeof(name), "v%d", i);
 		if (create(UID1, name, MiB, false) != GRPC_OK)
 			_exit(1);
-		snprintf(name, sizeof(name), "%d\n", i);
-		if (write(acked_fd, name, strlen(name)) < 0)
-			_exit(1);
+		tu_ack(acked_fd, i);
 		acked_n = i + 1;
 		armed = true;
 	}
-	_exit(3); /* never cut: no checkpoint */
+}
+
+/* Acknowledged volume v<i> has its mark and its image of its size. */
+static void volume_kept(int i, void *at)
+{
+	char id[32], name[32];
+	struct fence_mark m;
+	struct err e = {0};
+	snprintf(name, sizeof(name), "v%d", i);
+	snprintf(id, sizeof(id), "fpool/v%d", i);
+	ck_assert_msg(agent_fence_read(state, id, &m, &e) == 0, "cut %d: %s: %s", *(int *)at, id,
+	              e.msg);
+	ck_assert_str_eq(m.uid, UID1);
+	agent_fence_mark_clear(&m);
+	ck_assert_msg(image_size(name) == MiB, "cut %d: the image of acknowledged %s: %ld",
+	              *(int *)at, id, (long)image_size(name));
 }
 
 static void cut_round(enum cut_at at)
 {
-	char control[700], acked[700], p[700];
+	char control[700], acked[700], generations[700];
 	snprintf(control, sizeof(control), "%s/cut", root);
 	snprintf(acked, sizeof(acked), "%s/acked", root);
+	snprintf(generations, sizeof(generations), "%s/generations", state);
 	agent_service_free(svc); /* the child's agent is the machine's */
 	svc = NULL;
-	tu_durable_baseline(control, state);
-	snprintf(p, sizeof(p), "%s/generations", state);
-	tu_durable_baseline(control, p);
-	tu_durable_baseline(control, files);
-	acked_fd = open(acked, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
-	ck_assert_int_ge(acked_fd, 0);
+	const char *const machine[] = {state, generations, files};
+	for (size_t i = 0; i < 3; i++)
+		tu_durable_baseline(control, machine[i]);
 	cut_at = at;
-	pid_t pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0)
-		create_until_cut(control);
-	int status;
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status %d", status);
-	close(acked_fd);
-	tu_durable_restore(control, state);
-	snprintf(p, sizeof(p), "%s/generations", state);
-	tu_durable_restore(control, p);
-	tu_durable_restore(control, files);
+	tu_power_cut(control, acked, create_until_cut);
+	for (size_t i = 0; i < 3; i++)
+		tu_durable_restore(control, machine[i]);
 	make_service();
-	FILE *f = fopen(acked, "r");
-	int i, n = 0;
-	while (f && fscanf(f, "%d", &i) == 1) {
-		char id[32], name[32];
-		struct fence_mark m;
-		struct err e = {0};
-		snprintf(name, sizeof(name), "v%d", i);
-		snprintf(id, sizeof(id), "fpool/v%d", i);
-		ck_assert_msg(agent_fence_read(state, id, &m, &e) == 0, "cut %d: %s: %s", at, id,
-		              e.msg);
-		ck_assert_str_eq(m.uid, UID1);
-		agent_fence_mark_clear(&m);
-		ck_assert_msg(image_size(name) == MiB, "cut %d: the image of acknowledged %s: %ld",
-		              at, id, (long)image_size(name));
-		n++;
-	}
-	if (f)
-		fclose(f);
-	ck_assert_int_gt(n, 120); /* the cut came in the checkpoint */
+	int cut = at;
+	ck_assert_int_gt(tu_acked_each(acked, volume_kept, &cut), 120); /* cut in the checkpoint */
 }
 
 START_TEST(test_power_cut_at_the_state_sync)

@@ -151,6 +151,19 @@ static void crash_with_pending_writes(void)
 	wait_child(pid);
 }
 
+/* The applied mark of the operation lock as another boot left it, at journal sequence seq: the
+ * next owner's open replays the journal from the start. */
+static void foreign_boot(int seq)
+{
+	char p[700], mark[64];
+	snprintf(p, sizeof(p), "%s/.oplock", dir);
+	snprintf(mark, sizeof(mark), "J another-boot %020d\n", seq);
+	int fd = open(p, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, mark, strlen(mark), 256), (ssize_t)strlen(mark));
+	close(fd);
+}
+
 static void power_cut(void)
 {
 	char p[700];
@@ -158,12 +171,7 @@ static void power_cut(void)
 	ck_assert_int_eq(truncate(p, 0), 0);
 	snprintf(p, sizeof(p), "%s/pillaragents/b.json", dir);
 	ck_assert_int_eq(unlink(p), 0);
-	snprintf(p, sizeof(p), "%s/.oplock", dir);
-	int fd = open(p, O_WRONLY);
-	ck_assert_int_ge(fd, 0);
-	const char *mark = "J another-boot 00000000000000000003\n";
-	ck_assert_int_eq(pwrite(fd, mark, strlen(mark), 256), (ssize_t)strlen(mark));
-	close(fd);
+	foreign_boot(3);
 }
 
 static int syncs;
@@ -266,7 +274,6 @@ END_TEST
  * again holds every acknowledged object. */
 enum cut_at { CUT_SYNC, CUT_RETIRE, CUT_AFTER };
 static enum cut_at cut_at;
-static int acked_fd = -1;
 static _Atomic int acked_n;
 /* armed after the first write, which made the kind's directory (an fsync of the store's): the
  * store's directory is then synced by the checkpoint alone */
@@ -303,11 +310,9 @@ static void after_checkpoint_sync(const char *root)
 		synced_writes = 0;
 }
 
-static void write_until_cut(const char *control)
+static void write_until_cut(int acked_fd)
 {
 	store *st = NULL;
-	setenv("PILLAR_TEST_POWERCUT", control, 1);
-	file_powercut_from_env();
 	keep_before = file_fsync_observer;
 	keep_after_syncfs = file_syncfs_done_observer;
 	file_fsync_observer = cut_before;
@@ -321,13 +326,24 @@ static void write_until_cut(const char *control)
 		if (store_create(st, o, NULL, NULL) < 0)
 			_exit(1);
 		cJSON_Delete(o);
-		snprintf(name, sizeof(name), "%d\n", i);
-		if (write(acked_fd, name, strlen(name)) < 0)
-			_exit(1);
+		tu_ack(acked_fd, i);
 		acked_n = i + 1;
 		armed = true;
 	}
-	_exit(3); /* never cut: no checkpoint */
+}
+
+struct reopened {
+	store *st;
+	int at;
+};
+
+/* Acknowledged object o<i> is in the reopened store. */
+static void object_kept(int i, void *arg)
+{
+	struct reopened *r = arg;
+	char name[32];
+	snprintf(name, sizeof(name), "o%d", i);
+	ck_assert_msg(pad_of(r->st, name) == i % 30, "cut %d: acknowledged %s lost", r->at, name);
 }
 
 static void cut_round(enum cut_at at)
@@ -335,41 +351,17 @@ static void cut_round(enum cut_at at)
 	char control[700], acked[700], p[700];
 	snprintf(control, sizeof(control), "%s.cut", dir);
 	snprintf(acked, sizeof(acked), "%s.acked", dir);
-	acked_fd = open(acked, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
-	ck_assert_int_ge(acked_fd, 0);
 	cut_at = at;
-	pid_t pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0)
-		write_until_cut(control);
-	int status;
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status %d", status);
-	close(acked_fd);
+	tu_power_cut(control, acked, write_until_cut);
 	tu_durable_restore(control, dir);
 	snprintf(p, sizeof(p), "%s/pillaragents", dir);
 	tu_durable_restore(control, p);
-	snprintf(p, sizeof(p), "%s/.oplock", dir);
-	int fd = open(p, O_WRONLY);
-	ck_assert_int_ge(fd, 0);
-	const char *mark = "J another-boot 00000000000000000001\n";
-	ck_assert_int_eq(pwrite(fd, mark, strlen(mark), 256), (ssize_t)strlen(mark));
-	close(fd);
-	store *st = NULL;
+	foreign_boot(1);
+	struct reopened r = {NULL, at};
 	struct err e = {0};
-	ck_assert_msg(store_dir_open(dir, true, 60000, &st, &e) == 0, "cut %d: %s", at, e.msg);
-	FILE *f = fopen(acked, "r");
-	int i, n = 0;
-	while (f && fscanf(f, "%d", &i) == 1) {
-		char name[32];
-		snprintf(name, sizeof(name), "o%d", i);
-		ck_assert_msg(pad_of(st, name) == i % 30, "cut %d: acknowledged %s lost", at, name);
-		n++;
-	}
-	if (f)
-		fclose(f);
-	ck_assert_int_gt(n, 120); /* the cut came in the checkpoint */
-	store_close(st);
+	ck_assert_msg(store_dir_open(dir, true, 60000, &r.st, &e) == 0, "cut %d: %s", at, e.msg);
+	ck_assert_int_gt(tu_acked_each(acked, object_kept, &r), 120); /* cut in the checkpoint */
+	store_close(r.st);
 	char rm[1200];
 	snprintf(rm, sizeof(rm), "rm -rf '%s.cut'* '%s.acked'", dir, dir);
 	ck_assert_int_eq(system(rm), 0);

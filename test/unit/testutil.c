@@ -7,13 +7,16 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent/config.h"
+#include "base/file.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "store/store.h"
@@ -176,47 +179,101 @@ static void durable_copy(const char *control, const char *d, char *copy, size_t 
 	copy[k] = '\0';
 }
 
-void tu_durable_baseline(const char *control, const char *d)
+/* Calls each(path in d, its path in the copy, its lstat) for each entry of d but "." and "..". */
+static void each_entry(const char *d, const char *copy,
+                       void (*each)(const char *p, const char *q, const struct stat *st,
+                                    const char *name))
 {
-	char copy[1400], p[2000], q[2000];
-	snprintf(copy, sizeof(copy), "%s.durable", control);
-	mkdir(copy, 0700);
-	durable_copy(control, d, copy, sizeof(copy));
-	ck_assert_int_eq(mkdir(copy, 0700), 0);
+	char p[2000], q[2000];
 	DIR *in = opendir(d);
 	struct dirent *de;
 	while (in && (de = readdir(in))) {
 		struct stat st;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
 		snprintf(p, sizeof(p), "%s/%s", d, de->d_name);
 		snprintf(q, sizeof(q), "%s/%s", copy, de->d_name);
-		if (lstat(p, &st) == 0 && S_ISREG(st.st_mode))
-			copy_file(p, q);
-		else if (S_ISDIR(st.st_mode) && de->d_name[0] != '.')
-			mkdir(q, 0700);
+		if (lstat(p, &st) == 0)
+			each(p, q, &st, de->d_name);
 	}
 	if (in)
 		closedir(in);
 }
 
+static void baseline_one(const char *p, const char *q, const struct stat *st, const char *name)
+{
+	if (S_ISREG(st->st_mode))
+		copy_file(p, q);
+	else if (S_ISDIR(st->st_mode) && name[0] != '.')
+		mkdir(q, 0700);
+}
+
+void tu_durable_baseline(const char *control, const char *d)
+{
+	char copy[1400];
+	snprintf(copy, sizeof(copy), "%s.durable", control);
+	mkdir(copy, 0700);
+	durable_copy(control, d, copy, sizeof(copy));
+	ck_assert_int_eq(mkdir(copy, 0700), 0);
+	each_entry(d, copy, baseline_one);
+}
+
+static void restore_one(const char *p, const char *q, const struct stat *st, const char *name)
+{
+	(void)name;
+	if (!S_ISREG(st->st_mode))
+		return;
+	if (access(q, F_OK) != 0)
+		ck_assert_int_eq(unlink(p), 0);
+	else
+		copy_file(q, p);
+}
+
 void tu_durable_restore(const char *control, const char *d)
 {
-	char copy[1400], p[2000], q[2000];
+	char copy[1400];
 	durable_copy(control, d, copy, sizeof(copy));
-	DIR *in = opendir(d);
-	struct dirent *de;
-	while (in && (de = readdir(in))) {
-		struct stat st;
-		snprintf(p, sizeof(p), "%s/%s", d, de->d_name);
-		snprintf(q, sizeof(q), "%s/%s", copy, de->d_name);
-		if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode))
-			continue;
-		if (access(q, F_OK) != 0)
-			ck_assert_int_eq(unlink(p), 0);
-		else
-			copy_file(q, p);
+	each_entry(d, copy, restore_one);
+}
+
+void tu_power_cut(const char *control, const char *acked, void (*work)(int acked_fd))
+{
+	int fd = open(acked, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
+	ck_assert_int_ge(fd, 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		setenv("PILLAR_TEST_POWERCUT", control, 1);
+		file_powercut_from_env();
+		work(fd);
+		_exit(3); /* never cut */
 	}
-	if (in)
-		closedir(in);
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	close(fd);
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+	              "the child was not cut: status %d", status);
+}
+
+void tu_ack(int acked_fd, int i)
+{
+	char line[32];
+	snprintf(line, sizeof(line), "%d\n", i);
+	if (write(acked_fd, line, strlen(line)) != (ssize_t)strlen(line))
+		_exit(1);
+}
+
+int tu_acked_each(const char *acked, void (*check)(int i, void *arg), void *arg)
+{
+	FILE *f = fopen(acked, "r");
+	int i, n = 0;
+	ck_assert_msg(f != NULL, "%s: %s", acked, strerror(errno));
+	while (fscanf(f, "%d", &i) == 1) {
+		check(i, arg);
+		n++;
+	}
+	fclose(f);
+	return n;
 }
 
 int tu_run(Suite *s)

@@ -37,6 +37,15 @@ void tu_expect_event(void *watch, int t, const char *name, const char *field);
  * copy).  Fail the test on error. */
 void tu_durable_baseline(const char *control, const char *d);
 void tu_durable_restore(const char *control, const char *d);
+/* A power cut in a child process: tu_power_cut forks a child that turns base/powercut.c's
+ * fault point on (control: PILLAR_TEST_POWERCUT) and runs work(acked_fd); work records each
+ * call acknowledged to it with tu_ack and is to be killed (SIGKILL) at the cut point its
+ * observers choose: the test fails when the child ends otherwise.  After the machine's
+ * directories are restored (tu_durable_restore), tu_acked_each calls check(i, arg) for each
+ * call i the child recorded, in order, and returns how many there were. */
+void tu_power_cut(const char *control, const char *acked, void (*work)(int acked_fd));
+void tu_ack(int acked_fd, int i);
+int tu_acked_each(const char *acked, void (*check)(int i, void *arg), void *arg);
 /* Leftovers of writes a killed process never finished, planted in dir (made if missing): two
  * temporary files of file_temp_create's pattern (base/file.h), and what a sweep of them must
  * keep: look-alike names, a symlink of the pattern to the file <dir>.outside, a FIFO and a
