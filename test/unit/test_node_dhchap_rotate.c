@@ -96,6 +96,27 @@ static void first_keys(struct env *v, struct fake_api *a, const struct node_dhch
 	ck_assert_uint_eq(k->current.generation, gen);
 }
 
+/* The key file after a step of a rotation, read into *k: its next generation, gen, is half
+ * `half` of a rotation from `from` (1: a new host secret with from's controller secret, the
+ * controller secret then due; 2: from's host secret with a new controller secret). */
+static void expect_half(struct env *v, int half, uint64_t gen,
+                        const struct model_dhchap_generation *from, struct model_dhchap_file *k)
+{
+	struct err e = {0};
+	ck_assert_msg(model_dhchap_file_read(v->state, k, &e) == 0, "%s", e.msg);
+	ck_assert_msg(k->has_next && k->next.generation == gen,
+	              "half %d: want next generation %llu, have %s%llu", half,
+	              (unsigned long long)gen, k->has_next ? "" : "none, ",
+	              (unsigned long long)k->next.generation);
+	bool host_new = strcmp(k->next.key, from->key) != 0,
+	     ctrl_new = strcmp(k->next.ctrl_key, from->ctrl_key) != 0;
+	ck_assert_msg(host_new == (half == 1) && ctrl_new == (half == 2) &&
+	                  k->ctrl_key_due == (half == 1),
+	              "generation %llu, half %d: new host secret %d, new controller secret %d, "
+	              "controller secret due %d",
+	              (unsigned long long)gen, half, host_new, ctrl_new, k->ctrl_key_due);
+}
+
 /* docs/authentication.md "Rotation": a rotation is two generations, each changing one secret,
  * and each live controller gets one attribute per generation, so that every re-authentication
  * pairs secrets the target holds (with both at once, the first of two writes pairs the new host
@@ -122,11 +143,8 @@ START_TEST(test_rotation_publish_confirm_live)
 	 * published; nothing live changes before the confirmation */
 	snprintf(a.request, sizeof(a.request), "2026-12-06T19:00:00Z");
 	ck_assert_int_eq(node_dhchap_tick(v.n, &h, 1003, 0, &e), 0);
-	ck_assert_int_eq(model_dhchap_file_read(v.state, &k1, &e), 0);
-	ck_assert(k1.has_current && k1.has_next && k1.ctrl_key_due);
-	ck_assert_uint_eq(k1.next.generation, 1003);
-	ck_assert_str_ne(k1.next.key, k0.current.key);
-	ck_assert_str_eq(k1.next.ctrl_key, k0.current.ctrl_key);
+	expect_half(&v, 1, 1003, &k0.current, &k1);
+	ck_assert(k1.has_current);
 	ck_assert_str_eq(k1.rotate_request, a.request);
 	ck_assert_ptr_nonnull(strstr(tu_read(v.state, "dhchap.key"), "\"ctrlKeyDue\":true}"));
 	ck_assert_int_eq(a.publishes, 2);
@@ -147,12 +165,9 @@ START_TEST(test_rotation_publish_confirm_live)
 	                 fmt("%s\n", k1.next.key));
 	ck_assert(!written(&v, 1, "dhchap_ctrl_secret") && !written(&v, 2, "dhchap_ctrl_secret"));
 	ck_assert(!written(&v, 3, "dhchap_secret") && !written(&v, 3, "dhchap_ctrl_secret"));
-	ck_assert_int_eq(model_dhchap_file_read(v.state, &k2, &e), 0);
-	ck_assert(k2.has_current && k2.has_next && !k2.ctrl_key_due);
+	expect_half(&v, 2, 1005, &k1.next, &k2);
+	ck_assert(k2.has_current);
 	ck_assert_int_eq(memcmp(&k2.current, &k1.next, sizeof(k2.current)), 0);
-	ck_assert_uint_eq(k2.next.generation, 1005);
-	ck_assert_str_eq(k2.next.key, k1.next.key);
-	ck_assert_str_ne(k2.next.ctrl_key, k1.next.ctrl_key);
 	ck_assert_str_eq(k2.rotate_request, a.request);
 	ck_assert_int_eq(a.publishes, 3);
 	ck_assert_uint_eq(a.published_gen, 1005);
@@ -209,20 +224,12 @@ START_TEST(test_rotation_interval_two_halves)
 	ck_assert_int_eq(a.publishes, 1);
 	ck_assert_int_eq(node_dhchap_tick(v.n, &h, 1100, 100, &e), 0);
 	ck_assert_int_eq(a.publishes, 2);
-	ck_assert_int_eq(model_dhchap_file_read(v.state, &k1, &e), 0);
-	ck_assert(k1.has_next && k1.ctrl_key_due);
-	ck_assert_uint_eq(k1.next.generation, 1100);
-	ck_assert_str_ne(k1.next.key, k0.current.key);
-	ck_assert_str_eq(k1.next.ctrl_key, k0.current.ctrl_key);
+	expect_half(&v, 1, 1100, &k0.current, &k1);
 	ck_assert_str_eq(k1.rotate_request, ""); /* no request was acted on */
 	a.confirmed = 1100;
 	ck_assert_int_eq(node_dhchap_tick(v.n, &h, 1101, 100, &e), 0);
 	ck_assert(written(&v, 1, "dhchap_secret") && !written(&v, 1, "dhchap_ctrl_secret"));
-	ck_assert_int_eq(model_dhchap_file_read(v.state, &k2, &e), 0);
-	ck_assert(k2.has_next && !k2.ctrl_key_due);
-	ck_assert_uint_eq(k2.next.generation, 1101);
-	ck_assert_str_eq(k2.next.key, k1.next.key);
-	ck_assert_str_ne(k2.next.ctrl_key, k1.next.ctrl_key);
+	expect_half(&v, 2, 1101, &k1.next, &k2);
 	mark_unwritten(&v, 1);
 	a.confirmed = 1101;
 	ck_assert_int_eq(node_dhchap_tick(v.n, &h, 1102, 100, &e), 0);
@@ -260,11 +267,7 @@ START_TEST(test_rotation_resumes_after_restart)
 	snprintf(a.request, sizeof(a.request), "r1");
 	a.confirmed = 17;
 	ck_assert_int_eq(node_dhchap_tick(v.n, &h, 100, 0, &e), 0);
-	ck_assert_int_eq(model_dhchap_file_read(v.state, &k2, &e), 0);
-	ck_assert(k2.has_next && !k2.ctrl_key_due);
-	ck_assert_uint_eq(k2.next.generation, 100);
-	ck_assert_str_eq(k2.next.key, k.current.key);
-	ck_assert_str_ne(k2.next.ctrl_key, k.current.ctrl_key);
+	expect_half(&v, 2, 100, &k.current, &k2);
 	ck_assert_str_eq(k2.rotate_request, "r1");
 	ck_assert_int_eq(a.publishes, 1);
 	a.confirmed = 100;
@@ -292,12 +295,9 @@ START_TEST(test_rotation_resumes_after_restart)
 	ck_assert_int_eq(node_dhchap_tick(v.n, &h, 19, 0, &e), 0);
 	ck_assert(written(&v, 1, "dhchap_secret") && !written(&v, 1, "dhchap_ctrl_secret"));
 	ck_assert_str_eq(tu_read(v.sys, "class/nvme/nvme1/dhchap_secret"), fmt("%s\n", g18.key));
-	ck_assert_int_eq(model_dhchap_file_read(v.state, &k2, &e), 0);
-	ck_assert(k2.has_current && k2.has_next && !k2.ctrl_key_due);
+	expect_half(&v, 2, 19, &g18, &k2);
+	ck_assert(k2.has_current);
 	ck_assert_uint_eq(k2.current.generation, 18);
-	ck_assert_uint_eq(k2.next.generation, 19);
-	ck_assert_str_eq(k2.next.key, g18.key);
-	ck_assert_str_ne(k2.next.ctrl_key, g18.ctrl_key);
 	ck_assert_int_eq(a.publishes, 2);
 	env_done(&v);
 }
@@ -319,19 +319,15 @@ START_TEST(test_rotation_splits_a_next_of_both_secrets)
 	mark_unwritten(&v, 1);
 	ck_assert_int_eq(node_dhchap_tick(v.n, &h, 5, 0, &e), 0);
 	ck_assert(!written(&v, 1, "dhchap_secret") && !written(&v, 1, "dhchap_ctrl_secret"));
-	ck_assert_int_eq(model_dhchap_file_read(v.state, &k2, &e), 0);
-	ck_assert(k2.has_next && k2.ctrl_key_due);
-	ck_assert_uint_eq(k2.next.generation, 19);
-	ck_assert_str_eq(k2.next.key, k.next.key);
-	ck_assert_str_eq(k2.next.ctrl_key, k.current.ctrl_key);
+	expect_half(&v, 1, 19, &k.current, &k2);
+	ck_assert_str_eq(k2.next.key, k.next.key); /* the host secret of the old next */
 	ck_assert_uint_eq(a.published_gen, 19);
 	a.confirmed = 19;
 	ck_assert_int_eq(node_dhchap_tick(v.n, &h, 6, 0, &e), 0);
 	ck_assert(written(&v, 1, "dhchap_secret") && !written(&v, 1, "dhchap_ctrl_secret"));
-	ck_assert_int_eq(model_dhchap_file_read(v.state, &k2, &e), 0);
+	struct model_dhchap_generation first = k2.next;
+	expect_half(&v, 2, 20, &first, &k2);
 	ck_assert_uint_eq(k2.current.generation, 19);
-	ck_assert(k2.has_next && !k2.ctrl_key_due);
-	ck_assert_uint_eq(k2.next.generation, 20);
 	env_done(&v);
 }
 END_TEST
