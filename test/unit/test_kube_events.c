@@ -152,6 +152,17 @@ static cJSON *event_at(int i)
 	return cJSON_GetArrayItem(events, i);
 }
 
+/* The recorder's write counters (kube_events_counts): Events created, patched, dropped. */
+static void expect_counts(struct kube_events *rec, unsigned long created, unsigned long patched,
+                          unsigned long dropped)
+{
+	unsigned long c, p, d;
+	kube_events_counts(rec, &c, &p, &d);
+	ck_assert_msg(c == created && p == patched && d == dropped,
+	              "created %lu patched %lu dropped %lu, want %lu %lu %lu", c, p, d, created,
+	              patched, dropped);
+}
+
 START_TEST(test_event_shape)
 {
 	kube_events_record(ev, &PVST, KUBE_EVENT_WARNING, "AgentUnavailable",
@@ -210,11 +221,7 @@ START_TEST(test_repeat_patches_count)
 	kube_events_record(ev, &PVC, KUBE_EVENT_WARNING, "ProvisioningFailed", "other");
 	ck_assert(kube_events_flush(ev, 5000));
 	ck_assert_int_eq(n_events(), 2);
-	unsigned long c, p, d;
-	kube_events_counts(ev, &c, &p, &d);
-	ck_assert_uint_eq(c, 2);
-	ck_assert_uint_eq(p, 2);
-	ck_assert_uint_eq(d, 0);
+	expect_counts(ev, 2, 2, 0);
 }
 END_TEST
 
@@ -247,16 +254,13 @@ START_TEST(test_spam_filter)
 	kube_events_record(ev, &PVC, KUBE_EVENT_NORMAL, "Other", "another object: its own bucket");
 	ck_assert(kube_events_flush(ev, 20000));
 	ck_assert_int_eq(n_events(), 26);
-	unsigned long c, p, d;
-	kube_events_counts(ev, &c, &p, &d);
-	ck_assert_uint_eq(d, 1);
+	expect_counts(ev, 26, 0, 1);
 	mono += 300000000; /* one token per 5 minutes */
 	kube_events_record(ev, &PVST, KUBE_EVENT_NORMAL, "Later1", "m");
 	kube_events_record(ev, &PVST, KUBE_EVENT_NORMAL, "Later2", "m");
 	ck_assert(kube_events_flush(ev, 5000));
 	ck_assert_int_eq(n_events(), 27);
-	kube_events_counts(ev, &c, &p, &d);
-	ck_assert_uint_eq(d, 2);
+	expect_counts(ev, 27, 0, 2);
 }
 END_TEST
 
@@ -323,11 +327,7 @@ START_TEST(test_identical_queued_events_fold)
 	ck_assert_uint_eq(kf_requests(srv) - n0, 2);
 	ck_assert_str_eq(kf_request(srv, n0)->method, "POST");
 	ck_assert_str_eq(kf_request(srv, n0 + 1)->method, "PATCH");
-	unsigned long c, p, d;
-	kube_events_counts(ev, &c, &p, &d);
-	ck_assert_uint_eq(c, 1);
-	ck_assert_uint_eq(p, 1);
-	ck_assert_uint_eq(d, 0);
+	expect_counts(ev, 1, 1, 0);
 }
 END_TEST
 
@@ -369,15 +369,11 @@ START_TEST(test_burst_budget)
 		kube_events_record(ev, &r, KUBE_EVENT_WARNING, "StorageNodeUnreachable",
 		                   "storage node \"s\" is unreachable; volume \"pvc-%d\"", i);
 	}
-	unsigned long c, p, d;
-	kube_events_counts(ev, &c, &p, &d);
-	ck_assert_uint_eq(d, 500);
+	expect_counts(ev, 0, 0, 500); /* the first is still held */
 	gate_open();
 	ck_assert(kube_events_flush(ev, 240000));
 	log_set_fd(2);
-	kube_events_counts(ev, &c, &p, &d);
-	ck_assert_uint_eq(c, 9501);
-	ck_assert_uint_eq(d, 500);
+	expect_counts(ev, 9501, 0, 500);
 	ck_assert_int_eq(count_lines(path, "events dropped"), 2);
 	ck_assert_int_eq(count_lines(path, "dropped=\"500\""), 1);
 	close(fd);
@@ -468,10 +464,7 @@ START_TEST(test_hash_collisions)
 		                 name);
 		ck_assert_str_eq(json_get_str(x, "reason"), reasons[i % 2]);
 	}
-	unsigned long c, p, d;
-	kube_events_counts(rec, &c, &p, &d);
-	ck_assert_uint_eq(c, 10);
-	ck_assert_uint_eq(p, 10);
+	expect_counts(rec, 10, 10, 0);
 	kube_events_free(rec);
 }
 END_TEST
