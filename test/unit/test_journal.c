@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,22 @@ static journal *open_ok(size_t region)
 	return j;
 }
 
+/* A new journal of one batch per entry "name=data" (tag 1), sequences 1, 2, … in the order
+ * given (the list ends with NULL), closed. */
+static void journal_of(const char *const *entries)
+{
+	char name[64];
+	journal *j = open_ok(0);
+	for (uint64_t seq = 1; entries[seq - 1]; seq++) {
+		const char *eq = strchr(entries[seq - 1], '=');
+		ck_assert(eq && eq - entries[seq - 1] < (ptrdiff_t)sizeof(name));
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - entries[seq - 1]),
+		         entries[seq - 1]);
+		put(j, name, eq + 1, seq);
+	}
+	journal_close(j);
+}
+
 static void poke(off_t off, const void *bytes, size_t len)
 {
 	int fd = open(path, O_WRONLY);
@@ -145,16 +162,12 @@ END_TEST
  * append takes its place. */
 START_TEST(test_torn_tail_dropped)
 {
-	journal *j = open_ok(0);
-	static char big[6000];
-	memset(big, 'b', sizeof(big) - 1);
-	put(j, "a", "one", 1);
-	put(j, "b", "two", 2);
-	put(j, "big", big, 3); /* blocks 3 and 4 */
-	journal_close(j);
+	static char big[6000] = "big=";
+	memset(big + 4, 'b', sizeof(big) - 5);
+	journal_of((const char *const[]){"a=one", "b=two", big, NULL}); /* big: blocks 3 and 4 */
 	static const char zeros[JOURNAL_BLOCK];
 	poke(4 * JOURNAL_BLOCK, zeros, sizeof(zeros));
-	j = open_ok(0);
+	journal *j = open_ok(0);
 	ck_assert_uint_eq(journal_last_seq(j), 2);
 	ck_assert_str_eq(replayed(j, 0), "1:1:a=one\n2:1:b=two\n");
 	put(j, "c", "three", 3);
@@ -172,11 +185,8 @@ END_TEST
 
 START_TEST(test_corruption_in_the_middle_is_an_error)
 {
-	journal *j = open_ok(0);
-	put(j, "a", "one", 1);
-	put(j, "b", "two", 2);
-	put(j, "c", "three", 3);
-	journal_close(j);
+	journal *j = NULL;
+	journal_of((const char *const[]){"a=one", "b=two", "c=three", NULL});
 	poke(2 * JOURNAL_BLOCK + 38, "X", 1); /* batch 2's data */
 	struct err e = {0};
 	ck_assert_int_eq(journal_open(path, 0, 0644, &j, &e), -EBADMSG);
@@ -189,12 +199,8 @@ END_TEST
  * hands over everything again, in order. */
 START_TEST(test_replay_again_after_a_crash_in_replay)
 {
+	journal_of((const char *const[]){"a=one", "b=two", "a=three", NULL});
 	journal *j = open_ok(0);
-	put(j, "a", "one", 1);
-	put(j, "b", "two", 2);
-	put(j, "a", "three", 3);
-	journal_close(j);
-	j = open_ok(0);
 	struct seen s = {.fail_at = 2};
 	struct err e = {0};
 	ck_assert_int_eq(journal_replay(j, 0, collect, &s, &e), -EIO);
