@@ -351,15 +351,19 @@ static int follow(struct cache_kind *ck)
 static void *informer_main(void *arg)
 {
 	struct cache_kind *ck = arg;
-	bool listed = false, ever = false;
+	bool listed = false, any = true;
 	while (!stopping(ck->s, 0)) {
 		/* the first list may come from the server's memory, as client-go's reflector's
-		 * (resourceVersion=0); a relist after lost events asks for the latest */
-		if (!listed && relist(ck, !ever) < 0) {
+		 * (resourceVersion=0); a relist after lost events asks for the latest.  After a
+		 * failed one the list is taken page by page: the watch cache answers a kind whole,
+		 * which a reader that falls too far behind cannot buffer (h2/client.h) */
+		if (!listed && relist(ck, any) < 0) {
+			any = false;
 			stopping(ck->s, RETRY_MS);
 			continue;
 		}
-		listed = ever = true;
+		listed = true;
+		any = false;
 		int rc = follow(ck);
 		if (rc == STORE_EXPIRED)
 			listed = false; /* events were lost: relist */
