@@ -255,7 +255,8 @@ static int n_tasks(void)
 	return n;
 }
 
-static atomic_int cur_jobs, max_jobs, ran_jobs;
+/* counted_job waits until want_jobs have run at once (0: no wait) */
+static atomic_int cur_jobs, max_jobs, ran_jobs, want_jobs;
 
 static void counted_job(void *arg)
 {
@@ -264,7 +265,10 @@ static void counted_job(void *arg)
 	while ((m = atomic_load(&max_jobs)) < now &&
 	       !atomic_compare_exchange_weak(&max_jobs, &m, now))
 		;
-	usleep(20000);
+	/* at most 10 s: the verdict does not depend on how soon the group's threads run */
+	for (int i = 0; i < 1000 && atomic_load(&max_jobs) < atomic_load(&want_jobs); i++)
+		usleep(10000);
+	usleep(1000);
 	atomic_fetch_sub(&cur_jobs, 1);
 	atomic_fetch_add(&ran_jobs, 1);
 }
@@ -291,9 +295,11 @@ START_TEST(test_jobs_limit_and_threads)
 	atomic_store(&cur_jobs, 0);
 	atomic_store(&max_jobs, 0);
 	atomic_store(&ran_jobs, 0);
+	atomic_store(&want_jobs, 3);
 	for (i = 0; i < 9; i++)
 		ck_assert_int_eq(h2_jobs_submit(g, counted_job, NULL), 0);
 	h2_jobs_free(g);
+	atomic_store(&want_jobs, 0);
 	ck_assert_int_eq(atomic_load(&ran_jobs), 9);
 	ck_assert_int_eq(atomic_load(&max_jobs), 3);
 	ck_assert_int_eq(n_tasks(), base);
