@@ -16,6 +16,8 @@
 #include "rules/conditions.h"
 
 #define DIGEST_MAX 2048
+/* Claims' outage Events waiting for the Events budget, at most (one reference each). */
+#define OUTAGE_PENDING_MAX (1u << 20)
 
 struct kind_conds {
 	const struct model_kind *k;
@@ -49,12 +51,25 @@ struct seen {
 	char *failed_at;       /* PillarVolumeState partialFailure.failedAt */
 	struct vol_outage vol; /* PillarVolumeState */
 	char *outage_since;    /* PillarAgent: unreachable since (RFC 3339), NULL while reachable */
+	unsigned pins;         /* outage Events still to record for it */
+	bool gone;             /* deleted: freed with its last pin */
+};
+
+/* The claims' Events of one outage's begin or end, recorded as the budget writes them. */
+struct outage_batch {
+	struct outage_batch *next;
+	bool restored;
+	char node[640], since[64];
+	size_t n, done;
+	struct seen *claims[]; /* the volumes, pinned */
 };
 
 struct ctl_events {
 	struct kube_events *rec;
 	pthread_mutex_t mu; /* the watches call from their threads */
 	struct seen *seen;
+	struct outage_batch *head, *tail; /* in the order the outages changed */
+	size_t pending;                   /* claims' Events in them */
 };
 
 static const struct kind_conds *kind_of(const struct model_kind *k)
@@ -320,33 +335,100 @@ static void node_text(const struct model_pa *a, char *buf, size_t cap)
 		         a->status.resolved_address ? a->status.resolved_address : "no address");
 }
 
+/* Under x->mu: the outage Event of batch b on the claim of volume s. */
+static void outage_record(struct ctl_events *x, const struct outage_batch *b, const struct seen *s)
+{
+	const struct vol_outage *o = &s->vol;
+	struct kube_event_ref r = {"v1", "PersistentVolumeClaim", o->claim_ns, o->claim_name,
+	                           o->claim_uid};
+	char when[600];
+
+	if (!o->claim_name)
+		return;
+	if (b->restored) {
+		kube_events_record(x->rec, &r, KUBE_EVENT_NORMAL, RULES_EVENT_STORAGE_NODE_RESTORED,
+		                   "the exports of %s are restored; it was unreachable since %s",
+		                   b->node, b->since);
+		return;
+	}
+	give_up_text(b->since, s->name, o, when, sizeof(when));
+	kube_events_record(x->rec, &r, KUBE_EVENT_WARNING, RULES_EVENT_STORAGE_NODE_UNREACHABLE,
+	                   "%s is unreachable since %s; %s", b->node, b->since, when);
+}
+
+/* Under x->mu: releases a volume's pin (freeing it when deleted and no longer pinned). */
+static void unpin(struct seen *s)
+{
+	if (--s->pins == 0 && s->gone)
+		seen_free(s);
+}
+
+/* Under x->mu: records the waiting claims' Events, in order, while the recorder's queue is short,
+ * so a burst of them waits here in compact form (a pinned reference per claim) instead of as
+ * formatted Events in the recorder's bounded queue. */
+static void feed_locked(struct ctl_events *x)
+{
+	while (x->head && kube_events_backlog(x->rec) < KUBE_EVENTS_FEED_HIGH) {
+		struct outage_batch *b = x->head;
+		struct seen *s = b->claims[b->done++];
+		outage_record(x, b, s);
+		unpin(s);
+		x->pending--;
+		if (b->done == b->n) {
+			x->head = b->next;
+			if (!x->head)
+				x->tail = NULL;
+			free(b);
+		}
+	}
+}
+
+/* The recorder's feeder (kube_events_set_feeder). */
+static void feed(void *arg)
+{
+	struct ctl_events *x = arg;
+	pthread_mutex_lock(&x->mu);
+	feed_locked(x);
+	pthread_mutex_unlock(&x->mu);
+}
+
+static bool outage_claim(const struct seen *s, const char *agent)
+{
+	const struct vol_outage *o = &s->vol;
+	return s->k == &model_pvst_kind && !s->gone && o->published && o->claim_name && o->agent &&
+	       strcmp(o->agent, agent) == 0;
+}
+
 /* Under x->mu: one Event on the claim of each published volume of agent a: the Warning that its
  * storage node is unreachable since `since`, or (restored) the Normal that it is back.  A full
- * pass over the volumes seen, once per outage. */
+ * pass over the volumes seen, once per outage; the Events are recorded as the Events budget
+ * writes them (feed_locked), after those of earlier outages. */
 static void outage_each(struct ctl_events *x, const struct model_pa *a, const char *since,
                         bool restored)
 {
-	char node[640], when[600];
-	node_text(a, node, sizeof(node));
-	for (const struct seen *s = x->seen; s; s = s->next) {
-		const struct vol_outage *o = &s->vol;
-		if (s->k != &model_pvst_kind || !o->published || !o->claim_name || !o->agent ||
-		    strcmp(o->agent, a->meta.name) != 0)
-			continue;
-		struct kube_event_ref r = {"v1", "PersistentVolumeClaim", o->claim_ns,
-		                           o->claim_name, o->claim_uid};
-		if (restored) {
-			kube_events_record(
-			    x->rec, &r, KUBE_EVENT_NORMAL, RULES_EVENT_STORAGE_NODE_RESTORED,
-			    "the exports of %s are restored; it was unreachable since %s", node,
-			    since);
-			continue;
+	size_t n = 0, kept = 0;
+	for (const struct seen *s = x->seen; s; s = s->next)
+		n += outage_claim(s, a->meta.name);
+	size_t room = OUTAGE_PENDING_MAX - x->pending;
+	size_t want = n < room ? n : room;
+	struct outage_batch *b = want ? calloc(1, sizeof(*b) + want * sizeof(b->claims[0])) : NULL;
+	for (struct seen *s = x->seen; b && s && kept < want; s = s->next)
+		if (outage_claim(s, a->meta.name)) {
+			s->pins++;
+			b->claims[kept++] = s;
 		}
-		give_up_text(since, s->name, o, when, sizeof(when));
-		kube_events_record(x->rec, &r, KUBE_EVENT_WARNING,
-		                   RULES_EVENT_STORAGE_NODE_UNREACHABLE,
-		                   "%s is unreachable since %s; %s", node, since, when);
-	}
+	if (n > kept)
+		kube_events_drop(x->rec, (unsigned long)(n - kept));
+	if (!b)
+		return;
+	b->restored = restored;
+	b->n = kept;
+	node_text(a, b->node, sizeof(b->node));
+	snprintf(b->since, sizeof(b->since), "%s", since);
+	*(x->tail ? &x->tail->next : &x->head) = b;
+	x->tail = b;
+	x->pending += kept;
+	feed_locked(x);
 }
 
 static bool cond_is(const struct model_cond *c, const char *status)
@@ -416,7 +498,9 @@ void ctl_events_observe(void *arg, const struct model_kind *k, enum store_event_
 	if (type == STORE_DELETED) {
 		if (s) {
 			*p = s->next;
-			seen_free(s);
+			s->gone = true;
+			if (!s->pins)
+				seen_free(s);
 		}
 		pthread_mutex_unlock(&x->mu);
 		return;
@@ -462,6 +546,8 @@ int ctl_events_new(struct kube_events *rec, struct ctl_events **out, struct err 
 		return err_set(e, -ENOMEM, "out of memory");
 	x->rec = rec;
 	pthread_mutex_init(&x->mu, NULL);
+	if (rec)
+		kube_events_set_feeder(rec, feed, x);
 	*out = x;
 	return 0;
 }
@@ -470,6 +556,15 @@ void ctl_events_free(struct ctl_events *x)
 {
 	if (!x)
 		return;
+	if (x->rec)
+		kube_events_set_feeder(x->rec, NULL, NULL);
+	while (x->head) {
+		struct outage_batch *b = x->head;
+		x->head = b->next;
+		for (size_t i = b->done; i < b->n; i++)
+			unpin(b->claims[i]);
+		free(b);
+	}
 	while (x->seen) {
 		struct seen *s = x->seen;
 		x->seen = s->next;

@@ -22,6 +22,13 @@
  * ctrlLossTmo: spec.resolved, or the kernel's 600 s); when the agent is connected with
  * ExportsReady True again, each gets one Normal StorageNodeRestored.  They are Events only (no
  * object is written), from what the watches delivered: one pass over the volumes per outage.
+ * The pass keeps a reference to each claim's volume (8 bytes a claim) and the recorder is fed
+ * as the Events budget writes (kube_events_set_feeder): none waits as a formatted Event in the
+ * recorder's bounded queue, so none is dropped for lack of room while at most 2^20 wait
+ * (beyond that they are dropped, counted as queue_full); a claim's Restored is recorded after
+ * its Unreachable.  A volume deleted meanwhile still gets the Events of the outages that began
+ * or ended before.  A controller that stops (or loses the Lease) does not record those still
+ * waiting.
  *
  * The first version of an object seen after start is the baseline (no Event), so a new leader
  * does not repeat its predecessor's events; a baseline agent that is unreachable still gets its
@@ -42,7 +49,7 @@ struct ctl_events;
 
 /* rec must outlive it. */
 int ctl_events_new(struct kube_events *rec, struct ctl_events **out, struct err *e);
-/* NULL is a no-op. */
+/* NULL is a no-op.  The outage Events still waiting for the budget are not recorded. */
 void ctl_events_free(struct ctl_events *x);
 
 /* One watch event (arg: the struct ctl_events *); objects of other kinds are ignored.

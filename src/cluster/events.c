@@ -102,6 +102,9 @@ struct kube_events {
 	struct item *pending[PENDING_BUCKETS]; /* the queued items by key */
 	size_t queued, queue_bytes;
 	bool busy, stop;
+	void (*feed)(void *arg); /* kube_events_set_feeder */
+	void *feed_arg;
+	bool feeding; /* feed is running */
 	pthread_t th;
 	struct kube_events_stats st;
 	unsigned long burst_dropped; /* dropped since the queue was last empty */
@@ -410,6 +413,21 @@ static unsigned long burst_end(struct kube_events *ev)
 	return n;
 }
 
+/* Under ev->mu, on the sender thread: the feeder's turn when few events are left queued. */
+static void feed_more(struct kube_events *ev)
+{
+	if (!ev->feed || ev->queued >= KUBE_EVENTS_FEED_LOW || ev->stop)
+		return;
+	void (*feed)(void *) = ev->feed;
+	void *arg = ev->feed_arg;
+	ev->feeding = true;
+	pthread_mutex_unlock(&ev->mu);
+	feed(arg);
+	pthread_mutex_lock(&ev->mu);
+	ev->feeding = false;
+	pthread_cond_broadcast(&ev->cv);
+}
+
 static void *sender_main(void *arg)
 {
 	struct kube_events *ev = arg;
@@ -425,6 +443,7 @@ static void *sender_main(void *arg)
 		handle(ev, it);
 		free(it);
 		pthread_mutex_lock(&ev->mu);
+		feed_more(ev);
 		unsigned long dropped = burst_end(ev);
 		if (dropped) {
 			char n[32];
@@ -595,6 +614,39 @@ void kube_events_record(struct kube_events *ev, const struct kube_event_ref *obj
 		log_warn("events dropped: more are queued than the Events budget writes; Normal "
 		         "events go first, the count is logged when the queue has drained",
 		         "queued", n, "reason", reason);
+}
+
+void kube_events_set_feeder(struct kube_events *ev, void (*feed)(void *arg), void *arg)
+{
+	pthread_mutex_lock(&ev->mu);
+	while (ev->feeding)
+		pthread_cond_wait(&ev->cv, &ev->mu);
+	ev->feed = feed;
+	ev->feed_arg = arg;
+	pthread_mutex_unlock(&ev->mu);
+}
+
+size_t kube_events_backlog(struct kube_events *ev)
+{
+	pthread_mutex_lock(&ev->mu);
+	size_t n = ev->queued;
+	pthread_mutex_unlock(&ev->mu);
+	return n;
+}
+
+void kube_events_drop(struct kube_events *ev, unsigned long n)
+{
+	pthread_mutex_lock(&ev->mu);
+	count_dropped(ev, "queue_full", n);
+	bool first = n && ev->burst_dropped == 0;
+	ev->burst_dropped += n;
+	pthread_mutex_unlock(&ev->mu);
+	char count[32];
+	snprintf(count, sizeof(count), "%lu", n);
+	if (first)
+		log_warn("events dropped: more wait to be recorded than are kept; the count is "
+		         "logged when the queue has drained",
+		         "dropped", count);
 }
 
 bool kube_events_flush(struct kube_events *ev, int timeout_ms)

@@ -74,6 +74,20 @@ int kube_events_new(struct kube_events **out, struct kube_client *kc,
 void kube_events_record(struct kube_events *ev, const struct kube_event_ref *obj, const char *type,
                         const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* Events recorded at the rate they are written (a storage-node outage's Event on each of
+ * thousands of claims): the caller keeps a compact form of what is still to record and feed(arg)
+ * records the next ones with kube_events_record while kube_events_backlog() is below
+ * KUBE_EVENTS_FEED_HIGH.  feed is called on the sender thread, without the recorder's lock,
+ * after each write that leaves fewer than KUBE_EVENTS_FEED_LOW events queued, and before
+ * kube_events_flush counts the queue as drained.  A NULL feed removes it; the call returns
+ * once a running feed has returned (so its arg may then be freed). */
+#define KUBE_EVENTS_FEED_LOW  32
+#define KUBE_EVENTS_FEED_HIGH 64
+void kube_events_set_feeder(struct kube_events *ev, void (*feed)(void *arg), void *arg);
+/* Events queued now. */
+size_t kube_events_backlog(struct kube_events *ev);
+/* Counts n events a feeder had no room to keep as dropped for cause queue_full. */
+void kube_events_drop(struct kube_events *ev, unsigned long n);
 /* Waits up to timeout_ms until every queued event has been handled; true when done. */
 bool kube_events_flush(struct kube_events *ev, int timeout_ms);
 /* Events written (created + patched) and dropped so far. */

@@ -27,12 +27,35 @@ static char posted[32][512]; /* "<ns> <kind>/<name> <type> <reason>: <message>" 
 static char uids[32][64];    /* involvedObject.uid */
 static int n_posted;
 
+/* The outage of many claims: writes held until the gate opens, and per claim "data-<i>" the
+ * Warnings and Normals posted, and the Normals posted before their claim's Warning. */
+enum { MANY = 10000 };
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static bool gate_closed;
+static int claim_warnings[MANY], claim_normals[MANY], normal_first;
+
+static void count_claim(cJSON *b, cJSON *io)
+{
+	int i;
+	const char *name = json_get_str(io, "name"), *type = json_get_str(b, "type");
+	if (!name || !type || sscanf(name, "data-%d", &i) != 1 || i < 0 || i >= MANY)
+		return;
+	if (strcmp(type, "Warning") == 0)
+		claim_warnings[i]++;
+	else if (claim_normals[i]++ == 0 && claim_warnings[i] == 0)
+		normal_first++;
+}
+
 static void handler(void *arg, const struct kf_req *rq, struct kf_resp *resp)
 {
 	(void)arg;
 	cJSON *b = cJSON_Parse(rq->body ? rq->body : "");
 	cJSON *io = cJSON_GetObjectItem(b, "involvedObject");
 	pthread_mutex_lock(&mu);
+	while (gate_closed)
+		pthread_cond_wait(&gate_cv, &mu);
+	if (strcmp(rq->method, "POST") == 0 && io)
+		count_claim(b, io);
 	if (strcmp(rq->method, "POST") == 0 && io && n_posted < 32)
 		snprintf(uids[n_posted], sizeof(uids[0]), "%s",
 		         json_get_str(io, "uid") ? json_get_str(io, "uid") : "");
@@ -60,6 +83,10 @@ static void setup(void)
 	kf_certs_make(&certs);
 	srv = kf_start(&certs, false, handler, NULL);
 	n_posted = 0;
+	gate_closed = false;
+	normal_first = 0;
+	memset(claim_warnings, 0, sizeof(claim_warnings));
+	memset(claim_normals, 0, sizeof(claim_normals));
 	kc = kf_client(srv, &certs, "t");
 	ck_assert_msg(kube_events_new(&rec, kc, &eo, &e) == 0, "%s", e.msg);
 	ck_assert_int_eq(ctl_events_new(rec, &x, &e), 0);
@@ -423,6 +450,79 @@ START_TEST(test_outage_of_many_claims)
 }
 END_TEST
 
+#if defined(__SANITIZE_ADDRESS__)
+size_t __sanitizer_get_current_allocated_bytes(void);
+#define ALLOCATED() __sanitizer_get_current_allocated_bytes()
+#else
+#define ALLOCATED() ((size_t)0)
+#endif
+
+static void gate(bool closed)
+{
+	pthread_mutex_lock(&mu);
+	gate_closed = closed;
+	pthread_cond_broadcast(&gate_cv);
+	pthread_mutex_unlock(&mu);
+}
+
+/* An outage of 10,000 published claims that begins and ends while the API server has not yet
+ * answered the first write: the pass does not hold 10,000 formatted Events (their memory is
+ * bounded), none is dropped for lack of queue room, every claim gets exactly one Warning and one
+ * Normal, the Warning first. */
+START_TEST(test_outage_of_ten_thousand_claims_at_the_budget)
+{
+	struct model_pvst *v = calloc(MANY, sizeof(*v));
+	struct model_pa a = {0};
+	char name[32], claim[32];
+	struct kube_events_stats st;
+
+	ck_assert_ptr_nonnull(v);
+	model_str_set(&a.meta.name, "storage-1");
+	a.spec.has_node_ref = true;
+	model_str_set(&a.spec.node_ref.name, "stor-a");
+	set_cond(&a, RULES_COND_AGENT_CONNECTED, "True", RULES_REASON_DIALED,
+	         "2026-12-03T10:00:00Z");
+	set_cond(&a, RULES_COND_EXPORTS_READY, "True", RULES_REASON_EXPORTS_SERVING,
+	         "2026-12-03T10:00:00Z");
+	ctl_events_observe(x, &model_pa_kind, STORE_ADDED, &a);
+	for (int i = 0; i < MANY; i++) {
+		snprintf(name, sizeof(name), "pvc-%05d", i);
+		snprintf(claim, sizeof(claim), "data-%05d", i);
+		outage_volume(&v[i], name, "storage-1", claim, true, i % 2 ? 30 : -2);
+	}
+	gate(true);
+	size_t before = ALLOCATED();
+	set_cond(&a, RULES_COND_AGENT_CONNECTED, "False", RULES_REASON_HEALTH_CHECK_FAILED,
+	         "2026-12-03T11:00:00Z");
+	ctl_events_observe(x, &model_pa_kind, STORE_MODIFIED, &a);
+	size_t grown = ALLOCATED() - before;
+	set_cond(&a, RULES_COND_AGENT_CONNECTED, "True", RULES_REASON_DIALED,
+	         "2026-12-03T11:05:00Z");
+	ctl_events_observe(x, &model_pa_kind, STORE_MODIFIED, &a);
+	kube_events_stats(rec, &st);
+	ck_assert_uint_eq(st.dropped, 0);
+	/* the recorder's queue holds a few formatted Events, not one per claim (~0.4 KB each) */
+	ck_assert_uint_le(st.queue_bytes, 256u << 10);
+	ck_assert_msg(grown <= (256u << 10), "the outage pass allocated %zu bytes", grown);
+	gate(false);
+	ck_assert(kube_events_flush(rec, 600000));
+	kube_events_stats(rec, &st);
+	ck_assert_uint_eq(st.dropped, 0);
+	ck_assert_uint_eq(st.created, 2 + 2 * MANY); /* the agent's two condition Events too */
+	pthread_mutex_lock(&mu);
+	int one_each = 0;
+	for (int i = 0; i < MANY; i++)
+		one_each += claim_warnings[i] == 1 && claim_normals[i] == 1;
+	ck_assert_int_eq(one_each, MANY);
+	ck_assert_int_eq(normal_first, 0);
+	pthread_mutex_unlock(&mu);
+	for (int i = 0; i < MANY; i++)
+		model_clear(&model_pvst_kind, &v[i]);
+	free(v);
+	model_clear(&model_pa_kind, &a);
+}
+END_TEST
+
 /* A controller that starts during an outage (a new leader) records no Warning for it, and still
  * tells its end. */
 START_TEST(test_outage_seen_from_a_baseline)
@@ -467,6 +567,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_storage_node_outage_on_the_claims);
 	tcase_add_test(t, test_outage_seen_from_a_baseline);
 	tcase_add_test(t, test_outage_of_many_claims);
+	tcase_add_test(t, test_outage_of_ten_thousand_claims_at_the_budget);
 	suite_add_tcase(s, t);
 	return s;
 }
