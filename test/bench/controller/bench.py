@@ -226,7 +226,7 @@ def ram_configfs(env):
     shm = "/dev/shm"
     if not os.path.isdir(shm) or os.statvfs(shm).f_bavail * os.statvfs(shm).f_frsize < 1 << 28:
         return env.cfs
-    root = os.path.join(shm, "pillar-bench-%d" % os.getpid())
+    root = os.path.join(shm, "pillar-bench-%d-%s" % (os.getpid(), os.path.basename(env.base)))
     shutil.rmtree(root, ignore_errors=True)
     for d in ("subsystems", "ports", "hosts"):
         os.makedirs(os.path.join(root, "nvmet", d))

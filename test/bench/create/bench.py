@@ -18,7 +18,14 @@ on this directory's disk; a grpcio CSI client builds every CreateVolume as csi-p
     30 are marked met or NOT met: fsyncs per sequential create (controller + agent) <= 4, and
     p50 at 1 caller with the disk writer <= 5 ms.
 
-  bench.py DIR      env BENCH_ROUNDS (3), BENCH_PER_CALLER (10), BENCH_FSYNC_N (50)
+  With BENCH_BASE naming a second pillar-csi binary (e.g. main's build copied aside), its agent
+  and controller run beside ours (each pair with its own state under DIR/ours and DIR/base, on
+  the same disk): every fsync count is made for both, and in every round each configuration runs
+  on both in alternating order (the disk writer, when there is one, runs through both); each
+  figure is given for both, with the ratio ours/base of the rounds' p50: an A/B of two builds
+  under the same load.
+
+  bench.py DIR      env BENCH_ROUNDS (3), BENCH_PER_CALLER (10), BENCH_FSYNC_N (50), BENCH_BASE
 """
 import importlib.util
 import os
@@ -40,6 +47,7 @@ cs, k8s, csi, call, OK = cb.cs, cb.k8s, cb.csi, cb.call, cb.OK
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 PER_CALLER = int(os.environ.get("BENCH_PER_CALLER", "10"))
 FSYNC_N = int(os.environ.get("BENCH_FSYNC_N", "50"))
+BASE = os.environ.get("BENCH_BASE")
 CALLERS = (1, 4, 16)
 
 WRITER = r"""
@@ -97,7 +105,8 @@ class Creator:
         return lat
 
 
-def fsyncs(b, cr, callers=1):
+def fsyncs(side, callers=1):
+    b, cr = side.b, side.cr
     w = cb.Work(b, "create-fsync-%d" % callers)
     each = max(1, FSYNC_N // callers)
     if callers == 1:
@@ -111,47 +120,81 @@ def fsyncs(b, cr, callers=1):
     what = "%d sequential creates" % n if callers == 1 else \
         "%d creates by %d concurrent callers" % (n, callers)
     if ctl is None or agent is None:
-        print("fsyncs per CreateVolume (%s): n/a (perf cannot count here)" % what)
+        print("%sfsyncs per CreateVolume (%s): n/a (perf cannot count here)" % (side.tag, what))
         return
     total = ctl[1] + agent[1]
-    print("fsyncs per CreateVolume (%s): controller %.2f, agent %.2f, total "
+    print("%sfsyncs per CreateVolume (%s): controller %.2f, agent %.2f, total "
           "%.2f (goal <= 4: %s); store writes %.2f, syscalls controller %.0f, agent %.0f" % (
-              what, ctl[1], agent[1], total, "met" if total <= 4 else "NOT met",
+              side.tag, what, ctl[1], agent[1], total, "met" if total <= 4 else "NOT met",
               work["writes"], ctl[0], agent[0]), flush=True)
 
 
-def latencies(b, cr):
+def latencies(sides):
     configs = [(n, w) for n in CALLERS for w in (False, True)]
-    got = {c: {"p50": [], "p99": [], "load": 0.0} for c in configs}
+    got = {(c, s.tag): {"p50": [], "p99": []} for c in configs for s in sides}
+    loads = {c: [] for c in configs}
     for rnd in range(ROUNDS):
         order = configs if rnd % 2 == 0 else list(reversed(configs))
         for n, writer in order:
             wp = None
             if writer:
                 wp = subprocess.Popen([sys.executable, "-c", WRITER,
-                                       os.path.join(b.env.base, "writer.data")])
+                                       os.path.join(sides[0].b.env.base, "writer.data")])
                 time.sleep(0.5)
             try:
-                lat = cr.run(n, max(PER_CALLER, 40 // n))
+                for side in (sides if rnd % 2 == 0 else list(reversed(sides))):
+                    lat = side.cr.run(n, max(PER_CALLER, 40 // n))
+                    g = got[((n, writer), side.tag)]
+                    g["p50"].append(statistics.median(lat))
+                    g["p99"].append(cb.pct(lat, 99))
             finally:
                 if wp:
                     wp.send_signal(signal.SIGKILL)
                     wp.wait()
-            g = got[(n, writer)]
-            g["p50"].append(statistics.median(lat))
-            g["p99"].append(cb.pct(lat, 99))
-            g["load"] = os.getloadavg()[0]
+            loads[(n, writer)].append(os.getloadavg()[0])
     for n, writer in configs:
-        g = got[(n, writer)]
-        goal = ""
-        if n == 1 and writer:
-            p50 = statistics.median(g["p50"])
-            goal = "; goal p50 <= 5 ms: %s" % ("met" if p50 <= 5 else "NOT met")
-        print("CreateVolume at %2d concurrent caller%s, %s disk writer: p50 %s  p99 %s  (%d "
-              "rounds, load average %.1f%s)" % (n, " " if n == 1 else "s",
-                                                "with a   " if writer else "without a",
-                                                cb.fig(g["p50"], " ms"), cb.fig(g["p99"], " ms"),
-                                                ROUNDS, g["load"], goal), flush=True)
+        for side in sides:
+            g = got[((n, writer), side.tag)]
+            goal = ""
+            if n == 1 and writer and side is sides[0]:
+                p50 = statistics.median(g["p50"])
+                goal = "; goal p50 <= 5 ms: %s" % ("met" if p50 <= 5 else "NOT met")
+            print("%sCreateVolume at %2d concurrent caller%s, %s disk writer: p50 %s  p99 %s  "
+                  "(%d rounds, load average %s%s)" % (
+                      side.tag, n, " " if n == 1 else "s",
+                      "with a   " if writer else "without a", cb.fig(g["p50"], " ms"),
+                      cb.fig(g["p99"], " ms"), ROUNDS, cb.fig(loads[(n, writer)], fmt="%.1f"),
+                      goal), flush=True)
+        if len(sides) == 2:
+            a, z = (got[((n, writer), s.tag)] for s in sides)
+            print("  ours/base p50 per round: %s; p99: %s" % (
+                cb.fig([x / y for x, y in zip(a["p50"], z["p50"])], "x"),
+                cb.fig([x / y for x, y in zip(a["p99"], z["p99"])], "x")), flush=True)
+
+
+class Side:
+    """One build's agent and controller (cb.Bench) and its CreateVolume caller."""
+    procs = []  # every side's cs.Procs: R/pids lists the processes of all of them
+
+    def __init__(self, base, tag, binary):
+        self.tag = tag and "[%s] " % tag
+        cs.BIN = cs.AGENT_BIN = binary  # read when a process starts (and by the CLI)
+        self.b = cb.Bench(base)
+        self.binary = binary
+        Side.procs.append(self.b.env.procs)
+        pids = os.path.join(sys.argv[1], "pids")
+
+        def write():
+            with open(pids, "w") as f:
+                f.write(" ".join(str(p.pid) for ps in Side.procs for p in ps.live.values()))
+        self.b.env.procs._write = write
+        self.b.start()
+        self.cr = Creator(self.b)
+
+    def stop(self):
+        self.b.env.procs.stop_all()
+        if self.b.cfs != self.b.disk_cfs:
+            cb.shutil.rmtree(self.b.cfs, ignore_errors=True)
 
 
 def main():
@@ -159,20 +202,28 @@ def main():
     os.makedirs(base, exist_ok=True)
     signal.signal(signal.SIGTERM, lambda s, f: (_ for _ in ()).throw(SystemExit(130)))
     t0 = time.monotonic()
-    b = cb.Bench(base)
+    ours = cs.BIN
+    sides = []
     try:
-        b.start()
-        cr = Creator(b)
-        cr.run(1, 5)  # warm: the first create of a process opens what later ones reuse
-        fsyncs(b, cr)
-        fsyncs(b, cr, 16)  # group commit: concurrent creates share directory fsyncs
-        latencies(b, cr)
+        if BASE:
+            print("A/B: ours %s, base %s" % (ours, BASE), flush=True)
+            sides.append(Side(os.path.join(base, "ours"), "ours", ours))
+            sides.append(Side(os.path.join(base, "base"), "base", BASE))
+        else:
+            sides.append(Side(base, "", ours))
+        for side in sides:
+            cs.BIN = cs.AGENT_BIN = side.binary
+            side.cr.run(1, 5)  # warm: the first create of a process opens what later ones reuse
+        for side in sides:
+            cs.BIN = cs.AGENT_BIN = side.binary
+            fsyncs(side)
+            fsyncs(side, 16)  # group commit: concurrent creates share directory fsyncs
+        latencies(sides)
     finally:
-        b.env.procs.stop_all()
-        if b.cfs != b.disk_cfs:
-            cb.shutil.rmtree(b.cfs, ignore_errors=True)
+        for side in sides:
+            side.stop()
     print("(create bench: %.0f s, %d volumes; load average %.1f %.1f %.1f)" % (
-        (time.monotonic() - t0, cr.n) + os.getloadavg()))
+        (time.monotonic() - t0, sum(s.cr.n for s in sides)) + os.getloadavg()))
 
 
 if __name__ == "__main__":
