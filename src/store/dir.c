@@ -295,51 +295,32 @@ static int keep(struct objvec *ov, cJSON *obj, const char *selector, struct err 
 	return 0;
 }
 
-/* The objects of the kind's directory dir (recurse: its namespaces' directories; ns: the
- * namespace dir is, else NULL); a file that cannot be read is reported (store.h). */
-static int list_dir(const struct store_kind *k, const char *dir, const char *ns,
-                    const char *selector, struct objvec *ov, bool recurse, struct err *e)
+struct list_files {
+	const struct store_kind *k;
+	const char *selector;
+	struct objvec *ov;
+};
+
+/* dir_file_fn: keeps one object file's object (struct list_files arg) when the selector selects
+ * it; a file that cannot be read is reported (store.h), one deleted meanwhile passed over. */
+static int list_file(void *arg, const char *path, const char *ns, const char *file, size_t len,
+                     struct err *e)
 {
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int r = 0;
-	if (!d)
-		return errno == ENOENT ? 0
-		                       : err_set(e, -errno, "open %s: %s", dir, strerror(errno));
-	while (r == 0 && (de = readdir(d)) != NULL) {
-		char path[PATH_MAX];
-		size_t len = strlen(de->d_name);
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (recurse) {
-			r = list_dir(k, path, de->d_name, selector, ov, false, e);
-			continue;
-		}
-		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
-			continue;
-		cJSON *obj;
-		struct err oe = {0};
-		r = json_read_file(path, &obj, &oe);
-		if (r == -ENOENT) { /* deleted meanwhile */
-			r = 0;
-			continue;
-		}
-		if (r == -ENOMEM) {
-			err_set(e, r, "%s", oe.msg);
-			break;
-		}
-		if (r < 0) { /* this object's own error */
-			char name[NAME_MAX + 1];
-			snprintf(name, sizeof(name), "%.*s", (int)(len - 5), de->d_name);
-			store_unreadable_report(k, ns, name, oe.msg);
-			r = 0;
-			continue;
-		}
-		r = keep(ov, obj, selector, e);
+	struct list_files *l = arg;
+	cJSON *obj;
+	struct err oe = {0};
+	int r = json_read_file(path, &obj, &oe);
+	if (r == -ENOENT) /* deleted meanwhile */
+		return 0;
+	if (r == -ENOMEM)
+		return err_set(e, r, "%s", oe.msg);
+	if (r < 0) { /* this object's own error */
+		char name[NAME_MAX + 1];
+		snprintf(name, sizeof(name), "%.*s", (int)(len - 5), file);
+		store_unreadable_report(l->k, ns, name, oe.msg);
+		return 0;
 	}
-	closedir(d);
-	return r;
+	return keep(l->ov, obj, l->selector, e);
 }
 
 /* A corrupt file of the index reported in its place (its key: <plural>/[<ns>/]<name>). */
@@ -399,7 +380,8 @@ static int d_list(store *st, const struct store_kind *k, const char *ns, const c
 		if (obj_dir(s, k, ns, dir, sizeof(dir)) < 0)
 			r = err_set(e, -ENAMETOOLONG, "path too long");
 		else
-			r = list_dir(k, dir, ns, selector, &ov, k->namespaced && !ns, e);
+			r = dir_files_each(dir, ns, k->namespaced && !ns, list_file,
+			                   &(struct list_files){k, selector, &ov}, e);
 	}
 	pthread_mutex_unlock(&s->mu);
 	if (r == 0 && !(*items = cJSON_CreateArray()))

@@ -4,7 +4,8 @@
  * place (store_unreadable_report) and the list goes on.  An object a label selector does not
  * select is passed over on its blob's labels (blob.h), before skip is asked about it.  A process
  * whose index does not answer (the CLI) reads the kind's files one at a time in the same order:
- * only their names are held, never all the objects. */
+ * only their names are held, never all the objects.  dir_files_each, the walk of a kind's
+ * directory, serves that list and store_list's (dir.c). */
 #include <dirent.h>
 #include <limits.h>
 #include <pthread.h>
@@ -128,8 +129,8 @@ static void files_free(struct files *f)
 	free(f->v);
 }
 
-/* The object files in dir (recurse: in its namespaces' directories; ns: the namespace of dir). */
-static int files_of(const char *dir, const char *ns, bool recurse, struct files *f, struct err *e)
+int dir_files_each(const char *dir, const char *ns, bool recurse, dir_file_fn fn, void *arg,
+                   struct err *e)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -138,36 +139,43 @@ static int files_of(const char *dir, const char *ns, bool recurse, struct files 
 		return errno == ENOENT ? 0
 		                       : err_set(e, -errno, "open %s: %s", dir, strerror(errno));
 	while (r == 0 && (de = readdir(d)) != NULL) {
-		char path[PATH_MAX], *both;
-		size_t len = strlen(de->d_name), nl = ns ? strlen(ns) + 1 : 0;
+		char path[PATH_MAX];
+		size_t len = strlen(de->d_name);
 		if (de->d_name[0] == '.')
 			continue;
-		if (recurse) {
-			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-			r = files_of(path, de->d_name, false, f, e);
-			continue;
-		}
-		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
-			continue;
-		if (f->n == f->cap) {
-			size_t cap = f->cap ? 2 * f->cap : 64;
-			struct file_ref *p = realloc(f->v, cap * sizeof(*p));
-			if (!p)
-				break;
-			f->v = p;
-			f->cap = cap;
-		}
-		if (!(both = malloc(nl + len - 4)))
-			break;
-		if (ns)
-			memcpy(both, ns, nl);
-		snprintf(both + nl, len - 4, "%s", de->d_name);
-		f->v[f->n++] = (struct file_ref){ns ? both : NULL, both + nl};
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (recurse)
+			r = dir_files_each(path, de->d_name, false, fn, arg, e);
+		else if (len >= 6 && strcmp(de->d_name + len - 5, ".json") == 0)
+			r = fn(arg, path, ns, de->d_name, len, e);
 	}
-	if (r == 0 && de)
-		r = err_set(e, -ENOMEM, "list: out of memory");
 	closedir(d);
 	return r;
+}
+
+/* dir_file_fn: notes one object file's namespace and name in the struct files arg. */
+static int add_file(void *arg, const char *path, const char *ns, const char *file, size_t len,
+                    struct err *e)
+{
+	struct files *f = arg;
+	size_t nl = ns ? strlen(ns) + 1 : 0;
+	char *both;
+	(void)path;
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? 2 * f->cap : 64;
+		struct file_ref *p = realloc(f->v, cap * sizeof(*p));
+		if (!p)
+			return err_set(e, -ENOMEM, "list: out of memory");
+		f->v = p;
+		f->cap = cap;
+	}
+	if (!(both = malloc(nl + len - 4)))
+		return err_set(e, -ENOMEM, "list: out of memory");
+	if (ns)
+		memcpy(both, ns, nl);
+	snprintf(both + nl, len - 4, "%s", file);
+	f->v[f->n++] = (struct file_ref){ns ? both : NULL, both + nl};
+	return 0;
 }
 
 /* The list of a process whose index does not answer: each file read, parsed and handed on in
@@ -189,7 +197,7 @@ static int files_walk(struct dir_store *s, const struct store_kind *k, const cha
 	r = dir_rv_last(s, &rv, e); /* before reading: no event is missed */
 	pthread_mutex_unlock(&s->mu);
 	if (r == 0)
-		r = files_of(dir, ns, k->namespaced && !ns, &f, e);
+		r = dir_files_each(dir, ns, k->namespaced && !ns, add_file, &f, e);
 	if (r == 0 && f.n > 1)
 		qsort(f.v, f.n, sizeof(*f.v), cmp_files);
 	for (size_t i = 0; i < f.n && r == 0; i++) {

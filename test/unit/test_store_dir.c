@@ -622,6 +622,92 @@ START_TEST(test_list_leaves_out_a_corrupt_file)
 }
 END_TEST
 
+static void create_pvc(store *s, const char *ns, const char *name)
+{
+	char text[256];
+	cJSON *o = NULL;
+	struct err e = {0};
+	snprintf(text, sizeof(text),
+	         "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolumeClaim\",\"metadata\":"
+	         "{\"name\":\"%s\",\"namespace\":\"%s\"}}",
+	         name, ns);
+	ck_assert_int_eq(json_parse_strict(text, strlen(text), &o, NULL), 0);
+	ck_assert_msg(store_create(s, o, NULL, &e) == 0, "%s", e.msg);
+	cJSON_Delete(o);
+}
+
+static int note_name(cJSON *obj, void *arg)
+{
+	char *names = arg;
+	size_t n = strlen(names);
+	snprintf(names + n, 256 - n, "%s/%s ", store_meta_str(obj, "namespace"),
+	         store_meta_str(obj, "name"));
+	return 0;
+}
+
+/* A process without an index lists a namespaced kind from its files, in every namespace or in
+ * one, with list and list_each alike: a corrupt file is reported for its own object and the
+ * others are listed; temporary, hidden and other names are passed over. */
+START_TEST(test_reader_lists_namespaces_around_leftovers)
+{
+	static const char *const leftovers[] = {"persistentvolumeclaims/ns-a/.c.json.tmp.Qq7Ww6",
+	                                        "persistentvolumeclaims/ns-a/.x.json",
+	                                        "persistentvolumeclaims/ns-a/x.jso",
+	                                        "persistentvolumeclaims/ns-a/.json",
+	                                        "persistentvolumeclaims/ns-b/" FILE_SPARE,
+	                                        "persistentvolumeclaims/.hidden/h.json"};
+	struct store_unreadable catch = {report, NULL};
+	struct err e = {0};
+	store *other = NULL;
+	cJSON *items = NULL;
+	char names[256], file[700], want[800];
+	create_pvc(st, "ns-b", "b1");
+	create_pvc(st, "ns-a", "a2");
+	create_pvc(st, "ns-a", "a1");
+	create_pvc(st, "ns-b", "bad");
+	for (size_t i = 0; i < sizeof(leftovers) / sizeof(leftovers[0]); i++)
+		tu_write(dir, leftovers[i], "{\"half\":");
+	snprintf(file, sizeof(file), "%s/persistentvolumeclaims/ns-b/bad.json", dir);
+	ck_assert_int_eq(truncate(file, 40), 0);
+	snprintf(want, sizeof(want), "PersistentVolumeClaim/bad: %s is corrupt", file);
+	ck_assert_int_eq(store_dir_open(dir, false, 60000, &other, NULL), 0);
+	store_unreadable_catch(&catch, NULL);
+	for (int each = 0; each < 2; each++) {
+		reported[0] = names[0] = 0;
+		if (each) {
+			ck_assert_msg(store_list_each(other, store_kind_lookup("pvc"), NULL, NULL,
+			                              note_name, names, NULL, &e) == 0,
+			              "%s", e.msg);
+		} else {
+			ck_assert_msg(store_list(other, store_kind_lookup("pvc"), NULL, NULL,
+			                         &items, NULL, &e) == 0,
+			              "%s", e.msg);
+			for (int i = 0; i < cJSON_GetArraySize(items); i++)
+				note_name(cJSON_GetArrayItem(items, i), names);
+			cJSON_Delete(items);
+		}
+		ck_assert_str_eq(names, "ns-a/a1 ns-a/a2 ns-b/b1 ");
+		ck_assert_msg(strstr(reported, want) && !strchr(strchr(reported, '\n') + 1, '\n'),
+		              "%s", reported);
+		reported[0] = names[0] = 0;
+		ck_assert_int_eq(store_list_each(other, store_kind_lookup("pvc"), "ns-a", NULL,
+		                                 note_name, names, NULL, &e),
+		                 0);
+		ck_assert_str_eq(names, "ns-a/a1 ns-a/a2 ");
+		ck_assert_str_eq(reported, "");
+	}
+	reported[0] = 0;
+	ck_assert_int_eq(
+	    store_list(other, store_kind_lookup("pvc"), "ns-b", NULL, &items, NULL, &e), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(items), 1);
+	ck_assert_str_eq(store_meta_str(cJSON_GetArrayItem(items, 0), "name"), "b1");
+	cJSON_Delete(items);
+	ck_assert_msg(strstr(reported, want), "%s", reported);
+	store_unreadable_catch(NULL, NULL);
+	store_close(other);
+}
+END_TEST
+
 static bool count_skip(const char *ns, const char *name, uint64_t rv, void *arg)
 {
 	(void)ns;
@@ -694,6 +780,7 @@ int main(void)
 	tcase_add_test(t, test_kind_directory_sees_only_the_object);
 	tcase_add_test(t, test_concurrent_writes_share_the_journal_fdatasync);
 	tcase_add_test(t, test_list_leaves_out_a_corrupt_file);
+	tcase_add_test(t, test_reader_lists_namespaces_around_leftovers);
 	tcase_add_test(t, test_selector_passes_over_unselected_objects);
 	tcase_add_test(t, test_open_passes_over_a_fifo);
 	suite_add_tcase(s, t);
