@@ -329,18 +329,59 @@ static void set_cond(struct model_pa *a, const char *type, const char *status, c
 	model_str_set(&c->last_transition_time, at);
 }
 
+/* PillarAgent "storage-1" (of node "stor-a" when node) connected and serving its exports since
+ * 10:00, as the loop first sees it. */
+static void outage_agent(struct model_pa *a, bool node)
+{
+	*a = (struct model_pa){0};
+	model_str_set(&a->meta.name, "storage-1");
+	if (node) {
+		a->spec.has_node_ref = true;
+		model_str_set(&a->spec.node_ref.name, "stor-a");
+	}
+	set_cond(a, RULES_COND_AGENT_CONNECTED, "True", RULES_REASON_DIALED,
+	         "2026-12-03T10:00:00Z");
+	set_cond(a, RULES_COND_EXPORTS_READY, "True", RULES_REASON_EXPORTS_SERVING,
+	         "2026-12-03T10:00:00Z");
+	ctl_events_observe(x, &model_pa_kind, STORE_ADDED, a);
+}
+
+/* The agent's connection lost (its health check failed) or dialed again at `at`, as the loop
+ * sees the change. */
+static void agent_connected(struct model_pa *a, bool up, const char *at)
+{
+	set_cond(a, RULES_COND_AGENT_CONNECTED, up ? "True" : "False",
+	         up ? RULES_REASON_DIALED : RULES_REASON_HEALTH_CHECK_FAILED, at);
+	ctl_events_observe(x, &model_pa_kind, STORE_MODIFIED, a);
+}
+
+/* n published volumes "pvc-<i>" of storage-1, i written with `digits` digits, each with its
+ * claim apps/data-<i> and ctrlLossTmo tmo_even or tmo_odd by the parity of i. */
+static struct model_pvst *outage_volumes(int n, int digits, long long tmo_even, long long tmo_odd)
+{
+	struct model_pvst *v = calloc((size_t)n, sizeof(*v));
+	char name[32], claim[32];
+	ck_assert_ptr_nonnull(v);
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "pvc-%0*d", digits, i);
+		snprintf(claim, sizeof(claim), "data-%0*d", digits, i);
+		outage_volume(&v[i], name, "storage-1", claim, true, i % 2 ? tmo_odd : tmo_even);
+	}
+	return v;
+}
+
+static void outage_volumes_free(struct model_pvst *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		model_clear(&model_pvst_kind, &v[i]);
+	free(v);
+}
+
 START_TEST(test_storage_node_outage_on_the_claims)
 {
 	struct model_pvst v[5];
-	struct model_pa a = {0};
-	model_str_set(&a.meta.name, "storage-1");
-	a.spec.has_node_ref = true;
-	model_str_set(&a.spec.node_ref.name, "stor-a");
-	set_cond(&a, RULES_COND_AGENT_CONNECTED, "True", RULES_REASON_DIALED,
-	         "2026-12-03T10:00:00Z");
-	set_cond(&a, RULES_COND_EXPORTS_READY, "True", RULES_REASON_EXPORTS_SERVING,
-	         "2026-12-03T10:00:00Z");
-	ctl_events_observe(x, &model_pa_kind, STORE_ADDED, &a);
+	struct model_pa a;
+	outage_agent(&a, true);
 	outage_volume(&v[0], "pvc-a", "storage-1", "short", true, 30);
 	outage_volume(&v[1], "pvc-b", "storage-1", "unset", true, -2);
 	outage_volume(&v[2], "pvc-c", "storage-1", "idle", false, 30);   /* not published */
@@ -415,37 +456,19 @@ END_TEST
 START_TEST(test_outage_of_many_claims)
 {
 	enum { N = 2000 };
-	struct model_pvst *v = calloc(N, sizeof(*v));
-	struct model_pa a = {0};
-	char name[32], claim[32];
+	struct model_pa a;
 	unsigned long created, patched, dropped;
 
-	ck_assert_ptr_nonnull(v);
-	model_str_set(&a.meta.name, "storage-1");
-	set_cond(&a, RULES_COND_AGENT_CONNECTED, "True", RULES_REASON_DIALED,
-	         "2026-12-03T10:00:00Z");
-	set_cond(&a, RULES_COND_EXPORTS_READY, "True", RULES_REASON_EXPORTS_SERVING,
-	         "2026-12-03T10:00:00Z");
-	ctl_events_observe(x, &model_pa_kind, STORE_ADDED, &a);
-	for (int i = 0; i < N; i++) {
-		snprintf(name, sizeof(name), "pvc-%04d", i);
-		snprintf(claim, sizeof(claim), "data-%04d", i);
-		outage_volume(&v[i], name, "storage-1", claim, true, 30);
-	}
-	set_cond(&a, RULES_COND_AGENT_CONNECTED, "False", RULES_REASON_HEALTH_CHECK_FAILED,
-	         "2026-12-03T11:00:00Z");
-	ctl_events_observe(x, &model_pa_kind, STORE_MODIFIED, &a);
-	set_cond(&a, RULES_COND_AGENT_CONNECTED, "True", RULES_REASON_DIALED,
-	         "2026-12-03T11:05:00Z");
-	ctl_events_observe(x, &model_pa_kind, STORE_MODIFIED, &a);
+	outage_agent(&a, false);
+	struct model_pvst *v = outage_volumes(N, 4, 30, 30);
+	agent_connected(&a, false, "2026-12-03T11:00:00Z");
+	agent_connected(&a, true, "2026-12-03T11:05:00Z");
 	ck_assert(kube_events_flush(rec, 120000));
 	kube_events_counts(rec, &created, &patched, &dropped);
 	ck_assert_uint_eq(dropped, 0);
 	ck_assert_uint_eq(created,
 	                  2 + 2 * N); /* the agent's two condition Events, then the claims' */
-	for (int i = 0; i < N; i++)
-		model_clear(&model_pvst_kind, &v[i]);
-	free(v);
+	outage_volumes_free(v, N);
 	model_clear(&model_pa_kind, &a);
 }
 END_TEST
@@ -471,34 +494,16 @@ static void gate(bool closed)
  * Normal, the Warning first. */
 START_TEST(test_outage_of_ten_thousand_claims_at_the_budget)
 {
-	struct model_pvst *v = calloc(MANY, sizeof(*v));
-	struct model_pa a = {0};
-	char name[32], claim[32];
+	struct model_pa a;
 	struct kube_events_stats st;
 
-	ck_assert_ptr_nonnull(v);
-	model_str_set(&a.meta.name, "storage-1");
-	a.spec.has_node_ref = true;
-	model_str_set(&a.spec.node_ref.name, "stor-a");
-	set_cond(&a, RULES_COND_AGENT_CONNECTED, "True", RULES_REASON_DIALED,
-	         "2026-12-03T10:00:00Z");
-	set_cond(&a, RULES_COND_EXPORTS_READY, "True", RULES_REASON_EXPORTS_SERVING,
-	         "2026-12-03T10:00:00Z");
-	ctl_events_observe(x, &model_pa_kind, STORE_ADDED, &a);
-	for (int i = 0; i < MANY; i++) {
-		snprintf(name, sizeof(name), "pvc-%05d", i);
-		snprintf(claim, sizeof(claim), "data-%05d", i);
-		outage_volume(&v[i], name, "storage-1", claim, true, i % 2 ? 30 : -2);
-	}
+	outage_agent(&a, true);
+	struct model_pvst *v = outage_volumes(MANY, 5, -2, 30);
 	gate(true);
 	size_t before = ALLOCATED();
-	set_cond(&a, RULES_COND_AGENT_CONNECTED, "False", RULES_REASON_HEALTH_CHECK_FAILED,
-	         "2026-12-03T11:00:00Z");
-	ctl_events_observe(x, &model_pa_kind, STORE_MODIFIED, &a);
+	agent_connected(&a, false, "2026-12-03T11:00:00Z");
 	size_t grown = ALLOCATED() - before;
-	set_cond(&a, RULES_COND_AGENT_CONNECTED, "True", RULES_REASON_DIALED,
-	         "2026-12-03T11:05:00Z");
-	ctl_events_observe(x, &model_pa_kind, STORE_MODIFIED, &a);
+	agent_connected(&a, true, "2026-12-03T11:05:00Z");
 	kube_events_stats(rec, &st);
 	ck_assert_uint_eq(st.dropped, 0);
 	/* the recorder's queue holds a few formatted Events, not one per claim (~0.4 KB each) */
@@ -516,9 +521,7 @@ START_TEST(test_outage_of_ten_thousand_claims_at_the_budget)
 	ck_assert_int_eq(one_each, MANY);
 	ck_assert_int_eq(normal_first, 0);
 	pthread_mutex_unlock(&mu);
-	for (int i = 0; i < MANY; i++)
-		model_clear(&model_pvst_kind, &v[i]);
-	free(v);
+	outage_volumes_free(v, MANY);
 	model_clear(&model_pa_kind, &a);
 }
 END_TEST
