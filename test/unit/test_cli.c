@@ -82,6 +82,39 @@ static int run(struct exec_result *r, const char *const *argv)
 	return r->exit_code;
 }
 
+/* Runs argv and expects its exit code; where not NULL, out and err are what stdout and stderr
+ * hold: exactly (whole), or somewhere in them (!whole). */
+static void expect_run(const char *const *argv, int code, bool whole, const char *out,
+                       const char *err)
+{
+	struct exec_result r;
+	int got = run(&r, argv);
+	ck_assert_msg(got == code, "%s %s: exit %d, want %d; stderr:\n%s", argv[1], argv[2], got,
+	              code, r.err);
+	if (out && whole)
+		ck_assert_str_eq(r.out, out);
+	if (err && whole)
+		ck_assert_str_eq(r.err, err);
+	if (out && !whole)
+		ck_assert_msg(strstr(r.out, out), "%s %s: no \"%s\" in stdout:\n%s", argv[1],
+		              argv[2], out, r.out);
+	if (err && !whole)
+		ck_assert_msg(strstr(r.err, err), "%s %s: no \"%s\" in stderr:\n%s", argv[1],
+		              argv[2], err, r.err);
+	exec_result_free(&r);
+}
+
+/* The object a `get ... -o json` argv prints (exit 0). */
+static cJSON *get_json(const char *const *argv)
+{
+	struct exec_result r;
+	cJSON *o = NULL;
+	ck_assert_int_eq(run(&r, argv), 0);
+	ck_assert_int_eq(json_parse_strict(r.out, r.out_len, &o, NULL), 0);
+	exec_result_free(&r);
+	return o;
+}
+
 /* A fresh scratch directory d, the --store flag of an embedded store in it, and the path of
  * the file name in it. */
 static void scratch(char d[512], char storeflag[600], char file[600], const char *name)
@@ -105,13 +138,11 @@ START_TEST(test_verbs_through_the_binary)
 	         "\"metadata\":{\"name\":\"tank\"},\"spec\":{\"agentRef\":\"storage-1\","
 	         "\"backend\":{\"zfs\":{\"pool\":\"tank\"}}}}]}");
 	const char *apply[] = {bin(), "apply", "-f", file, storeflag, NULL};
-	ck_assert_int_eq(run(&r, apply), 0);
-	ck_assert_str_eq(r.out, "pillaragent.pillar-csi.bhyoo.com/storage-1 created\n"
-	                        "pillarstore.pillar-csi.bhyoo.com/tank created\n");
-	exec_result_free(&r);
-	ck_assert_int_eq(run(&r, apply), 0);
-	ck_assert_ptr_nonnull(strstr(r.out, "pillarstore.pillar-csi.bhyoo.com/tank unchanged\n"));
-	exec_result_free(&r);
+	expect_run(apply, 0, true,
+	           "pillaragent.pillar-csi.bhyoo.com/storage-1 created\n"
+	           "pillarstore.pillar-csi.bhyoo.com/tank created\n",
+	           NULL);
+	expect_run(apply, 0, false, "pillarstore.pillar-csi.bhyoo.com/tank unchanged\n", NULL);
 
 	/* the table uses the CRD's printer columns */
 	const char *get[] = {bin(), "get", "pst", storeflag, NULL};
@@ -125,33 +156,24 @@ START_TEST(test_verbs_through_the_binary)
 
 	const char *getjson[] = {bin(), "get",  "pillaragent", "storage-1",
 	                         "-o",  "json", storeflag,     NULL};
-	cJSON *o;
-	ck_assert_int_eq(run(&r, getjson), 0);
-	ck_assert_int_eq(json_parse_strict(r.out, r.out_len, &o, NULL), 0);
+	cJSON *o = get_json(getjson);
 	ck_assert_str_eq(json_get_str(o, "kind"), "PillarAgent");
 	ck_assert_ptr_nonnull(json_get_str(cJSON_GetObjectItem(o, "metadata"), "uid"));
 	cJSON_Delete(o);
-	exec_result_free(&r);
 
 	const char *del[] = {bin(), "delete", "pa", "storage-1", storeflag, NULL};
-	ck_assert_int_eq(run(&r, del), 0);
-	ck_assert_str_eq(r.out, "pillaragent.pillar-csi.bhyoo.com \"storage-1\" deleted\n");
-	exec_result_free(&r);
-	ck_assert_int_eq(run(&r, getjson), 1);
-	ck_assert_str_eq(r.err, "Error from server (NotFound): pillaragents.pillar-csi.bhyoo.com "
-	                        "\"storage-1\" not found\n");
-	exec_result_free(&r);
+	expect_run(del, 0, true, "pillaragent.pillar-csi.bhyoo.com \"storage-1\" deleted\n", NULL);
+	expect_run(getjson, 1, true, NULL,
+	           "Error from server (NotFound): pillaragents.pillar-csi.bhyoo.com "
+	           "\"storage-1\" not found\n");
 
 	const char *badkind[] = {bin(), "get", "widgets", storeflag, NULL};
-	ck_assert_int_eq(run(&r, badkind), 1);
-	ck_assert_str_eq(r.err, "error: the server doesn't have a resource type \"widgets\"\n");
-	exec_result_free(&r);
+	expect_run(badkind, 1, true, NULL,
+	           "error: the server doesn't have a resource type \"widgets\"\n");
 	tu_write(d, "bad.json", "{\"kind\":");
 	snprintf(file, sizeof(file), "%s/bad.json", d);
 	const char *badfile[] = {bin(), "apply", "-f", file, storeflag, NULL};
-	ck_assert_int_eq(run(&r, badfile), 1);
-	ck_assert_ptr_nonnull(strstr(r.err, "invalid JSON"));
-	exec_result_free(&r);
+	expect_run(badfile, 1, false, NULL, "invalid JSON");
 	/* an object its CRD's rules reject is refused with the spec's message (crds.md §3.1) and
 	 * not stored; the valid objects of the same file are */
 	tu_write(d, "invalid.json",
@@ -162,19 +184,13 @@ START_TEST(test_verbs_through_the_binary)
 	         "\"metadata\":{\"name\":\"ok\"},\"spec\":{\"nodeRef\":{\"name\":\"n1\"}}}]");
 	snprintf(file, sizeof(file), "%s/invalid.json", d);
 	const char *invalid[] = {bin(), "apply", "-f", file, storeflag, NULL};
-	ck_assert_int_eq(run(&r, invalid), 1);
-	ck_assert_str_eq(r.err, "Error from server (Invalid): PillarAgent \"both\" is invalid: "
-	                        "exactly one of spec.nodeRef or spec.external must be set\n");
-	ck_assert_str_eq(r.out, "pillaragent.pillar-csi.bhyoo.com/ok created\n");
-	exec_result_free(&r);
+	expect_run(invalid, 1, true, "pillaragent.pillar-csi.bhyoo.com/ok created\n",
+	           "Error from server (Invalid): PillarAgent \"both\" is invalid: "
+	           "exactly one of spec.nodeRef or spec.external must be set\n");
 	const char *getboth[] = {bin(), "get", "pa", "both", storeflag, NULL};
-	ck_assert_int_eq(run(&r, getboth), 1);
-	ck_assert_ptr_nonnull(strstr(r.err, "(NotFound)"));
-	exec_result_free(&r);
+	expect_run(getboth, 1, false, NULL, "(NotFound)");
 	const char *nostore[] = {bin(), "get", "pa", NULL};
-	ck_assert_int_eq(run(&r, nostore), 1);
-	ck_assert_ptr_nonnull(strstr(r.err, "pass --store=dir:PATH"));
-	exec_result_free(&r);
+	expect_run(nostore, 1, false, NULL, "pass --store=dir:PATH");
 	/* a corrupt record is an error row of the listing, the other objects are listed; the
 	 * command fails, as kubectl does when it could not read everything */
 	char broken[700], want[900];
@@ -186,11 +202,8 @@ START_TEST(test_verbs_through_the_binary)
 	ck_assert_msg(strstr(r.out, want) && strstr(r.out, "\nok "), "got:\n%s", r.out);
 	exec_result_free(&r);
 	const char *getpajson[] = {bin(), "get", "pa", "-o", "json", storeflag, NULL};
-	ck_assert_int_eq(run(&r, getpajson), 1);
-	ck_assert_ptr_nonnull(strstr(r.out, "\"name\": \"ok\""));
 	snprintf(want, sizeof(want), "error: PillarAgent \"broken\": %s is corrupt", broken);
-	ck_assert_msg(strstr(r.err, want), "got:\n%s", r.err);
-	exec_result_free(&r);
+	expect_run(getpajson, 1, false, "\"name\": \"ok\"", want);
 	tu_rmtree(d);
 }
 END_TEST
@@ -210,25 +223,19 @@ START_TEST(test_apply_validate)
 	         "\"n2\"},\"bogus\":true}}");
 	const char *strict[] = {bin(), "apply", "-f", file, storeflag, NULL};
 	const char *get[] = {bin(), "get", "pa", "s1", "-o", "json", storeflag, NULL};
-	ck_assert_int_eq(run(&r, strict), 1);
 	char want[1024];
 	snprintf(want, sizeof(want),
 	         "Error from server (BadRequest): error when creating \"%s\": PillarAgent in "
 	         "version \"v1alpha1\" cannot be handled as a PillarAgent: strict decoding error: "
 	         "unknown field \"spec.bogus\", duplicate field \"spec.nodeRef.name\"\n",
 	         file);
-	ck_assert_str_eq(r.err, want);
-	ck_assert_str_eq(r.out, "");
-	exec_result_free(&r);
-	ck_assert_int_eq(run(&r, get), 1); /* nothing stored */
-	exec_result_free(&r);
+	expect_run(strict, 1, true, "", want);
+	expect_run(get, 1, true, NULL, NULL); /* nothing stored */
 
 	const char *warn[] = {bin(), "apply", "-f", file, storeflag, "--validate=warn", NULL};
-	ck_assert_int_eq(run(&r, warn), 0);
-	ck_assert_str_eq(r.err, "Warning: unknown field \"spec.bogus\"\n"
-	                        "Warning: duplicate field \"spec.nodeRef.name\"\n");
-	ck_assert_str_eq(r.out, "pillaragent.pillar-csi.bhyoo.com/s1 created\n");
-	exec_result_free(&r);
+	expect_run(warn, 0, true, "pillaragent.pillar-csi.bhyoo.com/s1 created\n",
+	           "Warning: unknown field \"spec.bogus\"\n"
+	           "Warning: duplicate field \"spec.nodeRef.name\"\n");
 	ck_assert_int_eq(run(&r, get),
 	                 0); /* stored as the API server stores it: pruned, last wins */
 	ck_assert_ptr_null(strstr(r.out, "bogus"));
@@ -236,31 +243,23 @@ START_TEST(test_apply_validate)
 	exec_result_free(&r);
 
 	/* an update is refused the same way under strict (the request is then a patch) */
-	ck_assert_int_eq(run(&r, strict), 1);
-	ck_assert_ptr_nonnull(strstr(r.err, "error when patching"));
-	exec_result_free(&r);
+	expect_run(strict, 1, false, NULL, "error when patching");
 	const char *off[] = {bin(), "apply", "-f", file, storeflag, "--validate=false", NULL};
 	ck_assert_int_eq(run(&r, off), 0);
 	ck_assert_ptr_nonnull(strstr(r.err, "Warning: unknown field \"spec.bogus\"\n"));
 	ck_assert_str_eq(r.out, "pillaragent.pillar-csi.bhyoo.com/s1 unchanged\n");
 	exec_result_free(&r);
 	const char *ignore[] = {bin(), "apply", "-f", file, storeflag, "--validate=ignore", NULL};
-	ck_assert_int_eq(run(&r, ignore), 0);
-	ck_assert_str_eq(r.err, "");
-	exec_result_free(&r);
+	expect_run(ignore, 0, true, NULL, "");
 	const char *bad[] = {bin(), "apply", "-f", file, storeflag, "--validate=maybe", NULL};
-	ck_assert_int_eq(run(&r, bad), 1);
-	ck_assert_ptr_nonnull(strstr(r.err, "invalid - validate option \"maybe\""));
-	exec_result_free(&r);
+	expect_run(bad, 1, false, NULL, "invalid - validate option \"maybe\"");
 
 	/* "s1\u0000x" must not name s1, at any level */
 	tu_write(d, "pa.json",
 	         "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":\"PillarAgent\","
 	         "\"metadata\":{\"name\":\"s1\\u0000x\"},\"spec\":{\"external\":{\"address\":"
 	         "\"10.0.0.1\",\"port\":9}}}");
-	ck_assert_int_eq(run(&r, ignore), 1);
-	ck_assert_ptr_nonnull(strstr(r.err, ": field metadata.name contains a NUL byte"));
-	exec_result_free(&r);
+	expect_run(ignore, 1, false, NULL, ": field metadata.name contains a NUL byte");
 	ck_assert_int_eq(run(&r, get), 0);
 	ck_assert_ptr_null(strstr(r.out, "10.0.0.1"));
 	exec_result_free(&r);
@@ -274,7 +273,6 @@ END_TEST
 START_TEST(test_apply_status_subresource)
 {
 	char d[512], storeflag[600], file[600];
-	struct exec_result r;
 	scratch(d, storeflag, file, "o.json");
 #define PVST_HEAD                                                                           \
 	"{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":\"PillarVolumeState\"," \
@@ -285,33 +283,24 @@ START_TEST(test_apply_status_subresource)
 	const char *apply[] = {bin(), "apply", "-f", file, storeflag, NULL};
 	const char *applys[] = {bin(), "apply", "-f", file, storeflag, "--subresource=status",
 	                        NULL};
-	ck_assert_int_eq(run(&r, apply), 0);
-	exec_result_free(&r);
+	expect_run(apply, 0, true, NULL, NULL);
 
 	/* a plain apply never writes status (status subresource) */
 	snprintf(buf, sizeof(buf), PVST_HEAD, "",
 	         ",\"status\":{\"phase\":\"Ready\",\"exportSpec\":{\"bindAddress\":\"10.0.0.5\","
 	         "\"port\":4420,\"aclEnabled\":true}}");
 	tu_write(d, "o.json", buf);
-	ck_assert_int_eq(run(&r, apply), 0);
-	exec_result_free(&r);
+	expect_run(apply, 0, true, NULL, NULL);
 	const char *get[] = {bin(), "get", "pvst", "pvc-1", "-o", "json", storeflag, NULL};
-	cJSON *o;
-	ck_assert_int_eq(run(&r, get), 0);
-	ck_assert_int_eq(json_parse_strict(r.out, r.out_len, &o, NULL), 0);
-	exec_result_free(&r);
+	cJSON *o = get_json(get);
 	ck_assert_ptr_null(cJSON_GetObjectItem(o, "status"));
 	cJSON_Delete(o);
 
-	ck_assert_int_eq(run(&r, applys), 0);
-	ck_assert_str_eq(r.out, "pillarvolumestate.pillar-csi.bhyoo.com/pvc-1 status configured\n");
-	exec_result_free(&r);
-	ck_assert_int_eq(run(&r, applys), 0);
-	ck_assert_str_eq(r.out, "pillarvolumestate.pillar-csi.bhyoo.com/pvc-1 status unchanged\n");
-	exec_result_free(&r);
-	ck_assert_int_eq(run(&r, get), 0);
-	ck_assert_int_eq(json_parse_strict(r.out, r.out_len, &o, NULL), 0);
-	exec_result_free(&r);
+	expect_run(applys, 0, true,
+	           "pillarvolumestate.pillar-csi.bhyoo.com/pvc-1 status configured\n", NULL);
+	expect_run(applys, 0, true,
+	           "pillarvolumestate.pillar-csi.bhyoo.com/pvc-1 status unchanged\n", NULL);
+	o = get_json(get);
 	const cJSON *st = cJSON_GetObjectItem(o, "status");
 	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(st, "exportSpec"), "bindAddress"),
 	                 "10.0.0.5");
@@ -322,37 +311,27 @@ START_TEST(test_apply_status_subresource)
 	snprintf(buf, sizeof(buf), PVST_HEAD, ",\"resourceVersion\":\"1\"",
 	         ",\"status\":{\"phase\":\"Ready\"}");
 	tu_write(d, "o.json", buf);
-	ck_assert_int_eq(run(&r, applys), 1);
-	ck_assert_ptr_nonnull(strstr(r.err, "Error from server (Conflict): "));
-	exec_result_free(&r);
+	expect_run(applys, 1, false, NULL, "Error from server (Conflict): ");
 	snprintf(buf, sizeof(buf), PVST_HEAD, ",\"uid\":\"00000000-0000-4000-8000-000000000000\"",
 	         ",\"status\":{\"phase\":\"Ready\"}");
 	tu_write(d, "o.json", buf);
-	ck_assert_int_eq(run(&r, applys), 1);
-	ck_assert_ptr_nonnull(strstr(r.err, "Error from server (Conflict): "));
-	exec_result_free(&r);
-	ck_assert_int_eq(run(&r, get), 0);
-	ck_assert_ptr_nonnull(strstr(r.out, "exportSpec"));
-	exec_result_free(&r);
+	expect_run(applys, 1, false, NULL, "Error from server (Conflict): ");
+	expect_run(get, 0, false, "exportSpec", NULL);
 
 	/* missing object, kind without status, unsupported subresource */
 	tu_write(d, "o.json",
 	         "{\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"kind\":\"PillarVolumeState\","
 	         "\"metadata\":{\"name\":\"pvc-2\"},\"status\":{\"phase\":\"Ready\"}}");
-	ck_assert_int_eq(run(&r, applys), 1);
-	ck_assert_ptr_nonnull(strstr(r.err, "Error from server (NotFound): "));
-	exec_result_free(&r);
+	expect_run(applys, 1, false, NULL, "Error from server (NotFound): ");
 	tu_write(d, "o.json",
 	         "{\"apiVersion\":\"storage.k8s.io/v1\",\"kind\":\"CSINode\","
 	         "\"metadata\":{\"name\":\"node-a\"},\"status\":{}}");
-	ck_assert_int_eq(run(&r, applys), 1);
-	ck_assert_str_eq(r.err, "error: csinodes.storage.k8s.io has no status subresource\n");
-	exec_result_free(&r);
+	expect_run(applys, 1, true, NULL,
+	           "error: csinodes.storage.k8s.io has no status subresource\n");
 	const char *scale[] = {bin(), "apply", "-f", file, storeflag, "--subresource=scale", NULL};
-	ck_assert_int_eq(run(&r, scale), 1);
-	ck_assert_str_eq(r.err, "error: --subresource \"scale\" is not supported; the only "
-	                        "subresource is \"status\"\n");
-	exec_result_free(&r);
+	expect_run(scale, 1, true, NULL,
+	           "error: --subresource \"scale\" is not supported; the only "
+	           "subresource is \"status\"\n");
 	tu_rmtree(d);
 #undef PVST_HEAD
 }
@@ -476,24 +455,18 @@ START_TEST(test_get_long_list)
 	}
 	const char *json[] = {bin(), "get", "pvst", "-o", "json", storeflag, NULL};
 	char *want = long_json(url, NULL);
-	ck_assert_int_eq(run(&r, json), 0);
-	ck_assert_str_eq(r.out, want);
+	expect_run(json, 0, true, want, NULL);
 	free(want);
-	exec_result_free(&r);
 	const char *sel[] = {
 	    bin(),     "get", "pvst", "-o", "json", "-l", "pillar-csi.bhyoo.com/agent=storage-1",
 	    storeflag, NULL};
 	want = long_json(url, "pillar-csi.bhyoo.com/agent=storage-1");
-	ck_assert_int_eq(run(&r, sel), 0);
-	ck_assert_str_eq(r.out, want);
-	ck_assert_ptr_nonnull(strstr(r.out, "\"pvc-1099\""));
-	ck_assert_ptr_null(strstr(r.out, "\"pvc-1098\""));
+	expect_run(sel, 0, true, want, NULL); /* so what follows holds of its output */
+	ck_assert_ptr_nonnull(strstr(want, "\"pvc-1099\""));
+	ck_assert_ptr_null(strstr(want, "\"pvc-1098\""));
 	free(want);
-	exec_result_free(&r);
 	const char *bad[] = {bin(), "get", "pvst", "--chunk-size=-1", storeflag, NULL};
-	ck_assert_int_eq(run(&r, bad), 2);
-	ck_assert_str_eq(r.err, "pillar-csi get: --chunk-size must be 0 or more\n");
-	exec_result_free(&r);
+	expect_run(bad, 2, true, NULL, "pillar-csi get: --chunk-size must be 0 or more\n");
 	tu_rmtree(d);
 }
 END_TEST
@@ -502,19 +475,15 @@ END_TEST
 START_TEST(test_get_empty_list)
 {
 	char d[512], storeflag[600], file[600];
-	struct exec_result r;
 	scratch(d, storeflag, file, "unused");
 	const char *json[] = {bin(), "get", "pvst", "-o", "json", storeflag, NULL};
-	ck_assert_int_eq(run(&r, json), 0);
-	ck_assert_str_eq(r.out, "{\n    \"apiVersion\": \"v1\",\n    \"items\": [],\n    \"kind\": "
-	                        "\"List\",\n    \"metadata\": {\n        \"resourceVersion\": "
-	                        "\"\"\n    }\n}\n");
-	exec_result_free(&r);
+	expect_run(json, 0, true,
+	           "{\n    \"apiVersion\": \"v1\",\n    \"items\": [],\n    \"kind\": "
+	           "\"List\",\n    \"metadata\": {\n        \"resourceVersion\": "
+	           "\"\"\n    }\n}\n",
+	           NULL);
 	const char *table[] = {bin(), "get", "pvst", storeflag, NULL};
-	ck_assert_int_eq(run(&r, table), 0);
-	ck_assert_str_eq(r.out, "");
-	ck_assert_str_eq(r.err, "No resources found\n");
-	exec_result_free(&r);
+	expect_run(table, 0, true, "", "No resources found\n");
 	tu_rmtree(d);
 }
 END_TEST
