@@ -129,21 +129,34 @@ static bool still_serving(struct agentmon *m, const struct monitored_agent *a)
 	return agentclient_conn_id(m->c->ac, a->addr) == a->conn;
 }
 
-/* Probes agent name at addr and records the result; true when its state changed. */
+static const char *state_name(enum agentmon_state s)
+{
+	return s == AGENTMON_DOWN      ? "unreachable"
+	       : s == AGENTMON_GATED   ? "restore pending"
+	       : s == AGENTMON_SERVING ? "serving"
+	                               : "unknown";
+}
+
+/* Probes agent name at addr and records the result; true when its state changed (logged: the
+ * moment the controller noticed). */
 static bool probe_one(struct agentmon *m, const char *name, const char *addr)
 {
-	enum agentmon_state s = probe(m, addr);
+	enum agentmon_state s = probe(m, addr), was = AGENTMON_UNKNOWN;
 	uint64_t conn = s == AGENTMON_SERVING ? agentclient_conn_id(m->c->ac, addr) : 0;
 	bool changed = false;
 	pthread_mutex_lock(&m->mu);
 	for (struct monitored_agent *a = m->agents; a; a = a->next)
 		if (!strcmp(a->name, name) && !strcmp(a->addr, addr)) {
 			changed = s != AGENTMON_UNKNOWN && s != a->state;
+			was = a->state;
 			a->state = s;
 			a->conn = conn;
 			a->probed_ms = time_mono_ms();
 		}
 	pthread_mutex_unlock(&m->mu);
+	if (changed)
+		log_info("agent probe state changed", "agent", name, "from", state_name(was), "to",
+		         state_name(s));
 	return changed;
 }
 

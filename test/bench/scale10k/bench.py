@@ -16,8 +16,14 @@ flight), PER_AGENT volumes on each agent.  Then:
             and resident memory then (ROUNDS restarts: median and min–max); on the kube store
             also the API requests of a restart by verb (watches included);
   reboot    one storage node rebooted (its agent killed, its configfs emptied, the agent started
-            again): seconds from the agent's port accepting to its PillarAgent showing
-            ExportsReady=True/ExportsServing again (goal <= 3 s), and the store writes of it;
+            again), REBOOTS times: seconds from the agent's port accepting to its PillarAgent
+            showing ExportsReady=True/ExportsServing again (goal <= 3 s in every round), the
+            store writes of it, and its steps (REBOOT_STEPS: the agent listening, the
+            controller's probe noticing it, the restore request, the agent's restore, the
+            response, the status) timed from the agent's and the controller's logs; with
+            BENCH_OLD_BIN (a copy of the old build) each round reboots once with each binary,
+            old first (the controller restarted with it and the agent started with it), and
+            each binary's median and min–max are printed;
   RSS       the controller's resident memory at rest, its peak over each restart and over the
             reboot's restore, against issue 30's bound (<= 16 MiB after a restart or reload);
   Events    on the kube store, the controller's Events created and patched (the request log)
@@ -26,10 +32,11 @@ The creates and restarts are made at 1,000 volumes first, then at all of them.
 
   bench.py DIR      env BENCH_AGENTS (default 10), BENCH_PER_AGENT (default 1000), BENCH_STORE
                     (dir or kube; default dir), BENCH_KUBE_QPS (default 1000), BENCH_RESTARTS
-                    (default 3)
+                    (default 3), BENCH_REBOOTS (default 3), BENCH_OLD_BIN (default: none)
 """
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -51,6 +58,8 @@ PER_AGENT = int(os.environ.get("BENCH_PER_AGENT", "1000"))
 STORE = os.environ.get("BENCH_STORE", "dir")
 KUBE_QPS = int(os.environ.get("BENCH_KUBE_QPS", "1000"))
 RESTARTS = int(os.environ.get("BENCH_RESTARTS", "3"))
+REBOOTS = int(os.environ.get("BENCH_REBOOTS", "3"))
+OLD = os.environ.get("BENCH_OLD_BIN")
 IN_FLIGHT = 4
 OBJECT_WRITES = ("create", "update", "patch", "delete")
 
@@ -334,39 +343,138 @@ class Scale:
                 "requests": len(reqs), "verbs": self.log.kb.by_verb(reqs) if self.log else "",
                 "load": os.getloadavg()[0]}
 
-    def gate_open(self, a):
+    def gate_open(self, stub):
         """The agent's restore gate is open: the controller's complete ReconcileState went
-        through (HealthCheck straight to the agent)."""
+        through (HealthCheck straight to the agent, on one channel for the whole wait: a new
+        channel per poll would cost the machine more CPU than the restore it waits for)."""
         try:
-            stub = apbg.AgentServiceStub(cs.grpc.insecure_channel("127.0.0.1:%d" % a.port))
             return not stub.HealthCheck(apb.HealthCheckRequest(), timeout=2).export_restore_pending
         except cs.grpc.RpcError:
             return False
 
     def reboot(self, a):
-        """(accept -> gate open s, accept -> ExportsServing s, store writes, exports before,
-        exports after)."""
+        """One reboot of a: a dict of its figures (seconds, store writes, exports before and
+        after) and its steps (REBOOT_STEPS, seconds from the agent's start)."""
         self.quiet(1)
         before = len(os.listdir(os.path.join(a.nvmet, "subsystems")))
         rv0 = self.store_rv()
         pa_rv0 = self.pa(a.name).get("metadata", {}).get("resourceVersion")
         with open("/proc/%d/clear_refs" % self.pid, "w") as f:
             f.write("5")  # VmHWM from here: the peak of the reboot's restore (proc(5))
+        coffset = self.log_size()
         self.env.procs.stop(a.name, signal.SIGKILL)
         a.wipe()
+        spawn = time.time()
         if not a.start():
             raise SystemExit("agent %s did not restart" % a.name)
+        accept = time.time()
         t0 = time.monotonic()
-        if not cs.wait_for(lambda: self.gate_open(a), 300, step=0.02):
+        ch = cs.grpc.insecure_channel("127.0.0.1:%d" % a.port)
+        stub = apbg.AgentServiceStub(ch)
+        if not cs.wait_for(lambda: self.gate_open(stub), 300, step=0.02):
             raise SystemExit("%s's restore gate stayed closed for 300 s" % a.name)
         gate = time.monotonic() - t0
+        ch.close()
         if not cs.wait_for(lambda: self.pa(a.name).get("metadata", {}).get(
                 "resourceVersion") != pa_rv0 and self.serving(a.name), 300, step=0.02):
             raise SystemExit("no ExportsServing within 300 s of %s's restart" % a.name)
         secs = time.monotonic() - t0
+        steps = {"accept": accept - spawn, "gate": gate + accept - spawn,
+                 "serving": secs + accept - spawn}
+        steps.update(reboot_steps(a, os.path.join(self.env.base, "controller.log"), coffset,
+                                  spawn))
+        others = [o for o in self.agents if o is not a]
+        busy = others_busy(others, spawn, spawn + steps["serving"])
         self.quiet(1)
         after = len(os.listdir(os.path.join(a.nvmet, "subsystems")))
-        return gate, secs, self.store_rv() - rv0, before, after
+        return {"gate": gate, "secs": secs, "writes": self.store_rv() - rv0, "before": before,
+                "after": after, "steps": steps, "busy": busy,
+                "rss": cb.proc_rss_kib(self.pid) / 1024,
+                "hwm": cb.proc_rss_kib(self.pid, "VmHWM") / 1024, "load": os.getloadavg()[0]}
+
+
+KLOG = re.compile(r'^[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) +\d+ [\w.]+:\d+\] "([^"]*)"(.*)$')
+KV = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def klog_lines(path, offset=0):
+    """(wall-clock time, message, {key: value}) of each klog line of path after byte offset;
+    klog's time is local time without a year: this year's."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return []
+    year, out = time.localtime().tm_year, []
+    for line in text.splitlines():
+        m = KLOG.match(line)
+        if m:
+            mo, d, hh, mm, ss, us = (int(x) for x in m.groups()[:6])
+            t = time.mktime((year, mo, d, hh, mm, ss, 0, 0, -1)) + us / 1e6
+            out.append((t, m.group(7), dict(KV.findall(m.group(8)))))
+    return out
+
+
+# The steps of a reboot, in the order they happen, each as seconds from the agent's start (its
+# process spawned on an emptied configfs tree):
+REBOOT_STEPS = (
+    ("listen", "agent serving (its log)"),
+    ("accept", "its port accepts (seen by the bench)"),
+    ("noticed", "the controller's probe sees it gated (its log)"),
+    ("sent", "the restore request goes out (controller log)"),
+    ("begin", "the agent starts the restore (its log)"),
+    ("end", "the agent's restore done (its log)"),
+    ("returned", "the controller has the response (its log)"),
+    ("gate", "the restore gate open (seen by the bench)"),
+    ("serving", "ExportsServing (seen by the bench)"),
+)
+
+
+def reboot_steps(a, clog, coffset, spawn):
+    """The steps the agent's and the controller's logs show (REBOOT_STEPS), seconds from spawn;
+    a step its log does not show is left out."""
+    steps = {}
+    for t, msg, kv in klog_lines(os.path.join(os.path.dirname(a.state), "agent-%d.log" % a.starts)):
+        if msg == "agent serving" and "listen" not in steps:
+            steps["listen"] = t - spawn
+        elif msg == "ReconcileState done" and kv.get("complete") == "true" and "end" not in steps:
+            steps["end"] = t - spawn
+            steps["begin"] = steps["end"] - float(kv.get("seconds", "0"))
+    for t, msg, kv in klog_lines(clog, coffset):
+        if t < spawn or kv.get("agent") != a.name:
+            continue
+        if msg == "agent probe state changed" and kv.get("to") != "unreachable" and \
+                "noticed" not in steps:
+            steps["noticed"] = t - spawn
+        elif msg == "restoring the exports of an agent" and "sent" not in steps:
+            steps["sent"] = t - spawn
+        elif msg == "exports restored" and "returned" not in steps:
+            steps["returned"] = t - spawn
+    return steps
+
+
+def others_busy(agents, t0, t1):
+    """(ReconcileStates, volumes, seconds) of the other agents that ran between t0 and t1 (the
+    controller's periodic resyncs: each agent's whole list every 30 s), seconds counted inside
+    that window only: the CPU the rebooted agent's restore had to share."""
+    n = vols = 0
+    secs = 0.0
+    for o in agents:
+        for t, msg, kv in klog_lines(os.path.join(os.path.dirname(o.state),
+                                                  "agent-%d.log" % o.starts)):
+            if msg != "ReconcileState done":
+                continue
+            begin = t - float(kv.get("seconds", "0"))
+            if t >= t0 and begin <= t1:
+                n += 1
+                vols += int(kv.get("volumes", "0"))
+                secs += min(t, t1) - max(begin, t0)
+    return n, vols, secs
+
+
+def steps_text(steps):
+    return ", ".join("%s %.2f" % (k, steps[k]) for k, _ in REBOOT_STEPS if k in steps)
 
 
 def phase(s, first, n):
@@ -407,6 +515,49 @@ def phase(s, first, n):
         flush=True)
 
 
+def reboots(s):
+    """REBOOTS rounds, each rebooting the first agent once with each binary (BENCH_OLD_BIN
+    first, when set, then PILLAR_BIN; the controller restarted with that binary before, the
+    agent started with it), then each binary's median and min–max."""
+    a = s.agents[0]
+    bins = [("old", OLD), ("new", cs.BIN)] if OLD else [("new", cs.BIN)]
+    results = {name: [] for name, _ in bins}
+    for i in range(REBOOTS):
+        for name, b in bins:
+            if OLD:
+                cs.BIN = cs.AGENT_BIN = b
+                s.restart()
+            r = s.reboot(a)
+            results[name].append(r)
+            print("reboot %d %s of %s (%d of its %d exports restored): agent port accepts -> "
+                  "restore gate open %.2f s, -> ExportsServing %.2f s (goal <= 3 s: %s); %d "
+                  "store writes; controller RSS %.1f MiB, peak over the reboot's restore %.1f "
+                  "MiB; load average %.2f\n  steps, seconds from the agent's start: %s\n  "
+                  "meanwhile the other agents ran %d ReconcileStates (%d volumes) for %.2f s" % ((
+                      i + 1, name, a.name, r["after"], r["before"], r["gate"], r["secs"],
+                      "met" if r["secs"] <= 3 else "NOT met", r["writes"], r["rss"], r["hwm"],
+                      r["load"], steps_text(r["steps"])) + r["busy"]), flush=True)
+            if r["before"] != PER_AGENT or r["after"] != PER_AGENT:
+                raise SystemExit("the rebooted agent served %d exports before and %d after, "
+                                 "not %d" % (r["before"], r["after"], PER_AGENT))
+    for name, _ in bins:
+        rs = results[name]
+        col = lambda key: [r[key] for r in rs]  # noqa: E731
+        print("reboot with %d volumes (%d on the agent), %s binary, %d rounds on the %s store: "
+              "agent port accepts -> ExportsServing %s (goal <= 3 s in every round: %s); agent "
+              "start -> ExportsServing %s; peak RSS %s; load average %s" % (
+                  AGENTS * PER_AGENT, PER_AGENT, name, len(rs), STORE, cb.fig(col("secs"), " s"),
+                  "met" if max(col("secs")) <= 3 else "NOT met",
+                  cb.fig([r["steps"]["serving"] for r in rs], " s"),
+                  cb.fig(col("hwm"), " MiB", "%.1f"), cb.fig(col("load"))), flush=True)
+        for key, what in REBOOT_STEPS:
+            xs = [r["steps"][key] for r in rs if key in r["steps"]]
+            xs and print("  %-9s %s: %s" % (key, what, cb.fig(xs, " s")), flush=True)
+        print("  meanwhile the other agents' ReconcileStates ran for %s" % cb.fig(
+            [r["busy"][2] for r in rs], " s"), flush=True)
+    s.log and print("Events so far: %d created, %d patched, %d dropped" % s.events(), flush=True)
+
+
 def run(base):
     s = Scale(base)
     try:
@@ -419,20 +570,7 @@ def run(base):
         for n in sorted({min(1000, total), total}):  # issue 30's memory goal is at 1,000
             phase(s, done, n)
             done = n
-        gate, secs, writes, before, after = s.reboot(s.agents[0])
-        print("reboot of %s (%d of its %d exports restored): agent port accepts -> restore "
-              "gate open %.2f s, -> ExportsServing %.2f s (goal <= 3 s: %s); %d store writes; "
-              "controller RSS %.1f MiB, peak over the reboot's restore %.1f MiB (<= 16 MiB: "
-              "%s); load average %.2f" % (
-                  s.agents[0].name, after, before, gate, secs, "met" if secs <= 3 else "NOT met",
-                  writes, cb.proc_rss_kib(s.pid) / 1024, cb.proc_rss_kib(s.pid, "VmHWM") / 1024,
-                  "met" if cb.proc_rss_kib(s.pid, "VmHWM") <= 16 * 1024 else "NOT met",
-                  os.getloadavg()[0]), flush=True)
-        s.log and print("Events so far: %d created, %d patched, %d dropped" % s.events(),
-                        flush=True)
-        if before != PER_AGENT or after != PER_AGENT:
-            raise SystemExit("the rebooted agent served %d exports before and %d after, not %d" % (
-                before, after, PER_AGENT))
+        reboots(s)
     finally:
         s.close()
         if s.cfs_base.startswith("/dev/shm/"):
