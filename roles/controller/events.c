@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/hash.h"
 #include "base/log.h"
 #include "model/kube.h"
 #include "model/pillar.h"
@@ -44,7 +45,8 @@ struct vol_outage {
 
 /* The last version seen of one object: its conditions as "type\x1fstatus\x1freason\n"... */
 struct seen {
-	struct seen *next;
+	struct seen *next, **pprev; /* the list of every object seen, in the order first seen */
+	struct seen *hnext;         /* the chain of its bucket */
 	const struct model_kind *k;
 	char *name;
 	char *digest;
@@ -67,7 +69,9 @@ struct outage_batch {
 struct ctl_events {
 	struct kube_events *rec;
 	pthread_mutex_t mu; /* the watches call from their threads */
-	struct seen *seen;
+	struct seen *seen, **seen_tail;
+	struct seen **buckets; /* the objects seen by kind and name (nb buckets, n objects) */
+	size_t nb, n;
 	struct outage_batch *head, *tail; /* in the order the outages changed */
 	size_t pending;                   /* claims' Events in them */
 };
@@ -80,13 +84,81 @@ static const struct kind_conds *kind_of(const struct model_kind *k)
 	return NULL;
 }
 
-static struct seen **find(struct ctl_events *x, const struct model_kind *k, const char *name)
+static struct seen **bucket(const struct ctl_events *x, const struct model_kind *k,
+                            const char *name)
 {
-	struct seen **p = &x->seen;
-	for (; *p; p = &(*p)->next)
-		if ((*p)->k == k && strcmp((*p)->name, name) == 0)
-			return p;
-	return p;
+	uint32_t h = (hash_fnv1a32(name) ^ (uint32_t)((uintptr_t)k >> 4)) * HASH_FNV1A32_PRIME;
+	return &x->buckets[h % x->nb];
+}
+
+/* Under x->mu: the object of kind k named name seen last, or NULL. */
+static struct seen *find(const struct ctl_events *x, const struct model_kind *k, const char *name)
+{
+	if (!x->nb)
+		return NULL;
+	for (struct seen *s = *bucket(x, k, name); s; s = s->hnext)
+		if (s->k == k && strcmp(s->name, name) == 0)
+			return s;
+	return NULL;
+}
+
+/* Under x->mu: doubles the buckets when the objects outnumber them; out of memory: stays
+ * (longer chains).  False when there is no bucket at all. */
+static bool grow(struct ctl_events *x)
+{
+	if (x->n < x->nb)
+		return true;
+	size_t nb = x->nb ? x->nb * 2 : 256, onb = x->nb;
+	struct seen **b = calloc(nb, sizeof(*b)), **old = x->buckets;
+	if (!b)
+		return x->nb != 0;
+	x->buckets = b;
+	x->nb = nb;
+	for (size_t i = 0; i < onb; i++)
+		while (old[i]) {
+			struct seen *s = old[i], **to = bucket(x, s->k, s->name);
+			old[i] = s->hnext;
+			s->hnext = *to;
+			*to = s;
+		}
+	free(old);
+	return true;
+}
+
+/* Under x->mu: s (k and name set) becomes the object seen of its kind and name, last in the
+ * list.  False when out of memory (s is not linked). */
+static bool link_seen(struct ctl_events *x, struct seen *s)
+{
+	if (!grow(x))
+		return false;
+	struct seen **b = bucket(x, s->k, s->name);
+	s->hnext = *b;
+	*b = s;
+	if (!x->seen_tail)
+		x->seen_tail = &x->seen;
+	s->next = NULL;
+	s->pprev = x->seen_tail;
+	*x->seen_tail = s;
+	x->seen_tail = &s->next;
+	x->n++;
+	return true;
+}
+
+/* Under x->mu: s is no longer in the table nor the list (its pins may keep it). */
+static void unlink_seen(struct ctl_events *x, struct seen *s)
+{
+	struct seen **p = bucket(x, s->k, s->name);
+	while (*p && *p != s)
+		p = &(*p)->hnext;
+	if (*p)
+		*p = s->hnext;
+	*s->pprev = s->next;
+	if (s->next)
+		s->next->pprev = s->pprev;
+	else
+		x->seen_tail = s->pprev;
+	s->next = s->hnext = NULL;
+	x->n--;
 }
 
 static void vol_outage_clear(struct vol_outage *o)
@@ -180,7 +252,7 @@ static size_t volume_refs(struct ctl_events *x, const struct model_pvst *v,
                           struct kube_event_ref out[2])
 {
 	size_t n = 0;
-	const struct seen *pv = v->meta.name ? *find(x, &model_pv_kind, v->meta.name) : NULL;
+	const struct seen *pv = v->meta.name ? find(x, &model_pv_kind, v->meta.name) : NULL;
 
 	if (v->spec.has_claim_ref && v->spec.claim_ref.name && v->spec.claim_ref.ns)
 		out[n++] =
@@ -196,11 +268,11 @@ static size_t volume_refs(struct ctl_events *x, const struct model_pvst *v,
 static void track_pv(struct ctl_events *x, enum store_event_type type, const void *obj)
 {
 	const struct model_meta *m = MODEL_META(obj);
-	struct seen **p = find(x, &model_pv_kind, m->name), *s = *p;
+	struct seen *s = find(x, &model_pv_kind, m->name);
 	char *uid = type == STORE_DELETED ? NULL : strdup(m->uid ? m->uid : "");
 
 	if (s && !uid) {
-		*p = s->next;
+		unlink_seen(x, s);
 		seen_free(s);
 	} else if (s) {
 		free(s->digest);
@@ -208,7 +280,8 @@ static void track_pv(struct ctl_events *x, enum store_event_type type, const voi
 	} else if (uid && (s = calloc(1, sizeof(*s))) && (s->name = strdup(m->name))) {
 		s->k = &model_pv_kind;
 		s->digest = uid;
-		*p = s;
+		if (!link_seen(x, s))
+			seen_free(s);
 	} else {
 		free(uid);
 		free(s);
@@ -494,10 +567,10 @@ void ctl_events_observe(void *arg, const struct model_kind *k, enum store_event_
 	if (!kc || !name)
 		return;
 	pthread_mutex_lock(&x->mu);
-	struct seen **p = find(x, k, name), *s = *p;
+	struct seen *s = find(x, k, name);
 	if (type == STORE_DELETED) {
 		if (s) {
-			*p = s->next;
+			unlink_seen(x, s);
 			s->gone = true;
 			if (!s->pins)
 				seen_free(s);
@@ -517,8 +590,10 @@ void ctl_events_observe(void *arg, const struct model_kind *k, enum store_event_
 				                   ? strdup(v->status.partial_failure.failed_at)
 				                   : NULL;
 			}
-			*p = s;
-			track(x, s, obj, true);
+			if (link_seen(x, s))
+				track(x, s, obj, true);
+			else
+				seen_free(s);
 		} else if (s) {
 			seen_free(s);
 		}
@@ -570,6 +645,7 @@ void ctl_events_free(struct ctl_events *x)
 		x->seen = s->next;
 		seen_free(s);
 	}
+	free(x->buckets);
 	pthread_mutex_destroy(&x->mu);
 	free(x);
 }
