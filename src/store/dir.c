@@ -212,6 +212,20 @@ int dir_oplock(struct dir_store *s, int how, struct err *e)
 	return fd;
 }
 
+int dir_oplock_kept(struct dir_store *s, struct err *e)
+{
+	if (s->op_keep < 0) {
+		char p[PATH_MAX];
+		snprintf(p, sizeof(p), "%s/.oplock", s->path);
+		if ((s->op_keep = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0)
+			return err_set(e, -errno, "open %s: %s", p, strerror(errno));
+	}
+	while (flock(s->op_keep, LOCK_EX) < 0)
+		if (errno != EINTR)
+			return err_set(e, -errno, "lock %s/.oplock: %s", s->path, strerror(errno));
+	return s->op_keep;
+}
+
 void dir_opunlock(int fd)
 {
 	if (fd >= 0) {
@@ -591,6 +605,8 @@ static void d_close(store *st)
 	dir_index_free(s);
 	if (s->owner_fd >= 0)
 		close(s->owner_fd);
+	if (s->op_keep >= 0)
+		close(s->op_keep);
 	pthread_cond_destroy(&s->cv);
 	pthread_cond_destroy(&s->flight_cv);
 	for (int i = 0; i < MAX_KINDS; i++) {
@@ -707,6 +723,7 @@ int store_dir_open(const char *path, bool owner, int poll_ms, store **out, struc
 	pthread_cond_init(&s->cv, NULL);
 	pthread_cond_init(&s->flight_cv, NULL);
 	s->op_fd = -1;
+	s->op_keep = -1;
 	for (int i = 0; i < MAX_KINDS; i++)
 		pthread_cond_init(&s->kind_cv[i], NULL);
 	if (!s->path) {

@@ -43,11 +43,11 @@ static int op_hold(struct dir_store *s, struct err *e)
 	while (s->op_holders > 0 && s->op_batch >= OP_TURN)
 		pthread_cond_wait(&s->flight_cv, &s->mu);
 	if (s->op_holders == 0) {
-		int fd = dir_oplock(s, LOCK_EX, e), r;
+		int fd = dir_oplock_kept(s, e), r;
 		if (fd < 0)
 			return fd;
 		if ((r = dir_journal_locked(s, fd, e)) < 0) {
-			dir_opunlock(fd);
+			flock(fd, LOCK_UN);
 			return r;
 		}
 		s->op_fd = fd;
@@ -124,7 +124,7 @@ static void op_let_go(struct dir_store *s)
 {
 	if (--s->op_holders == 0) {
 		dir_journal_mark(s, s->op_fd);
-		dir_opunlock(s->op_fd);
+		flock(s->op_fd, LOCK_UN); /* op_keep stays open for the next write */
 		s->op_fd = -1;
 	}
 }

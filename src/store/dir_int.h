@@ -94,6 +94,10 @@ struct dir_store {
 	struct flight *flight, *flight_tail;
 	pthread_cond_t flight_cv;
 	int op_fd;
+	/* op_fd's descriptor of .oplock, opened by the first write and kept until the store
+	 * closes (-1 before): a write takes and lets go of the lock with flock alone.  Only the
+	 * group commit uses it (under mu, op_holders), so no two holders share its lock. */
+	int op_keep;
 	unsigned op_holders;
 	unsigned op_batch; /* writes that joined since the process took the operation lock */
 	/* the write-ahead journal (dir_journal.c); journal_unapplied: an entry may not be applied
@@ -166,6 +170,9 @@ void dir_checkpointer_join(struct dir_store *s);
 bool dir_in_flight(struct dir_store *s, const char *key);
 int dir_oplock(struct dir_store *s, int how, struct err *e);
 void dir_opunlock(int fd);
+/* The operation lock taken on s->op_keep (opened the first time): the descriptor, or a
+ * negative errno; let go with flock(fd, LOCK_UN), never closed before the store. */
+int dir_oplock_kept(struct dir_store *s, struct err *e);
 int dir_kind_index(const struct store_kind *k);
 
 /* dir_index.c (with mu held) */

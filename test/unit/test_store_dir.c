@@ -447,6 +447,46 @@ START_TEST(test_kind_directory_sees_only_the_object)
 }
 END_TEST
 
+/* The number of this process's descriptors open on the store's .oplock. */
+static int oplock_fds(void)
+{
+	char want[700], link[700], got[700];
+	int n = 0;
+	snprintf(want, sizeof(want), "%s/.oplock", dir);
+	DIR *d = opendir("/proc/self/fd");
+	ck_assert_ptr_nonnull(d);
+	for (struct dirent *de; (de = readdir(d));) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", de->d_name);
+		ssize_t k = readlink(link, got, sizeof(got) - 1);
+		if (k > 0) {
+			got[k] = '\0';
+			n += !strcmp(got, want);
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+/* The indexed store's writes take the operation lock on one descriptor kept open (no open and
+ * close of .oplock per write) and let it go after each write: another holder of the lock (a
+ * descriptor of its own, as another process has) takes it at once between writes. */
+START_TEST(test_writes_keep_the_oplock_descriptor)
+{
+	char p[700];
+	tu_store_create_agent(st, "a", 1);
+	ck_assert_int_eq(oplock_fds(), 1);
+	tu_store_create_agent(st, "b", 1);
+	tu_store_create_agent(st, "c", 1);
+	ck_assert_int_eq(oplock_fds(), 1);
+	snprintf(p, sizeof(p), "%s/.oplock", dir);
+	int fd = open(p, O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(flock(fd, LOCK_EX | LOCK_NB), 0);
+	ck_assert_int_eq(flock(fd, LOCK_UN), 0);
+	close(fd);
+}
+END_TEST
+
 /* Group commit: creates of different objects at the same time share the journal's fdatasync;
  * a watch sees them in version order, each once, and only after that fdatasync; creates of one
  * name at once: one wins.  The first create's fdatasync waits until every other create waits
@@ -778,6 +818,7 @@ int main(void)
 	tcase_add_test(t, test_owner_removes_unfinished_writes);
 	tcase_add_test(t, test_replaced_file_stays_whole_for_its_reader);
 	tcase_add_test(t, test_kind_directory_sees_only_the_object);
+	tcase_add_test(t, test_writes_keep_the_oplock_descriptor);
 	tcase_add_test(t, test_concurrent_writes_share_the_journal_fdatasync);
 	tcase_add_test(t, test_list_leaves_out_a_corrupt_file);
 	tcase_add_test(t, test_reader_lists_namespaces_around_leftovers);
