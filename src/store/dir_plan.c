@@ -166,30 +166,33 @@ static int plan_create(struct opreq *q, const cJSON *cur, cJSON **next, struct e
 	return 0;
 }
 
+/* A delete's precondition pre (none when empty) on cur's metadata field: 0 when it holds, else
+ * the API server's Conflict naming what (UID, ResourceVersion) and what the object might have
+ * been through (then). */
+static int precondition(const struct opreq *q, const cJSON *cur, const char *field, const char *pre,
+                        const char *what, const char *then, struct err *e)
+{
+	if (!pre || !*pre)
+		return 0;
+	const char *have = store_meta_str(cur, field);
+	if (have && strcmp(have, pre) == 0)
+		return 0;
+	return err_set(e, STORE_CONFLICT,
+	               "Operation cannot be fulfilled on " QUAL_FMT " \"%s\": the %s in the "
+	               "precondition (%s) does not match the %s in record (%s). The object might "
+	               "have been %s",
+	               QUAL_ARGS(q->kind, q->kind->kind), q->name, what, pre, what,
+	               have ? have : "", then);
+}
+
 static int plan_delete(struct opreq *q, const cJSON *cur, cJSON **next, struct err *e)
 {
-	if (q->uid_pre && *q->uid_pre) {
-		const char *uid = store_meta_str(cur, "uid");
-		if (!uid || strcmp(uid, q->uid_pre) != 0)
-			return err_set(e, STORE_CONFLICT,
-			               "Operation cannot be fulfilled on " QUAL_FMT
-			               " \"%s\": the UID in the precondition (%s) does not match "
-			               "the UID in record (%s). The object might have been deleted "
-			               "and then recreated",
-			               QUAL_ARGS(q->kind, q->kind->kind), q->name, q->uid_pre,
-			               uid ? uid : "");
-	}
-	if (q->rv_pre && *q->rv_pre) {
-		const char *rv = store_meta_str(cur, "resourceVersion");
-		if (!rv || strcmp(rv, q->rv_pre) != 0)
-			return err_set(e, STORE_CONFLICT,
-			               "Operation cannot be fulfilled on " QUAL_FMT
-			               " \"%s\": the ResourceVersion in the precondition (%s) does "
-			               "not match the ResourceVersion in record (%s). The object "
-			               "might have been modified",
-			               QUAL_ARGS(q->kind, q->kind->kind), q->name, q->rv_pre,
-			               rv ? rv : "");
-	}
+	int r = precondition(q, cur, "uid", q->uid_pre, "UID", "deleted and then recreated", e);
+	if (r == 0)
+		r = precondition(q, cur, "resourceVersion", q->rv_pre, "ResourceVersion",
+		                 "modified", e);
+	if (r < 0)
+		return r;
 	if (!has_finalizers(cur))
 		return 0; /* remove */
 	cJSON *n = cJSON_Duplicate(cur, true);
