@@ -92,8 +92,9 @@ static int parse_snap(char *line, struct backend_snap *info)
 	return 0;
 }
 
-/* lvs of target (a VG or one LV) with the snapshot columns. */
-static int lvs_snaps(backend *b, const char *target, struct exec_result *res, struct err *e)
+/* lvs of target (a VG or one LV): the columns, sizes in bytes, separated by '|'. */
+static int lvs_columns(backend *b, const char *columns, const char *target, struct exec_result *res,
+                       struct err *e)
 {
 	const char *argv[] = {"lvs",
 	                      "--config",
@@ -105,10 +106,16 @@ static int lvs_snaps(backend *b, const char *target, struct exec_result *res, st
 	                      "--separator",
 	                      "|",
 	                      "-o",
-	                      "lv_name,lv_size,lv_time,lv_tags",
+	                      columns,
 	                      target,
 	                      NULL};
 	return backend_run(b, argv, res, e);
+}
+
+/* lvs of target (a VG or one LV) with the snapshot columns. */
+static int lvs_snaps(backend *b, const char *target, struct exec_result *res, struct err *e)
+{
+	return lvs_columns(b, "lv_name,lv_size,lv_time,lv_tags", target, res, e);
 }
 
 int backend_lvm_snap_find(backend *b, const char *snap, struct backend_snap *info, struct err *e)
@@ -163,20 +170,7 @@ int backend_lvm_snap_list(backend *b, struct backend_snap **out, size_t *n, stru
 static int lv_thin_size(backend *b, const char *vl, int64_t *size, bool *thin, struct err *e)
 {
 	struct exec_result res;
-	const char *argv[] = {"lvs",
-	                      "--config",
-	                      BACKEND_LVM_CONFIG,
-	                      "--noheadings",
-	                      "--nosuffix",
-	                      "--units",
-	                      "b",
-	                      "--separator",
-	                      "|",
-	                      "-o",
-	                      "lv_size,pool_lv",
-	                      vl,
-	                      NULL};
-	int r = backend_run(b, argv, &res, e);
+	int r = lvs_columns(b, "lv_size,pool_lv", vl, &res, e);
 	char *bar = r == 0 ? strchr(res.out, '|') : NULL;
 	if (r == 0 && (!bar || (*bar = '\0', backend_parse_i64(res.out, size)) < 0))
 		r = err_set(e, -EIO, "lvs %s: unexpected output", vl);
