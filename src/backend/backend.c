@@ -158,6 +158,14 @@ int backend_run(backend *b, const char *const argv[], struct exec_result *res, s
 	return err_set(e, code, "%s: %s", argv[0], *sum ? sum : "failed without a message");
 }
 
+int backend_run_discard(backend *b, const char *const argv[], struct err *e)
+{
+	struct exec_result res;
+	int r = backend_run(b, argv, &res, e);
+	exec_result_free(&res);
+	return r;
+}
+
 int backend_parse_i64(const char *s, int64_t *out)
 {
 	char *end;

@@ -170,6 +170,8 @@ void backend_metrics_register(void);
  * `<argv0>: <stderr summary>`.  Caller frees res (exec_result_free) in every case. */
 struct exec_result;
 int backend_run(backend *b, const char *const argv[], struct exec_result *res, struct err *e);
+/* backend_run for the command's status alone (its output freed): 0 or the errno above. */
+int backend_run_discard(backend *b, const char *const argv[], struct err *e);
 /* Parses a decimal int64 (trimmed); -EIO on garbage. */
 int backend_parse_i64(const char *s, int64_t *out);
 

@@ -70,7 +70,6 @@ static int lvm_create(backend *b, const char *name, int64_t bytes,
                       const struct backend_create_opts *o, struct err *e)
 {
 	char size[24];
-	struct exec_result res;
 	int r = backend_lvm_name_check("volume", name, name, e);
 	if (r < 0)
 		return r;
@@ -83,49 +82,39 @@ static int lvm_create(backend *b, const char *name, int64_t bytes,
 		const char *argv[] = {"lvcreate", "--config", LVM_CONFIG,   "-y",
 		                      "-V",       size,       "--thinpool", b->cfg.thin_pool,
 		                      "-n",       name,       b->cfg.pool,  NULL};
-		r = run(b, argv, &res, e);
+		r = backend_run_discard(b, argv, e);
 	} else {
 		const char *argv[] = {"lvcreate", "--config", LVM_CONFIG,  "-y", "--wipesignatures",
 		                      "y",        "--zero",   "y",         "-L", size,
 		                      "-n",       name,       b->cfg.pool, NULL};
-		r = run(b, argv, &res, e);
+		r = backend_run_discard(b, argv, e);
 	}
-	exec_result_free(&res);
 	return r;
 }
 
 static int lvm_expand(backend *b, const char *name, int64_t bytes, struct err *e)
 {
 	char vl[LV_MAX], size[24];
-	struct exec_result res;
 	VGLV_OR_FAIL(b, name, vl);
 	snprintf(size, sizeof(size), "%lldb", (long long)bytes);
 	const char *argv[] = {"lvextend", "--config", LVM_CONFIG, "-L", size, vl, NULL};
-	int r = run(b, argv, &res, e);
-	exec_result_free(&res);
-	return r;
+	return backend_run_discard(b, argv, e);
 }
 
 static int lvm_destroy(backend *b, const char *name, struct err *e)
 {
 	char vl[LV_MAX];
-	struct exec_result res;
 	VGLV_OR_FAIL(b, name, vl);
 	const char *argv[] = {"lvremove", "--config", LVM_CONFIG, "-y", vl, NULL};
-	int r = run(b, argv, &res, e);
-	exec_result_free(&res);
-	return r;
+	return backend_run_discard(b, argv, e);
 }
 
 static int lvm_activate(backend *b, const char *name, struct err *e)
 {
 	char vl[LV_MAX];
-	struct exec_result res;
 	VGLV_OR_FAIL(b, name, vl);
 	const char *argv[] = {"lvchange", "--config", LVM_CONFIG, "-ay", vl, NULL};
-	int r = run(b, argv, &res, e);
-	exec_result_free(&res);
-	return r;
+	return backend_run_discard(b, argv, e);
 }
 
 /* Two whitespace-separated numbers (the second may be a decimal percentage). */

@@ -23,14 +23,6 @@
 #define SOURCE_TAG  "pillar.source."
 #define LV_MAX      400
 
-static int run_simple(backend *b, const char *const argv[], struct err *e)
-{
-	struct exec_result res;
-	int r = backend_run(b, argv, &res, e);
-	exec_result_free(&res);
-	return r;
-}
-
 /* <vg>/[prefix]<lv> */
 static int lv_path(const backend *b, const char *prefix, const char *lv, char *out, size_t cap)
 {
@@ -232,7 +224,7 @@ int backend_lvm_snap_create(backend *b, const char *snap, const char *source,
 	const char *argv[] = {"lvcreate", "--config", BACKEND_LVM_CONFIG, "-y", "-s",
 	                      "-n",       lv,         "--addtag",         tag,  vl,
 	                      NULL};
-	if ((r = run_simple(b, argv, e)) < 0)
+	if ((r = backend_run_discard(b, argv, e)) < 0)
 		return r;
 	return snap_read(b, snap, source, size, info, e);
 }
@@ -243,7 +235,7 @@ int backend_lvm_snap_destroy(backend *b, const char *snap, struct err *e)
 	if (lv_path(b, SNAP_PREFIX, snap, vl, sizeof(vl)) < 0)
 		return err_set(e, -EINVAL, "LV name for \"%s\" is too long", snap);
 	const char *argv[] = {"lvremove", "--config", BACKEND_LVM_CONFIG, "-y", vl, NULL};
-	int r = run_simple(b, argv, e);
+	int r = backend_run_discard(b, argv, e);
 	return r == -ENOENT ? 0 : r;
 }
 
@@ -280,7 +272,7 @@ int backend_lvm_clone(backend *b, const char *name, enum backend_source kind, co
 	if (r < 0)
 		return r;
 	const char *up[] = {"lvchange", "--config", BACKEND_LVM_CONFIG, "-ay", "-K", vl, NULL};
-	if ((r = run_simple(b, up, e)) < 0)
+	if ((r = backend_run_discard(b, up, e)) < 0)
 		return r;
 	return bytes > size ? b->ops->expand(b, name, bytes, e) : 0;
 }

@@ -59,7 +59,6 @@ static int zfs_create(backend *b, const char *name, int64_t bytes,
                       const struct backend_create_opts *o, struct err *e)
 {
 	char ds[BACKEND_DS_MAX], size[24];
-	struct exec_result res;
 	bool has_volmode = false;
 	size_t n = 0, np = o ? o->n_props : 0;
 	DS_OR_FAIL(b, name, ds);
@@ -84,8 +83,7 @@ static int zfs_create(backend *b, const char *name, int64_t bytes,
 	}
 	argv[n++] = ds;
 	argv[n] = NULL;
-	int r = backend_run(b, argv, &res, e);
-	exec_result_free(&res);
+	int r = backend_run_discard(b, argv, e);
 	free(argv);
 	return r;
 }
@@ -95,7 +93,6 @@ static int zfs_create(backend *b, const char *name, int64_t bytes,
 static int zfs_expand(backend *b, const char *name, int64_t bytes, struct err *e)
 {
 	char ds[BACKEND_DS_MAX], prop[40];
-	struct exec_result res;
 	int64_t g;
 	DS_OR_FAIL(b, name, ds);
 	int r = zfs_granule(b, name, &g, e);
@@ -110,9 +107,7 @@ static int zfs_expand(backend *b, const char *name, int64_t bytes, struct err *e
 	bytes = rounded;
 	snprintf(prop, sizeof(prop), "volsize=%lld", (long long)bytes);
 	const char *argv[] = {"zfs", "set", prop, ds, NULL};
-	r = backend_run(b, argv, &res, e);
-	exec_result_free(&res);
-	return r;
+	return backend_run_discard(b, argv, e);
 }
 
 static int zfs_destroy(backend *b, const char *name, struct err *e)

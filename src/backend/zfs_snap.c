@@ -198,14 +198,6 @@ int backend_zfs_snap_list(backend *b, struct backend_snap **out, size_t *n, stru
 	return r;
 }
 
-static int run_simple(backend *b, const char *const argv[], struct err *e)
-{
-	struct exec_result res;
-	int r = backend_run(b, argv, &res, e);
-	exec_result_free(&res);
-	return r;
-}
-
 /* The creation time and size of the snapshot just taken. */
 static int snap_read(backend *b, const char *full, const char *snap, const char *source,
                      struct backend_snap *info, struct err *e)
@@ -245,7 +237,7 @@ int backend_zfs_snap_create(backend *b, const char *snap, const char *source,
 	if (r < 0 || z)
 		return r;
 	const char *argv[] = {"zfs", "snapshot", full, NULL};
-	if ((r = run_simple(b, argv, e)) < 0)
+	if ((r = backend_run_discard(b, argv, e)) < 0)
 		return r;
 	return snap_read(b, full, snap, source, info, e);
 }
@@ -263,7 +255,7 @@ int backend_zfs_snap_destroy(backend *b, const char *snap, struct err *e)
 	if (r < 0 || !destroy)
 		return r;
 	const char *argv[] = {"zfs", "destroy", "-d", full, NULL};
-	r = run_simple(b, argv, e);
+	r = backend_run_discard(b, argv, e);
 	return r == -ENOENT ? 0 : r;
 }
 
@@ -370,7 +362,7 @@ int backend_zfs_hold(backend *b, const char *name, struct err *e)
 	if (r == -EIO && res.err && strstr(res.err, "already exists"))
 		r = 0;
 	exec_result_free(&res);
-	return r < 0 ? r : run_simple(b, mv, e);
+	return r < 0 ? r : backend_run_discard(b, mv, e);
 }
 
 /* One pass of the sweep: destroys hidden snapshots without clones, then held volumes without
@@ -387,7 +379,7 @@ static int sweep_pass(backend *b, int *done, struct err *e)
 			continue;
 		snprintf(full, sizeof(full), "%s@%s", z->ds, z->snap);
 		const char *argv[] = {"zfs", "destroy", "-d", full, NULL};
-		if ((r = run_simple(b, argv, e)) == 0)
+		if ((r = backend_run_discard(b, argv, e)) == 0)
 			(*done)++, z->deferred = true; /* gone: no clones */
 	}
 	if (r < 0 || backend_zfs_base(b, base, sizeof(base)) < 0) {
@@ -410,7 +402,7 @@ static int sweep_pass(backend *b, int *done, struct err *e)
 		if (lives || strncmp(line, parent, strlen(parent)) != 0)
 			continue;
 		const char *rm[] = {"zfs", "destroy", line, NULL};
-		if ((r = run_simple(b, rm, e)) == 0)
+		if ((r = backend_run_discard(b, rm, e)) == 0)
 			(*done)++;
 	}
 	exec_result_free(&res);
