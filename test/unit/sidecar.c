@@ -48,7 +48,7 @@ static void a_free(struct arena *a)
 	a->n = 0;
 }
 
-static void *roundtrip(const ProtobufCMessage *m, const ProtobufCMessageDescriptor *d)
+void *sidecar_roundtrip(const ProtobufCMessage *m, const ProtobufCMessageDescriptor *d)
 {
 	size_t n = protobuf_c_message_get_packed_size(m);
 	uint8_t *buf = malloc(n ? n : 1);
@@ -73,7 +73,7 @@ static void *fail(char *err, size_t cap, const char *fmt, ...)
 	return NULL;
 }
 
-static cJSON *parse(const char *json)
+cJSON *sidecar_parse(const char *json)
 {
 	cJSON *o = json ? cJSON_Parse(json) : cJSON_CreateObject();
 	if (!o)
@@ -81,7 +81,7 @@ static cJSON *parse(const char *json)
 	return o;
 }
 
-static const cJSON *get(const cJSON *o, const char *path)
+const cJSON *sidecar_get(const cJSON *o, const char *path)
 {
 	char key[128];
 	while (o && *path) {
@@ -94,9 +94,9 @@ static const cJSON *get(const cJSON *o, const char *path)
 	return o;
 }
 
-static const char *gets(const cJSON *o, const char *path)
+const char *sidecar_get_str(const cJSON *o, const char *path)
 {
-	const cJSON *v = get(o, path);
+	const cJSON *v = sidecar_get(o, path);
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
@@ -180,13 +180,13 @@ static Csi__V1__VolumeCapability *capability(struct arena *a, int mode, bool blo
 static Csi__V1__VolumeCapability *pv_capability(struct arena *a, const struct sidecar_caps *c,
                                                 const cJSON *pv, char *err, size_t cap)
 {
-	int mode = access_mode(get(pv, "spec.accessModes"), c->snmw, err, cap);
+	int mode = access_mode(sidecar_get(pv, "spec.accessModes"), c->snmw, err, cap);
 	if (mode < 0)
 		return NULL;
-	const char *vm = gets(pv, "spec.volumeMode");
-	const char *fs = gets(pv, "spec.csi.fsType");
+	const char *vm = sidecar_get_str(pv, "spec.volumeMode");
+	const char *fs = sidecar_get_str(pv, "spec.csi.fsType");
 	return capability(a, mode, vm && !strcmp(vm, "Block"), fs && *fs ? fs : c->default_fstype,
-	                  get(pv, "spec.mountOptions"));
+	                  sidecar_get(pv, "spec.mountOptions"));
 }
 
 /* ---- csi-provisioner ------------------------------------------------------------------------- */
@@ -224,7 +224,7 @@ static const char *sc_fstype(const cJSON *sc, const struct sidecar_caps *c, char
 	const char *fs = "";
 	int found = 0;
 	const cJSON *it;
-	cJSON_ArrayForEach(it, get(sc, "parameters"))
+	cJSON_ArrayForEach(it, sidecar_get(sc, "parameters"))
 	{
 		if (!strcasecmp(it->string, "fstype") || !strcmp(it->string, CSI_PREFIX "fstype")) {
 			fs = cJSON_IsString(it) ? it->valuestring : "";
@@ -265,11 +265,11 @@ static int str_cmp(const void *x, const void *y)
 static const cJSON *csinode_keys(const cJSON *csinode)
 {
 	const cJSON *d;
-	cJSON_ArrayForEach(d, get(csinode, "spec.drivers"))
+	cJSON_ArrayForEach(d, sidecar_get(csinode, "spec.drivers"))
 	{
-		const char *n = gets(d, "name");
+		const char *n = sidecar_get_str(d, "name");
 		if (n && !strcmp(n, SIDECAR_DRIVER))
-			return get(d, "topologyKeys");
+			return sidecar_get(d, "topologyKeys");
 	}
 	return NULL;
 }
@@ -279,7 +279,7 @@ static const cJSON *find_named(const cJSON *list, const char *name)
 	const cJSON *it;
 	cJSON_ArrayForEach(it, list)
 	{
-		const char *n = gets(it, "metadata.name");
+		const char *n = sidecar_get_str(it, "metadata.name");
 		if (n && !strcmp(n, name))
 			return it;
 	}
@@ -292,7 +292,7 @@ static bool node_term(const cJSON *node, char **keys, int nk, struct term *t)
 	t->n = 0;
 	for (int i = 0; i < nk; i++) {
 		const cJSON *v =
-		    cJSON_GetObjectItemCaseSensitive(get(node, "metadata.labels"), keys[i]);
+		    cJSON_GetObjectItemCaseSensitive(sidecar_get(node, "metadata.labels"), keys[i]);
 		if (!cJSON_IsString(v))
 			return false;
 		snprintf(t->v[t->n++], sizeof(t->v[0]), "%s", v->valuestring);
@@ -356,7 +356,8 @@ static int requirements(struct arena *a, const struct sidecar_caps *c, const cJS
                         const char *pvc_name, const char *selected,
                         Csi__V1__TopologyRequirement **out, char *err, size_t cap)
 {
-	const cJSON *csinodes = get(cluster, "csinodes"), *nodes = get(cluster, "nodes");
+	const cJSON *csinodes = sidecar_get(cluster, "csinodes"),
+	            *nodes = sidecar_get(cluster, "nodes");
 	const cJSON *keyl = NULL, *it;
 	*out = NULL;
 	if (selected) {
@@ -433,21 +434,22 @@ sidecar_create_volume(const struct sidecar_caps *c, const char *sc_json, const c
                       const char *cluster_json, const char *selected_node, char *err, size_t errcap)
 {
 	struct arena a = {.n = 0};
-	cJSON *sc = parse(sc_json), *pvc = parse(pvc_json), *cl = parse(cluster_json);
+	cJSON *sc = sidecar_parse(sc_json), *pvc = sidecar_parse(pvc_json),
+	      *cl = sidecar_parse(cluster_json);
 	Csi__V1__CreateVolumeRequest *out = NULL, *q = a_alloc(&a, sizeof(*q));
-	const char *fs, *name = gets(pvc, "metadata.name") ?: "";
+	const char *fs, *name = sidecar_get_str(pvc, "metadata.name") ?: "";
 	char pvname[300];
 	csi__v1__create_volume_request__init(q);
-	snprintf(pvname, sizeof(pvname), "pvc-%s", gets(pvc, "metadata.uid") ?: "");
+	snprintf(pvname, sizeof(pvname), "pvc-%s", sidecar_get_str(pvc, "metadata.uid") ?: "");
 	q->name = pvname;
-	if (get(sc, "allowedTopologies")) {
+	if (sidecar_get(sc, "allowedTopologies")) {
 		fail(err, errcap, "sidecar emulation: allowedTopologies is not emulated");
 		goto done;
 	}
 	if (!(fs = sc_fstype(sc, c, err, errcap)))
 		goto done;
-	const cJSON *modes = get(pvc, "spec.accessModes");
-	const char *vm = gets(pvc, "spec.volumeMode");
+	const cJSON *modes = sidecar_get(pvc, "spec.accessModes");
+	const char *vm = sidecar_get_str(pvc, "spec.volumeMode");
 	q->volume_capabilities =
 	    a_alloc(&a, sizeof(*q->volume_capabilities) * (size_t)(cJSON_GetArraySize(modes) + 1));
 	const cJSON *m;
@@ -459,17 +461,17 @@ sidecar_create_volume(const struct sidecar_caps *c, const char *sc_json, const c
 		int mode = access_mode(&arr, c->snmw, err, errcap);
 		if (mode < 0)
 			goto done;
-		q->volume_capabilities[q->n_volume_capabilities++] =
-		    capability(&a, mode, vm && !strcmp(vm, "Block"), fs, get(sc, "mountOptions"));
+		q->volume_capabilities[q->n_volume_capabilities++] = capability(
+		    &a, mode, vm && !strcmp(vm, "Block"), fs, sidecar_get(sc, "mountOptions"));
 	}
 	q->capacity_range = a_alloc(&a, sizeof(*q->capacity_range));
 	csi__v1__capacity_range__init(q->capacity_range);
 	q->capacity_range->required_bytes =
-	    sidecar_quantity(gets(pvc, "spec.resources.requests.storage"));
+	    sidecar_quantity(sidecar_get_str(pvc, "spec.resources.requests.storage"));
 	if (c->topology && requirements(&a, c, cl, name, selected_node,
 	                                &q->accessibility_requirements, err, errcap) < 0)
 		goto done;
-	const cJSON *params = get(sc, "parameters"), *it;
+	const cJSON *params = sidecar_get(sc, "parameters"), *it;
 	q->parameters =
 	    a_alloc(&a, sizeof(*q->parameters) * (size_t)(cJSON_GetArraySize(params) + 3));
 	cJSON_ArrayForEach(it, params)
@@ -491,10 +493,11 @@ sidecar_create_volume(const struct sidecar_caps *c, const char *sc_json, const c
 	if (c->extra_metadata) {
 		q->parameters[q->n_parameters++] = param(&a, CSI_PREFIX "pvc/name", name);
 		q->parameters[q->n_parameters++] =
-		    param(&a, CSI_PREFIX "pvc/namespace", gets(pvc, "metadata.namespace") ?: "");
+		    param(&a, CSI_PREFIX "pvc/namespace",
+		          sidecar_get_str(pvc, "metadata.namespace") ?: "");
 		q->parameters[q->n_parameters++] = param(&a, CSI_PREFIX "pv/name", pvname);
 	}
-	out = roundtrip(&q->base, &csi__v1__create_volume_request__descriptor);
+	out = sidecar_roundtrip(&q->base, &csi__v1__create_volume_request__descriptor);
 done:
 	a_free(&a);
 	cJSON_Delete(sc);
@@ -507,17 +510,17 @@ cJSON *sidecar_pv(const char *sc_json, const char *pvc_json,
                   const Csi__V1__CreateVolumeRequest *req,
                   const Csi__V1__CreateVolumeResponse *resp)
 {
-	cJSON *sc = parse(sc_json), *pvc = parse(pvc_json);
+	cJSON *sc = sidecar_parse(sc_json), *pvc = sidecar_parse(pvc_json);
 	cJSON *pv = cJSON_CreateObject();
 	cJSON *meta = cJSON_AddObjectToObject(pv, "metadata");
 	cJSON_AddStringToObject(meta, "name", req->name);
 	cJSON *spec = cJSON_AddObjectToObject(pv, "spec");
 	cJSON_AddItemToObject(spec, "accessModes",
-	                      cJSON_Duplicate(get(pvc, "spec.accessModes"), true));
-	if (get(sc, "mountOptions"))
+	                      cJSON_Duplicate(sidecar_get(pvc, "spec.accessModes"), true));
+	if (sidecar_get(sc, "mountOptions"))
 		cJSON_AddItemToObject(spec, "mountOptions",
-		                      cJSON_Duplicate(get(sc, "mountOptions"), true));
-	const char *vm = gets(pvc, "spec.volumeMode");
+		                      cJSON_Duplicate(sidecar_get(sc, "mountOptions"), true));
+	const char *vm = sidecar_get_str(pvc, "spec.volumeMode");
 	cJSON_AddStringToObject(spec, "volumeMode", vm ? vm : "Filesystem");
 	char cap[32];
 	snprintf(cap, sizeof(cap), "%lld", (long long)resp->volume->capacity_bytes);
@@ -544,22 +547,22 @@ cJSON *sidecar_pv(const char *sc_json, const char *pvc_json,
 Csi__V1__DeleteVolumeRequest *sidecar_delete_volume(const cJSON *pv)
 {
 	Csi__V1__DeleteVolumeRequest q = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
-	q.volume_id = (char *)(gets(pv, "spec.csi.volumeHandle") ?: "");
-	return roundtrip(&q.base, &csi__v1__delete_volume_request__descriptor);
+	q.volume_id = (char *)(sidecar_get_str(pv, "spec.csi.volumeHandle") ?: "");
+	return sidecar_roundtrip(&q.base, &csi__v1__delete_volume_request__descriptor);
 }
 
 /* getNodeID: CSINode spec.drivers[driver].nodeID of the node. */
 static const char *node_id(const char *cluster_json, const char *node, char *buf, size_t cap,
                            char *err, size_t errcap)
 {
-	cJSON *cl = parse(cluster_json);
-	const cJSON *cn = find_named(get(cl, "csinodes"), node), *d;
+	cJSON *cl = sidecar_parse(cluster_json);
+	const cJSON *cn = find_named(sidecar_get(cl, "csinodes"), node), *d;
 	const char *r = NULL;
-	cJSON_ArrayForEach(d, get(cn, "spec.drivers"))
+	cJSON_ArrayForEach(d, sidecar_get(cn, "spec.drivers"))
 	{
-		const char *n = gets(d, "name");
-		if (n && !strcmp(n, SIDECAR_DRIVER) && gets(d, "nodeID")) {
-			snprintf(buf, cap, "%s", gets(d, "nodeID"));
+		const char *n = sidecar_get_str(d, "name");
+		if (n && !strcmp(n, SIDECAR_DRIVER) && sidecar_get_str(d, "nodeID")) {
+			snprintf(buf, cap, "%s", sidecar_get_str(d, "nodeID"));
 			r = buf;
 		}
 	}
@@ -585,9 +588,9 @@ Csi__V1__ControllerPublishVolumeRequest *sidecar_attach(const struct sidecar_cap
 	if (!(q.node_id = (char *)node_id(cluster_json, node, id, sizeof(id), err, errcap)) ||
 	    !(q.volume_capability = pv_capability(&a, c, pv, err, errcap)))
 		goto done;
-	q.volume_id = (char *)(gets(pv, "spec.csi.volumeHandle") ?: "");
-	q.readonly = c->publish_ro && cJSON_IsTrue(get(pv, "spec.csi.readOnly"));
-	const cJSON *attrs = get(pv, "spec.csi.volumeAttributes"), *it;
+	q.volume_id = (char *)(sidecar_get_str(pv, "spec.csi.volumeHandle") ?: "");
+	q.readonly = c->publish_ro && cJSON_IsTrue(sidecar_get(pv, "spec.csi.readOnly"));
+	const cJSON *attrs = sidecar_get(pv, "spec.csi.volumeAttributes"), *it;
 	q.volume_context =
 	    a_alloc(&a, sizeof(*q.volume_context) * (size_t)(cJSON_GetArraySize(attrs) + 1));
 	cJSON_ArrayForEach(it, attrs)
@@ -599,7 +602,7 @@ Csi__V1__ControllerPublishVolumeRequest *sidecar_attach(const struct sidecar_cap
 		e->value = a_str(&a, cJSON_IsString(it) ? it->valuestring : "");
 		q.volume_context[q.n_volume_context++] = e;
 	}
-	out = roundtrip(&q.base, &csi__v1__controller_publish_volume_request__descriptor);
+	out = sidecar_roundtrip(&q.base, &csi__v1__controller_publish_volume_request__descriptor);
 done:
 	a_free(&a);
 	return out;
@@ -614,8 +617,9 @@ Csi__V1__ControllerUnpublishVolumeRequest *sidecar_detach(const cJSON *pv, const
 	char id[256];
 	if (!(q.node_id = (char *)node_id(cluster_json, node, id, sizeof(id), err, errcap)))
 		return NULL;
-	q.volume_id = (char *)(gets(pv, "spec.csi.volumeHandle") ?: "");
-	return roundtrip(&q.base, &csi__v1__controller_unpublish_volume_request__descriptor);
+	q.volume_id = (char *)(sidecar_get_str(pv, "spec.csi.volumeHandle") ?: "");
+	return sidecar_roundtrip(&q.base,
+	                         &csi__v1__controller_unpublish_volume_request__descriptor);
 }
 
 Csi__V1__ControllerExpandVolumeRequest *sidecar_expand(const struct sidecar_caps *c,
@@ -628,10 +632,10 @@ Csi__V1__ControllerExpandVolumeRequest *sidecar_expand(const struct sidecar_caps
 	Csi__V1__CapacityRange cr = CSI__V1__CAPACITY_RANGE__INIT;
 	if (!(q.volume_capability = pv_capability(&a, c, pv, err, errcap)))
 		goto done;
-	q.volume_id = (char *)(gets(pv, "spec.csi.volumeHandle") ?: "");
+	q.volume_id = (char *)(sidecar_get_str(pv, "spec.csi.volumeHandle") ?: "");
 	cr.required_bytes = bytes;
 	q.capacity_range = &cr;
-	out = roundtrip(&q.base, &csi__v1__controller_expand_volume_request__descriptor);
+	out = sidecar_roundtrip(&q.base, &csi__v1__controller_expand_volume_request__descriptor);
 done:
 	a_free(&a);
 	return out;

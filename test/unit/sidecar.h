@@ -131,4 +131,14 @@ int sidecar_content_source(Csi__V1__CreateVolumeRequest *req, const char *pvc_js
                            const char *source_json, const char *content_json, char *err,
                            size_t cap);
 
+/* ---- shared by sidecar.c and sidecar_snapshot.c ------------------------------------------- */
+
+/* json parsed (NULL: an empty object); aborts on bad JSON, a test's own mistake. */
+cJSON *sidecar_parse(const char *json);
+/* The value at path, object keys joined by '.' (NULL: none), and that value when a string. */
+const cJSON *sidecar_get(const cJSON *o, const char *path);
+const char *sidecar_get_str(const cJSON *o, const char *path);
+/* m packed and decoded again as d, as the driver receives it; aborts when out of memory. */
+void *sidecar_roundtrip(const ProtobufCMessage *m, const ProtobufCMessageDescriptor *d);
+
 #endif

@@ -22,47 +22,6 @@ static const char *const known[] = {"snapshotter-secret-name",
                                     "group-snapshotter-secret-namespace",
                                     NULL};
 
-static const cJSON *get(const cJSON *o, const char *path)
-{
-	char key[128];
-	while (o && *path) {
-		const char *dot = strchr(path, '.');
-		size_t n = dot ? (size_t)(dot - path) : strlen(path);
-		snprintf(key, sizeof(key), "%.*s", (int)n, path);
-		o = cJSON_GetObjectItemCaseSensitive(o, key);
-		path += n + (dot ? 1 : 0);
-	}
-	return o;
-}
-
-static const char *gets(const cJSON *o, const char *path)
-{
-	const cJSON *v = get(o, path);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static void *roundtrip(const ProtobufCMessage *m, const ProtobufCMessageDescriptor *d)
-{
-	size_t n = protobuf_c_message_get_packed_size(m);
-	uint8_t *buf = malloc(n ? n : 1);
-	if (!buf)
-		abort();
-	protobuf_c_message_pack(m, buf);
-	ProtobufCMessage *out = protobuf_c_message_unpack(d, NULL, n, buf);
-	free(buf);
-	if (!out)
-		abort();
-	return out;
-}
-
-static cJSON *parse(const char *json)
-{
-	cJSON *o = json ? cJSON_Parse(json) : cJSON_CreateObject();
-	if (!o)
-		abort(); /* bad JSON in a test */
-	return o;
-}
-
 /* key/value entries of one CSI map type (same layout for every map entry message). */
 struct entries {
 	Csi__V1__CreateSnapshotRequest__ParametersEntry e[MAX_ENTRIES];
@@ -94,7 +53,7 @@ static void put(struct entries *m, const ProtobufCMessageDescriptor *d, const ch
 static void secrets(struct entries *m, const ProtobufCMessageDescriptor *d, const cJSON *secret)
 {
 	const cJSON *it;
-	cJSON_ArrayForEach(it, get(secret, "data"))
+	cJSON_ArrayForEach(it, sidecar_get(secret, "data"))
 	{
 		size_t len = strlen(it->valuestring), n = 0;
 		unsigned char *v = malloc(len + 1);
@@ -112,26 +71,27 @@ Csi__V1__CreateSnapshotRequest *sidecar_create_snapshot(const char *class_json,
                                                         const char *secret_json,
                                                         bool extra_metadata, char *err, size_t cap)
 {
-	cJSON *cls = parse(class_json), *content = parse(content_json), *secret = NULL;
+	cJSON *cls = sidecar_parse(class_json), *content = sidecar_parse(content_json),
+	      *secret = NULL;
 	Csi__V1__CreateSnapshotRequest q = CSI__V1__CREATE_SNAPSHOT_REQUEST__INIT, *out = NULL;
 	struct entries params = {0}, sec = {0};
 	char name[300];
-	const char *uid = gets(content, "spec.volumeSnapshotRef.uid");
-	const char *handle = gets(content, "spec.source.volumeHandle");
+	const char *uid = sidecar_get_str(content, "spec.volumeSnapshotRef.uid");
+	const char *handle = sidecar_get_str(content, "spec.source.volumeHandle");
 	const cJSON *it;
 	if (!uid || !*uid) {
 		snprintf(err, cap,
 		         "cannot create snapshot. Snapshot content %s not bound to a snapshot",
-		         gets(content, "metadata.name") ?: "");
+		         sidecar_get_str(content, "metadata.name") ?: "");
 		goto done;
 	}
 	if (!handle) {
 		snprintf(err, cap,
 		         "cannot create snapshot. Volume handle not found in snapshot content %s",
-		         gets(content, "metadata.name") ?: "");
+		         sidecar_get_str(content, "metadata.name") ?: "");
 		goto done;
 	}
-	cJSON_ArrayForEach(it, get(cls, "parameters"))
+	cJSON_ArrayForEach(it, sidecar_get(cls, "parameters"))
 	{
 		if (strncmp(it->string, CSI_PREFIX, strlen(CSI_PREFIX))) {
 			put(&params,
@@ -154,14 +114,14 @@ Csi__V1__CreateSnapshotRequest *sidecar_create_snapshot(const char *class_json,
 		const ProtobufCMessageDescriptor *d =
 		    &csi__v1__create_snapshot_request__parameters_entry__descriptor;
 		put(&params, d, CSI_PREFIX "volumesnapshot/name",
-		    gets(content, "spec.volumeSnapshotRef.name") ?: "");
+		    sidecar_get_str(content, "spec.volumeSnapshotRef.name") ?: "");
 		put(&params, d, CSI_PREFIX "volumesnapshot/namespace",
-		    gets(content, "spec.volumeSnapshotRef.namespace") ?: "");
+		    sidecar_get_str(content, "spec.volumeSnapshotRef.namespace") ?: "");
 		put(&params, d, CSI_PREFIX "volumesnapshotcontent/name",
-		    gets(content, "metadata.name") ?: "");
+		    sidecar_get_str(content, "metadata.name") ?: "");
 	}
 	if (secret_json) {
-		secret = parse(secret_json);
+		secret = sidecar_parse(secret_json);
 		secrets(&sec, &csi__v1__create_snapshot_request__secrets_entry__descriptor, secret);
 	}
 	snprintf(name, sizeof(name), "snapshot-%s", uid);
@@ -171,7 +131,7 @@ Csi__V1__CreateSnapshotRequest *sidecar_create_snapshot(const char *class_json,
 	q.parameters = params.p;
 	q.n_secrets = sec.n;
 	q.secrets = (Csi__V1__CreateSnapshotRequest__SecretsEntry **)sec.p;
-	out = roundtrip(&q.base, &csi__v1__create_snapshot_request__descriptor);
+	out = sidecar_roundtrip(&q.base, &csi__v1__create_snapshot_request__descriptor);
 done:
 	entries_free(&sec);
 	cJSON_Delete(cls);
@@ -183,27 +143,28 @@ done:
 /* status.snapshotHandle, else spec.source.snapshotHandle (a pre-provisioned content). */
 static const char *handle_of(const cJSON *content)
 {
-	return gets(content, "status.snapshotHandle")
-	           ?: gets(content, "spec.source.snapshotHandle");
+	return sidecar_get_str(content, "status.snapshotHandle")
+	           ?: sidecar_get_str(content, "spec.source.snapshotHandle");
 }
 
 Csi__V1__DeleteSnapshotRequest *
 sidecar_delete_snapshot(const char *content_json, const char *secret_json, char *err, size_t cap)
 {
-	cJSON *content = parse(content_json), *secret = secret_json ? parse(secret_json) : NULL;
+	cJSON *content = sidecar_parse(content_json),
+	      *secret = secret_json ? sidecar_parse(secret_json) : NULL;
 	Csi__V1__DeleteSnapshotRequest q = CSI__V1__DELETE_SNAPSHOT_REQUEST__INIT, *out = NULL;
 	struct entries sec = {0};
 	const char *h = handle_of(content);
 	if (!h)
 		snprintf(err, cap,
 		         "failed to delete snapshot content %s: snapshotHandle is missing",
-		         gets(content, "metadata.name") ?: "");
+		         sidecar_get_str(content, "metadata.name") ?: "");
 	else {
 		secrets(&sec, &csi__v1__delete_snapshot_request__secrets_entry__descriptor, secret);
 		q.snapshot_id = (char *)h;
 		q.n_secrets = sec.n;
 		q.secrets = (Csi__V1__DeleteSnapshotRequest__SecretsEntry **)sec.p;
-		out = roundtrip(&q.base, &csi__v1__delete_snapshot_request__descriptor);
+		out = sidecar_roundtrip(&q.base, &csi__v1__delete_snapshot_request__descriptor);
 	}
 	entries_free(&sec);
 	cJSON_Delete(content);
@@ -214,16 +175,16 @@ sidecar_delete_snapshot(const char *content_json, const char *secret_json, char 
 Csi__V1__ListSnapshotsRequest *sidecar_snapshot_status(const char *content_json, char *err,
                                                        size_t cap)
 {
-	cJSON *content = parse(content_json);
+	cJSON *content = sidecar_parse(content_json);
 	Csi__V1__ListSnapshotsRequest q = CSI__V1__LIST_SNAPSHOTS_REQUEST__INIT, *out = NULL;
 	const char *h = handle_of(content);
 	if (!h)
 		snprintf(err, cap,
 		         "failed to list snapshot for content %s: snapshotHandle is missing",
-		         gets(content, "metadata.name") ?: "");
+		         sidecar_get_str(content, "metadata.name") ?: "");
 	else {
 		q.snapshot_id = (char *)h;
-		out = roundtrip(&q.base, &csi__v1__list_snapshots_request__descriptor);
+		out = sidecar_roundtrip(&q.base, &csi__v1__list_snapshots_request__descriptor);
 	}
 	cJSON_Delete(content);
 	return out;
@@ -238,8 +199,9 @@ Csi__V1__ListSnapshotsRequest *sidecar_snapshot_status(const char *content_json,
 int sidecar_content_source(Csi__V1__CreateVolumeRequest *req, const char *pvc_json,
                            const char *source_json, const char *content_json, char *err, size_t cap)
 {
-	cJSON *pvc = parse(pvc_json), *src = parse(source_json), *content = parse(content_json);
-	const char *kind = gets(pvc, "spec.dataSource.kind") ?: "";
+	cJSON *pvc = sidecar_parse(pvc_json), *src = sidecar_parse(source_json),
+	      *content = sidecar_parse(content_json);
+	const char *kind = sidecar_get_str(pvc, "spec.dataSource.kind") ?: "";
 	long long want = req->capacity_range ? req->capacity_range->required_bytes : 0;
 	int r = -1;
 	Csi__V1__VolumeContentSource *cs = malloc(sizeof(*cs));
@@ -247,22 +209,22 @@ int sidecar_content_source(Csi__V1__CreateVolumeRequest *req, const char *pvc_js
 		abort();
 	csi__v1__volume_content_source__init(cs);
 	if (!strcmp(kind, "VolumeSnapshot")) {
-		const char *h = gets(content, "status.snapshotHandle");
-		const cJSON *ready = get(src, "status.readyToUse");
-		const cJSON *size = get(src, "status.restoreSize");
+		const char *h = sidecar_get_str(content, "status.snapshotHandle");
+		const cJSON *ready = sidecar_get(src, "status.readyToUse");
+		const cJSON *size = sidecar_get(src, "status.restoreSize");
 		long long rs = cJSON_IsString(size) ? sidecar_quantity(size->valuestring) : 0;
-		if (!gets(src, "status.boundVolumeSnapshotContentName") || !h)
+		if (!sidecar_get_str(src, "status.boundVolumeSnapshotContentName") || !h)
 			snprintf(err, cap, "snapshot %s not bound",
-			         gets(src, "metadata.name") ?: "");
+			         sidecar_get_str(src, "metadata.name") ?: "");
 		else if (!cJSON_IsTrue(ready))
 			snprintf(err, cap, "snapshot %s is not Ready",
-			         gets(src, "metadata.name") ?: "");
+			         sidecar_get_str(src, "metadata.name") ?: "");
 		else if (rs > want)
 			snprintf(
 			    err, cap,
 			    "requested volume size %lld is less than the size %lld for the source "
 			    "snapshot %s",
-			    want, rs, gets(src, "metadata.name") ?: "");
+			    want, rs, sidecar_get_str(src, "metadata.name") ?: "");
 		else {
 			Csi__V1__VolumeContentSource__SnapshotSource *s = malloc(sizeof(*s));
 			if (!s)
@@ -274,18 +236,18 @@ int sidecar_content_source(Csi__V1__CreateVolumeRequest *req, const char *pvc_js
 			r = 0;
 		}
 	} else if (!strcmp(kind, "PersistentVolumeClaim")) {
-		const char *h = gets(content, "spec.csi.volumeHandle");
-		const cJSON *size = get(content, "spec.capacity.storage");
+		const char *h = sidecar_get_str(content, "spec.csi.volumeHandle");
+		const cJSON *size = sidecar_get(content, "spec.capacity.storage");
 		long long ss = cJSON_IsString(size) ? sidecar_quantity(size->valuestring) : 0;
-		if (!h || strcmp(gets(content, "spec.csi.driver") ?: "", SIDECAR_DRIVER))
+		if (!h || strcmp(sidecar_get_str(content, "spec.csi.driver") ?: "", SIDECAR_DRIVER))
 			snprintf(err, cap, "the source PVC %s is not bound to a PV of this driver",
-			         gets(src, "metadata.name") ?: "");
+			         sidecar_get_str(src, "metadata.name") ?: "");
 		else if (ss > want)
 			snprintf(err, cap,
 			         "error getting handle for DataSource Type PersistentVolumeClaim "
 			         "by Name "
 			         "%s: requested PV size %lld is less than source PVC size %lld",
-			         gets(src, "metadata.name") ?: "", want, ss);
+			         sidecar_get_str(src, "metadata.name") ?: "", want, ss);
 		else {
 			Csi__V1__VolumeContentSource__VolumeSource *v = malloc(sizeof(*v));
 			if (!v)
