@@ -110,6 +110,16 @@ static int flushed(void)
 	return n;
 }
 
+/* obj (of kind k) observed changed: then n Events were posted in all, the last one want (NULL:
+ * not checked). */
+static void expect_events(const struct model_kind *k, void *obj, int n, const char *want)
+{
+	ctl_events_observe(x, k, STORE_MODIFIED, obj);
+	ck_assert_int_eq(flushed(), n);
+	if (want)
+		ck_assert_str_eq(posted[n - 1], want);
+}
+
 START_TEST(test_agent_condition_changes)
 {
 	struct model_pa a = {0};
@@ -121,20 +131,16 @@ START_TEST(test_agent_condition_changes)
 	ck_assert_int_eq(flushed(), 0); /* baseline */
 	model_cond_set(&a.status.conditions, RULES_COND_AGENT_CONNECTED, "False",
 	               RULES_REASON_HEALTH_CHECK_FAILED, "agent at 10.0.0.1:9500: refused", 1);
-	ctl_events_observe(x, &model_pa_kind, STORE_MODIFIED, &a);
-	ck_assert_int_eq(flushed(), 1);
-	ck_assert_str_eq(posted[0], "default PillarAgent/storage-1 Warning HealthCheckFailed: "
-	                            "agent at 10.0.0.1:9500: refused");
+	expect_events(&model_pa_kind, &a, 1,
+	              "default PillarAgent/storage-1 Warning HealthCheckFailed: "
+	              "agent at 10.0.0.1:9500: refused");
 	model_cond_set(&a.status.conditions, RULES_COND_AGENT_CONNECTED, "False",
 	               RULES_REASON_HEALTH_CHECK_FAILED, "another message", 1);
-	ctl_events_observe(x, &model_pa_kind, STORE_MODIFIED, &a);
-	ck_assert_int_eq(flushed(), 1); /* same status and reason: no Event */
+	expect_events(&model_pa_kind, &a, 1, NULL); /* same status and reason: no Event */
 	model_cond_set(&a.status.conditions, RULES_COND_AGENT_CONNECTED, "True",
 	               RULES_REASON_DIALED, "", 1);
-	ctl_events_observe(x, &model_pa_kind, STORE_MODIFIED, &a);
-	ck_assert_int_eq(flushed(), 2);
-	ck_assert_str_eq(posted[1],
-	                 "default PillarAgent/storage-1 Normal Dialed: AgentConnected is True");
+	expect_events(&model_pa_kind, &a, 2,
+	              "default PillarAgent/storage-1 Normal Dialed: AgentConnected is True");
 	ctl_events_observe(x, &model_pa_kind, STORE_DELETED, &a);
 	ctl_events_observe(x, &model_pa_kind, STORE_ADDED, &a); /* a new baseline */
 	ck_assert_int_eq(flushed(), 2);
@@ -153,16 +159,13 @@ START_TEST(test_store_waiting_for_its_agent_is_normal)
 	model_cond_set(&st.status.conditions, RULES_COND_AGENT_READY, "False",
 	               RULES_REASON_AGENT_NOT_READY, "PillarAgent \"storage-1\" is not Ready yet",
 	               1);
-	ctl_events_observe(x, &model_pst_kind, STORE_MODIFIED, &st);
-	ck_assert_int_eq(flushed(), 1);
-	ck_assert_str_eq(posted[0], "default PillarStore/files Normal AgentNotReady: PillarAgent "
-	                            "\"storage-1\" is not Ready yet");
+	expect_events(&model_pst_kind, &st, 1,
+	              "default PillarStore/files Normal AgentNotReady: PillarAgent "
+	              "\"storage-1\" is not Ready yet");
 	model_cond_set(&st.status.conditions, RULES_COND_AGENT_READY, "True",
 	               RULES_REASON_AGENT_READY, "", 1);
-	ctl_events_observe(x, &model_pst_kind, STORE_MODIFIED, &st);
-	ck_assert_int_eq(flushed(), 2);
-	ck_assert_str_eq(posted[1],
-	                 "default PillarStore/files Normal AgentReady: AgentReady is True");
+	expect_events(&model_pst_kind, &st, 2,
+	              "default PillarStore/files Normal AgentReady: AgentReady is True");
 	model_clear(&model_pst_kind, &st);
 }
 END_TEST
@@ -177,16 +180,14 @@ START_TEST(test_class_waiting_for_its_store_is_normal)
 	ctl_events_observe(x, &model_psc_kind, STORE_ADDED, &psc);
 	model_cond_set(&psc.status.conditions, RULES_COND_STORE_READY, "False",
 	               RULES_REASON_POOL_NOT_READY, "PillarStore \"files\" is not Ready yet", 1);
-	ctl_events_observe(x, &model_psc_kind, STORE_MODIFIED, &psc);
-	ck_assert_int_eq(flushed(), 1);
-	ck_assert_str_eq(posted[0], "default PillarStorageClass/plain Normal PoolNotReady: "
-	                            "PillarStore \"files\" is not Ready yet");
+	expect_events(&model_psc_kind, &psc, 1,
+	              "default PillarStorageClass/plain Normal PoolNotReady: "
+	              "PillarStore \"files\" is not Ready yet");
 	model_cond_set(&psc.status.conditions, RULES_COND_STORE_READY, "False",
 	               RULES_REASON_POOL_NOT_FOUND, "PillarStore \"files\" not found", 1);
-	ctl_events_observe(x, &model_psc_kind, STORE_MODIFIED, &psc);
-	ck_assert_int_eq(flushed(), 2);
-	ck_assert_str_eq(posted[1], "default PillarStorageClass/plain Warning PoolNotFound: "
-	                            "PillarStore \"files\" not found");
+	expect_events(&model_psc_kind, &psc, 2,
+	              "default PillarStorageClass/plain Warning PoolNotFound: "
+	              "PillarStore \"files\" not found");
 	model_clear(&model_psc_kind, &psc);
 }
 END_TEST
@@ -206,8 +207,7 @@ START_TEST(test_volume_events_on_the_claim)
 	ctl_events_observe(x, &model_pv_kind, STORE_ADDED, &pv); /* the loop watches PVs too */
 	model_cond_set(&v.status.conditions, RULES_COND_EXPORT_RECONCILED, "False",
 	               RULES_REASON_RECONCILE_FAILED, "backing device is not available", 1);
-	ctl_events_observe(x, &model_pvst_kind, STORE_MODIFIED, &v);
-	ck_assert_int_eq(flushed(), 3);
+	expect_events(&model_pvst_kind, &v, 3, NULL);
 	ck_assert_str_eq(posted[0], "default PillarVolumeState/pvc-1 Warning ReconcileFailed: "
 	                            "backing device is not available");
 	ck_assert_str_eq(posted[1], "apps PersistentVolumeClaim/data Warning ReconcileFailed: "
@@ -229,15 +229,13 @@ START_TEST(test_volume_events_on_the_claim)
 	ctl_events_observe(x, &model_pv_kind, STORE_DELETED, &pv); /* PV gone: the volume only */
 	model_cond_set(&v.status.conditions, RULES_COND_EXPORT_RECONCILED, "False", "Other", "m",
 	               1);
-	ctl_events_observe(x, &model_pvst_kind, STORE_MODIFIED, &v);
-	ck_assert_int_eq(flushed(), 8);
+	expect_events(&model_pvst_kind, &v, 8, NULL);
 	/* an unreachable agent: on the volume only (the outage Events tell the claim) */
 	model_cond_set(&v.status.conditions, RULES_COND_EXPORT_RECONCILED, "False",
 	               RULES_REASON_AGENT_UNAVAILABLE, "agent \"storage-1\" is not reachable", 1);
-	ctl_events_observe(x, &model_pvst_kind, STORE_MODIFIED, &v);
-	ck_assert_int_eq(flushed(), 9);
-	ck_assert_str_eq(posted[8], "default PillarVolumeState/pvc-1 Warning AgentUnavailable: "
-	                            "agent \"storage-1\" is not reachable");
+	expect_events(&model_pvst_kind, &v, 9,
+	              "default PillarVolumeState/pvc-1 Warning AgentUnavailable: "
+	              "agent \"storage-1\" is not reachable");
 	model_clear(&model_pv_kind, &pv);
 	model_clear(&model_pvst_kind, &v);
 }
