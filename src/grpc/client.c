@@ -301,7 +301,7 @@ static void cc_open(void *arg, struct h2_conn *h)
 	struct client_connection *cc = arg;
 	struct grpc_channel *ch = cc->ch;
 
-	if (h2_conn_client_session(h, cc_callbacks, cc) < 0)
+	if (h2_conn_client_session(h, cc_callbacks, cc, NULL) < 0)
 		return;
 	cc->ready = true;
 	cc->id = ++ch->conn_ids;

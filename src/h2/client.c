@@ -1,6 +1,11 @@
 /* Generic HTTP/2 client.  Requests are submitted holding the loop (h2_loop_run); the loop's
  * threads read the connection and append each stream's response to that stream's buffer, from
- * which the owner's thread takes it under the stream's mutex. */
+ * which the owner's thread takes it under the stream's mutex.
+ *
+ * Receive flow control: a stream's window is max_buffer and is given back only for bytes its
+ * reader has taken (in steps of a quarter window, from the reader's thread), so a server never
+ * has more than max_buffer bytes of a stream in our buffer or in flight.  The connection's
+ * window is given back as bytes arrive: a reader that stops holds up its own stream only. */
 #include "h2/client.h"
 
 #include <errno.h>
@@ -21,7 +26,9 @@
 #define RETRY_FIRST_MS     200
 #define RETRY_MAX_MS       10000
 #define MAX_HEADERS        60
-#define DEFAULT_MAX_BUFFER (64u << 20)
+#define DEFAULT_MAX_BUFFER (1u << 20)
+#define MAX_WINDOW         0x7fffffffu /* RFC 9113 6.9.1 */
+#define CONNECTION_WINDOW  (16u << 20)
 
 struct client_connection {
 	struct h2_client *cl;
@@ -37,7 +44,8 @@ struct h2_client {
 	struct h2_addr addr;
 	struct h2_tls_cfg *tls;
 	char authority[300], verify[256];
-	size_t max_buffer;
+	size_t max_buffer; /* the stream window */
+	size_t consume_step;
 	struct client_connection *cur;
 	struct client_connection *conns; /* every connection not yet torn down */
 	atomic_int live;                 /* connections not yet torn down */
@@ -71,6 +79,9 @@ struct h2_stream {
 	size_t hdrs_len, hdrs_cap;
 	uint8_t *buf;
 	size_t off, len, cap;
+	size_t taken;        /* read but not yet given back to the stream's window */
+	bool consume_queued; /* consume_post is queued */
+	struct h2_post consume_post;
 };
 
 static void stream_unref(struct h2_stream *s)
@@ -198,6 +209,12 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
 	return 0;
 }
 
+/* DATA nobody will read: its bytes go back to the stream's window at once. */
+static int drop(nghttp2_session *ng, int32_t sid, size_t len)
+{
+	return nghttp2_session_consume_stream(ng, sid, len) ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
+}
+
 static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t sid, const uint8_t *data,
                          size_t len, void *ud)
 {
@@ -206,19 +223,23 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t sid, const 
 	bool reset = false;
 	(void)flags;
 
+	/* the connection's window comes back at once; the stream's as its reader takes the bytes */
+	if (nghttp2_session_consume_connection(ng, len) != 0)
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (!s)
-		return 0;
+		return drop(ng, sid, len);
 	max = ((struct client_connection *)ud)->cl->max_buffer;
 	pthread_mutex_lock(&s->mu);
 	if (s->err) {
 		pthread_mutex_unlock(&s->mu);
-		return 0;
+		return drop(ng, sid, len);
 	}
 	if (s->off && s->off == s->len)
 		s->off = s->len = 0;
 	if (s->len - s->off + len > max) {
-		fail_locked(s, -EMSGSIZE, "response larger than the %zu bytes a stream buffers",
-		            max);
+		/* more than the window we granted: only a server ignoring flow control */
+		fail_locked(s, -EMSGSIZE,
+		            "the server sent more than the %zu bytes a stream buffers", max);
 		reset = true;
 	} else {
 		if (s->off && s->len + len > s->cap) {
@@ -236,9 +257,10 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t sid, const 
 	}
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
-	if (reset)
-		nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, sid, NGHTTP2_CANCEL);
-	return 0;
+	if (!reset)
+		return 0;
+	nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, sid, NGHTTP2_CANCEL);
+	return drop(ng, sid, len);
 }
 
 static int on_stream_close(nghttp2_session *ng, int32_t sid, uint32_t code, void *ud)
@@ -297,8 +319,9 @@ static void hc_open(void *arg, struct h2_conn *h)
 {
 	struct client_connection *hc = arg;
 	struct h2_client *cl = hc->cl;
+	struct h2_client_window w = {(uint32_t)cl->max_buffer, CONNECTION_WINDOW, true};
 
-	if (h2_conn_client_session(h, hc_callbacks, hc) < 0)
+	if (h2_conn_client_session(h, hc_callbacks, hc, &w) < 0)
 		return;
 	hc->ready = true;
 	cl->retry_ms = 0;
@@ -439,6 +462,26 @@ static void cancel_fn(void *arg)
 	stream_unref(s);
 }
 
+/* Loop: gives what the reader took back to the stream's window. */
+static void consume_fn(void *arg)
+{
+	struct h2_stream *s = arg;
+	size_t n;
+
+	pthread_mutex_lock(&s->mu);
+	n = s->taken;
+	s->taken = 0;
+	s->consume_queued = false;
+	pthread_mutex_unlock(&s->mu);
+	if (s->hc && n > 0) {
+		if (nghttp2_session_consume_stream(h2_conn_session(s->hc->h2), s->sid, n) != 0)
+			h2_conn_close(s->hc->h2, -ENOMEM, "out of memory");
+		else
+			h2_conn_flush(s->hc->h2);
+	}
+	stream_unref(s);
+}
+
 static void close_fn(void *arg)
 {
 	struct h2_client *cl = arg;
@@ -471,6 +514,10 @@ int h2_client_new(struct h2_client **out, const char *target, const struct h2_cl
 	}
 	cl->tls = o ? o->tls : NULL;
 	cl->max_buffer = o && o->max_buffer ? o->max_buffer : DEFAULT_MAX_BUFFER;
+	if (cl->max_buffer > MAX_WINDOW)
+		cl->max_buffer = MAX_WINDOW;
+	/* below half the window: the server stops only once all of it waits in our buffer */
+	cl->consume_step = cl->max_buffer / 4 ? cl->max_buffer / 4 : 1;
 	hostport = strncmp(target, "tcp://", 6) == 0 ? target + 6 : target;
 	if (o && o->server_name) {
 		snprintf(cl->verify, sizeof(cl->verify), "%s", o->server_name);
@@ -639,6 +686,7 @@ const char *h2_stream_header(struct h2_stream *s, const char *name)
 ssize_t h2_stream_read(struct h2_stream *s, void *buf, size_t len, int64_t timeout_ms,
                        struct err *e)
 {
+	bool consume = false;
 	ssize_t n;
 	int rc;
 
@@ -653,8 +701,15 @@ ssize_t h2_stream_read(struct h2_stream *s, void *buf, size_t len, int64_t timeo
 		n = (ssize_t)(s->len - s->off < len ? s->len - s->off : len);
 		memcpy(buf, s->buf + s->off, (size_t)n);
 		s->off += (size_t)n;
+		s->taken += (size_t)n;
+		if (s->taken >= s->cl->consume_step && !s->consume_queued && !s->ended) {
+			s->consume_queued = consume = true;
+			atomic_fetch_add(&s->refs, 1);
+		}
 	}
 	pthread_mutex_unlock(&s->mu);
+	if (consume)
+		h2_loop_run_or_defer(s->cl->loop, &s->consume_post, consume_fn, s);
 	return n;
 }
 

@@ -8,9 +8,11 @@
  * uses a stream, except h2_stream_cancel(), which any thread may call (a blocked reader then
  * returns -ECANCELED).  The connection is made on the first request; after a failed attempt,
  * requests fail fast until a backoff (200 ms doubling to 10 s) has passed.  A GOAWAY lets the
- * streams in flight finish while new requests open a new connection.  A stream buffers what it
- * receives up to max_buffer; when its reader falls further behind, the stream is reset and reads
- * give -EMSGSIZE.  Functions return 0 (or a count) or a negative errno with the reason in e.
+ * streams in flight finish while new requests open a new connection.  A stream buffers at most
+ * max_buffer bytes that its reader has not taken: that is the stream's HTTP/2 window, given back
+ * as the reader takes bytes, so a server waits for a slow reader (one ignoring flow control gets
+ * the stream reset and reads give -EMSGSIZE); a reader that stops holds up its own stream only.
+ * Functions return 0 (or a count) or a negative errno with the reason in e.
  */
 #ifndef PILLAR_H2_CLIENT_H
 #define PILLAR_H2_CLIENT_H
@@ -29,7 +31,7 @@ struct h2_stream;
 struct h2_client_opts {
 	struct h2_tls_cfg *tls;  /* NULL: plaintext; borrowed, must outlive the client */
 	const char *server_name; /* name to verify and send as :authority; default: the host */
-	size_t max_buffer;       /* per stream; default 64 MiB */
+	size_t max_buffer;       /* per stream; default 1 MiB, at most 2^31-1 */
 	struct h2_loop *loop;    /* default h2_loop_default() */
 };
 

@@ -596,21 +596,26 @@ int h2_conn_new_server(struct h2_conn **out, struct h2_loop *l, int fd, struct h
 }
 
 int h2_conn_client_session(struct h2_conn *c, void (*set_callbacks)(nghttp2_session_callbacks *),
-                           void *ud)
+                           void *ud, const struct h2_client_window *w)
 {
-	nghttp2_session_callbacks *cb;
+	static const struct h2_client_window def = {1u << 20, 16u << 20, false};
+	nghttp2_session_callbacks *cb = NULL;
+	nghttp2_option *opt = NULL;
 	nghttp2_session *ng = NULL;
-	nghttp2_settings_entry iv[] = {
-	    {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
-	    {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
-	};
+	nghttp2_settings_entry iv[2];
 
-	if (nghttp2_session_callbacks_new(&cb) == 0) {
+	if (!w)
+		w = &def;
+	iv[0] = (nghttp2_settings_entry){NGHTTP2_SETTINGS_ENABLE_PUSH, 0};
+	iv[1] = (nghttp2_settings_entry){NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, w->stream};
+	if (nghttp2_session_callbacks_new(&cb) == 0 && nghttp2_option_new(&opt) == 0) {
 		set_callbacks(cb);
-		if (nghttp2_session_client_new3(&ng, cb, ud, NULL, h2_nghttp2_mem()) != 0)
+		nghttp2_option_set_no_auto_window_update(opt, w->manual);
+		if (nghttp2_session_client_new3(&ng, cb, ud, opt, h2_nghttp2_mem()) != 0)
 			ng = NULL;
-		nghttp2_session_callbacks_del(cb);
 	}
+	nghttp2_option_del(opt);
+	nghttp2_session_callbacks_del(cb);
 	if (!ng) {
 		h2_conn_close(c, -ENOMEM, "out of memory");
 		return -ENOMEM;
@@ -620,7 +625,7 @@ int h2_conn_client_session(struct h2_conn *c, void (*set_callbacks)(nghttp2_sess
 		h2_conn_close(c, -ENOMEM, "out of memory"); /* the preface's SETTINGS is required */
 		return -ENOMEM;
 	}
-	nghttp2_session_set_local_window_size(ng, NGHTTP2_FLAG_NONE, 0, 16 << 20);
+	nghttp2_session_set_local_window_size(ng, NGHTTP2_FLAG_NONE, 0, (int32_t)w->connection);
 	return 0;
 }
 

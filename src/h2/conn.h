@@ -68,11 +68,21 @@ void h2_conn_close(struct h2_conn *c, int err, const char *why);
 bool h2_conn_closing(const struct h2_conn *c);
 uint64_t h2_conn_last_activity(const struct h2_conn *c);
 
+/* The receive windows of a client session.  manual: no WINDOW_UPDATE goes out by itself; the
+ * owner gives the window back with nghttp2_session_consume_connection/_stream as it takes the
+ * bytes (DATA that nghttp2 drops, and padding, it gives back itself). */
+struct h2_client_window {
+	uint32_t stream;     /* SETTINGS_INITIAL_WINDOW_SIZE, 1 .. 2^31-1 */
+	uint32_t connection; /* the connection's window */
+	bool manual;
+};
+
 /* The client session both HTTP/2 clients (grpc/client, h2/client) open on a new connection:
- * set_callbacks installs the owner's callbacks, ud is their user data; server push off, 1 MiB
- * stream windows, a 16 MiB connection window.  Returns 0, or -ENOMEM after closing c. */
+ * set_callbacks installs the owner's callbacks, ud is their user data; server push off, the
+ * windows of w (NULL: 1 MiB stream windows, a 16 MiB connection window, automatic updates).
+ * Returns 0, or -ENOMEM after closing c. */
 int h2_conn_client_session(struct h2_conn *c, void (*set_callbacks)(nghttp2_session_callbacks *),
-                           void *ud);
+                           void *ud, const struct h2_client_window *w);
 
 /* A request body sent from memory: a data source whose ptr is a struct h2_body. */
 struct h2_body {
