@@ -115,13 +115,47 @@ static int rv_ceiling_read(struct dir_store *s, uint64_t *rv, struct err *e)
 	return 0;
 }
 
+static bool same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/* rv_ceiling_read for a write that issues a version (mu held): the file read again only when
+ * its identity (inode, size, modification and change times) is not the one last read.  The
+ * store replaces the file (file_write_atomic: a new inode) and stats it before reading, so a
+ * change made between the stat and the read is seen by the next stat. */
+static int rv_ceiling_of_writer(struct dir_store *s, uint64_t *rv, struct err *e)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/resourceversion", s->path);
+	if (stat(p, &st) < 0) {
+		s->ceil_known = false;
+		return rv_ceiling_read(s, rv, e);
+	}
+	if (s->ceil_known && s->ceil_ino == st.st_ino && s->ceil_size == st.st_size &&
+	    same_time(&s->ceil_mtime, &st.st_mtim) && same_time(&s->ceil_ctime, &st.st_ctim)) {
+		*rv = s->ceil_cached;
+		return 0;
+	}
+	int r = rv_ceiling_read(s, rv, e);
+	s->ceil_known = r == 0;
+	s->ceil_cached = *rv;
+	s->ceil_ino = st.st_ino;
+	s->ceil_size = st.st_size;
+	s->ceil_mtime = st.st_mtim;
+	s->ceil_ctime = st.st_ctim;
+	return r;
+}
+
 /* The last issued version and the ceiling, from .oplock (fd) when it belongs to this boot and
- * this ceiling, else both the ceiling. */
-static int rv_state(struct dir_store *s, int fd, uint64_t *last, uint64_t *ceil, struct err *e)
+ * this ceiling, else both the ceiling; writer: a write that issues a version (mu held). */
+static int rv_state(struct dir_store *s, int fd, bool writer, uint64_t *last, uint64_t *ceil,
+                    struct err *e)
 {
 	char buf[128], boot[40];
 	unsigned long long l, c;
-	int r = rv_ceiling_read(s, ceil, e);
+	int r = writer ? rv_ceiling_of_writer(s, ceil, e) : rv_ceiling_read(s, ceil, e);
 	if (r < 0)
 		return r;
 	*last = *ceil;
@@ -141,18 +175,18 @@ int dir_rv_last(struct dir_store *s, uint64_t *rv, struct err *e)
 	uint64_t ceil;
 	snprintf(p, sizeof(p), "%s/.oplock", s->path);
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	int r = rv_state(s, fd, rv, &ceil, e);
+	int r = rv_state(s, fd, false, rv, &ceil, e);
 	if (fd >= 0)
 		close(fd);
 	return r;
 }
 
-/* Issues the next version (operation lock held through fd): persisted before use. */
+/* Issues the next version (operation lock held through fd, s->mu held): persisted before use. */
 int dir_rv_issue(struct dir_store *s, int fd, uint64_t *rv, struct err *e)
 {
 	char p[PATH_MAX], text[128];
 	uint64_t last, ceil;
-	int r = rv_state(s, fd, &last, &ceil, e);
+	int r = rv_state(s, fd, true, &last, &ceil, e);
 	if (r < 0)
 		return r;
 	*rv = last + 1;
@@ -441,7 +475,7 @@ static int commit(struct dir_store *s, struct opreq *q, const char *key, const c
 	if (next && !text)
 		return err_set(e, -ENOMEM, "encode %s: out of memory", path);
 	for (int tries = 0; tries < 2; tries++) {
-		r = next ? dir_journal_put(s, key, path, text, len, &id, e)
+		r = next ? dir_journal_put(s, key, path, text, len, !cur, &id, e)
 		         : dir_journal_del(s, key, path, e);
 		if (r != JOURNAL_FULL || tries || (r = dir_journal_checkpoint(s, e)) < 0)
 			break;

@@ -165,7 +165,8 @@ static int plan(struct dir_store *s, struct opreq *q, struct flight *f, const ch
 /* The durable part, without the mutex: the journal entry, then the file written and renamed
  * (or removed) without fsync (dir_journal.c); *placed when path may have changed. */
 static int persist(struct dir_store *s, struct opreq *q, const char *key, const char *path,
-                   cJSON *next, uint64_t rv, struct file_identity *id, bool *placed, struct err *e)
+                   const cJSON *cur, cJSON *next, uint64_t rv, struct file_identity *id,
+                   bool *placed, struct err *e)
 {
 	size_t len;
 	int r;
@@ -178,7 +179,7 @@ static int persist(struct dir_store *s, struct opreq *q, const char *key, const 
 		char *text = dir_encode(next, rv, &len);
 		if (!text)
 			return err_set(e, -ENOMEM, "encode %s: out of memory", path);
-		r = dir_journal_put(s, key, path, text, len, id, e);
+		r = dir_journal_put(s, key, path, text, len, !cur, id, e);
 		free(text);
 	}
 	if (r == JOURNAL_FULL)
@@ -220,7 +221,7 @@ static int write_once(struct dir_store *s, struct opreq *q, const char *key, con
 	pthread_mutex_unlock(&s->mu);
 	if (r < 0)
 		return r;
-	r = persist(s, q, key, path, *next, rv, &id, &placed, e);
+	r = persist(s, q, key, path, *cur, *next, rv, &id, &placed, e);
 	pthread_mutex_lock(&s->mu);
 	finish(s, q, &f, *cur, *next, &id, r == 0, placed);
 	pthread_mutex_unlock(&s->mu);

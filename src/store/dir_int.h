@@ -65,6 +65,13 @@ struct dir_store {
 	int owner_fd;
 	int poll_ms; /* the full-rescan interval used only when inotify is unavailable */
 	char boot_id[40];
+	/* The ceiling PATH/resourceversion held when it had this identity (ceil_known), for the
+	 * writes that issue versions (mu held): a stat, not a read, while the file is the same. */
+	bool ceil_known;
+	uint64_t ceil_cached;
+	ino_t ceil_ino;
+	off_t ceil_size;
+	struct timespec ceil_mtime, ceil_ctime;
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* stop */
 	pthread_cond_t
@@ -149,7 +156,7 @@ void dir_meta_set_rv(cJSON *obj, uint64_t rv);
 
 /* dir.c */
 int dir_rv_last(struct dir_store *s, uint64_t *rv, struct err *e); /* the last issued version */
-/* Issues the next version (operation lock held through fd): persisted before use. */
+/* Issues the next version (operation lock held through fd, s->mu held): persisted before use. */
 int dir_rv_issue(struct dir_store *s, int fd, uint64_t *rv, struct err *e);
 /* The stored object now: from the index (after catching up) or from its file (*cur NULL: none). */
 int dir_current(struct dir_store *s, const char *key, const char *path, cJSON **cur, struct err *e);
@@ -237,11 +244,13 @@ int dir_journal_checkpoint(struct dir_store *s, struct err *e);
 /* sync(fs) of the store for a checkpoint in steps (journal_checkpoint_begin/end). */
 int dir_journal_sync(void *store, struct err *e);
 /* A durable write of path (key's object, text) or a delete: the journal entry, then the file
- * without fsync.  0 (*id what was written); 1 durable but not applied (e says why; the next
- * lock holder applies it); or a negative errno, nothing durable (JOURNAL_FULL: checkpoint,
- * then retry). */
+ * without fsync.  fresh: the writer knows of no object at path (a create: the file is renamed
+ * into place without an exchange, its directory made when missing); else the object's file and
+ * so its directory are there.  0 (*id what was written); 1 durable but not applied (e says why;
+ * the next lock holder applies it); or a negative errno, nothing durable (JOURNAL_FULL:
+ * checkpoint, then retry). */
 int dir_journal_put(struct dir_store *s, const char *key, const char *path, const char *text,
-                    size_t len, struct file_identity *id, struct err *e);
+                    size_t len, bool fresh, struct file_identity *id, struct err *e);
 int dir_journal_del(struct dir_store *s, const char *key, const char *path, struct err *e);
 
 /* dir_health.c: store_health of the embedded store */

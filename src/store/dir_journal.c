@@ -69,23 +69,33 @@ static bool secret_key(const char *key)
 	return strncmp(key, "secrets/", 8) == 0;
 }
 
-/* data written without fsync under a temporary name in the store's root (tmp, PATH_MAX + 32
- * bytes), path's directory made when it is missing; *id what was written.  The root is not
- * watched (dir_watch.c): the temporary file's creation and writes wake no notification thread,
- * only its placing does.  Nothing is left behind on failure. */
-static int write_temp(const char *root, const char *path, const char *data, size_t len, bool secret,
-                      char *tmp, struct file_identity *id, struct err *e)
+/* path's directory made when it is missing (a new namespace). */
+static int make_dir(const char *path, bool secret, struct err *e)
 {
-	char dir[PATH_MAX], in_root[PATH_MAX + 64];
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (mkdir(dir, secret ? 0700 : 0755) == 0 || errno == EEXIST)
+		return 0;
+	int r = file_mkdir_p(dir, secret ? 0700 : 0755, e);
+	return r < 0 ? r : 0;
+}
+
+/* data written without fsync under a temporary name in the store's root (tmp, PATH_MAX + 32
+ * bytes); path's directory made when it is missing unless dir_known (a file is at path, so its
+ * directory is there); *id what was written.  The root is not watched (dir_watch.c): the
+ * temporary file's creation and writes wake no notification thread, only its placing does.
+ * Nothing is left behind on failure. */
+static int write_temp(const char *root, const char *path, const char *data, size_t len, bool secret,
+                      bool dir_known, char *tmp, struct file_identity *id, struct err *e)
+{
+	char in_root[PATH_MAX + 64];
 	const char *slash = strrchr(path, '/');
 	struct stat st;
 	mode_t mode = secret ? 0600 : 0644;
-	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	if (mkdir(dir, secret ? 0700 : 0755) < 0 && errno != EEXIST) { /* a new namespace */
-		int r = file_mkdir_p(dir, secret ? 0700 : 0755, e);
-		if (r < 0)
-			return r;
-	}
+	int made = dir_known ? 0 : make_dir(path, secret, e);
+	if (made < 0)
+		return made;
 	snprintf(in_root, sizeof(in_root), "%s/%s", root, slash + 1);
 	int fd = file_temp_create(in_root, mode, tmp, PATH_MAX + 32);
 	if (fd == -ENAMETOOLONG)
@@ -119,17 +129,21 @@ static int write_temp(const char *root, const char *path, const char *data, size
  * keeps reading it, as a rename gives them; but ext4 takes a rename over an existing file as the
  * replace-by-rename pattern and starts writing the new file's data out at once
  * (auto_da_alloc), an I/O on the path of every write that the journal makes needless (the
- * entry is durable, the file is written out by the checkpoint).  Without an old file, or where
- * the filesystem cannot exchange, a rename. */
-static int place(const char *tmp, const char *path, struct err *e)
+ * entry is durable, the file is written out by the checkpoint).  Without an old file (fresh:
+ * the writer knows of none, so no exchange is tried), or where the filesystem cannot exchange,
+ * a rename.  A directory found missing after all (removed behind the store's back) is made
+ * again. */
+static int place(const char *tmp, const char *path, bool fresh, bool secret, struct err *e)
 {
-	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
+	if (!fresh && renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
 		unlink(tmp); /* left behind, a temporary file the owner's open removes */
 		return 0;
 	}
 	if (rename(tmp, path) == 0)
 		return 0;
 	int r = -errno;
+	if (r == -ENOENT && make_dir(path, secret, NULL) == 0 && rename(tmp, path) == 0)
+		return 0;
 	unlink(tmp);
 	return err_set(e, r, "write %s: %s%s", path, strerror(-r), r == -ENOSPC ? " (ENOSPC)" : "");
 }
@@ -164,8 +178,9 @@ static int apply_entry(void *arg, uint64_t seq, const struct journal_entry *en, 
 		           ? err_set(e, -errno, "remove %s: %s", path, strerror(errno))
 		           : 0;
 	char tmp[PATH_MAX + 32];
-	int r = write_temp(s->path, path, en->data, en->len, secret_key(en->name), tmp, NULL, e);
-	return r < 0 ? r : place(tmp, path, e);
+	bool secret = secret_key(en->name);
+	int r = write_temp(s->path, path, en->data, en->len, secret, false, tmp, NULL, e);
+	return r < 0 ? r : place(tmp, path, false, secret, e);
 }
 
 /* ---- checkpoint -------------------------------------------------------------------------------- */
@@ -241,22 +256,23 @@ int dir_journal_open(struct dir_store *s, bool owner, struct err *e)
 /* ---- writes ------------------------------------------------------------------------------------ */
 
 int dir_journal_put(struct dir_store *s, const char *key, const char *path, const char *text,
-                    size_t len, struct file_identity *id, struct err *e)
+                    size_t len, bool fresh, struct file_identity *id, struct err *e)
 {
+	bool secret = secret_key(key);
 	struct journal_entry en = {TAG_PUT, key, text, len};
 	if (len > STORE_OBJECT_MAX)
 		return err_set(e, STORE_INVALID, "%s is too large to store: %zu bytes, at most %u",
 		               key, len, STORE_OBJECT_MAX);
 	char tmp[PATH_MAX + 32];
 	/* the content first: a full disk refuses the write before anything is durable */
-	int r = write_temp(s->path, path, text, len, secret_key(key), tmp, id, e);
+	int r = write_temp(s->path, path, text, len, secret, !fresh, tmp, id, e);
 	if (r < 0)
 		return r;
 	if ((r = journal_append(s->journal, &en, 1, NULL, e)) < 0) {
 		unlink(tmp);
 		return r;
 	}
-	if (place(tmp, path, e) < 0) {
+	if (place(tmp, path, fresh, secret, e) < 0) {
 		s->journal_unapplied =
 		    true; /* durable, not applied: the next lock holder applies it */
 		return 1;

@@ -25,7 +25,7 @@
 #include "store/store.h"
 #include "testutil.h"
 
-static long readdirs, fsyncs, fdatasyncs, syncfss, shared_locks;
+static long readdirs, fsyncs, fdatasyncs, syncfss, shared_locks, mkdirs, exchanges;
 /* While set, a syncfs waits until it is cleared or 3 s pass (a slow disk under a checkpoint). */
 static atomic_bool syncfs_held;
 
@@ -75,6 +75,26 @@ int flock(int fd, int op)
 	if ((op & ~LOCK_NB) == LOCK_SH)
 		__atomic_add_fetch(&shared_locks, 1, __ATOMIC_SEQ_CST);
 	return real(fd, op);
+}
+
+int mkdir(const char *path, mode_t mode)
+{
+	static int (*real)(const char *, mode_t);
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "mkdir");
+	__atomic_add_fetch(&mkdirs, 1, __ATOMIC_SEQ_CST);
+	return real(path, mode);
+}
+
+int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
+              unsigned int flags)
+{
+	static int (*real)(int, const char *, int, const char *, unsigned int);
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "renameat2");
+	if (flags & RENAME_EXCHANGE)
+		__atomic_add_fetch(&exchanges, 1, __ATOMIC_SEQ_CST);
+	return real(olddirfd, oldpath, newdirfd, newpath, flags);
 }
 
 static char dir[512];
@@ -487,6 +507,66 @@ START_TEST(test_writes_keep_the_oplock_descriptor)
 }
 END_TEST
 
+/* A create renames its file into place without trying an exchange (there is no old file to
+ * exchange with), an update makes no directory (its object's file is there, so is the
+ * directory); both still land, and a new namespace's directory is still made. */
+START_TEST(test_writes_skip_what_the_index_answers)
+{
+	struct err e = {0};
+	cJSON *o = NULL;
+	tu_store_create_agent(st, "first", 1);
+	long x0 = exchanges;
+	tu_store_create_agent(st, "a", 1);
+	ck_assert_int_eq(exchanges, x0);
+	long m0 = mkdirs;
+	ck_assert_int_eq(store_get(st, PA(), NULL, "a", &o, &e), 0);
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "spec"), "pad", cJSON_CreateString("b"));
+	ck_assert_msg(store_update(st, o, NULL, &e) == 0, "%s", e.msg);
+	cJSON_Delete(o);
+	ck_assert_int_eq(mkdirs, m0);
+	ck_assert_int_gt(exchanges, x0);
+	ck_assert_int_eq(store_get(st, PA(), NULL, "a", &o, &e), 0);
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "spec"), "pad")->valuestring, "b");
+	cJSON_Delete(o);
+	o = cJSON_Parse("{\"apiVersion\": \"v1\", \"kind\": \"PersistentVolumeClaim\", "
+	                "\"metadata\": {\"name\": \"c\", \"namespace\": \"fresh-ns\"}}");
+	ck_assert_ptr_nonnull(o);
+	ck_assert_msg(store_create(st, o, NULL, &e) == 0, "%s", e.msg);
+	cJSON_Delete(o);
+	ck_assert_int_eq(store_get(st, store_kind_lookup("PersistentVolumeClaim"), "fresh-ns", "c",
+	                           &o, &e),
+	                 0);
+	cJSON_Delete(o);
+}
+END_TEST
+
+/* A write reads the ceiling file again whenever it is not the file it last read: replaced (a
+ * new inode) or rewritten in place, the new ceiling is what the next version continues above. */
+START_TEST(test_writes_see_a_changed_ceiling)
+{
+	char p[700];
+	cJSON *o = tu_store_agent("x", 1), *out = NULL;
+	struct err e = {0};
+	tu_store_create_agent(st, "a", 1);
+	tu_store_create_agent(st, "b", 1);
+	snprintf(p, sizeof(p), "%s/resourceversion", dir);
+	ck_assert_int_eq(file_write_atomic(p, "5000\n", 5, 0644, &e), 0);
+	ck_assert_msg(store_create(st, o, &out, &e) == 0, "%s", e.msg);
+	ck_assert_uint_eq(store_meta_rv(out), 5001);
+	cJSON_Delete(out);
+	ck_assert_str_eq(tu_read(dir, "resourceversion"), "6024\n");
+	FILE *f = fopen(p, "r+"); /* the same inode, the same size */
+	ck_assert_ptr_nonnull(f);
+	fputs("9000\n", f);
+	fclose(f);
+	ck_assert_int_eq(store_delete(st, PA(), NULL, "x", NULL, NULL, &e), 0);
+	ck_assert_msg(store_create(st, o, &out, &e) == 0, "%s", e.msg);
+	ck_assert_uint_gt(store_meta_rv(out), 9000);
+	cJSON_Delete(out);
+	cJSON_Delete(o);
+}
+END_TEST
+
 /* Group commit: creates of different objects at the same time share the journal's fdatasync;
  * a watch sees them in version order, each once, and only after that fdatasync; creates of one
  * name at once: one wins.  The first create's fdatasync waits until every other create waits
@@ -819,6 +899,8 @@ int main(void)
 	tcase_add_test(t, test_replaced_file_stays_whole_for_its_reader);
 	tcase_add_test(t, test_kind_directory_sees_only_the_object);
 	tcase_add_test(t, test_writes_keep_the_oplock_descriptor);
+	tcase_add_test(t, test_writes_skip_what_the_index_answers);
+	tcase_add_test(t, test_writes_see_a_changed_ceiling);
 	tcase_add_test(t, test_concurrent_writes_share_the_journal_fdatasync);
 	tcase_add_test(t, test_list_leaves_out_a_corrupt_file);
 	tcase_add_test(t, test_reader_lists_namespaces_around_leftovers);
