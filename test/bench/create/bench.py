@@ -18,6 +18,12 @@ on this directory's disk; a grpcio CSI client builds every CreateVolume as csi-p
     30 are marked met or NOT met: fsyncs per sequential create (controller + agent) <= 4, and
     p50 at 1 caller with the disk writer <= 5 ms.
 
+  flush time per sequential CreateVolume, without and with the disk writer: the time the
+    controller's and the agent's fsync, fdatasync and syncfs calls took (strace -T on those calls
+    alone; "n/a" without strace) over FSYNC_N sequential creates: the part of a create's
+    latency that waits for the disk, serial at one caller, which no CPU work saved takes off
+    (strace attached to a running process stops it at every call, so these creates are slow
+    and their latency is not given; each call's own time is what its -T shows);
   With BENCH_BASE naming a second pillar-csi binary (e.g. main's build copied aside), its agent
   and controller run beside ours (each pair with its own state under DIR/ours and DIR/base, on
   the same disk): every fsync count is made for both, and in every round each configuration runs
@@ -29,6 +35,8 @@ on this directory's disk; a grpcio CSI client builds every CreateVolume as csi-p
 """
 import importlib.util
 import os
+import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -129,6 +137,65 @@ def fsyncs(side, callers=1):
               work["writes"], ctl[0], agent[0]), flush=True)
 
 
+STRACE = shutil.which("strace")
+
+
+class FlushTime:
+    """The time one process spends in fsync, fdatasync and syncfs until stop() (strace -T)."""
+
+    def __init__(self, pid, path):
+        self.path, self.p = path, None
+        if STRACE:
+            self.p = subprocess.Popen([STRACE, "-f", "-T", "-e",
+                                       "trace=fsync,fdatasync,syncfs", "-o", path, "-p",
+                                       str(pid)], stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+            time.sleep(0.5)  # attached
+
+    def stop(self):
+        """Milliseconds in those calls, or None when they could not be timed."""
+        if not self.p:
+            return None
+        self.p.send_signal(signal.SIGINT)
+        self.p.wait()
+        try:
+            with open(self.path) as f:
+                return sum(float(x) for x in re.findall(r"<([0-9.]+)>$", f.read(), re.M)) * 1000
+        except OSError:
+            return None
+
+
+def flushes(sides):
+    """Flush time per sequential create, without and with the disk writer (see the module
+    text), the sides in alternating order."""
+    for writer in (False, True):
+        wp = None
+        if writer:
+            wp = subprocess.Popen([sys.executable, "-c", WRITER,
+                                   os.path.join(sides[0].b.env.base, "writer.data")])
+            time.sleep(0.5)
+        try:
+            for side in (sides if not writer else list(reversed(sides))):
+                b = side.b
+                b.quiet(0.5)
+                base = os.path.join(b.env.base, "flush-%d" % writer)
+                ctl = FlushTime(b.ctl_pid, base + "-ctl.strace")
+                agent = FlushTime(b.env.procs.live["agent"].pid, base + "-agent.strace")
+                for _ in range(FSYNC_N):
+                    side.cr.one()
+                c, a = ctl.stop(), agent.stop()
+                ms = lambda x: "n/a" if x is None else "%.2f ms" % (x / FSYNC_N)  # noqa: E731
+                total = "n/a" if c is None or a is None else ms(c + a)
+                print("%sflush time per sequential CreateVolume, %s disk writer: controller %s, "
+                      "agent %s, total %s (load average %.1f)" % (
+                          side.tag, "with a   " if writer else "without a", ms(c), ms(a), total,
+                          os.getloadavg()[0]), flush=True)
+        finally:
+            if wp:
+                wp.send_signal(signal.SIGKILL)
+                wp.wait()
+
+
 def latencies(sides):
     configs = [(n, w) for n in CALLERS for w in (False, True)]
     got = {(c, s.tag): {"p50": [], "p99": []} for c in configs for s in sides}
@@ -218,6 +285,7 @@ def main():
             cs.BIN = cs.AGENT_BIN = side.binary
             fsyncs(side)
             fsyncs(side, 16)  # group commit: concurrent creates share directory fsyncs
+        flushes(sides)
         latencies(sides)
     finally:
         for side in sides:

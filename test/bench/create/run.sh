@@ -5,6 +5,7 @@
 # Env: BUILD, PILLAR_BIN; BENCH_ROUNDS (3), BENCH_PER_CALLER (10), BENCH_FSYNC_N (50);
 # BENCH_BASE: a second pillar-csi binary (e.g. main's build copied aside) measured beside ours in
 # the same rounds (an A/B of two builds under the same load, ratios ours/base per round).
+# With strace installed, the flush time (fsync, fdatasync, syncfs) per sequential create too.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 RESULTS=bench-create
