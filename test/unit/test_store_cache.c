@@ -18,6 +18,28 @@
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
 static bool lists_held, fail_lists;
+/* Its lists and watch events carry metadata.managedFields, as the API server's do. */
+static bool add_managed;
+
+static void with_managed(cJSON *o)
+{
+	cJSON *md = cJSON_GetObjectItem(o, "metadata");
+	if (!add_managed || !md || cJSON_GetObjectItem(md, "managedFields"))
+		return;
+	cJSON *wrap = NULL;
+	static const char text[] =
+	    "{\"managedFields\":[{\"manager\":\"pillar-csi\",\"operation\":\"Update\","
+	    "\"apiVersion\":\"pillar-csi.bhyoo.com/v1alpha1\",\"fieldsType\":\"FieldsV1\","
+	    "\"fieldsV1\":{\"f:spec\":{\"f:agentRef\":{}}}}]}";
+	ck_assert_int_eq(json_parse_strict(text, strlen(text), &wrap, NULL), 0);
+	cJSON *mf = cJSON_DetachItemFromObjectCaseSensitive(wrap, "managedFields");
+	cJSON_Delete(wrap);
+	cJSON_AddItemToObject(md, "managedFields", mf);
+	/* and something after it: the cache puts it back in its place when it leaves it out */
+	cJSON *labels = cJSON_DetachItemFromObjectCaseSensitive(md, "labels");
+	if (labels)
+		cJSON_AddItemToObject(md, "labels", labels);
+}
 
 static void hold_lists(bool held)
 {
@@ -54,7 +76,10 @@ static int n_list(store *st, const struct store_kind *k, const char *ns, const c
 	pthread_mutex_unlock(&gate_mu);
 	if (fail)
 		return err_set(e, -EIO, "the list failed");
-	return store_list(c->b, k, ns, sel, items, rv, e);
+	int r = store_list(c->b, k, ns, sel, items, rv, e);
+	for (cJSON *it = r == 0 ? (*items)->child : NULL; it; it = it->next)
+		with_managed(it);
+	return r;
 }
 
 /* The API server's resourceVersion=0 list, as a dir store answers it: the list, counted. */
@@ -72,7 +97,10 @@ static int n_create(store *st, const cJSON *o, cJSON **out, struct err *e)
 
 static int n_update(store *st, const cJSON *o, cJSON **out, struct err *e)
 {
-	return store_update(((struct counting *)st)->b, o, out, e);
+	int r = store_update(((struct counting *)st)->b, o, out, e);
+	if (r == 0 && out && *out)
+		with_managed(*out);
+	return r;
 }
 
 static int n_update_status(store *st, const cJSON *o, cJSON **out, struct err *e)
@@ -124,7 +152,10 @@ static int n_watch_next(store_watch *w, int timeout_ms, enum store_event_type *t
 	if (__atomic_compare_exchange_n(&expire_kind, &k, NULL, false, __ATOMIC_SEQ_CST,
 	                                __ATOMIC_SEQ_CST))
 		return err_set(e, STORE_EXPIRED, "too old resource version");
-	return store_watch_next(x->w, timeout_ms, type, obj, e);
+	int r = store_watch_next(x->w, timeout_ms, type, obj, e);
+	if (r == 1)
+		with_managed(*obj);
+	return r;
 }
 
 static void n_watch_close(store_watch *w)
@@ -172,6 +203,7 @@ static void setup(void)
 
 static void teardown(void)
 {
+	add_managed = false;
 	store_close(cache);
 	cache = NULL;
 	store_close(other);
@@ -570,6 +602,59 @@ START_TEST(test_relist_keeps_unchanged_texts)
 }
 END_TEST
 
+/* The cache keeps its objects without metadata.managedFields (the API server's field owners,
+ * which no reader of the cache uses): neither held nor parsed by each cached read, from the
+ * list or from the watch; the rest of the object is kept as it was. */
+START_TEST(test_managed_fields_left_out)
+{
+	const struct store_kind *k = store_kind_lookup("pvst");
+	cJSON *o = pvst("pvc-1", "a"), *got = NULL;
+	add_managed = true;
+	ck_assert_int_eq(store_create(other, o, NULL, NULL), 0);
+	cJSON_Delete(o);
+	open_cache();
+	store_cache_thread_reads(true);
+	ck_assert_int_eq(store_get(cache, k, NULL, "pvc-1", &got, NULL), 0);
+	cJSON *md = cJSON_GetObjectItem(got, "metadata");
+	ck_assert_ptr_null(cJSON_GetObjectItem(md, "managedFields"));
+	ck_assert_str_eq(
+	    json_get_str(cJSON_GetObjectItem(md, "labels"), "pillar-csi.bhyoo.com/agent"), "a");
+	ck_assert_str_eq(store_meta_str(got, "name"), "pvc-1");
+	cJSON_Delete(got);
+	/* a change made elsewhere, from the watch */
+	o = pvst("pvc-1", "b");
+	ck_assert_int_eq(store_update(other, o, NULL, NULL), 0);
+	cJSON_Delete(o);
+	ck_assert(eventually("pvc-1", "b"));
+	ck_assert_int_eq(store_get(cache, k, NULL, "pvc-1", &got, NULL), 0);
+	ck_assert_ptr_null(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(got, "metadata"), "managedFields"));
+	cJSON_Delete(got);
+	/* a write through the cache returns the store's object whole, managedFields in their
+	 * place (before the labels), and keeps it without them */
+	o = pvst("pvc-1", "c");
+	ck_assert_int_eq(store_update(cache, o, &got, NULL), 0);
+	cJSON_Delete(o);
+	md = cJSON_GetObjectItem(got, "metadata");
+	ck_assert_ptr_nonnull(cJSON_GetObjectItem(md, "managedFields"));
+	ck_assert_ptr_eq(cJSON_GetObjectItem(md, "managedFields")->next,
+	                 cJSON_GetObjectItem(md, "labels"));
+	ck_assert_int_eq(cJSON_GetArraySize(md), 7);
+	cJSON_Delete(got);
+	ck_assert_int_eq(store_get(cache, k, NULL, "pvc-1", &got, NULL), 0);
+	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(got, "spec"), "agentRef"), "c");
+	ck_assert_ptr_null(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(got, "metadata"), "managedFields"));
+	cJSON_Delete(got);
+	store_cache_thread_reads(false);
+	/* a reader that does not read cached gets the store's object whole */
+	ck_assert_int_eq(store_list(cache, k, NULL, NULL, &got, NULL, NULL), 0);
+	ck_assert_ptr_nonnull(cJSON_GetObjectItem(
+	    cJSON_GetObjectItem(cJSON_GetArrayItem(got, 0), "metadata"), "managedFields"));
+	cJSON_Delete(got);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("store cache");
@@ -579,6 +664,7 @@ int main(void)
 	tcase_add_test(t, test_reads_from_memory);
 	tcase_add_test(t, test_relist_keeps_unchanged_texts);
 	tcase_add_test(t, test_integers_exact);
+	tcase_add_test(t, test_managed_fields_left_out);
 	tcase_add_test(t, test_changes_elsewhere_arrive_by_watch);
 	tcase_add_test(t, test_writes_visible_at_once_and_other_threads_read_through);
 	tcase_add_test(t, test_last_finalizer_removed_is_gone);
