@@ -62,16 +62,14 @@ static bool carried(const char *ns, const char *name, uint64_t rv, void *arg)
 	return carry_move(&p->c, name, rv);
 }
 
-static int fresh(void *obj, void *arg)
+/* The entry of volume v (which names agent in its agentRef) after the new ones of c: 0, or
+ * -ENOMEM. */
+static int entry_add(struct carry_pass *c, const struct model_pvst *v)
 {
-	struct tally_pass *p = arg;
-	const struct model_pvst *v = obj;
-	if (!v->meta.name || !v->spec.agent_ref || strcmp(v->spec.agent_ref, p->agent))
-		return 0;
-	struct tally_entry *t = carry_slot(&p->c);
+	struct tally_entry *t = carry_slot(c);
 	if (!t || !(t->h.name = strdup(v->meta.name)))
 		return -ENOMEM;
-	p->c.n++;
+	c->n++;
 	t->h.rv = model_meta_rv(&v->meta);
 	const struct model_nvmeof_tcp *n = model_pvst_nvmeof_tcp(v);
 	t->tmo.has_ctrl_loss_tmo = n && n->has_ctrl_loss_tmo;
@@ -81,6 +79,15 @@ static int fresh(void *obj, void *arg)
 		    model_strs_add(&t->nodes, v->status.published[i].node_id) < 0)
 			return -ENOMEM;
 	return 0;
+}
+
+static int fresh(void *obj, void *arg)
+{
+	struct tally_pass *p = arg;
+	const struct model_pvst *v = obj;
+	if (!v->meta.name || !v->spec.agent_ref || strcmp(v->spec.agent_ref, p->agent))
+		return 0;
+	return entry_add(&p->c, v);
 }
 
 static void memo_swap(struct ctl *c, const char *agent, struct tally_entry **v, size_t *n)
@@ -164,4 +171,72 @@ int reconcile_agent_counts(struct ctl *c, struct model_pa *pa, struct err *e)
 	memo_swap(c, agent, &v, &p.c.n); /* the memo was taken: nothing comes back */
 	entries_free(v, p.c.n);
 	return 0;
+}
+
+/* ---- seeding from the loop's list of every volume ------------------------------------------- */
+
+struct seed_agent {
+	struct seed_agent *next;
+	struct carry_pass c;
+	char agent[];
+};
+
+void reconcile_agent_counts_seed_add(struct agent_counts_seed *s, const struct model_pvst *v)
+{
+	const char *agent = model_map_get(&v->meta.labels, RULES_LABEL_AGENT);
+	/* what the agent's own pass would keep of v: listed by the label, counted by agentRef */
+	if (s->err || !agent || !v->meta.name || !v->spec.agent_ref ||
+	    strcmp(v->spec.agent_ref, agent))
+		return;
+	struct seed_agent *a = s->last;
+	if (!a || strcmp(a->agent, agent)) {
+		for (a = s->agents; a && strcmp(a->agent, agent); a = a->next)
+			;
+		if (!a && (a = calloc(1, sizeof(*a) + strlen(agent) + 1)) != NULL) {
+			strcpy(a->agent, agent);
+			a->c.size = sizeof(struct tally_entry);
+			a->next = s->agents;
+			s->agents = a;
+		}
+		if (!a) {
+			s->err = -ENOMEM;
+			return;
+		}
+		s->last = a;
+	}
+	if (entry_add(&a->c, v) < 0)
+		s->err = -ENOMEM;
+}
+
+void reconcile_agent_counts_seeded(struct ctl *c, struct agent_counts_seed *s)
+{
+	for (struct seed_agent *a = s->agents, *next; a; a = next) {
+		next = a->next;
+		struct tally_entry *v = a->c.v;
+		size_t n = a->c.n;
+		if (!s->err) {
+			carry_sort(&a->c);
+			pthread_mutex_lock(&c->memo_mu);
+			struct agent_tally *t = c->tallies;
+			while (t && strcmp(t->agent, a->agent))
+				t = t->next;
+			if (!t && (t = calloc(1, sizeof(*t) + strlen(a->agent) + 1)) != NULL) {
+				strcpy(t->agent, a->agent);
+				t->next = c->tallies;
+				c->tallies = t;
+			}
+			/* a pass of the agent's own that kept its entries (or holds them now)
+			 * read the volumes no earlier than this list */
+			if (t && !t->v && !t->n) {
+				t->v = v;
+				t->n = n;
+				v = NULL;
+				n = 0;
+			}
+			pthread_mutex_unlock(&c->memo_mu);
+		}
+		entries_free(v, n);
+		free(a);
+	}
+	*s = (struct agent_counts_seed){0};
 }

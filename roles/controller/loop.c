@@ -48,6 +48,7 @@ struct controller_loop {
 	unsigned long passes;
 	int64_t started_ms;   /* the loop's start */
 	size_t lists, listed; /* watched kinds, and those listed once */
+	bool volumes_tried;   /* the PillarVolumeState watcher's first list was tried */
 	long first_pass_ms;   /* controller_loop_first_pass_ms, -1 until then */
 	struct watcher w[NWATCH];
 	pthread_t workers[MAX_WORKERS];
@@ -249,13 +250,37 @@ struct relisting {
 	struct controller_loop *l;
 	const struct model_kind *k;
 	bool initial;
+	struct agent_counts_seed *seed; /* the first list of the volumes: the agents' counts */
 };
 
 static int relisted(void *obj, void *arg)
 {
 	struct relisting *x = arg;
 	on_event(x->l, x->k, STORE_ADDED, obj, x->initial);
+	if (x->seed)
+		reconcile_agent_counts_seed_add(x->seed, obj);
 	return 0;
+}
+
+/* The PillarVolumeState watcher's first list was tried: the agents' passes that wait for it go
+ * on. */
+static void volumes_tried(struct controller_loop *l)
+{
+	pthread_mutex_lock(&l->mu);
+	l->volumes_tried = true;
+	pthread_cond_broadcast(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+}
+
+/* An agent's first pass counts its volumes (reconcile_agent_counts): it waits for the
+ * PillarVolumeState watcher's first list, whose decoding the counts then reuse, instead of
+ * decoding every volume a second time beside it. */
+static void await_volumes(struct controller_loop *l)
+{
+	pthread_mutex_lock(&l->mu);
+	while (!l->volumes_tried && !l->stop)
+		pthread_cond_wait(&l->cv, &l->mu);
+	pthread_mutex_unlock(&l->mu);
 }
 
 /* One list: every object as ADDED; the list's resourceVersion in *rv.  One object decoded at a
@@ -265,11 +290,19 @@ static int relist(struct watcher *w, bool initial, uint64_t *rv)
 	struct controller_loop *l = w->l;
 	const struct model_kind *k = w->k;
 	bool pvst = k == &model_pvst_kind;
-	struct relisting x = {l, k, initial};
+	struct agent_counts_seed seed = {0};
+	struct relisting x = {l, k, initial, pvst && initial ? &seed : NULL};
 	struct err e = {0};
 	if (pvst)
 		vdigests_unsee(&l->vd);
-	if (model_list_each(l->c->st, k, NULL, NULL, relisted, &x, rv, &e) < 0) {
+	int r = model_list_each(l->c->st, k, NULL, NULL, relisted, &x, rv, &e);
+	if (r < 0)
+		seed.err = r;
+	if (x.seed)
+		reconcile_agent_counts_seeded(l->c, &seed);
+	if (pvst && initial)
+		volumes_tried(l);
+	if (r < 0) {
 		log_warnf("listing %s: %s", model_store_kind(k)->plural, e.msg);
 		return -1;
 	}
@@ -359,6 +392,7 @@ static bool dispatch(struct controller_loop *l, const char *key, int *requeue_ms
 #define IS(p) (pl == strlen(p) && !strncmp(key, p, pl))
 	if (IS("pa")) {
 		int rq = RECONCILE_INTERVAL_MS;
+		await_volumes(l);
 		r = reconcile_agent(c, name, &rq, &e);
 		if (r == 0 && rq == 0)
 			*requeue_ms = 0; /* conflict: read the newer object (rate limited) */
@@ -560,6 +594,10 @@ int controller_loop_start(struct ctl *c, const struct controller_loop_opts *o,
 	}
 	for (size_t i = 0; i < NWATCH; i++) /* before any thread: the first pass waits for all */
 		l->lists += (l->w[i].k = model_kind_find(watched[i])) != NULL;
+	l->volumes_tried = true; /* unless there is a PillarVolumeState watcher to wait for */
+	for (size_t i = 0; i < NWATCH; i++)
+		if (l->w[i].k == &model_pvst_kind)
+			l->volumes_tried = false;
 	for (size_t i = 0; i < NWATCH; i++) {
 		l->w[i].l = l;
 		if (!l->w[i].k)

@@ -34,6 +34,19 @@ int reconcile_agent(struct ctl *c, const char *name, int *requeue_ms, struct err
 int reconcile_agent_counts(struct ctl *c, struct model_pa *pa, struct err *e);
 struct agent_tally;
 void reconcile_agent_tallies_free(struct agent_tally *t);
+/* What a list of every volume decoded, kept for reconcile_agent_counts: each volume given to
+ * reconcile_agent_counts_seed_add becomes the entry the count of the agent its label names
+ * would make of it, and reconcile_agent_counts_seeded keeps them as that count's previous pass
+ * for each agent no count has kept one for yet, so that an agent's first count after a start
+ * decodes none of its volumes listed at the version seen here (then empties s).  Out of memory
+ * keeps nothing (the counts decode). */
+struct seed_agent;
+struct agent_counts_seed {
+	struct seed_agent *agents, *last;
+	int err;
+};
+void reconcile_agent_counts_seed_add(struct agent_counts_seed *s, const struct model_pvst *v);
+void reconcile_agent_counts_seeded(struct ctl *c, struct agent_counts_seed *s);
 
 /* Called once the ReconcileState RPC has returned (code, message), before any volume's outcome
  * is recorded: the restore records the PillarAgent's ExportsReady there, so that it does not wait

@@ -350,6 +350,63 @@ START_TEST(test_agent_counts)
 }
 END_TEST
 
+static int seed_one(void *obj, void *arg)
+{
+	struct model_pvst *v = obj;
+	/* what the seed says of v120 differs from the store (node-b, as v1800's, not node-a): a
+	 * count that uses the seed shows it */
+	if (!strcmp(v->meta.name, "v120") && v->status.n_published == 1) {
+		free(v->status.published[0].node_id);
+		v->status.published[0].node_id = strdup("node-b");
+	}
+	reconcile_agent_counts_seed_add(arg, v);
+	return 0;
+}
+
+/* The loop's first list of the volumes seeds the agents' counts (reconcile_agent_counts_seeded):
+ * an agent's first count takes each volume listed at the same resourceVersion from the seed
+ * instead of decoding it, and reads a volume changed since. */
+START_TEST(test_agent_counts_seeded)
+{
+	struct err e = {0};
+	struct agent_counts_seed seed = {0};
+	int requeue;
+	fake_agent_set_health(fx_fa, true, false, NULL, NULL);
+	counted("v120", 120, "node-a");
+	counted("v1800", 1800, "node-b");
+	counted("vidle", 30, NULL);
+	ck_assert_int_eq(
+	    model_list_each(fx_st, &model_pvst_kind, NULL, NULL, seed_one, &seed, NULL, &e), 0);
+	reconcile_agent_counts_seeded(&fx_c, &seed);
+	ck_assert_ptr_null(seed.agents);
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	ck_assert_int_eq(pa_status_int("volumes"), 3);
+	ck_assert_int_eq(pa_status_int("publishedVolumes"), 2);
+	ck_assert_int_eq(pa_status_int("connectedHosts"), 1); /* node-b: v120's as seeded */
+	ck_assert_int_eq(pa_status_int("outageBudgetSeconds"), 120);
+	/* v120 written again: its new version is read, not the seed's */
+	cJSON *v = fx_get("PillarVolumeState", "v120");
+	cJSON_AddItemToObject(cJSON_GetObjectItem(v, "metadata"), "annotations",
+	                      fx_parse("{\"touched\":\"yes\"}"));
+	ck_assert_int_eq(store_update(fx_st, v, NULL, &e), 0);
+	cJSON_Delete(v);
+	/* a seed that comes after the agent's own count is not kept: its entries stay */
+	ck_assert_int_eq(
+	    model_list_each(fx_st, &model_pvst_kind, NULL, NULL, seed_one, &seed, NULL, &e), 0);
+	reconcile_agent_counts_seeded(&fx_c, &seed);
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	ck_assert_int_eq(pa_status_int("connectedHosts"), 2); /* node-a and node-b */
+	v = fx_get("PillarVolumeState", "vidle");
+	cJSON_ReplaceItemInObject(
+	    cJSON_GetObjectItem(v, "status"), "publishedNodes",
+	    fx_parse("[{\"nodeID\":\"node-c\",\"accessMode\":\"SINGLE_NODE_WRITER\"}]"));
+	ck_assert_int_eq(store_update_status(fx_st, v, NULL, &e), 0);
+	cJSON_Delete(v);
+	ck_assert_int_eq(reconcile_agent(&fx_c, "storage-1", &requeue, &e), 0);
+	ck_assert_int_eq(pa_status_int("connectedHosts"), 3);
+}
+END_TEST
+
 /* The scrape's volume families follow changes, deletions and additions, and a scrape decodes
  * only the PillarVolumeStates whose resourceVersion changed since the scrape before. */
 static char *scrape(void)
@@ -672,6 +729,7 @@ int main(void)
 	tcase_add_test(t, test_workqueue);
 	tcase_add_test(t, test_workqueue_metrics);
 	tcase_add_test(t, test_agent_counts);
+	tcase_add_test(t, test_agent_counts_seeded);
 	tcase_add_test(t, test_volume_metrics_decode_changed);
 	suite_add_tcase(s, t);
 	return tu_run(s);
