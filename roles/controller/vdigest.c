@@ -15,28 +15,53 @@ struct vdigest {
 	char name[];
 };
 
-/* The hash of the exportSpec and publishedNodes as text; false when out of memory. */
-static bool digest_of(const struct model_pvst *v, uint64_t *out)
+#define FNV64_OFFSET 14695981039346656037ull
+#define FNV64_PRIME  1099511628211ull
+
+/* FNV-1a over the bytes of s ("-" for NULL), then a separator no text holds. */
+static uint64_t mix_str(uint64_t h, const char *s)
+{
+	for (s = s ? s : "-"; *s; s++)
+		h = (h ^ (unsigned char)*s) * FNV64_PRIME;
+	return (h ^ 0xffu) * FNV64_PRIME;
+}
+
+/* FNV-1a over the 8 bytes of v, then a separator. */
+static uint64_t mix_int(uint64_t h, int64_t v)
+{
+	uint64_t u = (uint64_t)v;
+	for (int i = 0; i < 8; i++, u >>= 8)
+		h = (h ^ (u & 0xffu)) * FNV64_PRIME;
+	return (h ^ 0xfeu) * FNV64_PRIME;
+}
+
+/* The hash of the exportSpec and publishedNodes, field by field (no text is built: the loop's
+ * first list hashes every volume). */
+static uint64_t digest_of(const struct model_pvst *v)
 {
 	const struct model_pvst_export_spec *es = &v->status.export_spec;
-	size_t cap = 256 + v->status.n_published * 600, o = 0;
-	char *d = malloc(cap);
-	if (!d)
-		return false;
-	o += (size_t)snprintf(d, cap, "%d|%s|%d:%lld|%d:%d|%d:%lld", v->status.has_export_spec,
-	                      es->bind_address ?: "-", es->has_port, (long long)es->port,
-	                      es->has_acl_enabled, es->acl_enabled, es->has_in_capsule_data_size,
-	                      (long long)es->in_capsule_data_size);
-	o += (size_t)snprintf(d + o, cap - o, "|%d", v->status.has_published);
-	for (size_t i = 0; i < v->status.n_published && o < cap; i++) {
+	uint64_t h = FNV64_OFFSET;
+	h = mix_int(h, v->status.has_export_spec);
+	h = mix_str(h, es->bind_address);
+	h = mix_int(h, es->has_port);
+	h = mix_int(h, es->port);
+	h = mix_int(h, es->has_acl_enabled);
+	h = mix_int(h, es->acl_enabled);
+	h = mix_int(h, es->has_in_capsule_data_size);
+	h = mix_int(h, es->in_capsule_data_size);
+	h = mix_int(h, v->status.has_published);
+	h = mix_int(h, (int64_t)v->status.n_published);
+	for (size_t i = 0; i < v->status.n_published; i++) {
 		const struct model_pvst_published *p = &v->status.published[i];
-		o += (size_t)snprintf(d + o, cap - o, "|%s,%s,%s,%d:%d,%d:%d", p->node_id ?: "-",
-		                      p->initiator_id ?: "-", p->access_mode ?: "-",
-		                      p->has_readonly, p->readonly, p->has_revoking, p->revoking);
+		h = mix_str(h, p->node_id);
+		h = mix_str(h, p->initiator_id);
+		h = mix_str(h, p->access_mode);
+		h = mix_int(h, p->has_readonly);
+		h = mix_int(h, p->readonly);
+		h = mix_int(h, p->has_revoking);
+		h = mix_int(h, p->revoking);
 	}
-	*out = hash_fnv1a64(d);
-	free(d);
-	return true;
+	return h;
 }
 
 static struct vdigest **slot(const struct vdigests *t, const char *name)
@@ -66,9 +91,7 @@ static void grow(struct vdigests *t)
 
 bool vdigests_update(struct vdigests *t, const char *name, const struct model_pvst *v)
 {
-	uint64_t d;
-	if (!digest_of(v, &d))
-		return true;
+	uint64_t d = digest_of(v);
 	if (t->n >= t->nb)
 		grow(t);
 	if (!t->nb)

@@ -3,7 +3,7 @@
  * resync only when that part changed.  A hash table by volume name: an event costs the same
  * with 10 volumes or 10,000 (the list it replaces made every event scan all of them).
  *
- * A digest is a 64-bit FNV-1a hash of the part as text; two different texts that hash alike
+ * A digest is a 64-bit FNV-1a hash of the part's fields; two different parts that hash alike
  * would skip one change-triggered resync, which the 30 s periodic pass then sends.
  *
  * Used by one thread (the loop's PillarVolumeState watcher); no locking.  vdigests_update
