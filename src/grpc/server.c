@@ -346,6 +346,8 @@ int grpc_server_new(struct grpc_server **out, const struct grpc_server_opts *o, 
 		s->o.max_msg = GRPC_DEFAULT_MAX_MSG;
 	if (!s->o.max_streams)
 		s->o.max_streams = 100;
+	if (!s->o.max_conn_pending)
+		s->o.max_conn_pending = 4 * s->o.max_msg > (1u << 20) ? 4 * s->o.max_msg : 1u << 20;
 	if (!s->o.max_conns)
 		s->o.max_conns = 1024;
 	if (!s->o.max_header_list)

@@ -72,6 +72,10 @@ struct grpc_server_opts {
 	unsigned max_streams;     /* concurrent streams per connection; default 100 */
 	unsigned max_conns;       /* default 1024 */
 	unsigned max_header_list; /* bytes of request headers; default 16 KiB */
+	/* The buffers of the request messages still arriving on one connection (sized by what
+	 * their prefixes announce) hold at most this much: a stream that would go past it fails
+	 * with RESOURCE_EXHAUSTED.  Default 4 * max_msg, at least 1 MiB. */
+	size_t max_conn_pending;
 	/* Connection limits (0 turns one off); refusals and timeouts are logged rate-limited,
 	 * at most one line per event and peer per conn_log_interval_ms (default 10 s). */
 	unsigned max_conns_per_peer;   /* connections from one IP address; default 64 */

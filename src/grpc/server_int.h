@@ -44,6 +44,7 @@ struct server_connection {
 	uint64_t idle_since; /* when n_calls last became 0 */
 	struct h2_timer idle;
 	struct peer_address peer;
+	size_t pending; /* the sum of its calls' pending */
 	struct server_connection *next, *prev;
 	/* The responses that handler threads hand to the loop leave in one write per connection
 	 * per turn: their kicks queue flush_post once (grpc/stream.c). */
@@ -76,6 +77,7 @@ struct grpc_call {
 	int64_t timeout_ms; /* -1: none; -2: malformed */
 	uint64_t deadline_at;
 	struct grpc_deframer df;
+	size_t pending; /* df's buffer, counted in the connection's pending */
 	uint8_t *req;
 	size_t req_len;
 	int n_msgs;

@@ -127,6 +127,14 @@ static void respond(struct grpc_call *c)
 	}
 }
 
+/* The request has arrived (or will not): its deframer's buffer is no longer needed. */
+static void request_done(struct server_connection *connection, struct grpc_call *c)
+{
+	connection->pending -= c->pending;
+	c->pending = 0;
+	grpc_deframer_free(&c->df);
+}
+
 /* An error found on the loop before (or instead of) running the handler. */
 static void early_status(struct grpc_call *c, int http, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -142,6 +150,7 @@ static void early_status(struct grpc_call *c, int http, int code, const char *fm
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	c->early = true;
+	request_done(c->connection, c);
 	call_finish(c, code, msg);
 	if (http != 200) {
 		nghttp2_nv nv[4];
@@ -297,6 +306,7 @@ static void dispatch(struct grpc_call *c)
 		return;
 	}
 	c->dispatched = true;
+	request_done(c->connection, c); /* the message is in c->req */
 	if (c->health) {
 		call_health(c);
 		respond(c);
@@ -419,6 +429,16 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t sid, const 
 	if (!c || c->early || c->dispatched)
 		return 0;
 	rc = grpc_deframer_feed(&c->df, data, len, on_msg, c);
+	if (c->df.cap != c->pending) {
+		struct server_connection *connection = c->connection;
+		connection->pending += c->df.cap - c->pending;
+		c->pending = c->df.cap;
+		if (rc == 0 && connection->pending > connection->server->o.max_conn_pending)
+			early_status(c, 200, GRPC_RESOURCE_EXHAUSTED,
+			             "requests arriving on this connection would hold more than "
+			             "%zu bytes",
+			             connection->server->o.max_conn_pending);
+	}
 	if (rc == -EPROTO)
 		early_status(c, 200, GRPC_UNIMPLEMENTED,
 		             "compressed messages are not supported (grpc-encoding %s)",
@@ -473,6 +493,7 @@ void server_call_detach(struct server_connection *connection, struct grpc_call *
 	if (c->next_in_connection)
 		c->next_in_connection->prev_in_connection = c->prev_in_connection;
 	c->next_in_connection = c->prev_in_connection = NULL;
+	request_done(connection, c);
 	if (--connection->n_calls == 0)
 		connection->idle_since = h2_now_ms();
 	h2_timer_cancel(c->loop, &c->deadline_timer);

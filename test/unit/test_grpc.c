@@ -355,6 +355,75 @@ static struct h2_body *info_body(uint8_t *buf, size_t *len, struct h2_body *b)
 	return b;
 }
 
+/* A request body that stops short of its end (no END_STREAM): the client keeps sending later. */
+static ssize_t partial_read(nghttp2_session *ng, int32_t sid, uint8_t *buf, size_t len,
+                            uint32_t *flags, nghttp2_data_source *src, void *ud)
+{
+	struct h2_body *b = src->ptr;
+	size_t n = b->len - b->off < len ? b->len - b->off : len;
+	(void)ng;
+	(void)sid;
+	(void)flags;
+	(void)ud;
+
+	if (n == 0)
+		return NGHTTP2_ERR_DEFERRED;
+	memcpy(buf, b->data + b->off, n);
+	b->off += n;
+	return (ssize_t)n;
+}
+
+/* A GetPluginInfo request whose body is b, sent without END_STREAM. */
+static int32_t partial_request(struct mem *m, struct h2_body *b)
+{
+	nghttp2_nv nv[] = {NV(":method", "POST"),
+	                   NV(":scheme", "http"),
+	                   NV(":path", "/csi.v1.Identity/GetPluginInfo"),
+	                   NV(":authority", "localhost"),
+	                   NV("content-type", "application/grpc"),
+	                   NV("te", "trailers")};
+	nghttp2_data_provider dp = {.source.ptr = b, .read_callback = partial_read};
+	return nghttp2_submit_request(m->cli, NULL, nv, 6, &dp, NULL);
+}
+
+/* Requests still arriving on one connection hold at most max_conn_pending (4 * max_msg by
+ * default) in buffers sized by what their prefixes announce: with max_msg 1 MiB, four streams that each
+ * announce a 1 MiB message and send a little of it are let in, the fifth and sixth fail with
+ * RESOURCE_EXHAUSTED at once; a stream that ends gives its share back to the next one. */
+START_TEST(test_server_pending_limit)
+{
+	struct mem m;
+	static uint8_t part[1005];
+	struct h2_body b[7];
+	int32_t sid[7];
+	struct resp *r;
+
+	mem_setup(&m, 1u << 20);
+	grpc_prefix_write(part, false, 1u << 20);
+	for (int i = 0; i < 7; i++)
+		b[i] = (struct h2_body){part, sizeof(part), 0};
+	for (int i = 0; i < 6; i++) {
+		sid[i] = partial_request(&m, &b[i]);
+		pump(&m);
+	}
+	for (int i = 0; i < 6; i++) {
+		r = &m.r[(sid[i] / 2) % 8];
+		if (i < 4) {
+			ck_assert_msg(!r->closed && r->http == 0, "stream %d answered", i);
+		} else {
+			ck_assert_int_eq(r->grpc_status, GRPC_RESOURCE_EXHAUSTED);
+			ck_assert_ptr_nonnull(strstr(r->msg, "would hold more than 4194304 bytes"));
+		}
+	}
+	nghttp2_submit_rst_stream(m.cli, NGHTTP2_FLAG_NONE, sid[0], NGHTTP2_CANCEL);
+	sid[6] = partial_request(&m, &b[6]);
+	pump(&m);
+	r = &m.r[(sid[6] / 2) % 8];
+	ck_assert_msg(!r->closed && r->http == 0, "the stream after a cancelled one answered");
+	mem_teardown(&m);
+}
+END_TEST
+
 START_TEST(test_server_unary_ok)
 {
 	struct mem m;
@@ -831,6 +900,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_server_unary_ok);
 	tcase_add_test(t, test_server_error_status);
 	tcase_add_test(t, test_server_early_errors);
+	tcase_add_test(t, test_server_pending_limit);
 	tcase_add_test(t, test_server_health);
 	tcase_add_test(t, test_server_header_limit_and_garbage);
 	tcase_add_test(t, test_channel_reconnect);
