@@ -119,14 +119,26 @@ static enum agentmon_state probe(struct agentmon *m, const char *addr)
 	return r != GRPC_OK ? AGENTMON_DOWN : pending ? AGENTMON_GATED : AGENTMON_SERVING;
 }
 
-/* Whether a serving agent's connection is still the one its last probe used, and that probe
- * recent: then nothing can have changed (a restart drops the connection) and nothing is sent. */
-static bool still_serving(struct agentmon *m, const struct monitored_agent *a)
+bool agentmon_due(enum agentmon_state state, bool same_conn, int64_t since_ms)
 {
-	if (a->state != AGENTMON_SERVING || !a->conn ||
-	    time_mono_ms() - a->probed_ms >= AGENTMON_REPROBE_MS)
+	if (state == AGENTMON_SERVING && same_conn)
+		return since_ms >= AGENTMON_REPROBE_MS;
+	if (state == AGENTMON_GATED)
+		return since_ms >= AGENTMON_TICK_MS;
+	return since_ms >= AGENTMON_FAST_MS;
+}
+
+/* Whether agent a is probed in this round (agentmon_due).  A serving agent's connection is
+ * looked at only when its own cadence has come: while it is still the one its last probe used,
+ * nothing can have changed (a restart drops the connection) and nothing is sent. */
+static bool due(struct agentmon *m, const struct monitored_agent *a, int64_t now)
+{
+	int64_t since = now - a->probed_ms;
+	if (!agentmon_due(a->state, false, since))
 		return false;
-	return agentclient_conn_id(m->c->ac, a->addr) == a->conn;
+	if (a->state != AGENTMON_SERVING || !a->conn)
+		return true;
+	return agentmon_due(a->state, agentclient_conn_id(m->c->ac, a->addr) == a->conn, since);
 }
 
 static const char *state_name(enum agentmon_state s)
@@ -172,8 +184,9 @@ static int round_once(struct agentmon *m)
 	     **addrs = calloc(n ? n : 1, sizeof(char *));
 	size_t k = 0;
 	bool oom = !names || !addrs;
+	int64_t now = time_mono_ms();
 	for (struct monitored_agent *a = m->agents; a && !oom; a = a->next) {
-		if (still_serving(m, a))
+		if (!due(m, a, now))
 			continue;
 		names[k] = strdup(a->name);
 		addrs[k] = strdup(a->addr);
@@ -199,7 +212,7 @@ static void *mon_main(void *arg)
 		int64_t t0 = time_mono_ms();
 		if (round_once(m) < 0)
 			log_warn("agent monitor: out of memory; probing again at the next tick");
-		int64_t rest = AGENTMON_TICK_MS - (time_mono_ms() - t0);
+		int64_t rest = AGENTMON_FAST_MS - (time_mono_ms() - t0);
 		if (stop_wait_ms(&m->stop, rest > 0 ? rest : 0))
 			return NULL;
 	}

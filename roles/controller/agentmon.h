@@ -1,10 +1,14 @@
 /* agentmon — notices an agent restart, a storage-node reboot or an outage within a second,
  * not only at the next periodic PillarAgent pass.
  *
- * One thread looks at every known agent each AGENTMON_TICK_MS.  A serving agent whose connection
+ * One thread looks at every known agent each AGENTMON_FAST_MS.  A serving agent whose connection
  * is still the one of its last probe (agentclient_conn_id; a restart drops it) costs nothing
- * until AGENTMON_REPROBE_MS have passed (a host that vanished without closing it); any other is
- * probed with agentclient_probe (HealthCheck with a short deadline, reconnecting at once): a
+ * until AGENTMON_REPROBE_MS have passed (a host that vanished without closing it); one whose
+ * last probe found it unreachable, or whose connection dropped, is probed again after
+ * AGENTMON_FAST_MS (a refused connection costs next to nothing, and an agent back from a reboot
+ * is noticed within that, not within a whole tick); any other (gated: its restore may be
+ * running) after AGENTMON_TICK_MS (agentmon_due).  A probe is agentclient_probe (HealthCheck
+ * with a short deadline, reconnecting at once): a
  * dropped connection shows as a failed probe or a new connection, a restarted agent as one whose
  * restore gate is closed (export_restore_pending).  Whenever an
  * agent's probe state (unreachable / gate closed / serving) differs from the previous probe's,
@@ -26,6 +30,7 @@
 #include "controller/ctl.h"
 #include "model/pillar.h"
 
+#define AGENTMON_FAST_MS    100
 #define AGENTMON_TICK_MS    500
 #define AGENTMON_PROBE_MS   1000 /* deadline of one probe */
 #define AGENTMON_REPROBE_MS 5000
@@ -33,6 +38,12 @@
 struct agentmon;
 
 enum agentmon_state { AGENTMON_UNKNOWN, AGENTMON_DOWN, AGENTMON_GATED, AGENTMON_SERVING };
+
+/* Whether an agent in state (its last probe's, or as recorded) is probed now, since_ms after its
+ * last probe: a serving agent whose connection is still that probe's (same_conn) after
+ * AGENTMON_REPROBE_MS, a gated one after AGENTMON_TICK_MS, any other (unreachable, unknown, or
+ * serving on a dropped connection) after AGENTMON_FAST_MS. */
+bool agentmon_due(enum agentmon_state state, bool same_conn, int64_t since_ms);
 
 /* The state pa's status records: AgentConnected False: down; True with ExportsReady
  * ExportsServing: serving, with ExportRestorePending or ExportRestoreFailed: gated; anything

@@ -10,7 +10,9 @@
  *    with periodic passes every 300 ms (before issue 14: hundreds of writes a second, each
  *    message carrying the channel's "retrying in N ms" countdown);
  *  - an agent whose file pool's free space changes at every call has its status written at
- *    most once per pass, not again for the event of its own write. */
+ *    most once per pass, not again for the event of its own write;
+ *  - an unreachable agent is probed at the monitor's fast cadence (AGENTMON_FAST_MS), a gated
+ *    or serving one less often (agentmon_due). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
@@ -20,6 +22,7 @@
 
 #include "base/time.h"
 #include "controller/agentclient_grpc.h"
+#include "controller/agentmon.h"
 #include "controller/loop.h"
 #include "ctl_fixture.h"
 #include "grpc/server.h"
@@ -507,6 +510,63 @@ START_TEST(test_outage_writes_do_not_grow_with_volumes)
 }
 END_TEST
 
+/* The monitor's cadence by state: an unreachable agent, one not probed yet and a serving one
+ * whose connection dropped are looked at again after AGENTMON_FAST_MS; a gated one (its restore
+ * may be running) after AGENTMON_TICK_MS; a serving one on its probe's connection only after
+ * AGENTMON_REPROBE_MS. */
+START_TEST(test_due_by_state)
+{
+	ck_assert(!agentmon_due(AGENTMON_DOWN, false, AGENTMON_FAST_MS - 1));
+	ck_assert(agentmon_due(AGENTMON_DOWN, false, AGENTMON_FAST_MS));
+	ck_assert(agentmon_due(AGENTMON_UNKNOWN, false, AGENTMON_FAST_MS));
+	ck_assert(agentmon_due(AGENTMON_SERVING, false, AGENTMON_FAST_MS));
+	ck_assert(!agentmon_due(AGENTMON_GATED, false, AGENTMON_FAST_MS));
+	ck_assert(!agentmon_due(AGENTMON_GATED, false, AGENTMON_TICK_MS - 1));
+	ck_assert(agentmon_due(AGENTMON_GATED, false, AGENTMON_TICK_MS));
+	ck_assert(!agentmon_due(AGENTMON_SERVING, true, AGENTMON_TICK_MS));
+	ck_assert(!agentmon_due(AGENTMON_SERVING, true, AGENTMON_REPROBE_MS - 1));
+	ck_assert(agentmon_due(AGENTMON_SERVING, true, AGENTMON_REPROBE_MS));
+	ck_assert_int_lt(AGENTMON_FAST_MS, AGENTMON_TICK_MS);
+}
+END_TEST
+
+/* While an agent is unreachable (here: its port accepts and closes at once, so every probe
+ * fails and is seen by the listener), the monitor probes it at the fast cadence, so that an
+ * agent back from a reboot is noticed within AGENTMON_FAST_MS of its port accepting: over 2 s
+ * that is about 20 probes; a monitor probing only at each AGENTMON_TICK_MS makes at most 5 (it
+ * did: the reboot's restore waited up to half a second for the next tick). */
+START_TEST(test_unreachable_agent_probed_fast)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(fd, 64), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	agent_at(ntohs(a.sin_port));
+	struct controller_loop *l = start(3600000);
+	ck_assert_int_ge(
+	    wait_reason("PillarAgent", "storage-1", "AgentConnected", "HealthCheckFailed", 30000),
+	    0);
+	int accepted = 0;
+	int64_t t0 = time_mono_ms();
+	while (time_mono_ms() - t0 < 2000) {
+		int c = accept(fd, NULL, NULL);
+		if (c >= 0) {
+			accepted++;
+			close(c);
+		} else {
+			time_sleep_us(2000);
+		}
+	}
+	controller_loop_stop(l);
+	close(fd);
+	ck_assert_msg(accepted > 2000 / AGENTMON_TICK_MS + 2,
+	              "%d probes of an unreachable agent in 2 s: not at the fast cadence",
+	              accepted);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("controller_agentmon");
@@ -518,6 +578,8 @@ int main(void)
 	tcase_add_test(t, test_file_pool_status_not_rewritten_by_its_own_event);
 	tcase_add_test(t, test_restart_reconciles_each_agent_once);
 	tcase_add_loop_test(t, test_outage_writes_do_not_grow_with_volumes, 0, 2);
+	tcase_add_test(t, test_due_by_state);
+	tcase_add_test(t, test_unreachable_agent_probed_fast);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
