@@ -113,11 +113,16 @@ static void enqueue_where(struct controller_loop *l, enum reconcile_ref ref, con
 	model_strs_clear(&names);
 }
 
+/* An agent's liveness or restore gate changed (agentmon.h, ctl.restore_kick): its pass runs
+ * ahead of whatever is queued (a periodic pass queues every agent's whole-list resync, seconds
+ * of work for the workers), so an agent back from a reboot gets its restore at once. */
 static void kick(void *arg, const char *agent)
 {
 	struct controller_loop *l = arg;
+	char key[KEY_MAX];
 	atomic_fetch_add(&l->c->agents_epoch, 1);
-	enqueue(l, "pa", agent, 0);
+	if (agent && *agent && (size_t)snprintf(key, sizeof(key), "pa/%s", agent) < sizeof(key))
+		workqueue_add_first(l->q, key);
 }
 
 /* Notes the end of the first reconcile pass (loop.h) when it has come: called after each
@@ -471,7 +476,10 @@ static void periodic(struct controller_loop *l)
 		                 agentmon_recorded(&items[i])))
 			log_warnf("agent monitor: out of memory recording %s", items[i].meta.name);
 		enqueue(l, "pa", items[i].meta.name, 0);
-		enqueue(l, "sync", items[i].meta.name, 0);
+		/* the whole-list resyncs spread over the interval, each agent at its own offset:
+		 * all at once they would keep the workers (and the storage nodes) busy for seconds
+		 * every interval, and a reboot's restore meeting that burst would wait behind it */
+		enqueue(l, "sync", items[i].meta.name, (int)((int64_t)l->interval_ms * (int64_t)i / (int64_t)n));
 	}
 	model_list_free(&model_pa_kind, items, n);
 }

@@ -9,10 +9,11 @@
  * status.publishedNodes changed gets a one-item resync (agent-api.md §12.3).  Worker threads run
  * the reconcilers (reconcile.h) with client-go's rate limiting after failures and conflicts
  * (per-key exponential backoff and an overall token bucket).  agentmon.h probes every agent
- * with a resolved address twice a second and queues it when its liveness or restore gate
- * changed, so a restart is noticed within a second.  A timer queues every object each interval
- * (PILLAR_RECONCILE_INTERVAL, default 30s) together with the per-agent periodic export resync,
- * and a capacity refresh of each PillarStore each PILLAR_CAPACITY_INTERVAL (default 60s).  The
+ * with a resolved address (an unreachable one every 100 ms) and queues it, ahead of every other
+ * key, when its liveness or restore gate changed, so a restart is noticed within a second.  A
+ * timer queues every object each interval (PILLAR_RECONCILE_INTERVAL, default 30s) and the
+ * per-agent periodic export resyncs, spread over the interval (agent i of n at i/n of it), and
+ * a capacity refresh of each PillarStore each PILLAR_CAPACITY_INTERVAL (default 60s).  The
  * loop also sets ctl.restore_kick, so an agent RPC failing with `export restore pending` runs
  * that agent's restore at once.  controller_loop_stop stops and joins every thread and frees everything.
  *

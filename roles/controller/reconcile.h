@@ -166,6 +166,10 @@ void workqueue_metrics(workqueue *q, const char *name);
 /* Adds key, due after delay_ms (client-go Add / AddAfter, not rate limited); a key already
  * queued keeps the earlier due time. */
 void workqueue_add(workqueue *q, const char *key, int delay_ms);
+/* Adds key ready to run ahead of every key already queued (moved to the head when queued; when
+ * running, it runs again after workqueue_done, also ahead): for work that must not wait behind
+ * a periodic pass, an agent back from a reboot.  Not rate limited. */
+void workqueue_add_first(workqueue *q, const char *key);
 /* client-go AddRateLimited: adds key after the rate limiter's delay, which it returns. */
 int workqueue_add_rate_limited(workqueue *q, const char *key);
 /* Waits up to timeout_ms for a due key; 1 with key copied (cap bytes), 0 on timeout, -ESHUTDOWN

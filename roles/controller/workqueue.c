@@ -20,6 +20,7 @@ struct item {
 	uint64_t added_ns, started_ns; /* client-go's metrics: queued since, processed since */
 	size_t heap_at;                /* index in the heap while waiting */
 	bool dirty, processing, waiting;
+	bool first; /* added with workqueue_add_first while it ran: runs again ahead of the rest */
 	int failures;
 	char key[];
 };
@@ -269,29 +270,64 @@ static void heap_remove(workqueue *q, struct item *i)
 
 /* ---- adding ---------------------------------------------------------------------------------- */
 
+/* Takes ready item i out of the FIFO (a walk: only for workqueue_add_first). */
+static void unlink_ready(workqueue *q, struct item *i)
+{
+	struct item *prev = NULL;
+	for (struct item *x = q->head; x && x != i; x = x->qnext)
+		prev = x;
+	if (prev)
+		prev->qnext = i->qnext;
+	else
+		q->head = i->qnext;
+	if (q->tail == i)
+		q->tail = prev;
+	q->nready--;
+}
+
 /* client-go Add: a key already queued is not queued twice; a key being processed runs again
- * after workqueue_done. */
-static void add_now(workqueue *q, struct item *i)
+ * after workqueue_done.  first: at the head of the FIFO (moved there when already queued). */
+static void add_ready(workqueue *q, struct item *i, bool first)
 {
 	if (i->waiting)
 		heap_remove(q, i);
-	if (i->dirty)
+	if (i->dirty && (!first || i->processing || q->head == i)) {
+		i->first |= first && i->processing;
 		return;
-	i->dirty = true;
-	if (q->name) {
-		metrics_inc(&adds, (const char *[]){q->name}, 1);
-		i->added_ns = time_mono_ns();
 	}
-	if (i->processing)
-		return;
-	i->qnext = NULL;
-	if (q->tail)
-		q->tail->qnext = i;
-	else
+	if (i->dirty) {
+		unlink_ready(q, i); /* queued behind others: to the head */
+	} else {
+		i->dirty = true;
+		if (q->name) {
+			metrics_inc(&adds, (const char *[]){q->name}, 1);
+			i->added_ns = time_mono_ns();
+		}
+		if (i->processing) {
+			i->first = first;
+			return;
+		}
+	}
+	if (first) {
+		i->qnext = q->head;
 		q->head = i;
-	q->tail = i;
+		if (!q->tail)
+			q->tail = i;
+	} else {
+		i->qnext = NULL;
+		if (q->tail)
+			q->tail->qnext = i;
+		else
+			q->head = i;
+		q->tail = i;
+	}
 	q->nready++;
 	set_depth(q);
+}
+
+static void add_now(workqueue *q, struct item *i)
+{
+	add_ready(q, i, false);
 }
 
 /* client-go AddAfter: waits in the heap; a waiting key keeps the earlier due time. */
@@ -355,6 +391,16 @@ void workqueue_add(workqueue *q, const char *key, int delay_ms)
 	struct item *i = find(q, key, true);
 	if (i)
 		add_after(q, i, delay_ms);
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+}
+
+void workqueue_add_first(workqueue *q, const char *key)
+{
+	pthread_mutex_lock(&q->mu);
+	struct item *i = find(q, key, true);
+	if (i)
+		add_ready(q, i, true);
 	pthread_cond_broadcast(&q->cv);
 	pthread_mutex_unlock(&q->mu);
 }
@@ -437,8 +483,9 @@ int workqueue_done(workqueue *q, const char *key, bool ok)
 		if (!ok && q->name)
 			metrics_inc(&retries, (const char *[]){q->name}, 1);
 		if (i->dirty) { /* added while it ran: run again now */
-			i->dirty = false;
-			add_now(q, i);
+			bool first = i->first;
+			i->dirty = i->first = false;
+			add_ready(q, i, first);
 		} else if (!ok) {
 			add_after(q, i, delay);
 		}

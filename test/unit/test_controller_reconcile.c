@@ -678,6 +678,49 @@ START_TEST(test_workqueue)
 }
 END_TEST
 
+static void get_is(workqueue *q, const char *want)
+{
+	char key[64];
+	ck_assert_int_eq(workqueue_get(q, 30000, key, sizeof(key)), 1);
+	ck_assert_str_eq(key, want);
+}
+
+/* workqueue_add_first: ahead of every key queued (a kicked agent's pass before a periodic
+ * pass's resyncs), moved to the head when already queued, ahead again after its run when added
+ * while running, due at once when waiting; still one run per key. */
+START_TEST(test_workqueue_add_first)
+{
+	workqueue *q;
+	char key[64];
+	ck_assert_int_eq(workqueue_new(20, 80, &q), 0);
+	workqueue_add(q, "a", 0);
+	workqueue_add(q, "b", 0);
+	workqueue_add_first(q, "c"); /* new: at the head */
+	workqueue_add_first(q, "b"); /* queued behind a: moved to the head */
+	workqueue_add_first(q, "b"); /* already at the head: once */
+	ck_assert_uint_eq(workqueue_len(q), 3);
+	get_is(q, "b");
+	get_is(q, "c");
+	workqueue_add(q, "d", 0);
+	workqueue_add_first(q, "b"); /* running: again after its run, ahead of a and d */
+	workqueue_done(q, "c", true);
+	workqueue_done(q, "b", true);
+	get_is(q, "b");
+	workqueue_done(q, "b", true);
+	get_is(q, "a");
+	workqueue_done(q, "a", true);
+	workqueue_add(q, "e", 3600000);
+	workqueue_add_first(q, "e"); /* waiting an hour: due now, ahead of d */
+	get_is(q, "e");
+	get_is(q, "d");
+	workqueue_done(q, "e", true);
+	workqueue_done(q, "d", true);
+	ck_assert_int_eq(workqueue_get(q, 10, key, sizeof(key)), 0);
+	ck_assert_uint_eq(workqueue_len(q), 0);
+	workqueue_free(q);
+}
+END_TEST
+
 /* client-go's workqueue_* families for one named queue. */
 START_TEST(test_workqueue_metrics)
 {
@@ -727,6 +770,7 @@ int main(void)
 	tcase_add_test(t, test_agent_unreachable_degraded_and_deletion);
 	tcase_add_test(t, test_agent_mtls_reasons);
 	tcase_add_test(t, test_workqueue);
+	tcase_add_test(t, test_workqueue_add_first);
 	tcase_add_test(t, test_workqueue_metrics);
 	tcase_add_test(t, test_agent_counts);
 	tcase_add_test(t, test_agent_counts_seeded);
