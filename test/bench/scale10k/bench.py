@@ -32,7 +32,10 @@ The creates and restarts are made at 1,000 volumes first, then at all of them.
 
   bench.py DIR      env BENCH_AGENTS (default 10), BENCH_PER_AGENT (default 1000), BENCH_STORE
                     (dir or kube; default dir), BENCH_KUBE_QPS (default 1000), BENCH_RESTARTS
-                    (default 3), BENCH_REBOOTS (default 3), BENCH_OLD_BIN (default: none)
+                    (default 3), BENCH_REBOOTS (default 3), BENCH_OLD_BIN (default: none),
+                    BENCH_RESYNC (the controller's periodic resync interval, default 30s),
+                    BENCH_REBOOT_AT_RESYNC=1 (each reboot's agent killed 0.1 s after the
+                    controller's next periodic pass: the restore meets every agent's resync)
 """
 import importlib.util
 import os
@@ -60,6 +63,17 @@ KUBE_QPS = int(os.environ.get("BENCH_KUBE_QPS", "1000"))
 RESTARTS = int(os.environ.get("BENCH_RESTARTS", "3"))
 REBOOTS = int(os.environ.get("BENCH_REBOOTS", "3"))
 OLD = os.environ.get("BENCH_OLD_BIN")
+RESYNC = os.environ.get("BENCH_RESYNC", "30s")  # the controller's PILLAR_RECONCILE_INTERVAL
+AT_RESYNC = os.environ.get("BENCH_REBOOT_AT_RESYNC") == "1"
+RESYNC_LAG = 0.1  # seconds from the periodic pass to the kill (BENCH_REBOOT_AT_RESYNC)
+
+
+def seconds(duration):
+    """A Go-style duration of the controller's flags ("30s", "500ms", "1m") in seconds."""
+    for unit, f in (("ms", 1e-3), ("s", 1.0), ("m", 60.0)):
+        if duration.endswith(unit) and duration[:-len(unit)].replace(".", "", 1).isdigit():
+            return float(duration[:-len(unit)]) * f
+    raise SystemExit("BENCH_RESYNC: %r is not a duration" % duration)
 IN_FLIGHT = 4
 OBJECT_WRITES = ("create", "update", "patch", "delete")
 
@@ -208,15 +222,16 @@ class Scale:
         """Seconds to a ready CSI Probe (and, with first_pass, to the end of the first
         reconcile pass: (probe, first pass))."""
         env = self.env
-        offset = self.log_size()
+        offset = self.ctl_offset = self.log_size()
         if os.path.exists(env.sock):
             os.unlink(env.sock)
         limits = ["--kube-api-qps=%d" % KUBE_QPS, "--kube-api-burst=%d" % KUBE_QPS]
         p = env.procs.start("controller", [cs.BIN, "controller", "--csi-endpoint=unix://" + env.sock,
                                            *env.store_args(), *(limits if self.log else []),
                                            "--health-probe-bind-address=127.0.0.1:0",
-                                           "--metrics-bind-address=127.0.0.1:0"])
-        t0 = time.monotonic()
+                                           "--metrics-bind-address=127.0.0.1:0"],
+                            env=dict(os.environ, PILLAR_RECONCILE_INTERVAL=RESYNC))
+        t0 = self.started = time.monotonic()
         if not cs.wait_for(lambda: self.probe_ready() or p.poll() is not None, 120) or p.poll():
             raise SystemExit("the controller did not become ready")
         self.pid = p.pid
@@ -343,6 +358,18 @@ class Scale:
                 "requests": len(reqs), "verbs": self.log.kb.by_verb(reqs) if self.log else "",
                 "load": os.getloadavg()[0]}
 
+    def wait_for_resync(self):
+        """Sleeps until RESYNC_LAG after the controller's next periodic pass (its loop's start,
+        from its log, plus a whole number of intervals; at least a second from now)."""
+        start = [t for t, msg, _ in klog_lines(os.path.join(self.env.base, "controller.log"),
+                                               self.ctl_offset)
+                 if msg.startswith("controller loop started")]
+        if not start:
+            raise SystemExit("the controller's log shows no loop start")
+        period, now = seconds(RESYNC), time.time()
+        k = int((now + 1 - start[0]) / period) + 1
+        time.sleep(max(0.0, start[0] + k * period + RESYNC_LAG - now))
+
     def gate_open(self, stub):
         """The agent's restore gate is open: the controller's complete ReconcileState went
         through (HealthCheck straight to the agent, on one channel for the whole wait: a new
@@ -361,6 +388,8 @@ class Scale:
         pa_rv0 = self.pa(a.name).get("metadata", {}).get("resourceVersion")
         with open("/proc/%d/clear_refs" % self.pid, "w") as f:
             f.write("5")  # VmHWM from here: the peak of the reboot's restore (proc(5))
+        if AT_RESYNC:  # the worst case: the restore meets every agent's periodic resync
+            self.wait_for_resync()
         coffset = self.log_size()
         self.env.procs.stop(a.name, signal.SIGKILL)
         a.wipe()
@@ -393,7 +422,8 @@ class Scale:
                 "hwm": cb.proc_rss_kib(self.pid, "VmHWM") / 1024, "load": os.getloadavg()[0]}
 
 
-KLOG = re.compile(r'^[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) +\d+ [\w.]+:\d+\] "([^"]*)"(.*)$')
+KLOG = re.compile(r'^[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) +\d+ [\w.]+:\d+\] '
+                  r'(?:"([^"]*)"(.*)|(.*))$')  # a structured line's message is quoted
 KV = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
@@ -412,7 +442,10 @@ def klog_lines(path, offset=0):
         if m:
             mo, d, hh, mm, ss, us = (int(x) for x in m.groups()[:6])
             t = time.mktime((year, mo, d, hh, mm, ss, 0, 0, -1)) + us / 1e6
-            out.append((t, m.group(7), dict(KV.findall(m.group(8)))))
+            if m.group(7) is None:
+                out.append((t, m.group(9), {}))
+            else:
+                out.append((t, m.group(7), dict(KV.findall(m.group(8)))))
     return out
 
 
