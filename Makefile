@@ -15,21 +15,26 @@
 .DEFAULT_GOAL := all
 
 # Debian packages.  BUILD_DEBS build the binary; TEST_DEBS run unit, interop and bench suites.
+# Every list is defined before a list that names it (`:=` expands at once; an undefined name is
+# empty): test/tools/deps-check.sh, run by `make unit`, holds `make deps` to the programs the
+# suites run.
 BUILD_DEBS := gcc make libc6-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev \
               libnghttp2-dev libmbedtls-dev libcjson-dev libyaml-dev libnvme-dev libjson-c-dev \
               libssl-dev \
               pkg-config dpkg-dev apt file binutils git ca-certificates
+# test/chart's renderer: Go's text/template with Sprig, built offline from Debian's Go packages.
+CHART_DEBS := golang-go golang-github-masterminds-sprig-dev golang-github-ghodss-yaml-dev \
+              golang-github-xeipuuv-gojsonschema-dev
+# test/kube drives kubectl; Debian's kubernetes-client only where no kubectl is installed
+# (KUBECTL_PROGRAM: the program looked for).
+KUBECTL_PROGRAM ?= kubectl
+KUBECTL_DEB := $(if $(shell command -v $(KUBECTL_PROGRAM) 2>/dev/null),,kubernetes-client)
 TEST_DEBS  := check python3 python3-grpcio python3-protobuf protobuf-compiler \
               protobuf-compiler-grpc nghttp2-client curl libgrpc++-dev clang libclang-rt-14-dev \
               openssl valgrind jq iproute2 etcd-server python3-hypercorn python3-h2 python3-yaml python3-jwt \
               python3-cryptography strace linux-perf prometheus $(KUBECTL_DEB) $(CHART_DEBS)
-# test/chart's renderer: Go's text/template with Sprig, built offline from Debian's Go packages.
-CHART_DEBS := golang-go golang-github-masterminds-sprig-dev golang-github-ghodss-yaml-dev \
-              golang-github-xeipuuv-gojsonschema-dev
 # IMAGE_DEBS build the container image (`make image`: image/build.sh).
 IMAGE_DEBS := mmdebstrap buildah
-# test/kube drives kubectl; Debian's kubernetes-client only where no kubectl is installed.
-KUBECTL_DEB := $(if $(shell command -v kubectl 2>/dev/null),,kubernetes-client)
 
 # `make deps GOAL...` (the README's `make deps demo`): make looks at the filesystem once and
 # remembers it, so rules whose inputs `deps` is about to install (the protobuf well-known types
@@ -188,6 +193,7 @@ $(ALLOCFAIL_BIN): DYN_LIBS := -Wl,-Bstatic -lyaml \
 
 unit: $(UNIT_BIN) $(BUILD)/pillar-csi
 	@sh test/tools/layers.sh
+	@sh test/tools/deps-check.sh
 	@PILLAR_BIN=$(abspath $(BUILD)/pillar-csi) sh test/tools/run-unit.sh $(UNIT_BIN)
 
 INTEROP_SUITES := $(sort $(wildcard test/interop/*/run.sh))
@@ -289,6 +295,10 @@ bench: $(BUILD)/pillar-csi $(BENCH_BIN)
 
 deps:
 	@sh test/tools/deps.sh $(BUILD_DEBS) $(TEST_DEBS) $(IMAGE_DEBS)
+
+# The packages `make deps` installs, one line (test/tools/deps-check.sh).
+deps-list:
+	@echo $(BUILD_DEBS) $(TEST_DEBS) $(IMAGE_DEBS)
 
 fmt:
 	clang-format -i $$(git ls-files '*.c' '*.h')
