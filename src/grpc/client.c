@@ -68,7 +68,8 @@ struct grpc_channel {
 	struct h2_tls_cfg *tls;
 	char authority[300], verify[256];
 	size_t max_msg;
-	struct client_connection *cur;
+	struct client_connection *cur; /* set by current() only */
+	_Atomic uint64_t ready_id;     /* cur's id while cur is ready, else 0: grpc_channel_conn_id */
 	atomic_int n_conns;
 	uint64_t backoff, retry_at, conn_ids, backoff_first, backoff_max;
 	char last_err[ERR_MSG_MAX];
@@ -223,13 +224,21 @@ static int on_stream_close(nghttp2_session *ng, int32_t sid, uint32_t code, void
 	return 0;
 }
 
+/* On the loop: cc (or NULL) becomes the connection new calls use; what grpc_channel_conn_id
+ * answers follows it. */
+static void current(struct grpc_channel *ch, struct client_connection *cc)
+{
+	ch->cur = cc;
+	atomic_store(&ch->ready_id, cc && cc->ready ? cc->id : 0);
+}
+
 static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
 {
 	struct client_connection *cc = ud;
 	(void)ng;
 
 	if (f->hd.type == NGHTTP2_GOAWAY && cc->ch->cur == cc)
-		cc->ch->cur = NULL; /* new calls open a new connection */
+		current(cc->ch, NULL); /* new calls open a new connection */
 	return 0;
 }
 
@@ -305,6 +314,8 @@ static void cc_open(void *arg, struct h2_conn *h)
 		return;
 	cc->ready = true;
 	cc->id = ++ch->conn_ids;
+	if (ch->cur == cc)
+		current(ch, cc);
 	ch->backoff = 0;
 	while (ch->cur == cc && ch->pend_head) {
 		struct client_call *c = ch->pend_head;
@@ -323,7 +334,7 @@ static void cc_close(void *arg, struct h2_conn *h, int err, const char *why)
 	snprintf(msg, sizeof(msg), "%.200s: %.250s", ch->addr.text,
 	         *why ? why : "connection closed");
 	if (ch->cur == cc) {
-		ch->cur = NULL;
+		current(ch, NULL);
 		if (!cc->ready) {
 			backoff_grow(ch, h2_now_ms());
 			snprintf(ch->last_err, sizeof(ch->last_err), "%s", msg);
@@ -361,22 +372,9 @@ void grpc_channel_reset_backoff(struct grpc_channel *ch)
 	h2_loop_run_sync(ch->loop, reset_backoff_fn, ch);
 }
 
-struct connection_id_queue {
-	struct grpc_channel *ch;
-	uint64_t id;
-};
-
-static void conn_id_fn(void *arg)
-{
-	struct connection_id_queue *q = arg;
-	q->id = q->ch->cur && q->ch->cur->ready ? q->ch->cur->id : 0;
-}
-
 uint64_t grpc_channel_conn_id(struct grpc_channel *ch)
 {
-	struct connection_id_queue q = {ch, 0};
-	h2_loop_run_sync(ch->loop, conn_id_fn, &q);
-	return q.id;
+	return atomic_load(&ch->ready_id);
 }
 
 /* Holding the loop, on the caller's thread: read the connection itself while waiting. */
@@ -439,12 +437,12 @@ static void start_fn(void *arg)
 		cc->ch = ch;
 		fd = h2_connect_start(&ch->addr, &inprog, &e);
 		if (fd >= 0) {
-			ch->cur = cc;
+			current(ch, cc);
 			atomic_fetch_add(&ch->n_conns, 1);
 			if (h2_conn_new(&cc->h2, ch->loop, fd, inprog, ch->tls, ch->verify,
 			                &client_conn_ops, cc, &e) < 0) {
 				atomic_fetch_sub(&ch->n_conns, 1);
-				ch->cur = NULL;
+				current(ch, NULL);
 				fd = -1;
 			}
 		}

@@ -49,7 +49,8 @@ int grpc_channel_new(struct grpc_channel **out, const char *target,
  * call connects at once instead of failing fast.  For a caller that knows the peer is back. */
 void grpc_channel_reset_backoff(struct grpc_channel *ch);
 /* An id of the connection new calls use while it is established (a new connection gets a new
- * id), 0 when there is none: a caller sees a dropped connection without sending anything. */
+ * id), 0 when there is none: a caller sees a dropped connection without sending anything.  One
+ * atomic load: it never waits for the channel's loop. */
 uint64_t grpc_channel_conn_id(struct grpc_channel *ch);
 /* Closes the connection (calls still running end with UNAVAILABLE) and frees. */
 void grpc_channel_free(struct grpc_channel *ch);

@@ -4,9 +4,11 @@
  * plus our channel against our server over a unix socket (reconnect after a restart). */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <nghttp2/nghttp2.h>
@@ -887,12 +889,100 @@ START_TEST(test_channel_caller_reads_itself)
 }
 END_TEST
 
+/* A job on the channel's loop that holds it until released (or 10 s): released says which. */
+struct loop_holder {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool held, release, released;
+};
+
+static void hold_loop(void *arg)
+{
+	struct loop_holder *h = arg;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	pthread_mutex_lock(&h->mu);
+	h->held = true;
+	pthread_cond_broadcast(&h->cv);
+	while (!h->release && pthread_cond_timedwait(&h->cv, &h->mu, &until) == 0)
+		;
+	h->released = h->release;
+	pthread_mutex_unlock(&h->mu);
+}
+
+/* grpc_channel_conn_id: 0 before a connection, the connection's id while it is established, a
+ * new id for a new connection; and it answers while the channel's loop is busy (the agent
+ * monitor asks about every agent every 100 ms and must not queue behind the loop's work). */
+START_TEST(test_channel_conn_id)
+{
+	const char *dir = tu_mkdtemp();
+	char url[512];
+	struct grpc_server *s;
+	struct grpc_channel *ch;
+	struct grpc_channel_opts o;
+	struct grpc_status st;
+	struct h2_loop *loop;
+	struct loop_holder h = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	struct err e = {0};
+	uint64_t first, second;
+
+	snprintf(url, sizeof(url), "unix://%s/g.sock", dir);
+	start_server(&s, url);
+	ck_assert_int_eq(h2_loop_new(&loop, &e), 0);
+	ck_assert_int_eq(h2_loop_start(loop, &e), 0);
+	grpc_channel_opts_init(&o);
+	o.loop = loop;
+	ck_assert_int_eq(grpc_channel_new(&ch, url, &o, &e), 0);
+	ck_assert_uint_eq(grpc_channel_conn_id(ch), 0);
+	ck_assert_int_eq(info_call(ch, &st), GRPC_OK);
+	first = grpc_channel_conn_id(ch);
+	ck_assert_uint_ne(first, 0);
+
+	ck_assert_int_eq(h2_loop_post(loop, hold_loop, &h), 0);
+	pthread_mutex_lock(&h.mu);
+	while (!h.held)
+		pthread_cond_wait(&h.cv, &h.mu);
+	pthread_mutex_unlock(&h.mu);
+	ck_assert_uint_eq(grpc_channel_conn_id(ch), first);
+	pthread_mutex_lock(&h.mu);
+	h.release = true;
+	pthread_cond_broadcast(&h.cv);
+	pthread_mutex_unlock(&h.mu);
+	for (uint64_t t0 = h2_now_ms(); h2_now_ms() - t0 < 15000;) {
+		pthread_mutex_lock(&h.mu);
+		bool done = h.released || !h.release;
+		pthread_mutex_unlock(&h.mu);
+		if (done)
+			break;
+		usleep(1000);
+	}
+	ck_assert_int_eq(info_call(ch, &st), GRPC_OK);
+	ck_assert_msg(h.released, "conn_id waited for the loop's job to end");
+
+	grpc_server_free(s);
+	for (uint64_t t0 = h2_now_ms(); grpc_channel_conn_id(ch) && h2_now_ms() - t0 < 20000;)
+		usleep(10000);
+	ck_assert_uint_eq(grpc_channel_conn_id(ch), 0);
+	start_server(&s, url);
+	for (int i = 0; i < 50 && info_call(ch, &st) != GRPC_OK; i++)
+		usleep(50000);
+	second = grpc_channel_conn_id(ch);
+	ck_assert_uint_ne(second, 0);
+	ck_assert_uint_ne(second, first);
+	grpc_channel_free(ch);
+	grpc_server_free(s);
+	h2_loop_free(loop);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("grpc");
 	TCase *t = tcase_create("grpc");
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, test_code_names);
+	tcase_add_test(t, test_channel_conn_id);
 	tcase_add_test(t, test_message_encoding);
 	tcase_add_test(t, test_timeout);
 	tcase_add_test(t, test_metadata_validation);
