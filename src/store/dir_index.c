@@ -315,7 +315,7 @@ static void scan_dir(struct dir_store *s, const struct store_kind *k, const char
 		return;
 	bool ns_level = k->namespaced && !strchr(prefix, '/');
 	while ((de = readdir(d)) != NULL) {
-		size_t len = strlen(de->d_name);
+		size_t len;
 		if (de->d_name[0] == '.')
 			continue;
 		if (ns_level) {
@@ -323,9 +323,9 @@ static void scan_dir(struct dir_store *s, const struct store_kind *k, const char
 			scan_dir(s, k, key, c);
 			continue;
 		}
-		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
+		if (!(len = dir_object_name_len(de->d_name)))
 			continue;
-		snprintf(key, sizeof(key), "%s/%.*s", prefix, (int)(len - 5), de->d_name);
+		snprintf(key, sizeof(key), "%s/%.*s", prefix, (int)len, de->d_name);
 		probe(s, k, key, dirfd(d), de->d_name, c);
 	}
 	closedir(d);

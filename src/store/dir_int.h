@@ -198,12 +198,16 @@ void dir_ring_free(struct dir_store *s);
  * the differences, as events in resourceVersion order when emit.  Needs the operation lock. */
 /* The index answers for this process (built, and told of other processes' changes). */
 bool dir_live(struct dir_store *s);
+/* The length of the object's name in file name `file` of a kind's directory (the name without
+ * ".json"); 0 when file is no object's: a name starting with '.' (temporary and hidden files) or
+ * not ending in ".json" after a name (dir_list.c). */
+size_t dir_object_name_len(const char *file);
 /* The walk of a kind's directory by a process whose index does not answer (dir_list.c): fn is
- * called for each object file in dir (a name ending in ".json", not starting with '.': temporary
- * and hidden names are passed over) with its path, the namespace ns (NULL: none) and its name;
- * with recurse, for those in each directory of dir instead, ns that directory's name.  A
- * missing dir holds nothing; one that cannot be opened is an error.  Returns 0, or the first
- * error (fn's nonzero return, which stops the walk). */
+ * called for each object file in dir (dir_object_name_len) with its path, the namespace ns
+ * (NULL: none) and its name; with recurse, for those in each directory of dir instead (a name
+ * starting with '.' passed over), ns that directory's name.  A missing dir holds nothing; one
+ * that cannot be opened is an error.  Returns 0, or the first error (fn's nonzero return, which
+ * stops the walk). */
 typedef int (*dir_file_fn)(void *arg, const char *path, const char *ns, const char *file,
                            size_t len, struct err *e);
 int dir_files_each(const char *dir, const char *ns, bool recurse, dir_file_fn fn, void *arg,

@@ -129,6 +129,14 @@ static void files_free(struct files *f)
 	free(f->v);
 }
 
+size_t dir_object_name_len(const char *file)
+{
+	size_t len = strlen(file);
+	if (file[0] == '.' || len < 6 || strcmp(file + len - 5, ".json") != 0)
+		return 0;
+	return len - 5;
+}
+
 int dir_files_each(const char *dir, const char *ns, bool recurse, dir_file_fn fn, void *arg,
                    struct err *e)
 {
@@ -146,7 +154,7 @@ int dir_files_each(const char *dir, const char *ns, bool recurse, dir_file_fn fn
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (recurse)
 			r = dir_files_each(path, de->d_name, false, fn, arg, e);
-		else if (len >= 6 && strcmp(de->d_name + len - 5, ".json") == 0)
+		else if (dir_object_name_len(de->d_name))
 			r = fn(arg, path, ns, de->d_name, len, e);
 	}
 	closedir(d);

@@ -146,9 +146,9 @@ static void new_ns_dir(struct dir_store *s, const struct store_kind *k, const ch
 	snprintf(dir, sizeof(dir), "%s/%s", s->path, prefix);
 	DIR *d = opendir(dir);
 	while (d && (de = readdir(d)) != NULL) {
-		size_t len = strlen(de->d_name);
-		if (de->d_name[0] != '.' && len > 5 && strcmp(de->d_name + len - 5, ".json") == 0)
-			keyset_add(ks, prefix, de->d_name, len - 5);
+		size_t len = dir_object_name_len(de->d_name);
+		if (len)
+			keyset_add(ks, prefix, de->d_name, len);
 	}
 	if (d)
 		closedir(d);
@@ -179,9 +179,9 @@ static void one_event(struct dir_store *s, const struct inotify_event *ev, struc
 		}
 		return;
 	}
-	if (len > 5 && strcmp(ev->name + len - 5, ".json") == 0 &&
+	if ((len = dir_object_name_len(ev->name)) &&
 	    !(w->kind->namespaced && !strchr(w->prefix, '/')))
-		keyset_add(ks, w->prefix, ev->name, len - 5);
+		keyset_add(ks, w->prefix, ev->name, len);
 }
 
 /* Reads every pending notification (the fd is non-blocking). */
