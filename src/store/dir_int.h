@@ -205,9 +205,10 @@ size_t dir_object_name_len(const char *file);
 /* The walk of a kind's directory by a process whose index does not answer (dir_list.c): fn is
  * called for each object file in dir (dir_object_name_len) with its path, the namespace ns
  * (NULL: none) and its name; with recurse, for those in each directory of dir instead (a name
- * starting with '.' passed over), ns that directory's name.  A missing dir holds nothing; one
- * that cannot be opened is an error.  Returns 0, or the first error (fn's nonzero return, which
- * stops the walk). */
+ * starting with '.' passed over), ns that directory's name.  A missing dir holds nothing, and
+ * so does a namespace's entry that is not a directory (a stray file beside the namespaces, passed
+ * over as the index passes over it); a dir that cannot be opened otherwise is an error.  Returns
+ * 0, or the first error (fn's nonzero return, which stops the walk). */
 typedef int (*dir_file_fn)(void *arg, const char *path, const char *ns, const char *file,
                            size_t len, struct err *e);
 int dir_files_each(const char *dir, const char *ns, bool recurse, dir_file_fn fn, void *arg,

@@ -144,8 +144,9 @@ int dir_files_each(const char *dir, const char *ns, bool recurse, dir_file_fn fn
 	struct dirent *de;
 	int r = 0;
 	if (!d)
-		return errno == ENOENT ? 0
-		                       : err_set(e, -errno, "open %s: %s", dir, strerror(errno));
+		return errno == ENOENT || (ns && errno == ENOTDIR)
+		           ? 0
+		           : err_set(e, -errno, "open %s: %s", dir, strerror(errno));
 	while (r == 0 && (de = readdir(d)) != NULL) {
 		char path[PATH_MAX];
 		size_t len = strlen(de->d_name);

@@ -775,7 +775,8 @@ START_TEST(test_reader_lists_namespaces_around_leftovers)
 	                                        "persistentvolumeclaims/ns-a/x.jso",
 	                                        "persistentvolumeclaims/ns-a/.json",
 	                                        "persistentvolumeclaims/ns-b/" FILE_SPARE,
-	                                        "persistentvolumeclaims/.hidden/h.json"};
+	                                        "persistentvolumeclaims/.hidden/h.json",
+	                                        "persistentvolumeclaims/stray.json"};
 	struct store_unreadable catch = {report, NULL};
 	struct err e = {0};
 	store *other = NULL;
