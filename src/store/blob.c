@@ -72,6 +72,36 @@ struct store_blob *store_blob_of_parsed(const cJSON *obj)
 	return of(obj, true);
 }
 
+struct store_blob *store_blob_of_kept(cJSON *obj)
+{
+	cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata"), *mf = NULL, *prev = NULL;
+	for (cJSON *it = cJSON_IsObject(md) ? md->child : NULL; it; prev = it, it = it->next)
+		if (it->string && !strcmp(it->string, "managedFields")) {
+			mf = cJSON_DetachItemViaPointer(md, it);
+			break;
+		}
+	struct store_blob *b = store_blob_of(obj);
+	if (!mf)
+		return b;
+	/* cJSON's lists: next ends with NULL, the first item's prev is the last item */
+	if (!prev) {
+		mf->next = md->child;
+		mf->prev = md->child ? md->child->prev : mf;
+		if (md->child)
+			md->child->prev = mf;
+		md->child = mf;
+	} else {
+		mf->next = prev->next;
+		mf->prev = prev;
+		if (prev->next)
+			prev->next->prev = mf;
+		else
+			md->child->prev = mf;
+		prev->next = mf;
+	}
+	return b;
+}
+
 /* Removes the whitespace between the tokens of valid JSON text in place (nothing inside its
  * strings, where an escaped quote does not end one); the new length. */
 static size_t compact(char *text, size_t len)

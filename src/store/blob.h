@@ -38,6 +38,12 @@ struct store_blob *store_blob_of(const cJSON *obj);              /* its compact 
 /* store_blob_of a tree as json_parse_strict returned it: its strings passed the checks, which
  * its printed text then passes too (cJSON escapes every control character it prints). */
 struct store_blob *store_blob_of_parsed(const cJSON *obj);
+/* store_blob_of obj without metadata.managedFields, which the API server adds to every object
+ * and no reader of a cache uses (an update that does not send them keeps the stored ones); they
+ * are often a third of an object's text.  obj is left as it was: the member is unlinked for the
+ * print and linked back after the same sibling (by hand: cJSON_InsertItemInArray of Debian 12's
+ * cJSON 1.7.15 refuses an item detached before, and the member would be lost). */
+struct store_blob *store_blob_of_kept(cJSON *obj);
 /* store_blob_of_parsed without printing obj again: text (len bytes) is the text obj was parsed
  * from by json_parse_strict, made compact in place (the whitespace between its tokens removed)
  * and kept.  The text cJSON prints, pretty as the embedded store writes its files, becomes

@@ -232,42 +232,6 @@ static struct store_blob *live_blob(struct cache_kind *ck, const cJSON *obj)
 	return b;
 }
 
-/* The text the cache keeps of obj: obj without metadata.managedFields, which the API server
- * adds to every object and no reader of a cache uses (an update that does not send them keeps
- * the stored ones), and which are often a third of an object's text: neither held nor parsed
- * again by each reader.  obj is left as it was: the member is unlinked for the print and linked
- * back after the same sibling (by hand: cJSON_InsertItemInArray of this machine's cJSON 1.7.15
- * refuses an item detached before, and the member would be lost). */
-static struct store_blob *kept_blob(cJSON *obj)
-{
-	cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata"), *mf = NULL, *prev = NULL;
-	for (cJSON *it = cJSON_IsObject(md) ? md->child : NULL; it; prev = it, it = it->next)
-		if (it->string && !strcmp(it->string, "managedFields")) {
-			mf = cJSON_DetachItemViaPointer(md, it);
-			break;
-		}
-	struct store_blob *b = store_blob_of(obj);
-	if (!mf)
-		return b;
-	/* cJSON's lists: next ends with NULL, the first item's prev is the last item */
-	if (!prev) {
-		mf->next = md->child;
-		mf->prev = md->child ? md->child->prev : mf;
-		if (md->child)
-			md->child->prev = mf;
-		md->child = mf;
-	} else {
-		mf->next = prev->next;
-		mf->prev = prev;
-		if (prev->next)
-			prev->next->prev = mf;
-		else
-			md->child->prev = mf;
-		prev->next = mf;
-	}
-	return b;
-}
-
 /* One listed object into the map being built (arg: a struct relisting). */
 static int relist_one(cJSON *obj, void *arg)
 {
@@ -275,7 +239,7 @@ static int relist_one(cJSON *obj, void *arg)
 	struct store_blob *b = live_blob(r->live, obj);
 	if (b)
 		r->shared++;
-	else if (!(b = kept_blob(obj)))
+	else if (!(b = store_blob_of_kept(obj)))
 		return -ENOMEM;
 	absorb(&r->fresh, obj, b, false);
 	store_blob_put(b);
@@ -349,7 +313,7 @@ static void on_event(struct cache_kind *ck, enum store_event_type t, cJSON *obj)
 {
 	struct cache_store *s = ck->s;
 	uint64_t rv = store_meta_rv(obj);
-	struct store_blob *b = kept_blob(obj);
+	struct store_blob *b = store_blob_of_kept(obj);
 	pthread_mutex_lock(&s->mu);
 	if (b) {
 		absorb(ck, obj, b, t == STORE_DELETED);
@@ -591,7 +555,7 @@ static void absorb_result(struct cache_store *s, cJSON *got, cJSON **out)
 {
 	const struct store_kind *k = got ? store_kind_of(got, NULL) : NULL;
 	struct cache_kind *ck = k ? kind_cache(s, k) : NULL;
-	struct store_blob *b = ck ? kept_blob(got) : NULL;
+	struct store_blob *b = ck ? store_blob_of_kept(got) : NULL;
 	if (b) {
 		pthread_mutex_lock(&s->mu);
 		absorb(ck, got, b, false);
