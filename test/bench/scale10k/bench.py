@@ -25,7 +25,8 @@ flight), PER_AGENT volumes on each agent.  Then:
             old first (the controller restarted with it and the agent started with it), and
             each binary's median and min–max are printed;
   RSS       the controller's resident memory at rest, its peak over each restart and over the
-            reboot's restore, against issue 30's bound (<= 16 MiB after a restart or reload);
+            reboot's restore; at 1,000 volumes against issue 30's bound (<= 16 MiB after a
+            restart or reload), which names no figure for other sizes;
   Events    on the kube store, the controller's Events created and patched (the request log)
             and dropped (its log) after each phase and after the reboot.
 The creates and restarts are made at 1,000 volumes first, then at all of them.
@@ -539,11 +540,12 @@ def phase(s, first, n):
     col = lambda key: [r[key] for r in rounds]  # noqa: E731
     rounds and print(
         "restart with %d volumes, %d rounds on the %s store: ready %s (goal <= 2 s: %s); peak "
-        "RSS %s (issue 30's goal, <= 16 MiB after a restart: %s); %s API requests; load "
-        "average %s" % (
+        "RSS %s%s; %s API requests; load average %s" % (
             n, len(rounds), STORE, cb.fig(col("ready"), " s"),
             "met" if max(col("ready")) <= 2 else "NOT met", cb.fig(col("hwm"), " MiB", "%.1f"),
-            "met" if max(col("hwm")) <= 16 else "NOT met",
+            # the issue's bound is for 1,000 volumes; at other sizes there is none to meet
+            " (issue 30's goal at 1,000 volumes, <= 16 MiB after a restart: %s)"
+            % ("met" if max(col("hwm")) <= 16 else "NOT met") if n == 1000 else "",
             cb.fig(col("requests"), "", "%.0f") if s.log else "no", cb.fig(col("load"))),
         flush=True)
 
