@@ -428,7 +428,7 @@ static int d_list(store *st, const struct store_kind *k, const char *ns, const c
 		if (obj_dir(s, k, ns, dir, sizeof(dir)) < 0)
 			r = err_set(e, -ENAMETOOLONG, "path too long");
 		else
-			r = dir_files_each(dir, ns, k->namespaced && !ns, list_file,
+			r = dir_files_each(k, dir, ns, k->namespaced && !ns, list_file,
 			                   &(struct list_files){k, selector, &ov}, e);
 	}
 	pthread_mutex_unlock(&s->mu);

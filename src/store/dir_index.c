@@ -12,6 +12,7 @@
 #include "base/file.h"
 #include "base/hash.h"
 #include "base/json.h"
+#include "base/log.h"
 #include "store/dir_int.h"
 
 /* ---- index -------------------------------------------------------------------------------------- */
@@ -311,8 +312,11 @@ static void scan_dir(struct dir_store *s, const struct store_kind *k, const char
 	struct dirent *de;
 	snprintf(dir, sizeof(dir), "%s/%s", s->path, prefix);
 	DIR *d = opendir(dir);
-	if (!d)
+	if (!d) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			log_warnf("store: %s left out of the index: open: %s", dir, strerror(errno));
 		return;
+	}
 	bool ns_level = k->namespaced && !strchr(prefix, '/');
 	while ((de = readdir(d)) != NULL) {
 		size_t len;

@@ -207,12 +207,15 @@ size_t dir_object_name_len(const char *file);
  * (NULL: none) and its name; with recurse, for those in each directory of dir instead (a name
  * starting with '.' passed over), ns that directory's name.  A missing dir holds nothing, and
  * so does a namespace's entry that is not a directory (a stray file beside the namespaces, passed
- * over as the index passes over it); a dir that cannot be opened otherwise is an error.  Returns
- * 0, or the first error (fn's nonzero return, which stops the walk). */
+ * over as the index passes over it).  A namespace's directory that cannot be opened otherwise
+ * (recurse) is reported as unreadable object "*" of that namespace of kind k
+ * (store_unreadable_report) and the walk goes on; dir itself, when it cannot be opened
+ * otherwise, is an error.  Returns 0, or the first error (fn's nonzero return, which stops the
+ * walk). */
 typedef int (*dir_file_fn)(void *arg, const char *path, const char *ns, const char *file,
                            size_t len, struct err *e);
-int dir_files_each(const char *dir, const char *ns, bool recurse, dir_file_fn fn, void *arg,
-                   struct err *e);
+int dir_files_each(const struct store_kind *k, const char *dir, const char *ns, bool recurse,
+                   dir_file_fn fn, void *arg, struct err *e);
 /* store_ops list_each and list_each_skip (dir_list.c). */
 int dir_list_each(store *st, const struct store_kind *k, const char *ns, const char *selector,
                   store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);

@@ -137,16 +137,25 @@ size_t dir_object_name_len(const char *file)
 	return len - 5;
 }
 
-int dir_files_each(const char *dir, const char *ns, bool recurse, dir_file_fn fn, void *arg,
-                   struct err *e)
+/* dir_files_each below a namespace's directory when inner: one that cannot be opened (for a
+ * reason other than being gone or not a directory) is reported in its place and passed over. */
+static int files_each(const struct store_kind *k, const char *dir, const char *ns, bool recurse,
+                      bool inner, dir_file_fn fn, void *arg, struct err *e)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
 	int r = 0;
-	if (!d)
-		return errno == ENOENT || (ns && errno == ENOTDIR)
-		           ? 0
-		           : err_set(e, -errno, "open %s: %s", dir, strerror(errno));
+	if (!d) {
+		if (errno == ENOENT || (ns && errno == ENOTDIR))
+			return 0;
+		if (!inner)
+			return err_set(e, -errno, "open %s: %s", dir, strerror(errno));
+		char msg[PATH_MAX + 64];
+		snprintf(msg, sizeof(msg), "namespace %s not listed: open %s: %s", ns, dir,
+		         strerror(errno));
+		store_unreadable_report(k, ns, "*", msg);
+		return 0;
+	}
 	while (r == 0 && (de = readdir(d)) != NULL) {
 		char path[PATH_MAX];
 		size_t len = strlen(de->d_name);
@@ -154,12 +163,18 @@ int dir_files_each(const char *dir, const char *ns, bool recurse, dir_file_fn fn
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (recurse)
-			r = dir_files_each(path, de->d_name, false, fn, arg, e);
+			r = files_each(k, path, de->d_name, false, true, fn, arg, e);
 		else if (dir_object_name_len(de->d_name))
 			r = fn(arg, path, ns, de->d_name, len, e);
 	}
 	closedir(d);
 	return r;
+}
+
+int dir_files_each(const struct store_kind *k, const char *dir, const char *ns, bool recurse,
+                   dir_file_fn fn, void *arg, struct err *e)
+{
+	return files_each(k, dir, ns, recurse, false, fn, arg, e);
 }
 
 /* dir_file_fn: notes one object file's namespace and name in the struct files arg. */
@@ -206,7 +221,7 @@ static int files_walk(struct dir_store *s, const struct store_kind *k, const cha
 	r = dir_rv_last(s, &rv, e); /* before reading: no event is missed */
 	pthread_mutex_unlock(&s->mu);
 	if (r == 0)
-		r = dir_files_each(dir, ns, k->namespaced && !ns, add_file, &f, e);
+		r = dir_files_each(k, dir, ns, k->namespaced && !ns, add_file, &f, e);
 	if (r == 0 && f.n > 1)
 		qsort(f.v, f.n, sizeof(*f.v), cmp_files);
 	for (size_t i = 0; i < f.n && r == 0; i++) {

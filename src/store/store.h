@@ -205,7 +205,9 @@ struct store_unreadable {
 /* Sets the calling thread's receiver to *set (NULL: none); *prev (optional) gets the one
  * before, to be set again when the caller is done. */
 void store_unreadable_catch(const struct store_unreadable *set, struct store_unreadable *prev);
-/* Reports one unreadable object (ns NULL when cluster-scoped; error names it, e.g. its file). */
+/* Reports one unreadable object (ns NULL when cluster-scoped; error names it, e.g. its file).
+ * name "*": the whole namespace ns could not be read (a process without the embedded store's
+ * index found its directory unopenable); its objects are not in the list. */
 void store_unreadable_report(const struct store_kind *k, const char *ns, const char *name,
                              const char *error);
 

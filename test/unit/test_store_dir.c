@@ -829,6 +829,51 @@ START_TEST(test_reader_lists_namespaces_around_leftovers)
 }
 END_TEST
 
+/* A process without an index lists every namespace around one whose directory cannot be opened
+ * (here a symbolic link to itself): that namespace is reported in its place, the others are
+ * listed; a list of that namespace alone fails. */
+START_TEST(test_reader_reports_an_unopenable_namespace)
+{
+	struct store_unreadable catch = {report, NULL};
+	struct err e = {0};
+	store *other = NULL;
+	cJSON *items = NULL;
+	char names[256], link[700], want[800];
+	create_pvc(st, "ns-a", "a1");
+	create_pvc(st, "ns-c", "c1");
+	snprintf(link, sizeof(link), "%s/persistentvolumeclaims/ns-b", dir);
+	ck_assert_int_eq(symlink("ns-b", link), 0);
+	snprintf(want, sizeof(want),
+	         "PersistentVolumeClaim/*: namespace ns-b not listed: open %s: %s\n", link,
+	         strerror(ELOOP));
+	ck_assert_int_eq(store_dir_open(dir, false, 60000, &other, NULL), 0);
+	store_unreadable_catch(&catch, NULL);
+	for (int each = 0; each < 2; each++) {
+		reported[0] = names[0] = 0;
+		if (each) {
+			ck_assert_msg(store_list_each(other, store_kind_lookup("pvc"), NULL, NULL,
+			                              note_name, names, NULL, &e) == 0,
+			              "%s", e.msg);
+		} else {
+			ck_assert_msg(store_list(other, store_kind_lookup("pvc"), NULL, NULL,
+			                         &items, NULL, &e) == 0,
+			              "%s", e.msg);
+			for (int i = 0; i < cJSON_GetArraySize(items); i++)
+				note_name(cJSON_GetArrayItem(items, i), names);
+			cJSON_Delete(items);
+		}
+		ck_assert_str_eq(names, "ns-a/a1 ns-c/c1 ");
+		ck_assert_str_eq(reported, want);
+	}
+	reported[0] = 0;
+	ck_assert_int_eq(store_list(other, store_kind_lookup("pvc"), "ns-b", NULL, &items, NULL, &e),
+	                 -ELOOP);
+	ck_assert_ptr_nonnull(strstr(e.msg, "ns-b"));
+	store_unreadable_catch(NULL, NULL);
+	store_close(other);
+}
+END_TEST
+
 static bool count_skip(const char *ns, const char *name, uint64_t rv, void *arg)
 {
 	(void)ns;
@@ -905,6 +950,7 @@ int main(void)
 	tcase_add_test(t, test_concurrent_writes_share_the_journal_fdatasync);
 	tcase_add_test(t, test_list_leaves_out_a_corrupt_file);
 	tcase_add_test(t, test_reader_lists_namespaces_around_leftovers);
+	tcase_add_test(t, test_reader_reports_an_unopenable_namespace);
 	tcase_add_test(t, test_selector_passes_over_unselected_objects);
 	tcase_add_test(t, test_open_passes_over_a_fifo);
 	suite_add_tcase(s, t);
