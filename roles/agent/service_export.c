@@ -168,26 +168,30 @@ struct port_hint {
 	const char *addr;
 	uint32_t port;
 	unsigned id;
+	const char *nqn; /* the export linked to it */
 };
 
 /* Phase 2 for one item: re-check the fence, link (caller holds the volume lock).  hint is
- * NULL outside a batch. */
+ * NULL outside a batch.  A batch holds every item's lock from before its phase-1 fence check
+ * to the end of phase 2, so no revoke can come between the two (every mark is written under
+ * its volume's lock): the phase-1 decision is the re-check and the mark is not read again. */
 static int link_item(agent_service *a, struct item *it, struct port_hint *hint,
                      struct grpc_status *st)
 {
 	struct err e = {0};
-	int code = svc_fence(a, it->v.id, it->fence, FENCE_GRANT, st);
+	int code = hint ? GRPC_OK : svc_fence(a, it->v.id, it->fence, FENCE_GRANT, st);
 	if (code != GRPC_OK)
 		return code;
 	bool known = hint && hint->addr && hint->port == it->spec.port &&
 	             strcmp(hint->addr, it->spec.bind_address) == 0;
 	unsigned id = 0;
 	pthread_mutex_lock(&a->nv_mu);
-	int r = known ? nvmet_export_link_known(a->nv, &it->spec, it->prep.relink, hint->id, &e)
+	int r = known ? nvmet_export_link_known(a->nv, &it->spec, it->prep.relink, hint->id,
+	                                        hint->nqn, &e)
 	              : nvmet_export_link(a->nv, &it->spec, it->prep.relink, &id, &e);
 	pthread_mutex_unlock(&a->nv_mu);
 	if (r == 0 && hint && !known)
-		*hint = (struct port_hint){it->spec.bind_address, it->spec.port, id};
+		*hint = (struct port_hint){it->spec.bind_address, it->spec.port, id, it->nqn};
 	if (r < 0)
 		return grpc_status_from_err(st, &e);
 	return GRPC_OK;

@@ -206,19 +206,20 @@ static int prepare_namespace(nvmet *nv, const struct nvmet_export_spec *s, bool 
 int nvmet_export_prepare(nvmet *nv, const struct nvmet_export_spec *s, struct nvmet_prepared *out,
                          struct err *e)
 {
-	char sub[NVMET_PATH_MAX], rel[NVMET_PATH_MAX], v[64];
+	char sub[NVMET_PATH_MAX], rel[NVMET_PATH_MAX];
 	size_t removed = 0;
 	int r;
 	memset(out, 0, sizeof(*out));
-	if ((r = need_tree(nv, e)) < 0 || (r = check_nqn(s->nqn, e)) < 0)
+	if ((r = check_nqn(s->nqn, e)) < 0)
 		return r;
 	for (size_t i = 0; s->acl && i < s->n_hosts; i++)
 		if ((r = rules_hostnqn_check(s->hosts[i], e)) < 0)
 			return r;
 	REL(sub, "subsystems/%s", s->nqn);
 	bool created;
+	/* no tree: the mkdir fails (ENOENT), and only then is the tree looked at */
 	if ((r = nvmet_fs_mkdir(nv, sub, &created, e)) < 0)
-		return r;
+		return r == -ENOENT && need_tree(nv, e) < 0 ? -ENOENT : r;
 	/* A subsystem this call made has no port link, allowed host or namespace yet: what a
 	 * restore on an empty configfs does for every export, without scanning for them.  Not
 	 * knowing (out of memory) would rewrite a live subsystem's serial (K4). */
@@ -265,17 +266,9 @@ int nvmet_export_prepare(nvmet *nv, const struct nvmet_export_spec *s, struct nv
 		}
 	}
 
-	if ((r = prepare_namespace(nv, s, created, out, e)) < 0)
-		return r;
-
-	/* Verify (step 7). */
-	REL(rel, "%s/attr_allow_any_host", sub);
-	if ((r = nvmet_attr_read(nv, rel, v, sizeof(v), e)) < 0)
-		return r;
-	if (strcmp(v, s->acl ? "0" : "1") != 0)
-		return err_set(e, -EIO, "nvmet %s: expected \"%s\" but read \"%s\"", rel,
-		               s->acl ? "0" : "1", v);
-	return 0;
+	/* Verify (step 7): every value above was read (a satisfied write) or read back (a
+	 * write) after it was set, with the subsystem's lock held; nothing reads them again. */
+	return prepare_namespace(nv, s, created, out, e);
 }
 
 /* ---- phase 2 -------------------------------------------------------------------------------- */
@@ -364,8 +357,6 @@ static int write_port_attrs(nvmet *nv, unsigned id, const struct port_want *w, i
 static int link_one(nvmet *nv, unsigned id, const char *nqn, struct err *e)
 {
 	char rel[NVMET_PATH_MAX], target[NVMET_PATH_MAX];
-	char pa[NVMET_PATH_MAX + 256], pb[NVMET_PATH_MAX + 256];
-	struct stat sa, sb;
 	REL(target, "../../../subsystems/%s", nqn);
 	REL(rel, "ports/%u/subsystems/%s", id, nqn);
 	int r = nvmet_fs_symlink(nv, target, rel, NULL, e);
@@ -374,10 +365,7 @@ static int link_one(nvmet *nv, unsigned id, const char *nqn, struct err *e)
 		        nvmet_fs_errname(r));
 		return r;
 	}
-	if (nvmet_fs_path(nv, rel, pa, sizeof(pa)) < 0 ||
-	    nvmet_fs_rel(target, "subsystems/%s", nqn) < 0 ||
-	    nvmet_fs_path(nv, target, pb, sizeof(pb)) < 0 || stat(pa, &sa) < 0 ||
-	    stat(pb, &sb) < 0 || sa.st_dev != sb.st_dev || sa.st_ino != sb.st_ino)
+	if (nvmet_fs_rel(target, "subsystems/%s", nqn) < 0 || !nvmet_fs_same(nv, rel, target))
 		return err_set(e, -EIO, "nvmet %s: link does not resolve to subsystems/%s", rel,
 		               nqn);
 	return 0;
@@ -451,17 +439,16 @@ int nvmet_export_link(nvmet *nv, const struct nvmet_export_spec *s, bool relink,
 }
 
 int nvmet_export_link_known(nvmet *nv, const struct nvmet_export_spec *s, bool relink,
-                            unsigned port_id, struct err *e)
+                            unsigned port_id, const char *linked_nqn, struct err *e)
 {
 	char rel[NVMET_PATH_MAX];
 	unsigned char buf[sizeof(struct in6_addr)];
 	int r;
-	if ((r = need_tree(nv, e)) < 0 || (r = check_nqn(s->nqn, e)) < 0)
+	if ((r = check_nqn(s->nqn, e)) < 0 || (r = check_nqn(linked_nqn, e)) < 0)
 		return r;
-	REL(rel, "ports/%u/subsystems", port_id);
-	if ((r = nvmet_fs_empty(nv, rel, e)) < 0)
-		return r;
-	if (r == 1) /* not the live port the caller saw: select and configure as usual */
+	/* the earlier export's link (one lstat, not a read of the port's links) */
+	REL(rel, "ports/%u/subsystems/%s", port_id, linked_nqn);
+	if (!nvmet_fs_exists(nv, rel)) /* not the live port the caller saw: as usual */
 		return nvmet_export_link(nv, s, relink, NULL, e);
 	const char *fam = inet_pton(AF_INET, s->bind_address, buf) == 1 ? "ipv4" : "ipv6";
 	return link_live(nv, s, fam, port_id, true, relink, e);

@@ -23,7 +23,21 @@ struct nvmet {
 	nvmet_trace_fn trace;
 	void *trace_arg;
 	struct nvmet_hostrefs *refs; /* hostref.c, made on first use */
+	unsigned long calls;         /* nvmet_calls */
 };
+
+unsigned long nvmet_calls(const nvmet *nv)
+{
+	return nv->calls;
+}
+
+/* k more system calls on the tree (the fake's emulation is not counted).  The count is the
+ * handle's own bookkeeping, so functions that only read the tree take a const handle. */
+static void nv_calls_add(const nvmet *nv, unsigned long k)
+{
+	((nvmet *)nv)->calls += k;
+}
+#define CALL(nv) nv_calls_add((nv), 1)
 
 struct nvmet_hostrefs *nvmet_fs_hostrefs(nvmet *nv)
 {
@@ -86,6 +100,7 @@ void nvmet_free(nvmet *nv)
 bool nvmet_available(const nvmet *nv)
 {
 	struct stat st;
+	CALL(nv);
 	return stat(nv->dir, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
@@ -129,7 +144,10 @@ bool nvmet_fs_exists(const nvmet *nv, const char *rel)
 {
 	char p[NVMET_PATH_MAX + 256];
 	struct stat st;
-	return nvmet_fs_path(nv, rel, p, sizeof(p)) == 0 && lstat(p, &st) == 0;
+	if (nvmet_fs_path(nv, rel, p, sizeof(p)) < 0)
+		return false;
+	CALL(nv);
+	return lstat(p, &st) == 0;
 }
 
 static void trim(char *s)
@@ -140,7 +158,7 @@ static void trim(char *s)
 }
 
 /* Reads fd from offset 0 into buf (cap - 1 bytes at most), trimmed.  0 or -errno. */
-static int read_fd(int fd, char *buf, size_t cap)
+static int read_fd(nvmet *nv, int fd, char *buf, size_t cap)
 {
 	size_t n = 0;
 	/* A short read is the end: configfs returns an attribute's whole text from one show()
@@ -148,6 +166,7 @@ static int read_fd(int fd, char *buf, size_t cap)
 	 * that would return 0 is saved (one syscall of every attribute read). */
 	for (;;) {
 		size_t want = cap - 1 - n;
+		CALL(nv);
 		ssize_t r = pread(fd, buf + n, want, (off_t)n);
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -167,10 +186,12 @@ int nvmet_attr_read(nvmet *nv, const char *rel, char *buf, size_t cap, struct er
 	char p[NVMET_PATH_MAX + 256];
 	if (nvmet_fs_path(nv, rel, p, sizeof(p)) < 0)
 		return err_set(e, -ENAMETOOLONG, "nvmet read %s: path too long", rel);
+	CALL(nv);
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return err_set(e, -errno, "nvmet read %s: %s", rel, nvmet_fs_errname(errno));
-	int r = read_fd(fd, buf, cap);
+	int r = read_fd(nv, fd, buf, cap);
+	CALL(nv);
 	close(fd);
 	return r < 0 ? err_set(e, r, "nvmet read %s: %s", rel, nvmet_fs_errname(r)) : 0;
 }
@@ -183,6 +204,7 @@ static int raw_write(nvmet *nv, const char *rel, const char *value, bool secret,
 	if (nvmet_fs_path(nv, rel, p, sizeof(p)) < 0 || n < 0 || (size_t)n >= sizeof(line))
 		return err_set(e, -ENAMETOOLONG, "nvmet write %s: too long", rel);
 	/* Fake mode creates the file: a plain directory has no kernel-made attributes. */
+	nv_calls_add(nv, 3); /* open, write, close */
 	int fd = nv->fake ? open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, secret ? 0600 : 0644)
 	                  : open(p, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -357,6 +379,7 @@ int nvmet_fs_mkdir(nvmet *nv, const char *rel, bool *created, struct err *e)
 		*created = false;
 	if (nvmet_fs_path(nv, rel, p, sizeof(p)) < 0)
 		return err_set(e, -ENAMETOOLONG, "nvmet mkdir %s: path too long", rel);
+	CALL(nv);
 	if (mkdir(p, 0755) < 0) {
 		if (errno != EEXIST)
 			return err_set(e, -errno, "nvmet mkdir %s: %s", rel,
@@ -431,6 +454,7 @@ int nvmet_fs_symlink(nvmet *nv, const char *target, const char *rel, bool *creat
 	}
 	if (created)
 		*created = false;
+	CALL(nv);
 	if (symlink(use, p) < 0) {
 		if (errno == EEXIST)
 			return 0;
@@ -447,6 +471,7 @@ int nvmet_fs_unlink(nvmet *nv, const char *rel, struct err *e)
 	char p[NVMET_PATH_MAX + 256];
 	if (nvmet_fs_path(nv, rel, p, sizeof(p)) < 0)
 		return err_set(e, -ENAMETOOLONG, "nvmet unlink %s: path too long", rel);
+	CALL(nv);
 	if (unlink(p) < 0) {
 		if (errno == ENOENT)
 			return 0;
@@ -490,10 +515,12 @@ int nvmet_fs_rmdir(nvmet *nv, const char *rel, struct err *e)
 	struct stat st;
 	if (nvmet_fs_path(nv, rel, p, sizeof(p)) < 0)
 		return err_set(e, -ENAMETOOLONG, "nvmet rmdir %s: path too long", rel);
+	CALL(nv);
 	if (lstat(p, &st) < 0 && errno == ENOENT)
 		return 0;
 	if (nv->fake)
 		fake_clear(nv, p);
+	CALL(nv);
 	if (rmdir(p) < 0) {
 		if (errno == ENOENT)
 			return 0;
@@ -519,6 +546,7 @@ int nvmet_fs_list(const nvmet *nv, const char *rel, char ***names, size_t *n, st
 	*n = 0;
 	if (nvmet_fs_path(nv, rel, p, sizeof(p)) < 0)
 		return err_set(e, -ENAMETOOLONG, "nvmet list %s: path too long", rel);
+	CALL(nv);
 	DIR *d = opendir(p);
 	if (!d)
 		return errno == ENOENT
@@ -540,6 +568,7 @@ int nvmet_fs_list(const nvmet *nv, const char *rel, char ***names, size_t *n, st
 		cnt++;
 	}
 	closedir(d);
+	nv_calls_add(nv, 4); /* opendir's fstat, two getdents64, closedir's close */
 	if (cnt)
 		qsort(v, cnt, sizeof(*v), cmp_names);
 	*names = v;
@@ -560,12 +589,14 @@ int nvmet_fs_empty(const nvmet *nv, const char *rel, struct err *e)
 	int r = 1;
 	if (nvmet_fs_path(nv, rel, p, sizeof(p)) < 0)
 		return err_set(e, -ENAMETOOLONG, "nvmet list %s: path too long", rel);
+	CALL(nv);
 	int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT
 		           ? 1
 		           : err_set(e, -errno, "nvmet list %s: %s", rel, nvmet_fs_errname(errno));
 	while (r == 1) {
+		CALL(nv);
 		ssize_t n = getdents64(fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -580,8 +611,22 @@ int nvmet_fs_empty(const nvmet *nv, const char *rel, struct err *e)
 			off += de->d_reclen;
 		}
 	}
+	CALL(nv);
 	close(fd);
 	return r;
+}
+
+/* Whether rel_a and rel_b name the same object once symlinks are followed (two stats). */
+bool nvmet_fs_same(nvmet *nv, const char *rel_a, const char *rel_b)
+{
+	char pa[NVMET_PATH_MAX + 256], pb[NVMET_PATH_MAX + 256];
+	struct stat sa, sb;
+	if (nvmet_fs_path(nv, rel_a, pa, sizeof(pa)) < 0 ||
+	    nvmet_fs_path(nv, rel_b, pb, sizeof(pb)) < 0)
+		return false;
+	nv_calls_add(nv, 2);
+	return stat(pa, &sa) == 0 && stat(pb, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
 }
 
 void nvmet_fs_names_free(char **names, size_t n)

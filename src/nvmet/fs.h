@@ -32,6 +32,8 @@ int nvmet_fs_rmdir(nvmet *nv, const char *rel, struct err *e);
  * Free with nvmet_fs_names_free. */
 int nvmet_fs_list(const nvmet *nv, const char *rel, char ***names, size_t *n, struct err *e);
 void nvmet_fs_names_free(char **names, size_t n);
+/* Whether rel_a and rel_b name the same object once symlinks are followed (stat of each). */
+bool nvmet_fs_same(nvmet *nv, const char *rel_a, const char *rel_b);
 /* 1 when the directory has no entry besides "." and ".." (or does not exist), 0 when it has
  * one, a negative errno when it cannot be read.  Reads one directory block, whatever the size. */
 int nvmet_fs_empty(const nvmet *nv, const char *rel, struct err *e);

@@ -58,6 +58,10 @@ const char *nvmet_dir(const nvmet *nv);
  * target (symlink), NULL otherwise.  Skipped writes are not reported.  For tests and -v logs. */
 typedef void (*nvmet_trace_fn)(void *arg, const char *op, const char *rel, const char *value);
 void nvmet_set_trace(nvmet *nv, nvmet_trace_fn fn, void *arg);
+/* System calls the handle has made on the tree so far (opens, reads, writes, closes, stats,
+ * directory reads, mkdir, symlink, unlink, rmdir); a fake root's emulation of what the kernel
+ * does by itself is not counted.  For tests. */
+unsigned long nvmet_calls(const nvmet *nv);
 
 /* THE write: skip when satisfied, write "value\n", read back and compare.  rel is relative to
  * <root>/nvmet.  0, -EIO on mismatch, or the kernel's errno. */
@@ -97,12 +101,13 @@ int nvmet_export_prepare(nvmet *nv, const struct nvmet_export_spec *spec,
 int nvmet_export_link(nvmet *nv, const struct nvmet_export_spec *spec, bool relink,
                       unsigned *port_id, struct err *e);
 /* Phase 2 into port_id, the port an earlier nvmet_export_link of the same batch (same bind
- * address and TCP port) linked, while the caller still holds that export's lock: skips the
- * port selection and configuration of steps 2–4.  A port with a link keeps its attributes (K5)
- * and cannot be removed, and the earlier link stays while its export is locked.  If the port
- * has no link after all, this is nvmet_export_link.  Returns as nvmet_export_link. */
+ * address and TCP port) linked subsystem linked_nqn to, while the caller still holds that
+ * export's lock: skips the port selection and configuration of steps 2–4.  A port with a link
+ * keeps its attributes (K5) and cannot be removed, and the earlier link stays while its export
+ * is locked.  If that link is gone after all, this is nvmet_export_link.  Returns as
+ * nvmet_export_link. */
 int nvmet_export_link_known(nvmet *nv, const struct nvmet_export_spec *spec, bool relink,
-                            unsigned port_id, struct err *e);
+                            unsigned port_id, const char *linked_nqn, struct err *e);
 /* Removal order of §7 steps 1–6; a missing subsystem is success. */
 int nvmet_export_remove(nvmet *nv, const char *nqn, struct err *e);
 bool nvmet_subsys_exists(nvmet *nv, const char *nqn);

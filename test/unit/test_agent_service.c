@@ -582,6 +582,46 @@ START_TEST(test_restart_without_reboot)
 }
 END_TEST
 
+/* A restore's configfs system calls per export (nvmet_calls, the fake's own emulation left
+ * out), on an empty tree after a reboot and again on the tree it left: the phase-2 link of a
+ * batch's later exports is one lstat, a symlink and its read-back (it read the port's links),
+ * and the prepared subsystem is not read again after its own read-backs (51 per export on an
+ * empty tree before).  The second restore changes nothing. */
+START_TEST(test_restore_calls_per_export)
+{
+	enum { N = 8 };
+	static char ids[N][32];
+	struct want w[N];
+	struct grpc_status st;
+	char msgs[N][600];
+	PB(FencingToken) t = af_token(UID1, 1);
+	memset(w, 0, sizeof(w));
+	for (int i = 0; i < N; i++) {
+		snprintf(ids[i], sizeof(ids[i]), "fpool/r%d", i);
+		ck_assert_int_eq(create(ids[i], 1 << 20, &t, &st), GRPC_OK);
+		w[i] = (struct want){.id = ids[i], .gen = 1, .acl = true};
+	}
+	agent_service_free(svc);
+	make_service(NULL); /* "reboot": new process, empty tree */
+	unsigned long c0 = nvmet_calls(agent_service_nvmet(svc));
+	ck_assert_int_eq(reconcile(w, N, true, msgs, &st), GRPC_OK);
+	unsigned long c1 = nvmet_calls(agent_service_nvmet(svc));
+	for (int i = 0; i < N; i++) {
+		char nqn[128];
+		snprintf(nqn, sizeof(nqn), RULES_NQN_PREFIX "fpool.r%d", i);
+		ck_assert_str_eq(msgs[i], "");
+		ck_assert(af_linked(nqn));
+	}
+	ck_assert_msg((c1 - c0) / N <= 45, "%lu calls per export on an empty tree", (c1 - c0) / N);
+	tn = 0;
+	nvmet_set_trace(agent_service_nvmet(svc), tracer, NULL);
+	ck_assert_int_eq(reconcile(w, N, true, msgs, &st), GRPC_OK);
+	unsigned long c2 = nvmet_calls(agent_service_nvmet(svc));
+	ck_assert_msg(tn == 0, "unexpected change: %s", tlog[0]);
+	ck_assert_msg((c2 - c1) / N <= 37, "%lu calls per export on a restored tree", (c2 - c1) / N);
+}
+END_TEST
+
 START_TEST(test_live_foreign_identity_is_pinned)
 {
 	struct grpc_status st;
@@ -693,6 +733,7 @@ int main(void)
 	tcase_add_test(t, test_icds_link_order_and_conflict);
 	tcase_add_test(t, test_bind_address_missing);
 	tcase_add_test(t, test_restart_without_reboot);
+	tcase_add_test(t, test_restore_calls_per_export);
 	tcase_add_test(t, test_live_foreign_identity_is_pinned);
 	tcase_add_test(t, test_drain);
 	tcase_add_test(t, test_capacity_and_list);

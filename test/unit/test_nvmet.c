@@ -442,12 +442,12 @@ START_TEST(test_link_known_port)
 	rules_ns_identity_derive(NQN2, &b.identity);
 	ck_assert_int_eq(nvmet_export_prepare(nv, &b, &p, &e), 0);
 	tn = 0;
-	ck_assert_msg(nvmet_export_link_known(nv, &b, false, id, &e) == 0, "%s", e.msg);
+	ck_assert_msg(nvmet_export_link_known(nv, &b, false, id, NQN1, &e) == 0, "%s", e.msg);
 	ck_assert_int_eq(tn, 1);
 	ck_assert_str_eq(tlog[0],
 	                 "symlink ports/29188/subsystems/" NQN2 " ../../../subsystems/" NQN2);
 	b.icds = 16384;
-	ck_assert_int_eq(nvmet_export_link_known(nv, &b, false, id, &e), -EBUSY);
+	ck_assert_int_eq(nvmet_export_link_known(nv, &b, false, id, NQN1, &e), -EBUSY);
 	ck_assert_str_eq(e.msg, "param_inline_data_size is -1 but the export requires 16384 "
 	                        "(port 29188, ipv4 4420)");
 	/* the port lost its links (and its attributes): configured again before the link */
@@ -456,7 +456,7 @@ START_TEST(test_link_known_port)
 	ck_assert_int_eq(nvmet_export_remove(nv, NQN2, &e), 0);
 	ck_assert(!exists("ports/29188"));
 	ck_assert_int_eq(nvmet_export_prepare(nv, &b, &p, &e), 0);
-	ck_assert_msg(nvmet_export_link_known(nv, &b, false, id, &e) == 0, "%s", e.msg);
+	ck_assert_msg(nvmet_export_link_known(nv, &b, false, id, NQN1, &e) == 0, "%s", e.msg);
 	ck_assert_str_eq(attr("ports/29188/addr_trsvcid"), "4420");
 	ck_assert_str_eq(attr("ports/29188/addr_adrfam"), "ipv4");
 	ck_assert(exists("ports/29188/subsystems/" NQN2));
