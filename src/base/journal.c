@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/crc32c.h"
 #include "base/file.h"
 
 #define REGION_MAGIC 0x4e524a50u /* "PJRN" */
@@ -47,6 +48,7 @@ struct waiter {
 	int result;
 	uint64_t seq;
 	bool done;
+	bool lazy; /* journal_append_lazy's: nobody waits; the journal frees it once written */
 	struct err err;
 };
 
@@ -60,38 +62,14 @@ struct journal {
 	int active;
 	struct waiter *queue, *queue_tail;
 	unsigned waiting;
-	bool writing; /* a batch is being written and synced, or a checkpoint switches */
+	unsigned lazy; /* lazy waiters queued, not yet written */
+	bool writing;  /* a batch is being written and synced, or a checkpoint switches */
 	/* Region headers are written without a sync of their own: the next fdatasync of the file
 	 * (an append's) or the checkpoint user's sync makes them durable.  Each header write takes
 	 * a number (writes); durable is the highest one known to have reached the disk. */
 	uint64_t writes, durable;
 	uint64_t header_write[2]; /* the number of each region's last header write */
 };
-
-/* ---- CRC-32C (Castagnoli, reflected polynomial 0x82f63b78) ----------------------------------- */
-
-static uint32_t crc_table[256];
-static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-
-static void crc_init(void)
-{
-	for (uint32_t i = 0; i < 256; i++) {
-		uint32_t c = i;
-		for (int k = 0; k < 8; k++)
-			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
-		crc_table[i] = c;
-	}
-}
-
-static uint32_t crc32c(uint32_t crc, const void *data, size_t len)
-{
-	const unsigned char *p = data;
-	pthread_once(&crc_once, crc_init);
-	crc = ~crc;
-	while (len--)
-		crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-	return ~crc;
-}
 
 /* ---- file access ------------------------------------------------------------------------------- */
 
@@ -353,6 +331,11 @@ void journal_close(journal *j)
 		return;
 	if (j->fd >= 0)
 		close(j->fd);
+	for (struct waiter *w = j->queue, *next; w; w = next) { /* only lazy ones are left */
+		next = w->next;
+		free(w->buf);
+		free(w);
+	}
 	pthread_mutex_destroy(&j->mu);
 	pthread_cond_destroy(&j->cv);
 	free(j->path);
@@ -395,6 +378,31 @@ static int encode(journal *j, const struct journal_entry *en, size_t n, struct w
 	return 0;
 }
 
+/* After a batch: its lazy waiters that were written are freed; those that were not (it failed,
+ * or they did not fit) go back to the front of the queue, in order, for the next batch (mu
+ * held). */
+static void lazy_settle(journal *j, struct waiter *take)
+{
+	struct waiter *head = NULL, *last = NULL, *next;
+	for (struct waiter *w = take; w; w = next) {
+		next = w->next;
+		if (w->lazy && w->result == 0) {
+			j->lazy--;
+			free(w->buf);
+			free(w);
+		} else if (w->lazy) {
+			*w = (struct waiter){
+			    .buf = w->buf, .len = w->len, .count = w->count, .lazy = 1};
+			*(last ? &last->next : &head) = w;
+			last = w;
+		}
+	}
+	if (head && !(last->next = j->queue))
+		j->queue_tail = last;
+	if (head)
+		j->queue = head;
+}
+
 /* The leader (mu held, j->writing set): writes every queued waiter that fits as one batch and
  * syncs it, the mutex let go meanwhile. */
 static void lead(journal *j)
@@ -403,10 +411,13 @@ static void lead(journal *j)
 	struct waiter *take = j->queue, *w;
 	size_t len = 0;
 	uint32_t count = 0;
+	bool full = false;
 	j->queue = j->queue_tail = NULL;
 	j->waiting = 0;
 	for (w = take; w; w = w->next) {
-		if (g->tail + HDR + len + w->len > j->rsize) {
+		/* once one does not fit, none after it goes: the order of the entries stays */
+		if (full || g->tail + HDR + len + w->len > j->rsize) {
+			full = true;
 			w->result = err_set(&w->err, JOURNAL_FULL,
 			                    "journal %s is full: checkpoint "
 			                    "first",
@@ -424,7 +435,7 @@ static void lead(journal *j)
 	if (rc == 0) {
 		size_t p = HDR;
 		for (w = take; w; w = w->next)
-			if (w->result == 0) {
+			if (w->result == 0 && w->len) {
 				memcpy(buf + p, w->buf, w->len);
 				p += w->len;
 			}
@@ -451,23 +462,25 @@ static void lead(journal *j)
 		w->seq = h.seq;
 		w->done = true;
 	}
+	lazy_settle(j, take);
 }
 
-int journal_append(journal *j, const struct journal_entry *entries, size_t n, uint64_t *seq,
-                   struct err *e)
+static void enqueue(journal *j, struct waiter *w)
 {
-	struct waiter w = {0};
-	int rc = encode(j, entries, n, &w, e);
-	if (rc < 0)
-		return rc;
-	pthread_mutex_lock(&j->mu);
 	if (j->queue_tail)
-		j->queue_tail->next = &w;
+		j->queue_tail->next = w;
 	else
-		j->queue = &w;
-	j->queue_tail = &w;
+		j->queue = w;
+	j->queue_tail = w;
+}
+
+/* Queues w and waits until a batch took it (mu not held). */
+static void submit(journal *j, struct waiter *w)
+{
+	pthread_mutex_lock(&j->mu);
+	enqueue(j, w);
 	j->waiting++;
-	while (!w.done) {
+	while (!w->done) {
 		if (j->writing) {
 			pthread_cond_wait(&j->cv, &j->mu);
 			continue;
@@ -478,6 +491,16 @@ int journal_append(journal *j, const struct journal_entry *entries, size_t n, ui
 		pthread_cond_broadcast(&j->cv);
 	}
 	pthread_mutex_unlock(&j->mu);
+}
+
+int journal_append(journal *j, const struct journal_entry *entries, size_t n, uint64_t *seq,
+                   struct err *e)
+{
+	struct waiter w = {0};
+	int rc = encode(j, entries, n, &w, e);
+	if (rc < 0)
+		return rc;
+	submit(j, &w);
 	free(w.buf);
 	if (w.result < 0) {
 		if (e)
@@ -487,6 +510,56 @@ int journal_append(journal *j, const struct journal_entry *entries, size_t n, ui
 	if (seq)
 		*seq = w.seq;
 	return 0;
+}
+
+int journal_append_lazy(journal *j, const struct journal_entry *entries, size_t n, struct err *e)
+{
+	struct waiter *w = calloc(1, sizeof(*w));
+	if (!w)
+		return err_set(e, -ENOMEM, "journal %s: out of memory", j->path);
+	int rc = encode(j, entries, n, w, e);
+	if (rc < 0) {
+		free(w);
+		return rc;
+	}
+	w->lazy = true;
+	pthread_mutex_lock(&j->mu);
+	enqueue(j, w);
+	j->lazy++;
+	pthread_mutex_unlock(&j->mu);
+	return 0;
+}
+
+int journal_flush(journal *j, struct err *e)
+{
+	pthread_mutex_lock(&j->mu);
+	bool none = j->lazy == 0;
+	pthread_mutex_unlock(&j->mu);
+	if (none)
+		return 0;
+	/* no entries of its own: its batch holds the lazy ones queued before it, and when one of
+	 * those is not written (the batch failed, or they did not fit) neither is this waiter */
+	struct waiter w = {0};
+	submit(j, &w);
+	if (w.result < 0 && e)
+		*e = w.err;
+	return w.result;
+}
+
+bool journal_lazy_pending(journal *j)
+{
+	pthread_mutex_lock(&j->mu);
+	bool b = j->lazy > 0;
+	pthread_mutex_unlock(&j->mu);
+	return b;
+}
+
+uint64_t journal_active_first(journal *j)
+{
+	pthread_mutex_lock(&j->mu);
+	uint64_t s = j->reg[j->active].first;
+	pthread_mutex_unlock(&j->mu);
+	return s;
 }
 
 /* ---- replay ------------------------------------------------------------------------------------ */

@@ -97,6 +97,31 @@ void journal_close(journal *j);
 int journal_append(journal *j, const struct journal_entry *entries, size_t n, uint64_t *seq,
                    struct err *e);
 
+/* Lazy appends: entries[0..n) queued WITHOUT waiting, no fdatasync of their own; they are
+ * written, ahead of it, in the batch of the next journal_append or journal_flush of this
+ * process (all or nothing with that batch, in queue order), and so are durable exactly when
+ * that call returns 0.  Until then a power cut loses them, and only them: the file holds no
+ * byte of a lazy entry before its batch is written and synced like any other, so the torn-
+ * tail rule above is unchanged and a lost lazy entry leaves the journal as it was without it.
+ * A lazy entry that does not fit the active region, or whose batch fails to write, stays
+ * queued (with every entry after it) for the batch after the next checkpoint.  The user applies
+ * a lazy entry at once (it reads as written); it must make sure that losing it is harmless,
+ * e.g. that the entry its key had before is still in the journal (journal_active_first).
+ * Processes that share the journal keep their lock while they have lazy entries queued (another
+ * process's append would otherwise go ahead of them).  0, or -ENOMEM / an encoding error with
+ * nothing queued. */
+int journal_append_lazy(journal *j, const struct journal_entry *entries, size_t n, struct err *e);
+/* Writes the lazy entries queued so far (one batch, one fdatasync; shared with concurrent
+ * appends): 0 when they are durable (at once when none is queued), else the error of their
+ * batch (JOURNAL_FULL: checkpoint, then flush again). */
+int journal_flush(journal *j, struct err *e);
+/* True when lazy entries are queued, not yet written. */
+bool journal_lazy_pending(journal *j);
+/* The sequence number of the active region's first batch: every batch with a sequence at or
+ * above it stays in the journal (replayed after a power cut) until the next checkpoint begins
+ * (with the users' lock held: as of the last journal_refresh). */
+uint64_t journal_active_first(journal *j);
+
 /* Calls fn for every entry of every batch with sequence > after that the journal still holds
  * (not retired), in order; stops at fn's first nonzero return and returns it.  fn must not call
  * the journal (appends wait meanwhile). */

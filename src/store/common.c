@@ -23,6 +23,15 @@ void store_unreadable_catch(const struct store_unreadable *set, struct store_unr
 	unreadable_receiver = set ? *set : (struct store_unreadable){0};
 }
 
+static _Thread_local bool write_lazy;
+
+bool store_write_lazy(bool on)
+{
+	bool was = write_lazy;
+	write_lazy = on;
+	return was;
+}
+
 void store_unreadable_report(const struct store_kind *k, const char *ns, const char *name,
                              const char *error)
 {

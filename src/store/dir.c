@@ -475,7 +475,7 @@ static int commit(struct dir_store *s, struct opreq *q, const char *key, const c
 	if (next && !text)
 		return err_set(e, -ENOMEM, "encode %s: out of memory", path);
 	for (int tries = 0; tries < 2; tries++) {
-		r = next ? dir_journal_put(s, key, path, text, len, !cur, &id, e)
+		r = next ? dir_journal_put(s, key, path, text, len, !cur, false, &id, NULL, e)
 		         : dir_journal_del(s, key, path, e);
 		if (r != JOURNAL_FULL || tries || (r = dir_journal_checkpoint(s, e)) < 0)
 			break;
@@ -633,6 +633,7 @@ static void d_close(store *st)
 {
 	struct dir_store *s = DS(st);
 	dir_notify_stop(s);
+	dir_lazy_stop(s);
 	dir_checkpointer_join(s);
 	close_journal(s);
 	dir_ring_free(s);
@@ -651,7 +652,7 @@ static void d_close(store *st)
 	free(s);
 }
 
-static const struct store_ops dir_ops = {
+const struct store_ops dir_ops = {
     .get = d_get,
     .list = d_list,
     .list_each = dir_list_each,

@@ -42,7 +42,8 @@ struct index_entry {
 	char *corrupt;          /* the error naming the file, when it is */
 	uint64_t rv;
 	struct file_identity id;
-	bool seen; /* mark during a full rescan */
+	uint64_t jseq; /* the journal sequence of its last durable entry here (0: none) */
+	bool seen;     /* mark during a full rescan */
 };
 
 struct event {
@@ -117,12 +118,22 @@ struct dir_store {
 	pthread_t checkpointer;
 	bool checkpointer_joinable;
 	uint64_t checkpoint_ticket;
+	/* lazy writes (store_write_lazy, dir_commit.c): while lazy journal entries are queued the
+	 * process holds a share of the operation lock for them (lazy_share, taken at lazy_since),
+	 * and the flusher thread writes them at most STORE_LAZY_MS later (at once on flush_now) */
+	bool lazy_share, flush_now, flusher_running, flusher_stop;
+	struct timespec lazy_since;
+	pthread_t flusher;
+	pthread_cond_t flush_cv;
 };
 
 struct flight {
 	struct flight *next;
 	const char *key;
 	uint64_t rv;
+	bool lazy;    /* its journal entry is a lazy one (store_write_lazy) */
+	bool queued;  /* ... and was queued */
+	uint64_t seq; /* the journal sequence of its durable entry */
 };
 
 struct dir_store_watch {
@@ -146,6 +157,7 @@ struct opreq {
 	const char *ns, *name;
 	const char *uid_pre, *rv_pre; /* delete */
 	bool with_status;             /* create/update: obj's status too (store_*_with_status) */
+	bool lazy;                    /* asked for a lazy write (store_write_lazy) */
 	cJSON **out;
 };
 /* 0 with *next (NULL: remove the file), 1 when an update removed the last finalizer of a
@@ -173,6 +185,8 @@ int dir_write_grouped(struct dir_store *s, struct opreq *q, const char *key, con
                       struct err *e);
 /* Waits for the checkpoint thread, if any (mu not held; at close). */
 void dir_checkpointer_join(struct dir_store *s);
+/* At close (mu not held): the flusher stopped and the lazy entries written. */
+void dir_lazy_stop(struct dir_store *s);
 /* True when a write of key is in flight (mu held): the index leaves its file to that write. */
 bool dir_in_flight(struct dir_store *s, const char *key);
 int dir_oplock(struct dir_store *s, int how, struct err *e);
@@ -254,12 +268,18 @@ int dir_journal_sync(void *store, struct err *e);
 /* A durable write of path (key's object, text) or a delete: the journal entry, then the file
  * without fsync.  fresh: the writer knows of no object at path (a create: the file is renamed
  * into place without an exchange, its directory made when missing); else the object's file and
- * so its directory are there.  0 (*id what was written); 1 durable but not applied (e says why;
- * the next lock holder applies it); or a negative errno, nothing durable (JOURNAL_FULL:
- * checkpoint, then retry). */
+ * so its directory are there.  lazy: the entry is a lazy one (journal_append_lazy: queued, not
+ * yet durable; the caller makes sure the key's previous entry is still in the journal), else
+ * *seq (optional) its sequence.  0 (*id what was written); 1 durable (lazy: queued) but not
+ * applied (e says why; the next lock holder applies it); or a negative errno, nothing durable
+ * or queued (JOURNAL_FULL: checkpoint, then retry). */
 int dir_journal_put(struct dir_store *s, const char *key, const char *path, const char *text,
-                    size_t len, bool fresh, struct file_identity *id, struct err *e);
+                    size_t len, bool fresh, bool lazy, struct file_identity *id, uint64_t *seq,
+                    struct err *e);
 int dir_journal_del(struct dir_store *s, const char *key, const char *path, struct err *e);
+
+/* dir.c: the embedded store's operations (what tells its stores from others') */
+extern const struct store_ops dir_ops;
 
 /* dir_health.c: store_health of the embedded store */
 int dir_health(store *st, struct err *e);

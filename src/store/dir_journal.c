@@ -16,7 +16,12 @@
  * another boot (or no mark) means the page cache, and with it any applied file not yet
  * checkpointed, may be gone: every entry the journal holds is applied again and checkpointed.
  * Applying an entry twice gives the same file, so a crash during replay is followed by the same
- * replay. */
+ * replay.
+ *
+ * A lazy write (store_write_lazy; dir_commit.c decides when one may be) appends its entry lazily
+ * (journal_append_lazy: written and synced with the process's next batch) and is applied and
+ * acknowledged at once; the process keeps the operation lock until the entry is written, so
+ * the journal's order stays the order of the writes for every process. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -28,6 +33,7 @@
 #include <unistd.h>
 
 #include "base/journal.h"
+#include "base/log.h"
 #include "store/dir_int.h"
 
 #define TAG_PUT 1u
@@ -203,6 +209,46 @@ int dir_journal_checkpoint(struct dir_store *s, struct err *e)
 
 /* ---- the lock holder's duties ----------------------------------------------------------------- */
 
+/* ---- lazy writes a power cut may have taken --------------------------------------------------- */
+
+#define LAZY_LOST "/.lazy-lost"
+
+/* Notes that a journal of another boot held entries (the first lock holder after a power cut,
+ * before the replay's checkpoint, whose syncfs makes the note durable): lazy entries queued
+ * then may be lost.  A journal with nothing pending held none: a lazy entry is made only while
+ * its object's last entry is pending (dir_commit.c), and a close writes the queued ones. */
+static void lazy_lost_note(struct dir_store *s)
+{
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof(path), "%s" LAZY_LOST, s->path);
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		log_warn("store: cannot note that lazy writes may be lost", "file", path, "error",
+		         strerror(errno));
+	else
+		close(fd);
+}
+
+bool store_dir_lazy_lost(store *st)
+{
+	char path[PATH_MAX + 16];
+	if (!st || st->ops != &dir_ops)
+		return false;
+	snprintf(path, sizeof(path), "%s" LAZY_LOST, DS(st)->path);
+	return access(path, F_OK) == 0;
+}
+
+void store_dir_lazy_recovered(store *st)
+{
+	char path[PATH_MAX + 16];
+	if (!st || st->ops != &dir_ops)
+		return;
+	snprintf(path, sizeof(path), "%s" LAZY_LOST, DS(st)->path);
+	if (unlink(path) < 0 && errno != ENOENT)
+		log_warn("store: cannot remove a recovered note", "file", path, "error",
+		         strerror(errno));
+}
+
 int dir_journal_locked(struct dir_store *s, int fd, struct err *e)
 {
 	uint64_t mark = 0;
@@ -216,6 +262,8 @@ int dir_journal_locked(struct dir_store *s, int fd, struct err *e)
 	if (same_boot && mark == last && !s->journal_unapplied)
 		return 0;
 	s->journal_unapplied = true;
+	if (!same_boot && journal_pending(s->journal))
+		lazy_lost_note(s);
 	r = journal_replay(s->journal, same_boot ? mark : 0, apply_entry, s, e);
 	if (r == 0 && !same_boot)
 		r = dir_journal_checkpoint(s,
@@ -256,7 +304,8 @@ int dir_journal_open(struct dir_store *s, bool owner, struct err *e)
 /* ---- writes ------------------------------------------------------------------------------------ */
 
 int dir_journal_put(struct dir_store *s, const char *key, const char *path, const char *text,
-                    size_t len, bool fresh, struct file_identity *id, struct err *e)
+                    size_t len, bool fresh, bool lazy, struct file_identity *id, uint64_t *seq,
+                    struct err *e)
 {
 	bool secret = secret_key(key);
 	struct journal_entry en = {TAG_PUT, key, text, len};
@@ -268,7 +317,9 @@ int dir_journal_put(struct dir_store *s, const char *key, const char *path, cons
 	int r = write_temp(s->path, path, text, len, secret, !fresh, tmp, id, e);
 	if (r < 0)
 		return r;
-	if ((r = journal_append(s->journal, &en, 1, NULL, e)) < 0) {
+	r = lazy ? journal_append_lazy(s->journal, &en, 1, e)
+	         : journal_append(s->journal, &en, 1, seq, e);
+	if (r < 0) {
 		unlink(tmp);
 		return r;
 	}

@@ -166,6 +166,20 @@ int store_update_status(store *s, const cJSON *obj, cJSON **out, struct err *e);
  * error with the first one written.  *out (optional): the final object. */
 int store_create_with_status(store *s, const cJSON *obj, cJSON **out, struct err *e);
 int store_update_with_status(store *s, const cJSON *obj, cJSON **out, struct err *e);
+/* Lazy writes (the calling thread's setting, default false; returns the previous one): while on,
+ * an update on this thread may be acknowledged before it is durable.  The embedded store makes
+ * such a write of an object it wrote durably since its journal's last checkpoint began a lazy
+ * journal entry (base/journal.h journal_append_lazy): applied, published and returned at once,
+ * durable with the next durable write of the process (any object's), or at the latest
+ * STORE_LAZY_MS later; a power cut before then leaves the object exactly as its previous
+ * version (the journal replays that one), never a torn one.  Any other write on the thread
+ * (a create, a delete, an object whose last durable entry was checkpointed meanwhile) is
+ * durable as usual.  Meanwhile the process keeps the store's operation lock: another process's
+ * write waits up to STORE_LAZY_MS.  The API server's store and the caches (which write through
+ * on the same thread) ignore the setting: each write is durable when it returns.  A caller
+ * turns it on only for a write whose loss after a power cut it can recover from. */
+#define STORE_LAZY_MS 100
+bool store_write_lazy(bool on);
 int store_delete(store *s, const struct store_kind *k, const char *ns, const char *name,
                  const char *uid_precondition, const char *rv_precondition, struct err *e);
 int store_watch_open(store *s, const struct store_kind *k, uint64_t from_rv, store_watch **w,
@@ -245,6 +259,14 @@ void store_timestamp(char *buf, size_t cap);
  * by other processes reach the index and watches through inotify; only when inotify is out of
  * instances or watches does the store rescan the directory every poll_ms (0: 1 s). */
 int store_dir_open(const char *path, bool owner, int poll_ms, store **out, struct err *e);
+/* True when st is the embedded store and a power cut may have taken lazy writes
+ * (store_write_lazy) acknowledged before it: the first process to take the store's lock after
+ * the cut found the journal of another boot with entries pending, and noted it in PATH/.lazy-lost
+ * (durably, before that journal was retired).  The note stays, across restarts, until
+ * store_dir_lazy_recovered removes it: the owner calls that once it has recovered whatever
+ * its lazy writes recorded. */
+bool store_dir_lazy_lost(store *st);
+void store_dir_lazy_recovered(store *st);
 
 /* ---- opening a store ------------------------------------------------------------------------- */
 

@@ -1,5 +1,5 @@
 /* Unit tests of src/base/journal: append and replay, torn tails, corruption, checkpoints,
- * region reuse, group commit and a second process's view. */
+ * region reuse, group commit, a second process's view and lazy entries. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -409,6 +409,65 @@ START_TEST(test_second_process_view)
 }
 END_TEST
 
+static void lazy(journal *j, const char *name, const char *data)
+{
+	struct journal_entry en = {1, name, data, strlen(data)};
+	struct err e = {0};
+	ck_assert_msg(journal_append_lazy(j, &en, 1, &e) == 0, "%s", e.msg);
+}
+
+static int journal_fsyncs;
+static void count_journal_fsync(const char *p)
+{
+	journal_fsyncs += strcmp(p, path) == 0;
+}
+
+/* Lazy entries: nothing written until the next append or flush, then in that batch ahead of
+ * its own entries; one that does not fit waits, with what follows it, for the next region;
+ * closed unwritten, they are gone. */
+START_TEST(test_lazy_entries_ride_on_the_next_batch)
+{
+	static char big[2 * JOURNAL_BLOCK];
+	memset(big, 'b', sizeof(big) - 1);
+	journal *j = open_ok(JOURNAL_REGION_MIN);
+	struct err e = {0};
+	journal_fsyncs = 0;
+	file_fsync_observer = count_journal_fsync;
+	ck_assert_int_eq(journal_flush(j, &e), 0); /* nothing queued: no sync */
+	lazy(j, "a", "one");
+	lazy(j, "b", "two");
+	ck_assert(journal_lazy_pending(j));
+	ck_assert_int_eq(journal_fsyncs, 0);
+	ck_assert_uint_eq(journal_last_seq(j), 0);
+	put(j, "c", "three", 1);
+	ck_assert_int_eq(journal_fsyncs, 1);
+	ck_assert(!journal_lazy_pending(j));
+	ck_assert_str_eq(replayed(j, 0), "1:1:a=one\n1:1:b=two\n1:1:c=three\n");
+	lazy(j, "d", "four");
+	ck_assert_int_eq(journal_flush(j, &e), 0);
+	ck_assert_int_eq(journal_fsyncs, 2);
+	ck_assert_str_eq(replayed(j, 1), "2:1:d=four\n");
+	ck_assert_uint_eq(journal_active_first(j), 1);
+	/* one block of the region is left: big does not fit, nor e behind it */
+	lazy(j, "big", big);
+	lazy(j, "e", "five");
+	ck_assert_int_eq(journal_flush(j, &e), JOURNAL_FULL);
+	ck_assert(journal_lazy_pending(j));
+	ck_assert_str_eq(replayed(j, 2), "");
+	ck_assert_int_eq(journal_checkpoint(j, count_sync, NULL, &e), 0);
+	ck_assert_uint_eq(journal_active_first(j), 3);
+	ck_assert_int_eq(journal_flush(j, &e), 0);
+	ck_assert(!journal_lazy_pending(j));
+	ck_assert_int_eq(journal_checkpoint(j, count_sync, NULL, &e), 0);
+	lazy(j, "f", "six"); /* never written */
+	file_fsync_observer = NULL;
+	journal_close(j);
+	j = open_ok(JOURNAL_REGION_MIN);
+	ck_assert_str_eq(replayed(j, 0), "");
+	journal_close(j);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("journal");
@@ -424,6 +483,7 @@ int main(void)
 	tcase_add_test(t, test_regions_reused);
 	tcase_add_test(t, test_concurrent_appenders_share_fdatasync);
 	tcase_add_test(t, test_second_process_view);
+	tcase_add_test(t, test_lazy_entries_ride_on_the_next_batch);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }

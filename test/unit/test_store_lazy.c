@@ -1,0 +1,271 @@
+/* The embedded store's lazy writes (store.h store_write_lazy, src/store/dir_commit.c): a lazy
+ * update costs no fdatasync; a power cut before it is flushed leaves the object's previous
+ * version (never a torn file); the next durable write of the process, or the flusher at most
+ * STORE_LAZY_MS later, makes it durable; an object whose last durable entry was checkpointed,
+ * a create and a delete are durable whatever the setting; the first open after such a cut
+ * notes it (store_dir_lazy_lost) until the owner says it recovered.  The power cuts are base/powercut.c's
+ * (tu_power_cut): the store's directories become what was durable, the journal its content as
+ * of its last fdatasync. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/file.h"
+#include "base/journal.h"
+#include "store/dir_int.h"
+#include "store/store.h"
+#include "testutil.h"
+
+static char dir[512], control[700], acked[700];
+static int journal_syncs;
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "%s", tu_mkdtemp());
+	snprintf(control, sizeof(control), "%s.cut", dir);
+	snprintf(acked, sizeof(acked), "%s.acked", dir);
+	FILE *f = fopen(control, "w"); /* no cut by count: the child cuts itself */
+	ck_assert_ptr_nonnull(f);
+	fputs("1000000 1\n", f);
+	fclose(f);
+	journal_syncs = 0;
+}
+
+static void teardown(void)
+{
+	char rm[1200];
+	file_fsync_observer = NULL;
+	snprintf(rm, sizeof(rm), "rm -rf '%s.cut'* '%s.acked'", dir, dir);
+	ck_assert_int_eq(system(rm), 0);
+	tu_rmtree(dir);
+}
+
+static const struct store_kind *PA(void)
+{
+	return store_kind_lookup("pa");
+}
+
+static void count_journal_syncs(const char *path)
+{
+	size_t n = strlen(path);
+	journal_syncs += n > 9 && strcmp(path + n - 9, "/.journal") == 0;
+}
+
+/* An update of spec.pad to pad 'x's, lazy or not. */
+static void update(store *s, const char *name, int pad, bool lazy)
+{
+	struct err e = {0};
+	cJSON *cur = NULL;
+	ck_assert_msg(store_get(s, PA(), NULL, name, &cur, &e) == 0, "%s", e.msg);
+	cJSON *spec = cJSON_GetObjectItem(cur, "spec");
+	cJSON_ReplaceItemInObject(
+	    spec, "pad", cJSON_CreateString("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" + 32 - pad));
+	bool was = store_write_lazy(lazy);
+	ck_assert_msg(store_update(s, cur, NULL, &e) == 0, "%s", e.msg);
+	store_write_lazy(was);
+	cJSON_Delete(cur);
+}
+
+static int pad_of(store *s, const char *name)
+{
+	cJSON *o = NULL;
+	struct err e = {0};
+	int r = store_get(s, PA(), NULL, name, &o, &e);
+	ck_assert_msg(r == 0 || r == STORE_NOT_FOUND, "%s", e.msg); /* never a corrupt object */
+	if (r < 0)
+		return -1;
+	const cJSON *pad = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "spec"), "pad");
+	int n = cJSON_IsString(pad) ? (int)strlen(pad->valuestring) : -2;
+	cJSON_Delete(o);
+	return n;
+}
+
+static bool lazy_pending(store *s)
+{
+	return journal_lazy_pending(((struct dir_store *)s)->journal);
+}
+
+/* The store opened again with the applied mark another boot's (its journal replayed whole). */
+static store *reopen(void)
+{
+	char p[700], mark[64];
+	snprintf(p, sizeof(p), "%s/.oplock", dir);
+	snprintf(mark, sizeof(mark), "J another-boot %020d\n", 1);
+	int fd = open(p, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, mark, strlen(mark), 256), (ssize_t)strlen(mark));
+	close(fd);
+	store *st = NULL;
+	struct err e = {0};
+	ck_assert_msg(store_dir_open(dir, true, 60000, &st, &e) == 0, "%s", e.msg);
+	return st;
+}
+
+/* The power comes back: the store's directories as durable, then reopen. */
+static store *reboot(void)
+{
+	char p[700];
+	tu_durable_restore(control, dir);
+	snprintf(p, sizeof(p), "%s/pillaragents", dir);
+	tu_durable_restore(control, p);
+	return reopen();
+}
+
+static store *open_owner(void)
+{
+	store *st = NULL;
+	if (store_dir_open(dir, true, 60000, &st, NULL) < 0)
+		_exit(1);
+	return st;
+}
+
+/* ---- a cut before the lazy entry is written ---------------------------------------------------- */
+
+static void lazy_then_cut(int acked_fd)
+{
+	store *st = open_owner();
+	tu_store_create_agent(st, "a", 3);
+	tu_store_create_agent(st, "b", 4);
+	update(st, "a", 5, false);
+	file_fsync_observer = count_journal_syncs;
+	update(st, "a", 7, true); /* acknowledged, not durable */
+	if (journal_syncs != 0 || !lazy_pending(st) || pad_of(st, "a") != 7)
+		_exit(1);
+	tu_ack(acked_fd, 7);
+	raise(SIGKILL);
+}
+
+START_TEST(test_lazy_write_lost_at_a_cut_leaves_the_previous_version)
+{
+	tu_power_cut(control, acked, lazy_then_cut);
+	store *st = reboot();
+	ck_assert_int_eq(pad_of(st, "a"), 5);
+	ck_assert_int_eq(pad_of(st, "b"), 4);
+	ck_assert(store_dir_lazy_lost(st)); /* noted for the owner, until it recovered */
+	store_close(st);
+	st = reopen();
+	ck_assert(store_dir_lazy_lost(st));
+	store_dir_lazy_recovered(st);
+	ck_assert(!store_dir_lazy_lost(st));
+	update(st, "a", 9, true); /* the store goes on: the object's writes, lazy or not */
+	update(st, "b", 1, false);
+	store_close(st);
+	st = reopen();
+	ck_assert_int_eq(pad_of(st, "a"), 9);
+	ck_assert_int_eq(pad_of(st, "b"), 1);
+	store_close(st);
+}
+END_TEST
+
+/* ---- flushed by the next durable write -------------------------------------------------------- */
+
+static void lazy_then_durable(int acked_fd)
+{
+	store *st = open_owner();
+	tu_store_create_agent(st, "a", 3);
+	tu_store_create_agent(st, "b", 4);
+	update(st, "a", 7, true);
+	file_fsync_observer = count_journal_syncs;
+	update(st, "b", 2, false); /* one fdatasync for both */
+	if (journal_syncs != 1 || lazy_pending(st))
+		_exit(1);
+	tu_ack(acked_fd, 2);
+	raise(SIGKILL);
+}
+
+START_TEST(test_lazy_write_durable_with_the_next_durable_write)
+{
+	tu_power_cut(control, acked, lazy_then_durable);
+	store *st = reboot();
+	ck_assert_int_eq(pad_of(st, "a"), 7);
+	ck_assert_int_eq(pad_of(st, "b"), 2);
+	store_close(st);
+}
+END_TEST
+
+/* ---- flushed by the flusher ------------------------------------------------------------------- */
+
+static void lazy_then_wait(int acked_fd)
+{
+	store *st = open_owner();
+	tu_store_create_agent(st, "a", 3);
+	update(st, "a", 7, true);
+	/* STORE_LAZY_MS; the deadline only keeps a stuck flusher from hanging the test */
+	for (int i = 0; i < 5000 && lazy_pending(st); i++)
+		usleep(1000);
+	if (lazy_pending(st))
+		_exit(1);
+	tu_ack(acked_fd, 7);
+	raise(SIGKILL);
+}
+
+START_TEST(test_lazy_write_durable_by_the_flusher)
+{
+	tu_power_cut(control, acked, lazy_then_wait);
+	store *st = reboot();
+	ck_assert_int_eq(pad_of(st, "a"), 7);
+	store_close(st);
+}
+END_TEST
+
+/* ---- durable whatever the setting ------------------------------------------------------------- */
+
+START_TEST(test_lazy_only_where_the_previous_entry_is_in_the_journal)
+{
+	store *st = NULL;
+	struct err e = {0};
+	ck_assert_int_eq(store_dir_open(dir, true, 60000, &st, &e), 0);
+	bool was = store_write_lazy(true);
+	tu_store_create_agent(st, "a", 3); /* a create: durable */
+	ck_assert(!lazy_pending(st));
+	store_write_lazy(was);
+	store_close(st); /* checkpointed: a's entry retired */
+	ck_assert_int_eq(store_dir_open(dir, true, 60000, &st, &e), 0);
+	update(st, "a", 5, true); /* no entry of it in the journal: durable */
+	ck_assert(!lazy_pending(st));
+	update(st, "a", 6, true); /* its last entry is: lazy */
+	ck_assert(lazy_pending(st));
+	was = store_write_lazy(true);
+	ck_assert_int_eq(store_delete(st, PA(), NULL, "a", NULL, NULL, &e), 0); /* durable */
+	store_write_lazy(was);
+	ck_assert(!lazy_pending(st));
+	ck_assert_int_eq(pad_of(st, "a"), -1);
+	store_close(st);
+}
+END_TEST
+
+/* A close writes what is queued: the next open has nothing to replay. */
+START_TEST(test_close_writes_the_lazy_entries)
+{
+	store *st = NULL;
+	struct err e = {0};
+	ck_assert_int_eq(store_dir_open(dir, true, 60000, &st, &e), 0);
+	tu_store_create_agent(st, "a", 3);
+	update(st, "a", 7, true);
+	ck_assert(lazy_pending(st));
+	store_close(st);
+	st = reopen();
+	ck_assert(!journal_pending(((struct dir_store *)st)->journal));
+	ck_assert(!store_dir_lazy_lost(st)); /* another boot, nothing pending: nothing lost */
+	ck_assert_int_eq(pad_of(st, "a"), 7);
+	store_close(st);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("store_lazy");
+	TCase *t = tcase_create("lazy");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, test_lazy_write_lost_at_a_cut_leaves_the_previous_version);
+	tcase_add_test(t, test_lazy_write_durable_with_the_next_durable_write);
+	tcase_add_test(t, test_lazy_write_durable_by_the_flusher);
+	tcase_add_test(t, test_lazy_only_where_the_previous_entry_is_in_the_journal);
+	tcase_add_test(t, test_close_writes_the_lazy_entries);
+	suite_add_tcase(s, t);
+	return tu_run(s);
+}
