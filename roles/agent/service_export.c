@@ -484,9 +484,27 @@ static int by_link_order(const void *x, const void *y)
 	return strcmp(a->nqn, b->nqn);
 }
 
+/* The port directories, listed once for the batch's prepares once it holds their locks
+ * (nvmet_export_spec.ports); a listing that failed leaves each prepare to list them itself. */
+static void list_ports(agent_service *a, struct item *const *ord, size_t k, char ***ports,
+                       size_t *n)
+{
+	struct err e = {0};
+	pthread_mutex_lock(&a->nv_mu);
+	int r = nvmet_port_names(a->nv, ports, n, &e);
+	pthread_mutex_unlock(&a->nv_mu);
+	for (size_t i = 0; r == 0 && i < k; i++) {
+		ord[i]->spec.ports_listed = true;
+		ord[i]->spec.ports = *ports;
+		ord[i]->spec.n_ports = *n;
+	}
+}
+
 /* 0, or -ENOMEM before any item is touched. */
 static int run_batch(agent_service *a, struct item *items, size_t n)
 {
+	char **ports = NULL;
+	size_t n_ports = 0;
 	struct grpc_status st = {0};
 	struct item **ord = calloc(n ? n : 1, sizeof(*ord));
 	size_t k = 0;
@@ -501,6 +519,7 @@ static int run_batch(agent_service *a, struct item *items, size_t n)
 		keylock_wait(&a->locks, &ord[i]->hold, ord[i]->v.id);
 		ord[i]->locked = true;
 	}
+	list_ports(a, ord, k, &ports, &n_ports);
 	/* Every item is fence-checked (its mark written) before anything changes for it. */
 	for (size_t i = 0; i < n; i++)
 		if (!items[i].failed &&
@@ -541,6 +560,7 @@ static int run_batch(agent_service *a, struct item *items, size_t n)
 	for (size_t i = 0; i < k; i++)
 		if (ord[i]->locked)
 			keylock_release(&a->locks, &ord[i]->hold);
+	nvmet_names_free(ports, n_ports);
 	free(ord);
 	return 0;
 }

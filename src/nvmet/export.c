@@ -74,6 +74,27 @@ static int ports_linking(nvmet *nv, const char *nqn, unsigned **ids, size_t *n, 
 	return 0;
 }
 
+int nvmet_port_names(nvmet *nv, char ***names, size_t *n, struct err *e)
+{
+	return nvmet_fs_list(nv, "ports", names, n, e);
+}
+
+void nvmet_names_free(char **names, size_t n)
+{
+	nvmet_fs_names_free(names, n);
+}
+
+/* Whether one of the listed ports links nqn: one lstat per port. */
+static bool linked_in(nvmet *nv, const char *nqn, char *const *ports, size_t n)
+{
+	char rel[NVMET_PATH_MAX];
+	for (size_t i = 0; i < n; i++)
+		if (nvmet_fs_rel(rel, "ports/%s/subsystems/%s", ports[i], nqn) == 0 &&
+		    nvmet_fs_exists(nv, rel))
+			return true;
+	return false;
+}
+
 int nvmet_subsys_linked(nvmet *nv, const char *nqn, struct err *e)
 {
 	unsigned *ids;
@@ -224,9 +245,9 @@ int nvmet_export_prepare(nvmet *nv, const struct nvmet_export_spec *s, struct nv
 	 * restore on an empty configfs does for every export, without scanning for them.  Not
 	 * knowing (out of memory) would rewrite a live subsystem's serial (K4). */
 	if (!created) {
-		if ((r = nvmet_subsys_linked(nv, s->nqn, e)) < 0)
+		if (!s->ports_listed && (r = nvmet_subsys_linked(nv, s->nqn, e)) < 0)
 			return r;
-		out->linked = r;
+		out->linked = s->ports_listed ? linked_in(nv, s->nqn, s->ports, s->n_ports) : r;
 	}
 
 	/* ACL mode, final value first (K1, K2). */

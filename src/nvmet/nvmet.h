@@ -82,6 +82,13 @@ struct nvmet_export_spec {
 	int32_t icds;                      /* requested in-capsule data size, 0 = none */
 	const char *bind_address;          /* IP literal (selects the family and the port ID) */
 	uint32_t port;                     /* TCP port (4420 when the RPC said 0) */
+	/* ports_listed: the port directories (nvmet_port_names) as listed after the caller took
+	 * this export's lock, which a batch lists once for all its exports; prepare then looks
+	 * for the subsystem's links in these only.  A port made later links no subsystem whose
+	 * lock the caller holds (every link is made under its export's lock).  Else listed now. */
+	bool ports_listed;
+	char *const *ports;
+	size_t n_ports;
 };
 
 struct nvmet_prepared {
@@ -111,6 +118,10 @@ int nvmet_export_link_known(nvmet *nv, const struct nvmet_export_spec *spec, boo
 /* Removal order of §7 steps 1–6; a missing subsystem is success. */
 int nvmet_export_remove(nvmet *nv, const char *nqn, struct err *e);
 bool nvmet_subsys_exists(nvmet *nv, const char *nqn);
+/* The names of the port directories, sorted; free with nvmet_names_free.  0 or a negative
+ * errno (a missing ports/ is an empty list). */
+int nvmet_port_names(nvmet *nv, char ***names, size_t *n, struct err *e);
+void nvmet_names_free(char **names, size_t n);
 /* Whether any port links the subsystem: 1, 0, or a negative errno (e says why). */
 int nvmet_subsys_linked(nvmet *nv, const char *nqn, struct err *e);
 /* §6.1; -ENOENT when the subsystem does not exist. */
