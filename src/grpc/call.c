@@ -89,7 +89,8 @@ void call_kick(struct grpc_call *c)
 	if (c->on_loop)
 		return; /* dispatch() responds when the handler returns */
 	pthread_mutex_lock(&c->mu);
-	post = !c->kick_pending && !c->stream_closed;
+	/* after the stream is gone, only to give an orphan's memory back (grpc/stream.c) */
+	post = !c->kick_pending && (!c->stream_closed || c->handler_done);
 	if (post) {
 		c->kick_pending = true;
 		call_ref(c);
@@ -99,7 +100,7 @@ void call_kick(struct grpc_call *c)
 		h2_loop_run_or_defer(c->loop, &c->kick_post, server_kick_fn, c);
 }
 
-void call_finish(struct grpc_call *c, int code, const char *msg)
+static void finish(struct grpc_call *c, int code, const char *msg, bool done)
 {
 	bool first;
 
@@ -111,9 +112,21 @@ void call_finish(struct grpc_call *c, int code, const char *msg)
 		c->status_msg = msg && *msg ? strdup(msg) : NULL;
 		pthread_cond_broadcast(&c->cv);
 	}
+	if (done)
+		c->handler_done = true;
 	pthread_mutex_unlock(&c->mu);
-	if (first)
+	if (first || done)
 		call_kick(c);
+}
+
+void call_finish(struct grpc_call *c, int code, const char *msg)
+{
+	finish(c, code, msg, false);
+}
+
+void call_done(struct grpc_call *c, int code, const char *msg)
+{
+	finish(c, code, msg, true);
 }
 
 int call_queue_bytes(struct grpc_call *c, const uint8_t *msg, size_t len)
@@ -188,12 +201,48 @@ static int request_strings(const struct grpc_call *c, char *msg, size_t cap)
 	return GRPC_OK;
 }
 
+/* A unary method's handler and its response: the code, with the response queued on GRPC_OK. */
+static int run_unary(struct grpc_call *c, const ProtobufCMessage *req, uint64_t t0,
+                     struct grpc_method_metrics *mm)
+{
+	const struct grpc_method *m = c->method;
+	ProtobufCMessage *resp = NULL;
+	int code = m->unary(c, req, &resp, c->svc->ctx);
+
+	if (code == GRPC_OK && !resp) {
+		code = GRPC_INTERNAL;
+		grpc_call_set_status_msg(c, "handler of %s returned no response", c->path);
+	} else if (code == GRPC_OK && resp->descriptor != m->resp) {
+		code = GRPC_INTERNAL;
+		grpc_call_set_status_msg(c, "handler of %s returned the wrong message type",
+		                         c->path);
+	} else if (code == GRPC_OK) {
+		int rc = send_msg(c, resp, false, false);
+		if (rc == -EMSGSIZE) {
+			code = GRPC_RESOURCE_EXHAUSTED;
+			grpc_call_set_status_msg(c, "response larger than max (%zu vs. %zu)",
+			                         protobuf_c_message_get_packed_size(resp),
+			                         c->server->o.max_msg);
+		} else if (rc == -ENOMEM) {
+			code = GRPC_RESOURCE_EXHAUSTED;
+			grpc_call_set_status_msg(c, "server out of memory");
+		} else if (rc == 0) {
+			grpc_metrics_server_sent(mm);
+		}
+	}
+	calllog_result(c->path, req, code == GRPC_OK ? resp : NULL, code, c->handler_msg, t0);
+	if (resp && m->resp_free)
+		m->resp_free(resp, c->svc->ctx);
+	return code;
+}
+
 void call_run(void *arg)
 {
 	struct grpc_call *c = arg;
 	const struct grpc_method *m = c->method;
-	ProtobufCMessage *req, *resp = NULL;
+	ProtobufCMessage *req;
 	char msg[GRPC_STATUS_MSG_MAX];
+	const char *final; /* the status message */
 	int code;
 
 	struct grpc_method_metrics *mm = server_method_metrics(c);
@@ -202,58 +251,34 @@ void call_run(void *arg)
 	req = protobuf_c_message_unpack(m->req, &grpc_pb_allocator, c->req_len, c->req);
 	if (!req) {
 		snprintf(msg, sizeof(msg), "cannot parse the request as %s", m->req->name);
-		grpc_metrics_server_handled(mm, GRPC_INTERNAL, (time_mono_ns() - t_start) / 1e9);
-		call_finish(c, GRPC_INTERNAL, msg);
-		call_unref(c);
-		return;
-	}
-	uint64_t t0 = calllog_request(c->path, req);
-	if (atomic_load(&c->cancelled)) {
-		code = grpc_call_deadline_ms(c) <= 0 ? GRPC_DEADLINE_EXCEEDED : GRPC_CANCELLED;
-		calllog_result(c->path, req, NULL, code, "call ended before the handler ran", t0);
-		grpc_metrics_server_handled(mm, code, (time_mono_ns() - t_start) / 1e9);
-		call_finish(c, code, "call ended before the handler ran");
-	} else if ((code = request_strings(c, msg, sizeof(msg))) != GRPC_OK) {
-		/* not req: its strings end where the sender's did not */
-		calllog_result(c->path, NULL, NULL, code, msg, t0);
-		grpc_metrics_server_handled(mm, code, (time_mono_ns() - t_start) / 1e9);
-		call_finish(c, code, msg);
-	} else if (m->unary) {
-		code = m->unary(c, req, &resp, c->svc->ctx);
-		if (code == GRPC_OK && !resp) {
-			code = GRPC_INTERNAL;
-			grpc_call_set_status_msg(c, "handler of %s returned no response", c->path);
-		} else if (code == GRPC_OK && resp->descriptor != m->resp) {
-			code = GRPC_INTERNAL;
-			grpc_call_set_status_msg(c, "handler of %s returned the wrong message type",
-			                         c->path);
-		} else if (code == GRPC_OK) {
-			int rc = send_msg(c, resp, false, false);
-			if (rc == -EMSGSIZE) {
-				code = GRPC_RESOURCE_EXHAUSTED;
-				grpc_call_set_status_msg(
-				    c, "response larger than max (%zu vs. %zu)",
-				    protobuf_c_message_get_packed_size(resp), c->server->o.max_msg);
-			} else if (rc == -ENOMEM) {
-				code = GRPC_RESOURCE_EXHAUSTED;
-				grpc_call_set_status_msg(c, "server out of memory");
-			} else if (rc == 0) {
-				grpc_metrics_server_sent(mm);
-			}
-		}
-		calllog_result(c->path, req, code == GRPC_OK ? resp : NULL, code, c->handler_msg,
-		               t0);
-		if (resp && m->resp_free)
-			m->resp_free(resp, c->svc->ctx);
-		grpc_metrics_server_handled(mm, code, (time_mono_ns() - t_start) / 1e9);
-		call_finish(c, code, code == GRPC_OK ? NULL : c->handler_msg);
+		code = GRPC_INTERNAL;
+		final = msg;
 	} else {
-		code = m->server_stream(c, req, c->svc->ctx);
-		calllog_result(c->path, req, NULL, code, c->handler_msg, t0);
-		grpc_metrics_server_handled(mm, code, (time_mono_ns() - t_start) / 1e9);
-		call_finish(c, code, code == GRPC_OK ? NULL : c->handler_msg);
+		uint64_t t0 = calllog_request(c->path, req);
+		if (atomic_load(&c->cancelled)) {
+			code =
+			    grpc_call_deadline_ms(c) <= 0 ? GRPC_DEADLINE_EXCEEDED : GRPC_CANCELLED;
+			final = "call ended before the handler ran";
+			calllog_result(c->path, req, NULL, code, final, t0);
+		} else if ((code = request_strings(c, msg, sizeof(msg))) != GRPC_OK) {
+			/* not req: its strings end where the sender's did not */
+			calllog_result(c->path, NULL, NULL, code, msg, t0);
+			final = msg;
+		} else {
+			free(c->req); /* decoded: the handler holds req in its place */
+			c->req = NULL;
+			if (m->unary) {
+				code = run_unary(c, req, t0, mm);
+			} else {
+				code = m->server_stream(c, req, c->svc->ctx);
+				calllog_result(c->path, req, NULL, code, c->handler_msg, t0);
+			}
+			final = code == GRPC_OK ? NULL : c->handler_msg;
+		}
+		protobuf_c_message_free_unpacked(req, NULL);
 	}
-	protobuf_c_message_free_unpacked(req, NULL);
+	grpc_metrics_server_handled(mm, code, (time_mono_ns() - t_start) / 1e9);
+	call_done(c, code, final);
 	call_unref(c);
 }
 

@@ -133,6 +133,7 @@ static void connection_close(void *arg, struct h2_conn *h, int err, const char *
 		log_v(2, "gRPC connection closed", "peer", connection->peer.text, "reason", why);
 	while (connection->calls)
 		server_call_detach(connection, connection->calls);
+	server_orphans_disown(connection);
 	h2_timer_cancel(s->loop, &connection->idle);
 	if (connection->prev)
 		connection->prev->next = connection->next;
@@ -250,6 +251,12 @@ static const char *refusal(const struct grpc_server *s, const struct peer_addres
 		snprintf(buf, cap, "too many connections (limit %u)", s->o.max_conns);
 		return buf;
 	}
+	if (s->held > s->o.max_pending - s->pending_room) {
+		snprintf(buf, cap,
+		         "requests in progress hold %zu bytes, near the server's limit of %zu",
+		         s->held, s->o.max_pending);
+		return buf;
+	}
 	if (p->ip_len && s->o.max_conns_per_peer && peer_conns(s, p) >= s->o.max_conns_per_peer) {
 		snprintf(buf, cap, "too many connections from this peer (limit %u)",
 		         s->o.max_conns_per_peer);
@@ -348,6 +355,11 @@ int grpc_server_new(struct grpc_server **out, const struct grpc_server_opts *o, 
 		s->o.max_streams = 100;
 	if (!s->o.max_conn_pending)
 		s->o.max_conn_pending = 4 * s->o.max_msg > (1u << 20) ? 4 * s->o.max_msg : 1u << 20;
+	if (!s->o.max_pending)
+		s->o.max_pending =
+		    2 * s->o.max_conn_pending > (16u << 20) ? 2 * s->o.max_conn_pending : 16u << 20;
+	s->pending_room =
+	    2 * s->o.max_msg < s->o.max_pending / 2 ? 2 * s->o.max_msg : s->o.max_pending / 2;
 	if (!s->o.max_conns)
 		s->o.max_conns = 1024;
 	if (!s->o.max_header_list)
@@ -570,6 +582,11 @@ static void kill_fn(void *arg)
 		h2_conn_close(connection->h2, 0, "server shut down");
 }
 
+static void nothing_fn(void *arg)
+{
+	(void)arg;
+}
+
 static void connlog_stop_fn(void *arg)
 {
 	struct grpc_server *s = arg;
@@ -606,6 +623,9 @@ void grpc_server_free(struct grpc_server *s)
 	else if (s->loop)
 		h2_loop_run_sync(s->loop, connlog_stop_fn, s);
 	h2_jobs_free(s->jobs); /* waits for running handlers */
+	/* and for their last kicks, which give back what their calls held */
+	if (s->loop)
+		h2_loop_run_sync(s->loop, nothing_fn, NULL);
 	for (i = 0; i < s->n_listen; i++)
 		if (s->lfds[i] >= 0)
 			close(s->lfds[i]);

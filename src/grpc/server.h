@@ -12,8 +12,8 @@
  * run at once, and a request beyond that waits for the first handler to return.  A handler thread
  * never waits for the loop to send: when another thread holds it, that one sends the response,
  * in one write with the connection's other responses handed over meanwhile.  Early errors (unknown
- * method, oversize or compressed message, bad headers) are answered on the loop as Trailers-Only
- * responses.  `grpc.health.v1.Health/Check` is built in: "" and every added service start
+ * method, oversize or compressed message, bad headers, memory limits: max_conn_pending) are
+ * answered on the loop as Trailers-Only responses.  `grpc.health.v1.Health/Check` is built in: "" and every added service start
  * SERVING; grpc_server_set_serving() changes one.
  *
  * A unary handler returns a status code (enum grpc_code).  On GRPC_OK it sets *resp to a message
@@ -72,10 +72,22 @@ struct grpc_server_opts {
 	unsigned max_streams;     /* concurrent streams per connection; default 100 */
 	unsigned max_conns;       /* default 1024 */
 	unsigned max_header_list; /* bytes of request headers; default 16 KiB */
-	/* The buffers of the request messages still arriving on one connection (sized by what
-	 * their prefixes announce) hold at most this much: a stream that would go past it fails
-	 * with RESOURCE_EXHAUSTED.  Default 4 * max_msg, at least 1 MiB. */
+	/* Memory held for requests in progress, per connection and across the server: the
+	 * buffers of request messages still arriving (sized by what their prefixes announce)
+	 * and, from dispatch until the handler has returned and the response has left (even when
+	 * the client cancelled or went away meanwhile), each request's bytes (the decoded
+	 * message takes their place when the handler starts; what it takes beyond them is not
+	 * counted), its headers, the call and its unsent responses.  A stream whose request
+	 * would take its connection past max_conn_pending, or the server past max_pending, ends
+	 * at once with RESOURCE_EXHAUSTED and a message naming the limit (the code a C-core
+	 * server's resource quota gives, there by RST_STREAM ENHANCE_YOUR_CALM).  While less
+	 * than 2 * max_msg (at most half of max_pending) is left under max_pending, new
+	 * connections are closed as soon as they are accepted, as C-core's connection quota does
+	 * under memory pressure (logged like the max_conns refusals).  Defaults:
+	 * max_conn_pending 4 * max_msg, at least 1 MiB; max_pending 2 * max_conn_pending, at
+	 * least 16 MiB. */
 	size_t max_conn_pending;
+	size_t max_pending;
 	/* Connection limits (0 turns one off); refusals and timeouts are logged rate-limited,
 	 * at most one line per event and peer per conn_log_interval_ms (default 10 s). */
 	unsigned max_conns_per_peer;   /* connections from one IP address; default 64 */

@@ -44,7 +44,10 @@ struct server_connection {
 	uint64_t idle_since; /* when n_calls last became 0 */
 	struct h2_timer idle;
 	struct peer_address peer;
-	size_t pending; /* the sum of its calls' pending */
+	size_t held; /* the sum of its calls' pending and charged, orphans' included */
+	/* Calls whose stream is gone while their handler still runs (linked by
+	 * next_in_connection): they hold their request until the handler returns. */
+	struct grpc_call *orphans;
 	struct server_connection *next, *prev;
 	/* The responses that handler threads hand to the loop leave in one write per connection
 	 * per turn: their kicks queue flush_post once (grpc/stream.c). */
@@ -65,7 +68,8 @@ struct grpc_call {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 
-	/* request, built on the loop, read-only once dispatched */
+	/* request, built on the loop, read-only once dispatched (call_run frees req once it is
+	 * decoded) */
 	char *path;
 	const struct grpc_service *svc;
 	const struct grpc_method *method;
@@ -77,7 +81,13 @@ struct grpc_call {
 	int64_t timeout_ms; /* -1: none; -2: malformed */
 	uint64_t deadline_at;
 	struct grpc_deframer df;
-	size_t pending; /* df's buffer, counted in the connection's pending */
+	/* Memory the call holds, counted in its account's held and the server's held (loop
+	 * only): pending is df's buffer while the request arrives; charged, from dispatch on, the
+	 * request's bytes (the decoded message replaces them when the handler starts), headers,
+	 * the call itself and the response bytes not yet taken by nghttp2 (out_charged of them). */
+	size_t pending, charged, out_charged;
+	struct server_connection *account; /* NULL once its connection has closed */
+	bool running; /* a worker runs (or will run) the handler: the loop has not seen it return */
 	uint8_t *req;
 	size_t req_len;
 	int n_msgs;
@@ -92,6 +102,7 @@ struct grpc_call {
 	struct out_message *out_head, *out_tail;
 	size_t out_bytes;
 	bool finished, stream_closed, kick_pending, headers_sent, trailers_sent;
+	bool handler_done; /* call_run has returned or is about to: the next kick tells the loop */
 	struct h2_post kick_post; /* server_kick_fn, queued while kick_pending */
 	int status;
 	char *status_msg;
@@ -114,7 +125,9 @@ struct grpc_server {
 	size_t n_listen;
 	struct server_connection *conns;
 	atomic_int n_conns;
-	int conns_peak; /* the most connections since the heap was last trimmed (loop only) */
+	size_t held;         /* the sum of every call's pending and charged (loop only) */
+	size_t pending_room; /* new connections are refused with less left under max_pending */
+	int conns_peak;      /* the most connections since the heap was last trimmed (loop only) */
 	struct h2_connlog connlog;
 	struct h2_timer accept_pause; /* accepting resumes after running out of descriptors */
 	bool started, draining, shut;
@@ -131,6 +144,9 @@ void call_ref(struct grpc_call *c);
 void call_unref(struct grpc_call *c);
 /* Sets the final status once (later calls are ignored) and wakes the loop. */
 void call_finish(struct grpc_call *c, int code, const char *msg);
+/* call_finish by the handler's job as it ends: the kick also tells the loop that the handler
+ * has returned (so that an orphan's memory is given back), even after the stream is gone. */
+void call_done(struct grpc_call *c, int code, const char *msg);
 /* Asks the loop to push what the call has queued. */
 void call_kick(struct grpc_call *c);
 /* Worker job: unpack, run the handler, finish. */
@@ -148,7 +164,10 @@ void server_stream_callbacks(nghttp2_session_callbacks *cb);
 /* Frees a torn-down connection now, or from its queued flush_post. */
 void server_connection_free(struct server_connection *connection);
 /* Detaches c from its connection (its stream or connection is gone), cancelling it when it has
- * not finished, and drops the connection's reference. */
+ * not finished, and drops the connection's reference.  A call whose handler still runs becomes
+ * an orphan of the connection, still holding its memory. */
 void server_call_detach(struct server_connection *connection, struct grpc_call *c);
+/* The connection is closing: its orphans' memory now counts against the server only. */
+void server_orphans_disown(struct server_connection *connection);
 
 #endif

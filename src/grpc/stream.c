@@ -12,6 +12,40 @@
 
 #define HEALTH_PATH "/grpc.health.v1.Health/Check"
 
+/* ---- memory held for requests (grpc/server.h: max_conn_pending, max_pending) ---------------- */
+
+static void held_add(struct grpc_call *c, size_t n)
+{
+	if (c->account)
+		c->account->held += n;
+	c->server->held += n;
+}
+
+static void held_sub(struct grpc_call *c, size_t n)
+{
+	if (c->account)
+		c->account->held -= n;
+	c->server->held -= n;
+}
+
+/* The response bytes queued and not yet taken by nghttp2 count in c->charged (holding c->mu). */
+static void out_sync(struct grpc_call *c)
+{
+	if (c->out_bytes >= c->out_charged)
+		held_add(c, c->out_bytes - c->out_charged);
+	else
+		held_sub(c, c->out_charged - c->out_bytes);
+	c->charged = c->charged - c->out_charged + c->out_bytes;
+	c->out_charged = c->out_bytes;
+}
+
+/* c's dispatched request no longer holds memory. */
+static void release(struct grpc_call *c)
+{
+	held_sub(c, c->charged);
+	c->charged = c->out_charged = 0;
+}
+
 /* ---- responses ---------------------------------------------------------------------------- */
 
 #define MKNV(n, v, vl)                                                                \
@@ -57,6 +91,7 @@ static ssize_t data_read_cb(nghttp2_session *ng, int32_t sid, uint8_t *buf, size
 		}
 	}
 	if (n > 0) {
+		out_sync(c);
 		pthread_cond_broadcast(&c->cv);
 		pthread_mutex_unlock(&c->mu);
 		return (ssize_t)n;
@@ -104,6 +139,7 @@ static void respond(struct grpc_call *c)
 		return;
 	}
 	pthread_mutex_lock(&c->mu);
+	out_sync(c);
 	if (!c->finished && !c->out_head) {
 		pthread_mutex_unlock(&c->mu);
 		return;
@@ -128,9 +164,9 @@ static void respond(struct grpc_call *c)
 }
 
 /* The request has arrived (or will not): its deframer's buffer is no longer needed. */
-static void request_done(struct server_connection *connection, struct grpc_call *c)
+static void request_done(struct grpc_call *c)
 {
-	connection->pending -= c->pending;
+	held_sub(c, c->pending);
 	c->pending = 0;
 	grpc_deframer_free(&c->df);
 }
@@ -150,7 +186,7 @@ static void early_status(struct grpc_call *c, int http, int code, const char *fm
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	c->early = true;
-	request_done(c->connection, c);
+	request_done(c);
 	call_finish(c, code, msg);
 	if (http != 200) {
 		nghttp2_nv nv[4];
@@ -165,6 +201,65 @@ static void early_status(struct grpc_call *c, int http, int code, const char *fm
 		respond(c);
 	}
 	/* on_frame_send resets the stream with NO_ERROR if the client is still sending */
+}
+
+/* Ends c with RESOURCE_EXHAUSTED when its connection or the server holds more than its limit
+ * for requests; true when it did. */
+static bool refuse_if_over(struct grpc_call *c)
+{
+	const struct grpc_server *s = c->server;
+
+	if (c->account->held > s->o.max_conn_pending) {
+		release(c);
+		early_status(c, 200, GRPC_RESOURCE_EXHAUSTED,
+		             "requests in progress on this connection would hold more than %zu "
+		             "bytes; retry when its earlier calls have finished",
+		             s->o.max_conn_pending);
+		return true;
+	}
+	if (s->held > s->o.max_pending) {
+		release(c);
+		early_status(c, 200, GRPC_RESOURCE_EXHAUSTED,
+		             "requests in progress on this server would hold more than %zu bytes "
+		             "across all its connections; retry later",
+		             s->o.max_pending);
+		return true;
+	}
+	return false;
+}
+
+/* The loop has seen c's handler return: an orphan's memory is given back. */
+static void handler_returned(struct grpc_call *c)
+{
+	struct server_connection *account = c->account;
+
+	c->running = false;
+	if (c->connection)
+		return; /* given back when the stream closes */
+	if (account) {
+		if (c->prev_in_connection)
+			c->prev_in_connection->next_in_connection = c->next_in_connection;
+		else
+			account->orphans = c->next_in_connection;
+		if (c->next_in_connection)
+			c->next_in_connection->prev_in_connection = c->prev_in_connection;
+		c->next_in_connection = c->prev_in_connection = NULL;
+	}
+	release(c);
+	c->account = NULL;
+}
+
+void server_orphans_disown(struct server_connection *connection)
+{
+	struct grpc_call *c, *next;
+
+	for (c = connection->orphans; c; c = next) {
+		next = c->next_in_connection;
+		c->next_in_connection = c->prev_in_connection = NULL;
+		c->account->held -= c->charged;
+		c->account = NULL;
+	}
+	connection->orphans = NULL;
 }
 
 void server_connection_free(struct server_connection *connection)
@@ -192,10 +287,16 @@ void server_kick_fn(void *arg)
 {
 	struct grpc_call *c = arg;
 	struct server_connection *connection = c->connection;
+	bool done;
 
 	pthread_mutex_lock(&c->mu);
 	c->kick_pending = false;
+	done = c->handler_done;
+	if (connection)
+		out_sync(c);
 	pthread_mutex_unlock(&c->mu);
+	if (done && c->running)
+		handler_returned(c);
 	if (connection) {
 		respond(c);
 		if (!connection->flush_queued && !h2_conn_closing(connection->h2)) {
@@ -226,6 +327,7 @@ static void deadline_fn(void *arg)
 		/* bytes of a half-sent message cannot be dropped: the stream is reset below */
 		c->out_tail = NULL;
 		c->out_bytes = 0;
+		out_sync(c);
 		pthread_cond_broadcast(&c->cv);
 		pthread_mutex_unlock(&c->mu);
 		call_finish(c, GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
@@ -305,8 +407,12 @@ static void dispatch(struct grpc_call *c)
 		             c->n_msgs);
 		return;
 	}
+	request_done(c); /* the message is in c->req */
+	c->charged = sizeof(*c) + c->hdr_bytes + c->req_len;
+	held_add(c, c->charged);
+	if (refuse_if_over(c))
+		return;
 	c->dispatched = true;
-	request_done(c->connection, c); /* the message is in c->req */
 	if (c->health) {
 		call_health(c);
 		respond(c);
@@ -323,9 +429,11 @@ static void dispatch(struct grpc_call *c)
 		return;
 	}
 	call_ref(c);
+	c->running = true; /* before the job can run: its kick reads it */
 	if (h2_jobs_submit(c->server->jobs, call_run, c) < 0) {
 		call_unref(c);
-		c->dispatched = false;
+		c->running = c->dispatched = false;
+		release(c);
 		early_status(c, 200, GRPC_RESOURCE_EXHAUSTED, "server out of memory");
 	}
 }
@@ -342,7 +450,7 @@ static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *u
 	c = call_new(connection->server);
 	if (!c)
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-	c->connection = connection;
+	c->connection = c->account = connection;
 	c->stream_id = f->hd.stream_id;
 	c->next_in_connection = connection->calls;
 	if (connection->calls)
@@ -430,14 +538,11 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t sid, const 
 		return 0;
 	rc = grpc_deframer_feed(&c->df, data, len, on_msg, c);
 	if (c->df.cap != c->pending) {
-		struct server_connection *connection = c->connection;
-		connection->pending += c->df.cap - c->pending;
+		held_sub(c, c->pending);
+		held_add(c, c->df.cap);
 		c->pending = c->df.cap;
-		if (rc == 0 && connection->pending > connection->server->o.max_conn_pending)
-			early_status(c, 200, GRPC_RESOURCE_EXHAUSTED,
-			             "requests arriving on this connection would hold more than "
-			             "%zu bytes",
-			             connection->server->o.max_conn_pending);
+		if (rc == 0)
+			refuse_if_over(c);
 	}
 	if (rc == -EPROTO)
 		early_status(c, 200, GRPC_UNIMPLEMENTED,
@@ -493,7 +598,16 @@ void server_call_detach(struct server_connection *connection, struct grpc_call *
 	if (c->next_in_connection)
 		c->next_in_connection->prev_in_connection = c->prev_in_connection;
 	c->next_in_connection = c->prev_in_connection = NULL;
-	request_done(connection, c);
+	request_done(c);
+	if (c->running) { /* an orphan until the loop sees its handler return */
+		c->next_in_connection = connection->orphans;
+		if (connection->orphans)
+			connection->orphans->prev_in_connection = c;
+		connection->orphans = c;
+	} else {
+		release(c);
+		c->account = NULL;
+	}
 	if (--connection->n_calls == 0)
 		connection->idle_since = h2_now_ms();
 	h2_timer_cancel(c->loop, &c->deadline_timer);
