@@ -236,7 +236,9 @@ static void on_event(struct controller_loop *l, const struct model_kind *k,
 			enqueue(l, "pa", model_map_get(&m->labels, RULES_LABEL_AGENT), 0);
 			enqueue(l, "pst", model_map_get(&m->labels, RULES_LABEL_STORE), 0);
 			enqueue(l, "psc", model_map_get(&m->labels, RULES_LABEL_PSC), 0);
-		} else if (vdigests_update(&l->vd, name, obj) && !initial) {
+		} else if (vdigests_update(&l->vd, name, obj) &&
+		           (!initial || vdigest_unconfirmed(obj))) {
+			/* a change; at the start, one no resync confirmed (vdigest.h) */
 			enqueue(l, "vol", name, 0);
 		}
 	}

@@ -139,6 +139,10 @@ int batch_item_of(struct batch_item *x, const struct model_pvst *v, const char *
 	if (x->state == BATCH_ITEM_EXPORTED) {
 		const struct model_pvst_export_spec *es = &v->status.export_spec;
 		x->in_capsule = es->has_in_capsule_data_size && es->in_capsule_data_size > 0;
+		vdigest_text(vdigest_of(v), x->digest);
+		x->digest_recorded =
+		    v->status.reconciled_digest && !strcmp(v->status.reconciled_digest, x->digest);
+		x->digest_stale = v->status.reconciled_digest && !x->digest_recorded;
 		if (build(&b, v) < 0)
 			goto oom;
 		plen = pillar_csi__agent__v1__volume_desired_state__get_packed_size(&b.volume);

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "controller/ctl.h"
+#include "controller/vdigest.h"
 #include "grpc/status.h"
 #include "model/pillar.h"
 #include "pillar_csi/agent/v1/agent.pb-c.h"
@@ -40,6 +41,10 @@ struct batch_item {
 	const char *cond_status, *cond_reason, *cond_message;
 	bool cond_has_observed_generation;
 	int64_t cond_observed_generation;
+	/* the digest of the exportSpec and publishedNodes this item carries (vdigest.h, text), and
+	 * whether status.reconciledDigest as read names it, or another (BATCH_ITEM_EXPORTED) */
+	char digest[VDIGEST_TEXT];
+	bool digest_recorded, digest_stale;
 	int64_t generation;        /* metadata.generation */
 	uint64_t resource_version; /* metadata.resourceVersion */
 	/* DH-HMAC-CHAP (docs/authentication.md "Keys"): the volume's hash and group (NULL: no

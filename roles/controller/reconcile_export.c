@@ -18,6 +18,7 @@
 
 struct cond_update {
 	const char *reason, *message;
+	const char *digest; /* for Reconciled: the digest the agent confirmed (NULL: unchanged) */
 };
 
 static int m_exportcond(struct model_pvst *v, void *arg, struct grpc_status *gs)
@@ -27,13 +28,19 @@ static int m_exportcond(struct model_pvst *v, void *arg, struct grpc_status *gs)
 	bool ok = !strcmp(s->reason, RULES_REASON_RECONCILED);
 	int r = model_cond_set(&v->status.conditions, RULES_COND_EXPORT_RECONCILED,
 	                       ok ? "True" : "False", s->reason, s->message, v->meta.generation);
+	if (r >= 0 && ok && s->digest &&
+	    (!v->status.reconciled_digest || strcmp(v->status.reconciled_digest, s->digest))) {
+		if (model_str_set(&v->status.reconciled_digest, s->digest) < 0)
+			return grpc_status_oom(gs);
+		r = 1;
+	}
 	return r > 0 ? 0 : r == 0 ? PVST_SKIP : grpc_status_oom(gs);
 }
 
 static void set_export_cond(struct ctl *c, const char *name, const char *uid, const char *reason,
-                            const char *msg)
+                            const char *msg, const char *digest)
 {
-	struct cond_update s = {reason, msg ? msg : ""};
+	struct cond_update s = {reason, msg ? msg : "", digest};
 	struct grpc_status gs = {0};
 	pvst_update(c, name, uid, m_exportcond, &s, NULL, &gs);
 }
@@ -41,17 +48,24 @@ static void set_export_cond(struct ctl *c, const char *name, const char *uid, co
 void reconcile_set_export_cond(struct ctl *c, const struct model_pvst *v, const char *reason,
                                const char *msg)
 {
-	set_export_cond(c, v->meta.name, v->meta.uid, reason, msg);
+	set_export_cond(c, v->meta.name, v->meta.uid, reason, msg, NULL);
 }
 
 /* ExportReconciled of a volume read under its lock (x): written only when the condition as read
  * differs, so an unchanged outcome costs no store access; a changed one is written through
- * pvst_update (pinned to the UID read). */
-static void set_cond_if_changed(struct ctl *c, const struct batch_item *x, const char *reason,
-                                const char *msg)
+ * pvst_update (pinned to the UID read).
+ *
+ * Reconciled also records the digest of what the item carried (status.reconciledDigest,
+ * vdigest.h) in the same write; on its own, the digest is written by a one-volume resync (a
+ * change the agent just confirmed) and in place of another one recorded, never merely because
+ * none is: a whole-agent pass over volumes recorded before the digest existed writes nothing. */
+static void set_cond_if_changed(struct ctl *c, const struct batch_item *x, bool whole,
+                                const char *reason, const char *msg)
 {
-	if (!batch_item_cond_same(x, reason, msg))
-		set_export_cond(c, x->name, x->uid, reason, msg);
+	bool ok = x->state == BATCH_ITEM_EXPORTED && !strcmp(reason, RULES_REASON_RECONCILED);
+	bool digest = ok && !x->digest_recorded && (!whole || x->digest_stale);
+	if (digest || !batch_item_cond_same(x, reason, msg))
+		set_export_cond(c, x->name, x->uid, reason, msg, ok ? x->digest : NULL);
 }
 
 /* The result for volume_id: results[at] when it is that volume's (the agent answers in request
@@ -181,7 +195,8 @@ static int reconcile_built(struct ctl *c, const char *agent, const char *addr, b
 	int r;
 	for (size_t i = 0; i < b->n; i++)
 		if (b->items[i].state == BATCH_ITEM_NO_SPEC)
-			set_cond_if_changed(c, &b->items[i], RULES_REASON_EXPORT_SPEC_MISSING,
+			set_cond_if_changed(c, &b->items[i], whole,
+			                    RULES_REASON_EXPORT_SPEC_MISSING,
 			                    "status.exportSpec is missing; the controller will not "
 			                    "guess it (see operations.md §9)");
 	if (reconcile_batch_request(b, &order, &vols, &n) < 0 ||
@@ -218,7 +233,7 @@ static int reconcile_built(struct ctl *c, const char *agent, const char *addr, b
 		/* an agent that cannot be reached is its PillarAgent's condition, which readers
 		 * derive each volume's from (model/outage.h): nothing is written per volume */
 		if (strcmp(reason, RULES_REASON_AGENT_UNAVAILABLE) != 0)
-			set_cond_if_changed(c, order[i], reason, msg);
+			set_cond_if_changed(c, order[i], whole, reason, msg);
 	}
 	if (resp)
 		protobuf_c_message_free_unpacked(&resp->base, NULL);

@@ -64,6 +64,25 @@ static uint64_t digest_of(const struct model_pvst *v)
 	return h;
 }
 
+uint64_t vdigest_of(const struct model_pvst *v)
+{
+	return digest_of(v);
+}
+
+void vdigest_text(uint64_t digest, char text[VDIGEST_TEXT])
+{
+	snprintf(text, VDIGEST_TEXT, "%016" PRIx64, digest);
+}
+
+bool vdigest_unconfirmed(const struct model_pvst *v)
+{
+	char now[VDIGEST_TEXT];
+	if (!v->status.reconciled_digest)
+		return false;
+	vdigest_text(digest_of(v), now);
+	return strcmp(v->status.reconciled_digest, now) != 0;
+}
+
 static struct vdigest **slot(const struct vdigests *t, const char *name)
 {
 	return &t->b[hash_fnv1a32(name) % t->nb];

@@ -375,6 +375,9 @@ struct model_pvst {
 		struct model_pvst_published *published; /* publishedNodes */
 		bool has_publication_generation;
 		int64_t publication_generation;
+		/* reconciledDigest: the digest (controller/vdigest.h, 16 hex digits) of the
+		 * exportSpec and publishedNodes the agent last confirmed; NULL when none */
+		char *reconciled_digest;
 		bool has_deleting, deleting;
 		struct model_conds conditions;
 	} status;

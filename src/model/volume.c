@@ -92,6 +92,7 @@ static const struct model_field status_fields[] = {
     MODEL_F_OBJ_HAS("exportSpec", export_spec, &model_pvst_export_spec_type),
     MODEL_F_LIST_HAS("publishedNodes", published, n_published, &model_pvst_published_type),
     MODEL_F_INT("publicationGeneration", publication_generation),
+    MODEL_F_STR("reconciledDigest", reconciled_digest),
     MODEL_F_BOOL("deleting", deleting),
     MODEL_F_CONDS("conditions", conditions),
 };
@@ -164,6 +165,7 @@ int model_pvst_validate(const struct model_pvst *p, struct err *e)
 	    {"spec.contentSource.snapshotID", offsetof(PVST, spec.content_source.snapshot_id)},
 	    {"spec.contentSource.volumeID", offsetof(PVST, spec.content_source.volume_id)},
 	    {"status.backendDevicePath", offsetof(PVST, status.backend_device_path)},
+	    {"status.reconciledDigest", offsetof(PVST, status.reconciled_digest)},
 	};
 #undef PVST
 	if (model_names_plain(p, names, sizeof(names) / sizeof(names[0]), e) < 0)

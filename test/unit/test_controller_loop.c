@@ -2,7 +2,8 @@
  * reconcile function directly: a PillarAgent whose agent reports export_restore_pending gets
  * exactly one ReconcileState{complete=true} and ExportsReady=True/ExportsServing; a volume's
  * status change triggers a one-item resync (agent-api.md §12.3); the periodic pass sends one
- * non-complete batch per agent; an `export restore pending` failure kicks the restore at once;
+ * non-complete batch per agent; a volume changed while no controller ran is resynced by the
+ * first pass, an unchanged one is not; an `export restore pending` failure kicks the restore at once;
  * deleting objects releases their finalizers; stop joins everything (ASan: no leaks); the
  * PILLAR_RECONCILE_INTERVAL and PILLAR_CAPACITY_INTERVAL duration syntax. */
 #include <time.h>
@@ -215,6 +216,99 @@ START_TEST(test_change_triggered_and_periodic_resync)
 }
 END_TEST
 
+/* Sets vol-a's publishedNodes (a JSON array) straight in the store, as another controller or an
+ * operator would. */
+static void set_published(const char *nodes)
+{
+	cJSON *o = fx_get("PillarVolumeState", "vol-a");
+	cJSON *st = cJSON_GetObjectItem(o, "status");
+	cJSON_DeleteItemFromObject(st, "publishedNodes");
+	cJSON_AddItemToObject(st, "publishedNodes", fx_parse(nodes));
+	ck_assert_int_eq(store_update_status(fx_st, o, NULL, NULL), 0);
+	cJSON_Delete(o);
+}
+
+/* vol-a's status.reconciledDigest, "" when none. */
+static char *recorded_digest(char *buf, size_t cap)
+{
+	cJSON *o = fx_get("PillarVolumeState", "vol-a");
+	snprintf(buf, cap, "%s",
+	         json_get_str(cJSON_GetObjectItem(o, "status"), "reconciledDigest") ?: "");
+	cJSON_Delete(o);
+	return buf;
+}
+
+/* Starts the loop, waits for its first reconcile pass to end, and returns the ReconcileStates
+ * sent until then. */
+static size_t first_pass_resyncs(struct controller_loop **l)
+{
+	fake_agent_reset_log(fx_fa);
+	*l = start(3600000);
+	long ms = -1;
+	for (int64_t t0 = time_mono_ms();
+	     (ms = controller_loop_first_pass_ms(*l)) < 0 && time_mono_ms() - t0 < WAIT_MS;)
+		msleep(10);
+	ck_assert_int_ge(ms, 0);
+	return fake_agent_count(fx_fa, "ReconcileState");
+}
+
+/* A volume changed while no controller ran is resynced by the first pass, before it ends; one
+ * unchanged since its last confirmed resync is not (status.reconciledDigest, vdigest.h). */
+START_TEST(test_first_pass_resyncs_changed_while_down)
+{
+	static const char one[] =
+	    "[{\"nodeID\":\"node-a\",\"initiatorID\":\"nqn.a\",\"accessMode\":"
+	    "\"SINGLE_NODE_WRITER\",\"readonly\":false,\"revoking\":false}]";
+	static const char two[] =
+	    "[{\"nodeID\":\"node-a\",\"initiatorID\":\"nqn.a\",\"accessMode\":"
+	    "\"SINGLE_NODE_WRITER\",\"readonly\":false,\"revoking\":true},"
+	    "{\"nodeID\":\"node-b\",\"initiatorID\":\"nqn.b\",\"accessMode\":"
+	    "\"SINGLE_NODE_WRITER\",\"readonly\":false,\"revoking\":false}]";
+	char d1[64], d2[64];
+	fx_put("PillarAgent", NULL, "storage-1", NULL,
+	       "{\"external\":{\"address\":\"10.0.0.5\",\"port\":9500}}", NULL);
+	vol("vol-a", ready_status);
+	fake_agent_set_health(fx_fa, true, false, NULL, NULL);
+	struct controller_loop *l = start(3600000);
+	ck_assert(wait_reason("PillarAgent", "storage-1", "Ready", "AgentConnected"));
+	quiesce();
+	set_published(one); /* a change-triggered resync confirms it */
+	for (int64_t t0 = time_mono_ms();
+	     !recorded_digest(d1, sizeof(d1))[0] && time_mono_ms() - t0 < WAIT_MS;)
+		msleep(20);
+	ck_assert_uint_eq(strlen(d1), 16);
+	quiesce();
+	controller_loop_stop(l);
+
+	/* unchanged since: the first pass sends nothing */
+	ck_assert_uint_eq(first_pass_resyncs(&l), 0);
+	quiesce();
+	controller_loop_stop(l);
+	ck_assert_uint_eq(fake_agent_count(fx_fa, "ReconcileState"), 0);
+
+	/* node-a fenced and node-b published while no controller ran: resynced before the first
+	 * pass ends, one one-item request admitting nqn.b alone */
+	set_published(two);
+	ck_assert_uint_eq(first_pass_resyncs(&l), 1);
+	const struct fake_call *rc = NULL;
+	for (size_t i = 0; i < fake_agent_ncalls(fx_fa); i++)
+		if (!strcmp(fake_agent_call(fx_fa, i)->method, "ReconcileState"))
+			rc = fake_agent_call(fx_fa, i);
+	const PillarCsi__Agent__V1__ReconcileStateRequest *q = (const void *)rc->req;
+	ck_assert(!q->complete);
+	ck_assert_uint_eq(q->n_volumes, 1);
+	ck_assert_uint_eq(q->volumes[0]->exports[0]->n_allowed_initiators, 1);
+	ck_assert_str_eq(q->volumes[0]->exports[0]->allowed_initiators[0], "nqn.b");
+	ck_assert_str_ne(recorded_digest(d2, sizeof(d2)), d1); /* the new one is confirmed */
+	quiesce();
+	controller_loop_stop(l);
+
+	/* confirmed: the next start sends nothing again */
+	ck_assert_uint_eq(first_pass_resyncs(&l), 0);
+	controller_loop_stop(l);
+}
+END_TEST
+
 START_TEST(test_restore_kick)
 {
 	fx_put("PillarAgent", NULL, "storage-1", NULL,
@@ -294,6 +388,7 @@ int main(void)
 	tcase_add_test(t, test_restore_through_watch);
 	tcase_add_test(t, test_first_pass_ends_after_the_restore);
 	tcase_add_test(t, test_change_triggered_and_periodic_resync);
+	tcase_add_test(t, test_first_pass_resyncs_changed_while_down);
 	tcase_add_test(t, test_restore_kick);
 	tcase_add_test(t, test_duration_and_env);
 	suite_add_tcase(s, t);

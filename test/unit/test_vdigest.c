@@ -1,6 +1,7 @@
 /* The loop's table of volume digests (controller/vdigest.h): a resync is queued only when a
  * volume's exportSpec or publishedNodes changed, the table follows deletions and relists, and
- * it keeps working past its first bucket count (it grows). */
+ * it keeps working past its first bucket count (it grows); a volume whose recorded confirmed
+ * digest is not its own is unconfirmed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,12 +90,36 @@ START_TEST(test_many)
 }
 END_TEST
 
+/* status.reconciledDigest: a volume is unconfirmed only when it records another digest than its
+ * own; none recorded is no resync (its CreateVolume built the export). */
+START_TEST(test_unconfirmed)
+{
+	struct model_pvst a, b;
+	char text[VDIGEST_TEXT];
+	vol(&a, 4420, NULL);
+	vol(&b, 4420, "node-a");
+	ck_assert(!vdigest_unconfirmed(&a)); /* none recorded */
+	vdigest_text(vdigest_of(&a), text);
+	ck_assert_uint_eq(strlen(text), 16);
+	ck_assert_uint_eq(strspn(text, "0123456789abcdef"), 16);
+	a.status.reconciled_digest = b.status.reconciled_digest = text;
+	ck_assert(!vdigest_unconfirmed(&a)); /* confirmed */
+	ck_assert(vdigest_unconfirmed(&b));  /* published since */
+	b.status.reconciled_digest = "not a digest";
+	ck_assert(vdigest_unconfirmed(&b));
+	ck_assert_uint_ne(vdigest_of(&a), vdigest_of(&b));
+	unvol(&a);
+	unvol(&b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("vdigest");
 	TCase *t = tcase_create("vdigest");
 	tcase_add_test(t, test_changes);
 	tcase_add_test(t, test_many);
+	tcase_add_test(t, test_unconfirmed);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
