@@ -614,6 +614,22 @@ class Crds(unittest.TestCase):
                            'Unsupported value: "nfs"')
         self.assertEqual(K.request("DELETE", f"{G}/pillarvolumestates/pvc-imm")[0], 200)  # Kubectl lists all pvst
 
+    def test_pillarvolumestate_reconciled_digest(self):
+        """status.reconciledDigest (the digest the agent confirmed) is kept, 16 hex digits only."""
+        spec = {"volumeID": "a/zfs-zvol/nvmeof-tcp/tank/d", "agentVolumeID": "tank/d", "agentRef": "a",
+                "backendType": "zfs-zvol", "protocolType": "nvmeof-tcp", "capacityBytes": 1 << 30}
+        st, _, _, o = self.create("pillarvolumestates", obj("PillarVolumeState", "pvc-dig", spec))
+        self.assertEqual(st, 201, o)
+        try:
+            o["status"] = {"phase": "Ready", "reconciledDigest": "0123456789abcdef"}
+            st, _, _, got = K.request("PUT", f"{G}/pillarvolumestates/pvc-dig/status", o)
+            self.assertEqual((st, got["status"].get("reconciledDigest")), (200, "0123456789abcdef"), got)
+            got["status"]["reconciledDigest"] = "0123"
+            self.assertInvalid(K.request("PUT", f"{G}/pillarvolumestates/pvc-dig/status", got),
+                               "status.reconciledDigest")
+        finally:
+            K.request("DELETE", f"{G}/pillarvolumestates/pvc-dig")
+
     def test_printer_columns_of_every_kind(self):
         want = {"pst": ["NAME", "TARGET", "AVAILABLE", "READY", "AGE"], "pstr": ["NAME", "BINDINGS", "READY", "AGE"],
                 "psc": ["NAME", "POOL", "PROTOCOL", "STORAGECLASS", "READY", "AGE"],
