@@ -69,6 +69,14 @@ int json_parse_marked(const char *buf, size_t len, cJSON **out, struct err *e);
  * path, "" for none, on entry). */
 bool json_marked(const cJSON *v, char *path, size_t cap);
 
+/* Cuts the first member named member out of the first member named object (an object) of the
+ * JSON object in text (len bytes), in place, and returns the text's new length: what cJSON then
+ * parses is the object without it, as if cJSON had skipped the member (the API server's
+ * metadata.managedFields, which no reader here keeps).  Names match as written, escapes aside.
+ * Text that is not one valid JSON object (as json_parse_strict would refuse it), or has no such
+ * member, is left as it is (len). */
+size_t json_cut_member(char *text, size_t len, const char *object, const char *member);
+
 /* Strict read of a JSON file: -ENOENT when missing, -EBADMSG when empty, truncated or corrupt. */
 int json_read_file(const char *path, cJSON **out, struct err *e);
 

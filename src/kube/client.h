@@ -66,6 +66,9 @@ struct kube_list_opts {
 	const char *resource_version_match;          /* "Exact", "NotOlderThan" or NULL */
 	int64_t limit;                               /* 0: no paging */
 	const char *continue_token;                  /* the previous page's metadata.continue */
+	/* kube_list_each: each item's metadata.managedFields cut from its text before it is
+	 * parsed (json_cut_member), for a reader that keeps none */
+	bool drop_managed_fields;
 };
 
 enum kube_patch_type {

@@ -182,7 +182,11 @@ static int item_done(struct kube_list_scan *s, struct err *e)
 {
 	cJSON *it = NULL;
 	struct err pe = {0};
-	int rc = json_parse_marked(s->buf + s->start, s->pos - s->start, &it, &pe);
+	char *text = s->buf + s->start;
+	size_t len = s->pos - s->start;
+	if (s->drop_managed_fields) /* never parsed: never allocated */
+		len = json_cut_member(text, len, "metadata", "managedFields");
+	int rc = json_parse_marked(text, len, &it, &pe);
 	if (rc == 0 && !cJSON_IsObject(it)) {
 		cJSON_Delete(it);
 		rc = err_set(&pe, -EBADMSG, "not an object");
@@ -194,7 +198,9 @@ static int item_done(struct kube_list_scan *s, struct err *e)
 	}
 	s->items++;
 	s->state = S_ITEM_END;
-	rc = s->fn ? s->fn(it, s->arg) : 0;
+	if (memmem(text, len, "\\u0000", 6)) /* parsed from json_parse_marked's copy */
+		text = NULL;
+	rc = s->fn ? s->fn(it, text, len, s->arg) : 0;
 	cJSON_Delete(it);
 	if (rc != 0) {
 		s->state = S_FAILED;
@@ -388,6 +394,7 @@ int kube_list_each(struct kube_client *kc, const struct kube_resource *r, const 
 	if (rc < 0)
 		return rc;
 	kube_list_scan_init(&sc, 0, fn, arg);
+	sc.drop_managed_fields = o && o->drop_managed_fields;
 	rc = read_page(kc, hs, &sc, path, st);
 	h2_stream_free(hs);
 	kube_request_observe(kc, "GET", t0);

@@ -22,9 +22,12 @@
 #include "base/err.h"
 #include "kube/client.h"
 
-/* One listed item (a JSON object; the scanner frees it when fn returns): 0 to go on, anything
- * else stops the list and is returned as it is. */
-typedef int (*kube_item_fn)(cJSON *item, void *arg);
+/* One listed item (a JSON object; the scanner frees it when fn returns) and the text it was
+ * parsed from: len bytes of the scanner's buffer, which fn may change in place (as
+ * store_blob_of_text compacts it), or NULL when the item was parsed from a changed copy
+ * (json_parse_marked's, for an escape \u0000).  0 to go on, anything else stops the list and is
+ * returned as it is. */
+typedef int (*kube_item_fn)(cJSON *item, char *text, size_t len, void *arg);
 
 #define KUBE_LIST_VALUE_MAX (16u << 20) /* default largest item (or other member) */
 
@@ -40,9 +43,10 @@ struct kube_list_scan {
 	int error;         /* what a failed scan returned (state S_FAILED) */
 	int64_t depth;     /* of the value being scanned */
 	bool in_string, escape, scalar, seen_items, seen_meta;
-	bool stopped;    /* fn's return ended the scan */
-	size_t items;    /* handed on so far */
-	char *rv, *cont; /* metadata.resourceVersion and .continue (NULL: absent) */
+	bool stopped;             /* fn's return ended the scan */
+	bool drop_managed_fields; /* cut each item's metadata.managedFields before the parse */
+	size_t items;             /* handed on so far */
+	char *rv, *cont;          /* metadata.resourceVersion and .continue (NULL: absent) */
 };
 
 /* max_value 0: KUBE_LIST_VALUE_MAX. */

@@ -135,6 +135,14 @@ struct store_blob *store_blob_of_text(char *text, size_t len, const cJSON *obj)
 	return b;
 }
 
+struct store_blob *store_blob_of_listed(cJSON *obj, char *text, size_t len)
+{
+	const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	if (!text || cJSON_GetObjectItemCaseSensitive(md, "managedFields"))
+		return store_blob_of_kept(obj);
+	return store_blob_of_text(text, len, obj);
+}
+
 struct store_blob *store_blob_ref(struct store_blob *b)
 {
 	if (b)

@@ -50,6 +50,10 @@ struct store_blob *store_blob_of_kept(cJSON *obj);
  * exactly the compact text it prints; any other valid text becomes a compact one holding the
  * same value. */
 struct store_blob *store_blob_of_text(char *text, size_t len, const cJSON *obj);
+/* The blob a cache keeps of an object listed with its text (store_list_each_kept): from the
+ * text (store_blob_of_text) when there is one and obj holds no metadata.managedFields, else
+ * store_blob_of_kept. */
+struct store_blob *store_blob_of_listed(cJSON *obj, char *text, size_t len);
 struct store_blob *store_blob_ref(struct store_blob *b); /* b, one more reference */
 void store_blob_put(struct store_blob *b);               /* drops one reference */
 int store_blob_parse(const struct store_blob *b, cJSON **out, struct err *e);

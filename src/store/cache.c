@@ -233,13 +233,13 @@ static struct store_blob *live_blob(struct cache_kind *ck, const cJSON *obj)
 }
 
 /* One listed object into the map being built (arg: a struct relisting). */
-static int relist_one(cJSON *obj, void *arg)
+static int relist_one(cJSON *obj, char *text, size_t len, void *arg)
 {
 	struct relisting *r = arg;
 	struct store_blob *b = live_blob(r->live, obj);
 	if (b)
 		r->shared++;
-	else if (!(b = store_blob_of_kept(obj)))
+	else if (!(b = store_blob_of_listed(obj, text, len)))
 		return -ENOMEM;
 	absorb(&r->fresh, obj, b, false);
 	store_blob_put(b);
@@ -256,7 +256,8 @@ static void drop_map(struct cache_kind *m)
 }
 
 /* Lists the kind into the map; 0 or a negative code.  The list is taken one object at a time
- * (store_list_each; the first one store_list_each_any) into a new map of compact texts, which replaces the old one under the lock:
+ * (store_list_each_kept, any for the first) into a new map of compact texts, which replaces the
+ * old one under the lock:
  * the kind's objects are never all held as trees at once (the peak memory of a start or a
  * relist), and an object the old map holds at the listed version is not copied (a relist costs
  * the changed objects' texts, not a second copy of the kind).  A list that expired while it was
@@ -267,13 +268,11 @@ static int relist(struct cache_kind *ck, bool any)
 	struct relisting r = {.live = ck};
 	uint64_t rv = 0, t0 = time_mono_ms();
 	struct err e = {0};
-	int (*list)(store *, const struct store_kind *, const char *, const char *, store_each_fn,
-	            void *, uint64_t *, struct err *) = any ? store_list_each_any : store_list_each;
-	int rc = list(s->b, ck->k, NULL, NULL, relist_one, &r, &rv, &e);
+	int rc = store_list_each_kept(s->b, ck->k, any, relist_one, &r, &rv, &e);
 	for (int again = 0; rc == STORE_EXPIRED && again < 3; again++) {
 		drop_map(&r.fresh); /* a list that expired while it was taken: take it again */
 		r.shared = 0;
-		rc = list(s->b, ck->k, NULL, NULL, relist_one, &r, &rv, &e);
+		rc = store_list_each_kept(s->b, ck->k, any, relist_one, &r, &rv, &e);
 	}
 	if (rc < 0) {
 		drop_map(&r.fresh);

@@ -372,6 +372,27 @@ int store_list_each_any(store *s, const struct store_kind *k, const char *ns, co
 	return store_list_each(s, k, ns, selector, fn, arg, list_rv, e);
 }
 
+struct keeping {
+	store_kept_fn fn;
+	void *arg;
+};
+
+static int keep_then(cJSON *obj, void *arg)
+{
+	struct keeping *x = arg;
+	return x->fn(obj, NULL, 0, x->arg);
+}
+
+int store_list_each_kept(store *s, const struct store_kind *k, bool any, store_kept_fn fn,
+                         void *arg, uint64_t *list_rv, struct err *e)
+{
+	struct keeping x = {fn, arg};
+	if (s->ops->list_each_kept)
+		return s->ops->list_each_kept(s, k, any, fn, arg, list_rv, e);
+	return (any ? store_list_each_any : store_list_each)(s, k, NULL, NULL, keep_then, &x,
+	                                                     list_rv, e);
+}
+
 struct skipping {
 	store_skip_fn skip;
 	store_each_fn fn;

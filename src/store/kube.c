@@ -104,16 +104,21 @@ static int k_get(store *st, const struct store_kind *k, const char *ns, const ch
 struct page_walk {
 	const struct store_kind *k;
 	store_each_fn fn;
+	store_kept_fn kept; /* instead of fn: store_list_each_kept */
 	void *arg;
 	int rc; /* what fn returned when it stopped the list */
 };
 
-/* One item of a page as it is read: typed, handed to the caller's fn. */
-static int walk_item(cJSON *it, void *arg)
+/* One item of a page as it is read: typed, handed to the caller's fn (kept: with its text,
+ * unless typing added to the item what its text lacks). */
+static int walk_item(cJSON *it, char *text, size_t len, void *arg)
 {
 	struct page_walk *w = arg;
+	if (w->kept && !(cJSON_GetObjectItemCaseSensitive(it, "kind") &&
+	                 cJSON_GetObjectItemCaseSensitive(it, "apiVersion")))
+		text = NULL;
 	kube_store_typed(it, w->k);
-	w->rc = w->fn(it, w->arg);
+	w->rc = w->kept ? w->kept(it, text, len, w->arg) : w->fn(it, w->arg);
 	return w->rc;
 }
 
@@ -125,31 +130,30 @@ static int walk_item(cJSON *it, void *arg)
  * relists).  any: the first page asks for resourceVersion=0 (store_list_each_any), which
  * kube-apiserver's watch cache answers whole, ignoring limit; a server without one pages it,
  * and later pages carry only the continue token (as client-go's pager sends them). */
-static int each_page(struct kube_store *s, const struct store_kind *k, const char *ns,
-                     const char *selector, bool any, store_each_fn fn, void *arg, uint64_t *list_rv,
-                     struct err *e)
+static int each_page(struct kube_store *s, const char *ns, const char *selector, bool any,
+                     struct page_walk *w, uint64_t *list_rv, struct err *e)
 {
 	struct kube_store_res res;
 	struct kube_status ks;
-	struct page_walk w = {.k = k, .fn = fn, .arg = arg};
 	char cont[4096] = "", rv[64];
 	uint64_t first_rv = 0;
-	kube_store_resource(k, &res);
+	kube_store_resource(w->k, &res);
 	for (bool first = true;; first = false) {
 		struct kube_list_opts lo = {.label_selector =
 		                                selector && *selector ? selector : NULL,
 		                            .resource_version = any && first ? "0" : NULL,
 		                            .limit = s->page,
-		                            .continue_token = cont[0] ? cont : NULL};
-		int rc = kube_list_each(s->kc, &res.r, ns, &lo, walk_item, &w, rv, sizeof(rv), cont,
+		                            .continue_token = cont[0] ? cont : NULL,
+		                            .drop_managed_fields = w->kept != NULL};
+		int rc = kube_list_each(s->kc, &res.r, ns, &lo, walk_item, w, rv, sizeof(rv), cont,
 		                        sizeof(cont), &ks);
-		if (rc != 0 && w.rc != 0)
-			return w.rc; /* fn's own error, worded by fn */
+		if (rc != 0 && w->rc != 0)
+			return w->rc; /* fn's own error, worded by fn */
 		if (rc < 0) {
 			bool continued = lo.continue_token != NULL;
 			rc = kube_store_fail(rc, &ks, e);
 			if (rc == STORE_EXPIRED && continued)
-				err_prefix(e, "listing %s: list again", k->plural);
+				err_prefix(e, "listing %s: list again", w->k->plural);
 			return rc;
 		}
 		if (first)
@@ -176,7 +180,8 @@ static int list_pages(struct kube_store *s, const struct store_kind *k, const ch
 	for (int restarts = 0;; restarts++) {
 		if (!(*out = cJSON_CreateArray()))
 			return err_set(e, -ENOMEM, "out of memory");
-		int rc = each_page(s, k, ns, selector, false, add_item, *out, rv, e);
+		struct page_walk w = {.k = k, .fn = add_item, .arg = *out};
+		int rc = each_page(s, ns, selector, false, &w, rv, e);
 		if (rc == 0)
 			return 0;
 		cJSON_Delete(*out);
@@ -204,10 +209,20 @@ static int list_each(store *st, const struct store_kind *k, const char *ns, cons
                      bool any, store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
 {
 	struct err local = {0};
+	struct page_walk w = {.k = k, .fn = fn, .arg = arg};
 	if (check_list(k, ns, selector, e ? e : &local) < 0)
 		return STORE_INVALID;
-	return each_page((struct kube_store *)st, k, ns, selector, any, fn, arg, list_rv,
-	                 e ? e : &local);
+	return each_page((struct kube_store *)st, ns, selector, any, &w, list_rv, e ? e : &local);
+}
+
+/* store_list_each_kept: every object of the kind, each with its text, managedFields cut from
+ * the text before it is parsed (kube/list.h). */
+static int k_list_each_kept(store *st, const struct store_kind *k, bool any, store_kept_fn fn,
+                            void *arg, uint64_t *list_rv, struct err *e)
+{
+	struct err local = {0};
+	struct page_walk w = {.k = k, .kept = fn, .arg = arg};
+	return each_page((struct kube_store *)st, NULL, NULL, any, &w, list_rv, e ? e : &local);
 }
 
 static int k_list_each(store *st, const struct store_kind *k, const char *ns, const char *selector,
@@ -368,6 +383,7 @@ static const struct store_ops kube_ops = {
     .list = k_list,
     .list_each = k_list_each,
     .list_each_any = k_list_each_any,
+    .list_each_kept = k_list_each_kept,
     .create = k_create,
     .update = k_update,
     .update_status = k_update_status,

@@ -61,6 +61,10 @@ enum store_event_type { STORE_ADDED = 1, STORE_MODIFIED = 2, STORE_DELETED = 3 }
 /* Called by store_list_each for each object (borrowed: valid during the call); 0 goes on, a
  * negative errno stops the list and is returned. */
 typedef int (*store_each_fn)(cJSON *obj, void *arg);
+/* Called by store_list_each_kept for each object (borrowed, as by store_each_fn) with a JSON
+ * text of the same value: len bytes that fn may change in place (store_blob_of_text), or NULL
+ * when the store has none. */
+typedef int (*store_kept_fn)(cJSON *obj, char *text, size_t len, void *arg);
 /* Asked by store_list_each_skip for each object before it is parsed: its namespace (NULL for a
  * cluster-scoped kind), name and resourceVersion; true skips it (not parsed, not handed on). */
 typedef bool (*store_skip_fn)(const char *ns, const char *name, uint64_t rv, void *arg);
@@ -73,6 +77,9 @@ struct store_ops {
 	/* optional (NULL: store_list_each lists, then walks the array) */
 	int (*list_each)(store *s, const struct store_kind *k, const char *ns, const char *selector,
 	                 store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
+	/* optional (NULL: list_each or list_each_any, texts NULL): store_list_each_kept */
+	int (*list_each_kept)(store *s, const struct store_kind *k, bool any, store_kept_fn fn,
+	                      void *arg, uint64_t *list_rv, struct err *e);
 	/* optional (NULL: list_each): store_list_each_any */
 	int (*list_each_any)(store *s, const struct store_kind *k, const char *ns,
 	                     const char *selector, store_each_fn fn, void *arg, uint64_t *list_rv,
@@ -138,6 +145,13 @@ int store_list_each(store *s, const struct store_kind *k, const char *ns, const 
  * other stores list as store_list_each. */
 int store_list_each_any(store *s, const struct store_kind *k, const char *ns, const char *selector,
                         store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e);
+/* Every object of the kind, as a cache keeps them (store_cache_open): store_list_each (any:
+ * store_list_each_any) handing fn each object with its text where the store reads objects as
+ * text (the kube store), which may also leave out metadata.managedFields as it reads them (the
+ * API server's field owners, which no cache keeps: never parsed, never allocated); the other
+ * stores hand text NULL and the objects as they are. */
+int store_list_each_kept(store *s, const struct store_kind *k, bool any, store_kept_fn fn,
+                         void *arg, uint64_t *list_rv, struct err *e);
 /* store_list_each, asking skip first: a caller that kept what it made of an object's version
  * does not pay for parsing it again.  A store that keeps objects compact (the caches, the
  * embedded store) asks about every object the selector selects (by the labels it keeps beside

@@ -44,9 +44,9 @@ static void watch_stream(const uint8_t *d, size_t n, size_t chunk)
 	kube_watch_parser_free(&p);
 }
 
-static int list_item(cJSON *item, void *arg)
+static int list_item(cJSON *item, char *text, size_t len, void *arg)
 {
-	(void)item;
+	(void)item, (void)text, (void)len;
 	return ++*(int *)arg == 1000 ? -1 : 0; /* a consumer that stops the list */
 }
 
@@ -56,6 +56,7 @@ static void list_answer(const uint8_t *d, size_t n, size_t chunk)
 	struct err e = {0};
 	int items = 0, rc = 0;
 	kube_list_scan_init(&s, 4096, list_item, &items);
+	s.drop_managed_fields = chunk & 1; /* json_cut_member on half the runs */
 	for (size_t off = 0; rc == 0 && off < n; off += chunk)
 		rc = kube_list_scan_push(&s, d + off, n - off < chunk ? n - off : chunk, &e);
 	if (rc == 0)

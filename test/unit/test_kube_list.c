@@ -20,9 +20,10 @@ struct seen {
 	bool marked;
 };
 
-static int note(cJSON *it, void *arg)
+static int note(cJSON *it, char *text, size_t len, void *arg)
 {
 	struct seen *x = arg;
+	(void)text, (void)len;
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(it, "metadata");
 	const char *name = json_get_str(md, "name") ?: json_get_str(it, "a") ?: "?";
 	char path[64] = "";
@@ -269,6 +270,75 @@ START_TEST(test_fn_stops)
 }
 END_TEST
 
+/* cJSON's allocations (json.c's hooks replaced by a counting one for the test's process). */
+static size_t json_allocs;
+
+static void *counting_malloc(size_t n)
+{
+	json_allocs++;
+	return malloc(n);
+}
+
+/* An item handed on with drop_managed_fields: without managedFields, the rest as sent, and
+ * with its text, which parses to the same object. */
+static int kept(cJSON *it, char *text, size_t len, void *arg)
+{
+	cJSON *md = cJSON_GetObjectItemCaseSensitive(it, "metadata"), *again = NULL;
+	ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(md, "managedFields"));
+	ck_assert_str_eq(json_get_str(cJSON_GetObjectItem(md, "labels"), "l"), "v");
+	ck_assert_ptr_nonnull(text);
+	ck_assert_int_eq(json_parse_strict(text, len, &again, NULL), 0);
+	ck_assert(cJSON_Compare(it, again, true));
+	cJSON_Delete(again);
+	++*(int *)arg;
+	return 0;
+}
+
+/* cJSON allocations while a List of one item whose metadata.managedFields holds `managed`
+ * entries is scanned, managedFields cut before the parse or not. */
+static size_t allocs_of_list(size_t managed, bool drop)
+{
+	static const char entry[] = "{\"manager\":\"m\",\"operation\":\"Update\",\"fieldsV1\":"
+	                            "{\"f:spec\":{\"f:x\":{}}}},";
+	size_t cap = 512 + managed * sizeof(entry);
+	char *t = malloc(cap);
+	int n = snprintf(t, cap,
+	                 "{\"items\":[{\"apiVersion\":\"v1\",\"kind\":\"K\",\"metadata\":"
+	                 "{\"name\":\"a\",\"managedFields\":[");
+	for (size_t i = 0; i < managed; i++)
+		n += snprintf(t + n, cap - (size_t)n, "%s", entry);
+	n += snprintf(t + n - 1, cap - (size_t)n,
+	              "],\"labels\":{\"l\":\"v\"}},\"spec\":{\"x\":1}}]}") -
+	     1;
+	cJSON *warm = NULL; /* json.c installs its hooks once, at its first parse */
+	ck_assert_int_eq(json_parse_strict("{}", 2, &warm, NULL), 0);
+	cJSON_Delete(warm);
+	cJSON_Hooks hooks = {counting_malloc, free};
+	cJSON_InitHooks(&hooks);
+	json_allocs = 0;
+	struct kube_list_scan s;
+	struct err e = {0};
+	int items = 0;
+	kube_list_scan_init(&s, 0, drop ? kept : NULL, &items);
+	s.drop_managed_fields = drop;
+	ck_assert_int_eq(kube_list_scan_push(&s, t, (size_t)n, &e), 0);
+	ck_assert_int_eq(kube_list_scan_finish(&s, &e), 0);
+	ck_assert_int_eq(items, drop ? 1 : 0);
+	kube_list_scan_free(&s);
+	free(t);
+	return json_allocs;
+}
+
+/* With drop_managed_fields, metadata.managedFields is never parsed: the scan of an item costs
+ * the same allocations whatever that member holds (without it, each entry costs several). */
+START_TEST(test_managed_fields_never_parsed)
+{
+	size_t one = allocs_of_list(1, true), many = allocs_of_list(2000, true);
+	ck_assert_uint_eq(one, many);
+	ck_assert_uint_gt(allocs_of_list(2000, false), many + 2000);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("kube_list");
@@ -280,6 +350,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_huge_item);
 	tcase_add_test(t, test_malformed);
 	tcase_add_test(t, test_fn_stops);
+	tcase_add_test(t, test_managed_fields_never_parsed);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/json.h"
 #include "base/time.h"
 #include "kube_fake.h"
 #include "model/pillar.h"
@@ -321,6 +322,48 @@ START_TEST(test_list_each_streams_pages)
 }
 END_TEST
 
+/* An object of store_list_each_kept: without metadata.managedFields, with a text that parses to
+ * it. */
+static int kept_object(cJSON *obj, char *text, size_t len, void *arg)
+{
+	cJSON *again = NULL;
+	ck_assert_ptr_null(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(obj, "metadata"), "managedFields"));
+	ck_assert_ptr_nonnull(text);
+	ck_assert_int_eq(json_parse_strict(text, len, &again, NULL), 0);
+	ck_assert(cJSON_Compare(obj, again, true));
+	cJSON_Delete(again);
+	return note_object(obj, arg);
+}
+
+static int has_managed_fields(cJSON *obj, void *arg)
+{
+	ck_assert_ptr_nonnull(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(obj, "metadata"), "managedFields"));
+	++*(int *)arg;
+	return 0;
+}
+
+/* store_list_each_kept (a cache's list) hands out every object with its text, the recorded
+ * pages' metadata.managedFields cut before they are parsed; store_list_each keeps them. */
+START_TEST(test_list_each_kept)
+{
+	struct seen x = {0};
+	struct err e = {0};
+	uint64_t rv = 0;
+	int n = 0;
+	open_paged(false, 1);
+	const struct store_kind *k = store_kind_lookup("PillarAgent");
+	int r = store_list_each_kept(st, k, false, kept_object, &x, &rv, &e);
+	ck_assert_msg(r == 0, "%s", e.msg);
+	ck_assert_str_eq(x.names, "external-1 storage-1 storage-2 storage-3 ");
+	ck_assert_uint_eq(rv, 249);
+	ck_assert_int_eq(store_list_each(st, k, NULL, NULL, has_managed_fields, &n, NULL, &e), 0);
+	ck_assert_int_eq(n, 4);
+	close_store();
+}
+END_TEST
+
 /* store_list_each_any asks for resourceVersion=0, as client-go's reflector's first list does:
  * the watch cache answers it whole in one request, whatever the limit (03i).  A server without
  * a watch cache pages it: the later pages carry the continue token and no resourceVersion (as
@@ -440,6 +483,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_list_each_any_from_watch_cache);
 	tcase_add_test(t, test_list_continue_expired);
 	tcase_add_test(t, test_list_page_read_as_it_arrives);
+	tcase_add_test(t, test_list_each_kept);
 	suite_add_tcase(s, t);
 	return s;
 }
