@@ -179,6 +179,13 @@ class Agent:
              "spec": {"storeRef": "files-%d" % self.i, "protocolRef": cs.PROTO}}]
 
 
+def cpu_seconds(pid):
+    """User and system CPU seconds a process has used so far (its threads' included)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class Scale:
     def __init__(self, base):
         self.env = cs.Env(base)
@@ -242,6 +249,7 @@ class Scale:
         if not cs.wait_for(lambda: self.first_pass_done(offset) or p.poll() is not None, 120,
                            step=0.02) or p.poll():
             raise SystemExit("the controller's first reconcile pass did not end in 120 s")
+        self.cpu_first = cpu_seconds(p.pid)
         return probe, time.monotonic() - t0
 
     def probe_ready(self):
@@ -354,6 +362,7 @@ class Scale:
         top = rss.stop() / 1024
         reqs = self.log.read()[mark:] if self.log else []
         return {"probe": probe, "first": first, "ready": max(probe, first), "settled": settled,
+                "cpu": self.cpu_first,
                 "hwm": cb.proc_rss_kib(self.pid, "VmHWM") / 1024, "top": top,
                 "after": cb.proc_rss_kib(self.pid) / 1024, "writes": self.store_rv() - rv0,
                 "requests": len(reqs), "verbs": self.log.kb.by_verb(reqs) if self.log else "",

@@ -138,17 +138,19 @@ def main():
                 r = one(s, b, log_path)
                 results[name].append(r)
                 print("round %d %s: ready %.2f s (Probe %.2f, PillarVolumeState list %.2f s after "
-                      "its request, %d requests; first reconcile pass %.2f); %d store writes; peak "
-                      "RSS %.1f MiB; load average %.2f" % (
+                      "its request, %d requests; first reconcile pass %.2f; controller CPU %.2f s "
+                      "by then); %d store writes; peak RSS %.1f MiB; load average %.2f" % (
                           i + 1, name, r["ready"], r["probe"], r["list"], r["pages"], r["first"],
-                          r["writes"], r["hwm"], r["load"]), flush=True)
+                          r["cpu"], r["writes"], r["hwm"], r["load"]), flush=True)
         for name, _ in bins:
             col = lambda k: [r[k] for r in results[name]]  # noqa: E731
             print("restart with %d volumes on the kube store, %s binary, %d rounds: ready %s (goal <= 2 s: "
-                  "%s); PillarVolumeState list %s; first reconcile pass %s; peak RSS %s; load average %s" % (
+                  "%s); PillarVolumeState list %s; first reconcile pass %s; controller CPU to it %s; "
+                  "peak RSS %s; load average %s" % (
                       N, name, ROUNDS, cb.fig(col("ready"), " s"),
                       "met" if max(col("ready")) <= 2 else "NOT met", cb.fig(col("list"), " s"),
-                      cb.fig(col("first"), " s"), cb.fig(col("hwm"), " MiB", "%.1f"), cb.fig(col("load"))),
+                      cb.fig(col("first"), " s"), cb.fig(col("cpu"), " s"),
+                      cb.fig(col("hwm"), " MiB", "%.1f"), cb.fig(col("load"))),
                   flush=True)
     finally:
         s.close()
