@@ -302,7 +302,11 @@ static int relist(struct watcher *w, bool initial, uint64_t *rv)
 	struct err e = {0};
 	if (pvst)
 		vdigests_unsee(&l->vd);
+	/* the volumes' first list is decoded as the cache receives it: a volume's ADDED calls no
+	 * store (the other kinds' list them) */
+	bool joins = store_cache_thread_joins(pvst);
 	int r = model_list_each(l->c->st, k, NULL, NULL, relisted, &x, rv, &e);
+	store_cache_thread_joins(joins);
 	if (r < 0)
 		seed.err = r;
 	if (x.seed)

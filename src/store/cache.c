@@ -3,7 +3,9 @@
  * (or after the watch failed); get and list on a reading thread are answered from memory, and
  * watches of a cached kind are served from the informer's own stream (one watch of backing per
  * kind).  Objects are kept as their compact text (store/blob.h), several times smaller than
- * their cJSON trees; readers take references under the lock and parse outside it. */
+ * their cJSON trees; readers take references under the lock and parse outside it.  A reader
+ * may follow a kind's first list as it arrives instead (cache_join.c); the cache's own watches
+ * are cache_watch.c's. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -12,64 +14,10 @@
 
 #include "base/log.h"
 #include "base/time.h"
-#include "store/blob.h"
-#include "store/store.h"
+#include "store/cache_int.h"
 
 #define WATCH_WAIT_MS 1000 /* how soon an informer sees the cache closing (a wake costs CPU) */
 #define RETRY_MS      1000
-#define KEY_MAX       512
-#define HIST          512 /* events of each kind kept for the cache's own watches */
-
-struct cache_entry {
-	char *key; /* "namespace/name" or "name": the list order */
-	struct store_blob *obj;
-	uint64_t rv;
-};
-
-struct cache_event {
-	enum store_event_type type;
-	uint64_t rv;
-	struct store_blob *obj;
-};
-
-struct cache_store;
-
-struct cache_kind {
-	struct cache_store *s;
-	const struct store_kind *k;
-	pthread_t th;
-	pthread_cond_t cv; /* an event or a relist of this kind (its watches wait here) */
-	bool started, synced;
-	bool list_failed; /* the last attempt to list failed: reads go through until one succeeds */
-	struct cache_entry *v; /* sorted by key */
-	size_t n, cap;
-	uint64_t rv; /* the version the cache of this kind is consistent with */
-	/* the watch stream as received since the last list: hist[seq % HIST], seq in
-	 * [first_seq, next_seq); a watch from a version below floor_rv must relist */
-	struct cache_event hist[HIST];
-	uint64_t first_seq, next_seq, floor_rv;
-	unsigned long gen; /* bumped by each relist: the cache's watches of the kind expire */
-};
-
-struct cache_store {
-	store base;
-	store *b;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool stop;
-	size_t nk;
-	struct cache_kind *kinds;
-	struct store_cache_stats stats;
-};
-
-struct cache_watch {
-	store_watch base;
-	struct cache_kind *ck;
-	unsigned long gen;
-	uint64_t next_seq;
-	struct store_blob **initial; /* from_rv 0: the objects at the start, delivered as ADDED */
-	size_t n_initial, initial_idx;
-};
 
 static __thread bool reads_cached;
 
@@ -210,6 +158,8 @@ static bool stopping(struct cache_store *s, int nap_ms)
 struct relisting {
 	struct cache_kind *live, fresh;
 	unsigned long shared;
+	bool joinable; /* the kind's first list: readers may join it (cache_join.c) */
+	struct cache_joined joined;
 };
 
 /* The live map's text of obj when it holds obj at obj's own version (a reference), else NULL:
@@ -232,10 +182,13 @@ static struct store_blob *live_blob(struct cache_kind *ck, const cJSON *obj)
 	return b;
 }
 
-/* One listed object into the map being built (arg: a struct relisting). */
+/* One listed object into the map being built (arg: a struct relisting), handed to the readers
+ * that joined the list. */
 static int relist_one(cJSON *obj, char *text, size_t len, void *arg)
 {
 	struct relisting *r = arg;
+	if (r->joinable)
+		cache_join_feed(r->live, &r->joined, &r->fresh, gone(obj) ? NULL : obj);
 	struct store_blob *b = live_blob(r->live, obj);
 	if (b)
 		r->shared++;
@@ -268,8 +221,14 @@ static int relist(struct cache_kind *ck, bool any)
 	struct relisting r = {.live = ck};
 	uint64_t rv = 0, t0 = time_mono_ms();
 	struct err e = {0};
+	pthread_mutex_lock(&s->mu);
+	r.joinable = ck->listing = !ck->synced;
+	pthread_mutex_unlock(&s->mu);
 	int rc = store_list_each_kept(s->b, ck->k, any, relist_one, &r, &rv, &e);
 	for (int again = 0; rc == STORE_EXPIRED && again < 3; again++) {
+		pthread_mutex_lock(&s->mu);
+		cache_join_end(ck, &r.joined, rc, 0, &e, false); /* they list again */
+		pthread_mutex_unlock(&s->mu);
 		drop_map(&r.fresh); /* a list that expired while it was taken: take it again */
 		r.shared = 0;
 		rc = store_list_each_kept(s->b, ck->k, any, relist_one, &r, &rv, &e);
@@ -280,6 +239,8 @@ static int relist(struct cache_kind *ck, bool any)
 		          rc == -ENOMEM && !e.msg[0] ? "out of memory" : e.msg);
 		pthread_mutex_lock(&s->mu);
 		ck->list_failed = true;
+		ck->listing = false;
+		cache_join_end(ck, &r.joined, rc, 0, &e, true);
 		pthread_cond_broadcast(&s->cv); /* synced(): its readers read through */
 		pthread_mutex_unlock(&s->mu);
 		return rc;
@@ -294,6 +255,8 @@ static int relist(struct cache_kind *ck, bool any)
 	ck->rv = ck->floor_rv = rv;
 	ck->gen++;
 	ck->synced = true;
+	ck->listing = false;
+	cache_join_end(ck, &r.joined, 0, rv, NULL, true);
 	s->stats.lists++;
 	s->stats.relist_shared += r.shared;
 	pthread_cond_broadcast(&s->cv); /* synced() */
@@ -387,7 +350,7 @@ static struct cache_kind *kind_cache(struct cache_store *s, const struct store_k
  * (reading through meanwhile would ask the server for a second copy of the kind, and a
  * selector's list more per reader, just when it is slow), and reads through once an attempt
  * failed (until one succeeds).  Returns with s->mu held when not NULL. */
-static struct cache_kind *synced(struct cache_store *s, const struct store_kind *k)
+struct cache_kind *cache_synced(struct cache_store *s, const struct store_kind *k)
 {
 	struct cache_kind *ck = kind_cache(s, k);
 	if (!ck)
@@ -404,7 +367,7 @@ static struct cache_kind *synced(struct cache_store *s, const struct store_kind 
 /* synced() for threads that read cached; NULL for the others. */
 static struct cache_kind *cached(struct cache_store *s, const struct store_kind *k)
 {
-	return reads_cached ? synced(s, k) : NULL;
+	return reads_cached ? cache_synced(s, k) : NULL;
 }
 
 static int c_get(store *st, const struct store_kind *k, const char *ns, const char *name,
@@ -448,9 +411,9 @@ static bool skipped(const struct cache_kind *ck, const struct cache_entry *ce, s
 /* References to the kind's objects in namespace ns (NULL or "": all) that selector (optional)
  * may select and skip (optional) does not skip, in list order, with the cache's version; NULL with *n 0 when there are none or
  * memory is short (*oom). */
-static struct store_blob **snapshot(struct cache_store *s, struct cache_kind *ck, const char *ns,
-                                    const char *selector, store_skip_fn skip, void *arg, size_t *n,
-                                    uint64_t *rv, bool *oom)
+struct store_blob **cache_snapshot(struct cache_store *s, struct cache_kind *ck, const char *ns,
+                                   const char *selector, store_skip_fn skip, void *arg, size_t *n,
+                                   uint64_t *rv, bool *oom)
 {
 	size_t nl = ns && *ns ? strlen(ns) : 0;
 	struct store_blob **v = ck->n ? malloc(ck->n * sizeof(*v)) : NULL;
@@ -467,7 +430,7 @@ static struct store_blob **snapshot(struct cache_store *s, struct cache_kind *ck
 	return v;
 }
 
-static void put_all(struct store_blob **v, size_t n)
+void cache_put_all(struct store_blob **v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		store_blob_put(v[i]);
@@ -482,8 +445,8 @@ static int each_cached(struct cache_store *s, struct cache_kind *ck, const char 
 	size_t n;
 	uint64_t rv;
 	bool oom;
-	struct store_blob **v =
-	    snapshot(s, ck, ck->k->namespaced ? ns : NULL, selector, skip, arg, &n, &rv, &oom);
+	struct store_blob **v = cache_snapshot(s, ck, ck->k->namespaced ? ns : NULL, selector, skip,
+	                                       arg, &n, &rv, &oom);
 	int r = oom ? err_set(e, -ENOMEM, "out of memory") : 0;
 	for (size_t i = 0; i < n && r == 0; i++) {
 		cJSON *o = NULL;
@@ -492,7 +455,7 @@ static int each_cached(struct cache_store *s, struct cache_kind *ck, const char 
 			r = fn(o, arg);
 		cJSON_Delete(o);
 	}
-	put_all(v, n);
+	cache_put_all(v, n);
 	if (r == 0 && list_rv)
 		*list_rv = rv;
 	return r;
@@ -502,10 +465,13 @@ static int c_list_each(store *st, const struct store_kind *k, const char *ns, co
                        store_each_fn fn, void *arg, uint64_t *list_rv, struct err *e)
 {
 	struct cache_store *s = (struct cache_store *)st;
+	int r;
 	if (selector && store_selector_match(selector, NULL, e) < 0)
 		return STORE_INVALID;
-	struct cache_kind *ck = cached(s, k);
-	if (!ck)
+	struct cache_kind *ck = reads_cached && !selector && !(ns && *ns) ? kind_cache(s, k) : NULL;
+	if (ck && cache_join(ck, fn, arg, list_rv, e, &r))
+		return r; /* the kind's first list, as it was taken */
+	if (!(ck = cached(s, k)))
 		return store_list_each(s->b, k, ns, selector, fn, arg, list_rv, e);
 	return each_cached(s, ck, ns, selector, NULL, fn, arg, list_rv, e);
 }
@@ -608,102 +574,6 @@ static int c_remove(store *st, const struct store_kind *k, const char *ns, const
 	return store_delete(((struct cache_store *)st)->b, k, ns, name, uid, rv, e);
 }
 
-/* ---- the cache's own watches ------------------------------------------------------------------ */
-
-static const struct store_ops cache_ops;
-
-/* A watch of a cached kind from the informer's stream; STORE_EXPIRED when from_rv is older than
- * what the cache kept.  Other kinds: the store's own watch. */
-static int c_watch(store *st, const struct store_kind *k, uint64_t from_rv, store_watch **out,
-                   struct err *e)
-{
-	struct cache_store *s = (struct cache_store *)st;
-	struct cache_kind *ck = synced(s, k);
-	if (!ck)
-		return store_watch_open(s->b, k, from_rv, out, e);
-	struct cache_watch *w = calloc(1, sizeof(*w));
-	int r = w ? 0 : err_set(e, -ENOMEM, "watch: out of memory");
-	if (r == 0 && from_rv && from_rv < ck->floor_rv)
-		r = err_set(e, STORE_EXPIRED, "too old resource version: %llu (%llu)",
-		            (unsigned long long)from_rv, (unsigned long long)ck->floor_rv);
-	if (r == 0) {
-		*w = (struct cache_watch){.base.ops = &cache_ops, .ck = ck, .gen = ck->gen};
-		w->next_seq = ck->first_seq;
-		while (w->next_seq < ck->next_seq && ck->hist[w->next_seq % HIST].rv <= from_rv)
-			w->next_seq++;
-		if (!from_rv) { /* the current objects first, then what follows */
-			uint64_t rv;
-			bool oom;
-			w->next_seq = ck->next_seq;
-			w->initial =
-			    snapshot(s, ck, NULL, NULL, NULL, NULL, &w->n_initial, &rv, &oom);
-			if (!oom) {
-				*out = &w->base;
-				return 0;
-			}
-			free(w);
-			return err_set(e, -ENOMEM, "watch: out of memory");
-		}
-	}
-	pthread_mutex_unlock(&s->mu);
-	if (r < 0)
-		free(w);
-	else
-		*out = &w->base;
-	return r;
-}
-
-/* The next event of w (s->mu held): 1 with *b (a reference), 0 when none yet, or an error. */
-static int next_locked(struct cache_watch *w, enum store_event_type *type, struct store_blob **b,
-                       struct err *e)
-{
-	struct cache_kind *ck = w->ck;
-	if (w->gen != ck->gen || w->next_seq < ck->first_seq)
-		return err_set(e, STORE_EXPIRED, "watch fell behind the cache; relist");
-	if (w->next_seq == ck->next_seq)
-		return 0;
-	struct cache_event *ev = &ck->hist[w->next_seq++ % HIST];
-	*type = ev->type;
-	*b = store_blob_ref(ev->obj);
-	return 1;
-}
-
-static int c_watch_next(store_watch *bw, int timeout_ms, enum store_event_type *type, cJSON **obj,
-                        struct err *e)
-{
-	struct cache_watch *w = (struct cache_watch *)bw;
-	struct cache_store *s = w->ck->s;
-	struct store_blob *b = NULL;
-	struct timespec ts = time_after(CLOCK_MONOTONIC, timeout_ms);
-	int r;
-	*obj = NULL;
-	if (w->initial_idx < w->n_initial) {
-		*type = STORE_ADDED;
-		r = store_blob_parse(w->initial[w->initial_idx++], obj, e);
-		return r < 0 ? r : 1;
-	}
-	pthread_mutex_lock(&s->mu);
-	while ((r = next_locked(w, type, &b, e)) == 0 && !s->stop &&
-	       pthread_cond_timedwait(&w->ck->cv, &s->mu, &ts) != ETIMEDOUT)
-		;
-	if (r == 0 && s->stop)
-		r = err_set(e, -ECANCELED, "watch closed");
-	pthread_mutex_unlock(&s->mu);
-	if (r == 1) {
-		int p = store_blob_parse(b, obj, e);
-		r = p < 0 ? p : 1;
-	}
-	store_blob_put(b);
-	return r;
-}
-
-static void c_watch_close(store_watch *bw)
-{
-	struct cache_watch *w = (struct cache_watch *)bw;
-	put_all(w->initial, w->n_initial);
-	free(w);
-}
-
 /* ---- lifecycle ----------------------------------------------------------------------------------- */
 
 static void c_close(store *st)
@@ -739,9 +609,9 @@ static const struct store_ops cache_ops = {
     .update_status = c_update_status,
     .write_all = c_write_all,
     .remove = c_remove,
-    .watch = c_watch,
-    .watch_next = c_watch_next,
-    .watch_close = c_watch_close,
+    .watch = cache_watch,
+    .watch_next = cache_watch_next,
+    .watch_close = cache_watch_close,
     .close = c_close,
 };
 

@@ -339,6 +339,16 @@ int store_cache_open(store *backing, const struct store_kind *const *kinds, stor
  * previous setting. */
 bool store_cache_thread_reads(bool on);
 
+/* Whether a list on the calling thread (one that reads cached) of a whole cached kind (no
+ * namespace, no selector), made while the kind's first list is being taken, joins that list
+ * (default false): fn is handed each object as the informer receives it, from the informer's
+ * own parse (the objects received before it joined first, from the cache), on the informer's
+ * thread while the calling thread waits (with its receiver of unreadable objects), instead of
+ * after the whole list, each object parsed again.  fn must not call the store.  A list the
+ * informer had to take again (it expired) returns STORE_EXPIRED; one that failed, its error:
+ * the caller lists again.  Returns the previous setting. */
+bool store_cache_thread_joins(bool on);
+
 struct store_cache_stats {
 	unsigned long lists;         /* lists of backing (each kind's first, and relists) */
 	unsigned long events;        /* watch events absorbed */

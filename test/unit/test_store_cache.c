@@ -82,12 +82,29 @@ static int n_list(store *st, const struct store_kind *k, const char *ns, const c
 	return r;
 }
 
+/* Set: a list of any freshness stops after its first object until it is cleared (an answer
+ * still arriving); walked counts the objects such lists handed out. */
+static bool hold_walk;
+static int walked;
+
 /* The API server's resourceVersion=0 list, as a dir store answers it: the list, counted. */
 static int n_list_each_any(store *st, const struct store_kind *k, const char *ns, const char *sel,
                            store_each_fn fn, void *arg, uint64_t *rv, struct err *e)
 {
+	cJSON *items = NULL;
 	__atomic_add_fetch(&((struct counting *)st)->lists_any, 1, __ATOMIC_SEQ_CST);
-	return store_list_walk(st, k, ns, sel, fn, arg, rv, e);
+	int r = n_list(st, k, ns, sel, &items, rv, e);
+	for (cJSON *it = r == 0 ? items->child : NULL; it && r == 0; it = it->next) {
+		r = fn(it, arg);
+		if (__atomic_add_fetch(&walked, 1, __ATOMIC_SEQ_CST) != 1)
+			continue;
+		pthread_mutex_lock(&gate_mu);
+		while (hold_walk)
+			pthread_cond_wait(&gate_cv, &gate_mu);
+		pthread_mutex_unlock(&gate_mu);
+	}
+	cJSON_Delete(items);
+	return r;
 }
 
 static int n_create(store *st, const cJSON *o, cJSON **out, struct err *e)
@@ -204,6 +221,8 @@ static void setup(void)
 static void teardown(void)
 {
 	add_managed = false;
+	hold_walk = false;
+	walked = 0;
 	store_close(cache);
 	cache = NULL;
 	store_close(other);
@@ -458,6 +477,96 @@ START_TEST(test_reads_go_through_while_lists_fail)
 }
 END_TEST
 
+/* A reader that joins the list (store_cache_thread_joins): what its fn saw, where. */
+struct joiner {
+	pthread_t self;
+	char names[256];
+	bool elsewhere, receiver; /* on another thread; with the reader's receiver */
+	uint64_t rv;
+	int rc;
+};
+
+static void ignore_unreadable(void *arg, const struct store_kind *k, const char *ns,
+                              const char *name, const char *error)
+{
+	(void)arg, (void)k, (void)ns, (void)name, (void)error;
+}
+
+static int joined_one(cJSON *obj, void *arg)
+{
+	struct joiner *j = arg;
+	struct store_unreadable now;
+	store_unreadable_catch(NULL, &now);
+	store_unreadable_catch(&now, NULL);
+	j->receiver = now.arg == j;
+	j->elsewhere = !pthread_equal(pthread_self(), j->self);
+	strcat(j->names, store_meta_str(obj, "name"));
+	strcat(j->names, " ");
+	return 0;
+}
+
+static int count_one(cJSON *obj, void *arg)
+{
+	(void)obj;
+	++*(int *)arg;
+	return 0;
+}
+
+static void *joining_main(void *arg)
+{
+	struct joiner *j = arg;
+	struct store_unreadable receiver = {ignore_unreadable, j};
+	j->self = pthread_self();
+	store_unreadable_catch(&receiver, NULL);
+	store_cache_thread_reads(true);
+	store_cache_thread_joins(true);
+	j->rc = store_list_each(cache, store_kind_lookup("pvst"), NULL, NULL, joined_one, j, &j->rv,
+	                        NULL);
+	return NULL;
+}
+
+/* A list made while the kind's first list is being taken joins it: its fn is handed the
+ * objects the cache already took, then each one as it arrives, from the informer's own parse on
+ * the informer's thread (with the reader's receiver of unreadable objects), in list order, at
+ * the list's version; the store is listed once per kind. */
+START_TEST(test_first_list_joined)
+{
+	const struct store_kind *k = store_kind_lookup("pvst");
+	for (int i = 1; i <= 3; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "pvc-%d", i);
+		cJSON *o = pvst(name, "a");
+		ck_assert_int_eq(store_create(cnt->b, o, NULL, NULL), 0);
+		cJSON_Delete(o);
+	}
+	hold_walk = true;
+	open_cache();
+	for (int t = 0; t < 3000 && __atomic_load_n(&walked, __ATOMIC_SEQ_CST) < 1; t++)
+		usleep(10000);
+	struct joiner j = {.rc = -1};
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, joining_main, &j), 0);
+	sleep(2); /* it waits in the list */
+	pthread_mutex_lock(&gate_mu);
+	hold_walk = false;
+	pthread_cond_broadcast(&gate_cv);
+	pthread_mutex_unlock(&gate_mu);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(j.rc, 0);
+	ck_assert_str_eq(j.names, "pvc-1 pvc-2 pvc-3 ");
+	ck_assert(j.elsewhere);
+	ck_assert(j.receiver);
+	uint64_t rv = 0;
+	int n = 0;
+	store_cache_thread_reads(true);
+	ck_assert_int_eq(store_list_each(cache, k, NULL, NULL, count_one, &n, &rv, NULL), 0);
+	ck_assert_int_eq(n, 3);
+	ck_assert_uint_eq(j.rv, rv);
+	ck_assert_int_eq(__atomic_load_n(&cnt->lists, __ATOMIC_SEQ_CST), 2); /* one per kind */
+	store_cache_thread_reads(false);
+}
+END_TEST
+
 /* The update that removes the last finalizer of a deleted object deletes it: the cache must not
  * keep (or, when the watch's DELETED came first, bring back) the object that update returned. */
 START_TEST(test_last_finalizer_removed_is_gone)
@@ -671,6 +780,7 @@ int main(void)
 	tcase_add_test(t, test_one_watch_per_kind);
 	tcase_add_test(t, test_reads_wait_for_a_slow_first_list);
 	tcase_add_test(t, test_reads_go_through_while_lists_fail);
+	tcase_add_test(t, test_first_list_joined);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
