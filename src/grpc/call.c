@@ -236,6 +236,31 @@ static int run_unary(struct grpc_call *c, const ProtobufCMessage *req, uint64_t 
 	return code;
 }
 
+/* The allocator of one request's decoding: at most limit bytes in all (a message of many
+ * small submessages takes tens of times its size once decoded). */
+struct decode_budget {
+	size_t used, limit;
+	bool over;
+};
+
+static void *budget_alloc(void *data, size_t n)
+{
+	struct decode_budget *b = data;
+
+	if (n > b->limit - b->used) {
+		b->over = true;
+		return NULL;
+	}
+	b->used += n;
+	return malloc(n);
+}
+
+static void budget_free(void *data, void *p)
+{
+	(void)data;
+	free(p);
+}
+
 void call_run(void *arg)
 {
 	struct grpc_call *c = arg;
@@ -244,12 +269,22 @@ void call_run(void *arg)
 	char msg[GRPC_STATUS_MSG_MAX];
 	const char *final; /* the status message */
 	int code;
+	struct decode_budget budget = {.limit = c->decode_limit};
+	ProtobufCAllocator decode_allocator = {budget_alloc, budget_free, &budget};
 
 	struct grpc_method_metrics *mm = server_method_metrics(c);
 	uint64_t t_start = time_mono_ns();
 	grpc_metrics_server_started(mm);
-	req = protobuf_c_message_unpack(m->req, &grpc_pb_allocator, c->req_len, c->req);
-	if (!req) {
+	req = protobuf_c_message_unpack(m->req, &decode_allocator, c->req_len, c->req);
+	if (!req && budget.over) {
+		snprintf(msg, sizeof(msg),
+		         "the request takes more than %zu bytes once decoded, more than this "
+		         "connection and the server have room for; send a smaller request or retry "
+		         "when earlier calls have finished",
+		         budget.limit);
+		code = GRPC_RESOURCE_EXHAUSTED;
+		final = msg;
+	} else if (!req) {
 		snprintf(msg, sizeof(msg), "cannot parse the request as %s", m->req->name);
 		code = GRPC_INTERNAL;
 		final = msg;

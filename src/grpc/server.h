@@ -77,7 +77,9 @@ struct grpc_server_opts {
 	 * and, from dispatch until the handler has returned and the response has left (even when
 	 * the client cancelled or went away meanwhile), each request's bytes (the decoded
 	 * message takes their place when the handler starts; what it takes beyond them is not
-	 * counted), its headers, the call and its unsent responses.  A stream whose request
+	 * counted, but a request whose decoding would take more than its size and the room left
+	 * under both limits at dispatch fails with RESOURCE_EXHAUSTED), its headers, the call and
+	 * its unsent responses.  A stream whose request
 	 * would take its connection past max_conn_pending, or the server past max_pending, ends
 	 * at once with RESOURCE_EXHAUSTED and a message naming the limit (the code a C-core
 	 * server's resource quota gives, there by RST_STREAM ENHANCE_YOUR_CALM).  While less

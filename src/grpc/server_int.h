@@ -87,6 +87,9 @@ struct grpc_call {
 	 * the call itself and the response bytes not yet taken by nghttp2 (out_charged of them). */
 	size_t pending, charged, out_charged;
 	struct server_connection *account; /* NULL once its connection has closed */
+	/* The most bytes decoding the request may allocate: its own size and the room left
+	 * under both limits at dispatch (what it takes beyond its size is not counted). */
+	size_t decode_limit;
 	bool running; /* a worker runs (or will run) the handler: the loop has not seen it return */
 	uint8_t *req;
 	size_t req_len;

@@ -228,6 +228,17 @@ static bool refuse_if_over(struct grpc_call *c)
 	return false;
 }
 
+/* The bytes left under both c's connection's limit and the server's. */
+static size_t room(const struct grpc_call *c)
+{
+	const struct grpc_server *s = c->server;
+	size_t conn =
+	    c->account->held < s->o.max_conn_pending ? s->o.max_conn_pending - c->account->held : 0;
+	size_t server = s->held < s->o.max_pending ? s->o.max_pending - s->held : 0;
+
+	return conn < server ? conn : server;
+}
+
 /* The loop has seen c's handler return: an orphan's memory is given back. */
 static void handler_returned(struct grpc_call *c)
 {
@@ -412,6 +423,7 @@ static void dispatch(struct grpc_call *c)
 	held_add(c, c->charged);
 	if (refuse_if_over(c))
 		return;
+	c->decode_limit = c->req_len + room(c);
 	c->dispatched = true;
 	if (c->health) {
 		call_health(c);

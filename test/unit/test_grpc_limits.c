@@ -3,7 +3,8 @@
  * worker, count against their connection until the handler returns and the response has left,
  * also after the client gave up on them; many connections together reach the server's limit,
  * which refuses new streams with RESOURCE_EXHAUSTED and new connections; once the handlers
- * return, everything they held is given back and the same load fits again.  Our channel against
+ * return, everything they held is given back and the same load fits again; a request's
+ * decoding takes no more than the room left.  Our channel against
  * our server over a unix socket; waits are for conditions with generous deadlines. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -306,6 +307,42 @@ START_TEST(test_server_limit_across_connections)
 }
 END_TEST
 
+/* A request of many small submessages takes tens of times its size once decoded (protobuf-c
+ * allocates each one): 400 KiB of empty volume capabilities would take about 24 MiB, more than
+ * the connection's 1 MiB has room for, so the call fails with RESOURCE_EXHAUSTED before its
+ * handler runs; a plain request of the same size is served. */
+START_TEST(test_decoding_bounded)
+{
+	struct grpc_server *s = start(1024 * KIB, 64u << 20);
+	struct grpc_channel *ch = channel();
+	Csi__V1__CreateVolumeRequest rq = CSI__V1__CREATE_VOLUME_REQUEST__INIT;
+	Csi__V1__VolumeCapability cap = CSI__V1__VOLUME_CAPABILITY__INIT;
+	size_t n = 200 * KIB;
+	Csi__V1__VolumeCapability **caps = malloc(n * sizeof(*caps));
+	struct grpc_status st;
+	ProtobufCMessage *r = NULL;
+
+	ck_assert_ptr_nonnull(caps);
+	for (size_t i = 0; i < n; i++)
+		caps[i] = &cap;
+	rq.name = "v";
+	rq.n_volume_capabilities = n;
+	rq.volume_capabilities = caps;
+	ck_assert_uint_eq(protobuf_c_message_get_packed_size(&rq.base), 2 * n + 3);
+	ck_assert_int_eq(grpc_channel_call(ch, "/test.Limits/Echo", &rq.base,
+	                                   &csi__v1__get_plugin_info_response__descriptor, &r,
+	                                   60000, NULL, &st),
+	                 GRPC_RESOURCE_EXHAUSTED);
+	ck_assert_msg(strstr(st.msg, "the request takes more than") &&
+	                  strstr(st.msg, "bytes once decoded"),
+	              "%s", st.msg);
+	ck_assert_int_eq(call(ch, "Echo", 2 * n, 60000, &st), GRPC_OK);
+	free(caps);
+	grpc_channel_free(ch);
+	stop(s);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *su = suite_create("grpc_limits");
@@ -314,6 +351,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_dispatched_count_against_connection);
 	tcase_add_test(t, test_abandoned_call_holds_until_handler_returns);
 	tcase_add_test(t, test_server_limit_across_connections);
+	tcase_add_test(t, test_decoding_bounded);
 	suite_add_tcase(su, t);
 	return su;
 }
