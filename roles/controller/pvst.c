@@ -12,63 +12,74 @@ static int lifecycle_changed(struct grpc_status *gs, const char *name, const cha
 	    uid ? uid : "");
 }
 
-int pvst_read(struct ctl *c, const char *name, bool cached, struct model_pvst *v, struct err *e)
+/* pvst_read with the stored object v was decoded from (model_get_base). */
+static int read_base(struct ctl *c, const char *name, bool cached, struct model_pvst *v,
+                     void **base, struct err *e)
 {
-	if (cached)
-		return model_get_cached(c->st, &model_pvst_kind, NULL, name, v, e);
-	bool was = store_cache_thread_reads(false);
-	int r = model_get(c->st, &model_pvst_kind, NULL, name, v, e);
+	bool was = store_cache_thread_reads(cached);
+	int r = model_get_base(c->st, &model_pvst_kind, NULL, name, v, base, e);
 	store_cache_thread_reads(was);
 	return r;
+}
+
+int pvst_read(struct ctl *c, const char *name, bool cached, struct model_pvst *v, struct err *e)
+{
+	return read_base(c, name, cached, v, NULL, e);
 }
 
 /* One read-modify-write; -ESTALE (STORE_CONFLICT) asks for another try, read through.  A copy
  * from the cache is only ever written conditionally on its resourceVersion, so a stale one is
  * refused (Conflict); with recheck, any other outcome decided on it (a missing object, another
- * UID, fn's skip or error) is decided again on a read through. */
+ * UID, fn's skip or error) is decided again on a read through.  The object is decoded once: the
+ * update's rules compare with the stored object it came from (model_update_on). */
 static int pvst_try(struct ctl *c, const char *name, const char *uid, bool cached, bool recheck,
                     pvst_fn fn, void *arg, bool all, struct model_pvst *out, struct grpc_status *gs)
 {
 	struct model_pvst v, nv;
 	struct err e = {0};
-	int r = pvst_read(c, name, cached, &v, &e);
+	void *base = NULL;
+	int r = read_base(c, name, cached, &v, &base, &e);
 	if (recheck && (r < 0 || (uid && strcmp(v.meta.uid ?: "", uid)))) {
-		model_clear(&model_pvst_kind, &v);
-		return STORE_CONFLICT;
+		r = STORE_CONFLICT;
+		goto done;
 	}
 	if (r == STORE_NOT_FOUND || (r == 0 && uid && strcmp(v.meta.uid ?: "", uid))) {
-		model_clear(&model_pvst_kind, &v);
-		return lifecycle_changed(gs, name, uid);
+		r = lifecycle_changed(gs, name, uid);
+		goto done;
 	}
-	if (r < 0)
-		return grpc_status_set(gs, GRPC_UNAVAILABLE, "reading PillarVolumeState \"%s\": %s",
-		                       name, e.msg);
+	if (r < 0) {
+		r = grpc_status_set(gs, GRPC_UNAVAILABLE, "reading PillarVolumeState \"%s\": %s",
+		                    name, e.msg);
+		goto done;
+	}
 	r = fn(&v, arg, gs);
 	if (recheck && r != 0) {
-		model_clear(&model_pvst_kind, &v);
-		return STORE_CONFLICT;
+		r = STORE_CONFLICT;
+		goto done;
 	}
 	if (r == PVST_SKIP) {
-		if (out)
+		if (out) { /* v moves to out */
 			*out = v;
-		else
-			model_clear(&model_pvst_kind, &v);
-		return GRPC_OK;
+			memset(&v, 0, sizeof(v));
+		}
+		r = GRPC_OK;
+		goto done;
 	}
 	if (r == 0)
-		r = (all ? model_update_with_status
-		         : model_update_status)(c->st, &model_pvst_kind, &v, out ? &nv : NULL, &e);
-	model_clear(&model_pvst_kind, &v);
+		r = model_update_on(c->st, &model_pvst_kind, base, &v, all, out ? &nv : NULL, &e);
 	if (r == 0 && out)
 		*out = nv;
-	if (r == STORE_CONFLICT || r >= 0)
-		return r;
 	if (r == STORE_NOT_FOUND)
-		return grpc_status_set(
-		    gs, GRPC_ABORTED, "volume lifecycle of PillarVolumeState \"%s\" changed; retry",
-		    name);
-	return grpc_status_set(gs, ctl_store_code(r), "updating PillarVolumeState \"%s\": %s", name,
-	                       e.msg);
+		r = grpc_status_set(gs, GRPC_ABORTED,
+		                    "volume lifecycle of PillarVolumeState \"%s\" changed; retry",
+		                    name);
+	else if (r < 0 && r != STORE_CONFLICT)
+		r = grpc_status_set(gs, ctl_store_code(r), "updating PillarVolumeState \"%s\": %s",
+		                    name, e.msg);
+done:
+	model_clear(&model_pvst_kind, &v);
+	model_base_free(base);
+	return r;
 }
 
 static int update(struct ctl *c, const char *name, const char *uid, pvst_fn fn, void *arg, bool all,

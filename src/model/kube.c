@@ -14,9 +14,9 @@
 	    {"storage", MODEL_QTY, offsetof(SUB(S, path), storage), MODEL_NONE, 0, NULL}}; \
 	SUBTYPE(var, S, path, var##_fields)
 
-#define TOP(var, S, kind, av, fields)             \
+#define TOP(var, S, name, av, fields)             \
 	static MODEL_TYPE(var##_type, S, fields); \
-	const struct model_kind var = {kind, av, &var##_type, NULL, NULL}
+	const struct model_kind var = {.kind = name, .api_version = av, .type = &var##_type}
 
 /* ---- StorageClass -------------------------------------------------------------------------- */
 

@@ -187,6 +187,10 @@ struct model_kind {
 	 * when none: 0 or -EINVAL with the spec's message.  model_update runs it against the
 	 * stored object. */
 	int (*validate_update)(const void *old, const void *obj, struct err *e);
+	/* The JSON member that validate_update keeps immutable ("spec"), NULL when its rules are
+	 * others: the rules pass whenever an update's encoding holds this member as the stored
+	 * object does (model_update_on compares the two without decoding the stored object). */
+	const char *immutable;
 };
 
 /* The common head of every kind: MODEL_META(obj) is the metadata of any kind's struct. */
@@ -299,6 +303,12 @@ const struct store_kind *model_store_kind(const struct model_kind *k);
 
 int model_get(store *s, const struct model_kind *k, const char *ns, const char *name, void *out,
               struct err *e);
+/* model_get that also hands out *base, the stored object (a cJSON *) that out was decoded from
+ * (NULL on error; free with model_base_free): an update made from out passes it to
+ * model_update_on. */
+int model_get_base(store *s, const struct model_kind *k, const char *ns, const char *name,
+                   void *out, void **base, struct err *e);
+void model_base_free(void *base);
 /* model_get answered from a watch-fed cache when s is one that holds the kind (as on a thread
  * that reads cached, store_cache_thread_reads), whatever the calling thread's setting. */
 int model_get_cached(store *s, const struct model_kind *k, const char *ns, const char *name,
@@ -337,6 +347,12 @@ int model_create_with_status(store *s, const struct model_kind *k, const void *o
                              struct err *e);
 int model_update_with_status(store *s, const struct model_kind *k, const void *obj, void *out,
                              struct err *e);
+/* model_update_with_status (with_status) or model_update_status of obj, made from base
+ * (model_get_base; may be NULL): when obj still holds base's resourceVersion, the transition
+ * rules compare with base rather than with the stored object read and decoded again, and a
+ * kind's immutable member passes them when its encoding is base's. */
+int model_update_on(store *s, const struct model_kind *k, const void *base, const void *obj,
+                    bool with_status, void *out, struct err *e);
 /* store_watch_next with the object decoded into obj (zeroed or cleared; on 1 the caller clears
  * it).  An object that does not decode is skipped with a warning (returns 0, as a timeout). */
 int model_watch_next(store_watch *w, int timeout_ms, const struct model_kind *k,

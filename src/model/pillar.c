@@ -115,8 +115,8 @@ static int pa_validate_update(const void *old, const void *obj, struct err *e)
 	return model_pa_validate_update(old, obj, e);
 }
 
-const struct model_kind model_pa_kind = {"PillarAgent", GROUP, &pa_type, pa_validate,
-                                         pa_validate_update};
+const struct model_kind model_pa_kind = {"PillarAgent",      GROUP, &pa_type, pa_validate,
+                                         pa_validate_update, NULL};
 
 static bool dns_label(const char *s, size_t max)
 {
@@ -235,8 +235,8 @@ static int pstr_validate_update(const void *old, const void *obj, struct err *e)
 	return model_pstr_validate_update(old, obj, e);
 }
 
-const struct model_kind model_pstr_kind = {"PillarProtocol", GROUP, &pstr_type, pstr_validate,
-                                           pstr_validate_update};
+const struct model_kind model_pstr_kind = {"PillarProtocol",     GROUP, &pstr_type, pstr_validate,
+                                           pstr_validate_update, NULL};
 
 /* Members set: nvmeofTcp plus any member this version does not know. */
 static size_t members(const struct model_protocol *p)
@@ -301,8 +301,8 @@ static int pst_validate_update(const void *old, const void *obj, struct err *e)
 	return model_pst_validate_update(old, obj, e);
 }
 
-const struct model_kind model_pst_kind = {"PillarStore", GROUP, &pst_type, pst_validate,
-                                          pst_validate_update};
+const struct model_kind model_pst_kind = {"PillarStore",       GROUP, &pst_type, pst_validate,
+                                          pst_validate_update, NULL};
 
 static int no_volsize(const struct model_map *props, const char *prefix, struct err *e)
 {
@@ -415,7 +415,7 @@ static int psc_validate_update(const void *old, const void *obj, struct err *e)
 }
 
 const struct model_kind model_psc_kind = {"PillarStorageClass", GROUP, &psc_type, psc_validate,
-                                          psc_validate_update};
+                                          psc_validate_update,  NULL};
 
 static bool one_of(const char *v, const char *a, const char *b)
 {

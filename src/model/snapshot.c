@@ -64,8 +64,9 @@ static int psnap_validate_update(const void *old, const void *obj, struct err *e
 	return model_psnap_validate_update(old, obj, e);
 }
 
-const struct model_kind model_psnap_kind = {"PillarSnapshot", "pillar-csi.bhyoo.com/v1alpha1",
-                                            &psnap_type, psnap_validate, psnap_validate_update};
+const struct model_kind model_psnap_kind = {"PillarSnapshot",      "pillar-csi.bhyoo.com/v1alpha1",
+                                            &psnap_type,           psnap_validate,
+                                            psnap_validate_update, "spec"};
 
 int model_psnap_validate_update(const struct model_psnap *old, const struct model_psnap *p,
                                 struct err *e)

@@ -350,19 +350,35 @@ static int unknown_kind(const struct model_kind *k, struct err *e)
 	return err_set(e, STORE_INVALID, "the store does not hold %s objects", k->kind);
 }
 
-int model_get(store *s, const struct model_kind *k, const char *ns, const char *name, void *out,
-              struct err *e)
+int model_get_base(store *s, const struct model_kind *k, const char *ns, const char *name,
+                   void *out, void **base, struct err *e)
 {
 	const struct store_kind *sk = model_store_kind(k);
 	cJSON *j = NULL;
 	memset(out, 0, k->type->size);
+	if (base)
+		*base = NULL;
 	if (!sk)
 		return unknown_kind(k, e);
 	int r = store_get(s, sk, ns, name, &j, e);
 	if (r == 0)
 		r = model_decode(k, j, out, e);
-	cJSON_Delete(j);
+	if (r == 0 && base)
+		*base = j;
+	else
+		cJSON_Delete(j);
 	return r;
+}
+
+void model_base_free(void *base)
+{
+	cJSON_Delete(base);
+}
+
+int model_get(store *s, const struct model_kind *k, const char *ns, const char *name, void *out,
+              struct err *e)
+{
+	return model_get_base(s, k, ns, name, out, NULL, e);
 }
 
 int model_get_cached(store *s, const struct model_kind *k, const char *ns, const char *name,
@@ -503,20 +519,33 @@ int model_list_each_skip(store *s, const struct model_kind *k, const char *ns, c
 
 typedef int (*write_fn)(store *s, const cJSON *obj, cJSON **out, struct err *e);
 
-/* The kind's transition rules against the stored object (none stored: nothing to check). */
-static int validate_update(store *s, const struct model_kind *k, const void *obj, struct err *ve,
-                           struct err *e)
+/* The kind's transition rules on obj (j its encoding) against the version the update is
+ * conditional on: base when it is that version (model_get_base), else the stored object (none
+ * stored: nothing to check).  0, 1 (refused: ve says why), or a negative error. */
+static int validate_update(store *s, const struct model_kind *k, const void *obj, const cJSON *j,
+                           const cJSON *base, struct err *ve, struct err *e)
 {
 	const struct model_meta *m = MODEL_META(obj);
 	void *cur = calloc(1, k->type->size);
-	int r;
+	int r = STORE_CONFLICT;
 
 	if (!cur)
 		return err_set(e, -ENOMEM, "out of memory");
+	if (base && m->resource_version &&
+	    !strcmp(store_meta_str(base, "resourceVersion") ?: "", m->resource_version)) {
+		if (k->immutable &&
+		    cJSON_Compare(cJSON_GetObjectItemCaseSensitive(base, k->immutable),
+		                  cJSON_GetObjectItemCaseSensitive(j, k->immutable), true)) {
+			free(cur);
+			return 0;
+		}
+		r = model_decode(k, base, cur, e);
+	}
 	/* the rules compare with the version the update is conditional on: a watch-fed cache
 	 * holding exactly that version answers without a request (store_cache_open) */
-	r = m->resource_version ? model_get_cached(s, k, m->ns, m->name, cur, e) : STORE_CONFLICT;
-	if (r != 0 || strcmp(MODEL_META(cur)->resource_version ?: "", m->resource_version)) {
+	if (r == STORE_CONFLICT && m->resource_version)
+		r = model_get_cached(s, k, m->ns, m->name, cur, e);
+	if (r != 0 || strcmp(MODEL_META(cur)->resource_version ?: "", m->resource_version ?: "")) {
 		model_clear(k, cur);
 		memset(cur, 0, k->type->size);
 		r = model_get(s, k, m->ns, m->name, cur, e);
@@ -532,9 +561,9 @@ static int validate_update(store *s, const struct model_kind *k, const void *obj
 
 /* The kind's validation (crds.md), refused as the API server refuses an object its CRD's
  * schema or CEL rules reject: Invalid, `<Kind> "<name>" is invalid: <the spec's message>`;
- * with update, the transition rules too. */
-static int validate(store *s, const struct model_kind *k, const void *obj, bool update,
-                    struct err *e)
+ * with update, the transition rules too (j: obj's encoding, base: model_update_on's). */
+static int validate(store *s, const struct model_kind *k, const void *obj, const cJSON *j,
+                    bool update, const cJSON *base, struct err *e)
 {
 	struct err ve = {0};
 	const char *name = MODEL_META(obj)->name;
@@ -543,7 +572,7 @@ static int validate(store *s, const struct model_kind *k, const void *obj, bool 
 	if (k->validate && k->validate(obj, &ve) < 0)
 		r = 1;
 	if (r == 0 && update && k->validate_update)
-		r = validate_update(s, k, obj, &ve, e);
+		r = validate_update(s, k, obj, j, base, &ve, e);
 	if (r <= 0)
 		return r;
 	if (ve.code == -ENOMEM)
@@ -552,20 +581,19 @@ static int validate(store *s, const struct model_kind *k, const void *obj, bool 
 	               ve.msg);
 }
 
-static int write_obj(store *s, write_fn fn, const struct model_kind *k, const void *obj, void *out,
-                     struct err *e)
+static int write_obj(store *s, write_fn fn, const struct model_kind *k, const void *obj,
+                     const cJSON *base, void *out, struct err *e)
 {
-	cJSON *j;
 	cJSON *res = NULL;
 	if (out)
 		memset(out, 0, k->type->size);
-	int r = validate(s, k, obj, fn == store_update || fn == store_update_with_status, e);
-	if (r < 0)
-		return r;
-	j = model_encode(k, obj);
+	cJSON *j = model_encode(k, obj);
 	if (!j)
 		return err_set(e, -ENOMEM, "out of memory");
-	r = fn(s, j, out ? &res : NULL, e);
+	int r =
+	    validate(s, k, obj, j, fn == store_update || fn == store_update_with_status, base, e);
+	if (r == 0)
+		r = fn(s, j, out ? &res : NULL, e);
 	cJSON_Delete(j);
 	if (r == 0 && out)
 		r = model_decode(k, res, out, e);
@@ -575,30 +603,37 @@ static int write_obj(store *s, write_fn fn, const struct model_kind *k, const vo
 
 int model_create(store *s, const struct model_kind *k, const void *obj, void *out, struct err *e)
 {
-	return write_obj(s, store_create, k, obj, out, e);
+	return write_obj(s, store_create, k, obj, NULL, out, e);
 }
 
 int model_update(store *s, const struct model_kind *k, const void *obj, void *out, struct err *e)
 {
-	return write_obj(s, store_update, k, obj, out, e);
+	return write_obj(s, store_update, k, obj, NULL, out, e);
 }
 
 int model_update_status(store *s, const struct model_kind *k, const void *obj, void *out,
                         struct err *e)
 {
-	return write_obj(s, store_update_status, k, obj, out, e);
+	return write_obj(s, store_update_status, k, obj, NULL, out, e);
 }
 
 int model_create_with_status(store *s, const struct model_kind *k, const void *obj, void *out,
                              struct err *e)
 {
-	return write_obj(s, store_create_with_status, k, obj, out, e);
+	return write_obj(s, store_create_with_status, k, obj, NULL, out, e);
 }
 
 int model_update_with_status(store *s, const struct model_kind *k, const void *obj, void *out,
                              struct err *e)
 {
-	return write_obj(s, store_update_with_status, k, obj, out, e);
+	return write_obj(s, store_update_with_status, k, obj, NULL, out, e);
+}
+
+int model_update_on(store *s, const struct model_kind *k, const void *base, const void *obj,
+                    bool with_status, void *out, struct err *e)
+{
+	return write_obj(s, with_status ? store_update_with_status : store_update_status, k, obj,
+	                 base, out, e);
 }
 
 int model_watch_next(store_watch *w, int timeout_ms, const struct model_kind *k,

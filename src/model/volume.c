@@ -117,8 +117,9 @@ static int pvst_validate_update(const void *old, const void *obj, struct err *e)
 	return model_pvst_validate_update(old, obj, e);
 }
 
-const struct model_kind model_pvst_kind = {"PillarVolumeState", "pillar-csi.bhyoo.com/v1alpha1",
-                                           &pvst_type, pvst_validate, pvst_validate_update};
+const struct model_kind model_pvst_kind = {"PillarVolumeState",  "pillar-csi.bhyoo.com/v1alpha1",
+                                           &pvst_type,           pvst_validate,
+                                           pvst_validate_update, "spec"};
 
 int model_pvst_validate_update(const struct model_pvst *old, const struct model_pvst *p,
                                struct err *e)

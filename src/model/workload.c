@@ -28,9 +28,12 @@ static const struct model_field wl_fields[] = {
 };
 #undef T
 static MODEL_TYPE(wl_type, struct model_workload, wl_fields);
-const struct model_kind model_deployment_kind = {"Deployment", "apps/v1", &wl_type, NULL, NULL};
-const struct model_kind model_statefulset_kind = {"StatefulSet", "apps/v1", &wl_type, NULL, NULL};
-const struct model_kind model_replicaset_kind = {"ReplicaSet", "apps/v1", &wl_type, NULL, NULL};
+const struct model_kind model_deployment_kind = {
+    .kind = "Deployment", .api_version = "apps/v1", .type = &wl_type};
+const struct model_kind model_statefulset_kind = {
+    .kind = "StatefulSet", .api_version = "apps/v1", .type = &wl_type};
+const struct model_kind model_replicaset_kind = {
+    .kind = "ReplicaSet", .api_version = "apps/v1", .type = &wl_type};
 
 int64_t model_workload_replicas(const struct model_workload *w)
 {

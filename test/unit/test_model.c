@@ -583,6 +583,87 @@ START_TEST(test_transition_rules)
 }
 END_TEST
 
+/* A store that counts the reads it forwards to the embedded store b. */
+struct counting {
+	store base;
+	store *b;
+	int gets;
+};
+
+static int n_get(store *st, const struct store_kind *k, const char *ns, const char *name,
+                 cJSON **out, struct err *e)
+{
+	struct counting *c = (struct counting *)st;
+	c->gets++;
+	return store_get(c->b, k, ns, name, out, e);
+}
+
+static int n_create(store *st, const cJSON *o, cJSON **out, struct err *e)
+{
+	return store_create(((struct counting *)st)->b, o, out, e);
+}
+
+static int n_update(store *st, const cJSON *o, cJSON **out, struct err *e)
+{
+	return store_update(((struct counting *)st)->b, o, out, e);
+}
+
+static int n_update_status(store *st, const cJSON *o, cJSON **out, struct err *e)
+{
+	return store_update_status(((struct counting *)st)->b, o, out, e);
+}
+
+static const struct store_ops counting_ops = {
+    .get = n_get, .create = n_create, .update = n_update, .update_status = n_update_status};
+
+/* An update made from model_get_base decodes the object once: its transition rules compare
+ * with the stored object it came from, not with another read (the spec encoded as the stored
+ * one passes them without a decode); a spec change is still refused, and a base of another
+ * version is not trusted (the rules read the version the update is conditional on). */
+START_TEST(test_update_on_reads_once)
+{
+	const char *dir = tu_mkdtemp();
+	struct counting c = {.base.ops = &counting_ops};
+	struct model_pvst v, cur;
+	struct err e = {0};
+	void *base = NULL, *old = NULL;
+	ck_assert_int_eq(store_dir_open(dir, true, 50, &c.b, NULL), 0);
+	ck_assert_int_eq(model_decode_text(&model_pvst_kind, PVST_T("1048576"), &v, NULL), 0);
+	ck_assert_int_eq(model_create(&c.base, &model_pvst_kind, &v, NULL, &e), 0);
+	model_clear(&model_pvst_kind, &v);
+	ck_assert_int_eq(model_get_base(&c.base, &model_pvst_kind, NULL, "pvc-1", &v, &base, &e),
+	                 0);
+	ck_assert_int_eq(c.gets, 1);
+	ck_assert_int_eq(model_str_set(&v.status.phase, "Ready"), 0);
+	ck_assert_msg(model_update_on(&c.base, &model_pvst_kind, base, &v, true, &cur, &e) == 0,
+	              "%s", e.msg);
+	ck_assert_int_eq(c.gets, 1);
+	ck_assert_str_eq(cur.status.phase, "Ready");
+	model_clear(&model_pvst_kind, &v);
+	/* a spec change: refused on the base alone */
+	ck_assert_int_eq(model_get_base(&c.base, &model_pvst_kind, NULL, "pvc-1", &v, &old, &e), 0);
+	v.spec.capacity_bytes = 2097152;
+	ck_assert_int_eq(model_update_on(&c.base, &model_pvst_kind, old, &v, true, NULL, &e),
+	                 STORE_INVALID);
+	ck_assert_str_eq(e.msg, "PillarVolumeState \"pvc-1\" is invalid: spec is immutable");
+	ck_assert_int_eq(c.gets, 2);
+	/* the first base holds an older version than v: the rules read the stored object */
+	ck_assert_int_eq(model_update_on(&c.base, &model_pvst_kind, base, &v, true, NULL, &e),
+	                 STORE_INVALID);
+	ck_assert_int_eq(c.gets, 3);
+	v.spec.capacity_bytes = 1048576;
+	ck_assert_msg(model_update_on(&c.base, &model_pvst_kind, base, &v, false, NULL, &e) == 0,
+	              "%s", e.msg);
+	ck_assert_int_eq(c.gets, 3); /* a status update: no transition rules */
+	model_clear(&model_pvst_kind, &v);
+	model_clear(&model_pvst_kind, &cur);
+	model_base_free(base);
+	model_base_free(old);
+	store_close(c.b);
+	tu_rmtree(dir);
+}
+END_TEST
+
 /* Records the first unreadable object a list reported into arg (char[512]). */
 static void note_unreadable(void *arg, const struct store_kind *k, const char *ns, const char *name,
                             const char *error)
@@ -819,6 +900,7 @@ int main(void)
 	tcase_add_test(tc, test_validate_psc);
 	tcase_add_test(tc, test_validate_pvst);
 	tcase_add_test(tc, test_transition_rules);
+	tcase_add_test(tc, test_update_on_reads_once);
 	tcase_add_test(tc, test_store_ops);
 	tcase_add_test(tc, test_quantities);
 	tcase_add_test(tc, test_object_files);
