@@ -472,7 +472,8 @@ int file_read_at(int dirfd, const char *name, const char *path, size_t max, char
 		return err_set(e, -ENOMEM, "read %s: out of memory", path);
 	}
 	for (;;) {
-		ssize_t rd = read(fd, buf + n, (size_t)st.st_size + 1 - n);
+		size_t want = (size_t)st.st_size + 1 - n;
+		ssize_t rd = read(fd, buf + n, want);
 		if (rd < 0) {
 			if (errno == EINTR)
 				continue;
@@ -489,6 +490,10 @@ int file_read_at(int dirfd, const char *name, const char *path, size_t max, char
 			close(fd);
 			return err_set(e, -EAGAIN, "%s changed while it was read", path);
 		}
+		/* a regular file reads short only at its end: the read that would return 0 is
+		 * saved (one system call of every file read) */
+		if ((size_t)rd < want)
+			break;
 	}
 	close(fd);
 	buf[n] = '\0';

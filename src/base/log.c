@@ -1,5 +1,6 @@
 #include "base/log.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +20,32 @@ int log_verbosity(void)
 void log_set_fd(int fd)
 {
 	atomic_store(&out_fd, fd);
+}
+
+/* The process ID every line carries, asked of the kernel once per process (a forked child
+ * asks again). */
+static atomic_long pid;
+static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
+
+static void pid_forget(void)
+{
+	atomic_store(&pid, 0);
+}
+
+static void pid_watch_forks(void)
+{
+	pthread_atfork(NULL, NULL, pid_forget);
+}
+
+static long log_pid(void)
+{
+	long p = atomic_load(&pid);
+	if (!p) {
+		pthread_once(&pid_once, pid_watch_forks);
+		p = (long)getpid();
+		atomic_store(&pid, p);
+	}
+	return p;
 }
 
 struct sbuf {
@@ -142,7 +169,7 @@ void log_emit(char sev, const char *file, int line, const char *msg, ...)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	va_start(ap, msg);
-	n = log_format(buf, sizeof(buf), sev, &ts, (long)getpid(), file, line, msg, ap);
+	n = log_format(buf, sizeof(buf), sev, &ts, log_pid(), file, line, msg, ap);
 	va_end(ap);
 	write_line(buf, n < sizeof(buf) ? n : sizeof(buf) - 1);
 }
@@ -159,7 +186,7 @@ void log_emitf(char sev, const char *file, int line, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	sb_header(&b, sev, &ts, (long)getpid(), file, line);
+	sb_header(&b, sev, &ts, log_pid(), file, line);
 	for (char *c = text; *c; c++)
 		sb_putc(&b, *c == '\n' ? ' ' : *c);
 	n = sb_finish(&b);

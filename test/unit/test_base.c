@@ -1,5 +1,6 @@
 /* Unit tests of src/base: klog line format, flags, durable files, strict JSON, exec. */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +29,30 @@
 #include "base/time.h"
 #include "base/yaml.h"
 #include "testutil.h"
+
+/* Calls of getpid and read made while counting is set (the tests that count set it). */
+static atomic_bool counting;
+static atomic_int getpids, reads;
+
+pid_t getpid(void)
+{
+	static pid_t (*real)(void);
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "getpid");
+	if (atomic_load(&counting))
+		atomic_fetch_add(&getpids, 1);
+	return real();
+}
+
+ssize_t read(int fd, void *buf, size_t n)
+{
+	static ssize_t (*real)(int, void *, size_t);
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "read");
+	if (atomic_load(&counting))
+		atomic_fetch_add(&reads, 1);
+	return real(fd, buf, n);
+}
 
 /* ---- log ---------------------------------------------------------------------------------- */
 
@@ -102,6 +128,55 @@ START_TEST(test_log_emit_writes_to_fd)
 	ck_assert_ptr_nonnull(strstr(buf, "] \"hello\" k=\"v\"\n"));
 	ck_assert_ptr_null(strstr(buf, "hidden"));
 	ck_assert_ptr_nonnull(strstr(buf, "\"shown\""));
+}
+END_TEST
+
+/* The process ID of a line (klog layout: severity+date, time, pid, ...). */
+static long line_pid(const char *text, const char *msg)
+{
+	const char *m = strstr(text, msg);
+	long pid = -1;
+	ck_assert_ptr_nonnull(m);
+	while (m > text && m[-1] != '\n')
+		m--;
+	ck_assert_int_eq(sscanf(m, "%*s %*s %ld", &pid), 1);
+	return pid;
+}
+
+/* Every line carries the process ID, asked of the kernel once per process; a forked child's
+ * lines carry its own. */
+START_TEST(test_log_pid_asked_once)
+{
+	int p[2];
+	char buf[2048] = {0};
+	ck_assert_int_eq(pipe(p), 0);
+	log_set_fd(p[1]);
+	log_info("first");
+	atomic_store(&getpids, 0);
+	atomic_store(&counting, true);
+	log_info("second");
+	log_info("third");
+	atomic_store(&counting, false);
+	int asked = atomic_load(&getpids);
+	ck_assert_int_eq(asked, 0);
+	pid_t child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		log_info("from the child");
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(child, NULL, 0), child);
+	log_set_fd(2);
+	close(p[1]);
+	for (size_t n = 0; n < sizeof(buf) - 1;) {
+		ssize_t r = read(p[0], buf + n, sizeof(buf) - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(p[0]);
+	ck_assert_int_eq(line_pid(buf, "\"third\""), getpid());
+	ck_assert_int_eq(line_pid(buf, "\"from the child\""), child);
 }
 END_TEST
 
@@ -358,6 +433,32 @@ START_TEST(test_file_atomic_write_and_read)
 	ck_assert_str_eq(tu_read(d, ".rec.json.tmp"), "");
 	ck_assert_int_eq(file_read_all(path, 4, &buf, &len, NULL), -EFBIG);
 	ck_assert_ptr_null(buf);
+	tu_rmtree(d);
+}
+END_TEST
+
+/* A file that its first read returns whole is read once: a short read is its end. */
+START_TEST(test_file_read_ends_at_a_short_read)
+{
+	const char *d = tu_mkdtemp();
+	char path[512], *buf;
+	size_t len;
+	snprintf(path, sizeof(path), "%s/rec.json", d);
+	ck_assert_int_eq(file_write_atomic(path, "{\"a\":1}\n", 8, 0600, NULL), 0);
+	atomic_store(&reads, 0);
+	atomic_store(&counting, true);
+	int r = file_read_all(path, 1024, &buf, &len, NULL);
+	atomic_store(&counting, false);
+	ck_assert_int_eq(r, 0);
+	ck_assert_str_eq(buf, "{\"a\":1}\n");
+	ck_assert_uint_eq(len, 8);
+	int n = atomic_load(&reads);
+	ck_assert_int_eq(n, 1);
+	free(buf);
+	ck_assert_int_eq(file_write_atomic(path, "", 0, 0600, NULL), 0);
+	ck_assert_int_eq(file_read_all(path, 1024, &buf, &len, NULL), 0);
+	ck_assert_str_eq(buf, "");
+	free(buf);
 	tu_rmtree(d);
 }
 END_TEST
@@ -1269,6 +1370,7 @@ int main(void)
 	tcase_add_test(t, test_log_escapes_and_severity);
 	tcase_add_test(t, test_log_truncation_keeps_one_line);
 	tcase_add_test(t, test_log_emit_writes_to_fd);
+	tcase_add_test(t, test_log_pid_asked_once);
 	suite_add_tcase(s, t);
 	t = tcase_create("flags");
 	tcase_add_test(t, test_flags_forms);
@@ -1282,6 +1384,7 @@ int main(void)
 	suite_add_tcase(s, t);
 	t = tcase_create("file");
 	tcase_add_test(t, test_file_atomic_write_and_read);
+	tcase_add_test(t, test_file_read_ends_at_a_short_read);
 	tcase_add_test(t, test_file_temp_create);
 	tcase_add_test(t, test_file_temp_names);
 	tcase_add_test(t, test_file_remove_temps);
