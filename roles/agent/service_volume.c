@@ -280,7 +280,8 @@ static int create_from_fence(agent_service *a, backend *b, const struct volref *
 	if (b->ops->device_path(b, v->name, dev, sizeof(dev)) < 0)
 		return grpc_status_set(st, GRPC_INVALID_ARGUMENT, "invalid volume id \"%s\"",
 		                       v->id);
-	r = b->ops->size(b, v->name, &have, &e);
+	/* image: do_create saw no image under the volume's lock, which it still holds */
+	r = image > 0 ? -ENOENT : b->ops->size(b, v->name, &have, &e);
 	if (r == 0) {
 		if (!same_size(b, v->name, have, req->capacity_bytes))
 			return grpc_status_set(st, GRPC_ALREADY_EXISTS,
@@ -325,12 +326,17 @@ static int create_from_fence(agent_service *a, backend *b, const struct volref *
 	if (r < 0)
 		return grpc_status_set(st, r == -ETIMEDOUT ? GRPC_UNAVAILABLE : GRPC_INTERNAL, "%s",
 		                       e.msg);
+	if (b->cfg.kind == BACKEND_FILE) { /* the regular file just made, of exactly that size */
+		have = (int64_t)req->capacity_bytes;
+		goto done;
+	}
 wait:
 	if (backend_device_wait(dev, backend_regular_devices(b), a->create_wait_ms, 100) < 0)
 		return grpc_status_set(st, GRPC_UNAVAILABLE, "device %s did not appear", dev);
 ready:
 	if (b->ops->size(b, v->name, &have, &e) < 0)
 		return grpc_status_from_err(st, &e);
+done:
 	resp->device_path = svc_strdup(dev);
 	resp->capacity_bytes = have;
 	return resp->device_path ? svc_ok(st) : grpc_status_oom(st);

@@ -5,6 +5,7 @@
  * image a power cut left empty and gives it the recorded size, and makes again one whose name
  * a power cut took when a replayed mark records it.  An earlier agent's marks (without
  * imageBytes) and their images are left as they are. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -28,6 +29,43 @@
 #define UID1 "uid-1111"
 #define UID2 "uid-2222"
 #define MiB  (1 << 20)
+
+/* stat and open calls of the path that watched names (when set), counted. */
+static const char *watched;
+static atomic_int stats, opens;
+
+static bool is_watched(const char *path)
+{
+	const char *w = watched;
+	return w && strcmp(path, w) == 0;
+}
+
+int stat(const char *path, struct stat *st)
+{
+	static int (*real)(const char *, struct stat *);
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "stat");
+	if (is_watched(path))
+		atomic_fetch_add(&stats, 1);
+	return real(path, st);
+}
+
+int open(const char *path, int flags, ...)
+{
+	static int (*real)(const char *, int, ...);
+	mode_t mode = 0;
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "open");
+	if (flags & (O_CREAT | O_TMPFILE)) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = (mode_t)va_arg(ap, int);
+		va_end(ap);
+	}
+	if (is_watched(path))
+		atomic_fetch_add(&opens, 1);
+	return real(path, flags, mode);
+}
 
 static void make_service(void)
 {
@@ -159,6 +197,23 @@ START_TEST(test_create_fsyncs)
 	ck_assert_int_eq(create(UID1, "b", MiB, false), GRPC_OK);
 	expect_fsyncs(__LINE__, 1, "files");
 	ck_assert_int_eq(image_size("b"), MiB);
+}
+END_TEST
+
+/* A sparse create looks for its image once (the stat that finds none) and opens it once (to
+ * make it): the image it made is the device, of the size asked, without another look. */
+START_TEST(test_create_looks_at_its_image_once)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/d.img", files);
+	watched = p;
+	int code = create(UID1, "d", MiB, false);
+	watched = NULL;
+	ck_assert_int_eq(code, GRPC_OK);
+	int looks = atomic_load(&stats), opened = atomic_load(&opens);
+	ck_assert_int_eq(looks, 1);
+	ck_assert_int_eq(opened, 1);
+	ck_assert_int_eq(image_size("d"), MiB);
 }
 END_TEST
 
@@ -369,6 +424,7 @@ int main(void)
 	tcase_set_timeout(t, 120);
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_add_test(t, test_create_fsyncs);
+	tcase_add_test(t, test_create_looks_at_its_image_once);
 	tcase_add_test(t, test_start_completes_empty_images);
 	tcase_add_test(t, test_start_skips_ended_and_corrupt);
 	tcase_add_test(t, test_start_makes_an_image_a_power_cut_took);
