@@ -111,14 +111,20 @@ static int prepare_item(agent_service *a, struct item *it, int64_t deadline, str
 	if (it->b->ops->serve && it->b->ops->serve(it->b, it->dev, &e) < 0)
 		return svc_state_failed(st, &e);
 	const char *uid = it->fence ? it->fence->volume_uid : NULL;
+	struct rules_ns_identity derived;
 	if (agent_identity_start(a->state_dir, it->v.id, uid, it->nqn, &it->spec.identity, &e) < 0)
 		return svc_state_failed(st, &e);
+	/* the derived identity from start: no record pins another (start removed another
+	 * lifecycle's), so a derived result has none to remove */
+	rules_ns_identity_derive(it->nqn, &derived);
+	bool unpinned = rules_ns_identity_equal(&derived, &it->spec.identity);
 	pthread_mutex_lock(&a->nv_mu);
 	int r = nvmet_export_prepare(a->nv, &it->spec, &it->prep, &e);
 	pthread_mutex_unlock(&a->nv_mu);
 	if (r < 0)
 		return grpc_status_from_err(st, &e);
-	if (agent_identity_settle(a->state_dir, it->v.id, uid, it->nqn, &it->prep.identity, &e) < 0)
+	if (!(unpinned && rules_ns_identity_equal(&derived, &it->prep.identity)) &&
+	    agent_identity_settle(a->state_dir, it->v.id, uid, it->nqn, &it->prep.identity, &e) < 0)
 		return svc_state_failed(st, &e);
 	it->prepared = true;
 	return GRPC_OK;
@@ -171,17 +177,14 @@ struct port_hint {
 	const char *nqn; /* the export linked to it */
 };
 
-/* Phase 2 for one item: re-check the fence, link (caller holds the volume lock).  hint is
- * NULL outside a batch.  A batch holds every item's lock from before its phase-1 fence check
- * to the end of phase 2, so no revoke can come between the two (every mark is written under
- * its volume's lock): the phase-1 decision is the re-check and the mark is not read again. */
+/* Phase 2 for one item: link (caller holds the volume lock).  hint is NULL outside a batch.
+ * ExportVolume and a batch hold the item's lock from before their fence check to the end of
+ * phase 2, so no revoke can come between the two (every mark is written under its volume's
+ * lock): that decision is the re-check and the mark is not read again. */
 static int link_item(agent_service *a, struct item *it, struct port_hint *hint,
                      struct grpc_status *st)
 {
 	struct err e = {0};
-	int code = hint ? GRPC_OK : svc_fence(a, it->v.id, it->fence, FENCE_GRANT, st);
-	if (code != GRPC_OK)
-		return code;
 	bool known = hint && hint->addr && hint->port == it->spec.port &&
 	             strcmp(hint->addr, it->spec.bind_address) == 0;
 	unsigned id = 0;

@@ -2,8 +2,12 @@
  * root, real state directory.  Gate per RPC, lifecycle with fencing, two-phase restore (a hook
  * inspects the tree between the phases), failed-item isolation, in-capsule ordering and
  * conflict, bind-address check, restart without reboot, drain. */
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +21,45 @@
 #define H2   "nqn.2014-08.org.nvmexpress:uuid:host-2"
 
 static int hook_calls;
+
+/* openat and unlink calls of paths that end with watch_mark or watch_pin (when set). */
+static const char *watch_mark, *watch_pin;
+static atomic_int mark_opens, pin_opens, pin_unlinks;
+
+static bool ends_with(const char *s, const char *end)
+{
+	size_t n = strlen(s), k = end ? strlen(end) : 0;
+	return end && n >= k && strcmp(s + n - k, end) == 0;
+}
+
+int openat(int dirfd, const char *path, int flags, ...)
+{
+	static int (*real)(int, const char *, int, ...);
+	mode_t mode = 0;
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "openat");
+	if (flags & (O_CREAT | O_TMPFILE)) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = (mode_t)va_arg(ap, int);
+		va_end(ap);
+	}
+	if (ends_with(path, watch_mark))
+		atomic_fetch_add(&mark_opens, 1);
+	if (ends_with(path, watch_pin))
+		atomic_fetch_add(&pin_opens, 1);
+	return real(dirfd, path, flags, mode);
+}
+
+int unlink(const char *path)
+{
+	static int (*real)(const char *);
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "unlink");
+	if (ends_with(path, watch_pin))
+		atomic_fetch_add(&pin_unlinks, 1);
+	return real(path);
+}
 
 static void make_service(void (*hook)(void *))
 {
@@ -331,6 +374,29 @@ START_TEST(test_lifecycle_and_fencing)
 	tu_write(state, "generations/fpool_2Fv2.mark", "{\"volumeUID\":");
 	ck_assert_int_eq(create("fpool/v2", 1 << 20, &t1, &st), GRPC_INTERNAL);
 	ck_assert(strncmp(st.msg, "corrupt fencing mark ", 21) == 0);
+}
+END_TEST
+
+/* ExportVolume reads its volume's fencing mark once: the volume's lock, held from the check to
+ * the link, keeps the mark as the check read it.  With no identity pinned it looks for the
+ * record once and removes none. */
+START_TEST(test_export_reads_its_records_once)
+{
+	struct grpc_status st;
+	PB(FencingToken) t1 = af_token(UID1, 1);
+	open_gate();
+	ck_assert_int_eq(create("fpool/v1", 1 << 20, &t1, &st), GRPC_OK);
+	watch_mark = "/generations/fpool_2Fv1.mark";
+	watch_pin = "/nvmet-identity/fpool_2Fv1.json";
+	int code = export("fpool/v1", true, 0, &t1, &st);
+	watch_mark = watch_pin = NULL;
+	ck_assert_msg(code == GRPC_OK, "%s", st.msg);
+	ck_assert(af_linked(NQN("v1")));
+	int marks = atomic_load(&mark_opens), pins = atomic_load(&pin_opens),
+	    removed = atomic_load(&pin_unlinks);
+	ck_assert_int_eq(marks, 1);
+	ck_assert_int_eq(pins, 1);
+	ck_assert_int_eq(removed, 0);
 }
 END_TEST
 
@@ -759,6 +825,7 @@ int main(void)
 	tcase_add_checked_fixture(t, setup, af_teardown);
 	tcase_add_test(t, test_gate_per_rpc);
 	tcase_add_test(t, test_lifecycle_and_fencing);
+	tcase_add_test(t, test_export_reads_its_records_once);
 	tcase_add_test(t, test_validation);
 	tcase_add_test(t, test_expand_online);
 	tcase_add_test(t, test_file_backend_params);
