@@ -243,6 +243,8 @@ static void lazy_hold(struct dir_store *s)
 		s->lazy_share = true;
 		s->op_holders++;
 		clock_gettime(CLOCK_MONOTONIC, &s->lazy_since);
+		if (s->flusher_running)
+			pthread_cond_signal(&s->flush_cv); /* its deadline starts now */
 	}
 	if (!s->flusher_running) /* no thread: written here, as a last resort */
 		lazy_flush(s);
