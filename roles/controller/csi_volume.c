@@ -6,9 +6,27 @@
  * neither CreatePartial nor a second claim (crds.md §7.5, "Deviation"): both agent calls carry
  * the generation of the one claim, and the backend's record (device, exportSpec) rides on the
  * write of the export's outcome — Ready, or CreatePartial with the failure.  A CreateVolume is
- * thus two durable writes: the object with phase Provisioning and the claim, Ready with the
+ * thus two writes: the object with phase Provisioning and the claim, Ready with the
  * annotation.  A crash between them leaves Provisioning, which a retry provisions again under
- * a new claim (both agent calls are idempotent). */
+ * a new claim (both agent calls are idempotent).
+ *
+ * The first is durable before the agent's CreateVolume (the claim and the fencing UID must be,
+ * before a backend exists); the Ready write is lazy (store.h store_write_lazy): on the embedded
+ * store it is acknowledged with the call, durable with the controller's next durable write or
+ * at most STORE_LAZY_MS later, so a create waits for one flush of the controller, not two.  A
+ * power cut in between leaves the object at its intent (Provisioning or CreatePartial, the
+ * claim recorded) while the agent holds the volume durably, created and exported, and the CO
+ * may hold the answer.  What then holds, whichever:
+ *   - a CreateVolume retry provisions again under a new claim and answers with the same volume
+ *     (its ID, capacity and context: the agent calls are idempotent, the target the same);
+ *   - the store notes the cut (store_dir_lazy_lost); the controller's recovery
+ *     (reconcile_unfinished) first marks every unfinished object success-recorded, which keeps
+ *     the abandoned-attempt reaper away from it for good, then provisions each again until it
+ *     is Ready;
+ *   - meanwhile ControllerPublish/Unpublish and DeleteVolume work in any phase; CreateSnapshot
+ *     and a clone from it answer FAILED_PRECONDITION / UNAVAILABLE ("retry once CreateVolume
+ *     has succeeded"), which the sidecars retry until the recovery made it Ready.
+ * On the API server's store the Ready write is durable when it returns, as before. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -553,8 +571,10 @@ static int record_step(struct prov *p, int ar, const struct grpc_status *ast,
                        struct step_result *sr, struct model_pvst *out, struct grpc_status *gs)
 {
 	struct grpc_status ws = {0};
-	int w = (sr->ok && sr->ei ? pvst_update_all : pvst_update)(p->c, p->pname, p->uid, m_step,
-	                                                           sr, out, &ws);
+	bool ready = sr->ok && sr->ei, lazy = store_write_lazy(ready); /* Ready: see the top */
+	int w =
+	    (ready ? pvst_update_all : pvst_update)(p->c, p->pname, p->uid, m_step, sr, out, &ws);
+	store_write_lazy(lazy);
 	if (ar != GRPC_OK)
 		return agents_error(p->c, p->agent, ast, gs);
 	if (w)

@@ -485,7 +485,8 @@ static void periodic(struct controller_loop *l)
 		/* the whole-list resyncs spread over the interval, each agent at its own offset:
 		 * all at once they would keep the workers (and the storage nodes) busy for seconds
 		 * every interval, and a reboot's restore meeting that burst would wait behind it */
-		enqueue(l, "sync", items[i].meta.name, (int)((int64_t)l->interval_ms * (int64_t)i / (int64_t)n));
+		enqueue(l, "sync", items[i].meta.name,
+		        (int)((int64_t)l->interval_ms * (int64_t)i / (int64_t)n));
 	}
 	model_list_free(&model_pa_kind, items, n);
 }
@@ -496,7 +497,9 @@ static void *timer_main(void *arg)
 	int64_t t0 = time_mono_ms(), next_p = t0 + l->interval_ms, next_c = t0 + l->capacity_ms;
 	int64_t next_a = t0 + ABANDONED_PERIOD_MS, next_m = t0 + MEM_RELEASE_MS;
 	unsigned long released_at = 0;
-	store_cache_thread_reads(true); /* the periodic resync lists from the caches */
+	store_cache_thread_reads(true);    /* the periodic resync lists from the caches */
+	if (store_dir_lazy_lost(l->c->st)) /* creates a power cut left unfinished: at once */
+		enqueue(l, "abandoned", "all", 0);
 	for (;;) {
 		int64_t t = time_mono_ms(), next = next_p < next_c ? next_p : next_c;
 		if (next_a < next)

@@ -90,6 +90,12 @@ int reconcile_agent_resync(struct ctl *c, const char *agent, struct err *e);
 #define ABANDONED_AGE_S     600
 #define ABANDONED_PERIOD_MS 300000
 int reconcile_abandoned(struct ctl *c, long long now, int *deleted, struct err *e);
+/* Unfinished creates after a power cut (reconcile_abandoned.c): while the store notes lost lazy
+ * writes, every PillarVolumeState in Provisioning or CreatePartial (not deleting) is marked
+ * success-recorded, then the note is removed; each unfinished one marked so is provisioned
+ * again (its failures logged, tried at the next pass).  reconcile_abandoned runs it first.
+ * 0, or a negative errno when the volumes cannot be listed or marked (the note stays). */
+int reconcile_unfinished(struct ctl *c, struct err *e);
 /* Sets ExportReconciled of a PillarVolumeState (pinned to its UID) when it changed. */
 void reconcile_set_export_cond(struct ctl *c, const struct model_pvst *v, const char *reason,
                                const char *msg);
