@@ -157,9 +157,21 @@ static int expand_locked(struct ctl *c, const struct rules_volid *v, const char 
 	int r = pvst_find_existing(c, volume_id, &obj, gs);
 	if (r)
 		return r;
+	struct err e = {0};
+	const char *phase = obj.status.phase ? obj.status.phase : "";
 	if (pvst_deleting(&obj))
 		r = grpc_status_set(gs, GRPC_FAILED_PRECONDITION, "volume \"%s\" is being deleted",
 		                    volume_id);
+	/* the agent's size must never outgrow what a create provisions again (csi_volume.c): not
+	 * before the create finished, nor before its lazy Ready is durable */
+	else if (!*phase || !strcmp(phase, "Provisioning") || !strcmp(phase, "CreatePartial"))
+		r = grpc_status_set(gs, GRPC_UNAVAILABLE,
+		                    "volume \"%s\" is not ready yet (its create is being "
+		                    "completed); retry",
+		                    volume_id);
+	else if (store_dir_flush(c->st, &e) < 0)
+		r = grpc_status_set(gs, GRPC_UNAVAILABLE, "recording volume \"%s\": %s", volume_id,
+		                    e.msg);
 	else
 		r = agent_expand(c, v, &obj, x->size, &x->bytes, gs);
 	model_clear(&model_pvst_kind, &obj);

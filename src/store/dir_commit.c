@@ -250,6 +250,13 @@ static void lazy_hold(struct dir_store *s)
 		lazy_flush(s);
 }
 
+int store_dir_flush(store *st, struct err *e)
+{
+	if (!st || st->ops != &dir_ops || !DS(st)->journal)
+		return 0;
+	return journal_flush(DS(st)->journal, e);
+}
+
 void dir_lazy_stop(struct dir_store *s)
 {
 	pthread_mutex_lock(&s->mu);

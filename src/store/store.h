@@ -281,6 +281,10 @@ int store_dir_open(const char *path, bool owner, int poll_ms, store **out, struc
  * its lazy writes recorded. */
 bool store_dir_lazy_lost(store *st);
 void store_dir_lazy_recovered(store *st);
+/* Makes this process's lazy writes to the embedded store st durable now (one fdatasync, none
+ * when nothing is queued): for a caller about to act on what a lazy write recorded in a way a
+ * power cut could not take back.  0 at once for any other store; else 0 or the journal's error. */
+int store_dir_flush(store *st, struct err *e);
 
 /* ---- opening a store ------------------------------------------------------------------------- */
 

@@ -106,6 +106,19 @@ static void intent_again(const char *name)
 	cJSON_Delete(o);
 }
 
+static int expand(const char *vid, struct grpc_status *gs)
+{
+	Csi__V1__ControllerExpandVolumeRequest req =
+	    CSI__V1__CONTROLLER_EXPAND_VOLUME_REQUEST__INIT;
+	Csi__V1__ControllerExpandVolumeResponse resp =
+	    CSI__V1__CONTROLLER_EXPAND_VOLUME_RESPONSE__INIT;
+	Csi__V1__CapacityRange cr = CSI__V1__CAPACITY_RANGE__INIT;
+	cr.required_bytes = 2LL << 30;
+	req.volume_id = (char *)vid;
+	req.capacity_range = &cr;
+	return csi_controller_expand(&fx_c, &req, &resp, gs);
+}
+
 START_TEST(test_unfinished_creates_after_a_power_cut)
 {
 	struct grpc_status gs = {0};
@@ -118,6 +131,9 @@ START_TEST(test_unfinished_creates_after_a_power_cut)
 	fx_objects(false);
 	ck_assert_int_eq(fx_create(name, params, false, vid, sizeof(vid), &gs), GRPC_OK);
 	intent_again(name);
+	/* the agent's size never outgrows what the recovery provisions again: retry later */
+	ck_assert_int_eq(expand(vid, &gs), GRPC_UNAVAILABLE);
+	ck_assert_uint_eq(fake_agent_count(fx_fa, "ExpandVolume"), 0);
 	ck_assert(!store_dir_lazy_lost(fx_st)); /* as the first lock holder after a cut notes: */
 	tu_write(fx_dir, ".lazy-lost", "");
 	ck_assert(store_dir_lazy_lost(fx_st));
@@ -130,6 +146,8 @@ START_TEST(test_unfinished_creates_after_a_power_cut)
 	ck_assert(!store_dir_lazy_lost(fx_st));
 	ck_assert_int_eq(fx_create(name, params, false, again, sizeof(again), &gs), GRPC_OK);
 	ck_assert_str_eq(again, vid);
+	ck_assert_int_eq(expand(vid, &gs), GRPC_OK);
+	ck_assert_uint_eq(fake_agent_count(fx_fa, "ExpandVolume"), 1);
 
 	/* marked, but the agent is unreachable: tried again at the next pass, never reaped */
 	intent_again(name);

@@ -230,6 +230,10 @@ START_TEST(test_lazy_only_where_the_previous_entry_is_in_the_journal)
 	ck_assert(!lazy_pending(st));
 	update(st, "a", 6, true); /* its last entry is: lazy */
 	ck_assert(lazy_pending(st));
+	ck_assert_int_eq(store_dir_flush(st, &e), 0); /* made durable on demand */
+	ck_assert(!lazy_pending(st));
+	update(st, "a", 6, true);
+	ck_assert(lazy_pending(st));
 	was = store_write_lazy(true);
 	ck_assert_int_eq(store_delete(st, PA(), NULL, "a", NULL, NULL, &e), 0); /* durable */
 	store_write_lazy(was);
