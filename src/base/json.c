@@ -1,5 +1,6 @@
 #include "base/json.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -255,6 +256,30 @@ static void scan_path(const struct jscan *s, char *buf, size_t cap)
 		snprintf(buf, cap, "(root)");
 }
 
+/* The escape \u at q (a backslash, limit the text's end): STR_NUL for \u0000 and STR_ESCAPE
+ * without four hex digits (cJSON decodes both into a NUL byte: the C string would end there),
+ * else STR_OK. */
+static enum str_fault u_escape_fault(const char *q, const char *limit)
+{
+	if (limit - q < 6)
+		return STR_ESCAPE;
+	for (int i = 2; i < 6; i++)
+		if (!isxdigit((unsigned char)q[i]))
+			return STR_ESCAPE;
+	return memcmp(q + 2, "0000", 4) ? STR_OK : STR_NUL;
+}
+
+/* Whether some \u in buf (inside a string or not, escaped or not: a quick test) is one
+ * u_escape_fault refuses. */
+static bool any_u_escape_fault(const char *buf, size_t len)
+{
+	const char *limit = buf + len;
+	for (const char *q = buf; (q = memmem(q, (size_t)(limit - q), "\\u", 2)); q++)
+		if (u_escape_fault(q, limit))
+			return true;
+	return false;
+}
+
 /* The string token whose content starts at p (after its quote): its end (the closing quote) in
  * *end, and its first fault with the fault's offset.  A raw control character is a fault of its
  * own (RFC 8259 §7: U+0000 to U+001F are escaped inside strings). */
@@ -267,8 +292,8 @@ static enum str_fault scan_string(const char *p, const char *limit, const char *
 			f = *q ? STR_CONTROL : STR_NUL, *at = (size_t)(q - p);
 			q++;
 		} else if (*q == '\\' && q + 1 < limit) {
-			if (!f && q + 5 < limit && !memcmp(q + 1, "u0000", 5))
-				f = STR_NUL, *at = (size_t)(q - p);
+			if (!f && q[1] == 'u')
+				f = u_escape_fault(q, limit), *at = (size_t)(q - p);
 			q += 2;
 		} else {
 			q++;
@@ -330,8 +355,7 @@ int json_check_strings(const char *buf, size_t len, struct err *e)
 {
 	const char *p = buf, *limit = buf + len;
 	size_t control = first_control(buf, len);
-	if (control == len && str_check(buf, len, NULL) == STR_OK &&
-	    !memmem(buf, len, "\\u0000", 6))
+	if (control == len && str_check(buf, len, NULL) == STR_OK && !any_u_escape_fault(buf, len))
 		return 0;
 	struct jscan s = {.depth = 0};
 	for (; p < limit; p++) {
@@ -428,7 +452,7 @@ bool json_text_long_integers(const char *buf, size_t len)
 bool json_text_checked(const char *buf, size_t len)
 {
 	return !memchr(buf, '\0', len) && first_control(buf, len) == len &&
-	       str_check(buf, len, NULL) == STR_OK && !memmem(buf, len, "\\u0000", 6);
+	       str_check(buf, len, NULL) == STR_OK && !any_u_escape_fault(buf, len);
 }
 
 int json_parse_checked(const char *buf, size_t len, bool long_integers, cJSON **out, struct err *e)

@@ -35,19 +35,20 @@ int json_parse_strict(const char *buf, size_t len, cJSON **out, struct err *e);
 int json_parse_value(const char *buf, size_t len, cJSON **out, size_t *at);
 
 /* Every string of the JSON text (member names too) is the bytes that were sent: no NUL byte
- * (the escape \u0000, which cJSON would turn into the end of the string), UTF-8 (RFC 8259
- * §8.1) and no raw control character (U+0000 to U+001F are escaped inside strings, §7); and no
- * control character stands between tokens other than tab, LF and CR (§2: cJSON skips any as
- * whitespace).  The text must be valid JSON otherwise (cJSON parsed it); json_parse_strict runs
- * this check.  0, or -EBADMSG with "field spec.pools[0].name contains a NUL byte (byte N)" /
- * "a key of metadata.labels is not valid UTF-8 (byte N)" / "field spec.name contains a control
- * character (byte N)" / "invalid JSON: control character 0x01 at byte N". */
+ * (the escape \u0000, or a \u without four hex digits, which cJSON turns into the end of the
+ * string), UTF-8 (RFC 8259 §8.1) and no raw control character (U+0000 to U+001F are escaped
+ * inside strings, §7); and no control character stands between tokens other than tab, LF and
+ * CR (§2: cJSON skips any as whitespace).  The text must be valid JSON otherwise (cJSON parsed
+ * it); json_parse_strict runs this check.  0, or -EBADMSG with "field spec.pools[0].name
+ * contains a NUL byte (byte N)" / "field spec.name contains an escape \\u without four hex
+ * digits (byte N)" / "a key of metadata.labels is not valid UTF-8 (byte N)" / "field spec.name
+ * contains a control character (byte N)" / "invalid JSON: control character 0x01 at byte N". */
 int json_check_strings(const char *buf, size_t len, struct err *e);
 
 /* Whether text that passed json_check_strings' checks stays valid for json_parse_strict without
- * them: no NUL byte, no control character, UTF-8, no escape \u0000 (json_check_strings' quick
- * test).  A store that keeps a checked text checks it once, then parses it with
- * json_parse_checked. */
+ * them: no NUL byte, no control character, UTF-8, no escape \u0000 and no \u without four hex
+ * digits (json_check_strings' quick test).  A store that keeps a checked text checks it once,
+ * then parses it with json_parse_checked. */
 bool json_text_checked(const char *buf, size_t len);
 /* Whether the text holds an integer of more than 15 digits (one json_parse_* keeps as text). */
 bool json_text_long_integers(const char *buf, size_t len);

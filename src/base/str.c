@@ -77,6 +77,7 @@ const char *str_fault_text(enum str_fault f)
 	case STR_NUL: return "contains a NUL byte";
 	case STR_UTF8: return "is not valid UTF-8";
 	case STR_CONTROL: return "contains a control character";
+	case STR_ESCAPE: return "contains an escape \\u without four hex digits";
 	}
 	return "";
 }

@@ -1019,6 +1019,11 @@ START_TEST(test_json_strings_as_sent)
 	    {"{\"x\":\"\xff\"}", "field x is not valid UTF-8 (byte 6)"},
 	    {"{\"k\\u00e9\xc3\":1}", "a key of (root) is not valid UTF-8"},
 	    {"{\"x\":\"\\ud800\\udc00\\u0000\"}", "field x contains a NUL byte"},
+	    /* cJSON reads a \u without four hex digits as \u0000 */
+	    {"{\"name\":\"pvc-1\\uzzzzjunk\"}",
+	     "field name contains an escape \\u without four hex digits (byte 14)"},
+	    {"{\"a\":[\"\\u12g4\"]}", "field a[0] contains an escape \\u without four hex digits"},
+	    {"{\"k\\u00e_x\":1}", "a key of (root) contains an escape \\u without four hex digits"},
 	    /* raw control characters: RFC 8259 §7 has them escaped inside strings */
 	    {"{\"spec\":{\"name\":\"a\x01"
 	     "b\"}}",
@@ -1033,6 +1038,7 @@ START_TEST(test_json_strings_as_sent)
 	};
 	static const char *const good[] = {
 	    "{\"x\":\"\\\\u0000\"}", /* a backslash, then the text u0000 */
+	    "{\"x\":\"\\\\uzzzz\\u00E9\"}", /* a backslash, then the text uzzzz; é */
 	    "{\"x\":\"\\u0001\\u00e9\xc3\xa9\"}",
 	    "{\"x\\\"y\":\"a\\\"\",\"z\":[\"\\u0020\"]}",
 	    "{\"x\":\"a\\nb\\t\\u001f\"}", /* escaped control characters are text */
@@ -1045,6 +1051,7 @@ START_TEST(test_json_strings_as_sent)
 		                 -EBADMSG);
 		ck_assert_ptr_null(v);
 		ck_assert_msg(strstr(e.msg, bad[i].msg), "case %zu: %s", i, e.msg);
+		ck_assert(!json_text_checked(bad[i].text, strlen(bad[i].text)));
 	}
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		cJSON *v = NULL;
