@@ -765,6 +765,24 @@ static int note_name(cJSON *obj, void *arg)
 	return 0;
 }
 
+/* Every PVC's "ns/name " into names (256 bytes), by list_each when each, else by list. */
+static void list_pvc_names(store *s, bool each, char *names)
+{
+	struct err e = {0};
+	cJSON *items = NULL;
+	if (each) {
+		ck_assert_msg(store_list_each(s, store_kind_lookup("pvc"), NULL, NULL, note_name,
+		                              names, NULL, &e) == 0,
+		              "%s", e.msg);
+		return;
+	}
+	ck_assert_msg(store_list(s, store_kind_lookup("pvc"), NULL, NULL, &items, NULL, &e) == 0,
+	              "%s", e.msg);
+	for (int i = 0; i < cJSON_GetArraySize(items); i++)
+		note_name(cJSON_GetArrayItem(items, i), names);
+	cJSON_Delete(items);
+}
+
 /* A process without an index lists a namespaced kind from its files, in every namespace or in
  * one, with list and list_each alike: a corrupt file is reported for its own object and the
  * others are listed; temporary, hidden and other names are passed over. */
@@ -795,18 +813,7 @@ START_TEST(test_reader_lists_namespaces_around_leftovers)
 	store_unreadable_catch(&catch, NULL);
 	for (int each = 0; each < 2; each++) {
 		reported[0] = names[0] = 0;
-		if (each) {
-			ck_assert_msg(store_list_each(other, store_kind_lookup("pvc"), NULL, NULL,
-			                              note_name, names, NULL, &e) == 0,
-			              "%s", e.msg);
-		} else {
-			ck_assert_msg(store_list(other, store_kind_lookup("pvc"), NULL, NULL,
-			                         &items, NULL, &e) == 0,
-			              "%s", e.msg);
-			for (int i = 0; i < cJSON_GetArraySize(items); i++)
-				note_name(cJSON_GetArrayItem(items, i), names);
-			cJSON_Delete(items);
-		}
+		list_pvc_names(other, each, names);
 		ck_assert_str_eq(names, "ns-a/a1 ns-a/a2 ns-b/b1 ");
 		ck_assert_msg(strstr(reported, want) && !strchr(strchr(reported, '\n') + 1, '\n'),
 		              "%s", reported);
@@ -850,18 +857,7 @@ START_TEST(test_reader_reports_an_unopenable_namespace)
 	store_unreadable_catch(&catch, NULL);
 	for (int each = 0; each < 2; each++) {
 		reported[0] = names[0] = 0;
-		if (each) {
-			ck_assert_msg(store_list_each(other, store_kind_lookup("pvc"), NULL, NULL,
-			                              note_name, names, NULL, &e) == 0,
-			              "%s", e.msg);
-		} else {
-			ck_assert_msg(store_list(other, store_kind_lookup("pvc"), NULL, NULL,
-			                         &items, NULL, &e) == 0,
-			              "%s", e.msg);
-			for (int i = 0; i < cJSON_GetArraySize(items); i++)
-				note_name(cJSON_GetArrayItem(items, i), names);
-			cJSON_Delete(items);
-		}
+		list_pvc_names(other, each, names);
 		ck_assert_str_eq(names, "ns-a/a1 ns-c/c1 ");
 		ck_assert_str_eq(reported, want);
 	}
