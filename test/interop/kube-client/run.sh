@@ -11,7 +11,7 @@ ROOT=$(cd "$HERE/../../.." && pwd)
 T=$BUILD/kube-client-test
 mkdir -p "$T"
 WARN="-Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral -Wvla"
-SRCS="$ROOT/src/base/err.c $ROOT/src/base/log.c $ROOT/src/base/json.c $ROOT/src/base/file.c $ROOT/src/base/time.c $ROOT/src/base/yaml.c $ROOT/src/base/str.c \
+SRCS="$ROOT/src/base/err.c $ROOT/src/base/log.c $ROOT/src/base/json.c $ROOT/src/base/json_cut.c $ROOT/src/base/file.c $ROOT/src/base/time.c $ROOT/src/base/yaml.c $ROOT/src/base/str.c \
 $(ls "$ROOT"/src/h2/*.c "$ROOT"/src/kube/*.c "$ROOT"/src/metrics/*.c)"
 # cJSON is compiled by the Makefile from Debian's source package into $BUILD
 gcc -std=c11 -D_GNU_SOURCE $WARN -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
