@@ -14,7 +14,7 @@
  * before a backend exists); the Ready write is lazy (store.h store_write_lazy): on the embedded
  * store it is acknowledged with the call, durable with the controller's next durable write or
  * at most STORE_LAZY_MS later, so a create waits for one flush of the controller, not two.  A
- * power cut in between leaves the object at its intent (Provisioning or CreatePartial, the
+ * power cut in between (or the controller killed: store.h store_dir_lazy_lost) leaves the object at its intent (Provisioning or CreatePartial, the
  * claim recorded) while the agent holds the volume durably, created and exported, and the CO
  * may hold the answer.  What then holds, whichever:
  *   - a CreateVolume retry provisions again under a new claim and answers with the same volume

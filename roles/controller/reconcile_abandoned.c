@@ -108,7 +108,7 @@ static int mark_answered(struct ctl *c, struct model_pvst *items, size_t n, stru
 	}
 	if (failed)
 		return e->code ? e->code : -EAGAIN;
-	log_info("unfinished creates after a power cut marked success-recorded");
+	log_info("unfinished creates after lost lazy writes marked success-recorded");
 	store_dir_lazy_recovered(c->st);
 	return 0;
 }

@@ -295,7 +295,8 @@ static int plan(struct dir_store *s, struct opreq *q, struct flight *f, const ch
 	if ((r = dir_current(s, f->key, path, cur, e)) == 0 &&
 	    (r = dir_plan(q, *cur, next, e)) >= 0)
 		r = dir_rv_issue(s, s->op_fd, rv, e);
-	f->lazy = r == 0 && q->lazy && *cur && *next && lazy_ok(s, f->key);
+	f->lazy = r == 0 && q->lazy && *cur && *next && lazy_ok(s, f->key) &&
+	          dir_journal_lazy_flag(s, s->op_fd);
 	if (r < 0) {
 		op_release(s);
 		return r;

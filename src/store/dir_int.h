@@ -122,6 +122,7 @@ struct dir_store {
 	 * process holds a share of the operation lock for them (lazy_share, taken at lazy_since),
 	 * and the flusher thread writes them at most STORE_LAZY_MS later (at once on flush_now) */
 	bool lazy_share, flush_now, flusher_running, flusher_stop;
+	bool lazy_flagged; /* .oplock holds this process's lazy flag (dir_journal_lazy_flag) */
 	struct timespec lazy_since;
 	pthread_t flusher;
 	pthread_cond_t flush_cv;
@@ -260,6 +261,10 @@ int dir_journal_attach(struct dir_store *s, struct err *e);
 int dir_journal_locked(struct dir_store *s, int fd, struct err *e);
 /* Before letting the operation lock go, every write applied: the applied mark. */
 void dir_journal_mark(struct dir_store *s, int fd);
+/* Before a lazy entry is queued (operation lock held through fd): the flag that tells the next
+ * lock holder of this boot that lazy entries may have been lost with this process (dir_journal.c
+ * LAZY_AT).  False when it could not be written: the write is then durable. */
+bool dir_journal_lazy_flag(struct dir_store *s, int fd);
 /* Syncs what was applied and retires the journal's entries (operation lock held, every
  * appended entry applied). */
 int dir_journal_checkpoint(struct dir_store *s, struct err *e);

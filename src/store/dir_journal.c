@@ -21,7 +21,8 @@
  * A lazy write (store_write_lazy; dir_commit.c decides when one may be) appends its entry lazily
  * (journal_append_lazy: written and synced with the process's next batch) and is applied and
  * acknowledged at once; the process keeps the operation lock until the entry is written, so
- * the journal's order stays the order of the writes for every process. */
+ * the journal's order stays the order of the writes for every process.  A power cut, or the
+ * process killed, loses a queued entry: the next holder notes it (.lazy-lost; LAZY_AT). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -41,6 +42,45 @@
 #define MARK_AT 256
 
 /* ---- the applied mark in .oplock -------------------------------------------------------------- */
+
+/* ---- the lazy flag in .oplock ------------------------------------------------------------------ */
+
+/* While the lock holder may have lazy entries queued, .oplock holds "L <boot ID>" at LAZY_AT
+ * (page cache only, like the mark): written before the holder's first lazy entry is queued
+ * (dir_journal_lazy_flag), cleared with the mark when it lets the lock go, every lazy entry
+ * written by then.  A holder killed in between, with no power cut, leaves it: its lazy entries
+ * are lost while the files they applied stay, and the next holder, applying the entries past
+ * the mark again, may put an object's previous durable version over such a file, as a power
+ * cut's replay would.  That holder notes it in .lazy-lost (dir_journal_locked). */
+#define LAZY_AT (MARK_AT + 128)
+#define LAZY_CLEAR "-                                              \n"
+
+static bool lazy_flag_write(struct dir_store *s, int fd, bool on)
+{
+	char text[64];
+	int n = on ? snprintf(text, sizeof(text), "L %-44s\n", *s->boot_id ? s->boot_id : "-")
+	           : snprintf(text, sizeof(text), "%s", LAZY_CLEAR);
+	if (pwrite(fd, text, (size_t)n, LAZY_AT) != n)
+		return false;
+	s->lazy_flagged = on;
+	return true;
+}
+
+/* True when .oplock holds the lazy flag of this boot. */
+static bool lazy_flag_read(struct dir_store *s, int fd)
+{
+	char buf[64], boot[40];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, LAZY_AT);
+	if (n <= 0 || !*s->boot_id)
+		return false;
+	buf[n] = '\0';
+	return sscanf(buf, "L %39s", boot) == 1 && strcmp(boot, s->boot_id) == 0;
+}
+
+bool dir_journal_lazy_flag(struct dir_store *s, int fd)
+{
+	return s->lazy_flagged || (*s->boot_id && fd >= 0 && lazy_flag_write(s, fd, true));
+}
 
 /* The applied sequence when .oplock's mark is of this boot, else false. */
 static bool mark_read(struct dir_store *s, int fd, uint64_t *seq)
@@ -66,6 +106,8 @@ void dir_journal_mark(struct dir_store *s, int fd)
 	                 (unsigned long long)journal_last_seq(s->journal));
 	if (pwrite(fd, text, (size_t)n, MARK_AT) != n)
 		s->journal_unapplied = true;
+	else if (s->lazy_flagged)
+		lazy_flag_write(s, fd, false);
 }
 
 /* ---- applying an entry ------------------------------------------------------------------------- */
@@ -259,10 +301,13 @@ int dir_journal_locked(struct dir_store *s, int fd, struct err *e)
 		return r;
 	uint64_t last = journal_last_seq(s->journal);
 	bool same_boot = mark_read(s, fd, &mark) && mark <= last;
+	bool killed_lazy = same_boot && lazy_flag_read(s, fd); /* see LAZY_AT */
+	if (killed_lazy)
+		s->lazy_flagged = true; /* cleared with this holder's mark */
 	if (same_boot && mark == last && !s->journal_unapplied)
-		return 0;
+		return 0; /* nothing to apply again: the lazy writes' files stand */
 	s->journal_unapplied = true;
-	if (!same_boot && journal_pending(s->journal))
+	if ((!same_boot && journal_pending(s->journal)) || (killed_lazy && mark < last))
 		lazy_lost_note(s);
 	r = journal_replay(s->journal, same_boot ? mark : 0, apply_entry, s, e);
 	if (r == 0 && !same_boot)

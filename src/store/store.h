@@ -273,10 +273,12 @@ void store_timestamp(char *buf, size_t cap);
  * by other processes reach the index and watches through inotify; only when inotify is out of
  * instances or watches does the store rescan the directory every poll_ms (0: 1 s). */
 int store_dir_open(const char *path, bool owner, int poll_ms, store **out, struct err *e);
-/* True when st is the embedded store and a power cut may have taken lazy writes
- * (store_write_lazy) acknowledged before it: the first process to take the store's lock after
- * the cut found the journal of another boot with entries pending, and noted it in PATH/.lazy-lost
- * (durably, before that journal was retired).  The note stays, across restarts, until
+/* True when st is the embedded store and a power cut, or a process killed with lazy writes
+ * queued, may have taken lazy writes (store_write_lazy) acknowledged before it: the first
+ * process to take the store's lock after the cut found the journal of another boot with entries
+ * pending, and noted it in PATH/.lazy-lost (durably, before that journal was retired); or, in
+ * the same boot, found the killed holder's lazy flag (dir_journal.c) and entries to apply again.
+ * The note stays, across restarts, until
  * store_dir_lazy_recovered removes it: the owner calls that once it has recovered whatever
  * its lazy writes recorded. */
 bool store_dir_lazy_lost(store *st);
