@@ -2,6 +2,7 @@
 #include "grpc/server_int.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,8 @@ void call_unref(struct grpc_call *c)
 		free(a);
 	}
 	grpc_deframer_free(&c->df);
+	if (c->meter)
+		meter_unref(c->meter);
 	free(c->path);
 	free(c->encoding);
 	free(c->req);
@@ -236,81 +239,174 @@ static int run_unary(struct grpc_call *c, const ProtobufCMessage *req, uint64_t 
 	return code;
 }
 
-/* The allocator of one request's decoding: at most limit bytes in all (a message of many
- * small submessages takes tens of times its size once decoded). */
+/* The allocator of one request's decoding (a message of many small submessages takes tens of
+ * times its size once decoded).  The bytes it holds (as malloc sizes them, its scratch space
+ * included) beyond the request's own (counted already; the decoded message takes their place)
+ * count in the connection's meter and the server's until the message is freed; an allocation
+ * that would take either past its limit fails the decoding.  The meters are charged ahead,
+ * twice as much as before each time, so a decoding costs a few atomic additions whatever its
+ * number of allocations. */
+enum over { OVER_NONE, OVER_CONNECTION, OVER_SERVER };
+
 struct decode_budget {
-	size_t used, limit;
-	bool over;
+	struct grpc_call *c;
+	size_t live;    /* bytes allocated and not freed */
+	size_t charged; /* counted in both meters: at least live beyond c->req_len */
+	enum over over; /* the limit that failed the decoding, with live bytes wanted */
+	size_t wanted;
 };
+
+/* Counts n more bytes in m unless that takes it past limit. */
+static bool meter_charge(struct pending_meter *m, size_t n, size_t limit)
+{
+	if (n > limit)
+		return false;
+	size_t d = atomic_fetch_add_explicit(&m->decoded, n, memory_order_relaxed) + n;
+	if (d + atomic_load_explicit(&m->held, memory_order_relaxed) <= limit)
+		return true;
+	atomic_fetch_sub_explicit(&m->decoded, n, memory_order_relaxed);
+	return false;
+}
+
+/* Counts n more bytes of b in both meters, else says which limit they would pass. */
+static enum over budget_charge(struct decode_budget *b, size_t n)
+{
+	struct grpc_server *s = b->c->server;
+
+	if (!meter_charge(b->c->meter, n, s->o.max_conn_pending))
+		return OVER_CONNECTION;
+	if (!meter_charge(&s->pending, n, s->o.max_pending)) {
+		atomic_fetch_sub_explicit(&b->c->meter->decoded, n, memory_order_relaxed);
+		return OVER_SERVER;
+	}
+	b->charged += n;
+	return OVER_NONE;
+}
+
+/* Gives back what b counts beyond what live bytes need. */
+static void budget_trim(struct decode_budget *b, size_t live)
+{
+	size_t keep = live > b->c->req_len ? live - b->c->req_len : 0;
+	size_t n = b->charged - keep;
+
+	if (!n)
+		return;
+	atomic_fetch_sub_explicit(&b->c->meter->decoded, n, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&b->c->server->pending.decoded, n, memory_order_relaxed);
+	b->charged = keep;
+}
 
 static void *budget_alloc(void *data, size_t n)
 {
 	struct decode_budget *b = data;
+	void *p = malloc(n);
 
-	if (n > b->limit - b->used) {
-		b->over = true;
+	if (!p)
 		return NULL;
+	size_t live = b->live + malloc_usable_size(p);
+	size_t need = live > b->c->req_len ? live - b->c->req_len : 0;
+	if (need > b->charged) {
+		size_t more = need - b->charged;
+		if ((more >= b->charged || budget_charge(b, b->charged) != OVER_NONE) &&
+		    (b->over = budget_charge(b, more)) != OVER_NONE) {
+			b->wanted = live;
+			free(p);
+			return NULL;
+		}
 	}
-	b->used += n;
-	return malloc(n);
+	b->live = live;
+	return p;
 }
 
 static void budget_free(void *data, void *p)
 {
-	(void)data;
+	struct decode_budget *b = data;
+
+	if (p)
+		b->live -= malloc_usable_size(p);
 	free(p);
+}
+
+/* c's request decoded through b, NULL with the status in code and msg when it is not. */
+static ProtobufCMessage *decode(struct grpc_call *c, struct decode_budget *b, int *code,
+                                char *msg, size_t cap)
+{
+	const struct grpc_server *s = c->server;
+	ProtobufCAllocator allocator = {budget_alloc, budget_free, b};
+	ProtobufCMessage *req =
+	    protobuf_c_message_unpack(c->method->req, &allocator, c->req_len, c->req);
+
+	if (req) {
+		budget_trim(b, b->live);
+		return req;
+	}
+	budget_trim(b, 0);
+	*code = GRPC_RESOURCE_EXHAUSTED;
+	if (b->over == OVER_CONNECTION)
+		snprintf(msg, cap,
+		         "requests in progress on this connection would hold more than %zu bytes "
+		         "with this request decoded (it takes at least %zu bytes); send a smaller "
+		         "request or retry when its earlier calls have finished",
+		         s->o.max_conn_pending, b->wanted);
+	else if (b->over == OVER_SERVER)
+		snprintf(msg, cap,
+		         "requests in progress on this server would hold more than %zu bytes across "
+		         "all its connections with this request decoded (it takes at least %zu "
+		         "bytes); send a smaller request or retry later",
+		         s->o.max_pending, b->wanted);
+	else
+		*code = GRPC_INTERNAL;
+	if (*code == GRPC_INTERNAL)
+		snprintf(msg, cap, "cannot parse the request as %s", c->method->req->name);
+	return NULL;
+}
+
+/* Runs the handler of c's decoded request; the code, final the status message. */
+static int handle(struct grpc_call *c, const ProtobufCMessage *req, struct grpc_method_metrics *mm,
+                  char *msg, size_t cap, const char **final)
+{
+	const struct grpc_method *m = c->method;
+	uint64_t t0 = calllog_request(c->path, req);
+	int code;
+
+	if (atomic_load(&c->cancelled)) {
+		code = grpc_call_deadline_ms(c) <= 0 ? GRPC_DEADLINE_EXCEEDED : GRPC_CANCELLED;
+		*final = "call ended before the handler ran";
+		calllog_result(c->path, req, NULL, code, *final, t0);
+	} else if ((code = request_strings(c, msg, cap)) != GRPC_OK) {
+		/* not req: its strings end where the sender's did not */
+		calllog_result(c->path, NULL, NULL, code, msg, t0);
+		*final = msg;
+	} else {
+		free(c->req); /* decoded: the handler holds req in its place */
+		c->req = NULL;
+		if (m->unary) {
+			code = run_unary(c, req, t0, mm);
+		} else {
+			code = m->server_stream(c, req, c->svc->ctx);
+			calllog_result(c->path, req, NULL, code, c->handler_msg, t0);
+		}
+		*final = code == GRPC_OK ? NULL : c->handler_msg;
+	}
+	return code;
 }
 
 void call_run(void *arg)
 {
 	struct grpc_call *c = arg;
-	const struct grpc_method *m = c->method;
-	ProtobufCMessage *req;
 	char msg[GRPC_STATUS_MSG_MAX];
-	const char *final; /* the status message */
+	const char *final = msg; /* the status message */
 	int code;
-	struct decode_budget budget = {.limit = c->decode_limit};
-	ProtobufCAllocator decode_allocator = {budget_alloc, budget_free, &budget};
-
+	struct decode_budget budget = {.c = c};
 	struct grpc_method_metrics *mm = server_method_metrics(c);
 	uint64_t t_start = time_mono_ns();
+
 	grpc_metrics_server_started(mm);
-	req = protobuf_c_message_unpack(m->req, &decode_allocator, c->req_len, c->req);
-	if (!req && budget.over) {
-		snprintf(msg, sizeof(msg),
-		         "the request takes more than %zu bytes once decoded, more than this "
-		         "connection and the server have room for; send a smaller request or retry "
-		         "when earlier calls have finished",
-		         budget.limit);
-		code = GRPC_RESOURCE_EXHAUSTED;
-		final = msg;
-	} else if (!req) {
-		snprintf(msg, sizeof(msg), "cannot parse the request as %s", m->req->name);
-		code = GRPC_INTERNAL;
-		final = msg;
-	} else {
-		uint64_t t0 = calllog_request(c->path, req);
-		if (atomic_load(&c->cancelled)) {
-			code =
-			    grpc_call_deadline_ms(c) <= 0 ? GRPC_DEADLINE_EXCEEDED : GRPC_CANCELLED;
-			final = "call ended before the handler ran";
-			calllog_result(c->path, req, NULL, code, final, t0);
-		} else if ((code = request_strings(c, msg, sizeof(msg))) != GRPC_OK) {
-			/* not req: its strings end where the sender's did not */
-			calllog_result(c->path, NULL, NULL, code, msg, t0);
-			final = msg;
-		} else {
-			free(c->req); /* decoded: the handler holds req in its place */
-			c->req = NULL;
-			if (m->unary) {
-				code = run_unary(c, req, t0, mm);
-			} else {
-				code = m->server_stream(c, req, c->svc->ctx);
-				calllog_result(c->path, req, NULL, code, c->handler_msg, t0);
-			}
-			final = code == GRPC_OK ? NULL : c->handler_msg;
-		}
+	ProtobufCMessage *req = decode(c, &budget, &code, msg, sizeof(msg));
+	if (req) {
+		code = handle(c, req, mm, msg, sizeof(msg), &final);
 		protobuf_c_message_free_unpacked(req, NULL);
+		budget_trim(&budget, 0);
 	}
 	grpc_metrics_server_handled(mm, code, (time_mono_ns() - t_start) / 1e9);
 	call_done(c, code, final);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grpc/server.h"
 #include "grpc/status.h"
 #include "metrics/metrics.h"
 
@@ -152,4 +153,65 @@ void grpc_metrics_client_call(const char *path, int code, double seconds, bool s
 		metrics_inc(&client_received, v, 1);
 	metrics_inc(&client_handled, v, 1);
 	metrics_observe(&client_seconds, v, seconds);
+}
+
+/* ---- memory for requests in progress ---------------------------------------------------- */
+
+struct watched {
+	struct watched *next;
+	const struct grpc_server *s;
+};
+
+static pthread_mutex_t watched_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct watched *watched_list;
+
+static void pending_collect(struct metrics_text *t, void *ctx)
+{
+	double held = 0, limit = 0;
+	(void)ctx;
+
+	pthread_mutex_lock(&watched_mu);
+	for (const struct watched *w = watched_list; w; w = w->next) {
+		held += (double)grpc_server_pending_bytes(w->s);
+		limit += (double)grpc_server_pending_limit(w->s);
+	}
+	pthread_mutex_unlock(&watched_mu);
+	metrics_text_single(t, "pillar_csi_grpc_server_pending_bytes",
+	                    "Bytes the gRPC server holds for requests in progress: request "
+	                    "buffers, requests and their decoded messages, headers, calls and "
+	                    "unsent responses.",
+	                    METRICS_GAUGE, held);
+	metrics_text_single(t, "pillar_csi_grpc_server_pending_limit_bytes",
+	                    "The most bytes the gRPC server holds for requests in progress; "
+	                    "beyond it new requests fail with RESOURCE_EXHAUSTED.",
+	                    METRICS_GAUGE, limit);
+}
+
+void grpc_metrics_server_watch(const struct grpc_server *s)
+{
+	struct watched *w;
+
+	if (!metrics_enabled() || !(w = malloc(sizeof(*w))))
+		return; /* not shown */
+	w->s = s;
+	metrics_register_collector(pending_collect, NULL);
+	pthread_mutex_lock(&watched_mu);
+	w->next = watched_list;
+	watched_list = w;
+	pthread_mutex_unlock(&watched_mu);
+}
+
+void grpc_metrics_server_unwatch(const struct grpc_server *s)
+{
+	struct watched **p, *w = NULL;
+
+	pthread_mutex_lock(&watched_mu);
+	for (p = &watched_list; *p; p = &(*p)->next)
+		if ((*p)->s == s) {
+			w = *p;
+			*p = w->next;
+			break;
+		}
+	pthread_mutex_unlock(&watched_mu);
+	free(w);
 }

@@ -38,6 +38,16 @@ void grpc_metrics_server_sent(struct grpc_method_metrics *mm);
 /* The call ended with code after seconds. */
 void grpc_metrics_server_handled(struct grpc_method_metrics *mm, int code, double seconds);
 
+/* The memory gRPC servers hold for requests in progress, read at each scrape and summed over
+ * the servers being watched (one per role):
+ *   pillar_csi_grpc_server_pending_bytes        (grpc_server_pending_bytes)
+ *   pillar_csi_grpc_server_pending_limit_bytes  (their max_pending)
+ * A server is watched from grpc_metrics_server_watch until grpc_metrics_server_unwatch, which
+ * returns once no scrape reads it. */
+struct grpc_server;
+void grpc_metrics_server_watch(const struct grpc_server *s);
+void grpc_metrics_server_unwatch(const struct grpc_server *s);
+
 /* A unary client call of path ("/pkg.Service/Method") ended with code after seconds; sent and
  * received say whether the request and a response message went over the wire (grpc/client
  * counts a call that ended UNAVAILABLE as not sent: it found no connection). */

@@ -120,6 +120,21 @@ static void conns_trim(struct grpc_server *s, int now)
 	}
 }
 
+struct pending_meter *meter_new(void)
+{
+	struct pending_meter *m = calloc(1, sizeof(*m));
+
+	if (m)
+		atomic_init(&m->refs, 1);
+	return m;
+}
+
+void meter_unref(struct pending_meter *m)
+{
+	if (atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1)
+		free(m);
+}
+
 static void connection_close(void *arg, struct h2_conn *h, int err, const char *why)
 {
 	struct server_connection *connection = arg;
@@ -134,6 +149,8 @@ static void connection_close(void *arg, struct h2_conn *h, int err, const char *
 	while (connection->calls)
 		server_call_detach(connection, connection->calls);
 	server_orphans_disown(connection);
+	meter_unref(connection->meter); /* its orphans' calls may still count what they decode */
+	connection->meter = NULL;
 	h2_timer_cancel(s->loop, &connection->idle);
 	if (connection->prev)
 		connection->prev->next = connection->next;
@@ -154,7 +171,8 @@ static int add_conn(struct grpc_server *s, int fd, const struct peer_address *pe
 	struct server_connection *connection = calloc(1, sizeof(*connection));
 	int rc;
 
-	if (!connection) {
+	if (!connection || !(connection->meter = meter_new())) {
+		free(connection);
 		if (fd >= 0)
 			close(fd);
 		return err_set(e, -ENOMEM, "out of memory");
@@ -183,6 +201,7 @@ static int add_conn(struct grpc_server *s, int fd, const struct peer_address *pe
 		if (connection->next)
 			connection->next->prev = NULL;
 		atomic_fetch_sub(&s->n_conns, 1);
+		meter_unref(connection->meter);
 		free(connection);
 		return rc;
 	}
@@ -251,10 +270,12 @@ static const char *refusal(const struct grpc_server *s, const struct peer_addres
 		snprintf(buf, cap, "too many connections (limit %u)", s->o.max_conns);
 		return buf;
 	}
-	if (s->held > s->o.max_pending - s->pending_room) {
+	size_t held = meter_total(&s->pending);
+
+	if (held > s->o.max_pending - s->pending_room) {
 		snprintf(buf, cap,
-		         "requests in progress hold %zu bytes, near the server's limit of %zu",
-		         s->held, s->o.max_pending);
+		         "requests in progress hold %zu bytes, near the server's limit of %zu", held,
+		         s->o.max_pending);
 		return buf;
 	}
 	if (p->ip_len && s->o.max_conns_per_peer && peer_conns(s, p) >= s->o.max_conns_per_peer) {
@@ -531,6 +552,7 @@ int grpc_server_start(struct grpc_server *s, struct err *e)
 		}
 	}
 	s->started = true;
+	grpc_metrics_server_watch(s);
 	if (h2_loop_in_thread(s->loop))
 		start_fn(&a);
 	else
@@ -543,6 +565,16 @@ int grpc_server_start(struct grpc_server *s, struct err *e)
 int grpc_server_port(const struct grpc_server *s, size_t i)
 {
 	return i < s->n_listen ? s->ports[i] : -1;
+}
+
+size_t grpc_server_pending_bytes(const struct grpc_server *s)
+{
+	return meter_total(&s->pending);
+}
+
+size_t grpc_server_pending_limit(const struct grpc_server *s)
+{
+	return s->o.max_pending;
 }
 
 static void drain_fn(void *arg)
@@ -618,6 +650,7 @@ void grpc_server_free(struct grpc_server *s)
 
 	if (!s)
 		return;
+	grpc_metrics_server_unwatch(s);
 	if (s->started)
 		grpc_server_shutdown(s, 0);
 	else if (s->loop)

@@ -75,13 +75,13 @@ struct grpc_server_opts {
 	/* Memory held for requests in progress, per connection and across the server: the
 	 * buffers of request messages still arriving (sized by what their prefixes announce)
 	 * and, from dispatch until the handler has returned and the response has left (even when
-	 * the client cancelled or went away meanwhile), each request's bytes (the decoded
-	 * message takes their place when the handler starts; what it takes beyond them is not
-	 * counted, but a request whose decoding would take more than its size and the room left
-	 * under both limits at dispatch fails with RESOURCE_EXHAUSTED), its headers, the call and
-	 * its unsent responses.  A stream whose request
-	 * would take its connection past max_conn_pending, or the server past max_pending, ends
-	 * at once with RESOURCE_EXHAUSTED and a message naming the limit (the code a C-core
+	 * the client cancelled or went away meanwhile), each request's bytes, its headers, the
+	 * call and its unsent responses, and from the start of its decoding until the handler
+	 * has returned and the message is freed, what the decoded message takes beyond the
+	 * request's bytes (a message of many small submessages takes tens of times its size).
+	 * A stream whose request would take its connection past max_conn_pending, or the server
+	 * past max_pending, ends at once with RESOURCE_EXHAUSTED and a message naming the limit,
+	 * and so does a call whose decoding would (before its handler runs; the code a C-core
 	 * server's resource quota gives, there by RST_STREAM ENHANCE_YOUR_CALM).  While less
 	 * than 2 * max_msg (at most half of max_pending) is left under max_pending, new
 	 * connections are closed as soon as they are accepted, as C-core's connection quota does
@@ -117,6 +117,10 @@ void grpc_server_set_serving(struct grpc_server *s, const char *service, bool se
 void grpc_server_shutdown(struct grpc_server *s, uint64_t grace_ms);
 /* Shuts down (grace 0) if still running, waits for running handlers, frees. */
 void grpc_server_free(struct grpc_server *s);
+/* The bytes the server holds for requests in progress, as counted against max_pending (any
+ * thread; a figure of the moment), and max_pending itself. */
+size_t grpc_server_pending_bytes(const struct grpc_server *s);
+size_t grpc_server_pending_limit(const struct grpc_server *s);
 
 /* ---- inside a handler (worker thread) ---- */
 bool grpc_call_cancelled(const struct grpc_call *c);

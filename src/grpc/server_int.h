@@ -35,6 +35,38 @@ struct peer_address {
 	char text[64];
 };
 
+/* Memory held for requests in progress by one connection or by the whole server (grpc/server.h:
+ * max_conn_pending, max_pending), in two counts that any thread may read: held, written by the
+ * loop only (request buffers, requests, headers, calls, unsent responses), and decoded, what
+ * decoded requests take beyond their own bytes, added to by the handler threads as they decode
+ * and taken back when they free the message.  A connection's meter is referenced by the
+ * connection and by each of its calls, so that a call may be counted after its connection has
+ * gone. */
+struct pending_meter {
+	_Atomic size_t held, decoded;
+	atomic_int refs;
+};
+
+/* The bytes m counts. */
+static inline size_t meter_total(const struct pending_meter *m)
+{
+	return atomic_load_explicit(&m->held, memory_order_relaxed) +
+	       atomic_load_explicit(&m->decoded, memory_order_relaxed);
+}
+
+/* Adds n to m->held, or takes n back; the loop only, so no read-modify-write. */
+static inline void meter_held_add(struct pending_meter *m, size_t n)
+{
+	atomic_store_explicit(&m->held, atomic_load_explicit(&m->held, memory_order_relaxed) + n,
+	                      memory_order_relaxed);
+}
+
+static inline void meter_held_sub(struct pending_meter *m, size_t n)
+{
+	atomic_store_explicit(&m->held, atomic_load_explicit(&m->held, memory_order_relaxed) - n,
+	                      memory_order_relaxed);
+}
+
 /* One connection of the server (loop only). */
 struct server_connection {
 	struct grpc_server *server;
@@ -44,7 +76,8 @@ struct server_connection {
 	uint64_t idle_since; /* when n_calls last became 0 */
 	struct h2_timer idle;
 	struct peer_address peer;
-	size_t held; /* the sum of its calls' pending and charged, orphans' included */
+	/* held: the sum of its calls' pending and charged, orphans' included */
+	struct pending_meter *meter;
 	/* Calls whose stream is gone while their handler still runs (linked by
 	 * next_in_connection): they hold their request until the handler returns. */
 	struct grpc_call *orphans;
@@ -87,9 +120,9 @@ struct grpc_call {
 	 * the call itself and the response bytes not yet taken by nghttp2 (out_charged of them). */
 	size_t pending, charged, out_charged;
 	struct server_connection *account; /* NULL once its connection has closed */
-	/* The most bytes decoding the request may allocate: its own size and the room left
-	 * under both limits at dispatch (what it takes beyond its size is not counted). */
-	size_t decode_limit;
+	/* Its connection's meter (referenced until the call is freed): decoding the request
+	 * counts what it takes beyond req_len there and in the server's (grpc/call.c). */
+	struct pending_meter *meter;
 	bool running; /* a worker runs (or will run) the handler: the loop has not seen it return */
 	uint8_t *req;
 	size_t req_len;
@@ -128,7 +161,8 @@ struct grpc_server {
 	size_t n_listen;
 	struct server_connection *conns;
 	atomic_int n_conns;
-	size_t held;         /* the sum of every call's pending and charged (loop only) */
+	/* held: the sum of every call's pending and charged; decoded: the sum of its calls' */
+	struct pending_meter pending;
 	size_t pending_room; /* new connections are refused with less left under max_pending */
 	int conns_peak;      /* the most connections since the heap was last trimmed (loop only) */
 	struct h2_connlog connlog;
@@ -159,6 +193,10 @@ void call_health(struct grpc_call *c);
 int call_queue_bytes(struct grpc_call *c, const uint8_t *msg, size_t len);
 
 void server_health_free(struct grpc_server *s);
+/* A new meter (held by its creator), or NULL when out of memory; meter_unref frees it with its
+ * last reference. */
+struct pending_meter *meter_new(void);
+void meter_unref(struct pending_meter *m);
 
 /* stream.c */
 void server_kick_fn(void *arg);

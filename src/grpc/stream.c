@@ -17,15 +17,15 @@
 static void held_add(struct grpc_call *c, size_t n)
 {
 	if (c->account)
-		c->account->held += n;
-	c->server->held += n;
+		meter_held_add(c->account->meter, n);
+	meter_held_add(&c->server->pending, n);
 }
 
 static void held_sub(struct grpc_call *c, size_t n)
 {
 	if (c->account)
-		c->account->held -= n;
-	c->server->held -= n;
+		meter_held_sub(c->account->meter, n);
+	meter_held_sub(&c->server->pending, n);
 }
 
 /* The response bytes queued and not yet taken by nghttp2 count in c->charged (holding c->mu). */
@@ -209,7 +209,7 @@ static bool refuse_if_over(struct grpc_call *c)
 {
 	const struct grpc_server *s = c->server;
 
-	if (c->account->held > s->o.max_conn_pending) {
+	if (meter_total(c->account->meter) > s->o.max_conn_pending) {
 		release(c);
 		early_status(c, 200, GRPC_RESOURCE_EXHAUSTED,
 		             "requests in progress on this connection would hold more than %zu "
@@ -217,7 +217,7 @@ static bool refuse_if_over(struct grpc_call *c)
 		             s->o.max_conn_pending);
 		return true;
 	}
-	if (s->held > s->o.max_pending) {
+	if (meter_total(&s->pending) > s->o.max_pending) {
 		release(c);
 		early_status(c, 200, GRPC_RESOURCE_EXHAUSTED,
 		             "requests in progress on this server would hold more than %zu bytes "
@@ -226,17 +226,6 @@ static bool refuse_if_over(struct grpc_call *c)
 		return true;
 	}
 	return false;
-}
-
-/* The bytes left under both c's connection's limit and the server's. */
-static size_t room(const struct grpc_call *c)
-{
-	const struct grpc_server *s = c->server;
-	size_t conn =
-	    c->account->held < s->o.max_conn_pending ? s->o.max_conn_pending - c->account->held : 0;
-	size_t server = s->held < s->o.max_pending ? s->o.max_pending - s->held : 0;
-
-	return conn < server ? conn : server;
 }
 
 /* The loop has seen c's handler return: an orphan's memory is given back. */
@@ -267,7 +256,7 @@ void server_orphans_disown(struct server_connection *connection)
 	for (c = connection->orphans; c; c = next) {
 		next = c->next_in_connection;
 		c->next_in_connection = c->prev_in_connection = NULL;
-		c->account->held -= c->charged;
+		meter_held_sub(c->account->meter, c->charged);
 		c->account = NULL;
 	}
 	connection->orphans = NULL;
@@ -423,7 +412,6 @@ static void dispatch(struct grpc_call *c)
 	held_add(c, c->charged);
 	if (refuse_if_over(c))
 		return;
-	c->decode_limit = c->req_len + room(c);
 	c->dispatched = true;
 	if (c->health) {
 		call_health(c);
@@ -463,6 +451,8 @@ static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *u
 	if (!c)
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 	c->connection = c->account = connection;
+	c->meter = connection->meter;
+	atomic_fetch_add_explicit(&c->meter->refs, 1, memory_order_relaxed);
 	c->stream_id = f->hd.stream_id;
 	c->next_in_connection = connection->calls;
 	if (connection->calls)

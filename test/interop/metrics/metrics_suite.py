@@ -28,7 +28,8 @@ COMMON = ["pillar_csi_build_info", "pillar_csi_metrics_dropped_total", "process_
           "process_resident_memory_bytes", "process_virtual_memory_bytes", "process_open_fds",
           "process_max_fds", "process_start_time_seconds", "grpc_server_started_total",
           "grpc_server_handled_total", "grpc_server_msg_received_total", "grpc_server_msg_sent_total",
-          "grpc_server_handling_seconds_count"]
+          "grpc_server_handling_seconds_count", "pillar_csi_grpc_server_pending_bytes",
+          "pillar_csi_grpc_server_pending_limit_bytes"]
 FAMILIES = {
     "controller": COMMON + [
         "pillar_csi_store_ready", "pillar_csi_volumes", "pillar_csi_volumes_export_unreconciled",
