@@ -197,7 +197,7 @@ unit: $(UNIT_BIN) $(BUILD)/pillar-csi
 	@PILLAR_BIN=$(abspath $(BUILD)/pillar-csi) sh test/tools/run-unit.sh $(UNIT_BIN)
 
 INTEROP_SUITES := $(sort $(wildcard test/interop/*/run.sh))
-interop: $(BUILD)/pillar-csi $(BUILD)/unit/test_store_contract
+interop: $(BUILD)/pillar-csi $(BUILD)/unit/test_store_contract $(BUILD)/san/lib.a $(BUILD)/rel/lib.a
 	@PILLAR_BIN=$(abspath $(BUILD)/pillar-csi) BUILD=$(abspath $(BUILD)) \
 	  sh test/tools/run-suites.sh interop $(INTEROP_SUITES)
 
@@ -292,6 +292,21 @@ $(BUILD)/bench/%: $(BUILD)/rel/test/bench/%.o $(LIB_REL_OBJ)
 bench: $(BUILD)/pillar-csi $(BENCH_BIN)
 	@PILLAR_BIN=$(abspath $(BUILD)/pillar-csi) BUILD=$(abspath $(BUILD)) \
 	  sh test/tools/run-suites.sh bench $(BENCH_SUITES)
+
+# ---- the library as archives, for test drivers built outside make --------------------------
+# The interop drivers (test/interop/kube-client, test/interop/grpc) link one of these through
+# test/tools/lib-link.sh: the linker takes the objects a driver uses, so no suite keeps a list
+# of source files.  san: compiled as for the unit tests (ASan+UBSan); rel: as the shipped binary.
+LIB_SAN_A  := $(BUILD)/san/lib.a
+LIB_REL_A  := $(BUILD)/rel/lib.a
+$(LIB_SAN_A): $(SAN_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(LIB_REL_A): $(LIB_REL_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+# make print-VAR prints a variable's value on one line (test/tools/lib-link.sh).
+print-%:
+	@echo '$($*)'
 
 deps:
 	@sh test/tools/deps.sh $(BUILD_DEBS) $(TEST_DEBS) $(IMAGE_DEBS)

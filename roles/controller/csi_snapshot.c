@@ -172,8 +172,10 @@ static int source_usable(const struct model_pvst *v, const char *id, struct grpc
 	if (pvst_deleting(v))
 		return grpc_status_set(gs, GRPC_FAILED_PRECONDITION,
 		                       "source volume \"%s\" is being deleted", id);
+	/* a create being completed, e.g. after its lazy Ready was lost (csi_volume.c) with the
+	 * answer already at the CO: retryable, as for an expansion or a clone */
 	if (!v->status.phase || strcmp(v->status.phase, "Ready"))
-		return grpc_status_set(gs, GRPC_FAILED_PRECONDITION,
+		return grpc_status_set(gs, GRPC_UNAVAILABLE,
 		                       "source volume \"%s\" is not ready yet (phase %s); retry "
 		                       "once CreateVolume has succeeded",
 		                       id, v->status.phase ? v->status.phase : "unset");

@@ -16,6 +16,7 @@
 #include "base/time.h"
 #include "controller/agentmon.h"
 #include "controller/reconcile.h"
+#include "controller/reconcile_batch.h"
 #include "controller/vdigest.h"
 #include "model/kube.h"
 
@@ -203,6 +204,18 @@ static void on_pillar_event(struct controller_loop *l, const char *kind, enum st
 	}
 }
 
+/* A volume new or changed (vdigest.h): its resync.  At the start, only the volumes whose agent
+ * may not hold what they say: one changed since its agent confirmed it, alone; those never
+ * confirmed, with their agent's whole list (one request per agent, however many). */
+static void on_volume(struct controller_loop *l, const char *name, const struct model_pvst *v,
+                      bool initial)
+{
+	if (!initial || vdigest_unconfirmed(v))
+		enqueue(l, "vol", name, 0);
+	else if (vdigest_unknown(v) && batch_item_eligible(v))
+		enqueue(l, "confirm", v->spec.agent_ref, 0);
+}
+
 static void on_event(struct controller_loop *l, const struct model_kind *k,
                      enum store_event_type type, const void *obj, bool initial)
 {
@@ -236,10 +249,8 @@ static void on_event(struct controller_loop *l, const struct model_kind *k,
 			enqueue(l, "pa", model_map_get(&m->labels, RULES_LABEL_AGENT), 0);
 			enqueue(l, "pst", model_map_get(&m->labels, RULES_LABEL_STORE), 0);
 			enqueue(l, "psc", model_map_get(&m->labels, RULES_LABEL_PSC), 0);
-		} else if (vdigests_update(&l->vd, name, obj) &&
-		           (!initial || vdigest_unconfirmed(obj))) {
-			/* a change; at the start, one no resync confirmed (vdigest.h) */
-			enqueue(l, "vol", name, 0);
+		} else if (vdigests_update(&l->vd, name, obj)) {
+			on_volume(l, name, obj, initial);
 		}
 	}
 }
@@ -421,6 +432,9 @@ static bool dispatch(struct controller_loop *l, const char *key, int *requeue_ms
 		r = reconcile_volume(c, name, &e);
 	} else if (IS("sync")) {
 		r = reconcile_agent_resync(c, name, &e);
+	} else if (IS("confirm")) {
+		await_volumes(l); /* queued by the first list: the agent's volumes it read all */
+		r = reconcile_agent_confirm(c, name, &e);
 	} else if (IS("lost")) {
 		r = reconcile_lost(c, name, &e);
 	} else if (IS("abandoned")) {

@@ -142,7 +142,6 @@ int batch_item_of(struct batch_item *x, const struct model_pvst *v, const char *
 		vdigest_text(vdigest_of(v), x->digest);
 		x->digest_recorded =
 		    v->status.reconciled_digest && !strcmp(v->status.reconciled_digest, x->digest);
-		x->digest_stale = v->status.reconciled_digest && !x->digest_recorded;
 		if (build(&b, v) < 0)
 			goto oom;
 		plen = pillar_csi__agent__v1__volume_desired_state__get_packed_size(&b.volume);
@@ -508,7 +507,8 @@ int reconcile_batch_request(const struct reconcile_batch *b, struct batch_item *
 	if (!*order)
 		return -ENOMEM;
 	for (size_t i = 0; i < b->n; i++)
-		if (b->items[i].state == BATCH_ITEM_EXPORTED)
+		if (b->items[i].state == BATCH_ITEM_EXPORTED &&
+		    !(b->unconfirmed && b->items[i].digest_recorded))
 			(*order)[(*n)++] = &b->items[i];
 	qsort(*order, *n, sizeof(**order), cmp_sent);
 	*vols = calloc(*n ? *n : 1, sizeof(**vols));

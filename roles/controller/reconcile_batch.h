@@ -42,9 +42,9 @@ struct batch_item {
 	bool cond_has_observed_generation;
 	int64_t cond_observed_generation;
 	/* the digest of the exportSpec and publishedNodes this item carries (vdigest.h, text), and
-	 * whether status.reconciledDigest as read names it, or another (BATCH_ITEM_EXPORTED) */
+	 * whether status.reconciledDigest as read names it (BATCH_ITEM_EXPORTED) */
 	char digest[VDIGEST_TEXT];
-	bool digest_recorded, digest_stale;
+	bool digest_recorded;
 	int64_t generation;        /* metadata.generation */
 	uint64_t resource_version; /* metadata.resourceVersion */
 	/* DH-HMAC-CHAP (docs/authentication.md "Keys"): the volume's hash and group (NULL: no
@@ -75,6 +75,7 @@ struct reconcile_batch {
 	struct batch_item *items; /* sorted by name once read */
 	size_t n, cap;
 	const char *agent; /* checked against spec.agentRef (the one-volume pass), or NULL */
+	bool unconfirmed;  /* the request takes only the items whose digest is not recorded */
 	const char *const *locked; /* NULL, or only these names (sorted, n_locked) are taken */
 	size_t n_locked;
 	struct batch_item *last; /* the last pass's items, sorted by name; reused ones move out */
@@ -91,7 +92,8 @@ int reconcile_batch_read(struct ctl *c, const char *agent, const char *only,
 int reconcile_batch_reread(struct ctl *c, const char *agent, const char *only,
                            struct reconcile_batch *b, const char *const *names, size_t n_names,
                            struct grpc_status *gs);
-/* The exported items in request order (in-capsule first, then by name, §12.2 step 4): *order
+/* The exported items (b->unconfirmed: those whose digest is not recorded) in request order
+ * (in-capsule first, then by name, §12.2 step 4): *order
  * points into b, *vols holds them unpacked for the request (free with
  * reconcile_batch_request_free); *n of them.  0 or -ENOMEM. */
 int reconcile_batch_request(const struct reconcile_batch *b, struct batch_item ***order,

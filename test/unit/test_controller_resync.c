@@ -177,6 +177,15 @@ START_TEST(test_volume_resync_and_mapping)
 	ck_assert_str_eq(q->volumes[1]->volume_id, "tank/v-partial");
 	ck_assert_str_eq(q->volumes[1]->device_path, "/dev/zvol/tank/v-partial");
 	expect_export("v-partial", "True", "Reconciled", NULL);
+	/* it records the digest it confirmed where none was (status.reconciledDigest): the
+	 * resync of the unconfirmed ones then has nothing to send */
+	cJSON *o = fx_get("PillarVolumeState", "v-partial");
+	const char *d = json_get_str(cJSON_GetObjectItem(o, "status"), "reconciledDigest");
+	ck_assert_uint_eq(d ? strlen(d) : 0, 16);
+	cJSON_Delete(o);
+	fake_agent_reset_log(fx_fa);
+	ck_assert_int_eq(reconcile_agent_confirm(&fx_c, "storage-1", &e), 0);
+	ck_assert_str_eq(fake_agent_log(fx_fa), "");
 
 	/* §12.4 rows */
 	fake_agent_item_error(fx_fa, "tank/v-ok",

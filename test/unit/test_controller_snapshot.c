@@ -279,6 +279,43 @@ START_TEST(test_source_refusals)
 }
 END_TEST
 
+/* A source volume whose create is still being completed — also one already answered whose lazy
+ * Ready record a crash took (architecture.md), back at Provisioning or CreatePartial until the
+ * controller provisions it again — answers a retryable code: the sidecar's retry succeeds once
+ * it is Ready.  Nothing is written or called meanwhile. */
+START_TEST(test_source_not_ready_is_retryable)
+{
+	static const char *const phases[] = {"Provisioning", "CreatePartial"};
+	struct grpc_status gs = {0};
+	Csi__V1__CreateSnapshotResponse *resp = NULL;
+	for (size_t i = 0; i < sizeof(phases) / sizeof(*phases); i++) {
+		cJSON *o = fx_get("PillarVolumeState", "pvc-1");
+		ck_assert_ptr_nonnull(o);
+		cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "status"), "phase",
+		                          cJSON_CreateString(phases[i]));
+		ck_assert_int_eq(store_update_with_status(fx_st, o, NULL, NULL), 0);
+		cJSON_Delete(o);
+		ck_assert_int_eq(create_snapshot(UID1, VID, &resp, &gs), GRPC_UNAVAILABLE);
+		char want[200];
+		snprintf(want, sizeof(want),
+		         "source volume \"" VID "\" is not ready yet (phase %s); retry once "
+		         "CreateVolume has succeeded",
+		         phases[i]);
+		ck_assert_str_eq(gs.msg, want);
+		ck_assert_ptr_null(fx_get("PillarSnapshot", "snapshot-" UID1));
+		ck_assert_uint_eq(fake_agent_ncalls(fx_fa), 0);
+	}
+	cJSON *o = fx_get("PillarVolumeState", "pvc-1");
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "status"), "phase",
+	                          cJSON_CreateString("Ready"));
+	ck_assert_int_eq(store_update_with_status(fx_st, o, NULL, NULL), 0);
+	cJSON_Delete(o);
+	ck_assert_msg(create_snapshot(UID1, VID, &resp, &gs) == 0, "%s", gs.msg);
+	ck_assert(resp->snapshot->ready_to_use);
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+}
+END_TEST
+
 START_TEST(test_delete)
 {
 	struct grpc_status gs = {0};
@@ -615,6 +652,7 @@ int main(void)
 	tcase_add_test(t, test_create_refusals);
 	tcase_add_test(t, test_agent_failure_then_retry);
 	tcase_add_test(t, test_source_refusals);
+	tcase_add_test(t, test_source_not_ready_is_retryable);
 	tcase_add_test(t, test_delete);
 	tcase_add_test(t, test_list);
 	tcase_add_test(t, test_restore_and_clone);

@@ -34,35 +34,6 @@ static void teardown(void)
 	tu_rmtree(dir);
 }
 
-static const struct store_kind *PA(void)
-{
-	return store_kind_lookup("pa");
-}
-
-static void update(store *s, const char *name, int pad)
-{
-	struct err e = {0};
-	cJSON *cur = NULL;
-	ck_assert_msg(store_get(s, PA(), NULL, name, &cur, &e) == 0, "%s", e.msg);
-	cJSON *spec = cJSON_GetObjectItem(cur, "spec");
-	cJSON_ReplaceItemInObject(
-	    spec, "pad", cJSON_CreateString("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" + 32 - pad));
-	ck_assert_msg(store_update(s, cur, NULL, &e) == 0, "%s", e.msg);
-	cJSON_Delete(cur);
-}
-
-/* The length of the stored object's spec.pad (-1: no such object). */
-static int pad_of(store *s, const char *name)
-{
-	cJSON *o = NULL;
-	if (store_get(s, PA(), NULL, name, &o, NULL) < 0)
-		return -1;
-	const cJSON *pad = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "spec"), "pad");
-	int n = cJSON_IsString(pad) ? (int)strlen(pad->valuestring) : -2;
-	cJSON_Delete(o);
-	return n;
-}
-
 static bool exists(const char *name)
 {
 	char p[700];
@@ -113,18 +84,18 @@ START_TEST(test_dead_writers_entry_applied_by_the_next_lock_holder)
 	wait_child(pid);
 	ck_assert(!exists("pillaragents/a.json"));
 	/* the owner's next write takes the lock: the entry is applied first */
-	update(st, "b", 2);
+	tu_store_update_agent(st, "b", 2);
 	ck_assert(exists("pillaragents/a.json"));
-	for (int i = 0; i < 20000 && pad_of(st, "a") != 5; i++)
+	for (int i = 0; i < 20000 && tu_store_agent_pad(st, "a") != 5; i++)
 		usleep(1000); /* the index learns it by notification; generous deadline */
-	ck_assert_int_eq(pad_of(st, "a"), 5);
+	ck_assert_int_eq(tu_store_agent_pad(st, "a"), 5);
 	/* a second process sees it too */
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		store *other = NULL;
 		_exit(store_dir_open(dir, false, 60000, &other, NULL) == 0 &&
-		              pad_of(other, "a") == 5 && pad_of(other, "b") == 2
+		              tu_store_agent_pad(other, "a") == 5 && tu_store_agent_pad(other, "b") == 2
 		          ? 0
 		          : 1);
 	}
@@ -145,23 +116,10 @@ static void crash_with_pending_writes(void)
 			_exit(1);
 		tu_store_create_agent(st, "a", 3);
 		tu_store_create_agent(st, "b", 4);
-		update(st, "a", 7);
+		tu_store_update_agent(st, "a", 7);
 		_exit(0); /* no close: nothing checkpointed */
 	}
 	wait_child(pid);
-}
-
-/* The applied mark of the operation lock as another boot left it, at journal sequence seq: the
- * next owner's open replays the journal from the start. */
-static void foreign_boot(int seq)
-{
-	char p[700], mark[64];
-	snprintf(p, sizeof(p), "%s/.oplock", dir);
-	snprintf(mark, sizeof(mark), "J another-boot %020d\n", seq);
-	int fd = open(p, O_WRONLY);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(pwrite(fd, mark, strlen(mark), 256), (ssize_t)strlen(mark));
-	close(fd);
 }
 
 static void power_cut(void)
@@ -171,7 +129,7 @@ static void power_cut(void)
 	ck_assert_int_eq(truncate(p, 0), 0);
 	snprintf(p, sizeof(p), "%s/pillaragents/b.json", dir);
 	ck_assert_int_eq(unlink(p), 0);
-	foreign_boot(3);
+	tu_store_foreign_boot(dir, 3);
 }
 
 static int syncs;
@@ -191,8 +149,8 @@ START_TEST(test_reboot_replays_and_checkpoints)
 	file_fsync_observer = NULL;
 	ck_assert_int_eq(syncs, 1);
 	ck_assert(!journal_pending(((struct dir_store *)st)->journal));
-	ck_assert_int_eq(pad_of(st, "a"), 7);
-	ck_assert_int_eq(pad_of(st, "b"), 4);
+	ck_assert_int_eq(tu_store_agent_pad(st, "a"), 7);
+	ck_assert_int_eq(tu_store_agent_pad(st, "b"), 4);
 	tu_store_create_agent(st, "c", 1);
 	store_close(st);
 }
@@ -215,8 +173,8 @@ START_TEST(test_replay_cut_short_is_replayed_again)
 	wait_child(pid);
 	power_cut(); /* what it applied was not durable */
 	ck_assert_msg(store_dir_open(dir, true, 60000, &st, &e) == 0, "%s", e.msg);
-	ck_assert_int_eq(pad_of(st, "a"), 7);
-	ck_assert_int_eq(pad_of(st, "b"), 4);
+	ck_assert_int_eq(tu_store_agent_pad(st, "a"), 7);
+	ck_assert_int_eq(tu_store_agent_pad(st, "b"), 4);
 	store_close(st);
 }
 END_TEST
@@ -343,7 +301,7 @@ static void object_kept(int i, void *arg)
 	struct reopened *r = arg;
 	char name[32];
 	snprintf(name, sizeof(name), "o%d", i);
-	ck_assert_msg(pad_of(r->st, name) == i % 30, "cut %d: acknowledged %s lost", r->at, name);
+	ck_assert_msg(tu_store_agent_pad(r->st, name) == i % 30, "cut %d: acknowledged %s lost", r->at, name);
 }
 
 static void cut_round(enum cut_at at)
@@ -356,7 +314,7 @@ static void cut_round(enum cut_at at)
 	tu_durable_restore(control, dir);
 	snprintf(p, sizeof(p), "%s/pillaragents", dir);
 	tu_durable_restore(control, p);
-	foreign_boot(1);
+	tu_store_foreign_boot(dir, 1);
 	struct reopened r = {NULL, at};
 	struct err e = {0};
 	ck_assert_msg(store_dir_open(dir, true, 60000, &r.st, &e) == 0, "cut %d: %s", at, e.msg);

@@ -59,30 +59,9 @@ static void count_journal_syncs(const char *path)
 /* An update of spec.pad to pad 'x's, lazy or not. */
 static void update(store *s, const char *name, int pad, bool lazy)
 {
-	struct err e = {0};
-	cJSON *cur = NULL;
-	ck_assert_msg(store_get(s, PA(), NULL, name, &cur, &e) == 0, "%s", e.msg);
-	cJSON *spec = cJSON_GetObjectItem(cur, "spec");
-	cJSON_ReplaceItemInObject(
-	    spec, "pad", cJSON_CreateString("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" + 32 - pad));
 	bool was = store_write_lazy(lazy);
-	ck_assert_msg(store_update(s, cur, NULL, &e) == 0, "%s", e.msg);
+	tu_store_update_agent(s, name, pad);
 	store_write_lazy(was);
-	cJSON_Delete(cur);
-}
-
-static int pad_of(store *s, const char *name)
-{
-	cJSON *o = NULL;
-	struct err e = {0};
-	int r = store_get(s, PA(), NULL, name, &o, &e);
-	ck_assert_msg(r == 0 || r == STORE_NOT_FOUND, "%s", e.msg); /* never a corrupt object */
-	if (r < 0)
-		return -1;
-	const cJSON *pad = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "spec"), "pad");
-	int n = cJSON_IsString(pad) ? (int)strlen(pad->valuestring) : -2;
-	cJSON_Delete(o);
-	return n;
 }
 
 static bool lazy_pending(store *s)
@@ -93,13 +72,7 @@ static bool lazy_pending(store *s)
 /* The store opened again with the applied mark another boot's (its journal replayed whole). */
 static store *reopen(void)
 {
-	char p[700], mark[64];
-	snprintf(p, sizeof(p), "%s/.oplock", dir);
-	snprintf(mark, sizeof(mark), "J another-boot %020d\n", 1);
-	int fd = open(p, O_WRONLY);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(pwrite(fd, mark, strlen(mark), 256), (ssize_t)strlen(mark));
-	close(fd);
+	tu_store_foreign_boot(dir, 1);
 	store *st = NULL;
 	struct err e = {0};
 	ck_assert_msg(store_dir_open(dir, true, 60000, &st, &e) == 0, "%s", e.msg);
@@ -134,7 +107,7 @@ static void lazy_then_cut(int acked_fd)
 	update(st, "a", 5, false);
 	file_fsync_observer = count_journal_syncs;
 	update(st, "a", 7, true); /* acknowledged, not durable */
-	if (journal_syncs != 0 || !lazy_pending(st) || pad_of(st, "a") != 7)
+	if (journal_syncs != 0 || !lazy_pending(st) || tu_store_agent_pad(st, "a") != 7)
 		_exit(1);
 	tu_ack(acked_fd, 7);
 	raise(SIGKILL);
@@ -144,8 +117,8 @@ START_TEST(test_lazy_write_lost_at_a_cut_leaves_the_previous_version)
 {
 	tu_power_cut(control, acked, lazy_then_cut);
 	store *st = reboot();
-	ck_assert_int_eq(pad_of(st, "a"), 5);
-	ck_assert_int_eq(pad_of(st, "b"), 4);
+	ck_assert_int_eq(tu_store_agent_pad(st, "a"), 5);
+	ck_assert_int_eq(tu_store_agent_pad(st, "b"), 4);
 	ck_assert(store_dir_lazy_lost(st)); /* noted for the owner, until it recovered */
 	store_close(st);
 	st = reopen();
@@ -156,8 +129,8 @@ START_TEST(test_lazy_write_lost_at_a_cut_leaves_the_previous_version)
 	update(st, "b", 1, false);
 	store_close(st);
 	st = reopen();
-	ck_assert_int_eq(pad_of(st, "a"), 9);
-	ck_assert_int_eq(pad_of(st, "b"), 1);
+	ck_assert_int_eq(tu_store_agent_pad(st, "a"), 9);
+	ck_assert_int_eq(tu_store_agent_pad(st, "b"), 1);
 	store_close(st);
 }
 END_TEST
@@ -191,7 +164,7 @@ static int lazy_then_killed(void)
 	update(st, "b", 6, true);
 	update(st, "a", 5, false);
 	update(st, "a", 7, true); /* acknowledged, queued */
-	if (!lazy_pending(st) || pad_of(st, "a") != 7)
+	if (!lazy_pending(st) || tu_store_agent_pad(st, "a") != 7)
 		_exit(1);
 	if (!mark_behind(st))
 		_exit(2);
@@ -220,8 +193,8 @@ START_TEST(test_writer_killed_with_a_lazy_entry_queued)
 	store *st = NULL;
 	struct err e = {0};
 	ck_assert_msg(store_dir_open(dir, true, 60000, &st, &e) == 0, "%s", e.msg);
-	int pad = pad_of(st, "a");
-	ck_assert_int_eq(pad_of(st, "b"), 6);
+	int pad = tu_store_agent_pad(st, "a");
+	ck_assert_int_eq(tu_store_agent_pad(st, "b"), 6);
 	ck_assert_msg(pad == 7 || (pad == 5 && store_dir_lazy_lost(st)),
 	              "a has pad %d, the loss of the acknowledged pad 7 %s", pad,
 	              store_dir_lazy_lost(st) ? "noted" : "not noted");
@@ -249,8 +222,8 @@ START_TEST(test_lazy_write_durable_with_the_next_durable_write)
 {
 	tu_power_cut(control, acked, lazy_then_durable);
 	store *st = reboot();
-	ck_assert_int_eq(pad_of(st, "a"), 7);
-	ck_assert_int_eq(pad_of(st, "b"), 2);
+	ck_assert_int_eq(tu_store_agent_pad(st, "a"), 7);
+	ck_assert_int_eq(tu_store_agent_pad(st, "b"), 2);
 	store_close(st);
 }
 END_TEST
@@ -277,7 +250,7 @@ START_TEST(test_lazy_write_durable_by_the_flusher)
 {
 	tu_power_cut(control, acked, lazy_then_wait);
 	store *st = reboot();
-	ck_assert_int_eq(pad_of(st, "a"), 7);
+	ck_assert_int_eq(tu_store_agent_pad(st, "a"), 7);
 	store_close(st);
 }
 END_TEST
@@ -307,7 +280,7 @@ START_TEST(test_lazy_only_where_the_previous_entry_is_in_the_journal)
 	ck_assert_int_eq(store_delete(st, PA(), NULL, "a", NULL, NULL, &e), 0); /* durable */
 	store_write_lazy(was);
 	ck_assert(!lazy_pending(st));
-	ck_assert_int_eq(pad_of(st, "a"), -1);
+	ck_assert_int_eq(tu_store_agent_pad(st, "a"), -1);
 	store_close(st);
 }
 END_TEST
@@ -325,7 +298,7 @@ START_TEST(test_close_writes_the_lazy_entries)
 	st = reopen();
 	ck_assert(!journal_pending(((struct dir_store *)st)->journal));
 	ck_assert(!store_dir_lazy_lost(st)); /* another boot, nothing pending: nothing lost */
-	ck_assert_int_eq(pad_of(st, "a"), 7);
+	ck_assert_int_eq(tu_store_agent_pad(st, "a"), 7);
 	store_close(st);
 }
 END_TEST

@@ -344,6 +344,44 @@ void tu_store_create_agent(void *into, const char *name, size_t pad)
 	cJSON_Delete(o);
 }
 
+void tu_store_update_agent(void *s, const char *name, int pad)
+{
+	struct err e = {0};
+	cJSON *cur = NULL;
+	ck_assert(pad >= 0 && pad <= 32);
+	ck_assert_msg(store_get(s, store_kind_lookup("pa"), NULL, name, &cur, &e) == 0, "%s", e.msg);
+	cJSON *spec = cJSON_GetObjectItem(cur, "spec");
+	cJSON_ReplaceItemInObject(
+	    spec, "pad", cJSON_CreateString("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" + 32 - pad));
+	ck_assert_msg(store_update(s, cur, NULL, &e) == 0, "%s", e.msg);
+	cJSON_Delete(cur);
+}
+
+int tu_store_agent_pad(void *s, const char *name)
+{
+	cJSON *o = NULL;
+	struct err e = {0};
+	int r = store_get(s, store_kind_lookup("pa"), NULL, name, &o, &e);
+	ck_assert_msg(r == 0 || r == STORE_NOT_FOUND, "%s", e.msg);
+	if (r < 0)
+		return -1;
+	const cJSON *pad = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "spec"), "pad");
+	int n = cJSON_IsString(pad) ? (int)strlen(pad->valuestring) : -2;
+	cJSON_Delete(o);
+	return n;
+}
+
+void tu_store_foreign_boot(const char *dir, int seq)
+{
+	char p[PATH_MAX], mark[64];
+	snprintf(p, sizeof(p), "%s/.oplock", dir);
+	snprintf(mark, sizeof(mark), "J another-boot %020d\n", seq);
+	int fd = open(p, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, mark, strlen(mark), 256), (ssize_t)strlen(mark));
+	close(fd);
+}
+
 void tu_expect_event(void *watch, int t, const char *name, const char *field)
 {
 	store_watch *w = watch;

@@ -26,6 +26,14 @@ void *tu_store_obj(const char *kind, const char *name, const char *spec_json);
  * store_create into a store * (fails the test on error). */
 void *tu_store_agent(const char *name, size_t pad);
 void tu_store_create_agent(void *into, const char *name, size_t pad);
+/* store_update of the PillarAgent name in a store * with spec.pad set to pad 'x's (pad <= 32),
+ * and the length of its stored spec.pad (-1: no such object, -2: no pad); both fail the test on
+ * any other error (never a corrupt object). */
+void tu_store_update_agent(void *s, const char *name, int pad);
+int tu_store_agent_pad(void *s, const char *name);
+/* The applied mark of the operation lock of the embedded store in dir as another boot left it,
+ * at journal sequence seq: the next owner's open replays the journal from the start. */
+void tu_store_foreign_boot(const char *dir, int seq);
 /* Waits up to 5 s for the next event of a store_watch * and checks its type (enum
  * store_event_type), metadata.name, that it has a kind and, when field is not NULL, that the
  * object has that top-level field. */

@@ -279,6 +279,7 @@ class Forwarder(grpc.GenericRpcHandler):
         self.held = threading.Event()
         self.released = threading.Event()
         self.complete = []  # ReconcileStateRequest messages with complete=true
+        self.recon_ok = []  # ReconcileState calls answered OK: (t_start, t_end), monotonic
         self.calls = []     # method names, in order
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
         self.server.add_generic_rpc_handlers((self,))
@@ -320,9 +321,14 @@ class Forwarder(grpc.GenericRpcHandler):
                         self.held.set()
                         self.released.wait(30)
             remaining = ctx.time_remaining()
+            t0 = time.monotonic()
             try:
-                return self._chan().unary_unary(method)(
+                r = self._chan().unary_unary(method)(
                     req, timeout=remaining if remaining is not None else 30)
+                if method.endswith("/ReconcileState"):
+                    with self.lock:
+                        self.recon_ok.append((t0, time.monotonic()))
+                return r
             except grpc.RpcError as e:
                 if e.code() == grpc.StatusCode.UNAVAILABLE:
                     self._reset()
@@ -867,9 +873,15 @@ def restart_cases(env, fwd, kube, sc, name, nqn, ident, pid):
               "ExportSpecMissing", not os.path.exists(env.sub(nqn2)) and
               cond(env.get("pvst", name2), "ExportReconciled")[:2] ==
               ("False", "ExportSpecMissing"), cond(env.get("pvst", name2), "ExportReconciled"))
-    time.sleep(1.5)  # one more periodic resync pass must not export it either
+    t1 = time.monotonic()  # one more periodic resync pass (every 1 s) must not export it either
+
+    def resynced():
+        with fwd.lock:
+            return any(s >= t1 for s, _ in fwd.recon_ok)
+    passed = wait_for(resynced, 10)
     rep.check("a periodic resync pass does not export it either",
-              not os.path.exists(env.sub(nqn2)), "")
+              passed and not os.path.exists(env.sub(nqn2)),
+              "no resync pass within 10 s" if not passed else "exported")
 
     # 4. the repair of operations.md §9: the operator supplies exportSpec once
     rc, out, err = edit_status(env, name2, lambda st: st.update(exportSpec=saved_spec))

@@ -259,8 +259,11 @@ def node_identity(c, kc_node):
     n = Proc("node", ["node", "--store=kube", f"--kubeconfig={kc_node}",
                       f"--csi-endpoint=unix://{WORK}/node.sock", f"--state-dir={WORK}/node-state",
                       f"--host-root={WORK}/host", "--v=2"], env)
-    time.sleep(4)  # the registrar registers, then kubelet creates the CSINode (csi.md §6.1)
-    check(csi_ok(f"{WORK}/node.sock"), "the node serves while its CSINode does not exist yet")
+    # the registrar registers, then kubelet creates the CSINode (csi.md §6.1): the node has
+    # tried its patch against no CSINode and serves meanwhile
+    check(wait(lambda: "host identity not published yet" in n.text() and
+               csi_ok(f"{WORK}/node.sock"), 30),
+          "the node serves while its CSINode does not exist yet", n.text()[-800:])
     node = get_json(c, "node", "worker-1")
     apply(c, {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
               "metadata": {"name": "worker-1", "ownerReferences": [
