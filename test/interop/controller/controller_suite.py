@@ -295,11 +295,14 @@ class Forwarder(grpc.GenericRpcHandler):
                     ("grpc.max_reconnect_backoff_ms", 200), ("grpc.enable_retries", 0)])
             return self.channel
 
-    def _reset(self):
+    def _reset(self, ch):
+        """The next call gets a fresh channel instead of ch, which met an unavailable agent.
+        ch is not closed here: other calls may be on it still, and closing it under them fails
+        them with UNKNOWN "Cannot invoke RPC on closed channel!", which no network gives; it
+        closes once no call holds it."""
         with self.lock:
-            if self.channel is not None:
-                self.channel.close()
-            self.channel = None
+            if self.channel is ch:
+                self.channel = None
 
     def release(self):
         self.released.set()
@@ -322,8 +325,9 @@ class Forwarder(grpc.GenericRpcHandler):
                         self.released.wait(30)
             remaining = ctx.time_remaining()
             t0 = time.monotonic()
+            ch = self._chan()
             try:
-                r = self._chan().unary_unary(method)(
+                r = ch.unary_unary(method)(
                     req, timeout=remaining if remaining is not None else 30)
                 if method.endswith("/ReconcileState"):
                     with self.lock:
@@ -331,7 +335,7 @@ class Forwarder(grpc.GenericRpcHandler):
                 return r
             except grpc.RpcError as e:
                 if e.code() == grpc.StatusCode.UNAVAILABLE:
-                    self._reset()
+                    self._reset(ch)
                 ctx.abort(e.code(), e.details() or "")
 
         return grpc.unary_unary_rpc_method_handler(handle)
