@@ -23,9 +23,9 @@
  *     (reconcile_unfinished) first marks every unfinished object success-recorded, which keeps
  *     the abandoned-attempt reaper away from it for good, then provisions each again until it
  *     is Ready;
- *   - meanwhile ControllerPublish/Unpublish and DeleteVolume work in any phase; CreateSnapshot
- *     and a clone from it answer FAILED_PRECONDITION / UNAVAILABLE ("retry once CreateVolume
- *     has succeeded"), which the sidecars retry until the recovery made it Ready.
+ *   - meanwhile ControllerPublish/Unpublish and DeleteVolume work in any phase; CreateSnapshot,
+ *     a clone from it and an expansion answer UNAVAILABLE ("retry once CreateVolume has
+ *     succeeded"), which the sidecars retry until the recovery made it Ready.
  * On the API server's store the Ready write is durable when it returns, as before. */
 #include <errno.h>
 #include <stdio.h>
