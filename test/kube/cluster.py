@@ -40,6 +40,10 @@ def free_port():
         return s.getsockname()[1]
 
 
+class PortTaken(RuntimeError):
+    """The API server exited because another process bound its port first."""
+
+
 def wait_port(port, timeout=20):
     end = time.time() + timeout
     while time.time() < end:
@@ -75,11 +79,25 @@ class Cluster:
         wait_port(self.etcd_port)
 
     def start_apiserver(self, port=None):
-        self.port = port or getattr(self, "port", None) or free_port()
+        """Starts the API server on port (else the one it had, else a free one).  A free port
+        taken by another process between free_port() and the server's bind is no failure: the
+        server is started again on another (a given or earlier port must be that one)."""
+        fixed = port or getattr(self, "port", None)
+        for attempt in range(5):
+            self.port = fixed or free_port()
+            try:
+                return self._start_apiserver()
+            except PortTaken:
+                if fixed or attempt == 4:
+                    raise
+
+    def _start_apiserver(self):
         ready = os.path.join(self.dir, "ready")
         if os.path.exists(ready):
             os.unlink(ready)
-        log = open(os.path.join(self.dir, "apiserver.log"), "ab")
+        path = os.path.join(self.dir, "apiserver.log")
+        since = os.path.getsize(path) if os.path.exists(path) else 0
+        log = open(path, "ab")
         cmd = ["/usr/bin/python3", os.path.join(HERE, "apiserver.py"), f"--etcd=127.0.0.1:{self.etcd_port}",
                f"--listen=127.0.0.1:{self.port}", f"--dir={self.dir}", f"--token-file={self.tokens}",
                "--crds", *self.crds]
@@ -89,8 +107,12 @@ class Cluster:
         log.close()
         end = time.time() + 30
         while not os.path.exists(ready):
-            if self.procs["apiserver"].poll() is not None or time.time() > end:
-                raise RuntimeError("apiserver did not start:\n" + open(os.path.join(self.dir, "apiserver.log")).read()[-3000:])
+            exited = self.procs["apiserver"].poll() is not None
+            if exited or time.time() > end:
+                with open(path, errors="replace") as f:
+                    text = f.read()[since:]
+                raise (PortTaken if exited and "Address already in use" in text else RuntimeError)(
+                    "apiserver did not start:\n" + text[-3000:])
             time.sleep(0.05)
         wait_port(self.port)
 
