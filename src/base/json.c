@@ -1,6 +1,5 @@
 #include "base/json.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -258,50 +257,84 @@ static void scan_path(const struct jscan *s, char *buf, size_t cap)
 
 /* The escape \u at q (a backslash, limit the text's end): STR_NUL for \u0000 and STR_ESCAPE
  * without four hex digits (cJSON decodes both into a NUL byte: the C string would end there),
- * else STR_OK. */
-static enum str_fault u_escape_fault(const char *q, const char *limit)
+ * else STR_OK with the escaped UTF-16 code unit in *unit. */
+static enum str_fault u_escape_fault(const char *q, const char *limit, unsigned *unit)
 {
 	if (limit - q < 6)
 		return STR_ESCAPE;
-	for (int i = 2; i < 6; i++)
-		if (!isxdigit((unsigned char)q[i]))
+	unsigned v = 0;
+	for (int i = 2; i < 6; i++) {
+		unsigned h = (unsigned char)q[i], l = h | 0x20;
+		unsigned d = h >= '0' && h <= '9' ? h - '0' : l >= 'a' && l <= 'f' ? l - 'a' + 10 : 16;
+		if (d > 15)
 			return STR_ESCAPE;
-	return memcmp(q + 2, "0000", 4) ? STR_OK : STR_NUL;
+		v = v * 16 + d;
+	}
+	*unit = v;
+	return v ? STR_OK : STR_NUL;
 }
 
-/* Whether some \u in buf (inside a string or not, escaped or not: a quick test) is one
- * u_escape_fault refuses. */
-static bool any_u_escape_fault(const char *buf, size_t len)
+static bool low_surrogate(unsigned unit)
+{
+	return unit >= 0xdc00 && unit <= 0xdfff;
+}
+
+/* The escape at q (a backslash): its length in *n and its fault — u_escape_fault's, or
+ * STR_INVALID_ESCAPE for one RFC 8259 §7 does not have or a surrogate not paired as cJSON
+ * decodes it (a high one, then an escaped low one). */
+static enum str_fault escape_fault(const char *q, const char *limit, size_t *n)
+{
+	unsigned unit = 0, low = 0;
+	*n = 2;
+	if (limit - q < 2)
+		return STR_INVALID_ESCAPE;
+	if (q[1] != 'u')
+		return q[1] && strchr("\"\\/bfnrt", q[1]) ? STR_OK : STR_INVALID_ESCAPE;
+	enum str_fault f = u_escape_fault(q, limit, &unit);
+	if (f)
+		return f;
+	*n = 6;
+	if (low_surrogate(unit))
+		return STR_INVALID_ESCAPE;
+	if (unit < 0xd800 || unit > 0xdbff)
+		return STR_OK;
+	*n = 12;
+	return limit - q >= 12 && q[6] == '\\' && q[7] == 'u' && !u_escape_fault(q + 6, limit, &low) &&
+	               low_surrogate(low)
+	           ? STR_OK
+	           : STR_INVALID_ESCAPE;
+}
+
+/* Whether some escape of buf is one escape_fault refuses (a quick test of text cJSON parsed:
+ * valid JSON holds a backslash only in a string, so its escapes follow one another from the
+ * first backslash on). */
+static bool any_escape_fault(const char *buf, size_t len)
 {
 	const char *limit = buf + len;
-	for (const char *q = buf; (q = memmem(q, (size_t)(limit - q), "\\u", 2)); q++)
-		if (u_escape_fault(q, limit))
+	size_t n;
+	for (const char *q = buf; (q = memchr(q, '\\', (size_t)(limit - q))); q += n)
+		if (escape_fault(q, limit, &n))
 			return true;
 	return false;
 }
 
-/* The string token whose content starts at p (after its quote): its end (the closing quote) in
- * *end, and its first fault with the fault's offset.  A raw control character is a fault of its
- * own (RFC 8259 §7: U+0000 to U+001F are escaped inside strings). */
-static enum str_fault scan_string(const char *p, const char *limit, const char **end, size_t *at)
+enum str_fault json_string_scan(const char *p, const char *limit, const char **end)
 {
 	const char *q = p;
 	enum str_fault f = STR_OK;
-	while (q < limit && *q != '"') {
-		if (!f && (unsigned char)*q < 0x20) {
-			f = *q ? STR_CONTROL : STR_NUL, *at = (size_t)(q - p);
-			q++;
-		} else if (*q == '\\' && q + 1 < limit) {
-			if (!f && q[1] == 'u')
-				f = u_escape_fault(q, limit), *at = (size_t)(q - p);
-			q += 2;
-		} else {
-			q++;
-		}
+	for (size_t n = 1; q < limit && *q != '"'; q += n) {
+		unsigned char c = (unsigned char)*q;
+		n = 1;
+		if (c == '\\')
+			f = escape_fault(q, limit, &n);
+		else if (c < 0x20)
+			f = c ? STR_CONTROL : STR_NUL;
+		if (f)
+			break;
 	}
 	size_t bad;
-	if (str_check(p, (size_t)(q - p), &bad) == STR_UTF8 && (!f || bad < *at))
-		f = STR_UTF8, *at = bad;
+	if (str_check(p, (size_t)(q - p), &bad) != STR_OK) /* before the fault: the first */
+		f = STR_UTF8, q = p + bad;
 	*end = q;
 	return f;
 }
@@ -355,7 +388,7 @@ int json_check_strings(const char *buf, size_t len, struct err *e)
 {
 	const char *p = buf, *limit = buf + len;
 	size_t control = first_control(buf, len);
-	if (control == len && str_check(buf, len, NULL) == STR_OK && !any_u_escape_fault(buf, len))
+	if (control == len && str_check(buf, len, NULL) == STR_OK && !any_escape_fault(buf, len))
 		return 0;
 	struct jscan s = {.depth = 0};
 	for (; p < limit; p++) {
@@ -377,19 +410,16 @@ int json_check_strings(const char *buf, size_t len, struct err *e)
 		case ':': s.want_key = false; break;
 		case '"': {
 			const char *end;
-			size_t at = 0;
 			bool key = s.want_key && top && top->object;
-			enum str_fault f = scan_string(p + 1, limit, &end, &at);
-			if (key)
-				top->key = p + 1, top->key_len = (size_t)(end - p - 1);
+			enum str_fault f = json_string_scan(p + 1, limit, &end);
+			if (key) /* a faulty key: named by the object that holds it */
+				top->key = f ? NULL : p + 1, top->key_len = (size_t)(end - p - 1);
 			if (f) {
 				char path[256];
-				if (key) /* named by the object that holds it */
-					top->key = NULL;
 				scan_path(&s, path, sizeof(path));
 				return err_set(e, -EBADMSG, "%s %s %s (byte %zu)",
 				               key ? "a key of" : "field", path, str_fault_text(f),
-				               (size_t)(p + 1 - buf) + at);
+				               (size_t)(end - buf));
 			}
 			p = end;
 			break;
@@ -452,7 +482,7 @@ bool json_text_long_integers(const char *buf, size_t len)
 bool json_text_checked(const char *buf, size_t len)
 {
 	return !memchr(buf, '\0', len) && first_control(buf, len) == len &&
-	       str_check(buf, len, NULL) == STR_OK && !any_u_escape_fault(buf, len);
+	       str_check(buf, len, NULL) == STR_OK && !any_escape_fault(buf, len);
 }
 
 int json_parse_checked(const char *buf, size_t len, bool long_integers, cJSON **out, struct err *e)

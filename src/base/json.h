@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 #include "base/err.h"
+#include "base/str.h"
 
 #define JSON_FILE_MAX (16u << 20)
 
@@ -42,12 +43,25 @@ int json_parse_value(const char *buf, size_t len, cJSON **out, size_t *at);
  * it); json_parse_strict runs this check.  0, or -EBADMSG with "field spec.pools[0].name
  * contains a NUL byte (byte N)" / "field spec.name contains an escape \\u without four hex
  * digits (byte N)" / "a key of metadata.labels is not valid UTF-8 (byte N)" / "field spec.name
- * contains a control character (byte N)" / "invalid JSON: control character 0x01 at byte N". */
+ * contains a control character (byte N)" / "field spec.name contains an invalid escape (byte N)"
+ * (one RFC 8259 does not have, or a surrogate unpaired: json_parse_strict's cJSON refuses it
+ * first) / "invalid JSON: control character 0x01 at byte N".  Strings are scanned by
+ * json_string_scan. */
 int json_check_strings(const char *buf, size_t len, struct err *e);
 
+/* The JSON string whose text starts at p (past its opening quote) and may run to limit: its
+ * first fault with *end at the byte where it stands, or STR_OK with *end at the closing quote
+ * (limit when there is none).  The faults: STR_NUL for a NUL byte or the escape \u0000 and
+ * STR_ESCAPE for a \u without four hex digits (cJSON decodes both into a NUL byte),
+ * STR_CONTROL for another control character (RFC 8259 §7), STR_UTF8 for bytes that are not
+ * UTF-8, STR_INVALID_ESCAPE for an escape RFC 8259 does not have or a surrogate escape not
+ * paired as cJSON decodes it (a high one, then a low one; cJSON refuses the rest).  The one
+ * string scanner of json_check_strings and json_cut_member. */
+enum str_fault json_string_scan(const char *p, const char *limit, const char **end);
+
 /* Whether text that passed json_check_strings' checks stays valid for json_parse_strict without
- * them: no NUL byte, no control character, UTF-8, no escape \u0000 and no \u without four hex
- * digits (json_check_strings' quick test).  A store that keeps a checked text checks it once,
+ * them: no NUL byte, no control character, UTF-8, no escape json_string_scan refuses
+ * (json_check_strings' quick test).  A store that keeps a checked text checks it once,
  * then parses it with json_parse_checked. */
 bool json_text_checked(const char *buf, size_t len);
 /* Whether the text holds an integer of more than 15 digits (one json_parse_* keeps as text). */

@@ -3,9 +3,9 @@
  * member its reader drops would be allocated item by item only to be freed: its text goes first.
  *
  * The text is validated on the way, no less strictly than json_parse_strict and cJSON together
- * (RFC 8259's grammar, strings as json_check_strings checks them, surrogate escapes paired as
- * cJSON decodes them, nesting as deep as cJSON allows): the cut never makes text valid that the
- * parse would have refused, so a reader sees the same errors with and without it. */
+ * (RFC 8259's grammar, strings by json_check_strings' own scanner json_string_scan, nesting as
+ * deep as cJSON allows): the cut never makes text valid that the parse would have refused, so a
+ * reader sees the same errors with and without it. */
 #include <stdbool.h>
 #include <string.h>
 
@@ -33,53 +33,13 @@ static bool at(const struct cutter *c, char ch)
 	return c->p < c->end && *c->p == ch;
 }
 
-static int hex4(const char *p)
-{
-	int v = 0;
-	for (int i = 0; i < 4; i++) {
-		char h = p[i];
-		int d = h >= '0' && h <= '9'   ? h - '0'
-		        : h >= 'a' && h <= 'f' ? h - 'a' + 10
-		        : h >= 'A' && h <= 'F' ? h - 'A' + 10
-		                               : -1;
-		if (d < 0)
-			return -1;
-		v = v * 16 + d;
-	}
-	return v;
-}
-
-/* One escape at q (a backslash): its length, 0 when cJSON or the checks would refuse it. */
-static size_t escape(const char *q, const char *end)
-{
-	if (end - q < 2)
-		return 0;
-	if (strchr("\"\\/bfnrt", q[1]) && q[1])
-		return 2;
-	int u = q[1] == 'u' && end - q >= 6 ? hex4(q + 2) : -1;
-	if (u <= 0 || (u >= 0xdc00 && u <= 0xdfff))
-		return 0; /* json_parse_strict refuses \u0000 too */
-	if (u < 0xd800 || u > 0xdbff)
-		return 6;
-	int low = end - q >= 12 && q[6] == '\\' && q[7] == 'u' ? hex4(q + 8) : -1;
-	return low >= 0xdc00 && low <= 0xdfff ? 12 : 0;
-}
-
 /* A string token at c->p, past its closing quote. */
 static bool string_token(struct cutter *c)
 {
-	if (!at(c, '"'))
+	const char *end;
+	if (!at(c, '"') || json_string_scan(c->p + 1, c->end, &end) != STR_OK || end == c->end)
 		return false;
-	const char *s = ++c->p;
-	while (c->p < c->end && *c->p != '"') {
-		size_t n = *c->p == '\\' ? escape(c->p, c->end) : (unsigned char)*c->p >= 0x20;
-		if (!n)
-			return false;
-		c->p += n;
-	}
-	if (!at(c, '"') || str_check(s, (size_t)(c->p - s), NULL) != STR_OK)
-		return false;
-	c->p++;
+	c->p = end + 1;
 	return true;
 }
 

@@ -78,6 +78,7 @@ const char *str_fault_text(enum str_fault f)
 	case STR_UTF8: return "is not valid UTF-8";
 	case STR_CONTROL: return "contains a control character";
 	case STR_ESCAPE: return "contains an escape \\u without four hex digits";
+	case STR_INVALID_ESCAPE: return "contains an invalid escape";
 	}
 	return "";
 }

@@ -24,13 +24,14 @@ enum str_fault {
 	STR_UTF8,    /* not well-formed UTF-8 */
 	STR_CONTROL, /* holds a control character where text cannot (a name, a JSON string) */
 	STR_ESCAPE,  /* a JSON escape \u without four hex digits (cJSON decodes it as a NUL byte) */
+	STR_INVALID_ESCAPE, /* a JSON escape RFC 8259 does not have, or a surrogate unpaired */
 };
 
 /* The first fault of the n bytes at s, and its byte offset in *at (when not NULL; n when
  * STR_OK). */
 enum str_fault str_check(const char *s, size_t n, size_t *at);
 /* "contains a NUL byte" / "is not valid UTF-8" / "contains a control character" /
- * "contains an escape \\u without four hex digits" ("" for STR_OK): the end of a message that names the string ("field volume_id contains a NUL byte"). */
+ * "contains an escape \\u without four hex digits" / "contains an invalid escape" ("" for STR_OK): the end of a message that names the string ("field volume_id contains a NUL byte"). */
 const char *str_fault_text(enum str_fault f);
 
 /* Whether the C string s holds a control character (U+0001 to U+001F, U+007F): a name, an ID
