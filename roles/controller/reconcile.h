@@ -83,7 +83,7 @@ int reconcile_volume(struct ctl *c, const char *name, struct err *e);
 int reconcile_agent_resync(struct ctl *c, const char *agent, struct err *e);
 /* The same request with only the agent's volumes whose digest the agent has not confirmed
  * (status.reconciledDigest absent or another: controller/vdigest.h); nothing is sent when
- * there is none (a restore or resync confirmed them since).  A controller's first pass sends it
+ * there is none (a restore or resync recorded them since).  A controller's first pass sends it
  * for the agents of volumes recorded without a digest. */
 int reconcile_agent_confirm(struct ctl *c, const char *agent, struct err *e);
 

@@ -142,6 +142,7 @@ int batch_item_of(struct batch_item *x, const struct model_pvst *v, const char *
 		vdigest_text(vdigest_of(v), x->digest);
 		x->digest_recorded =
 		    v->status.reconciled_digest && !strcmp(v->status.reconciled_digest, x->digest);
+		x->digest_stale = v->status.reconciled_digest && !x->digest_recorded;
 		if (build(&b, v) < 0)
 			goto oom;
 		plen = pillar_csi__agent__v1__volume_desired_state__get_packed_size(&b.volume);

@@ -42,9 +42,9 @@ struct batch_item {
 	bool cond_has_observed_generation;
 	int64_t cond_observed_generation;
 	/* the digest of the exportSpec and publishedNodes this item carries (vdigest.h, text), and
-	 * whether status.reconciledDigest as read names it (BATCH_ITEM_EXPORTED) */
+	 * whether status.reconciledDigest as read names it, or another (BATCH_ITEM_EXPORTED) */
 	char digest[VDIGEST_TEXT];
-	bool digest_recorded;
+	bool digest_recorded, digest_stale;
 	int64_t generation;        /* metadata.generation */
 	uint64_t resource_version; /* metadata.resourceVersion */
 	/* DH-HMAC-CHAP (docs/authentication.md "Keys"): the volume's hash and group (NULL: no

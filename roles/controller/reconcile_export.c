@@ -56,15 +56,19 @@ void reconcile_set_export_cond(struct ctl *c, const struct model_pvst *v, const 
  * pvst_update (pinned to the UID read).
  *
  * Reconciled also records the digest of what the item carried (status.reconciledDigest,
- * vdigest.h) in the same write, and on its own when the volume records another digest or none:
- * once per change the agent confirms (a publish, an unpublish), and once per volume recorded
- * before the field existed (an upgrade), after which a controller's start resyncs nothing. */
-static void set_cond_if_changed(struct ctl *c, const struct batch_item *x, const char *reason,
-                                const char *msg)
+ * vdigest.h) in the same write, and on its own: after a one-volume resync (one a change the
+ * agent just confirmed: a publish, an unpublish), in place of another digest, and where none
+ * is (a volume recorded before the field, after an upgrade) within the digest fill's budget
+ * (ctl_digest_fill_take), so that a backfill never holds up a pass. */
+static void set_cond_if_changed(struct ctl *c, const struct batch_item *x, bool one,
+                                const char *reason, const char *msg)
 {
 	bool ok = x->state == BATCH_ITEM_EXPORTED && !strcmp(reason, RULES_REASON_RECONCILED);
+	bool same = batch_item_cond_same(x, reason, msg);
 	bool digest = ok && !x->digest_recorded;
-	if (digest || !batch_item_cond_same(x, reason, msg))
+	if (digest && same && !one && !x->digest_stale)
+		digest = ctl_digest_fill_take(c);
+	if (digest || !same)
 		set_export_cond(c, x->name, x->uid, reason, msg, ok ? x->digest : NULL);
 }
 
@@ -195,7 +199,8 @@ static int reconcile_built(struct ctl *c, const char *agent, const char *addr, b
 	int r;
 	for (size_t i = 0; i < b->n; i++)
 		if (b->items[i].state == BATCH_ITEM_NO_SPEC)
-			set_cond_if_changed(c, &b->items[i], RULES_REASON_EXPORT_SPEC_MISSING,
+			set_cond_if_changed(c, &b->items[i], b->agent != NULL,
+			                    RULES_REASON_EXPORT_SPEC_MISSING,
 			                    "status.exportSpec is missing; the controller will not "
 			                    "guess it (see operations.md §9)");
 	if (reconcile_batch_request(b, &order, &vols, &n) < 0 ||
@@ -232,7 +237,7 @@ static int reconcile_built(struct ctl *c, const char *agent, const char *addr, b
 		/* an agent that cannot be reached is its PillarAgent's condition, which readers
 		 * derive each volume's from (model/outage.h): nothing is written per volume */
 		if (strcmp(reason, RULES_REASON_AGENT_UNAVAILABLE) != 0)
-			set_cond_if_changed(c, order[i], reason, msg);
+			set_cond_if_changed(c, order[i], b->agent != NULL, reason, msg);
 	}
 	if (resp)
 		protobuf_c_message_free_unpacked(&resp->base, NULL);

@@ -222,6 +222,33 @@ END_TEST
  * resync that its exportSpec record queues sends nothing while the volume is as CreateVolume
  * left it (ctl.h ctl_export_take): the agent's ExportVolume had just built that export.  The
  * record is used once; a later change resyncs as before. */
+/* The digest fill's budget (ctl_digest_fill_take): CTL_DIGEST_FILL_BURST writes at once, then
+ * none until it refills; a whole pass past it leaves the rest unrecorded. */
+START_TEST(test_digest_fill_budget)
+{
+	for (int i = 0; i < CTL_DIGEST_FILL_BURST; i++)
+		ck_assert(ctl_digest_fill_take(&fx_c));
+	ck_assert(!ctl_digest_fill_take(&fx_c));
+	fx_put("PillarAgent", NULL, "storage-1", NULL, "{}",
+	       "{\"resolvedAddress\":\"10.0.0.5:9500\"}");
+	vol("v-a", "storage-1", "{\"phase\":\"Ready\"," ES "}");
+	struct err e = {0};
+	ck_assert_int_eq(reconcile_agent_resync(&fx_c, "storage-1", &e), 0);
+	ck_assert_str_eq(fake_agent_log(fx_fa), "ReconcileState");
+	cJSON *o = fx_get("PillarVolumeState", "v-a");
+	/* its condition changed: the digest rides that write, budget or not */
+	ck_assert_ptr_nonnull(json_get_str(cJSON_GetObjectItem(o, "status"), "reconciledDigest"));
+	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(o, "status"), "reconciledDigest");
+	ck_assert_int_eq(store_update_status(fx_st, o, NULL, NULL), 0);
+	cJSON_Delete(o);
+	ck_assert_int_eq(reconcile_agent_resync(&fx_c, "storage-1", &e), 0);
+	o = fx_get("PillarVolumeState", "v-a");
+	/* only the digest to write, and no budget left: not written */
+	ck_assert_ptr_null(json_get_str(cJSON_GetObjectItem(o, "status"), "reconciledDigest"));
+	cJSON_Delete(o);
+}
+END_TEST
+
 START_TEST(test_created_export_not_resynced)
 {
 	struct grpc_status gs = {0};
@@ -395,6 +422,7 @@ int main(void)
 	tcase_add_test(t, test_created_export_not_resynced);
 	tcase_add_test(t, test_resync_reads_after_waiting);
 	tcase_add_test(t, test_resync_reuses_only_unchanged);
+	tcase_add_test(t, test_digest_fill_budget);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
