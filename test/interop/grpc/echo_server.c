@@ -20,18 +20,26 @@
 static atomic_int cancels_seen, naps_begun;
 static struct keylock locks;
 
-/* Sleeps ms in small steps; returns false when the call was cancelled meanwhile. */
+static int64_t monotonic_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sleeps ms of wall-clock time (however late a loaded machine wakes it) in small steps; returns
+ * false when the call was cancelled meanwhile. */
 static bool nap(struct grpc_call *call, int ms)
 {
+	int64_t until = monotonic_ms() + ms;
 	atomic_fetch_add(&naps_begun, 1);
-	while (ms > 0) {
+	while (monotonic_ms() < until) {
 		struct timespec ts = {0, 5 * 1000000};
 		if (grpc_call_cancelled(call)) {
 			atomic_fetch_add(&cancels_seen, 1);
 			return false;
 		}
 		nanosleep(&ts, NULL);
-		ms -= 5;
 	}
 	return true;
 }

@@ -118,21 +118,29 @@ start limits "$SRV" --listen 127.0.0.1:0 --idle-ms 800 --max-conns 2
 check "raw HTTP/2: SETTINGS after the preface, PING, idle close, connection limit" $PY "$HERE/h2_raw.py" 127.0.0.1 "$port" 800
 stop limits
 
-# graceful shutdown: a call in flight when SIGTERM arrives still completes
+# graceful shutdown: a call in flight when SIGTERM arrives still completes.  SIGTERM goes only
+# once the server's handler has begun the call's delay (its "naps" count rose): a call that has
+# not reached the server yet is not in flight, and a loaded machine may take any time to get it
+# there.  The delay (1 s of wall-clock time) then ends well within echo_server's 2 s grace.
 $PY - "$R/plain.sock" <<'PYEOF' &
 import os, sys, time
 sys.path.insert(0, os.path.join(os.environ["BUILD"], "grpc-test", "py"))
 import grpc, echo_pb2, echo_pb2_grpc
 ch = grpc.insecure_channel("unix://" + sys.argv[1])
-fut = echo_pb2_grpc.EchoStub(ch).Unary.future(echo_pb2.EchoRequest(message="late", delay_ms=1500), timeout=10)
-time.sleep(0.3)
+stub = echo_pb2_grpc.EchoStub(ch)
+naps = lambda: int(stub.Unary(echo_pb2.EchoRequest(message="naps"), timeout=30).message[5:])
+before = naps()
+fut = stub.Unary.future(echo_pb2.EchoRequest(message="late", delay_ms=1000), timeout=60)
+deadline = time.monotonic() + 30
+while naps() == before and time.monotonic() < deadline:
+    time.sleep(0.02)
 open(sys.argv[1] + ".started", "w").write("1")
 r = fut.result()
 open(sys.argv[1] + ".graceful", "w").write(r.message)
 PYEOF
 cpid=$!
 i=0
-while [ $i -lt 100 ] && [ ! -e "$R/plain.sock.started" ]; do sleep 0.1; i=$((i + 1)); done
+while [ $i -lt 600 ] && [ ! -e "$R/plain.sock.started" ]; do sleep 0.05; i=$((i + 1)); done
 stop plain
 wait $cpid
 if [ "$(cat "$R/plain.sock.graceful" 2>/dev/null)" = late ]; then
