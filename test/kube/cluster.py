@@ -21,6 +21,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CRD_DIR = os.path.join(REPO, "charts", "pillar-csi", "files", "crds")
+# How long etcd and the API server each get to start (seconds).  A start costs 2-4.5 s of CPU
+# (etcd and apiserver.py together) and a process on a 2-core machine at load L gets about 2/L
+# of a core: the whole start takes 18-28 s at load 18-21, and 52-91 s when held to 8 % of one
+# CPU (a process's share at load 25).  Each server gets 120 s.
+START_S = 120
 
 
 def kubectl_minor():
@@ -44,13 +49,16 @@ class PortTaken(RuntimeError):
     """The API server exited because another process bound its port first."""
 
 
-def wait_port(port, timeout=20):
+def wait_port(port, timeout=START_S, proc=None):
+    """Until the port takes connections; fails at once when proc (the server) has exited."""
     end = time.time() + timeout
     while time.time() < end:
         try:
             socket.create_connection(("127.0.0.1", port), 0.2).close()
             return
         except OSError:
+            if proc is not None and proc.poll() is not None:
+                raise RuntimeError(f"the server for port {port} exited ({proc.returncode})")
             time.sleep(0.05)
     raise RuntimeError(f"port {port} did not open")
 
@@ -76,7 +84,10 @@ class Cluster:
              "--initial-cluster", f"test=http://127.0.0.1:{peer}"],
             stdout=log, stderr=log)
         log.close()
-        wait_port(self.etcd_port)
+        try:
+            wait_port(self.etcd_port, proc=self.procs["etcd"])
+        except RuntimeError as e:
+            raise RuntimeError(f"etcd did not start: {e}:\n" + open(os.path.join(self.dir, "etcd.log")).read()[-3000:])
 
     def start_apiserver(self, port=None):
         """Starts the API server on port (else the one it had, else a free one).  A free port
@@ -105,7 +116,7 @@ class Cluster:
             cmd += ["--rbac", *self.rbac]
         self.procs["apiserver"] = subprocess.Popen(cmd, stdout=log, stderr=log)
         log.close()
-        end = time.time() + 30
+        end = time.time() + START_S
         while not os.path.exists(ready):
             exited = self.procs["apiserver"].poll() is not None
             if exited or time.time() > end:
@@ -114,7 +125,7 @@ class Cluster:
                 raise (PortTaken if exited and "Address already in use" in text else RuntimeError)(
                     "apiserver did not start:\n" + text[-3000:])
             time.sleep(0.05)
-        wait_port(self.port)
+        wait_port(self.port, proc=self.procs["apiserver"])
 
     def stop(self, name):
         p = self.procs.pop(name, None)

@@ -177,7 +177,9 @@ if grep -q docs_placeholders "$KS"; then
 	/usr/bin/python3 "$ROOT/test/kube/cluster.py" "$K/cluster" > "$K/cluster.out" 2>&1 &
 	kpid=$!
 	t=0
-	while [ ! -s "$K/cluster/cluster.env" ] && [ "$t" -lt 600 ] && kill -0 "$kpid" 2>/dev/null; do
+	# cluster.py exits when etcd or the API server misses a start bound (3 x START_S = 360 s at
+	# most): the 6000 steps of at least 0.1 s only back that up
+	while [ ! -s "$K/cluster/cluster.env" ] && [ "$t" -lt 6000 ] && kill -0 "$kpid" 2>/dev/null; do
 		sleep 0.1; t=$((t + 1))
 	done
 	if [ -s "$K/cluster/cluster.env" ]; then

@@ -16,7 +16,9 @@ trap cleanup EXIT INT TERM
 i=0
 while [ ! -f "$T/cluster.env" ]; do
 	i=$((i + 1))
-	if [ $i -gt 600 ] || ! kill -0 "$CPID" 2>/dev/null; then
+	# cluster.py exits when a server misses a start bound (3 x START_S = 360 s at most); the
+	# 6000 steps of at least 0.1 s only back that up
+	if [ $i -gt 6000 ] || ! kill -0 "$CPID" 2>/dev/null; then
 		cat "$T/cluster.out"; echo "kube-store interop: 0 passed, 1 failed (no cluster)"; exit 1
 	fi
 	sleep 0.1
