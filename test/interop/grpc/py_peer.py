@@ -118,12 +118,7 @@ class Cases:
         fut = self.stub.Unary.future(echo_pb2.EchoRequest(delay_ms=20000), timeout=30)
         # cancelled only once its handler runs: a call cancelled before it reached the server
         # leaves no handler to see it (a loaded machine may take any time to deliver it)
-        for _ in range(600):
-            if self.stats("naps") > naps:
-                break
-            time.sleep(0.05)
-        else:
-            raise AssertionError("the handler never began its delay")
+        self.wait_naps(naps)
         fut.cancel()
         for _ in range(600):
             if self.stats() > before:
@@ -188,15 +183,34 @@ class Cases:
             assert ex.code() == grpc.StatusCode.FAILED_PRECONDITION and n == 3, (ex.code(), n)
 
     def oplock(self):
-        with futures.ThreadPoolExecutor(max_workers=2) as ex:
-            a = ex.submit(self.stub.Unary, echo_pb2.EchoRequest(message="pvc-1", delay_ms=0), timeout=5)
-            a.result()
-            f1 = ex.submit(lambda: self.stub.Lock(echo_pb2.EchoRequest(message="pvc-9", delay_ms=800), timeout=10))
-            time.sleep(0.3)
-            self.expect_code(lambda: self.stub.Lock(echo_pb2.EchoRequest(message="pvc-9"), timeout=5),
-                             grpc.StatusCode.ABORTED, "an operation on volume pvc-9 is already in progress")
-            f1.result()
-        self.stub.Lock(echo_pb2.EchoRequest(message="pvc-9"), timeout=5)
+        self.stub.Unary(echo_pb2.EchoRequest(message="pvc-1", delay_ms=0), timeout=5)
+        # the first call holds pvc-9 from before its handler's delay begins ("naps" rises) until
+        # it is cancelled: the second call finds the lock taken however late a loaded machine
+        # delivers either
+        naps = self.stats("naps")
+        f1 = self.stub.Lock.future(echo_pb2.EchoRequest(message="pvc-9", delay_ms=60000), timeout=90)
+        self.wait_naps(naps)
+        self.expect_code(lambda: self.stub.Lock(echo_pb2.EchoRequest(message="pvc-9"), timeout=30),
+                         grpc.StatusCode.ABORTED, "an operation on volume pvc-9 is already in progress")
+        f1.cancel()
+        # released once the cancelled handler returns
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self.stub.Lock(echo_pb2.EchoRequest(message="pvc-9"), timeout=30)
+                return
+            except grpc.RpcError as ex:
+                if ex.code() != grpc.StatusCode.ABORTED or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.02)
+
+    def wait_naps(self, naps):
+        """Until a handler began a delay after the "naps" count was naps."""
+        for _ in range(600):
+            if self.stats("naps") > naps:
+                return
+            time.sleep(0.05)
+        raise AssertionError("the handler never began its delay")
 
     def compressed(self):
         self.expect_code(lambda: self.stub.Unary(echo_pb2.EchoRequest(payload=b"z" * 4096), timeout=5,
