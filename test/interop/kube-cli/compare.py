@@ -74,8 +74,14 @@ def page_commands(path):
     return [re.sub(r"\s+", " ", m.strip()) for m in re.findall(r"^\s*(kubectl get .*)$", text, re.M)]
 
 
+# Bound of one command (seconds).  The heaviest, `kubectl create` of long_list's 1,100 objects,
+# costs about 11 s of CPU (8.8 s of it the test API server's) and took 51 s at load 21-26 on
+# this 2-core machine: about 2 s per unit of load, so 300 s holds to a load of about 140.
+RUN_S = 300
+
+
 def run(argv, env=None):
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_S, env=env)
     return r.returncode, r.stdout, r.stderr
 
 
