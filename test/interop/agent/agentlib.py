@@ -181,13 +181,14 @@ class Agent:
             self.close_channel()
             deadline = time.monotonic() + wait
             up = False
+            # this agent's own word that it listens: a connect alone would also succeed on
+            # another process's listener of the port, while this agent exits "address in use"
+            serving = 'serving" address="127.0.0.1:%d"' % self.port
             while time.monotonic() < deadline and self.proc.poll() is None:
-                try:  # a plain TCP connect: grpcio's own reconnect backoff would cost ~1 s
-                    socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                    up = True
+                if serving in self.log_text():
+                    up = self.proc.poll() is None
                     break
-                except OSError:
-                    time.sleep(0.01)
+                time.sleep(0.01)
             if up:
                 self.channel = self.make_channel()
                 self.stub = pbg.AgentServiceStub(self.channel)
