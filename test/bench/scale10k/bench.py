@@ -35,8 +35,10 @@ The creates and restarts are made at 1,000 volumes first, then at all of them.
                     (dir or kube; default dir), BENCH_KUBE_QPS (default 1000), BENCH_RESTARTS
                     (default 3), BENCH_REBOOTS (default 3), BENCH_OLD_BIN (default: none),
                     BENCH_RESYNC (the controller's periodic resync interval, default 30s),
-                    BENCH_REBOOT_AT_RESYNC=1 (each reboot's agent killed 0.1 s after the
-                    controller's next periodic pass: the restore meets every agent's resync)
+                    BENCH_REBOOT_AT_RESYNC=1 (each reboot's agent killed RESYNC_LEAD before
+                    the controller's periodic resync of the next agent is due: the restore
+                    meets that agent's whole-list resync, the most it can meet since the
+                    periodic pass spreads the agents' resyncs over the interval)
 """
 import importlib.util
 import os
@@ -66,7 +68,10 @@ REBOOTS = int(os.environ.get("BENCH_REBOOTS", "3"))
 OLD = os.environ.get("BENCH_OLD_BIN")
 RESYNC = os.environ.get("BENCH_RESYNC", "30s")  # the controller's PILLAR_RECONCILE_INTERVAL
 AT_RESYNC = os.environ.get("BENCH_REBOOT_AT_RESYNC") == "1"
-RESYNC_LAG = 0.1  # seconds from the periodic pass to the kill (BENCH_REBOOT_AT_RESYNC)
+# seconds from the kill to the next agent's resync (BENCH_REBOOT_AT_RESYNC): the rebooted agent's
+# restore request leaves about that long after the kill (the agent's start and the controller's
+# probe), so that both run at once
+RESYNC_LEAD = 0.2
 
 
 def seconds(duration):
@@ -351,9 +356,12 @@ class Scale:
                 break
         return since - t0
 
-    def restart(self):
-        """One restart: a dict of its figures (seconds, MiB, store writes, API requests)."""
+    def restart(self, stopped=None):
+        """One restart: a dict of its figures (seconds, MiB, store writes, API requests);
+        stopped() runs while no controller does."""
         self.env.procs.stop("controller")
+        if stopped:
+            stopped()
         rv0 = self.store_rv()
         mark = len(self.log.read()) if self.log else 0
         probe, first = self.start_controller(first_pass=True)
@@ -368,17 +376,22 @@ class Scale:
                 "requests": len(reqs), "verbs": self.log.kb.by_verb(reqs) if self.log else "",
                 "load": os.getloadavg()[0]}
 
-    def wait_for_resync(self):
-        """Sleeps until RESYNC_LAG after the controller's next periodic pass (its loop's start,
-        from its log, plus a whole number of intervals; at least a second from now)."""
+    def wait_for_resync(self, a):
+        """Sleeps until RESYNC_LEAD before the controller's next periodic resync of the agent
+        after a: the periodic pass (its loop's start, from its log, plus a whole number of
+        intervals; at least a second from now) queues agent i of n (in name order, as it lists
+        them) i/n of the interval later (controller/loop.c periodic)."""
         start = [t for t, msg, _ in klog_lines(os.path.join(self.env.base, "controller.log"),
                                                self.ctl_offset)
                  if msg.startswith("controller loop started")]
         if not start:
             raise SystemExit("the controller's log shows no loop start")
+        names = sorted(o.name for o in self.agents)
+        slot = (names.index(a.name) + 1) % len(names)
         period, now = seconds(RESYNC), time.time()
-        k = int((now + 1 - start[0]) / period) + 1
-        time.sleep(max(0.0, start[0] + k * period + RESYNC_LAG - now))
+        offset = period * slot / len(names) - RESYNC_LEAD
+        k = int((now + 1 - start[0] - offset) / period) + 1
+        time.sleep(max(0.0, start[0] + k * period + offset - now))
 
     def gate_open(self, stub):
         """The agent's restore gate is open: the controller's complete ReconcileState went
@@ -398,8 +411,8 @@ class Scale:
         pa_rv0 = self.pa(a.name).get("metadata", {}).get("resourceVersion")
         with open("/proc/%d/clear_refs" % self.pid, "w") as f:
             f.write("5")  # VmHWM from here: the peak of the reboot's restore (proc(5))
-        if AT_RESYNC:  # the worst case: the restore meets every agent's periodic resync
-            self.wait_for_resync()
+        if AT_RESYNC:  # the worst case: the restore meets another agent's whole-list resync
+            self.wait_for_resync(a)
         coffset = self.log_size()
         self.env.procs.stop(a.name, signal.SIGKILL)
         a.wipe()

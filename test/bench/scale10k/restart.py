@@ -9,6 +9,14 @@ API server stores them.  The agents hold only the volumes created through CSI: a
 restart asks a running agent nothing per volume (its export restore is done), so the restart's
 work is the same as with volumes created through CSI; the agents are never restarted here.
 
+BENCH_UNCONFIRMED=1: the seeded volumes record no status.reconciledDigest, as a version
+before the field wrote them (the first start after an upgrade); they are written again so
+before every restart, each of which then finds them unknown and resyncs them with their agents.
+For that resync each seeded volume gets its backing file (a sparse copy of its template's size)
+on its agent, which the first start (before the rounds) exports: in the rounds the agents
+already hold every export, as after a real upgrade.  Otherwise they carry their templates'
+digests (CreateVolume's), their own: the steady case.
+
 Then ROUNDS rounds, each restarting the controller once with each binary (BENCH_OLD_BIN first,
 then PILLAR_BIN; alternating, so both meet the same machine): seconds from its start to a ready
 CSI Probe, to the end of its PillarVolumeState list (the request log's arrival of the watch the
@@ -17,7 +25,8 @@ Probe and the first pass), its peak RSS, and the load average; then the median a
 each per binary.
 
   restart.py DIR    env BENCH_SEED_N (default 10000), BENCH_SMALL (default 2), BENCH_RESTARTS
-                    (default 3), BENCH_OLD_BIN (default: none, PILLAR_BIN only), BENCH_AGENTS
+                    (default 3), BENCH_OLD_BIN (default: none, PILLAR_BIN only), BENCH_AGENTS,
+                    BENCH_UNCONFIRMED (default 0)
 """
 import base64
 import importlib.util
@@ -45,6 +54,7 @@ OLD = os.environ.get("BENCH_OLD_BIN")
 PVST = "/apis/pillar-csi.bhyoo.com/v1alpha1/pillarvolumestates"
 PREFIX = "/registry/pillar-csi.bhyoo.com/pillarvolumestates/"
 BATCH = 100  # puts per etcd transaction (etcd allows 128)
+UNCONFIRMED = os.environ.get("BENCH_UNCONFIRMED") == "1"
 
 
 def api(s, path):
@@ -64,8 +74,26 @@ def etcd_puts(s, kvs):
         urllib.request.urlopen(req, timeout=60).read()
 
 
+def unconfirmed(text):
+    """A PillarVolumeState's text without status.reconciledDigest."""
+    o = json.loads(text)
+    o.get("status", {}).pop("reconciledDigest", None)
+    return json.dumps(o, separators=(",", ":")).encode()
+
+
+def backing_file(s, t, new):
+    """The backing file of seeded volume new on the agent of its template t (the file backend's
+    <name>.img, as large as the template's, sparse)."""
+    agent = {a.name: a for a in s.agents}[t["spec"]["agentRef"]]
+    files = os.path.join(os.path.dirname(agent.state), "files")
+    size = os.path.getsize(os.path.join(files, t["metadata"]["name"] + ".img"))
+    with open(os.path.join(files, new + ".img"), "wb") as f:
+        f.truncate(size)
+
+
 def seed(s, n):
-    """n PillarVolumeStates in all: copies of the ones the controller wrote, one agent's in turn."""
+    """n PillarVolumeStates in all: copies of the ones the controller wrote, one agent's in turn;
+    (the keys and texts written, seconds)."""
     have = api(s, PVST)["items"]
     if not have:
         raise SystemExit("no PillarVolumeState to copy")
@@ -76,7 +104,9 @@ def seed(s, n):
         o = dict(t, metadata={k: v for k, v in t["metadata"].items() if k != "resourceVersion"})
         new = "pvc-" + str(uuid.uuid4())
         text = json.dumps(o, separators=(",", ":")).replace(name, new).replace(uid, str(uuid.uuid4()))
-        kvs.append(((PREFIX + new).encode(), text.encode()))
+        kvs.append(((PREFIX + new).encode(), unconfirmed(text) if UNCONFIRMED else text.encode()))
+        if UNCONFIRMED:
+            backing_file(s, t, new)
     t0 = time.monotonic()
     etcd_puts(s, kvs)
     deadline = time.monotonic() + 300
@@ -84,7 +114,19 @@ def seed(s, n):
         if time.monotonic() > deadline:
             raise SystemExit("the seeded PillarVolumeStates did not all appear")
         time.sleep(0.5)
-    return len(kvs), time.monotonic() - t0
+    return kvs, time.monotonic() - t0
+
+
+def unconfirm(s, kvs):
+    """Writes the seeded volumes again as seeded (without their digests), once the API server's
+    cache shows none of them with one."""
+    etcd_puts(s, kvs)
+    deadline = time.monotonic() + 300
+    while sum("reconciledDigest" in o.get("status", {})
+              for o in api(s, PVST + "?resourceVersion=0")["items"]) > N - len(kvs):
+        if time.monotonic() > deadline:
+            raise SystemExit("the seeded PillarVolumeStates kept their digests")
+        time.sleep(0.5)
 
 
 def request_times(path, offset):
@@ -99,12 +141,12 @@ def request_times(path, offset):
     return rows
 
 
-def one(s, binary, log_path):
+def one(s, binary, log_path, kvs):
     """One restart with binary: bench.py's restart figures, and the PillarVolumeState list's
     seconds (its first request to the informer's watch that follows it) and requests."""
     cs.BIN = binary
     offset = os.path.getsize(log_path)
-    r = s.restart()
+    r = s.restart((lambda: unconfirm(s, kvs)) if UNCONFIRMED else None)
     rows = [(t, p) for t, m, p in request_times(log_path, offset) if p.startswith(PVST + "?")]
     lists = [t for t, p in rows if "watch=" not in p]
     watch = [t for t, p in rows if "watch=" in p]
@@ -126,22 +168,24 @@ def main():
         s.quiet()
         print("%d volumes created through CSI in %.1f s (the templates)" % (sb.AGENTS * SMALL, secs), flush=True)
         s.env.procs.stop("controller")
-        written, secs = seed(s, N)
-        print("%d PillarVolumeStates written straight into etcd (%d in all) in %.1f s" % (written, N, secs),
-              flush=True)
+        kvs, secs = seed(s, N)
+        print("%d PillarVolumeStates written straight into etcd (%d in all) in %.1f s, %s" % (
+            len(kvs), N, secs, "without status.reconciledDigest before each restart (unknown: the first "
+            "start after an upgrade)" if UNCONFIRMED else "with their digests (the steady case)"), flush=True)
         log_path = os.environ["PILLAR_KUBE_REQUEST_LOG"]
         s.start_controller(first_pass=True)  # a first start takes up the seeded objects
         s.quiet()
         results = {name: [] for name, _ in bins}
         for i in range(ROUNDS):
             for name, b in bins:
-                r = one(s, b, log_path)
+                r = one(s, b, log_path, kvs)
                 results[name].append(r)
                 print("round %d %s: ready %.2f s (Probe %.2f, PillarVolumeState list %.2f s after "
                       "its request, %d requests; first reconcile pass %.2f; controller CPU %.2f s "
-                      "by then); %d store writes; peak RSS %.1f MiB; load average %.2f" % (
+                      "by then); %d store writes, the store quiet after %.2f s; peak RSS %.1f MiB; "
+                      "load average %.2f" % (
                           i + 1, name, r["ready"], r["probe"], r["list"], r["pages"], r["first"],
-                          r["cpu"], r["writes"], r["hwm"], r["load"]), flush=True)
+                          r["cpu"], r["writes"], r["settled"], r["hwm"], r["load"]), flush=True)
         for name, _ in bins:
             col = lambda k: [r[k] for r in results[name]]  # noqa: E731
             print("restart with %d volumes on the kube store, %s binary, %d rounds: ready %s (goal <= 2 s: "

@@ -5,8 +5,8 @@
 # BUILD, PILLAR_BIN; BENCH_STORES, BENCH_AGENTS (default 10), BENCH_PER_AGENT (default 1000),
 # BENCH_RESTARTS (default 3), BENCH_REBOOTS (default 3), BENCH_OLD_BIN (a copy of the old build:
 # each reboot round then reboots once with it and once with PILLAR_BIN), BENCH_RESYNC (the
-# controller's periodic resync, default 30s), BENCH_REBOOT_AT_RESYNC=1 (each reboot 0.1 s after a
-# periodic pass: the worst case), BENCH_KUBE_QPS (default 1000).  restart.sh measures restarts alone,
+# controller's periodic resync, default 30s), BENCH_REBOOT_AT_RESYNC=1 (each reboot timed so that
+# its restore meets another agent's whole-list resync: the worst case), BENCH_KUBE_QPS (default 1000).  restart.sh measures restarts alone,
 # old and new binary in turn, with the volumes' objects seeded instead of created through CSI.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
