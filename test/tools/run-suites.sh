@@ -20,6 +20,8 @@ for s in "$@"; do
 	start=$(date +%s)
 	# the suite writes to a file that is shown as it grows (a daemon a suite leaves behind must
 	# not hold a pipe open), and its failure lines are picked from it afterwards
+	# made before tail opens it: the suite's own redirection may come after tail starts
+	: > "$work/out"
 	sh "$s" > "$work/out" 2>&1 <&0 &
 	pid=$!
 	tail -n +1 -f --pid="$pid" "$work/out" &
