@@ -695,6 +695,49 @@ char *json_dump(const cJSON *v)
 	return json_print(v, false);
 }
 
+/* The code point of the UTF-8 sequence at p that json_dump_for_yaml escapes (its length in *n),
+ * or -1.  Such a character appears only inside a string: the rest of the text is ASCII. */
+static long yaml_unsafe(const unsigned char *p, size_t *n)
+{
+	if (p[0] == 0x7f)
+		return *n = 1, 0x7f;
+	if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+		return *n = 2, p[1];
+	if (p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9))
+		return *n = 3, 0x2000 + (p[2] - 0x80);
+	if (p[0] == 0xef && p[1] == 0xbf && (p[2] == 0xbe || p[2] == 0xbf))
+		return *n = 3, 0xffc0 + (p[2] & 0x3f);
+	return -1;
+}
+
+char *json_dump_for_yaml(const cJSON *v)
+{
+	char *text = json_dump(v);
+	size_t extra = 0, n, len;
+	if (!text)
+		return NULL;
+	for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+		if (*p >= 0x7f && yaml_unsafe(p, &n) >= 0)
+			extra += 6; /* at most 6 bytes more: 1 byte becomes 6 */
+	if (!extra)
+		return text;
+	len = strlen(text);
+	char *out = malloc(len + extra + 1), *o = out;
+	for (const unsigned char *p = (const unsigned char *)text; out && *p;) {
+		long c = *p >= 0x7f ? yaml_unsafe(p, &n) : -1;
+		if (c < 0) {
+			*o++ = (char)*p++;
+			continue;
+		}
+		o += sprintf(o, "\\u%04lx", (unsigned long)c);
+		p += n;
+	}
+	if (out)
+		*o = '\0';
+	free(text);
+	return out;
+}
+
 const char *json_lib_name(void)
 {
 	return "cJSON";

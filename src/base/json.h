@@ -131,5 +131,10 @@ char *json_dump(const cJSON *v);
 /* cJSON_Print (pretty) or cJSON_PrintUnformatted with exact integers; NULL when out of
  * memory. */
 char *json_print(const cJSON *v, bool pretty);
+/* json_dump's text as YAML reads it too (a document a YAML parser decodes, e.g. a StorageClass
+ * parameter): the characters YAML does not allow raw (DEL, the C1 controls, U+FFFE, U+FFFF) or
+ * reads as a line break (U+0085, U+2028, U+2029) are written as \u escapes, which JSON reads
+ * as the same value.  Malloc'd, caller frees; NULL when out of memory. */
+char *json_dump_for_yaml(const cJSON *v);
 
 #endif

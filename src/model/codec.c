@@ -580,7 +580,10 @@ int model_type_decode_text(const struct model_type *t, const char *text, void *o
 
 char *model_type_encode_text(const struct model_type *t, const void *obj)
 {
-	return text_of(encode_type(t, obj));
+	cJSON *j = encode_type(t, obj); /* a document model_doc_decode reads back (YAML) */
+	char *s = j ? json_dump_for_yaml(j) : NULL;
+	cJSON_Delete(j);
+	return s;
 }
 
 char *model_type_encode_pretty(const struct model_type *t, const void *obj)

@@ -884,6 +884,37 @@ START_TEST(test_integers_exact_range)
 }
 END_TEST
 
+/* A document's encoding is read back by YAML as the same value: the characters YAML refuses
+ * raw (DEL, C1 controls, U+FFFE/U+FFFF) or folds as line breaks (U+0085, U+2028, U+2029) are
+ * escaped (fuzz_model found {"19\uffff(by"} and {"0\r11\L%"} encoding to text YAML refused). */
+START_TEST(test_document_encoding_reads_back_in_yaml)
+{
+	static const char *const docs[] = {
+	    "{\"19\\uffff(by\"}", "{\"0\\r11\\L%\"}", "{\"a\\x7fb\\x85c\\N\\P\\ufffe\\u0080\": 1}",
+	    "{\"ok \\u00e9\\u4e2d\\U0001F600\": 2}"};
+	for (size_t k = 0; k < sizeof(docs) / sizeof(*docs); k++) {
+		struct model_filesystem f = {0}, again = {0};
+		struct err e = {0};
+		ck_assert_msg(model_doc_decode(&model_filesystem_type, "k", docs[k], &f, &e) == 0,
+		              "%s: %s", docs[k], e.msg);
+		char *t = model_type_encode_text(&model_filesystem_type, &f);
+		ck_assert_ptr_nonnull(t);
+		ck_assert_msg(model_doc_decode(&model_filesystem_type, "k", t, &again, &e) == 0,
+		              "%s encodes to %s, which reads back as: %s", docs[k], t, e.msg);
+		char *t2 = model_type_encode_text(&model_filesystem_type, &again);
+		ck_assert_str_eq(t2, t);
+		for (const unsigned char *p = (const unsigned char *)t; *p; p++)
+			ck_assert_msg(*p < 0x7f || (p[0] == 0xc3 || p[0] == 0xe4 || p[0] == 0xf0 ||
+			                            (*p & 0xc0) == 0x80),
+			              "raw byte 0x%02x in %s", *p, t);
+		free(t);
+		free(t2);
+		model_type_clear(&model_filesystem_type, &f);
+		model_type_clear(&model_filesystem_type, &again);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("model");
@@ -905,6 +936,7 @@ int main(void)
 	tcase_add_test(tc, test_quantities);
 	tcase_add_test(tc, test_object_files);
 	tcase_add_test(tc, test_integers_exact_range);
+	tcase_add_test(tc, test_document_encoding_reads_back_in_yaml);
 	tcase_add_test(tc, test_capacity_bytes_exact);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
