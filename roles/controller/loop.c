@@ -204,16 +204,22 @@ static void on_pillar_event(struct controller_loop *l, const char *kind, enum st
 	}
 }
 
+/* Confirming an agent's never-confirmed volumes costs the agent a check of each (seconds at
+ * 1,000 volumes): it starts this long after the list, so that the first pass, and with it the
+ * controller's readiness, never waits for it (the first pass waits for due keys only). */
+#define CONFIRM_DELAY_MS 1000
+
 /* A volume new or changed (vdigest.h): its resync.  At the start, only the volumes whose agent
- * may not hold what they say: one changed since its agent confirmed it, alone; those never
- * confirmed, with their agent's whole list (one request per agent, however many). */
+ * may not hold what they say: one changed since its agent confirmed it, alone, in the first
+ * pass; those never confirmed, with their agent's whole list (one request per agent, however
+ * many), right after it. */
 static void on_volume(struct controller_loop *l, const char *name, const struct model_pvst *v,
                       bool initial)
 {
 	if (!initial || vdigest_unconfirmed(v))
 		enqueue(l, "vol", name, 0);
 	else if (vdigest_unknown(v) && batch_item_eligible(v))
-		enqueue(l, "confirm", v->spec.agent_ref, 0);
+		enqueue(l, "confirm", v->spec.agent_ref, CONFIRM_DELAY_MS);
 }
 
 static void on_event(struct controller_loop *l, const struct model_kind *k,

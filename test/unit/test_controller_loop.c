@@ -328,8 +328,9 @@ START_TEST(test_first_pass_resyncs_changed_while_down)
 END_TEST
 
 /* Volumes recorded without a digest (by a version before status.reconciledDigest, or with
- * their confirmation lost) are unknown: the first pass resyncs them before it ends, one request
- * per agent with those volumes alone, and records their digests; the next start sends nothing. */
+ * their confirmation lost) are unknown: right after the first pass (which does not wait for
+ * them), one request per agent with those volumes alone resyncs them and records their
+ * digests; the next start sends nothing. */
 START_TEST(test_first_pass_confirms_unknown)
 {
 	char d[64];
@@ -345,7 +346,10 @@ START_TEST(test_first_pass_confirms_unknown)
 	vol("vol-c", ready_status);
 	vol("vol-d", "{\"phase\":\"Ready\",\"publicationGeneration\":1}"); /* no exportSpec */
 	confirmed("vol-c");
-	ck_assert_uint_eq(first_pass_resyncs(&l), 1);
+	ck_assert_uint_eq(first_pass_resyncs(&l), 0); /* the first pass waits for none */
+	for (int64_t t0 = time_mono_ms();
+	     fake_agent_count(fx_fa, "ReconcileState") == 0 && time_mono_ms() - t0 < WAIT_MS;)
+		msleep(20); /* right after it: one request for the agent */
 	const struct fake_call *rc = NULL;
 	for (size_t i = 0; i < fake_agent_ncalls(fx_fa); i++)
 		if (!strcmp(fake_agent_call(fx_fa, i)->method, "ReconcileState"))
@@ -360,8 +364,9 @@ START_TEST(test_first_pass_confirms_unknown)
 	controller_loop_stop(l);
 	ck_assert_uint_eq(fake_agent_count(fx_fa, "ReconcileState"), 1);
 
-	/* confirmed: the next start sends nothing */
+	/* confirmed: the next start sends nothing, in its first pass or after */
 	ck_assert_uint_eq(first_pass_resyncs(&l), 0);
+	msleep(1500); /* past the confirmation's delay (loop.c CONFIRM_DELAY_MS) */
 	quiesce();
 	controller_loop_stop(l);
 	ck_assert_uint_eq(fake_agent_count(fx_fa, "ReconcileState"), 0);
