@@ -38,7 +38,6 @@
 #include "controller/dhchap.h"
 #include "controller/pvst.h"
 #include "controller/resolve.h"
-#include "controller/vdigest.h"
 #include "rules/conditions.h"
 #include "rules/mkfs.h"
 #include "rules/size.h"
@@ -166,11 +165,6 @@ static int step_ready(struct model_pvst *v, const struct step_result *s, int64_t
 	 * publications: the kernel matches both (crds.md §7.3), as a resync would now record */
 	r |= model_cond_set(cs, RULES_COND_EXPORT_RECONCILED, "True", RULES_REASON_RECONCILED, "",
 	                    og) < 0;
-	if (v->status.has_export_spec && !v->status.n_published) { /* and its digest (vdigest.h) */
-		char digest[VDIGEST_TEXT];
-		vdigest_text(vdigest_of(v), digest);
-		r |= model_str_set(&v->status.reconciled_digest, digest);
-	}
 	/* crds.md §7.4: in the update that records Ready (pvst_update_all) */
 	r |= model_map_set(&v->meta.annotations, RULES_ANN_SUCCESS, "true");
 	return r ? -ENOMEM : 0;

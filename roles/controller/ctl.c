@@ -24,28 +24,11 @@ void ctl_init(struct ctl *c, store *st, agentclient *ac)
 	keylock_init(&c->locks);
 	pthread_mutex_init(&c->own_mu, NULL);
 	pthread_mutex_init(&c->memo_mu, NULL);
-	c->fill_tokens = CTL_DIGEST_FILL_BURST;
-	c->fill_ms = time_mono_ms();
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->own_cv, &ca);
 	pthread_condattr_destroy(&ca);
-}
-
-bool ctl_digest_fill_take(struct ctl *c)
-{
-	pthread_mutex_lock(&c->memo_mu);
-	int64_t now = time_mono_ms();
-	c->fill_tokens += (double)(now - c->fill_ms) * CTL_DIGEST_FILL_PER_S / 1000.0;
-	if (c->fill_tokens > CTL_DIGEST_FILL_BURST)
-		c->fill_tokens = CTL_DIGEST_FILL_BURST;
-	c->fill_ms = now;
-	bool ok = c->fill_tokens >= 1;
-	if (ok)
-		c->fill_tokens -= 1;
-	pthread_mutex_unlock(&c->memo_mu);
-	return ok;
 }
 
 struct ctl_own {

@@ -70,9 +70,6 @@ struct ctl {
 	/* The PillarVolumeStates the last whole-agent pass could not read (reconcile_batch.h:
 	 * reconcile_batch_unreadable), NULL when none; under memo_mu. */
 	char *unreadable;
-	/* The digest fill's budget (ctl_digest_fill_take), under memo_mu. */
-	double fill_tokens;
-	int64_t fill_ms;
 	/* Each agent's volumes as its last status count saw them (agent_counts.c), under
 	 * memo_mu. */
 	struct agent_tally *tallies;
@@ -109,17 +106,6 @@ bool ctl_own_event(struct ctl *c, const char *name, uint64_t rv);
 void ctl_export_established(struct ctl *c, const char *volume, uint64_t rv);
 bool ctl_export_take(struct ctl *c, const char *volume, uint64_t seen);
 void ctl_export_forget(struct ctl *c, const char *volume);
-
-/* The budget of the writes that record only a digest a whole-agent pass confirmed where a
- * volume records none (status.reconciledDigest, vdigest.h: volumes recorded before the field,
- * i.e. after an upgrade): CTL_DIGEST_FILL_BURST at once, then CTL_DIGEST_FILL_PER_S a second,
- * whatever the number of agents, so that such a backfill never holds up a pass (and the
- * volumes' locks) nor takes more than that share of the API server's request budget.  A volume
- * left out is resynced with its agent's other unknown ones at each start (one request per
- * agent) until a later pass records it.  true when a write may go now. */
-#define CTL_DIGEST_FILL_BURST 32
-#define CTL_DIGEST_FILL_PER_S 1
-bool ctl_digest_fill_take(struct ctl *c);
 
 /* true when the store answers (a list of PillarAgents succeeds): readiness (csi.md §1.1).
  * With c->readiness set, its last answer (no store call, no system call, never blocks); else

@@ -16,7 +16,6 @@
 #include "base/time.h"
 #include "controller/agentmon.h"
 #include "controller/reconcile.h"
-#include "controller/reconcile_batch.h"
 #include "controller/vdigest.h"
 #include "model/kube.h"
 
@@ -204,24 +203,6 @@ static void on_pillar_event(struct controller_loop *l, const char *kind, enum st
 	}
 }
 
-/* Confirming an agent's never-confirmed volumes costs the agent a check of each (seconds at
- * 1,000 volumes): it starts this long after the list, so that the first pass, and with it the
- * controller's readiness, never waits for it (the first pass waits for due keys only). */
-#define CONFIRM_DELAY_MS 1000
-
-/* A volume new or changed (vdigest.h): its resync.  At the start, only the volumes whose agent
- * may not hold what they say: one changed since its agent confirmed it, alone, in the first
- * pass; those never confirmed, with their agent's whole list (one request per agent, however
- * many), right after it. */
-static void on_volume(struct controller_loop *l, const char *name, const struct model_pvst *v,
-                      bool initial)
-{
-	if (!initial || vdigest_unconfirmed(v))
-		enqueue(l, "vol", name, 0);
-	else if (vdigest_unknown(v) && batch_item_eligible(v))
-		enqueue(l, "confirm", v->spec.agent_ref, CONFIRM_DELAY_MS);
-}
-
 static void on_event(struct controller_loop *l, const struct model_kind *k,
                      enum store_event_type type, const void *obj, bool initial)
 {
@@ -255,8 +236,10 @@ static void on_event(struct controller_loop *l, const struct model_kind *k,
 			enqueue(l, "pa", model_map_get(&m->labels, RULES_LABEL_AGENT), 0);
 			enqueue(l, "pst", model_map_get(&m->labels, RULES_LABEL_STORE), 0);
 			enqueue(l, "psc", model_map_get(&m->labels, RULES_LABEL_PSC), 0);
-		} else if (vdigests_update(&l->vd, name, obj)) {
-			on_volume(l, name, obj, initial);
+		} else if (vdigests_update(&l->vd, name, obj) &&
+		           (!initial || vdigest_unconfirmed(obj))) {
+			/* a change; at the start, one no resync confirmed (vdigest.h) */
+			enqueue(l, "vol", name, 0);
 		}
 	}
 }
@@ -438,9 +421,6 @@ static bool dispatch(struct controller_loop *l, const char *key, int *requeue_ms
 		r = reconcile_volume(c, name, &e);
 	} else if (IS("sync")) {
 		r = reconcile_agent_resync(c, name, &e);
-	} else if (IS("confirm")) {
-		await_volumes(l); /* queued by the first list: the agent's volumes it read all */
-		r = reconcile_agent_confirm(c, name, &e);
 	} else if (IS("lost")) {
 		r = reconcile_lost(c, name, &e);
 	} else if (IS("abandoned")) {

@@ -81,11 +81,6 @@ int reconcile_volume(struct ctl *c, const char *name, struct err *e);
 /* The periodic pass of §12.3: one ReconcileState{complete=false} with every eligible volume of
  * the agent. */
 int reconcile_agent_resync(struct ctl *c, const char *agent, struct err *e);
-/* The same request with only the agent's volumes whose digest the agent has not confirmed
- * (status.reconciledDigest absent or another: controller/vdigest.h); nothing is sent when
- * there is none (a restore or resync recorded them since).  A controller's first pass sends it
- * for the agents of volumes recorded without a digest. */
-int reconcile_agent_confirm(struct ctl *c, const char *agent, struct err *e);
 
 /* crds.md §7.6: deletes (DeleteVolume sequence) PillarVolumeStates in phase Provisioning or
  * CreatePartial older than ABANDONED_AGE_S at `now` (Unix seconds) whose claimRef.uid names no

@@ -508,8 +508,7 @@ int reconcile_batch_request(const struct reconcile_batch *b, struct batch_item *
 	if (!*order)
 		return -ENOMEM;
 	for (size_t i = 0; i < b->n; i++)
-		if (b->items[i].state == BATCH_ITEM_EXPORTED &&
-		    !(b->unconfirmed && b->items[i].digest_recorded))
+		if (b->items[i].state == BATCH_ITEM_EXPORTED)
 			(*order)[(*n)++] = &b->items[i];
 	qsort(*order, *n, sizeof(**order), cmp_sent);
 	*vols = calloc(*n ? *n : 1, sizeof(**vols));

@@ -75,7 +75,6 @@ struct reconcile_batch {
 	struct batch_item *items; /* sorted by name once read */
 	size_t n, cap;
 	const char *agent; /* checked against spec.agentRef (the one-volume pass), or NULL */
-	bool unconfirmed;  /* the request takes only the items whose digest is not recorded */
 	const char *const *locked; /* NULL, or only these names (sorted, n_locked) are taken */
 	size_t n_locked;
 	struct batch_item *last; /* the last pass's items, sorted by name; reused ones move out */
@@ -92,8 +91,7 @@ int reconcile_batch_read(struct ctl *c, const char *agent, const char *only,
 int reconcile_batch_reread(struct ctl *c, const char *agent, const char *only,
                            struct reconcile_batch *b, const char *const *names, size_t n_names,
                            struct grpc_status *gs);
-/* The exported items (b->unconfirmed: those whose digest is not recorded) in request order
- * (in-capsule first, then by name, §12.2 step 4): *order
+/* The exported items in request order (in-capsule first, then by name, §12.2 step 4): *order
  * points into b, *vols holds them unpacked for the request (free with
  * reconcile_batch_request_free); *n of them.  0 or -ENOMEM. */
 int reconcile_batch_request(const struct reconcile_batch *b, struct batch_item ***order,

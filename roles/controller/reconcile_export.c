@@ -56,19 +56,15 @@ void reconcile_set_export_cond(struct ctl *c, const struct model_pvst *v, const 
  * pvst_update (pinned to the UID read).
  *
  * Reconciled also records the digest of what the item carried (status.reconciledDigest,
- * vdigest.h) in the same write, and on its own: after a one-volume resync (one a change the
- * agent just confirmed: a publish, an unpublish), in place of another digest, and where none
- * is (a volume recorded before the field, after an upgrade) within the digest fill's budget
- * (ctl_digest_fill_take), so that a backfill never holds up a pass. */
-static void set_cond_if_changed(struct ctl *c, const struct batch_item *x, bool one,
+ * vdigest.h) in the same write; on its own, the digest is written by a one-volume resync (a
+ * change the agent just confirmed) and in place of another one recorded, never merely because
+ * none is: a whole-agent pass over volumes recorded before the digest existed writes nothing. */
+static void set_cond_if_changed(struct ctl *c, const struct batch_item *x, bool whole,
                                 const char *reason, const char *msg)
 {
 	bool ok = x->state == BATCH_ITEM_EXPORTED && !strcmp(reason, RULES_REASON_RECONCILED);
-	bool same = batch_item_cond_same(x, reason, msg);
-	bool digest = ok && !x->digest_recorded;
-	if (digest && same && !one && !x->digest_stale)
-		digest = ctl_digest_fill_take(c);
-	if (digest || !same)
+	bool digest = ok && !x->digest_recorded && (!whole || x->digest_stale);
+	if (digest || !batch_item_cond_same(x, reason, msg))
 		set_export_cond(c, x->name, x->uid, reason, msg, ok ? x->digest : NULL);
 }
 
@@ -199,7 +195,7 @@ static int reconcile_built(struct ctl *c, const char *agent, const char *addr, b
 	int r;
 	for (size_t i = 0; i < b->n; i++)
 		if (b->items[i].state == BATCH_ITEM_NO_SPEC)
-			set_cond_if_changed(c, &b->items[i], b->agent != NULL,
+			set_cond_if_changed(c, &b->items[i], whole,
 			                    RULES_REASON_EXPORT_SPEC_MISSING,
 			                    "status.exportSpec is missing; the controller will not "
 			                    "guess it (see operations.md §9)");
@@ -237,7 +233,7 @@ static int reconcile_built(struct ctl *c, const char *agent, const char *addr, b
 		/* an agent that cannot be reached is its PillarAgent's condition, which readers
 		 * derive each volume's from (model/outage.h): nothing is written per volume */
 		if (strcmp(reason, RULES_REASON_AGENT_UNAVAILABLE) != 0)
-			set_cond_if_changed(c, order[i], b->agent != NULL, reason, msg);
+			set_cond_if_changed(c, order[i], whole, reason, msg);
 	}
 	if (resp)
 		protobuf_c_message_free_unpacked(&resp->base, NULL);
@@ -277,21 +273,19 @@ static int locked_pass(struct ctl *c, const char *agent, const char *addr, const
 		ctl_metrics_restore(agent, exported, (double)(time_mono_ns() - t0) / 1e9);
 		return r;
 	}
-	if (r == GRPC_OK) /* whole: the request holds every volume of the agent */
-		return reconcile_built(c, agent, addr, complete, !only && !b->unconfirmed, noaddr,
-		                       sent, b, gs);
+	if (r == GRPC_OK)
+		return reconcile_built(c, agent, addr, complete, !only, noaddr, sent, b, gs);
 	if (sent && sent->fn)
 		sent->fn(sent->arg, r,
 		         gs); /* nothing sent: a restore records ExportRestoreFailed */
 	return r;
 }
 
-/* reconcile_exports; unconfirmed: only the agent's volumes whose digest is not recorded. */
-static int exports(struct ctl *c, const char *agent, const char *addr, const char *only,
-                   bool complete, bool unconfirmed, const struct grpc_status *noaddr,
-                   const struct reconcile_sent *sent, struct grpc_status *gs)
+int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const char *only,
+                      bool complete, const struct grpc_status *noaddr,
+                      const struct reconcile_sent *sent, struct grpc_status *gs)
 {
-	struct reconcile_batch b = {.agent = only ? agent : NULL, .unconfirmed = unconfirmed};
+	struct reconcile_batch b = {.agent = only ? agent : NULL};
 	char akey[300];
 	struct keylock_hold ahold;
 	gs->code = GRPC_OK;
@@ -337,13 +331,6 @@ static int exports(struct ctl *c, const char *agent, const char *addr, const cha
 	return r;
 }
 
-int reconcile_exports(struct ctl *c, const char *agent, const char *addr, const char *only,
-                      bool complete, const struct grpc_status *noaddr,
-                      const struct reconcile_sent *sent, struct grpc_status *gs)
-{
-	return exports(c, agent, addr, only, complete, false, noaddr, sent, gs);
-}
-
 int reconcile_agent_restore(struct ctl *c, const char *agent, const char *addr,
                             const struct reconcile_sent *sent, struct grpc_status *gs)
 {
@@ -383,23 +370,13 @@ int reconcile_volume(struct ctl *c, const char *name, struct err *e)
 	return 0;
 }
 
-static int resync(struct ctl *c, const char *agent, bool unconfirmed, struct err *e)
+int reconcile_agent_resync(struct ctl *c, const char *agent, struct err *e)
 {
 	char addr[300];
 	struct grpc_status why = {0}, gs = {0};
 	const char *a = agent_addr(c, agent, addr, sizeof(addr), &why);
-	exports(c, agent, a, NULL, false, unconfirmed, &why, NULL, &gs);
+	reconcile_exports(c, agent, a, NULL, false, &why, NULL, &gs);
 	if (gs.code == GRPC_INTERNAL)
 		return err_set(e, -ENOMEM, "%s", gs.msg);
 	return 0;
-}
-
-int reconcile_agent_resync(struct ctl *c, const char *agent, struct err *e)
-{
-	return resync(c, agent, false, e);
-}
-
-int reconcile_agent_confirm(struct ctl *c, const char *agent, struct err *e)
-{
-	return resync(c, agent, true, e);
 }

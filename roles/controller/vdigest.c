@@ -83,11 +83,6 @@ bool vdigest_unconfirmed(const struct model_pvst *v)
 	return strcmp(v->status.reconciled_digest, now) != 0;
 }
 
-bool vdigest_unknown(const struct model_pvst *v)
-{
-	return v->status.has_export_spec && !v->status.reconciled_digest;
-}
-
 static struct vdigest **slot(const struct vdigests *t, const char *name)
 {
 	return &t->b[hash_fnv1a32(name) % t->nb];

@@ -10,10 +10,7 @@
  * volume, status.reconciledDigest, with its ExportReconciled outcome: a controller's first list
  * compares it with the volume's own and resyncs the volumes that changed while no controller
  * watched them (published, unpublished or fenced by a leader that died before its resync, or
- * edited), one request per volume, and those that record none (unknown: recorded by a version
- * before the field, or the write of their confirmation lost), one request per agent; once the
- * agent confirms them, the next start sends nothing.  It is object content: the same on either
- * store.
+ * edited), and only those.  It is object content: the same on either store.
  *
  * vdigest_of, vdigest_text and vdigest_unconfirmed are pure (any thread).  The table is used by
  * one thread (the loop's PillarVolumeState watcher); no locking.  vdigests_update
@@ -41,13 +38,9 @@ uint64_t vdigest_of(const struct model_pvst *v);
 void vdigest_text(uint64_t digest, char text[VDIGEST_TEXT]);
 /* True when v's status.reconciledDigest names another digest than v's own: the agent last
  * confirmed another exportSpec or publishedNodes than v holds (changed since, perhaps while
- * no controller ran).  False when they agree, and when v records none (vdigest_unknown). */
+ * no controller ran).  False when they agree, and when v records none (a volume no resync has
+ * confirmed yet: its CreateVolume built the export, and its first resync records it). */
 bool vdigest_unconfirmed(const struct model_pvst *v);
-/* True when v has an exportSpec and records no digest: whether its agent holds what v says is
- * unknown (a record written before the field existed, or one whose confirmation was not
- * written).  CreateVolume records the digest of the export it built, so a volume created since
- * is never unknown. */
-bool vdigest_unknown(const struct model_pvst *v);
 
 bool vdigests_update(struct vdigests *t, const char *name, const struct model_pvst *v);
 void vdigests_drop(struct vdigests *t, const char *name);

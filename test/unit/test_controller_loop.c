@@ -3,7 +3,7 @@
  * exactly one ReconcileState{complete=true} and ExportsReady=True/ExportsServing; a volume's
  * status change triggers a one-item resync (agent-api.md §12.3); the periodic pass sends one
  * non-complete batch per agent; a volume changed while no controller ran is resynced by the
- * first pass, an unchanged one is not, those never confirmed are, one request per agent; an `export restore pending` failure kicks the restore at once;
+ * first pass, an unchanged one is not; an `export restore pending` failure kicks the restore at once;
  * deleting objects releases their finalizers; stop joins everything (ASan: no leaks); the
  * PILLAR_RECONCILE_INTERVAL and PILLAR_CAPACITY_INTERVAL duration syntax. */
 #include <time.h>
@@ -12,7 +12,6 @@
 #include "base/time.h"
 #include "controller/loop.h"
 #include "controller/reconcile.h"
-#include "controller/vdigest.h"
 #include "ctl_fixture.h"
 
 static void msleep(int ms)
@@ -70,21 +69,6 @@ static void vol(const char *name, const char *status)
 static const char ready_status[] =
     "{\"phase\":\"Ready\",\"publicationGeneration\":2,\"exportSpec\":{\"bindAddress\":"
     "\"10.0.0.5\",\"port\":4420,\"aclEnabled\":false}}";
-
-/* Records name's own digest as the one its agent confirmed (status.reconciledDigest), as the
- * controller that created or last resynced it would have. */
-static void confirmed(const char *name)
-{
-	struct model_pvst v;
-	char d[VDIGEST_TEXT];
-	ck_assert_int_eq(model_get(fx_st, &model_pvst_kind, NULL, name, &v, NULL), 0);
-	vdigest_text(vdigest_of(&v), d);
-	model_clear(&model_pvst_kind, &v);
-	cJSON *o = fx_get("PillarVolumeState", name);
-	cJSON_AddStringToObject(cJSON_GetObjectItem(o, "status"), "reconciledDigest", d);
-	ck_assert_int_eq(store_update_status(fx_st, o, NULL, NULL), 0);
-	cJSON_Delete(o);
-}
 
 static struct controller_loop *start(int interval_ms)
 {
@@ -181,7 +165,6 @@ START_TEST(test_change_triggered_and_periodic_resync)
 	fx_put("PillarAgent", NULL, "storage-1", NULL,
 	       "{\"external\":{\"address\":\"10.0.0.5\",\"port\":9500}}", NULL);
 	vol("vol-a", ready_status);
-	confirmed("vol-a");
 	fake_agent_set_health(fx_fa, true, false, NULL, NULL);
 	struct controller_loop *l = start(3600000);
 	ck_assert(wait_reason("PillarAgent", "storage-1", "Ready", "AgentConnected"));
@@ -213,7 +196,6 @@ START_TEST(test_change_triggered_and_periodic_resync)
 
 	/* periodic pass with a short interval: one batch per agent, complete=false */
 	vol("vol-b", ready_status);
-	confirmed("vol-b");
 	fake_agent_reset_log(fx_fa);
 	l = start(300);
 	for (int64_t t0 = time_mono_ms();
@@ -327,52 +309,6 @@ START_TEST(test_first_pass_resyncs_changed_while_down)
 }
 END_TEST
 
-/* Volumes recorded without a digest (by a version before status.reconciledDigest, or with
- * their confirmation lost) are unknown: right after the first pass (which does not wait for
- * them), one request per agent with those volumes alone resyncs them and records their
- * digests; the next start sends nothing. */
-START_TEST(test_first_pass_confirms_unknown)
-{
-	char d[64];
-	fx_put("PillarAgent", NULL, "storage-1", NULL,
-	       "{\"external\":{\"address\":\"10.0.0.5\",\"port\":9500}}", NULL);
-	fake_agent_set_health(fx_fa, true, false, NULL, NULL);
-	struct controller_loop *l = start(3600000); /* the agent's address recorded */
-	ck_assert(wait_reason("PillarAgent", "storage-1", "Ready", "AgentConnected"));
-	quiesce();
-	controller_loop_stop(l);
-	vol("vol-a", ready_status);
-	vol("vol-b", ready_status);
-	vol("vol-c", ready_status);
-	vol("vol-d", "{\"phase\":\"Ready\",\"publicationGeneration\":1}"); /* no exportSpec */
-	confirmed("vol-c");
-	ck_assert_uint_eq(first_pass_resyncs(&l), 0); /* the first pass waits for none */
-	for (int64_t t0 = time_mono_ms();
-	     fake_agent_count(fx_fa, "ReconcileState") == 0 && time_mono_ms() - t0 < WAIT_MS;)
-		msleep(20); /* right after it: one request for the agent */
-	const struct fake_call *rc = NULL;
-	for (size_t i = 0; i < fake_agent_ncalls(fx_fa); i++)
-		if (!strcmp(fake_agent_call(fx_fa, i)->method, "ReconcileState"))
-			rc = fake_agent_call(fx_fa, i);
-	const PillarCsi__Agent__V1__ReconcileStateRequest *q = (const void *)rc->req;
-	ck_assert(!q->complete);
-	ck_assert_uint_eq(q->n_volumes, 2);
-	ck_assert_str_eq(q->volumes[0]->volume_id, "files/vol-a");
-	ck_assert_str_eq(q->volumes[1]->volume_id, "files/vol-b");
-	ck_assert_uint_eq(strlen(recorded_digest(d, sizeof(d))), 16); /* vol-a's */
-	quiesce();
-	controller_loop_stop(l);
-	ck_assert_uint_eq(fake_agent_count(fx_fa, "ReconcileState"), 1);
-
-	/* confirmed: the next start sends nothing, in its first pass or after */
-	ck_assert_uint_eq(first_pass_resyncs(&l), 0);
-	msleep(1500); /* past the confirmation's delay (loop.c CONFIRM_DELAY_MS) */
-	quiesce();
-	controller_loop_stop(l);
-	ck_assert_uint_eq(fake_agent_count(fx_fa, "ReconcileState"), 0);
-}
-END_TEST
-
 START_TEST(test_restore_kick)
 {
 	fx_put("PillarAgent", NULL, "storage-1", NULL,
@@ -453,7 +389,6 @@ int main(void)
 	tcase_add_test(t, test_first_pass_ends_after_the_restore);
 	tcase_add_test(t, test_change_triggered_and_periodic_resync);
 	tcase_add_test(t, test_first_pass_resyncs_changed_while_down);
-	tcase_add_test(t, test_first_pass_confirms_unknown);
 	tcase_add_test(t, test_restore_kick);
 	tcase_add_test(t, test_duration_and_env);
 	suite_add_tcase(s, t);

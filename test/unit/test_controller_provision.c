@@ -4,7 +4,6 @@
  * volume context and in spec.resolved), a filesystem document that disagrees is rejected with
  * the §13 message, a PVC annotation (layer 2) wins, nothing anywhere gives ext4.  Also: the
  * capabilities the emulation assumes are the ones the controller reports. */
-#include "controller/vdigest.h"
 #include "ctl_fixture.h"
 #include "sidecar.h"
 
@@ -134,30 +133,6 @@ START_TEST(test_request_shape)
 	                          NULL, err, sizeof(err));
 	ck_assert_ptr_null(q);
 	ck_assert_str_eq(err, "no available topology found");
-}
-END_TEST
-
-/* The volume a CreateVolume made records the digest of the export it built (exportSpec, no
- * publication) as confirmed: a controller's start finds it known and resyncs nothing for it. */
-START_TEST(test_created_records_digest)
-{
-	Csi__V1__CreateVolumeResponse *resp = NULL;
-	struct grpc_status gs = {0};
-	struct model_pvst v;
-	char want[VDIGEST_TEXT];
-	put_pvc(NULL);
-	ck_assert_msg(provision("{\"parameters\":{\"" P "storage-class\":\"fast\"}}",
-	                        pvc_json("Filesystem"), &resp, &gs) == 0,
-	              "%s", gs.msg);
-	protobuf_c_message_free_unpacked(&resp->base, NULL);
-	ck_assert_int_eq(model_get(fx_st, &model_pvst_kind, NULL, "pvc-" PVC_UID, &v, NULL), 0);
-	ck_assert(v.status.has_export_spec);
-	ck_assert_uint_eq(v.status.n_published, 0);
-	vdigest_text(vdigest_of(&v), want);
-	ck_assert_ptr_nonnull(v.status.reconciled_digest);
-	ck_assert_str_eq(v.status.reconciled_digest, want);
-	ck_assert(!vdigest_unknown(&v) && !vdigest_unconfirmed(&v));
-	model_clear(&model_pvst_kind, &v);
 }
 END_TEST
 
@@ -480,7 +455,6 @@ int main(void)
 	tcase_add_test(t, test_xfs_minimum_size_met);
 	tcase_add_test(t, test_dhchap_refused_not_exported);
 	tcase_add_test(t, test_dhchap_created);
-	tcase_add_test(t, test_created_records_digest);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }

@@ -177,15 +177,6 @@ START_TEST(test_volume_resync_and_mapping)
 	ck_assert_str_eq(q->volumes[1]->volume_id, "tank/v-partial");
 	ck_assert_str_eq(q->volumes[1]->device_path, "/dev/zvol/tank/v-partial");
 	expect_export("v-partial", "True", "Reconciled", NULL);
-	/* it records the digest it confirmed where none was (status.reconciledDigest): the
-	 * resync of the unconfirmed ones then has nothing to send */
-	cJSON *o = fx_get("PillarVolumeState", "v-partial");
-	const char *d = json_get_str(cJSON_GetObjectItem(o, "status"), "reconciledDigest");
-	ck_assert_uint_eq(d ? strlen(d) : 0, 16);
-	cJSON_Delete(o);
-	fake_agent_reset_log(fx_fa);
-	ck_assert_int_eq(reconcile_agent_confirm(&fx_c, "storage-1", &e), 0);
-	ck_assert_str_eq(fake_agent_log(fx_fa), "");
 
 	/* §12.4 rows */
 	fake_agent_item_error(fx_fa, "tank/v-ok",
@@ -222,33 +213,6 @@ END_TEST
  * resync that its exportSpec record queues sends nothing while the volume is as CreateVolume
  * left it (ctl.h ctl_export_take): the agent's ExportVolume had just built that export.  The
  * record is used once; a later change resyncs as before. */
-/* The digest fill's budget (ctl_digest_fill_take): CTL_DIGEST_FILL_BURST writes at once, then
- * none until it refills; a whole pass past it leaves the rest unrecorded. */
-START_TEST(test_digest_fill_budget)
-{
-	for (int i = 0; i < CTL_DIGEST_FILL_BURST; i++)
-		ck_assert(ctl_digest_fill_take(&fx_c));
-	ck_assert(!ctl_digest_fill_take(&fx_c));
-	fx_put("PillarAgent", NULL, "storage-1", NULL, "{}",
-	       "{\"resolvedAddress\":\"10.0.0.5:9500\"}");
-	vol("v-a", "storage-1", "{\"phase\":\"Ready\"," ES "}");
-	struct err e = {0};
-	ck_assert_int_eq(reconcile_agent_resync(&fx_c, "storage-1", &e), 0);
-	ck_assert_str_eq(fake_agent_log(fx_fa), "ReconcileState");
-	cJSON *o = fx_get("PillarVolumeState", "v-a");
-	/* its condition changed: the digest rides that write, budget or not */
-	ck_assert_ptr_nonnull(json_get_str(cJSON_GetObjectItem(o, "status"), "reconciledDigest"));
-	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(o, "status"), "reconciledDigest");
-	ck_assert_int_eq(store_update_status(fx_st, o, NULL, NULL), 0);
-	cJSON_Delete(o);
-	ck_assert_int_eq(reconcile_agent_resync(&fx_c, "storage-1", &e), 0);
-	o = fx_get("PillarVolumeState", "v-a");
-	/* only the digest to write, and no budget left: not written */
-	ck_assert_ptr_null(json_get_str(cJSON_GetObjectItem(o, "status"), "reconciledDigest"));
-	cJSON_Delete(o);
-}
-END_TEST
-
 START_TEST(test_created_export_not_resynced)
 {
 	struct grpc_status gs = {0};
@@ -422,7 +386,6 @@ int main(void)
 	tcase_add_test(t, test_created_export_not_resynced);
 	tcase_add_test(t, test_resync_reads_after_waiting);
 	tcase_add_test(t, test_resync_reuses_only_unchanged);
-	tcase_add_test(t, test_digest_fill_budget);
 	suite_add_tcase(s, t);
 	return tu_run(s);
 }
